@@ -1,0 +1,16 @@
+// Subcommands of `simnic`. Each registers its options on the parent app and
+// runs when selected; the returned code is the process exit status.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace simnic::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_pcap_command(CLI::App& app);
+Runner add_synth_command(CLI::App& app);
+
+}  // namespace simnic::cli

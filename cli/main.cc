@@ -1,0 +1,28 @@
+#include <cstdio>
+#include <vector>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"simnic: a cycle-level RoCE v2 NIC model and software RDMA device"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "simnic 0.1.0");
+
+    std::vector<std::pair<CLI::App*, simnic::cli::Runner>> commands;
+    auto add = [&](simnic::cli::Runner (*fn)(CLI::App&)) {
+        size_t before = app.get_subcommands({}).size();
+        simnic::cli::Runner r = fn(app);
+        commands.emplace_back(app.get_subcommands({})[before], std::move(r));
+    };
+    add(simnic::cli::add_pcap_command);
+    add(simnic::cli::add_synth_command);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    for (auto& [sub, run] : commands)
+        if (sub->parsed()) return run();
+    return 2;
+}

@@ -1,0 +1,28 @@
+// The RoCE v2 invariant CRC.
+//
+// The ICRC is the IEEE 802.3 CRC-32 (the one zlib computes) over the frame
+// from the IP header to the end of the pad, with the fields a router may
+// change replaced by ones, and preceded by eight 0xFF bytes standing in for the
+// InfiniBand LRH that RoCE v2 does not carry. The result goes on the wire
+// least significant byte first. See docs/wire-format.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "simnic/roce/packet.h"
+
+namespace simnic::roce {
+
+// CRC-32 (reflected polynomial 0xEDB88320, zlib convention: pass 0 to start,
+// pass the previous result to continue).
+uint32_t crc32(uint32_t crc, const uint8_t* data, size_t len);
+
+// Compute the ICRC of a frame whose IP header starts at l3_off and whose UDP
+// header starts at l4_off. The ICRC covers [l3_off, len - 4).
+// Returns 0 (and reads nothing) unless the IP header is at most 60 bytes and
+// len >= l4_off + 8 + 12 + 4 (IP, UDP, BTH and ICRC present).
+uint32_t compute_icrc(const uint8_t* frame, size_t len, size_t l3_off, size_t l4_off,
+                      IpVersion version);
+
+}  // namespace simnic::roce

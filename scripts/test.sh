@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Command 2 of the README: set up a fresh Debian 12 machine, build, and run
+# the whole test suite through ctest. CI (.ci/run) runs exactly this.
+#
+#  1. the normal build (gcc, -Werror): every test, RTL testbenches included;
+#  2. the sanitizer build (clang, ASan + UBSan): the unit tests, and the
+#     decoder fuzzer for SIMNIC_FUZZ_SECONDS (default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+jobs=$(nproc)
+fuzz_seconds=${SIMNIC_FUZZ_SECONDS:-60}
+
+echo "== build (gcc) =="
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$jobs"
+
+echo "== sanitizer build (clang-14, ASan + UBSan) =="
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DSIMNIC_SANITIZE=ON -DSIMNIC_FUZZ=ON -DSIMNIC_FUZZ_SECONDS="$fuzz_seconds"
+cmake --build build-asan -j"$jobs" --target simnic_unit_tests fuzz_decode fuzz_make_seeds
+
+echo "== unit tests and fuzzer under ASan + UBSan =="
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan -L 'unit|fuzz' --output-on-failure -j"$jobs"
+
+echo "== all tests =="
+ctest --test-dir build --output-on-failure -j"$jobs"
