@@ -12,5 +12,6 @@ using Runner = std::function<int()>;
 
 Runner add_pcap_command(CLI::App& app);
 Runner add_synth_command(CLI::App& app);
+Runner add_rtl_command(CLI::App& app);
 
 }  // namespace simnic::cli

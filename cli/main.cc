@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
     };
     add(simnic::cli::add_pcap_command);
     add(simnic::cli::add_synth_command);
+    add(simnic::cli::add_rtl_command);
 
     try {
         app.parse(argc, argv);

@@ -2,8 +2,10 @@
 # SystemC headers) is compiled without -Werror; see simnic_verilated().
 
 add_library(simnic_warnings INTERFACE)
-target_compile_options(simnic_warnings INTERFACE -Wall -Wextra -Wshadow=local
-  -Wnon-virtual-dtor -Wimplicit-fallthrough)
+target_compile_options(simnic_warnings INTERFACE -Wall -Wextra
+  -Wnon-virtual-dtor -Wimplicit-fallthrough
+  $<$<CXX_COMPILER_ID:GNU>:-Wshadow=local>
+  $<$<CXX_COMPILER_ID:Clang>:-Wshadow-uncaptured-local>)
 if(SIMNIC_WERROR)
   target_compile_options(simnic_warnings INTERFACE -Werror)
 endif()

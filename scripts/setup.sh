@@ -14,7 +14,10 @@ PACKAGES=(
   libibverbs-dev librdmacm-dev ibverbs-utils ibverbs-providers rdmacm-utils perftest
   # tests, captures and libraries
   catch2 libpcap-dev zlib1g-dev libcli11-dev libtomlplusplus-dev
-  tshark tcpdump iproute2
+  tshark tcpdump iproute2 python3
+  # the kernel-rxe reference rig (testbench/rig): QEMU and the initramfs tools;
+  # the rig downloads the kernel package itself, into its cache
+  qemu-system-x86 busybox-static kmod cpio
 )
 
 missing=()

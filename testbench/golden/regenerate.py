@@ -15,6 +15,7 @@ Takes a few minutes (two rig boots and ~20 short runs under TCG).
 import argparse
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -30,14 +31,14 @@ SERVER_IP = "10.0.0.1"
 # MTU in bytes; {sizes} the write-with-immediate sizes for this MTU.
 PERF = "-d rxe0 -x 1 -F"
 CASES = [
-    ("rc_pingpong", "ibv_rc_pingpong -g 1 -n 4",
-     "ibv_rc_pingpong -g 1 -n 4 {ip}", ("tcp", 18515)),
-    ("rc_pingpong_s10000", "ibv_rc_pingpong -g 1 -n 3 -s 10000",
-     "ibv_rc_pingpong -g 1 -n 3 -s 10000 {ip}", ("tcp", 18515)),
-    ("rc_pingpong_s1", "ibv_rc_pingpong -g 1 -n 3 -s 1",
-     "ibv_rc_pingpong -g 1 -n 3 -s 1 {ip}", ("tcp", 18515)),
-    ("uc_pingpong", "ibv_uc_pingpong -g 1 -n 4",
-     "ibv_uc_pingpong -g 1 -n 4 {ip}", ("tcp", 18515)),
+    ("rc_pingpong", "ibv_rc_pingpong -g 1 -m {mtu} -n 4",
+     "ibv_rc_pingpong -g 1 -m {mtu} -n 4 {ip}", ("tcp", 18515)),
+    ("rc_pingpong_s10000", "ibv_rc_pingpong -g 1 -m {mtu} -n 3 -s 10000",
+     "ibv_rc_pingpong -g 1 -m {mtu} -n 3 -s 10000 {ip}", ("tcp", 18515)),
+    ("rc_pingpong_s1", "ibv_rc_pingpong -g 1 -m {mtu} -n 3 -s 1",
+     "ibv_rc_pingpong -g 1 -m {mtu} -n 3 -s 1 {ip}", ("tcp", 18515)),
+    ("uc_pingpong", "ibv_uc_pingpong -g 1 -m {mtu} -n 4",
+     "ibv_uc_pingpong -g 1 -m {mtu} -n 4 {ip}", ("tcp", 18515)),
     ("ud_pingpong", "ibv_ud_pingpong -g 1 -n 4 -s {mtu}",
      "ibv_ud_pingpong -g 1 -n 4 -s {mtu} {ip}", ("tcp", 18515)),
     # From here on both sides first burn QPNs, so the QPs get large numbers
@@ -193,6 +194,7 @@ def main():
                                        str(len(recs)), str(nroce)])
         finally:
             rig(state, "stop", check=False)
+            shutil.rmtree(state, ignore_errors=True)
         with open(manifest, "w") as f:
             f.write("# file\tib_mtu\tnetdev_mtu\trxe_kernel(uname -r)\tserver (10.0.0.1)\t"
                     "client (10.0.0.2)\tframes\troce_frames\n")

@@ -46,3 +46,14 @@ run(2 out ${SIMNIC} pcap ${WORK}/junk.pcap)
 if(NOT out MATCHES "simnic pcap:")
   message(FATAL_ERROR "no clear error for a junk file:\n${out}")
 endif()
+
+# The RTL ICRC engine through the CLI: it must agree with the C++ core on
+# every frame, good and corrupted.
+run(0 out ${SIMNIC} rtl icrc ${WORK}/bad.pcap)
+if(NOT out MATCHES "verdicts: 32 ok, 8 bad; agree with the C\\+\\+ packet core on 40, disagree on 0")
+  message(FATAL_ERROR "simnic rtl icrc on a corrupted capture:\n${out}")
+endif()
+run(0 out ${SIMNIC} rtl icrc -v ${WORK}/clean.pcap)
+if(NOT out MATCHES "verdicts: 40 ok, 0 bad" OR NOT out MATCHES "latency 7 cycles")
+  message(FATAL_ERROR "simnic rtl icrc on a clean capture:\n${out}")
+endif()

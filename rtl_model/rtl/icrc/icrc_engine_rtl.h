@@ -1,0 +1,47 @@
+// The Verilated ICRC engine (DataWidth 512) behind a plain C++ interface, for
+// tools that want the RTL's verdict and timing on real frames (`simnic rtl
+// icrc`). The testbench in tb/ drives the RTL itself, with its own stimulus
+// and checks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace simnic::rtl {
+
+struct IcrcResult {
+    uint32_t icrc = 0;          // m_icrc_o: the computed ICRC
+    bool ok = false;            // m_icrc_ok_o: equals the carried ICRC
+    bool err = false;           // m_err_o: not IP, bad IHL or too short
+    uint64_t last_beat_cycle = 0;  // cycle whose edge took the frame's last beat
+    uint64_t valid_cycle = 0;      // cycle whose edge raised m_valid_o
+};
+
+struct IcrcRunStats {
+    uint64_t frames = 0;
+    uint64_t beats = 0;
+    uint64_t cycles = 0;  // from the first beat to the last result
+};
+
+class IcrcEngineRtl {
+public:
+    static constexpr size_t kBeatBytes = 64;
+
+    IcrcEngineRtl();
+    ~IcrcEngineRtl();
+    IcrcEngineRtl(const IcrcEngineRtl&) = delete;
+    IcrcEngineRtl& operator=(const IcrcEngineRtl&) = delete;
+
+    // Streams the frames back to back, one beat per cycle, and returns one
+    // result per frame, in order. Empty frames are not sent and get err set.
+    std::vector<IcrcResult> run(const std::vector<std::vector<uint8_t>>& frames,
+                                IcrcRunStats* stats = nullptr);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace simnic::rtl
