@@ -121,10 +121,7 @@ bool is_connected(const RoceFrame& f) {
 // rxe's default UDP source port of a QP, used until (and unless) an address
 // vector is given to it with modify_qp, i.e. for UD QPs and QP1:
 // 0xC000 + hash_32(qpn, 14), the kernel's multiplicative hash.
-constexpr uint16_t rxe_default_sport(uint32_t qpn) {
-    return static_cast<uint16_t>(0xc000u + ((qpn * 0x61C88647u) >> (32 - 14)));
-}
-static_assert(rxe_default_sport(1) == 55410, "QP1 in the rping captures");
+using roce::roce_udp_sport_unconnected;
 
 // The RDMA CM (IB CM REQ) carried by a UD packet to QP1, if any.
 struct CmReq {
@@ -251,7 +248,7 @@ TEST_CASE("golden: UDP source ports follow rxe's rules", "[golden]") {
             const auto& p = f.pkt;
             if (is_ud(f)) {
                 // UD and QP1 keep the QP's default port, from its own QPN.
-                CHECK(p.udp.sport == rxe_default_sport(p.hdr.deth.src_qp));
+                CHECK(p.udp.sport == roce_udp_sport_unconnected(p.hdr.deth.src_qp));
                 ++default_rule;
                 continue;
             }
@@ -264,7 +261,7 @@ TEST_CASE("golden: UDP source ports follow rxe's rules", "[golden]") {
                 // primary path, which rdma_cm derives from its own port
                 // numbers: (src_port * 31 + dst_port) & 0xFFFFF.
                 CHECK(req.flow_label ==
-                      ((uint32_t(req.cma_src_port) * 31 + req.service_port) & 0xfffff));
+                      roce::cm_flow_label(req.cma_src_port, req.service_port));
                 CHECK(p.udp.sport == roce::udp_sport_from_flow_label(req.flow_label));
                 CHECK(p.udp.sport == roce::roce_udp_sport(local, remote, req.flow_label));
                 ++cm_rule;

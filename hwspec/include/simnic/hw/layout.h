@@ -366,1289 +366,662 @@ constexpr int status_errno(CmdStatus s) noexcept {
 // ---------------------------------------------------------------------------
 // Layout descriptors. Offsets are bytes from the start of the layout; see
 // field.h for the dword / wide field rules.
+//
+// Every layout is written once, as an X-macro SIMNIC_HW_<NAME>_FIELDS(F) with one
+// row F(field, offset, lo, width) per field in document order, and registered once,
+// as a row L(namespace, NAME, size) of SIMNIC_HW_LAYOUTS. From those two lists the
+// header generates, for each layout, namespace simnic::hw::<namespace> holding
+//   kSize                          the layout size in bytes,
+//   constexpr Field <field>        one descriptor per row,
+//   kFields[]                      {"<field>", <field>} for every row, in order,
+//   static_assert(layout_ok(...))  fields valid, inside kSize, not overlapping,
+// and one kLayouts[] entry named "NAME". A field or layout cannot be declared
+// without also being listed, so the doc-vs-header test sees all of them.
 // ---------------------------------------------------------------------------
-// REG_BLOCK_HEADER (16 bytes)
-namespace reg_block_header {
-constexpr std::uint32_t kSize = 16;
-constexpr Field type{0x00, 0, 32};
-constexpr Field version{0x04, 0, 32};
-constexpr Field next{0x08, 0, 32};
-constexpr Field length{0x0C, 0, 32};
-constexpr NamedField kFields[] = {
-    {"type", type},
-    {"version", version},
-    {"next", next},
-    {"length", length},
-};
-static_assert(layout_ok(kFields, kSize), "REG_BLOCK_HEADER: field outside layout or overlapping");
-}  // namespace reg_block_header
 
-// ID_BLOCK (64 bytes)
-namespace id_block {
-constexpr std::uint32_t kSize = 64;
-constexpr Field vendor_id{0x10, 0, 24};
-constexpr Field vendor_part_id{0x14, 0, 32};
-constexpr Field hw_rev{0x18, 0, 32};
-constexpr Field fw_minor{0x1C, 0, 16};
-constexpr Field fw_major{0x1C, 16, 16};
-constexpr Field fw_subminor{0x20, 0, 16};
-constexpr Field engine_kind{0x20, 16, 8};
-constexpr Field spec_version{0x24, 0, 32};
-constexpr Field node_guid{0x28, 0, 64};
-constexpr Field sys_image_guid{0x30, 0, 64};
-constexpr Field magic{0x38, 0, 32};
-constexpr Field device_index{0x3C, 0, 16};
-constexpr NamedField kFields[] = {
-    {"vendor_id", vendor_id},
-    {"vendor_part_id", vendor_part_id},
-    {"hw_rev", hw_rev},
-    {"fw_minor", fw_minor},
-    {"fw_major", fw_major},
-    {"fw_subminor", fw_subminor},
-    {"engine_kind", engine_kind},
-    {"spec_version", spec_version},
-    {"node_guid", node_guid},
-    {"sys_image_guid", sys_image_guid},
-    {"magic", magic},
-    {"device_index", device_index},
-};
-static_assert(layout_ok(kFields, kSize), "ID_BLOCK: field outside layout or overlapping");
-}  // namespace id_block
+// REG_BLOCK_HEADER (hw-spec.md 2.2)
+#define SIMNIC_HW_REG_BLOCK_HEADER_FIELDS(F) \
+    F(type, 0x00, 0, 32)                     \
+    F(version, 0x04, 0, 32)                  \
+    F(next, 0x08, 0, 32)                     \
+    F(length, 0x0C, 0, 32)
 
-// CAP_BLOCK (256 bytes)
-namespace cap_block {
-constexpr std::uint32_t kSize = 256;
-constexpr Field max_mr_size{0x10, 0, 64};
-constexpr Field page_size_cap{0x18, 0, 64};
-constexpr Field device_cap_flags{0x20, 0, 64};
-constexpr Field max_qp{0x28, 0, 32};
-constexpr Field max_qp_wr{0x2C, 0, 32};
-constexpr Field max_sge{0x30, 0, 32};
-constexpr Field max_sge_rd{0x34, 0, 32};
-constexpr Field max_cq{0x38, 0, 32};
-constexpr Field max_cqe{0x3C, 0, 32};
-constexpr Field max_mr{0x40, 0, 32};
-constexpr Field max_pd{0x44, 0, 32};
-constexpr Field max_qp_rd_atom{0x48, 0, 32};
-constexpr Field max_qp_init_rd_atom{0x4C, 0, 32};
-constexpr Field max_res_rd_atom{0x50, 0, 32};
-constexpr Field max_srq{0x54, 0, 32};
-constexpr Field max_srq_wr{0x58, 0, 32};
-constexpr Field max_srq_sge{0x5C, 0, 32};
-constexpr Field max_ah{0x60, 0, 32};
-constexpr Field max_mw{0x64, 0, 32};
-constexpr Field max_pkeys{0x68, 0, 16};
-constexpr Field local_ca_ack_delay{0x68, 16, 8};
-constexpr Field atomic_cap{0x68, 24, 8};
-constexpr Field max_inline{0x6C, 0, 32};
-constexpr Field max_mcast_grp{0x70, 0, 32};
-constexpr Field max_mcast_qp_attach{0x74, 0, 32};
-constexpr Field max_total_mcast_qp_attach{0x78, 0, 32};
-constexpr Field max_fast_reg_page_list_len{0x7C, 0, 32};
-constexpr Field phys_port_cnt{0x80, 0, 8};
-constexpr Field num_comp_vectors{0x80, 8, 8};
-constexpr Field max_ctx{0x84, 0, 32};
-constexpr Field max_domain{0x88, 0, 32};
-constexpr Field log_max_cmdq{0x8C, 0, 8};
-constexpr Field log_max_eq{0x8C, 8, 8};
-constexpr Field log_max_sq_stride{0x8C, 16, 8};
-constexpr Field first_qpn{0x90, 0, 24};
-constexpr Field max_mtt{0x94, 0, 32};
-constexpr Field max_mbox_len{0x98, 0, 32};
-constexpr NamedField kFields[] = {
-    {"max_mr_size", max_mr_size},
-    {"page_size_cap", page_size_cap},
-    {"device_cap_flags", device_cap_flags},
-    {"max_qp", max_qp},
-    {"max_qp_wr", max_qp_wr},
-    {"max_sge", max_sge},
-    {"max_sge_rd", max_sge_rd},
-    {"max_cq", max_cq},
-    {"max_cqe", max_cqe},
-    {"max_mr", max_mr},
-    {"max_pd", max_pd},
-    {"max_qp_rd_atom", max_qp_rd_atom},
-    {"max_qp_init_rd_atom", max_qp_init_rd_atom},
-    {"max_res_rd_atom", max_res_rd_atom},
-    {"max_srq", max_srq},
-    {"max_srq_wr", max_srq_wr},
-    {"max_srq_sge", max_srq_sge},
-    {"max_ah", max_ah},
-    {"max_mw", max_mw},
-    {"max_pkeys", max_pkeys},
-    {"local_ca_ack_delay", local_ca_ack_delay},
-    {"atomic_cap", atomic_cap},
-    {"max_inline", max_inline},
-    {"max_mcast_grp", max_mcast_grp},
-    {"max_mcast_qp_attach", max_mcast_qp_attach},
-    {"max_total_mcast_qp_attach", max_total_mcast_qp_attach},
-    {"max_fast_reg_page_list_len", max_fast_reg_page_list_len},
-    {"phys_port_cnt", phys_port_cnt},
-    {"num_comp_vectors", num_comp_vectors},
-    {"max_ctx", max_ctx},
-    {"max_domain", max_domain},
-    {"log_max_cmdq", log_max_cmdq},
-    {"log_max_eq", log_max_eq},
-    {"log_max_sq_stride", log_max_sq_stride},
-    {"first_qpn", first_qpn},
-    {"max_mtt", max_mtt},
-    {"max_mbox_len", max_mbox_len},
-};
-static_assert(layout_ok(kFields, kSize), "CAP_BLOCK: field outside layout or overlapping");
-}  // namespace cap_block
+// ID_BLOCK (hw-spec.md 2.3)
+#define SIMNIC_HW_ID_BLOCK_FIELDS(F) \
+    F(vendor_id, 0x10, 0, 24)        \
+    F(vendor_part_id, 0x14, 0, 32)   \
+    F(hw_rev, 0x18, 0, 32)           \
+    F(fw_minor, 0x1C, 0, 16)         \
+    F(fw_major, 0x1C, 16, 16)        \
+    F(fw_subminor, 0x20, 0, 16)      \
+    F(engine_kind, 0x20, 16, 8)      \
+    F(spec_version, 0x24, 0, 32)     \
+    F(node_guid, 0x28, 0, 64)        \
+    F(sys_image_guid, 0x30, 0, 64)   \
+    F(magic, 0x38, 0, 32)            \
+    F(device_index, 0x3C, 0, 16)
 
-// PORT_BLOCK (64 bytes)
-namespace port_block {
-constexpr std::uint32_t kSize = 64;
-constexpr Field port_num{0x10, 0, 8};
-constexpr Field state{0x10, 8, 8};
-constexpr Field phys_state{0x10, 16, 8};
-constexpr Field link_layer{0x10, 24, 8};
-constexpr Field max_mtu{0x14, 0, 8};
-constexpr Field active_mtu{0x14, 8, 8};
-constexpr Field active_width{0x14, 16, 8};
-constexpr Field active_speed{0x14, 24, 8};
-constexpr Field netdev_mtu{0x18, 0, 32};
-constexpr Field gid_tbl_len{0x1C, 0, 32};
-constexpr Field pkey_tbl_len{0x20, 0, 16};
-constexpr Field max_vl_num{0x20, 16, 8};
-constexpr Field port_cap_flags{0x24, 0, 32};
-constexpr Field max_msg_sz{0x28, 0, 32};
-constexpr Field ifindex{0x2C, 0, 32};
-constexpr Field mac{0x30, 0, 48};
-constexpr Field bad_pkey_cntr{0x38, 0, 32};
-constexpr Field qkey_viol_cntr{0x3C, 0, 32};
-constexpr NamedField kFields[] = {
-    {"port_num", port_num},
-    {"state", state},
-    {"phys_state", phys_state},
-    {"link_layer", link_layer},
-    {"max_mtu", max_mtu},
-    {"active_mtu", active_mtu},
-    {"active_width", active_width},
-    {"active_speed", active_speed},
-    {"netdev_mtu", netdev_mtu},
-    {"gid_tbl_len", gid_tbl_len},
-    {"pkey_tbl_len", pkey_tbl_len},
-    {"max_vl_num", max_vl_num},
-    {"port_cap_flags", port_cap_flags},
-    {"max_msg_sz", max_msg_sz},
-    {"ifindex", ifindex},
-    {"mac", mac},
-    {"bad_pkey_cntr", bad_pkey_cntr},
-    {"qkey_viol_cntr", qkey_viol_cntr},
-};
-static_assert(layout_ok(kFields, kSize), "PORT_BLOCK: field outside layout or overlapping");
-}  // namespace port_block
+// CAP_BLOCK (hw-spec.md 2.4)
+#define SIMNIC_HW_CAP_BLOCK_FIELDS(F)          \
+    F(max_mr_size, 0x10, 0, 64)                \
+    F(page_size_cap, 0x18, 0, 64)              \
+    F(device_cap_flags, 0x20, 0, 64)           \
+    F(max_qp, 0x28, 0, 32)                     \
+    F(max_qp_wr, 0x2C, 0, 32)                  \
+    F(max_sge, 0x30, 0, 32)                    \
+    F(max_sge_rd, 0x34, 0, 32)                 \
+    F(max_cq, 0x38, 0, 32)                     \
+    F(max_cqe, 0x3C, 0, 32)                    \
+    F(max_mr, 0x40, 0, 32)                     \
+    F(max_pd, 0x44, 0, 32)                     \
+    F(max_qp_rd_atom, 0x48, 0, 32)             \
+    F(max_qp_init_rd_atom, 0x4C, 0, 32)        \
+    F(max_res_rd_atom, 0x50, 0, 32)            \
+    F(max_srq, 0x54, 0, 32)                    \
+    F(max_srq_wr, 0x58, 0, 32)                 \
+    F(max_srq_sge, 0x5C, 0, 32)                \
+    F(max_ah, 0x60, 0, 32)                     \
+    F(max_mw, 0x64, 0, 32)                     \
+    F(max_pkeys, 0x68, 0, 16)                  \
+    F(local_ca_ack_delay, 0x68, 16, 8)         \
+    F(atomic_cap, 0x68, 24, 8)                 \
+    F(max_inline, 0x6C, 0, 32)                 \
+    F(max_mcast_grp, 0x70, 0, 32)              \
+    F(max_mcast_qp_attach, 0x74, 0, 32)        \
+    F(max_total_mcast_qp_attach, 0x78, 0, 32)  \
+    F(max_fast_reg_page_list_len, 0x7C, 0, 32) \
+    F(phys_port_cnt, 0x80, 0, 8)               \
+    F(num_comp_vectors, 0x80, 8, 8)            \
+    F(max_ctx, 0x84, 0, 32)                    \
+    F(max_domain, 0x88, 0, 32)                 \
+    F(log_max_cmdq, 0x8C, 0, 8)                \
+    F(log_max_eq, 0x8C, 8, 8)                  \
+    F(log_max_sq_stride, 0x8C, 16, 8)          \
+    F(first_qpn, 0x90, 0, 24)                  \
+    F(max_mtt, 0x94, 0, 32)                    \
+    F(max_mbox_len, 0x98, 0, 32)
 
-// STATS_BLOCK (256 bytes)
-namespace stats_block {
-constexpr std::uint32_t kSize = 256;
-constexpr Field tx_packets{0x10, 0, 64};
-constexpr Field tx_bytes{0x18, 0, 64};
-constexpr Field rx_packets{0x20, 0, 64};
-constexpr Field rx_bytes{0x28, 0, 64};
-constexpr Field retransmits{0x30, 0, 64};
-constexpr Field timeouts{0x38, 0, 64};
-constexpr Field retry_exceeded{0x40, 0, 64};
-constexpr Field rnr_retry_exceeded{0x48, 0, 64};
-constexpr Field rx_nak_psn_seq{0x50, 0, 64};
-constexpr Field rx_nak_inv_req{0x58, 0, 64};
-constexpr Field rx_nak_rem_access{0x60, 0, 64};
-constexpr Field rx_nak_rem_op{0x68, 0, 64};
-constexpr Field rx_rnr_nak{0x70, 0, 64};
-constexpr Field tx_nak_psn_seq{0x78, 0, 64};
-constexpr Field tx_nak_inv_req{0x80, 0, 64};
-constexpr Field tx_nak_rem_access{0x88, 0, 64};
-constexpr Field tx_nak_rem_op{0x90, 0, 64};
-constexpr Field tx_rnr_nak{0x98, 0, 64};
-constexpr Field duplicate_requests{0xA0, 0, 64};
-constexpr Field out_of_seq_requests{0xA8, 0, 64};
-constexpr Field icrc_errors{0xB0, 0, 64};
-constexpr Field rx_drops_bad_hdr{0xB8, 0, 64};
-constexpr Field rx_drops_no_qp{0xC0, 0, 64};
-constexpr Field rx_drops_qkey{0xC8, 0, 64};
-constexpr Field rx_drops_pkey{0xD0, 0, 64};
-constexpr Field tx_drops{0xD8, 0, 64};
-constexpr Field local_prot_err{0xE0, 0, 64};
-constexpr Field remote_access_err{0xE8, 0, 64};
-constexpr Field dma_faults{0xF0, 0, 64};
-constexpr Field cq_overflows{0xF8, 0, 64};
-constexpr NamedField kFields[] = {
-    {"tx_packets", tx_packets},
-    {"tx_bytes", tx_bytes},
-    {"rx_packets", rx_packets},
-    {"rx_bytes", rx_bytes},
-    {"retransmits", retransmits},
-    {"timeouts", timeouts},
-    {"retry_exceeded", retry_exceeded},
-    {"rnr_retry_exceeded", rnr_retry_exceeded},
-    {"rx_nak_psn_seq", rx_nak_psn_seq},
-    {"rx_nak_inv_req", rx_nak_inv_req},
-    {"rx_nak_rem_access", rx_nak_rem_access},
-    {"rx_nak_rem_op", rx_nak_rem_op},
-    {"rx_rnr_nak", rx_rnr_nak},
-    {"tx_nak_psn_seq", tx_nak_psn_seq},
-    {"tx_nak_inv_req", tx_nak_inv_req},
-    {"tx_nak_rem_access", tx_nak_rem_access},
-    {"tx_nak_rem_op", tx_nak_rem_op},
-    {"tx_rnr_nak", tx_rnr_nak},
-    {"duplicate_requests", duplicate_requests},
-    {"out_of_seq_requests", out_of_seq_requests},
-    {"icrc_errors", icrc_errors},
-    {"rx_drops_bad_hdr", rx_drops_bad_hdr},
-    {"rx_drops_no_qp", rx_drops_no_qp},
-    {"rx_drops_qkey", rx_drops_qkey},
-    {"rx_drops_pkey", rx_drops_pkey},
-    {"tx_drops", tx_drops},
-    {"local_prot_err", local_prot_err},
-    {"remote_access_err", remote_access_err},
-    {"dma_faults", dma_faults},
-    {"cq_overflows", cq_overflows},
-};
-static_assert(layout_ok(kFields, kSize), "STATS_BLOCK: field outside layout or overlapping");
-}  // namespace stats_block
+// PORT_BLOCK (hw-spec.md 2.5)
+#define SIMNIC_HW_PORT_BLOCK_FIELDS(F) \
+    F(port_num, 0x10, 0, 8)            \
+    F(state, 0x10, 8, 8)               \
+    F(phys_state, 0x10, 16, 8)         \
+    F(link_layer, 0x10, 24, 8)         \
+    F(max_mtu, 0x14, 0, 8)             \
+    F(active_mtu, 0x14, 8, 8)          \
+    F(active_width, 0x14, 16, 8)       \
+    F(active_speed, 0x14, 24, 8)       \
+    F(netdev_mtu, 0x18, 0, 32)         \
+    F(gid_tbl_len, 0x1C, 0, 32)        \
+    F(pkey_tbl_len, 0x20, 0, 16)       \
+    F(max_vl_num, 0x20, 16, 8)         \
+    F(port_cap_flags, 0x24, 0, 32)     \
+    F(max_msg_sz, 0x28, 0, 32)         \
+    F(ifindex, 0x2C, 0, 32)            \
+    F(mac, 0x30, 0, 48)                \
+    F(bad_pkey_cntr, 0x38, 0, 32)      \
+    F(qkey_viol_cntr, 0x3C, 0, 32)
 
-// CTXWIN_BLOCK (32 bytes)
-namespace ctxwin_block {
-constexpr std::uint32_t kSize = 32;
-constexpr Field ctx_base{0x10, 0, 32};
-constexpr Field ctx_stride{0x14, 0, 32};
-constexpr Field ctx_count{0x18, 0, 32};
-constexpr NamedField kFields[] = {
-    {"ctx_base", ctx_base},
-    {"ctx_stride", ctx_stride},
-    {"ctx_count", ctx_count},
-};
-static_assert(layout_ok(kFields, kSize), "CTXWIN_BLOCK: field outside layout or overlapping");
-}  // namespace ctxwin_block
+// STATS_BLOCK (hw-spec.md 2.6)
+#define SIMNIC_HW_STATS_BLOCK_FIELDS(F) \
+    F(tx_packets, 0x10, 0, 64)          \
+    F(tx_bytes, 0x18, 0, 64)            \
+    F(rx_packets, 0x20, 0, 64)          \
+    F(rx_bytes, 0x28, 0, 64)            \
+    F(retransmits, 0x30, 0, 64)         \
+    F(timeouts, 0x38, 0, 64)            \
+    F(retry_exceeded, 0x40, 0, 64)      \
+    F(rnr_retry_exceeded, 0x48, 0, 64)  \
+    F(rx_nak_psn_seq, 0x50, 0, 64)      \
+    F(rx_nak_inv_req, 0x58, 0, 64)      \
+    F(rx_nak_rem_access, 0x60, 0, 64)   \
+    F(rx_nak_rem_op, 0x68, 0, 64)       \
+    F(rx_rnr_nak, 0x70, 0, 64)          \
+    F(tx_nak_psn_seq, 0x78, 0, 64)      \
+    F(tx_nak_inv_req, 0x80, 0, 64)      \
+    F(tx_nak_rem_access, 0x88, 0, 64)   \
+    F(tx_nak_rem_op, 0x90, 0, 64)       \
+    F(tx_rnr_nak, 0x98, 0, 64)          \
+    F(duplicate_requests, 0xA0, 0, 64)  \
+    F(out_of_seq_requests, 0xA8, 0, 64) \
+    F(icrc_errors, 0xB0, 0, 64)         \
+    F(rx_drops_bad_hdr, 0xB8, 0, 64)    \
+    F(rx_drops_no_qp, 0xC0, 0, 64)      \
+    F(rx_drops_qkey, 0xC8, 0, 64)       \
+    F(rx_drops_pkey, 0xD0, 0, 64)       \
+    F(tx_drops, 0xD8, 0, 64)            \
+    F(local_prot_err, 0xE0, 0, 64)      \
+    F(remote_access_err, 0xE8, 0, 64)   \
+    F(dma_faults, 0xF0, 0, 64)          \
+    F(cq_overflows, 0xF8, 0, 64)
 
-// CMDQ_REGS (64 bytes)
-namespace cmdq_regs {
-constexpr std::uint32_t kSize = 64;
-constexpr Field ring_base{0x10, 0, 64};
-constexpr Field log_size{0x18, 0, 5};
-constexpr Field enable{0x18, 8, 1};
-constexpr Field ctx_id{0x1C, 0, 16};
-constexpr Field boot_domain{0x1C, 16, 16};
-constexpr Field mbox_base{0x20, 0, 64};
-constexpr Field mbox_len{0x28, 0, 32};
-constexpr Field pi{0x2C, 0, 32};
-constexpr Field ci{0x30, 0, 32};
-constexpr Field ready{0x34, 0, 1};
-constexpr Field fatal{0x34, 1, 1};
-constexpr NamedField kFields[] = {
-    {"ring_base", ring_base},
-    {"log_size", log_size},
-    {"enable", enable},
-    {"ctx_id", ctx_id},
-    {"boot_domain", boot_domain},
-    {"mbox_base", mbox_base},
-    {"mbox_len", mbox_len},
-    {"pi", pi},
-    {"ci", ci},
-    {"ready", ready},
-    {"fatal", fatal},
-};
-static_assert(layout_ok(kFields, kSize), "CMDQ_REGS: field outside layout or overlapping");
-}  // namespace cmdq_regs
+// CTXWIN_BLOCK (hw-spec.md 2.7)
+#define SIMNIC_HW_CTXWIN_BLOCK_FIELDS(F) \
+    F(ctx_base, 0x10, 0, 32)             \
+    F(ctx_stride, 0x14, 0, 32)           \
+    F(ctx_count, 0x18, 0, 32)
 
-// EQ_REGS (64 bytes)
-namespace eq_regs {
-constexpr std::uint32_t kSize = 64;
-constexpr Field base{0x10, 0, 64};
-constexpr Field log_size{0x18, 0, 5};
-constexpr Field enable{0x18, 8, 1};
-constexpr Field overrun{0x18, 9, 1};
-constexpr Field pi{0x1C, 0, 32};
-constexpr Field ci{0x20, 0, 32};
-constexpr Field arm{0x24, 0, 1};
-constexpr NamedField kFields[] = {
-    {"base", base},
-    {"log_size", log_size},
-    {"enable", enable},
-    {"overrun", overrun},
-    {"pi", pi},
-    {"ci", ci},
-    {"arm", arm},
-};
-static_assert(layout_ok(kFields, kSize), "EQ_REGS: field outside layout or overlapping");
-}  // namespace eq_regs
+// CMDQ_REGS (hw-spec.md 2.7.1)
+#define SIMNIC_HW_CMDQ_REGS_FIELDS(F) \
+    F(ring_base, 0x10, 0, 64)         \
+    F(log_size, 0x18, 0, 5)           \
+    F(enable, 0x18, 8, 1)             \
+    F(ctx_id, 0x1C, 0, 16)            \
+    F(boot_domain, 0x1C, 16, 16)      \
+    F(mbox_base, 0x20, 0, 64)         \
+    F(mbox_len, 0x28, 0, 32)          \
+    F(pi, 0x2C, 0, 32)                \
+    F(ci, 0x30, 0, 32)                \
+    F(ready, 0x34, 0, 1)              \
+    F(fatal, 0x34, 1, 1)
 
-// INTR_REGS (32 bytes)
-namespace intr_regs {
-constexpr std::uint32_t kSize = 32;
-constexpr Field vector{0x10, 0, 16};
-constexpr Field mask{0x14, 0, 1};
-constexpr Field pending{0x18, 0, 1};
-constexpr Field count{0x1C, 0, 32};
-constexpr NamedField kFields[] = {
-    {"vector", vector},
-    {"mask", mask},
-    {"pending", pending},
-    {"count", count},
-};
-static_assert(layout_ok(kFields, kSize), "INTR_REGS: field outside layout or overlapping");
-}  // namespace intr_regs
+// EQ_REGS (hw-spec.md 2.7.2)
+#define SIMNIC_HW_EQ_REGS_FIELDS(F) \
+    F(base, 0x10, 0, 64)            \
+    F(log_size, 0x18, 0, 5)         \
+    F(enable, 0x18, 8, 1)           \
+    F(overrun, 0x18, 9, 1)          \
+    F(pi, 0x1C, 0, 32)              \
+    F(ci, 0x20, 0, 32)              \
+    F(arm, 0x24, 0, 1)
 
-// DB_REGS (48 bytes)
-namespace db_regs {
-constexpr std::uint32_t kSize = 48;
-constexpr Field sq_qpn{0x10, 0, 24};
-constexpr Field sq_pi{0x14, 0, 32};
-constexpr Field rq_qpn{0x18, 0, 24};
-constexpr Field rq_pi{0x1C, 0, 32};
-constexpr Field srq_num{0x20, 0, 24};
-constexpr Field srq_pi{0x24, 0, 32};
-constexpr Field cq_num{0x28, 0, 24};
-constexpr Field cq_cmd{0x28, 24, 2};
-constexpr Field cq_ci{0x2C, 0, 32};
-constexpr NamedField kFields[] = {
-    {"sq_qpn", sq_qpn},
-    {"sq_pi", sq_pi},
-    {"rq_qpn", rq_qpn},
-    {"rq_pi", rq_pi},
-    {"srq_num", srq_num},
-    {"srq_pi", srq_pi},
-    {"cq_num", cq_num},
-    {"cq_cmd", cq_cmd},
-    {"cq_ci", cq_ci},
-};
-static_assert(layout_ok(kFields, kSize), "DB_REGS: field outside layout or overlapping");
-}  // namespace db_regs
+// INTR_REGS (hw-spec.md 2.7.3)
+#define SIMNIC_HW_INTR_REGS_FIELDS(F) \
+    F(vector, 0x10, 0, 16)            \
+    F(mask, 0x14, 0, 1)               \
+    F(pending, 0x18, 0, 1)            \
+    F(count, 0x1C, 0, 32)
 
-// CMDQ_ENTRY (64 bytes)
-namespace cmdq_entry {
-constexpr std::uint32_t kSize = 64;
-constexpr Field opcode{0x00, 0, 16};
-constexpr Field eqe_req{0x00, 16, 1};
-constexpr Field token{0x04, 0, 32};
-constexpr Field in_addr{0x08, 0, 64};
-constexpr Field out_addr{0x10, 0, 64};
-constexpr Field in_len{0x18, 0, 32};
-constexpr Field out_len{0x1C, 0, 32};
-constexpr Field status{0x20, 0, 8};
-constexpr Field owner{0x20, 31, 1};
-constexpr Field syndrome{0x24, 0, 32};
-constexpr Field out_bytes{0x28, 0, 32};
-constexpr NamedField kFields[] = {
-    {"opcode", opcode},
-    {"eqe_req", eqe_req},
-    {"token", token},
-    {"in_addr", in_addr},
-    {"out_addr", out_addr},
-    {"in_len", in_len},
-    {"out_len", out_len},
-    {"status", status},
-    {"owner", owner},
-    {"syndrome", syndrome},
-    {"out_bytes", out_bytes},
-};
-static_assert(layout_ok(kFields, kSize), "CMDQ_ENTRY: field outside layout or overlapping");
-}  // namespace cmdq_entry
+// DB_REGS (hw-spec.md 3.1)
+#define SIMNIC_HW_DB_REGS_FIELDS(F) \
+    F(sq_qpn, 0x10, 0, 24)          \
+    F(sq_pi, 0x14, 0, 32)           \
+    F(rq_qpn, 0x18, 0, 24)          \
+    F(rq_pi, 0x1C, 0, 32)           \
+    F(srq_num, 0x20, 0, 24)         \
+    F(srq_pi, 0x24, 0, 32)          \
+    F(cq_num, 0x28, 0, 24)          \
+    F(cq_cmd, 0x28, 24, 2)          \
+    F(cq_ci, 0x2C, 0, 32)
 
-// EQE (32 bytes)
-namespace eqe {
-constexpr std::uint32_t kSize = 32;
-constexpr Field event_type{0x00, 0, 8};
-constexpr Field obj_num{0x04, 0, 24};
-constexpr Field token{0x08, 0, 32};
-constexpr Field cmd_status{0x0C, 0, 8};
-constexpr Field aux{0x10, 0, 32};
-constexpr Field owner{0x1C, 31, 1};
-constexpr NamedField kFields[] = {
-    {"event_type", event_type},
-    {"obj_num", obj_num},
-    {"token", token},
-    {"cmd_status", cmd_status},
-    {"aux", aux},
-    {"owner", owner},
-};
-static_assert(layout_ok(kFields, kSize), "EQE: field outside layout or overlapping");
-}  // namespace eqe
+// CMDQ_ENTRY (hw-spec.md 5.2)
+#define SIMNIC_HW_CMDQ_ENTRY_FIELDS(F) \
+    F(opcode, 0x00, 0, 16)             \
+    F(eqe_req, 0x00, 16, 1)            \
+    F(token, 0x04, 0, 32)              \
+    F(in_addr, 0x08, 0, 64)            \
+    F(out_addr, 0x10, 0, 64)           \
+    F(in_len, 0x18, 0, 32)             \
+    F(out_len, 0x1C, 0, 32)            \
+    F(status, 0x20, 0, 8)              \
+    F(owner, 0x20, 31, 1)              \
+    F(syndrome, 0x24, 0, 32)           \
+    F(out_bytes, 0x28, 0, 32)
 
-// CTRL_SEG (32 bytes)
-namespace ctrl_seg {
-constexpr std::uint32_t kSize = 32;
-constexpr Field opcode{0x00, 0, 8};
-constexpr Field fence{0x00, 8, 1};
-constexpr Field signaled{0x00, 9, 1};
-constexpr Field solicited{0x00, 10, 1};
-constexpr Field inline_data{0x00, 11, 1};
-constexpr Field num_sge{0x00, 16, 8};
-constexpr Field imm_inv{0x04, 0, 32};
-constexpr Field wr_id{0x08, 0, 64};
-constexpr Field total_len{0x10, 0, 32};
-constexpr NamedField kFields[] = {
-    {"opcode", opcode},
-    {"fence", fence},
-    {"signaled", signaled},
-    {"solicited", solicited},
-    {"inline_data", inline_data},
-    {"num_sge", num_sge},
-    {"imm_inv", imm_inv},
-    {"wr_id", wr_id},
-    {"total_len", total_len},
-};
-static_assert(layout_ok(kFields, kSize), "CTRL_SEG: field outside layout or overlapping");
-}  // namespace ctrl_seg
+// EQE (hw-spec.md 8.1)
+#define SIMNIC_HW_EQE_FIELDS(F) \
+    F(event_type, 0x00, 0, 8)   \
+    F(obj_num, 0x04, 0, 24)     \
+    F(token, 0x08, 0, 32)       \
+    F(cmd_status, 0x0C, 0, 8)   \
+    F(aux, 0x10, 0, 32)         \
+    F(owner, 0x1C, 31, 1)
 
-// RADDR_SEG (16 bytes)
-namespace raddr_seg {
-constexpr std::uint32_t kSize = 16;
-constexpr Field remote_va{0x00, 0, 64};
-constexpr Field rkey{0x08, 0, 32};
-constexpr NamedField kFields[] = {
-    {"remote_va", remote_va},
-    {"rkey", rkey},
-};
-static_assert(layout_ok(kFields, kSize), "RADDR_SEG: field outside layout or overlapping");
-}  // namespace raddr_seg
+// CTRL_SEG (hw-spec.md 6.2)
+#define SIMNIC_HW_CTRL_SEG_FIELDS(F) \
+    F(opcode, 0x00, 0, 8)            \
+    F(fence, 0x00, 8, 1)             \
+    F(signaled, 0x00, 9, 1)          \
+    F(solicited, 0x00, 10, 1)        \
+    F(inline_data, 0x00, 11, 1)      \
+    F(num_sge, 0x00, 16, 8)          \
+    F(imm_inv, 0x04, 0, 32)          \
+    F(wr_id, 0x08, 0, 64)            \
+    F(total_len, 0x10, 0, 32)
 
-// ATOMIC_SEG (16 bytes)
-namespace atomic_seg {
-constexpr std::uint32_t kSize = 16;
-constexpr Field compare_add{0x00, 0, 64};
-constexpr Field swap{0x08, 0, 64};
-constexpr NamedField kFields[] = {
-    {"compare_add", compare_add},
-    {"swap", swap},
-};
-static_assert(layout_ok(kFields, kSize), "ATOMIC_SEG: field outside layout or overlapping");
-}  // namespace atomic_seg
+// RADDR_SEG (hw-spec.md 6.2)
+#define SIMNIC_HW_RADDR_SEG_FIELDS(F) \
+    F(remote_va, 0x00, 0, 64)         \
+    F(rkey, 0x08, 0, 32)
 
-// UD_SEG (16 bytes)
-namespace ud_seg {
-constexpr std::uint32_t kSize = 16;
-constexpr Field ah_num{0x00, 0, 32};
-constexpr Field dest_qpn{0x04, 0, 24};
-constexpr Field qkey{0x08, 0, 32};
-constexpr NamedField kFields[] = {
-    {"ah_num", ah_num},
-    {"dest_qpn", dest_qpn},
-    {"qkey", qkey},
-};
-static_assert(layout_ok(kFields, kSize), "UD_SEG: field outside layout or overlapping");
-}  // namespace ud_seg
+// ATOMIC_SEG (hw-spec.md 6.2)
+#define SIMNIC_HW_ATOMIC_SEG_FIELDS(F) \
+    F(compare_add, 0x00, 0, 64)        \
+    F(swap, 0x08, 0, 64)
 
-// AV (32 bytes)
-namespace av {
-constexpr std::uint32_t kSize = 32;
-constexpr Field dgid{0x00, 0, 128};
-constexpr Field sgid_index{0x10, 0, 8};
-constexpr Field hop_limit{0x10, 8, 8};
-constexpr Field traffic_class{0x10, 16, 8};
-constexpr Field sl{0x10, 24, 4};
-constexpr Field grh{0x10, 28, 1};
-constexpr Field net_type{0x10, 29, 2};
-constexpr Field flow_label{0x14, 0, 20};
-constexpr Field static_rate{0x14, 24, 8};
-constexpr Field dmac{0x18, 0, 48};
-constexpr NamedField kFields[] = {
-    {"dgid", dgid},
-    {"sgid_index", sgid_index},
-    {"hop_limit", hop_limit},
-    {"traffic_class", traffic_class},
-    {"sl", sl},
-    {"grh", grh},
-    {"net_type", net_type},
-    {"flow_label", flow_label},
-    {"static_rate", static_rate},
-    {"dmac", dmac},
-};
-static_assert(layout_ok(kFields, kSize), "AV: field outside layout or overlapping");
-}  // namespace av
+// UD_SEG (hw-spec.md 6.2)
+#define SIMNIC_HW_UD_SEG_FIELDS(F) \
+    F(ah_num, 0x00, 0, 32)         \
+    F(dest_qpn, 0x04, 0, 24)       \
+    F(qkey, 0x08, 0, 32)
 
-// INLINE_SEG (4 bytes)
-namespace inline_seg {
-constexpr std::uint32_t kSize = 4;
-constexpr Field byte_count{0x00, 0, 32};
-constexpr NamedField kFields[] = {
-    {"byte_count", byte_count},
-};
-static_assert(layout_ok(kFields, kSize), "INLINE_SEG: field outside layout or overlapping");
-}  // namespace inline_seg
+// AV (hw-spec.md 6.2)
+#define SIMNIC_HW_AV_FIELDS(F)    \
+    F(dgid, 0x00, 0, 128)         \
+    F(sgid_index, 0x10, 0, 8)     \
+    F(hop_limit, 0x10, 8, 8)      \
+    F(traffic_class, 0x10, 16, 8) \
+    F(sl, 0x10, 24, 4)            \
+    F(grh, 0x10, 28, 1)           \
+    F(net_type, 0x10, 29, 2)      \
+    F(flow_label, 0x14, 0, 20)    \
+    F(static_rate, 0x14, 24, 8)   \
+    F(dmac, 0x18, 0, 48)
 
-// DATA_SEG (16 bytes)
-namespace data_seg {
-constexpr std::uint32_t kSize = 16;
-constexpr Field addr{0x00, 0, 64};
-constexpr Field length{0x08, 0, 32};
-constexpr Field lkey{0x0C, 0, 32};
-constexpr NamedField kFields[] = {
-    {"addr", addr},
-    {"length", length},
-    {"lkey", lkey},
-};
-static_assert(layout_ok(kFields, kSize), "DATA_SEG: field outside layout or overlapping");
-}  // namespace data_seg
+// INLINE_SEG (hw-spec.md 6.2)
+#define SIMNIC_HW_INLINE_SEG_FIELDS(F) \
+    F(byte_count, 0x00, 0, 32)
 
-// RECV_WQE (16 bytes)
-namespace recv_wqe {
-constexpr std::uint32_t kSize = 16;
-constexpr Field wr_id{0x00, 0, 64};
-constexpr Field num_sge{0x08, 0, 8};
-constexpr NamedField kFields[] = {
-    {"wr_id", wr_id},
-    {"num_sge", num_sge},
-};
-static_assert(layout_ok(kFields, kSize), "RECV_WQE: field outside layout or overlapping");
-}  // namespace recv_wqe
+// DATA_SEG (hw-spec.md 6.2)
+#define SIMNIC_HW_DATA_SEG_FIELDS(F) \
+    F(addr, 0x00, 0, 64)             \
+    F(length, 0x08, 0, 32)           \
+    F(lkey, 0x0C, 0, 32)
 
-// CQE (64 bytes)
-namespace cqe {
-constexpr std::uint32_t kSize = 64;
-constexpr Field wr_id{0x00, 0, 64};
-constexpr Field status{0x08, 0, 8};
-constexpr Field opcode{0x08, 8, 8};
-constexpr Field wc_flags{0x08, 16, 8};
-constexpr Field sl{0x08, 24, 4};
-constexpr Field vendor_err{0x0C, 0, 32};
-constexpr Field byte_len{0x10, 0, 32};
-constexpr Field imm_inv{0x14, 0, 32};
-constexpr Field qp_num{0x18, 0, 24};
-constexpr Field src_qp{0x1C, 0, 24};
-constexpr Field pkey_index{0x20, 0, 16};
-constexpr Field slid{0x20, 16, 16};
-constexpr Field dlid_path_bits{0x24, 0, 8};
-constexpr Field is_send{0x24, 8, 1};
-constexpr Field wqe_index{0x28, 0, 32};
-constexpr Field owner{0x3C, 31, 1};
-constexpr NamedField kFields[] = {
-    {"wr_id", wr_id},
-    {"status", status},
-    {"opcode", opcode},
-    {"wc_flags", wc_flags},
-    {"sl", sl},
-    {"vendor_err", vendor_err},
-    {"byte_len", byte_len},
-    {"imm_inv", imm_inv},
-    {"qp_num", qp_num},
-    {"src_qp", src_qp},
-    {"pkey_index", pkey_index},
-    {"slid", slid},
-    {"dlid_path_bits", dlid_path_bits},
-    {"is_send", is_send},
-    {"wqe_index", wqe_index},
-    {"owner", owner},
-};
-static_assert(layout_ok(kFields, kSize), "CQE: field outside layout or overlapping");
-}  // namespace cqe
+// RECV_WQE (hw-spec.md 6.4)
+#define SIMNIC_HW_RECV_WQE_FIELDS(F) \
+    F(wr_id, 0x00, 0, 64)            \
+    F(num_sge, 0x08, 0, 8)
 
-// QPC (256 bytes)
-namespace qpc {
-constexpr std::uint32_t kSize = 256;
-constexpr Field state{0x00, 0, 4};
-constexpr Field qp_type{0x00, 8, 8};
-constexpr Field path_mtu{0x00, 16, 4};
-constexpr Field sq_draining{0x00, 20, 1};
-constexpr Field sq_sig_all{0x00, 21, 1};
-constexpr Field en_sqd_async_notify{0x00, 22, 1};
-constexpr Field srq_en{0x00, 23, 1};
-constexpr Field port_num{0x00, 24, 8};
-constexpr Field qpn{0x04, 0, 24};
-constexpr Field pdn{0x08, 0, 24};
-constexpr Field send_cqn{0x0C, 0, 24};
-constexpr Field recv_cqn{0x10, 0, 24};
-constexpr Field srqn{0x14, 0, 24};
-constexpr Field ctx_id{0x18, 0, 16};
-constexpr Field domain_id{0x18, 16, 16};
-constexpr Field dest_qpn{0x1C, 0, 24};
-constexpr Field sq_base{0x20, 0, 64};
-constexpr Field rq_base{0x28, 0, 64};
-constexpr Field log_sq_size{0x30, 0, 5};
-constexpr Field log_sq_stride{0x30, 8, 4};
-constexpr Field log_rq_size{0x30, 16, 5};
-constexpr Field log_rq_stride{0x30, 24, 4};
-constexpr Field max_send_sge{0x34, 0, 8};
-constexpr Field max_recv_sge{0x34, 8, 8};
-constexpr Field max_inline{0x34, 16, 16};
-constexpr Field sq_pi{0x38, 0, 32};
-constexpr Field sq_ci{0x3C, 0, 32};
-constexpr Field rq_pi{0x40, 0, 32};
-constexpr Field rq_ci{0x44, 0, 32};
-constexpr Field sq_psn{0x48, 0, 24};
-constexpr Field rq_psn{0x4C, 0, 24};
-constexpr Field last_acked_psn{0x50, 0, 24};
-constexpr Field msn{0x54, 0, 24};
-constexpr Field ssn{0x58, 0, 24};
-constexpr Field qkey{0x5C, 0, 32};
-constexpr Field qp_access_flags{0x60, 0, 8};
-constexpr Field min_rnr_timer{0x60, 8, 5};
-constexpr Field timeout{0x60, 16, 5};
-constexpr Field retry_cnt{0x60, 24, 3};
-constexpr Field rnr_retry{0x60, 28, 3};
-constexpr Field max_rd_atomic{0x64, 0, 8};
-constexpr Field max_dest_rd_atomic{0x64, 8, 8};
-constexpr Field pkey_index{0x64, 16, 16};
-constexpr Field retry_left{0x68, 0, 3};
-constexpr Field rnr_retry_left{0x68, 4, 3};
-constexpr Field error_cause{0x68, 8, 8};
-constexpr Field rd_atomic_inflight{0x68, 16, 8};
-constexpr Field comm_est_sent{0x68, 24, 1};
-constexpr Field av_dgid{0x70, 0, 128};
-constexpr Field av_sgid_index{0x80, 0, 8};
-constexpr Field av_hop_limit{0x80, 8, 8};
-constexpr Field av_traffic_class{0x80, 16, 8};
-constexpr Field av_sl{0x80, 24, 4};
-constexpr Field av_grh{0x80, 28, 1};
-constexpr Field av_net_type{0x80, 29, 2};
-constexpr Field av_flow_label{0x84, 0, 20};
-constexpr Field av_static_rate{0x84, 24, 8};
-constexpr Field av_dmac{0x88, 0, 48};
-constexpr NamedField kFields[] = {
-    {"state", state},
-    {"qp_type", qp_type},
-    {"path_mtu", path_mtu},
-    {"sq_draining", sq_draining},
-    {"sq_sig_all", sq_sig_all},
-    {"en_sqd_async_notify", en_sqd_async_notify},
-    {"srq_en", srq_en},
-    {"port_num", port_num},
-    {"qpn", qpn},
-    {"pdn", pdn},
-    {"send_cqn", send_cqn},
-    {"recv_cqn", recv_cqn},
-    {"srqn", srqn},
-    {"ctx_id", ctx_id},
-    {"domain_id", domain_id},
-    {"dest_qpn", dest_qpn},
-    {"sq_base", sq_base},
-    {"rq_base", rq_base},
-    {"log_sq_size", log_sq_size},
-    {"log_sq_stride", log_sq_stride},
-    {"log_rq_size", log_rq_size},
-    {"log_rq_stride", log_rq_stride},
-    {"max_send_sge", max_send_sge},
-    {"max_recv_sge", max_recv_sge},
-    {"max_inline", max_inline},
-    {"sq_pi", sq_pi},
-    {"sq_ci", sq_ci},
-    {"rq_pi", rq_pi},
-    {"rq_ci", rq_ci},
-    {"sq_psn", sq_psn},
-    {"rq_psn", rq_psn},
-    {"last_acked_psn", last_acked_psn},
-    {"msn", msn},
-    {"ssn", ssn},
-    {"qkey", qkey},
-    {"qp_access_flags", qp_access_flags},
-    {"min_rnr_timer", min_rnr_timer},
-    {"timeout", timeout},
-    {"retry_cnt", retry_cnt},
-    {"rnr_retry", rnr_retry},
-    {"max_rd_atomic", max_rd_atomic},
-    {"max_dest_rd_atomic", max_dest_rd_atomic},
-    {"pkey_index", pkey_index},
-    {"retry_left", retry_left},
-    {"rnr_retry_left", rnr_retry_left},
-    {"error_cause", error_cause},
-    {"rd_atomic_inflight", rd_atomic_inflight},
-    {"comm_est_sent", comm_est_sent},
-    {"av_dgid", av_dgid},
-    {"av_sgid_index", av_sgid_index},
-    {"av_hop_limit", av_hop_limit},
-    {"av_traffic_class", av_traffic_class},
-    {"av_sl", av_sl},
-    {"av_grh", av_grh},
-    {"av_net_type", av_net_type},
-    {"av_flow_label", av_flow_label},
-    {"av_static_rate", av_static_rate},
-    {"av_dmac", av_dmac},
-};
-static_assert(layout_ok(kFields, kSize), "QPC: field outside layout or overlapping");
-}  // namespace qpc
+// CQE (hw-spec.md 7.1)
+#define SIMNIC_HW_CQE_FIELDS(F)   \
+    F(wr_id, 0x00, 0, 64)         \
+    F(status, 0x08, 0, 8)         \
+    F(opcode, 0x08, 8, 8)         \
+    F(wc_flags, 0x08, 16, 8)      \
+    F(sl, 0x08, 24, 4)            \
+    F(vendor_err, 0x0C, 0, 32)    \
+    F(byte_len, 0x10, 0, 32)      \
+    F(imm_inv, 0x14, 0, 32)       \
+    F(qp_num, 0x18, 0, 24)        \
+    F(src_qp, 0x1C, 0, 24)        \
+    F(pkey_index, 0x20, 0, 16)    \
+    F(slid, 0x20, 16, 16)         \
+    F(dlid_path_bits, 0x24, 0, 8) \
+    F(is_send, 0x24, 8, 1)        \
+    F(wqe_index, 0x28, 0, 32)     \
+    F(owner, 0x3C, 31, 1)
 
-// CQC (32 bytes)
-namespace cqc {
-constexpr std::uint32_t kSize = 32;
-constexpr Field cqn{0x00, 0, 24};
-constexpr Field log_size{0x00, 24, 5};
-constexpr Field ctx_id{0x04, 0, 16};
-constexpr Field domain_id{0x04, 16, 16};
-constexpr Field base{0x08, 0, 64};
-constexpr Field pi{0x10, 0, 32};
-constexpr Field ci{0x14, 0, 32};
-constexpr Field arm{0x18, 0, 2};
-constexpr Field error{0x18, 2, 1};
-constexpr Field ref_qps{0x18, 8, 8};
-constexpr NamedField kFields[] = {
-    {"cqn", cqn},
-    {"log_size", log_size},
-    {"ctx_id", ctx_id},
-    {"domain_id", domain_id},
-    {"base", base},
-    {"pi", pi},
-    {"ci", ci},
-    {"arm", arm},
-    {"error", error},
-    {"ref_qps", ref_qps},
-};
-static_assert(layout_ok(kFields, kSize), "CQC: field outside layout or overlapping");
-}  // namespace cqc
+// QPC (hw-spec.md 9.2)
+#define SIMNIC_HW_QPC_FIELDS(F)         \
+    F(state, 0x00, 0, 4)                \
+    F(qp_type, 0x00, 8, 8)              \
+    F(path_mtu, 0x00, 16, 4)            \
+    F(sq_draining, 0x00, 20, 1)         \
+    F(sq_sig_all, 0x00, 21, 1)          \
+    F(en_sqd_async_notify, 0x00, 22, 1) \
+    F(srq_en, 0x00, 23, 1)              \
+    F(port_num, 0x00, 24, 8)            \
+    F(qpn, 0x04, 0, 24)                 \
+    F(pdn, 0x08, 0, 24)                 \
+    F(send_cqn, 0x0C, 0, 24)            \
+    F(recv_cqn, 0x10, 0, 24)            \
+    F(srqn, 0x14, 0, 24)                \
+    F(ctx_id, 0x18, 0, 16)              \
+    F(domain_id, 0x18, 16, 16)          \
+    F(dest_qpn, 0x1C, 0, 24)            \
+    F(sq_base, 0x20, 0, 64)             \
+    F(rq_base, 0x28, 0, 64)             \
+    F(log_sq_size, 0x30, 0, 5)          \
+    F(log_sq_stride, 0x30, 8, 4)        \
+    F(log_rq_size, 0x30, 16, 5)         \
+    F(log_rq_stride, 0x30, 24, 4)       \
+    F(max_send_sge, 0x34, 0, 8)         \
+    F(max_recv_sge, 0x34, 8, 8)         \
+    F(max_inline, 0x34, 16, 16)         \
+    F(sq_pi, 0x38, 0, 32)               \
+    F(sq_ci, 0x3C, 0, 32)               \
+    F(rq_pi, 0x40, 0, 32)               \
+    F(rq_ci, 0x44, 0, 32)               \
+    F(sq_psn, 0x48, 0, 24)              \
+    F(rq_psn, 0x4C, 0, 24)              \
+    F(last_acked_psn, 0x50, 0, 24)      \
+    F(msn, 0x54, 0, 24)                 \
+    F(ssn, 0x58, 0, 24)                 \
+    F(qkey, 0x5C, 0, 32)                \
+    F(qp_access_flags, 0x60, 0, 8)      \
+    F(min_rnr_timer, 0x60, 8, 5)        \
+    F(timeout, 0x60, 16, 5)             \
+    F(retry_cnt, 0x60, 24, 3)           \
+    F(rnr_retry, 0x60, 28, 3)           \
+    F(max_rd_atomic, 0x64, 0, 8)        \
+    F(max_dest_rd_atomic, 0x64, 8, 8)   \
+    F(pkey_index, 0x64, 16, 16)         \
+    F(retry_left, 0x68, 0, 3)           \
+    F(rnr_retry_left, 0x68, 4, 3)       \
+    F(error_cause, 0x68, 8, 8)          \
+    F(rd_atomic_inflight, 0x68, 16, 8)  \
+    F(comm_est_sent, 0x68, 24, 1)       \
+    F(av_dgid, 0x70, 0, 128)            \
+    F(av_sgid_index, 0x80, 0, 8)        \
+    F(av_hop_limit, 0x80, 8, 8)         \
+    F(av_traffic_class, 0x80, 16, 8)    \
+    F(av_sl, 0x80, 24, 4)               \
+    F(av_grh, 0x80, 28, 1)              \
+    F(av_net_type, 0x80, 29, 2)         \
+    F(av_flow_label, 0x84, 0, 20)       \
+    F(av_static_rate, 0x84, 24, 8)      \
+    F(av_dmac, 0x88, 0, 48)
 
-// SRQC (64 bytes)
-namespace srqc {
-constexpr std::uint32_t kSize = 64;
-constexpr Field srqn{0x00, 0, 24};
-constexpr Field pdn{0x04, 0, 24};
-constexpr Field ctx_id{0x08, 0, 16};
-constexpr Field domain_id{0x08, 16, 16};
-constexpr Field log_size{0x0C, 0, 5};
-constexpr Field log_stride{0x0C, 8, 4};
-constexpr Field max_sge{0x0C, 16, 8};
-constexpr Field limit_armed{0x0C, 24, 1};
-constexpr Field error{0x0C, 25, 1};
-constexpr Field base{0x10, 0, 64};
-constexpr Field pi{0x18, 0, 32};
-constexpr Field ci{0x1C, 0, 32};
-constexpr Field srq_limit{0x20, 0, 32};
-constexpr NamedField kFields[] = {
-    {"srqn", srqn},
-    {"pdn", pdn},
-    {"ctx_id", ctx_id},
-    {"domain_id", domain_id},
-    {"log_size", log_size},
-    {"log_stride", log_stride},
-    {"max_sge", max_sge},
-    {"limit_armed", limit_armed},
-    {"error", error},
-    {"base", base},
-    {"pi", pi},
-    {"ci", ci},
-    {"srq_limit", srq_limit},
-};
-static_assert(layout_ok(kFields, kSize), "SRQC: field outside layout or overlapping");
-}  // namespace srqc
+// CQC (hw-spec.md 9.3)
+#define SIMNIC_HW_CQC_FIELDS(F) \
+    F(cqn, 0x00, 0, 24)         \
+    F(log_size, 0x00, 24, 5)    \
+    F(ctx_id, 0x04, 0, 16)      \
+    F(domain_id, 0x04, 16, 16)  \
+    F(base, 0x08, 0, 64)        \
+    F(pi, 0x10, 0, 32)          \
+    F(ci, 0x14, 0, 32)          \
+    F(arm, 0x18, 0, 2)          \
+    F(error, 0x18, 2, 1)        \
+    F(ref_qps, 0x18, 8, 8)
 
-// MPT_ENTRY (64 bytes)
-namespace mpt_entry {
-constexpr std::uint32_t kSize = 64;
-constexpr Field key{0x00, 0, 32};
-constexpr Field pdn{0x04, 0, 24};
-constexpr Field valid{0x04, 24, 1};
-constexpr Field mtt_mode{0x04, 25, 1};
-constexpr Field zero_based{0x04, 26, 1};
-constexpr Field access{0x08, 0, 8};
-constexpr Field log_page_size{0x08, 8, 6};
-constexpr Field domain_id{0x0C, 0, 16};
-constexpr Field ctx_id{0x0C, 16, 16};
-constexpr Field iova_start{0x10, 0, 64};
-constexpr Field length{0x18, 0, 64};
-constexpr Field host_addr{0x20, 0, 64};
-constexpr Field mtt_base{0x28, 0, 32};
-constexpr Field mtt_count{0x2C, 0, 32};
-constexpr NamedField kFields[] = {
-    {"key", key},
-    {"pdn", pdn},
-    {"valid", valid},
-    {"mtt_mode", mtt_mode},
-    {"zero_based", zero_based},
-    {"access", access},
-    {"log_page_size", log_page_size},
-    {"domain_id", domain_id},
-    {"ctx_id", ctx_id},
-    {"iova_start", iova_start},
-    {"length", length},
-    {"host_addr", host_addr},
-    {"mtt_base", mtt_base},
-    {"mtt_count", mtt_count},
-};
-static_assert(layout_ok(kFields, kSize), "MPT_ENTRY: field outside layout or overlapping");
-}  // namespace mpt_entry
+// SRQC (hw-spec.md 9.4)
+#define SIMNIC_HW_SRQC_FIELDS(F) \
+    F(srqn, 0x00, 0, 24)         \
+    F(pdn, 0x04, 0, 24)          \
+    F(ctx_id, 0x08, 0, 16)       \
+    F(domain_id, 0x08, 16, 16)   \
+    F(log_size, 0x0C, 0, 5)      \
+    F(log_stride, 0x0C, 8, 4)    \
+    F(max_sge, 0x0C, 16, 8)      \
+    F(limit_armed, 0x0C, 24, 1)  \
+    F(error, 0x0C, 25, 1)        \
+    F(base, 0x10, 0, 64)         \
+    F(pi, 0x18, 0, 32)           \
+    F(ci, 0x1C, 0, 32)           \
+    F(srq_limit, 0x20, 0, 32)
 
-// MTT_ENTRY (8 bytes)
-namespace mtt_entry {
-constexpr std::uint32_t kSize = 8;
-constexpr Field page_addr{0x00, 0, 64};
-constexpr NamedField kFields[] = {
-    {"page_addr", page_addr},
-};
-static_assert(layout_ok(kFields, kSize), "MTT_ENTRY: field outside layout or overlapping");
-}  // namespace mtt_entry
+// MPT_ENTRY (hw-spec.md 9.5)
+#define SIMNIC_HW_MPT_ENTRY_FIELDS(F) \
+    F(key, 0x00, 0, 32)               \
+    F(pdn, 0x04, 0, 24)               \
+    F(valid, 0x04, 24, 1)             \
+    F(mtt_mode, 0x04, 25, 1)          \
+    F(zero_based, 0x04, 26, 1)        \
+    F(access, 0x08, 0, 8)             \
+    F(log_page_size, 0x08, 8, 6)      \
+    F(domain_id, 0x0C, 0, 16)         \
+    F(ctx_id, 0x0C, 16, 16)           \
+    F(iova_start, 0x10, 0, 64)        \
+    F(length, 0x18, 0, 64)            \
+    F(host_addr, 0x20, 0, 64)         \
+    F(mtt_base, 0x28, 0, 32)          \
+    F(mtt_count, 0x2C, 0, 32)
 
-// PD_ENTRY (8 bytes)
-namespace pd_entry {
-constexpr std::uint32_t kSize = 8;
-constexpr Field valid{0x00, 0, 1};
-constexpr Field ctx_id{0x00, 16, 16};
-constexpr Field refcnt{0x04, 0, 32};
-constexpr NamedField kFields[] = {
-    {"valid", valid},
-    {"ctx_id", ctx_id},
-    {"refcnt", refcnt},
-};
-static_assert(layout_ok(kFields, kSize), "PD_ENTRY: field outside layout or overlapping");
-}  // namespace pd_entry
+// MTT_ENTRY (hw-spec.md 9.6)
+#define SIMNIC_HW_MTT_ENTRY_FIELDS(F) \
+    F(page_addr, 0x00, 0, 64)
 
-// AH_ENTRY (48 bytes)
-namespace ah_entry {
-constexpr std::uint32_t kSize = 48;
-constexpr Field pdn{0x00, 0, 24};
-constexpr Field valid{0x00, 31, 1};
-constexpr Field ctx_id{0x04, 0, 16};
-constexpr Field port_num{0x04, 16, 8};
-constexpr Field av_dgid{0x10, 0, 128};
-constexpr Field av_sgid_index{0x20, 0, 8};
-constexpr Field av_hop_limit{0x20, 8, 8};
-constexpr Field av_traffic_class{0x20, 16, 8};
-constexpr Field av_sl{0x20, 24, 4};
-constexpr Field av_grh{0x20, 28, 1};
-constexpr Field av_net_type{0x20, 29, 2};
-constexpr Field av_flow_label{0x24, 0, 20};
-constexpr Field av_static_rate{0x24, 24, 8};
-constexpr Field av_dmac{0x28, 0, 48};
-constexpr NamedField kFields[] = {
-    {"pdn", pdn},
-    {"valid", valid},
-    {"ctx_id", ctx_id},
-    {"port_num", port_num},
-    {"av_dgid", av_dgid},
-    {"av_sgid_index", av_sgid_index},
-    {"av_hop_limit", av_hop_limit},
-    {"av_traffic_class", av_traffic_class},
-    {"av_sl", av_sl},
-    {"av_grh", av_grh},
-    {"av_net_type", av_net_type},
-    {"av_flow_label", av_flow_label},
-    {"av_static_rate", av_static_rate},
-    {"av_dmac", av_dmac},
-};
-static_assert(layout_ok(kFields, kSize), "AH_ENTRY: field outside layout or overlapping");
-}  // namespace ah_entry
+// PD_ENTRY (hw-spec.md 9.7)
+#define SIMNIC_HW_PD_ENTRY_FIELDS(F) \
+    F(valid, 0x00, 0, 1)             \
+    F(ctx_id, 0x00, 16, 16)          \
+    F(refcnt, 0x04, 0, 32)
 
-// GID_ENTRY (32 bytes)
-namespace gid_entry {
-constexpr std::uint32_t kSize = 32;
-constexpr Field gid{0x00, 0, 128};
-constexpr Field gid_type{0x10, 0, 8};
-constexpr Field valid{0x10, 8, 1};
-constexpr Field net_type{0x10, 9, 2};
-constexpr Field ndev_ifindex{0x14, 0, 32};
-constexpr NamedField kFields[] = {
-    {"gid", gid},
-    {"gid_type", gid_type},
-    {"valid", valid},
-    {"net_type", net_type},
-    {"ndev_ifindex", ndev_ifindex},
-};
-static_assert(layout_ok(kFields, kSize), "GID_ENTRY: field outside layout or overlapping");
-}  // namespace gid_entry
+// AH_ENTRY (hw-spec.md 9.7)
+#define SIMNIC_HW_AH_ENTRY_FIELDS(F) \
+    F(pdn, 0x00, 0, 24)              \
+    F(valid, 0x00, 31, 1)            \
+    F(ctx_id, 0x04, 0, 16)           \
+    F(port_num, 0x04, 16, 8)         \
+    F(av_dgid, 0x10, 0, 128)         \
+    F(av_sgid_index, 0x20, 0, 8)     \
+    F(av_hop_limit, 0x20, 8, 8)      \
+    F(av_traffic_class, 0x20, 16, 8) \
+    F(av_sl, 0x20, 24, 4)            \
+    F(av_grh, 0x20, 28, 1)           \
+    F(av_net_type, 0x20, 29, 2)      \
+    F(av_flow_label, 0x24, 0, 20)    \
+    F(av_static_rate, 0x24, 24, 8)   \
+    F(av_dmac, 0x28, 0, 48)
 
-// DOMAIN_ENTRY (32 bytes)
-namespace domain_entry {
-constexpr std::uint32_t kSize = 32;
-constexpr Field ctx_id{0x00, 0, 16};
-constexpr Field kind{0x00, 16, 8};
-constexpr Field valid{0x00, 31, 1};
-constexpr Field pid{0x04, 0, 32};
-constexpr Field shm_handle{0x08, 0, 32};
-constexpr Field map_base{0x10, 0, 64};
-constexpr Field map_len{0x18, 0, 64};
-constexpr NamedField kFields[] = {
-    {"ctx_id", ctx_id},
-    {"kind", kind},
-    {"valid", valid},
-    {"pid", pid},
-    {"shm_handle", shm_handle},
-    {"map_base", map_base},
-    {"map_len", map_len},
-};
-static_assert(layout_ok(kFields, kSize), "DOMAIN_ENTRY: field outside layout or overlapping");
-}  // namespace domain_entry
+// GID_ENTRY (hw-spec.md 9.8)
+#define SIMNIC_HW_GID_ENTRY_FIELDS(F) \
+    F(gid, 0x00, 0, 128)              \
+    F(gid_type, 0x10, 0, 8)           \
+    F(valid, 0x10, 8, 1)              \
+    F(net_type, 0x10, 9, 2)           \
+    F(ndev_ifindex, 0x14, 0, 32)
 
-// CMD_HANDLE (4 bytes)
-namespace cmd_handle {
-constexpr std::uint32_t kSize = 4;
-constexpr Field handle{0x00, 0, 32};
-constexpr NamedField kFields[] = {
-    {"handle", handle},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_HANDLE: field outside layout or overlapping");
-}  // namespace cmd_handle
+// DOMAIN_ENTRY (hw-spec.md 9.9)
+#define SIMNIC_HW_DOMAIN_ENTRY_FIELDS(F) \
+    F(ctx_id, 0x00, 0, 16)               \
+    F(kind, 0x00, 16, 8)                 \
+    F(valid, 0x00, 31, 1)                \
+    F(pid, 0x04, 0, 32)                  \
+    F(shm_handle, 0x08, 0, 32)           \
+    F(map_base, 0x10, 0, 64)             \
+    F(map_len, 0x18, 0, 64)
 
-// CMD_QUERY_PORT_IN (4 bytes)
-namespace cmd_query_port_in {
-constexpr std::uint32_t kSize = 4;
-constexpr Field port_num{0x00, 0, 8};
-constexpr NamedField kFields[] = {
-    {"port_num", port_num},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_QUERY_PORT_IN: field outside layout or overlapping");
-}  // namespace cmd_query_port_in
+// CMD_HANDLE (hw-spec.md 5.3)
+#define SIMNIC_HW_CMD_HANDLE_FIELDS(F) \
+    F(handle, 0x00, 0, 32)
 
-// CMD_QUERY_GID_IN (8 bytes)
-namespace cmd_query_gid_in {
-constexpr std::uint32_t kSize = 8;
-constexpr Field port_num{0x00, 0, 8};
-constexpr Field index{0x04, 0, 16};
-constexpr NamedField kFields[] = {
-    {"port_num", port_num},
-    {"index", index},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_QUERY_GID_IN: field outside layout or overlapping");
-}  // namespace cmd_query_gid_in
+// CMD_QUERY_PORT_IN (hw-spec.md 5.6.2)
+#define SIMNIC_HW_CMD_QUERY_PORT_IN_FIELDS(F) \
+    F(port_num, 0x00, 0, 8)
 
-// CMD_QUERY_PKEY_IN (8 bytes)
-namespace cmd_query_pkey_in {
-constexpr std::uint32_t kSize = 8;
-constexpr Field port_num{0x00, 0, 8};
-constexpr Field index{0x04, 0, 16};
-constexpr NamedField kFields[] = {
-    {"port_num", port_num},
-    {"index", index},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_QUERY_PKEY_IN: field outside layout or overlapping");
-}  // namespace cmd_query_pkey_in
+// CMD_QUERY_GID_IN (hw-spec.md 5.6.2)
+#define SIMNIC_HW_CMD_QUERY_GID_IN_FIELDS(F) \
+    F(port_num, 0x00, 0, 8)                  \
+    F(index, 0x04, 0, 16)
 
-// CMD_QUERY_PKEY_OUT (4 bytes)
-namespace cmd_query_pkey_out {
-constexpr std::uint32_t kSize = 4;
-constexpr Field pkey{0x00, 0, 16};
-constexpr NamedField kFields[] = {
-    {"pkey", pkey},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_QUERY_PKEY_OUT: field outside layout or overlapping");
-}  // namespace cmd_query_pkey_out
+// CMD_QUERY_PKEY_IN (hw-spec.md 5.6.2)
+#define SIMNIC_HW_CMD_QUERY_PKEY_IN_FIELDS(F) \
+    F(port_num, 0x00, 0, 8)                   \
+    F(index, 0x04, 0, 16)
 
-// CMD_ATTACH_DOMAIN_IN (32 bytes)
-namespace cmd_attach_domain_in {
-constexpr std::uint32_t kSize = 32;
-constexpr Field kind{0x00, 0, 8};
-constexpr Field pid{0x04, 0, 32};
-constexpr Field shm_handle{0x08, 0, 32};
-constexpr Field map_base{0x10, 0, 64};
-constexpr Field map_len{0x18, 0, 64};
-constexpr NamedField kFields[] = {
-    {"kind", kind},
-    {"pid", pid},
-    {"shm_handle", shm_handle},
-    {"map_base", map_base},
-    {"map_len", map_len},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_ATTACH_DOMAIN_IN: field outside layout or overlapping");
-}  // namespace cmd_attach_domain_in
+// CMD_QUERY_PKEY_OUT (hw-spec.md 5.6.2)
+#define SIMNIC_HW_CMD_QUERY_PKEY_OUT_FIELDS(F) \
+    F(pkey, 0x00, 0, 16)
 
-// CMD_REG_MR_IN (64 bytes)
-namespace cmd_reg_mr_in {
-constexpr std::uint32_t kSize = 64;
-constexpr Field pdn{0x00, 0, 24};
-constexpr Field access{0x04, 0, 8};
-constexpr Field log_page_size{0x04, 8, 6};
-constexpr Field mtt_mode{0x04, 16, 1};
-constexpr Field zero_based{0x04, 17, 1};
-constexpr Field domain_id{0x08, 0, 16};
-constexpr Field iova{0x10, 0, 64};
-constexpr Field length{0x18, 0, 64};
-constexpr Field host_addr{0x20, 0, 64};
-constexpr Field mtt_count{0x28, 0, 32};
-constexpr NamedField kFields[] = {
-    {"pdn", pdn},
-    {"access", access},
-    {"log_page_size", log_page_size},
-    {"mtt_mode", mtt_mode},
-    {"zero_based", zero_based},
-    {"domain_id", domain_id},
-    {"iova", iova},
-    {"length", length},
-    {"host_addr", host_addr},
-    {"mtt_count", mtt_count},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_REG_MR_IN: field outside layout or overlapping");
-}  // namespace cmd_reg_mr_in
+// CMD_ATTACH_DOMAIN_IN (hw-spec.md 5.6.3)
+#define SIMNIC_HW_CMD_ATTACH_DOMAIN_IN_FIELDS(F) \
+    F(kind, 0x00, 0, 8)                          \
+    F(pid, 0x04, 0, 32)                          \
+    F(shm_handle, 0x08, 0, 32)                   \
+    F(map_base, 0x10, 0, 64)                     \
+    F(map_len, 0x18, 0, 64)
 
-// CMD_REG_MR_OUT (8 bytes)
-namespace cmd_reg_mr_out {
-constexpr std::uint32_t kSize = 8;
-constexpr Field lkey{0x00, 0, 32};
-constexpr Field rkey{0x04, 0, 32};
-constexpr NamedField kFields[] = {
-    {"lkey", lkey},
-    {"rkey", rkey},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_REG_MR_OUT: field outside layout or overlapping");
-}  // namespace cmd_reg_mr_out
+// CMD_REG_MR_IN (hw-spec.md 5.6.5)
+#define SIMNIC_HW_CMD_REG_MR_IN_FIELDS(F) \
+    F(pdn, 0x00, 0, 24)                   \
+    F(access, 0x04, 0, 8)                 \
+    F(log_page_size, 0x04, 8, 6)          \
+    F(mtt_mode, 0x04, 16, 1)              \
+    F(zero_based, 0x04, 17, 1)            \
+    F(domain_id, 0x08, 0, 16)             \
+    F(iova, 0x10, 0, 64)                  \
+    F(length, 0x18, 0, 64)                \
+    F(host_addr, 0x20, 0, 64)             \
+    F(mtt_count, 0x28, 0, 32)
 
-// CMD_CREATE_CQ_IN (16 bytes)
-namespace cmd_create_cq_in {
-constexpr std::uint32_t kSize = 16;
-constexpr Field log_size{0x00, 0, 5};
-constexpr Field domain_id{0x04, 0, 16};
-constexpr Field base{0x08, 0, 64};
-constexpr NamedField kFields[] = {
-    {"log_size", log_size},
-    {"domain_id", domain_id},
-    {"base", base},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_CREATE_CQ_IN: field outside layout or overlapping");
-}  // namespace cmd_create_cq_in
+// CMD_REG_MR_OUT (hw-spec.md 5.6.5)
+#define SIMNIC_HW_CMD_REG_MR_OUT_FIELDS(F) \
+    F(lkey, 0x00, 0, 32)                   \
+    F(rkey, 0x04, 0, 32)
 
-// CMD_RESIZE_CQ_IN (24 bytes)
-namespace cmd_resize_cq_in {
-constexpr std::uint32_t kSize = 24;
-constexpr Field cqn{0x00, 0, 24};
-constexpr Field log_size{0x04, 0, 5};
-constexpr Field domain_id{0x08, 0, 16};
-constexpr Field base{0x10, 0, 64};
-constexpr NamedField kFields[] = {
-    {"cqn", cqn},
-    {"log_size", log_size},
-    {"domain_id", domain_id},
-    {"base", base},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_RESIZE_CQ_IN: field outside layout or overlapping");
-}  // namespace cmd_resize_cq_in
+// CMD_CREATE_CQ_IN (hw-spec.md 5.6.6)
+#define SIMNIC_HW_CMD_CREATE_CQ_IN_FIELDS(F) \
+    F(log_size, 0x00, 0, 5)                  \
+    F(domain_id, 0x04, 0, 16)                \
+    F(base, 0x08, 0, 64)
 
-// CMD_CREATE_QP_IN (64 bytes)
-namespace cmd_create_qp_in {
-constexpr std::uint32_t kSize = 64;
-constexpr Field qp_type{0x00, 0, 8};
-constexpr Field sq_sig_all{0x00, 8, 1};
-constexpr Field srq_en{0x00, 9, 1};
-constexpr Field pdn{0x04, 0, 24};
-constexpr Field send_cqn{0x08, 0, 24};
-constexpr Field recv_cqn{0x0C, 0, 24};
-constexpr Field srqn{0x10, 0, 24};
-constexpr Field domain_id{0x14, 0, 16};
-constexpr Field sq_base{0x18, 0, 64};
-constexpr Field rq_base{0x20, 0, 64};
-constexpr Field log_sq_size{0x28, 0, 5};
-constexpr Field log_sq_stride{0x28, 8, 4};
-constexpr Field log_rq_size{0x28, 16, 5};
-constexpr Field log_rq_stride{0x28, 24, 4};
-constexpr Field max_send_sge{0x2C, 0, 8};
-constexpr Field max_recv_sge{0x2C, 8, 8};
-constexpr Field max_inline{0x2C, 16, 16};
-constexpr NamedField kFields[] = {
-    {"qp_type", qp_type},
-    {"sq_sig_all", sq_sig_all},
-    {"srq_en", srq_en},
-    {"pdn", pdn},
-    {"send_cqn", send_cqn},
-    {"recv_cqn", recv_cqn},
-    {"srqn", srqn},
-    {"domain_id", domain_id},
-    {"sq_base", sq_base},
-    {"rq_base", rq_base},
-    {"log_sq_size", log_sq_size},
-    {"log_sq_stride", log_sq_stride},
-    {"log_rq_size", log_rq_size},
-    {"log_rq_stride", log_rq_stride},
-    {"max_send_sge", max_send_sge},
-    {"max_recv_sge", max_recv_sge},
-    {"max_inline", max_inline},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_CREATE_QP_IN: field outside layout or overlapping");
-}  // namespace cmd_create_qp_in
+// CMD_RESIZE_CQ_IN (hw-spec.md 5.6.6)
+#define SIMNIC_HW_CMD_RESIZE_CQ_IN_FIELDS(F) \
+    F(cqn, 0x00, 0, 24)                      \
+    F(log_size, 0x04, 0, 5)                  \
+    F(domain_id, 0x08, 0, 16)                \
+    F(base, 0x10, 0, 64)
 
-// QP_ATTR (96 bytes)
-namespace qp_attr {
-constexpr std::uint32_t kSize = 96;
-constexpr Field qpn{0x00, 0, 24};
-constexpr Field attr_mask{0x04, 0, 32};
-constexpr Field qp_state{0x08, 0, 4};
-constexpr Field cur_state{0x08, 4, 4};
-constexpr Field path_mtu{0x08, 8, 4};
-constexpr Field en_sqd_async_notify{0x08, 12, 1};
-constexpr Field sq_draining{0x08, 13, 1};
-constexpr Field qkey{0x0C, 0, 32};
-constexpr Field rq_psn{0x10, 0, 24};
-constexpr Field sq_psn{0x14, 0, 24};
-constexpr Field dest_qp_num{0x18, 0, 24};
-constexpr Field qp_access_flags{0x1C, 0, 8};
-constexpr Field port_num{0x1C, 8, 8};
-constexpr Field pkey_index{0x1C, 16, 16};
-constexpr Field timeout{0x20, 0, 5};
-constexpr Field retry_cnt{0x20, 8, 3};
-constexpr Field rnr_retry{0x20, 12, 3};
-constexpr Field min_rnr_timer{0x20, 16, 5};
-constexpr Field max_rd_atomic{0x24, 0, 8};
-constexpr Field max_dest_rd_atomic{0x24, 8, 8};
-constexpr Field av_dgid{0x30, 0, 128};
-constexpr Field av_sgid_index{0x40, 0, 8};
-constexpr Field av_hop_limit{0x40, 8, 8};
-constexpr Field av_traffic_class{0x40, 16, 8};
-constexpr Field av_sl{0x40, 24, 4};
-constexpr Field av_grh{0x40, 28, 1};
-constexpr Field av_net_type{0x40, 29, 2};
-constexpr Field av_flow_label{0x44, 0, 20};
-constexpr Field av_static_rate{0x44, 24, 8};
-constexpr Field av_dmac{0x48, 0, 48};
-constexpr Field max_send_wr{0x50, 0, 32};
-constexpr Field max_recv_wr{0x54, 0, 32};
-constexpr Field max_send_sge{0x58, 0, 8};
-constexpr Field max_recv_sge{0x58, 8, 8};
-constexpr Field max_inline{0x58, 16, 16};
-constexpr NamedField kFields[] = {
-    {"qpn", qpn},
-    {"attr_mask", attr_mask},
-    {"qp_state", qp_state},
-    {"cur_state", cur_state},
-    {"path_mtu", path_mtu},
-    {"en_sqd_async_notify", en_sqd_async_notify},
-    {"sq_draining", sq_draining},
-    {"qkey", qkey},
-    {"rq_psn", rq_psn},
-    {"sq_psn", sq_psn},
-    {"dest_qp_num", dest_qp_num},
-    {"qp_access_flags", qp_access_flags},
-    {"port_num", port_num},
-    {"pkey_index", pkey_index},
-    {"timeout", timeout},
-    {"retry_cnt", retry_cnt},
-    {"rnr_retry", rnr_retry},
-    {"min_rnr_timer", min_rnr_timer},
-    {"max_rd_atomic", max_rd_atomic},
-    {"max_dest_rd_atomic", max_dest_rd_atomic},
-    {"av_dgid", av_dgid},
-    {"av_sgid_index", av_sgid_index},
-    {"av_hop_limit", av_hop_limit},
-    {"av_traffic_class", av_traffic_class},
-    {"av_sl", av_sl},
-    {"av_grh", av_grh},
-    {"av_net_type", av_net_type},
-    {"av_flow_label", av_flow_label},
-    {"av_static_rate", av_static_rate},
-    {"av_dmac", av_dmac},
-    {"max_send_wr", max_send_wr},
-    {"max_recv_wr", max_recv_wr},
-    {"max_send_sge", max_send_sge},
-    {"max_recv_sge", max_recv_sge},
-    {"max_inline", max_inline},
-};
-static_assert(layout_ok(kFields, kSize), "QP_ATTR: field outside layout or overlapping");
-}  // namespace qp_attr
+// CMD_CREATE_QP_IN (hw-spec.md 5.6.7)
+#define SIMNIC_HW_CMD_CREATE_QP_IN_FIELDS(F) \
+    F(qp_type, 0x00, 0, 8)                   \
+    F(sq_sig_all, 0x00, 8, 1)                \
+    F(srq_en, 0x00, 9, 1)                    \
+    F(pdn, 0x04, 0, 24)                      \
+    F(send_cqn, 0x08, 0, 24)                 \
+    F(recv_cqn, 0x0C, 0, 24)                 \
+    F(srqn, 0x10, 0, 24)                     \
+    F(domain_id, 0x14, 0, 16)                \
+    F(sq_base, 0x18, 0, 64)                  \
+    F(rq_base, 0x20, 0, 64)                  \
+    F(log_sq_size, 0x28, 0, 5)               \
+    F(log_sq_stride, 0x28, 8, 4)             \
+    F(log_rq_size, 0x28, 16, 5)              \
+    F(log_rq_stride, 0x28, 24, 4)            \
+    F(max_send_sge, 0x2C, 0, 8)              \
+    F(max_recv_sge, 0x2C, 8, 8)              \
+    F(max_inline, 0x2C, 16, 16)
 
-// CMD_CREATE_SRQ_IN (32 bytes)
-namespace cmd_create_srq_in {
-constexpr std::uint32_t kSize = 32;
-constexpr Field pdn{0x00, 0, 24};
-constexpr Field domain_id{0x04, 0, 16};
-constexpr Field base{0x08, 0, 64};
-constexpr Field log_size{0x10, 0, 5};
-constexpr Field log_stride{0x10, 8, 4};
-constexpr Field max_sge{0x10, 16, 8};
-constexpr Field srq_limit{0x14, 0, 32};
-constexpr NamedField kFields[] = {
-    {"pdn", pdn},
-    {"domain_id", domain_id},
-    {"base", base},
-    {"log_size", log_size},
-    {"log_stride", log_stride},
-    {"max_sge", max_sge},
-    {"srq_limit", srq_limit},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_CREATE_SRQ_IN: field outside layout or overlapping");
-}  // namespace cmd_create_srq_in
+// QP_ATTR (hw-spec.md 5.6.7)
+#define SIMNIC_HW_QP_ATTR_FIELDS(F)     \
+    F(qpn, 0x00, 0, 24)                 \
+    F(attr_mask, 0x04, 0, 32)           \
+    F(qp_state, 0x08, 0, 4)             \
+    F(cur_state, 0x08, 4, 4)            \
+    F(path_mtu, 0x08, 8, 4)             \
+    F(en_sqd_async_notify, 0x08, 12, 1) \
+    F(sq_draining, 0x08, 13, 1)         \
+    F(qkey, 0x0C, 0, 32)                \
+    F(rq_psn, 0x10, 0, 24)              \
+    F(sq_psn, 0x14, 0, 24)              \
+    F(dest_qp_num, 0x18, 0, 24)         \
+    F(qp_access_flags, 0x1C, 0, 8)      \
+    F(port_num, 0x1C, 8, 8)             \
+    F(pkey_index, 0x1C, 16, 16)         \
+    F(timeout, 0x20, 0, 5)              \
+    F(retry_cnt, 0x20, 8, 3)            \
+    F(rnr_retry, 0x20, 12, 3)           \
+    F(min_rnr_timer, 0x20, 16, 5)       \
+    F(max_rd_atomic, 0x24, 0, 8)        \
+    F(max_dest_rd_atomic, 0x24, 8, 8)   \
+    F(av_dgid, 0x30, 0, 128)            \
+    F(av_sgid_index, 0x40, 0, 8)        \
+    F(av_hop_limit, 0x40, 8, 8)         \
+    F(av_traffic_class, 0x40, 16, 8)    \
+    F(av_sl, 0x40, 24, 4)               \
+    F(av_grh, 0x40, 28, 1)              \
+    F(av_net_type, 0x40, 29, 2)         \
+    F(av_flow_label, 0x44, 0, 20)       \
+    F(av_static_rate, 0x44, 24, 8)      \
+    F(av_dmac, 0x48, 0, 48)             \
+    F(max_send_wr, 0x50, 0, 32)         \
+    F(max_recv_wr, 0x54, 0, 32)         \
+    F(max_send_sge, 0x58, 0, 8)         \
+    F(max_recv_sge, 0x58, 8, 8)         \
+    F(max_inline, 0x58, 16, 16)
 
-// CMD_MODIFY_SRQ_IN (12 bytes)
-namespace cmd_modify_srq_in {
-constexpr std::uint32_t kSize = 12;
-constexpr Field srqn{0x00, 0, 24};
-constexpr Field attr_mask{0x04, 0, 32};
-constexpr Field srq_limit{0x08, 0, 32};
-constexpr NamedField kFields[] = {
-    {"srqn", srqn},
-    {"attr_mask", attr_mask},
-    {"srq_limit", srq_limit},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_MODIFY_SRQ_IN: field outside layout or overlapping");
-}  // namespace cmd_modify_srq_in
+// CMD_CREATE_SRQ_IN (hw-spec.md 5.6.8)
+#define SIMNIC_HW_CMD_CREATE_SRQ_IN_FIELDS(F) \
+    F(pdn, 0x00, 0, 24)                       \
+    F(domain_id, 0x04, 0, 16)                 \
+    F(base, 0x08, 0, 64)                      \
+    F(log_size, 0x10, 0, 5)                   \
+    F(log_stride, 0x10, 8, 4)                 \
+    F(max_sge, 0x10, 16, 8)                   \
+    F(srq_limit, 0x14, 0, 32)
 
-// CMD_QUERY_SRQ_OUT (12 bytes)
-namespace cmd_query_srq_out {
-constexpr std::uint32_t kSize = 12;
-constexpr Field max_wr{0x00, 0, 32};
-constexpr Field max_sge{0x04, 0, 32};
-constexpr Field srq_limit{0x08, 0, 32};
-constexpr NamedField kFields[] = {
-    {"max_wr", max_wr},
-    {"max_sge", max_sge},
-    {"srq_limit", srq_limit},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_QUERY_SRQ_OUT: field outside layout or overlapping");
-}  // namespace cmd_query_srq_out
+// CMD_MODIFY_SRQ_IN (hw-spec.md 5.6.8)
+#define SIMNIC_HW_CMD_MODIFY_SRQ_IN_FIELDS(F) \
+    F(srqn, 0x00, 0, 24)                      \
+    F(attr_mask, 0x04, 0, 32)                 \
+    F(srq_limit, 0x08, 0, 32)
 
-// CMD_CREATE_AH_IN (48 bytes)
-namespace cmd_create_ah_in {
-constexpr std::uint32_t kSize = 48;
-constexpr Field pdn{0x00, 0, 24};
-constexpr Field port_num{0x04, 0, 8};
-constexpr Field av_dgid{0x10, 0, 128};
-constexpr Field av_sgid_index{0x20, 0, 8};
-constexpr Field av_hop_limit{0x20, 8, 8};
-constexpr Field av_traffic_class{0x20, 16, 8};
-constexpr Field av_sl{0x20, 24, 4};
-constexpr Field av_grh{0x20, 28, 1};
-constexpr Field av_net_type{0x20, 29, 2};
-constexpr Field av_flow_label{0x24, 0, 20};
-constexpr Field av_static_rate{0x24, 24, 8};
-constexpr Field av_dmac{0x28, 0, 48};
-constexpr NamedField kFields[] = {
-    {"pdn", pdn},
-    {"port_num", port_num},
-    {"av_dgid", av_dgid},
-    {"av_sgid_index", av_sgid_index},
-    {"av_hop_limit", av_hop_limit},
-    {"av_traffic_class", av_traffic_class},
-    {"av_sl", av_sl},
-    {"av_grh", av_grh},
-    {"av_net_type", av_net_type},
-    {"av_flow_label", av_flow_label},
-    {"av_static_rate", av_static_rate},
-    {"av_dmac", av_dmac},
-};
-static_assert(layout_ok(kFields, kSize), "CMD_CREATE_AH_IN: field outside layout or overlapping");
-}  // namespace cmd_create_ah_in
+// CMD_QUERY_SRQ_OUT (hw-spec.md 5.6.8)
+#define SIMNIC_HW_CMD_QUERY_SRQ_OUT_FIELDS(F) \
+    F(max_wr, 0x00, 0, 32)                    \
+    F(max_sge, 0x04, 0, 32)                   \
+    F(srq_limit, 0x08, 0, 32)
 
-constexpr LayoutDesc kLayouts[] = {
-    {"REG_BLOCK_HEADER", reg_block_header::kSize, reg_block_header::kFields, sizeof(reg_block_header::kFields) / sizeof(reg_block_header::kFields[0])},
-    {"ID_BLOCK", id_block::kSize, id_block::kFields, sizeof(id_block::kFields) / sizeof(id_block::kFields[0])},
-    {"CAP_BLOCK", cap_block::kSize, cap_block::kFields, sizeof(cap_block::kFields) / sizeof(cap_block::kFields[0])},
-    {"PORT_BLOCK", port_block::kSize, port_block::kFields, sizeof(port_block::kFields) / sizeof(port_block::kFields[0])},
-    {"STATS_BLOCK", stats_block::kSize, stats_block::kFields, sizeof(stats_block::kFields) / sizeof(stats_block::kFields[0])},
-    {"CTXWIN_BLOCK", ctxwin_block::kSize, ctxwin_block::kFields, sizeof(ctxwin_block::kFields) / sizeof(ctxwin_block::kFields[0])},
-    {"CMDQ_REGS", cmdq_regs::kSize, cmdq_regs::kFields, sizeof(cmdq_regs::kFields) / sizeof(cmdq_regs::kFields[0])},
-    {"EQ_REGS", eq_regs::kSize, eq_regs::kFields, sizeof(eq_regs::kFields) / sizeof(eq_regs::kFields[0])},
-    {"INTR_REGS", intr_regs::kSize, intr_regs::kFields, sizeof(intr_regs::kFields) / sizeof(intr_regs::kFields[0])},
-    {"DB_REGS", db_regs::kSize, db_regs::kFields, sizeof(db_regs::kFields) / sizeof(db_regs::kFields[0])},
-    {"CMDQ_ENTRY", cmdq_entry::kSize, cmdq_entry::kFields, sizeof(cmdq_entry::kFields) / sizeof(cmdq_entry::kFields[0])},
-    {"EQE", eqe::kSize, eqe::kFields, sizeof(eqe::kFields) / sizeof(eqe::kFields[0])},
-    {"CTRL_SEG", ctrl_seg::kSize, ctrl_seg::kFields, sizeof(ctrl_seg::kFields) / sizeof(ctrl_seg::kFields[0])},
-    {"RADDR_SEG", raddr_seg::kSize, raddr_seg::kFields, sizeof(raddr_seg::kFields) / sizeof(raddr_seg::kFields[0])},
-    {"ATOMIC_SEG", atomic_seg::kSize, atomic_seg::kFields, sizeof(atomic_seg::kFields) / sizeof(atomic_seg::kFields[0])},
-    {"UD_SEG", ud_seg::kSize, ud_seg::kFields, sizeof(ud_seg::kFields) / sizeof(ud_seg::kFields[0])},
-    {"AV", av::kSize, av::kFields, sizeof(av::kFields) / sizeof(av::kFields[0])},
-    {"INLINE_SEG", inline_seg::kSize, inline_seg::kFields, sizeof(inline_seg::kFields) / sizeof(inline_seg::kFields[0])},
-    {"DATA_SEG", data_seg::kSize, data_seg::kFields, sizeof(data_seg::kFields) / sizeof(data_seg::kFields[0])},
-    {"RECV_WQE", recv_wqe::kSize, recv_wqe::kFields, sizeof(recv_wqe::kFields) / sizeof(recv_wqe::kFields[0])},
-    {"CQE", cqe::kSize, cqe::kFields, sizeof(cqe::kFields) / sizeof(cqe::kFields[0])},
-    {"QPC", qpc::kSize, qpc::kFields, sizeof(qpc::kFields) / sizeof(qpc::kFields[0])},
-    {"CQC", cqc::kSize, cqc::kFields, sizeof(cqc::kFields) / sizeof(cqc::kFields[0])},
-    {"SRQC", srqc::kSize, srqc::kFields, sizeof(srqc::kFields) / sizeof(srqc::kFields[0])},
-    {"MPT_ENTRY", mpt_entry::kSize, mpt_entry::kFields, sizeof(mpt_entry::kFields) / sizeof(mpt_entry::kFields[0])},
-    {"MTT_ENTRY", mtt_entry::kSize, mtt_entry::kFields, sizeof(mtt_entry::kFields) / sizeof(mtt_entry::kFields[0])},
-    {"PD_ENTRY", pd_entry::kSize, pd_entry::kFields, sizeof(pd_entry::kFields) / sizeof(pd_entry::kFields[0])},
-    {"AH_ENTRY", ah_entry::kSize, ah_entry::kFields, sizeof(ah_entry::kFields) / sizeof(ah_entry::kFields[0])},
-    {"GID_ENTRY", gid_entry::kSize, gid_entry::kFields, sizeof(gid_entry::kFields) / sizeof(gid_entry::kFields[0])},
-    {"DOMAIN_ENTRY", domain_entry::kSize, domain_entry::kFields, sizeof(domain_entry::kFields) / sizeof(domain_entry::kFields[0])},
-    {"CMD_HANDLE", cmd_handle::kSize, cmd_handle::kFields, sizeof(cmd_handle::kFields) / sizeof(cmd_handle::kFields[0])},
-    {"CMD_QUERY_PORT_IN", cmd_query_port_in::kSize, cmd_query_port_in::kFields, sizeof(cmd_query_port_in::kFields) / sizeof(cmd_query_port_in::kFields[0])},
-    {"CMD_QUERY_GID_IN", cmd_query_gid_in::kSize, cmd_query_gid_in::kFields, sizeof(cmd_query_gid_in::kFields) / sizeof(cmd_query_gid_in::kFields[0])},
-    {"CMD_QUERY_PKEY_IN", cmd_query_pkey_in::kSize, cmd_query_pkey_in::kFields, sizeof(cmd_query_pkey_in::kFields) / sizeof(cmd_query_pkey_in::kFields[0])},
-    {"CMD_QUERY_PKEY_OUT", cmd_query_pkey_out::kSize, cmd_query_pkey_out::kFields, sizeof(cmd_query_pkey_out::kFields) / sizeof(cmd_query_pkey_out::kFields[0])},
-    {"CMD_ATTACH_DOMAIN_IN", cmd_attach_domain_in::kSize, cmd_attach_domain_in::kFields, sizeof(cmd_attach_domain_in::kFields) / sizeof(cmd_attach_domain_in::kFields[0])},
-    {"CMD_REG_MR_IN", cmd_reg_mr_in::kSize, cmd_reg_mr_in::kFields, sizeof(cmd_reg_mr_in::kFields) / sizeof(cmd_reg_mr_in::kFields[0])},
-    {"CMD_REG_MR_OUT", cmd_reg_mr_out::kSize, cmd_reg_mr_out::kFields, sizeof(cmd_reg_mr_out::kFields) / sizeof(cmd_reg_mr_out::kFields[0])},
-    {"CMD_CREATE_CQ_IN", cmd_create_cq_in::kSize, cmd_create_cq_in::kFields, sizeof(cmd_create_cq_in::kFields) / sizeof(cmd_create_cq_in::kFields[0])},
-    {"CMD_RESIZE_CQ_IN", cmd_resize_cq_in::kSize, cmd_resize_cq_in::kFields, sizeof(cmd_resize_cq_in::kFields) / sizeof(cmd_resize_cq_in::kFields[0])},
-    {"CMD_CREATE_QP_IN", cmd_create_qp_in::kSize, cmd_create_qp_in::kFields, sizeof(cmd_create_qp_in::kFields) / sizeof(cmd_create_qp_in::kFields[0])},
-    {"QP_ATTR", qp_attr::kSize, qp_attr::kFields, sizeof(qp_attr::kFields) / sizeof(qp_attr::kFields[0])},
-    {"CMD_CREATE_SRQ_IN", cmd_create_srq_in::kSize, cmd_create_srq_in::kFields, sizeof(cmd_create_srq_in::kFields) / sizeof(cmd_create_srq_in::kFields[0])},
-    {"CMD_MODIFY_SRQ_IN", cmd_modify_srq_in::kSize, cmd_modify_srq_in::kFields, sizeof(cmd_modify_srq_in::kFields) / sizeof(cmd_modify_srq_in::kFields[0])},
-    {"CMD_QUERY_SRQ_OUT", cmd_query_srq_out::kSize, cmd_query_srq_out::kFields, sizeof(cmd_query_srq_out::kFields) / sizeof(cmd_query_srq_out::kFields[0])},
-    {"CMD_CREATE_AH_IN", cmd_create_ah_in::kSize, cmd_create_ah_in::kFields, sizeof(cmd_create_ah_in::kFields) / sizeof(cmd_create_ah_in::kFields[0])},
-};
+// CMD_CREATE_AH_IN (hw-spec.md 5.6.9)
+#define SIMNIC_HW_CMD_CREATE_AH_IN_FIELDS(F) \
+    F(pdn, 0x00, 0, 24)                      \
+    F(port_num, 0x04, 0, 8)                  \
+    F(av_dgid, 0x10, 0, 128)                 \
+    F(av_sgid_index, 0x20, 0, 8)             \
+    F(av_hop_limit, 0x20, 8, 8)              \
+    F(av_traffic_class, 0x20, 16, 8)         \
+    F(av_sl, 0x20, 24, 4)                    \
+    F(av_grh, 0x20, 28, 1)                   \
+    F(av_net_type, 0x20, 29, 2)              \
+    F(av_flow_label, 0x24, 0, 20)            \
+    F(av_static_rate, 0x24, 24, 8)           \
+    F(av_dmac, 0x28, 0, 48)
+
+// Every layout: L(namespace, NAME, size in bytes); fields in SIMNIC_HW_<NAME>_FIELDS.
+#define SIMNIC_HW_LAYOUTS(L)                          \
+    L(reg_block_header, REG_BLOCK_HEADER, 16)         \
+    L(id_block, ID_BLOCK, 64)                         \
+    L(cap_block, CAP_BLOCK, 256)                      \
+    L(port_block, PORT_BLOCK, 64)                     \
+    L(stats_block, STATS_BLOCK, 256)                  \
+    L(ctxwin_block, CTXWIN_BLOCK, 32)                 \
+    L(cmdq_regs, CMDQ_REGS, 64)                       \
+    L(eq_regs, EQ_REGS, 64)                           \
+    L(intr_regs, INTR_REGS, 32)                       \
+    L(db_regs, DB_REGS, 48)                           \
+    L(cmdq_entry, CMDQ_ENTRY, 64)                     \
+    L(eqe, EQE, 32)                                   \
+    L(ctrl_seg, CTRL_SEG, 32)                         \
+    L(raddr_seg, RADDR_SEG, 16)                       \
+    L(atomic_seg, ATOMIC_SEG, 16)                     \
+    L(ud_seg, UD_SEG, 16)                             \
+    L(av, AV, 32)                                     \
+    L(inline_seg, INLINE_SEG, 4)                      \
+    L(data_seg, DATA_SEG, 16)                         \
+    L(recv_wqe, RECV_WQE, 16)                         \
+    L(cqe, CQE, 64)                                   \
+    L(qpc, QPC, 256)                                  \
+    L(cqc, CQC, 32)                                   \
+    L(srqc, SRQC, 64)                                 \
+    L(mpt_entry, MPT_ENTRY, 64)                       \
+    L(mtt_entry, MTT_ENTRY, 8)                        \
+    L(pd_entry, PD_ENTRY, 8)                          \
+    L(ah_entry, AH_ENTRY, 48)                         \
+    L(gid_entry, GID_ENTRY, 32)                       \
+    L(domain_entry, DOMAIN_ENTRY, 32)                 \
+    L(cmd_handle, CMD_HANDLE, 4)                      \
+    L(cmd_query_port_in, CMD_QUERY_PORT_IN, 4)        \
+    L(cmd_query_gid_in, CMD_QUERY_GID_IN, 8)          \
+    L(cmd_query_pkey_in, CMD_QUERY_PKEY_IN, 8)        \
+    L(cmd_query_pkey_out, CMD_QUERY_PKEY_OUT, 4)      \
+    L(cmd_attach_domain_in, CMD_ATTACH_DOMAIN_IN, 32) \
+    L(cmd_reg_mr_in, CMD_REG_MR_IN, 64)               \
+    L(cmd_reg_mr_out, CMD_REG_MR_OUT, 8)              \
+    L(cmd_create_cq_in, CMD_CREATE_CQ_IN, 16)         \
+    L(cmd_resize_cq_in, CMD_RESIZE_CQ_IN, 24)         \
+    L(cmd_create_qp_in, CMD_CREATE_QP_IN, 64)         \
+    L(qp_attr, QP_ATTR, 96)                           \
+    L(cmd_create_srq_in, CMD_CREATE_SRQ_IN, 32)       \
+    L(cmd_modify_srq_in, CMD_MODIFY_SRQ_IN, 12)       \
+    L(cmd_query_srq_out, CMD_QUERY_SRQ_OUT, 12)       \
+    L(cmd_create_ah_in, CMD_CREATE_AH_IN, 48)
+
+// Generators, undefined after use.
+#define SIMNIC_HW_FIELD_DEF(name, offset, lo, width) constexpr Field name{offset, lo, width};
+#define SIMNIC_HW_FIELD_ENTRY(name, offset, lo, width) {#name, name},
+
+#define SIMNIC_HW_LAYOUT(ns, NAME, size)                                                 \
+namespace ns {                                                                           \
+constexpr std::uint32_t kSize = size;                                                    \
+SIMNIC_HW_##NAME##_FIELDS(SIMNIC_HW_FIELD_DEF)                                           \
+constexpr NamedField kFields[] = {SIMNIC_HW_##NAME##_FIELDS(SIMNIC_HW_FIELD_ENTRY)};     \
+static_assert(layout_ok(kFields, kSize), #NAME ": field outside layout or overlapping"); \
+}  // namespace ns
+
+#define SIMNIC_HW_LAYOUT_DESC(ns, NAME, size)                                      \
+    {#NAME, ns::kSize, ns::kFields, sizeof(ns::kFields) / sizeof(ns::kFields[0])},
+
+SIMNIC_HW_LAYOUTS(SIMNIC_HW_LAYOUT)
+
+constexpr LayoutDesc kLayouts[] = {SIMNIC_HW_LAYOUTS(SIMNIC_HW_LAYOUT_DESC)};
+
+#undef SIMNIC_HW_LAYOUT_DESC
+#undef SIMNIC_HW_LAYOUT
+#undef SIMNIC_HW_FIELD_ENTRY
+#undef SIMNIC_HW_FIELD_DEF
 
 constexpr std::size_t kLayoutCount = sizeof(kLayouts) / sizeof(kLayouts[0]);
 

@@ -44,7 +44,19 @@ constexpr uint16_t roce_udp_sport(uint32_t lqpn, uint32_t rqpn, uint32_t grh_flo
     if (fl == 0) fl = flow_label_from_qpns(lqpn, rqpn);
     return udp_sport_from_flow_label(fl);
 }
+// The port of a QP that never gets an address vector (UD QPs, QP1): rxe
+// keeps the one it chose at creation, 0xC000 plus the kernel's 14-bit
+// multiplicative hash (hash_32) of the QP's own number.
+constexpr uint16_t roce_udp_sport_unconnected(uint32_t qpn) {
+    return static_cast<uint16_t>(0xc000u + ((qpn * 0x61C88647u) >> (32 - 14)));
+}
+// The flow label rdma_cm puts in a connection's address vector: derived from
+// the CM's source port and the service's destination port.
+constexpr uint32_t cm_flow_label(uint16_t src_port, uint16_t dst_port) {
+    return (uint32_t{src_port} * 31 + dst_port) & 0xfffff;
+}
 static_assert(roce_udp_sport(0x11, 0x11) == 0xc121, "seen in rxe captures");
+static_assert(roce_udp_sport_unconnected(1) == 55410, "QP1, seen in rxe captures");
 static_assert(roce_udp_sport(0x14, 0x14) == 0xc190, "seen in rxe captures");
 
 // ---- MTU ----
