@@ -13,5 +13,7 @@ using Runner = std::function<int()>;
 Runner add_pcap_command(CLI::App& app);
 Runner add_synth_command(CLI::App& app);
 Runner add_rtl_command(CLI::App& app);
+Runner add_link_command(CLI::App& app);
+Runner add_daemon_command(CLI::App& app);
 
 }  // namespace simnic::cli

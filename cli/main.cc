@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
     add(simnic::cli::add_pcap_command);
     add(simnic::cli::add_synth_command);
     add(simnic::cli::add_rtl_command);
+    add(simnic::cli::add_link_command);
+    add(simnic::cli::add_daemon_command);
 
     try {
         app.parse(argc, argv);

@@ -32,4 +32,9 @@ if(NOT CLI11_FOUND AND NOT EXISTS /usr/include/CLI/CLI.hpp)
   message(FATAL_ERROR "CLI11 not found: apt-get install libcli11-dev")
 endif()
 
+find_package(nlohmann_json 3 QUIET)
+if(NOT nlohmann_json_FOUND)
+  message(FATAL_ERROR "nlohmann-json not found: apt-get install nlohmann-json3-dev")
+endif()
+
 find_program(TSHARK_EXECUTABLE tshark)

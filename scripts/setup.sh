@@ -13,7 +13,7 @@ PACKAGES=(
   # RDMA userspace: libibverbs and librdmacm with the tools users run
   libibverbs-dev librdmacm-dev ibverbs-utils ibverbs-providers rdmacm-utils perftest
   # tests, captures and libraries
-  catch2 libpcap-dev zlib1g-dev libcli11-dev libtomlplusplus-dev
+  catch2 libpcap-dev zlib1g-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   tshark tcpdump iproute2 python3
   # the kernel-rxe reference rig (testbench/rig): QEMU and the initramfs tools;
   # the rig downloads the kernel package itself, into its cache

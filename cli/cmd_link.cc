@@ -1,0 +1,169 @@
+// `simnic link add|show|delete` and `simnic daemon`: the device commands,
+// shaped like iproute2's `rdma link` so that the tutorial's commands carry
+// over (rdma link add rxe_lo type rxe netdev lo -> simnic link add rxe_lo
+// type soft netdev lo).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "simnic/daemon/client.h"
+#include "simnic/daemon/daemon.h"
+
+namespace simnic::cli {
+namespace {
+
+using daemon::Json;
+
+struct LinkArgs {
+    std::vector<std::string> words;  // NAME and keyword/value pairs
+    bool json = false;
+};
+
+// Talk to the daemon; report failures the way `rdma` does, on stderr.
+bool call(const Json& req, bool start, Json& reply) {
+    std::string err, notice;
+    const daemon::RuntimePaths paths = daemon::runtime_paths();
+    daemon::Client c = daemon::Client::connect(paths, start, err, notice);
+    if (!notice.empty()) std::fprintf(stderr, "simnic: note: %s\n", notice.c_str());
+    if (!c.connected()) {
+        std::fprintf(stderr, "simnic: %s\n", err.c_str());
+        return false;
+    }
+    reply = c.request(req);
+    if (!reply.value("ok", false)) {
+        std::fprintf(stderr, "simnic: %s\n", reply.value("error", std::string("request failed")).c_str());
+        return false;
+    }
+    return true;
+}
+
+int link_add(const LinkArgs& a) {
+    // NAME type TYPE netdev IFACE [pcap FILE]
+    if (a.words.empty()) {
+        std::fprintf(stderr, "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE]\n");
+        return 2;
+    }
+    Json req{{"op", "link_add"}, {"name", a.words[0]}};
+    for (size_t i = 1; i < a.words.size(); i += 2) {
+        const std::string& k = a.words[i];
+        if (i + 1 >= a.words.size()) {
+            std::fprintf(stderr, "simnic link add: '%s' needs a value\n", k.c_str());
+            return 2;
+        }
+        const std::string& v = a.words[i + 1];
+        if (k == "type" || k == "netdev") req[k] = v;
+        else if (k == "pcap") {
+            // The daemon runs elsewhere: give it an absolute path.
+            char buf[4096];
+            req[k] = (v.empty() || v[0] == '/' || !getcwd(buf, sizeof buf)) ? v : std::string(buf) + "/" + v;
+        } else {
+            std::fprintf(stderr, "simnic link add: unknown keyword '%s' (type, netdev, pcap)\n", k.c_str());
+            return 2;
+        }
+    }
+    if (!req.contains("type") || !req.contains("netdev")) {
+        std::fprintf(stderr, "simnic link add: 'type' and 'netdev' are required\n");
+        return 2;
+    }
+    Json reply;
+    return call(req, true, reply) ? 0 : 1;
+}
+
+int link_show(const LinkArgs& a) {
+    if (a.words.size() > 1) {
+        std::fprintf(stderr, "usage: simnic link show [NAME]\n");
+        return 2;
+    }
+    Json req{{"op", "link_show"}};
+    if (!a.words.empty()) {
+        // `rdma link show rxe_lo/1` names a port; accept it too.
+        std::string name = a.words[0];
+        if (auto slash = name.find('/'); slash != std::string::npos) name.resize(slash);
+        req["name"] = name;
+    }
+    Json reply;
+    // Showing links starts no daemon: with none running there is nothing to show.
+    std::string err, notice;
+    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+    if (!notice.empty()) std::fprintf(stderr, "simnic: note: %s\n", notice.c_str());
+    if (!c.connected()) {
+        if (a.words.empty()) {
+            if (a.json) std::printf("[]\n");
+            return 0;
+        }
+        std::fprintf(stderr, "simnic: no device %s\n", req["name"].get<std::string>().c_str());
+        return 1;
+    }
+    reply = c.request(req);
+    if (!reply.value("ok", false)) {
+        std::fprintf(stderr, "simnic: %s\n", reply.value("error", std::string("request failed")).c_str());
+        return 1;
+    }
+    if (a.json) {
+        std::printf("%s\n", reply["links"].dump().c_str());
+        return 0;
+    }
+    for (const Json& l : reply["links"])
+        std::printf("link %s/%d state %s physical_state %s netdev %s\n", l["ifname"].get<std::string>().c_str(),
+                    l["port"].get<int>(), l["state"].get<std::string>().c_str(),
+                    l["physical_state"].get<std::string>().c_str(), l["netdev"].get<std::string>().c_str());
+    return 0;
+}
+
+int link_delete(const LinkArgs& a) {
+    if (a.words.size() != 1) {
+        std::fprintf(stderr, "usage: simnic link delete NAME\n");
+        return 2;
+    }
+    Json reply;
+    return call(Json{{"op", "link_del"}, {"name", a.words[0]}}, false, reply) ? 0 : 1;
+}
+
+}  // namespace
+
+Runner add_link_command(CLI::App& app) {
+    auto args = std::make_shared<LinkArgs>();
+    auto which = std::make_shared<int>(0);
+    CLI::App* sub = app.add_subcommand("link", "Add, show and delete simnic devices (like `rdma link`)");
+    sub->require_subcommand(1);
+    CLI::App* add = sub->add_subcommand("add", "Add a device: NAME type soft|model netdev IFACE [pcap FILE]");
+    add->add_option("words", args->words, "NAME and keyword/value pairs")->required();
+    add->callback([which] { *which = 1; });
+    CLI::App* show = sub->add_subcommand("show", "Show devices: [NAME]");
+    show->add_option("words", args->words, "device name");
+    show->add_flag("-j,--json", args->json, "JSON output");
+    show->callback([which] { *which = 2; });
+    CLI::App* del = sub->add_subcommand("delete", "Delete a device: NAME");
+    del->alias("del");
+    del->add_option("words", args->words, "device name")->required();
+    del->callback([which] { *which = 3; });
+    return [args, which] {
+        switch (*which) {
+            case 1: return link_add(*args);
+            case 2: return link_show(*args);
+            case 3: return link_delete(*args);
+        }
+        return 2;
+    };
+}
+
+Runner add_daemon_command(CLI::App& app) {
+    auto opt = std::make_shared<daemon::DaemonOptions>();
+    CLI::App* sub = app.add_subcommand("daemon", "Run the simnic daemon (normally started on demand by simnic link add)");
+    sub->add_flag("-f,--foreground", opt->foreground, "stay in the foreground and log to stderr");
+    return [opt] {
+        int ready_fd = -1;
+        if (const char* s = std::getenv("SIMNIC_READY_FD")) {
+            ready_fd = std::atoi(s);
+            unsetenv("SIMNIC_READY_FD");
+        }
+        return daemon::run_daemon(*opt, ready_fd);
+    };
+}
+
+}  // namespace simnic::cli

@@ -1,0 +1,35 @@
+// A connection from a tool (the CLI, later the verbs provider) to the daemon.
+#pragma once
+
+#include <string>
+
+#include "simnic/daemon/protocol.h"
+#include "simnic/daemon/runtime.h"
+
+namespace simnic::daemon {
+
+class Client {
+public:
+    ~Client();
+    Client(Client&& o) noexcept;
+    Client& operator=(Client&&) = delete;
+    Client(const Client&) = delete;
+
+    // Connects to the running daemon. With start_if_needed, starts one (the
+    // same executable, `simnic daemon`) when none runs, and clears a stale
+    // socket left by a daemon that died. `notice` receives what the user
+    // should be told about that (empty if nothing happened).
+    static Client connect(const RuntimePaths& paths, bool start_if_needed, std::string& err,
+                          std::string& notice);
+
+    bool connected() const { return fd_ >= 0; }
+    // Sends a request and waits for its reply. On transport failure returns
+    // a reply_error() describing it.
+    Json request(const Json& req, int timeout_ms = 10000);
+
+private:
+    explicit Client(int fd) : fd_(fd) {}
+    int fd_ = -1;
+};
+
+}  // namespace simnic::daemon

@@ -1,0 +1,52 @@
+// The devices a daemon hosts. Each binds to one netdev, as an rxe device
+// does; a netdev carries at most one simnic device.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "simnic/daemon/protocol.h"
+
+namespace simnic::daemon {
+
+enum class DeviceType { Soft, Model };
+
+struct NetdevState {
+    bool exists = false;
+    bool up = false;       // IFF_UP
+    bool running = false;  // IFF_RUNNING: carrier
+    int mtu = 0;
+};
+
+// Reads a netdev's state from the kernel (ioctl on a datagram socket).
+NetdevState query_netdev(const std::string& ifname);
+
+struct Device {
+    std::string name;
+    DeviceType type = DeviceType::Soft;
+    std::string netdev;
+    std::string pcap;  // empty: no capture
+};
+
+class DeviceTable {
+public:
+    // Adds a device; returns an error message (and sets err_no) on failure.
+    std::string add(const Device& d, int& err_no);
+    std::string remove(const std::string& name, int& err_no);
+    const Device* find(const std::string& name) const;
+    std::vector<const Device*> all() const;
+
+    // `rdma link show` shaped description of one device's port.
+    static Json link_json(const Device& d);
+
+private:
+    std::map<std::string, Device> devices_;
+};
+
+// Device names follow the kernel's rules for RDMA device names.
+bool valid_device_name(const std::string& name, std::string& why);
+const char* type_name(DeviceType t);
+bool parse_type(const std::string& s, DeviceType& t);
+
+}  // namespace simnic::daemon

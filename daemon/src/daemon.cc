@@ -1,0 +1,281 @@
+#include "simnic/daemon/daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "simnic/daemon/devices.h"
+#include "simnic/daemon/protocol.h"
+#include "simnic/daemon/runtime.h"
+
+namespace simnic::daemon {
+namespace {
+
+void logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void logf(const char* fmt, ...) {
+    char ts[32];
+    std::time_t t = std::time(nullptr);
+    std::strftime(ts, sizeof ts, "%F %T", std::localtime(&t));
+    std::fprintf(stderr, "%s simnicd[%d]: ", ts, getpid());
+    va_list ap;
+    va_start(ap, fmt);
+    std::vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    std::fputc('\n', stderr);
+}
+
+class Daemon {
+public:
+    explicit Daemon(const RuntimePaths& p) : paths_(p) {}
+    ~Daemon();
+
+    std::string start();   // lock, socket, epoll; error message on failure
+    int loop();
+
+private:
+    void accept_client();
+    void serve(int fd);
+    void drop(int fd);
+    Json handle(const Json& req);
+    Json link_add(const Json& req);
+    Json link_del(const Json& req);
+    Json link_show(const Json& req);
+    void save_state();
+
+    RuntimePaths paths_;
+    int lock_fd_ = -1, listen_fd_ = -1, epoll_fd_ = -1, signal_fd_ = -1;
+    std::set<int> clients_;
+    DeviceTable devices_;
+    bool stop_ = false;
+};
+
+Daemon::~Daemon() {
+    for (int fd : clients_) close(fd);
+    if (listen_fd_ >= 0) {
+        close(listen_fd_);
+        unlink(paths_.socket.c_str());
+        unlink(paths_.state.c_str());
+    }
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    if (signal_fd_ >= 0) close(signal_fd_);
+    if (lock_fd_ >= 0) close(lock_fd_);  // releases the flock
+}
+
+std::string Daemon::start() {
+    if (std::string m = ensure_runtime_dir(paths_); !m.empty()) return m;
+    lock_fd_ = open(paths_.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd_ < 0) return "cannot open " + paths_.lock + ": " + std::strerror(errno);
+    if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
+        return "another simnic daemon is running (it holds " + paths_.lock + ")";
+
+    // We hold the lock, so any socket file is a dead daemon's.
+    unlink(paths_.socket.c_str());
+    listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (listen_fd_ < 0) return std::string("socket: ") + std::strerror(errno);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    if (paths_.socket.size() >= sizeof sa.sun_path) return "socket path too long: " + paths_.socket;
+    std::memcpy(sa.sun_path, paths_.socket.c_str(), paths_.socket.size());
+    const mode_t old = umask(0077);
+    const int rc = bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    umask(old);
+    if (rc != 0) return "cannot bind " + paths_.socket + ": " + std::strerror(errno);
+    if (listen(listen_fd_, 64) != 0) return std::string("listen: ") + std::strerror(errno);
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC);
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (signal_fd_ < 0 || epoll_fd_ < 0) return std::string("epoll/signalfd: ") + std::strerror(errno);
+    for (int fd : {listen_fd_, signal_fd_}) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    }
+    save_state();
+    return {};
+}
+
+void Daemon::save_state() {
+    Json st{{"pid", getpid()}, {"devices", Json::array()}};
+    for (const Device* d : devices_.all()) st["devices"].push_back(d->name);
+    const std::string tmp = paths_.state + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << st.dump() << "\n";
+    }
+    rename(tmp.c_str(), paths_.state.c_str());
+}
+
+int Daemon::loop() {
+    epoll_event evs[16];
+    while (!stop_) {
+        int n = epoll_wait(epoll_fd_, evs, 16, -1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            logf("epoll_wait: %s", std::strerror(errno));
+            return 1;
+        }
+        for (int i = 0; i < n; ++i) {
+            const int fd = evs[i].data.fd;
+            if (fd == listen_fd_) accept_client();
+            else if (fd == signal_fd_) {
+                signalfd_siginfo si{};
+                if (read(signal_fd_, &si, sizeof si) == sizeof si) logf("signal %u: shutting down", si.ssi_signo);
+                stop_ = true;
+            } else if (evs[i].events & (EPOLLHUP | EPOLLERR) && !(evs[i].events & EPOLLIN)) {
+                drop(fd);
+            } else {
+                serve(fd);
+            }
+        }
+    }
+    return 0;
+}
+
+void Daemon::accept_client() {
+    for (;;) {
+        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) return;
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLRDHUP;
+        ev.data.fd = fd;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+        clients_.insert(fd);
+    }
+}
+
+void Daemon::drop(int fd) {
+    // A client that went away, cleanly or killed. Later the objects its
+    // context owned are released here.
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    clients_.erase(fd);
+    close(fd);
+}
+
+void Daemon::serve(int fd) {
+    Json req;
+    const std::string err = recv_message(fd, req, 0);
+    if (err == "connection closed" || err.rfind("recv:", 0) == 0) {
+        drop(fd);
+        return;
+    }
+    Json reply = err.empty() ? handle(req) : reply_error(EPROTO, "bad request: " + err);
+    if (std::string m = send_message(fd, reply); !m.empty()) drop(fd);
+}
+
+Json Daemon::handle(const Json& req) {
+    const std::string op = req.value("op", "");
+    if (op == "ping") return Json{{"ok", true}, {"pid", getpid()}, {"version", kVersion}};
+    if (op == "link_add") return link_add(req);
+    if (op == "link_del") return link_del(req);
+    if (op == "link_show") return link_show(req);
+    if (op == "shutdown") {
+        stop_ = true;
+        return reply_ok();
+    }
+    return reply_error(EOPNOTSUPP, "unknown request '" + op + "'");
+}
+
+Json Daemon::link_add(const Json& req) {
+    if (!req.contains("name") || !req["name"].is_string() || !req.contains("netdev") ||
+        !req["netdev"].is_string() || !req.contains("type") || !req["type"].is_string())
+        return reply_error(EINVAL, "link_add needs name, type and netdev");
+    Device d;
+    d.name = req["name"].get<std::string>();
+    d.netdev = req["netdev"].get<std::string>();
+    if (!parse_type(req["type"].get<std::string>(), d.type))
+        return reply_error(EINVAL, "unknown device type '" + req["type"].get<std::string>() + "' (soft or model)");
+    if (d.type == DeviceType::Model)
+        return reply_error(EOPNOTSUPP, "device type 'model' is not available yet; use 'soft'");
+    if (req.contains("pcap") && req["pcap"].is_string()) d.pcap = req["pcap"].get<std::string>();
+    int e = 0;
+    if (std::string m = devices_.add(d, e); !m.empty()) return reply_error(e, m);
+    logf("device %s (%s) added on %s", d.name.c_str(), type_name(d.type), d.netdev.c_str());
+    save_state();
+    return reply_ok();
+}
+
+Json Daemon::link_del(const Json& req) {
+    const std::string name = req.value("name", "");
+    int e = 0;
+    if (std::string m = devices_.remove(name, e); !m.empty()) return reply_error(e, m);
+    logf("device %s deleted", name.c_str());
+    save_state();
+    return reply_ok();
+}
+
+Json Daemon::link_show(const Json& req) {
+    Json links = Json::array();
+    const std::string name = req.value("name", "");
+    if (!name.empty()) {
+        const Device* d = devices_.find(name);
+        if (!d) return reply_error(ENODEV, "no device " + name);
+        links.push_back(DeviceTable::link_json(*d));
+    } else {
+        for (const Device* d : devices_.all()) links.push_back(DeviceTable::link_json(*d));
+    }
+    Json r = reply_ok();
+    r["links"] = links;
+    return r;
+}
+
+}  // namespace
+
+int run_daemon(const DaemonOptions& opt, int ready_fd) {
+    const RuntimePaths paths = runtime_paths();
+    if (!opt.foreground) {
+        // Detached: stdio goes to the log file in the runtime directory.
+        if (ensure_runtime_dir(paths).empty()) {
+            const std::string log = paths.dir + "/simnicd.log";
+            int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+            int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+            if (fd >= 0 && nul >= 0) {
+                dup2(nul, 0);
+                dup2(fd, 1);
+                dup2(fd, 2);
+            }
+            if (fd > 2) close(fd);
+            if (nul > 2) close(nul);
+        }
+    }
+    Daemon d(paths);
+    if (std::string m = d.start(); !m.empty()) {
+        logf("%s", m.c_str());
+        if (opt.foreground) std::fprintf(stderr, "simnic daemon: %s\n", m.c_str());
+        return 1;
+    }
+    logf("listening on %s", paths.socket.c_str());
+    if (ready_fd >= 0) {
+        const char c = 1;
+        if (write(ready_fd, &c, 1) != 1) logf("cannot signal readiness");
+        close(ready_fd);
+    }
+    const int rc = d.loop();
+    logf("stopped");
+    return rc;
+}
+
+}  // namespace simnic::daemon
