@@ -15,5 +15,6 @@ Runner add_synth_command(CLI::App& app);
 Runner add_rtl_command(CLI::App& app);
 Runner add_link_command(CLI::App& app);
 Runner add_daemon_command(CLI::App& app);
+Runner add_exec_command(CLI::App& app);
 
 }  // namespace simnic::cli

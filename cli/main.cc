@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     add(simnic::cli::add_rtl_command);
     add(simnic::cli::add_link_command);
     add(simnic::cli::add_daemon_command);
+    add(simnic::cli::add_exec_command);
 
     try {
         app.parse(argc, argv);

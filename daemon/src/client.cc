@@ -138,13 +138,26 @@ Client Client::connect(const RuntimePaths& paths, bool start_if_needed, std::str
 }
 
 Json Client::request(const Json& req, int timeout_ms) {
+    std::vector<int> fds;
+    Json r = request_with_fds(req, fds, timeout_ms);
+    for (int fd : fds) close(fd);  // nobody asked for them
+    return r;
+}
+
+Json Client::request_with_fds(const Json& req, std::vector<int>& fds, int timeout_ms) {
     if (fd_ < 0) return reply_error(ENOTCONN, "not connected to the simnic daemon");
     if (std::string m = send_message(fd_, req); !m.empty())
         return reply_error(EPIPE, "lost the simnic daemon: " + m);
     Json reply;
-    if (std::string m = recv_message(fd_, reply, timeout_ms); !m.empty())
+    if (std::string m = recv_message(fd_, reply, timeout_ms, &fds); !m.empty())
         return reply_error(EPIPE, "lost the simnic daemon: " + m);
     return reply;
+}
+
+bool Client::alive() const {
+    if (fd_ < 0) return false;
+    pollfd p{fd_, POLLRDHUP, 0};
+    return poll(&p, 1, 0) == 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 }  // namespace simnic::daemon

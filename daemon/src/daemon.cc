@@ -18,8 +18,11 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
+#include <vector>
 
+#include "simnic/daemon/device_runtime.h"
 #include "simnic/daemon/devices.h"
 #include "simnic/daemon/protocol.h"
 #include "simnic/daemon/runtime.h"
@@ -56,16 +59,29 @@ private:
     Json link_add(const Json& req);
     Json link_del(const Json& req);
     Json link_show(const Json& req);
+    Json open_context(int fd, const Json& req, std::vector<int>& fds);
     void save_state();
+
+    // A connection that opened a context belongs to it; its doorbell eventfd
+    // is watched too.
+    struct CtxBinding {
+        std::string device;
+        uint16_t ctx_id = 0;
+        int db_fd = -1;
+    };
 
     RuntimePaths paths_;
     int lock_fd_ = -1, listen_fd_ = -1, epoll_fd_ = -1, signal_fd_ = -1;
     std::set<int> clients_;
     DeviceTable devices_;
+    std::map<std::string, std::unique_ptr<DeviceRuntime>> runtimes_;
+    std::map<int, CtxBinding> ctx_of_conn_;           // client fd -> context
+    std::map<int, int> conn_of_doorbell_;             // doorbell fd -> client fd
     bool stop_ = false;
 };
 
 Daemon::~Daemon() {
+    runtimes_.clear();  // destroys every context first
     for (int fd : clients_) close(fd);
     if (listen_fd_ >= 0) {
         close(listen_fd_);
@@ -145,6 +161,9 @@ int Daemon::loop() {
                 signalfd_siginfo si{};
                 if (read(signal_fd_, &si, sizeof si) == sizeof si) logf("signal %u: shutting down", si.ssi_signo);
                 stop_ = true;
+            } else if (auto db = conn_of_doorbell_.find(fd); db != conn_of_doorbell_.end()) {
+                const CtxBinding& b = ctx_of_conn_.at(db->second);
+                if (auto rt = runtimes_.find(b.device); rt != runtimes_.end()) rt->second->command_doorbell(b.ctx_id);
             } else if (evs[i].events & (EPOLLHUP | EPOLLERR) && !(evs[i].events & EPOLLIN)) {
                 drop(fd);
             } else {
@@ -168,8 +187,18 @@ void Daemon::accept_client() {
 }
 
 void Daemon::drop(int fd) {
-    // A client that went away, cleanly or killed. Later the objects its
-    // context owned are released here.
+    // A client that went away, cleanly or killed: if it had opened a
+    // context, everything in the context goes with it.
+    if (auto it = ctx_of_conn_.find(fd); it != ctx_of_conn_.end()) {
+        const CtxBinding b = it->second;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, b.db_fd, nullptr);
+        conn_of_doorbell_.erase(b.db_fd);
+        ctx_of_conn_.erase(it);
+        if (auto rt = runtimes_.find(b.device); rt != runtimes_.end()) {
+            rt->second->close_context(b.ctx_id);
+            logf("context %u on %s closed", b.ctx_id, b.device.c_str());
+        }
+    }
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
     clients_.erase(fd);
     close(fd);
@@ -182,8 +211,12 @@ void Daemon::serve(int fd) {
         drop(fd);
         return;
     }
-    Json reply = err.empty() ? handle(req) : reply_error(EPROTO, "bad request: " + err);
-    if (std::string m = send_message(fd, reply); !m.empty()) drop(fd);
+    std::vector<int> fds;
+    Json reply;
+    if (!err.empty()) reply = reply_error(EPROTO, "bad request: " + err);
+    else if (req.value("op", "") == "open_context") reply = open_context(fd, req, fds);
+    else reply = handle(req);
+    if (std::string m = send_message(fd, reply, fds); !m.empty()) drop(fd);
 }
 
 Json Daemon::handle(const Json& req) {
@@ -192,6 +225,20 @@ Json Daemon::handle(const Json& req) {
     if (op == "link_add") return link_add(req);
     if (op == "link_del") return link_del(req);
     if (op == "link_show") return link_show(req);
+    if (op == "resource_counts") {
+        auto rt = runtimes_.find(req.value("device", ""));
+        if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + req.value("device", ""));
+        const DeviceRuntime::Counts c = rt->second->counts();
+        Json r = reply_ok();
+        r["qps"] = c.qps;
+        r["cqs"] = c.cqs;
+        r["mrs"] = c.mrs;
+        r["pds"] = c.pds;
+        r["srqs"] = c.srqs;
+        r["ahs"] = c.ahs;
+        r["contexts"] = rt->second->context_count();
+        return r;
+    }
     if (op == "shutdown") {
         stop_ = true;
         return reply_ok();
@@ -213,6 +260,13 @@ Json Daemon::link_add(const Json& req) {
     if (req.contains("pcap") && req["pcap"].is_string()) d.pcap = req["pcap"].get<std::string>();
     int e = 0;
     if (std::string m = devices_.add(d, e); !m.empty()) return reply_error(e, m);
+    std::string err;
+    auto rt = DeviceRuntime::create(d, err);
+    if (!rt) {
+        devices_.remove(d.name, e);
+        return reply_error(EIO, "cannot create device " + d.name + ": " + err);
+    }
+    runtimes_[d.name] = std::move(rt);
     logf("device %s (%s) added on %s", d.name.c_str(), type_name(d.type), d.netdev.c_str());
     save_state();
     return reply_ok();
@@ -220,8 +274,12 @@ Json Daemon::link_add(const Json& req) {
 
 Json Daemon::link_del(const Json& req) {
     const std::string name = req.value("name", "");
+    if (auto rt = runtimes_.find(name); rt != runtimes_.end() && rt->second->context_count() > 0)
+        return reply_error(EBUSY, "device " + name + " is in use by " + std::to_string(rt->second->context_count()) +
+                                      " open context(s)");
     int e = 0;
     if (std::string m = devices_.remove(name, e); !m.empty()) return reply_error(e, m);
+    runtimes_.erase(name);
     logf("device %s deleted", name.c_str());
     save_state();
     return reply_ok();
@@ -239,6 +297,36 @@ Json Daemon::link_show(const Json& req) {
     }
     Json r = reply_ok();
     r["links"] = links;
+    return r;
+}
+
+Json Daemon::open_context(int fd, const Json& req, std::vector<int>& fds) {
+    if (ctx_of_conn_.count(fd)) return reply_error(EBUSY, "this connection already holds a context");
+    const std::string name = req.value("device", "");
+    auto rt = runtimes_.find(name);
+    if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + name);
+    // The process is who the kernel says is on the other end, not who the
+    // message claims to be.
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        return reply_error(errno, std::string("SO_PEERCRED: ") + std::strerror(errno));
+    DeviceRuntime::OpenedContext oc;
+    std::string err;
+    int e = 0;
+    if (!rt->second->open_context(static_cast<uint32_t>(cred.pid), oc, err, e)) return reply_error(e, err);
+    ctx_of_conn_[fd] = CtxBinding{name, oc.ctx_id, oc.db_fd};
+    conn_of_doorbell_[oc.db_fd] = fd;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = oc.db_fd;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, oc.db_fd, &ev);
+    fds = {oc.page_fd, oc.bar_fd, oc.irq_fd, oc.db_fd};
+    logf("context %u on %s opened by pid %d", oc.ctx_id, name.c_str(), cred.pid);
+    Json r = reply_ok();
+    r["ctx_id"] = oc.ctx_id;
+    r["boot_domain"] = oc.boot_domain;
+    r["daemon_pid"] = getpid();
     return r;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "simnic/daemon/protocol.h"
 #include "simnic/daemon/runtime.h"
@@ -26,6 +27,10 @@ public:
     // Sends a request and waits for its reply. On transport failure returns
     // a reply_error() describing it.
     Json request(const Json& req, int timeout_ms = 10000);
+    // The same, for a reply that carries file descriptors (now the caller's).
+    Json request_with_fds(const Json& req, std::vector<int>& fds, int timeout_ms = 10000);
+    // False once the daemon has closed the connection (it exited or died).
+    bool alive() const;
 
 private:
     explicit Client(int fd) : fd_(fd) {}

@@ -1,0 +1,94 @@
+// `simnic exec -- CMD ARGS...`: run CMD with simnic devices visible to it.
+//
+// It sets, then execs CMD:
+//   LD_PRELOAD          the simnic verbs provider (libsimnic-verbs.so) in
+//                       front of whatever LD_PRELOAD already held;
+//   SIMNIC_RUNTIME_DIR  the daemon's runtime directory, so that CMD finds the
+//                       same daemon whatever its own XDG_RUNTIME_DIR is.
+// Users can export both themselves instead (`simnic exec --print-env`).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "simnic/daemon/runtime.h"
+
+namespace simnic::cli {
+namespace {
+
+struct ExecArgs {
+    std::vector<std::string> cmd;
+    bool print_env = false;
+};
+
+std::string self_dir() {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return ".";
+    exe[n] = 0;
+    std::string s(exe);
+    return s.substr(0, s.rfind('/'));
+}
+
+// The provider library: $SIMNIC_VERBS_LIB, else next to an installed simnic
+// (PREFIX/lib/simnic/), else in the build tree.
+std::string provider_path() {
+    if (const char* p = std::getenv("SIMNIC_VERBS_LIB"); p && *p) return p;
+    const std::string dir = self_dir();
+    for (const std::string& cand : {dir + "/../lib/simnic/libsimnic-verbs.so",
+                                    dir + "/../verbs_provider/libsimnic-verbs.so"})
+        if (access(cand.c_str(), R_OK) == 0) {
+            char real[4096];
+            return realpath(cand.c_str(), real) ? std::string(real) : cand;
+        }
+    return {};
+}
+
+int run_exec(const ExecArgs& a) {
+    const std::string lib = provider_path();
+    if (lib.empty()) {
+        std::fprintf(stderr, "simnic exec: cannot find libsimnic-verbs.so (set SIMNIC_VERBS_LIB)\n");
+        return 127;
+    }
+    std::string preload = lib;
+    if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+    const std::string runtime = daemon::runtime_paths().dir;
+    if (a.print_env) {
+        std::printf("export LD_PRELOAD=%s\nexport SIMNIC_RUNTIME_DIR=%s\n", preload.c_str(), runtime.c_str());
+        return 0;
+    }
+    if (a.cmd.empty()) {
+        std::fprintf(stderr, "usage: simnic exec -- CMD [ARGS...]\n");
+        return 2;
+    }
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("SIMNIC_RUNTIME_DIR", runtime.c_str(), 1);
+    std::vector<char*> argv;
+    for (const std::string& s : a.cmd) argv.push_back(const_cast<char*>(s.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "simnic exec: %s: %s\n", argv[0], std::strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}
+
+}  // namespace
+
+Runner add_exec_command(CLI::App& app) {
+    auto args = std::make_shared<ExecArgs>();
+    CLI::App* sub = app.add_subcommand("exec", "Run a command with simnic devices visible to it (simnic exec -- CMD ARGS...)");
+    sub->add_flag("--print-env", args->print_env, "print the environment simnic exec sets, as shell exports");
+    sub->add_option("cmd", args->cmd, "the command and its arguments");
+    sub->prefix_command();  // everything after the options is CMD's, even its own options
+    return [args, sub] {
+        for (const std::string& r : sub->remaining()) args->cmd.push_back(r);
+        return run_exec(*args);
+    };
+}
+
+}  // namespace simnic::cli

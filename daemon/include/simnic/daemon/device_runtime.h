@@ -1,0 +1,68 @@
+// One device inside the daemon: its firmware and device tables, its BAR0
+// global area, and the contexts processes have opened on it.
+//
+// A context is what one process's ibv_open_device gets: a context page
+// (hw-spec 2.7) in shared memory, an interrupt eventfd (its MSI-X vector,
+// hw-spec 8.3) and a command doorbell eventfd that the driver signals after
+// writing CMDQ_REGS.pi, so that an idle daemon sleeps instead of polling.
+// The command ring and mailboxes stay in the process's own memory, read and
+// written with process_vm_readv/writev, as a NIC's DMA would.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "simnic/daemon/devices.h"
+
+namespace simnic::fw {
+class Firmware;
+class MemTableStore;
+class LinuxNetdev;
+}  // namespace simnic::fw
+
+namespace simnic::daemon {
+
+class DeviceRuntime {
+public:
+    struct OpenedContext {
+        uint16_t ctx_id = 0;
+        uint16_t boot_domain = 0;
+        int page_fd = -1;   // context page, 4 KiB, read-write
+        int bar_fd = -1;    // BAR0 global area, 4 KiB, read-only for the process
+        int irq_fd = -1;    // eventfd: the context's interrupt
+        int db_fd = -1;     // eventfd: command doorbell
+    };
+
+    // Creates the firmware for `dev`; on failure returns null and sets err.
+    static std::unique_ptr<DeviceRuntime> create(const Device& dev, std::string& err);
+    ~DeviceRuntime();
+    DeviceRuntime(const DeviceRuntime&) = delete;
+    DeviceRuntime& operator=(const DeviceRuntime&) = delete;
+
+    const Device& device() const;
+    size_t context_count() const;
+
+    // Opens a context for process `pid`. The returned descriptors are the
+    // daemon's; send them, they stay owned here until close_context().
+    bool open_context(uint32_t pid, OpenedContext& out, std::string& err, int& err_no);
+    // Destroys the context and every object in it.
+    void close_context(uint16_t ctx_id);
+    // The driver rang the command doorbell: run every posted command.
+    void command_doorbell(uint16_t ctx_id);
+
+    // Counts for `simnic resource show` and tests.
+    struct Counts {
+        uint32_t qps = 0, cqs = 0, mrs = 0, pds = 0, srqs = 0, ahs = 0;
+    };
+    Counts counts() const;
+
+    struct Impl;
+
+private:
+    explicit DeviceRuntime(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace simnic::daemon

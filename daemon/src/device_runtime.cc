@@ -1,0 +1,290 @@
+#include "simnic/daemon/device_runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <array>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "simnic/fw/firmware.h"
+#include "simnic/fw/linux_netdev.h"
+#include "simnic/fw/table_store.h"
+#include "simnic/hw/layout.h"
+#include "simnic/hw/mmio.h"
+
+namespace simnic::daemon {
+namespace {
+
+namespace hw = simnic::hw;
+
+constexpr size_t kPageBytes = 0x1000;
+
+// A 4 KiB shared memory object mapped read-write here.
+struct SharedPage {
+    int fd = -1;
+    uint8_t* p = nullptr;
+
+    bool create(const char* name) {
+        fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0 || ftruncate(fd, kPageBytes) != 0) return false;
+        void* m = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED) return false;
+        p = static_cast<uint8_t*>(m);
+        // The size is fixed: a process cannot grow or shrink what we map.
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+        return true;
+    }
+    ~SharedPage() {
+        if (p) munmap(p, kPageBytes);
+        if (fd >= 0) close(fd);
+    }
+};
+
+void put_header(uint8_t* page, uint32_t block, hw::BlockType type, uint32_t next, uint32_t len) {
+    namespace h = hw::reg_block_header;
+    hw::reg_set(page, block, h::type, static_cast<uint32_t>(type));
+    hw::reg_set(page, block, h::version, hw::kBlockVersion);
+    hw::reg_set(page, block, h::next, next);
+    hw::reg_set(page, block, h::length, len);
+}
+
+void futex_wake_all(uint8_t* page, uint32_t off) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(page + off), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// Host memory of one process, reached the way a NIC's DMA reaches it.
+class ProcessMemory final : public fw::MailboxIo {
+public:
+    explicit ProcessMemory(pid_t pid) : pid_(pid) {}
+    bool read(uint64_t addr, uint8_t* dst, size_t len) override {
+        iovec l{dst, len}, r{reinterpret_cast<void*>(addr), len};
+        return len == 0 || process_vm_readv(pid_, &l, 1, &r, 1, 0) == static_cast<ssize_t>(len);
+    }
+    bool write(uint64_t addr, const uint8_t* src, size_t len) override {
+        iovec l{const_cast<uint8_t*>(src), len}, r{reinterpret_cast<void*>(addr), len};
+        return len == 0 || process_vm_writev(pid_, &l, 1, &r, 1, 0) == static_cast<ssize_t>(len);
+    }
+
+private:
+    pid_t pid_;
+};
+
+}  // namespace
+
+struct DeviceRuntime::Impl final : fw::EventSink {
+    struct Ctx {
+        uint32_t pid = 0;
+        uint16_t boot_domain = 0;
+        SharedPage page;
+        int irq_fd = -1;
+        int db_fd = -1;
+        ~Ctx() {
+            if (irq_fd >= 0) close(irq_fd);
+            if (db_fd >= 0) close(db_fd);
+        }
+    };
+
+    Device dev;
+    std::unique_ptr<fw::MemTableStore> tables;
+    std::unique_ptr<fw::LinuxNetdev> netdev;
+    std::unique_ptr<fw::Firmware> fw;
+    SharedPage bar;
+    std::map<uint16_t, std::unique_ptr<Ctx>> ctxs;
+
+    void refresh_bar() {
+        const auto id = fw->id_block(dev.type == DeviceType::Soft ? hw::EngineKind::Soft : hw::EngineKind::Model, 0);
+        const auto cap = fw->cap_block();
+        const auto port = fw->port_block();
+        std::memcpy(bar.p + hw::kBar0IdBlock, id.data(), id.size());
+        std::memcpy(bar.p + hw::kBar0CapBlock, cap.data(), cap.size());
+        std::memcpy(bar.p + hw::kBar0PortBlock, port.data(), port.size());
+        put_header(bar.p, hw::kBar0StatsBlock, hw::BlockType::Stats, hw::kBar0CtxWinBlock, hw::stats_block::kSize);
+        put_header(bar.p, hw::kBar0CtxWinBlock, hw::BlockType::CtxWin, 0, hw::ctxwin_block::kSize);
+    }
+
+    // EQEs go into the context's EQ ring in its process's memory (hw-spec
+    // 8.1, 8.3): body first, owner dword last, then pi, then the interrupt
+    // if the EQ was armed.
+    void post_eqe(uint16_t ctx_id, const uint8_t* eqe, size_t len) override {
+        auto it = ctxs.find(ctx_id);
+        if (it == ctxs.end() || len != hw::eqe::kSize) return;
+        Ctx& c = *it->second;
+        uint8_t* pg = c.page.p;
+        constexpr uint32_t eq = hw::kCtxEqBlock;
+        if (!hw::reg_get(pg, eq, hw::eq_regs::enable)) return;
+        const uint32_t n = static_cast<uint32_t>(hw::reg_get(pg, eq, hw::eq_regs::log_size));
+        const uint32_t pi = static_cast<uint32_t>(hw::reg_get(pg, eq, hw::eq_regs::pi));
+        const uint32_t ci = static_cast<uint32_t>(hw::reg_get(pg, eq, hw::eq_regs::ci));
+        if (pi - ci >= (1u << n)) {
+            hw::reg_set(pg, eq, hw::eq_regs::overrun, 1);
+            return;
+        }
+        std::array<uint8_t, hw::eqe::kSize> e{};
+        std::memcpy(e.data(), eqe, e.size());
+        hw::set(e.data(), e.size(), hw::eqe::owner, ((pi >> n) & 1) ^ 1);
+        const uint64_t slot = hw::reg_get(pg, eq, hw::eq_regs::base) + uint64_t{pi & ((1u << n) - 1)} * e.size();
+        ProcessMemory mem(static_cast<pid_t>(c.pid));
+        const uint32_t owner_off = hw::eqe::owner.offset;
+        if (!mem.write(slot, e.data(), owner_off) || !mem.write(slot + owner_off, e.data() + owner_off, 4)) return;
+        hw::mmio_store32(pg, eq + hw::eq_regs::pi.offset, pi + 1);
+        if (hw::reg_get(pg, eq, hw::eq_regs::arm)) {
+            hw::reg_set(pg, eq, hw::eq_regs::arm, 0);
+            raise_interrupt(c);
+        }
+    }
+
+    void raise_interrupt(Ctx& c) {
+        uint8_t* pg = c.page.p;
+        constexpr uint32_t ib = hw::kCtxIntrBlock;
+        if (hw::reg_get(pg, ib, hw::intr_regs::mask)) {
+            hw::reg_set(pg, ib, hw::intr_regs::pending, 1);
+            return;
+        }
+        hw::reg_set(pg, ib, hw::intr_regs::count, hw::reg_get(pg, ib, hw::intr_regs::count) + 1);
+        const uint64_t one = 1;
+        if (write(c.irq_fd, &one, sizeof one) != sizeof one) { /* counter saturated: still pending */ }
+    }
+};
+
+std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::string& err) {
+    auto impl = std::make_unique<Impl>();
+    impl->dev = dev;
+    fw::FwConfig cfg;
+    cfg.cap = fw::default_cap_block();
+    impl->tables = std::make_unique<fw::MemTableStore>(fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
+    impl->netdev = std::make_unique<fw::LinuxNetdev>(dev.netdev);
+    impl->fw = std::make_unique<fw::Firmware>(cfg, *impl->tables, *impl->netdev, *impl);
+    if (!impl->bar.create(("simnic-bar0-" + dev.name).c_str())) {
+        err = std::string("cannot create BAR0 memory: ") + std::strerror(errno);
+        return nullptr;
+    }
+    impl->refresh_bar();
+    return std::unique_ptr<DeviceRuntime>(new DeviceRuntime(std::move(impl)));
+}
+
+DeviceRuntime::DeviceRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DeviceRuntime::~DeviceRuntime() {
+    while (!impl_->ctxs.empty()) close_context(impl_->ctxs.begin()->first);
+}
+
+const Device& DeviceRuntime::device() const { return impl_->dev; }
+size_t DeviceRuntime::context_count() const { return impl_->ctxs.size(); }
+
+bool DeviceRuntime::open_context(uint32_t pid, OpenedContext& out, std::string& err, int& err_no) {
+    Impl& m = *impl_;
+    uint16_t id = 1;
+    while (m.ctxs.count(id)) ++id;
+    auto c = std::make_unique<Impl::Ctx>();
+    c->pid = pid;
+    if (!c->page.create(("simnic-ctx-" + m.dev.name + "-" + std::to_string(id)).c_str())) {
+        err_no = errno;
+        err = std::string("cannot create the context page: ") + std::strerror(errno);
+        return false;
+    }
+    c->irq_fd = eventfd(0, EFD_CLOEXEC);
+    c->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->irq_fd < 0 || c->db_fd < 0) {
+        err_no = errno;
+        err = std::string("eventfd: ") + std::strerror(errno);
+        return false;
+    }
+    uint16_t boot = 0;
+    const hw::CmdStatus st = m.fw->open_context(id, pid, &boot);
+    if (st != hw::CmdStatus::Ok) {
+        err_no = hw::status_errno(st);
+        err = "the device has no room for another context";
+        return false;
+    }
+    c->boot_domain = boot;
+    // The context page as the spec lays it out, with its read-only fields.
+    uint8_t* pg = c->page.p;
+    put_header(pg, hw::kCtxCmdqBlock, hw::BlockType::Cmdq, hw::kCtxEqBlock, hw::cmdq_regs::kSize);
+    put_header(pg, hw::kCtxEqBlock, hw::BlockType::Eq, hw::kCtxIntrBlock, hw::eq_regs::kSize);
+    put_header(pg, hw::kCtxIntrBlock, hw::BlockType::Intr, hw::kCtxDbBlock, hw::intr_regs::kSize);
+    put_header(pg, hw::kCtxDbBlock, hw::BlockType::Doorbell, 0, hw::db_regs::kSize);
+    hw::reg_set(pg, hw::kCtxCmdqBlock, hw::cmdq_regs::ctx_id, id);
+    hw::reg_set(pg, hw::kCtxCmdqBlock, hw::cmdq_regs::boot_domain, boot);
+    hw::reg_set(pg, hw::kCtxIntrBlock, hw::intr_regs::vector, id);
+    hw::reg_set(pg, hw::kCtxCmdqBlock, hw::cmdq_regs::ready, 1);
+    out.ctx_id = id;
+    out.boot_domain = boot;
+    out.page_fd = c->page.fd;
+    out.bar_fd = m.bar.fd;
+    out.irq_fd = c->irq_fd;
+    out.db_fd = c->db_fd;
+    m.ctxs[id] = std::move(c);
+    return true;
+}
+
+void DeviceRuntime::close_context(uint16_t ctx_id) {
+    Impl& m = *impl_;
+    auto it = m.ctxs.find(ctx_id);
+    if (it == m.ctxs.end()) return;
+    m.fw->destroy_context(ctx_id);
+    m.ctxs.erase(it);
+}
+
+void DeviceRuntime::command_doorbell(uint16_t ctx_id) {
+    Impl& m = *impl_;
+    auto it = m.ctxs.find(ctx_id);
+    if (it == m.ctxs.end()) return;
+    Impl::Ctx& c = *it->second;
+    uint64_t v;
+    while (read(c.db_fd, &v, sizeof v) == sizeof v) {}  // drain; we look at pi itself
+    uint8_t* pg = c.page.p;
+    constexpr uint32_t cq = hw::kCtxCmdqBlock;
+    if (!hw::reg_get(pg, cq, hw::cmdq_regs::enable)) return;
+    const uint32_t n = static_cast<uint32_t>(hw::reg_get(pg, cq, hw::cmdq_regs::log_size));
+    const uint64_t ring = hw::reg_get(pg, cq, hw::cmdq_regs::ring_base);
+    const uint64_t mbox = hw::reg_get(pg, cq, hw::cmdq_regs::mbox_base);
+    const uint64_t mbox_len = hw::reg_get(pg, cq, hw::cmdq_regs::mbox_len);
+    ProcessMemory mem(static_cast<pid_t>(c.pid));
+    uint32_t ci = static_cast<uint32_t>(hw::reg_get(pg, cq, hw::cmdq_regs::ci));
+    const uint32_t pi = static_cast<uint32_t>(hw::reg_get(pg, cq, hw::cmdq_regs::pi));
+    // At most one ring's worth per doorbell: a pi beyond that is a driver bug.
+    for (uint32_t k = 0; ci != pi && k < (1u << n); ++k) {
+        const uint64_t slot = ring + uint64_t{ci & ((1u << n) - 1)} * hw::cmdq_entry::kSize;
+        std::array<uint8_t, hw::cmdq_entry::kSize> e{};
+        if (!mem.read(slot, e.data(), e.size())) {
+            // The ring is not readable: the context's driver is broken or gone.
+            hw::reg_set(pg, cq, hw::cmdq_regs::fatal, 1);
+            break;
+        }
+        if (!hw::get(e.data(), e.size(), hw::cmdq_entry::owner)) break;  // not posted yet
+        m.fw->run_entry(ctx_id, e.data(), e.size(), mbox, mbox_len, mem);
+        // run_entry cleared the owner bit; the status dword goes last.
+        const uint32_t sd = hw::cmdq_entry::status.offset;
+        const uint32_t tail = hw::cmdq_entry::syndrome.offset;  // syndrome, out_bytes, ...
+        if (!mem.write(slot + tail, e.data() + tail, e.size() - tail) || !mem.write(slot + sd, e.data() + sd, 4)) {
+            hw::reg_set(pg, cq, hw::cmdq_regs::fatal, 1);
+            break;
+        }
+        ++ci;
+        hw::mmio_store32(pg, cq + hw::cmdq_regs::ci.offset, ci);
+    }
+    futex_wake_all(pg, cq + hw::cmdq_regs::ci.offset);
+    m.refresh_bar();  // commands change port-visible state (GIDs, limits in use)
+}
+
+DeviceRuntime::Counts DeviceRuntime::counts() const {
+    const auto c = impl_->fw->counts();
+    Counts r;
+    r.qps = c.qps;
+    r.cqs = c.cqs;
+    r.mrs = c.mrs;
+    r.pds = c.pds;
+    r.srqs = c.srqs;
+    r.ahs = c.ahs;
+    return r;
+}
+
+}  // namespace simnic::daemon

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// GID table and port attributes from a netdev, as rxe derives them; netdev
+// changes and their async events; the real `lo`.
+#include <arpa/inet.h>
+
+#include "fw_test_util.h"
+#include "simnic/fw/linux_netdev.h"
+#include "simnic/roce/rules.h"
+
+using namespace simnic::fw;
+using namespace simnic::fw::test;
+using hw::CmdOpcode;
+using hw::EventType;
+
+namespace {
+Gid parse(const char* s) {
+    Gid g{};
+    REQUIRE(inet_pton(AF_INET6, s, g.data()) == 1);
+    return g;
+}
+struct Table_ {
+    Dev& d;
+    bool valid(std::uint32_t i) { return hw::get(d.store->entry(Table::Gid, i), hw::gid_entry::kSize, hw::gid_entry::valid); }
+    Gid gid(std::uint32_t i) {
+        Gid g{};
+        hw::get_bytes(d.store->entry(Table::Gid, i), hw::gid_entry::kSize, hw::gid_entry::gid, g.data(), g.size());
+        return g;
+    }
+    std::uint64_t f(std::uint32_t i, hw::Field fl) { return hw::get(d.store->entry(Table::Gid, i), hw::gid_entry::kSize, fl); }
+};
+std::uint64_t port(Dev& d, hw::Field f) {
+    const auto p = d.fw->port_block();
+    return hw::get(p.data(), p.size(), f);
+}
+}  // namespace
+
+TEST_CASE("GID derivation: EUI-64 link-local and IPv4-mapped", "[fw][gid]") {
+    const Mac mac{0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+    CHECK(default_gid(mac) == parse("fe80::5054:ff:fe12:3456"));
+    CHECK(ipv4_mapped_gid({10, 1, 2, 3}) == parse("::ffff:10.1.2.3"));
+    CHECK(is_ipv4_mapped(parse("::ffff:10.1.2.3")));
+    CHECK_FALSE(is_ipv4_mapped(parse("fe80::1")));
+    CHECK(guid_from_mac(mac) == 0x505400fffe123456ull);
+    // lo: six zero bytes -> U/L bit flipped -> fe80::200:ff:fe00:0.
+    CHECK(default_gid(Mac{}) == parse("fe80::200:ff:fe00:0"));
+}
+
+TEST_CASE("GID table from a fake netdev", "[fw][gid]") {
+    Dev d;
+    Table_ t{d};
+    CHECK(t.gid(0) == parse("fe80::5054:ff:fe12:3456"));
+    CHECK(t.f(0, hw::gid_entry::net_type) == 1);
+    CHECK(t.f(0, hw::gid_entry::gid_type) == 2);
+    CHECK(t.gid(1) == parse("::ffff:10.1.2.3"));
+    CHECK(t.f(1, hw::gid_entry::net_type) == 0);
+    // The EUI-64 link-local IPv6 address is GID 0 already: not listed twice.
+    CHECK(t.gid(2) == parse("2001:db8::1"));
+    CHECK(t.f(2, hw::gid_entry::net_type) == 1);
+    CHECK_FALSE(t.valid(3));
+    CHECK(d.sink.events.empty());
+
+    // Address added: lowest free index, GID_CHANGE to every context.
+    REQUIRE(d.fw->open_context(2, 7) == hw::CmdStatus::Ok);
+    d.netdev.snap.ipv4.push_back({192, 168, 0, 9});
+    d.fw->refresh_netdev();
+    CHECK(t.gid(3) == parse("::ffff:192.168.0.9"));
+    REQUIRE(d.sink.events.size() == 2);
+    for (const Event& e : d.sink.events) {
+        CHECK(e.type == static_cast<std::uint8_t>(EventType::GidChange));
+        CHECK(e.obj == 1);
+        CHECK(e.aux == 3);
+    }
+    // Address removed: its entry cleared, the others keep their index.
+    d.sink.events.clear();
+    d.netdev.snap.ipv4.erase(d.netdev.snap.ipv4.begin());
+    d.fw->refresh_netdev();
+    CHECK_FALSE(t.valid(1));
+    CHECK(t.gid(2) == parse("2001:db8::1"));
+    CHECK(t.gid(3) == parse("::ffff:192.168.0.9"));
+    REQUIRE(d.sink.events.size() == 2);
+    CHECK(d.sink.events[0].aux == 1);
+    // Another new address reuses index 1.
+    d.sink.events.clear();
+    d.netdev.snap.ipv6.push_back(parse("2001:db8::2"));
+    d.fw->refresh_netdev();
+    CHECK(t.gid(1) == parse("2001:db8::2"));
+    // Nothing changed: no events.
+    d.sink.events.clear();
+    d.fw->refresh_netdev();
+    CHECK(d.sink.events.empty());
+    // MAC change (the kernel changes the EUI-64 link-local address with it)
+    // rewrites GID 0 only.
+    d.netdev.snap.mac[5] = 0x57;
+    d.netdev.snap.ipv6[0][15] = 0x57;
+    d.fw->refresh_netdev();
+    CHECK(t.gid(0) == parse("fe80::5054:ff:fe12:3457"));
+    CHECK(d.sink.events.size() == 2);
+}
+
+TEST_CASE("Port state and MTU follow the netdev; PORT_ACTIVE / PORT_ERR", "[fw][gid]") {
+    Dev d;
+    namespace pb = hw::port_block;
+    CHECK(port(d, pb::state) == 4);
+    d.netdev.snap.running = false;  // carrier lost
+    d.fw->refresh_netdev();
+    CHECK(port(d, pb::state) == 1);
+    CHECK(port(d, pb::phys_state) == 2);
+    REQUIRE(d.sink.events.size() == 1);
+    CHECK(d.sink.events[0].type == static_cast<std::uint8_t>(EventType::PortErr));
+    CHECK(d.sink.events[0].obj == 1);
+    d.netdev.snap.running = true;
+    d.netdev.snap.mtu = 9000;
+    d.fw->refresh_netdev();
+    CHECK(port(d, pb::state) == 4);
+    CHECK(port(d, pb::phys_state) == 5);
+    CHECK(port(d, pb::active_mtu) == 5);
+    CHECK(port(d, pb::netdev_mtu) == 9000);
+    REQUIRE(d.sink.events.size() == 2);
+    CHECK(d.sink.events[1].type == static_cast<std::uint8_t>(EventType::PortActive));
+    for (auto [mtu, ib] : {std::pair{1500u, 3u}, {1104u, 3u}, {1103u, 2u}, {1000u, 2u}, {2200u, 4u},
+                           {4175u, 4u}, {4176u, 5u}, {65536u, 5u}, {300u, 1u}}) {
+        d.netdev.snap.mtu = mtu;
+        d.fw->refresh_netdev();
+        INFO("netdev mtu " << mtu);
+        CHECK(port(d, pb::active_mtu) == ib);
+        CHECK(ib == static_cast<unsigned>(simnic::roce::rxe_active_mtu(static_cast<int>(mtu))));
+    }
+    // Netdev gone: port down.
+    d.netdev.gone = true;
+    d.fw->refresh_netdev();
+    CHECK(port(d, pb::state) == 1);
+    // ID block: node GUID from the port MAC.
+    const auto id = d.fw->id_block(hw::EngineKind::Soft, 3);
+    CHECK(hw::get(id.data(), id.size(), hw::id_block::node_guid) == 0x505400fffe123456ull);
+    CHECK(hw::get(id.data(), id.size(), hw::id_block::vendor_id) == 0xFFFFFF);
+    CHECK(hw::get(id.data(), id.size(), hw::id_block::device_index) == 3);
+    CHECK(hw::get(id.data(), id.size(), hw::id_block::magic) == hw::kMagic);
+}
+
+TEST_CASE("The real lo: GIDs, MTU 65536 -> 4096, PORT_ACTIVE", "[fw][gid][lo]") {
+    LinuxNetdev lo("lo");
+    const std::optional<NetdevSnapshot> snap = lo.query();
+    REQUIRE(snap);
+    CHECK(snap->ifindex >= 1);
+    CHECK(snap->mac == Mac{});
+    CHECK(snap->up);
+    const std::vector<Gid> gids = netdev_gids(*snap);
+    REQUIRE(!gids.empty());
+    CHECK(gids[0] == parse("fe80::200:ff:fe00:0"));
+    bool has_127 = false;
+    for (const Gid& g : gids) has_127 |= g == parse("::ffff:127.0.0.1");
+    CHECK(has_127);
+    CHECK(gids[1] == parse("::ffff:127.0.0.1"));  // IPv4 before IPv6, as ib_core enumerates
+
+    FwConfig cfg;
+    cfg.cap = default_cap_block(small_limits());
+    hw::set(cfg.cap.data(), cfg.cap.size(), hw::cap_block::max_qp, 64);
+    MemTableStore store(table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
+    RecordingSink sink;
+    Firmware fw(cfg, store, lo, sink);
+    const auto p = fw.port_block();
+    namespace pb = hw::port_block;
+    CHECK(hw::get(p.data(), p.size(), pb::netdev_mtu) == snap->mtu);
+    if (snap->mtu == 65536) CHECK(hw::get(p.data(), p.size(), pb::active_mtu) == 5);
+    CHECK(hw::get(p.data(), p.size(), pb::state) == (snap->running ? 4u : 1u));
+    Gid g0{};
+    hw::get_bytes(store.entry(Table::Gid, 0), hw::gid_entry::kSize, hw::gid_entry::gid, g0.data(), g0.size());
+    CHECK(g0 == parse("fe80::200:ff:fe00:0"));
+    // A local GID resolves to the port MAC without a neighbour lookup.
+    REQUIRE(fw.open_context(0, 1) == hw::CmdStatus::Ok);
+    const CmdResult pd = fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::AllocPd), nullptr, 0, 4);
+    REQUIRE(pd.ok());
+    namespace ah = hw::cmd_create_ah_in;
+    const Gid dst = parse("::ffff:127.0.0.1");
+    Mbox m = Mbox(ah::kSize).set(ah::pdn, 1).set(ah::port_num, 1).bytes(ah::av_dgid, dst.data(), dst.size())
+                 .set(ah::av_sgid_index, 1).set(ah::av_grh, 1);
+    CHECK(fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m.b.data(), m.b.size(), 4).ok());
+}

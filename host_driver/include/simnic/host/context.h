@@ -1,0 +1,84 @@
+// The host driver's view of one opened simnic device: the ibv_context of the
+// verbs world, the "PCI function" of the hardware world.
+//
+// Everything the verbs provider does to a device goes through this interface,
+// and everything it exchanges is in docs/hw-spec.md's formats (command
+// mailboxes, BAR0 blocks, EQEs), built and read with hwspec/'s layouts. Two
+// implementations:
+//   - the daemon-backed context (open_context): the device lives in the simnic
+//     daemon; BAR0 and the context page are shared memory, commands travel
+//     through the command ring in this process's memory (hw-spec 5.1);
+//   - an in-process context around a Firmware object (open_local_context),
+//     for tests that want a device without a daemon.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "simnic/hw/layout.h"
+
+namespace simnic::fw {
+class Firmware;
+}
+
+namespace simnic::host {
+
+struct DeviceEntry {
+    std::string name;    // e.g. rxe_lo
+    std::string netdev;  // e.g. lo
+    std::string type;    // soft | model
+};
+
+// The devices the running daemon hosts. No daemon: an empty list and 0.
+// Otherwise 0, or an errno if the daemon could not be asked.
+int list_devices(std::vector<DeviceEntry>& out);
+
+struct CmdOutcome {
+    hw::CmdStatus status = hw::CmdStatus::Ok;
+    std::uint32_t syndrome = 0;
+    std::vector<std::uint8_t> out;  // the output mailbox, out_bytes long
+};
+
+class Context {
+public:
+    virtual ~Context() = default;
+
+    virtual const std::string& device_name() const = 0;
+
+    // Executes one firmware command (hw-spec 5) synchronously: `in` is the
+    // input mailbox, `out_cap` the output mailbox size. Returns 0 with the
+    // outcome filled, or an errno when the device could not be reached (the
+    // outcome is then meaningless).
+    virtual int command(hw::CmdOpcode opcode, const std::uint8_t* in, std::size_t in_len,
+                        std::size_t out_cap, CmdOutcome& res) = 0;
+
+    // Reads `len` bytes of BAR0's global area (ID, CAP, PORT, STATS blocks;
+    // hw-spec 2.1) at `offset`. Returns false outside it.
+    virtual bool read_bar(std::uint32_t offset, std::uint8_t* dst, std::size_t len) = 0;
+
+    // Events (hw-spec 8). event_fd() becomes readable (an eventfd counter)
+    // when an EQE arrives while the EQ is armed; next_event() pops one EQE
+    // image; arm_events() requests the next interrupt.
+    virtual int event_fd() const = 0;
+    virtual bool next_event(std::array<std::uint8_t, hw::eqe::kSize>& eqe) = 0;
+    virtual void arm_events() = 0;
+
+    // The DMA domain of this process (hw-spec 1.3): what queue memory and MRs
+    // name when they live in this process's address space.
+    virtual std::uint16_t boot_domain() const = 0;
+};
+
+// Opens `device` in the running daemon. Null and an errno (ENODEV: no such
+// device; ECONNREFUSED: no daemon) on failure.
+std::unique_ptr<Context> open_context(const std::string& device, int& err);
+
+// An in-process context on `fw`, as context `ctx_id` of process `pid`. For
+// tests; the firmware must outlive the context.
+std::unique_ptr<Context> open_local_context(fw::Firmware& fw, const std::string& device_name,
+                                            std::uint16_t ctx_id, std::uint32_t pid);
+
+}  // namespace simnic::host

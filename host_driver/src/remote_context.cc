@@ -1,0 +1,225 @@
+// The daemon-backed context: the device lives in the simnic daemon.
+//
+// Opening a context is one request on a control connection that then stays
+// open for the context's life (its closing is how the daemon learns that the
+// process went away). The daemon answers with four descriptors: the context
+// page and the BAR0 global area (shared memory), the interrupt eventfd and the
+// command doorbell eventfd. From then on commands follow hw-spec 5.1: the
+// ring and the mailboxes are in this process's memory, CMDQ_REGS.pi is the
+// doorbell, and completion is the entry's owner bit going to 0.
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "simnic/daemon/client.h"
+#include "simnic/host/context.h"
+#include "simnic/hw/mmio.h"
+
+namespace simnic::host {
+namespace {
+
+constexpr size_t kPage = 0x1000;
+constexpr uint32_t kCmdLogSize = 4;               // 16 command slots: commands run one at a time
+constexpr uint32_t kEqLogSize = 8;                // 256 EQEs
+constexpr size_t kMailboxBytes = 1u << 20;        // REG_MR of up to 64K pages fits
+constexpr int kCommandTimeoutMs = 30000;
+
+// Memory the device reaches by DMA: page-aligned, zeroed, ours.
+struct DmaBuffer {
+    uint8_t* p = nullptr;
+    size_t len = 0;
+    bool alloc(size_t n) {
+        void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return false;
+        p = static_cast<uint8_t*>(m);
+        len = n;
+        return true;
+    }
+    ~DmaBuffer() {
+        if (p) munmap(p, len);
+    }
+    uint64_t addr() const { return reinterpret_cast<uint64_t>(p); }
+};
+
+class RemoteContext final : public Context {
+public:
+    ~RemoteContext() override {
+        if (enabled_) {
+            // Disable the queues before their memory goes away.
+            hw::reg_set(page_, hw::kCtxCmdqBlock, hw::cmdq_regs::enable, 0);
+            hw::reg_set(page_, hw::kCtxEqBlock, hw::eq_regs::enable, 0);
+        }
+        if (page_) munmap(page_, kPage);
+        if (bar_) munmap(const_cast<uint8_t*>(bar_), kPage);
+        for (int fd : {irq_fd_, db_fd_})
+            if (fd >= 0) close(fd);
+    }
+
+    int init(const std::string& device) {
+        name_ = device;
+        std::string err, notice;
+        client_ = std::make_unique<daemon::Client>(
+            daemon::Client::connect(daemon::runtime_paths(), false, err, notice));
+        if (!client_->connected()) return ECONNREFUSED;
+        std::vector<int> fds;
+        daemon::Json r = client_->request_with_fds(daemon::Json{{"op", "open_context"}, {"device", device}}, fds);
+        auto close_all = [&fds] {
+            for (int fd : fds) close(fd);
+        };
+        if (!r.value("ok", false)) {
+            close_all();
+            const int e = r.value("errno", EIO);
+            return e ? e : EIO;
+        }
+        if (fds.size() != 4) {
+            close_all();
+            return EPROTO;
+        }
+        void* pg = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+        void* bar = mmap(nullptr, kPage, PROT_READ, MAP_SHARED, fds[1], 0);
+        close(fds[0]);
+        close(fds[1]);
+        irq_fd_ = fds[2];
+        db_fd_ = fds[3];
+        if (pg == MAP_FAILED || bar == MAP_FAILED) {
+            if (pg != MAP_FAILED) munmap(pg, kPage);
+            if (bar != MAP_FAILED) munmap(bar, kPage);
+            return ENOMEM;
+        }
+        page_ = static_cast<uint8_t*>(pg);
+        bar_ = static_cast<const uint8_t*>(bar);
+        boot_domain_ = r.value("boot_domain", 0);
+        // Let the daemon reach this process's memory even where Yama limits
+        // ptrace to ancestors (EINVAL: no Yama, nothing to do).
+        prctl(PR_SET_PTRACER, static_cast<unsigned long>(r.value("daemon_pid", 0)), 0, 0, 0);
+
+        // Command ring and mailbox window (hw-spec 5.1 setup), then the EQ.
+        if (!ring_.alloc(kPage) || !mbox_.alloc(kMailboxBytes) || !eq_.alloc(kPage * 2)) return ENOMEM;
+        constexpr uint32_t cq = hw::kCtxCmdqBlock, eq = hw::kCtxEqBlock;
+        hw::reg_set(page_, cq, hw::cmdq_regs::ring_base, ring_.addr());
+        hw::reg_set(page_, cq, hw::cmdq_regs::log_size, kCmdLogSize);
+        hw::reg_set(page_, cq, hw::cmdq_regs::mbox_base, mbox_.addr());
+        hw::reg_set(page_, cq, hw::cmdq_regs::mbox_len, kMailboxBytes);
+        hw::reg_set(page_, cq, hw::cmdq_regs::enable, 1);
+        if (!hw::reg_get(page_, cq, hw::cmdq_regs::ready)) return EIO;
+        hw::reg_set(page_, eq, hw::eq_regs::base, eq_.addr());
+        hw::reg_set(page_, eq, hw::eq_regs::log_size, kEqLogSize);
+        hw::reg_set(page_, eq, hw::eq_regs::enable, 1);
+        enabled_ = true;
+        return 0;
+    }
+
+    const std::string& device_name() const override { return name_; }
+
+    int command(hw::CmdOpcode opcode, const uint8_t* in, size_t in_len, size_t out_cap,
+                CmdOutcome& res) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        const size_t in_room = (in_len + 63) & ~size_t{63};
+        if (in_room + out_cap > kMailboxBytes) return E2BIG;
+        if (in_len) std::memcpy(mbox_.p, in, in_len);
+        uint8_t* out = mbox_.p + in_room;
+        constexpr uint32_t cq = hw::kCtxCmdqBlock;
+        const uint32_t pi = static_cast<uint32_t>(hw::reg_get(page_, cq, hw::cmdq_regs::pi));
+        uint8_t* e = ring_.p + (pi & ((1u << kCmdLogSize) - 1)) * hw::cmdq_entry::kSize;
+        std::memset(e, 0, hw::cmdq_entry::kSize);
+        namespace ce = hw::cmdq_entry;
+        hw::set(e, ce::kSize, ce::opcode, static_cast<uint16_t>(opcode));
+        hw::set(e, ce::kSize, ce::token, pi);
+        hw::set(e, ce::kSize, ce::in_addr, mbox_.addr());
+        hw::set(e, ce::kSize, ce::out_addr, mbox_.addr() + in_room);
+        hw::set(e, ce::kSize, ce::in_len, in_len);
+        hw::set(e, ce::kSize, ce::out_len, out_cap);
+        // The status dword, owner = 1, is written last with release.
+        hw::mmio_store32(e, ce::status.offset, 1u << ce::owner.lo);
+        hw::mmio_store32(page_, cq + hw::cmdq_regs::pi.offset, pi + 1);
+        const uint64_t one = 1;
+        if (write(db_fd_, &one, sizeof one) != sizeof one) return EIO;
+
+        // Wait for the owner bit to drop. The daemon advances CMDQ_REGS.ci and
+        // wakes futex waiters on it after each command.
+        const uint32_t ci_off = cq + hw::cmdq_regs::ci.offset;
+        int waited_ms = 0;
+        while ((hw::mmio_load32(e, ce::status.offset) >> ce::owner.lo) & 1) {
+            if (hw::reg_get(page_, cq, hw::cmdq_regs::fatal)) return EIO;
+            const uint32_t ci = hw::mmio_load32(page_, ci_off);
+            if (ci == pi) {  // ours is not done: sleep until ci moves
+                timespec ts{0, 10 * 1000 * 1000};
+                syscall(SYS_futex, reinterpret_cast<uint32_t*>(page_ + ci_off), FUTEX_WAIT, ci, &ts, nullptr, 0);
+                waited_ms += 10;
+            }
+            if (waited_ms > kCommandTimeoutMs) return ETIMEDOUT;
+            if (!client_->alive()) return EIO;
+        }
+        res.status = static_cast<hw::CmdStatus>(hw::get(e, ce::kSize, ce::status));
+        res.syndrome = static_cast<uint32_t>(hw::get(e, ce::kSize, ce::syndrome));
+        const size_t n = std::min<size_t>(hw::get(e, ce::kSize, ce::out_bytes), out_cap);
+        res.out.assign(out, out + n);
+        return 0;
+    }
+
+    bool read_bar(uint32_t offset, uint8_t* dst, size_t len) override {
+        if (offset > kPage || len > kPage - offset) return false;
+        std::memcpy(dst, bar_ + offset, len);
+        return true;
+    }
+
+    int event_fd() const override { return irq_fd_; }
+
+    bool next_event(std::array<uint8_t, hw::eqe::kSize>& eqe) override {
+        constexpr uint32_t eq = hw::kCtxEqBlock;
+        const uint32_t ci = static_cast<uint32_t>(hw::reg_get(page_, eq, hw::eq_regs::ci));
+        const uint8_t* slot = eq_.p + (ci & ((1u << kEqLogSize) - 1)) * hw::eqe::kSize;
+        const uint32_t owner = (hw::mmio_load32(slot, hw::eqe::owner.offset) >> hw::eqe::owner.lo) & 1;
+        if (owner != (((ci >> kEqLogSize) & 1) ^ 1)) return false;
+        std::memcpy(eqe.data(), slot, eqe.size());
+        hw::mmio_store32(page_, eq + hw::eq_regs::ci.offset, ci + 1);
+        return true;
+    }
+
+    void arm_events() override { hw::reg_set(page_, hw::kCtxEqBlock, hw::eq_regs::arm, 1); }
+
+    uint16_t boot_domain() const override { return boot_domain_; }
+
+private:
+    std::string name_;
+    std::unique_ptr<daemon::Client> client_;
+    uint8_t* page_ = nullptr;
+    const uint8_t* bar_ = nullptr;
+    int irq_fd_ = -1, db_fd_ = -1;
+    uint16_t boot_domain_ = 0;
+    bool enabled_ = false;
+    DmaBuffer ring_, mbox_, eq_;
+    std::mutex mu_;
+};
+
+}  // namespace
+
+int list_devices(std::vector<DeviceEntry>& out) {
+    out.clear();
+    std::string err, notice;
+    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+    if (!c.connected()) return 0;  // no daemon, no devices
+    daemon::Json r = c.request(daemon::Json{{"op", "link_show"}});
+    if (!r.value("ok", false)) return EIO;
+    for (const auto& l : r["links"])
+        out.push_back({l.value("ifname", ""), l.value("netdev", ""), l.value("type", "")});
+    return 0;
+}
+
+std::unique_ptr<Context> open_context(const std::string& device, int& err) {
+    auto c = std::make_unique<RemoteContext>();
+    err = c->init(device);
+    if (err) return nullptr;
+    return c;
+}
+
+}  // namespace simnic::host

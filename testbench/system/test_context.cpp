@@ -1,0 +1,156 @@
+// The host driver's daemon-backed context against a real daemon: commands
+// travel through the command ring in this process's memory, BAR0 is shared
+// memory, and a process that dies takes its objects with it.
+//
+// The test starts its own daemon in a private runtime directory with
+// `simnic link add` (the path of the simnic executable is argv-configured
+// through the SIMNIC_EXE environment variable set by ctest).
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "simnic/daemon/client.h"
+#include "simnic/host/context.h"
+#include "simnic/hw/layout.h"
+
+using namespace simnic;
+
+namespace {
+
+struct DaemonFixture {
+    std::string dir;
+    std::string exe;
+    DaemonFixture() {
+        char tmpl[] = "/tmp/simnic-ctx-test.XXXXXX";
+        REQUIRE(mkdtemp(tmpl));
+        dir = tmpl;
+        setenv("SIMNIC_RUNTIME_DIR", dir.c_str(), 1);
+        const char* e = std::getenv("SIMNIC_EXE");
+        REQUIRE(e);
+        exe = e;
+        REQUIRE(run(exe + " link add ctxtest type soft netdev lo") == 0);
+    }
+    ~DaemonFixture() {
+        std::string err, notice;
+        daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+        if (c.connected()) c.request(daemon::Json{{"op", "shutdown"}});
+        run("rm -rf '" + dir + "'");
+    }
+    static int run(const std::string& cmd) { return std::system(cmd.c_str()); }
+};
+
+uint32_t counts_pds(const std::string& exe) {
+    (void)exe;
+    std::string err, notice;
+    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+    REQUIRE(c.connected());
+    daemon::Json r = c.request(daemon::Json{{"op", "resource_counts"}, {"device", "ctxtest"}});
+    REQUIRE(r.value("ok", false));
+    return r["pds"].get<uint32_t>();
+}
+
+}  // namespace
+
+TEST_CASE("a context executes firmware commands through the command ring", "[context]") {
+    DaemonFixture d;
+    std::vector<host::DeviceEntry> devs;
+    REQUIRE(host::list_devices(devs) == 0);
+    REQUIRE(devs.size() == 1);
+    CHECK(devs[0].name == "ctxtest");
+    CHECK(devs[0].netdev == "lo");
+
+    int err = 0;
+    auto ctx = host::open_context("ctxtest", err);
+    REQUIRE(err == 0);
+    REQUIRE(ctx);
+
+    // BAR0: the ID and CAP blocks are where the spec puts them.
+    uint8_t id[hw::id_block::kSize];
+    REQUIRE(ctx->read_bar(hw::kBar0IdBlock, id, sizeof id));
+    CHECK(hw::get(id, hw::reg_block_header::type) == static_cast<uint32_t>(hw::BlockType::Id));
+    CHECK(hw::get(id, hw::id_block::vendor_id) == 0xffffff);
+
+    host::CmdOutcome out;
+    REQUIRE(ctx->command(hw::CmdOpcode::QueryDevice, nullptr, 0, hw::cap_block::kSize, out) == 0);
+    REQUIRE(out.status == hw::CmdStatus::Ok);
+    REQUIRE(out.out.size() == hw::cap_block::kSize);
+    CHECK(hw::get(out.out.data(), out.out.size(), hw::reg_block_header::type) ==
+          static_cast<uint32_t>(hw::BlockType::Cap));
+
+    // Many commands in a row wrap the 16-entry ring several times.
+    std::vector<uint32_t> pdns;
+    for (int i = 0; i < 40; ++i) {
+        REQUIRE(ctx->command(hw::CmdOpcode::AllocPd, nullptr, 0, hw::cmd_handle::kSize, out) == 0);
+        REQUIRE(out.status == hw::CmdStatus::Ok);
+        pdns.push_back(static_cast<uint32_t>(hw::get(out.out.data(), out.out.size(), hw::cmd_handle::handle)));
+    }
+    CHECK(counts_pds(d.exe) == 40);
+    for (uint32_t pdn : pdns) {
+        uint8_t in[hw::cmd_handle::kSize] = {};
+        hw::set(in, hw::cmd_handle::handle, pdn);
+        REQUIRE(ctx->command(hw::CmdOpcode::DeallocPd, in, sizeof in, 0, out) == 0);
+        CHECK(out.status == hw::CmdStatus::Ok);
+    }
+    CHECK(counts_pds(d.exe) == 0);
+
+    // A bad handle is the firmware's error, not a transport failure.
+    uint8_t in[hw::cmd_handle::kSize] = {};
+    hw::set(in, hw::cmd_handle::handle, 0x7777);
+    REQUIRE(ctx->command(hw::CmdOpcode::DeallocPd, in, sizeof in, 0, out) == 0);
+    CHECK(out.status != hw::CmdStatus::Ok);
+
+    // A device with an open context cannot be deleted.
+    CHECK(DaemonFixture::run(d.exe + " link delete ctxtest 2>/dev/null") != 0);
+    ctx.reset();
+}
+
+TEST_CASE("objects of a process killed with SIGKILL are released", "[context]") {
+    DaemonFixture d;
+    int pipefd[2];
+    REQUIRE(pipe(pipefd) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        int err = 0;
+        auto ctx = host::open_context("ctxtest", err);
+        host::CmdOutcome out;
+        for (int i = 0; ctx && i < 5; ++i) ctx->command(hw::CmdOpcode::AllocPd, nullptr, 0, hw::cmd_handle::kSize, out);
+        char c = ctx ? 1 : 0;
+        if (write(pipefd[1], &c, 1) != 1) _exit(2);
+        pause();  // killed here, holding five PDs
+        _exit(0);
+    }
+    close(pipefd[1]);
+    char c = 0;
+    REQUIRE(read(pipefd[0], &c, 1) == 1);
+    REQUIRE(c == 1);
+    CHECK(counts_pds(d.exe) == 5);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    // The daemon notices the closed connection; give it a moment.
+    uint32_t left = 5;
+    for (int i = 0; i < 100 && left; ++i) {
+        left = counts_pds(d.exe);
+        if (left) usleep(20000);
+    }
+    CHECK(left == 0);
+    // And the device still serves others.
+    int err = 0;
+    auto ctx = host::open_context("ctxtest", err);
+    REQUIRE(ctx);
+    host::CmdOutcome out;
+    REQUIRE(ctx->command(hw::CmdOpcode::AllocPd, nullptr, 0, hw::cmd_handle::kSize, out) == 0);
+    CHECK(out.status == hw::CmdStatus::Ok);
+}
+
+TEST_CASE("opening a context on a missing device or without a daemon fails cleanly", "[context]") {
+    DaemonFixture d;
+    int err = 0;
+    CHECK(host::open_context("nosuch", err) == nullptr);
+    CHECK(err == ENODEV);
+}
