@@ -1,0 +1,146 @@
+// What the engine supplies to the transport core.
+//
+// The core holds the protocol (PSNs, ACKs, retries, state machines) and
+// nothing else: memory, receive queues, completion queues, the wire and time
+// belong to the engine. The soft engine implements these ports over process
+// memory, its rings and a UDP socket; the cycle model implements them as
+// SystemC channels. Each port is narrow so that a pipeline stage can be given
+// only what it uses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "simnic/roce/packet.h"
+#include "simnic/transport/verbs.h"
+#include "simnic/transport/wqe.h"
+
+namespace simnic::transport {
+
+// ---- Memory: every access goes through the engine's MR table ----
+
+enum class MemStatus : uint8_t {
+    Ok = 0,
+    BadKey,        // no valid MR (or MW) with this key
+    OutOfBounds,   // [addr, addr + len) is not inside the region
+    NoPermission,  // the region does not grant the access asked for
+};
+
+enum class KeyKind : uint8_t { Lkey, Rkey };
+
+enum class AtomicOp : uint8_t { CompareSwap, FetchAdd };
+
+class MemoryPort {
+public:
+    virtual ~MemoryPort() = default;
+    // Each call checks the key, the bounds and `access` (a mask of AccessFlag;
+    // 0 asks for local read, which every valid lkey grants) before it touches
+    // anything, and touches nothing when it refuses.
+    virtual MemStatus check(KeyKind kind, uint32_t key, uint64_t addr, uint64_t len,
+                            uint32_t access) = 0;
+    virtual MemStatus read(KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len,
+                           uint32_t access) = 0;
+    virtual MemStatus write(KeyKind kind, uint32_t key, uint64_t addr, const void* src,
+                            size_t len, uint32_t access) = 0;
+    // A 64-bit atomic on [addr, addr + 8) under an rkey with REMOTE_ATOMIC. The
+    // engine makes it atomic against every other atomic of the device. The
+    // core has already checked 8-byte alignment.
+    virtual MemStatus atomic(uint32_t rkey, uint64_t addr, AtomicOp op, uint64_t swap_add,
+                             uint64_t compare, uint64_t& orig) = 0;
+    // SEND with invalidate: invalidate the local MR/MW named by rkey.
+    virtual MemStatus invalidate(uint32_t rkey) = 0;
+};
+
+// ---- Receive queue (the QP's RQ, or its SRQ) ----
+
+class RecvQueuePort {
+public:
+    virtual ~RecvQueuePort() = default;
+    // The next receive WQE, without consuming it; nullptr when empty (the
+    // responder then answers with an RNR NAK).
+    virtual const RecvWqe* peek() = 0;
+    // Consume the WQE peek() returned.
+    virtual void pop() = 0;
+};
+
+// ---- Completions ----
+
+enum class CqSide : uint8_t { Send, Recv };
+
+// ibv_wc's fields the transport knows.
+struct Completion {
+    uint64_t wr_id = 0;
+    WcStatus status = WcStatus::Success;
+    WcOpcode opcode = WcOpcode::Send;
+    uint32_t vendor_err = 0;
+    uint32_t byte_len = 0;
+    uint32_t imm_data = 0;  // host order; valid with kWcWithImm (or kWcWithInv: the rkey)
+    uint32_t qp_num = 0;
+    uint32_t src_qp = 0;
+    uint32_t wc_flags = 0;  // WcFlag
+};
+
+class CompletionPort {
+public:
+    virtual ~CompletionPort() = default;
+    // `solicited`: a receive completion for a packet with SE set (for
+    // ibv_req_notify_cq(solicited_only)).
+    virtual void post(CqSide side, const Completion& c, bool solicited) = 0;
+};
+
+// ---- Wire ----
+
+class WirePort {
+public:
+    virtual ~WirePort() = default;
+    // A packet to send, all headers filled (Ethernet, IP, UDP, BTH and the
+    // extension headers); pkt.payload is valid only during the call. The
+    // engine may set fields the core does not own (IPv4 ID) and encodes it
+    // with roce::encode_frame, which fills lengths, pad and ICRC.
+    virtual void transmit(roce::Packet& pkt) = 0;
+};
+
+// ---- Time ----
+
+enum class QpTimer : uint8_t { Retransmit, Rnr };
+
+class TimerPort {
+public:
+    virtual ~TimerPort() = default;
+    virtual uint64_t now_ns() = 0;  // monotonic
+    // Arm (or re-arm) a timer of this QP; when it expires the engine calls
+    // Qp::on_timer with it. Cancelling an idle timer is harmless.
+    virtual void arm(QpTimer t, uint64_t deadline_ns) = 0;
+    virtual void cancel(QpTimer t) = 0;
+};
+
+// ---- Asynchronous events ----
+
+class EventPort {
+public:
+    virtual ~EventPort() = default;
+    virtual void async_event(AsyncEvent ev) = 0;
+};
+
+// ---- Optional state trace (names of state-machine steps) ----
+
+enum class Unit : uint8_t { Requester, Responder, Completer };
+
+class TracePort {
+public:
+    virtual ~TracePort() = default;
+    virtual void state(Unit u, const char* name) = 0;
+};
+
+// The ports of one QP. All but `trace` must be set.
+struct TransportEnv {
+    MemoryPort* mem = nullptr;
+    RecvQueuePort* rq = nullptr;
+    CompletionPort* cq = nullptr;
+    WirePort* wire = nullptr;
+    TimerPort* timers = nullptr;
+    EventPort* events = nullptr;
+    TracePort* trace = nullptr;
+};
+
+}  // namespace simnic::transport

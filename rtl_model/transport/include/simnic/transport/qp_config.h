@@ -1,0 +1,71 @@
+// QP attributes the transport core needs (the ibv_qp_attr subset of rxe's
+// qp->attr), and a snapshot of its transport state for tools.
+#pragma once
+
+#include <cstdint>
+
+#include "simnic/roce/headers.h"
+#include "simnic/roce/packet.h"
+#include "simnic/roce/rules.h"
+#include "simnic/transport/verbs.h"
+
+namespace simnic::transport {
+
+enum class QpType : uint8_t { RC, UC, UD };
+
+// The resolved path to the peer (ibv_ah_attr with its GRH, plus the MACs the
+// engine resolved). IPv4 addresses are host order.
+struct AddressVector {
+    roce::IpVersion ip_version = roce::IpVersion::V4;
+    uint32_t src_ip4 = 0;
+    uint32_t dst_ip4 = 0;
+    roce::Ipv6Addr src_ip6{};
+    roce::Ipv6Addr dst_ip6{};
+    roce::MacAddr src_mac{};
+    roce::MacAddr dst_mac{};
+    uint32_t flow_label = 0;  // 0: derive the UDP source port from the QPNs
+    uint8_t hop_limit = 64;
+    uint8_t traffic_class = 0;
+};
+
+struct QpConfig {
+    QpType type = QpType::RC;
+    uint32_t qpn = 0;
+    uint32_t dest_qpn = 0;  // RC/UC
+    roce::IbMtu path_mtu = roce::IbMtu::Mtu1024;
+    uint32_t sq_psn = 0;    // first PSN the requester sends
+    uint32_t rq_psn = 0;    // first PSN the responder expects
+    uint8_t retry_cnt = 7;      // 7: retry for ever
+    uint8_t rnr_retry = 7;      // 7: retry for ever
+    uint8_t timeout = 14;       // retransmit timer 4.096 us << timeout; 0 disables it
+    uint8_t min_rnr_timer = 12; // 5-bit IBA code carried in our RNR NAKs
+    uint8_t max_rd_atomic = 16;       // READ/atomic requests we may have outstanding
+    uint8_t max_dest_rd_atomic = 16;  // responder resources for peers' READ/atomics
+    uint32_t access_flags = 0;  // AccessFlag: remote rights this QP grants
+    uint32_t qkey = 0;          // UD
+    uint16_t pkey = 0xffff;
+    bool sq_sig_all = false;    // every send WQE completes with a CQE
+    bool srq = false;           // receive WQEs come from an SRQ (not flushed on error)
+    AddressVector av;           // RC/UC; UD takes it per WQE
+};
+
+// What `simnic resource show qp` wants to print.
+struct QpTransportState {
+    QpState state = QpState::Reset;
+    uint32_t sq_psn = 0;   // next PSN the requester will send
+    uint32_t comp_psn = 0; // oldest PSN not yet acknowledged
+    uint32_t rq_psn = 0;   // next PSN the responder expects
+    uint32_t msn = 0;
+    uint32_t sq_outstanding = 0;  // send WQEs not yet completed
+};
+
+// Retransmit timer period: 4.096 us << timeout (IBA 11.2.4.2 "Local ACK
+// Timeout"); 0 when timeout is 0, which disables the timer.
+constexpr uint64_t retransmit_timeout_ns(uint8_t timeout) {
+    return timeout == 0 ? 0 : uint64_t{4096} << (timeout > 31 ? 31 : timeout);
+}
+
+// RNR NAK timer (IBA table 45): the 5-bit code in an RNR NAK's AETH.
+uint64_t rnr_timeout_ns(uint8_t code);
+
+}  // namespace simnic::transport

@@ -1,0 +1,134 @@
+// State one QP's requester, completer and responder share, as rxe keeps it in
+// struct rxe_qp: the send queue with per-WQE PSN bookkeeping, the requester's
+// and completer's PSN cursors, and the QP state. The three units read and
+// write it; nothing else does.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+
+#include "simnic/roce/packet.h"
+#include "simnic/transport/env.h"
+#include "simnic/transport/qp_config.h"
+#include "simnic/transport/wqe.h"
+
+namespace simnic::transport {
+
+// rxe: at most this many PSNs may be sent beyond the oldest unacknowledged.
+inline constexpr uint32_t kMaxUnackedPsns = 128;
+// rxe: a long message asks for an ACK at least this often.
+inline constexpr uint32_t kMaxPktsPerAck = 64;
+
+// Life of a send WQE (rxe's wqe_state).
+enum class WqeState : uint8_t {
+    Posted,      // not started
+    Processing,  // some packets sent
+    Pending,     // all packets sent, awaiting the response (RC)
+    Done,        // finished without error, completion not yet generated
+    Error,       // finished with `status`, completion not yet generated
+};
+
+struct SqEntry {
+    SendWqe wr;
+    WqeState state = WqeState::Posted;
+    WcStatus status = WcStatus::Success;
+    uint32_t first_psn = 0;
+    uint32_t last_psn = 0;
+    uint32_t npkts = 1;               // packets of the message (READ: of its response)
+    bool holds_rd_atomic = false;     // owns one of max_rd_atomic's credits
+};
+
+// Send WQEs addressed by a free-running sequence number; the oldest not yet
+// completed is at head_seq.
+class SendQueue {
+public:
+    uint64_t head_seq() const { return head_seq_; }
+    uint64_t tail_seq() const { return head_seq_ + q_.size(); }
+    size_t size() const { return q_.size(); }
+    bool empty() const { return q_.empty(); }
+    SqEntry* at(uint64_t seq) {
+        return seq >= head_seq_ && seq < tail_seq() ? &q_[seq - head_seq_] : nullptr;
+    }
+    SqEntry* head() { return q_.empty() ? nullptr : &q_.front(); }
+    void push(SqEntry&& e) { q_.push_back(std::move(e)); }
+    void pop() {
+        q_.pop_front();
+        ++head_seq_;
+    }
+
+private:
+    std::deque<SqEntry> q_;
+    uint64_t head_seq_ = 0;
+};
+
+// Why the requester is not simply sending the next packet.
+enum class ReqRetry : uint8_t {
+    None,      // go on with new packets
+    Now,       // go back to the completer's PSN before sending anything
+    RnrWait,   // an RNR NAK came: send nothing until the RNR timer expires
+};
+
+struct RequesterState {
+    uint64_t next_seq = 0;   // SQ entry being sent
+    uint32_t next_pkt = 0;   // packet index inside it
+    uint32_t psn = 0;        // next PSN to send
+    uint32_t rd_atomic_credits = 0;
+    uint32_t noack_pkts = 0;
+    ReqRetry retry = ReqRetry::None;
+};
+
+struct CompleterState {
+    uint32_t psn = 0;      // oldest PSN not yet acknowledged
+    int opcode = -1;       // last READ response opcode of an unfinished READ, or -1
+    uint8_t retry_cnt = 0; // left for this WQE
+    uint8_t rnr_retry = 0;
+};
+
+// A receive WQE the responder took from the RQ/SRQ, and where the message
+// being received has got to in it.
+struct RecvCursor {
+    RecvWqe wqe;
+    uint32_t sge_index = 0;
+    uint32_t sge_offset = 0;
+    uint32_t placed = 0;  // bytes written so far
+};
+
+class QpContext {
+public:
+    QpContext(const QpConfig& cfg, const TransportEnv& env);
+
+    QpConfig cfg;
+    TransportEnv env;
+    QpState state = QpState::Reset;
+    SendQueue sq;
+    RequesterState req;
+    CompleterState comp;
+    std::optional<RecvCursor> recv;  // the responder's current receive WQE
+
+    uint32_t mtu() const { return roce::ib_mtu_bytes(cfg.path_mtu); }
+    bool is_rc() const { return cfg.type == QpType::RC; }
+
+    // Ethernet, IP, UDP and the BTH fields common to every packet of this QP
+    // (P_Key, destination QPN); the caller sets opcode, PSN and the rest.
+    void init_packet(roce::Packet& p, const AddressVector& av, uint32_t dqpn) const;
+
+    void trace(Unit u, const char* state_name) const {
+        if (env.trace) env.trace->state(u, state_name);
+    }
+    // The send completion of `e`: posted when signaled or on error.
+    void complete_send(const SqEntry& e, WcStatus status);
+    void reset_retry_counters() {
+        comp.retry_cnt = cfg.retry_cnt;
+        comp.rnr_retry = cfg.rnr_retry;
+    }
+    void arm_retransmit_timer();
+    // Move the QP to ERR and flush both queues (IBV_WC_WR_FLUSH_ERR), as
+    // rxe_qp_error and the flush paths of rxe_comp/rxe_resp do.
+    void enter_error();
+
+private:
+    uint16_t sport_ = 0;
+};
+
+}  // namespace simnic::transport

@@ -1,0 +1,44 @@
+// The requester (rxe_req.c): turns send WQEs into request packets.
+//
+// It segments each message into path-MTU packets with the FIRST/MIDDLE/LAST/
+// ONLY opcodes, assigns PSNs (a READ takes one PSN per response packet), sets
+// AckReq on the last packet of each RC request, and honours the window of
+// unacknowledged PSNs, max_rd_atomic and the fence flag. When the completer
+// asks for a retry it goes back to the oldest unacknowledged PSN, resuming a
+// message in its middle when that PSN is inside one.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "simnic/transport/qp_context.h"
+
+namespace simnic::transport {
+
+enum class PostStatus : uint8_t {
+    Ok = 0,
+    InvalidOpcode,  // not allowed on this QP type
+    TooManySge,
+    BadLength,      // > 2^31, UD longer than the MTU, atomic local buffer not 8 bytes
+    Flushed,        // QP in ERR: completed at once with WR_FLUSH_ERR
+};
+
+class Requester {
+public:
+    explicit Requester(QpContext& qp) : qp_(qp) {}
+
+    // Validate and queue a WQE (ibv_post_send after decoding).
+    PostStatus post(const SendWqe& wqe);
+    // Send every packet that may be sent now. Returns the number sent.
+    size_t run();
+
+private:
+    bool start_wqe(SqEntry& e);
+    void send_packet(SqEntry& e);
+    void restart();
+
+    QpContext& qp_;
+    std::vector<uint8_t> payload_;  // gather buffer for one packet
+};
+
+}  // namespace simnic::transport

@@ -1,0 +1,103 @@
+// Verbs-level enumerations the transport core exchanges with its engine.
+//
+// The numeric values are libibverbs' (infiniband/verbs.h, rdma-core 44), so an
+// engine can hand them to an application unchanged. They are restated here,
+// not included, because the RTL model must not depend on libibverbs.
+#pragma once
+
+#include <cstdint>
+
+namespace simnic::transport {
+
+// ibv_wr_opcode
+enum class WrOpcode : uint8_t {
+    RdmaWrite = 0,
+    RdmaWriteWithImm = 1,
+    Send = 2,
+    SendWithImm = 3,
+    RdmaRead = 4,
+    AtomicCmpAndSwp = 5,
+    AtomicFetchAndAdd = 6,
+    LocalInv = 7,
+    BindMw = 8,
+    SendWithInv = 9,
+};
+
+// ibv_wc_status
+enum class WcStatus : uint8_t {
+    Success = 0,
+    LocLenErr = 1,
+    LocQpOpErr = 2,
+    LocEecOpErr = 3,
+    LocProtErr = 4,
+    WrFlushErr = 5,
+    MwBindErr = 6,
+    BadRespErr = 7,
+    LocAccessErr = 8,
+    RemInvReqErr = 9,
+    RemAccessErr = 10,
+    RemOpErr = 11,
+    RetryExcErr = 12,
+    RnrRetryExcErr = 13,
+    LocRddViolErr = 14,
+    RemInvRdReqErr = 15,
+    RemAbortErr = 16,
+    InvEecnErr = 17,
+    InvEecStateErr = 18,
+    FatalErr = 19,
+    RespTimeoutErr = 20,
+    GeneralErr = 21,
+};
+
+// ibv_wc_opcode
+enum class WcOpcode : uint16_t {
+    Send = 0,
+    RdmaWrite = 1,
+    RdmaRead = 2,
+    CompSwap = 3,
+    FetchAdd = 4,
+    BindMw = 5,
+    LocalInv = 6,
+    Tso = 7,
+    Recv = 128,
+    RecvRdmaWithImm = 129,
+};
+
+// ibv_wc_flags
+enum WcFlag : uint32_t {
+    kWcGrh = 1u << 0,
+    kWcWithImm = 1u << 1,
+    kWcIpCsumOk = 1u << 2,
+    kWcWithInv = 1u << 3,
+};
+
+// ibv_send_flags
+enum SendFlag : uint32_t {
+    kSendFence = 1u << 0,
+    kSendSignaled = 1u << 1,
+    kSendSolicited = 1u << 2,
+    kSendInline = 1u << 3,
+};
+
+// ibv_access_flags (the ones the transport checks)
+enum AccessFlag : uint32_t {
+    kAccessLocalWrite = 1u << 0,
+    kAccessRemoteWrite = 1u << 1,
+    kAccessRemoteRead = 1u << 2,
+    kAccessRemoteAtomic = 1u << 3,
+};
+
+// ibv_qp_state
+enum class QpState : uint8_t { Reset = 0, Init = 1, Rtr = 2, Rts = 3, Sqd = 4, Sqe = 5, Err = 6 };
+
+// ibv_event_type (the QP events the transport raises)
+enum class AsyncEvent : uint8_t {
+    QpFatal = 1,      // remote operational error class: the QP is in ERR
+    QpReqErr = 2,     // invalid request local work queue error (responder)
+    QpAccessErr = 3,  // local access violation work queue error (responder)
+    CommEst = 4,      // first packet received in RTR
+};
+
+const char* to_string(WcStatus s);
+
+}  // namespace simnic::transport

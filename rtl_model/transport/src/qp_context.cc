@@ -1,0 +1,150 @@
+#include "simnic/transport/qp_context.h"
+
+namespace simnic::transport {
+
+namespace {
+WcOpcode wc_opcode_of(WrOpcode op) {
+    switch (op) {
+        case WrOpcode::RdmaWrite:
+        case WrOpcode::RdmaWriteWithImm: return WcOpcode::RdmaWrite;
+        case WrOpcode::RdmaRead: return WcOpcode::RdmaRead;
+        case WrOpcode::AtomicCmpAndSwp: return WcOpcode::CompSwap;
+        case WrOpcode::AtomicFetchAndAdd: return WcOpcode::FetchAdd;
+        case WrOpcode::LocalInv: return WcOpcode::LocalInv;
+        case WrOpcode::BindMw: return WcOpcode::BindMw;
+        case WrOpcode::Send:
+        case WrOpcode::SendWithImm:
+        case WrOpcode::SendWithInv: return WcOpcode::Send;
+    }
+    return WcOpcode::Send;
+}
+}  // namespace
+
+QpContext::QpContext(const QpConfig& c, const TransportEnv& e) : cfg(c), env(e) {
+    req.psn = cfg.sq_psn & roce::kPsnMask;
+    req.rd_atomic_credits = cfg.max_rd_atomic;
+    comp.psn = req.psn;
+    reset_retry_counters();
+    // rxe keeps one source port per QP: from the address vector's flow label
+    // or the QPN pair for connected QPs, from its own QPN for UD.
+    sport_ = cfg.type == QpType::UD ? roce::roce_udp_sport_unconnected(cfg.qpn)
+                                    : roce::roce_udp_sport(cfg.qpn, cfg.dest_qpn, cfg.av.flow_label);
+}
+
+void QpContext::init_packet(roce::Packet& p, const AddressVector& av, uint32_t dqpn) const {
+    p = roce::Packet{};
+    p.eth.src = av.src_mac;
+    p.eth.dst = av.dst_mac;
+    p.ip_version = av.ip_version;
+    if (av.ip_version == roce::IpVersion::V4) {
+        p.eth.ethertype = roce::kEtherTypeIpv4;
+        p.ip4.src = av.src_ip4;
+        p.ip4.dst = av.dst_ip4;
+        p.ip4.ttl = av.hop_limit;
+        p.ip4.tos = av.traffic_class;
+    } else {
+        p.eth.ethertype = roce::kEtherTypeIpv6;
+        p.ip6.src = av.src_ip6;
+        p.ip6.dst = av.dst_ip6;
+        p.ip6.hop_limit = av.hop_limit;
+        p.ip6.traffic_class = av.traffic_class;
+        p.ip6.flow_label = av.flow_label & 0xfffff;
+    }
+    p.udp.sport = sport_;
+    p.hdr.bth.pkey = cfg.pkey;
+    p.hdr.bth.dqpn = dqpn & roce::kPsnMask;
+}
+
+void QpContext::complete_send(const SqEntry& e, WcStatus status) {
+    const bool signaled = cfg.sq_sig_all || (e.wr.send_flags & kSendSignaled);
+    if (status == WcStatus::Success && !signaled) return;
+    Completion c;
+    c.wr_id = e.wr.wr_id;
+    c.status = status;
+    c.opcode = wc_opcode_of(e.wr.opcode);
+    c.qp_num = cfg.qpn;
+    if (status == WcStatus::Success) {
+        // rxe reports the message length for every opcode.
+        c.byte_len = static_cast<uint32_t>(e.wr.length());
+    }
+    env.cq->post(CqSide::Send, c, false);
+}
+
+void QpContext::arm_retransmit_timer() {
+    const uint64_t t = retransmit_timeout_ns(cfg.timeout);
+    if (t != 0 && is_rc()) env.timers->arm(QpTimer::Retransmit, env.timers->now_ns() + t);
+}
+
+void QpContext::enter_error() {
+    if (state == QpState::Err) return;
+    state = QpState::Err;
+    env.timers->cancel(QpTimer::Retransmit);
+    env.timers->cancel(QpTimer::Rnr);
+    // Send queue: every WQE not yet completed, in order.
+    while (SqEntry* e = sq.head()) {
+        complete_send(*e, e->state == WqeState::Error ? e->status : WcStatus::WrFlushErr);
+        sq.pop();
+    }
+    req.next_seq = sq.head_seq();
+    req.next_pkt = 0;
+    req.retry = ReqRetry::None;
+    // Receive side: the WQE in use, then the RQ (an SRQ belongs to other QPs
+    // too and is left alone, as rxe does).
+    Completion c;
+    c.status = WcStatus::WrFlushErr;
+    c.opcode = WcOpcode::Recv;
+    c.qp_num = cfg.qpn;
+    if (recv) {
+        c.wr_id = recv->wqe.wr_id;
+        env.cq->post(CqSide::Recv, c, false);
+        recv.reset();
+    }
+    if (!cfg.srq) {
+        while (const RecvWqe* w = env.rq->peek()) {
+            c.wr_id = w->wr_id;
+            env.rq->pop();
+            env.cq->post(CqSide::Recv, c, false);
+        }
+    }
+}
+
+uint64_t rnr_timeout_ns(uint8_t code) {
+    // IBA table 45, in units of 10 ns.
+    static constexpr uint32_t k10ns[32] = {
+        65536000, 1000,    2000,    3000,    4000,    6000,    8000,    12000,
+        16000,    24000,   32000,   48000,   64000,   96000,   128000,  192000,
+        256000,   384000,  512000,  768000,  1024000, 1536000, 2048000, 3072000,
+        4096000,  6144000, 8192000, 12288000, 16384000, 24576000, 32768000, 49152000,
+    };
+    return uint64_t{k10ns[code & 31]} * 10;
+}
+
+const char* to_string(WcStatus s) {
+    switch (s) {
+        case WcStatus::Success: return "success";
+        case WcStatus::LocLenErr: return "local length error";
+        case WcStatus::LocQpOpErr: return "local QP operation error";
+        case WcStatus::LocEecOpErr: return "local EE context operation error";
+        case WcStatus::LocProtErr: return "local protection error";
+        case WcStatus::WrFlushErr: return "Work Request Flushed Error";
+        case WcStatus::MwBindErr: return "memory management operation error";
+        case WcStatus::BadRespErr: return "bad response error";
+        case WcStatus::LocAccessErr: return "local access error";
+        case WcStatus::RemInvReqErr: return "remote invalid request error";
+        case WcStatus::RemAccessErr: return "remote access error";
+        case WcStatus::RemOpErr: return "remote operation error";
+        case WcStatus::RetryExcErr: return "transport retry counter exceeded";
+        case WcStatus::RnrRetryExcErr: return "RNR retry counter exceeded";
+        case WcStatus::LocRddViolErr: return "local RDD violation error";
+        case WcStatus::RemInvRdReqErr: return "remote invalid RD request";
+        case WcStatus::RemAbortErr: return "aborted error";
+        case WcStatus::InvEecnErr: return "invalid EE context number";
+        case WcStatus::InvEecStateErr: return "invalid EE context state";
+        case WcStatus::FatalErr: return "fatal error";
+        case WcStatus::RespTimeoutErr: return "response timeout error";
+        case WcStatus::GeneralErr: return "general error";
+    }
+    return "unknown";
+}
+
+}  // namespace simnic::transport

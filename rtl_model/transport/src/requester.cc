@@ -1,0 +1,267 @@
+#include "simnic/transport/requester.h"
+
+#include <algorithm>
+
+#include "simnic/roce/opcode.h"
+#include "simnic/roce/rules.h"
+
+namespace simnic::transport {
+
+namespace op = roce::op;
+using roce::psn_add;
+using roce::psn_diff;
+
+namespace {
+
+bool is_read_or_atomic(WrOpcode o) {
+    return o == WrOpcode::RdmaRead || o == WrOpcode::AtomicCmpAndSwp ||
+           o == WrOpcode::AtomicFetchAndAdd;
+}
+bool is_atomic(WrOpcode o) {
+    return o == WrOpcode::AtomicCmpAndSwp || o == WrOpcode::AtomicFetchAndAdd;
+}
+
+bool opcode_allowed(QpType t, WrOpcode o) {
+    switch (t) {
+        case QpType::RC:
+            return o != WrOpcode::LocalInv && o != WrOpcode::BindMw;
+        case QpType::UC:
+            return o == WrOpcode::Send || o == WrOpcode::SendWithImm ||
+                   o == WrOpcode::RdmaWrite || o == WrOpcode::RdmaWriteWithImm;
+        case QpType::UD:
+            return o == WrOpcode::Send || o == WrOpcode::SendWithImm;
+    }
+    return false;
+}
+
+// The BTH opcode of packet `k` of `n` of a message: the RC form, moved to the
+// UC or UD range as the QP type asks. Same choice as rxe's next_opcode(), but
+// from the packet's position rather than the previous opcode, so that a
+// restart in the middle of a message needs no replay of the earlier ones.
+uint8_t request_opcode(QpType t, WrOpcode o, uint32_t k, uint32_t n) {
+    const bool first = k == 0, last = k + 1 == n, only = first && last;
+    uint8_t c = 0;
+    switch (o) {
+        case WrOpcode::Send:
+            c = only ? op::RC_SEND_ONLY : first ? op::RC_SEND_FIRST
+                : last ? op::RC_SEND_LAST : op::RC_SEND_MIDDLE;
+            break;
+        case WrOpcode::SendWithImm:
+            c = only ? op::RC_SEND_ONLY_WITH_IMMEDIATE : first ? op::RC_SEND_FIRST
+                : last ? op::RC_SEND_LAST_WITH_IMMEDIATE : op::RC_SEND_MIDDLE;
+            break;
+        case WrOpcode::SendWithInv:
+            c = only ? op::RC_SEND_ONLY_WITH_INVALIDATE : first ? op::RC_SEND_FIRST
+                : last ? op::RC_SEND_LAST_WITH_INVALIDATE : op::RC_SEND_MIDDLE;
+            break;
+        case WrOpcode::RdmaWrite:
+            c = only ? op::RC_RDMA_WRITE_ONLY : first ? op::RC_RDMA_WRITE_FIRST
+                : last ? op::RC_RDMA_WRITE_LAST : op::RC_RDMA_WRITE_MIDDLE;
+            break;
+        case WrOpcode::RdmaWriteWithImm:
+            c = only ? op::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : first ? op::RC_RDMA_WRITE_FIRST
+                : last ? op::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : op::RC_RDMA_WRITE_MIDDLE;
+            break;
+        case WrOpcode::RdmaRead: return op::RC_RDMA_READ_REQUEST;
+        case WrOpcode::AtomicCmpAndSwp: return op::RC_COMPARE_SWAP;
+        case WrOpcode::AtomicFetchAndAdd: return op::RC_FETCH_ADD;
+        case WrOpcode::LocalInv:
+        case WrOpcode::BindMw: return 0;
+    }
+    if (t == QpType::UC) return static_cast<uint8_t>(c | 0x20);
+    if (t == QpType::UD)
+        return o == WrOpcode::SendWithImm ? op::UD_SEND_ONLY_WITH_IMMEDIATE : op::UD_SEND_ONLY;
+    return c;
+}
+
+}  // namespace
+
+PostStatus Requester::post(const SendWqe& wqe) {
+    if (!opcode_allowed(qp_.cfg.type, wqe.opcode)) return PostStatus::InvalidOpcode;
+    if (wqe.sg.num_sge > kMaxSge) return PostStatus::TooManySge;
+    const uint64_t len = wqe.length();
+    if (len > (uint64_t{1} << 31)) return PostStatus::BadLength;
+    if (qp_.cfg.type == QpType::UD && len > qp_.mtu()) return PostStatus::BadLength;
+    if (is_atomic(wqe.opcode) && (wqe.is_inline() || len != 8)) return PostStatus::BadLength;
+    if (wqe.opcode == WrOpcode::RdmaRead && wqe.is_inline()) return PostStatus::BadLength;
+    SqEntry e;
+    e.wr = wqe;
+    if (qp_.state == QpState::Err) {
+        // rxe accepts the WQE and its completer flushes it straight away.
+        qp_.complete_send(e, WcStatus::WrFlushErr);
+        return PostStatus::Flushed;
+    }
+    qp_.sq.push(std::move(e));
+    return PostStatus::Ok;
+}
+
+// First packet of a WQE: claim what it needs and give it its PSNs. False when
+// it must wait (fence, max_rd_atomic).
+bool Requester::start_wqe(SqEntry& e) {
+    // rxe's fence waits for every earlier WQE to complete, which is stronger
+    // than IBA's "earlier READs and atomics" and never wrong.
+    if ((e.wr.send_flags & kSendFence) && qp_.req.next_seq != qp_.sq.head_seq()) return false;
+    if (is_read_or_atomic(e.wr.opcode) && !e.holds_rd_atomic) {
+        if (qp_.req.rd_atomic_credits == 0) return false;
+        --qp_.req.rd_atomic_credits;
+        e.holds_rd_atomic = true;
+    }
+    const uint64_t len = e.wr.length();
+    const uint32_t mtu = qp_.mtu();
+    e.npkts = is_atomic(e.wr.opcode) ? 1 : std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu - 1) / mtu));
+    e.first_psn = qp_.req.psn;
+    e.last_psn = psn_add(e.first_psn, e.npkts - 1);
+    e.state = WqeState::Processing;
+    return true;
+}
+
+void Requester::restart() {
+    // Go back to the oldest unacknowledged PSN (rxe's req_retry). WQEs before
+    // it that are fully acknowledged have already been completed, so the
+    // head WQE holds that PSN, possibly in its middle.
+    qp_.req.retry = ReqRetry::None;
+    qp_.req.psn = qp_.comp.psn;
+    qp_.req.next_seq = qp_.sq.head_seq();
+    qp_.req.next_pkt = 0;
+    qp_.req.noack_pkts = 0;
+    for (uint64_t s = qp_.sq.head_seq(); s < qp_.sq.tail_seq(); ++s) {
+        SqEntry* e = qp_.sq.at(s);
+        if (e->state == WqeState::Posted || e->state == WqeState::Done ||
+            e->state == WqeState::Error)
+            break;
+        e->state = WqeState::Posted;  // will be sent again; PSNs and credit kept
+    }
+    SqEntry* h = qp_.sq.head();
+    if (h && h->state == WqeState::Posted && h->npkts > 0 &&
+        psn_diff(qp_.comp.psn, h->first_psn) > 0 &&
+        psn_diff(qp_.comp.psn, h->last_psn) <= 0) {
+        // Mid-message: resume at the packet holding comp.psn. For a READ this
+        // becomes a new READ request for the rest of the data, whose RETH
+        // starts that many MTUs further (the response packets already received
+        // were placed by the completer).
+        h->state = WqeState::Processing;
+        qp_.req.next_pkt = static_cast<uint32_t>(psn_diff(qp_.comp.psn, h->first_psn));
+    }
+}
+
+void Requester::send_packet(SqEntry& e) {
+    QpContext& qp = qp_;
+    const uint32_t mtu = qp.mtu();
+    const uint32_t k = qp.req.next_pkt;
+    const uint64_t len = e.wr.length();
+    const bool read = e.wr.opcode == WrOpcode::RdmaRead;
+    const uint32_t psn = read ? psn_add(e.first_psn, k) : qp.req.psn;
+
+    roce::Packet p;
+    const bool ud = qp.cfg.type == QpType::UD;
+    qp.init_packet(p, ud ? e.wr.ud.av : qp.cfg.av, ud ? e.wr.ud.remote_qpn : qp.cfg.dest_qpn);
+    auto& h = p.hdr;
+    h.bth.opcode = request_opcode(qp.cfg.type, e.wr.opcode, read ? 0 : k, read ? 1 : e.npkts);
+    h.bth.psn = psn;
+    const roce::OpcodeInfo& info = roce::opcode_info(h.bth.opcode);
+    const bool last = (info.mask & roce::kLast) != 0;
+    h.bth.se = last && (e.wr.send_flags & kSendSolicited);
+    // AckReq: the last packet of each RC request, and now and then inside a
+    // long one so that the window keeps moving (rxe's RXE_MAX_PKT_PER_ACK).
+    if (qp.is_rc()) {
+        h.bth.ack_req = last || qp.req.noack_pkts++ > kMaxPktsPerAck;
+        if (h.bth.ack_req) qp.req.noack_pkts = 0;
+    }
+    if (info.has(roce::Ext::DETH)) {
+        const uint32_t qk = e.wr.ud.remote_qkey;
+        h.deth.qkey = (qk & 0x80000000u) ? qp.cfg.qkey : qk;
+        h.deth.src_qp = qp.cfg.qpn;
+    }
+    if (info.has(roce::Ext::RETH)) {
+        const uint64_t off = uint64_t{k} * mtu;
+        h.reth.va = e.wr.remote_addr + off;
+        h.reth.rkey = e.wr.rkey;
+        h.reth.dma_len = static_cast<uint32_t>(len - (read ? off : 0));
+    }
+    if (info.has(roce::Ext::AtomicETH)) {
+        h.atomic.va = e.wr.remote_addr;
+        h.atomic.rkey = e.wr.rkey;
+        const bool cas = e.wr.opcode == WrOpcode::AtomicCmpAndSwp;
+        h.atomic.swap_add = cas ? e.wr.swap : e.wr.compare_add;
+        h.atomic.compare = cas ? e.wr.compare_add : 0;
+    }
+    if (info.has(roce::Ext::ImmDt)) h.imm = e.wr.imm_data;
+    if (info.has(roce::Ext::IETH)) h.ieth_rkey = e.wr.invalidate_rkey;
+
+    if (info.has(roce::kPayload) && !read) {
+        const uint64_t off = uint64_t{k} * mtu;
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(mtu, len - off));
+        payload_.resize(n);
+        if (e.wr.is_inline()) {
+            std::copy_n(e.wr.inline_data.begin() + static_cast<std::ptrdiff_t>(off), n,
+                        payload_.begin());
+        } else {
+            // Gather [off, off + n) of the message from the SGEs.
+            uint64_t pos = 0;
+            size_t got = 0;
+            for (size_t i = 0; i < e.wr.sg.num_sge && got < n; ++i) {
+                const Sge& s = e.wr.sg.sge[i];
+                if (pos + s.length <= off + got) {
+                    pos += s.length;
+                    continue;
+                }
+                const uint64_t in = off + got - pos;
+                const size_t take = static_cast<size_t>(std::min<uint64_t>(s.length - in, n - got));
+                if (qp.env.mem->read(KeyKind::Lkey, s.lkey, s.addr + in, payload_.data() + got,
+                                     take, 0) != MemStatus::Ok) {
+                    // rxe: a bad local SGE completes the WQE with a local
+                    // protection error and the QP goes to ERR.
+                    e.state = WqeState::Error;
+                    e.status = WcStatus::LocProtErr;
+                    return;
+                }
+                got += take;
+                pos += s.length;
+            }
+        }
+        p.payload = payload_.data();
+        p.payload_len = n;
+    }
+
+    qp.env.wire->transmit(p);
+    if (h.bth.ack_req) qp.arm_retransmit_timer();
+
+    if (read) {
+        qp.req.psn = psn_add(e.last_psn, 1);
+        qp.req.next_pkt = e.npkts;
+    } else {
+        qp.req.psn = psn_add(qp.req.psn, 1);
+        ++qp.req.next_pkt;
+    }
+    if (qp.req.next_pkt >= e.npkts) {
+        // RC waits for the response; UC and UD are done once sent.
+        e.state = qp.is_rc() ? WqeState::Pending : WqeState::Done;
+        ++qp.req.next_seq;
+        qp.req.next_pkt = 0;
+    }
+}
+
+size_t Requester::run() {
+    size_t sent = 0;
+    if (qp_.state != QpState::Rts) return 0;
+    if (qp_.req.retry == ReqRetry::RnrWait) return 0;
+    if (qp_.req.retry == ReqRetry::Now) restart();
+    for (;;) {
+        qp_.trace(Unit::Requester, "NEXT_WQE");
+        SqEntry* e = qp_.sq.at(qp_.req.next_seq);
+        if (!e) break;
+        if (e->state == WqeState::Posted && qp_.req.next_pkt == 0 && !start_wqe(*e)) break;
+        // The window: never more than kMaxUnackedPsns beyond the oldest
+        // unacknowledged PSN (RC only: UC and UD get no ACKs).
+        if (qp_.is_rc() &&
+            psn_diff(qp_.req.psn, psn_add(qp_.comp.psn, kMaxUnackedPsns)) > 0)
+            break;
+        qp_.trace(Unit::Requester, "SEND_PACKET");
+        send_packet(*e);
+        if (e->state == WqeState::Error) break;  // the completer reports it
+        ++sent;
+    }
+    return sent;
+}
+
+}  // namespace simnic::transport
