@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# libsimnic-verbs.so exports libibverbs' names only, covers every libibverbs
+# entry point the common tools import that can receive a simnic object, and
+# changes nothing for a process that sees no simnic device.
+set -u
+LIB=$1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+exports=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sed 's/@.*//' | sort -u)
+for s in $exports; do
+  case $s in ibv_*|_ibv_*) ;; *) fail "unexpected export $s" ;; esac
+done
+
+# Imports that never see a device object: strings and global switches.
+object_free='^(ibv_wc_status_str|ibv_node_type_str|ibv_port_state_str|ibv_event_type_str|ibv_fork_init|ibv_is_fork_initialized|ibv_rate_to_mult|mult_to_ibv_rate|ibv_rate_to_mbps|mbps_to_ibv_rate)$'
+for tool in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong \
+            ibv_srq_pingpong ib_write_bw ib_send_lat; do
+  path=$(command -v "$tool") || continue
+  for s in $(objdump -T "$path" | awk '$NF ~ /^_?ibv_/ && /\*UND\*/ {print $NF}' | sort -u); do
+    [[ $s =~ $object_free ]] && continue
+    grep -qx "$s" <<<"$exports" || fail "$tool imports $s, which libsimnic-verbs.so does not define"
+  done
+done
+
+# No simnic device (an empty runtime directory, so no daemon): the tools
+# behave exactly as without the library.
+export SIMNIC_RUNTIME_DIR=$(mktemp -d /tmp/simnic-verbs-exports.XXXXXX)
+trap 'rm -rf "$SIMNIC_RUNTIME_DIR"' EXIT
+for cmd in ibv_devices "ibv_devinfo -l"; do
+  want=$($cmd 2>&1); want_rc=$?
+  got=$(LD_PRELOAD=$LIB $cmd 2>&1); got_rc=$?
+  [ "$got" == "$want" ] || fail "'$cmd' printed '$got' with the library, '$want' without"
+  [ "$got_rc" -eq "$want_rc" ] || fail "'$cmd' exited $got_rc with the library, $want_rc without"
+done
+[ -e "$SIMNIC_RUNTIME_DIR/simnicd.sock" ] && fail "listing devices started a daemon"
+
+if [ "$failures" -eq 0 ]; then echo "verbs exports: all checks passed"; exit 0; fi
+echo "verbs exports: $failures checks failed"; exit 1
