@@ -321,7 +321,7 @@ Json Daemon::open_context(int fd, const Json& req, std::vector<int>& fds) {
     ev.events = EPOLLIN;
     ev.data.fd = oc.db_fd;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, oc.db_fd, &ev);
-    fds = {oc.page_fd, oc.bar_fd, oc.irq_fd, oc.db_fd};
+    fds = {oc.page_fd, oc.bar_fd, oc.irq_fd, oc.db_fd, oc.engine_fd};
     logf("context %u on %s opened by pid %d", oc.ctx_id, name.c_str(), cred.pid);
     Json r = reply_ok();
     r["ctx_id"] = oc.ctx_id;

@@ -86,9 +86,10 @@ struct DeviceRuntime::Impl final : fw::EventSink {
         SharedPage page;
         int irq_fd = -1;
         int db_fd = -1;
+        int engine_fd = -1;
         ~Ctx() {
-            if (irq_fd >= 0) close(irq_fd);
-            if (db_fd >= 0) close(db_fd);
+            for (int fd : {irq_fd, db_fd, engine_fd})
+                if (fd >= 0) close(fd);
         }
     };
 
@@ -192,7 +193,8 @@ bool DeviceRuntime::open_context(uint32_t pid, OpenedContext& out, std::string& 
     }
     c->irq_fd = eventfd(0, EFD_CLOEXEC);
     c->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (c->irq_fd < 0 || c->db_fd < 0) {
+    c->engine_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->irq_fd < 0 || c->db_fd < 0 || c->engine_fd < 0) {
         err_no = errno;
         err = std::string("eventfd: ") + std::strerror(errno);
         return false;
@@ -221,6 +223,7 @@ bool DeviceRuntime::open_context(uint32_t pid, OpenedContext& out, std::string& 
     out.bar_fd = m.bar.fd;
     out.irq_fd = c->irq_fd;
     out.db_fd = c->db_fd;
+    out.engine_fd = c->engine_fd;
     m.ctxs[id] = std::move(c);
     return true;
 }

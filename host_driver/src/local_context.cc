@@ -95,6 +95,14 @@ public:
 
     std::uint16_t boot_domain() const override { return boot_; }
 
+    // An in-process device has no engine: a doorbell is recorded (for tests)
+    // and nothing else happens.
+    void ring_doorbell(hw::DbKind kind, std::uint32_t num, std::uint32_t index,
+                       std::uint8_t cq_cmd) override {
+        std::lock_guard<std::mutex> lk(mu_);
+        last_doorbell_ = {static_cast<std::uint32_t>(kind), num, index, cq_cmd};
+    }
+
     // From the sink, possibly inside the firmware's lock.
     void deliver(const std::uint8_t* eqe, std::size_t len) {
         std::array<std::uint8_t, hw::eqe::kSize> e{};
@@ -109,6 +117,7 @@ public:
 
 private:
     static constexpr std::size_t kMaxQueued = std::size_t{1} << 12;
+    std::array<std::uint32_t, 4> last_doorbell_{};
 
     template <std::size_t N>
     static void place(std::array<std::uint8_t, kGlobalArea>& bar, std::uint32_t at,

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <mutex>
 
+#include <sched.h>
+
 #include "simnic/daemon/client.h"
 #include "simnic/host/context.h"
 #include "simnic/hw/mmio.h"
@@ -60,7 +62,7 @@ public:
         }
         if (page_) munmap(page_, kPage);
         if (bar_) munmap(const_cast<uint8_t*>(bar_), kPage);
-        for (int fd : {irq_fd_, db_fd_})
+        for (int fd : {irq_fd_, db_fd_, engine_fd_})
             if (fd >= 0) close(fd);
     }
 
@@ -80,7 +82,7 @@ public:
             const int e = r.value("errno", EIO);
             return e ? e : EIO;
         }
-        if (fds.size() != 4) {
+        if (fds.size() != 5) {
             close_all();
             return EPROTO;
         }
@@ -90,6 +92,7 @@ public:
         close(fds[1]);
         irq_fd_ = fds[2];
         db_fd_ = fds[3];
+        engine_fd_ = fds[4];
         if (pg == MAP_FAILED || bar == MAP_FAILED) {
             if (pg != MAP_FAILED) munmap(pg, kPage);
             if (bar != MAP_FAILED) munmap(bar, kPage);
@@ -189,12 +192,50 @@ public:
 
     uint16_t boot_domain() const override { return boot_domain_; }
 
+    void ring_doorbell(hw::DbKind kind, uint32_t num, uint32_t index, uint8_t cq_cmd) override {
+        // 1. The register, for the record (hw-spec 3.1).
+        namespace db = hw::db_regs;
+        uint32_t reg = 0;
+        uint64_t lo = num & 0xffffff;
+        switch (kind) {
+            case hw::DbKind::Sq: reg = hw::kCtxSqDoorbell; break;
+            case hw::DbKind::Rq: reg = hw::kCtxRqDoorbell; break;
+            case hw::DbKind::Srq: reg = hw::kCtxSrqDoorbell; break;
+            case hw::DbKind::Cq:
+                reg = hw::kCtxCqDoorbell;
+                lo |= uint64_t{cq_cmd & 3u} << db::cq_cmd.lo;
+                break;
+        }
+        hw::mmio_store64(page_, reg, lo | (uint64_t{index} << 32));
+        // 2-3. A FIFO entry (hw-spec 3.4).
+        constexpr uint32_t f = hw::kCtxDbFifo;
+        uint32_t* pi = reinterpret_cast<uint32_t*>(page_ + f + hw::db_fifo_regs::fifo_pi.offset);
+        const uint32_t i = __atomic_fetch_add(pi, 1, __ATOMIC_ACQ_REL);
+        while (i - hw::mmio_load32(page_, f + hw::db_fifo_regs::fifo_ci.offset) >= hw::kDbFifoEntries) {
+            if (!client_->alive()) return;  // no engine will ever drain it
+            sched_yield();
+        }
+        uint8_t* e = page_ + hw::kCtxDbFifoEntries + (i % hw::kDbFifoEntries) * hw::db_fifo_entry::kSize;
+        namespace fe = hw::db_fifo_entry;
+        const uint32_t w1 = (num & 0xffffff) | (uint32_t{static_cast<uint8_t>(kind)} << fe::kind.lo) |
+                            (uint32_t{cq_cmd & 3u} << fe::cq_cmd.lo);
+        hw::mmio_store32(e, fe::num.offset, w1);
+        hw::mmio_store32(e, fe::index.offset, index);
+        hw::mmio_store32(e, fe::seq.offset, i + 1);
+        // 4. Wake the engine only if it sleeps.
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (hw::mmio_load32(page_, f + hw::db_fifo_regs::engine_sleeping.offset)) {
+            const uint64_t one = 1;
+            if (write(engine_fd_, &one, sizeof one) != sizeof one) { /* counter full: already signalled */ }
+        }
+    }
+
 private:
     std::string name_;
     std::unique_ptr<daemon::Client> client_;
     uint8_t* page_ = nullptr;
     const uint8_t* bar_ = nullptr;
-    int irq_fd_ = -1, db_fd_ = -1;
+    int irq_fd_ = -1, db_fd_ = -1, engine_fd_ = -1;
     uint16_t boot_domain_ = 0;
     bool enabled_ = false;
     DmaBuffer ring_, mbox_, eq_;

@@ -33,6 +33,7 @@ public:
         int bar_fd = -1;    // BAR0 global area, 4 KiB, read-only for the process
         int irq_fd = -1;    // eventfd: the context's interrupt
         int db_fd = -1;     // eventfd: command doorbell
+        int engine_fd = -1; // eventfd: wakes the engine (hw-spec 3.4 step 4)
     };
 
     // Creates the firmware for `dev`; on failure returns null and sets err.

@@ -15,7 +15,8 @@
 //   {"op":"open_context","device":N}                  -> {"ok":true,"ctx_id":..,"boot_domain":..,
 //                                                         "daemon_pid":..} + fds [context page,
 //                                                         BAR0 global area, interrupt eventfd,
-//                                                         command doorbell eventfd]
+//                                                         command doorbell eventfd, engine
+//                                                         wake eventfd (hw-spec 3.4)]
 //     The connection then belongs to the context: when it closes (the process
 //     exited or died), the daemon destroys the context and everything in it.
 #pragma once

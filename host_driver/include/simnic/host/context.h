@@ -70,6 +70,12 @@ public:
     // The DMA domain of this process (hw-spec 1.3): what queue memory and MRs
     // name when they live in this process's address space.
     virtual std::uint16_t boot_domain() const = 0;
+
+    // Rings a doorbell (hw-spec 3.1, delivered as 3.4 says): `index` is the
+    // new producer index (SQ, RQ, SRQ) or consumer index (CQ); `cq_cmd` only
+    // for CQ doorbells. No system call unless the engine sleeps.
+    virtual void ring_doorbell(hw::DbKind kind, std::uint32_t num, std::uint32_t index,
+                               std::uint8_t cq_cmd = 0) = 0;
 };
 
 // Opens `device` in the running daemon. Null and an errno (ENODEV: no such

@@ -60,6 +60,11 @@ constexpr std::uint32_t kCtxCmdqBlock = 0x000;
 constexpr std::uint32_t kCtxEqBlock = 0x040;
 constexpr std::uint32_t kCtxIntrBlock = 0x080;
 constexpr std::uint32_t kCtxDbBlock = 0x800;
+// Doorbell FIFO (hw-spec.md 3.4): registers, then kDbFifoEntries entries.
+constexpr std::uint32_t kCtxDbFifo = 0x900;
+constexpr std::uint32_t kCtxDbFifoEntries = 0xA00;
+constexpr std::uint32_t kDbFifoEntries = 64;
+enum class DbKind : std::uint8_t { Sq = 1, Rq = 2, Srq = 3, Cq = 4 };
 
 // ---------------------------------------------------------------------------
 // Queue geometry (hw-spec.md 6, 7, 8)
@@ -950,6 +955,20 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(av_static_rate, 0x24, 24, 8)           \
     F(av_dmac, 0x28, 0, 48)
 
+// DB_FIFO_ENTRY (hw-spec.md 3.4)
+#define SIMNIC_HW_DB_FIFO_ENTRY_FIELDS(F) \
+    F(seq, 0x00, 0, 32)                   \
+    F(num, 0x04, 0, 24)                   \
+    F(kind, 0x04, 24, 4)                  \
+    F(cq_cmd, 0x04, 28, 2)                \
+    F(index, 0x08, 0, 32)
+
+// DB_FIFO_REGS (hw-spec.md 3.4)
+#define SIMNIC_HW_DB_FIFO_REGS_FIELDS(F) \
+    F(fifo_pi, 0x00, 0, 32)              \
+    F(fifo_ci, 0x04, 0, 32)              \
+    F(engine_sleeping, 0x08, 0, 32)
+
 // Every layout: L(namespace, NAME, size in bytes); fields in SIMNIC_HW_<NAME>_FIELDS.
 #define SIMNIC_HW_LAYOUTS(L)                          \
     L(reg_block_header, REG_BLOCK_HEADER, 16)         \
@@ -962,6 +981,8 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(eq_regs, EQ_REGS, 64)                           \
     L(intr_regs, INTR_REGS, 32)                       \
     L(db_regs, DB_REGS, 48)                           \
+    L(db_fifo_regs, DB_FIFO_REGS, 64)                 \
+    L(db_fifo_entry, DB_FIFO_ENTRY, 16)               \
     L(cmdq_entry, CMDQ_ENTRY, 64)                     \
     L(eqe, EQE, 32)                                   \
     L(ctrl_seg, CTRL_SEG, 32)                         \
@@ -1062,7 +1083,9 @@ static_assert(kBar0CtxWinBlock + ctxwin_block::kSize <= kBar0CtxBase, "BAR0: CTX
 static_assert(kCtxCmdqBlock + cmdq_regs::kSize <= kCtxEqBlock, "ctx page: CMDQ overlaps EQ");
 static_assert(kCtxEqBlock + eq_regs::kSize <= kCtxIntrBlock, "ctx page: EQ overlaps INTR");
 static_assert(kCtxIntrBlock + intr_regs::kSize <= kCtxDbBlock, "ctx page: INTR overlaps DB");
-static_assert(kCtxDbBlock + db_regs::kSize <= kCtxPageSize, "ctx page: DB exceeds page");
+static_assert(kCtxDbBlock + db_regs::kSize <= kCtxDbFifo, "ctx page: DB overlaps the doorbell FIFO");
+static_assert(kCtxDbFifo + db_fifo_regs::kSize <= kCtxDbFifoEntries, "ctx page: FIFO registers overlap entries");
+static_assert(kCtxDbFifoEntries + kDbFifoEntries * db_fifo_entry::kSize <= kCtxPageSize, "ctx page: FIFO exceeds page");
 // Doorbells are single 64-bit stores: the QPN/CQN dword and the index dword
 // must form one 8-byte aligned quadword.
 static_assert(kCtxSqDoorbell % 8 == 0 && db_regs::sq_pi.offset == db_regs::sq_qpn.offset + 4, "SQ doorbell");
