@@ -239,6 +239,15 @@ Json Daemon::handle(const Json& req) {
         r["contexts"] = rt->second->context_count();
         return r;
     }
+    if (op == "stats") {
+        auto rt = runtimes_.find(req.value("device", ""));
+        if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + req.value("device", ""));
+        Json r = reply_ok();
+        Json st = Json::object();
+        for (const auto& [name, v] : rt->second->stats()) st[name] = v;
+        r["stats"] = st;
+        return r;
+    }
     if (op == "shutdown") {
         stop_ = true;
         return reply_ok();

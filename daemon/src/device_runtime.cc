@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <mutex>
 #include <climits>
 #include <cstring>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "simnic/fw/table_store.h"
 #include "simnic/hw/layout.h"
 #include "simnic/hw/mmio.h"
+#include "simnic/soft_engine/engine.h"
 
 namespace simnic::daemon {
 namespace {
@@ -98,7 +100,10 @@ struct DeviceRuntime::Impl final : fw::EventSink {
     std::unique_ptr<fw::LinuxNetdev> netdev;
     std::unique_ptr<fw::Firmware> fw;
     SharedPage bar;
+    std::mutex eq_mu;  // ctxs and the EQ rings: the control thread and the engine post EQEs
     std::map<uint16_t, std::unique_ptr<Ctx>> ctxs;
+    // Last member: destroyed (its thread stopped) before everything it uses.
+    std::unique_ptr<soft_engine::SoftEngine> engine;
 
     void refresh_bar() {
         const auto id = fw->id_block(dev.type == DeviceType::Soft ? hw::EngineKind::Soft : hw::EngineKind::Model, 0);
@@ -115,6 +120,7 @@ struct DeviceRuntime::Impl final : fw::EventSink {
     // 8.1, 8.3): body first, owner dword last, then pi, then the interrupt
     // if the EQ was armed.
     void post_eqe(uint16_t ctx_id, const uint8_t* eqe, size_t len) override {
+        std::lock_guard<std::mutex> lk(eq_mu);
         auto it = ctxs.find(ctx_id);
         if (it == ctxs.end() || len != hw::eqe::kSize) return;
         Ctx& c = *it->second;
@@ -162,11 +168,22 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
     cfg.cap = fw::default_cap_block();
     impl->tables = std::make_unique<fw::MemTableStore>(fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
     impl->netdev = std::make_unique<fw::LinuxNetdev>(dev.netdev);
-    impl->fw = std::make_unique<fw::Firmware>(cfg, *impl->tables, *impl->netdev, *impl);
     if (!impl->bar.create(("simnic-bar0-" + dev.name).c_str())) {
         err = std::string("cannot create BAR0 memory: ") + std::strerror(errno);
         return nullptr;
     }
+    if (dev.type == DeviceType::Soft) {
+        soft_engine::EngineConfig ec;
+        ec.device = dev.name;
+        ec.netdev = dev.netdev;
+        ec.pcap = dev.pcap;
+        ec.tables = impl->tables.get();
+        ec.events = impl.get();
+        ec.bar = impl->bar.p;
+        impl->engine = soft_engine::SoftEngine::create(ec, err);
+        if (!impl->engine) return nullptr;
+    }
+    impl->fw = std::make_unique<fw::Firmware>(cfg, *impl->tables, *impl->netdev, *impl, impl->engine.get());
     impl->refresh_bar();
     return std::unique_ptr<DeviceRuntime>(new DeviceRuntime(std::move(impl)));
 }
@@ -224,7 +241,13 @@ bool DeviceRuntime::open_context(uint32_t pid, OpenedContext& out, std::string& 
     out.irq_fd = c->irq_fd;
     out.db_fd = c->db_fd;
     out.engine_fd = c->engine_fd;
-    m.ctxs[id] = std::move(c);
+    uint8_t* page = c->page.p;
+    const int efd = c->engine_fd;
+    {
+        std::lock_guard<std::mutex> lk(m.eq_mu);
+        m.ctxs[id] = std::move(c);
+    }
+    if (m.engine) m.engine->add_context(id, page, efd);
     return true;
 }
 
@@ -232,8 +255,10 @@ void DeviceRuntime::close_context(uint16_t ctx_id) {
     Impl& m = *impl_;
     auto it = m.ctxs.find(ctx_id);
     if (it == m.ctxs.end()) return;
+    if (m.engine) m.engine->remove_context(ctx_id);
     m.fw->destroy_context(ctx_id);
-    m.ctxs.erase(it);
+    std::lock_guard<std::mutex> lk(m.eq_mu);
+    m.ctxs.erase(ctx_id);
 }
 
 void DeviceRuntime::command_doorbell(uint16_t ctx_id) {
@@ -276,6 +301,10 @@ void DeviceRuntime::command_doorbell(uint16_t ctx_id) {
     }
     futex_wake_all(pg, cq + hw::cmdq_regs::ci.offset);
     m.refresh_bar();  // commands change port-visible state (GIDs, limits in use)
+}
+
+std::vector<std::pair<std::string, uint64_t>> DeviceRuntime::stats() const {
+    return soft_engine::read_stats(impl_->bar.p);
 }
 
 DeviceRuntime::Counts DeviceRuntime::counts() const {

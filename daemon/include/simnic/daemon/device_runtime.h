@@ -13,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "simnic/daemon/devices.h"
 
@@ -58,6 +60,8 @@ public:
         uint32_t qps = 0, cqs = 0, mrs = 0, pds = 0, srqs = 0, ahs = 0;
     };
     Counts counts() const;
+    // STATS_BLOCK counters (hw-spec 2.6) by field name, for `stats`.
+    std::vector<std::pair<std::string, uint64_t>> stats() const;
 
     struct Impl;
 

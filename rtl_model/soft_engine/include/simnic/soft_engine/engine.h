@@ -1,0 +1,69 @@
+// The soft engine: the data path of a `soft` simnic device (hw-spec 1.1).
+//
+// One thread per device. It consumes the contexts' doorbell FIFOs (hw-spec
+// 3.4), fetches WQEs from the applications' rings, drives the shared
+// transport core (rtl_model/transport) for every QP, moves data by DMA
+// (process_vm_readv/writev) after the MPT check of hw-spec 11, writes CQEs
+// and EQEs, and carries RoCE v2 over UDP port 4791 on the netdev's address.
+//
+// The firmware (control thread) and the engine share the device tables. The
+// engine caches nothing it cannot rebuild: fence() takes the engine's device
+// lock, so the firmware writes an entry only between two engine batches, and
+// unfence() on a QPC entry re-reads it (hw-spec 9.1).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "simnic/fw/interfaces.h"
+#include "simnic/fw/table_store.h"
+
+namespace simnic::soft_engine {
+
+struct EngineConfig {
+    std::string device;    // device name, for messages
+    std::string netdev;    // the port's netdev; its first IPv4 address is used
+    std::string pcap;      // empty: no capture
+    fw::TableStore* tables = nullptr;
+    fw::EventSink* events = nullptr;  // posts EQEs (thread-safe)
+    std::uint8_t* bar = nullptr;      // BAR0 global page (STATS_BLOCK, PORT_BLOCK)
+};
+
+class SoftEngine final : public fw::EngineHooks {
+public:
+    // Binds the UDP port and starts the engine thread. Null and `err` on
+    // failure (port 4791 taken, netdev without IPv4 address, ...).
+    static std::unique_ptr<SoftEngine> create(const EngineConfig& cfg, std::string& err);
+    ~SoftEngine() override;  // stops the thread
+    SoftEngine(const SoftEngine&) = delete;
+    SoftEngine& operator=(const SoftEngine&) = delete;
+
+    // A context was opened / is about to be closed (control thread). `page`
+    // is its context page; `engine_fd` the eventfd drivers signal (3.4).
+    void add_context(std::uint16_t ctx_id, std::uint8_t* page, int engine_fd);
+    void remove_context(std::uint16_t ctx_id);
+
+    // fw::EngineHooks
+    void fence(fw::Table t, std::uint32_t index) override;
+    void unfence(fw::Table t, std::uint32_t index) override;
+    void qp_modified(std::uint32_t qpn, hw::QpState from, hw::QpState to) override;
+    void qp_destroying(std::uint32_t qpn) override;
+    void cq_destroying(std::uint32_t cqn) override;
+    void srq_destroying(std::uint32_t srqn) override;
+    bool cq_copy_entries(const std::uint8_t* cqc, std::uint16_t new_domain, std::uint64_t new_base,
+                         std::uint8_t new_log_size) override;
+
+    struct Impl;
+
+private:
+    explicit SoftEngine(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// STATS_BLOCK counters of a BAR0 global page, by field name (hw-spec 2.6).
+std::vector<std::pair<std::string, std::uint64_t>> read_stats(const std::uint8_t* bar);
+
+}  // namespace simnic::soft_engine

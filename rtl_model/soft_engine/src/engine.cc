@@ -1,0 +1,1384 @@
+// The soft engine's thread, its context list, the doorbells, the QP life
+// cycle and the ports it gives the transport core (see engine.h).
+#include "simnic/soft_engine/engine.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "simnic/hw/layout.h"
+#include "simnic/hw/mmio.h"
+#include "simnic/roce/opcode.h"
+#include "simnic/roce/packet.h"
+#include "simnic/roce/pcap_io.h"
+#include "simnic/transport/qp.h"
+
+namespace simnic::soft_engine {
+
+namespace tp = simnic::transport;
+using fw::Table;
+
+namespace {
+
+uint64_t mono_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+uint64_t wall_us() {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return uint64_t(ts.tv_sec) * 1000000ull + uint64_t(ts.tv_nsec) / 1000;
+}
+
+bool dma(pid_t pid, bool wr, const iovec* remote, size_t nremote, void* local, size_t len) {
+    if (len == 0) return true;
+    iovec l{local, len};
+    const ssize_t n = wr ? process_vm_writev(pid, &l, 1, remote, nremote, 0)
+                         : process_vm_readv(pid, &l, 1, remote, nremote, 0);
+    return n == static_cast<ssize_t>(len);
+}
+bool dma_read(pid_t pid, uint64_t addr, void* dst, size_t len) {
+    iovec r{reinterpret_cast<void*>(addr), len};
+    return dma(pid, false, &r, 1, dst, len);
+}
+bool dma_write(pid_t pid, uint64_t addr, const void* src, size_t len) {
+    iovec r{reinterpret_cast<void*>(addr), len};
+    return dma(pid, true, &r, 1, const_cast<void*>(src), len);
+}
+
+// The address-vector fields of one of the layouts that embed an AV.
+struct AvFields {
+    hw::Field dgid, sgid_index, hop_limit, traffic_class, flow_label, dmac;
+};
+constexpr AvFields kQpcAv{hw::qpc::av_dgid, hw::qpc::av_sgid_index, hw::qpc::av_hop_limit,
+                          hw::qpc::av_traffic_class, hw::qpc::av_flow_label, hw::qpc::av_dmac};
+constexpr AvFields kAhAv{hw::ah_entry::av_dgid, hw::ah_entry::av_sgid_index, hw::ah_entry::av_hop_limit,
+                         hw::ah_entry::av_traffic_class, hw::ah_entry::av_flow_label, hw::ah_entry::av_dmac};
+constexpr AvFields kSegAv{hw::av::dgid, hw::av::sgid_index, hw::av::hop_limit,
+                          hw::av::traffic_class, hw::av::flow_label, hw::av::dmac};
+
+hw::ErrorCause cause_of(tp::WcStatus s) {
+    switch (s) {
+        case tp::WcStatus::Success: return hw::ErrorCause::None;
+        case tp::WcStatus::LocLenErr: return hw::ErrorCause::LocLen;
+        case tp::WcStatus::LocQpOpErr: return hw::ErrorCause::LocQpOp;
+        case tp::WcStatus::LocProtErr: return hw::ErrorCause::LocProt;
+        case tp::WcStatus::RemAccessErr: return hw::ErrorCause::RemAccess;
+        case tp::WcStatus::RemInvReqErr: return hw::ErrorCause::RemInvReq;
+        case tp::WcStatus::RemOpErr: return hw::ErrorCause::RemOp;
+        case tp::WcStatus::RetryExcErr: return hw::ErrorCause::RetryExc;
+        case tp::WcStatus::RnrRetryExcErr: return hw::ErrorCause::RnrRetryExc;
+        case tp::WcStatus::BadRespErr: return hw::ErrorCause::BadResp;
+        default: return hw::ErrorCause::None;
+    }
+}
+
+}  // namespace
+
+
+// One QP as the engine runs it: the QPC fields it needs, ring cursors, the
+// transport core's Qp, and the ports the core reaches the world through.
+struct EQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, tp::WirePort,
+                   tp::TimerPort, tp::EventPort {
+    EQp(SoftEngine::Impl& e, uint32_t n) : eng(e), qpn(n) {}
+    SoftEngine::Impl& eng;
+    uint32_t qpn;
+    uint16_t ctx = 0;
+    pid_t pid = 0;  // queue memory domain
+    hw::QpState hw_state = hw::QpState::Reset;
+    hw::QpType type = hw::QpType::Rc;
+    uint32_t pdn = 0, send_cqn = 0, recv_cqn = 0, srqn = 0;
+    bool srq = false;
+    uint64_t sq_base = 0, rq_base = 0;
+    uint8_t log_sq_size = 0, log_sq_stride = 6, log_rq_size = 0, log_rq_stride = 4;
+    uint32_t max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
+    // Ring cursors (free-running).
+    uint32_t sq_pi = 0, sq_fetch = 0, rq_pi = 0, rq_ci = 0;
+    std::unique_ptr<tp::Qp> tqp;
+    // Transport SQ sequence -> ring index, oldest first.
+    std::deque<std::pair<uint64_t, uint32_t>> seqmap;
+    std::optional<uint32_t> posting_index;
+    std::deque<uint32_t> recv_idx;  // ring index of each receive WQE taken, oldest first
+    std::optional<tp::RecvWqe> peeked;
+    uint64_t timer_deadline[2] = {0, 0};
+    uint32_t hi_psn = 0;  // next new request PSN (for counting retransmits)
+    hw::ErrorCause fault = hw::ErrorCause::None;  // a fault to act on after the core returns
+    hw::ErrorCause cause = hw::ErrorCause::None;
+
+    // MemoryPort
+    tp::MemStatus check(tp::KeyKind kind, uint32_t key, uint64_t addr, uint64_t len, uint32_t access) override;
+    tp::MemStatus read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) override;
+    tp::MemStatus write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
+                        uint32_t access) override;
+    tp::MemStatus atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_t swap_add, uint64_t compare,
+                         uint64_t& orig) override;
+    tp::MemStatus invalidate(uint32_t rkey) override;
+    // RecvQueuePort
+    const tp::RecvWqe* peek() override;
+    void pop() override;
+    // CompletionPort
+    void post(tp::CqSide side, const tp::Completion& c, bool solicited) override;
+    // WirePort
+    void transmit(roce::Packet& pkt) override;
+    // TimerPort
+    uint64_t now_ns() override { return mono_ns(); }
+    void arm(tp::QpTimer t, uint64_t deadline_ns) override { timer_deadline[int(t)] = deadline_ns ? deadline_ns : 1; }
+    void cancel(tp::QpTimer t) override { timer_deadline[int(t)] = 0; }
+    // EventPort
+    void async_event(tp::AsyncEvent ev) override;
+
+    tp::TransportEnv env() {
+        tp::TransportEnv e;
+        e.mem = this;
+        e.rq = this;
+        e.cq = this;
+        e.wire = this;
+        e.timers = this;
+        e.events = this;
+        return e;
+    }
+};
+
+struct SoftEngine::Impl {
+    EngineConfig cfg;
+    fw::TableStore& tables;
+    std::recursive_mutex mu;
+    std::atomic<int> fence_waiters{0};
+    std::atomic<bool> stop{false};
+    std::thread thread;
+    int epfd = -1, wake_fd = -1, timer_fd = -1, rx_fd = -1;
+    uint32_t local_ip = 0;  // host order
+    std::unique_ptr<roce::PcapWriter> pcap;
+
+    struct CtxState {
+        uint8_t* page = nullptr;
+        int engine_fd = -1;
+        uint32_t fifo_ci = 0;
+    };
+    std::map<uint16_t, CtxState> ctxs;
+    std::unordered_map<uint32_t, std::unique_ptr<EQp>> qps;
+    struct CqState {
+        bool notable = false;  // a solicited or error CQE at notable_idx
+        uint32_t notable_idx = 0;
+    };
+    std::unordered_map<uint32_t, CqState> cqs;
+    struct SrqState {
+        std::optional<tp::RecvWqe> peeked;
+    };
+    std::unordered_map<uint32_t, SrqState> srqs;
+    std::unordered_map<uint16_t, int> tx_socks;
+    std::vector<uint8_t> txbuf, rxbuf, wqebuf;
+    std::vector<iovec> iov;
+
+    explicit Impl(const EngineConfig& c) : cfg(c), tables(*c.tables) {}
+    ~Impl() {
+        for (int fd : {epfd, wake_fd, timer_fd, rx_fd})
+            if (fd >= 0) close(fd);
+        for (auto& s : tx_socks)
+            if (s.second >= 0) close(s.second);
+    }
+
+    // ---- statistics (hw-spec 2.6) ----
+    void stat(hw::Field f, uint64_t n = 1) {
+        if (!cfg.bar) return;
+        __atomic_fetch_add(reinterpret_cast<uint64_t*>(cfg.bar + hw::kBar0StatsBlock + f.offset), n,
+                           __ATOMIC_RELAXED);
+    }
+
+    // ---- tables ----
+    uint8_t* entry(Table t, uint32_t i) { return tables.entry(t, i); }
+    static uint64_t g(const uint8_t* e, Table t, hw::Field f) { return hw::get(e, fw::entry_size(t), f); }
+    static void s(uint8_t* e, Table t, hw::Field f, uint64_t v) {
+        hw::set(e, fw::entry_size(t), f, v & hw::mask_of(f.width));
+    }
+
+    bool domain_pid(uint32_t dom, pid_t& pid) {
+        const uint8_t* d = entry(Table::Domain, dom);
+        if (!d || dom == 0 || !g(d, Table::Domain, hw::domain_entry::valid) ||
+            g(d, Table::Domain, hw::domain_entry::kind) != uint64_t(hw::DomainKind::Process))
+            return false;
+        pid = static_cast<pid_t>(g(d, Table::Domain, hw::domain_entry::pid));
+        return pid > 0;
+    }
+
+    // ---- events ----
+    void post_event(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux = 0) {
+        uint8_t e[hw::eqe::kSize] = {};
+        hw::set(e, hw::eqe::event_type, uint8_t(type));
+        hw::set(e, hw::eqe::obj_num, obj & 0xFFFFFF);
+        hw::set(e, hw::eqe::aux, aux);
+        cfg.events->post_eqe(ctx, e, sizeof e);
+    }
+
+    // ---- MR check and translation (hw-spec 11.2) ----
+    tp::MemStatus translate(const EQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, uint64_t len,
+                            uint32_t access, pid_t* pid, std::vector<iovec>* out) {
+        const uint32_t idx = hw::key_index(key);
+        const uint8_t* m = idx ? entry(Table::Mpt, idx) : nullptr;
+        auto refuse = [&](tp::MemStatus st) {
+            stat(kind == tp::KeyKind::Lkey ? hw::stats_block::local_prot_err : hw::stats_block::remote_access_err);
+            return st;
+        };
+        if (!m || !g(m, Table::Mpt, hw::mpt_entry::valid) || g(m, Table::Mpt, hw::mpt_entry::key) != key ||
+            g(m, Table::Mpt, hw::mpt_entry::ctx_id) != q.ctx)
+            return refuse(tp::MemStatus::BadKey);
+        if (g(m, Table::Mpt, hw::mpt_entry::pdn) != q.pdn) return refuse(tp::MemStatus::BadKey);
+        const uint32_t rights = uint32_t(g(m, Table::Mpt, hw::mpt_entry::access));
+        if ((rights & access) != access) return refuse(tp::MemStatus::NoPermission);
+        const uint64_t iova = g(m, Table::Mpt, hw::mpt_entry::iova_start);
+        const uint64_t mlen = g(m, Table::Mpt, hw::mpt_entry::length);
+        const bool zb = g(m, Table::Mpt, hw::mpt_entry::zero_based) != 0;
+        const uint64_t start = zb ? 0 : iova;
+        if (va < start || va + len < va || va + len > start + mlen) return refuse(tp::MemStatus::OutOfBounds);
+        if (!pid) return tp::MemStatus::Ok;
+        if (!domain_pid(uint32_t(g(m, Table::Mpt, hw::mpt_entry::domain_id)), *pid)) {
+            stat(hw::stats_block::dma_faults);
+            return refuse(tp::MemStatus::BadKey);
+        }
+        out->clear();
+        const uint64_t off0 = va - start;
+        if (!g(m, Table::Mpt, hw::mpt_entry::mtt_mode)) {
+            out->push_back(iovec{reinterpret_cast<void*>(g(m, Table::Mpt, hw::mpt_entry::host_addr) + off0), len});
+            return tp::MemStatus::Ok;
+        }
+        const uint32_t lps = uint32_t(g(m, Table::Mpt, hw::mpt_entry::log_page_size));
+        const uint64_t ps = uint64_t{1} << lps;
+        const uint64_t base_off = (zb ? 0 : (iova & (ps - 1)));
+        uint64_t off = off0 + base_off;
+        uint64_t left = len;
+        const uint32_t mtt_base = uint32_t(g(m, Table::Mpt, hw::mpt_entry::mtt_base));
+        const uint32_t mtt_count = uint32_t(g(m, Table::Mpt, hw::mpt_entry::mtt_count));
+        while (left > 0) {
+            const uint64_t page = off >> lps;
+            if (page >= mtt_count) return refuse(tp::MemStatus::OutOfBounds);
+            const uint8_t* t = entry(Table::Mtt, mtt_base + uint32_t(page));
+            const uint64_t pa = t ? g(t, Table::Mtt, hw::mtt_entry::page_addr) : 0;
+            if (pa == 0) {
+                stat(hw::stats_block::dma_faults);
+                return refuse(tp::MemStatus::OutOfBounds);
+            }
+            const uint64_t in = off & (ps - 1);
+            const uint64_t n = std::min(left, ps - in);
+            if (!out->empty() && reinterpret_cast<uint64_t>(out->back().iov_base) + out->back().iov_len == pa + in)
+                out->back().iov_len += n;
+            else
+                out->push_back(iovec{reinterpret_cast<void*>(pa + in), n});
+            off += n;
+            left -= n;
+        }
+        return tp::MemStatus::Ok;
+    }
+
+    tp::MemStatus mem_io(const EQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf, size_t len,
+                         uint32_t access, bool wr) {
+        pid_t pid = 0;
+        const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov);
+        if (st != tp::MemStatus::Ok || len == 0) return st;
+        if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
+            stat(hw::stats_block::dma_faults);
+            stat(kind == tp::KeyKind::Lkey ? hw::stats_block::local_prot_err : hw::stats_block::remote_access_err);
+            return tp::MemStatus::OutOfBounds;
+        }
+        return tp::MemStatus::Ok;
+    }
+
+    // ---- receive WQEs ----
+    bool parse_recv(pid_t pid, uint64_t addr, uint32_t stride, uint32_t max_sge, tp::RecvWqe& w) {
+        wqebuf.resize(stride);
+        if (!dma_read(pid, addr, wqebuf.data(), stride)) return false;
+        w = tp::RecvWqe{};
+        w.wr_id = hw::get(wqebuf.data(), stride, hw::recv_wqe::wr_id);
+        const uint32_t n = uint32_t(hw::get(wqebuf.data(), stride, hw::recv_wqe::num_sge));
+        if (n > max_sge || hw::recv_wqe::kSize + n * hw::data_seg::kSize > stride) return false;
+        for (uint32_t i = 0; i < n; ++i) {
+            const uint8_t* d = wqebuf.data() + hw::recv_wqe::kSize + i * hw::data_seg::kSize;
+            tp::Sge sge;
+            sge.addr = hw::get(d, hw::data_seg::kSize, hw::data_seg::addr);
+            sge.length = uint32_t(hw::get(d, hw::data_seg::kSize, hw::data_seg::length));
+            sge.lkey = uint32_t(hw::get(d, hw::data_seg::kSize, hw::data_seg::lkey));
+            w.sg.push(sge);
+        }
+        return true;
+    }
+
+    const tp::RecvWqe* srq_peek(EQp& q) {
+        uint8_t* e = entry(Table::Srqc, q.srqn);
+        if (!e || g(e, Table::Srqc, hw::srqc::srqn) != q.srqn || g(e, Table::Srqc, hw::srqc::error)) return nullptr;
+        SrqState& st = srqs[q.srqn];
+        if (st.peeked) return &*st.peeked;
+        const uint32_t pi = uint32_t(g(e, Table::Srqc, hw::srqc::pi)), ci = uint32_t(g(e, Table::Srqc, hw::srqc::ci));
+        if (pi == ci) return nullptr;
+        const uint8_t ls = uint8_t(g(e, Table::Srqc, hw::srqc::log_size));
+        const uint8_t lst = uint8_t(g(e, Table::Srqc, hw::srqc::log_stride));
+        pid_t pid = 0;
+        tp::RecvWqe w;
+        if (!domain_pid(uint32_t(g(e, Table::Srqc, hw::srqc::domain_id)), pid) ||
+            !parse_recv(pid, g(e, Table::Srqc, hw::srqc::base) + (uint64_t{hw::ring_slot(ci, ls)} << lst),
+                        1u << lst, uint32_t(g(e, Table::Srqc, hw::srqc::max_sge)), w)) {
+            stat(hw::stats_block::dma_faults);
+            s(e, Table::Srqc, hw::srqc::error, 1);
+            post_event(uint16_t(g(e, Table::Srqc, hw::srqc::ctx_id)), hw::EventType::SrqErr, q.srqn,
+                       uint32_t(hw::ErrorCause::SrqFault));
+            return nullptr;
+        }
+        st.peeked = w;
+        return &*st.peeked;
+    }
+    uint32_t srq_pop(EQp& q) {
+        uint8_t* e = entry(Table::Srqc, q.srqn);
+        srqs[q.srqn].peeked.reset();
+        if (!e) return 0;
+        const uint32_t ci = uint32_t(g(e, Table::Srqc, hw::srqc::ci));
+        const uint32_t pi = uint32_t(g(e, Table::Srqc, hw::srqc::pi));
+        s(e, Table::Srqc, hw::srqc::ci, ci + 1);
+        if (g(e, Table::Srqc, hw::srqc::limit_armed) && pi - (ci + 1) < g(e, Table::Srqc, hw::srqc::srq_limit)) {
+            s(e, Table::Srqc, hw::srqc::limit_armed, 0);
+            post_event(uint16_t(g(e, Table::Srqc, hw::srqc::ctx_id)), hw::EventType::SrqLimitReached, q.srqn);
+        }
+        return ci;
+    }
+
+    // ---- CQEs (hw-spec 7) ----
+    void cq_error(uint8_t* e, uint32_t cqn) {
+        s(e, Table::Cqc, hw::cqc::error, 1);
+        post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::CqErr, cqn);
+    }
+    // Returns false when the CQ overflowed (the QP then goes to ERR).
+    bool write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t wqe_index, bool is_send, bool solicited) {
+        uint8_t* e = entry(Table::Cqc, cqn);
+        if (!e || cqn == 0 || g(e, Table::Cqc, hw::cqc::cqn) != cqn || g(e, Table::Cqc, hw::cqc::error)) return true;
+        const uint8_t n = uint8_t(g(e, Table::Cqc, hw::cqc::log_size));
+        const uint32_t pi = uint32_t(g(e, Table::Cqc, hw::cqc::pi)), ci = uint32_t(g(e, Table::Cqc, hw::cqc::ci));
+        if (pi - ci >= (1u << n)) {
+            stat(hw::stats_block::cq_overflows);
+            cq_error(e, cqn);
+            return false;
+        }
+        uint8_t b[hw::cqe::kSize] = {};
+        hw::set(b, hw::cqe::wr_id, c.wr_id);
+        hw::set(b, hw::cqe::status, uint8_t(c.status));
+        hw::set(b, hw::cqe::opcode, uint8_t(c.opcode));
+        hw::set(b, hw::cqe::wc_flags, c.wc_flags & 0xFF);
+        hw::set(b, hw::cqe::vendor_err, c.vendor_err);
+        hw::set(b, hw::cqe::byte_len, c.byte_len);
+        hw::set(b, hw::cqe::imm_inv, c.imm_data);
+        hw::set(b, hw::cqe::qp_num, c.qp_num & 0xFFFFFF);
+        hw::set(b, hw::cqe::src_qp, c.src_qp & 0xFFFFFF);
+        hw::set(b, hw::cqe::is_send, is_send ? 1 : 0);
+        hw::set(b, hw::cqe::wqe_index, wqe_index);
+        hw::set(b, hw::cqe::owner, hw::phase_of(pi, n));
+        pid_t pid = 0;
+        const uint64_t slot = g(e, Table::Cqc, hw::cqc::base) + uint64_t{hw::ring_slot(pi, n)} * hw::cqe::kSize;
+        const uint32_t od = hw::cqe::owner.offset;
+        if (!domain_pid(uint32_t(g(e, Table::Cqc, hw::cqc::domain_id)), pid) || !dma_write(pid, slot, b, od) ||
+            !dma_write(pid, slot + od, b + od, 4)) {
+            stat(hw::stats_block::dma_faults);
+            cq_error(e, cqn);
+            return false;
+        }
+        s(e, Table::Cqc, hw::cqc::pi, pi + 1);
+        const bool notable = solicited || c.status != tp::WcStatus::Success;
+        if (notable) cqs[cqn] = CqState{true, pi};
+        const uint64_t arm = g(e, Table::Cqc, hw::cqc::arm);
+        if (arm == uint64_t(hw::CqArm::Next) || (arm == uint64_t(hw::CqArm::Solicited) && notable)) {
+            s(e, Table::Cqc, hw::cqc::arm, 0);
+            post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::Completion, cqn);
+        }
+        return true;
+    }
+
+    void cq_doorbell(uint16_t ctx, uint32_t cqn, uint32_t ci, uint32_t cmd) {
+        uint8_t* e = entry(Table::Cqc, cqn);
+        if (!e || cqn == 0 || g(e, Table::Cqc, hw::cqc::cqn) != cqn || g(e, Table::Cqc, hw::cqc::ctx_id) != ctx) {
+            stat(hw::stats_block::dma_faults);
+            return;
+        }
+        s(e, Table::Cqc, hw::cqc::ci, ci);
+        if (cmd != uint32_t(hw::CqArm::Next) && cmd != uint32_t(hw::CqArm::Solicited)) return;
+        const uint32_t pi = uint32_t(g(e, Table::Cqc, hw::cqc::pi));
+        bool fire = false;
+        if (cmd == uint32_t(hw::CqArm::Next)) {
+            fire = pi != ci;
+        } else {
+            const CqState& st = cqs[cqn];
+            fire = st.notable && st.notable_idx - ci < pi - ci;
+        }
+        if (fire) {
+            s(e, Table::Cqc, hw::cqc::arm, 0);
+            post_event(ctx, hw::EventType::Completion, cqn);
+        } else {
+            s(e, Table::Cqc, hw::cqc::arm, cmd);
+        }
+    }
+
+    // ---- wire (wire.cc) ----
+    bool open_wire(std::string& err);
+    int tx_sock(uint16_t sport);
+    void transmit(EQp& q, roce::Packet& pkt);
+    bool rx_batch();
+
+    // ---- QPs ----
+    void build_av(const uint8_t* buf, size_t len, const AvFields& f, tp::AddressVector& av) {
+        uint8_t dgid[16] = {};
+        hw::get_bytes(buf, len, f.dgid, dgid, 16);
+        const uint32_t sidx = uint32_t(hw::get(buf, len, f.sgid_index));
+        uint8_t sgid[16] = {};
+        if (const uint8_t* ge = entry(Table::Gid, sidx)) hw::get_bytes(ge, hw::gid_entry::kSize, hw::gid_entry::gid, sgid, 16);
+        av = tp::AddressVector{};
+        av.ip_version = roce::IpVersion::V4;
+        av.dst_ip4 = uint32_t(dgid[12]) << 24 | uint32_t(dgid[13]) << 16 | uint32_t(dgid[14]) << 8 | dgid[15];
+        av.src_ip4 = uint32_t(sgid[12]) << 24 | uint32_t(sgid[13]) << 16 | uint32_t(sgid[14]) << 8 | sgid[15];
+        if (av.src_ip4 == 0) av.src_ip4 = local_ip;
+        uint8_t mac[6] = {};
+        hw::get_bytes(buf, len, f.dmac, mac, 6);
+        std::copy(mac, mac + 6, av.dst_mac.begin());
+        if (cfg.bar) {
+            uint8_t smac[6] = {};
+            hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, smac, 6);
+            std::copy(smac, smac + 6, av.src_mac.begin());
+        }
+        av.flow_label = uint32_t(hw::get(buf, len, f.flow_label));
+        const uint8_t hl = uint8_t(hw::get(buf, len, f.hop_limit));
+        av.hop_limit = hl ? hl : 64;
+        av.traffic_class = uint8_t(hw::get(buf, len, f.traffic_class));
+    }
+
+    tp::QpConfig qp_config(const EQp& q, const uint8_t* e) {
+        tp::QpConfig c;
+        c.type = q.type == hw::QpType::Rc ? tp::QpType::RC : q.type == hw::QpType::Uc ? tp::QpType::UC : tp::QpType::UD;
+        c.qpn = q.qpn;
+        c.dest_qpn = uint32_t(g(e, Table::Qpc, hw::qpc::dest_qpn));
+        const uint8_t mtu = uint8_t(g(e, Table::Qpc, hw::qpc::path_mtu));
+        c.path_mtu = mtu >= 1 && mtu <= 5 ? roce::IbMtu(mtu) : roce::IbMtu::Mtu1024;
+        c.sq_psn = uint32_t(g(e, Table::Qpc, hw::qpc::sq_psn));
+        c.rq_psn = uint32_t(g(e, Table::Qpc, hw::qpc::rq_psn));
+        c.retry_cnt = uint8_t(g(e, Table::Qpc, hw::qpc::retry_cnt));
+        c.rnr_retry = uint8_t(g(e, Table::Qpc, hw::qpc::rnr_retry));
+        c.timeout = uint8_t(g(e, Table::Qpc, hw::qpc::timeout));
+        c.min_rnr_timer = uint8_t(g(e, Table::Qpc, hw::qpc::min_rnr_timer));
+        c.max_rd_atomic = uint8_t(g(e, Table::Qpc, hw::qpc::max_rd_atomic));
+        c.max_dest_rd_atomic = uint8_t(g(e, Table::Qpc, hw::qpc::max_dest_rd_atomic));
+        c.access_flags = uint32_t(g(e, Table::Qpc, hw::qpc::qp_access_flags));
+        c.qkey = uint32_t(g(e, Table::Qpc, hw::qpc::qkey));
+        c.sq_sig_all = g(e, Table::Qpc, hw::qpc::sq_sig_all) != 0;
+        c.srq = q.srq;
+        if (q.type != hw::QpType::Ud) build_av(e, hw::qpc::kSize, kQpcAv, c.av);
+        return c;
+    }
+
+    void load_static(EQp& q, const uint8_t* e) {
+        q.ctx = uint16_t(g(e, Table::Qpc, hw::qpc::ctx_id));
+        q.type = hw::QpType(g(e, Table::Qpc, hw::qpc::qp_type));
+        q.pdn = uint32_t(g(e, Table::Qpc, hw::qpc::pdn));
+        q.send_cqn = uint32_t(g(e, Table::Qpc, hw::qpc::send_cqn));
+        q.recv_cqn = uint32_t(g(e, Table::Qpc, hw::qpc::recv_cqn));
+        q.srq = g(e, Table::Qpc, hw::qpc::srq_en) != 0;
+        q.srqn = uint32_t(g(e, Table::Qpc, hw::qpc::srqn));
+        q.sq_base = g(e, Table::Qpc, hw::qpc::sq_base);
+        q.rq_base = g(e, Table::Qpc, hw::qpc::rq_base);
+        q.log_sq_size = uint8_t(g(e, Table::Qpc, hw::qpc::log_sq_size));
+        q.log_sq_stride = uint8_t(g(e, Table::Qpc, hw::qpc::log_sq_stride));
+        q.log_rq_size = uint8_t(g(e, Table::Qpc, hw::qpc::log_rq_size));
+        q.log_rq_stride = uint8_t(g(e, Table::Qpc, hw::qpc::log_rq_stride));
+        q.max_send_sge = uint32_t(g(e, Table::Qpc, hw::qpc::max_send_sge));
+        q.max_recv_sge = uint32_t(g(e, Table::Qpc, hw::qpc::max_recv_sge));
+        q.max_inline = uint32_t(g(e, Table::Qpc, hw::qpc::max_inline));
+        pid_t pid = 0;
+        q.pid = domain_pid(uint32_t(g(e, Table::Qpc, hw::qpc::domain_id)), pid) ? pid : 0;
+    }
+
+    // The firmware may have changed the QPC entry of `qpn`: follow it.
+    void reload_qp(uint32_t qpn) {
+        uint8_t* e = entry(Table::Qpc, qpn);
+        if (!e) return;
+        const bool live = g(e, Table::Qpc, hw::qpc::qpn) == qpn && qpn != 0;
+        const hw::QpState st = live ? hw::QpState(g(e, Table::Qpc, hw::qpc::state)) : hw::QpState::Reset;
+        auto it = qps.find(qpn);
+        if (st == hw::QpState::Reset) {
+            if (it != qps.end()) qps.erase(it);
+            return;
+        }
+        if (it == qps.end()) it = qps.emplace(qpn, std::make_unique<EQp>(*this, qpn)).first;
+        EQp& q = *it->second;
+        load_static(q, e);
+        const hw::QpState from = q.hw_state;
+        if (from == st) {
+            // Same state: attributes may have changed (RTS->RTS, SQD->SQD).
+            if (q.tqp && st != hw::QpState::Err) {
+                tp::QpContext& c = q.tqp->context();
+                const tp::QpConfig n = qp_config(q, e);
+                c.cfg.timeout = n.timeout;
+                c.cfg.retry_cnt = n.retry_cnt;
+                c.cfg.rnr_retry = n.rnr_retry;
+                c.cfg.min_rnr_timer = n.min_rnr_timer;
+                c.cfg.access_flags = n.access_flags;
+                c.cfg.qkey = n.qkey;
+            }
+            return;
+        }
+        switch (st) {
+            case hw::QpState::Init:
+                q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
+                q.tqp->set_state(tp::QpState::Init);
+                break;
+            case hw::QpState::Rtr:
+                q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
+                q.tqp->set_state(tp::QpState::Rtr);
+                break;
+            case hw::QpState::Rts: {
+                if (!q.tqp) q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
+                tp::QpContext& c = q.tqp->context();
+                const tp::QpConfig n = qp_config(q, e);
+                if (from == hw::QpState::Rtr || from == hw::QpState::Init) {
+                    c.cfg.sq_psn = n.sq_psn;
+                    c.req.psn = n.sq_psn & roce::kPsnMask;
+                    c.comp.psn = c.req.psn;
+                    c.cfg.max_rd_atomic = n.max_rd_atomic;
+                    c.req.rd_atomic_credits = n.max_rd_atomic;
+                    q.hi_psn = c.req.psn;
+                }
+                c.cfg.timeout = n.timeout;
+                c.cfg.retry_cnt = n.retry_cnt;
+                c.cfg.rnr_retry = n.rnr_retry;
+                c.cfg.min_rnr_timer = n.min_rnr_timer;
+                c.reset_retry_counters();
+                q.hw_state = st;
+                run(q, [&] { q.tqp->set_state(tp::QpState::Rts); });
+                fetch_sq(q);
+                return;
+            }
+            case hw::QpState::Sqd:
+            case hw::QpState::Sqe:
+                q.hw_state = st;
+                if (q.tqp) run(q, [&] { q.tqp->set_state(st == hw::QpState::Sqd ? tp::QpState::Sqd : tp::QpState::Sqe); });
+                return;
+            case hw::QpState::Err:
+                if (q.cause == hw::ErrorCause::None) q.cause = hw::ErrorCause::ModifyToErr;
+                q.hw_state = st;
+                if (!q.tqp) q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
+                run(q, [&] { q.tqp->set_state(tp::QpState::Err); });
+                return;
+            case hw::QpState::Reset: break;
+        }
+        q.hw_state = st;
+        writeback(q);
+    }
+
+    // Runs `f` on the QP's core, then acts on what it left behind.
+    template <typename F>
+    void run(EQp& q, F&& f) {
+        f();
+        after(q);
+    }
+    void after(EQp& q) {
+        if (!q.tqp) return;
+        if (q.fault != hw::ErrorCause::None && q.tqp->state() != tp::QpState::Err) {
+            q.cause = q.fault;
+            q.fault = hw::ErrorCause::None;
+            post_event(q.ctx, hw::EventType::QpFatal, q.qpn, uint32_t(q.cause));
+            q.tqp->set_state(tp::QpState::Err);
+        }
+        q.fault = hw::ErrorCause::None;
+        if (q.tqp->state() == tp::QpState::Err && q.hw_state != hw::QpState::Err) q.hw_state = hw::QpState::Err;
+        writeback(q);
+    }
+
+    void writeback(EQp& q) {
+        uint8_t* e = entry(Table::Qpc, q.qpn);
+        if (!e || g(e, Table::Qpc, hw::qpc::qpn) != q.qpn) return;
+        constexpr Table T = Table::Qpc;
+        s(e, T, hw::qpc::state, uint8_t(q.hw_state));
+        s(e, T, hw::qpc::error_cause, uint8_t(q.cause));
+        s(e, T, hw::qpc::sq_pi, q.sq_pi);
+        s(e, T, hw::qpc::rq_pi, q.rq_pi);
+        s(e, T, hw::qpc::rq_ci, q.rq_ci);
+        uint32_t sq_ci = q.sq_fetch;
+        if (q.tqp) {
+            tp::SendQueue& sq = q.tqp->context().sq;
+            if (!sq.empty()) sq_ci = ring_index_of(q, sq.head_seq());
+            if (q.hw_state != hw::QpState::Reset && q.hw_state != hw::QpState::Init) {
+                const tp::QpTransportState t = q.tqp->snapshot();
+                if (q.hw_state != hw::QpState::Rtr) {
+                    s(e, T, hw::qpc::sq_psn, t.sq_psn);
+                    s(e, T, hw::qpc::last_acked_psn, roce::psn_add(t.comp_psn, roce::kPsnMask));
+                }
+                s(e, T, hw::qpc::rq_psn, t.rq_psn);
+                s(e, T, hw::qpc::msn, t.msn);
+            }
+        }
+        s(e, T, hw::qpc::sq_ci, sq_ci);
+    }
+
+    uint32_t ring_index_of(EQp& q, uint64_t seq) {
+        while (!q.seqmap.empty() && q.seqmap.front().first < seq) q.seqmap.pop_front();
+        if (q.seqmap.empty() || q.seqmap.front().first != seq) return q.sq_fetch;
+        return q.seqmap.front().second;
+    }
+
+    // ---- send WQEs (hw-spec 6.2) ----
+    // Decodes the WQE in wqebuf; returns the status for a malformed one.
+    tp::WcStatus decode_send(EQp& q, tp::SendWqe& w) {
+        const uint32_t stride = 1u << q.log_sq_stride;
+        const uint8_t* b = wqebuf.data();
+        namespace c = hw::ctrl_seg;
+        const uint32_t op = uint32_t(hw::get(b, stride, c::opcode));
+        w = tp::SendWqe{};
+        w.wr_id = hw::get(b, stride, c::wr_id);
+        w.opcode = tp::WrOpcode(op);
+        if (hw::get(b, stride, c::fence)) w.send_flags |= tp::kSendFence;
+        if (hw::get(b, stride, c::signaled)) w.send_flags |= tp::kSendSignaled;
+        if (hw::get(b, stride, c::solicited)) w.send_flags |= tp::kSendSolicited;
+        const bool inl = hw::get(b, stride, c::inline_data) != 0;
+        const uint32_t nsge = uint32_t(hw::get(b, stride, c::num_sge));
+        const uint32_t imm = uint32_t(hw::get(b, stride, c::imm_inv));
+        const uint32_t total = uint32_t(hw::get(b, stride, c::total_len));
+        const auto o = hw::WqeOpcode(op);
+        const bool rdma = o == hw::WqeOpcode::RdmaWrite || o == hw::WqeOpcode::RdmaWriteWithImm ||
+                          o == hw::WqeOpcode::RdmaRead;
+        const bool atomic = o == hw::WqeOpcode::AtomicCmpAndSwp || o == hw::WqeOpcode::AtomicFetchAndAdd;
+        const bool send = o == hw::WqeOpcode::Send || o == hw::WqeOpcode::SendWithImm || o == hw::WqeOpcode::SendWithInv;
+        if (!rdma && !atomic && !send) return tp::WcStatus::LocQpOpErr;
+        if (o == hw::WqeOpcode::SendWithInv) w.invalidate_rkey = imm;
+        else w.imm_data = imm;
+        uint32_t off = c::kSize;
+        auto need = [&](uint32_t n) { return off + n <= stride; };
+        if (rdma || atomic) {
+            if (!need(hw::raddr_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+            w.remote_addr = hw::get(b + off, hw::raddr_seg::kSize, hw::raddr_seg::remote_va);
+            w.rkey = uint32_t(hw::get(b + off, hw::raddr_seg::kSize, hw::raddr_seg::rkey));
+            off += hw::raddr_seg::kSize;
+        }
+        if (atomic) {
+            if (!need(hw::atomic_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+            w.compare_add = hw::get(b + off, hw::atomic_seg::kSize, hw::atomic_seg::compare_add);
+            w.swap = hw::get(b + off, hw::atomic_seg::kSize, hw::atomic_seg::swap);
+            off += hw::atomic_seg::kSize;
+            if (w.remote_addr % 8 != 0) return tp::WcStatus::LocQpOpErr;
+        }
+        if (q.type == hw::QpType::Ud) {
+            if (!need(hw::ud_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+            const uint32_t ah = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::ah_num));
+            w.ud.remote_qpn = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::dest_qpn));
+            w.ud.remote_qkey = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::qkey));
+            off += hw::ud_seg::kSize;
+            if (ah == 0) {
+                if (!need(hw::av::kSize)) return tp::WcStatus::LocQpOpErr;
+                build_av(b + off, hw::av::kSize, kSegAv, w.ud.av);
+                off += hw::av::kSize;
+            } else {
+                const uint8_t* a = entry(Table::Ah, ah);
+                if (!a || !g(a, Table::Ah, hw::ah_entry::valid) || g(a, Table::Ah, hw::ah_entry::pdn) != q.pdn ||
+                    g(a, Table::Ah, hw::ah_entry::ctx_id) != q.ctx)
+                    return tp::WcStatus::LocQpOpErr;
+                build_av(a, hw::ah_entry::kSize, kAhAv, w.ud.av);
+            }
+        }
+        if (inl) {
+            if (o == hw::WqeOpcode::RdmaRead || atomic || !need(hw::inline_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+            const uint32_t n = uint32_t(hw::get(b + off, hw::inline_seg::kSize, hw::inline_seg::byte_count));
+            off += hw::inline_seg::kSize;
+            if (n > q.max_inline || n > hw::kMaxInline || !need(n)) return tp::WcStatus::LocQpOpErr;
+            w.send_flags |= tp::kSendInline;
+            w.inline_data.assign(b + off, b + off + n);
+            if (n != total) return tp::WcStatus::LocLenErr;
+        } else {
+            if (nsge > q.max_send_sge || nsge > hw::kMaxSge) return tp::WcStatus::LocQpOpErr;
+            uint64_t sum = 0;
+            for (uint32_t i = 0; i < nsge; ++i) {
+                if (!need(hw::data_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+                tp::Sge sge;
+                sge.addr = hw::get(b + off, hw::data_seg::kSize, hw::data_seg::addr);
+                sge.length = uint32_t(hw::get(b + off, hw::data_seg::kSize, hw::data_seg::length));
+                sge.lkey = uint32_t(hw::get(b + off, hw::data_seg::kSize, hw::data_seg::lkey));
+                w.sg.push(sge);
+                sum += sge.length;
+                off += hw::data_seg::kSize;
+            }
+            if (atomic && (nsge != 1 || sum != 8)) return tp::WcStatus::LocQpOpErr;
+            if (!atomic && sum != total) return tp::WcStatus::LocLenErr;
+        }
+        return tp::WcStatus::Success;
+    }
+
+    void fail_wqe(EQp& q, uint32_t idx, const tp::SendWqe& w, tp::WcStatus st) {
+        tp::Completion c;
+        c.wr_id = w.wr_id;
+        c.status = st;
+        c.opcode = tp::WcOpcode::Send;
+        c.qp_num = q.qpn;
+        c.vendor_err = uint32_t(cause_of(st));
+        if (q.cause == hw::ErrorCause::None) q.cause = cause_of(st);
+        write_cqe(q.send_cqn, c, idx, true, false);
+        q.tqp->set_state(tp::QpState::Err);
+    }
+
+    void fetch_sq(EQp& q) {
+        if (!q.tqp) return;
+        const hw::QpState st = q.hw_state;
+        if (st == hw::QpState::Reset || st == hw::QpState::Init) return;
+        const uint32_t stride = 1u << q.log_sq_stride;
+        wqebuf.resize(std::max<size_t>(stride, 16));
+        while (q.sq_fetch != q.sq_pi) {
+            const uint32_t idx = q.sq_fetch;
+            const uint64_t addr = q.sq_base + (uint64_t{hw::ring_slot(idx, q.log_sq_size)} << q.log_sq_stride);
+            if (q.pid == 0 || !dma_read(q.pid, addr, wqebuf.data(), stride)) {
+                stat(hw::stats_block::dma_faults);
+                q.fault = hw::ErrorCause::QueueFault;
+                after(q);
+                return;
+            }
+            ++q.sq_fetch;
+            tp::SendWqe w;
+            const tp::WcStatus dst = decode_send(q, w);
+            if (dst != tp::WcStatus::Success) {
+                run(q, [&] { fail_wqe(q, idx, w, dst); });
+                continue;
+            }
+            q.seqmap.emplace_back(q.tqp->context().sq.tail_seq(), idx);
+            q.posting_index = idx;
+            tp::PostStatus ps = tp::PostStatus::Ok;
+            run(q, [&] { ps = q.tqp->post_send(w); });
+            q.posting_index.reset();
+            if (ps == tp::PostStatus::Ok || ps == tp::PostStatus::Flushed) {
+                if (ps == tp::PostStatus::Flushed && !q.seqmap.empty()) q.seqmap.pop_back();
+                continue;
+            }
+            if (!q.seqmap.empty()) q.seqmap.pop_back();
+            run(q, [&] { fail_wqe(q, idx, w, ps == tp::PostStatus::BadLength ? tp::WcStatus::LocLenErr
+                                                                              : tp::WcStatus::LocQpOpErr); });
+        }
+    }
+
+    // ---- doorbells (hw-spec 3.2, 3.4) ----
+    EQp* qp_of_ctx(uint16_t ctx, uint32_t qpn) {
+        auto it = qps.find(qpn);
+        if (it == qps.end() || it->second->ctx != ctx) return nullptr;
+        return it->second.get();
+    }
+
+    void doorbell(uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index, uint32_t cq_cmd) {
+        switch (kind) {
+            case hw::DbKind::Sq: {
+                EQp* q = qp_of_ctx(ctx, num);
+                if (!q) { stat(hw::stats_block::dma_faults); return; }
+                if (index - q->sq_fetch > (1u << q->log_sq_size)) {
+                    stat(hw::stats_block::dma_faults);
+                    q->fault = hw::ErrorCause::LocQpOp;
+                    after(*q);
+                    return;
+                }
+                q->sq_pi = index;
+                fetch_sq(*q);
+                writeback(*q);
+                return;
+            }
+            case hw::DbKind::Rq: {
+                EQp* q = qp_of_ctx(ctx, num);
+                if (!q) { stat(hw::stats_block::dma_faults); return; }
+                q->rq_pi = index;
+                if (q->tqp && q->tqp->state() == tp::QpState::Err && !q->srq) {
+                    while (const tp::RecvWqe* w = q->peek()) {
+                        tp::Completion c;
+                        c.wr_id = w->wr_id;
+                        c.status = tp::WcStatus::WrFlushErr;
+                        c.opcode = tp::WcOpcode::Recv;
+                        c.qp_num = q->qpn;
+                        q->pop();
+                        q->post(tp::CqSide::Recv, c, false);
+                    }
+                }
+                writeback(*q);
+                return;
+            }
+            case hw::DbKind::Srq: {
+                uint8_t* e = entry(Table::Srqc, num);
+                if (!e || num == 0 || g(e, Table::Srqc, hw::srqc::srqn) != num ||
+                    g(e, Table::Srqc, hw::srqc::ctx_id) != ctx) {
+                    stat(hw::stats_block::dma_faults);
+                    return;
+                }
+                s(e, Table::Srqc, hw::srqc::pi, index);
+                return;
+            }
+            case hw::DbKind::Cq: cq_doorbell(ctx, num, index, cq_cmd); return;
+        }
+        stat(hw::stats_block::dma_faults);
+    }
+
+    // Consumes what each context's FIFO holds; returns true if anything.
+    bool drain_fifos() {
+        bool any = false;
+        for (auto& [id, c] : ctxs) {
+            uint8_t* pg = c.page;
+            for (int k = 0; k < 256; ++k) {
+                const uint32_t slot = c.fifo_ci & (hw::kDbFifoEntries - 1);
+                const uint32_t base = hw::kCtxDbFifoEntries + slot * hw::db_fifo_entry::kSize;
+                if (hw::mmio_load32(pg, base + hw::db_fifo_entry::seq.offset) != c.fifo_ci + 1) break;
+                const uint32_t w1 = hw::mmio_load32(pg, base + hw::db_fifo_entry::num.offset);
+                const uint32_t idx = hw::mmio_load32(pg, base + hw::db_fifo_entry::index.offset);
+                auto fld = [w1](hw::Field f) { return (w1 >> f.lo) & uint32_t(hw::mask_of(f.width)); };
+                doorbell(id, hw::DbKind(fld(hw::db_fifo_entry::kind)), fld(hw::db_fifo_entry::num), idx,
+                         fld(hw::db_fifo_entry::cq_cmd));
+                ++c.fifo_ci;
+                hw::mmio_store32(pg, hw::kCtxDbFifo + hw::db_fifo_regs::fifo_ci.offset, c.fifo_ci);
+                any = true;
+            }
+        }
+        return any;
+    }
+    bool fifos_pending() {
+        for (auto& [id, c] : ctxs)
+            if (hw::mmio_load32(c.page, hw::kCtxDbFifo + hw::db_fifo_regs::fifo_pi.offset) != c.fifo_ci) return true;
+        return false;
+    }
+    void set_sleeping(uint32_t v) {
+        for (auto& [id, c] : ctxs) hw::mmio_store32(c.page, hw::kCtxDbFifo + hw::db_fifo_regs::engine_sleeping.offset, v);
+    }
+
+    // ---- timers ----
+    bool run_timers(uint64_t now) {
+        bool any = false;
+        std::vector<EQp*> due;
+        for (auto& [n, q] : qps)
+            for (int t = 0; t < 2; ++t)
+                if (q->timer_deadline[t] && q->timer_deadline[t] <= now) due.push_back(q.get());
+        for (EQp* q : due) {
+            for (int t = 0; t < 2; ++t) {
+                if (!q->timer_deadline[t] || q->timer_deadline[t] > now || !q->tqp) continue;
+                q->timer_deadline[t] = 0;
+                if (t == int(tp::QpTimer::Retransmit)) stat(hw::stats_block::timeouts);
+                run(*q, [&] { q->tqp->on_timer(tp::QpTimer(t)); });
+                any = true;
+            }
+        }
+        return any;
+    }
+    uint64_t next_deadline() {
+        uint64_t d = 0;
+        for (auto& [n, q] : qps)
+            for (uint64_t t : q->timer_deadline)
+                if (t && (d == 0 || t < d)) d = t;
+        return d;
+    }
+
+    void loop();
+};
+
+
+// ---- wire: UDP port 4791 on the netdev's IPv4 address (hw-spec 1.1, issue 4) ----
+
+bool SoftEngine::Impl::open_wire(std::string& err) {
+    ifaddrs* ifa = nullptr;
+    if (getifaddrs(&ifa) == 0) {
+        for (ifaddrs* i = ifa; i; i = i->ifa_next) {
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || cfg.netdev != i->ifa_name) continue;
+            local_ip = ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+            break;
+        }
+        freeifaddrs(ifa);
+    }
+    if (local_ip == 0) {
+        err = "netdev " + cfg.netdev + " has no IPv4 address (the soft engine sends RoCE v2 over IPv4)";
+        return false;
+    }
+    rx_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (rx_fd < 0) {
+        err = std::string("socket: ") + std::strerror(errno);
+        return false;
+    }
+    const int one = 1, big = 8 << 20;
+    setsockopt(rx_fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+    setsockopt(rx_fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof one);
+    setsockopt(rx_fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    setsockopt(rx_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(roce::kRoceV2Port);
+    a.sin_addr.s_addr = htonl(local_ip);
+    if (bind(rx_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        char ip[INET_ADDRSTRLEN] = {};
+        inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+        err = std::string("cannot bind UDP ") + ip + ":4791 on " + cfg.netdev + ": " + std::strerror(errno) +
+              (errno == EADDRINUSE ? " (another simnic device or daemon, or a kernel rxe device, uses RoCE v2 "
+                                     "on this address)"
+                                   : "");
+        return false;
+    }
+    rxbuf.resize(roce::kIpv4HdrBytes + roce::kUdpHdrBytes + 65536);
+    return true;
+}
+
+int SoftEngine::Impl::tx_sock(uint16_t sport) {
+    auto it = tx_socks.find(sport);
+    if (it != tx_socks.end()) return it->second;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0) {
+        const int one = 1, big = 8 << 20, pmtu = IP_PMTUDISC_DO, ttl = 64;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+        // DF set and an unconnected socket: the kernel sends IP ID 0, which the
+        // ICRC covers (as rxe's packets have it).
+        setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+        setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof ttl);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(sport);
+        a.sin_addr.s_addr = htonl(local_ip);
+        if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            // Port taken: send from an ephemeral port rather than not at all.
+            a.sin_port = 0;
+            if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+    }
+    tx_socks[sport] = fd;
+    return fd;
+}
+
+void SoftEngine::Impl::transmit(EQp& q, roce::Packet& pkt) {
+    const roce::OpcodeInfo& info = pkt.opinfo();
+    if (pkt.ip_version != roce::IpVersion::V4) {
+        stat(hw::stats_block::tx_drops);
+        return;
+    }
+    pkt.ip4.id = 0;
+    pkt.ip4.frag = 0x4000;
+    pkt.ip4.ttl = 64;
+    pkt.ip4.tos = 0;
+    if (!roce::encode_frame(pkt, txbuf)) {
+        stat(hw::stats_block::tx_drops);
+        return;
+    }
+    const int fd = tx_sock(pkt.udp.sport);
+    sockaddr_in d{};
+    d.sin_family = AF_INET;
+    d.sin_port = htons(roce::kRoceV2Port);
+    d.sin_addr.s_addr = htonl(pkt.ip4.dst);
+    const size_t n = pkt.frame_len - pkt.bth_off;
+    if (fd < 0 || sendto(fd, txbuf.data() + pkt.bth_off, n, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&d), sizeof d) !=
+                      static_cast<ssize_t>(n)) {
+        stat(hw::stats_block::tx_drops);
+        return;
+    }
+    stat(hw::stats_block::tx_packets);
+    stat(hw::stats_block::tx_bytes, n);
+    if (pcap) pcap->write(txbuf.data(), pkt.frame_len, wall_us());
+    if (info.has(roce::kRequest) && q.type != hw::QpType::Ud) {
+        const uint32_t psn = pkt.hdr.bth.psn;
+        if (roce::psn_before(psn, q.hi_psn)) stat(hw::stats_block::retransmits);
+        else q.hi_psn = roce::psn_add(psn, 1);
+    } else if (info.has(roce::kHasAeth)) {
+        const uint8_t syn = pkt.hdr.aeth.syndrome;
+        const roce::AethType t = roce::aeth_type(syn);
+        if (t == roce::AethType::RnrNak) stat(hw::stats_block::tx_rnr_nak);
+        else if (t == roce::AethType::Nak) {
+            const hw::Field f[] = {hw::stats_block::tx_nak_psn_seq, hw::stats_block::tx_nak_inv_req,
+                                   hw::stats_block::tx_nak_rem_access, hw::stats_block::tx_nak_rem_op};
+            if ((syn & 0x1F) < 4) stat(f[syn & 0x1F]);
+        }
+    }
+}
+
+bool SoftEngine::Impl::rx_batch() {
+    constexpr size_t kHdr = roce::kIpv4HdrBytes + roce::kUdpHdrBytes;
+    constexpr size_t kEth = 14;
+    bool any = false;
+    for (int k = 0; k < 64; ++k) {
+        uint8_t* buf = rxbuf.data();
+        sockaddr_in src{};
+        iovec iv{buf + kHdr, rxbuf.size() - kHdr};
+        alignas(cmsghdr) char ctl[256];
+        msghdr mh{};
+        mh.msg_name = &src;
+        mh.msg_namelen = sizeof src;
+        mh.msg_iov = &iv;
+        mh.msg_iovlen = 1;
+        mh.msg_control = ctl;
+        mh.msg_controllen = sizeof ctl;
+        const ssize_t n = recvmsg(rx_fd, &mh, MSG_DONTWAIT);
+        if (n < 0) break;
+        any = true;
+        uint32_t dst = local_ip;
+        uint8_t ttl = 64, tos = 0;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level != IPPROTO_IP) continue;
+            if (c->cmsg_type == IP_PKTINFO) {
+                in_pktinfo pi;
+                std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+                dst = ntohl(pi.ipi_addr.s_addr);
+            } else if (c->cmsg_type == IP_TTL) {
+                int v;
+                std::memcpy(&v, CMSG_DATA(c), sizeof v);
+                ttl = uint8_t(v);
+            } else if (c->cmsg_type == IP_TOS) {
+                tos = *reinterpret_cast<const uint8_t*>(CMSG_DATA(c));
+            }
+        }
+        // The IPv4 and UDP headers the sender's kernel put in front (rxe:
+        // DF, ID 0; the ICRC masks TTL, TOS and the checksums).
+        const size_t total = kHdr + size_t(n);
+        const uint32_t sip = ntohl(src.sin_addr.s_addr);
+        const uint16_t sport = ntohs(src.sin_port);
+        uint8_t* ip = buf;
+        ip[0] = 0x45;
+        ip[1] = tos;
+        ip[2] = uint8_t(total >> 8);
+        ip[3] = uint8_t(total);
+        ip[4] = ip[5] = 0;
+        ip[6] = 0x40;
+        ip[7] = 0;
+        ip[8] = ttl;
+        ip[9] = roce::kIpProtoUdp;
+        ip[10] = ip[11] = 0;
+        for (int i = 0; i < 4; ++i) {
+            ip[12 + i] = uint8_t(sip >> (24 - 8 * i));
+            ip[16 + i] = uint8_t(dst >> (24 - 8 * i));
+        }
+        const uint16_t cs = roce::ipv4_checksum(ip, roce::kIpv4HdrBytes);
+        ip[10] = uint8_t(cs >> 8);
+        ip[11] = uint8_t(cs);
+        uint8_t* udp = buf + roce::kIpv4HdrBytes;
+        const size_t ulen = roce::kUdpHdrBytes + size_t(n);
+        udp[0] = uint8_t(sport >> 8);
+        udp[1] = uint8_t(sport);
+        udp[2] = uint8_t(roce::kRoceV2Port >> 8);
+        udp[3] = uint8_t(roce::kRoceV2Port & 0xFF);
+        udp[4] = uint8_t(ulen >> 8);
+        udp[5] = uint8_t(ulen);
+        udp[6] = udp[7] = 0;
+        if (pcap) {
+            std::vector<uint8_t> fr(kEth + total, 0);
+            fr[12] = 0x08;
+            fr[13] = 0x00;
+            std::memcpy(fr.data() + kEth, buf, total);
+            pcap->write(fr, wall_us());
+        }
+        roce::Packet pkt;
+        const roce::DecodeResult r = roce::decode_ip_packet(buf, total, pkt);
+        if (!r.ok()) {
+            stat(r.error == roce::DecodeError::BadIcrc ? hw::stats_block::icrc_errors
+                                                        : hw::stats_block::rx_drops_bad_hdr);
+            continue;
+        }
+        stat(hw::stats_block::rx_packets);
+        stat(hw::stats_block::rx_bytes, uint64_t(n));
+        const roce::OpcodeInfo& info = pkt.opinfo();
+        if (info.has(roce::kHasAeth)) {
+            const uint8_t syn = pkt.hdr.aeth.syndrome;
+            const roce::AethType t = roce::aeth_type(syn);
+            if (t == roce::AethType::RnrNak) stat(hw::stats_block::rx_rnr_nak);
+            else if (t == roce::AethType::Nak) {
+                const hw::Field f[] = {hw::stats_block::rx_nak_psn_seq, hw::stats_block::rx_nak_inv_req,
+                                       hw::stats_block::rx_nak_rem_access, hw::stats_block::rx_nak_rem_op};
+                if ((syn & 0x1F) < 4) stat(f[syn & 0x1F]);
+            }
+        }
+        auto it = qps.find(pkt.hdr.bth.dqpn);
+        if (it == qps.end() || !it->second->tqp || it->second->hw_state == hw::QpState::Reset ||
+            it->second->hw_state == hw::QpState::Init) {
+            stat(hw::stats_block::rx_drops_no_qp);
+            continue;
+        }
+        EQp& q = *it->second;
+        run(q, [&] { q.tqp->on_packet(pkt); });
+    }
+    return any;
+}
+
+// ---- EQp ports ----
+
+tp::MemStatus EQp::check(tp::KeyKind kind, uint32_t key, uint64_t addr, uint64_t len, uint32_t access) {
+    return eng.translate(*this, kind, key, addr, len, access, nullptr, nullptr);
+}
+tp::MemStatus EQp::read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) {
+    return eng.mem_io(*this, kind, key, addr, dst, len, access, false);
+}
+tp::MemStatus EQp::write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
+                         uint32_t access) {
+    return eng.mem_io(*this, kind, key, addr, const_cast<void*>(src), len, access, true);
+}
+tp::MemStatus EQp::atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_t swap_add, uint64_t compare,
+                          uint64_t& orig) {
+    // The engine thread is the only one touching device memory: this
+    // read-modify-write is atomic against every other atomic of the device.
+    uint64_t v = 0;
+    tp::MemStatus st = eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, &v, 8, tp::kAccessRemoteAtomic, false);
+    if (st != tp::MemStatus::Ok) return st;
+    orig = v;
+    const uint64_t nv = op == tp::AtomicOp::FetchAdd ? v + swap_add : (v == compare ? swap_add : v);
+    return eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, const_cast<uint64_t*>(&nv), 8,
+                      tp::kAccessRemoteAtomic, true);
+}
+tp::MemStatus EQp::invalidate(uint32_t rkey) {
+    // MPT.valid is a firmware field: the key is checked, not invalidated.
+    return eng.translate(*this, tp::KeyKind::Rkey, rkey, 0, 0, 0, nullptr, nullptr) == tp::MemStatus::BadKey
+               ? tp::MemStatus::BadKey
+               : tp::MemStatus::Ok;
+}
+
+const tp::RecvWqe* EQp::peek() {
+    if (srq) return eng.srq_peek(*this);
+    if (peeked) return &*peeked;
+    if (rq_ci == rq_pi) return nullptr;
+    const uint32_t stride = 1u << log_rq_stride;
+    tp::RecvWqe w;
+    if (pid == 0 || !eng.parse_recv(pid, rq_base + (uint64_t{hw::ring_slot(rq_ci, log_rq_size)} << log_rq_stride),
+                                    stride, max_recv_sge, w)) {
+        eng.stat(hw::stats_block::dma_faults);
+        fault = hw::ErrorCause::QueueFault;
+        return nullptr;
+    }
+    peeked = w;
+    return &*peeked;
+}
+void EQp::pop() {
+    if (srq) {
+        recv_idx.push_back(eng.srq_pop(*this));
+        return;
+    }
+    peeked.reset();
+    recv_idx.push_back(rq_ci++);
+}
+
+void EQp::post(tp::CqSide side, const tp::Completion& c, bool solicited) {
+    uint32_t idx = 0;
+    tp::Completion cc = c;
+    if (side == tp::CqSide::Send) {
+        tp::SendQueue& sq = tqp->context().sq;
+        idx = (sq.empty() && posting_index) ? *posting_index : eng.ring_index_of(*this, sq.head_seq());
+        if (c.status == tp::WcStatus::RetryExcErr) eng.stat(hw::stats_block::retry_exceeded);
+        if (c.status == tp::WcStatus::RnrRetryExcErr) eng.stat(hw::stats_block::rnr_retry_exceeded);
+    } else if (!recv_idx.empty()) {
+        idx = recv_idx.front();
+        recv_idx.pop_front();
+    }
+    if (c.status != tp::WcStatus::Success && c.status != tp::WcStatus::WrFlushErr && cause == hw::ErrorCause::None)
+        cause = cause_of(c.status);
+    if (c.status != tp::WcStatus::Success && cc.vendor_err == 0)
+        cc.vendor_err = uint32_t(c.status == tp::WcStatus::WrFlushErr ? cause : cause_of(c.status));
+    if (!eng.write_cqe(side == tp::CqSide::Send ? send_cqn : recv_cqn, cc, idx, side == tp::CqSide::Send, solicited))
+        fault = hw::ErrorCause::CqOverflow;
+}
+
+void EQp::transmit(roce::Packet& pkt) { eng.transmit(*this, pkt); }
+
+void EQp::async_event(tp::AsyncEvent ev) {
+    eng.post_event(ctx, hw::EventType(uint8_t(ev)), qpn, uint32_t(cause));
+}
+
+// ---- the thread ----
+
+void SoftEngine::Impl::loop() {
+    constexpr uint64_t kSpinNs = 200'000;  // stay awake this long after the last work
+    uint64_t last_work = mono_ns();
+    epoll_event evs[32];
+    while (!stop.load(std::memory_order_relaxed)) {
+        bool work = false;
+        {
+            std::lock_guard<std::recursive_mutex> lk(mu);
+            work |= drain_fifos();
+            work |= rx_batch();
+            work |= run_timers(mono_ns());
+        }
+        while (fence_waiters.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+        const uint64_t now = mono_ns();
+        if (work) {
+            last_work = now;
+            continue;
+        }
+        if (now - last_work < kSpinNs) continue;
+        // Going to sleep (hw-spec 3.4): flag, fence, look once more.
+        {
+            std::lock_guard<std::recursive_mutex> lk(mu);
+            set_sleeping(1);
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            if (fifos_pending()) {
+                set_sleeping(0);
+                continue;
+            }
+            itimerspec its{};
+            if (const uint64_t d = next_deadline()) {
+                its.it_value.tv_sec = time_t(d / 1000000000ull);
+                its.it_value.tv_nsec = long(d % 1000000000ull);
+            }
+            timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &its, nullptr);
+        }
+        const int n = epoll_wait(epfd, evs, 32, -1);
+        {
+            std::lock_guard<std::recursive_mutex> lk(mu);
+            set_sleeping(0);
+        }
+        for (int i = 0; i < n; ++i) {
+            const int fd = evs[i].data.fd;
+            if (fd == rx_fd) continue;  // read by rx_batch
+            uint64_t v;
+            while (::read(fd, &v, sizeof v) == sizeof v) {}
+        }
+        last_work = mono_ns();
+    }
+}
+
+// ---- public face ----
+
+std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::string& err) {
+    if (!cfg.tables || !cfg.events) {
+        err = "soft engine: no tables or event sink";
+        return nullptr;
+    }
+    auto impl = std::make_unique<Impl>(cfg);
+    Impl& m = *impl;
+    m.epfd = epoll_create1(EPOLL_CLOEXEC);
+    m.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    m.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (m.epfd < 0 || m.wake_fd < 0 || m.timer_fd < 0) {
+        err = std::string("soft engine: ") + std::strerror(errno);
+        return nullptr;
+    }
+    if (!m.open_wire(err)) return nullptr;
+    if (!cfg.pcap.empty()) {
+        m.pcap = roce::PcapWriter::open(cfg.pcap, err);
+        if (!m.pcap) return nullptr;
+    }
+    for (int fd : {m.wake_fd, m.timer_fd, m.rx_fd}) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        epoll_ctl(m.epfd, EPOLL_CTL_ADD, fd, &ev);
+    }
+    m.thread = std::thread([&m] { m.loop(); });
+    return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
+}
+
+SoftEngine::SoftEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+SoftEngine::~SoftEngine() {
+    impl_->stop = true;
+    const uint64_t one = 1;
+    if (::write(impl_->wake_fd, &one, sizeof one) != sizeof one) {}
+    if (impl_->thread.joinable()) impl_->thread.join();
+    if (impl_->pcap) impl_->pcap->flush();
+}
+
+void SoftEngine::add_context(uint16_t ctx_id, uint8_t* page, int engine_fd) {
+    Impl& m = *impl_;
+    ++m.fence_waiters;
+    std::lock_guard<std::recursive_mutex> lk(m.mu);
+    --m.fence_waiters;
+    Impl::CtxState c;
+    c.page = page;
+    c.engine_fd = engine_fd;
+    c.fifo_ci = hw::mmio_load32(page, hw::kCtxDbFifo + hw::db_fifo_regs::fifo_ci.offset);
+    // Until the engine has looked at this context, drivers must wake it.
+    hw::mmio_store32(page, hw::kCtxDbFifo + hw::db_fifo_regs::engine_sleeping.offset, 1);
+    m.ctxs[ctx_id] = c;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = engine_fd;
+    epoll_ctl(m.epfd, EPOLL_CTL_ADD, engine_fd, &ev);
+    const uint64_t one = 1;
+    if (::write(m.wake_fd, &one, sizeof one) != sizeof one) {}
+}
+
+void SoftEngine::remove_context(uint16_t ctx_id) {
+    Impl& m = *impl_;
+    ++m.fence_waiters;
+    std::lock_guard<std::recursive_mutex> lk(m.mu);
+    --m.fence_waiters;
+    auto it = m.ctxs.find(ctx_id);
+    if (it == m.ctxs.end()) return;
+    epoll_ctl(m.epfd, EPOLL_CTL_DEL, it->second.engine_fd, nullptr);
+    m.ctxs.erase(it);
+}
+
+void SoftEngine::fence(fw::Table, uint32_t) {
+    ++impl_->fence_waiters;
+    impl_->mu.lock();
+    --impl_->fence_waiters;
+}
+
+void SoftEngine::unfence(fw::Table t, uint32_t index) {
+    if (t == fw::Table::Qpc) impl_->reload_qp(index);
+    if (t == fw::Table::Srqc) impl_->srqs.erase(index);
+    if (t == fw::Table::Cqc) {
+        const uint8_t* e = impl_->entry(fw::Table::Cqc, index);
+        if (!e || Impl::g(e, fw::Table::Cqc, hw::cqc::cqn) != index) impl_->cqs.erase(index);
+    }
+    impl_->mu.unlock();
+}
+
+void SoftEngine::qp_modified(uint32_t qpn, hw::QpState, hw::QpState) {
+    ++impl_->fence_waiters;
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    --impl_->fence_waiters;
+    impl_->reload_qp(qpn);
+}
+
+void SoftEngine::qp_destroying(uint32_t qpn) {
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    impl_->qps.erase(qpn);
+}
+
+void SoftEngine::cq_destroying(uint32_t cqn) {
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    impl_->cqs.erase(cqn);
+}
+
+void SoftEngine::srq_destroying(uint32_t srqn) {
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    impl_->srqs.erase(srqn);
+}
+
+bool SoftEngine::cq_copy_entries(const uint8_t* cqc, uint16_t new_domain, uint64_t new_base, uint8_t new_log_size) {
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    Impl& m = *impl_;
+    constexpr fw::Table T = fw::Table::Cqc;
+    const uint8_t n = uint8_t(Impl::g(cqc, T, hw::cqc::log_size));
+    const uint32_t pi = uint32_t(Impl::g(cqc, T, hw::cqc::pi)), ci = uint32_t(Impl::g(cqc, T, hw::cqc::ci));
+    pid_t from = 0, to = 0;
+    if (!m.domain_pid(uint32_t(Impl::g(cqc, T, hw::cqc::domain_id)), from) || !m.domain_pid(new_domain, to))
+        return false;
+    const uint64_t base = Impl::g(cqc, T, hw::cqc::base);
+    for (uint32_t i = ci; i != pi; ++i) {
+        uint8_t b[hw::cqe::kSize];
+        if (!dma_read(from, base + uint64_t{hw::ring_slot(i, n)} * hw::cqe::kSize, b, sizeof b)) return false;
+        hw::set(b, hw::cqe::owner, hw::phase_of(i, new_log_size));
+        if (!dma_write(to, new_base + uint64_t{hw::ring_slot(i, new_log_size)} * hw::cqe::kSize, b, sizeof b))
+            return false;
+    }
+    return true;
+}
+
+std::vector<std::pair<std::string, uint64_t>> read_stats(const uint8_t* bar) {
+    std::vector<std::pair<std::string, uint64_t>> r;
+    for (const hw::NamedField& f : hw::stats_block::kFields) {
+        if (f.field.offset < 0x10) continue;
+        const uint64_t v = __atomic_load_n(
+            reinterpret_cast<const uint64_t*>(bar + hw::kBar0StatsBlock + f.field.offset), __ATOMIC_RELAXED);
+        r.emplace_back(f.name, v);
+    }
+    return r;
+}
+
+}  // namespace simnic::soft_engine
