@@ -248,45 +248,19 @@ SIMNIC_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* b
 }
 
 // ---------------------------------------------------------------------------
-// Async events (data path: not yet)
+// Async events
 // ---------------------------------------------------------------------------
 SIMNIC_EXPORT int ibv_get_async_event(struct ibv_context* context, struct ibv_async_event* event) {
-    if (ours(context)) {
-        errno = EOPNOTSUPP;
-        return -1;
-    }
+    if (ours(context)) return sv::get_async_event(context, event);
     auto* f = real_ibv_get_async_event().get();
     return f ? f(context, event) : SIMNIC_NO_REAL_INT();
 }
 
 SIMNIC_EXPORT void ibv_ack_async_event(struct ibv_async_event* event) {
     if (event == nullptr) return;
-    const ibv_context* owner = nullptr;
-    switch (event->event_type) {
-        case IBV_EVENT_CQ_ERR:
-            owner = event->element.cq ? event->element.cq->context : nullptr;
-            break;
-        case IBV_EVENT_QP_FATAL:
-        case IBV_EVENT_QP_REQ_ERR:
-        case IBV_EVENT_QP_ACCESS_ERR:
-        case IBV_EVENT_COMM_EST:
-        case IBV_EVENT_SQ_DRAINED:
-        case IBV_EVENT_PATH_MIG:
-        case IBV_EVENT_PATH_MIG_ERR:
-        case IBV_EVENT_QP_LAST_WQE_REACHED:
-            owner = event->element.qp ? event->element.qp->context : nullptr;
-            break;
-        case IBV_EVENT_SRQ_ERR:
-        case IBV_EVENT_SRQ_LIMIT_REACHED:
-            owner = event->element.srq ? event->element.srq->context : nullptr;
-            break;
-        case IBV_EVENT_WQ_FATAL:
-            owner = event->element.wq ? event->element.wq->context : nullptr;
-            break;
-        default:
-            break;  // port and device events name no object
-    }
-    if (ours(owner)) return;  // simnic objects are not produced yet
+    // Port and device events name no object: acknowledging them is a no-op
+    // for libibverbs too, so they may go either way.
+    if (ours(sv::async_event_context(event))) return sv::ack_async_event(event);
     if (auto* f = real_ibv_ack_async_event().get()) f(event);
 }
 
@@ -413,24 +387,45 @@ SIMNIC_EXPORT void ibv_unimport_pd(struct ibv_pd* pd) {
         return f ? f args : SIMNIC_NO_REAL_INT();            \
     }
 
+// Implemented verbs: simnic objects go to the translation layer.
+#define SIMNIC_FWD(ret, name, impl, owner_check, params, args, noreal) \
+    SIMNIC_EXPORT ret name params {                                   \
+        if (owner_check) return sv::impl args;                        \
+        auto* f = real_##name().get();                                \
+        return f ? f args : noreal;                                   \
+    }
+
 // Memory regions
-SIMNIC_PTR_VERB(struct ibv_mr, ibv_reg_mr, ours_obj(pd),
-                (struct ibv_pd * pd, void* addr, size_t length, int access),
-                (pd, addr, length, access))
-SIMNIC_PTR_VERB(struct ibv_mr, ibv_reg_mr_iova, ours_obj(pd),
-                (struct ibv_pd * pd, void* addr, size_t length, uint64_t iova, int access),
-                (pd, addr, length, iova, access))
-SIMNIC_PTR_VERB(struct ibv_mr, ibv_reg_mr_iova2, ours_obj(pd),
-                (struct ibv_pd * pd, void* addr, size_t length, uint64_t iova,
-                 unsigned int access),
-                (pd, addr, length, iova, access))
+SIMNIC_EXPORT struct ibv_mr* ibv_reg_mr(struct ibv_pd* pd, void* addr, size_t length, int access) {
+    if (ours_obj(pd))
+        return sv::reg_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
+                          static_cast<unsigned>(access));
+    auto* f = real_ibv_reg_mr().get();
+    return f ? f(pd, addr, length, access) : SIMNIC_NO_REAL_PTR();
+}
+SIMNIC_EXPORT struct ibv_mr* ibv_reg_mr_iova(struct ibv_pd* pd, void* addr, size_t length,
+                                             uint64_t iova, int access) {
+    if (ours_obj(pd)) return sv::reg_mr(pd, addr, length, iova, static_cast<unsigned>(access));
+    auto* f = real_ibv_reg_mr_iova().get();
+    return f ? f(pd, addr, length, iova, access) : SIMNIC_NO_REAL_PTR();
+}
+SIMNIC_EXPORT struct ibv_mr* ibv_reg_mr_iova2(struct ibv_pd* pd, void* addr, size_t length,
+                                              uint64_t iova, unsigned int access) {
+    if (ours_obj(pd)) return sv::reg_mr(pd, addr, length, iova, access);
+    auto* f = real_ibv_reg_mr_iova2().get();
+    return f ? f(pd, addr, length, iova, access) : SIMNIC_NO_REAL_PTR();
+}
 SIMNIC_PTR_VERB(struct ibv_mr, ibv_reg_dmabuf_mr, ours_obj(pd),
                 (struct ibv_pd * pd, uint64_t offset, size_t length, uint64_t iova, int fd,
                  int access),
                 (pd, offset, length, iova, fd, access))
 SIMNIC_PTR_VERB(struct ibv_mr, ibv_import_mr, ours_obj(pd),
                 (struct ibv_pd * pd, uint32_t mr_handle), (pd, mr_handle))
-SIMNIC_ERRNO_VERB(ibv_dereg_mr, ours_obj(mr), (struct ibv_mr * mr), (mr))
+SIMNIC_EXPORT int ibv_dereg_mr(struct ibv_mr* mr) {
+    if (ours_obj(mr)) return sv::dereg_mr(mr);
+    auto* f = real_ibv_dereg_mr().get();
+    return f ? f(mr) : ENOSYS;
+}
 
 SIMNIC_EXPORT int ibv_rereg_mr(struct ibv_mr* mr, int flags, struct ibv_pd* pd, void* addr,
                                size_t length, int access) {
@@ -460,48 +455,52 @@ SIMNIC_EXPORT void ibv_unimport_dm(struct ibv_dm* dm) {
 }
 
 // Completion channels and CQs
-SIMNIC_PTR_VERB(struct ibv_comp_channel, ibv_create_comp_channel, ours(context),
-                (struct ibv_context * context), (context))
-SIMNIC_ERRNO_VERB(ibv_destroy_comp_channel, ours_obj(channel),
-                  (struct ibv_comp_channel * channel), (channel))
-SIMNIC_PTR_VERB(struct ibv_cq, ibv_create_cq, ours(context),
-                (struct ibv_context * context, int cqe, void* cq_context,
-                 struct ibv_comp_channel* channel, int comp_vector),
-                (context, cqe, cq_context, channel, comp_vector))
-SIMNIC_ERRNO_VERB(ibv_resize_cq, ours_obj(cq), (struct ibv_cq * cq, int cqe), (cq, cqe))
-SIMNIC_ERRNO_VERB(ibv_destroy_cq, ours_obj(cq), (struct ibv_cq * cq), (cq))
-SIMNIC_MINUS1_VERB(ibv_get_cq_event, ours_obj(channel),
-                   (struct ibv_comp_channel * channel, struct ibv_cq * *cq, void** cq_context),
-                   (channel, cq, cq_context))
+SIMNIC_FWD(struct ibv_comp_channel*, ibv_create_comp_channel, create_comp_channel, ours(context),
+           (struct ibv_context * context), (context), SIMNIC_NO_REAL_PTR())
+SIMNIC_FWD(int, ibv_destroy_comp_channel, destroy_comp_channel, ours_obj(channel),
+           (struct ibv_comp_channel * channel), (channel), ENOSYS)
+SIMNIC_FWD(struct ibv_cq*, ibv_create_cq, create_cq, ours(context),
+           (struct ibv_context * context, int cqe, void* cq_context,
+            struct ibv_comp_channel* channel, int comp_vector),
+           (context, cqe, cq_context, channel, comp_vector), SIMNIC_NO_REAL_PTR())
+SIMNIC_FWD(int, ibv_resize_cq, resize_cq, ours_obj(cq), (struct ibv_cq * cq, int cqe), (cq, cqe),
+           ENOSYS)
+SIMNIC_FWD(int, ibv_destroy_cq, destroy_cq, ours_obj(cq), (struct ibv_cq * cq), (cq), ENOSYS)
+SIMNIC_FWD(int, ibv_get_cq_event, get_cq_event, ours_obj(channel),
+           (struct ibv_comp_channel * channel, struct ibv_cq * *cq, void** cq_context),
+           (channel, cq, cq_context), SIMNIC_NO_REAL_INT())
 
 SIMNIC_EXPORT void ibv_ack_cq_events(struct ibv_cq* cq, unsigned int nevents) {
-    if (ours_obj(cq)) return;
+    if (ours_obj(cq)) return sv::ack_cq_events(cq, nevents);
     if (auto* f = real_ibv_ack_cq_events().get()) f(cq, nevents);
 }
 
 // SRQs
-SIMNIC_PTR_VERB(struct ibv_srq, ibv_create_srq, ours_obj(pd),
-                (struct ibv_pd * pd, struct ibv_srq_init_attr* srq_init_attr),
-                (pd, srq_init_attr))
-SIMNIC_ERRNO_VERB(ibv_modify_srq, ours_obj(srq),
-                  (struct ibv_srq * srq, struct ibv_srq_attr* srq_attr, int srq_attr_mask),
-                  (srq, srq_attr, srq_attr_mask))
-SIMNIC_ERRNO_VERB(ibv_query_srq, ours_obj(srq),
-                  (struct ibv_srq * srq, struct ibv_srq_attr* srq_attr), (srq, srq_attr))
-SIMNIC_ERRNO_VERB(ibv_destroy_srq, ours_obj(srq), (struct ibv_srq * srq), (srq))
+SIMNIC_FWD(struct ibv_srq*, ibv_create_srq, create_srq, ours_obj(pd),
+           (struct ibv_pd * pd, struct ibv_srq_init_attr* srq_init_attr), (pd, srq_init_attr),
+           SIMNIC_NO_REAL_PTR())
+SIMNIC_FWD(int, ibv_modify_srq, modify_srq, ours_obj(srq),
+           (struct ibv_srq * srq, struct ibv_srq_attr* srq_attr, int srq_attr_mask),
+           (srq, srq_attr, srq_attr_mask), ENOSYS)
+SIMNIC_FWD(int, ibv_query_srq, query_srq, ours_obj(srq),
+           (struct ibv_srq * srq, struct ibv_srq_attr* srq_attr), (srq, srq_attr), ENOSYS)
+SIMNIC_FWD(int, ibv_destroy_srq, destroy_srq, ours_obj(srq), (struct ibv_srq * srq), (srq),
+           ENOSYS)
 
 // QPs
-SIMNIC_PTR_VERB(struct ibv_qp, ibv_create_qp, ours_obj(pd),
-                (struct ibv_pd * pd, struct ibv_qp_init_attr* qp_init_attr), (pd, qp_init_attr))
-SIMNIC_ERRNO_VERB(ibv_query_qp, ours_obj(qp),
-                  (struct ibv_qp * qp, struct ibv_qp_attr* attr, int attr_mask,
-                   struct ibv_qp_init_attr* init_attr),
-                  (qp, attr, attr_mask, init_attr))
-SIMNIC_ERRNO_VERB(ibv_modify_qp, ours_obj(qp),
-                  (struct ibv_qp * qp, struct ibv_qp_attr* attr, int attr_mask),
-                  (qp, attr, attr_mask))
-SIMNIC_ERRNO_VERB(ibv_destroy_qp, ours_obj(qp), (struct ibv_qp * qp), (qp))
-SIMNIC_PTR_VERB(struct ibv_qp_ex, ibv_qp_to_qp_ex, ours_obj(qp), (struct ibv_qp * qp), (qp))
+SIMNIC_FWD(struct ibv_qp*, ibv_create_qp, create_qp, ours_obj(pd),
+           (struct ibv_pd * pd, struct ibv_qp_init_attr* qp_init_attr), (pd, qp_init_attr),
+           SIMNIC_NO_REAL_PTR())
+SIMNIC_FWD(int, ibv_query_qp, query_qp, ours_obj(qp),
+           (struct ibv_qp * qp, struct ibv_qp_attr* attr, int attr_mask,
+            struct ibv_qp_init_attr* init_attr),
+           (qp, attr, attr_mask, init_attr), ENOSYS)
+SIMNIC_FWD(int, ibv_modify_qp, modify_qp, ours_obj(qp),
+           (struct ibv_qp * qp, struct ibv_qp_attr* attr, int attr_mask), (qp, attr, attr_mask),
+           ENOSYS)
+SIMNIC_FWD(int, ibv_destroy_qp, destroy_qp, ours_obj(qp), (struct ibv_qp * qp), (qp), ENOSYS)
+SIMNIC_FWD(struct ibv_qp_ex*, ibv_qp_to_qp_ex, qp_to_qp_ex, ours_obj(qp), (struct ibv_qp * qp),
+           (qp), SIMNIC_NO_REAL_PTR())
 SIMNIC_ERRNO_VERB(ibv_query_ece, ours_obj(qp), (struct ibv_qp * qp, struct ibv_ece* ece),
                   (qp, ece))
 SIMNIC_ERRNO_VERB(ibv_set_ece, ours_obj(qp), (struct ibv_qp * qp, struct ibv_ece* ece),
@@ -515,16 +514,16 @@ SIMNIC_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp* qp, enum ibv_wr_opco
 }
 
 // Address handles
-SIMNIC_PTR_VERB(struct ibv_ah, ibv_create_ah, ours_obj(pd),
-                (struct ibv_pd * pd, struct ibv_ah_attr* attr), (pd, attr))
-SIMNIC_ERRNO_VERB(ibv_destroy_ah, ours_obj(ah), (struct ibv_ah * ah), (ah))
-SIMNIC_MINUS1_VERB(ibv_init_ah_from_wc, ours(context),
-                   (struct ibv_context * context, uint8_t port_num, struct ibv_wc* wc,
-                    struct ibv_grh* grh, struct ibv_ah_attr* ah_attr),
-                   (context, port_num, wc, grh, ah_attr))
-SIMNIC_PTR_VERB(struct ibv_ah, ibv_create_ah_from_wc, ours_obj(pd),
-                (struct ibv_pd * pd, struct ibv_wc* wc, struct ibv_grh* grh, uint8_t port_num),
-                (pd, wc, grh, port_num))
+SIMNIC_FWD(struct ibv_ah*, ibv_create_ah, create_ah, ours_obj(pd),
+           (struct ibv_pd * pd, struct ibv_ah_attr* attr), (pd, attr), SIMNIC_NO_REAL_PTR())
+SIMNIC_FWD(int, ibv_destroy_ah, destroy_ah, ours_obj(ah), (struct ibv_ah * ah), (ah), ENOSYS)
+SIMNIC_FWD(int, ibv_init_ah_from_wc, init_ah_from_wc, ours(context),
+           (struct ibv_context * context, uint8_t port_num, struct ibv_wc* wc,
+            struct ibv_grh* grh, struct ibv_ah_attr* ah_attr),
+           (context, port_num, wc, grh, ah_attr), SIMNIC_NO_REAL_INT())
+SIMNIC_FWD(struct ibv_ah*, ibv_create_ah_from_wc, create_ah_from_wc, ours_obj(pd),
+           (struct ibv_pd * pd, struct ibv_wc* wc, struct ibv_grh* grh, uint8_t port_num),
+           (pd, wc, grh, port_num), SIMNIC_NO_REAL_PTR())
 SIMNIC_ERRNO_VERB(ibv_resolve_eth_l2_from_gid, ours(context),
                   (struct ibv_context * context, struct ibv_ah_attr* attr,
                    uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t* vid),

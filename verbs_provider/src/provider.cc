@@ -16,6 +16,15 @@
 #include <limits>
 #include <mutex>
 #include <new>
+#include <atomic>
+#include <deque>
+#include <map>
+#include <thread>
+
+#include <poll.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "simnic/hw/field.h"
 #include "simnic/hw/layout.h"
@@ -107,10 +116,46 @@ struct ContextShell {
     verbs_context vctx;
 };
 
+struct SimCq;
+struct SimQp;
+struct SimSrq;
+
+// A queue of events behind a file descriptor that is readable exactly while
+// the queue is not empty (completion channels, the async fd). The fd is a
+// plain eventfd; every read and write of it happens under `mu`, after a
+// zero-timeout poll, so neither ever blocks.
+template <typename T>
+struct FdQueue {
+    std::mutex mu;
+    std::deque<T> q;
+    int fd = -1;
+
+    void push(const T& v);
+    // Pops one event; blocks (poll on fd) unless the fd is O_NONBLOCK.
+    // 0, or an errno (EAGAIN when empty and non-blocking).
+    int pop(T& out);
+    template <typename P>
+    void purge(P pred);
+
+private:
+    void drain_locked();
+};
+
 struct SimContext {
     SimDevice* dev = nullptr;
     std::unique_ptr<host::Context> hc;
     ContextShell* shell = nullptr;
+    std::array<std::uint8_t, hw::cap_block::kSize> cap{};
+    // Objects by device number, for event dispatch (obj_mu).
+    std::mutex obj_mu;
+    std::map<std::uint32_t, SimCq*> cqs;
+    std::map<std::uint32_t, SimQp*> qps;
+    std::map<std::uint32_t, SimSrq*> srqs;
+    // Events: the thread waiting on hc->event_fd(), the async queue.
+    FdQueue<ibv_async_event> async;
+    std::thread ev_thread;
+    int stop_fd = -1;
+    std::uint64_t cap_get(hw::Field f) const { return hw::get(cap.data(), cap.size(), f); }
 };
 
 struct SimPd {
@@ -223,22 +268,12 @@ void unsupported(F*& slot) {
     slot = &Unsupported<F>::fn;
 }
 
-int op_poll_cq(ibv_cq*, int, ibv_wc*) {
-    errno = EOPNOTSUPP;
-    return -1;  // ibv_poll_cq: negative on failure
-}
-int op_post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad) {
-    if (bad) *bad = wr;
-    return EOPNOTSUPP;
-}
-int op_post_recv(ibv_qp*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-    if (bad) *bad = wr;
-    return EOPNOTSUPP;
-}
-int op_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-    if (bad) *bad = wr;
-    return EOPNOTSUPP;
-}
+// The data path (defined with the objects below).
+int op_post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad);
+int op_post_recv(ibv_qp*, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int op_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int op_req_notify_cq(ibv_cq* cq, int solicited_only);
+ibv_qp* op_create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
 int op_post_srq_ops(ibv_srq*, ibv_ops_wr* op, ibv_ops_wr** bad) {
     if (bad) *bad = op;
     return EOPNOTSUPP;
@@ -265,7 +300,7 @@ void fill_ops(ContextShell& s) {
     unsupported(o.dealloc_mw);
     unsupported(o._compat_create_cq);
     o.poll_cq = &op_poll_cq;
-    unsupported(o.req_notify_cq);
+    o.req_notify_cq = &op_req_notify_cq;
     unsupported(o._compat_cq_event);
     unsupported(o._compat_resize_cq);
     unsupported(o._compat_destroy_cq);
@@ -317,7 +352,7 @@ void fill_ops(ContextShell& s) {
     unsupported(v.ibv_destroy_flow);
     unsupported(v.ibv_create_flow);
     unsupported(v.open_qp);
-    unsupported(v.create_qp_ex);
+    v.create_qp_ex = &op_create_qp_ex;
     unsupported(v.get_srq_num);
     unsupported(v.create_srq_ex);
     unsupported(v.open_xrcd);
@@ -511,6 +546,11 @@ host::Context* host_context(ibv_context* ctx) {
     return c ? c->hc.get() : nullptr;
 }
 
+namespace {
+int start_events(SimContext& c);
+void stop_events(SimContext& c);
+}  // namespace
+
 ibv_context* open_device_on(ibv_device* dev, std::unique_ptr<host::Context> hc) {
     SimDevice* d = find_device(dev);
     if (d == nullptr || !hc) {
@@ -533,15 +573,24 @@ ibv_context* open_device_on(ibv_device* dev, std::unique_ptr<host::Context> hc) 
     ibv_context& c = shell->vctx.context;
     c.device = &d->ibdev;
     c.cmd_fd = -1;  // no kernel behind it
-    c.async_fd = impl->hc->event_fd();
     c.num_comp_vectors = 1;
     pthread_mutex_init(&c.mutex, nullptr);
     c.abi_compat = __VERBS_ABI_IS_EXTENDED;
-    std::array<std::uint8_t, hw::cap_block::kSize> cap{};
-    if (query_cap(*impl, cap) == 0) {
-        const auto n = hw::get(cap.data(), cap.size(), hw::cap_block::num_comp_vectors);
+    if (query_cap(*impl, impl->cap) == 0) {
+        const auto n = impl->cap_get(hw::cap_block::num_comp_vectors);
         if (n > 0) c.num_comp_vectors = static_cast<int>(n);
     }
+    // The async fd is ours (readable while async events are queued); the
+    // event thread feeds it and the completion channels.
+    const int e = start_events(*impl);
+    if (e != 0) {
+        pthread_mutex_destroy(&c.mutex);
+        delete impl;
+        std::free(shell);
+        errno = e;
+        return nullptr;
+    }
+    c.async_fd = impl->async.fd;
     return &c;
 }
 
@@ -564,6 +613,7 @@ int close_device(ibv_context* ctx) {
     SimContext* c = sim(ctx);
     if (c == nullptr) return EINVAL;
     ContextShell* shell = c->shell;
+    stop_events(*c);
     shell->vctx.context.ops.poll_cq = nullptr;  // no longer a simnic context
     pthread_mutex_destroy(&shell->vctx.context.mutex);
     delete c;  // closes the host context: the device frees what it still owns
@@ -897,5 +947,1613 @@ int dealloc_pd(ibv_pd* pd) {
 }
 
 std::uint32_t pd_number(const ibv_pd* pd) { return reinterpret_cast<const SimPd*>(pd)->pdn; }
+
+// ===========================================================================
+// The data path: MRs, CQs, completion channels, async events, QPs, SRQs, AHs.
+// Objects embed the libibverbs struct as their first member; the
+// application's pointer is that member, and the object is reached from it
+// with a first-member (container_of) cast. Rings live in this process's
+// memory, in the context's bootstrap domain (hw-spec 1.3, 4).
+// ===========================================================================
+namespace {
+
+template <typename T, typename M>
+T* outer(M* member) {  // container_of for a first member
+    return reinterpret_cast<T*>(member);
+}
+
+std::uint8_t log2_ceil(std::uint64_t v) {
+    std::uint8_t n = 0;
+    while ((std::uint64_t{1} << n) < v) ++n;
+    return n;
+}
+
+std::uint32_t round_up(std::uint32_t v, std::uint32_t unit) { return (v + unit - 1) / unit * unit; }
+
+// Zeroed, page-aligned queue memory.
+std::uint8_t* alloc_ring(std::size_t bytes) {
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, bytes) != 0) return nullptr;
+    std::memset(p, 0, bytes);
+    return static_cast<std::uint8_t*>(p);
+}
+
+template <std::size_t N>
+int run_in(SimContext& c, hw::CmdOpcode op, const std::array<std::uint8_t, N>& in,
+           std::size_t out_cap, host::CmdOutcome& r) {
+    return run(c, op, in.data(), in.size(), out_cap, r);
+}
+
+// A command whose input is a CMD_HANDLE (the destroy commands).
+int run_handle(SimContext& c, hw::CmdOpcode op, std::uint32_t handle) {
+    std::array<std::uint8_t, hw::cmd_handle::kSize> in{};
+    hw::set(in.data(), in.size(), hw::cmd_handle::handle, handle);
+    host::CmdOutcome r;
+    return run_in(c, op, in, 0, r);
+}
+
+// The CMD_HANDLE an object-creating command returned; 0 or an errno.
+int out_handle(const host::CmdOutcome& r, std::uint32_t& h) {
+    if (r.out.size() < hw::cmd_handle::kSize) return EIO;
+    h = static_cast<std::uint32_t>(hw::get(r.out.data(), r.out.size(), hw::cmd_handle::handle));
+    return 0;
+}
+
+// ---- event queues behind fds ----
+template <typename T>
+void FdQueue<T>::push(const T& v) {
+    std::lock_guard<std::mutex> lk(mu);
+    q.push_back(v);
+    if (q.size() == 1) {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const ssize_t w = ::write(fd, &one, sizeof one);
+    }
+}
+
+template <typename T>
+void FdQueue<T>::drain_locked() {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+        std::uint64_t v = 0;
+        [[maybe_unused]] const ssize_t r = ::read(fd, &v, sizeof v);
+    }
+}
+
+template <typename T>
+int FdQueue<T>::pop(T& out) {
+    for (;;) {
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            if (!q.empty()) {
+                out = q.front();
+                q.pop_front();
+                if (q.empty()) drain_locked();
+                return 0;
+            }
+        }
+        const int fl = ::fcntl(fd, F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK)) return EAGAIN;
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, -1) < 0 && errno != EINTR) return errno;
+    }
+}
+
+template <typename T>
+template <typename P>
+void FdQueue<T>::purge(P pred) {
+    std::lock_guard<std::mutex> lk(mu);
+    const bool had = !q.empty();
+    q.erase(std::remove_if(q.begin(), q.end(), pred), q.end());
+    if (had && q.empty()) drain_locked();
+}
+
+// ---- objects ----
+struct SimChannel {
+    ibv_comp_channel ch;  // first
+    SimContext* ctx;
+    FdQueue<SimCq*> events;
+};
+
+// A work queue ring (SQ, RQ, SRQ): the driver owns pi; ci follows the CQEs.
+struct Wq {
+    std::uint8_t* base = nullptr;
+    std::uint8_t log_size = 0;
+    std::uint8_t log_stride = 0;
+    std::uint32_t pi = 0;                // under mu
+    std::atomic<std::uint32_t> ci{0};    // from poll_cq (wqe_index + 1)
+    std::mutex mu;
+    std::uint32_t entries() const { return std::uint32_t{1} << log_size; }
+    std::uint32_t stride() const { return std::uint32_t{1} << log_stride; }
+    std::size_t bytes() const { return std::size_t{entries()} << log_stride; }
+    std::uint8_t* slot(std::uint32_t i) const {
+        return base + (std::size_t{hw::ring_slot(i, log_size)} << log_stride);
+    }
+    bool full() const {
+        return hw::ring_used(pi, ci.load(std::memory_order_acquire)) >= entries();
+    }
+    void reset() {
+        pi = 0;
+        ci.store(0, std::memory_order_release);
+    }
+};
+
+struct SimSrq {
+    ibv_srq srq;  // first
+    SimContext* ctx;
+    std::uint32_t srqn;
+    std::uint32_t max_sge;
+    Wq wq;
+};
+
+struct SimCq {
+    ibv_cq cq;  // first
+    SimContext* ctx;
+    SimChannel* channel;
+    std::uint32_t cqn;
+    std::uint8_t log_size;
+    std::uint8_t* ring;
+    std::mutex mu;           // poll_cq
+    std::uint32_t ci = 0;    // under mu
+    std::vector<SimQp*> qps; // QPs completing here (under mu)
+};
+
+struct SimQp {
+    ibv_qp_ex qpx;  // first; qpx.qp_base is the application's ibv_qp
+    SimContext* ctx;
+    std::uint32_t qpn;
+    ibv_qp_type type;
+    bool sq_sig_all;
+    std::uint32_t max_send_sge, max_recv_sge, max_inline;
+    SimCq* scq;
+    SimCq* rcq;
+    SimSrq* srq;
+    Wq sq, rq;
+    // ibv_wr_* state, between wr_start and wr_complete / wr_abort (sq.mu held)
+    std::uint32_t ex_start = 0;
+    int ex_err = 0;
+    std::uint8_t* ex_wqe = nullptr;
+    std::uint32_t ex_data_off = 0;
+};
+
+struct SimAh {
+    ibv_ah ah;  // first
+    std::uint32_t ahn;
+};
+
+SimCq* cq_of(ibv_cq* cq) { return outer<SimCq>(cq); }
+SimQp* qp_of(ibv_qp* qp) { return outer<SimQp>(outer<ibv_qp_ex>(qp)); }
+SimSrq* srq_of(ibv_srq* srq) { return outer<SimSrq>(srq); }
+SimChannel* channel_of(ibv_comp_channel* ch) { return outer<SimChannel>(ch); }
+
+// ---- the event thread ----
+void dispatch(SimContext& c, const std::array<std::uint8_t, hw::eqe::kSize>& e) {
+    const auto type = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::event_type));
+    const auto obj = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::obj_num));
+    std::lock_guard<std::mutex> lk(c.obj_mu);
+    if (type == static_cast<std::uint32_t>(hw::EventType::Completion)) {
+        auto it = c.cqs.find(obj);
+        if (it != c.cqs.end() && it->second->channel != nullptr)
+            it->second->channel->events.push(it->second);
+        return;
+    }
+    if (type > static_cast<std::uint32_t>(hw::EventType::WqFatal)) return;  // CMD_COMPLETION
+    ibv_async_event ev;
+    std::memset(&ev, 0, sizeof ev);
+    ev.event_type = static_cast<ibv_event_type>(type);
+    switch (ev.event_type) {
+        case IBV_EVENT_CQ_ERR: {
+            auto it = c.cqs.find(obj);
+            if (it == c.cqs.end()) return;
+            ev.element.cq = &it->second->cq;
+            break;
+        }
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+        case IBV_EVENT_COMM_EST:
+        case IBV_EVENT_SQ_DRAINED:
+        case IBV_EVENT_QP_LAST_WQE_REACHED: {
+            auto it = c.qps.find(obj);
+            if (it == c.qps.end()) return;
+            ev.element.qp = &it->second->qpx.qp_base;
+            break;
+        }
+        case IBV_EVENT_SRQ_ERR:
+        case IBV_EVENT_SRQ_LIMIT_REACHED: {
+            auto it = c.srqs.find(obj);
+            if (it == c.srqs.end()) return;
+            ev.element.srq = &it->second->srq;
+            break;
+        }
+        case IBV_EVENT_PORT_ACTIVE:
+        case IBV_EVENT_PORT_ERR:
+        case IBV_EVENT_LID_CHANGE:
+        case IBV_EVENT_PKEY_CHANGE:
+        case IBV_EVENT_SM_CHANGE:
+        case IBV_EVENT_CLIENT_REREGISTER:
+        case IBV_EVENT_GID_CHANGE:
+            ev.element.port_num = static_cast<int>(obj);
+            break;
+        case IBV_EVENT_DEVICE_FATAL:
+            break;
+        default:
+            return;  // PATH_MIG*, WQ_FATAL: no such objects here
+    }
+    c.async.push(ev);
+}
+
+void event_loop(SimContext* c) {
+    const int hfd = c->hc->event_fd();
+    c->hc->arm_events();
+    for (;;) {
+        pollfd p[2] = {{hfd, POLLIN, 0}, {c->stop_fd, POLLIN, 0}};
+        const int n = ::poll(p, hfd >= 0 ? 2 : 1, -1) ;
+        (void)n;
+        if (hfd < 0) return;
+        if (p[1].revents != 0) return;
+        if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) return;  // device gone
+        if (p[0].revents & POLLIN) {
+            std::uint64_t v = 0;
+            [[maybe_unused]] const ssize_t r = ::read(hfd, &v, sizeof v);
+        }
+        std::array<std::uint8_t, hw::eqe::kSize> e{};
+        while (c->hc->next_event(e)) dispatch(*c, e);
+        c->hc->arm_events();
+    }
+}
+
+int start_events(SimContext& c) {
+    c.async.fd = ::eventfd(0, EFD_CLOEXEC);
+    c.stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c.async.fd < 0 || c.stop_fd < 0) {
+        const int e = errno;
+        if (c.async.fd >= 0) ::close(c.async.fd);
+        if (c.stop_fd >= 0) ::close(c.stop_fd);
+        c.async.fd = c.stop_fd = -1;
+        return e;
+    }
+    if (c.hc->event_fd() < 0) return 0;  // no interrupt: no thread
+    try {
+        c.ev_thread = std::thread(event_loop, &c);
+    } catch (...) {
+        ::close(c.async.fd);
+        ::close(c.stop_fd);
+        c.async.fd = c.stop_fd = -1;
+        return EAGAIN;
+    }
+    return 0;
+}
+
+void stop_events(SimContext& c) {
+    if (c.ev_thread.joinable()) {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const ssize_t w = ::write(c.stop_fd, &one, sizeof one);
+        c.ev_thread.join();
+    }
+    if (c.stop_fd >= 0) ::close(c.stop_fd);
+    if (c.async.fd >= 0) ::close(c.async.fd);
+    c.stop_fd = c.async.fd = -1;
+}
+
+// Drops queued async events naming `match` (the object is being destroyed).
+void purge_async(SimContext& c, const void* match) {
+    c.async.purge([match](const ibv_async_event& ev) {
+        return static_cast<const void*>(ev.element.cq) == match ||
+               static_cast<const void*>(ev.element.qp) == match ||
+               static_cast<const void*>(ev.element.srq) == match;
+    });
+}
+
+// ---- CQ polling ----
+void retire(SimCq& cq, const std::uint8_t* e) {
+    const auto qpn = static_cast<std::uint32_t>(hw::get(e, hw::cqe::kSize, hw::cqe::qp_num));
+    const auto idx = static_cast<std::uint32_t>(hw::get(e, hw::cqe::kSize, hw::cqe::wqe_index));
+    const bool is_send = hw::get(e, hw::cqe::kSize, hw::cqe::is_send) != 0;
+    for (SimQp* qp : cq.qps) {
+        if (qp->qpn != qpn) continue;
+        // Everything up to and including the completed WQE is free (6.1).
+        Wq& wq = is_send ? qp->sq : (qp->srq ? qp->srq->wq : qp->rq);
+        wq.ci.store(idx + 1, std::memory_order_release);
+        return;
+    }
+}
+
+void translate(const std::uint8_t* e, ibv_wc& wc) {
+    auto g = [e](hw::Field f) { return hw::get(e, hw::cqe::kSize, f); };
+    std::memset(&wc, 0, sizeof wc);
+    wc.wr_id = g(hw::cqe::wr_id);
+    wc.status = static_cast<ibv_wc_status>(g(hw::cqe::status));
+    wc.opcode = static_cast<ibv_wc_opcode>(g(hw::cqe::opcode));
+    wc.vendor_err = static_cast<std::uint32_t>(g(hw::cqe::vendor_err));
+    wc.byte_len = static_cast<std::uint32_t>(g(hw::cqe::byte_len));
+    const auto flags = static_cast<std::uint8_t>(g(hw::cqe::wc_flags));
+    const auto imm = static_cast<std::uint32_t>(g(hw::cqe::imm_inv));
+    if (flags & hw::wc_flags::kWithImm) wc.imm_data = htobe32(imm);  // 7.1
+    else if (flags & hw::wc_flags::kWithInv) wc.invalidated_rkey = imm;
+    wc.qp_num = static_cast<std::uint32_t>(g(hw::cqe::qp_num));
+    wc.src_qp = static_cast<std::uint32_t>(g(hw::cqe::src_qp));
+    unsigned wf = 0;
+    if (flags & hw::wc_flags::kGrh) wf |= IBV_WC_GRH;
+    if (flags & hw::wc_flags::kWithImm) wf |= IBV_WC_WITH_IMM;
+    if (flags & hw::wc_flags::kWithInv) wf |= IBV_WC_WITH_INV;
+    wc.wc_flags = wf;
+    wc.pkey_index = static_cast<std::uint16_t>(g(hw::cqe::pkey_index));
+    wc.slid = static_cast<std::uint16_t>(g(hw::cqe::slid));
+    wc.sl = static_cast<std::uint8_t>(g(hw::cqe::sl));
+    wc.dlid_path_bits = static_cast<std::uint8_t>(g(hw::cqe::dlid_path_bits));
+}
+
+int op_poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
+    SimCq& cq = *cq_of(ibcq);
+    std::lock_guard<std::mutex> lk(cq.mu);
+    int n = 0;
+    for (; n < ne; ++n) {
+        const std::uint8_t* e =
+            cq.ring + (std::size_t{hw::ring_slot(cq.ci, cq.log_size)} * hw::cqe::kSize);
+        // 3.3 rule 2: the owner dword with acquire, then the rest.
+        const std::uint32_t ow = __atomic_load_n(
+            reinterpret_cast<const std::uint32_t*>(e + hw::cqe::owner.offset), __ATOMIC_ACQUIRE);
+        if (((ow >> hw::cqe::owner.lo) & 1u) != hw::phase_of(cq.ci, cq.log_size)) break;
+        translate(e, wc[n]);
+        retire(cq, e);
+        ++cq.ci;
+    }
+    // One CQ doorbell for the batch, after the entries were read (rule 3).
+    if (n > 0) cq.ctx->hc->ring_doorbell(hw::DbKind::Cq, cq.cqn, cq.ci, 0);
+    return n;
+}
+
+int op_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
+    SimCq& cq = *cq_of(ibcq);
+    std::uint32_t ci;
+    {
+        std::lock_guard<std::mutex> lk(cq.mu);
+        ci = cq.ci;
+    }
+    const auto cmd = solicited_only ? hw::CqArm::Solicited : hw::CqArm::Next;
+    cq.ctx->hc->ring_doorbell(hw::DbKind::Cq, cq.cqn, ci, static_cast<std::uint8_t>(cmd));
+    return 0;
+}
+
+// ---- send WQEs (6.2) ----
+bool is_rdma(ibv_wr_opcode op) {
+    return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ;
+}
+bool is_atomic(ibv_wr_opcode op) {
+    return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+bool opcode_ok(ibv_qp_type t, ibv_wr_opcode op) {
+    switch (op) {
+        case IBV_WR_SEND:
+        case IBV_WR_SEND_WITH_IMM:
+            return true;
+        case IBV_WR_RDMA_WRITE:
+        case IBV_WR_RDMA_WRITE_WITH_IMM:
+        case IBV_WR_SEND_WITH_INV:
+            return t == IBV_QPT_RC || t == IBV_QPT_UC;
+        case IBV_WR_RDMA_READ:
+        case IBV_WR_ATOMIC_CMP_AND_SWP:
+        case IBV_WR_ATOMIC_FETCH_AND_ADD:
+            return t == IBV_QPT_RC;
+        default:
+            return false;
+    }
+}
+
+// Starts a send WQE in `w` (the slot, zeroed here): CTRL and the fixed
+// segments before the data. Returns the data offset.
+std::uint32_t begin_send(SimQp& qp, std::uint8_t* w, ibv_wr_opcode op, unsigned flags,
+                         std::uint64_t wr_id, std::uint32_t imm_inv) {
+    const std::uint32_t stride = qp.sq.stride();
+    std::memset(w, 0, stride);
+    namespace c = hw::ctrl_seg;
+    hw::set(w, stride, c::opcode, static_cast<std::uint64_t>(op));
+    hw::set(w, stride, c::fence, (flags & IBV_SEND_FENCE) ? 1 : 0);
+    hw::set(w, stride, c::signaled, (flags & IBV_SEND_SIGNALED) ? 1 : 0);
+    hw::set(w, stride, c::solicited, (flags & IBV_SEND_SOLICITED) ? 1 : 0);
+    hw::set(w, stride, c::imm_inv, imm_inv);
+    hw::set(w, stride, c::wr_id, wr_id);
+    std::uint32_t off = c::kSize;
+    if (is_rdma(op) || is_atomic(op)) off += hw::raddr_seg::kSize;
+    if (is_atomic(op)) off += hw::atomic_seg::kSize;
+    if (qp.type == IBV_QPT_UD) off += hw::ud_seg::kSize;
+    return off;
+}
+
+void set_raddr(SimQp& qp, std::uint8_t* w, std::uint64_t va, std::uint32_t rkey) {
+    std::uint8_t* s = w + hw::ctrl_seg::kSize;
+    hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::remote_va, va);
+    hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::rkey, rkey);
+    (void)qp;
+}
+
+void set_atomic(std::uint8_t* w, std::uint64_t cmp_add, std::uint64_t swap) {
+    std::uint8_t* s = w + hw::ctrl_seg::kSize + hw::raddr_seg::kSize;
+    hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::compare_add, cmp_add);
+    hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::swap, swap);
+}
+
+void set_ud(std::uint8_t* w, std::uint32_t ahn, std::uint32_t qpn, std::uint32_t qkey) {
+    std::uint8_t* s = w + hw::ctrl_seg::kSize;
+    hw::set(s, hw::ud_seg::kSize, hw::ud_seg::ah_num, ahn);
+    hw::set(s, hw::ud_seg::kSize, hw::ud_seg::dest_qpn, qpn & hw::kQpnMask);
+    hw::set(s, hw::ud_seg::kSize, hw::ud_seg::qkey, qkey);
+}
+
+int set_sges(SimQp& qp, std::uint8_t* w, std::uint32_t off, const ibv_sge* sg, std::size_t n) {
+    if (n > qp.max_send_sge) return EINVAL;
+    const std::uint32_t stride = qp.sq.stride();
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < n; ++i, off += hw::data_seg::kSize) {
+        std::uint8_t* d = w + off;
+        hw::set(d, hw::data_seg::kSize, hw::data_seg::addr, sg[i].addr);
+        hw::set(d, hw::data_seg::kSize, hw::data_seg::length, sg[i].length);
+        hw::set(d, hw::data_seg::kSize, hw::data_seg::lkey, sg[i].lkey);
+        total += sg[i].length;
+    }
+    hw::set(w, stride, hw::ctrl_seg::num_sge, n);
+    hw::set(w, stride, hw::ctrl_seg::inline_data, 0);
+    hw::set(w, stride, hw::ctrl_seg::total_len, static_cast<std::uint32_t>(total));
+    return 0;
+}
+
+int set_inline(SimQp& qp, std::uint8_t* w, std::uint32_t off, const ibv_data_buf* b, std::size_t n) {
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += b[i].length;
+    if (total > qp.max_inline) return EINVAL;
+    const std::uint32_t stride = qp.sq.stride();
+    hw::set(w + off, hw::inline_seg::kSize, hw::inline_seg::byte_count, total);
+    std::uint8_t* p = w + off + hw::inline_seg::kSize;
+    for (std::size_t i = 0; i < n; ++i) {
+        std::memcpy(p, b[i].addr, b[i].length);
+        p += b[i].length;
+    }
+    hw::set(w, stride, hw::ctrl_seg::inline_data, 1);
+    hw::set(w, stride, hw::ctrl_seg::num_sge, 0);
+    hw::set(w, stride, hw::ctrl_seg::total_len, static_cast<std::uint32_t>(total));
+    return 0;
+}
+
+std::uint32_t ah_number(ibv_ah* ah) { return outer<SimAh>(ah)->ahn; }
+
+int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* w) {
+    const ibv_wr_opcode op = wr.opcode;
+    if (!opcode_ok(qp.type, op)) return EINVAL;
+    if (wr.num_sge < 0) return EINVAL;
+    const bool inl = (wr.send_flags & IBV_SEND_INLINE) != 0;
+    if (inl && (op == IBV_WR_RDMA_READ || is_atomic(op))) return EINVAL;
+    if (is_atomic(op) && wr.num_sge != 1) return EINVAL;
+    if (qp.type == IBV_QPT_UD && (wr.wr.ud.ah == nullptr || !is_context(wr.wr.ud.ah->context)))
+        return EINVAL;
+    std::uint32_t imm = 0;
+    if (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM) imm = be32toh(wr.imm_data);
+    if (op == IBV_WR_SEND_WITH_INV) imm = wr.invalidate_rkey;
+    const std::uint32_t off = begin_send(qp, w, op, wr.send_flags, wr.wr_id, imm);
+    if (is_atomic(op)) {
+        set_raddr(qp, w, wr.wr.atomic.remote_addr, wr.wr.atomic.rkey);
+        set_atomic(w, wr.wr.atomic.compare_add, wr.wr.atomic.swap);
+    } else if (is_rdma(op)) {
+        set_raddr(qp, w, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
+    }
+    if (qp.type == IBV_QPT_UD)
+        set_ud(w, ah_number(wr.wr.ud.ah), wr.wr.ud.remote_qpn, wr.wr.ud.remote_qkey);
+    const auto n = static_cast<std::size_t>(wr.num_sge);
+    if (inl) {
+        if (n > hw::kMaxSge) return EINVAL;
+        std::array<ibv_data_buf, hw::kMaxSge> bufs{};
+        for (std::size_t i = 0; i < n; ++i)
+            bufs[i] = {reinterpret_cast<void*>(static_cast<std::uintptr_t>(wr.sg_list[i].addr)),
+                       wr.sg_list[i].length};
+        return set_inline(qp, w, off, bufs.data(), n);
+    }
+    return set_sges(qp, w, off, wr.sg_list, n);
+}
+
+void ring_sq(SimQp& qp) {
+    std::atomic_thread_fence(std::memory_order_release);  // 3.3 rule 1
+    qp.ctx->hc->ring_doorbell(hw::DbKind::Sq, qp.qpn, qp.sq.pi);
+}
+
+int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
+    SimQp& qp = *qp_of(ibqp);
+    std::lock_guard<std::mutex> lk(qp.sq.mu);
+    const std::uint32_t start = qp.sq.pi;
+    int err = 0;
+    for (; wr != nullptr; wr = wr->next) {
+        if (qp.sq.full()) err = ENOMEM;
+        else err = build_send(qp, *wr, qp.sq.slot(qp.sq.pi));
+        if (err != 0) {
+            if (bad) *bad = wr;
+            break;
+        }
+        ++qp.sq.pi;
+    }
+    if (qp.sq.pi != start) ring_sq(qp);
+    return err;
+}
+
+// ---- receive WQEs (6.4) ----
+int build_recv(Wq& wq, std::uint32_t max_sge, const ibv_recv_wr& wr) {
+    if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > max_sge) return EINVAL;
+    std::uint8_t* w = wq.slot(wq.pi);
+    const std::uint32_t stride = wq.stride();
+    std::memset(w, 0, stride);
+    hw::set(w, stride, hw::recv_wqe::wr_id, wr.wr_id);
+    hw::set(w, stride, hw::recv_wqe::num_sge, static_cast<std::uint64_t>(wr.num_sge));
+    std::uint32_t off = hw::recv_wqe::kSize;
+    for (int i = 0; i < wr.num_sge; ++i, off += hw::data_seg::kSize) {
+        std::uint8_t* d = w + off;
+        hw::set(d, hw::data_seg::kSize, hw::data_seg::addr, wr.sg_list[i].addr);
+        hw::set(d, hw::data_seg::kSize, hw::data_seg::length, wr.sg_list[i].length);
+        hw::set(d, hw::data_seg::kSize, hw::data_seg::lkey, wr.sg_list[i].lkey);
+    }
+    return 0;
+}
+
+int post_recv_on(SimContext& c, Wq& wq, std::uint32_t max_sge, hw::DbKind kind,
+                 std::uint32_t num, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+    std::lock_guard<std::mutex> lk(wq.mu);
+    const std::uint32_t start = wq.pi;
+    int err = 0;
+    for (; wr != nullptr; wr = wr->next) {
+        err = wq.full() ? ENOMEM : build_recv(wq, max_sge, *wr);
+        if (err != 0) {
+            if (bad) *bad = wr;
+            break;
+        }
+        ++wq.pi;
+    }
+    if (wq.pi != start) {
+        std::atomic_thread_fence(std::memory_order_release);
+        c.hc->ring_doorbell(kind, num, wq.pi);
+    }
+    return err;
+}
+
+int op_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+    SimQp& qp = *qp_of(ibqp);
+    if (qp.srq != nullptr) {
+        if (bad) *bad = wr;
+        return EINVAL;
+    }
+    return post_recv_on(*qp.ctx, qp.rq, qp.max_recv_sge, hw::DbKind::Rq, qp.qpn, wr, bad);
+}
+
+int op_post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+    SimSrq& s = *srq_of(ibsrq);
+    return post_recv_on(*s.ctx, s.wq, s.max_sge, hw::DbKind::Srq, s.srqn, wr, bad);
+}
+
+// ---- ibv_wr_* (ibv_qp_ex) ----
+SimQp& exq(ibv_qp_ex* q) { return *outer<SimQp>(q); }
+
+void ex_begin(ibv_qp_ex* q, ibv_wr_opcode op, std::uint32_t imm) {
+    SimQp& qp = exq(q);
+    qp.ex_wqe = nullptr;
+    if (qp.ex_err != 0) return;
+    if (!opcode_ok(qp.type, op)) {
+        qp.ex_err = EINVAL;
+        return;
+    }
+    if (qp.sq.full()) {
+        qp.ex_err = ENOMEM;
+        return;
+    }
+    qp.ex_wqe = qp.sq.slot(qp.sq.pi);
+    qp.ex_data_off = begin_send(qp, qp.ex_wqe, op, q->wr_flags, q->wr_id, imm);
+    ++qp.sq.pi;
+}
+
+void ex_start(ibv_qp_ex* q) {
+    SimQp& qp = exq(q);
+    qp.sq.mu.lock();
+    qp.ex_start = qp.sq.pi;
+    qp.ex_err = 0;
+    qp.ex_wqe = nullptr;
+}
+int ex_complete(ibv_qp_ex* q) {
+    SimQp& qp = exq(q);
+    const int err = qp.ex_err;
+    if (err != 0) qp.sq.pi = qp.ex_start;
+    else if (qp.sq.pi != qp.ex_start) ring_sq(qp);
+    qp.sq.mu.unlock();
+    return err;
+}
+void ex_abort(ibv_qp_ex* q) {
+    SimQp& qp = exq(q);
+    qp.sq.pi = qp.ex_start;
+    qp.sq.mu.unlock();
+}
+void ex_send(ibv_qp_ex* q) { ex_begin(q, IBV_WR_SEND, 0); }
+void ex_send_imm(ibv_qp_ex* q, __be32 imm) { ex_begin(q, IBV_WR_SEND_WITH_IMM, be32toh(imm)); }
+void ex_send_inv(ibv_qp_ex* q, std::uint32_t rkey) { ex_begin(q, IBV_WR_SEND_WITH_INV, rkey); }
+void ex_rdma(ibv_qp_ex* q, ibv_wr_opcode op, std::uint32_t rkey, std::uint64_t va,
+             std::uint32_t imm) {
+    ex_begin(q, op, imm);
+    if (exq(q).ex_wqe) set_raddr(exq(q), exq(q).ex_wqe, va, rkey);
+}
+void ex_rdma_write(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va) {
+    ex_rdma(q, IBV_WR_RDMA_WRITE, rkey, va, 0);
+}
+void ex_rdma_write_imm(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va, __be32 imm) {
+    ex_rdma(q, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, va, be32toh(imm));
+}
+void ex_rdma_read(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va) {
+    ex_rdma(q, IBV_WR_RDMA_READ, rkey, va, 0);
+}
+void ex_cmp_swp(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va, std::uint64_t cmp,
+                std::uint64_t swap) {
+    ex_rdma(q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, va, 0);
+    if (exq(q).ex_wqe) set_atomic(exq(q).ex_wqe, cmp, swap);
+}
+void ex_fetch_add(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va, std::uint64_t add) {
+    ex_rdma(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, va, 0);
+    if (exq(q).ex_wqe) set_atomic(exq(q).ex_wqe, add, 0);
+}
+void ex_set_ud_addr(ibv_qp_ex* q, ibv_ah* ah, std::uint32_t qpn, std::uint32_t qkey) {
+    SimQp& qp = exq(q);
+    if (qp.ex_wqe == nullptr) return;
+    if (qp.type != IBV_QPT_UD || ah == nullptr) {
+        qp.ex_err = EINVAL;
+        return;
+    }
+    set_ud(qp.ex_wqe, ah_number(ah), qpn, qkey);
+}
+void ex_set_sge(ibv_qp_ex* q, std::uint32_t lkey, std::uint64_t addr, std::uint32_t len) {
+    SimQp& qp = exq(q);
+    if (qp.ex_wqe == nullptr) return;
+    const ibv_sge sge{addr, len, lkey};
+    if (const int e = set_sges(qp, qp.ex_wqe, qp.ex_data_off, &sge, 1)) qp.ex_err = e;
+}
+void ex_set_sge_list(ibv_qp_ex* q, std::size_t n, const ibv_sge* sg) {
+    SimQp& qp = exq(q);
+    if (qp.ex_wqe == nullptr) return;
+    if (const int e = set_sges(qp, qp.ex_wqe, qp.ex_data_off, sg, n)) qp.ex_err = e;
+}
+void ex_set_inline_list(ibv_qp_ex* q, std::size_t n, const ibv_data_buf* b) {
+    SimQp& qp = exq(q);
+    if (qp.ex_wqe == nullptr) return;
+    const auto op = hw::get(qp.ex_wqe, hw::ctrl_seg::kSize, hw::ctrl_seg::opcode);
+    if (op == IBV_WR_RDMA_READ || is_atomic(static_cast<ibv_wr_opcode>(op))) {
+        qp.ex_err = EINVAL;
+        return;
+    }
+    if (const int e = set_inline(qp, qp.ex_wqe, qp.ex_data_off, b, n)) qp.ex_err = e;
+}
+void ex_set_inline(ibv_qp_ex* q, void* addr, std::size_t len) {
+    const ibv_data_buf b{addr, len};
+    ex_set_inline_list(q, 1, &b);
+}
+// Operations this device lacks (hw-spec 6.3): the batch fails at wr_complete.
+void ex_bind_mw(ibv_qp_ex* q, ibv_mw*, std::uint32_t, const ibv_mw_bind_info*) {
+    exq(q).ex_err = EOPNOTSUPP;
+}
+void ex_local_inv(ibv_qp_ex* q, std::uint32_t) { exq(q).ex_err = EOPNOTSUPP; }
+void ex_send_tso(ibv_qp_ex* q, void*, std::uint16_t, std::uint16_t) { exq(q).ex_err = EOPNOTSUPP; }
+void ex_set_xrc_srqn(ibv_qp_ex* q, std::uint32_t) { exq(q).ex_err = EOPNOTSUPP; }
+void ex_atomic_write(ibv_qp_ex* q, std::uint32_t, std::uint64_t, const void*) {
+    exq(q).ex_err = EOPNOTSUPP;
+}
+
+void fill_qp_ex(SimQp& qp) {
+    ibv_qp_ex& x = qp.qpx;
+    x.wr_atomic_cmp_swp = &ex_cmp_swp;
+    x.wr_atomic_fetch_add = &ex_fetch_add;
+    x.wr_bind_mw = &ex_bind_mw;
+    x.wr_local_inv = &ex_local_inv;
+    x.wr_rdma_read = &ex_rdma_read;
+    x.wr_rdma_write = &ex_rdma_write;
+    x.wr_rdma_write_imm = &ex_rdma_write_imm;
+    x.wr_send = &ex_send;
+    x.wr_send_imm = &ex_send_imm;
+    x.wr_send_inv = &ex_send_inv;
+    x.wr_send_tso = &ex_send_tso;
+    x.wr_set_ud_addr = &ex_set_ud_addr;
+    x.wr_set_xrc_srqn = &ex_set_xrc_srqn;
+    x.wr_set_inline_data = &ex_set_inline;
+    x.wr_set_inline_data_list = &ex_set_inline_list;
+    x.wr_set_sge = &ex_set_sge;
+    x.wr_set_sge_list = &ex_set_sge_list;
+    x.wr_start = &ex_start;
+    x.wr_complete = &ex_complete;
+    x.wr_abort = &ex_abort;
+    x.wr_atomic_write = &ex_atomic_write;
+}
+
+ibv_qp* op_create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
+    return create_qp_ex(ctx, attr);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Memory regions (hw-spec 5.6.5): direct mode in the bootstrap domain, where
+// device addresses are this process's virtual addresses.
+// ---------------------------------------------------------------------------
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
+               unsigned int access) {
+    SimContext* c = pd ? sim(pd->context) : nullptr;
+    if (c == nullptr || length == 0) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    access &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);  // hints, may be ignored
+    if (access & IBV_ACCESS_ON_DEMAND) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    const bool zero_based = (access & IBV_ACCESS_ZERO_BASED) != 0;
+    if (zero_based) iova = 0;
+    namespace m = hw::cmd_reg_mr_in;
+    std::array<std::uint8_t, m::kSize> in{};
+    hw::set(in.data(), in.size(), m::pdn, pd_number(pd));
+    hw::set(in.data(), in.size(), m::access, access & hw::access::kAll);
+    hw::set(in.data(), in.size(), m::mtt_mode, 0);
+    hw::set(in.data(), in.size(), m::zero_based, zero_based ? 1 : 0);
+    hw::set(in.data(), in.size(), m::domain_id, c->hc->boot_domain());
+    hw::set(in.data(), in.size(), m::iova, iova);
+    hw::set(in.data(), in.size(), m::length, length);
+    hw::set(in.data(), in.size(), m::host_addr, reinterpret_cast<std::uintptr_t>(addr));
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::RegMr, in, hw::cmd_reg_mr_out::kSize, r);
+    if (e == 0 && r.out.size() < hw::cmd_reg_mr_out::kSize) e = EIO;
+    if (e != 0) {
+        errno = e;
+        return nullptr;
+    }
+    auto* mr = static_cast<ibv_mr*>(std::calloc(1, sizeof(ibv_mr)));
+    const auto lkey = static_cast<std::uint32_t>(
+        hw::get(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::lkey));
+    if (mr == nullptr) {
+        run_handle(*c, hw::CmdOpcode::DeregMr, lkey);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    mr->context = pd->context;
+    mr->pd = pd;
+    mr->addr = addr;
+    mr->length = length;
+    mr->handle = lkey;
+    mr->lkey = lkey;
+    mr->rkey = static_cast<std::uint32_t>(
+        hw::get(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::rkey));
+    return mr;
+}
+
+int dereg_mr(ibv_mr* mr) {
+    SimContext* c = mr ? sim(mr->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    const int e = run_handle(*c, hw::CmdOpcode::DeregMr, mr->lkey);
+    if (e != 0) return e;
+    std::free(mr);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Completion channels
+// ---------------------------------------------------------------------------
+ibv_comp_channel* create_comp_channel(ibv_context* ctx) {
+    SimContext* c = sim(ctx);
+    if (c == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    auto* ch = new (std::nothrow) SimChannel{};
+    if (ch == nullptr) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    ch->events.fd = ::eventfd(0, EFD_CLOEXEC);
+    if (ch->events.fd < 0) {
+        const int e = errno;
+        delete ch;
+        errno = e;
+        return nullptr;
+    }
+    ch->ctx = c;
+    ch->ch.context = ctx;
+    ch->ch.fd = ch->events.fd;
+    ch->ch.refcnt = 0;
+    return &ch->ch;
+}
+
+int destroy_comp_channel(ibv_comp_channel* channel) {
+    if (channel == nullptr || sim(channel->context) == nullptr) return EINVAL;
+    SimChannel* ch = channel_of(channel);
+    {
+        std::lock_guard<std::mutex> lk(ch->ctx->obj_mu);
+        if (channel->refcnt != 0) return EBUSY;
+    }
+    ::close(ch->events.fd);
+    delete ch;
+    return 0;
+}
+
+int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+    if (channel == nullptr || sim(channel->context) == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    SimCq* got = nullptr;
+    const int e = channel_of(channel)->events.pop(got);
+    if (e != 0) {
+        errno = e;
+        return -1;
+    }
+    if (cq) *cq = &got->cq;
+    if (cq_context) *cq_context = got->cq.cq_context;
+    return 0;
+}
+
+void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+    if (cq == nullptr) return;
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += nevents;
+    pthread_cond_signal(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+}
+
+// ---------------------------------------------------------------------------
+// Async events
+// ---------------------------------------------------------------------------
+int get_async_event(ibv_context* ctx, ibv_async_event* event) {
+    SimContext* c = sim(ctx);
+    if (c == nullptr || event == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    const int e = c->async.pop(*event);
+    if (e != 0) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+void ack_async_event(ibv_async_event* event) {
+    if (event == nullptr) return;
+    switch (event->event_type) {
+        case IBV_EVENT_CQ_ERR: {
+            ibv_cq* cq = event->element.cq;
+            pthread_mutex_lock(&cq->mutex);
+            ++cq->async_events_completed;
+            pthread_cond_signal(&cq->cond);
+            pthread_mutex_unlock(&cq->mutex);
+            break;
+        }
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+        case IBV_EVENT_COMM_EST:
+        case IBV_EVENT_SQ_DRAINED:
+        case IBV_EVENT_QP_LAST_WQE_REACHED: {
+            ibv_qp* qp = event->element.qp;
+            pthread_mutex_lock(&qp->mutex);
+            ++qp->events_completed;
+            pthread_cond_signal(&qp->cond);
+            pthread_mutex_unlock(&qp->mutex);
+            break;
+        }
+        case IBV_EVENT_SRQ_ERR:
+        case IBV_EVENT_SRQ_LIMIT_REACHED: {
+            ibv_srq* srq = event->element.srq;
+            pthread_mutex_lock(&srq->mutex);
+            ++srq->events_completed;
+            pthread_cond_signal(&srq->cond);
+            pthread_mutex_unlock(&srq->mutex);
+            break;
+        }
+        default:
+            break;
+    }
+}
+
+const ibv_context* async_event_context(const ibv_async_event* event) {
+    if (event == nullptr) return nullptr;
+    switch (event->event_type) {
+        case IBV_EVENT_CQ_ERR:
+            return event->element.cq ? event->element.cq->context : nullptr;
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+        case IBV_EVENT_COMM_EST:
+        case IBV_EVENT_SQ_DRAINED:
+        case IBV_EVENT_PATH_MIG:
+        case IBV_EVENT_PATH_MIG_ERR:
+        case IBV_EVENT_QP_LAST_WQE_REACHED:
+            return event->element.qp ? event->element.qp->context : nullptr;
+        case IBV_EVENT_SRQ_ERR:
+        case IBV_EVENT_SRQ_LIMIT_REACHED:
+            return event->element.srq ? event->element.srq->context : nullptr;
+        case IBV_EVENT_WQ_FATAL:
+            return event->element.wq ? event->element.wq->context : nullptr;
+        default:
+            return nullptr;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CQs (hw-spec 5.6.6, 7)
+// ---------------------------------------------------------------------------
+namespace {
+// The CQ log size for `cqe` entries: 2^n >= cqe + 1 (the verbs cqe is 2^n - 1).
+int cq_log_size(SimContext& c, int cqe, std::uint8_t& log) {
+    if (cqe < 1) return EINVAL;
+    const auto max_cqe = c.cap_get(hw::cap_block::max_cqe);
+    if (static_cast<std::uint64_t>(cqe) > max_cqe) return EINVAL;
+    log = std::max<std::uint8_t>(1, log2_ceil(static_cast<std::uint64_t>(cqe) + 1));
+    return 0;
+}
+}  // namespace
+
+ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
+                  int comp_vector) {
+    SimContext* c = sim(ctx);
+    if (c == nullptr || comp_vector < 0 || comp_vector >= ctx->num_comp_vectors ||
+        (channel != nullptr && channel->context != ctx)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    std::uint8_t log = 0;
+    int e = cq_log_size(*c, cqe, log);
+    if (e != 0) {
+        errno = e;
+        return nullptr;
+    }
+    auto* cq = new (std::nothrow) SimCq{};
+    std::uint8_t* ring = alloc_ring(std::size_t{hw::cqe::kSize} << log);
+    if (cq == nullptr || ring == nullptr) {
+        delete cq;
+        std::free(ring);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    namespace ci = hw::cmd_create_cq_in;
+    std::array<std::uint8_t, ci::kSize> in{};
+    hw::set(in.data(), in.size(), ci::log_size, log);
+    hw::set(in.data(), in.size(), ci::domain_id, c->hc->boot_domain());
+    hw::set(in.data(), in.size(), ci::base, reinterpret_cast<std::uintptr_t>(ring));
+    host::CmdOutcome r;
+    e = run_in(*c, hw::CmdOpcode::CreateCq, in, hw::cmd_handle::kSize, r);
+    std::uint32_t cqn = 0;
+    if (e == 0) e = out_handle(r, cqn);
+    if (e != 0) {
+        delete cq;
+        std::free(ring);
+        errno = e;
+        return nullptr;
+    }
+    cq->ctx = c;
+    cq->channel = channel ? channel_of(channel) : nullptr;
+    cq->cqn = cqn;
+    cq->log_size = log;
+    cq->ring = ring;
+    cq->cq.context = ctx;
+    cq->cq.channel = channel;
+    cq->cq.cq_context = cq_context;
+    cq->cq.handle = cqn;
+    cq->cq.cqe = static_cast<int>((1u << log) - 1);
+    pthread_mutex_init(&cq->cq.mutex, nullptr);
+    pthread_cond_init(&cq->cq.cond, nullptr);
+    std::lock_guard<std::mutex> lk(c->obj_mu);
+    c->cqs[cqn] = cq;
+    if (channel) ++channel->refcnt;
+    return &cq->cq;
+}
+
+int resize_cq(ibv_cq* ibcq, int cqe) {
+    SimContext* c = ibcq ? sim(ibcq->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    SimCq& cq = *cq_of(ibcq);
+    std::uint8_t log = 0;
+    int e = cq_log_size(*c, cqe, log);
+    if (e != 0) return e;
+    std::uint8_t* ring = alloc_ring(std::size_t{hw::cqe::kSize} << log);
+    if (ring == nullptr) return ENOMEM;
+    std::lock_guard<std::mutex> lk(cq.mu);  // no polling while the ring changes
+    namespace rs = hw::cmd_resize_cq_in;
+    std::array<std::uint8_t, rs::kSize> in{};
+    hw::set(in.data(), in.size(), rs::cqn, cq.cqn);
+    hw::set(in.data(), in.size(), rs::log_size, log);
+    hw::set(in.data(), in.size(), rs::domain_id, c->hc->boot_domain());
+    hw::set(in.data(), in.size(), rs::base, reinterpret_cast<std::uintptr_t>(ring));
+    host::CmdOutcome r;
+    e = run_in(*c, hw::CmdOpcode::ResizeCq, in, 0, r);
+    if (e != 0) {
+        std::free(ring);
+        return e;
+    }
+    std::free(cq.ring);
+    cq.ring = ring;  // same indices, owner bits rewritten for the new size (5.6.6)
+    cq.log_size = log;
+    ibcq->cqe = static_cast<int>((1u << log) - 1);
+    return 0;
+}
+
+int destroy_cq(ibv_cq* ibcq) {
+    SimContext* c = ibcq ? sim(ibcq->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    SimCq* cq = cq_of(ibcq);
+    const int e = run_handle(*c, hw::CmdOpcode::DestroyCq, cq->cqn);
+    if (e != 0) return e;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->cqs.erase(cq->cqn);
+        if (cq->channel) {
+            cq->channel->events.purge([cq](SimCq* x) { return x == cq; });
+            --cq->channel->ch.refcnt;
+        }
+    }
+    purge_async(*c, ibcq);
+    pthread_cond_destroy(&ibcq->cond);
+    pthread_mutex_destroy(&ibcq->mutex);
+    std::free(cq->ring);
+    delete cq;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// SRQs (hw-spec 5.6.8)
+// ---------------------------------------------------------------------------
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+    SimContext* c = pd ? sim(pd->context) : nullptr;
+    if (c == nullptr || attr == nullptr || attr->attr.max_wr == 0 ||
+        attr->attr.max_sge > c->cap_get(hw::cap_block::max_srq_sge) ||
+        attr->attr.max_wr > c->cap_get(hw::cap_block::max_srq_wr)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    auto* s = new (std::nothrow) SimSrq{};
+    if (s == nullptr) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    const std::uint32_t sge = std::max<std::uint32_t>(1, attr->attr.max_sge);
+    s->wq.log_size = log2_ceil(attr->attr.max_wr);
+    s->wq.log_stride = std::max<std::uint8_t>(
+        hw::kMinLogRqStride, log2_ceil(hw::recv_wqe::kSize + hw::data_seg::kSize * sge));
+    s->max_sge = sge;
+    s->wq.base = alloc_ring(s->wq.bytes());
+    if (s->wq.base == nullptr) {
+        delete s;
+        errno = ENOMEM;
+        return nullptr;
+    }
+    namespace si = hw::cmd_create_srq_in;
+    std::array<std::uint8_t, si::kSize> in{};
+    hw::set(in.data(), in.size(), si::pdn, pd_number(pd));
+    hw::set(in.data(), in.size(), si::domain_id, c->hc->boot_domain());
+    hw::set(in.data(), in.size(), si::base, reinterpret_cast<std::uintptr_t>(s->wq.base));
+    hw::set(in.data(), in.size(), si::log_size, s->wq.log_size);
+    hw::set(in.data(), in.size(), si::log_stride, s->wq.log_stride);
+    hw::set(in.data(), in.size(), si::max_sge, sge);
+    hw::set(in.data(), in.size(), si::srq_limit, attr->attr.srq_limit);
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::CreateSrq, in, hw::cmd_handle::kSize, r);
+    if (e == 0) e = out_handle(r, s->srqn);
+    if (e != 0) {
+        std::free(s->wq.base);
+        delete s;
+        errno = e;
+        return nullptr;
+    }
+    s->ctx = c;
+    s->srq.context = pd->context;
+    s->srq.srq_context = attr->srq_context;
+    s->srq.pd = pd;
+    s->srq.handle = s->srqn;
+    pthread_mutex_init(&s->srq.mutex, nullptr);
+    pthread_cond_init(&s->srq.cond, nullptr);
+    attr->attr.max_wr = s->wq.entries();
+    attr->attr.max_sge = sge;
+    std::lock_guard<std::mutex> lk(c->obj_mu);
+    c->srqs[s->srqn] = s;
+    return &s->srq;
+}
+
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
+    SimContext* c = srq ? sim(srq->context) : nullptr;
+    if (c == nullptr || attr == nullptr) return EINVAL;
+    namespace sm = hw::cmd_modify_srq_in;
+    std::array<std::uint8_t, sm::kSize> in{};
+    hw::set(in.data(), in.size(), sm::srqn, srq_of(srq)->srqn);
+    hw::set(in.data(), in.size(), sm::attr_mask, static_cast<std::uint32_t>(mask));
+    hw::set(in.data(), in.size(), sm::srq_limit, attr->srq_limit);
+    host::CmdOutcome r;
+    return run_in(*c, hw::CmdOpcode::ModifySrq, in, 0, r);
+}
+
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
+    SimContext* c = srq ? sim(srq->context) : nullptr;
+    if (c == nullptr || attr == nullptr) return EINVAL;
+    std::array<std::uint8_t, hw::cmd_handle::kSize> in{};
+    hw::set(in.data(), in.size(), hw::cmd_handle::handle, srq_of(srq)->srqn);
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::QuerySrq, in, hw::cmd_query_srq_out::kSize, r);
+    if (e == 0 && r.out.size() < hw::cmd_query_srq_out::kSize) e = EIO;
+    if (e != 0) return e;
+    namespace so = hw::cmd_query_srq_out;
+    attr->max_wr = static_cast<std::uint32_t>(hw::get(r.out.data(), r.out.size(), so::max_wr));
+    attr->max_sge = static_cast<std::uint32_t>(hw::get(r.out.data(), r.out.size(), so::max_sge));
+    attr->srq_limit =
+        static_cast<std::uint32_t>(hw::get(r.out.data(), r.out.size(), so::srq_limit));
+    return 0;
+}
+
+int destroy_srq(ibv_srq* srq) {
+    SimContext* c = srq ? sim(srq->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    SimSrq* s = srq_of(srq);
+    const int e = run_handle(*c, hw::CmdOpcode::DestroySrq, s->srqn);
+    if (e != 0) return e;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->srqs.erase(s->srqn);
+    }
+    purge_async(*c, srq);
+    pthread_cond_destroy(&srq->cond);
+    pthread_mutex_destroy(&srq->mutex);
+    std::free(s->wq.base);
+    delete s;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// QPs (hw-spec 5.6.7, 5.7, 6)
+// ---------------------------------------------------------------------------
+namespace {
+// Puts an ibv_ah_attr into the AV fields of a mailbox (QP_ATTR or
+// CMD_CREATE_AH_IN; both use the av_* names).
+template <typename NS>
+void put_av(std::uint8_t* b, std::size_t n, const ibv_ah_attr& ah) {
+    hw::set_bytes(b, n, NS::av_dgid, ah.grh.dgid.raw, sizeof ah.grh.dgid.raw);
+    hw::set(b, n, NS::av_sgid_index, ah.grh.sgid_index);
+    hw::set(b, n, NS::av_hop_limit, ah.grh.hop_limit);
+    hw::set(b, n, NS::av_traffic_class, ah.grh.traffic_class);
+    hw::set(b, n, NS::av_sl, ah.sl & 0xF);
+    hw::set(b, n, NS::av_grh, ah.is_global ? 1 : 0);
+    hw::set(b, n, NS::av_flow_label, ah.grh.flow_label & 0xFFFFF);
+    hw::set(b, n, NS::av_static_rate, ah.static_rate);
+}
+struct QpAttrNs {  // the AV fields of QP_ATTR under the names put_av uses
+    static constexpr hw::Field av_dgid = hw::qp_attr::av_dgid;
+    static constexpr hw::Field av_sgid_index = hw::qp_attr::av_sgid_index;
+    static constexpr hw::Field av_hop_limit = hw::qp_attr::av_hop_limit;
+    static constexpr hw::Field av_traffic_class = hw::qp_attr::av_traffic_class;
+    static constexpr hw::Field av_sl = hw::qp_attr::av_sl;
+    static constexpr hw::Field av_grh = hw::qp_attr::av_grh;
+    static constexpr hw::Field av_flow_label = hw::qp_attr::av_flow_label;
+    static constexpr hw::Field av_static_rate = hw::qp_attr::av_static_rate;
+};
+struct AhInNs {
+    static constexpr hw::Field av_dgid = hw::cmd_create_ah_in::av_dgid;
+    static constexpr hw::Field av_sgid_index = hw::cmd_create_ah_in::av_sgid_index;
+    static constexpr hw::Field av_hop_limit = hw::cmd_create_ah_in::av_hop_limit;
+    static constexpr hw::Field av_traffic_class = hw::cmd_create_ah_in::av_traffic_class;
+    static constexpr hw::Field av_sl = hw::cmd_create_ah_in::av_sl;
+    static constexpr hw::Field av_grh = hw::cmd_create_ah_in::av_grh;
+    static constexpr hw::Field av_flow_label = hw::cmd_create_ah_in::av_flow_label;
+    static constexpr hw::Field av_static_rate = hw::cmd_create_ah_in::av_static_rate;
+};
+
+// SQ stride for the caps (hw-spec 5.6.7): CTRL + the larger of RADDR+ATOMIC
+// and UD+AV + the larger of the SGEs and the inline segment.
+std::uint32_t sq_bytes(std::uint32_t sge, std::uint32_t inl) {
+    const std::uint32_t fixed =
+        hw::ctrl_seg::kSize + std::max<std::uint32_t>(hw::raddr_seg::kSize + hw::atomic_seg::kSize,
+                                                      hw::ud_seg::kSize + hw::av::kSize);
+    return fixed + std::max<std::uint32_t>(hw::data_seg::kSize * sge,
+                                           round_up(hw::inline_seg::kSize + inl, hw::kSegUnit));
+}
+}  // namespace
+
+ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
+    SimContext* c = sim(ctx);
+    const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if (c == nullptr || a == nullptr || !(a->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+        a->pd == nullptr || a->pd->context != ctx || a->send_cq == nullptr ||
+        (a->recv_cq == nullptr && a->srq == nullptr)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if ((a->comp_mask & ~known) != 0) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    ibv_qp_cap& cap = a->cap;
+    const auto max_wr = c->cap_get(hw::cap_block::max_qp_wr);
+    const auto max_sge = std::min<std::uint64_t>(c->cap_get(hw::cap_block::max_sge), hw::kMaxSge);
+    const auto max_inl = std::min<std::uint64_t>(c->cap_get(hw::cap_block::max_inline), hw::kMaxInline);
+    if (cap.max_send_wr > max_wr || cap.max_recv_wr > max_wr || cap.max_send_sge > max_sge ||
+        cap.max_recv_sge > max_sge || cap.max_inline_data > max_inl) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    auto* qp = new (std::nothrow) SimQp{};
+    if (qp == nullptr) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    qp->ctx = c;
+    qp->type = a->qp_type;
+    qp->sq_sig_all = a->sq_sig_all != 0;
+    qp->scq = cq_of(a->send_cq);
+    qp->rcq = a->recv_cq ? cq_of(a->recv_cq) : qp->scq;
+    qp->srq = a->srq ? srq_of(a->srq) : nullptr;
+    // SQ: stride from the caps; the inline room the stride leaves is offered.
+    qp->max_send_sge = std::max<std::uint32_t>(1, cap.max_send_sge);
+    qp->sq.log_size = log2_ceil(std::max<std::uint32_t>(1, cap.max_send_wr));
+    qp->sq.log_stride = std::max<std::uint8_t>(
+        hw::kMinLogSqStride, log2_ceil(sq_bytes(qp->max_send_sge, cap.max_inline_data)));
+    const std::uint32_t fixed = sq_bytes(0, 0) - hw::kSegUnit;  // without the data part
+    qp->max_inline = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+        max_inl, qp->sq.stride() - fixed - hw::inline_seg::kSize));
+    qp->max_inline = std::max(qp->max_inline, cap.max_inline_data);
+    // RQ (none with an SRQ: one slot, never used).
+    qp->max_recv_sge = qp->srq ? 0 : std::max<std::uint32_t>(1, cap.max_recv_sge);
+    qp->rq.log_size = qp->srq ? 0 : log2_ceil(std::max<std::uint32_t>(1, cap.max_recv_wr));
+    qp->rq.log_stride = std::max<std::uint8_t>(
+        hw::kMinLogRqStride, log2_ceil(hw::recv_wqe::kSize + hw::data_seg::kSize * qp->max_recv_sge));
+    if (qp->sq.log_stride > hw::kMaxLogStride || qp->rq.log_stride > hw::kMaxLogStride) {
+        delete qp;
+        errno = EINVAL;
+        return nullptr;
+    }
+    qp->sq.base = alloc_ring(qp->sq.bytes());
+    qp->rq.base = qp->srq ? nullptr : alloc_ring(qp->rq.bytes());
+    if (qp->sq.base == nullptr || (!qp->srq && qp->rq.base == nullptr)) {
+        std::free(qp->sq.base);
+        std::free(qp->rq.base);
+        delete qp;
+        errno = ENOMEM;
+        return nullptr;
+    }
+    namespace q = hw::cmd_create_qp_in;
+    std::array<std::uint8_t, q::kSize> in{};
+    auto set = [&in](hw::Field f, std::uint64_t v) { hw::set(in.data(), in.size(), f, v); };
+    set(q::qp_type, a->qp_type);
+    set(q::sq_sig_all, qp->sq_sig_all ? 1 : 0);
+    set(q::srq_en, qp->srq ? 1 : 0);
+    set(q::pdn, pd_number(a->pd));
+    set(q::send_cqn, qp->scq->cqn);
+    set(q::recv_cqn, qp->rcq->cqn);
+    set(q::srqn, qp->srq ? qp->srq->srqn : 0);
+    set(q::domain_id, c->hc->boot_domain());
+    set(q::sq_base, reinterpret_cast<std::uintptr_t>(qp->sq.base));
+    set(q::rq_base, reinterpret_cast<std::uintptr_t>(qp->rq.base));
+    set(q::log_sq_size, qp->sq.log_size);
+    set(q::log_sq_stride, qp->sq.log_stride);
+    set(q::log_rq_size, qp->rq.log_size);
+    set(q::log_rq_stride, qp->rq.log_stride);
+    set(q::max_send_sge, qp->max_send_sge);
+    set(q::max_recv_sge, qp->max_recv_sge);
+    set(q::max_inline, qp->max_inline);
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::CreateQp, in, hw::cmd_handle::kSize, r);
+    if (e == 0) e = out_handle(r, qp->qpn);
+    if (e != 0) {
+        std::free(qp->sq.base);
+        std::free(qp->rq.base);
+        delete qp;
+        errno = e;
+        return nullptr;
+    }
+    ibv_qp& b = qp->qpx.qp_base;
+    b.context = ctx;
+    b.qp_context = a->qp_context;
+    b.pd = a->pd;
+    b.send_cq = a->send_cq;
+    b.recv_cq = a->recv_cq ? a->recv_cq : a->send_cq;
+    b.srq = a->srq;
+    b.handle = qp->qpn;
+    b.qp_num = qp->qpn;
+    b.state = IBV_QPS_RESET;
+    b.qp_type = a->qp_type;
+    pthread_mutex_init(&b.mutex, nullptr);
+    pthread_cond_init(&b.cond, nullptr);
+    fill_qp_ex(*qp);
+    cap.max_send_wr = qp->sq.entries();
+    cap.max_recv_wr = qp->srq ? 0 : qp->rq.entries();
+    cap.max_send_sge = qp->max_send_sge;
+    cap.max_recv_sge = qp->max_recv_sge;
+    cap.max_inline_data = qp->max_inline;
+    for (SimCq* cq : {qp->scq, qp->rcq}) {
+        std::lock_guard<std::mutex> lk(cq->mu);
+        if (std::find(cq->qps.begin(), cq->qps.end(), qp) == cq->qps.end()) cq->qps.push_back(qp);
+    }
+    std::lock_guard<std::mutex> lk(c->obj_mu);
+    c->qps[qp->qpn] = qp;
+    return &b;
+}
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+    if (pd == nullptr || attr == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    ibv_qp_init_attr_ex ex;
+    std::memset(&ex, 0, sizeof ex);
+    std::memcpy(&ex, attr, sizeof *attr);  // ibv_qp_init_attr is the prefix
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ex.pd = pd;
+    ibv_qp* qp = create_qp_ex(pd->context, &ex);
+    if (qp) attr->cap = ex.cap;
+    return qp;
+}
+
+int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
+    SimContext* c = ibqp ? sim(ibqp->context) : nullptr;
+    if (c == nullptr || attr == nullptr) return EINVAL;
+    SimQp& qp = *qp_of(ibqp);
+    namespace a = hw::qp_attr;
+    std::array<std::uint8_t, a::kSize> in{};
+    auto set = [&in](hw::Field f, std::uint64_t v) { hw::set(in.data(), in.size(), f, v); };
+    const auto m = static_cast<std::uint32_t>(mask);
+    namespace k = hw::qp_attr_mask;
+    set(a::qpn, qp.qpn);
+    set(a::attr_mask, m);
+    if (m & k::kState) set(a::qp_state, attr->qp_state);
+    if (m & k::kCurState) set(a::cur_state, attr->cur_qp_state);
+    if (m & k::kPathMtu) set(a::path_mtu, attr->path_mtu);
+    if (m & k::kEnSqdAsyncNotify) set(a::en_sqd_async_notify, attr->en_sqd_async_notify ? 1 : 0);
+    if (m & k::kQkey) set(a::qkey, attr->qkey);
+    if (m & k::kRqPsn) set(a::rq_psn, attr->rq_psn);
+    if (m & k::kSqPsn) set(a::sq_psn, attr->sq_psn);
+    if (m & k::kDestQpn) set(a::dest_qp_num, attr->dest_qp_num);
+    if (m & k::kAccessFlags) set(a::qp_access_flags, attr->qp_access_flags);
+    if (m & k::kPort) set(a::port_num, attr->port_num);
+    if (m & k::kPkeyIndex) set(a::pkey_index, attr->pkey_index);
+    if (m & k::kTimeout) set(a::timeout, attr->timeout);
+    if (m & k::kRetryCnt) set(a::retry_cnt, attr->retry_cnt);
+    if (m & k::kRnrRetry) set(a::rnr_retry, attr->rnr_retry);
+    if (m & k::kMinRnrTimer) set(a::min_rnr_timer, attr->min_rnr_timer);
+    if (m & k::kMaxQpRdAtomic) set(a::max_rd_atomic, attr->max_rd_atomic);
+    if (m & k::kMaxDestRdAtomic) set(a::max_dest_rd_atomic, attr->max_dest_rd_atomic);
+    if (m & k::kAv) put_av<QpAttrNs>(in.data(), in.size(), attr->ah_attr);
+    host::CmdOutcome r;
+    const int e = run_in(*c, hw::CmdOpcode::ModifyQp, in, 0, r);
+    if (e != 0) return e;
+    if (m & k::kState) {
+        ibqp->state = attr->qp_state;
+        if (attr->qp_state == IBV_QPS_RESET) {  // 5.7: the driver resets its indices
+            std::scoped_lock lk(qp.sq.mu, qp.rq.mu);
+            qp.sq.reset();
+            qp.rq.reset();
+        }
+    }
+    return 0;
+}
+
+int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int /*mask*/, ibv_qp_init_attr* init) {
+    SimContext* c = ibqp ? sim(ibqp->context) : nullptr;
+    if (c == nullptr || attr == nullptr) return EINVAL;
+    SimQp& qp = *qp_of(ibqp);
+    std::array<std::uint8_t, hw::cmd_handle::kSize> in{};
+    hw::set(in.data(), in.size(), hw::cmd_handle::handle, qp.qpn);
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::QueryQp, in, hw::qp_attr::kSize, r);
+    if (e == 0 && r.out.size() < hw::qp_attr::kSize) e = EIO;
+    if (e != 0) return e;
+    const std::uint8_t* o = r.out.data();
+    auto g = [o](hw::Field f) { return hw::get(o, hw::qp_attr::kSize, f); };
+    namespace a = hw::qp_attr;
+    std::memset(attr, 0, sizeof *attr);
+    attr->qp_state = static_cast<ibv_qp_state>(g(a::qp_state));
+    attr->cur_qp_state = attr->qp_state;
+    attr->path_mtu = static_cast<ibv_mtu>(g(a::path_mtu));
+    attr->path_mig_state = IBV_MIG_MIGRATED;
+    attr->qkey = static_cast<std::uint32_t>(g(a::qkey));
+    attr->rq_psn = static_cast<std::uint32_t>(g(a::rq_psn));
+    attr->sq_psn = static_cast<std::uint32_t>(g(a::sq_psn));
+    attr->dest_qp_num = static_cast<std::uint32_t>(g(a::dest_qp_num));
+    attr->qp_access_flags = static_cast<unsigned>(g(a::qp_access_flags));
+    attr->cap.max_send_wr = static_cast<std::uint32_t>(g(a::max_send_wr));
+    attr->cap.max_recv_wr = static_cast<std::uint32_t>(g(a::max_recv_wr));
+    attr->cap.max_send_sge = static_cast<std::uint32_t>(g(a::max_send_sge));
+    attr->cap.max_recv_sge = static_cast<std::uint32_t>(g(a::max_recv_sge));
+    attr->cap.max_inline_data = static_cast<std::uint32_t>(g(a::max_inline));
+    ibv_ah_attr& ah = attr->ah_attr;
+    hw::get_bytes(o, a::kSize, a::av_dgid, ah.grh.dgid.raw, sizeof ah.grh.dgid.raw);
+    ah.grh.sgid_index = static_cast<std::uint8_t>(g(a::av_sgid_index));
+    ah.grh.hop_limit = static_cast<std::uint8_t>(g(a::av_hop_limit));
+    ah.grh.traffic_class = static_cast<std::uint8_t>(g(a::av_traffic_class));
+    ah.grh.flow_label = static_cast<std::uint32_t>(g(a::av_flow_label));
+    ah.sl = static_cast<std::uint8_t>(g(a::av_sl));
+    ah.is_global = static_cast<std::uint8_t>(g(a::av_grh));
+    ah.static_rate = static_cast<std::uint8_t>(g(a::av_static_rate));
+    ah.port_num = static_cast<std::uint8_t>(g(a::port_num));
+    attr->pkey_index = static_cast<std::uint16_t>(g(a::pkey_index));
+    attr->en_sqd_async_notify = static_cast<std::uint8_t>(g(a::en_sqd_async_notify));
+    attr->sq_draining = static_cast<std::uint8_t>(g(a::sq_draining));
+    attr->max_rd_atomic = static_cast<std::uint8_t>(g(a::max_rd_atomic));
+    attr->max_dest_rd_atomic = static_cast<std::uint8_t>(g(a::max_dest_rd_atomic));
+    attr->min_rnr_timer = static_cast<std::uint8_t>(g(a::min_rnr_timer));
+    attr->port_num = static_cast<std::uint8_t>(g(a::port_num));
+    attr->timeout = static_cast<std::uint8_t>(g(a::timeout));
+    attr->retry_cnt = static_cast<std::uint8_t>(g(a::retry_cnt));
+    attr->rnr_retry = static_cast<std::uint8_t>(g(a::rnr_retry));
+    ibqp->state = attr->qp_state;
+    if (init != nullptr) {
+        std::memset(init, 0, sizeof *init);
+        init->qp_context = ibqp->qp_context;
+        init->send_cq = ibqp->send_cq;
+        init->recv_cq = ibqp->recv_cq;
+        init->srq = ibqp->srq;
+        init->cap = attr->cap;
+        init->qp_type = ibqp->qp_type;
+        init->sq_sig_all = qp.sq_sig_all ? 1 : 0;
+    }
+    return 0;
+}
+
+int destroy_qp(ibv_qp* ibqp) {
+    SimContext* c = ibqp ? sim(ibqp->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    SimQp* qp = qp_of(ibqp);
+    const int e = run_handle(*c, hw::CmdOpcode::DestroyQp, qp->qpn);
+    if (e != 0) return e;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->qps.erase(qp->qpn);
+    }
+    for (SimCq* cq : {qp->scq, qp->rcq}) {
+        std::lock_guard<std::mutex> lk(cq->mu);
+        cq->qps.erase(std::remove(cq->qps.begin(), cq->qps.end(), qp), cq->qps.end());
+    }
+    purge_async(*c, ibqp);
+    pthread_cond_destroy(&ibqp->cond);
+    pthread_mutex_destroy(&ibqp->mutex);
+    std::free(qp->sq.base);
+    std::free(qp->rq.base);
+    delete qp;
+    return 0;
+}
+
+ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) {
+    if (qp == nullptr || sim(qp->context) == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    return &qp_of(qp)->qpx;
+}
+
+// ---------------------------------------------------------------------------
+// Address handles (hw-spec 5.6.9)
+// ---------------------------------------------------------------------------
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+    SimContext* c = pd ? sim(pd->context) : nullptr;
+    if (c == nullptr || attr == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    namespace h = hw::cmd_create_ah_in;
+    std::array<std::uint8_t, h::kSize> in{};
+    hw::set(in.data(), in.size(), h::pdn, pd_number(pd));
+    hw::set(in.data(), in.size(), h::port_num, attr->port_num);
+    put_av<AhInNs>(in.data(), in.size(), *attr);
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::CreateAh, in, hw::cmd_handle::kSize, r);
+    std::uint32_t ahn = 0;
+    if (e == 0) e = out_handle(r, ahn);
+    if (e != 0) {
+        errno = e;
+        return nullptr;
+    }
+    auto* ah = static_cast<SimAh*>(std::calloc(1, sizeof(SimAh)));
+    if (ah == nullptr) {
+        run_handle(*c, hw::CmdOpcode::DestroyAh, ahn);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    ah->ah.context = pd->context;
+    ah->ah.pd = pd;
+    ah->ah.handle = ahn;
+    ah->ahn = ahn;
+    return &ah->ah;
+}
+
+int destroy_ah(ibv_ah* ah) {
+    SimContext* c = ah ? sim(ah->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    const int e = run_handle(*c, hw::CmdOpcode::DestroyAh, outer<SimAh>(ah)->ahn);
+    if (e != 0) return e;
+    std::free(ah);
+    return 0;
+}
+
+int init_ah_from_wc(ibv_context* ctx, std::uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
+                    ibv_ah_attr* ah) {
+    if (sim(ctx) == nullptr || wc == nullptr || ah == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    std::memset(ah, 0, sizeof *ah);
+    ah->dlid = wc->slid;
+    ah->sl = wc->sl;
+    ah->src_path_bits = wc->dlid_path_bits;
+    ah->port_num = port_num;
+    if (!(wc->wc_flags & IBV_WC_GRH)) return 0;
+    if (grh == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    // The 40 bytes of 6.4: an IPv6 header, or 20 zero bytes and an IPv4 header.
+    const auto* raw = reinterpret_cast<const std::uint8_t*>(grh);
+    ibv_gid local{};
+    if ((raw[0] >> 4) == 6) {
+        const std::uint32_t vtf = be32toh(grh->version_tclass_flow);
+        ah->grh.dgid = grh->sgid;
+        local = grh->dgid;
+        ah->grh.flow_label = vtf & 0xFFFFF;
+        ah->grh.traffic_class = static_cast<std::uint8_t>((vtf >> 20) & 0xFF);
+    } else if ((raw[20] >> 4) == 4) {
+        const std::uint8_t* ip = raw + 20;
+        auto mapped = [](const std::uint8_t* a, ibv_gid& g) {
+            std::memset(g.raw, 0, sizeof g.raw);
+            g.raw[10] = g.raw[11] = 0xFF;
+            std::memcpy(g.raw + 12, a, 4);
+        };
+        mapped(ip + 12, ah->grh.dgid);  // source address
+        mapped(ip + 16, local);         // destination address
+        ah->grh.traffic_class = ip[1];
+    } else {
+        errno = EINVAL;
+        return -1;
+    }
+    ah->is_global = 1;
+    ah->grh.hop_limit = 0xFF;
+    // The local GID the packet was sent to names the sgid_index.
+    ibv_port_attr pa;
+    if (query_port(ctx, port_num, &pa, sizeof pa) != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (int i = 0; i < pa.gid_tbl_len; ++i) {
+        ibv_gid_entry ge;
+        if (query_gid_ex(ctx, port_num, static_cast<std::uint32_t>(i), &ge, 0, sizeof ge) != 0)
+            continue;
+        if (std::memcmp(ge.gid.raw, local.raw, sizeof local.raw) == 0) {
+            ah->grh.sgid_index = static_cast<std::uint8_t>(i);
+            return 0;
+        }
+    }
+    errno = ENOENT;
+    return -1;
+}
+
+ibv_ah* create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, std::uint8_t port_num) {
+    if (pd == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    ibv_ah_attr attr;
+    if (init_ah_from_wc(pd->context, port_num, wc, grh, &attr) != 0) return nullptr;
+    return create_ah(pd, &attr);
+}
+
+// ---------------------------------------------------------------------------
+// Introspection (tests)
+// ---------------------------------------------------------------------------
+QueueView sq_view(ibv_qp* qp) {
+    const Wq& w = qp_of(qp)->sq;
+    return {w.base, w.entries(), w.stride()};
+}
+QueueView rq_view(ibv_qp* qp) {
+    const Wq& w = qp_of(qp)->rq;
+    return {w.base, w.entries(), w.stride()};
+}
+QueueView srq_view(ibv_srq* srq) {
+    const Wq& w = srq_of(srq)->wq;
+    return {w.base, w.entries(), w.stride()};
+}
+QueueView cq_view(ibv_cq* cq) {
+    const SimCq& c = *cq_of(cq);
+    return {c.ring, 1u << c.log_size, hw::cqe::kSize};
+}
+std::uint32_t cq_number(ibv_cq* cq) { return cq_of(cq)->cqn; }
 
 }  // namespace simnic::verbs

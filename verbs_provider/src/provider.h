@@ -91,4 +91,60 @@ int dealloc_pd(ibv_pd* pd);
 // The device's PD number of a simnic PD.
 std::uint32_t pd_number(const ibv_pd* pd);
 
+// ---- memory regions (REG_MR direct mode in the bootstrap domain) ----
+// ibv_reg_mr is reg_mr(pd, addr, len, (uintptr_t)addr, access).
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
+               unsigned int access);
+int dereg_mr(ibv_mr* mr);
+
+// ---- completion channels and CQs ----
+// A channel's fd is an eventfd, readable while events are queued.
+ibv_comp_channel* create_comp_channel(ibv_context* ctx);
+int destroy_comp_channel(ibv_comp_channel* channel);
+ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
+                  int comp_vector);
+int resize_cq(ibv_cq* cq, int cqe);
+int destroy_cq(ibv_cq* cq);
+int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);
+void ack_cq_events(ibv_cq* cq, unsigned int nevents);
+
+// ---- async events (the context's async_fd is readable while queued) ----
+int get_async_event(ibv_context* ctx, ibv_async_event* event);
+void ack_async_event(ibv_async_event* event);
+// The context an async event's element belongs to (null for port/device events).
+const ibv_context* async_event_context(const ibv_async_event* event);
+
+// ---- SRQs ----
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
+int destroy_srq(ibv_srq* srq);
+
+// ---- QPs ----
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
+int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask);
+int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init_attr);
+int destroy_qp(ibv_qp* qp);
+ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp);
+
+// ---- address handles ----
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
+int destroy_ah(ibv_ah* ah);
+int init_ah_from_wc(ibv_context* ctx, std::uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
+                    ibv_ah_attr* ah_attr);
+ibv_ah* create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, std::uint8_t port_num);
+
+// ---- ring geometry (tests) ----
+struct QueueView {
+    std::uint8_t* base;
+    std::uint32_t entries;
+    std::uint32_t stride;
+};
+QueueView sq_view(ibv_qp* qp);
+QueueView rq_view(ibv_qp* qp);
+QueueView srq_view(ibv_srq* srq);
+QueueView cq_view(ibv_cq* cq);
+std::uint32_t cq_number(ibv_cq* cq);
+
 }  // namespace simnic::verbs

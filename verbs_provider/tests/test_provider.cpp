@@ -397,21 +397,9 @@ TEST_CASE("PDs through ALLOC_PD / DEALLOC_PD, status to errno", "[verbs][pd]") {
     CHECK(rig.firmware->counts().mrs == 0);
 }
 
-TEST_CASE("verbs not yet implemented fail cleanly", "[verbs][ops]") {
+TEST_CASE("verbs this device lacks fail cleanly", "[verbs][ops]") {
     Rig rig;
     ibv_context* ctx = rig.open();
-    errno = 0;
-    CHECK(ctx->ops.poll_cq(nullptr, 1, nullptr) < 0);
-    CHECK(errno == EOPNOTSUPP);
-    ibv_send_wr wr{};
-    ibv_send_wr* bad = nullptr;
-    CHECK(ctx->ops.post_send(nullptr, &wr, &bad) == EOPNOTSUPP);
-    CHECK(bad == &wr);
-    ibv_recv_wr rwr{};
-    ibv_recv_wr* rbad = nullptr;
-    CHECK(ctx->ops.post_recv(nullptr, &rwr, &rbad) == EOPNOTSUPP);
-    CHECK(rbad == &rwr);
-    CHECK(ctx->ops.req_notify_cq(nullptr, 0) == EOPNOTSUPP);
     errno = 0;
     CHECK(ctx->ops.alloc_mw(nullptr, IBV_MW_TYPE_1) == nullptr);
     CHECK(errno == EOPNOTSUPP);
@@ -421,7 +409,7 @@ TEST_CASE("verbs not yet implemented fail cleanly", "[verbs][ops]") {
     CHECK(errno == EOPNOTSUPP);
     errno = 0;
     CHECK(v->create_qp_ex(ctx, nullptr) == nullptr);
-    CHECK(errno == EOPNOTSUPP);
+    CHECK(errno == EINVAL);
     CHECK(v->modify_cq(nullptr, nullptr) == EOPNOTSUPP);
     CHECK(v->query_rt_values(ctx, nullptr) == EOPNOTSUPP);
     sv::close_device(ctx);

@@ -1,0 +1,785 @@
+// The verbs provider's data path on an in-process device (a fw::Firmware
+// behind open_local_context, wrapped so every command and doorbell is
+// recorded): command mailboxes per verb, WQE bytes per hw-spec 6, CQE
+// translation per 7, doorbells, completion channels and async events (8).
+// Every layout is read through hwspec's field descriptors.
+#include <endian.h>
+#include <poll.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "fw_test_util.h"
+#include "provider.h"
+#include "simnic/host/local_context.h"
+#include "simnic/hw/field.h"
+#include "simnic/hw/layout.h"
+
+namespace sv = simnic::verbs;
+namespace host = simnic::host;
+namespace hw = simnic::hw;
+namespace fw = simnic::fw;
+
+namespace {
+
+struct Cmd {
+    hw::CmdOpcode op;
+    std::vector<std::uint8_t> in;
+    hw::CmdStatus status;
+    std::uint64_t get(hw::Field f) const { return hw::get(in.data(), in.size(), f); }
+};
+struct Db {
+    hw::DbKind kind;
+    std::uint32_t num, index;
+    std::uint8_t cmd;
+};
+
+// A host::Context that records what passes through it.
+class Recorder final : public host::Context {
+public:
+    explicit Recorder(std::unique_ptr<host::Context> in) : in_(std::move(in)) {}
+    const std::string& device_name() const override { return in_->device_name(); }
+    int command(hw::CmdOpcode op, const std::uint8_t* in, std::size_t len, std::size_t cap,
+                host::CmdOutcome& r) override {
+        const int e = in_->command(op, in, len, cap, r);
+        cmds.push_back({op, std::vector<std::uint8_t>(in, in + len), r.status});
+        return e;
+    }
+    bool read_bar(std::uint32_t o, std::uint8_t* d, std::size_t n) override {
+        return in_->read_bar(o, d, n);
+    }
+    int event_fd() const override { return in_->event_fd(); }
+    bool next_event(std::array<std::uint8_t, hw::eqe::kSize>& e) override {
+        return in_->next_event(e);
+    }
+    void arm_events() override { in_->arm_events(); }
+    std::uint16_t boot_domain() const override { return in_->boot_domain(); }
+    void ring_doorbell(hw::DbKind k, std::uint32_t n, std::uint32_t i, std::uint8_t c) override {
+        dbs.push_back({k, n, i, c});
+        in_->ring_doorbell(k, n, i, c);
+    }
+    const Cmd& last(hw::CmdOpcode op) const {
+        for (auto it = cmds.rbegin(); it != cmds.rend(); ++it)
+            if (it->op == op) return *it;
+        FAIL("command not seen");
+        return cmds.front();
+    }
+    std::vector<Cmd> cmds;
+    std::vector<Db> dbs;
+
+private:
+    std::unique_ptr<host::Context> in_;
+};
+
+struct Rig {
+    Rig() {
+        cfg.cap = fw::default_cap_block(fw::test::small_limits());
+        store = std::make_unique<fw::MemTableStore>(
+            fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
+        firmware = std::make_unique<fw::Firmware>(cfg, *store, netdev, sink);
+        sv::DeviceSource src;
+        src.list = [](std::vector<host::DeviceEntry>& out) {
+            out = {{"simdp", "eth0", "soft"}};
+            return 0;
+        };
+        src.open = [this](const std::string& name, int& err) -> std::unique_ptr<host::Context> {
+            auto c = host::open_local_context(*firmware, sink, name, ctx_id, 4242);
+            if (!c) {
+                err = ENOMEM;
+                return nullptr;
+            }
+            auto r = std::make_unique<Recorder>(std::move(c));
+            rec = r.get();
+            return r;
+        };
+        sv::set_device_source(src);
+        std::vector<ibv_device*> devs;
+        REQUIRE(sv::current_devices(devs) == 0);
+        REQUIRE(devs.size() == 1);
+        ctx = sv::open_device(devs[0]);
+        REQUIRE(ctx != nullptr);
+        pd = sv::alloc_pd(ctx);
+        REQUIRE(pd != nullptr);
+    }
+    ~Rig() {
+        if (pd) sv::dealloc_pd(pd);
+        sv::close_device(ctx);
+        sv::set_device_source(sv::DeviceSource{});
+    }
+    void post_eqe(hw::EventType t, std::uint32_t obj, std::uint32_t aux = 0) {
+        std::array<std::uint8_t, hw::eqe::kSize> e{};
+        hw::set(e.data(), e.size(), hw::eqe::event_type, static_cast<std::uint8_t>(t));
+        hw::set(e.data(), e.size(), hw::eqe::obj_num, obj);
+        hw::set(e.data(), e.size(), hw::eqe::aux, aux);
+        sink.post_eqe(ctx_id, e.data(), e.size());
+    }
+
+    fw::test::FakeNetdev netdev;
+    host::LocalEventSink sink;
+    fw::FwConfig cfg;
+    std::unique_ptr<fw::MemTableStore> store;
+    std::unique_ptr<fw::Firmware> firmware;
+    std::uint16_t ctx_id = 3;
+    Recorder* rec = nullptr;
+    ibv_context* ctx = nullptr;
+    ibv_pd* pd = nullptr;
+};
+
+bool readable(int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+// A hand-made CQE number `p` in `cq`'s ring, owner written last (7.2).
+void put_cqe(ibv_cq* cq, std::uint32_t p, std::uint64_t wr_id, std::uint32_t qpn, bool is_send,
+             std::uint32_t wqe_index, hw::WcStatus st = hw::WcStatus::Success,
+             hw::WcOpcode op = hw::WcOpcode::Send, std::uint8_t flags = 0, std::uint32_t imm = 0,
+             std::uint32_t byte_len = 0) {
+    const sv::QueueView v = sv::cq_view(cq);
+    std::uint8_t log = 0;
+    while ((1u << log) < v.entries) ++log;
+    std::uint8_t* e = v.base + hw::ring_slot(p, log) * hw::cqe::kSize;
+    std::memset(e, 0, hw::cqe::kSize);
+    auto s = [e](hw::Field f, std::uint64_t x) { hw::set(e, hw::cqe::kSize, f, x); };
+    s(hw::cqe::wr_id, wr_id);
+    s(hw::cqe::status, static_cast<std::uint8_t>(st));
+    s(hw::cqe::opcode, static_cast<std::uint8_t>(op));
+    s(hw::cqe::wc_flags, flags);
+    s(hw::cqe::vendor_err, st == hw::WcStatus::Success ? 0 : 3);
+    s(hw::cqe::byte_len, byte_len);
+    s(hw::cqe::imm_inv, imm);
+    s(hw::cqe::qp_num, qpn);
+    s(hw::cqe::src_qp, is_send ? 0 : 0x99);
+    s(hw::cqe::is_send, is_send ? 1 : 0);
+    s(hw::cqe::wqe_index, wqe_index);
+    s(hw::cqe::owner, hw::phase_of(p, log));
+}
+
+ibv_qp* make_qp(Rig& r, ibv_cq* cq, ibv_qp_type t = IBV_QPT_RC, std::uint32_t send_wr = 4,
+                std::uint32_t recv_wr = 8, ibv_srq* srq = nullptr) {
+    ibv_qp_init_attr a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.srq = srq;
+    a.qp_type = t;
+    a.cap.max_send_wr = send_wr;
+    a.cap.max_recv_wr = recv_wr;
+    a.cap.max_send_sge = 2;
+    a.cap.max_recv_sge = 2;
+    a.cap.max_inline_data = 64;
+    ibv_qp* qp = sv::create_qp(r.pd, &a);
+    REQUIRE(qp != nullptr);
+    return qp;
+}
+
+// ibv_rc_pingpong's three transitions, with the GRH AV of `-g 1` pointing
+// at our own GID 1 (loopback, so firmware resolves the MAC).
+void connect_rc(Rig& r, ibv_qp* qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = 1;
+    a.qp_access_flags = 0;
+    REQUIRE(sv::modify_qp(qp, &a,
+                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+    ibv_gid gid{};
+    REQUIRE(sv::query_gid(r.ctx, 1, 1, &gid) == 0);
+    std::memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = qp->qp_num;
+    a.rq_psn = 0x123;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.grh.hop_limit = 1;
+    a.ah_attr.grh.dgid = gid;
+    a.ah_attr.grh.sgid_index = 1;
+    a.ah_attr.grh.flow_label = 0x12345;
+    a.ah_attr.grh.traffic_class = 0x20;
+    a.ah_attr.sl = 0;
+    a.ah_attr.port_num = 1;
+    REQUIRE(sv::modify_qp(qp, &a,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                              IBV_QP_MIN_RNR_TIMER) == 0);
+    const Cmd& m = r.rec->last(hw::CmdOpcode::ModifyQp);
+    namespace q = hw::qp_attr;
+    CHECK(m.get(q::qpn) == qp->qp_num);
+    CHECK(m.get(q::qp_state) == IBV_QPS_RTR);
+    CHECK(m.get(q::path_mtu) == IBV_MTU_1024);
+    CHECK(m.get(q::rq_psn) == 0x123);
+    CHECK(m.get(q::min_rnr_timer) == 12);
+    CHECK(m.get(q::max_dest_rd_atomic) == 1);
+    CHECK(m.get(q::av_grh) == 1);
+    CHECK(m.get(q::av_sgid_index) == 1);
+    CHECK(m.get(q::av_hop_limit) == 1);
+    CHECK(m.get(q::av_flow_label) == 0x12345);
+    CHECK(m.get(q::av_traffic_class) == 0x20);
+    std::uint8_t dgid[16];
+    hw::get_bytes(m.in.data(), m.in.size(), q::av_dgid, dgid, 16);
+    CHECK(std::memcmp(dgid, gid.raw, 16) == 0);
+    std::memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = 0x456;
+    a.max_rd_atomic = 1;
+    REQUIRE(sv::modify_qp(qp, &a,
+                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                              IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+    CHECK(r.rec->last(hw::CmdOpcode::ModifyQp).get(q::attr_mask) ==
+          (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+           IBV_QP_MAX_QP_RD_ATOMIC));
+    CHECK(qp->state == IBV_QPS_RTS);
+}
+
+}  // namespace
+
+TEST_CASE("MRs: REG_MR direct mode in the bootstrap domain", "[verbs][mr]") {
+    Rig r;
+    std::vector<std::uint8_t> buf(10000);
+    ibv_mr* mr = sv::reg_mr(r.pd, buf.data(), buf.size(), reinterpret_cast<std::uintptr_t>(buf.data()),
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                IBV_ACCESS_REMOTE_READ | IBV_ACCESS_RELAXED_ORDERING);
+    REQUIRE(mr != nullptr);
+    const Cmd& c = r.rec->last(hw::CmdOpcode::RegMr);
+    namespace m = hw::cmd_reg_mr_in;
+    CHECK(c.get(m::pdn) == sv::pd_number(r.pd));
+    CHECK(c.get(m::access) == (hw::access::kLocalWrite | hw::access::kRemoteWrite |
+                               hw::access::kRemoteRead));
+    CHECK(c.get(m::mtt_mode) == 0);
+    CHECK(c.get(m::zero_based) == 0);
+    CHECK(c.get(m::domain_id) == r.rec->boot_domain());
+    CHECK(c.get(m::iova) == reinterpret_cast<std::uintptr_t>(buf.data()));
+    CHECK(c.get(m::host_addr) == reinterpret_cast<std::uintptr_t>(buf.data()));
+    CHECK(c.get(m::length) == buf.size());
+    CHECK(mr->lkey == mr->rkey);
+    CHECK(hw::key_index(mr->lkey) != 0);
+    CHECK(mr->addr == buf.data());
+    CHECK(mr->length == buf.size());
+    CHECK(r.firmware->counts().mrs == 1);
+    // iova2 with another IOVA; zero-based.
+    ibv_mr* mr2 = sv::reg_mr(r.pd, buf.data(), 100, 0x7000, IBV_ACCESS_LOCAL_WRITE);
+    REQUIRE(mr2 != nullptr);
+    CHECK(r.rec->last(hw::CmdOpcode::RegMr).get(m::iova) == 0x7000);
+    CHECK(sv::dereg_mr(mr2) == 0);
+    // IB rule: REMOTE_WRITE needs LOCAL_WRITE (firmware: BAD_PARAM -> EINVAL).
+    errno = 0;
+    CHECK(sv::reg_mr(r.pd, buf.data(), 100, 0, IBV_ACCESS_REMOTE_WRITE) == nullptr);
+    CHECK(errno == EINVAL);
+    CHECK(sv::dereg_mr(mr) == 0);
+    CHECK(r.rec->last(hw::CmdOpcode::DeregMr).get(hw::cmd_handle::handle) != 0);
+    CHECK(r.firmware->counts().mrs == 0);
+}
+
+TEST_CASE("CQs: CREATE_CQ, poll_cq with the phase rule, batched CQ doorbell", "[verbs][cq]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 5, &r, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    CHECK(cq->cqe == 7);
+    const Cmd& c = r.rec->last(hw::CmdOpcode::CreateCq);
+    CHECK(c.get(hw::cmd_create_cq_in::log_size) == 3);
+    CHECK(c.get(hw::cmd_create_cq_in::domain_id) == r.rec->boot_domain());
+    CHECK(c.get(hw::cmd_create_cq_in::base) == reinterpret_cast<std::uintptr_t>(sv::cq_view(cq).base));
+    const std::uint32_t cqn = sv::cq_number(cq);
+    ibv_qp* qp = make_qp(r, cq);
+    ibv_wc wc[16];
+    CHECK(cq->context->ops.poll_cq(cq, 4, wc) == 0);
+    CHECK(r.rec->dbs.empty());  // nothing consumed: no doorbell
+
+    // Three CQEs, polled in one call: one doorbell with ci 3.
+    put_cqe(cq, 0, 11, qp->qp_num, true, 0);
+    put_cqe(cq, 1, 12, qp->qp_num, false, 0, hw::WcStatus::Success, hw::WcOpcode::Recv,
+            hw::wc_flags::kWithImm, 0x01020304, 77);
+    put_cqe(cq, 2, 13, qp->qp_num, false, 1, hw::WcStatus::RemAccessErr, hw::WcOpcode::Recv);
+    REQUIRE(cq->context->ops.poll_cq(cq, 16, wc) == 3);
+    CHECK(wc[0].wr_id == 11);
+    CHECK(wc[0].status == IBV_WC_SUCCESS);
+    CHECK(wc[0].opcode == IBV_WC_SEND);
+    CHECK(wc[0].qp_num == qp->qp_num);
+    CHECK(wc[1].opcode == IBV_WC_RECV);
+    CHECK(wc[1].byte_len == 77);
+    CHECK(wc[1].wc_flags == IBV_WC_WITH_IMM);
+    CHECK(wc[1].imm_data == htobe32(0x01020304));
+    CHECK(wc[1].src_qp == 0x99);
+    CHECK(wc[2].status == IBV_WC_REM_ACCESS_ERR);
+    CHECK(wc[2].vendor_err == 3);
+    REQUIRE(r.rec->dbs.size() == 1);
+    CHECK(r.rec->dbs[0].kind == hw::DbKind::Cq);
+    CHECK(r.rec->dbs[0].num == cqn);
+    CHECK(r.rec->dbs[0].index == 3);
+    CHECK(r.rec->dbs[0].cmd == 0);
+
+    // Wrap: CQEs 3..12 cross the end of the 8-entry ring (phase flips).
+    std::uint32_t got = 0;
+    for (std::uint32_t p = 3; p < 13; ++p) {
+        put_cqe(cq, p, 100 + p, qp->qp_num, true, 0);
+        if (p == 6 || p == 12) {  // poll in two batches, never more than the ring holds
+            const int n = cq->context->ops.poll_cq(cq, 16, wc);
+            for (int i = 0; i < n; ++i) CHECK(wc[i].wr_id == 100 + 3 + got + static_cast<unsigned>(i));
+            got += static_cast<std::uint32_t>(n);
+        }
+    }
+    CHECK(got == 10);
+    CHECK(r.rec->dbs.back().index == 13);
+    // A stale entry of the previous pass (wrong phase) is not returned.
+    CHECK(cq->context->ops.poll_cq(cq, 16, wc) == 0);
+
+    // req_notify: arm-next and arm-solicited with the current ci.
+    CHECK(cq->context->ops.req_notify_cq(cq, 0) == 0);
+    CHECK(r.rec->dbs.back().cmd == static_cast<std::uint8_t>(hw::CqArm::Next));
+    CHECK(r.rec->dbs.back().index == 13);
+    CHECK(cq->context->ops.req_notify_cq(cq, 1) == 0);
+    CHECK(r.rec->dbs.back().cmd == static_cast<std::uint8_t>(hw::CqArm::Solicited));
+
+    CHECK(sv::destroy_cq(cq) == EBUSY);  // the QP still uses it
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::resize_cq(cq, 30) == 0);
+    CHECK(cq->cqe == 31);
+    CHECK(sv::destroy_cq(cq) == 0);
+    CHECK(r.firmware->counts().cqs == 0);
+}
+
+TEST_CASE("QPs: CREATE_QP sizes, rc_pingpong's transitions, QUERY_QP", "[verbs][qp]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    ibv_qp_init_attr a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {3, 100, 2, 3, 16};
+    ibv_qp* qp = sv::create_qp(r.pd, &a);
+    REQUIRE(qp != nullptr);
+    CHECK(qp->state == IBV_QPS_RESET);
+    CHECK(qp->qp_num >= hw::kFirstUserQpn);
+    const Cmd& c = r.rec->last(hw::CmdOpcode::CreateQp);
+    namespace q = hw::cmd_create_qp_in;
+    CHECK(c.get(q::qp_type) == IBV_QPT_RC);
+    CHECK(c.get(q::pdn) == sv::pd_number(r.pd));
+    CHECK(c.get(q::send_cqn) == sv::cq_number(cq));
+    CHECK(c.get(q::recv_cqn) == sv::cq_number(cq));
+    CHECK(c.get(q::srq_en) == 0);
+    CHECK(c.get(q::domain_id) == r.rec->boot_domain());
+    CHECK(c.get(q::log_sq_size) == 2);
+    CHECK(c.get(q::log_rq_size) == 7);
+    CHECK(c.get(q::log_sq_stride) == 7);  // 32 + 48 + max(32, 32) = 112 -> 128
+    CHECK(c.get(q::log_rq_stride) == 6);  // 16 + 3 * 16 = 64
+    CHECK(c.get(q::max_send_sge) == 2);
+    CHECK(c.get(q::max_recv_sge) == 3);
+    CHECK(c.get(q::max_inline) == 128 - 80 - 4);  // the room the stride leaves
+    CHECK(c.get(q::sq_base) == reinterpret_cast<std::uintptr_t>(sv::sq_view(qp).base));
+    CHECK(c.get(q::rq_base) == reinterpret_cast<std::uintptr_t>(sv::rq_view(qp).base));
+    CHECK(a.cap.max_send_wr == 4);
+    CHECK(a.cap.max_recv_wr == 128);
+    CHECK(a.cap.max_inline_data == 44);
+
+    connect_rc(r, qp);
+    ibv_qp_attr qa{};
+    ibv_qp_init_attr qi{};
+    REQUIRE(sv::query_qp(qp, &qa, IBV_QP_CAP, &qi) == 0);
+    CHECK(qa.qp_state == IBV_QPS_RTS);
+    CHECK(qa.path_mtu == IBV_MTU_1024);
+    CHECK(qa.sq_psn == 0x456);
+    CHECK(qa.rq_psn == 0x123);
+    CHECK(qa.dest_qp_num == qp->qp_num);
+    CHECK(qa.timeout == 14);
+    CHECK(qa.retry_cnt == 7);
+    CHECK(qa.rnr_retry == 7);
+    CHECK(qa.ah_attr.is_global == 1);
+    CHECK(qa.ah_attr.grh.sgid_index == 1);
+    CHECK(qa.cap.max_send_wr == 4);
+    CHECK(qi.cap.max_inline_data == 44);
+    CHECK(qi.send_cq == cq);
+
+    // An illegal transition (RTS -> INIT) is EINVAL and changes nothing.
+    ibv_qp_attr bad{};
+    bad.qp_state = IBV_QPS_INIT;
+    CHECK(sv::modify_qp(qp, &bad, IBV_QP_STATE) == EINVAL);
+    CHECK(qp->state == IBV_QPS_RTS);
+    // To RESET: driver indices go back to 0.
+    bad.qp_state = IBV_QPS_RESET;
+    CHECK(sv::modify_qp(qp, &bad, IBV_QP_STATE) == 0);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(r.rec->last(hw::CmdOpcode::DestroyQp).get(hw::cmd_handle::handle) != 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+    CHECK(r.firmware->counts().qps == 0);
+}
+
+TEST_CASE("post_send: WQE bytes per hw-spec 6.2, full ring, one doorbell", "[verbs][wqe]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    ibv_qp* qp = make_qp(r, cq, IBV_QPT_RC, 4);
+    const sv::QueueView sq = sv::sq_view(qp);
+    std::uint8_t data[40];
+    for (int i = 0; i < 40; ++i) data[i] = static_cast<std::uint8_t>(i);
+    ibv_sge sge[2] = {{0x1000, 100, 0x1234}, {0x2000, 50, 0x5678}};
+    ibv_send_wr w[3]{};
+    w[0].wr_id = 1;
+    w[0].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    w[0].send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+    w[0].imm_data = htobe32(0xAABBCCDD);
+    w[0].sg_list = sge;
+    w[0].num_sge = 2;
+    w[0].wr.rdma.remote_addr = 0xDEAD0000;
+    w[0].wr.rdma.rkey = 0x4242;
+    w[0].next = &w[1];
+    ibv_sge isge{reinterpret_cast<std::uintptr_t>(data), 40, 0};
+    w[1].wr_id = 2;
+    w[1].opcode = IBV_WR_SEND;
+    w[1].send_flags = IBV_SEND_INLINE | IBV_SEND_FENCE;
+    w[1].sg_list = &isge;
+    w[1].num_sge = 1;
+    w[1].next = &w[2];
+    ibv_sge asge{0x3000, 8, 0x99};
+    w[2].wr_id = 3;
+    w[2].opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+    w[2].sg_list = &asge;
+    w[2].num_sge = 1;
+    w[2].wr.atomic.remote_addr = 0xBEEF0008;
+    w[2].wr.atomic.rkey = 7;
+    w[2].wr.atomic.compare_add = 5;
+    w[2].wr.atomic.swap = 6;
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(qp->context->ops.post_send(qp, &w[0], &bad) == 0);
+    REQUIRE(r.rec->dbs.size() == 1);
+    CHECK(r.rec->dbs[0].kind == hw::DbKind::Sq);
+    CHECK(r.rec->dbs[0].num == qp->qp_num);
+    CHECK(r.rec->dbs[0].index == 3);
+
+    const std::uint8_t* s0 = sq.base;
+    auto g = [](const std::uint8_t* b, std::uint32_t n, hw::Field f) { return hw::get(b, n, f); };
+    namespace c = hw::ctrl_seg;
+    CHECK(g(s0, c::kSize, c::opcode) == IBV_WR_RDMA_WRITE_WITH_IMM);
+    CHECK(g(s0, c::kSize, c::signaled) == 1);
+    CHECK(g(s0, c::kSize, c::solicited) == 1);
+    CHECK(g(s0, c::kSize, c::fence) == 0);
+    CHECK(g(s0, c::kSize, c::inline_data) == 0);
+    CHECK(g(s0, c::kSize, c::num_sge) == 2);
+    CHECK(g(s0, c::kSize, c::imm_inv) == 0xAABBCCDD);  // host order (6.2)
+    CHECK(g(s0, c::kSize, c::wr_id) == 1);
+    CHECK(g(s0, c::kSize, c::total_len) == 150);
+    const std::uint8_t* ra = s0 + c::kSize;
+    CHECK(g(ra, hw::raddr_seg::kSize, hw::raddr_seg::remote_va) == 0xDEAD0000);
+    CHECK(g(ra, hw::raddr_seg::kSize, hw::raddr_seg::rkey) == 0x4242);
+    const std::uint8_t* d0 = ra + hw::raddr_seg::kSize;
+    CHECK(g(d0, hw::data_seg::kSize, hw::data_seg::addr) == 0x1000);
+    CHECK(g(d0, hw::data_seg::kSize, hw::data_seg::length) == 100);
+    CHECK(g(d0, hw::data_seg::kSize, hw::data_seg::lkey) == 0x1234);
+    const std::uint8_t* d1 = d0 + hw::data_seg::kSize;
+    CHECK(g(d1, hw::data_seg::kSize, hw::data_seg::lkey) == 0x5678);
+
+    const std::uint8_t* s1 = sq.base + sq.stride;
+    CHECK(g(s1, c::kSize, c::opcode) == IBV_WR_SEND);
+    CHECK(g(s1, c::kSize, c::inline_data) == 1);
+    CHECK(g(s1, c::kSize, c::fence) == 1);
+    CHECK(g(s1, c::kSize, c::signaled) == 0);
+    CHECK(g(s1, c::kSize, c::num_sge) == 0);
+    CHECK(g(s1, c::kSize, c::total_len) == 40);
+    const std::uint8_t* in = s1 + c::kSize;
+    CHECK(g(in, hw::inline_seg::kSize, hw::inline_seg::byte_count) == 40);
+    CHECK(std::memcmp(in + hw::inline_seg::kSize, data, 40) == 0);
+
+    const std::uint8_t* s2 = sq.base + 2 * sq.stride;
+    CHECK(g(s2, c::kSize, c::opcode) == IBV_WR_ATOMIC_CMP_AND_SWP);
+    const std::uint8_t* ra2 = s2 + c::kSize;
+    CHECK(g(ra2, hw::raddr_seg::kSize, hw::raddr_seg::remote_va) == 0xBEEF0008);
+    const std::uint8_t* at = ra2 + hw::raddr_seg::kSize;
+    CHECK(g(at, hw::atomic_seg::kSize, hw::atomic_seg::compare_add) == 5);
+    CHECK(g(at, hw::atomic_seg::kSize, hw::atomic_seg::swap) == 6);
+    const std::uint8_t* ad = at + hw::atomic_seg::kSize;
+    CHECK(g(ad, hw::data_seg::kSize, hw::data_seg::length) == 8);
+    CHECK(g(ad, hw::data_seg::kSize, hw::data_seg::lkey) == 0x99);
+
+    // Ring of 4: one more fits, the next is ENOMEM with bad_wr, and only
+    // the WQEs that fit are rung.
+    ibv_send_wr two[2]{};
+    two[0].opcode = IBV_WR_SEND;
+    two[0].next = &two[1];
+    two[1].opcode = IBV_WR_SEND;
+    CHECK(qp->context->ops.post_send(qp, &two[0], &bad) == ENOMEM);
+    CHECK(bad == &two[1]);
+    CHECK(r.rec->dbs.back().index == 4);
+    // An invalid opcode for RC is EINVAL.
+    ibv_send_wr inv{};
+    inv.opcode = IBV_WR_LOCAL_INV;
+    CHECK(qp->context->ops.post_send(qp, &inv, &bad) == ENOMEM);  // still full
+    // A signaled CQE for WQE 2 frees slots 0..2 (unsignaled ones retire with it).
+    put_cqe(cq, 0, 3, qp->qp_num, true, 2);
+    ibv_wc wc;
+    REQUIRE(cq->context->ops.poll_cq(cq, 1, &wc) == 1);
+    CHECK(qp->context->ops.post_send(qp, &inv, &bad) == EINVAL);
+    CHECK(bad == &inv);
+    ibv_send_wr ok{};
+    ok.opcode = IBV_WR_SEND;
+    ok.wr_id = 77;
+    CHECK(qp->context->ops.post_send(qp, &ok, &bad) == 0);
+    CHECK(r.rec->dbs.back().index == 5);
+    CHECK(hw::get(sq.base + 0 * sq.stride, c::kSize, c::wr_id) == 77);  // slot 4 & 3 = 0
+
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
+TEST_CASE("post_recv and SRQs: RECV_WQE bytes, doorbells", "[verbs][wqe][srq]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    ibv_qp* qp = make_qp(r, cq, IBV_QPT_RC, 4, 2);
+    const sv::QueueView rq = sv::rq_view(qp);
+    ibv_sge sge[2] = {{0x1000, 4096, 0x11}, {0x9000, 10, 0x22}};
+    ibv_recv_wr w[3]{};
+    for (int i = 0; i < 3; ++i) {
+        w[i].wr_id = 50 + static_cast<unsigned>(i);
+        w[i].sg_list = sge;
+        w[i].num_sge = 2;
+        w[i].next = i < 2 ? &w[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    CHECK(qp->context->ops.post_recv(qp, &w[0], &bad) == ENOMEM);  // RQ of 2
+    CHECK(bad == &w[2]);
+    REQUIRE(!r.rec->dbs.empty());
+    CHECK(r.rec->dbs.back().kind == hw::DbKind::Rq);
+    CHECK(r.rec->dbs.back().index == 2);
+    const std::uint8_t* s1 = rq.base + rq.stride;
+    CHECK(hw::get(s1, hw::recv_wqe::kSize, hw::recv_wqe::wr_id) == 51);
+    CHECK(hw::get(s1, hw::recv_wqe::kSize, hw::recv_wqe::num_sge) == 2);
+    const std::uint8_t* d = s1 + hw::recv_wqe::kSize;
+    CHECK(hw::get(d, hw::data_seg::kSize, hw::data_seg::addr) == 0x1000);
+    CHECK(hw::get(d, hw::data_seg::kSize, hw::data_seg::length) == 4096);
+    CHECK(hw::get(d + 16, hw::data_seg::kSize, hw::data_seg::lkey) == 0x22);
+    w[0].num_sge = 3;  // more than max_recv_sge (2)
+    w[0].next = nullptr;
+    put_cqe(cq, 0, 50, qp->qp_num, false, 0, hw::WcStatus::Success, hw::WcOpcode::Recv);
+    ibv_wc wc;
+    REQUIRE(cq->context->ops.poll_cq(cq, 1, &wc) == 1);
+    CHECK(qp->context->ops.post_recv(qp, &w[0], &bad) == EINVAL);
+
+    // SRQ
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 5;
+    sa.attr.max_sge = 1;
+    sa.attr.srq_limit = 2;
+    ibv_srq* srq = sv::create_srq(r.pd, &sa);
+    REQUIRE(srq != nullptr);
+    CHECK(sa.attr.max_wr == 8);
+    const Cmd& c = r.rec->last(hw::CmdOpcode::CreateSrq);
+    CHECK(c.get(hw::cmd_create_srq_in::log_size) == 3);
+    CHECK(c.get(hw::cmd_create_srq_in::log_stride) == 5);
+    CHECK(c.get(hw::cmd_create_srq_in::max_sge) == 1);
+    CHECK(c.get(hw::cmd_create_srq_in::srq_limit) == 2);
+    ibv_qp* sqp = make_qp(r, cq, IBV_QPT_RC, 4, 0, srq);
+    CHECK(r.rec->last(hw::CmdOpcode::CreateQp).get(hw::cmd_create_qp_in::srq_en) == 1);
+    ibv_recv_wr one{};
+    one.wr_id = 9;
+    one.sg_list = sge;
+    one.num_sge = 1;
+    CHECK(srq->context->ops.post_srq_recv(srq, &one, &bad) == 0);
+    CHECK(r.rec->dbs.back().kind == hw::DbKind::Srq);
+    CHECK(r.rec->dbs.back().index == 1);
+    CHECK(hw::get(sv::srq_view(srq).base, hw::recv_wqe::kSize, hw::recv_wqe::wr_id) == 9);
+    CHECK(qp->context->ops.post_recv(sqp, &one, &bad) == EINVAL);  // QP uses the SRQ
+    ibv_srq_attr q{};
+    REQUIRE(sv::query_srq(srq, &q) == 0);
+    CHECK(q.max_wr == 8);
+    CHECK(q.srq_limit == 2);
+    q.srq_limit = 3;
+    CHECK(sv::modify_srq(srq, &q, IBV_SRQ_LIMIT) == 0);
+    CHECK(sv::destroy_srq(srq) == EBUSY);
+    CHECK(sv::destroy_qp(sqp) == 0);
+    CHECK(sv::destroy_srq(srq) == 0);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
+TEST_CASE("completion channels: COMPLETION EQEs wake the channel fd", "[verbs][events]") {
+    Rig r;
+    ibv_comp_channel* ch = sv::create_comp_channel(r.ctx);
+    REQUIRE(ch != nullptr);
+    CHECK(ch->fd >= 0);
+    int token = 0;
+    ibv_cq* cq = sv::create_cq(r.ctx, 4, &token, ch, 0);
+    REQUIRE(cq != nullptr);
+    CHECK(sv::destroy_comp_channel(ch) == EBUSY);
+    CHECK_FALSE(readable(ch->fd, 0));
+    r.post_eqe(hw::EventType::Completion, sv::cq_number(cq));
+    REQUIRE(readable(ch->fd, 2000));
+    ibv_cq* got = nullptr;
+    void* gctx = nullptr;
+    REQUIRE(sv::get_cq_event(ch, &got, &gctx) == 0);
+    CHECK(got == cq);
+    CHECK(gctx == &token);
+    CHECK_FALSE(readable(ch->fd, 0));
+    sv::ack_cq_events(cq, 1);
+    CHECK(cq->comp_events_completed == 1);
+    // A blocked ibv_get_cq_event wakes when the event arrives.
+    std::thread t([&r, cq] {
+        ::usleep(50 * 1000);
+        r.post_eqe(hw::EventType::Completion, sv::cq_number(cq));
+    });
+    REQUIRE(sv::get_cq_event(ch, &got, &gctx) == 0);
+    t.join();
+    CHECK(got == cq);
+    sv::ack_cq_events(cq, 1);
+    // Events of a destroyed CQ are dropped.
+    r.post_eqe(hw::EventType::Completion, sv::cq_number(cq));
+    REQUIRE(readable(ch->fd, 2000));
+    CHECK(sv::destroy_cq(cq) == 0);
+    CHECK_FALSE(readable(ch->fd, 0));
+    CHECK(sv::destroy_comp_channel(ch) == 0);
+}
+
+TEST_CASE("async events: EQEs to ibv_async_event through async_fd", "[verbs][events]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 4, nullptr, nullptr, 0);
+    ibv_qp* qp = make_qp(r, cq);
+    CHECK_FALSE(readable(r.ctx->async_fd, 0));
+    r.post_eqe(hw::EventType::QpFatal, qp->qp_num, 11);
+    r.post_eqe(hw::EventType::PortActive, 1);
+    r.post_eqe(hw::EventType::CqErr, sv::cq_number(cq));
+    r.post_eqe(hw::EventType::CmdCompletion, 0);  // not an async event
+    REQUIRE(readable(r.ctx->async_fd, 2000));
+    ibv_async_event ev{};
+    REQUIRE(sv::get_async_event(r.ctx, &ev) == 0);
+    CHECK(ev.event_type == IBV_EVENT_QP_FATAL);
+    CHECK(ev.element.qp == qp);
+    CHECK(sv::async_event_context(&ev) == r.ctx);
+    sv::ack_async_event(&ev);
+    CHECK(qp->events_completed == 1);
+    // The others may still be in flight through the event thread.
+    for (int i = 0; i < 100 && !readable(r.ctx->async_fd, 20); ++i) {}
+    REQUIRE(sv::get_async_event(r.ctx, &ev) == 0);
+    CHECK(ev.event_type == IBV_EVENT_PORT_ACTIVE);
+    CHECK(ev.element.port_num == 1);
+    for (int i = 0; i < 100 && !readable(r.ctx->async_fd, 20); ++i) {}
+    REQUIRE(sv::get_async_event(r.ctx, &ev) == 0);
+    CHECK(ev.event_type == IBV_EVENT_CQ_ERR);
+    CHECK(ev.element.cq == cq);
+    sv::ack_async_event(&ev);
+    CHECK_FALSE(readable(r.ctx->async_fd, 100));
+    // Non-blocking fd and nothing queued: EAGAIN.
+    const int fl = ::fcntl(r.ctx->async_fd, F_GETFL);
+    ::fcntl(r.ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+    errno = 0;
+    CHECK(sv::get_async_event(r.ctx, &ev) == -1);
+    CHECK(errno == EAGAIN);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
+TEST_CASE("AHs and UD sends: CREATE_AH, UD_SEG", "[verbs][ah]") {
+    Rig r;
+    ibv_gid gid{};
+    REQUIRE(sv::query_gid(r.ctx, 1, 1, &gid) == 0);
+    ibv_ah_attr aa{};
+    aa.is_global = 1;
+    aa.grh.dgid = gid;
+    aa.grh.sgid_index = 1;
+    aa.grh.hop_limit = 64;
+    aa.port_num = 1;
+    ibv_ah* ah = sv::create_ah(r.pd, &aa);
+    REQUIRE(ah != nullptr);
+    const Cmd& c = r.rec->last(hw::CmdOpcode::CreateAh);
+    CHECK(c.get(hw::cmd_create_ah_in::pdn) == sv::pd_number(r.pd));
+    CHECK(c.get(hw::cmd_create_ah_in::port_num) == 1);
+    CHECK(c.get(hw::cmd_create_ah_in::av_grh) == 1);
+    CHECK(c.get(hw::cmd_create_ah_in::av_hop_limit) == 64);
+    ibv_cq* cq = sv::create_cq(r.ctx, 4, nullptr, nullptr, 0);
+    ibv_qp* qp = make_qp(r, cq, IBV_QPT_UD);
+    ibv_send_wr w{};
+    ibv_sge sge{0x1000, 10, 5};
+    w.opcode = IBV_WR_SEND;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    w.wr.ud.ah = ah;
+    w.wr.ud.remote_qpn = 0x77;
+    w.wr.ud.remote_qkey = 0x11111111;
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(qp->context->ops.post_send(qp, &w, &bad) == 0);
+    const std::uint8_t* ud = sv::sq_view(qp).base + hw::ctrl_seg::kSize;
+    CHECK(hw::get(ud, hw::ud_seg::kSize, hw::ud_seg::ah_num) == ah->handle);
+    CHECK(hw::get(ud, hw::ud_seg::kSize, hw::ud_seg::dest_qpn) == 0x77);
+    CHECK(hw::get(ud, hw::ud_seg::kSize, hw::ud_seg::qkey) == 0x11111111);
+    CHECK(hw::get(ud + hw::ud_seg::kSize, hw::data_seg::kSize, hw::data_seg::lkey) == 5);
+    w.opcode = IBV_WR_RDMA_WRITE;  // not on UD
+    CHECK(qp->context->ops.post_send(qp, &w, &bad) == EINVAL);
+
+    // init_ah_from_wc on an IPv4 RoCE v2 GRH (20 zero bytes + IPv4 header).
+    ibv_wc wc{};
+    wc.wc_flags = IBV_WC_GRH;
+    std::uint8_t grh[40] = {};
+    grh[20] = 0x45;
+    grh[21] = 0x10;
+    std::memcpy(grh + 32, gid.raw + 12, 4);  // source
+    std::memcpy(grh + 36, gid.raw + 12, 4);  // destination: us
+    ibv_ah_attr fa{};
+    REQUIRE(sv::init_ah_from_wc(r.ctx, 1, &wc, reinterpret_cast<ibv_grh*>(grh), &fa) == 0);
+    CHECK(fa.is_global == 1);
+    CHECK(fa.grh.sgid_index == 1);
+    CHECK(std::memcmp(fa.grh.dgid.raw, gid.raw, 16) == 0);
+    CHECK(fa.grh.traffic_class == 0x10);
+    ibv_ah* ah2 = sv::create_ah_from_wc(r.pd, &wc, reinterpret_cast<ibv_grh*>(grh), 1);
+    REQUIRE(ah2 != nullptr);
+    CHECK(sv::destroy_ah(ah2) == 0);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+    CHECK(sv::destroy_ah(ah) == 0);
+    CHECK(r.firmware->counts().ahs == 0);
+}
+
+TEST_CASE("ibv_qp_ex: wr_start / wr_send / wr_set_sge / wr_complete", "[verbs][qpex]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 4, nullptr, nullptr, 0);
+    ibv_qp_init_attr_ex a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {2, 2, 1, 1, 0};
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    a.pd = r.pd;
+    a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+    ibv_qp* qp = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
+    REQUIRE(qp != nullptr);
+    ibv_qp_ex* x = sv::qp_to_qp_ex(qp);
+    REQUIRE(x != nullptr);
+    CHECK(&x->qp_base == qp);
+    ibv_wr_start(x);
+    x->wr_id = 42;
+    x->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send(x);
+    ibv_wr_set_sge(x, 0x33, 0x5000, 64);
+    x->wr_id = 43;
+    x->wr_flags = 0;
+    ibv_wr_rdma_write_imm(x, 0x44, 0x6000, htobe32(7));
+    ibv_wr_set_sge(x, 0x33, 0x5000, 8);
+    REQUIRE(ibv_wr_complete(x) == 0);
+    CHECK(r.rec->dbs.back().kind == hw::DbKind::Sq);
+    CHECK(r.rec->dbs.back().index == 2);
+    const sv::QueueView sq = sv::sq_view(qp);
+    namespace c = hw::ctrl_seg;
+    CHECK(hw::get(sq.base, c::kSize, c::wr_id) == 42);
+    CHECK(hw::get(sq.base, c::kSize, c::signaled) == 1);
+    CHECK(hw::get(sq.base, c::kSize, c::total_len) == 64);
+    CHECK(hw::get(sq.base + c::kSize, hw::data_seg::kSize, hw::data_seg::lkey) == 0x33);
+    const std::uint8_t* s1 = sq.base + sq.stride;
+    CHECK(hw::get(s1, c::kSize, c::opcode) == IBV_WR_RDMA_WRITE_WITH_IMM);
+    CHECK(hw::get(s1, c::kSize, c::imm_inv) == 7);
+    CHECK(hw::get(s1 + c::kSize, hw::raddr_seg::kSize, hw::raddr_seg::rkey) == 0x44);
+    // Ring full: the batch fails and nothing is rung.
+    const auto dbs = r.rec->dbs.size();
+    ibv_wr_start(x);
+    ibv_wr_send(x);
+    ibv_wr_set_sge(x, 1, 2, 3);
+    CHECK(ibv_wr_complete(x) == ENOMEM);
+    CHECK(r.rec->dbs.size() == dbs);
+    ibv_wr_start(x);
+    ibv_wr_abort(x);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
