@@ -154,9 +154,18 @@ Runner add_link_command(CLI::App& app) {
 
 Runner add_daemon_command(CLI::App& app) {
     auto opt = std::make_shared<daemon::DaemonOptions>();
+    auto stop = std::make_shared<bool>(false);
     CLI::App* sub = app.add_subcommand("daemon", "Run the simnic daemon (normally started on demand by simnic link add)");
     sub->add_flag("-f,--foreground", opt->foreground, "stay in the foreground and log to stderr");
-    return [opt] {
+    sub->add_flag("--stop", *stop, "stop the running daemon (its devices go with it)");
+    return [opt, stop] {
+        if (*stop) {
+            std::string err, notice;
+            daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+            if (!c.connected()) return 0;  // nothing runs: nothing to stop
+            const Json r = c.request(Json{{"op", "shutdown"}});
+            return r.value("ok", false) ? 0 : 1;
+        }
         int ready_fd = -1;
         if (const char* s = std::getenv("SIMNIC_READY_FD")) {
             ready_fd = std::atoi(s);

@@ -16,5 +16,7 @@ Runner add_rtl_command(CLI::App& app);
 Runner add_link_command(CLI::App& app);
 Runner add_daemon_command(CLI::App& app);
 Runner add_exec_command(CLI::App& app);
+Runner add_resource_command(CLI::App& app);
+Runner add_stats_command(CLI::App& app);
 
 }  // namespace simnic::cli

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
     add(simnic::cli::add_link_command);
     add(simnic::cli::add_daemon_command);
     add(simnic::cli::add_exec_command);
+    add(simnic::cli::add_resource_command);
+    add(simnic::cli::add_stats_command);
 
     try {
         app.parse(argc, argv);

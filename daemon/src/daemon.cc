@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include <cstdarg>
 #include <cstdio>
@@ -60,6 +61,7 @@ private:
     Json link_del(const Json& req);
     Json link_show(const Json& req);
     Json open_context(int fd, const Json& req, std::vector<int>& fds);
+    Json resources(const Json& req);
     void save_state();
 
     // A connection that opened a context belongs to it; its doorbell eventfd
@@ -248,6 +250,7 @@ Json Daemon::handle(const Json& req) {
         r["stats"] = st;
         return r;
     }
+    if (op == "resources") return resources(req);
     if (op == "shutdown") {
         stop_ = true;
         return reply_ok();
@@ -306,6 +309,35 @@ Json Daemon::link_show(const Json& req) {
     }
     Json r = reply_ok();
     r["links"] = links;
+    return r;
+}
+
+// Everything `simnic resource show` prints, for one device or all.
+Json Daemon::resources(const Json& req) {
+    const std::string only = req.value("device", "");
+    if (!only.empty() && !runtimes_.count(only)) return reply_error(ENODEV, "no device " + only);
+    Json devs = Json::array();
+    for (const auto& [name, rt] : runtimes_) {
+        if (!only.empty() && name != only) continue;
+        const DeviceRuntime::Counts c = rt->counts();
+        Json d{{"name", name}, {"qps", c.qps}, {"cqs", c.cqs}, {"mrs", c.mrs}, {"pds", c.pds},
+               {"srqs", c.srqs}, {"ahs", c.ahs}, {"contexts", rt->context_count()}};
+        Json qps = Json::array();
+        for (const DeviceRuntime::QpInfo& q : rt->qps())
+            qps.push_back(Json{{"qpn", q.qpn}, {"type", q.type}, {"state", q.state}, {"sq_psn", q.sq_psn},
+                               {"rq_psn", q.rq_psn}, {"dest_qpn", q.dest_qpn}, {"pid", q.pid}});
+        d["qp_list"] = qps;
+        Json gids = Json::array();
+        for (const auto& [idx, g] : rt->gids()) {
+            char buf[INET6_ADDRSTRLEN] = {};
+            inet_ntop(AF_INET6, g.data(), buf, sizeof buf);
+            gids.push_back(Json{{"index", idx}, {"gid", buf}});
+        }
+        d["gids"] = gids;
+        devs.push_back(d);
+    }
+    Json r = reply_ok();
+    r["devices"] = devs;
     return r;
 }
 

@@ -307,6 +307,47 @@ std::vector<std::pair<std::string, uint64_t>> DeviceRuntime::stats() const {
     return soft_engine::read_stats(impl_->bar.p);
 }
 
+std::vector<DeviceRuntime::QpInfo> DeviceRuntime::qps() const {
+    Impl& m = *impl_;
+    std::vector<QpInfo> out;
+    std::map<uint16_t, uint32_t> pid_of;
+    {
+        std::lock_guard<std::mutex> lk(m.eq_mu);
+        for (const auto& [id, c] : m.ctxs) pid_of[id] = c->pid;
+    }
+    namespace q = hw::qpc;
+    for (uint32_t qpn : m.fw->qpns()) {
+        const uint8_t* e = m.tables->entry(fw::Table::Qpc, qpn);
+        if (!e) continue;
+        QpInfo i;
+        i.qpn = qpn;
+        i.type = static_cast<uint8_t>(hw::get(e, q::kSize, q::qp_type));
+        i.state = static_cast<uint8_t>(hw::get(e, q::kSize, q::state));
+        i.sq_psn = static_cast<uint32_t>(hw::get(e, q::kSize, q::sq_psn));
+        i.rq_psn = static_cast<uint32_t>(hw::get(e, q::kSize, q::rq_psn));
+        i.dest_qpn = static_cast<uint32_t>(hw::get(e, q::kSize, q::dest_qpn));
+        auto p = pid_of.find(static_cast<uint16_t>(hw::get(e, q::kSize, q::ctx_id)));
+        i.pid = p == pid_of.end() ? 0 : p->second;
+        out.push_back(i);
+    }
+    return out;
+}
+
+std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> DeviceRuntime::gids() const {
+    Impl& m = *impl_;
+    std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> out;
+    namespace g = hw::gid_entry;
+    const uint32_t n = m.tables->capacity(fw::Table::Gid);
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint8_t* e = m.tables->entry(fw::Table::Gid, i);
+        if (!e || !hw::get(e, g::kSize, g::valid)) continue;
+        std::array<uint8_t, 16> gid{};
+        hw::get_bytes(e, g::kSize, g::gid, gid.data(), gid.size());
+        out.emplace_back(i, gid);
+    }
+    return out;
+}
+
 DeviceRuntime::Counts DeviceRuntime::counts() const {
     const auto c = impl_->fw->counts();
     Counts r;

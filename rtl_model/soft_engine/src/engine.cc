@@ -467,8 +467,17 @@ struct SoftEngine::Impl {
         c.type = q.type == hw::QpType::Rc ? tp::QpType::RC : q.type == hw::QpType::Uc ? tp::QpType::UC : tp::QpType::UD;
         c.qpn = q.qpn;
         c.dest_qpn = uint32_t(g(e, Table::Qpc, hw::qpc::dest_qpn));
-        const uint8_t mtu = uint8_t(g(e, Table::Qpc, hw::qpc::path_mtu));
-        c.path_mtu = mtu >= 1 && mtu <= 5 ? roce::IbMtu(mtu) : roce::IbMtu::Mtu1024;
+        // The port's active MTU bounds every QP (hw-spec 5.6.7: a larger path MTU is
+        // clamped to it, as rxe does). A UD QP has no path MTU of its own: like
+        // rxe's get_mtu(), its messages are bounded by the port's active MTU.
+        uint8_t active = cfg.bar ? uint8_t(hw::get(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize,
+                                                   hw::port_block::active_mtu))
+                                 : 0;
+        if (active < 1 || active > 5) active = uint8_t(roce::IbMtu::Mtu1024);
+        uint8_t mtu = uint8_t(g(e, Table::Qpc, hw::qpc::path_mtu));
+        if (mtu < 1 || mtu > 5) mtu = uint8_t(roce::IbMtu::Mtu1024);
+        if (q.type == hw::QpType::Ud || mtu > active) mtu = active;
+        c.path_mtu = roce::IbMtu(mtu);
         c.sq_psn = uint32_t(g(e, Table::Qpc, hw::qpc::sq_psn));
         c.rq_psn = uint32_t(g(e, Table::Qpc, hw::qpc::rq_psn));
         c.retry_cnt = uint8_t(g(e, Table::Qpc, hw::qpc::retry_cnt));

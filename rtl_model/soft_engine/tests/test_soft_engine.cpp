@@ -85,8 +85,10 @@ struct Rig {
     Mem buf{1 << 20};
     size_t mr_off = 4096, mr_len = 512 * 1024;  // the MR: [buf + 4096, buf + 4096 + 512K)
     Qp a, b;
+    hw::QpType type;
+    static constexpr uint32_t kQkey = 0x11111111;
 
-    Rig() {
+    explicit Rig(hw::QpType t = hw::QpType::Rc) : type(t) {
         int err = 0;
         ctx = host::open_context("setest", err);
         REQUIRE(ctx);
@@ -117,7 +119,7 @@ struct Rig {
         q.cq.cqn = cmd(*ctx, hw::CmdOpcode::CreateCq, cq);
         uint8_t in[hw::cmd_create_qp_in::kSize] = {};
         namespace c = hw::cmd_create_qp_in;
-        hw::set(in, c::qp_type, uint8_t(hw::QpType::Rc));
+        hw::set(in, c::qp_type, uint8_t(type));
         hw::set(in, c::pdn, pdn);
         hw::set(in, c::send_cqn, q.cq.cqn);
         hw::set(in, c::recv_cqn, q.cq.cqn);
@@ -149,6 +151,15 @@ struct Rig {
         namespace f = hw::qp_attr;
         uint8_t at[f::kSize] = {};
         hw::set(at, f::port_num, 1);
+        if (type == hw::QpType::Ud) {
+            hw::set(at, f::qkey, kQkey);
+            modify(q.qpn, m::kPkeyIndex | m::kPort | m::kQkey, hw::QpState::Init, at);
+            std::memset(at, 0, sizeof at);
+            modify(q.qpn, 0, hw::QpState::Rtr, at);
+            hw::set(at, f::sq_psn, 0x100);
+            modify(q.qpn, m::kSqPsn, hw::QpState::Rts, at);
+            return;
+        }
         hw::set(at, f::qp_access_flags, hw::access::kRemoteWrite | hw::access::kRemoteRead | hw::access::kRemoteAtomic);
         modify(q.qpn, m::kPkeyIndex | m::kPort | m::kAccessFlags, hw::QpState::Init, at);
         std::memset(at, 0, sizeof at);
@@ -198,6 +209,7 @@ struct Rig {
         uint32_t rkey = 0;
         uint64_t cmp_add = 0, swap = 0;
         uint32_t imm = 0;
+        uint32_t dest_qpn = 0;  // UD
     };
     void post_send(Qp& q, const Wr& r) {
         uint8_t* w = q.sq.p + (size_t(hw::ring_slot(q.sq_pi, kLogQ)) << kLogSqStride);
@@ -221,6 +233,17 @@ struct Rig {
             hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::compare_add, r.cmp_add);
             hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::swap, r.swap);
             s += hw::atomic_seg::kSize;
+        }
+        if (type == hw::QpType::Ud) {  // UD_SEG with ah_num 0 and an inline AV to 127.0.0.1
+            hw::set(s, hw::ud_seg::kSize, hw::ud_seg::dest_qpn, r.dest_qpn);
+            hw::set(s, hw::ud_seg::kSize, hw::ud_seg::qkey, kQkey);
+            s += hw::ud_seg::kSize;
+            const uint8_t dgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+            hw::set_bytes(s, hw::av::kSize, hw::av::dgid, dgid, 16);
+            hw::set(s, hw::av::kSize, hw::av::sgid_index, 1);
+            hw::set(s, hw::av::kSize, hw::av::hop_limit, 64);
+            hw::set(s, hw::av::kSize, hw::av::grh, 1);
+            s += hw::av::kSize;
         }
         hw::set(s, hw::data_seg::kSize, hw::data_seg::addr, r.laddr);
         hw::set(s, hw::data_seg::kSize, hw::data_seg::length, atomic ? 8 : r.len);
@@ -260,6 +283,15 @@ struct Rig {
         }
     }
 };
+
+uint64_t device_stat(const char* name) {
+    std::string err, notice;
+    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+    REQUIRE(c.connected());
+    const daemon::Json r = c.request(daemon::Json{{"op", "stats"}, {"device", "setest"}});
+    REQUIRE(r.contains("stats"));
+    return r["stats"].value(name, uint64_t{0});
+}
 
 void fill(uint8_t* p, size_t n, uint8_t seed) {
     for (size_t i = 0; i < n; ++i) p[i] = uint8_t(seed + i * 7 + (i >> 8));
@@ -363,4 +395,46 @@ TEST_CASE("a bad rkey gives a remote access error and touches nothing", "[soft_e
     for (size_t i = 0; i < r.mr_off; ++i) REQUIRE(r.buf.p[i] == 0xA5);
     for (size_t i = 0; i < 4096; ++i) REQUIRE(r.buf.p[r.mr_off + r.mr_len + i] == 0x5A);
     for (size_t i = 8192; i < 8192 + 4096; ++i) REQUIRE(r.ptr(0)[i] == 0);
+}
+
+// ibv_ud_pingpong sends 2048 bytes by default. A UD QP has no path MTU (no
+// PATH_MTU in its modify_qp); its messages are bounded by the port's active MTU
+// (4096 on lo), as rxe's get_mtu() does, not by the QPC's initial 256.
+TEST_CASE("a UD SEND up to the port's active MTU lands behind the 40-byte GRH", "[soft_engine]") {
+    Rig r(hw::QpType::Ud);
+    constexpr uint32_t kLen = 2048, kGrh = 40;
+    fill(r.ptr(0), kLen, 7);
+    std::memset(r.ptr(100000), 0xEE, kLen + kGrh + 64);
+    r.post_recv(r.b, 5, r.va(100000), kLen + kGrh);
+    Rig::Wr w;
+    w.wr_id = 6;
+    w.laddr = r.va(0);
+    w.len = kLen;
+    w.dest_qpn = r.b.qpn;
+    r.post_send(r.a, w);
+    Rig::Cqe s = r.poll(r.a.cq);
+    CHECK(s.status == 0);
+    CHECK(s.wr_id == 6);
+    Rig::Cqe v = r.poll(r.b.cq);
+    CHECK(v.status == 0);
+    CHECK(v.wr_id == 5);
+    CHECK(v.byte_len == kLen + kGrh);
+    CHECK(std::memcmp(r.ptr(0), r.ptr(100000 + kGrh), kLen) == 0);
+    CHECK(r.ptr(100000)[kLen + kGrh] == 0xEE);
+
+    // Above the active MTU (lo: 4096) the send fails with LOC_LEN_ERR (hw-spec 6.2).
+    // The QP goes to ERR and its posted receives are flushed.
+    for (int i = 0; i < 3; ++i) r.post_recv(r.a, 90 + i, r.va(200000 + 8192 * i), kLen + kGrh);
+    w.wr_id = 8;
+    w.len = 4097;
+    r.post_send(r.a, w);
+    s = r.poll(r.a.cq);
+    CHECK(s.wr_id == 8);
+    CHECK(s.status == uint32_t(hw::WcStatus::LocLenErr));
+    for (int i = 0; i < 3; ++i) {
+        const Rig::Cqe f = r.poll(r.a.cq);
+        CHECK(f.wr_id == uint64_t(90 + i));
+        CHECK(f.status == uint32_t(hw::WcStatus::WrFlushErr));
+    }
+    CHECK(device_stat("dma_faults") == 0);
 }

@@ -12,7 +12,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <array>
 #include <string>
+#include <utility>
+#include <vector>
 #include <utility>
 #include <vector>
 
@@ -60,6 +63,18 @@ public:
         uint32_t qps = 0, cqs = 0, mrs = 0, pds = 0, srqs = 0, ahs = 0;
     };
     Counts counts() const;
+
+    // One QP as `simnic resource show qp` lists it (read from the QPC).
+    struct QpInfo {
+        uint32_t qpn = 0;
+        uint8_t type = 0;   // hw::QpType numbering
+        uint8_t state = 0;  // hw::QpState numbering
+        uint32_t sq_psn = 0, rq_psn = 0, dest_qpn = 0;
+        uint32_t pid = 0;   // the process whose context owns it
+    };
+    std::vector<QpInfo> qps() const;
+    // GID table entries in use: index and the 16 bytes.
+    std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> gids() const;
     // STATS_BLOCK counters (hw-spec 2.6) by field name, for `stats`.
     std::vector<std::pair<std::string, uint64_t>> stats() const;
 

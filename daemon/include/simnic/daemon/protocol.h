@@ -11,6 +11,9 @@
 //   {"op":"link_show"[,"name":N]}                      -> {"ok":true,"links":[...]}
 //   {"op":"resource_counts","device":N}               -> {"ok":true,"qps":..,"cqs":..,"mrs":..,
 //                                                         "pds":..,"srqs":..,"ahs":..,"contexts":..}
+//   {"op":"resources"[,"device":N]}                    -> {"ok":true,"devices":[{"name":..,"qps":..,
+//                                                         ..,"qp_list":[..],"gids":[..]}]}
+//   {"op":"stats","device":N}                          -> {"ok":true,"stats":{counter:value,..}}
 //   {"op":"shutdown"}
 //   {"op":"open_context","device":N}                  -> {"ok":true,"ctx_id":..,"boot_domain":..,
 //                                                         "daemon_pid":..} + fds [context page,

@@ -1,0 +1,144 @@
+// `simnic resource show [qp|cq|mr|pd|gid] [-j]` and `simnic stats NAME`:
+// what the devices hold and count, shaped like iproute2's `rdma resource`.
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "simnic/daemon/client.h"
+
+namespace simnic::cli {
+namespace {
+
+using daemon::Json;
+
+struct ResourceArgs {
+    std::string what;  // empty: summary
+    std::string device;
+    bool json = false;
+};
+
+const char* qp_type_name(int t) {
+    switch (t) {
+        case 2: return "RC";
+        case 3: return "UC";
+        case 4: return "UD";
+    }
+    return "?";
+}
+const char* qp_state_name(int s) {
+    static const char* const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+    return s >= 0 && s <= 6 ? names[s] : "?";
+}
+std::string comm_of(uint32_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string c;
+    std::getline(in, c);
+    return c.empty() ? "[gone]" : c;
+}
+
+// Ask the running daemon; none running means no devices, not an error.
+bool ask(const Json& req, Json& reply) {
+    std::string err, notice;
+    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+    if (!notice.empty()) std::fprintf(stderr, "simnic: note: %s\n", notice.c_str());
+    if (!c.connected()) {
+        reply = Json{{"ok", true}, {"devices", Json::array()}};
+        return true;
+    }
+    reply = c.request(req);
+    if (!reply.value("ok", false)) {
+        std::fprintf(stderr, "simnic: %s\n", reply.value("error", std::string("request failed")).c_str());
+        return false;
+    }
+    return true;
+}
+
+int run_resource(const ResourceArgs& a) {
+    static const char* const kinds[] = {"", "qp", "cq", "mr", "pd", "gid"};
+    bool known = false;
+    for (const char* k : kinds) known |= a.what == k;
+    if (!known) {
+        std::fprintf(stderr, "simnic resource show: unknown resource '%s' (qp, cq, mr, pd, gid)\n", a.what.c_str());
+        return 2;
+    }
+    Json req{{"op", "resources"}};
+    if (!a.device.empty()) req["device"] = a.device;
+    Json reply;
+    if (!ask(req, reply)) return 1;
+    const Json& devs = reply["devices"];
+    if (a.json) {
+        std::printf("%s\n", devs.dump().c_str());
+        return 0;
+    }
+    int idx = 0;
+    for (const Json& d : devs) {
+        const std::string name = d["name"].get<std::string>();
+        if (a.what.empty()) {
+            std::printf("%d: %s: pd %u cq %u qp %u mr %u srq %u ah %u ctx %u\n", idx, name.c_str(),
+                        d["pds"].get<unsigned>(), d["cqs"].get<unsigned>(), d["qps"].get<unsigned>(),
+                        d["mrs"].get<unsigned>(), d["srqs"].get<unsigned>(), d["ahs"].get<unsigned>(),
+                        d["contexts"].get<unsigned>());
+        } else if (a.what == "qp") {
+            for (const Json& q : d["qp_list"]) {
+                const uint32_t pid = q["pid"].get<uint32_t>();
+                std::printf("link %s/1 lqpn %u rqpn %u type %s state %s rq-psn %u sq-psn %u pid %u comm %s\n",
+                            name.c_str(), q["qpn"].get<unsigned>(), q["dest_qpn"].get<unsigned>(),
+                            qp_type_name(q["type"].get<int>()), qp_state_name(q["state"].get<int>()),
+                            q["rq_psn"].get<unsigned>(), q["sq_psn"].get<unsigned>(), pid, comm_of(pid).c_str());
+            }
+        } else if (a.what == "gid") {
+            for (const Json& g : d["gids"])
+                std::printf("link %s/1 index %u gid %s type RoCEv2\n", name.c_str(), g["index"].get<unsigned>(),
+                            g["gid"].get<std::string>().c_str());
+        } else {
+            // Per-object listings of CQs, MRs and PDs are not kept yet: counts.
+            const std::string key = a.what + "s";
+            std::printf("dev %s %s %u\n", name.c_str(), a.what.c_str(), d[key].get<unsigned>());
+        }
+        ++idx;
+    }
+    return 0;
+}
+
+int run_stats(const std::string& device, bool json) {
+    Json reply;
+    if (!ask(Json{{"op", "stats"}, {"device", device}}, reply)) return 1;
+    if (!reply.contains("stats")) {
+        std::fprintf(stderr, "simnic: no device %s\n", device.c_str());
+        return 1;
+    }
+    if (json) {
+        std::printf("%s\n", reply["stats"].dump().c_str());
+        return 0;
+    }
+    std::printf("%s:\n", device.c_str());
+    for (const auto& [k, v] : reply["stats"].items()) std::printf("  %-22s %s\n", k.c_str(), v.dump().c_str());
+    return 0;
+}
+
+}  // namespace
+
+Runner add_resource_command(CLI::App& app) {
+    auto args = std::make_shared<ResourceArgs>();
+    CLI::App* sub = app.add_subcommand("resource", "Show what simnic devices hold (like `rdma resource`)");
+    sub->require_subcommand(1);
+    CLI::App* show = sub->add_subcommand("show", "Show resources: [qp|cq|mr|pd|gid]");
+    show->add_option("what", args->what, "resource kind");
+    show->add_option("-d,--dev", args->device, "only this device");
+    show->add_flag("-j,--json", args->json, "JSON output");
+    return [args] { return run_resource(*args); };
+}
+
+Runner add_stats_command(CLI::App& app) {
+    auto device = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    CLI::App* sub = app.add_subcommand("stats", "Show a device's counters: packets, bytes, retransmits, NAKs, ICRC errors");
+    sub->add_option("name", *device, "device name")->required();
+    sub->add_flag("-j,--json", *json, "JSON output");
+    return [device, json] { return run_stats(*device, *json); };
+}
+
+}  // namespace simnic::cli

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Unmodified Debian RDMA applications against a soft simnic device on lo,
+# server and client on the same device, as an ordinary user: when ctest runs
+# as root (CI does) the test drops to `nobody` for everything it starts.
+#
+#   test_ibv_apps.sh CASE SIMNIC LIBSIMNIC_VERBS
+#
+# Each case starts the server, waits for its TCP port, runs the client, and
+# checks both exit codes and the client's report. Then it checks that the
+# device holds no QP, CQ or MR once both processes are gone.
+set -u
+CASE=$1 SIMNIC=$2 LIB=$3
+DEV=simapp_lo
+PORT=$((20000 + RANDOM % 20000))
+work=$(mktemp -d /tmp/simnic-apps.XXXXXX)
+chmod 755 "$work"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# Run as nobody when root: the binaries and runtime directory must be theirs
+# to read and write.
+AS=()
+if [ "$(id -u)" -eq 0 ]; then
+  cp "$SIMNIC" "$work/simnic"; cp "$LIB" "$work/libsimnic-verbs.so"
+  chmod 755 "$work/simnic" "$work/libsimnic-verbs.so"
+  SIMNIC=$work/simnic LIB=$work/libsimnic-verbs.so
+  mkdir -m 700 "$work/rt"; chown nobody:nogroup "$work/rt"
+  AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+else
+  mkdir -m 700 "$work/rt"
+fi
+export SIMNIC_RUNTIME_DIR=$work/rt SIMNIC_VERBS_LIB=$LIB
+sim() { "${AS[@]}" "$SIMNIC" "$@"; }
+
+cleanup() {
+  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null
+  sim link delete "$DEV" >/dev/null 2>&1
+  if [ -f "$SIMNIC_RUNTIME_DIR/simnicd.state" ]; then
+    pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state")
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# pingpong TOOL ARGS...: server and client of an ibverbs example.
+pingpong() {
+  local tool=$1; shift
+  server=("$tool" -d "$DEV" -g 1 -p "$PORT" "$@")
+  client=("$tool" -d "$DEV" -g 1 -p "$PORT" "$@" 127.0.0.1)
+  expect='[0-9]+ iters in [0-9.]+ seconds'
+}
+# perftest TOOL ARGS...: server and client of a perftest benchmark.
+perftest() {
+  local tool=$1; shift
+  server=("$tool" -d "$DEV" -p "$PORT" -F "$@")
+  client=("$tool" -d "$DEV" -p "$PORT" -F "$@" 127.0.0.1)
+  expect='^ *[0-9]+ +[0-9]+ '
+}
+
+case $CASE in
+rc_pingpong)        pingpong ibv_rc_pingpong ;;
+rc_pingpong_s1)     pingpong ibv_rc_pingpong -s 1 ;;
+rc_pingpong_s65536) pingpong ibv_rc_pingpong -s 65536 ;;
+rc_pingpong_events) pingpong ibv_rc_pingpong -e ;;
+rc_pingpong_newapi) pingpong ibv_rc_pingpong -N ;;
+uc_pingpong)        pingpong ibv_uc_pingpong ;;
+ud_pingpong)        pingpong ibv_ud_pingpong ;;
+srq_pingpong)       pingpong ibv_srq_pingpong ;;
+ib_send_bw|ib_write_bw|ib_read_bw|ib_atomic_bw) perftest "$CASE" -n 200 ;;
+ib_send_lat|ib_write_lat|ib_read_lat|ib_atomic_lat) perftest "$CASE" -n 200 ;;
+*) echo "unknown case $CASE"; exit 2 ;;
+esac
+
+sim link add "$DEV" type soft netdev lo || { echo "FAIL: simnic link add"; exit 1; }
+
+"${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
+server_pid=$!
+# The server is ready when its TCP port listens.
+for _ in $(seq 100); do
+  ss -ltn 2>/dev/null | grep -q ":$PORT " && break
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+"${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${client[@]}" >"$work/client.out" 2>&1
+client_rc=$?
+wait "$server_pid"; server_rc=$?; server_pid=
+[ "$client_rc" -eq 0 ] || fail "client exited $client_rc"
+[ "$server_rc" -eq 0 ] || fail "server exited $server_rc"
+grep -Eq -- "$expect" "$work/client.out" || fail "client report lacks /$expect/"
+
+# Both processes are gone: the device must hold nothing of theirs.
+counts=$(sim resource show -j 2>&1)
+for kind in qps cqs mrs pds; do
+  echo "$counts" | grep -Eq "\"$kind\":0([,}])" || fail "$kind left behind after exit: $counts"
+done
+
+if [ "$failures" -ne 0 ]; then
+  echo "--- server (${server[*]}):"; cat "$work/server.out"
+  echo "--- client (${client[*]}):"; cat "$work/client.out"
+  echo "$CASE: $failures checks failed"
+  exit 1
+fi
+grep -E -- "$expect|Mbit|usec" "$work/client.out" | tail -3
+echo "$CASE: passed"
