@@ -1,11 +1,15 @@
 // Verbs-level enumerations the transport core exchanges with its engine.
 //
 // The numeric values are libibverbs' (infiniband/verbs.h, rdma-core 44), so an
-// engine can hand them to an application unchanged. They are restated here,
-// not included, because the RTL model must not depend on libibverbs.
+// engine can hand them to an application unchanged. Where the hardware spec
+// already defines a set (CQE status, QP state) it is used as is; the rest is
+// stated here, not included, because the RTL model must not depend on
+// libibverbs.
 #pragma once
 
 #include <cstdint>
+
+#include "simnic/hw/layout.h"
 
 namespace simnic::transport {
 
@@ -23,31 +27,8 @@ enum class WrOpcode : uint8_t {
     SendWithInv = 9,
 };
 
-// ibv_wc_status
-enum class WcStatus : uint8_t {
-    Success = 0,
-    LocLenErr = 1,
-    LocQpOpErr = 2,
-    LocEecOpErr = 3,
-    LocProtErr = 4,
-    WrFlushErr = 5,
-    MwBindErr = 6,
-    BadRespErr = 7,
-    LocAccessErr = 8,
-    RemInvReqErr = 9,
-    RemAccessErr = 10,
-    RemOpErr = 11,
-    RetryExcErr = 12,
-    RnrRetryExcErr = 13,
-    LocRddViolErr = 14,
-    RemInvRdReqErr = 15,
-    RemAbortErr = 16,
-    InvEecnErr = 17,
-    InvEecStateErr = 18,
-    FatalErr = 19,
-    RespTimeoutErr = 20,
-    GeneralErr = 21,
-};
+// ibv_wc_status: the hardware spec's CQE status (hw-spec 7.1), one source.
+using WcStatus = hw::WcStatus;
 
 // ibv_wc_opcode
 enum class WcOpcode : uint16_t {
@@ -87,8 +68,8 @@ enum AccessFlag : uint32_t {
     kAccessRemoteAtomic = 1u << 3,
 };
 
-// ibv_qp_state
-enum class QpState : uint8_t { Reset = 0, Init = 1, Rtr = 2, Rts = 3, Sqd = 4, Sqe = 5, Err = 6 };
+// ibv_qp_state: the hardware spec's QP states.
+using QpState = hw::QpState;
 
 // ibv_event_type (the QP events the transport raises)
 enum class AsyncEvent : uint8_t {
