@@ -4,6 +4,7 @@
 // the GID / P_Key commands (hw-spec 2.3-2.5, 5.6.2), read with layout.h.
 #include "provider.h"
 
+#include <sched.h>
 #include <endian.h>
 
 #include <algorithm>
@@ -1094,8 +1095,12 @@ struct SimCq {
     std::uint8_t* ring;
     std::mutex mu;           // poll_cq
     std::uint32_t ci = 0;    // under mu
+    std::uint32_t empty_polls = 0;  // consecutive empty poll_cq calls (under mu)
     std::vector<SimQp*> qps; // QPs completing here (under mu)
 };
+
+// Empty polls of one CQ before poll_cq yields the CPU once (see op_poll_cq).
+constexpr std::uint32_t kPollsBeforeYield = 16;
 
 struct SimQp {
     ibv_qp_ex qpx;  // first; qpx.qp_base is the application's ibv_qp
@@ -1299,7 +1304,16 @@ int op_poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
         ++cq.ci;
     }
     // One CQ doorbell for the batch, after the entries were read (rule 3).
-    if (n > 0) cq.ctx->hc->ring_doorbell(hw::DbKind::Cq, cq.cqn, cq.ci, 0);
+    if (n > 0) {
+        cq.ctx->hc->ring_doorbell(hw::DbKind::Cq, cq.cqn, cq.ci, 0);
+        cq.empty_polls = 0;
+    } else if (++cq.empty_polls % kPollsBeforeYield == 0) {
+        // The device is a thread of the daemon, not silicon: an application
+        // spinning on an empty CQ competes with it for the CPU. On a machine
+        // with fewer cores than busy threads, giving the core away now and
+        // then lets the engine produce the completion being waited for.
+        sched_yield();
+    }
     return n;
 }
 

@@ -1217,7 +1217,13 @@ void SoftEngine::Impl::loop() {
             last_work = now;
             continue;
         }
-        if (now - last_work < kSpinNs) continue;
+        if (now - last_work < kSpinNs) {
+            // Spinning keeps doorbell-to-wire latency low, but on a machine
+            // with fewer cores than busy threads it must not starve the
+            // applications whose next doorbell it is waiting for.
+            std::this_thread::yield();
+            continue;
+        }
         // Going to sleep (hw-spec 3.4): flag, fence, look once more.
         {
             std::lock_guard<std::recursive_mutex> lk(mu);
