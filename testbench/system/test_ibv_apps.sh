@@ -69,6 +69,11 @@ ud_pingpong)        pingpong ibv_ud_pingpong ;;
 srq_pingpong)       pingpong ibv_srq_pingpong ;;
 ib_send_bw|ib_write_bw|ib_read_bw|ib_atomic_bw) perftest "$CASE" -n 200 ;;
 ib_send_lat|ib_write_lat|ib_read_lat|ib_atomic_lat) perftest "$CASE" -n 200 ;;
+kill_mid_transfer)
+  # A client killed with SIGKILL in the middle of a long ib_write_bw: its
+  # objects must go, and the device must keep serving others.
+  perftest ib_write_bw -n 1000000
+  ;;
 *) echo "unknown case $CASE"; exit 2 ;;
 esac
 
@@ -82,6 +87,37 @@ for _ in $(seq 100); do
   kill -0 "$server_pid" 2>/dev/null || break
   sleep 0.1
 done
+if [ "$CASE" = kill_mid_transfer ]; then
+  "${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${client[@]}" >"$work/client.out" 2>&1 &
+  client_pid=$!
+  # Let the transfer get going: the client's QP is in RTS (perftest's
+  # passive side stays in RTR).
+  for _ in $(seq 100); do
+    [ "$(sim resource show qp | grep -c 'state RT[RS]')" -ge 2 ] && break
+    sleep 0.1
+  done
+  sleep 1
+  [ "$(sim resource show qp | grep -c 'state RTS')" -ge 1 ] || fail "no QP in RTS mid-transfer"
+  [ "$(sim resource show qp | grep -c 'comm ib_write_bw')" -eq 2 ] || fail "resource show qp lacks the two QPs"
+  # timeout's child is the tool: kill the whole client process group's tool.
+  pkill -KILL -f -- "ib_write_bw -d $DEV -p $PORT -F -n 1000000 127.0.0.1"
+  wait "$client_pid" 2>/dev/null
+  # The server waits for a peer that is gone: stop it too, the same way.
+  kill -KILL "$server_pid" 2>/dev/null; pkill -KILL -f -- "ib_write_bw -d $DEV -p $PORT -F -n 1000000$"
+  wait "$server_pid" 2>/dev/null; server_pid=
+  # The daemon notices the closed connections.
+  for _ in $(seq 50); do
+    sim resource show -j | grep -Eq '"qps":0[,}]' && break
+    sleep 0.1
+  done
+  # And the device still serves a new pair.
+  pingpong ibv_rc_pingpong
+  PORT=$((PORT + 1)); pingpong ibv_rc_pingpong
+  "${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ":$PORT " && break; sleep 0.1; done
+fi
+
 "${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${client[@]}" >"$work/client.out" 2>&1
 client_rc=$?
 wait "$server_pid"; server_rc=$?; server_pid=
