@@ -86,7 +86,15 @@ Runner add_exec_command(CLI::App& app) {
     sub->add_option("cmd", args->cmd, "the command and its arguments");
     sub->prefix_command();  // everything after the options is CMD's, even its own options
     return [args, sub] {
-        for (const std::string& r : sub->remaining()) args->cmd.push_back(r);
+        // CLI11 (2.1) puts CMD's words in `cmd` and leaves behind a stray "--"
+        // after `simnic exec -- CMD ...`; without the "--", CMD's own options
+        // land in remaining() out of order with its other arguments, so they
+        // cannot be put back: ask for the "--".
+        const std::vector<std::string> rest = sub->remaining();
+        if (!(rest.empty() || (rest.size() == 1 && rest[0] == "--"))) {
+            std::fprintf(stderr, "usage: simnic exec -- CMD [ARGS...] (the -- is needed when CMD has options)\n");
+            return 2;
+        }
         return run_exec(*args);
     };
 }

@@ -142,6 +142,8 @@ struct DeviceRuntime::Impl final : fw::EventSink {
         const uint32_t owner_off = hw::eqe::owner.offset;
         if (!mem.write(slot, e.data(), owner_off) || !mem.write(slot + owner_off, e.data() + owner_off, 4)) return;
         hw::mmio_store32(pg, eq + hw::eq_regs::pi.offset, pi + 1);
+        // Store-load ordering with the driver's arm (see its arm_events()).
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
         if (hw::reg_get(pg, eq, hw::eq_regs::arm)) {
             hw::reg_set(pg, eq, hw::eq_regs::arm, 0);
             raise_interrupt(c);

@@ -188,7 +188,13 @@ public:
         return true;
     }
 
-    void arm_events() override { hw::reg_set(page_, hw::kCtxEqBlock, hw::eq_regs::arm, 1); }
+    void arm_events() override {
+        hw::reg_set(page_, hw::kCtxEqBlock, hw::eq_regs::arm, 1);
+        // The arm must be visible before the caller looks at the EQ again,
+        // and the device orders its EQE before reading arm: with both
+        // fences, an EQE either raises the interrupt or is seen by the look.
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
 
     uint16_t boot_domain() const override { return boot_domain_; }
 

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <poll.h>
@@ -152,6 +153,9 @@ struct SimContext {
     std::map<std::uint32_t, SimCq*> cqs;
     std::map<std::uint32_t, SimQp*> qps;
     std::map<std::uint32_t, SimSrq*> srqs;
+    // PDs the application has not deallocated: freed with the context, as
+    // the device frees the PDs themselves (obj_mu).
+    std::set<struct SimPd*> pds;
     // Events: the thread waiting on hc->event_fd(), the async queue.
     FdQueue<ibv_async_event> async;
     std::thread ev_thread;
@@ -617,6 +621,7 @@ int close_device(ibv_context* ctx) {
     stop_events(*c);
     shell->vctx.context.ops.poll_cq = nullptr;  // no longer a simnic context
     pthread_mutex_destroy(&shell->vctx.context.mutex);
+    for (SimPd* p : c->pds) std::free(p);
     delete c;  // closes the host context: the device frees what it still owns
     std::free(shell);
     return 0;
@@ -930,6 +935,10 @@ ibv_pd* alloc_pd(ibv_context* ctx) {
     p->pd.context = ctx;
     p->pd.handle = pdn;
     p->pdn = pdn;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->pds.insert(p);
+    }
     return &p->pd;
 }
 
@@ -943,6 +952,10 @@ int dealloc_pd(ibv_pd* pd) {
     host::CmdOutcome r;
     const int e = run(*c, hw::CmdOpcode::DeallocPd, in.data(), in.size(), 0, r);
     if (e != 0) return e;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->pds.erase(p);
+    }
     std::free(p);
     return 0;
 }
@@ -1113,6 +1126,11 @@ struct SimQp {
     SimCq* rcq;
     SimSrq* srq;
     Wq sq, rq;
+    // The last state set by modify_qp takes send WRs (RTS, SQD, SQE, ERR).
+    // Below RTS they are an immediate error (IB spec 10.3.1; rxe: EINVAL):
+    // the engine ignores SQ doorbells in RESET and INIT (hw-spec 3.2), so a
+    // WQE accepted there would run, stale, after the next doorbell.
+    std::atomic<bool> sq_open{false};
     // ibv_wr_* state, between wr_start and wr_complete / wr_abort (sq.mu held)
     std::uint32_t ex_start = 0;
     int ex_err = 0;
@@ -1201,9 +1219,21 @@ void event_loop(SimContext* c) {
             std::uint64_t v = 0;
             [[maybe_unused]] const ssize_t r = ::read(hfd, &v, sizeof v);
         }
+        // Drain, arm, and drain again: an EQE written after the last look but
+        // before the arm raised no interrupt (hw-spec 8.3: arming "at once
+        // if pi != ci" is the driver's check). Repeat until arming finds the
+        // queue empty, so no event waits for a later one to wake us.
         std::array<std::uint8_t, hw::eqe::kSize> e{};
-        while (c->hc->next_event(e)) dispatch(*c, e);
-        c->hc->arm_events();
+        bool found = true;
+        while (found) {
+            while (c->hc->next_event(e)) dispatch(*c, e);
+            c->hc->arm_events();
+            found = false;
+            while (c->hc->next_event(e)) {
+                dispatch(*c, e);
+                found = true;
+            }
+        }
     }
 }
 
@@ -1471,6 +1501,10 @@ void ring_sq(SimQp& qp) {
 int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
     SimQp& qp = *qp_of(ibqp);
     std::lock_guard<std::mutex> lk(qp.sq.mu);
+    if (!qp.sq_open.load(std::memory_order_relaxed)) {
+        if (bad) *bad = wr;
+        return EINVAL;
+    }
     const std::uint32_t start = qp.sq.pi;
     int err = 0;
     for (; wr != nullptr; wr = wr->next) {
@@ -1562,7 +1596,7 @@ void ex_start(ibv_qp_ex* q) {
     SimQp& qp = exq(q);
     qp.sq.mu.lock();
     qp.ex_start = qp.sq.pi;
-    qp.ex_err = 0;
+    qp.ex_err = qp.sq_open.load(std::memory_order_relaxed) ? 0 : EINVAL;
     qp.ex_wqe = nullptr;
 }
 int ex_complete(ibv_qp_ex* q) {
@@ -2333,6 +2367,9 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     if (e != 0) return e;
     if (m & k::kState) {
         ibqp->state = attr->qp_state;
+        const ibv_qp_state st = attr->qp_state;
+        qp.sq_open.store(st == IBV_QPS_RTS || st == IBV_QPS_SQD || st == IBV_QPS_SQE || st == IBV_QPS_ERR,
+                         std::memory_order_relaxed);
         if (attr->qp_state == IBV_QPS_RESET) {  // 5.7: the driver resets its indices
             std::scoped_lock lk(qp.sq.mu, qp.rq.mu);
             qp.sq.reset();

@@ -413,10 +413,45 @@ TEST_CASE("QPs: CREATE_QP sizes, rc_pingpong's transitions, QUERY_QP", "[verbs][
     CHECK(r.firmware->counts().qps == 0);
 }
 
+TEST_CASE("post_send below RTS: EINVAL, no WQE, no doorbell", "[verbs][wqe]") {
+    // IB spec 10.3.1 (and rxe): send WRs are an immediate error in RESET,
+    // INIT and RTR. The engine ignores SQ doorbells in RESET and INIT, so a
+    // WQE accepted there would run, stale, after the next doorbell.
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 4, nullptr, nullptr, 0);
+    ibv_qp* qp = make_qp(r, cq, IBV_QPT_RC, 4);
+    ibv_sge sge{0x1000, 8, 1};
+    ibv_send_wr w{};
+    w.opcode = IBV_WR_SEND;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    ibv_send_wr* bad = nullptr;
+    const std::size_t dbs = r.rec->dbs.size();
+    CHECK(qp->context->ops.post_send(qp, &w, &bad) == EINVAL);
+    CHECK(bad == &w);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    REQUIRE(sv::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+    bad = nullptr;
+    CHECK(qp->context->ops.post_send(qp, &w, &bad) == EINVAL);
+    CHECK(bad == &w);
+    ibv_qp_ex* x = sv::qp_to_qp_ex(qp);
+    REQUIRE(x != nullptr);
+    ibv_wr_start(x);
+    ibv_wr_send(x);
+    ibv_wr_set_sge(x, 1, 0x1000, 8);
+    CHECK(ibv_wr_complete(x) == EINVAL);
+    CHECK(r.rec->dbs.size() == dbs);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("post_send: WQE bytes per hw-spec 6.2, full ring, one doorbell", "[verbs][wqe]") {
     Rig r;
     ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
     ibv_qp* qp = make_qp(r, cq, IBV_QPT_RC, 4);
+    connect_rc(r, qp);
     const sv::QueueView sq = sv::sq_view(qp);
     std::uint8_t data[40];
     for (int i = 0; i < 40; ++i) data[i] = static_cast<std::uint8_t>(i);
@@ -692,6 +727,17 @@ TEST_CASE("AHs and UD sends: CREATE_AH, UD_SEG", "[verbs][ah]") {
     CHECK(c.get(hw::cmd_create_ah_in::av_hop_limit) == 64);
     ibv_cq* cq = sv::create_cq(r.ctx, 4, nullptr, nullptr, 0);
     ibv_qp* qp = make_qp(r, cq, IBV_QPT_UD);
+    {
+        ibv_qp_attr m{};
+        m.qp_state = IBV_QPS_INIT;
+        m.port_num = 1;
+        m.qkey = 0x11111111;
+        REQUIRE(sv::modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0);
+        m.qp_state = IBV_QPS_RTR;
+        REQUIRE(sv::modify_qp(qp, &m, IBV_QP_STATE) == 0);
+        m.qp_state = IBV_QPS_RTS;
+        REQUIRE(sv::modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+    }
     ibv_send_wr w{};
     ibv_sge sge{0x1000, 10, 5};
     w.opcode = IBV_WR_SEND;
@@ -746,6 +792,7 @@ TEST_CASE("ibv_qp_ex: wr_start / wr_send / wr_set_sge / wr_complete", "[verbs][q
     a.send_ops_flags = IBV_QP_EX_WITH_SEND;
     ibv_qp* qp = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
     REQUIRE(qp != nullptr);
+    connect_rc(r, qp);
     ibv_qp_ex* x = sv::qp_to_qp_ex(qp);
     REQUIRE(x != nullptr);
     CHECK(&x->qp_base == qp);
