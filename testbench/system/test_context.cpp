@@ -33,7 +33,14 @@ struct DaemonFixture {
         const char* e = std::getenv("SIMNIC_EXE");
         REQUIRE(e);
         exe = e;
-        REQUIRE(run(exe + " link add ctxtest type soft netdev lo") == 0);
+        const int rc = run(exe + " link add ctxtest type soft netdev lo");
+        if (rc != 0) {
+            // The failed link add may have started a daemon: stop it, since
+            // a failing constructor never reaches the destructor.
+            run(exe + " daemon --stop");
+            run("rm -rf '" + dir + "'");
+        }
+        REQUIRE(rc == 0);
     }
     ~DaemonFixture() {
         std::string err, notice;

@@ -43,6 +43,20 @@ TEST_CASE("crc32: equals zlib on random buffers of every length 0..300", "[icrc]
     }
 }
 
+TEST_CASE("crc32: equals zlib on long buffers, MTU-sized and beyond", "[icrc]") {
+    std::mt19937_64 rng(0x1c2c);
+    std::vector<uint8_t> b(9100);
+    for (auto& x : b) x = static_cast<uint8_t>(rng());
+    for (size_t len : {301u, 320u, 1024u, 1500u, 2047u, 4096u, 4100u, 4113u, 8192u, 9000u}) {
+        for (size_t start : {0u, 1u, 3u, 8u, 13u}) {
+            const uint32_t init = static_cast<uint32_t>(rng());
+            INFO("len " << len << " start " << start);
+            std::vector<uint8_t> s(b.begin() + long(start), b.begin() + long(start + len));
+            CHECK(roce::crc32(init, b.data() + start, len) == zlib_crc(init, s));
+        }
+    }
+}
+
 TEST_CASE("crc32: unaligned starts", "[icrc]") {
     std::mt19937_64 rng(7);
     std::vector<uint8_t> b(600);

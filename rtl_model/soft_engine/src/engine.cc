@@ -230,10 +230,15 @@ struct SoftEngine::Impl {
     }
 
     // ---- MR check and translation (hw-spec 11.2) ----
+    // `quiet`: a read-ahead's look, which counts nothing.
     tp::MemStatus translate(const EQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, uint64_t len,
-                            uint32_t access, pid_t* pid, std::vector<iovec>* out) {
+                            uint32_t access, pid_t* pid, std::vector<iovec>* out, bool quiet = false,
+                            uint64_t* room = nullptr) {
         const uint32_t idx = hw::key_index(key);
         const uint8_t* m = idx ? entry(Table::Mpt, idx) : nullptr;
+        auto stat = [&](hw::Field f) {
+            if (!quiet) this->stat(f);
+        };
         auto refuse = [&](tp::MemStatus st) {
             stat(kind == tp::KeyKind::Lkey ? hw::stats_block::local_prot_err : hw::stats_block::remote_access_err);
             return st;
@@ -249,6 +254,7 @@ struct SoftEngine::Impl {
         const bool zb = g(m, Table::Mpt, hw::mpt_entry::zero_based) != 0;
         const uint64_t start = zb ? 0 : iova;
         if (va < start || va + len < va || va + len > start + mlen) return refuse(tp::MemStatus::OutOfBounds);
+        if (room) *room = start + mlen - va;
         if (!pid) return tp::MemStatus::Ok;
         if (!domain_pid(uint32_t(g(m, Table::Mpt, hw::mpt_entry::domain_id)), *pid)) {
             stat(hw::stats_block::dma_faults);
@@ -288,11 +294,54 @@ struct SoftEngine::Impl {
         return tp::MemStatus::Ok;
     }
 
+    // Read-ahead of a requester's gather (lkey reads): the first packet of a
+    // message reads up to kReadAhead bytes of the SGE in one process_vm_readv
+    // and the following packets copy from it. Hardware may fetch a posted
+    // WQE's data at any time before it completes, and the application may
+    // change the buffer only after a completion the engine writes; the copy
+    // is dropped on every CQE, every write to host memory and whenever the
+    // engine's lock is released, so it never outlives that window.
+    static constexpr size_t kReadAhead = 64 * 1024;
+    struct ReadAhead {
+        bool valid = false;
+        uint16_t ctx = 0;
+        uint32_t key = 0;
+        uint64_t va = 0;
+        size_t len = 0;
+        std::vector<uint8_t> buf;
+    } ra;
+    std::vector<iovec> ra_iov;
+    void drop_read_ahead() { ra.valid = false; }
+    bool read_ahead(const EQp& q, uint32_t key, uint64_t va, void* dst, size_t len, uint64_t room) {
+        if (ra.valid && ra.ctx == q.ctx && ra.key == key && va >= ra.va && va - ra.va + len <= ra.len) {
+            std::memcpy(dst, ra.buf.data() + (va - ra.va), len);
+            return true;
+        }
+        // Only a full packet's read (len >= 1 KiB, the smallest MTU) hints at
+        // more of the same message; read at most 16 packets ahead, so a small
+        // message in a large MR does not pay for 64 KiB.
+        if (len < 1024) return false;
+        const size_t ahead = size_t(std::min<uint64_t>({room, kReadAhead, uint64_t{16} * len}));
+        if (ahead <= len) return false;
+        pid_t pid = 0;
+        ra.valid = false;
+        if (translate(q, tp::KeyKind::Lkey, key, va, ahead, 0, &pid, &ra_iov, true) != tp::MemStatus::Ok) return false;
+        ra.buf.resize(kReadAhead);
+        if (!dma(pid, false, ra_iov.data(), ra_iov.size(), ra.buf.data(), ahead)) return false;
+        ra = ReadAhead{true, q.ctx, key, va, ahead, std::move(ra.buf)};
+        std::memcpy(dst, ra.buf.data(), len);
+        return true;
+    }
+
     tp::MemStatus mem_io(const EQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf, size_t len,
                          uint32_t access, bool wr) {
         pid_t pid = 0;
-        const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov);
+        uint64_t room = 0;
+        const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov, false, &room);
         if (st != tp::MemStatus::Ok || len == 0) return st;
+        if (wr) drop_read_ahead();
+        else if (kind == tp::KeyKind::Lkey && access == 0 && read_ahead(q, key, va, buf, len, room))
+            return tp::MemStatus::Ok;
         if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
             stat(hw::stats_block::dma_faults);
             stat(kind == tp::KeyKind::Lkey ? hw::stats_block::local_prot_err : hw::stats_block::remote_access_err);
@@ -358,6 +407,19 @@ struct SoftEngine::Impl {
     }
 
     // ---- CQEs (hw-spec 7) ----
+    // Writes the CQE's first `od` bytes, then the 4 bytes holding the owner
+    // bit, so that a consumer never sees the new owner with an old body.
+    static bool write_cqe_ordered(pid_t pid, uint64_t slot, uint8_t* b, uint32_t od) {
+#if defined(__x86_64__) || defined(__i386__)
+        // One system call: the kernel copies the remote iovecs one after the
+        // other, each a separate copy, and x86 makes stores visible in
+        // program order, so the owner word still lands after the body.
+        iovec r[2] = {{reinterpret_cast<void*>(slot), od}, {reinterpret_cast<void*>(slot + od), 4}};
+        return dma(pid, true, r, 2, b, size_t(od) + 4);
+#else
+        return dma_write(pid, slot, b, od) && dma_write(pid, slot + od, b + od, 4);
+#endif
+    }
     void cq_error(uint8_t* e, uint32_t cqn) {
         s(e, Table::Cqc, hw::cqc::error, 1);
         post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::CqErr, cqn);
@@ -373,6 +435,7 @@ struct SoftEngine::Impl {
             cq_error(e, cqn);
             return false;
         }
+        drop_read_ahead();
         uint8_t b[hw::cqe::kSize] = {};
         hw::set(b, hw::cqe::wr_id, c.wr_id);
         hw::set(b, hw::cqe::status, uint8_t(c.status));
@@ -389,8 +452,7 @@ struct SoftEngine::Impl {
         pid_t pid = 0;
         const uint64_t slot = g(e, Table::Cqc, hw::cqc::base) + uint64_t{hw::ring_slot(pi, n)} * hw::cqe::kSize;
         const uint32_t od = hw::cqe::owner.offset;
-        if (!domain_pid(uint32_t(g(e, Table::Cqc, hw::cqc::domain_id)), pid) || !dma_write(pid, slot, b, od) ||
-            !dma_write(pid, slot + od, b + od, 4)) {
+        if (!domain_pid(uint32_t(g(e, Table::Cqc, hw::cqc::domain_id)), pid) || !write_cqe_ordered(pid, slot, b, od)) {
             stat(hw::stats_block::dma_faults);
             cq_error(e, cqn);
             return false;
@@ -1210,6 +1272,7 @@ void SoftEngine::Impl::loop() {
             work |= drain_fifos();
             work |= rx_batch();
             work |= run_timers(mono_ns());
+            drop_read_ahead();
         }
         while (fence_waiters.load(std::memory_order_acquire) > 0) std::this_thread::yield();
         const uint64_t now = mono_ns();

@@ -32,7 +32,13 @@ struct DaemonFixture {
         const char* e = std::getenv("SIMNIC_EXE");
         REQUIRE(e);
         exe = e;
-        REQUIRE(std::system((exe + " link add setest type soft netdev lo").c_str()) == 0);
+        const int rc = std::system((exe + " link add setest type soft netdev lo").c_str());
+        if (rc != 0) {
+            // The failed link add may have started a daemon: stop it, since
+            // a failing constructor never reaches the destructor.
+            [[maybe_unused]] const int stopped = std::system((exe + " daemon --stop").c_str());
+        }
+        REQUIRE(rc == 0);
     }
     ~DaemonFixture() {
         std::string err, notice;
