@@ -12,16 +12,6 @@ namespace op = roce::op;
 using roce::psn_add;
 using roce::psn_diff;
 
-namespace {
-bool is_read_or_atomic(WrOpcode o) {
-    return o == WrOpcode::RdmaRead || o == WrOpcode::AtomicCmpAndSwp ||
-           o == WrOpcode::AtomicFetchAndAdd;
-}
-bool is_atomic(WrOpcode o) {
-    return o == WrOpcode::AtomicCmpAndSwp || o == WrOpcode::AtomicFetchAndAdd;
-}
-}  // namespace
-
 struct Completer::Pass {
     const roce::Packet* pkt = nullptr;  // cleared once the packet is consumed
     uint32_t mask = 0;

@@ -13,14 +13,6 @@ using roce::psn_diff;
 
 namespace {
 
-bool is_read_or_atomic(WrOpcode o) {
-    return o == WrOpcode::RdmaRead || o == WrOpcode::AtomicCmpAndSwp ||
-           o == WrOpcode::AtomicFetchAndAdd;
-}
-bool is_atomic(WrOpcode o) {
-    return o == WrOpcode::AtomicCmpAndSwp || o == WrOpcode::AtomicFetchAndAdd;
-}
-
 bool opcode_allowed(QpType t, WrOpcode o) {
     switch (t) {
         case QpType::RC:

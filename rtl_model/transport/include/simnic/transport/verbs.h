@@ -27,6 +27,14 @@ enum class WrOpcode : uint8_t {
     SendWithInv = 9,
 };
 
+// Atomics, and the requests that take a responder resource (READ and the
+// atomics): the requester limits these by max_rd_atomic, the completer
+// expects data back for them.
+constexpr bool is_atomic(WrOpcode o) {
+    return o == WrOpcode::AtomicCmpAndSwp || o == WrOpcode::AtomicFetchAndAdd;
+}
+constexpr bool is_read_or_atomic(WrOpcode o) { return o == WrOpcode::RdmaRead || is_atomic(o); }
+
 // ibv_wc_status: the hardware spec's CQE status (hw-spec 7.1), one source.
 using WcStatus = hw::WcStatus;
 
