@@ -1207,21 +1207,13 @@ void dispatch(SimContext& c, const std::array<std::uint8_t, hw::eqe::kSize>& e) 
 
 void event_loop(SimContext* c) {
     const int hfd = c->hc->event_fd();
-    c->hc->arm_events();
+    if (hfd < 0) return;
     for (;;) {
-        pollfd p[2] = {{hfd, POLLIN, 0}, {c->stop_fd, POLLIN, 0}};
-        const int n = ::poll(p, hfd >= 0 ? 2 : 1, -1) ;
-        (void)n;
-        if (hfd < 0) return;
-        if (p[1].revents != 0) return;
-        if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) return;  // device gone
-        if (p[0].revents & POLLIN) {
-            std::uint64_t v = 0;
-            [[maybe_unused]] const ssize_t r = ::read(hfd, &v, sizeof v);
-        }
-        // Drain, arm, and drain again: an EQE written after the last look but
-        // before the arm raised no interrupt (hw-spec 8.3: arming "at once
-        // if pi != ci" is the driver's check). Repeat until arming finds the
+        // Drain, arm, and drain again, before every sleep including the
+        // first: an EQE written before the arm took effect raised no
+        // interrupt (hw-spec 8.3: arming "at once if pi != ci" is the
+        // driver's check). The thread may start long after the context
+        // opened, with events already queued. Repeat until arming finds the
         // queue empty, so no event waits for a later one to wake us.
         std::array<std::uint8_t, hw::eqe::kSize> e{};
         bool found = true;
@@ -1233,6 +1225,14 @@ void event_loop(SimContext* c) {
                 dispatch(*c, e);
                 found = true;
             }
+        }
+        pollfd p[2] = {{hfd, POLLIN, 0}, {c->stop_fd, POLLIN, 0}};
+        [[maybe_unused]] const int n = ::poll(p, 2, -1);
+        if (p[1].revents != 0) return;
+        if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) return;  // device gone
+        if (p[0].revents & POLLIN) {
+            std::uint64_t v = 0;
+            [[maybe_unused]] const ssize_t r = ::read(hfd, &v, sizeof v);
         }
     }
 }
