@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "simnic/daemon/client.h"
+#include "daemon_call.h"
 #include "simnic/daemon/daemon.h"
 
 namespace simnic::cli {
@@ -23,24 +23,6 @@ struct LinkArgs {
     std::vector<std::string> words;  // NAME and keyword/value pairs
     bool json = false;
 };
-
-// Talk to the daemon; report failures the way `rdma` does, on stderr.
-bool call(const Json& req, bool start, Json& reply) {
-    std::string err, notice;
-    const daemon::RuntimePaths paths = daemon::runtime_paths();
-    daemon::Client c = daemon::Client::connect(paths, start, err, notice);
-    if (!notice.empty()) std::fprintf(stderr, "simnic: note: %s\n", notice.c_str());
-    if (!c.connected()) {
-        std::fprintf(stderr, "simnic: %s\n", err.c_str());
-        return false;
-    }
-    reply = c.request(req);
-    if (!reply.value("ok", false)) {
-        std::fprintf(stderr, "simnic: %s\n", reply.value("error", std::string("request failed")).c_str());
-        return false;
-    }
-    return true;
-}
 
 int link_add(const LinkArgs& a) {
     // NAME type TYPE netdev IFACE [pcap FILE]
@@ -71,7 +53,7 @@ int link_add(const LinkArgs& a) {
         return 2;
     }
     Json reply;
-    return call(req, true, reply) ? 0 : 1;
+    return call_daemon(req, true, reply) == CallResult::Ok ? 0 : 1;
 }
 
 int link_show(const LinkArgs& a) {
@@ -88,21 +70,16 @@ int link_show(const LinkArgs& a) {
     }
     Json reply;
     // Showing links starts no daemon: with none running there is nothing to show.
-    std::string err, notice;
-    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
-    if (!notice.empty()) std::fprintf(stderr, "simnic: note: %s\n", notice.c_str());
-    if (!c.connected()) {
-        if (a.words.empty()) {
-            if (a.json) std::printf("[]\n");
-            return 0;
-        }
-        std::fprintf(stderr, "simnic: no device %s\n", req["name"].get<std::string>().c_str());
-        return 1;
-    }
-    reply = c.request(req);
-    if (!reply.value("ok", false)) {
-        std::fprintf(stderr, "simnic: %s\n", reply.value("error", std::string("request failed")).c_str());
-        return 1;
+    switch (call_daemon(req, false, reply)) {
+        case CallResult::Ok: break;
+        case CallResult::Failed: return 1;
+        case CallResult::NoDaemon:
+            if (a.words.empty()) {
+                if (a.json) std::printf("[]\n");
+                return 0;
+            }
+            std::fprintf(stderr, "simnic: no device %s\n", req["name"].get<std::string>().c_str());
+            return 1;
     }
     if (a.json) {
         std::printf("%s\n", reply["links"].dump().c_str());
@@ -121,7 +98,13 @@ int link_delete(const LinkArgs& a) {
         return 2;
     }
     Json reply;
-    return call(Json{{"op", "link_del"}, {"name", a.words[0]}}, false, reply) ? 0 : 1;
+    switch (call_daemon(Json{{"op", "link_del"}, {"name", a.words[0]}}, false, reply)) {
+        case CallResult::Ok: return 0;
+        case CallResult::Failed: return 1;
+        case CallResult::NoDaemon: break;
+    }
+    std::fprintf(stderr, "simnic: no simnic daemon is running (simnic link add starts one)\n");
+    return 1;
 }
 
 }  // namespace
@@ -160,11 +143,8 @@ Runner add_daemon_command(CLI::App& app) {
     sub->add_flag("--stop", *stop, "stop the running daemon (its devices go with it)");
     return [opt, stop] {
         if (*stop) {
-            std::string err, notice;
-            daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
-            if (!c.connected()) return 0;  // nothing runs: nothing to stop
-            const Json r = c.request(Json{{"op", "shutdown"}});
-            return r.value("ok", false) ? 0 : 1;
+            Json reply;  // nothing running is nothing to stop
+            return call_daemon(Json{{"op", "shutdown"}}, false, reply) == CallResult::Failed ? 1 : 0;
         }
         int ready_fd = -1;
         if (const char* s = std::getenv("SIMNIC_READY_FD")) {

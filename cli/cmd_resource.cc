@@ -7,7 +7,7 @@
 #include <string>
 
 #include "commands.h"
-#include "simnic/daemon/client.h"
+#include "daemon_call.h"
 
 namespace simnic::cli {
 namespace {
@@ -41,18 +41,12 @@ std::string comm_of(uint32_t pid) {
 
 // Ask the running daemon; none running means no devices, not an error.
 bool ask(const Json& req, Json& reply) {
-    std::string err, notice;
-    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
-    if (!notice.empty()) std::fprintf(stderr, "simnic: note: %s\n", notice.c_str());
-    if (!c.connected()) {
-        reply = Json{{"ok", true}, {"devices", Json::array()}};
-        return true;
+    switch (call_daemon(req, false, reply)) {
+        case CallResult::Ok: return true;
+        case CallResult::Failed: return false;
+        case CallResult::NoDaemon: break;
     }
-    reply = c.request(req);
-    if (!reply.value("ok", false)) {
-        std::fprintf(stderr, "simnic: %s\n", reply.value("error", std::string("request failed")).c_str());
-        return false;
-    }
+    reply = Json{{"ok", true}, {"devices", Json::array()}};
     return true;
 }
 

@@ -1,0 +1,19 @@
+// One request from the CLI to the daemon, with the CLI's way of reporting:
+// notes and errors on stderr as `simnic: ...`, like `rdma`.
+#pragma once
+
+#include "simnic/daemon/protocol.h"
+
+namespace simnic::cli {
+
+enum class CallResult {
+    Ok,        // reply holds the daemon's successful answer
+    NoDaemon,  // none runs and `start` was false; nothing printed
+    Failed,    // the error was printed
+};
+
+// Sends `req`; with `start`, starts a daemon when none runs. A notice about a
+// dead daemon or a stale socket is printed whatever the outcome.
+CallResult call_daemon(const daemon::Json& req, bool start, daemon::Json& reply);
+
+}  // namespace simnic::cli
