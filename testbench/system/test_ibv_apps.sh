@@ -77,7 +77,10 @@ kill_mid_transfer)
 *) echo "unknown case $CASE"; exit 2 ;;
 esac
 
-sim link add "$DEV" type soft netdev lo || { echo "FAIL: simnic link add"; exit 1; }
+# The plain rc_pingpong case also records the device's traffic (`pcap FILE`).
+pcap_args=()
+[ "$CASE" = rc_pingpong ] && pcap_args=(pcap "$SIMNIC_RUNTIME_DIR/dev.pcap")
+sim link add "$DEV" type soft netdev lo "${pcap_args[@]}" || { echo "FAIL: simnic link add"; exit 1; }
 
 "${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
 server_pid=$!
@@ -130,6 +133,17 @@ counts=$(sim resource show -j 2>&1)
 for kind in qps cqs mrs pds; do
   echo "$counts" | grep -Eq "\"$kind\":0([,}])" || fail "$kind left behind after exit: $counts"
 done
+
+# Every frame the device sent and received is in its capture, each with a
+# valid ICRC: at least the 4 data packets of each SEND (MTU 1024), both ways,
+# 1000 times, each seen leaving and arriving on lo (ACKs and any retransmit
+# come on top).
+if [ ${#pcap_args[@]} -gt 0 ]; then
+  sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
+  summary=$("$SIMNIC" pcap --strict "${pcap_args[1]}" | tail -1)
+  ok=$(sed -n 's/^# [0-9]* packets: \([0-9]*\) RoCE v2 ok, 0 bad ICRC, 0 malformed, 0 other traffic$/\1/p' <<<"$summary")
+  [ "${ok:-0}" -ge 16000 ] || fail "device capture: $summary"
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "--- server (${server[*]}):"; cat "$work/server.out"
