@@ -25,4 +25,24 @@ uint32_t crc32(uint32_t crc, const uint8_t* data, size_t len);
 uint32_t compute_icrc(const uint8_t* frame, size_t len, size_t l3_off, size_t l4_off,
                       IpVersion version);
 
+// The two implementations behind crc32(), exposed for the unit tests and the
+// benchmark (testbench/bench/bench_crc.cpp). Both follow crc32()'s convention.
+// crc32() uses the carry-less multiply one for inputs of at least
+// kClmulMinBytes when the CPU has it, and the table one otherwise.
+namespace detail {
+
+inline constexpr size_t kClmulMinBytes = 64;
+
+// Slicing-by-8 tables; any CPU, any length.
+uint32_t crc32_portable(uint32_t crc, const uint8_t* data, size_t len);
+
+// True when this CPU has PCLMULQDQ and SSE4.1 (always false off x86).
+bool clmul_available();
+
+// PCLMULQDQ folding; any length (pieces under 16 bytes go through the
+// tables). Only call it when clmul_available().
+uint32_t crc32_clmul(uint32_t crc, const uint8_t* data, size_t len);
+
+}  // namespace detail
+
 }  // namespace simnic::roce
