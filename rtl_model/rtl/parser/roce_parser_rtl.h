@@ -1,0 +1,45 @@
+// The Verilated RoCE v2 header parser (DataWidth 512) behind a plain C++
+// interface, so that the cycle model can run the RTL where it would run the
+// C++ twin simnic::roce::parse_header_vector(). The testbench in tb/ drives
+// the RTL itself, with its own stimulus and checks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "simnic/roce/header_vector.h"
+
+namespace simnic::rtl {
+
+class RoceParserRtl {
+public:
+    static constexpr size_t kBeatBytes = 64;
+    // Clock edges from the one that takes a frame's last beat to the one
+    // after which its header vector is valid (roce_parser.sv, Latency).
+    static constexpr uint64_t kLatency = 3;
+
+    RoceParserRtl();
+    ~RoceParserRtl();
+    RoceParserRtl(const RoceParserRtl&) = delete;
+    RoceParserRtl& operator=(const RoceParserRtl&) = delete;
+
+    // Parse one frame (Ethernet, no FCS): stream its beats into the idle
+    // parser one per cycle, then clock until its header vector comes out.
+    // A frame of 0 bytes is one beat with no byte kept. `cycles_out`, if
+    // given, receives the cycles the frame took, from the edge that took its
+    // first beat through the edge after which the record was valid:
+    // max(1, ceil(len / 64)) + kLatency. Equals parse_header_vector(frame,
+    // len) field for field (tb/ checks this). Throws std::runtime_error if
+    // the RTL never answers.
+    roce::HeaderVector parse(const uint8_t* frame, size_t len, uint64_t* cycles_out = nullptr);
+
+    // Clock cycles simulated so far, reset included.
+    uint64_t cycles() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace simnic::rtl
