@@ -4,7 +4,11 @@
 // type soft netdev lo).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -13,6 +17,7 @@
 #include "commands.h"
 #include "daemon_call.h"
 #include "simnic/daemon/daemon.h"
+#include "simnic/model/config.h"
 
 namespace simnic::cli {
 namespace {
@@ -27,7 +32,7 @@ struct LinkArgs {
 int link_add(const LinkArgs& a) {
     // NAME type TYPE netdev IFACE [pcap FILE]
     if (a.words.empty()) {
-        std::fprintf(stderr, "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE]\n");
+        std::fprintf(stderr, "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE]\n");
         return 2;
     }
     Json req{{"op", "link_add"}, {"name", a.words[0]}};
@@ -38,15 +43,37 @@ int link_add(const LinkArgs& a) {
             return 2;
         }
         const std::string& v = a.words[i + 1];
+        // The daemon runs elsewhere: give it absolute paths.
+        char buf[4096];
+        const std::string abs = (v.empty() || v[0] == '/' || !getcwd(buf, sizeof buf)) ? v : std::string(buf) + "/" + v;
         if (k == "type" || k == "netdev") req[k] = v;
-        else if (k == "pcap") {
-            // The daemon runs elsewhere: give it an absolute path.
-            char buf[4096];
-            req[k] = (v.empty() || v[0] == '/' || !getcwd(buf, sizeof buf)) ? v : std::string(buf) + "/" + v;
+        else if (k == "pcap") req[k] = abs;
+        else if (k == "config") {
+            // Checked here, so that a mistake is reported with its line
+            // before anything starts; the daemon gets the text.
+            std::ifstream in(v);
+            if (!in) {
+                std::fprintf(stderr, "simnic link add: cannot read config %s: %s\n", v.c_str(), std::strerror(errno));
+                return 1;
+            }
+            std::stringstream ss;
+            ss << in.rdbuf();
+            model::ModelConfig cfg;
+            std::string err;
+            if (!model::parse_config(ss.str(), v, cfg, err)) {
+                std::fprintf(stderr, "simnic link add: %s\n", err.c_str());
+                return 1;
+            }
+            req["config"] = abs;
+            req["config_text"] = ss.str();
         } else {
-            std::fprintf(stderr, "simnic link add: unknown keyword '%s' (type, netdev, pcap)\n", k.c_str());
+            std::fprintf(stderr, "simnic link add: unknown keyword '%s' (type, netdev, pcap, config)\n", k.c_str());
             return 2;
         }
+    }
+    if (req.contains("config") && req.value("type", "") != "model") {
+        std::fprintf(stderr, "simnic link add: 'config' applies to type model only\n");
+        return 2;
     }
     if (!req.contains("type") || !req.contains("netdev")) {
         std::fprintf(stderr, "simnic link add: 'type' and 'netdev' are required\n");
@@ -114,7 +141,7 @@ Runner add_link_command(CLI::App& app) {
     auto which = std::make_shared<int>(0);
     CLI::App* sub = app.add_subcommand("link", "Add, show and delete simnic devices (like `rdma link`)");
     sub->require_subcommand(1);
-    CLI::App* add = sub->add_subcommand("add", "Add a device: NAME type soft|model netdev IFACE [pcap FILE]");
+    CLI::App* add = sub->add_subcommand("add", "Add a device: NAME type soft|model netdev IFACE [pcap FILE] [config FILE]");
     add->add_option("words", args->words, "NAME and keyword/value pairs")->required();
     add->callback([which] { *which = 1; });
     CLI::App* show = sub->add_subcommand("show", "Show devices: [NAME]");

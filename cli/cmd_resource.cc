@@ -105,11 +105,26 @@ int run_stats(const std::string& device, bool json) {
         return 1;
     }
     if (json) {
-        std::printf("%s\n", reply["stats"].dump().c_str());
+        Json j = reply["stats"];
+        if (reply.contains("model")) j["model"] = reply["model"];
+        std::printf("%s\n", j.dump().c_str());
         return 0;
     }
     std::printf("%s:\n", device.c_str());
     for (const auto& [k, v] : reply["stats"].items()) std::printf("  %-22s %s\n", k.c_str(), v.dump().c_str());
+    if (reply.contains("model") && reply["model"].is_array()) {
+        // A model device: its pipeline, in simulated time.
+        std::printf("model (simulated time):\n");
+        for (const Json& m : reply["model"]) {
+            const double v = m.value("value", 0.0);
+            const std::string unit = m.value("unit", "");
+            char num[64];
+            if (v == double(uint64_t(v)) && v < 1e15) std::snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+            else std::snprintf(num, sizeof num, "%.3f", v);
+            std::printf("  %-36s %s%s%s\n", m.value("name", "").c_str(), num, unit.empty() ? "" : " ", unit.c_str());
+        }
+        if (reply.contains("trace")) std::printf("  %-36s %s\n", "trace", reply["trace"].get<std::string>().c_str());
+    }
     return 0;
 }
 

@@ -18,5 +18,7 @@ Runner add_daemon_command(CLI::App& app);
 Runner add_exec_command(CLI::App& app);
 Runner add_resource_command(CLI::App& app);
 Runner add_stats_command(CLI::App& app);
+Runner add_trace_command(CLI::App& app);
+Runner add_bench_command(CLI::App& app);
 
 }  // namespace simnic::cli

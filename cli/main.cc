@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
     add(simnic::cli::add_exec_command);
     add(simnic::cli::add_resource_command);
     add(simnic::cli::add_stats_command);
+    add(simnic::cli::add_trace_command);
+    add(simnic::cli::add_bench_command);
 
     try {
         app.parse(argc, argv);

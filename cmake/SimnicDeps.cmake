@@ -37,4 +37,11 @@ if(NOT nlohmann_json_FOUND)
   message(FATAL_ERROR "nlohmann-json not found: apt-get install nlohmann-json3-dev")
 endif()
 
+# toml++ (the `model` device's configuration file). Debian's package ships a
+# CMake config whose target links the compiled libtomlplusplus.so.
+find_package(tomlplusplus 3 QUIET)
+if(NOT tomlplusplus_FOUND)
+  message(FATAL_ERROR "toml++ 3 not found: apt-get install libtomlplusplus-dev")
+endif()
+
 find_program(TSHARK_EXECUTABLE tshark)

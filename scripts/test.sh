@@ -22,7 +22,8 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DSIMNIC_SANITIZE=ON -DSIMNIC_FUZZ=ON -DSIMNIC_FUZZ_SECONDS="$fuzz_seconds"
 # Every unit-test executable (label `unit`), and the fuzzer.
 cmake --build build-asan -j"$jobs" --target simnic_unit_tests simnic_golden_tests simnic_fw_tests \
-  simnic_transport_tests simnic_verbs_tests fuzz_decode fuzz_make_seeds
+  simnic_transport_tests simnic_verbs_tests simnic_model_config_tests simnic_model_trace_tests \
+  simnic_model_plot_tests fuzz_decode fuzz_make_seeds
 
 echo "== unit tests and fuzzer under ASan + UBSan =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -60,6 +60,7 @@ private:
     Json link_add(const Json& req);
     Json link_del(const Json& req);
     Json link_show(const Json& req);
+    Json trace(const Json& req);
     Json open_context(int fd, const Json& req, std::vector<int>& fds);
     Json resources(const Json& req);
     void save_state();
@@ -248,9 +249,18 @@ Json Daemon::handle(const Json& req) {
         Json st = Json::object();
         for (const auto& [name, v] : rt->second->stats()) st[name] = v;
         r["stats"] = st;
+        // A model device adds its pipeline's figures, in simulated time.
+        Json model = Json::array();
+        for (const model::ModelStat& m : rt->second->model_stats())
+            model.push_back(Json{{"name", m.name}, {"value", m.value}, {"unit", m.unit}});
+        if (!model.empty()) {
+            r["model"] = model;
+            r["trace"] = rt->second->trace_state();
+        }
         return r;
     }
     if (op == "resources") return resources(req);
+    if (op == "trace") return trace(req);
     if (op == "shutdown") {
         stop_ = true;
         return reply_ok();
@@ -267,9 +277,12 @@ Json Daemon::link_add(const Json& req) {
     d.netdev = req["netdev"].get<std::string>();
     if (!parse_type(req["type"].get<std::string>(), d.type))
         return reply_error(EINVAL, "unknown device type '" + req["type"].get<std::string>() + "' (soft or model)");
-    if (d.type == DeviceType::Model)
-        return reply_error(EOPNOTSUPP, "device type 'model' is not available yet; use 'soft'");
     if (req.contains("pcap") && req["pcap"].is_string()) d.pcap = req["pcap"].get<std::string>();
+    if (req.contains("config") && req["config"].is_string()) {
+        if (d.type != DeviceType::Model) return reply_error(EINVAL, "'config' applies to model devices only");
+        d.config_path = req["config"].get<std::string>();
+        d.config_text = req.value("config_text", "");
+    }
     int e = 0;
     if (std::string m = devices_.add(d, e); !m.empty()) return reply_error(e, m);
     std::string err;
@@ -309,6 +322,25 @@ Json Daemon::link_show(const Json& req) {
     }
     Json r = reply_ok();
     r["links"] = links;
+    return r;
+}
+
+// `simnic trace NAME vcd|fst FILE [--from C --cycles N]`, and `stop`.
+Json Daemon::trace(const Json& req) {
+    auto rt = runtimes_.find(req.value("device", ""));
+    if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + req.value("device", ""));
+    if (req.value("stop", false)) {
+        rt->second->trace_stop();
+        Json r = reply_ok();
+        r["trace"] = rt->second->trace_state();
+        return r;
+    }
+    std::string err;
+    if (!rt->second->trace(req.value("file", ""), req.value("format", ""), req.value("from", uint64_t{0}),
+                           req.value("cycles", uint64_t{0}), err))
+        return reply_error(EINVAL, err);
+    Json r = reply_ok();
+    r["trace"] = rt->second->trace_state();
     return r;
 }
 

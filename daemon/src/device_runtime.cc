@@ -96,6 +96,7 @@ struct DeviceRuntime::Impl final : fw::EventSink {
     };
 
     Device dev;
+    model::ModelConfig model_cfg;
     std::unique_ptr<fw::MemTableStore> tables;
     std::unique_ptr<fw::LinuxNetdev> netdev;
     std::unique_ptr<fw::Firmware> fw;
@@ -174,8 +175,12 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         err = std::string("cannot create BAR0 memory: ") + std::strerror(errno);
         return nullptr;
     }
-    if (dev.type == DeviceType::Soft) {
+    if (dev.type == DeviceType::Model &&
+        !model::parse_config(dev.config_text, dev.config_path.empty() ? "config" : dev.config_path, impl->model_cfg, err))
+        return nullptr;
+    {
         soft_engine::EngineConfig ec;
+        if (dev.type == DeviceType::Model) ec.model = &impl->model_cfg;
         ec.device = dev.name;
         ec.netdev = dev.netdev;
         ec.pcap = dev.pcap;
@@ -291,6 +296,7 @@ void DeviceRuntime::command_doorbell(uint16_t ctx_id) {
         }
         if (!hw::get(e.data(), e.size(), hw::cmdq_entry::owner)) break;  // not posted yet
         m.fw->run_entry(ctx_id, e.data(), e.size(), mbox, mbox_len, mem);
+        if (m.engine) m.engine->note_command(uint16_t(hw::get(e.data(), e.size(), hw::cmdq_entry::opcode)));
         // run_entry cleared the owner bit; the status dword goes last.
         const uint32_t sd = hw::cmdq_entry::status.offset;
         const uint32_t tail = hw::cmdq_entry::syndrome.offset;  // syndrome, out_bytes, ...
@@ -308,6 +314,18 @@ void DeviceRuntime::command_doorbell(uint16_t ctx_id) {
 std::vector<std::pair<std::string, uint64_t>> DeviceRuntime::stats() const {
     return soft_engine::read_stats(impl_->bar.p);
 }
+
+std::vector<model::ModelStat> DeviceRuntime::model_stats() const {
+    return impl_->engine ? impl_->engine->model_stats() : std::vector<model::ModelStat>{};
+}
+bool DeviceRuntime::trace(const std::string& file, const std::string& format, uint64_t from, uint64_t cycles,
+                          std::string& err) {
+    return impl_->engine->trace(file, format, from, cycles, err);
+}
+void DeviceRuntime::trace_stop() {
+    if (model::Pipeline* p = impl_->engine->pipeline()) p->trace_stop();
+}
+std::string DeviceRuntime::trace_state() const { return impl_->engine->trace_state(); }
 
 std::vector<DeviceRuntime::QpInfo> DeviceRuntime::qps() const {
     Impl& m = *impl_;

@@ -158,7 +158,7 @@ struct EQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, tp::Wi
     }
 };
 
-struct SoftEngine::Impl {
+struct SoftEngine::Impl final : model::Backend {
     EngineConfig cfg;
     fw::TableStore& tables;
     std::recursive_mutex mu;
@@ -188,6 +188,11 @@ struct SoftEngine::Impl {
     std::unordered_map<uint16_t, int> tx_socks;
     std::vector<uint8_t> txbuf, rxbuf, wqebuf;
     std::vector<iovec> iov;
+    // Model devices: the pipeline, and the record of the step it is
+    // executing (null outside one; always null on a soft device).
+    std::unique_ptr<model::Pipeline> pipe;
+    model::OpRecord* rec = nullptr;
+    uint8_t port_mac[6] = {};
 
     explicit Impl(const EngineConfig& c) : cfg(c), tables(*c.tables) {}
     ~Impl() {
@@ -222,6 +227,7 @@ struct SoftEngine::Impl {
 
     // ---- events ----
     void post_event(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux = 0) {
+        if (rec) rec->add(model::Op::Kind::Eqe, uint32_t(type));
         uint8_t e[hw::eqe::kSize] = {};
         hw::set(e, hw::eqe::event_type, uint8_t(type));
         hw::set(e, hw::eqe::obj_num, obj & 0xFFFFFF);
@@ -236,6 +242,7 @@ struct SoftEngine::Impl {
                             uint64_t* room = nullptr) {
         const uint32_t idx = hw::key_index(key);
         const uint8_t* m = idx ? entry(Table::Mpt, idx) : nullptr;
+        if (rec && !quiet) rec->add(model::Op::Kind::Mpt, idx);
         auto stat = [&](hw::Field f) {
             if (!quiet) this->stat(f);
         };
@@ -277,6 +284,7 @@ struct SoftEngine::Impl {
             const uint64_t page = off >> lps;
             if (page >= mtt_count) return refuse(tp::MemStatus::OutOfBounds);
             const uint8_t* t = entry(Table::Mtt, mtt_base + uint32_t(page));
+            if (rec && !quiet) rec->add(model::Op::Kind::Mtt, mtt_base + uint32_t(page));
             const uint64_t pa = t ? g(t, Table::Mtt, hw::mtt_entry::page_addr) : 0;
             if (pa == 0) {
                 stat(hw::stats_block::dma_faults);
@@ -339,14 +347,18 @@ struct SoftEngine::Impl {
         uint64_t room = 0;
         const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov, false, &room);
         if (st != tp::MemStatus::Ok || len == 0) return st;
+        // The model charges every packet's own DMA: no read-ahead there.
         if (wr) drop_read_ahead();
-        else if (kind == tp::KeyKind::Lkey && access == 0 && read_ahead(q, key, va, buf, len, room))
+        else if (!pipe && kind == tp::KeyKind::Lkey && access == 0 && read_ahead(q, key, va, buf, len, room))
             return tp::MemStatus::Ok;
         if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
             stat(hw::stats_block::dma_faults);
             stat(kind == tp::KeyKind::Lkey ? hw::stats_block::local_prot_err : hw::stats_block::remote_access_err);
             return tp::MemStatus::OutOfBounds;
         }
+        if (rec)
+            rec->add(wr ? model::Op::Kind::DmaWrite : model::Op::Kind::DmaRead, 0, uint32_t(len), 0,
+                     access == tp::kAccessRemoteAtomic ? model::DmaPurpose::Atomic : model::DmaPurpose::Payload);
         return tp::MemStatus::Ok;
     }
 
@@ -354,6 +366,7 @@ struct SoftEngine::Impl {
     bool parse_recv(pid_t pid, uint64_t addr, uint32_t stride, uint32_t max_sge, tp::RecvWqe& w) {
         wqebuf.resize(stride);
         if (!dma_read(pid, addr, wqebuf.data(), stride)) return false;
+        if (rec) rec->add(model::Op::Kind::DmaRead, 0, stride, 0, model::DmaPurpose::RecvWqe);
         w = tp::RecvWqe{};
         w.wr_id = hw::get(wqebuf.data(), stride, hw::recv_wqe::wr_id);
         const uint32_t n = uint32_t(hw::get(wqebuf.data(), stride, hw::recv_wqe::num_sge));
@@ -458,6 +471,7 @@ struct SoftEngine::Impl {
             return false;
         }
         s(e, Table::Cqc, hw::cqc::pi, pi + 1);
+        if (rec) rec->add(model::Op::Kind::Cqe, cqn, 0, wqe_index, model::DmaPurpose::Cqe, is_send);
         const bool notable = solicited || c.status != tp::WcStatus::Success;
         if (notable) cqs[cqn] = CqState{true, pi};
         const uint64_t arm = g(e, Table::Cqc, hw::cqc::arm);
@@ -496,7 +510,9 @@ struct SoftEngine::Impl {
     bool open_wire(std::string& err);
     int tx_sock(uint16_t sport);
     void transmit(EQp& q, roce::Packet& pkt);
+    void send_frame(const uint8_t* frame, size_t len);
     bool rx_batch();
+    void rx_deliver(const uint8_t* ip_packet, size_t len);
 
     // ---- QPs ----
     void build_av(const uint8_t* buf, size_t len, const AvFields& f, tp::AddressVector& av) {
@@ -818,6 +834,10 @@ struct SoftEngine::Impl {
                 return;
             }
             ++q.sq_fetch;
+            if (rec) {
+                rec->add(model::Op::Kind::DmaRead, 0, stride, 0, model::DmaPurpose::WqeFetch);
+                rec->add(model::Op::Kind::WqeFetched, q.qpn, 0, idx);
+            }
             tp::SendWqe w;
             const tp::WcStatus dst = decode_send(q, w);
             if (dst != tp::WcStatus::Success) {
@@ -907,8 +927,12 @@ struct SoftEngine::Impl {
                 const uint32_t w1 = hw::mmio_load32(pg, base + hw::db_fifo_entry::num.offset);
                 const uint32_t idx = hw::mmio_load32(pg, base + hw::db_fifo_entry::index.offset);
                 auto fld = [w1](hw::Field f) { return (w1 >> f.lo) & uint32_t(hw::mask_of(f.width)); };
-                doorbell(id, hw::DbKind(fld(hw::db_fifo_entry::kind)), fld(hw::db_fifo_entry::num), idx,
-                         fld(hw::db_fifo_entry::cq_cmd));
+                if (pipe)
+                    pipe->doorbell(model::Doorbell{id, uint8_t(fld(hw::db_fifo_entry::kind)), fld(hw::db_fifo_entry::num),
+                                                   idx, fld(hw::db_fifo_entry::cq_cmd)});
+                else
+                    doorbell(id, hw::DbKind(fld(hw::db_fifo_entry::kind)), fld(hw::db_fifo_entry::num), idx,
+                             fld(hw::db_fifo_entry::cq_cmd));
                 ++c.fifo_ci;
                 hw::mmio_store32(pg, hw::kCtxDbFifo + hw::db_fifo_regs::fifo_ci.offset, c.fifo_ci);
                 any = true;
@@ -936,13 +960,41 @@ struct SoftEngine::Impl {
             for (int t = 0; t < 2; ++t) {
                 if (!q->timer_deadline[t] || q->timer_deadline[t] > now || !q->tqp) continue;
                 q->timer_deadline[t] = 0;
-                if (t == int(tp::QpTimer::Retransmit)) stat(hw::stats_block::timeouts);
-                run(*q, [&] { q->tqp->on_timer(tp::QpTimer(t)); });
                 any = true;
+                // A model device runs the timer in its completer stage.
+                if (pipe) pipe->timer(q->qpn, uint8_t(t));
+                else fire_timer(*q, t);
             }
         }
         return any;
     }
+    void fire_timer(EQp& q, int t) {
+        if (!q.tqp) return;
+        if (t == int(tp::QpTimer::Retransmit)) stat(hw::stats_block::timeouts);
+        run(q, [&] { q.tqp->on_timer(tp::QpTimer(t)); });
+    }
+
+    // ---- model::Backend: the pipeline's stages execute here ----
+    struct Recording {
+        Recording(Impl& m, model::OpRecord& r) : m_(m) { m_.rec = &r; }
+        ~Recording() { m_.rec = nullptr; }
+        Impl& m_;
+    };
+    void exec_doorbell(const model::Doorbell& db, model::OpRecord& r) override {
+        Recording g(*this, r);
+        doorbell(db.ctx, hw::DbKind(db.kind), db.num, db.index, db.cq_cmd);
+    }
+    void exec_rx(const uint8_t* frame, size_t len, model::OpRecord& r) override {
+        Recording g(*this, r);
+        if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes);
+    }
+    void exec_timer(uint32_t qpn, uint8_t t, model::OpRecord& r) override {
+        Recording g(*this, r);
+        auto it = qps.find(qpn);
+        if (it != qps.end() && t < 2) fire_timer(*it->second, t);
+    }
+    void wire_tx(const uint8_t* frame, size_t len) override { send_frame(frame, len); }
+
     uint64_t next_deadline() {
         uint64_t d = 0;
         for (auto& [n, q] : qps)
@@ -971,6 +1023,7 @@ bool SoftEngine::Impl::open_wire(std::string& err) {
         err = "netdev " + cfg.netdev + " has no IPv4 address (the soft engine sends RoCE v2 over IPv4)";
         return false;
     }
+    if (cfg.bench) return true;  // no wire: MAC TX feeds MAC RX
     rx_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (rx_fd < 0) {
         err = std::string("socket: ") + std::strerror(errno);
@@ -1042,20 +1095,20 @@ void SoftEngine::Impl::transmit(EQp& q, roce::Packet& pkt) {
         stat(hw::stats_block::tx_drops);
         return;
     }
-    const int fd = tx_sock(pkt.udp.sport);
-    sockaddr_in d{};
-    d.sin_family = AF_INET;
-    d.sin_port = htons(roce::kRoceV2Port);
-    d.sin_addr.s_addr = htonl(pkt.ip4.dst);
-    const size_t n = pkt.frame_len - pkt.bth_off;
-    if (fd < 0 || sendto(fd, txbuf.data() + pkt.bth_off, n, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&d), sizeof d) !=
-                      static_cast<ssize_t>(n)) {
-        stat(hw::stats_block::tx_drops);
-        return;
+    if (rec) {
+        // A model device: the frame goes down the TX pipeline and leaves
+        // through wire_tx() when it leaves MAC TX.
+        model::TxFrameRec f;
+        f.bytes.assign(txbuf.begin(), txbuf.begin() + long(pkt.frame_len));
+        f.qpn = q.qpn;
+        f.psn = pkt.hdr.bth.psn;
+        f.opcode = pkt.hdr.bth.opcode;
+        f.payload = uint32_t(pkt.payload_len);
+        rec->add(model::Op::Kind::TxFrame, q.qpn, uint32_t(pkt.frame_len), uint32_t(rec->frames.size()));
+        rec->frames.push_back(std::move(f));
+    } else {
+        send_frame(txbuf.data(), pkt.frame_len);
     }
-    stat(hw::stats_block::tx_packets);
-    stat(hw::stats_block::tx_bytes, n);
-    if (pcap) pcap->write(txbuf.data(), pkt.frame_len, wall_us());
     if (info.has(roce::kRequest) && q.type != hw::QpType::Ud) {
         const uint32_t psn = pkt.hdr.bth.psn;
         if (roce::psn_before(psn, q.hi_psn)) stat(hw::stats_block::retransmits);
@@ -1070,6 +1123,36 @@ void SoftEngine::Impl::transmit(EQp& q, roce::Packet& pkt) {
             if ((syn & 0x1F) < 4) stat(f[syn & 0x1F]);
         }
     }
+}
+
+// Sends an encoded IPv4 frame (Ethernet header first) over the UDP socket of
+// its source port; the kernel adds the IP and UDP headers we encoded the
+// same way (rxe's DF, ID 0, TTL 64), so the wire carries these bytes.
+void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
+    constexpr size_t l3 = roce::kEthHdrBytes, l4 = l3 + roce::kIpv4HdrBytes, bth = l4 + roce::kUdpHdrBytes;
+    if (len < bth || (f[l3] >> 4) != 4 || (f[l3] & 0xF) != 5) {
+        stat(hw::stats_block::tx_drops);
+        return;
+    }
+    const uint32_t dst = uint32_t(f[l3 + 16]) << 24 | uint32_t(f[l3 + 17]) << 16 | uint32_t(f[l3 + 18]) << 8 | f[l3 + 19];
+    const uint16_t sport = uint16_t(f[l4] << 8 | f[l4 + 1]);
+    const uint16_t ip_len = uint16_t(f[l3 + 2] << 8 | f[l3 + 3]);
+    const size_t end = std::min(len, l3 + ip_len);  // without Ethernet padding
+    if (cfg.bench) return;
+    const int fd = tx_sock(sport);
+    sockaddr_in d{};
+    d.sin_family = AF_INET;
+    d.sin_port = htons(roce::kRoceV2Port);
+    d.sin_addr.s_addr = htonl(dst);
+    const size_t n = end - bth;
+    if (fd < 0 || sendto(fd, f + bth, n, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&d), sizeof d) !=
+                      static_cast<ssize_t>(n)) {
+        stat(hw::stats_block::tx_drops);
+        return;
+    }
+    stat(hw::stats_block::tx_packets);
+    stat(hw::stats_block::tx_bytes, n);
+    if (pcap) pcap->write(f, len, wall_us());
 }
 
 bool SoftEngine::Impl::rx_batch() {
@@ -1139,6 +1222,27 @@ bool SoftEngine::Impl::rx_batch() {
         udp[4] = uint8_t(ulen >> 8);
         udp[5] = uint8_t(ulen);
         udp[6] = udp[7] = 0;
+        if (pipe) {
+            // A model device: the frame enters at MAC RX, as an Ethernet
+            // frame addressed to the port.
+            std::vector<uint8_t> fr(kEth + total, 0);
+            std::memcpy(fr.data(), port_mac, 6);
+            fr[12] = 0x08;
+            fr[13] = 0x00;
+            std::memcpy(fr.data() + kEth, buf, total);
+            pipe->rx_frame(fr.data(), fr.size());
+            continue;
+        }
+        rx_deliver(buf, total);
+    }
+    return any;
+}
+
+// One received IPv4 RoCE packet: capture, decode, count, and hand it to its QP.
+void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total) {
+    constexpr size_t kEth = 14;
+    const size_t n = total - std::min(total, roce::kIpv4HdrBytes + roce::kUdpHdrBytes);
+    {
         if (pcap) {
             std::vector<uint8_t> fr(kEth + total, 0);
             fr[12] = 0x08;
@@ -1151,7 +1255,7 @@ bool SoftEngine::Impl::rx_batch() {
         if (!r.ok()) {
             stat(r.error == roce::DecodeError::BadIcrc ? hw::stats_block::icrc_errors
                                                         : hw::stats_block::rx_drops_bad_hdr);
-            continue;
+            return;
         }
         stat(hw::stats_block::rx_packets);
         stat(hw::stats_block::rx_bytes, uint64_t(n));
@@ -1170,12 +1274,11 @@ bool SoftEngine::Impl::rx_batch() {
         if (it == qps.end() || !it->second->tqp || it->second->hw_state == hw::QpState::Reset ||
             it->second->hw_state == hw::QpState::Init) {
             stat(hw::stats_block::rx_drops_no_qp);
-            continue;
+            return;
         }
         EQp& q = *it->second;
         run(q, [&] { q.tqp->on_packet(pkt); });
     }
-    return any;
 }
 
 // ---- EQp ports ----
@@ -1272,6 +1375,8 @@ void SoftEngine::Impl::loop() {
             work |= drain_fifos();
             work |= rx_batch();
             work |= run_timers(mono_ns());
+            // A model device simulates what came in until it is idle again.
+            if (pipe && work) pipe->run();
             drop_read_ahead();
         }
         while (fence_waiters.load(std::memory_order_acquire) > 0) std::this_thread::yield();
@@ -1335,6 +1440,11 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         return nullptr;
     }
     if (!m.open_wire(err)) return nullptr;
+    if (cfg.bar) hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, m.port_mac, 6);
+    if (cfg.model) {
+        m.pipe = model::Pipeline::create(cfg.device, *cfg.model, m, cfg.bench, err);
+        if (!m.pipe) return nullptr;
+    }
     if (!cfg.pcap.empty()) {
         m.pcap = roce::PcapWriter::open(cfg.pcap, err);
         if (!m.pcap) return nullptr;
@@ -1345,7 +1455,7 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         ev.data.fd = fd;
         epoll_ctl(m.epfd, EPOLL_CTL_ADD, fd, &ev);
     }
-    m.thread = std::thread([&m] { m.loop(); });
+    if (!cfg.bench) m.thread = std::thread([&m] { m.loop(); });
     return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
 }
 
@@ -1388,6 +1498,44 @@ void SoftEngine::remove_context(uint16_t ctx_id) {
     if (it == m.ctxs.end()) return;
     epoll_ctl(m.epfd, EPOLL_CTL_DEL, it->second.engine_fd, nullptr);
     m.ctxs.erase(it);
+}
+
+void SoftEngine::note_command(uint16_t opcode) {
+    if (!impl_->pipe) return;
+    ++impl_->fence_waiters;
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    --impl_->fence_waiters;
+    impl_->pipe->fw_command(opcode);
+}
+
+model::Pipeline* SoftEngine::pipeline() { return impl_->pipe.get(); }
+
+std::vector<model::ModelStat> SoftEngine::model_stats() {
+    if (!impl_->pipe) return {};
+    ++impl_->fence_waiters;
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    --impl_->fence_waiters;
+    return impl_->pipe->stats();
+}
+
+bool SoftEngine::trace(const std::string& path, const std::string& format, uint64_t from, uint64_t cycles,
+                       std::string& err) {
+    if (!impl_->pipe) {
+        err = "not a model device (only model devices have a pipeline to trace)";
+        return false;
+    }
+    ++impl_->fence_waiters;
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    --impl_->fence_waiters;
+    return impl_->pipe->trace(path, format, from, cycles, err);
+}
+
+std::string SoftEngine::trace_state() {
+    if (!impl_->pipe) return "";
+    ++impl_->fence_waiters;
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    --impl_->fence_waiters;
+    return impl_->pipe->trace_state();
 }
 
 void SoftEngine::fence(fw::Table, uint32_t) {

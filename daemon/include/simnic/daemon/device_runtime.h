@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "simnic/daemon/devices.h"
+#include "simnic/model/pipeline.h"
 
 namespace simnic::fw {
 class Firmware;
@@ -77,6 +78,13 @@ public:
     std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> gids() const;
     // STATS_BLOCK counters (hw-spec 2.6) by field name, for `stats`.
     std::vector<std::pair<std::string, uint64_t>> stats() const;
+    // A model device's pipeline figures (empty for a soft device) and its
+    // waveform window (see model::Pipeline::trace).
+    std::vector<model::ModelStat> model_stats() const;
+    bool trace(const std::string& file, const std::string& format, uint64_t from, uint64_t cycles,
+               std::string& err);
+    void trace_stop();
+    std::string trace_state() const;
 
     struct Impl;
 

@@ -27,6 +27,10 @@ struct Device {
     DeviceType type = DeviceType::Soft;
     std::string netdev;
     std::string pcap;  // empty: no capture
+    // Model devices: the configuration file (absolute path; empty: the
+    // defaults) and the text it held when the device was added.
+    std::string config_path;
+    std::string config_text;
 };
 
 class DeviceTable {

@@ -20,6 +20,8 @@
 
 #include "simnic/fw/interfaces.h"
 #include "simnic/fw/table_store.h"
+#include "simnic/model/config.h"
+#include "simnic/model/pipeline.h"
 
 namespace simnic::soft_engine {
 
@@ -30,6 +32,13 @@ struct EngineConfig {
     fw::TableStore* tables = nullptr;
     fw::EventSink* events = nullptr;  // posts EQEs (thread-safe)
     std::uint8_t* bar = nullptr;      // BAR0 global page (STATS_BLOCK, PORT_BLOCK)
+    // Set: a `model` device. The same datapath runs every protocol step, but
+    // inside the cycle-level pipeline (rtl_model/model), which decides when
+    // each step happens and when each frame leaves.
+    const model::ModelConfig* model = nullptr;
+    // Model only: no wire and no thread. MAC TX feeds MAC RX and the caller
+    // drives the pipeline (`simnic bench`).
+    bool bench = false;
 };
 
 class SoftEngine final : public fw::EngineHooks {
@@ -45,6 +54,17 @@ public:
     // is its context page; `engine_fd` the eventfd drivers signal (3.4).
     void add_context(std::uint16_t ctx_id, std::uint8_t* page, int engine_fd);
     void remove_context(std::uint16_t ctx_id);
+
+    // A firmware command ran (a model device charges its management core).
+    void note_command(std::uint16_t opcode);
+
+    // Model devices: the pipeline's statistics and waveform (pipeline.h).
+    // Null / empty / false for a soft device.
+    model::Pipeline* pipeline();
+    std::vector<model::ModelStat> model_stats();
+    bool trace(const std::string& path, const std::string& format, std::uint64_t from, std::uint64_t cycles,
+               std::string& err);
+    std::string trace_state();
 
     // fw::EngineHooks
     void fence(fw::Table t, std::uint32_t index) override;

@@ -1,0 +1,323 @@
+// `simnic bench`: a model device under a synthetic workload, without
+// applications (rtl_model/model/bench). Prints modelled throughput, latency,
+// cache hit rates and the simulation speed; --sweep runs one parameter over
+// a list of values (optionally per --series value) and writes a CSV and an
+// SVG plot of throughput and QPC hit rate against it.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "commands.h"
+#include "simnic/model/bench.h"
+#include "simnic/model/plot.h"
+
+namespace simnic::cli {
+namespace {
+
+struct BenchArgs {
+    std::string op = "write", config, sweep, series, csv, plot;
+    uint32_t size = 65536, qps = 1, depth = 16;
+    uint64_t messages = 0;
+    std::vector<std::string> sets;
+    bool json = false, all = false;
+};
+
+bool read_file(const std::string& path, std::string& text, std::string& err) {
+    std::ifstream in(path);
+    if (!in) {
+        err = "cannot read " + path + ": " + std::strerror(errno);
+        return false;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    return true;
+}
+
+// The configuration: the file's keys, then each key=value on top, checked
+// by the same parser as `link add ... config`.
+bool build_config(const std::string& file_text, const std::string& origin, const std::vector<std::string>& sets,
+                  model::ModelConfig& cfg, std::string& err) {
+    toml::table root;
+    try {
+        root = toml::parse(file_text, origin);
+        for (const std::string& kv : sets) {
+            const size_t eq = kv.find('='), dot = kv.find('.');
+            if (eq == std::string::npos || dot == std::string::npos || dot > eq) {
+                err = "--set '" + kv + "': expected TABLE.KEY=VALUE, e.g. qpc_cache.entries=64";
+                return false;
+            }
+            const std::string table = kv.substr(0, dot), key = kv.substr(dot + 1, eq - dot - 1);
+            std::string value = kv.substr(eq + 1);
+            // Bare words are strings (impl=rtl).
+            if (!value.empty() && (std::isalpha(static_cast<unsigned char>(value[0])) != 0) && value != "true" &&
+                value != "false")
+                value = "\"" + value + "\"";
+            toml::table one = toml::parse("v = " + value, "--set " + kv);
+            if (!root.contains(table)) root.insert(table, toml::table{});
+            toml::table* t = root[table].as_table();
+            if (!t) {
+                err = "--set '" + kv + "': " + table + " is not a table";
+                return false;
+            }
+            t->insert_or_assign(key, *one.get("v"));
+        }
+    } catch (const toml::parse_error& e) {
+        err = std::string(e.description());
+        return false;
+    }
+    std::stringstream ss;
+    ss << root;
+    return model::parse_config(ss.str(), origin, cfg, err);
+}
+
+std::vector<std::string> split(const std::string& s, char c) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string w;
+    while (std::getline(ss, w, c))
+        if (!w.empty()) out.push_back(w);
+    return out;
+}
+
+// "1,4,16" or "1..16384" (powers of two from A to B).
+bool expand(const std::string& list, std::vector<std::string>& out, std::string& err) {
+    const size_t dots = list.find("..");
+    if (dots == std::string::npos) {
+        out = split(list, ',');
+    } else {
+        char* e1 = nullptr;
+        char* e2 = nullptr;
+        const unsigned long long a = std::strtoull(list.c_str(), &e1, 10);
+        const unsigned long long b = std::strtoull(list.c_str() + dots + 2, &e2, 10);
+        if (e1 != list.c_str() + dots || *e2 != 0 || a == 0 || b < a) {
+            err = "bad range '" + list + "' (A..B with 1 <= A <= B: powers of two from A to B)";
+            return false;
+        }
+        for (unsigned long long v = a; v <= b; v *= 2) out.push_back(std::to_string(v));
+    }
+    if (out.empty()) {
+        err = "empty value list '" + list + "'";
+        return false;
+    }
+    return true;
+}
+
+struct Point {
+    std::string series, value;
+    model::BenchResult r;
+};
+
+// Applies PARAM=VALUE: a workload parameter (qps, size, depth, messages, op)
+// or a configuration key (TABLE.KEY).
+bool apply(const std::string& param, const std::string& value, BenchArgs& a, std::vector<std::string>& sets,
+           std::string& err) {
+    auto num = [&](uint64_t& v) {
+        char* e = nullptr;
+        v = std::strtoull(value.c_str(), &e, 10);
+        if (value.empty() || *e != 0 || v == 0) {
+            err = param + " = '" + value + "' is not a positive integer";
+            return false;
+        }
+        return true;
+    };
+    uint64_t v = 0;
+    if (param == "qps") {
+        if (!num(v) || v > 65536) return err.empty() ? (err = "qps must be 1..65536", false) : false;
+        a.qps = uint32_t(v);
+    } else if (param == "size") {
+        if (!num(v) || v > (1u << 30)) return err.empty() ? (err = "size must be 1..1 GiB", false) : false;
+        a.size = uint32_t(v);
+    } else if (param == "depth") {
+        if (!num(v) || v > 4096) return err.empty() ? (err = "depth must be 1..4096", false) : false;
+        a.depth = uint32_t(v);
+    } else if (param == "messages") {
+        if (!num(v)) return false;
+        a.messages = v;
+    } else if (param == "op") {
+        a.op = value;
+    } else if (param.find('.') != std::string::npos) {
+        sets.push_back(param + "=" + value);
+    } else {
+        err = "unknown parameter '" + param + "' (qps, size, depth, messages, op, or a config key TABLE.KEY)";
+        return false;
+    }
+    return true;
+}
+
+bool run_one(const BenchArgs& a, const std::string& file_text, const std::vector<std::string>& sets,
+             model::BenchResult& r, std::string& err) {
+    model::BenchSpec spec;
+    if (!model::parse_bench_op(a.op, spec.op)) {
+        err = "--op must be write, read or send, not '" + a.op + "'";
+        return false;
+    }
+    spec.size = a.size;
+    spec.qps = a.qps;
+    spec.depth = a.depth;
+    spec.messages = a.messages;
+    if (!build_config(file_text, a.config.empty() ? "--set" : a.config, sets, spec.cfg, err)) return false;
+    return model::run_bench(spec, r, err);
+}
+
+void print_result(const BenchArgs& a, const model::BenchResult& r) {
+    std::printf("simnic bench: %s %u B, %u QP(s), depth %u, %llu messages\n", a.op.c_str(), a.size, a.qps, a.depth,
+                (unsigned long long)r.messages);
+    std::printf("  %-28s %.2f Gb/s (%.1f%% of the line)\n", "modelled throughput", r.gbps, r.line_utilisation);
+    std::printf("  %-28s %.3f M/s\n", "message rate", r.msg_rate_mps);
+    std::printf("  %-28s min %.0f / median %.0f / p99 %.0f ns\n", "message latency", r.lat_min_ns, r.lat_median_ns,
+                r.lat_p99_ns);
+    std::printf("  %-28s qpc %.1f%%  mpt %.1f%%  mtt %.1f%%\n", "cache hit rates", r.qpc_hit, r.mpt_hit, r.mtt_hit);
+    std::printf("  %-28s %llu cycles = %.1f us\n", "simulated", (unsigned long long)r.sim_cycles, r.sim_ns / 1000.0);
+    std::printf("  %-28s %.0f cycles/s (%.3f s wall)\n", "simulation speed", r.cycles_per_s, r.wall_s);
+    if (r.errors) std::printf("  %-28s %llu\n", "error completions", (unsigned long long)r.errors);
+}
+
+int run_bench_cmd(BenchArgs a) {
+    std::string file_text, err;
+    if (!a.config.empty() && !read_file(a.config, file_text, err)) {
+        std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
+        return 1;
+    }
+    std::vector<std::string> sets = a.sets;
+    if (a.sweep.empty()) {
+        model::BenchResult r;
+        if (!run_one(a, file_text, sets, r, err)) {
+            std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
+            return 1;
+        }
+        if (a.json) {
+            std::printf("{\"gbps\": %.4f, \"line_utilisation\": %.3f, \"messages\": %llu, \"errors\": %llu, "
+                        "\"lat_min_ns\": %.1f, \"lat_median_ns\": %.1f, \"lat_p99_ns\": %.1f, \"qpc_hit\": %.3f, "
+                        "\"mpt_hit\": %.3f, \"mtt_hit\": %.3f, \"sim_cycles\": %llu, \"cycles_per_s\": %.0f}\n",
+                        r.gbps, r.line_utilisation, (unsigned long long)r.messages, (unsigned long long)r.errors,
+                        r.lat_min_ns, r.lat_median_ns, r.lat_p99_ns, r.qpc_hit, r.mpt_hit, r.mtt_hit,
+                        (unsigned long long)r.sim_cycles, r.cycles_per_s);
+        } else {
+            print_result(a, r);
+            if (a.all)
+                for (const model::ModelStat& m : r.stats)
+                    std::printf("    %-36s %.3f %s\n", m.name.c_str(), m.value, m.unit.c_str());
+        }
+        return r.errors ? 1 : 0;
+    }
+    // --sweep PARAM=LIST [--series PARAM=LIST]
+    const size_t eq = a.sweep.find('=');
+    if (eq == std::string::npos) {
+        std::fprintf(stderr, "simnic bench: --sweep PARAM=LIST, e.g. --sweep qps=1..16384\n");
+        return 2;
+    }
+    const std::string param = a.sweep.substr(0, eq);
+    std::vector<std::string> values, series_values{""};
+    std::string series_param;
+    if (!expand(a.sweep.substr(eq + 1), values, err)) {
+        std::fprintf(stderr, "simnic bench: --sweep: %s\n", err.c_str());
+        return 2;
+    }
+    if (!a.series.empty()) {
+        const size_t e2 = a.series.find('=');
+        if (e2 == std::string::npos || !expand(a.series.substr(e2 + 1), series_values, err)) {
+            std::fprintf(stderr, "simnic bench: --series PARAM=LIST: %s\n", err.c_str());
+            return 2;
+        }
+        series_param = a.series.substr(0, e2);
+    }
+    std::vector<Point> pts;
+    std::printf("%-14s %-14s %10s %8s %10s %8s %12s\n", param.c_str(), series_param.empty() ? "" : series_param.c_str(),
+                "Gb/s", "line%", "p50 ns", "qpc hit%", "cycles/s");
+    for (const std::string& sv : series_values) {
+        for (const std::string& v : values) {
+            BenchArgs b = a;
+            std::vector<std::string> s2 = sets;
+            if ((!series_param.empty() && !apply(series_param, sv, b, s2, err)) || !apply(param, v, b, s2, err)) {
+                std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
+                return 2;
+            }
+            Point p{sv, v, {}};
+            if (!run_one(b, file_text, s2, p.r, err)) {
+                std::fprintf(stderr, "simnic bench: %s=%s: %s\n", param.c_str(), v.c_str(), err.c_str());
+                return 1;
+            }
+            std::printf("%-14s %-14s %10.2f %8.1f %10.0f %8.1f %12.0f\n", v.c_str(), sv.c_str(), p.r.gbps,
+                        p.r.line_utilisation, p.r.lat_median_ns, p.r.qpc_hit, p.r.cycles_per_s);
+            std::fflush(stdout);
+            pts.push_back(std::move(p));
+        }
+    }
+    const std::string csv_path = a.csv.empty() ? "bench-" + param + ".csv" : a.csv;
+    const std::string svg_path = a.plot.empty() ? "bench-" + param + ".svg" : a.plot;
+    std::vector<std::vector<std::string>> rows;
+    char buf[64];
+    auto f = [&](double d) {
+        std::snprintf(buf, sizeof buf, "%.4f", d);
+        return std::string(buf);
+    };
+    for (const Point& p : pts)
+        rows.push_back({p.value, p.series, f(p.r.gbps), f(p.r.line_utilisation), f(p.r.lat_median_ns),
+                        f(p.r.lat_p99_ns), f(p.r.qpc_hit), f(p.r.mpt_hit), f(p.r.mtt_hit),
+                        std::to_string(p.r.messages), f(p.r.cycles_per_s)});
+    const std::string csv = model::render_csv({param, series_param.empty() ? "series" : series_param, "gbps",
+                                               "line_utilisation_pct", "latency_median_ns", "latency_p99_ns",
+                                               "qpc_hit_pct", "mpt_hit_pct", "mtt_hit_pct", "messages",
+                                               "sim_cycles_per_s"},
+                                              rows);
+    model::PlotSpec ps;
+    ps.title = "simnic bench: " + a.op + " " + std::to_string(a.size) + " B";
+    ps.x.label = param;
+    bool numeric = true;
+    for (const std::string& v : values) numeric = numeric && std::strtod(v.c_str(), nullptr) > 0;
+    ps.x.log = numeric && values.size() > 2 &&
+               std::strtod(values.back().c_str(), nullptr) / std::strtod(values.front().c_str(), nullptr) >= 16;
+    ps.y_left.label = "throughput (Gb/s)";
+    ps.y_right.label = "QPC hit rate (%)";
+    for (const std::string& sv : series_values) {
+        model::Series thr, hit;
+        const std::string tag = series_param.empty() ? "" : " (" + series_param + "=" + sv + ")";
+        thr.name = "throughput" + tag;
+        hit.name = "QPC hit rate" + tag;
+        for (size_t i = 0; i < pts.size(); ++i) {
+            if (pts[i].series != sv) continue;
+            const double x = numeric ? std::strtod(pts[i].value.c_str(), nullptr) : double(thr.x.size() + 1);
+            thr.x.push_back(x);
+            thr.y.push_back(pts[i].r.gbps);
+            hit.x.push_back(x);
+            hit.y.push_back(pts[i].r.qpc_hit);
+        }
+        ps.left.push_back(thr);
+        ps.right.push_back(hit);
+    }
+    std::ofstream(csv_path) << csv;
+    std::ofstream(svg_path) << model::render_svg(ps);
+    std::printf("wrote %s and %s\n", csv_path.c_str(), svg_path.c_str());
+    return 0;
+}
+
+}  // namespace
+
+Runner add_bench_command(CLI::App& app) {
+    auto a = std::make_shared<BenchArgs>();
+    CLI::App* sub = app.add_subcommand("bench", "Drive a model device with a synthetic workload (no applications)");
+    sub->add_option("--op", a->op, "write, read or send (default write)");
+    sub->add_option("--size", a->size, "message size in bytes (default 65536)")->check(CLI::Range(1u, 1u << 30));
+    sub->add_option("--qps", a->qps, "number of QPs (default 1)")->check(CLI::Range(1u, 65536u));
+    sub->add_option("--depth", a->depth, "messages outstanding per QP (default 16)")->check(CLI::Range(1u, 4096u));
+    sub->add_option("--messages", a->messages, "messages in all (default: enough for a steady state)");
+    sub->add_option("--config", a->config, "model configuration (TOML, as for link add ... config)");
+    sub->add_option("--set", a->sets, "override a configuration key: TABLE.KEY=VALUE (repeatable)");
+    sub->add_option("--sweep", a->sweep, "PARAM=LIST: run over qps, size, depth or a config key; LIST is a,b,c or A..B");
+    sub->add_option("--series", a->series, "PARAM=LIST: one curve per value (e.g. qpc_cache.entries=256,4096)");
+    sub->add_option("--csv", a->csv, "CSV output of a sweep (default bench-PARAM.csv)");
+    sub->add_option("--plot", a->plot, "SVG plot of a sweep (default bench-PARAM.svg)");
+    sub->add_flag("-j,--json", a->json, "JSON output (single run)");
+    sub->add_flag("-s,--stats", a->all, "also print every pipeline statistic (single run)");
+    return [a] { return run_bench_cmd(*a); };
+}
+
+}  // namespace simnic::cli

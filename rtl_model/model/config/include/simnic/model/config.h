@@ -1,0 +1,158 @@
+// The configuration of a `model` device (the cycle-level NIC pipeline):
+//
+//   simnic link add NAME type model netdev IFACE config FILE
+//
+// FILE is TOML. Every key is optional; a key the file leaves out keeps the
+// default written here. docs/model-config.toml is render_config() of the
+// defaults: every key with its meaning, unit and allowed values.
+//
+// One table in config.cc lists every key (its table, name, member, range and
+// meaning); parsing, validation, rendering, describe() and operator== are all
+// driven by it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "simnic/hw/layout.h"
+
+namespace simnic::model {
+
+// Which implementation of a block the pipeline instantiates.
+enum class BlockImpl : std::uint8_t {
+    cpp,  // the C++ (SystemC) model of the block
+    rtl,  // the block's Verilog RTL, run through Verilator
+};
+const char* to_string(BlockImpl impl);
+
+// [clock]
+struct ClockConfig {
+    double freq_mhz = 250;  // the pipeline clock, MHz
+};
+
+// [mac]
+struct MacConfig {
+    std::uint32_t width_bytes = 64;  // datapath width: bytes per cycle (a power of two)
+    double line_rate_gbps = 100;     // the port's line rate, Gb/s
+    std::uint32_t ifg_bytes = 20;    // preamble + SFD + inter-frame gap per frame, bytes
+};
+
+// [parser], [icrc]: a block that exists both in C++ and in RTL.
+struct BlockConfig {
+    BlockImpl impl = BlockImpl::cpp;  // which implementation runs
+    std::uint32_t latency_cycles = 0;  // last beat in to result out, cycles (C++ model)
+};
+
+// [qpc_cache], [mpt_cache], [mtt_cache]: on-chip caches of device tables
+// held in host memory; a miss costs a DMA read of the entry.
+struct CacheConfig {
+    std::uint32_t entries = 0;      // entries the cache holds (a multiple of ways)
+    std::uint32_t ways = 1;         // associativity (a power of two)
+    std::uint32_t hit_cycles = 0;   // lookup to data on a hit, cycles
+    std::uint32_t entry_bytes = 0;  // bytes fetched per entry on a miss
+
+    std::uint32_t sets() const { return entries / ways; }
+};
+
+// [dma]: the PCIe path to host memory.
+struct DmaConfig {
+    std::uint32_t read_latency_ns = 600;         // read request to first completion, ns
+    std::uint32_t write_latency_ns = 200;        // posted write to visible in host memory, ns
+    double bandwidth_gbps = 200;                 // link bandwidth per direction, Gb/s
+    std::uint32_t max_payload_bytes = 256;       // PCIe Max_Payload_Size, bytes
+    std::uint32_t max_read_request_bytes = 512;  // PCIe Max_Read_Request_Size, bytes
+    std::uint32_t outstanding_reads = 32;        // read requests (tags) in flight at once
+    std::uint32_t tlp_overhead_bytes = 24;       // header, framing, LCRC per TLP on the link, bytes
+};
+
+// [requester]
+struct RequesterConfig {
+    std::uint32_t cycles_per_packet = 2;            // pipeline cycles per request packet built
+    std::uint32_t retransmit_queue_entries = 1024;  // packets awaiting ACK, device-wide
+};
+
+// [responder], [completer]: a transport stage.
+struct StageConfig {
+    std::uint32_t cycles_per_packet = 2;  // pipeline cycles per packet handled
+};
+
+// [cq]
+struct CqConfig {
+    std::uint32_t cqe_bytes = hw::kCqeSize;  // bytes written per CQE (hw-spec 7.1)
+};
+
+// [eq]
+struct EqConfig {
+    std::uint32_t eqe_bytes = hw::kEqeSize;  // bytes written per EQE (hw-spec 8.1)
+};
+
+// [fw]
+struct FwConfig {
+    double core_mhz = 500;                // the management core's clock, MHz
+    std::uint32_t command_cycles = 2000;  // core cycles per firmware command
+};
+
+struct ModelConfig {
+    ClockConfig clock;
+    MacConfig mac;
+    // Packet parser: headers out 4 cycles after the packet's last beat.
+    BlockConfig parser{BlockImpl::cpp, /*latency_cycles=*/4};
+    // ICRC check/insert: 7 cycles, as the RTL engine (rtl_model/rtl/icrc).
+    BlockConfig icrc{BlockImpl::cpp, /*latency_cycles=*/7};
+    // QP contexts (hw-spec 9.2): 256 entries, 4 ways, 2 cycles, 256 bytes.
+    CacheConfig qpc_cache{256, 4, 2, hw::qpc::kSize};
+    // Memory protection entries (hw-spec 9.5): 1024 entries, 4 ways, 2 cycles, 64 bytes.
+    CacheConfig mpt_cache{1024, 4, 2, hw::mpt_entry::kSize};
+    // Memory translation entries (hw-spec 9.6): 4096 entries, 8 ways, 2 cycles, 8 bytes.
+    CacheConfig mtt_cache{4096, 8, 2, hw::mtt_entry::kSize};
+    DmaConfig dma;
+    RequesterConfig requester;
+    StageConfig responder;
+    StageConfig completer;
+    CqConfig cq;
+    EqConfig eq;
+    FwConfig fw;
+
+    // Derived values.
+    double clock_period_ps() const { return 1e6 / clock.freq_mhz; }
+    // What the datapath can carry: width_bytes * 8 bits every cycle, Gb/s.
+    double raw_mac_gbps() const { return mac.width_bytes * 8.0 * clock.freq_mhz / 1000.0; }
+    // Datapath beats (cycles) that carry `bytes`.
+    std::uint32_t beats(std::uint32_t bytes) const {
+        return (bytes + mac.width_bytes - 1) / mac.width_bytes;
+    }
+    // Time a frame of `frame_bytes` occupies the line, preamble and gap included, ps.
+    double line_time_ps(std::uint32_t frame_bytes) const {
+        return (frame_bytes + mac.ifg_bytes) * 8000.0 / mac.line_rate_gbps;
+    }
+    // Pipeline cycles covering `ns` nanoseconds (rounded up).
+    std::uint64_t ns_to_cycles(double ns) const;
+    // Time one firmware command takes on the management core, ns.
+    double fw_command_ns() const { return fw.command_cycles * 1000.0 / fw.core_mhz; }
+};
+
+// Compares every configuration key.
+bool operator==(const ModelConfig& a, const ModelConfig& b);
+inline bool operator!=(const ModelConfig& a, const ModelConfig& b) { return !(a == b); }
+
+// Parses TOML `text`: starts from the defaults and overrides what the text
+// sets. `origin` names the text in messages (a file name). On failure returns
+// false, leaves `out` unchanged and sets `err` to one line,
+// "origin:line:column: message" (the position where toml++ has one).
+bool parse_config(std::string_view text, const std::string& origin, ModelConfig& out,
+                  std::string& err);
+// Reads and parses the file at `path` (as parse_config, origin = path).
+bool load_config(const std::string& path, ModelConfig& out, std::string& err);
+// Checks ranges and cross-field rules of a configuration built in code.
+bool validate_config(const ModelConfig& cfg, std::string& err);
+
+// The whole configuration as TOML, a comment per key (meaning, unit, allowed
+// values). parse_config(render_config(c)) gives c back.
+std::string render_config(const ModelConfig& cfg);
+// "table.key" -> value, every key in table order (strings unquoted).
+std::vector<std::pair<std::string, std::string>> describe(const ModelConfig& cfg);
+
+}  // namespace simnic::model

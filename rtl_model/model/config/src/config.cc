@@ -1,0 +1,587 @@
+// The `model` device's configuration: one key table (kKeys) drives parsing,
+// validation, rendering, describe() and comparison.
+#include "simnic/model/config.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <variant>
+
+namespace simnic::model {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// The key table
+// ---------------------------------------------------------------------------
+
+struct Table {
+    const char* name;
+    const char* doc;
+};
+
+constexpr Table kTables[] = {
+    {"clock", "The pipeline clock."},
+    {"mac", "The Ethernet MAC: the datapath width and the port's line."},
+    {"parser", "Packet parser: splits a received frame into its RoCE v2 headers."},
+    {"icrc", "ICRC: checks the invariant CRC of received frames, computes it for sent ones."},
+    {"qpc_cache", "On-chip cache of QP contexts (hw-spec 9.2); a miss reads the QPC by DMA."},
+    {"mpt_cache", "On-chip cache of memory protection entries (hw-spec 9.5)."},
+    {"mtt_cache", "On-chip cache of memory translation entries (hw-spec 9.6)."},
+    {"dma", "DMA between the device and host memory over PCIe."},
+    {"requester", "Requester: builds request packets from send WQEs, retransmits."},
+    {"responder", "Responder: executes incoming requests, generates ACKs and read responses."},
+    {"completer", "Completer: matches ACKs and responses to outstanding requests, completes WQEs."},
+    {"cq", "Completion queues."},
+    {"eq", "Event queues."},
+    {"fw", "Firmware on the management core: executes commands (hw-spec 5)."},
+};
+
+using U32Ref = std::uint32_t& (*)(ModelConfig&);
+using RealRef = double& (*)(ModelConfig&);
+using ImplRef = BlockImpl& (*)(ModelConfig&);
+using Ref = std::variant<U32Ref, RealRef, ImplRef>;
+
+constexpr unsigned kPow2 = 1;
+
+struct Key {
+    const char* table;
+    const char* name;
+    Ref ref;           // the member the key sets
+    double min, max;   // allowed range, inclusive (numbers only)
+    unsigned flags;    // kPow2
+    const char* unit;  // "" when none
+    const char* doc;
+};
+
+constexpr const char* kImplNames[] = {"cpp", "rtl"};  // indexed by BlockImpl
+
+#define SIMNIC_CFG_KEY(t, k, ...) \
+    Key{#t, #k, Ref{+[](ModelConfig& c) -> decltype((c.t.k)) { return c.t.k; }}, __VA_ARGS__}
+
+#define SIMNIC_CFG_CACHE_KEYS(t, what, spec_bytes)                                                 \
+    SIMNIC_CFG_KEY(t, entries, 1, 1 << 20, 0, "entries", what " the cache holds"),                 \
+    SIMNIC_CFG_KEY(t, ways, 1, 1024, kPow2, "ways", "Associativity; entries is a multiple of it"), \
+    SIMNIC_CFG_KEY(t, hit_cycles, 0, 1024, 0, "cycles", "Lookup to data out on a hit"),            \
+    SIMNIC_CFG_KEY(t, entry_bytes, spec_bytes, 4096, kPow2, "bytes",                               \
+                   "Bytes a miss reads by DMA; at least the hw-spec entry")
+
+constexpr Key kKeys[] = {
+    SIMNIC_CFG_KEY(clock, freq_mhz, 1, 2000, 0, "MHz",
+                   "Pipeline clock; every block but [fw] counts its cycles"),
+
+    SIMNIC_CFG_KEY(mac, width_bytes, 8, 256, kPow2, "bytes",
+                   "Datapath width: bytes the MAC and the pipeline move per cycle"),
+    SIMNIC_CFG_KEY(mac, line_rate_gbps, 1, 1600, 0, "Gb/s",
+                   "The port's line rate; at most width_bytes * 8 * clock.freq_mhz / 1000"),
+    SIMNIC_CFG_KEY(mac, ifg_bytes, 0, 255, 0, "bytes",
+                   "Preamble, SFD and inter-frame gap a frame adds on the line (Ethernet: 8 + 12)"),
+
+    SIMNIC_CFG_KEY(parser, impl, 0, 0, 0, "", "Implementation: the C++ model or the Verilated RTL"),
+    SIMNIC_CFG_KEY(parser, latency_cycles, 0, 1024, 0, "cycles",
+                   "A frame's last beat in to its headers out (C++ model; RTL has its own timing)"),
+
+    SIMNIC_CFG_KEY(icrc, impl, 0, 0, 0, "", "Implementation: the C++ model or the Verilated RTL"),
+    SIMNIC_CFG_KEY(icrc, latency_cycles, 0, 1024, 0, "cycles",
+                   "A frame's last beat in to its ICRC out (C++ model; RTL has its own timing)"),
+
+    SIMNIC_CFG_CACHE_KEYS(qpc_cache, "QP contexts", hw::qpc::kSize),
+    SIMNIC_CFG_CACHE_KEYS(mpt_cache, "MPT entries", hw::mpt_entry::kSize),
+    SIMNIC_CFG_CACHE_KEYS(mtt_cache, "MTT entries", hw::mtt_entry::kSize),
+
+    SIMNIC_CFG_KEY(dma, read_latency_ns, 0, 1000000, 0, "ns",
+                   "Read request to its first completion: the PCIe round trip"),
+    SIMNIC_CFG_KEY(dma, write_latency_ns, 0, 1000000, 0, "ns",
+                   "Posted write to visible in host memory"),
+    SIMNIC_CFG_KEY(dma, bandwidth_gbps, 1, 4096, 0, "Gb/s",
+                   "PCIe link bandwidth per direction, TLP overhead included"),
+    SIMNIC_CFG_KEY(dma, max_payload_bytes, 128, 4096, kPow2, "bytes",
+                   "Max_Payload_Size: largest write or completion TLP payload"),
+    SIMNIC_CFG_KEY(dma, max_read_request_bytes, 128, 4096, kPow2, "bytes",
+                   "Max_Read_Request_Size: largest single read request"),
+    SIMNIC_CFG_KEY(dma, outstanding_reads, 1, 1024, 0, "requests",
+                   "Read requests (tags) in flight at once"),
+    SIMNIC_CFG_KEY(dma, tlp_overhead_bytes, 0, 128, 0, "bytes",
+                   "Header, framing, sequence number and LCRC each TLP adds on the link"),
+
+    SIMNIC_CFG_KEY(requester, cycles_per_packet, 1, 1024, 0, "cycles",
+                   "Pipeline cycles per request packet built"),
+    SIMNIC_CFG_KEY(requester, retransmit_queue_entries, 1, 1 << 20, 0, "packets",
+                   "Sent packets awaiting acknowledgement, device-wide"),
+
+    SIMNIC_CFG_KEY(responder, cycles_per_packet, 1, 1024, 0, "cycles",
+                   "Pipeline cycles per request packet executed"),
+
+    SIMNIC_CFG_KEY(completer, cycles_per_packet, 1, 1024, 0, "cycles",
+                   "Pipeline cycles per response or ACK handled"),
+
+    SIMNIC_CFG_KEY(cq, cqe_bytes, hw::kCqeSize, 256, kPow2, "bytes",
+                   "Bytes written per CQE: the hw-spec 7.1 CQE, or more for padded writes"),
+
+    SIMNIC_CFG_KEY(eq, eqe_bytes, hw::kEqeSize, 256, kPow2, "bytes",
+                   "Bytes written per EQE: the hw-spec 8.1 EQE, or more for padded writes"),
+
+    SIMNIC_CFG_KEY(fw, core_mhz, 1, 5000, 0, "MHz", "The management core's clock"),
+    SIMNIC_CFG_KEY(fw, command_cycles, 1, 1000000000, 0, "cycles",
+                   "Core cycles the firmware spends per command"),
+};
+
+#undef SIMNIC_CFG_CACHE_KEYS
+#undef SIMNIC_CFG_KEY
+
+constexpr bool same(const char* a, const char* b) {
+    while (*a && *a == *b) ++a, ++b;
+    return *a == *b;
+}
+
+// Every key is in a listed table, every table has keys, no key twice.
+constexpr bool key_table_consistent() {
+    for (const Key& k : kKeys) {
+        bool listed = false;
+        for (const Table& t : kTables) listed = listed || same(k.table, t.name);
+        if (!listed) return false;
+        int seen = 0;
+        for (const Key& o : kKeys) seen += same(k.table, o.table) && same(k.name, o.name);
+        if (seen != 1) return false;
+    }
+    for (const Table& t : kTables) {
+        bool used = false;
+        for (const Key& k : kKeys) used = used || same(k.table, t.name);
+        if (!used) return false;
+    }
+    return true;
+}
+static_assert(key_table_consistent(), "kKeys and kTables disagree");
+
+// ---------------------------------------------------------------------------
+// Values as text
+// ---------------------------------------------------------------------------
+
+std::string full_name(const Key& k) { return std::string(k.table) + "." + k.name; }
+
+bool is_pow2(double v) {
+    auto u = static_cast<std::uint64_t>(v);
+    return u != 0 && (u & (u - 1)) == 0;
+}
+
+// Shortest text that reads back as the same double ("250", "322.265625").
+std::string real_text(double v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+std::string number_text(const Key& k, double v) {
+    if (std::holds_alternative<U32Ref>(k.ref)) return std::to_string(static_cast<std::uint64_t>(v));
+    return real_text(v);
+}
+
+std::string impl_text(BlockImpl i) { return kImplNames[static_cast<int>(i)]; }
+
+// The allowed values of a key, e.g. `8..256 bytes, a power of two`.
+std::string allowed(const Key& k) {
+    if (std::holds_alternative<ImplRef>(k.ref)) {
+        std::string s;
+        for (const char* n : kImplNames) s += std::string(s.empty() ? "" : " or ") + '"' + n + '"';
+        return s;
+    }
+    std::string s = number_text(k, k.min) + ".." + number_text(k, k.max);
+    if (*k.unit) s += std::string(" ") + k.unit;
+    if (k.flags & kPow2) s += ", a power of two";
+    return s;
+}
+
+// The key's value in `c`; TOML syntax (strings quoted) or plain.
+std::string value_text(const Key& k, const ModelConfig& c, bool toml) {
+    // Read-only use of the accessors, which take a mutable config.
+    auto& m = const_cast<ModelConfig&>(c);
+    if (auto* u = std::get_if<U32Ref>(&k.ref)) return std::to_string((*u)(m));
+    if (auto* r = std::get_if<RealRef>(&k.ref)) return real_text((*r)(m));
+    std::string s = impl_text((*std::get<ImplRef>(k.ref))(m));
+    return toml ? '"' + s + '"' : s;
+}
+
+// A string as a TOML basic string: "text", with \" \\ and control
+// characters escaped.
+std::string quoted(std::string_view text) {
+    std::string s = "\"";
+    for (char ch : text) {
+        const auto u = static_cast<unsigned char>(ch);
+        if (ch == '"' || ch == '\\') {
+            s += '\\';
+            s += ch;
+        } else if (u < 0x20 || u == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", u);
+            s += buf;
+        } else {
+            s += ch;
+        }
+    }
+    return s + '"';
+}
+
+// `an integer 5`, `a string "x"`, ... for type errors.
+std::string node_text(const toml::node& n) {
+    std::ostringstream os;
+    switch (n.type()) {
+    case toml::node_type::string: os << "a string " << quoted(n.as_string()->get()); break;
+    case toml::node_type::integer: os << "an integer " << *n.as_integer(); break;
+    case toml::node_type::floating_point:
+        os << "a floating-point number " << *n.as_floating_point();
+        break;
+    case toml::node_type::boolean: os << "a boolean " << *n.as_boolean(); break;
+    case toml::node_type::table: os << "a table"; break;
+    case toml::node_type::array: os << "an array"; break;
+    case toml::node_type::date: os << "a date " << *n.as_date(); break;
+    case toml::node_type::time: os << "a time " << *n.as_time(); break;
+    case toml::node_type::date_time: os << "a date-time " << *n.as_date_time(); break;
+    case toml::node_type::none: os << "nothing"; break;
+    }
+    return os.str();
+}
+
+// ---------------------------------------------------------------------------
+// Checks shared by parse_config and validate_config
+// ---------------------------------------------------------------------------
+
+// Empty if `v` is allowed for number key `k`; `shown` is v as written.
+std::string range_error(const Key& k, double v, const std::string& shown) {
+    std::string head = full_name(k) + " = " + shown;
+    if (!(v >= k.min && v <= k.max))
+        return head + " is out of range (allowed: " + allowed(k) + ")";
+    if ((k.flags & kPow2) && !is_pow2(v))
+        return head + " is not a power of two (allowed: " + allowed(k) + ")";
+    return {};
+}
+
+struct CrossError {
+    std::string msg;
+    std::vector<std::string> keys;  // the keys involved, for the position
+};
+
+std::optional<CrossError> cross_check(const ModelConfig& c) {
+    const std::pair<const char*, CacheConfig ModelConfig::*> caches[] = {
+        {"qpc_cache", &ModelConfig::qpc_cache},
+        {"mpt_cache", &ModelConfig::mpt_cache},
+        {"mtt_cache", &ModelConfig::mtt_cache},
+    };
+    for (const auto& [name, member] : caches) {
+        const CacheConfig& cc = c.*member;
+        if (cc.ways != 0 && cc.entries % cc.ways != 0) {
+            std::string e = std::string(name) + ".entries", w = std::string(name) + ".ways";
+            return CrossError{e + " = " + std::to_string(cc.entries) + " is not a multiple of " +
+                                  w + " = " + std::to_string(cc.ways),
+                              {e, w}};
+        }
+    }
+    if (c.mac.line_rate_gbps > c.raw_mac_gbps()) {
+        return CrossError{"mac.line_rate_gbps = " + real_text(c.mac.line_rate_gbps) +
+                              " exceeds the raw MAC rate of " + real_text(c.raw_mac_gbps()) +
+                              " Gb/s (mac.width_bytes " + std::to_string(c.mac.width_bytes) +
+                              " * 8 bits * clock.freq_mhz " + real_text(c.clock.freq_mhz) + " MHz)",
+                          {"mac.line_rate_gbps", "mac.width_bytes", "clock.freq_mhz"}};
+    }
+    return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diag = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// The valid key nearest to `full` (edit distance <= 2), else the only key
+// named `leaf` in another table; empty if neither.
+std::string suggest_key(std::string_view full, std::string_view leaf) {
+    std::string best;
+    std::size_t best_d = 3;
+    const Key* same_leaf = nullptr;
+    int same_leaf_count = 0;
+    for (const Key& k : kKeys) {
+        std::string f = full_name(k);
+        std::size_t d = edit_distance(full, f);
+        if (d < best_d) best_d = d, best = f;
+        if (leaf == k.name) same_leaf = &k, ++same_leaf_count;
+    }
+    if (!best.empty()) return best;
+    if (same_leaf_count == 1) return full_name(*same_leaf);
+    return {};
+}
+
+const Table* find_table(std::string_view name) {
+    for (const Table& t : kTables)
+        if (name == t.name) return &t;
+    return nullptr;
+}
+
+const Key* find_key(std::string_view table, std::string_view name) {
+    for (const Key& k : kKeys)
+        if (table == k.table && name == k.name) return &k;
+    return nullptr;
+}
+
+struct Pos {
+    std::uint32_t line = 0, column = 0;  // 0: unknown
+};
+
+Pos pos_of(const toml::source_region& r) { return {r.begin.line, r.begin.column}; }
+
+bool before(Pos a, Pos b) {
+    if (a.line == 0) return false;
+    if (b.line == 0) return true;
+    return a.line != b.line ? a.line < b.line : a.column < b.column;
+}
+
+std::string located(const std::string& origin, Pos p, const std::string& msg) {
+    std::string s = origin;
+    if (p.line) s += ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
+    return s + ": " + msg;
+}
+
+// The first problem in document order (toml++ tables iterate by key, not by
+// position).
+struct FirstProblem {
+    Pos pos;
+    std::string msg;
+
+    void add(Pos p, std::string m) {
+        if (msg.empty() || before(p, pos)) pos = p, msg = std::move(m);
+    }
+};
+
+// Sets key `k` from node `n`; an error message on failure.
+std::string set_value(const Key& k, const toml::node& n, ModelConfig& c) {
+    if (auto* u = std::get_if<U32Ref>(&k.ref)) {
+        if (!n.is_integer()) return full_name(k) + ": expected an integer, got " + node_text(n);
+        std::int64_t v = n.as_integer()->get();
+        std::string e = range_error(k, static_cast<double>(v), std::to_string(v));
+        if (!e.empty()) return e;
+        (*u)(c) = static_cast<std::uint32_t>(v);
+        return {};
+    }
+    if (auto* r = std::get_if<RealRef>(&k.ref)) {
+        double v;
+        std::string shown;
+        if (n.is_integer()) {
+            v = static_cast<double>(n.as_integer()->get());
+            shown = std::to_string(n.as_integer()->get());
+        } else if (n.is_floating_point()) {
+            v = n.as_floating_point()->get();
+            shown = real_text(v);
+        } else {
+            return full_name(k) + ": expected a number, got " + node_text(n);
+        }
+        std::string e = range_error(k, v, shown);
+        if (!e.empty()) return e;
+        (*r)(c) = v;
+        return {};
+    }
+    if (!n.is_string())
+        return full_name(k) + ": expected a string (" + allowed(k) + "), got " + node_text(n);
+    const std::string& s = n.as_string()->get();
+    for (std::size_t i = 0; i < std::size(kImplNames); ++i) {
+        if (s == kImplNames[i]) {
+            (*std::get<ImplRef>(k.ref))(c) = static_cast<BlockImpl>(i);
+            return {};
+        }
+    }
+    return full_name(k) + " = " + quoted(s) + " is not a valid choice (allowed: " + allowed(k) +
+           ")";
+}
+
+std::string table_list() {
+    std::string s;
+    for (const Table& t : kTables) s += std::string(s.empty() ? "" : ", ") + t.name;
+    return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Public API
+// ---------------------------------------------------------------------------
+
+const char* to_string(BlockImpl impl) { return kImplNames[static_cast<int>(impl)]; }
+
+std::uint64_t ModelConfig::ns_to_cycles(double ns) const {
+    if (!(ns > 0)) return 0;
+    // Tolerance so that an exact product (600 ns at 250 MHz = 150) is not
+    // rounded up by floating-point noise.
+    return static_cast<std::uint64_t>(std::ceil(ns * clock.freq_mhz / 1000.0 - 1e-9));
+}
+
+bool operator==(const ModelConfig& a, const ModelConfig& b) {
+    for (const Key& k : kKeys)
+        if (value_text(k, a, true) != value_text(k, b, true)) return false;
+    return true;
+}
+
+bool parse_config(std::string_view text, const std::string& origin_in, ModelConfig& out,
+                  std::string& err) {
+    const std::string origin = origin_in.empty() ? "<config>" : origin_in;
+    toml::table root;
+    try {
+        root = toml::parse(text, origin);
+    } catch (const toml::parse_error& e) {
+        std::string d(e.description());
+        std::replace(d.begin(), d.end(), '\n', ' ');
+        err = located(origin, pos_of(e.source()), d);
+        return false;
+    }
+
+    ModelConfig c;
+    std::map<std::string, Pos> set_at;  // full key -> where the file sets it
+    FirstProblem problem;
+    for (auto&& [tkey, tnode] : root) {
+        const std::string tname(tkey.str());
+        if (!find_table(tname)) {
+            if (tnode.is_table()) {
+                std::string near;
+                std::size_t near_d = 3;
+                for (const Table& t : kTables) {
+                    std::size_t d = edit_distance(tname, t.name);
+                    if (d < near_d) near_d = d, near = t.name;
+                }
+                problem.add(pos_of(tkey.source()),
+                            "unknown table [" + tname + "] (" +
+                                (near.empty() ? "tables: " + table_list()
+                                              : "did you mean [" + near + "]?") +
+                                ")");
+            } else {
+                std::string s = suggest_key(tname, tname);
+                problem.add(pos_of(tkey.source()),
+                            "unknown key '" + tname + "' outside any table" +
+                                (s.empty() ? "" : " (did you mean '" + s + "'?)"));
+            }
+            continue;
+        }
+        const toml::table* tbl = tnode.as_table();
+        if (!tbl) {
+            problem.add(pos_of(tnode.source()), "'" + tname + "' must be a table ([" + tname +
+                                                    "]), got " + node_text(tnode));
+            continue;
+        }
+        for (auto&& [kkey, knode] : *tbl) {
+            const std::string kname(kkey.str());
+            const Key* k = find_key(tname, kname);
+            if (!k) {
+                std::string s = suggest_key(tname + "." + kname, kname);
+                problem.add(pos_of(kkey.source()),
+                            "unknown key '" + tname + "." + kname + "'" +
+                                (s.empty() ? "" : " (did you mean '" + s + "'?)"));
+                continue;
+            }
+            std::string e = set_value(*k, knode, c);
+            if (!e.empty())
+                problem.add(pos_of(knode.source()), e);
+            else
+                set_at[full_name(*k)] = pos_of(knode.source());
+        }
+    }
+    if (!problem.msg.empty()) {
+        err = located(origin, problem.pos, problem.msg);
+        return false;
+    }
+    if (auto x = cross_check(c)) {
+        Pos p;
+        for (const std::string& key : x->keys) {
+            auto it = set_at.find(key);
+            if (it != set_at.end() && (p.line == 0 || before(it->second, p))) p = it->second;
+        }
+        err = located(origin, p, x->msg);
+        return false;
+    }
+    out = c;
+    return true;
+}
+
+bool load_config(const std::string& path, ModelConfig& out, std::string& err) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) {
+        err = path + ": cannot open: " + std::strerror(errno);
+        return false;
+    }
+    std::string text;
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    const bool failed = std::ferror(f);
+    const int saved = errno;
+    std::fclose(f);
+    if (failed) {
+        err = path + ": cannot read: " + std::strerror(saved);
+        return false;
+    }
+    return parse_config(text, path, out, err);
+}
+
+bool validate_config(const ModelConfig& cfg, std::string& err) {
+    auto& m = const_cast<ModelConfig&>(cfg);  // read-only use of the accessors
+    for (const Key& k : kKeys) {
+        double v;
+        if (auto* u = std::get_if<U32Ref>(&k.ref))
+            v = (*u)(m);
+        else if (auto* r = std::get_if<RealRef>(&k.ref))
+            v = (*r)(m);
+        else
+            continue;  // an enum holds only valid values
+        std::string e = range_error(k, v, value_text(k, cfg, true));
+        if (!e.empty()) {
+            err = e;
+            return false;
+        }
+    }
+    if (auto x = cross_check(cfg)) {
+        err = x->msg;
+        return false;
+    }
+    return true;
+}
+
+std::string render_config(const ModelConfig& cfg) {
+    std::string s =
+        "# Configuration of a simnic `model` device (the cycle-level NIC pipeline):\n"
+        "#   simnic link add NAME type model netdev IFACE config FILE\n"
+        "# Every key is optional: a key the file leaves out keeps its default.\n"
+        "# Each key's comment gives its meaning and [unit, allowed values].\n";
+    for (const Table& t : kTables) {
+        s += std::string("\n# ") + t.doc + "\n[" + t.name + "]\n";
+        for (const Key& k : kKeys) {
+            if (std::strcmp(k.table, t.name) != 0) continue;
+            s += std::string("# ") + k.doc + " [" + allowed(k) +
+                 (std::holds_alternative<RealRef>(k.ref) ? ", fractions allowed" : "") + "]\n";
+            s += std::string(k.name) + " = " + value_text(k, cfg, true) + "\n";
+        }
+    }
+    return s;
+}
+
+std::vector<std::pair<std::string, std::string>> describe(const ModelConfig& cfg) {
+    std::vector<std::pair<std::string, std::string>> v;
+    for (const Key& k : kKeys) v.emplace_back(full_name(k), value_text(k, cfg, false));
+    return v;
+}
+
+}  // namespace simnic::model

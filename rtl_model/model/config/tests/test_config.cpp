@@ -1,0 +1,394 @@
+// The `model` device's configuration: defaults, round trips, overrides and
+// the exact text of every class of error.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "simnic/model/config.h"
+
+using simnic::model::BlockImpl;
+using simnic::model::describe;
+using simnic::model::load_config;
+using simnic::model::ModelConfig;
+using simnic::model::parse_config;
+using simnic::model::render_config;
+using simnic::model::validate_config;
+
+namespace {
+
+// The error of parsing `text` as "t.toml" (empty if it parses).
+std::string error_of(const std::string& text) {
+    ModelConfig c;
+    std::string err;
+    if (parse_config(text, "t.toml", c, err)) return {};
+    return err;
+}
+
+ModelConfig parsed(const std::string& text) {
+    ModelConfig c;
+    std::string err;
+    INFO(text);
+    REQUIRE(parse_config(text, "t.toml", c, err));
+    CHECK(err.empty());
+    return c;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("model config: defaults are the documented values and valid", "[model][config]") {
+    const ModelConfig c;
+    CHECK(c.clock.freq_mhz == 250);
+    CHECK(c.mac.width_bytes == 64);
+    CHECK(c.mac.line_rate_gbps == 100);
+    CHECK(c.mac.ifg_bytes == 20);
+    CHECK(c.parser.impl == BlockImpl::cpp);
+    CHECK(c.parser.latency_cycles == 4);
+    CHECK(c.icrc.impl == BlockImpl::cpp);
+    CHECK(c.icrc.latency_cycles == 7);
+    CHECK(c.qpc_cache.entries == 256);
+    CHECK(c.qpc_cache.ways == 4);
+    CHECK(c.qpc_cache.hit_cycles == 2);
+    CHECK(c.qpc_cache.entry_bytes == 256);
+    CHECK(c.mpt_cache.entries == 1024);
+    CHECK(c.mpt_cache.ways == 4);
+    CHECK(c.mpt_cache.hit_cycles == 2);
+    CHECK(c.mpt_cache.entry_bytes == 64);
+    CHECK(c.mtt_cache.entries == 4096);
+    CHECK(c.mtt_cache.ways == 8);
+    CHECK(c.mtt_cache.hit_cycles == 2);
+    CHECK(c.mtt_cache.entry_bytes == 8);
+    CHECK(c.dma.read_latency_ns == 600);
+    CHECK(c.dma.write_latency_ns == 200);
+    CHECK(c.dma.bandwidth_gbps == 200);
+    CHECK(c.dma.max_payload_bytes == 256);
+    CHECK(c.dma.max_read_request_bytes == 512);
+    CHECK(c.dma.outstanding_reads == 32);
+    CHECK(c.dma.tlp_overhead_bytes == 24);
+    CHECK(c.requester.cycles_per_packet == 2);
+    CHECK(c.requester.retransmit_queue_entries == 1024);
+    CHECK(c.responder.cycles_per_packet == 2);
+    CHECK(c.completer.cycles_per_packet == 2);
+    CHECK(c.cq.cqe_bytes == 64);  // hw-spec 7.1
+    CHECK(c.eq.eqe_bytes == 32);  // hw-spec 8.1
+    CHECK(c.fw.core_mhz == 500);
+    CHECK(c.fw.command_cycles == 2000);
+
+    std::string err;
+    CHECK(validate_config(c, err));
+    CHECK(err.empty());
+}
+
+TEST_CASE("model config: the key set is exactly the documented one, in table order", "[model][config]") {
+    const char* expected[] = {
+        "clock.freq_mhz",
+        "mac.width_bytes", "mac.line_rate_gbps", "mac.ifg_bytes",
+        "parser.impl", "parser.latency_cycles",
+        "icrc.impl", "icrc.latency_cycles",
+        "qpc_cache.entries", "qpc_cache.ways", "qpc_cache.hit_cycles", "qpc_cache.entry_bytes",
+        "mpt_cache.entries", "mpt_cache.ways", "mpt_cache.hit_cycles", "mpt_cache.entry_bytes",
+        "mtt_cache.entries", "mtt_cache.ways", "mtt_cache.hit_cycles", "mtt_cache.entry_bytes",
+        "dma.read_latency_ns", "dma.write_latency_ns", "dma.bandwidth_gbps",
+        "dma.max_payload_bytes", "dma.max_read_request_bytes", "dma.outstanding_reads",
+        "dma.tlp_overhead_bytes",
+        "requester.cycles_per_packet", "requester.retransmit_queue_entries",
+        "responder.cycles_per_packet",
+        "completer.cycles_per_packet",
+        "cq.cqe_bytes",
+        "eq.eqe_bytes",
+        "fw.core_mhz", "fw.command_cycles",
+    };
+    auto d = describe(ModelConfig{});
+    REQUIRE(d.size() == std::size(expected));
+    for (std::size_t i = 0; i < d.size(); ++i) CHECK(d[i].first == expected[i]);
+}
+
+TEST_CASE("model config: derived values", "[model][config]") {
+    ModelConfig c;
+    CHECK(c.clock_period_ps() == 4000);
+    CHECK(c.raw_mac_gbps() == 128);
+    CHECK(c.beats(0) == 0);
+    CHECK(c.beats(64) == 1);
+    CHECK(c.beats(65) == 2);
+    CHECK(c.line_time_ps(64) == Approx(6720));  // (64 + 20) bytes * 8 / 100 Gb/s
+    CHECK(c.ns_to_cycles(600) == 150);
+    CHECK(c.ns_to_cycles(601) == 151);
+    CHECK(c.ns_to_cycles(0) == 0);
+    CHECK(c.fw_command_ns() == 4000);
+    CHECK(c.qpc_cache.sets() == 64);
+    CHECK(c.mtt_cache.sets() == 512);
+}
+
+TEST_CASE("model config: render then parse gives the same configuration", "[model][config]") {
+    SECTION("defaults") {
+        const ModelConfig d;
+        CHECK(parsed(render_config(d)) == d);
+    }
+    SECTION("every key changed") {
+        ModelConfig c;
+        c.clock.freq_mhz = 322.265625;
+        c.mac = {256, 400, 24};
+        c.parser = {BlockImpl::rtl, 9};
+        c.icrc = {BlockImpl::rtl, 3};
+        c.qpc_cache = {512, 8, 3, 512};
+        c.mpt_cache = {2048, 2, 1, 128};
+        c.mtt_cache = {8192, 16, 4, 16};
+        c.dma = {900, 300, 126.5, 512, 1024, 64, 20};
+        c.requester = {3, 2048};
+        c.responder = {4};
+        c.completer = {5};
+        c.cq = {128};
+        c.eq = {64};
+        c.fw = {1200.5, 1500};
+        std::string err;
+        INFO(err);
+        REQUIRE(validate_config(c, err));
+        const ModelConfig back = parsed(render_config(c));
+        CHECK(back == c);
+        CHECK(back != ModelConfig{});
+        // Each changed key differs from its default in describe().
+        auto a = describe(back), b = describe(ModelConfig{});
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            INFO(a[i].first);
+            CHECK(a[i].second != b[i].second);
+        }
+    }
+}
+
+TEST_CASE("model config: render has a comment with unit and range before every key", "[model][config]") {
+    const std::string r = render_config(ModelConfig{});
+    CHECK(r.find("[mac]\n# Datapath width: bytes the MAC and the pipeline move per cycle "
+                 "[8..256 bytes, a power of two]\nwidth_bytes = 64\n") != std::string::npos);
+    CHECK(r.find("# Implementation: the C++ model or the Verilated RTL [\"cpp\" or \"rtl\"]\n"
+                 "impl = \"cpp\"\n") != std::string::npos);
+    CHECK(r.find("freq_mhz = 250\n") != std::string::npos);
+    CHECK(r.find("[1..2000 MHz, fractions allowed]\nfreq_mhz") != std::string::npos);
+    CHECK(r.find("cqe_bytes = 64\n") != std::string::npos);
+    CHECK(r.find("[sim]") == std::string::npos);
+    // Every key line follows a comment line.
+    std::istringstream in(r);
+    std::string line, prev;
+    int keys = 0;
+    while (std::getline(in, line)) {
+        if (line.find(" = ") != std::string::npos && line[0] != '#') {
+            ++keys;
+            INFO(line);
+            CHECK(prev.rfind("# ", 0) == 0);
+        }
+        prev = line;
+    }
+    CHECK(keys == static_cast<int>(describe(ModelConfig{}).size()));
+}
+
+TEST_CASE("model config: describe gives key and plain value", "[model][config]") {
+    ModelConfig c;
+    c.icrc.impl = BlockImpl::rtl;
+    c.mac.line_rate_gbps = 25.78125;
+    auto d = describe(c);
+    CHECK(d.front() == std::pair<std::string, std::string>{"clock.freq_mhz", "250"});
+    CHECK(std::find(d.begin(), d.end(), std::pair<std::string, std::string>{"icrc.impl", "rtl"}) !=
+          d.end());
+    CHECK(std::find(d.begin(), d.end(),
+                    std::pair<std::string, std::string>{"mac.line_rate_gbps", "25.78125"}) !=
+          d.end());
+    CHECK(std::find(d.begin(), d.end(),
+                    std::pair<std::string, std::string>{"cq.cqe_bytes", "64"}) != d.end());
+}
+
+TEST_CASE("model config: empty and comment-only files are the defaults", "[model][config]") {
+    CHECK(parsed("") == ModelConfig{});
+    CHECK(parsed("# nothing here\n\n") == ModelConfig{});
+    CHECK(parsed("[mac]\n[dma]\n") == ModelConfig{});
+}
+
+TEST_CASE("model config: a partial file overrides only what it sets", "[model][config]") {
+    const ModelConfig c = parsed(
+        "[mac]\n"
+        "width_bytes = 128\n"
+        "[qpc_cache]\n"
+        "ways = 8\n"
+        "[icrc]\n"
+        "impl = \"rtl\"\n"
+        "[fw]\n"
+        "core_mhz = 812.5\n"
+        "[dma]\n"
+        "bandwidth_gbps = 63\n");  // an integer where a real is expected is fine
+    ModelConfig expected;
+    expected.mac.width_bytes = 128;
+    expected.qpc_cache.ways = 8;
+    expected.icrc.impl = BlockImpl::rtl;
+    expected.fw.core_mhz = 812.5;
+    expected.dma.bandwidth_gbps = 63;
+    CHECK(c == expected);
+
+    // Dotted keys and inline tables are the same TOML.
+    CHECK(parsed("mac.width_bytes = 128\nqpc_cache = { ways = 8 }\n").qpc_cache.ways == 8);
+}
+
+TEST_CASE("model config: unknown keys, with the nearest valid key suggested", "[model][config]") {
+    CHECK(error_of("[qpc_cache]\nway = 2\n") ==
+          "t.toml:2:1: unknown key 'qpc_cache.way' (did you mean 'qpc_cache.ways'?)");
+    CHECK(error_of("[dma]\nmax_payload_byte = 512\n") ==
+          "t.toml:2:1: unknown key 'dma.max_payload_byte' (did you mean 'dma.max_payload_bytes'?)");
+    CHECK(error_of("[mac]\nbogus_thing = 1\n") == "t.toml:2:1: unknown key 'mac.bogus_thing'");
+    // A key of another table is found by its name.
+    CHECK(error_of("[mac]\nfreq_mhz = 300\n") ==
+          "t.toml:2:1: unknown key 'mac.freq_mhz' (did you mean 'clock.freq_mhz'?)");
+    CHECK(error_of("freq_mhz = 300\n") ==
+          "t.toml:1:1: unknown key 'freq_mhz' outside any table (did you mean 'clock.freq_mhz'?)");
+    // A table inside a known table is an unknown key.
+    CHECK(error_of("[mac.extra]\nx = 1\n") == "t.toml:1:6: unknown key 'mac.extra'");
+}
+
+TEST_CASE("model config: unknown tables", "[model][config]") {
+    CHECK(error_of("[qpc_cach]\nways = 2\n") ==
+          "t.toml:1:2: unknown table [qpc_cach] (did you mean [qpc_cache]?)");
+    CHECK(error_of("[sim]\nmax_idle_gap_us = 1000\n") ==
+          "t.toml:1:2: unknown table [sim] (tables: clock, mac, parser, icrc, qpc_cache, "
+          "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw)");
+    CHECK(error_of("mac = 5\n") == "t.toml:1:7: 'mac' must be a table ([mac]), got an integer 5");
+    CHECK(error_of("[[mac]]\nwidth_bytes = 64\n").find("'mac' must be a table ([mac]), got an array") !=
+          std::string::npos);
+}
+
+TEST_CASE("model config: wrong types", "[model][config]") {
+    CHECK(error_of("[mac]\nwidth_bytes = 64.0\n") ==
+          "t.toml:2:15: mac.width_bytes: expected an integer, got a floating-point number 64.0");
+    CHECK(error_of("[mac]\nwidth_bytes = \"64\"\n") ==
+          "t.toml:2:15: mac.width_bytes: expected an integer, got a string \"64\"");
+    CHECK(error_of("[dma]\noutstanding_reads = true\n") ==
+          "t.toml:2:21: dma.outstanding_reads: expected an integer, got a boolean true");
+    CHECK(error_of("[parser]\nimpl = 1\n") ==
+          "t.toml:2:8: parser.impl: expected a string (\"cpp\" or \"rtl\"), got an integer 1");
+    CHECK(error_of("[clock]\nfreq_mhz = \"250\"\n") ==
+          "t.toml:2:12: clock.freq_mhz: expected a number, got a string \"250\"");
+    CHECK(error_of("[clock]\nfreq_mhz = [250]\n") ==
+          "t.toml:2:12: clock.freq_mhz: expected a number, got an array");
+}
+
+TEST_CASE("model config: values out of range, not a power of two, not a choice", "[model][config]") {
+    CHECK(error_of("[dma]\noutstanding_reads = 0\n") ==
+          "t.toml:2:21: dma.outstanding_reads = 0 is out of range (allowed: 1..1024 requests)");
+    CHECK(error_of("[mac]\nifg_bytes = -1\n") ==
+          "t.toml:2:13: mac.ifg_bytes = -1 is out of range (allowed: 0..255 bytes)");
+    CHECK(error_of("[mac]\nwidth_bytes = 512\n") ==
+          "t.toml:2:15: mac.width_bytes = 512 is out of range (allowed: 8..256 bytes, a power of two)");
+    CHECK(error_of("[qpc_cache]\nentries = 99999999999\n") ==
+          "t.toml:2:11: qpc_cache.entries = 99999999999 is out of range (allowed: 1..1048576 entries)");
+    CHECK(error_of("[clock]\nfreq_mhz = 0.5\n") ==
+          "t.toml:2:12: clock.freq_mhz = 0.5 is out of range (allowed: 1..2000 MHz)");
+    CHECK(error_of("[clock]\nfreq_mhz = nan\n") ==
+          "t.toml:2:12: clock.freq_mhz = nan is out of range (allowed: 1..2000 MHz)");
+    CHECK(error_of("[mac]\nwidth_bytes = 48\n") ==
+          "t.toml:2:15: mac.width_bytes = 48 is not a power of two (allowed: 8..256 bytes, a power of two)");
+    CHECK(error_of("[dma]\nmax_read_request_bytes = 768\n") ==
+          "t.toml:2:26: dma.max_read_request_bytes = 768 is not a power of two (allowed: 128..4096 "
+          "bytes, a power of two)");
+    // The hw-spec entry sizes are the floors.
+    CHECK(error_of("[cq]\ncqe_bytes = 32\n") ==
+          "t.toml:2:13: cq.cqe_bytes = 32 is out of range (allowed: 64..256 bytes, a power of two)");
+    CHECK(error_of("[mpt_cache]\nentry_bytes = 32\n") ==
+          "t.toml:2:15: mpt_cache.entry_bytes = 32 is out of range (allowed: 64..4096 bytes, a power "
+          "of two)");
+    CHECK(error_of("[icrc]\nimpl = \"vhdl\"\n") ==
+          "t.toml:2:8: icrc.impl = \"vhdl\" is not a valid choice (allowed: \"cpp\" or \"rtl\")");
+    CHECK(error_of("[icrc]\nimpl = 'C\"\\'\n") ==
+          "t.toml:2:8: icrc.impl = \"C\\\"\\\\\" is not a valid choice (allowed: \"cpp\" or \"rtl\")");
+    CHECK(error_of("[icrc]\nimpl = \"a\\nb\"\n") ==
+          "t.toml:2:8: icrc.impl = \"a\\u000ab\" is not a valid choice (allowed: \"cpp\" or \"rtl\")");
+}
+
+TEST_CASE("model config: cross-field rules", "[model][config]") {
+    CHECK(error_of("[mpt_cache]\nentries = 1000\nways = 16\n") ==
+          "t.toml:2:11: mpt_cache.entries = 1000 is not a multiple of mpt_cache.ways = 16");
+    // Only ways set: the message points at it.
+    CHECK(error_of("[qpc_cache]\nways = 512\n") ==
+          "t.toml:2:8: qpc_cache.entries = 256 is not a multiple of qpc_cache.ways = 512");
+    CHECK(error_of("[mac]\nline_rate_gbps = 200\n") ==
+          "t.toml:2:18: mac.line_rate_gbps = 200 exceeds the raw MAC rate of 128 Gb/s "
+          "(mac.width_bytes 64 * 8 bits * clock.freq_mhz 250 MHz)");
+    // A narrower datapath lowers the raw rate below the default line rate.
+    CHECK(error_of("[mac]\nwidth_bytes = 32\n") ==
+          "t.toml:2:15: mac.line_rate_gbps = 100 exceeds the raw MAC rate of 64 Gb/s "
+          "(mac.width_bytes 32 * 8 bits * clock.freq_mhz 250 MHz)");
+    // A faster clock makes room.
+    CHECK(parsed("[clock]\nfreq_mhz = 400\n[mac]\nline_rate_gbps = 200\n").mac.line_rate_gbps == 200);
+
+    ModelConfig c;
+    c.mtt_cache.entries = 100;
+    std::string err;
+    CHECK_FALSE(validate_config(c, err));
+    CHECK(err == "mtt_cache.entries = 100 is not a multiple of mtt_cache.ways = 8");
+}
+
+TEST_CASE("model config: validate_config checks ranges of a configuration built in code", "[model][config]") {
+    ModelConfig c;
+    c.mac.width_bytes = 48;
+    std::string err;
+    CHECK_FALSE(validate_config(c, err));
+    CHECK(err == "mac.width_bytes = 48 is not a power of two (allowed: 8..256 bytes, a power of two)");
+    c = ModelConfig{};
+    c.dma.bandwidth_gbps = 0;
+    CHECK_FALSE(validate_config(c, err));
+    CHECK(err == "dma.bandwidth_gbps = 0 is out of range (allowed: 1..4096 Gb/s)");
+}
+
+TEST_CASE("model config: TOML syntax errors are one line with a position", "[model][config]") {
+    std::string e = error_of("[mac]\nwidth_bytes = \n");
+    CHECK(e.rfind("t.toml:2:", 0) == 0);
+    CHECK(e.find('\n') == std::string::npos);
+    e = error_of("[mac]\nwidth_bytes = 64\nwidth_bytes = 128\n");
+    CHECK(e.rfind("t.toml:3:", 0) == 0);
+    CHECK(e.find('\n') == std::string::npos);
+}
+
+TEST_CASE("model config: the first problem in the file is reported; a failed parse leaves the output alone", "[model][config]") {
+    // toml++ iterates keys alphabetically; the report follows the file.
+    CHECK(error_of("[mac]\nzzz = 1\n[dma]\naaa = 2\n") == "t.toml:2:1: unknown key 'mac.zzz'");
+    ModelConfig c;
+    c.fw.command_cycles = 7;
+    std::string err;
+    CHECK_FALSE(parse_config("[fw]\ncommand_cycles = 3\ncore_mhz = 0\n", "t.toml", c, err));
+    CHECK(c.fw.command_cycles == 7);
+}
+
+TEST_CASE("model config: load_config reads a file and names it in errors", "[model][config]") {
+    const std::string dir = SIMNIC_CONFIG_TEST_BINARY_DIR;
+    const std::string good = dir + "/test_good.toml", bad = dir + "/test_bad.toml";
+    std::ofstream(good) << "[requester]\nretransmit_queue_entries = 4096\n";
+    std::ofstream(bad) << "\n[requester]\ncycles_per_packet = 0\n";
+    ModelConfig c;
+    std::string err;
+    REQUIRE(load_config(good, c, err));
+    CHECK(c.requester.retransmit_queue_entries == 4096);
+    CHECK_FALSE(load_config(bad, c, err));
+    CHECK(err == bad + ":3:21: requester.cycles_per_packet = 0 is out of range (allowed: 1..1024 cycles)");
+    CHECK_FALSE(load_config(dir + "/no-such.toml", c, err));
+    CHECK(err == dir + "/no-such.toml: cannot open: No such file or directory");
+    CHECK_FALSE(load_config(dir, c, err));
+    CHECK(err == dir + ": cannot read: Is a directory");
+}
+
+TEST_CASE("model config: docs/model-config.toml is render_config of the defaults", "[model][config]") {
+    const std::string path = std::string(SIMNIC_SOURCE_DIR) + "/docs/model-config.toml";
+    const std::string expected = render_config(ModelConfig{});
+    const std::string actual = read_file(path);
+    if (actual != expected) {
+        const std::string fresh = std::string(SIMNIC_CONFIG_TEST_BINARY_DIR) + "/model-config.toml";
+        std::ofstream(fresh, std::ios::binary) << expected;
+        FAIL("docs/model-config.toml is stale or missing; the current text is in " << fresh
+                                                                                    << ": copy it over");
+    }
+    ModelConfig c;
+    std::string err;
+    CHECK(load_config(path, c, err));
+    CHECK(c == ModelConfig{});
+}

@@ -1,0 +1,71 @@
+#include "simnic/model/dma_engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace simnic::model {
+
+DmaEngine::DmaEngine(const DmaConfig& cfg)
+    : cfg_(cfg), ps_per_byte_(8000.0 / cfg.bandwidth_gbps), tag_free_(std::max<uint32_t>(1, cfg.outstanding_reads), 0) {}
+
+uint64_t DmaEngine::link_ps(uint32_t bytes) const {
+    const uint32_t mps = std::max<uint32_t>(1, cfg_.max_payload_bytes);
+    const uint32_t tlps = std::max<uint32_t>(1, (bytes + mps - 1) / mps);
+    return uint64_t(std::ceil((double(bytes) + double(tlps) * cfg_.tlp_overhead_bytes) * ps_per_byte_));
+}
+
+uint64_t DmaEngine::read(uint64_t now, uint32_t bytes, DmaPurpose p) {
+    st_.read_bytes[size_t(p)] += bytes;
+    ++st_.reads;
+    const uint64_t lat = uint64_t(cfg_.read_latency_ns) * 1000;
+    const uint32_t mrrs = std::max<uint32_t>(1, cfg_.max_read_request_bytes);
+    uint64_t issue = now, done = now;
+    uint32_t left = bytes;
+    do {
+        const uint32_t r = std::min(left, mrrs);
+        // The tag that frees first carries this request.
+        auto tag = std::min_element(tag_free_.begin(), tag_free_.end());
+        if (*tag > issue) {
+            st_.tag_wait_ps += *tag - issue;
+            issue = *tag;
+        }
+        const uint64_t xfer = link_ps(r);
+        const uint64_t start = std::max(issue + lat, in_free_);
+        const uint64_t end = start + xfer;
+        in_free_ = end;
+        st_.in_busy_ps += xfer;
+        *tag = end;
+        done = std::max(done, end);
+        ++st_.read_requests;
+        left -= r;
+    } while (left > 0);
+    st_.read_latency_sum_ps += done - now;
+    st_.read_latency_max_ps = std::max(st_.read_latency_max_ps, done - now);
+    return done;
+}
+
+uint64_t DmaEngine::write(uint64_t now, uint32_t bytes, DmaPurpose p) {
+    st_.write_bytes[size_t(p)] += bytes;
+    ++st_.writes;
+    const uint64_t xfer = link_ps(bytes);
+    const uint64_t start = std::max(now, out_free_);
+    out_free_ = start + xfer;
+    st_.out_busy_ps += xfer;
+    return out_free_ + uint64_t(cfg_.write_latency_ns) * 1000;
+}
+
+const char* to_string(DmaPurpose p) {
+    switch (p) {
+        case DmaPurpose::WqeFetch: return "wqe_fetch";
+        case DmaPurpose::RecvWqe: return "recv_wqe";
+        case DmaPurpose::Payload: return "payload";
+        case DmaPurpose::Atomic: return "atomic";
+        case DmaPurpose::Cqe: return "cqe";
+        case DmaPurpose::Eqe: return "eqe";
+        case DmaPurpose::Context: return "context";
+        case DmaPurpose::kCount: break;
+    }
+    return "?";
+}
+
+}  // namespace simnic::model

@@ -1,0 +1,128 @@
+// What the pipeline's blocks share: the configuration, the functional
+// datapath, the DMA engine and table caches, the channels between blocks,
+// and the counters. Each block is its own SC_MODULE (blocks.h) and touches
+// only the channels it is wired to.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "sim.h"
+#include "simnic/model/dma_engine.h"
+#include "simnic/model/pipeline.h"
+#include "simnic/model/table_cache.h"
+
+namespace simnic::rtl {
+class IcrcEngineRtl;
+class RoceParserRtl;
+}  // namespace simnic::rtl
+
+namespace simnic::model {
+
+// A unit of work entering the pipeline: a doorbell, a received frame or a
+// protocol timer. The stage that executes it fills `rec`.
+struct Txn {
+    enum class Kind : uint8_t { Doorbell, Rx, Timer };
+    Kind kind = Kind::Doorbell;
+    uint64_t t_in = 0;      // ps, when it entered
+    uint64_t ready_ps = 0;  // ps, when the previous block's result is out (pipelined latency)
+    Doorbell db;
+    std::vector<uint8_t> frame;
+    uint32_t qpn = 0;
+    uint8_t timer = 0;
+    uint8_t opcode = 0;
+    uint32_t psn = 0;
+    OpRecord rec;
+};
+using TxnPtr = std::shared_ptr<Txn>;
+
+// A frame on its way out, and when its payload is in the device.
+struct FrameTok {
+    TxFrameRec f;
+    uint64_t ready_ps = 0;
+};
+
+struct CqeTok {
+    uint32_t cqn = 0, qpn = 0, wqe_index = 0;
+    bool is_send = false;
+    uint64_t not_before_ps = 0;  // payload writes this CQE must follow
+};
+
+inline sim::Probe probe_of(const Txn& t) {
+    return sim::Probe{t.qpn, t.psn, t.opcode, uint32_t(t.frame.size())};
+}
+inline sim::Probe probe_of(const FrameTok& f) {
+    return sim::Probe{f.f.qpn, f.f.psn, f.f.opcode, uint32_t(f.f.bytes.size())};
+}
+
+struct Nic {
+    Nic(const ModelConfig& c, Backend& b, bool lb);
+    ~Nic();
+
+    const ModelConfig cfg;
+    Backend& be;
+    const bool loopback;
+    const uint64_t period_ps;
+    uint64_t cycles(uint64_t n) const { return n * period_ps; }
+
+    DmaEngine dma;
+    TableCache qpc, mpt, mtt;
+    sim::Tap tap;
+    std::unique_ptr<rtl::IcrcEngineRtl> icrc_rtl;
+    std::shared_ptr<rtl::RoceParserRtl> parser_rtl;  // shared: complete only in builds with the RTL parser
+
+    // Inputs are unbounded: they come from outside the simulation.
+    sim::Chan<TxnPtr> db_in{"doorbell_in", size_t(1) << 30};
+    sim::Chan<TxnPtr> wqe_to_req{"wqe_fetch_to_requester", 16};
+    sim::Chan<FrameTok> req_to_txb{"requester_to_tx_build", 16};
+    sim::Chan<FrameTok> rxt_to_txb{"rx_transport_to_tx_build", 16};
+    sim::Chan<FrameTok> txb_to_mac{"tx_build_to_mac_tx", 8};
+    sim::Chan<std::vector<uint8_t>> wire_in{"wire_to_mac_rx", size_t(1) << 30};
+    sim::Chan<TxnPtr> mac_to_parser{"mac_rx_to_parser", 8};
+    sim::Chan<TxnPtr> parser_to_icrc{"parser_to_icrc_check", 8};
+    sim::Chan<TxnPtr> rx_in{"to_rx_transport", 16};
+    sim::Chan<TxnPtr> timer_in{"timer_in", size_t(1) << 30};
+    sim::Chan<CqeTok> cq_in{"to_cqe_writer", 64};
+    sim::Chan<uint32_t> eq_in{"to_eqe_writer", 64};
+    sim::Chan<uint16_t> fw_in{"fw_commands", size_t(1) << 30};
+    // CQEs written, in order of visibility (posted writes do not block).
+    sim::Chan<std::pair<uint64_t, CqeTok>> cqe_visible{"cqe_visible", size_t(1) << 30};
+
+    // Per-block counters, in the order stats() lists them.
+    enum Blk {
+        kDoorbell, kRequester, kTxBuild, kMacTx, kMacRx, kParser, kIcrcCheck, kResponder, kCompleter,
+        kCqeWriter, kEqeWriter, kMgmtCore, kNumBlocks
+    };
+    sim::BlockStats blk[kNumBlocks];
+    static const char* block_name(int b);
+
+    // Counters that are not per block.
+    uint64_t rx_drops_parser = 0, rx_drops_icrc = 0, icrc_rtl_mismatch = 0, parser_rtl_mismatch = 0;
+    uint64_t tx_frames = 0, tx_wire_bytes = 0, tx_payload_bytes = 0, rx_frames = 0;
+    uint64_t first_tx_ps = 0, last_tx_ps = 0, mac_tx_free_ps = 0, mac_rx_free_ps = 0;
+    uint64_t eqes = 0, fw_commands = 0;
+    uint64_t busy_since_ps = 0;  // for the simulation-speed figure
+
+    // Message latency: WQE fetched -> its send CQE visible.
+    std::unordered_map<uint64_t, uint64_t> wqe_start;
+    std::vector<uint64_t> latency_ps;
+    std::function<void(uint32_t)> on_cqe;
+
+    void reset_stats();
+
+    // Helpers the blocks share.
+    // A table lookup through `cache`: hit_cycles, plus the entry's DMA read
+    // on a miss. The wait for memory counts as the block's stall.
+    void lookup(TableCache& cache, uint32_t key, sim::BlockStats& st);
+    // Plays ops [i, end) of a record that only touch memory, until an op of
+    // another kind; returns the index it stopped at. `payload_ready` is
+    // raised to the arrival time of payload reads (not waited for);
+    // `writes_done` to the visibility of payload writes.
+    size_t play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
+                       uint64_t& writes_done, bool block_on_reads);
+};
+
+}  // namespace simnic::model

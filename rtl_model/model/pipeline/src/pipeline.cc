@@ -1,0 +1,320 @@
+// The pipeline's top: one SystemC simulation context per device, its blocks,
+// its inputs, run(), statistics and the waveform window.
+#include "simnic/model/pipeline.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "blocks.h"
+
+// libsystemc calls sc_main from its own main(); simnic's programs have their
+// own main, so this definition only satisfies the link.
+int sc_main(int, char**) { return 0; }
+
+namespace simnic::model {
+
+namespace {
+
+// SystemC keeps its current simulation context in a global: every use of
+// SystemC, from any thread, happens under this lock with that global set to
+// the pipeline's own context.
+// Recursive: the bench's host model calls doorbell() from inside the
+// simulation it is part of.
+std::recursive_mutex& systemc_lock() {
+    static std::recursive_mutex m;
+    return m;
+}
+
+class SimGuard {
+public:
+    explicit SimGuard(sc_core::sc_simcontext* ctx) : lk_(systemc_lock()), prev_(sc_core::sc_curr_simcontext) {
+        sc_core::sc_curr_simcontext = ctx;
+    }
+    ~SimGuard() { sc_core::sc_curr_simcontext = prev_; }
+    SimGuard(const SimGuard&) = delete;
+    SimGuard& operator=(const SimGuard&) = delete;
+
+private:
+    std::lock_guard<std::recursive_mutex> lk_;
+    sc_core::sc_simcontext* prev_;
+};
+
+uint64_t wall_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+}  // namespace
+
+struct Pipeline::Impl {
+    std::string name;
+    sc_core::sc_simcontext* ctx = nullptr;
+    std::unique_ptr<Nic> nic;
+    std::vector<std::unique_ptr<sc_core::sc_module>> blocks;
+    uint64_t sim_wall_ns = 0, sim_ps_run = 0;  // for the simulation speed
+    std::string trace_path, trace_fmt;
+    uint64_t trace_from_cycle = 0, trace_to_cycle = 0;
+    enum class TraceState { Idle, Armed, Recording, Done } trace_state = TraceState::Idle;
+
+    uint64_t now_ps() const { return ctx->time_stamp().value(); }
+
+    template <typename T>
+    void each_chan(T&& f) {
+        Nic& n = *nic;
+        f(n.db_in); f(n.wqe_to_req); f(n.req_to_txb); f(n.rxt_to_txb); f(n.txb_to_mac);
+        f(n.wire_in); f(n.mac_to_parser); f(n.parser_to_icrc); f(n.rx_in); f(n.timer_in);
+        f(n.cq_in); f(n.eq_in); f(n.fw_in); f(n.cqe_visible);
+    }
+
+    void trace_close() {
+        each_chan([](auto& c) { c.undeclare(); });
+        if (auto w = nic->tap.take()) {
+            std::string err;
+            w->close(err);
+        }
+        trace_state = TraceState::Done;
+    }
+    void trace_update() {
+        if (trace_state == TraceState::Idle || trace_state == TraceState::Done) return;
+        const uint64_t c = now_ps() / nic->period_ps;
+        if (trace_state == TraceState::Armed && c >= trace_from_cycle) trace_state = TraceState::Recording;
+        if (c >= trace_to_cycle) trace_close();
+    }
+};
+
+std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelConfig& cfg, Backend& backend,
+                                           bool loopback, std::string& err) {
+    if (!validate_config(cfg, err)) return nullptr;
+#ifndef SIMNIC_HAVE_RTL_PARSER
+    if (cfg.parser.impl == BlockImpl::rtl) {
+        err = "parser.impl = \"rtl\": this build has no Verilated parser";
+        return nullptr;
+    }
+#endif
+    // SystemC prints a banner on its first use unless told not to.
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+    auto impl = std::make_unique<Impl>();
+    impl->name = name;
+    SimGuard g(nullptr);
+    impl->ctx = new sc_core::sc_simcontext;
+    sc_core::sc_curr_simcontext = impl->ctx;
+    impl->nic = std::make_unique<Nic>(cfg, backend, loopback);
+    Nic& n = *impl->nic;
+    auto& b = impl->blocks;
+    b.push_back(std::make_unique<DoorbellBlock>("doorbell", n));
+    b.push_back(std::make_unique<RequesterBlock>("requester", n));
+    b.push_back(std::make_unique<TxBuildBlock>("tx_build", n));
+    b.push_back(std::make_unique<MacTxBlock>("mac_tx", n));
+    b.push_back(std::make_unique<MacRxBlock>("mac_rx", n));
+    b.push_back(std::make_unique<ParserBlock>("parser", n));
+    b.push_back(std::make_unique<IcrcCheckBlock>("icrc_check", n));
+    b.push_back(std::make_unique<RxTransportBlock>("rx_transport", n));
+    b.push_back(std::make_unique<CqeWriterBlock>("cqe_writer", n));
+    b.push_back(std::make_unique<EqeWriterBlock>("eqe_writer", n));
+    b.push_back(std::make_unique<MgmtCoreBlock>("mgmt_core", n));
+    // Elaborate and start every thread (they block on their inputs). That
+    // first step has no timed activity, which SystemC would warn about.
+    sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);
+    return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Pipeline::~Pipeline() {
+    SimGuard g(impl_->ctx);
+    if (impl_->trace_state == Impl::TraceState::Armed || impl_->trace_state == Impl::TraceState::Recording)
+        impl_->trace_close();
+    impl_->blocks.clear();
+    impl_->nic.reset();
+    delete impl_->ctx;
+}
+
+void Pipeline::doorbell(const Doorbell& db) {
+    SimGuard g(impl_->ctx);
+    auto t = std::make_shared<Txn>();
+    t->kind = Txn::Kind::Doorbell;
+    t->t_in = impl_->now_ps();
+    t->db = db;
+    t->qpn = db.num;
+    impl_->nic->db_in.push_input(t, probe_of(*t));
+}
+
+void Pipeline::rx_frame(const uint8_t* frame, size_t len) {
+    SimGuard g(impl_->ctx);
+    impl_->nic->wire_in.push_input(std::vector<uint8_t>(frame, frame + len), sim::Probe{0, 0, 0, uint32_t(len)});
+}
+
+void Pipeline::timer(uint32_t qpn, uint8_t timer) {
+    SimGuard g(impl_->ctx);
+    auto t = std::make_shared<Txn>();
+    t->kind = Txn::Kind::Timer;
+    t->t_in = impl_->now_ps();
+    t->qpn = qpn;
+    t->timer = timer;
+    impl_->nic->timer_in.push_input(t, probe_of(*t));
+}
+
+void Pipeline::fw_command(uint16_t opcode) {
+    SimGuard g(impl_->ctx);
+    impl_->nic->fw_in.push_input(opcode, sim::Probe{0, 0, opcode, 0});
+}
+
+uint64_t Pipeline::run() {
+    SimGuard g(impl_->ctx);
+    Impl& m = *impl_;
+    const uint64_t t0 = m.now_ps();
+    const uint64_t w0 = wall_ns();
+    if (m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) {
+        // Stop at the end of the waveform window (or earlier, when idle) so
+        // the file is closed on time.
+        const uint64_t end = m.trace_to_cycle * m.nic->period_ps;
+        if (end > m.now_ps())
+            sc_core::sc_start(sc_core::sc_time(double(end - m.now_ps()), sc_core::SC_PS),
+                              sc_core::SC_EXIT_ON_STARVATION);
+        m.trace_update();
+    }
+    sc_core::sc_start();  // until no block has work
+    m.trace_update();
+    const uint64_t t1 = m.now_ps();
+    m.sim_wall_ns += wall_ns() - w0;
+    m.sim_ps_run += t1 - t0;
+    return (t1 - t0) / m.nic->period_ps;
+}
+
+uint64_t Pipeline::cycle() const { return impl_->now_ps() / impl_->nic->period_ps; }
+
+void Pipeline::on_cqe(std::function<void(uint32_t)> f) {
+    SimGuard g(impl_->ctx);
+    impl_->nic->on_cqe = std::move(f);
+}
+
+void Pipeline::reset_stats() {
+    SimGuard g(impl_->ctx);
+    impl_->nic->reset_stats();
+    impl_->sim_wall_ns = impl_->sim_ps_run = 0;
+}
+
+std::vector<ModelStat> Pipeline::stats() const {
+    SimGuard g(impl_->ctx);
+    const Impl& m = *impl_;
+    const Nic& n = *m.nic;
+    std::vector<ModelStat> s;
+    const uint64_t now = m.now_ps();
+    const double cyc = double(now / n.period_ps);
+    s.push_back({"sim.cycles", cyc, "cycles"});
+    s.push_back({"sim.time", double(now) / 1000.0, "ns"});
+    s.push_back({"sim.speed", m.sim_wall_ns ? double(m.sim_ps_run / n.period_ps) * 1e9 / double(m.sim_wall_ns) : 0,
+                 "cycles/s"});
+    for (int b = 0; b < Nic::kNumBlocks; ++b) {
+        const sim::BlockStats& bs = n.blk[b];
+        const std::string p = std::string("block.") + Nic::block_name(b);
+        s.push_back({p + ".items", double(bs.items), ""});
+        s.push_back({p + ".utilisation", now ? 100.0 * double(bs.busy_ps) / double(now) : 0, "%"});
+        s.push_back({p + ".stall_cycles", double(bs.stall_ps / n.period_ps), "cycles"});
+    }
+    auto cache = [&](const char* name, const TableCache& c) {
+        const std::string p = std::string("cache.") + name;
+        s.push_back({p + ".hits", double(c.stats().hits), ""});
+        s.push_back({p + ".misses", double(c.stats().misses), ""});
+        s.push_back({p + ".evictions", double(c.stats().evictions), ""});
+        s.push_back({p + ".hit_rate", 100.0 * c.stats().hit_rate(), "%"});
+    };
+    cache("qpc", n.qpc);
+    cache("mpt", n.mpt);
+    cache("mtt", n.mtt);
+    const DmaEngine::Stats& d = n.dma.stats();
+    for (size_t i = 0; i < size_t(DmaPurpose::kCount); ++i) {
+        const char* pn = to_string(DmaPurpose(i));
+        if (d.read_bytes[i]) s.push_back({std::string("dma.read_bytes.") + pn, double(d.read_bytes[i]), "B"});
+        if (d.write_bytes[i]) s.push_back({std::string("dma.write_bytes.") + pn, double(d.write_bytes[i]), "B"});
+    }
+    s.push_back({"dma.reads", double(d.reads), ""});
+    s.push_back({"dma.writes", double(d.writes), ""});
+    s.push_back({"dma.read_latency_avg", d.reads ? double(d.read_latency_sum_ps) / double(d.reads) / 1000.0 : 0, "ns"});
+    s.push_back({"dma.read_latency_max", double(d.read_latency_max_ps) / 1000.0, "ns"});
+    s.push_back({"dma.tag_wait", double(d.tag_wait_ps) / 1000.0, "ns"});
+    s.push_back({"dma.link_in_utilisation", now ? 100.0 * double(d.in_busy_ps) / double(now) : 0, "%"});
+    s.push_back({"dma.link_out_utilisation", now ? 100.0 * double(d.out_busy_ps) / double(now) : 0, "%"});
+    s.push_back({"mac.tx_frames", double(n.tx_frames), ""});
+    s.push_back({"mac.rx_frames", double(n.rx_frames), ""});
+    s.push_back({"mac.tx_payload_bytes", double(n.tx_payload_bytes), "B"});
+    const uint64_t span = n.last_tx_ps > n.first_tx_ps ? n.last_tx_ps - n.first_tx_ps : 0;
+    s.push_back({"mac.tx_throughput", span ? double(n.tx_payload_bytes) * 8000.0 / double(span) : 0, "Gb/s"});
+    s.push_back({"mac.tx_line_utilisation",
+                 span ? 100.0 * double(n.tx_wire_bytes) * 8000.0 / double(span) / n.cfg.mac.line_rate_gbps : 0, "%"});
+    s.push_back({"rx.drops_parser", double(n.rx_drops_parser), ""});
+    s.push_back({"rx.drops_icrc", double(n.rx_drops_icrc), ""});
+    if (n.icrc_rtl) s.push_back({"rtl.icrc_mismatches", double(n.icrc_rtl_mismatch), ""});
+    if (n.parser_rtl) s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});
+    std::vector<uint64_t> lat = n.latency_ps;
+    s.push_back({"latency.messages", double(lat.size()), ""});
+    if (!lat.empty()) {
+        std::sort(lat.begin(), lat.end());
+        auto q = [&](double f) { return double(lat[std::min(lat.size() - 1, size_t(f * double(lat.size())))]) / 1000.0; };
+        s.push_back({"latency.min", double(lat.front()) / 1000.0, "ns"});
+        s.push_back({"latency.median", q(0.5), "ns"});
+        s.push_back({"latency.p99", q(0.99), "ns"});
+        s.push_back({"latency.max", double(lat.back()) / 1000.0, "ns"});
+    }
+    s.push_back({"eq.eqes", double(n.eqes), ""});
+    s.push_back({"fw.commands", double(n.fw_commands), ""});
+    return s;
+}
+
+bool Pipeline::trace(const std::string& path, const std::string& format, uint64_t from, uint64_t cycles,
+                     std::string& err) {
+    SimGuard g(impl_->ctx);
+    Impl& m = *impl_;
+    WaveWriter::Format f;
+    if (!WaveWriter::parse_format(format, f)) {
+        err = "unknown waveform format '" + format + "' (vcd or fst)";
+        return false;
+    }
+    if (cycles == 0) {
+        err = "--cycles must be at least 1";
+        return false;
+    }
+    if (m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) m.trace_close();
+    auto w = WaveWriter::open(path, f, err);
+    if (!w) return false;
+    Nic& n = *m.nic;
+    const uint64_t now_c = m.now_ps() / n.period_ps;
+    const uint64_t start = std::max(from, now_c);
+    n.tap.start(std::move(w), start * n.period_ps, (start + cycles) * n.period_ps);
+    m.each_chan([&](auto& c) { c.declare(n.tap); });
+    m.trace_path = path;
+    m.trace_fmt = format;
+    m.trace_from_cycle = start;
+    m.trace_to_cycle = start + cycles;
+    m.trace_state = Impl::TraceState::Armed;
+    return true;
+}
+
+std::string Pipeline::trace_state() const {
+    SimGuard g(impl_->ctx);
+    const Impl& m = *impl_;
+    switch (m.trace_state) {
+        case Impl::TraceState::Idle: return "idle";
+        case Impl::TraceState::Armed:
+            return "armed " + m.trace_path + " cycles " + std::to_string(m.trace_from_cycle) + ".." +
+                   std::to_string(m.trace_to_cycle);
+        case Impl::TraceState::Recording:
+            return "recording " + m.trace_path + " until cycle " + std::to_string(m.trace_to_cycle);
+        case Impl::TraceState::Done: return "done " + m.trace_path;
+    }
+    return "idle";
+}
+
+void Pipeline::trace_stop() {
+    SimGuard g(impl_->ctx);
+    if (impl_->trace_state == Impl::TraceState::Armed || impl_->trace_state == Impl::TraceState::Recording)
+        impl_->trace_close();
+}
+
+}  // namespace simnic::model
