@@ -32,7 +32,9 @@ struct LinkArgs {
 int link_add(const LinkArgs& a) {
     // NAME type TYPE netdev IFACE [pcap FILE]
     if (a.words.empty()) {
-        std::fprintf(stderr, "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE]\n");
+        std::fprintf(stderr,
+                     "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE] "
+                     "[loopback on|off]\n");
         return 2;
     }
     Json req{{"op", "link_add"}, {"name", a.words[0]}};
@@ -46,7 +48,7 @@ int link_add(const LinkArgs& a) {
         // The daemon runs elsewhere: give it absolute paths.
         char buf[4096];
         const std::string abs = (v.empty() || v[0] == '/' || !getcwd(buf, sizeof buf)) ? v : std::string(buf) + "/" + v;
-        if (k == "type" || k == "netdev") req[k] = v;
+        if (k == "type" || k == "netdev" || k == "loopback") req[k] = v;
         else if (k == "pcap") req[k] = abs;
         else if (k == "config") {
             // Checked here, so that a mistake is reported with its line
@@ -67,7 +69,8 @@ int link_add(const LinkArgs& a) {
             req["config"] = abs;
             req["config_text"] = ss.str();
         } else {
-            std::fprintf(stderr, "simnic link add: unknown keyword '%s' (type, netdev, pcap, config)\n", k.c_str());
+            std::fprintf(stderr, "simnic link add: unknown keyword '%s' (type, netdev, pcap, config, loopback)\n",
+                         k.c_str());
             return 2;
         }
     }

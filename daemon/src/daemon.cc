@@ -278,6 +278,11 @@ Json Daemon::link_add(const Json& req) {
     if (!parse_type(req["type"].get<std::string>(), d.type))
         return reply_error(EINVAL, "unknown device type '" + req["type"].get<std::string>() + "' (soft or model)");
     if (req.contains("pcap") && req["pcap"].is_string()) d.pcap = req["pcap"].get<std::string>();
+    if (req.contains("loopback")) {
+        const std::string v = req["loopback"].is_string() ? req["loopback"].get<std::string>() : "";
+        if (v != "on" && v != "off") return reply_error(EINVAL, "loopback must be on or off");
+        d.loopback = v == "on";
+    }
     if (req.contains("config") && req["config"].is_string()) {
         if (d.type != DeviceType::Model) return reply_error(EINVAL, "'config' applies to model devices only");
         d.config_path = req["config"].get<std::string>();

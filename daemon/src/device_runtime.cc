@@ -184,6 +184,7 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         ec.device = dev.name;
         ec.netdev = dev.netdev;
         ec.pcap = dev.pcap;
+        ec.loopback = dev.loopback;
         ec.tables = impl->tables.get();
         ec.events = impl.get();
         ec.bar = impl->bar.p;

@@ -111,6 +111,7 @@ Json DeviceTable::link_json(const Device& d) {
     j["type"] = type_name(d.type);
     j["netdev_mtu"] = n.mtu;
     if (!d.pcap.empty()) j["pcap"] = d.pcap;
+    if (d.loopback) j["loopback"] = "on";
     if (!d.config_path.empty()) j["config"] = d.config_path;
     return j;
 }

@@ -80,7 +80,9 @@ esac
 # The plain rc_pingpong case also records the device's traffic (`pcap FILE`).
 pcap_args=()
 [ "$CASE" = rc_pingpong ] && pcap_args=(pcap "$SIMNIC_RUNTIME_DIR/dev.pcap")
-sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "${pcap_args[@]}" || { echo "FAIL: simnic link add"; exit 1; }
+# SIMNIC_LINK_OPTS adds options (e.g. "loopback on") to the device.
+read -r -a link_opts <<<"${SIMNIC_LINK_OPTS:-}"
+sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "${pcap_args[@]}" "${link_opts[@]}" || { echo "FAIL: simnic link add"; exit 1; }
 
 "${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
 server_pid=$!

@@ -27,6 +27,11 @@ struct Device {
     DeviceType type = DeviceType::Soft;
     std::string netdev;
     std::string pcap;  // empty: no capture
+    // Frames addressed to the device's own address go straight from its TX
+    // to its RX instead of through the kernel's UDP stack (rxe's loopback
+    // shortcut). Off by default: tcpdump on the netdev then sees nothing of
+    // them; the pcap option still records them.
+    bool loopback = false;
     // Model devices: the configuration file (absolute path; empty: the
     // defaults) and the text it held when the device was added.
     std::string config_path;

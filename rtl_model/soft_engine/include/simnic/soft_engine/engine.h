@@ -29,6 +29,7 @@ struct EngineConfig {
     std::string device;    // device name, for messages
     std::string netdev;    // the port's netdev; its first IPv4 address is used
     std::string pcap;      // empty: no capture
+    bool loopback = false; // frames to the device's own address skip the kernel (see Device)
     fw::TableStore* tables = nullptr;
     fw::EventSink* events = nullptr;  // posts EQEs (thread-safe)
     std::uint8_t* bar = nullptr;      // BAR0 global page (STATS_BLOCK, PORT_BLOCK)
