@@ -1,10 +1,12 @@
-// `simnic resource show [qp|cq|mr|pd|gid] [-j]` and `simnic stats NAME`:
-// what the devices hold and count, shaped like iproute2's `rdma resource`.
+// `simnic resource show [qp|cq|mr|pd|srq|gid] [-d DEV] [-j]` and
+// `simnic stats NAME`: what the devices hold and count, shaped like iproute2's
+// `rdma resource` (its field names, in its order, for the fields simnic has).
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "daemon_call.h"
@@ -32,11 +34,96 @@ const char* qp_state_name(int s) {
     static const char* const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
     return s >= 0 && s <= 6 ? names[s] : "?";
 }
-std::string comm_of(uint32_t pid) {
+// The process's name from /proc/PID/comm; empty if it cannot be read.
+std::string read_comm(uint32_t pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
     std::string c;
     std::getline(in, c);
+    return c;
+}
+std::string comm_of(uint32_t pid) {
+    const std::string c = read_comm(pid);
     return c.empty() ? "[gone]" : c;
+}
+
+// QPNs as the kernel hands them to rdma: runs of consecutive numbers as
+// "first-last", joined by commas.
+std::string qpn_ranges(const Json& qpns) {
+    std::string s;
+    size_t i = 0;
+    while (i < qpns.size()) {
+        const unsigned first = qpns[i].get<unsigned>();
+        unsigned last = first;
+        while (i + 1 < qpns.size() && qpns[i + 1].get<unsigned>() == last + 1) last = qpns[++i].get<unsigned>();
+        ++i;
+        if (!s.empty()) s += ',';
+        s += std::to_string(first);
+        if (last != first) s += '-' + std::to_string(last);
+    }
+    return s;
+}
+
+// One object of a kind: its fields in rdma's order, printed as
+// `dev NAME field value ... pid PID comm COMM` or gathered as a JSON object.
+// comm is left out when /proc/PID/comm cannot be read (the process is gone).
+class Line {
+public:
+    explicit Line(const std::string& dev) : text_("dev " + dev) { j_["ifname"] = dev; }
+    Line& num(const char* k, uint64_t v) {
+        j_[k] = v;
+        text_ += std::string(" ") + k + " " + std::to_string(v);
+        return *this;
+    }
+    Line& hex(const char* k, uint64_t v) {
+        char b[32];
+        std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+        j_[k] = v;
+        text_ += std::string(" ") + k + " " + b;
+        return *this;
+    }
+    Line& str(const char* k, const std::string& v, const Json& jv) {
+        j_[k] = jv;
+        text_ += std::string(" ") + k + " " + v;
+        return *this;
+    }
+    Line& owner(uint32_t pid) {
+        num("pid", pid);
+        const std::string c = read_comm(pid);
+        if (!c.empty()) str("comm", c, c);
+        return *this;
+    }
+    const std::string& text() const { return text_; }
+    const nlohmann::ordered_json& json() const { return j_; }
+
+private:
+    std::string text_;
+    nlohmann::ordered_json j_;
+};
+
+// `resource show cq|mr|pd|srq`: one line (or JSON object) per object.
+void list_objects(const std::string& what, const std::string& dev, const Json& d, std::vector<Line>& out) {
+    const Json& objs = d.contains(what + "_list") ? d[what + "_list"] : Json::array();
+    for (const Json& o : objs) {
+        Line l(dev);
+        if (what == "cq") {
+            l.num("cqn", o["cqn"].get<uint32_t>()).num("cqe", o["cqe"].get<uint32_t>());
+            l.num("users", o["users"].get<uint32_t>()).num("ctxn", o["ctxn"].get<uint32_t>());
+        } else if (what == "mr") {
+            l.num("mrn", o["mrn"].get<uint32_t>()).hex("rkey", o["rkey"].get<uint32_t>());
+            l.hex("lkey", o["lkey"].get<uint32_t>()).hex("iova", o["iova"].get<uint64_t>());
+            l.num("mrlen", o["mrlen"].get<uint64_t>()).num("pdn", o["pdn"].get<uint32_t>());
+        } else if (what == "pd") {
+            l.num("pdn", o["pdn"].get<uint32_t>()).num("users", o["users"].get<uint32_t>());
+            l.num("ctxn", o["ctxn"].get<uint32_t>());
+        } else {  // srq
+            l.num("srqn", o["srqn"].get<uint32_t>()).str("type", "BASIC", "BASIC");
+            if (!o["lqpn"].empty()) l.str("lqpn", qpn_ranges(o["lqpn"]), o["lqpn"]);
+            l.num("pdn", o["pdn"].get<uint32_t>()).num("max_wr", o["max_wr"].get<uint32_t>());
+            l.num("max_sge", o["max_sge"].get<uint32_t>()).num("limit", o["limit"].get<uint32_t>());
+        }
+        l.owner(o["pid"].get<uint32_t>());
+        out.push_back(l);
+    }
 }
 
 // Ask the running daemon; none running means no devices, not an error.
@@ -51,19 +138,36 @@ bool ask(const Json& req, Json& reply) {
 }
 
 int run_resource(const ResourceArgs& a) {
-    static const char* const kinds[] = {"", "qp", "cq", "mr", "pd", "gid"};
+    static const char* const kinds[] = {"", "qp", "cq", "mr", "pd", "srq", "gid"};
     bool known = false;
     for (const char* k : kinds) known |= a.what == k;
     if (!known) {
-        std::fprintf(stderr, "simnic resource show: unknown resource '%s' (qp, cq, mr, pd, gid)\n", a.what.c_str());
+        std::fprintf(stderr, "simnic resource show: unknown resource '%s' (qp, cq, mr, pd, srq, gid)\n",
+                     a.what.c_str());
         return 2;
     }
+    const bool listing = a.what == "cq" || a.what == "mr" || a.what == "pd" || a.what == "srq";
     Json req{{"op", "resources"}};
     if (!a.device.empty()) req["device"] = a.device;
     Json reply;
     if (!ask(req, reply)) return 1;
-    const Json& devs = reply["devices"];
+    Json& devs = reply["devices"];
+    if (listing) {
+        std::vector<Line> lines;
+        for (const Json& d : devs) list_objects(a.what, d["name"].get<std::string>(), d, lines);
+        if (a.json) {
+            nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+            for (const Line& l : lines) arr.push_back(l.json());
+            std::printf("%s\n", arr.dump().c_str());
+        } else {
+            for (const Line& l : lines) std::printf("%s\n", l.text().c_str());
+        }
+        return 0;
+    }
     if (a.json) {
+        // The summary, qp and gid views dump the device records as before.
+        for (Json& d : devs)
+            for (const char* k : {"cq_list", "mr_list", "pd_list", "srq_list"}) d.erase(k);
         std::printf("%s\n", devs.dump().c_str());
         return 0;
     }
@@ -87,10 +191,6 @@ int run_resource(const ResourceArgs& a) {
             for (const Json& g : d["gids"])
                 std::printf("link %s/1 index %u gid %s type RoCEv2\n", name.c_str(), g["index"].get<unsigned>(),
                             g["gid"].get<std::string>().c_str());
-        } else {
-            // Per-object listings of CQs, MRs and PDs are not kept yet: counts.
-            const std::string key = a.what + "s";
-            std::printf("dev %s %s %u\n", name.c_str(), a.what.c_str(), d[key].get<unsigned>());
         }
         ++idx;
     }
@@ -134,7 +234,7 @@ Runner add_resource_command(CLI::App& app) {
     auto args = std::make_shared<ResourceArgs>();
     CLI::App* sub = app.add_subcommand("resource", "Show what simnic devices hold (like `rdma resource`)");
     sub->require_subcommand(1);
-    CLI::App* show = sub->add_subcommand("show", "Show resources: [qp|cq|mr|pd|gid]");
+    CLI::App* show = sub->add_subcommand("show", "Show resources: [qp|cq|mr|pd|srq|gid]");
     show->add_option("what", args->what, "resource kind");
     show->add_option("-d,--dev", args->device, "only this device");
     show->add_flag("-j,--json", args->json, "JSON output");

@@ -364,6 +364,28 @@ Json Daemon::resources(const Json& req) {
             qps.push_back(Json{{"qpn", q.qpn}, {"type", q.type}, {"state", q.state}, {"sq_psn", q.sq_psn},
                                {"rq_psn", q.rq_psn}, {"dest_qpn", q.dest_qpn}, {"pid", q.pid}});
         d["qp_list"] = qps;
+        // Field names as iproute2's `rdma resource show` prints them.
+        Json cqs = Json::array();
+        for (const DeviceRuntime::CqInfo& q : rt->cqs())
+            cqs.push_back(Json{{"cqn", q.cqn}, {"cqe", q.cqe}, {"users", q.users}, {"ctxn", q.ctx_id},
+                               {"pid", q.pid}});
+        d["cq_list"] = cqs;
+        Json mrs = Json::array();
+        for (const DeviceRuntime::MrInfo& m : rt->mrs())
+            mrs.push_back(Json{{"mrn", m.mrn}, {"rkey", m.key}, {"lkey", m.key}, {"iova", m.iova},
+                               {"mrlen", m.length}, {"pdn", m.pdn}, {"ctxn", m.ctx_id},
+                               {"pid", m.pid}});
+        d["mr_list"] = mrs;
+        Json pds = Json::array();
+        for (const DeviceRuntime::PdInfo& p : rt->pds())
+            pds.push_back(Json{{"pdn", p.pdn}, {"users", p.users}, {"ctxn", p.ctx_id}, {"pid", p.pid}});
+        d["pd_list"] = pds;
+        Json srqs = Json::array();
+        for (const DeviceRuntime::SrqInfo& s : rt->srqs())
+            srqs.push_back(Json{{"srqn", s.srqn}, {"lqpn", s.qpns}, {"pdn", s.pdn}, {"max_wr", s.max_wr},
+                                {"max_sge", s.max_sge}, {"limit", s.limit}, {"ctxn", s.ctx_id},
+                                {"pid", s.pid}});
+        d["srq_list"] = srqs;
         Json gids = Json::array();
         for (const auto& [idx, g] : rt->gids()) {
             char buf[INET6_ADDRSTRLEN] = {};

@@ -354,6 +354,32 @@ std::vector<DeviceRuntime::QpInfo> DeviceRuntime::qps() const {
     return out;
 }
 
+std::vector<DeviceRuntime::CqInfo> DeviceRuntime::cqs() const {
+    std::vector<CqInfo> out;
+    for (const auto& l : impl_->fw->cq_list()) out.push_back(CqInfo{l.cqn, l.cqe, l.users, l.ctx_id, l.pid});
+    return out;
+}
+
+std::vector<DeviceRuntime::MrInfo> DeviceRuntime::mrs() const {
+    std::vector<MrInfo> out;
+    for (const auto& l : impl_->fw->mr_list())
+        out.push_back(MrInfo{l.mrn, l.key, l.iova, l.length, l.pdn, l.ctx_id, l.pid});
+    return out;
+}
+
+std::vector<DeviceRuntime::PdInfo> DeviceRuntime::pds() const {
+    std::vector<PdInfo> out;
+    for (const auto& l : impl_->fw->pd_list()) out.push_back(PdInfo{l.pdn, l.users, l.ctx_id, l.pid});
+    return out;
+}
+
+std::vector<DeviceRuntime::SrqInfo> DeviceRuntime::srqs() const {
+    std::vector<SrqInfo> out;
+    for (const auto& l : impl_->fw->srq_list())
+        out.push_back(SrqInfo{l.srqn, l.pdn, l.max_wr, l.max_sge, l.limit, l.qpns, l.ctx_id, l.pid});
+    return out;
+}
+
 std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> DeviceRuntime::gids() const {
     Impl& m = *impl_;
     std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> out;

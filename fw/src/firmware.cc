@@ -577,6 +577,100 @@ std::vector<std::uint32_t> Firmware::qpns() const {
     return v;
 }
 
+namespace {
+// (number, owning context) of every object in one of a context's sets, ascending by number.
+template <typename Ctxs, typename Set>
+std::vector<std::pair<std::uint32_t, std::uint16_t>> owned(const Ctxs& ctxs, Set member) {
+    std::vector<std::pair<std::uint32_t, std::uint16_t>> v;
+    for (const auto& kv : ctxs)
+        for (std::uint32_t n : kv.second.*member) v.emplace_back(n, kv.first);
+    std::sort(v.begin(), v.end());
+    return v;
+}
+}  // namespace
+
+std::vector<Firmware::CqListing> Firmware::cq_list() const {
+    namespace cc = hw::cqc;
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<CqListing> out;
+    for (const auto& [cqn, ctx] : owned(ctxs_, &Ctx::cqs)) {
+        const Entry e(tables_.entry(Table::Cqc, cqn), Table::Cqc);
+        CqListing l;
+        l.cqn = cqn;
+        l.cqe = static_cast<std::uint32_t>(pow2(e[cc::log_size]) - 1);
+        const auto r = cq_refs_.find(cqn);
+        l.users = r == cq_refs_.end() ? 0 : r->second;
+        l.ctx_id = ctx;
+        l.pid = ctxs_.at(ctx).pid;
+        out.push_back(l);
+    }
+    return out;
+}
+
+std::vector<Firmware::MrListing> Firmware::mr_list() const {
+    namespace me = hw::mpt_entry;
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<MrListing> out;
+    for (const auto& [idx, ctx] : owned(ctxs_, &Ctx::mrs)) {
+        const Entry e(tables_.entry(Table::Mpt, idx), Table::Mpt);
+        MrListing l;
+        l.mrn = idx;
+        l.key = static_cast<std::uint32_t>(e[me::key]);
+        l.iova = e[me::iova_start];
+        l.length = e[me::length];
+        l.pdn = static_cast<std::uint32_t>(e[me::pdn]);
+        l.access = static_cast<std::uint8_t>(e[me::access]);
+        l.ctx_id = ctx;
+        l.pid = ctxs_.at(ctx).pid;
+        out.push_back(l);
+    }
+    return out;
+}
+
+std::vector<Firmware::PdListing> Firmware::pd_list() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<PdListing> out;
+    for (const auto& [pdn, ctx] : owned(ctxs_, &Ctx::pds)) {
+        const Entry e(tables_.entry(Table::Pd, pdn), Table::Pd);
+        PdListing l;
+        l.pdn = pdn;
+        l.users = static_cast<std::uint32_t>(e[hw::pd_entry::refcnt]);
+        l.ctx_id = ctx;
+        l.pid = ctxs_.at(ctx).pid;
+        out.push_back(l);
+    }
+    return out;
+}
+
+std::vector<Firmware::SrqListing> Firmware::srq_list() const {
+    namespace sc = hw::srqc;
+    namespace qc = hw::qpc;
+    std::lock_guard<std::mutex> lk(mu_);
+    // The QPs on each SRQ, from their QPCs.
+    std::map<std::uint32_t, std::vector<std::uint32_t>> qps_of;
+    for (const auto& [qpn, ctx] : owned(ctxs_, &Ctx::qps)) {
+        (void)ctx;
+        const Entry q(tables_.entry(Table::Qpc, qpn), Table::Qpc);
+        if (q[qc::srq_en] != 0) qps_of[static_cast<std::uint32_t>(q[qc::srqn])].push_back(qpn);
+    }
+    std::vector<SrqListing> out;
+    for (const auto& [srqn, ctx] : owned(ctxs_, &Ctx::srqs)) {
+        const Entry e(tables_.entry(Table::Srqc, srqn), Table::Srqc);
+        SrqListing l;
+        l.srqn = srqn;
+        l.pdn = static_cast<std::uint32_t>(e[sc::pdn]);
+        l.max_wr = static_cast<std::uint32_t>(pow2(e[sc::log_size]));
+        l.max_sge = static_cast<std::uint32_t>(e[sc::max_sge]);
+        l.limit = e[sc::limit_armed] ? static_cast<std::uint32_t>(e[sc::srq_limit]) : 0;
+        const auto q = qps_of.find(srqn);
+        if (q != qps_of.end()) l.qpns = q->second;
+        l.ctx_id = ctx;
+        l.pid = ctxs_.at(ctx).pid;
+        out.push_back(l);
+    }
+    return out;
+}
+
 // ---------------------------------------------------------------------------
 // Shared checks and reference counts
 // ---------------------------------------------------------------------------

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# simnic link add/show/delete and the daemon's life cycle, end to end, in a
-# runtime directory of the test's own.
+# simnic link add/show/delete, resource show (every object of two
+# applications, and none once they exit) and the daemon's life cycle, end to
+# end, in a runtime directory of the test's own.
 set -u
 SIMNIC=$1
 export SIMNIC_RUNTIME_DIR=$(mktemp -d /tmp/simnic-link-test.XXXXXX)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 cleanup() {
+  for p in ${rc_pid:-} ${srq_pid:-}; do kill "$p" 2>/dev/null; done
   if [ -f "$SIMNIC_RUNTIME_DIR/simnicd.state" ]; then
     pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state")
     [ -n "$pid" ] && kill "$pid" 2>/dev/null
@@ -44,6 +46,70 @@ expect 2 "'type' and 'netdev' are required" "$SIMNIC" link add x netdev lo
 expect 1 'no device nosuch' "$SIMNIC" link show nosuch
 expect 1 'no device nosuch' "$SIMNIC" link delete nosuch
 expect 0 '^link rxe_lo/1 ' "$SIMNIC" link show
+
+# `resource show cq|mr|pd|srq` list every object with its owner, like
+# `rdma resource show`: an ibv_rc_pingpong and an ibv_srq_pingpong server wait
+# for their clients (every object already created), then finish and leave
+# nothing behind.
+expect 0 '^0: rxe_lo: pd 0 cq 0 qp 0 mr 0 srq 0 ah 0 ctx 0$' "$SIMNIC" resource show
+for kind in cq mr pd srq; do expect 0 '^$' "$SIMNIC" resource show $kind; done
+expect 0 '^\[\]$' "$SIMNIC" resource show cq -j
+expect 2 "unknown resource 'bogus'" "$SIMNIC" resource show bogus
+PORT=$((20000 + RANDOM % 20000))
+"$SIMNIC" exec -- ibv_rc_pingpong -d rxe_lo -g 1 -p "$PORT" >/dev/null 2>&1 &
+rc_pid=$!  # simnic exec execs the tool: this is its pid
+"$SIMNIC" exec -- ibv_srq_pingpong -d rxe_lo -g 1 -p $((PORT + 1)) >/dev/null 2>&1 &
+srq_pid=$!
+for _ in $(seq 100); do
+  [ "$(ss -ltn 2>/dev/null | grep -Ec ":($PORT|$((PORT + 1))) ")" -eq 2 ] && break
+  sleep 0.1
+done
+# has_line PATTERN CMD...: some line of CMD's output matches the regex.
+has_line() {
+  local pat=$1; shift
+  local out; out=$("$@" 2>&1) || fail "'$*' exited $?: $out"
+  grep -Eq -- "$pat" <<<"$out" || fail "'$*' has no line /$pat/: $out"
+}
+rc_comm="pid $rc_pid comm ibv_rc_pingpong\$"
+srq_comm="pid $srq_pid comm ibv_srq_pingpon\$"  # /proc/PID/comm keeps 15 characters
+# The rc server: one PD (its MR and QP use it), one CQ (both sides of the QP), one MR.
+has_line "^dev rxe_lo cqn [0-9]+ cqe [0-9]+ users 2 ctxn [0-9]+ $rc_comm" "$SIMNIC" resource show cq
+has_line "^dev rxe_lo mrn [0-9]+ rkey 0x[0-9a-f]+ lkey 0x[0-9a-f]+ iova 0x[0-9a-f]+ mrlen 4096 pdn [0-9]+ $rc_comm" \
+  "$SIMNIC" resource show mr
+has_line "^dev rxe_lo pdn [0-9]+ users 2 ctxn [0-9]+ $rc_comm" "$SIMNIC" resource show pd
+# The srq server: its SRQ with the QPs on it (16 by default).
+has_line "^dev rxe_lo srqn [0-9]+ type BASIC lqpn [0-9,-]+ pdn [0-9]+ max_wr [0-9]+ max_sge 1 limit 0 $srq_comm" \
+  "$SIMNIC" resource show srq
+for kind in cq mr pd; do has_line "$srq_comm" "$SIMNIC" resource show $kind; done
+# The MR is in the PD of the same process.
+pdn=$("$SIMNIC" resource show pd | sed -n "s/^dev rxe_lo pdn \([0-9]*\) .* pid $rc_pid .*/\1/p")
+has_line "^dev rxe_lo mrn .* pdn $pdn $rc_comm" "$SIMNIC" resource show mr
+# JSON: one array of objects with the same fields; -d filters by device.
+has_line "^\[\{\"ifname\":\"rxe_lo\",\"cqn\":[0-9]+,\"cqe\":[0-9]+,\"users\":[0-9]+,\"ctxn\":[0-9]+,\"pid\":[0-9]+,\"comm\":\"[^\"]+\"\}," \
+  "$SIMNIC" resource show cq -j
+for kind in cq mr pd; do has_line "\"pid\":$rc_pid,\"comm\":\"ibv_rc_pingpong\"\}" "$SIMNIC" resource show $kind -j; done
+has_line "\"srqn\":[0-9]+,\"type\":\"BASIC\",\"lqpn\":\[[0-9,]+\]" "$SIMNIC" resource show srq -j
+[ "$("$SIMNIC" resource show pd -d rxe_lo)" = "$("$SIMNIC" resource show pd)" ] || fail "resource show pd -d rxe_lo differs"
+expect 1 'no device nosuch' "$SIMNIC" resource show cq -d nosuch
+# The summary and the QP listing are as they were.
+expect 0 '^0: rxe_lo: pd 2 cq 2 qp 17 mr 2 srq 1 ah 0 ctx 2$' "$SIMNIC" resource show
+has_line "^link rxe_lo/1 lqpn [0-9]+ rqpn [0-9]+ type RC state [A-Z]+ rq-psn [0-9]+ sq-psn [0-9]+ $rc_comm" \
+  "$SIMNIC" resource show qp
+# The clients run; both servers finish and exit.
+timeout 60 "$SIMNIC" exec -- ibv_rc_pingpong -d rxe_lo -g 1 -p "$PORT" 127.0.0.1 >/dev/null 2>&1 ||
+  fail "ibv_rc_pingpong client failed"
+timeout 60 "$SIMNIC" exec -- ibv_srq_pingpong -d rxe_lo -g 1 -p $((PORT + 1)) 127.0.0.1 >/dev/null 2>&1 ||
+  fail "ibv_srq_pingpong client failed"
+for p in "$rc_pid" "$srq_pid"; do
+  for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$p" 2>/dev/null && { fail "server $p still running"; kill "$p"; }
+  wait "$p" || fail "server $p exited $?"
+done
+for kind in cq mr pd srq; do
+  expect 0 '^$' "$SIMNIC" resource show $kind
+  expect 0 '^\[\]$' "$SIMNIC" resource show $kind -j
+done
+expect 0 '^0: rxe_lo: pd 0 cq 0 qp 0 mr 0 srq 0 ah 0 ctx 0$' "$SIMNIC" resource show
 
 # One daemon at a time.
 expect 1 'another simnic daemon is running' "$SIMNIC" daemon --foreground

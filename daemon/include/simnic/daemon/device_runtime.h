@@ -74,6 +74,36 @@ public:
         uint32_t pid = 0;   // the process whose context owns it
     };
     std::vector<QpInfo> qps() const;
+    // CQs, MRs, PDs and SRQs as `simnic resource show cq|mr|pd|srq` lists
+    // them (the firmware's listings: see fw::Firmware::cq_list and the rest),
+    // ascending by number; ctx_id is the owning context, pid its process.
+    struct CqInfo {
+        uint32_t cqn = 0, cqe = 0, users = 0;
+        uint16_t ctx_id = 0;
+        uint32_t pid = 0;
+    };
+    struct MrInfo {
+        uint32_t mrn = 0, key = 0;
+        uint64_t iova = 0, length = 0;
+        uint32_t pdn = 0;
+        uint16_t ctx_id = 0;
+        uint32_t pid = 0;
+    };
+    struct PdInfo {
+        uint32_t pdn = 0, users = 0;
+        uint16_t ctx_id = 0;
+        uint32_t pid = 0;
+    };
+    struct SrqInfo {
+        uint32_t srqn = 0, pdn = 0, max_wr = 0, max_sge = 0, limit = 0;
+        std::vector<uint32_t> qpns;
+        uint16_t ctx_id = 0;
+        uint32_t pid = 0;
+    };
+    std::vector<CqInfo> cqs() const;
+    std::vector<MrInfo> mrs() const;
+    std::vector<PdInfo> pds() const;
+    std::vector<SrqInfo> srqs() const;
     // GID table entries in use: index and the 16 bytes.
     std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> gids() const;
     // STATS_BLOCK counters (hw-spec 2.6) by field name, for `stats`.

@@ -139,6 +139,46 @@ public:
     Counts counts(std::uint16_t ctx_id) const;
     std::vector<std::uint32_t> qpns() const;  // live QPNs, ascending
 
+    // Every live object of one kind, ascending by number, as `simnic resource
+    // show cq|mr|pd|srq` lists it: what its table entry says, the exact
+    // reference counts (which the tables hold saturated or not at all), and
+    // the context that owns it with that context's process.
+    struct CqListing {
+        std::uint32_t cqn = 0;
+        std::uint32_t cqe = 0;    // CQEs it holds: 2^log_size - 1, the verbs `cqe`
+        std::uint32_t users = 0;  // QP sides (send, receive) that name it
+        std::uint16_t ctx_id = 0;
+        std::uint32_t pid = 0;
+    };
+    struct MrListing {
+        std::uint32_t mrn = 0;  // MPT index
+        std::uint32_t key = 0;  // lkey = rkey
+        std::uint64_t iova = 0, length = 0;
+        std::uint32_t pdn = 0;
+        std::uint8_t access = 0;
+        std::uint16_t ctx_id = 0;
+        std::uint32_t pid = 0;
+    };
+    struct PdListing {
+        std::uint32_t pdn = 0;
+        std::uint32_t users = 0;  // MRs, QPs, SRQs and AHs that name it
+        std::uint16_t ctx_id = 0;
+        std::uint32_t pid = 0;
+    };
+    struct SrqListing {
+        std::uint32_t srqn = 0;
+        std::uint32_t pdn = 0;
+        std::uint32_t max_wr = 0, max_sge = 0;
+        std::uint32_t limit = 0;           // as QUERY_SRQ reports it: 0 when not armed
+        std::vector<std::uint32_t> qpns;   // QPs that receive through it, ascending
+        std::uint16_t ctx_id = 0;
+        std::uint32_t pid = 0;
+    };
+    std::vector<CqListing> cq_list() const;
+    std::vector<MrListing> mr_list() const;
+    std::vector<PdListing> pd_list() const;
+    std::vector<SrqListing> srq_list() const;
+
 private:
     struct Ctx {
         std::uint32_t pid = 0;
