@@ -154,6 +154,16 @@ Json Client::request_with_fds(const Json& req, std::vector<int>& fds, int timeou
     return reply;
 }
 
+Json Client::request_passing_fds(const Json& req, const std::vector<int>& fds, int timeout_ms) {
+    if (fd_ < 0) return reply_error(ENOTCONN, "not connected to the simnic daemon");
+    if (std::string m = send_message(fd_, req, fds); !m.empty())
+        return reply_error(EPIPE, "lost the simnic daemon: " + m);
+    Json reply;
+    if (std::string m = recv_message(fd_, reply, timeout_ms); !m.empty())
+        return reply_error(EPIPE, "lost the simnic daemon: " + m);
+    return reply;
+}
+
 bool Client::alive() const {
     if (fd_ < 0) return false;
     pollfd p{fd_, POLLRDHUP, 0};

@@ -61,6 +61,7 @@ private:
     Json link_del(const Json& req);
     Json link_show(const Json& req);
     Json trace(const Json& req);
+    Json add_shm(int fd, const Json& req, std::vector<int>& in_fds);
     Json open_context(int fd, const Json& req, std::vector<int>& fds);
     Json resources(const Json& req);
     void save_state();
@@ -209,8 +210,10 @@ void Daemon::drop(int fd) {
 
 void Daemon::serve(int fd) {
     Json req;
-    const std::string err = recv_message(fd, req, 0);
+    std::vector<int> in_fds;
+    const std::string err = recv_message(fd, req, 0, &in_fds);
     if (err == "connection closed" || err.rfind("recv:", 0) == 0) {
+        for (int f : in_fds) close(f);
         drop(fd);
         return;
     }
@@ -218,7 +221,11 @@ void Daemon::serve(int fd) {
     Json reply;
     if (!err.empty()) reply = reply_error(EPROTO, "bad request: " + err);
     else if (req.value("op", "") == "open_context") reply = open_context(fd, req, fds);
+    else if (req.value("op", "") == "add_shm") reply = add_shm(fd, req, in_fds);
     else reply = handle(req);
+    // Descriptors no request asked for are not kept.
+    for (int f : in_fds)
+        if (f >= 0) close(f);
     if (std::string m = send_message(fd, reply, fds); !m.empty()) drop(fd);
 }
 
@@ -327,6 +334,26 @@ Json Daemon::link_show(const Json& req) {
     }
     Json r = reply_ok();
     r["links"] = links;
+    return r;
+}
+
+// A context's process shares a sealed memfd (its queue memory, hw-spec 1.3
+// SHM domains). The descriptor is taken from in_fds (set to -1) when used.
+Json Daemon::add_shm(int fd, const Json& req, std::vector<int>& in_fds) {
+    auto b = ctx_of_conn_.find(fd);
+    if (b == ctx_of_conn_.end()) return reply_error(EINVAL, "add_shm: this connection holds no context");
+    if (in_fds.size() != 1) return reply_error(EINVAL, "add_shm: expected one descriptor");
+    auto rt = runtimes_.find(b->second.device);
+    if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + b->second.device);
+    uint32_t handle = 0;
+    int e = 0;
+    std::string err;
+    const int mfd = in_fds[0];
+    in_fds[0] = -1;
+    if (!rt->second->add_shm(b->second.ctx_id, mfd, req.value("size", uint64_t{0}), handle, err, e))
+        return reply_error(e, "add_shm: " + err);
+    Json r = reply_ok();
+    r["handle"] = handle;
     return r;
 }
 

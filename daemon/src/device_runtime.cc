@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -89,9 +90,13 @@ struct DeviceRuntime::Impl final : fw::EventSink {
         int irq_fd = -1;
         int db_fd = -1;
         int engine_fd = -1;
+        // Memory objects the process shared (queue memory): handle -> mapping.
+        std::map<uint32_t, std::pair<uint8_t*, uint64_t>> shm;
+        uint32_t next_shm = 1;
         ~Ctx() {
             for (int fd : {irq_fd, db_fd, engine_fd})
                 if (fd >= 0) close(fd);
+            for (auto& [h, m] : shm) munmap(m.first, m.second);
         }
     };
 
@@ -185,6 +190,17 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         ec.netdev = dev.netdev;
         ec.pcap = dev.pcap;
         ec.loopback = dev.loopback;
+        // SHM domains: where a context's shared objects are mapped here.
+        Impl* im = impl.get();
+        ec.shm = [im](uint16_t ctx, uint32_t handle, uint64_t& size) -> uint8_t* {
+            std::lock_guard<std::mutex> lk(im->eq_mu);
+            auto c = im->ctxs.find(ctx);
+            if (c == im->ctxs.end()) return nullptr;
+            auto s = c->second->shm.find(handle);
+            if (s == c->second->shm.end()) return nullptr;
+            size = s->second.second;
+            return s->second.first;
+        };
         ec.tables = impl->tables.get();
         ec.events = impl.get();
         ec.bar = impl->bar.p;
@@ -267,6 +283,54 @@ void DeviceRuntime::close_context(uint16_t ctx_id) {
     m.fw->destroy_context(ctx_id);
     std::lock_guard<std::mutex> lk(m.eq_mu);
     m.ctxs.erase(ctx_id);
+}
+
+bool DeviceRuntime::add_shm(uint16_t ctx_id, int fd, uint64_t size, uint32_t& handle, std::string& err,
+                            int& err_no) {
+    Impl& m = *impl_;
+    struct Closer {
+        int fd;
+        ~Closer() { close(fd); }
+    } closer{fd};
+    // The object must not shrink under the device (a mapping of a truncated
+    // file faults) nor grow past what was checked.
+    const int seals = fcntl(fd, F_GET_SEALS);
+    struct stat st {};
+    if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+        err_no = EPERM;
+        err = "the memory object must be a memfd sealed against shrinking and growing";
+        return false;
+    }
+    if (fstat(fd, &st) != 0 || size == 0 || uint64_t(st.st_size) != size || size > (uint64_t{1} << 40)) {
+        err_no = EINVAL;
+        err = "size " + std::to_string(size) + " does not match the object";
+        return false;
+    }
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (p == MAP_FAILED) {
+        err_no = errno;
+        err = std::string("mmap: ") + std::strerror(errno);
+        return false;
+    }
+    std::lock_guard<std::mutex> lk(m.eq_mu);
+    auto it = m.ctxs.find(ctx_id);
+    if (it == m.ctxs.end()) {
+        munmap(p, size);
+        err_no = ENOENT;
+        err = "no such context";
+        return false;
+    }
+    Impl::Ctx& c = *it->second;
+    const uint32_t h = c.next_shm++;
+    if (m.fw->add_shm_object(ctx_id, h, size) != hw::CmdStatus::Ok) {
+        munmap(p, size);
+        err_no = EIO;
+        err = "the firmware refused the object";
+        return false;
+    }
+    c.shm[h] = {static_cast<uint8_t*>(p), size};
+    handle = h;
+    return true;
 }
 
 void DeviceRuntime::command_doorbell(uint16_t ctx_id) {

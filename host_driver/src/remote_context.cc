@@ -198,6 +198,17 @@ public:
 
     uint16_t boot_domain() const override { return boot_domain_; }
 
+    int share_memory(int fd, uint64_t size, uint32_t& handle) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        daemon::Json r = client_->request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", size}}, {fd});
+        if (!r.value("ok", false)) {
+            const int e = r.value("errno", EIO);
+            return e ? e : EIO;
+        }
+        handle = r.value("handle", 0u);
+        return 0;
+    }
+
     void ring_doorbell(hw::DbKind kind, uint32_t num, uint32_t index, uint8_t cq_cmd) override {
         // 1. The register, for the record (hw-spec 3.1).
         namespace db = hw::db_regs;

@@ -38,7 +38,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo || { echo "FAIL: simnic link add"; exit 1; }
+read -r -a link_opts <<<"${SIMNIC_LINK_OPTS:-}"
+sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "${link_opts[@]}" || { echo "FAIL: simnic link add"; exit 1; }
 
 # --durations: the time each case takes, to spot a slow path.
 "${AS[@]}" timeout 240 "$SIMNIC" exec -- "$EXE" --durations yes "$@"

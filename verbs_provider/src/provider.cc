@@ -3,6 +3,7 @@
 // QUERY_DEVICE, the PORT_BLOCK image of QUERY_PORT, the ID_BLOCK in BAR0, and
 // the GID / P_Key commands (hw-spec 2.3-2.5, 5.6.2), read with layout.h.
 #include "provider.h"
+#include "queue_arena.h"
 
 #include <sched.h>
 #include <endian.h>
@@ -146,6 +147,7 @@ private:
 struct SimContext {
     SimDevice* dev = nullptr;
     std::unique_ptr<host::Context> hc;
+    QueueArena queues;  // ring memory, shared with the device
     ContextShell* shell = nullptr;
     std::array<std::uint8_t, hw::cap_block::kSize> cap{};
     // Objects by device number, for event dispatch (obj_mu).
@@ -984,13 +986,6 @@ std::uint8_t log2_ceil(std::uint64_t v) {
 
 std::uint32_t round_up(std::uint32_t v, std::uint32_t unit) { return (v + unit - 1) / unit * unit; }
 
-// Zeroed, page-aligned queue memory.
-std::uint8_t* alloc_ring(std::size_t bytes) {
-    void* p = nullptr;
-    if (posix_memalign(&p, 4096, bytes) != 0) return nullptr;
-    std::memset(p, 0, bytes);
-    return static_cast<std::uint8_t*>(p);
-}
 
 template <std::size_t N>
 int run_in(SimContext& c, hw::CmdOpcode op, const std::array<std::uint8_t, N>& in,
@@ -1949,17 +1944,18 @@ ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel*
         return nullptr;
     }
     auto* cq = new (std::nothrow) SimCq{};
-    std::uint8_t* ring = alloc_ring(std::size_t{hw::cqe::kSize} << log);
+    std::uint16_t dom = 0;
+    std::uint8_t* ring = c->queues.alloc(*c->hc, std::size_t{hw::cqe::kSize} << log, dom);
     if (cq == nullptr || ring == nullptr) {
         delete cq;
-        std::free(ring);
+        c->queues.free(ring);
         errno = ENOMEM;
         return nullptr;
     }
     namespace ci = hw::cmd_create_cq_in;
     std::array<std::uint8_t, ci::kSize> in{};
     hw::set(in.data(), in.size(), ci::log_size, log);
-    hw::set(in.data(), in.size(), ci::domain_id, c->hc->boot_domain());
+    hw::set(in.data(), in.size(), ci::domain_id, dom);
     hw::set(in.data(), in.size(), ci::base, reinterpret_cast<std::uintptr_t>(ring));
     host::CmdOutcome r;
     e = run_in(*c, hw::CmdOpcode::CreateCq, in, hw::cmd_handle::kSize, r);
@@ -1967,7 +1963,7 @@ ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel*
     if (e == 0) e = out_handle(r, cqn);
     if (e != 0) {
         delete cq;
-        std::free(ring);
+        c->queues.free(ring);
         errno = e;
         return nullptr;
     }
@@ -1996,22 +1992,23 @@ int resize_cq(ibv_cq* ibcq, int cqe) {
     std::uint8_t log = 0;
     int e = cq_log_size(*c, cqe, log);
     if (e != 0) return e;
-    std::uint8_t* ring = alloc_ring(std::size_t{hw::cqe::kSize} << log);
+    std::uint16_t dom = 0;
+    std::uint8_t* ring = c->queues.alloc(*c->hc, std::size_t{hw::cqe::kSize} << log, dom);
     if (ring == nullptr) return ENOMEM;
     std::lock_guard<std::mutex> lk(cq.mu);  // no polling while the ring changes
     namespace rs = hw::cmd_resize_cq_in;
     std::array<std::uint8_t, rs::kSize> in{};
     hw::set(in.data(), in.size(), rs::cqn, cq.cqn);
     hw::set(in.data(), in.size(), rs::log_size, log);
-    hw::set(in.data(), in.size(), rs::domain_id, c->hc->boot_domain());
+    hw::set(in.data(), in.size(), rs::domain_id, dom);
     hw::set(in.data(), in.size(), rs::base, reinterpret_cast<std::uintptr_t>(ring));
     host::CmdOutcome r;
     e = run_in(*c, hw::CmdOpcode::ResizeCq, in, 0, r);
     if (e != 0) {
-        std::free(ring);
+        c->queues.free(ring);
         return e;
     }
-    std::free(cq.ring);
+    c->queues.free(cq.ring);
     cq.ring = ring;  // same indices, owner bits rewritten for the new size (5.6.6)
     cq.log_size = log;
     ibcq->cqe = static_cast<int>((1u << log) - 1);
@@ -2035,7 +2032,7 @@ int destroy_cq(ibv_cq* ibcq) {
     purge_async(*c, ibcq);
     pthread_cond_destroy(&ibcq->cond);
     pthread_mutex_destroy(&ibcq->mutex);
-    std::free(cq->ring);
+    c->queues.free(cq->ring);
     delete cq;
     return 0;
 }
@@ -2061,7 +2058,8 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     s->wq.log_stride = std::max<std::uint8_t>(
         hw::kMinLogRqStride, log2_ceil(hw::recv_wqe::kSize + hw::data_seg::kSize * sge));
     s->max_sge = sge;
-    s->wq.base = alloc_ring(s->wq.bytes());
+    std::uint16_t dom = 0;
+    s->wq.base = c->queues.alloc(*c->hc, s->wq.bytes(), dom);
     if (s->wq.base == nullptr) {
         delete s;
         errno = ENOMEM;
@@ -2070,7 +2068,7 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     namespace si = hw::cmd_create_srq_in;
     std::array<std::uint8_t, si::kSize> in{};
     hw::set(in.data(), in.size(), si::pdn, pd_number(pd));
-    hw::set(in.data(), in.size(), si::domain_id, c->hc->boot_domain());
+    hw::set(in.data(), in.size(), si::domain_id, dom);
     hw::set(in.data(), in.size(), si::base, reinterpret_cast<std::uintptr_t>(s->wq.base));
     hw::set(in.data(), in.size(), si::log_size, s->wq.log_size);
     hw::set(in.data(), in.size(), si::log_stride, s->wq.log_stride);
@@ -2080,7 +2078,7 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     int e = run_in(*c, hw::CmdOpcode::CreateSrq, in, hw::cmd_handle::kSize, r);
     if (e == 0) e = out_handle(r, s->srqn);
     if (e != 0) {
-        std::free(s->wq.base);
+        c->queues.free(s->wq.base);
         delete s;
         errno = e;
         return nullptr;
@@ -2141,7 +2139,7 @@ int destroy_srq(ibv_srq* srq) {
     purge_async(*c, srq);
     pthread_cond_destroy(&srq->cond);
     pthread_mutex_destroy(&srq->mutex);
-    std::free(s->wq.base);
+    c->queues.free(s->wq.base);
     delete s;
     return 0;
 }
@@ -2251,11 +2249,20 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
         errno = EINVAL;
         return nullptr;
     }
-    qp->sq.base = alloc_ring(qp->sq.bytes());
-    qp->rq.base = qp->srq ? nullptr : alloc_ring(qp->rq.bytes());
+    // One domain for both rings (the QPC names one): if only one fitted in
+    // the shared arena, both go to ordinary memory.
+    std::uint16_t dom = 0, rdom = 0;
+    qp->sq.base = c->queues.alloc(*c->hc, qp->sq.bytes(), dom);
+    qp->rq.base = qp->srq ? nullptr : c->queues.alloc(*c->hc, qp->rq.bytes(), rdom);
+    if (!qp->srq && qp->sq.base && qp->rq.base && rdom != dom) {
+        c->queues.free(qp->sq.base);
+        c->queues.free(qp->rq.base);
+        qp->sq.base = c->queues.alloc(*c->hc, qp->sq.bytes(), dom, false);
+        qp->rq.base = c->queues.alloc(*c->hc, qp->rq.bytes(), rdom, false);
+    }
     if (qp->sq.base == nullptr || (!qp->srq && qp->rq.base == nullptr)) {
-        std::free(qp->sq.base);
-        std::free(qp->rq.base);
+        c->queues.free(qp->sq.base);
+        c->queues.free(qp->rq.base);
         delete qp;
         errno = ENOMEM;
         return nullptr;
@@ -2270,7 +2277,7 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     set(q::send_cqn, qp->scq->cqn);
     set(q::recv_cqn, qp->rcq->cqn);
     set(q::srqn, qp->srq ? qp->srq->srqn : 0);
-    set(q::domain_id, c->hc->boot_domain());
+    set(q::domain_id, dom);
     set(q::sq_base, reinterpret_cast<std::uintptr_t>(qp->sq.base));
     set(q::rq_base, reinterpret_cast<std::uintptr_t>(qp->rq.base));
     set(q::log_sq_size, qp->sq.log_size);
@@ -2284,8 +2291,8 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     int e = run_in(*c, hw::CmdOpcode::CreateQp, in, hw::cmd_handle::kSize, r);
     if (e == 0) e = out_handle(r, qp->qpn);
     if (e != 0) {
-        std::free(qp->sq.base);
-        std::free(qp->rq.base);
+        c->queues.free(qp->sq.base);
+        c->queues.free(qp->rq.base);
         delete qp;
         errno = e;
         return nullptr;
@@ -2458,8 +2465,8 @@ int destroy_qp(ibv_qp* ibqp) {
     purge_async(*c, ibqp);
     pthread_cond_destroy(&ibqp->cond);
     pthread_mutex_destroy(&ibqp->mutex);
-    std::free(qp->sq.base);
-    std::free(qp->rq.base);
+    c->queues.free(qp->sq.base);
+    c->queues.free(qp->rq.base);
     delete qp;
     return 0;
 }

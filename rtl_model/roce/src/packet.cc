@@ -237,10 +237,12 @@ DecodeResult decode_l3(const uint8_t* f, size_t len, size_t l3, IpVersion ver, P
     out.icrc = load_le32(f + len - kIcrcBytes);
 
     DecodeResult r;
-    r.computed_icrc = compute_icrc(f, len, l3, l4, ver);
-    if (opt.check_icrc && r.computed_icrc != out.icrc) {
-        r.error = DecodeError::BadIcrc;
-        r.offset = len - kIcrcBytes;
+    if (opt.check_icrc) {
+        r.computed_icrc = compute_icrc(f, len, l3, l4, ver);
+        if (r.computed_icrc != out.icrc) {
+            r.error = DecodeError::BadIcrc;
+            r.offset = len - kIcrcBytes;
+        }
     }
     return r;
 }

@@ -29,6 +29,8 @@ public:
     Json request(const Json& req, int timeout_ms = 10000);
     // The same, for a reply that carries file descriptors (now the caller's).
     Json request_with_fds(const Json& req, std::vector<int>& fds, int timeout_ms = 10000);
+    // Sends a request carrying descriptors (SCM_RIGHTS) and waits for its reply.
+    Json request_passing_fds(const Json& req, const std::vector<int>& fds, int timeout_ms = 10000);
     // False once the daemon has closed the connection (it exited or died).
     bool alive() const;
 

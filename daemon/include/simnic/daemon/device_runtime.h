@@ -56,6 +56,9 @@ public:
     bool open_context(uint32_t pid, OpenedContext& out, std::string& err, int& err_no);
     // Destroys the context and every object in it.
     void close_context(uint16_t ctx_id);
+    // Maps a sealed memfd the context's process shares (takes `fd`) and makes
+    // it an SHM object of the context; `handle` names it for ATTACH_DOMAIN.
+    bool add_shm(uint16_t ctx_id, int fd, uint64_t size, uint32_t& handle, std::string& err, int& err_no);
     // The driver rang the command doorbell: run every posted command.
     void command_doorbell(uint16_t ctx_id);
 

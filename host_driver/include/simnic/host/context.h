@@ -12,6 +12,7 @@
 //     for tests that want a device without a daemon.
 #pragma once
 
+#include <cerrno>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -70,6 +71,18 @@ public:
     // The DMA domain of this process (hw-spec 1.3): what queue memory and MRs
     // name when they live in this process's address space.
     virtual std::uint16_t boot_domain() const = 0;
+
+    // Shares a memory object with the device (hw-spec 1.3, SHM domains): `fd`
+    // is a sealed memfd of `size` bytes (F_SEAL_GROW | F_SEAL_SHRINK) that
+    // this process maps; the device maps it too and then reaches it without
+    // system calls. On success `handle` names it for ATTACH_DOMAIN. The caller
+    // keeps its descriptor. EOPNOTSUPP where the device cannot.
+    virtual int share_memory(int fd, std::uint64_t size, std::uint32_t& handle) {
+        (void)fd;
+        (void)size;
+        (void)handle;
+        return EOPNOTSUPP;
+    }
 
     // Rings a doorbell (hw-spec 3.1, delivered as 3.4 says): `index` is the
     // new producer index (SQ, RQ, SRQ) or consumer index (CQ); `cq_cmd` only

@@ -1,9 +1,11 @@
 // What the pipeline's blocks share: the configuration, the functional
 // datapath, the DMA engine and table caches, the channels between blocks,
-// and the counters. Each block is its own SC_MODULE (blocks.h) and touches
-// only the channels it is wired to.
+// and the counters. Each block is its own SC_MODULE (blocks/*.h, listed in
+// blocks.h) and touches only the channels it is wired to; nic.cc holds the
+// helpers they share (table lookups, playing a record's memory ops).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +16,7 @@
 #include "simnic/model/dma_engine.h"
 #include "simnic/model/pipeline.h"
 #include "simnic/model/table_cache.h"
+#include "simnic/roce/header_vector.h"
 
 namespace simnic::rtl {
 class IcrcEngineRtl;
@@ -50,6 +53,14 @@ struct CqeTok {
     bool is_send = false;
     uint64_t not_before_ps = 0;  // payload writes this CQE must follow
 };
+
+// The memory ops of a record: table lookups and DMA transfers.
+inline bool is_memory_op(Op::Kind k) {
+    return k == Op::Kind::Qpc || k == Op::Kind::Mpt || k == Op::Kind::Mtt || k == Op::Kind::DmaRead ||
+           k == Op::Kind::DmaWrite;
+}
+// Key of a send WQE in Nic::wqe_start.
+inline uint64_t wqe_key(uint32_t qpn, uint32_t index) { return (uint64_t(qpn) << 32) | index; }
 
 inline sim::Probe probe_of(const Txn& t) {
     return sim::Probe{t.qpn, t.psn, t.opcode, uint32_t(t.frame.size())};
@@ -101,6 +112,8 @@ struct Nic {
 
     // Counters that are not per block.
     uint64_t rx_drops_parser = 0, rx_drops_icrc = 0, icrc_rtl_mismatch = 0, parser_rtl_mismatch = 0;
+    // The parser's drops by reason (index: roce::ParseVerdict; Accept stays 0).
+    std::array<uint64_t, roce::kNumParseVerdicts> rx_drops_parser_reason{};
     uint64_t tx_frames = 0, tx_wire_bytes = 0, tx_payload_bytes = 0, rx_frames = 0;
     uint64_t first_tx_ps = 0, last_tx_ps = 0, mac_tx_free_ps = 0, mac_rx_free_ps = 0;
     uint64_t eqes = 0, fw_commands = 0;
@@ -123,6 +136,13 @@ struct Nic {
     // `writes_done` to the visibility of payload writes.
     size_t play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
                        uint64_t& writes_done, bool block_on_reads);
+};
+
+// What every block is: a module of the NIC's simulation, wired to the Nic
+// whose channels and resources it uses.
+struct BlockBase : sc_core::sc_module {
+    BlockBase(sc_core::sc_module_name n, Nic& nic) : sc_core::sc_module(n), nic(nic) {}
+    Nic& nic;
 };
 
 }  // namespace simnic::model

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 
 #include "blocks.h"
+#include "sim_context.h"
 
 // libsystemc calls sc_main from its own main(); simnic's programs have their
 // own main, so this definition only satisfies the link.
@@ -17,31 +17,18 @@ int sc_main(int, char**) { return 0; }
 
 namespace simnic::model {
 
+// Every use of this device's SystemC context, from any thread (sim_context.h).
+using sim::SimGuard;
+
 namespace {
 
-// SystemC keeps its current simulation context in a global: every use of
-// SystemC, from any thread, happens under this lock with that global set to
-// the pipeline's own context.
-// Recursive: the bench's host model calls doorbell() from inside the
-// simulation it is part of.
-std::recursive_mutex& systemc_lock() {
-    static std::recursive_mutex m;
-    return m;
+// "TOO_SHORT" -> "too_short" (statistic names).
+std::string lower(const char* s) {
+    std::string r(s);
+    for (char& c : r)
+        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    return r;
 }
-
-class SimGuard {
-public:
-    explicit SimGuard(sc_core::sc_simcontext* ctx) : lk_(systemc_lock()), prev_(sc_core::sc_curr_simcontext) {
-        sc_core::sc_curr_simcontext = ctx;
-    }
-    ~SimGuard() { sc_core::sc_curr_simcontext = prev_; }
-    SimGuard(const SimGuard&) = delete;
-    SimGuard& operator=(const SimGuard&) = delete;
-
-private:
-    std::lock_guard<std::recursive_mutex> lk_;
-    sc_core::sc_simcontext* prev_;
-};
 
 uint64_t wall_ns() {
     timespec ts;
@@ -249,6 +236,10 @@ std::vector<ModelStat> Pipeline::stats() const {
     s.push_back({"mac.tx_line_utilisation",
                  span ? 100.0 * double(n.tx_wire_bytes) * 8000.0 / double(span) / n.cfg.mac.line_rate_gbps : 0, "%"});
     s.push_back({"rx.drops_parser", double(n.rx_drops_parser), ""});
+    for (size_t v = 0; v < n.rx_drops_parser_reason.size(); ++v)
+        if (n.rx_drops_parser_reason[v])
+            s.push_back({std::string("rx.drops_parser.") + lower(roce::kParseVerdictIds[v]),
+                         double(n.rx_drops_parser_reason[v]), ""});
     s.push_back({"rx.drops_icrc", double(n.rx_drops_icrc), ""});
     if (n.icrc_rtl) s.push_back({"rtl.icrc_mismatches", double(n.icrc_rtl_mismatch), ""});
     if (n.parser_rtl) s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});

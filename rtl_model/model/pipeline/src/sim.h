@@ -89,6 +89,7 @@ public:
     }
     bool empty() const { return q_.empty(); }
     size_t size() const { return q_.size(); }
+    size_t depth() const { return depth_; }
     const std::string& name() const { return name_; }
     const sc_core::sc_event& data_event() const { return pushed_; }
     uint64_t transfers() const { return pushed_count_; }

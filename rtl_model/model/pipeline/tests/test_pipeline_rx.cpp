@@ -50,7 +50,7 @@ double stat(const model::Pipeline& p, const std::string& name) {
 struct Run {
     std::vector<std::vector<uint8_t>> rx;
     uint64_t cycles = 0;
-    double drops_parser = 0, drops_icrc = 0, rtl_mismatch = 0;
+    double drops_parser = 0, drops_parser_ip_length = 0, drops_icrc = 0, rtl_mismatch = 0;
 };
 
 Run run(model::BlockImpl impl, const std::vector<std::vector<uint8_t>>& frames) {
@@ -66,6 +66,7 @@ Run run(model::BlockImpl impl, const std::vector<std::vector<uint8_t>>& frames) 
     r.cycles = p->run();
     r.rx = be.rx;
     r.drops_parser = stat(*p, "rx.drops_parser");
+    r.drops_parser_ip_length = stat(*p, "rx.drops_parser.ip_length");
     r.drops_icrc = stat(*p, "rx.drops_icrc");
     if (impl == model::BlockImpl::rtl) r.rtl_mismatch = stat(*p, "rtl.parser_mismatches");
     return r;
@@ -88,6 +89,7 @@ TEST_CASE("pipeline RX: golden frames reach the transport stage, bad ones are dr
     CHECK(cpp.rx.size() == good);
     CHECK(cpp.drops_icrc == 1);
     CHECK(cpp.drops_parser == 1);
+    CHECK(cpp.drops_parser_ip_length == 1);  // the IP header says there is more
     for (size_t i = 0; i < good && i < cpp.rx.size(); ++i) CHECK(cpp.rx[i] == frames[i]);
     // Every frame crosses the MAC at line rate at least.
     CHECK(cpp.cycles > good);
@@ -96,6 +98,7 @@ TEST_CASE("pipeline RX: golden frames reach the transport stage, bad ones are dr
     CHECK(rtl.rx == cpp.rx);
     CHECK(rtl.drops_icrc == 1);
     CHECK(rtl.drops_parser == 1);
+    CHECK(rtl.drops_parser_ip_length == 1);
     CHECK(rtl.rtl_mismatch == 0);
     // The RTL blocks replace their twins without changing the pipeline's timing.
     CHECK(rtl.cycles == cpp.cycles);

@@ -76,7 +76,7 @@ struct DecodeOptions {
 struct DecodeResult {
     DecodeError error = DecodeError::Ok;
     size_t offset = 0;
-    uint32_t computed_icrc = 0;  // valid once the frame decoded far enough
+    uint32_t computed_icrc = 0;  // valid once the frame decoded far enough, with check_icrc
 
     bool ok() const { return error == DecodeError::Ok; }
     explicit operator bool() const { return ok(); }

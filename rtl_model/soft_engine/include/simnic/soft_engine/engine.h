@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,6 +31,10 @@ struct EngineConfig {
     std::string netdev;    // the port's netdev; its first IPv4 address is used
     std::string pcap;      // empty: no capture
     bool loopback = false; // frames to the device's own address skip the kernel (see Device)
+    // SHM domains (hw-spec 1.3): the local mapping of shared object `handle`
+    // of context `ctx` and its size; null if there is none. Called by the
+    // engine thread; the mapping must stay until the context is removed.
+    std::function<std::uint8_t*(std::uint16_t ctx, std::uint32_t handle, std::uint64_t& size)> shm;
     fw::TableStore* tables = nullptr;
     fw::EventSink* events = nullptr;  // posts EQEs (thread-safe)
     std::uint8_t* bar = nullptr;      // BAR0 global page (STATS_BLOCK, PORT_BLOCK)

@@ -1,0 +1,39 @@
+#include "blocks/cqe_writer.h"
+
+#include <algorithm>
+
+namespace simnic::model {
+
+using sim::now_ps;
+using sim::wait_ps;
+using sim::wait_until;
+
+// CQEs become visible in the order they were written (posted writes keep
+// their order), so one FIFO of (visible at, CQE) suffices.
+void CqeWriterBlock::visible() {
+    for (;;) {
+        auto [t, c] = nic.cqe_visible.read();
+        wait_until(t);
+        if (c.is_send) {
+            auto it = nic.wqe_start.find(wqe_key(c.qpn, c.wqe_index));
+            if (it != nic.wqe_start.end()) {
+                if (nic.latency_ps.size() < (size_t(1) << 22)) nic.latency_ps.push_back(now_ps() - it->second);
+                nic.wqe_start.erase(it);
+            }
+        }
+        if (nic.on_cqe) nic.on_cqe(c.cqn);
+    }
+}
+
+void CqeWriterBlock::main() {
+    for (;;) {
+        CqeTok c = nic.cq_in.read();
+        sim::BlockStats& st = nic.blk[Nic::kCqeWriter];
+        sim::BusyScope busy(st);
+        wait_ps(nic.cycles(1));
+        const uint64_t t = std::max(nic.dma.write(now_ps(), nic.cfg.cq.cqe_bytes, DmaPurpose::Cqe), c.not_before_ps);
+        nic.cqe_visible.push_input({t, c}, sim::Probe{c.qpn});
+    }
+}
+
+}  // namespace simnic::model

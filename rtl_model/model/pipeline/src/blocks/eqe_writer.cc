@@ -1,0 +1,18 @@
+#include "blocks/eqe_writer.h"
+
+namespace simnic::model {
+
+using sim::now_ps;
+using sim::wait_ps;
+
+void EqeWriterBlock::main() {
+    for (;;) {
+        nic.eq_in.read();
+        sim::BusyScope busy(nic.blk[Nic::kEqeWriter]);
+        wait_ps(nic.cycles(1));
+        nic.dma.write(now_ps(), nic.cfg.eq.eqe_bytes, DmaPurpose::Eqe);
+        ++nic.eqes;
+    }
+}
+
+}  // namespace simnic::model

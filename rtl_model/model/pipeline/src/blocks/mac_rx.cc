@@ -1,0 +1,29 @@
+#include "blocks/mac_rx.h"
+
+#include <algorithm>
+
+namespace simnic::model {
+
+using sim::now_ps;
+using sim::wait_ps;
+
+void MacRxBlock::main() {
+    for (;;) {
+        std::vector<uint8_t> fr = nic.wire_in.read();
+        sim::BlockStats& st = nic.blk[Nic::kMacRx];
+        auto t = std::make_shared<Txn>();
+        t->kind = Txn::Kind::Rx;
+        t->t_in = now_ps();
+        {
+            sim::BusyScope busy(st);
+            const uint32_t len = uint32_t(fr.size());
+            wait_ps(std::max<uint64_t>(nic.cycles(nic.cfg.beats(len)), uint64_t(nic.cfg.line_time_ps(len) + 0.5)));
+            ++nic.rx_frames;
+            t->frame = std::move(fr);
+            t->ready_ps = now_ps();
+        }
+        nic.mac_to_parser.write(t, probe_of(*t), &st.stall_ps);
+    }
+}
+
+}  // namespace simnic::model

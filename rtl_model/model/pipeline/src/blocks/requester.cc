@@ -1,0 +1,53 @@
+#include "blocks/requester.h"
+
+#include <algorithm>
+
+namespace simnic::model {
+
+using sim::now_ps;
+using sim::wait_ps;
+using sim::wait_until;
+
+void RequesterBlock::main() {
+    for (;;) {
+        TxnPtr t = nic.wqe_to_req.read();
+        sim::BlockStats& st = nic.blk[Nic::kRequester];
+        if (t->ready_ps > now_ps()) {
+            st.stall_ps += t->ready_ps - now_ps();  // its WQEs are still on the way
+            wait_until(t->ready_ps);
+        }
+        sim::BusyScope busy(st);
+        OpRecord& rec = t->rec;
+        uint64_t payload_ready = now_ps(), writes_done = now_ps();
+        for (size_t i = 0; i < rec.ops.size();) {
+            const Op& o = rec.ops[i];
+            if ((o.kind == Op::Kind::DmaRead && o.purpose == DmaPurpose::WqeFetch) || o.kind == Op::Kind::WqeFetched) {
+                ++i;  // the doorbell block did these
+                continue;
+            }
+            if (is_memory_op(o.kind)) {
+                i = nic.play_memory(rec, i, st, payload_ready, writes_done, false);
+                continue;
+            }
+            switch (o.kind) {
+                case Op::Kind::TxFrame: {
+                    wait_ps(nic.cycles(nic.cfg.requester.cycles_per_packet));
+                    FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
+                    const sim::Probe p = probe_of(f);
+                    nic.req_to_txb.write(std::move(f), p, &st.stall_ps);
+                    payload_ready = now_ps();
+                    break;
+                }
+                case Op::Kind::Cqe:
+                    nic.cq_in.write(CqeTok{o.id, t->db.num, o.aux, o.is_send, writes_done}, sim::Probe{t->db.num},
+                                    &st.stall_ps);
+                    break;
+                case Op::Kind::Eqe: nic.eq_in.write(o.id, sim::Probe{o.id}, &st.stall_ps); break;
+                default: break;
+            }
+            ++i;
+        }
+    }
+}
+
+}  // namespace simnic::model

@@ -1,0 +1,114 @@
+#include "blocks/rx_transport.h"
+
+#include <algorithm>
+
+#include "simnic/roce/opcode.h"
+
+namespace simnic::model {
+
+using sim::now_ps;
+using sim::wait_ps;
+using sim::wait_until;
+
+void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
+    OpRecord& rec = t.rec;
+    // Request packets the completer releases (the send window reopened, a
+    // retransmission) belong to the requester's stream: they go behind the
+    // requester's queued packets, never ahead of them, so PSN order on the
+    // wire is the order the datapath gave them.
+    TxnPtr resume;
+    size_t seg = 0;  // first op of the current frame's segment
+    for (size_t i = 0; i < rec.ops.size(); ++i) {
+        const Op& o = rec.ops[i];
+        if (o.kind != Op::Kind::TxFrame) continue;
+        if (!roce::opcode_info(rec.frames[o.aux].opcode).has(roce::kRequest)) continue;
+        if (!resume) {
+            resume = std::make_shared<Txn>();
+            resume->kind = Txn::Kind::Doorbell;
+            resume->t_in = now_ps();
+            resume->qpn = t.qpn;
+            resume->db.num = t.qpn;
+        }
+        // The frame and the memory ops just before it (its MR lookups and
+        // payload reads). Building a request never writes host memory: a
+        // write before it is the received packet's (a READ response's data),
+        // and so is everything before that write; they stay here.
+        size_t first = i;
+        while (first > seg && is_memory_op(rec.ops[first - 1].kind) && rec.ops[first - 1].kind != Op::Kind::DmaWrite)
+            --first;
+        for (size_t k = first; k <= i; ++k) {
+            Op c = rec.ops[k];
+            if (c.kind == Op::Kind::TxFrame) {
+                c.aux = uint32_t(resume->rec.frames.size());
+                resume->rec.frames.push_back(std::move(rec.frames[o.aux]));
+            }
+            resume->rec.ops.push_back(c);
+            rec.ops[k].kind = Op::Kind::WqeFetched;  // played by the requester now
+            rec.ops[k].id = 0;
+        }
+        seg = i + 1;
+    }
+    uint64_t payload_ready = now_ps(), writes_done = now_ps();
+    for (size_t i = 0; i < rec.ops.size();) {
+        const Op& o = rec.ops[i];
+        if (is_memory_op(o.kind)) {
+            i = nic.play_memory(rec, i, st, payload_ready, writes_done, false);
+            continue;
+        }
+        switch (o.kind) {
+            case Op::Kind::TxFrame: {
+                FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
+                const sim::Probe p = probe_of(f);
+                nic.rxt_to_txb.write(std::move(f), p, &st.stall_ps);
+                payload_ready = now_ps();
+                break;
+            }
+            case Op::Kind::Cqe:
+                nic.cq_in.write(CqeTok{o.id, t.qpn, o.aux, o.is_send, writes_done}, sim::Probe{t.qpn}, &st.stall_ps);
+                break;
+            case Op::Kind::Eqe: nic.eq_in.write(o.id, sim::Probe{o.id}, &st.stall_ps); break;
+            case Op::Kind::WqeFetched:
+                if (o.id) nic.wqe_start[wqe_key(o.id, o.aux)] = now_ps();
+                break;
+            default: break;
+        }
+        ++i;
+    }
+    if (resume) nic.wqe_to_req.write(resume, probe_of(*resume), &st.stall_ps);
+}
+
+void RxTransportBlock::main() {
+    for (;;) {
+        TxnPtr t = nic.rx_in.read();
+        wait_until(t->ready_ps);
+        const bool request = roce::opcode_info(t->opcode).has(roce::kRequest);
+        sim::BlockStats& st = nic.blk[request ? Nic::kResponder : Nic::kCompleter];
+        busy.lock();
+        {
+            sim::BusyScope b(st);
+            nic.lookup(nic.qpc, t->qpn, st);
+            nic.be.exec_rx(t->frame.data(), t->frame.size(), t->rec);
+            wait_ps(nic.cycles(request ? nic.cfg.responder.cycles_per_packet : nic.cfg.completer.cycles_per_packet));
+            play(*t, st);
+        }
+        busy.unlock();
+    }
+}
+
+void RxTransportBlock::timers() {
+    for (;;) {
+        TxnPtr t = nic.timer_in.read();
+        sim::BlockStats& st = nic.blk[Nic::kCompleter];
+        busy.lock();
+        {
+            sim::BusyScope b(st);
+            nic.lookup(nic.qpc, t->qpn, st);
+            nic.be.exec_timer(t->qpn, t->timer, t->rec);
+            wait_ps(nic.cycles(nic.cfg.completer.cycles_per_packet));
+            play(*t, st);
+        }
+        busy.unlock();
+    }
+}
+
+}  // namespace simnic::model

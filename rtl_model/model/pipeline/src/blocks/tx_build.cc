@@ -1,0 +1,43 @@
+#include "blocks/tx_build.h"
+
+#include "icrc_engine_rtl.h"
+
+namespace simnic::model {
+
+using sim::now_ps;
+using sim::wait_ps;
+using sim::wait_until;
+
+void TxBuildBlock::main() {
+    for (;;) {
+        // Responses (ACKs, READ responses) first: they are short and the
+        // peer's requester is waiting on them.
+        while (nic.rxt_to_txb.empty() && nic.req_to_txb.empty())
+            sc_core::wait(nic.rxt_to_txb.data_event() | nic.req_to_txb.data_event());
+        FrameTok f = !nic.rxt_to_txb.empty() ? nic.rxt_to_txb.read() : nic.req_to_txb.read();
+        sim::BlockStats& st = nic.blk[Nic::kTxBuild];
+        if (f.ready_ps > now_ps()) {
+            st.stall_ps += f.ready_ps - now_ps();  // payload still on its way from host memory
+            wait_until(f.ready_ps);
+        }
+        {
+            sim::BusyScope busy(st);
+            std::vector<uint8_t>& b = f.f.bytes;
+            wait_ps(nic.cycles(nic.cfg.beats(uint32_t(b.size()))));
+            if (nic.icrc_rtl && b.size() >= 4) {
+                const uint32_t carried = uint32_t(b[b.size() - 4]) | uint32_t(b[b.size() - 3]) << 8 |
+                                         uint32_t(b[b.size() - 2]) << 16 | uint32_t(b[b.size() - 1]) << 24;
+                const std::vector<rtl::IcrcResult> r = nic.icrc_rtl->run({b});
+                if (!r.empty() && !r[0].err) {
+                    if (r[0].icrc != carried) ++nic.icrc_rtl_mismatch;
+                    for (int k = 0; k < 4; ++k) b[b.size() - 4 + size_t(k)] = uint8_t(r[0].icrc >> (8 * k));
+                }
+            }
+            f.ready_ps = now_ps() + nic.cycles(nic.cfg.icrc.latency_cycles);
+        }
+        const sim::Probe p = probe_of(f);
+        nic.txb_to_mac.write(std::move(f), p, &st.stall_ps);
+    }
+}
+
+}  // namespace simnic::model

@@ -1,0 +1,32 @@
+// TX build block: header build and ICRC insert for every frame that leaves.
+//
+// Takes frames from two queues, the RX transport stage's responses (ACKs,
+// READ responses) first, since they are short and the peer's requester is
+// waiting on them, then the requester's request packets. A frame cannot
+// start before its payload is in the device (FrameTok::ready_ps, set by the
+// DMA reads that fetch it): that wait is this block's stall.
+//
+// Why it costs what it costs: the frame streams through the datapath at one
+// beat (mac.width_bytes) per cycle, so it occupies the block for
+// ceil(len / width) cycles; the ICRC engine's result is out
+// icrc.latency_cycles after the last beat, which the frame carries to MAC TX
+// as its ready time (pipelined: the next frame may start meanwhile). With
+// icrc.impl = rtl the Verilated ICRC engine computes the ICRC that goes on
+// the wire (a disagreement with the datapath's is counted); the timing is the
+// same as the C++ model's.
+//
+// In: Nic::rxt_to_txb, Nic::req_to_txb. Out: Nic::txb_to_mac. Counters:
+// Nic::kTxBuild, Nic::icrc_rtl_mismatch.
+#pragma once
+
+#include "nic.h"
+
+namespace simnic::model {
+
+struct TxBuildBlock : BlockBase {
+    SC_HAS_PROCESS(TxBuildBlock);
+    TxBuildBlock(sc_core::sc_module_name n, Nic& nic) : BlockBase(n, nic) { SC_THREAD(main); }
+    void main();
+};
+
+}  // namespace simnic::model

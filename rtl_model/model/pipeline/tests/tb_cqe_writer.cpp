@@ -1,0 +1,83 @@
+// The CQE writer alone: a CQE costs one cycle and a posted DMA write of
+// cq.cqe_bytes; it is visible when the DmaEngine says the write is, and not
+// before the payload writes it follows; at visibility the message latency
+// sample (visible - WQE start) is taken for a send CQE and on_cqe is called.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "block_harness.h"
+#include "blocks/cqe_writer.h"
+
+using namespace simnic;
+using namespace simnic::model;
+
+namespace {
+
+CqeTok cqe(uint32_t cqn, uint32_t qpn, uint32_t wqe, bool is_send, uint64_t not_before = 0) {
+    CqeTok c;
+    c.cqn = cqn;
+    c.qpn = qpn;
+    c.wqe_index = wqe;
+    c.is_send = is_send;
+    c.not_before_ps = not_before;
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("cqe_writer: a CQE is visible after its DMA write, latency = visible - WQE start, on_cqe then",
+          "[model][block][cqe_writer]") {
+    ModelConfig slow;
+    slow.dma.write_latency_ns = 900;
+    slow.dma.bandwidth_gbps = 16;
+    slow.cq.cqe_bytes = 128;
+    for (const ModelConfig& cfg : {ModelConfig{}, slow}) {
+        INFO("write latency " << cfg.dma.write_latency_ns << " ns, cqe " << cfg.cq.cqe_bytes << " B");
+        const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+        tb::BlockBench<CqeWriterBlock> b(cfg);
+        std::vector<std::pair<uint64_t, uint32_t>> seen;  // (when, cqn) of on_cqe
+        b.nic().on_cqe = [&seen](uint32_t cqn) { seen.emplace_back(sim::now_ps(), cqn); };
+        const uint64_t wqe_started = 0;
+        b.nic().wqe_start[wqe_key(7, 11)] = wqe_started;
+        // Three CQEs at once: a send, a receive, a send whose WQE start is unknown.
+        b.drive(b.nic().cq_in, {{0, cqe(4, 7, 11, true)}, {0, cqe(5, 7, 3, false)}, {0, cqe(4, 8, 1, true)}});
+        b.run();
+
+        DmaEngine dma(cfg.dma);
+        std::vector<uint64_t> visible;
+        for (uint64_t i = 1; i <= 3; ++i) visible.push_back(dma.write(i * P, cfg.cq.cqe_bytes, DmaPurpose::Cqe));
+        REQUIRE(seen.size() == 3);
+        for (size_t i = 0; i < 3; ++i) CHECK(seen[i].first == visible[i]);
+        CHECK(seen[0].second == 4);
+        CHECK(seen[1].second == 5);
+        CHECK(seen[2].second == 4);
+        // One latency sample: the send CQE whose WQE start is known.
+        REQUIRE(b.nic().latency_ps.size() == 1);
+        CHECK(b.nic().latency_ps[0] == visible[0] - wqe_started);
+        CHECK(b.nic().wqe_start.count(wqe_key(7, 11)) == 0);  // taken
+        const sim::BlockStats& st = b.nic().blk[Nic::kCqeWriter];
+        CHECK(st.items == 3);
+        CHECK(st.busy_ps == 3 * P);  // posted writes do not hold the block
+        CHECK(b.nic().dma.stats().write_bytes[size_t(DmaPurpose::Cqe)] == 3 * cfg.cq.cqe_bytes);
+    }
+}
+
+TEST_CASE("cqe_writer: a CQE is not visible before the payload writes it completes", "[model][block][cqe_writer]") {
+    const ModelConfig cfg;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    tb::BlockBench<CqeWriterBlock> b(cfg);
+    std::vector<uint64_t> seen;
+    b.nic().on_cqe = [&seen](uint32_t) { seen.push_back(sim::now_ps()); };
+    const uint64_t start = 500 * P;
+    b.nic().wqe_start[wqe_key(7, 1)] = start;
+    DmaEngine dma(cfg.dma);
+    const uint64_t own = dma.write(start + P, cfg.cq.cqe_bytes, DmaPurpose::Cqe);
+    const uint64_t payload_visible = own + 12345;
+    b.drive(b.nic().cq_in, start, cqe(1, 7, 1, true, payload_visible));
+    b.run();
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0] == payload_visible);
+    REQUIRE(b.nic().latency_ps.size() == 1);
+    CHECK(b.nic().latency_ps[0] == payload_visible - start);
+}

@@ -1,0 +1,145 @@
+// The doorbell block alone: one cycle per doorbell plus, for an SQ or RQ
+// doorbell, the QPC lookup (hit: qpc_cache.hit_cycles; miss: that plus the
+// DmaEngine's read of qpc_cache.entry_bytes, counted as stall); the WQE
+// fetch reads are issued and not waited for, so fetches of consecutive
+// doorbells overlap, and each doorbell goes on with the time its last WQE
+// arrives; the send WQEs' start times are recorded for the latency figure.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "block_harness.h"
+#include "blocks/doorbell.h"
+#include "simnic/hw/layout.h"
+
+using namespace simnic;
+using namespace simnic::model;
+
+namespace {
+
+constexpr uint32_t kWqeBytes = 64;  // what the stand-in datapath fetches per WQE
+
+TxnPtr doorbell(hw::DbKind kind, uint32_t num, uint32_t index, uint64_t t_in = 0) {
+    auto t = std::make_shared<Txn>();
+    t->kind = Txn::Kind::Doorbell;
+    t->t_in = t_in;
+    t->db.kind = uint8_t(kind);
+    t->db.num = num;
+    t->db.index = index;
+    t->qpn = num;
+    return t;
+}
+
+// The datapath's part: an SQ doorbell makes `wqes` WQEs runnable, each
+// fetched by DMA; other doorbells fetch nothing.
+void datapath(tb::FakeBackend& be, uint32_t wqes) {
+    be.on_doorbell = [wqes](const Doorbell& db, OpRecord& rec) {
+        if (db.kind != uint8_t(hw::DbKind::Sq)) return;
+        for (uint32_t i = 0; i < wqes; ++i) {
+            rec.add(Op::Kind::DmaRead, 0, kWqeBytes, 0, DmaPurpose::WqeFetch);
+            rec.add(Op::Kind::WqeFetched, db.num, 0, db.index - wqes + i);
+        }
+    };
+}
+
+}  // namespace
+
+TEST_CASE("doorbell: QPC miss costs the entry's DMA read over a hit, WQE fetches overlap",
+          "[model][block][doorbell]") {
+    ModelConfig slow;  // another cache and memory
+    slow.qpc_cache.hit_cycles = 5;
+    slow.qpc_cache.entry_bytes = 1024;
+    slow.dma.read_latency_ns = 1000;
+    slow.dma.bandwidth_gbps = 64;
+    for (const ModelConfig& cfg : {ModelConfig{}, slow}) {
+        INFO("qpc hit_cycles " << cfg.qpc_cache.hit_cycles << ", entry " << cfg.qpc_cache.entry_bytes);
+        const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+        const uint64_t hit = cfg.qpc_cache.hit_cycles * P;
+        const uint32_t qpn = 5;
+
+        tb::BlockBench<DoorbellBlock> b(cfg);
+        datapath(b.be, 1);
+        b.drive(b.nic().db_in, {{0, doorbell(hw::DbKind::Sq, qpn, 1)}, {0, doorbell(hw::DbKind::Sq, qpn, 2)}});
+        const auto& out = b.watch(b.nic().wqe_to_req);
+        b.run();
+        REQUIRE(out.size() == 2);
+
+        // The same DMA traffic on a DmaEngine of its own gives the times.
+        DmaEngine dma(cfg.dma);
+        const uint64_t lookup1 = P + hit;                       // doorbell write, lookup: a miss
+        const uint64_t ctx = dma.read(lookup1, cfg.qpc_cache.entry_bytes, DmaPurpose::Context);
+        const uint64_t out1 = ctx;                              // the fetch is issued, not waited for
+        const uint64_t wqe1 = dma.read(out1, kWqeBytes, DmaPurpose::WqeFetch);
+        const uint64_t out2 = out1 + P + hit;                   // the second doorbell hits
+        const uint64_t wqe2 = dma.read(out2, kWqeBytes, DmaPurpose::WqeFetch);
+
+        CHECK(out[0].t_ps == out1);
+        CHECK(out[0].item->ready_ps == wqe1);
+        CHECK(out[1].t_ps == out2);
+        CHECK(out[1].item->ready_ps == wqe2);
+        // Miss = hit + the entry's read; the second doorbell's cost is the hit.
+        CHECK(out1 - 0 == P + hit + (ctx - lookup1));
+        CHECK(out2 - out1 == P + hit);
+        // The second fetch was issued before the first came back: they overlap.
+        CHECK(out2 < wqe1);
+        CHECK(wqe2 - wqe1 == out2 - out1);
+        CHECK(wqe2 - wqe1 < uint64_t(cfg.dma.read_latency_ns) * 1000);
+
+        const Nic& n = b.nic();
+        CHECK(n.qpc.stats().misses == 1);
+        CHECK(n.qpc.stats().hits == 1);
+        const sim::BlockStats& st = n.blk[Nic::kDoorbell];
+        CHECK(st.stall_ps == ctx - lookup1);  // waiting for the QPC entry
+        CHECK(st.busy_ps == out2);
+        CHECK(n.dma.stats().read_bytes[size_t(DmaPurpose::WqeFetch)] == 2 * kWqeBytes);
+        CHECK(n.dma.stats().read_bytes[size_t(DmaPurpose::Context)] == cfg.qpc_cache.entry_bytes);
+        // The datapath was called once the QPC was there.
+        REQUIRE(b.be.doorbells.size() == 2);
+        CHECK(b.be.doorbells[0].t_ps == out1);
+        CHECK(b.be.doorbells[1].t_ps == out2);
+        // Each WQE's start, for the message latency: when its doorbell came in.
+        CHECK(n.wqe_start.at(wqe_key(qpn, 0)) == 0);
+        CHECK(n.wqe_start.at(wqe_key(qpn, 1)) == 0);
+    }
+}
+
+TEST_CASE("doorbell: the WQEs of one doorbell are fetched back to back, it goes on when the last is in",
+          "[model][block][doorbell]") {
+    ModelConfig cfg;
+    cfg.dma.outstanding_reads = 2;  // fewer tags than WQEs: the rest wait for one
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    const uint32_t wqes = 5;
+    tb::BlockBench<DoorbellBlock> b(cfg);
+    datapath(b.be, wqes);
+    // Warm the QPC so the doorbell hits.
+    b.nic().qpc.access(9);
+    b.drive(b.nic().db_in, 0, doorbell(hw::DbKind::Sq, 9, wqes));
+    const auto& out = b.watch(b.nic().wqe_to_req);
+    b.run();
+    REQUIRE(out.size() == 1);
+    const uint64_t issue = P + cfg.qpc_cache.hit_cycles * P;
+    DmaEngine dma(cfg.dma);
+    uint64_t last = 0;
+    for (uint32_t i = 0; i < wqes; ++i) last = std::max(last, dma.read(issue, kWqeBytes, DmaPurpose::WqeFetch));
+    CHECK(out[0].t_ps == issue);
+    CHECK(out[0].item->ready_ps == last);
+    CHECK(b.nic().dma.stats().tag_wait_ps == dma.stats().tag_wait_ps);
+    CHECK(b.nic().dma.stats().tag_wait_ps > 0);
+}
+
+TEST_CASE("doorbell: CQ and SRQ doorbells cost one cycle, no QPC lookup", "[model][block][doorbell]") {
+    const ModelConfig cfg;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    tb::BlockBench<DoorbellBlock> b(cfg);
+    datapath(b.be, 1);
+    b.drive(b.nic().db_in, {{0, doorbell(hw::DbKind::Cq, 3, 0)}, {0, doorbell(hw::DbKind::Srq, 4, 0)}});
+    const auto& out = b.watch(b.nic().wqe_to_req);
+    b.run();
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].t_ps == P);
+    CHECK(out[1].t_ps == 2 * P);
+    CHECK(out[1].item->ready_ps == 2 * P);  // nothing to fetch
+    CHECK(b.nic().qpc.stats().hits + b.nic().qpc.stats().misses == 0);
+    CHECK(b.nic().blk[Nic::kDoorbell].stall_ps == 0);
+}

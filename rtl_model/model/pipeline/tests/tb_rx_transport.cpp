@@ -1,0 +1,274 @@
+// The RX transport stage alone: request packets are the responder's work,
+// responses and timers the completer's; each costs the QPC lookup (a miss
+// adds the entry's DMA read) and its stage's cycles_per_packet before what
+// the datapath recorded is played: ACKs and READ responses to TX build,
+// CQEs to the CQE writer; request packets the completer releases go, with
+// their payload reads, to the requester's queue behind what is there, in
+// order; the responder and completer never work at the same time.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "block_harness.h"
+#include "blocks/rx_transport.h"
+
+using namespace simnic;
+using namespace simnic::model;
+
+namespace {
+
+TxnPtr packet(uint8_t opcode, uint32_t qpn, uint32_t psn, uint64_t ready_ps = 0) {
+    auto t = tb::rx_txn(tb::bytes_frame(64, uint8_t(psn)), ready_ps);
+    t->opcode = opcode;
+    t->qpn = qpn;
+    t->psn = psn;
+    return t;
+}
+
+void add_frame(OpRecord& r, uint8_t opcode, uint32_t psn, size_t len = 100) {
+    r.add(Op::Kind::TxFrame, 0, 0, uint32_t(r.frames.size()));
+    TxFrameRec f;
+    f.bytes = tb::bytes_frame(len, uint8_t(psn));
+    f.opcode = opcode;
+    f.psn = psn;
+    r.frames.push_back(std::move(f));
+}
+
+}  // namespace
+
+TEST_CASE("rx_transport: requests are the responder's, responses the completer's, QPC lookup + cycles_per_packet",
+          "[model][block][rx_transport]") {
+    using namespace roce::op;
+    ModelConfig other;
+    other.responder.cycles_per_packet = 5;
+    other.completer.cycles_per_packet = 3;
+    other.qpc_cache.hit_cycles = 4;
+    for (const ModelConfig& cfg : {ModelConfig{}, other}) {
+        INFO("responder " << cfg.responder.cycles_per_packet << ", completer " << cfg.completer.cycles_per_packet);
+        const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+        const uint64_t hit = cfg.qpc_cache.hit_cycles * P;
+        tb::BlockBench<RxTransportBlock> b(cfg);
+        // The datapath: a WRITE is written to memory and ACKed; the ACK
+        // completes a send WQE.
+        b.be.on_rx = [](const std::vector<uint8_t>& f, OpRecord& rec) {
+            if (f[0] == 1) {
+                rec.add(Op::Kind::DmaWrite, 0, 1024, 0, DmaPurpose::Payload);
+                add_frame(rec, RC_ACKNOWLEDGE, 1);
+            } else {
+                rec.add(Op::Kind::Cqe, 3, 0, 4, DmaPurpose::Payload, true);
+            }
+        };
+        const uint64_t ack_at = 200 * P;  // after the WRITE is through
+        b.drive(b.nic().rx_in, {{0, packet(RC_RDMA_WRITE_ONLY, 7, 1)}, {ack_at, packet(RC_ACKNOWLEDGE, 7, 2)}});
+        const auto& to_txb = b.watch(b.nic().rxt_to_txb);
+        const auto& cqes = b.watch(b.nic().cq_in);
+        b.run();
+
+        DmaEngine dma(cfg.dma);
+        const uint64_t ctx = dma.read(hit, cfg.qpc_cache.entry_bytes, DmaPurpose::Context);  // first: a miss
+        const uint64_t write_end = ctx + cfg.responder.cycles_per_packet * P;
+        REQUIRE(ack_at > write_end);
+        const uint64_t write_visible = dma.write(write_end, 1024, DmaPurpose::Payload);
+        const uint64_t ack_end = ack_at + hit + cfg.completer.cycles_per_packet * P;  // second: a hit
+
+        REQUIRE(b.be.rx.size() == 2);
+        CHECK(b.be.rx[0].t_ps == ctx);           // the datapath runs once the QPC is in
+        CHECK(b.be.rx[1].t_ps == ack_at + hit);
+        REQUIRE(to_txb.size() == 1);
+        CHECK(to_txb[0].t_ps == write_end);
+        CHECK(to_txb[0].item.ready_ps == write_end);  // no payload to read for an ACK
+        CHECK(to_txb[0].item.f.opcode == RC_ACKNOWLEDGE);
+        REQUIRE(cqes.size() == 1);
+        CHECK(cqes[0].t_ps == ack_end);
+        CHECK(cqes[0].item.cqn == 3);
+        CHECK(cqes[0].item.qpn == 7);
+        CHECK(cqes[0].item.wqe_index == 4);
+        CHECK(cqes[0].item.not_before_ps == ack_end);  // no payload writes to wait for here
+        CHECK(b.nic().dma.stats().write_bytes[size_t(DmaPurpose::Payload)] == 1024);
+        CHECK(write_visible > write_end);
+
+        const Nic& n = b.nic();
+        CHECK(n.blk[Nic::kResponder].items == 1);
+        CHECK(n.blk[Nic::kCompleter].items == 1);
+        CHECK(n.blk[Nic::kResponder].busy_ps == write_end);
+        CHECK(n.blk[Nic::kResponder].stall_ps == ctx - hit);  // the QPC miss
+        CHECK(n.blk[Nic::kCompleter].busy_ps == ack_end - ack_at);
+        CHECK(n.blk[Nic::kCompleter].stall_ps == 0);
+        CHECK(n.qpc.stats().misses == 1);
+        CHECK(n.qpc.stats().hits == 1);
+    }
+}
+
+TEST_CASE("rx_transport: a CQE follows the payload writes of its packet", "[model][block][rx_transport]") {
+    using namespace roce::op;
+    const ModelConfig cfg;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    tb::BlockBench<RxTransportBlock> b(cfg);
+    b.nic().qpc.access(7);
+    b.be.on_rx = [](const std::vector<uint8_t>&, OpRecord& rec) {
+        rec.add(Op::Kind::DmaWrite, 0, 4096, 0, DmaPurpose::Payload);
+        add_frame(rec, RC_ACKNOWLEDGE, 1);
+        rec.add(Op::Kind::Cqe, 3, 0, 0, DmaPurpose::Payload, false);
+    };
+    b.drive(b.nic().rx_in, 0, packet(RC_SEND_ONLY, 7, 1));
+    const auto& cqes = b.watch(b.nic().cq_in);
+    b.run();
+    const uint64_t end = (cfg.qpc_cache.hit_cycles + cfg.responder.cycles_per_packet) * P;
+    DmaEngine dma(cfg.dma);
+    REQUIRE(cqes.size() == 1);
+    CHECK(cqes[0].t_ps == end);
+    CHECK(cqes[0].item.not_before_ps == dma.write(end, 4096, DmaPurpose::Payload));
+}
+
+TEST_CASE("rx_transport: request packets the completer releases go to the requester's queue, in order",
+          "[model][block][rx_transport]") {
+    using namespace roce::op;
+    const ModelConfig cfg;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    tb::BlockBench<RxTransportBlock> b(cfg);
+    b.nic().qpc.access(7);
+    // An ACK reopens the send window: the datapath sends the next two
+    // WRITE packets (each with its payload read) and completes a WQE.
+    b.be.on_rx = [](const std::vector<uint8_t>&, OpRecord& rec) {
+        rec.add(Op::Kind::WqeFetched, 7, 0, 41);
+        rec.add(Op::Kind::Mpt, 2);
+        rec.add(Op::Kind::DmaRead, 0, 2048, 0, DmaPurpose::Payload);
+        add_frame(rec, RC_RDMA_WRITE_MIDDLE, 20);
+        rec.add(Op::Kind::DmaRead, 0, 1024, 0, DmaPurpose::Payload);
+        add_frame(rec, RC_RDMA_WRITE_LAST, 21);
+        rec.add(Op::Kind::Cqe, 3, 0, 40, DmaPurpose::Payload, true);
+    };
+    // The requester already has work queued: the released packets go behind it.
+    auto queued = std::make_shared<Txn>();
+    queued->qpn = 9;
+    b.nic().wqe_to_req.push_input(queued, sim::Probe{});
+    b.drive(b.nic().rx_in, 0, packet(RC_ACKNOWLEDGE, 7, 19));
+    const auto& to_txb = b.watch(b.nic().rxt_to_txb);
+    const auto& cqes = b.watch(b.nic().cq_in);
+    const uint64_t later = 1000 * P;  // the requester looks after everything is done
+    const auto& to_req = b.watch(b.nic().wqe_to_req, later);
+    b.run();
+
+    CHECK(to_txb.empty());  // nothing for the response path
+    REQUIRE(to_req.size() == 2);
+    CHECK(to_req[0].item == queued);
+    const Txn& r = *to_req[1].item;
+    CHECK(r.qpn == 7);
+    CHECK(r.db.num == 7);
+    REQUIRE(r.rec.frames.size() == 2);
+    CHECK(r.rec.frames[0].psn == 20);
+    CHECK(r.rec.frames[1].psn == 21);
+    // Each frame travels with the memory ops just before it (the MR lookup
+    // and the payload read of the first, the payload read of the second).
+    REQUIRE(r.rec.ops.size() == 5);
+    CHECK(r.rec.ops[0].kind == Op::Kind::Mpt);
+    CHECK(r.rec.ops[1].kind == Op::Kind::DmaRead);
+    CHECK(r.rec.ops[1].bytes == 2048);
+    CHECK(r.rec.ops[2].kind == Op::Kind::TxFrame);
+    CHECK(r.rec.ops[2].aux == 0);
+    CHECK(r.rec.ops[3].kind == Op::Kind::DmaRead);
+    CHECK(r.rec.ops[3].bytes == 1024);
+    CHECK(r.rec.ops[4].kind == Op::Kind::TxFrame);
+    CHECK(r.rec.ops[4].aux == 1);
+    // They are the requester's to play: nothing of them happened here.
+    CHECK(b.nic().dma.stats().read_bytes[size_t(DmaPurpose::Payload)] == 0);
+    CHECK(b.nic().mpt.stats().misses + b.nic().mpt.stats().hits == 0);
+
+    // Released when the completer is done with the ACK, after its CQE.
+    const uint64_t done = (cfg.qpc_cache.hit_cycles + cfg.completer.cycles_per_packet) * P;
+    REQUIRE(cqes.size() == 1);
+    CHECK(cqes[0].t_ps == done);
+    CHECK(to_req[1].t_ps == later);
+    CHECK(r.t_in == done);
+    // The restarted WQE's start time, for the latency figure.
+    CHECK(b.nic().wqe_start.at(wqe_key(7, 41)) == done);
+}
+
+TEST_CASE("rx_transport: timers are the completer's, responder and completer never overlap",
+          "[model][block][rx_transport]") {
+    using namespace roce::op;
+    const ModelConfig cfg;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    REQUIRE(cfg.responder.cycles_per_packet == cfg.completer.cycles_per_packet);
+    tb::BlockBench<RxTransportBlock> b(cfg);
+    b.nic().qpc.access(7);
+    b.nic().qpc.access(8);
+    b.be.on_timer = [](uint32_t, uint8_t, OpRecord& rec) { add_frame(rec, RC_RDMA_WRITE_ONLY, 30); };
+    // A request and a timer at the same instant.
+    b.drive(b.nic().rx_in, 0, packet(RC_SEND_ONLY, 7, 1));
+    b.drive(b.nic().timer_in, 0, [] {
+        auto t = std::make_shared<Txn>();
+        t->kind = Txn::Kind::Timer;
+        t->qpn = 8;
+        t->timer = 2;
+        return t;
+    }());
+    const auto& to_req = b.watch(b.nic().wqe_to_req);
+    b.run();
+
+    REQUIRE(b.be.rx.size() == 1);
+    REQUIRE(b.be.timers.size() == 1);
+    CHECK(b.be.timers[0].item.first == 8);
+    CHECK(b.be.timers[0].item.second == 2);
+    const uint64_t one = (cfg.qpc_cache.hit_cycles + cfg.responder.cycles_per_packet) * P;
+    const uint64_t first = std::min(b.be.rx[0].t_ps, b.be.timers[0].t_ps);
+    const uint64_t second = std::max(b.be.rx[0].t_ps, b.be.timers[0].t_ps);
+    CHECK(first == cfg.qpc_cache.hit_cycles * P);
+    CHECK(second == first + one);  // the second waited for the first to be done
+    CHECK(b.nic().blk[Nic::kResponder].items == 1);
+    CHECK(b.nic().blk[Nic::kCompleter].items == 1);
+    // A retransmission the timer produced goes the requester's way.
+    REQUIRE(to_req.size() == 1);
+    CHECK(to_req[0].item->rec.frames.at(0).psn == 30);
+}
+
+TEST_CASE("rx_transport: a READ request released by a READ response leaves the response's memory ops here",
+          "[model][block][rx_transport]") {
+    using namespace roce::op;
+    const ModelConfig cfg;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    tb::BlockBench<RxTransportBlock> b(cfg);
+    b.nic().qpc.access(7);
+    b.nic().mpt.access(2);
+    b.nic().mpt.access(6);
+    // A READ response's data is written (after its MR lookup); that reopens
+    // the outstanding-read window, and the datapath sends the next READ
+    // request (no payload of its own), then a WRITE (its lookup and read).
+    b.be.on_rx = [](const std::vector<uint8_t>&, OpRecord& rec) {
+        rec.add(Op::Kind::Mpt, 2);
+        rec.add(Op::Kind::DmaWrite, 0, 4096, 0, DmaPurpose::Payload);
+        add_frame(rec, RC_RDMA_READ_REQUEST, 50);
+        rec.add(Op::Kind::Mpt, 6);
+        rec.add(Op::Kind::DmaRead, 0, 512, 0, DmaPurpose::Payload);
+        add_frame(rec, RC_RDMA_WRITE_ONLY, 51);
+        rec.add(Op::Kind::Cqe, 3, 0, 40, DmaPurpose::Payload, true);
+    };
+    b.drive(b.nic().rx_in, 0, packet(RC_RDMA_READ_RESPONSE_MIDDLE, 7, 19));
+    const auto& to_req = b.watch(b.nic().wqe_to_req);
+    const auto& cqes = b.watch(b.nic().cq_in);
+    b.run();
+
+    REQUIRE(to_req.size() == 1);
+    const OpRecord& r = to_req[0].item->rec;
+    REQUIRE(r.frames.size() == 2);
+    CHECK(r.frames[0].psn == 50);
+    CHECK(r.frames[1].psn == 51);
+    // The READ request takes nothing along; the WRITE its own lookup and read.
+    REQUIRE(r.ops.size() == 4);
+    CHECK(r.ops[0].kind == Op::Kind::TxFrame);
+    CHECK(r.ops[1].kind == Op::Kind::Mpt);
+    CHECK(r.ops[1].id == 6);
+    CHECK(r.ops[2].kind == Op::Kind::DmaRead);
+    CHECK(r.ops[3].kind == Op::Kind::TxFrame);
+    // The response's data write and its lookup were played here, and the
+    // CQE follows the data.
+    CHECK(b.nic().mpt.stats().hits == 1);
+    CHECK(b.nic().dma.stats().write_bytes[size_t(DmaPurpose::Payload)] == 4096);
+    const uint64_t play = (cfg.qpc_cache.hit_cycles + cfg.completer.cycles_per_packet) * P;
+    const uint64_t lookup_done = play + cfg.mpt_cache.hit_cycles * P;
+    DmaEngine dma(cfg.dma);
+    REQUIRE(cqes.size() == 1);
+    CHECK(cqes[0].t_ps == lookup_done);
+    CHECK(cqes[0].item.not_before_ps == dma.write(lookup_done, 4096, DmaPurpose::Payload));
+}

@@ -1,0 +1,154 @@
+// TX build alone: a frame waits for its payload (ready time; the wait is
+// the block's stall), streams through at one beat per cycle and leaves with
+// its ICRC ready icrc.latency_cycles after its last beat; responses go
+// before requests; with icrc.impl = rtl the ICRC on the frame is the one
+// roce::compute_icrc gives, at the C++ model's timing; a full MAC queue
+// stalls the block, which counts the stall.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "block_harness.h"
+#include "blocks/tx_build.h"
+#include "simnic/roce/icrc.h"
+
+using namespace simnic;
+using namespace simnic::model;
+
+namespace {
+
+uint64_t beats_ps(const ModelConfig& c, size_t len) {
+    const uint64_t period = uint64_t(1e6 / c.clock.freq_mhz + 0.5);
+    return (len + c.mac.width_bytes - 1) / c.mac.width_bytes * period;
+}
+
+FrameTok tok(std::vector<uint8_t> bytes, uint64_t ready_ps = 0, uint32_t psn = 0) {
+    FrameTok f;
+    f.f.bytes = std::move(bytes);
+    f.f.psn = psn;
+    f.ready_ps = ready_ps;
+    return f;
+}
+
+uint32_t icrc_on(const std::vector<uint8_t>& f) {
+    const size_t n = f.size();
+    return uint32_t(f[n - 4]) | uint32_t(f[n - 3]) << 8 | uint32_t(f[n - 2]) << 16 | uint32_t(f[n - 1]) << 24;
+}
+
+}  // namespace
+
+TEST_CASE("tx_build: waits for the payload, then one beat per cycle, ICRC out icrc.latency_cycles later",
+          "[model][block][tx_build]") {
+    ModelConfig narrow;
+    narrow.mac.width_bytes = 32;
+    narrow.mac.line_rate_gbps = 50;
+    narrow.icrc.latency_cycles = 3;
+    for (const ModelConfig& cfg : {ModelConfig{}, narrow}) {
+        INFO("width " << cfg.mac.width_bytes << ", icrc latency " << cfg.icrc.latency_cycles);
+        const uint64_t period = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+        const uint64_t payload_at = 50 * period + 3;  // the first frame's payload DMA
+        const size_t l1 = 1078, l2 = 300;
+
+        tb::BlockBench<TxBuildBlock> b(cfg);
+        b.drive(b.nic().req_to_txb, {{0, tok(tb::bytes_frame(l1), payload_at, 1)}, {0, tok(tb::bytes_frame(l2), 0, 2)}});
+        const auto& out = b.watch(b.nic().txb_to_mac);
+        b.run();
+
+        REQUIRE(out.size() == 2);
+        const uint64_t t1 = payload_at + beats_ps(cfg, l1);
+        const uint64_t t2 = t1 + beats_ps(cfg, l2);  // its payload was there: right behind
+        CHECK(out[0].t_ps == t1);
+        CHECK(out[0].item.ready_ps == t1 + cfg.icrc.latency_cycles * period);
+        CHECK(out[0].item.f.psn == 1);
+        CHECK(out[1].t_ps == t2);
+        CHECK(out[1].item.ready_ps == t2 + cfg.icrc.latency_cycles * period);
+        CHECK(out[1].item.f.bytes == tb::bytes_frame(l2));  // C++ model: the datapath's ICRC stays
+        const sim::BlockStats& st = b.nic().blk[Nic::kTxBuild];
+        CHECK(st.stall_ps == payload_at);  // waiting for host memory
+        CHECK(st.busy_ps == beats_ps(cfg, l1) + beats_ps(cfg, l2));
+        CHECK(st.items == 2);
+    }
+}
+
+TEST_CASE("tx_build: responses go before queued requests", "[model][block][tx_build]") {
+    const ModelConfig cfg;
+    tb::BlockBench<TxBuildBlock> b(cfg);
+    // Both queued before the block looks.
+    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 10), sim::Probe{});
+    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 11), sim::Probe{});
+    b.nic().rxt_to_txb.push_input(tok(tb::bytes_frame(62), 0, 90), sim::Probe{});
+    const auto& out = b.watch(b.nic().txb_to_mac);
+    b.run();
+    REQUIRE(out.size() == 3);
+    CHECK(out[0].item.f.psn == 90);
+    CHECK(out[1].item.f.psn == 10);
+    CHECK(out[2].item.f.psn == 11);
+    CHECK(out[0].t_ps == beats_ps(cfg, 62));
+    CHECK(out[1].t_ps == beats_ps(cfg, 62) + beats_ps(cfg, 1000));
+}
+
+TEST_CASE("tx_build: with icrc.impl = rtl the ICRC on the frame is compute_icrc's, at the same timing",
+          "[model][block][tx_build][rtl]") {
+    using namespace roce::op;
+    // Frames as the datapath built them, two with their ICRC left out (zero).
+    std::vector<std::vector<uint8_t>> good = {tb::roce_frame(RC_RDMA_WRITE_ONLY, 0x11, 1, 1024),
+                                              tb::roce_frame(RC_SEND_ONLY, 0x11, 2, 17),
+                                              tb::roce_frame(RC_ACKNOWLEDGE, 0x11, 3, 0)};
+    std::vector<std::vector<uint8_t>> in = good;
+    for (size_t i : {size_t(0), size_t(2)})
+        for (size_t k = 1; k <= 4; ++k) in[i][in[i].size() - k] = 0;
+
+    auto run = [&](BlockImpl impl, uint64_t* mismatches) {
+        ModelConfig cfg;
+        cfg.icrc.impl = impl;
+        tb::BlockBench<TxBuildBlock> b(cfg);
+        std::vector<std::pair<uint64_t, FrameTok>> v;
+        for (size_t i = 0; i < in.size(); ++i) v.emplace_back(0, tok(in[i], 0, uint32_t(i)));
+        b.drive(b.nic().req_to_txb, std::move(v));
+        const auto& out = b.watch(b.nic().txb_to_mac);
+        b.run();
+        *mismatches = b.nic().icrc_rtl_mismatch;
+        std::vector<tb::Seen<FrameTok>> copy = out;
+        return copy;
+    };
+    uint64_t cpp_mm = 0, rtl_mm = 0;
+    const auto cpp = run(BlockImpl::cpp, &cpp_mm);
+    const auto rtl = run(BlockImpl::rtl, &rtl_mm);
+    REQUIRE(cpp.size() == in.size());
+    REQUIRE(rtl.size() == in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+        INFO("frame " << i);
+        const std::vector<uint8_t>& f = rtl[i].item.f.bytes;
+        const uint32_t want = roce::compute_icrc(f.data(), f.size(), 14, 14 + 20, roce::IpVersion::V4);
+        CHECK(icrc_on(f) == want);
+        CHECK(f == good[i]);
+        CHECK(cpp[i].item.f.bytes == in[i]);  // the C++ model leaves the frame as built
+        CHECK(rtl[i].t_ps == cpp[i].t_ps);
+        CHECK(rtl[i].item.ready_ps == cpp[i].item.ready_ps);
+    }
+    CHECK(rtl_mm == 2);  // the two the datapath left out
+    CHECK(cpp_mm == 0);
+}
+
+TEST_CASE("tx_build: a full MAC queue stalls the block and the stall is counted",
+          "[model][block][tx_build][backpressure]") {
+    const ModelConfig cfg;
+    const size_t len = 1078;
+    const uint64_t per_frame = beats_ps(cfg, len);
+    tb::BlockBench<TxBuildBlock> b(cfg);
+    const size_t depth = b.nic().txb_to_mac.depth();
+    const size_t n = depth + 2;
+    std::vector<std::pair<uint64_t, FrameTok>> v;
+    for (size_t i = 0; i < n; ++i) v.emplace_back(0, tok(tb::bytes_frame(len), 0, uint32_t(i)));
+    b.drive(b.nic().req_to_txb, std::move(v));
+    const uint64_t blocked_at = (depth + 1) * per_frame;  // the (depth+1)th frame is built
+    const uint64_t open = blocked_at + 5 * per_frame + 11;
+    const auto& out = b.watch(b.nic().txb_to_mac, open);
+    b.run();
+    REQUIRE(out.size() == n);
+    for (size_t i = 0; i < n; ++i) CHECK(out[i].item.f.psn == i);
+    CHECK(out[n - 1].t_ps == open + per_frame);
+    const sim::BlockStats& st = b.nic().blk[Nic::kTxBuild];
+    CHECK(st.stall_ps == open - blocked_at);
+    CHECK(st.busy_ps == n * per_frame);
+}

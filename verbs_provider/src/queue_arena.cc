@@ -1,0 +1,113 @@
+#include "queue_arena.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+
+#include "simnic/hw/layout.h"
+
+namespace simnic::verbs {
+
+namespace {
+constexpr std::size_t kPage = 4096;
+}
+
+QueueArena::~QueueArena() {
+    if (base_) munmap(base_, kArenaBytes);
+}
+
+bool QueueArena::init_locked(host::Context& hc) {
+    tried_ = true;
+    const int fd = memfd_create("simnic-queues", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return false;
+    void* m = MAP_FAILED;
+    std::uint32_t handle = 0;
+    bool ok = ftruncate(fd, static_cast<off_t>(kArenaBytes)) == 0 &&
+              fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0;
+    if (ok) m = mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    ok = ok && m != MAP_FAILED && hc.share_memory(fd, kArenaBytes, handle) == 0;
+    close(fd);  // the mapping (here and in the daemon) keeps the object
+    if (!ok) {
+        if (m != MAP_FAILED) munmap(m, kArenaBytes);
+        return false;
+    }
+    namespace a = hw::cmd_attach_domain_in;
+    std::array<std::uint8_t, a::kSize> in{};
+    hw::set(in.data(), in.size(), a::kind, static_cast<std::uint8_t>(hw::DomainKind::Shm));
+    hw::set(in.data(), in.size(), a::shm_handle, handle);
+    hw::set(in.data(), in.size(), a::map_base, reinterpret_cast<std::uintptr_t>(m));
+    hw::set(in.data(), in.size(), a::map_len, kArenaBytes);
+    host::CmdOutcome r;
+    if (hc.command(hw::CmdOpcode::AttachDomain, in.data(), in.size(), hw::cmd_handle::kSize, r) != 0 ||
+        r.status != hw::CmdStatus::Ok || r.out.size() < hw::cmd_handle::kSize) {
+        munmap(m, kArenaBytes);
+        return false;
+    }
+    domain_ = static_cast<std::uint16_t>(hw::get(r.out.data(), r.out.size(), hw::cmd_handle::handle));
+    base_ = static_cast<std::uint8_t*>(m);
+    free_[0] = kArenaBytes;
+    return true;
+}
+
+std::uint8_t* QueueArena::alloc(host::Context& hc, std::size_t bytes, std::uint16_t& domain, bool shared) {
+    const std::size_t len = (bytes + kPage - 1) / kPage * kPage;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (shared && !tried_) init_locked(hc);
+        if (shared && base_) {
+            for (auto it = free_.begin(); it != free_.end(); ++it) {
+                if (it->second < len) continue;  // first fit
+                const std::size_t off = it->first, left = it->second - len;
+                free_.erase(it);
+                if (left) free_[off + len] = left;
+                used_[off] = len;
+                domain = domain_;
+                // Freed pages were returned (zero), new ones are zero; a
+                // ring reused from a punched range is zero too. Be sure.
+                std::memset(base_ + off, 0, len);
+                return base_ + off;
+            }
+        }
+    }
+    void* p = nullptr;
+    if (posix_memalign(&p, kPage, len) != 0) return nullptr;
+    std::memset(p, 0, len);
+    domain = hc.boot_domain();
+    return static_cast<std::uint8_t*>(p);
+}
+
+void QueueArena::free(std::uint8_t* p) {
+    if (p == nullptr) return;
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!base_ || p < base_ || p >= base_ + kArenaBytes) {
+        std::free(p);
+        return;
+    }
+    const std::size_t off = static_cast<std::size_t>(p - base_);
+    auto u = used_.find(off);
+    if (u == used_.end()) return;  // not ours: never hand it to free()
+    std::size_t start = off, len = u->second;
+    used_.erase(u);
+    madvise(p, len, MADV_REMOVE);  // the pages go back to the system
+    // Coalesce with the free neighbours.
+    auto next = free_.lower_bound(start);
+    if (next != free_.end() && start + len == next->first) {
+        len += next->second;
+        next = free_.erase(next);
+    }
+    if (next != free_.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second == start) {
+            start = prev->first;
+            len += prev->second;
+            free_.erase(prev);
+        }
+    }
+    free_[start] = len;
+}
+
+}  // namespace simnic::verbs

@@ -1,0 +1,49 @@
+// Queue memory of one context (hw-spec 1.3, 6, 7): where SQs, RQs, SRQs and
+// CQs live.
+//
+// Rings go into one arena per context: a sealed memfd that this process maps
+// and shares with the device (share_memory, then ATTACH_DOMAIN of kind SHM),
+// so the device fetches WQEs and writes CQEs with loads and stores instead
+// of a system call each — on the send path of a small message those were
+// most of the engine's time. The arena reserves address space, not memory:
+// pages exist once a ring touches them and go back when it is freed. When
+// the arena cannot be made (no memfd, a device without SHM support, a full
+// arena), rings fall back to ordinary memory in the boot domain.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "simnic/host/context.h"
+
+namespace simnic::verbs {
+
+class QueueArena {
+public:
+    QueueArena() = default;
+    ~QueueArena();
+    QueueArena(const QueueArena&) = delete;
+    QueueArena& operator=(const QueueArena&) = delete;
+
+    // `bytes` of zeroed, page-aligned queue memory and the DMA domain the
+    // device must be told it is in; null when out of memory.
+    // `shared` false: ordinary memory even when the arena exists.
+    std::uint8_t* alloc(host::Context& hc, std::size_t bytes, std::uint16_t& domain, bool shared = true);
+    // Gives back what alloc() returned (null is ignored).
+    void free(std::uint8_t* p);
+
+    static constexpr std::size_t kArenaBytes = std::size_t{1} << 30;
+
+private:
+    bool init_locked(host::Context& hc);
+    std::mutex mu_;
+    bool tried_ = false;
+    std::uint8_t* base_ = nullptr;
+    std::uint16_t domain_ = 0;
+    std::map<std::size_t, std::size_t> free_;  // offset -> length, coalesced
+    std::map<std::size_t, std::size_t> used_;  // offset -> length
+};
+
+}  // namespace simnic::verbs
