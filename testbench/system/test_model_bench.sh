@@ -40,6 +40,19 @@ lt "$h2" "$h1" || fail "QPC hit rate did not fall with more QPs than entries ($h
 lt "$g2" "$g1" || fail "throughput did not fall with more QPs than QPC entries ($g1 -> $g2)"
 ge "$h1" 99 || fail "16 QPs in a 64-entry QPC cache should hit (got $h1%)"
 
+# The retransmit queue: a queue smaller than what one QP keeps in flight
+# holds the requester back (and says so in its counters).
+stat() { awk -v k="$2" '$1 == k {print $2}' <<<"$1"; }
+big=$("$SIMNIC" bench --op write --size 65536 --messages 200 -s) || fail "bench rtq default"
+small=$("$SIMNIC" bench --op write --size 65536 --messages 200 --set requester.retransmit_queue_entries=32 -s) ||
+  fail "bench rtq 32"
+gb=$(awk '/modelled throughput/ {print $3}' <<<"$big"); gs=$(awk '/modelled throughput/ {print $3}' <<<"$small")
+echo "retransmit queue 1024: $gb Gb/s, peak $(stat "$big" requester.rtq_entries_peak); 32: $gs Gb/s, waited $(stat "$small" requester.rtq_full_wait) cycles"
+ge "$(stat "$big" requester.rtq_entries_peak)" 16 || fail "the retransmit queue held fewer than a message's 16 packets"
+[ "$(stat "$big" requester.rtq_overflows)" = 0.000 ] || fail "overflows with a 1024-entry retransmit queue"
+lt "$gs" "$gb" || fail "a 32-entry retransmit queue did not slow 64 KiB WRITEs ($gb -> $gs)"
+ge "$(stat "$small" requester.rtq_full_wait)" 1 || fail "no wait counted for a full retransmit queue"
+
 # A sweep: CSV rows and a plot.
 "$SIMNIC" bench --size 4096 --depth 2 --sweep qps=1..64 --series qpc_cache.entries=16,256 \
   --csv "$work/s.csv" --plot "$work/s.svg" >"$work/sweep.txt" || fail "sweep"

@@ -184,17 +184,20 @@ struct Qp {
     ibv_qp_type type;
     std::uint32_t max_inline = 0;
 
-    Qp(Device& dev, ibv_qp_type t, ibv_comp_channel* ch = nullptr, std::uint32_t inline_req = 0) : d(dev), type(t) {
+    Qp(Device& dev, ibv_qp_type t, ibv_comp_channel* ch = nullptr, std::uint32_t inline_req = 0,
+       ibv_srq* srq = nullptr)
+        : d(dev), type(t) {
         cq = ibv_create_cq(d.ctx, 256, nullptr, ch, 0);
         REQUIRE(cq != nullptr);
         ibv_qp_init_attr ia{};
         ia.send_cq = cq;
         ia.recv_cq = cq;
+        ia.srq = srq;
         ia.qp_type = t;
         ia.cap.max_send_wr = 64;
-        ia.cap.max_recv_wr = 64;
+        ia.cap.max_recv_wr = srq ? 0 : 64;
         ia.cap.max_send_sge = 16;
-        ia.cap.max_recv_sge = 4;
+        ia.cap.max_recv_sge = srq ? 0 : 4;
         ia.cap.max_inline_data = inline_req;
         qp = ibv_create_qp(d.pd, &ia);
         INFO("ibv_create_qp errno " << errno);
@@ -468,6 +471,38 @@ std::vector<ibv_async_event> drain_async(ibv_context* ctx, int ms) {
         ibv_ack_async_event(&ev);
     }
     return out;
+}
+
+// Waits up to `ms` for an async event of `type`; returns the events read
+// (acknowledged), the one of `type` last. Empty-handed, the last is another.
+std::vector<ibv_async_event> wait_async(ibv_context* ctx, ibv_event_type type, int ms) {
+    std::vector<ibv_async_event> out;
+    const auto end = Clock::now() + std::chrono::milliseconds(ms);
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+        pollfd pfd{ctx->async_fd, POLLIN, 0};
+        const int r = poll(&pfd, 1, static_cast<int>(std::max<long long>(left, 0)));
+        REQUIRE(r >= 0);
+        if (r == 0) break;
+        ibv_async_event ev{};
+        REQUIRE(ibv_get_async_event(ctx, &ev) == 0);
+        out.push_back(ev);
+        ibv_ack_async_event(&ev);
+        if (ev.event_type == type) break;
+    }
+    return out;
+}
+
+int count_events(const std::vector<ibv_async_event>& evs, ibv_event_type type) {
+    return static_cast<int>(
+        std::count_if(evs.begin(), evs.end(), [&](const ibv_async_event& e) { return e.event_type == type; }));
+}
+
+ibv_qp_attr query_qp(ibv_qp* qp) {
+    ibv_qp_attr a{};
+    ibv_qp_init_attr ia{};
+    REQUIRE(ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY, &ia) == 0);
+    return a;
 }
 
 bool is_qp_event(ibv_event_type t) {
@@ -1040,4 +1075,209 @@ TEST_CASE("async event when a QP is moved to ERR", "[verbs][events]") {
     wr.send_flags = IBV_SEND_SIGNALED;
     post_send(p.a.qp, wr);
     expect_wc(p.a.cq, "SEND in ERR", 3, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
+}
+
+TEST_CASE("SQ_DRAINED after RTS->SQD with en_sqd_async_notify, once the outstanding SEND is acknowledged",
+          "[verbs][events][sqd]") {
+    Device d;
+    Pair p(d, IBV_QPT_RC, 7);  // rnr_retry 7: a SEND without a receive waits for one
+    drain_async(d.ctx, 50);
+    const std::size_t size = 2 * d.mtu + 5;
+    Buffer src(d, 2 * size), dst(d, 2 * size);
+    std::mt19937 rng(21);
+    src.fill(0, 2 * size, rng);
+    ibv_sge sg1 = src.sge(0, size), sg2 = src.sge(size, size);
+    ibv_send_wr wr1{}, wr2{};
+    wr1.wr_id = 1;
+    wr1.sg_list = &sg1;
+    wr1.num_sge = 1;
+    wr1.opcode = IBV_WR_SEND;
+    wr1.send_flags = IBV_SEND_SIGNALED;
+    wr2 = wr1;
+    wr2.wr_id = 2;
+    wr2.sg_list = &sg2;
+    // No receive yet: the SEND draws RNR NAKs and stays unacknowledged.
+    post_send(p.a.qp, wr1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    expect_no_completion(p.a.cq, "SEND waiting for a receive", 0);
+
+    ibv_qp_attr sqd{};
+    sqd.qp_state = IBV_QPS_SQD;
+    sqd.en_sqd_async_notify = 1;
+    REQUIRE(ibv_modify_qp(p.a.qp, &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
+    ibv_qp_attr q = query_qp(p.a.qp);
+    CHECK(q.qp_state == IBV_QPS_SQD);
+    CHECK(q.en_sqd_async_notify == 1);
+    CHECK(q.sq_draining == 1);
+    // Leaving SQD is refused while the drain runs.
+    ibv_qp_attr rts{};
+    rts.qp_state = IBV_QPS_RTS;
+    CHECK(ibv_modify_qp(p.a.qp, &rts, IBV_QP_STATE) == EINVAL);
+    // A WR posted in SQD is queued, not started.
+    post_send(p.a.qp, wr2);
+    for (const ibv_async_event& ev : drain_async(d.ctx, 100)) {
+        INFO("async event " << ibv_event_type_str(ev.event_type));
+        CHECK(ev.event_type != IBV_EVENT_SQ_DRAINED);  // the SEND is still outstanding
+    }
+    CHECK(query_qp(p.a.qp).sq_draining == 1);
+
+    // The receive arrives: the SEND is acknowledged, and the drain is over.
+    ibv_sge rs1 = dst.sge(0, size), rs2 = dst.sge(size, size);
+    ibv_recv_wr r1{}, r2{};
+    r1.wr_id = 11;
+    r1.sg_list = &rs1;
+    r1.num_sge = 1;
+    r2 = r1;
+    r2.wr_id = 12;
+    r2.sg_list = &rs2;
+    post_recv(p.b.qp, r1);
+    post_recv(p.b.qp, r2);
+    const auto evs = wait_async(d.ctx, IBV_EVENT_SQ_DRAINED, 5000);
+    REQUIRE(!evs.empty());
+    REQUIRE(evs.back().event_type == IBV_EVENT_SQ_DRAINED);
+    CHECK(evs.back().element.qp == p.a.qp);
+    // The drained SEND's completion is there when the event is.
+    ibv_wc wc{};
+    REQUIRE(ibv_poll_cq(p.a.cq, 1, &wc) == 1);
+    INFO(wc_str(wc));
+    CHECK(wc.wr_id == 1);
+    CHECK(wc.status == IBV_WC_SUCCESS);
+    // Once.
+    for (const ibv_async_event& ev : drain_async(d.ctx, 100)) CHECK(ev.event_type != IBV_EVENT_SQ_DRAINED);
+    q = query_qp(p.a.qp);
+    CHECK(q.qp_state == IBV_QPS_SQD);
+    CHECK(q.sq_draining == 0);
+    expect_wc(p.b.cq, "RECV of the drained SEND", 11, IBV_WC_SUCCESS, IBV_WC_RECV);
+    expect_no_completion(p.a.cq, "WR posted in SQD", 50);
+    expect_no_completion(p.b.cq, "nothing sent in SQD", 0);
+
+    // Back to RTS: the queued WR goes, and raises no event.
+    REQUIRE(ibv_modify_qp(p.a.qp, &rts, IBV_QP_STATE) == 0);
+    expect_wc(p.a.cq, "WR posted in SQD, after RTS", 2, IBV_WC_SUCCESS, IBV_WC_SEND);
+    expect_wc(p.b.cq, "its RECV", 12, IBV_WC_SUCCESS, IBV_WC_RECV);
+    std::memcpy(dst.exp(), src.exp(), 2 * size);
+    dst.verify("received");
+    src.verify("source");
+    CHECK(p.a.state() == IBV_QPS_RTS);
+    CHECK(count_events(drain_async(d.ctx, 50), IBV_EVENT_SQ_DRAINED) == 0);
+}
+
+TEST_CASE("no SQ_DRAINED after RTS->SQD without en_sqd_async_notify", "[verbs][events][sqd]") {
+    Device d;
+    Pair p(d, IBV_QPT_RC);
+    drain_async(d.ctx, 50);
+    const std::size_t size = 8 * d.mtu;
+    Buffer src(d, size), dst(d, size);
+    std::mt19937 rng(22);
+    src.fill(0, size, rng);
+    ibv_sge sg = src.sge(0, size);
+    ibv_send_wr wr{};
+    wr.wr_id = 1;
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = dst.addr();
+    wr.wr.rdma.rkey = dst.mr->rkey;
+    post_send(p.a.qp, wr);
+    // The modify may find the WRITE started (it drains) or not yet fetched
+    // (it waits in the SQ for RTS): either way the drain ends, silently.
+    ibv_qp_attr sqd{};
+    sqd.qp_state = IBV_QPS_SQD;
+    REQUIRE(ibv_modify_qp(p.a.qp, &sqd, IBV_QP_STATE) == 0);
+    const auto end = Clock::now() + kCompletionDeadline;
+    while (query_qp(p.a.qp).sq_draining && Clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const ibv_qp_attr q = query_qp(p.a.qp);
+    CHECK(q.qp_state == IBV_QPS_SQD);
+    CHECK(q.sq_draining == 0);
+    CHECK(q.en_sqd_async_notify == 0);
+    for (const ibv_async_event& ev : drain_async(d.ctx, 200)) {
+        INFO("async event " << ibv_event_type_str(ev.event_type));
+        CHECK(ev.event_type != IBV_EVENT_SQ_DRAINED);
+    }
+    ibv_qp_attr rts{};
+    rts.qp_state = IBV_QPS_RTS;
+    REQUIRE(ibv_modify_qp(p.a.qp, &rts, IBV_QP_STATE) == 0);
+    CHECK(p.a.state() == IBV_QPS_RTS);
+    expect_wc(p.a.cq, "WRITE", 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+    std::memcpy(dst.exp(), src.exp(), size);
+    dst.verify("written");
+    CHECK(count_events(drain_async(d.ctx, 50), IBV_EVENT_SQ_DRAINED) == 0);
+}
+
+TEST_CASE("QP_LAST_WQE_REACHED when a QP on an SRQ is moved to ERR", "[verbs][events][srq]") {
+    Device d;
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 16;
+    sa.attr.max_sge = 1;
+    ibv_srq* srq = ibv_create_srq(d.pd, &sa);
+    REQUIRE(srq != nullptr);
+    auto connect = [](Qp& x, Qp& y) {
+        x.to_init();
+        y.to_init();
+        x.to_rtr(y.qpn(), 0x100);
+        y.to_rtr(x.qpn(), 0x200);
+        x.to_rts(0x200, 7);
+        y.to_rts(0x100, 7);
+    };
+    {
+        Buffer src(d, 256), dst(d, 4 * 256);
+        std::mt19937 rng(23);
+        src.fill(0, 256, rng);
+        ibv_sge rs[4];
+        for (int i = 0; i < 4; ++i) {
+            rs[i] = dst.sge(static_cast<std::size_t>(i) * 256, 256);
+            ibv_recv_wr r{};
+            r.wr_id = 20 + static_cast<std::uint64_t>(i);
+            r.sg_list = &rs[i];
+            r.num_sge = 1;
+            ibv_recv_wr* bad = nullptr;
+            REQUIRE(ibv_post_srq_recv(srq, &r, &bad) == 0);
+        }
+        ibv_sge sg = src.sge(0, 100);
+        ibv_send_wr wr{};
+        wr.wr_id = 1;
+        wr.sg_list = &sg;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = IBV_SEND_SIGNALED;
+
+        Qp a(d, IBV_QPT_RC), b(d, IBV_QPT_RC, nullptr, 0, srq);
+        connect(a, b);
+        post_send(a.qp, wr);
+        expect_wc(a.cq, "SEND to the SRQ QP", 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+        expect_wc(b.cq, "RECV from the SRQ", 20, IBV_WC_SUCCESS, IBV_WC_RECV);
+        drain_async(d.ctx, 50);
+
+        ibv_qp_attr err{};
+        err.qp_state = IBV_QPS_ERR;
+        REQUIRE(ibv_modify_qp(b.qp, &err, IBV_QP_STATE) == 0);
+        const auto evs = wait_async(d.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, 5000);
+        REQUIRE(!evs.empty());
+        REQUIRE(evs.back().event_type == IBV_EVENT_QP_LAST_WQE_REACHED);
+        CHECK(evs.back().element.qp == b.qp);
+        // Once; and the SRQ's WQEs are not flushed: they belong to the SRQ.
+        CHECK(count_events(drain_async(d.ctx, 100), IBV_EVENT_QP_LAST_WQE_REACHED) == 0);
+        expect_no_completion(b.cq, "SRQ WQEs after the QP went to ERR", 50);
+
+        // A QP without an SRQ raises no such event.
+        REQUIRE(ibv_modify_qp(a.qp, &err, IBV_QP_STATE) == 0);
+        CHECK(a.state() == IBV_QPS_ERR);
+        CHECK(count_events(drain_async(d.ctx, 100), IBV_EVENT_QP_LAST_WQE_REACHED) == 0);
+
+        // The SRQ's next WQE serves another QP.
+        Qp a2(d, IBV_QPT_RC), c(d, IBV_QPT_RC, nullptr, 0, srq);
+        connect(a2, c);
+        wr.wr_id = 2;
+        post_send(a2.qp, wr);
+        expect_wc(a2.cq, "SEND to the second SRQ QP", 2, IBV_WC_SUCCESS, IBV_WC_SEND);
+        const ibv_wc rwc = expect_wc(c.cq, "RECV from the SRQ, next WQE", 21, IBV_WC_SUCCESS, IBV_WC_RECV);
+        CHECK(rwc.byte_len == 100);
+        std::memcpy(dst.exp(0), src.exp(), 100);
+        std::memcpy(dst.exp(256), src.exp(), 100);
+        dst.verify("SRQ buffers");
+        drain_async(d.ctx, 20);
+    }
+    CHECK(ibv_destroy_srq(srq) == 0);
 }

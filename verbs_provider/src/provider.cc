@@ -353,7 +353,7 @@ void fill_ops(ContextShell& s) {
     unsupported(v.modify_wq);
     unsupported(v.create_wq);
     unsupported(v.query_rt_values);
-    unsupported(v.create_cq_ex);
+    v.create_cq_ex = &create_cq_ex;
     v.priv = nullptr;  // libibverbs' own, never touched for these contexts
     v.query_device_ex = &query_device_ex;
     unsupported(v.ibv_destroy_flow);
@@ -1095,16 +1095,28 @@ struct SimSrq {
 };
 
 struct SimCq {
-    ibv_cq cq;  // first
+    // First. The application's ibv_cq (ibv_create_cq) or ibv_cq_ex
+    // (ibv_create_cq_ex): ibv_cq is the leading part of ibv_cq_ex, and
+    // ibv_cq_ex_to_cq is a cast, so both name the same object.
+    union {
+        ibv_cq_ex cqx;
+        ibv_cq cq;
+    };
     SimContext* ctx;
     SimChannel* channel;
     std::uint32_t cqn;
     std::uint8_t log_size;
     std::uint8_t* ring;
-    std::mutex mu;           // poll_cq
+    std::mutex mu;           // poll_cq; held from start_poll to end_poll
     std::uint32_t ci = 0;    // under mu
-    std::uint32_t empty_polls = 0;  // consecutive empty poll_cq calls (under mu)
+    std::uint32_t empty_polls = 0;  // consecutive empty polls (under mu)
     std::vector<SimQp*> qps; // QPs completing here (under mu)
+    // ibv_cq_ex polling, between start_poll and end_poll (under mu): the
+    // CQE the iterator is on (null after next_poll found none), its
+    // translation, and how many CQEs the batch consumed.
+    const std::uint8_t* ex_cqe = nullptr;
+    ibv_wc ex_wc{};
+    std::uint32_t ex_done = 0;
 };
 
 // Empty polls of one CQ before poll_cq yields the CPU once (see op_poll_cq).
@@ -1144,6 +1156,22 @@ SimSrq* srq_of(ibv_srq* srq) { return outer<SimSrq>(srq); }
 SimChannel* channel_of(ibv_comp_channel* ch) { return outer<SimChannel>(ch); }
 
 // ---- the event thread ----
+// EQE event types 0x00-0x13 are ibv_event_type's values (hw-spec 8.2):
+// dispatch() hands them to ibv_get_async_event unchanged.
+static_assert(static_cast<int>(hw::EventType::CqErr) == IBV_EVENT_CQ_ERR);
+static_assert(static_cast<int>(hw::EventType::QpFatal) == IBV_EVENT_QP_FATAL);
+static_assert(static_cast<int>(hw::EventType::QpReqErr) == IBV_EVENT_QP_REQ_ERR);
+static_assert(static_cast<int>(hw::EventType::QpAccessErr) == IBV_EVENT_QP_ACCESS_ERR);
+static_assert(static_cast<int>(hw::EventType::CommEst) == IBV_EVENT_COMM_EST);
+static_assert(static_cast<int>(hw::EventType::SqDrained) == IBV_EVENT_SQ_DRAINED);
+static_assert(static_cast<int>(hw::EventType::DeviceFatal) == IBV_EVENT_DEVICE_FATAL);
+static_assert(static_cast<int>(hw::EventType::PortActive) == IBV_EVENT_PORT_ACTIVE);
+static_assert(static_cast<int>(hw::EventType::PortErr) == IBV_EVENT_PORT_ERR);
+static_assert(static_cast<int>(hw::EventType::SrqErr) == IBV_EVENT_SRQ_ERR);
+static_assert(static_cast<int>(hw::EventType::SrqLimitReached) == IBV_EVENT_SRQ_LIMIT_REACHED);
+static_assert(static_cast<int>(hw::EventType::QpLastWqeReached) == IBV_EVENT_QP_LAST_WQE_REACHED);
+static_assert(static_cast<int>(hw::EventType::GidChange) == IBV_EVENT_GID_CHANGE);
+static_assert(static_cast<int>(hw::EventType::WqFatal) == IBV_EVENT_WQ_FATAL);
 void dispatch(SimContext& c, const std::array<std::uint8_t, hw::eqe::kSize>& e) {
     const auto type = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::event_type));
     const auto obj = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::obj_num));
@@ -1313,34 +1341,128 @@ void translate(const std::uint8_t* e, ibv_wc& wc) {
     wc.dlid_path_bits = static_cast<std::uint8_t>(g(hw::cqe::dlid_path_bits));
 }
 
-int op_poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
-    SimCq& cq = *cq_of(ibcq);
-    std::lock_guard<std::mutex> lk(cq.mu);
-    int n = 0;
-    for (; n < ne; ++n) {
-        const std::uint8_t* e =
-            cq.ring + (std::size_t{hw::ring_slot(cq.ci, cq.log_size)} * hw::cqe::kSize);
-        // 3.3 rule 2: the owner dword with acquire, then the rest.
-        const std::uint32_t ow = __atomic_load_n(
-            reinterpret_cast<const std::uint32_t*>(e + hw::cqe::owner.offset), __ATOMIC_ACQUIRE);
-        if (((ow >> hw::cqe::owner.lo) & 1u) != hw::phase_of(cq.ci, cq.log_size)) break;
-        translate(e, wc[n]);
-        retire(cq, e);
-        ++cq.ci;
-    }
-    // One CQ doorbell for the batch, after the entries were read (rule 3).
+// The CQE at the consumer index if the driver owns it (7.2), else null.
+// Under cq.mu. 3.3 rule 2: the owner dword with acquire, then the rest.
+const std::uint8_t* cq_peek(const SimCq& cq) {
+    const std::uint8_t* e =
+        cq.ring + (std::size_t{hw::ring_slot(cq.ci, cq.log_size)} * hw::cqe::kSize);
+    const std::uint32_t ow = __atomic_load_n(
+        reinterpret_cast<const std::uint32_t*>(e + hw::cqe::owner.offset), __ATOMIC_ACQUIRE);
+    if (((ow >> hw::cqe::owner.lo) & 1u) != hw::phase_of(cq.ci, cq.log_size)) return nullptr;
+    return e;
+}
+
+// Consumes the CQE cq_peek returned, once it has been read: its WQEs are
+// free and the consumer index moves on. The device learns it at cq_batch_end.
+void cq_pop(SimCq& cq, const std::uint8_t* e) {
+    retire(cq, e);
+    ++cq.ci;
+}
+
+// Ends a batch that consumed `n` CQEs (under cq.mu): one CQ doorbell for the
+// batch, after the entries were read (rule 3). True if the caller should
+// yield the CPU once it has let go of the CQ.
+bool cq_batch_end(SimCq& cq, std::uint32_t n) {
     if (n > 0) {
         cq.ctx->hc->ring_doorbell(hw::DbKind::Cq, cq.cqn, cq.ci, 0);
         cq.empty_polls = 0;
-    } else if (++cq.empty_polls % kPollsBeforeYield == 0) {
-        // The device is a thread of the daemon, not silicon: an application
-        // spinning on an empty CQ competes with it for the CPU. On a machine
-        // with fewer cores than busy threads, giving the core away now and
-        // then lets the engine produce the completion being waited for.
-        sched_yield();
+        return false;
     }
+    // The device is a thread of the daemon, not silicon: an application
+    // spinning on an empty CQ competes with it for the CPU. On a machine
+    // with fewer cores than busy threads, giving the core away now and then
+    // lets the engine produce the completion being waited for.
+    return ++cq.empty_polls % kPollsBeforeYield == 0;
+}
+
+int op_poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
+    SimCq& cq = *cq_of(ibcq);
+    int n = 0;
+    bool yield = false;
+    {
+        std::lock_guard<std::mutex> lk(cq.mu);
+        for (; n < ne; ++n) {
+            const std::uint8_t* e = cq_peek(cq);
+            if (e == nullptr) break;
+            translate(e, wc[n]);
+            cq_pop(cq, e);
+        }
+        yield = cq_batch_end(cq, static_cast<std::uint32_t>(n));
+    }
+    if (yield) sched_yield();
     return n;
 }
+
+// ---- ibv_cq_ex: the iterator over the same ring and CQEs as poll_cq ----
+// start_poll takes the CQ lock and keeps it until end_poll (or returns
+// ENOENT without it). The current CQE is translated once, by poll_cq's
+// translate(), and read_* return fields of that ibv_wc. A CQE is consumed
+// when the iterator moves past it; the batch's doorbell is rung at end_poll.
+SimCq& cqx_of(ibv_cq_ex* x) { return *outer<SimCq>(x); }
+
+void cqx_load(SimCq& cq, const std::uint8_t* e) {
+    cq.ex_cqe = e;
+    translate(e, cq.ex_wc);
+    cq.cqx.status = cq.ex_wc.status;
+    cq.cqx.wr_id = cq.ex_wc.wr_id;
+}
+
+int cqx_start_poll(ibv_cq_ex* x, ibv_poll_cq_attr* /*attr: no fields, as rxe*/) {
+    SimCq& cq = cqx_of(x);
+    cq.mu.lock();
+    const std::uint8_t* e = cq_peek(cq);
+    if (e == nullptr) {
+        const bool yield = cq_batch_end(cq, 0);
+        cq.mu.unlock();
+        if (yield) sched_yield();
+        errno = ENOENT;
+        return ENOENT;
+    }
+    cq.ex_done = 0;
+    cqx_load(cq, e);
+    return 0;
+}
+
+int cqx_next_poll(ibv_cq_ex* x) {
+    SimCq& cq = cqx_of(x);
+    if (cq.ex_cqe != nullptr) {
+        cq_pop(cq, cq.ex_cqe);
+        ++cq.ex_done;
+        cq.ex_cqe = nullptr;
+    }
+    const std::uint8_t* e = cq_peek(cq);
+    if (e == nullptr) {
+        errno = ENOENT;
+        return ENOENT;  // the batch stays open: end_poll follows
+    }
+    cqx_load(cq, e);
+    return 0;
+}
+
+void cqx_end_poll(ibv_cq_ex* x) {
+    SimCq& cq = cqx_of(x);
+    if (cq.ex_cqe != nullptr) {
+        cq_pop(cq, cq.ex_cqe);
+        ++cq.ex_done;
+        cq.ex_cqe = nullptr;
+    }
+    cq_batch_end(cq, cq.ex_done);  // consumed at least the first: no yield
+    cq.ex_done = 0;
+    cq.mu.unlock();
+}
+
+ibv_wc_opcode cqx_read_opcode(ibv_cq_ex* x) { return cqx_of(x).ex_wc.opcode; }
+std::uint32_t cqx_read_vendor_err(ibv_cq_ex* x) { return cqx_of(x).ex_wc.vendor_err; }
+std::uint32_t cqx_read_byte_len(ibv_cq_ex* x) { return cqx_of(x).ex_wc.byte_len; }
+// The immediate (network order) or, with IBV_WC_WITH_INV, the invalidated
+// rkey (host order): ibv_wc's union, as ibv_wc_read_invalidated_rkey expects.
+__be32 cqx_read_imm_data(ibv_cq_ex* x) { return cqx_of(x).ex_wc.imm_data; }
+std::uint32_t cqx_read_qp_num(ibv_cq_ex* x) { return cqx_of(x).ex_wc.qp_num; }
+std::uint32_t cqx_read_src_qp(ibv_cq_ex* x) { return cqx_of(x).ex_wc.src_qp; }
+unsigned int cqx_read_wc_flags(ibv_cq_ex* x) { return cqx_of(x).ex_wc.wc_flags; }
+std::uint32_t cqx_read_slid(ibv_cq_ex* x) { return cqx_of(x).ex_wc.slid; }
+std::uint8_t cqx_read_sl(ibv_cq_ex* x) { return cqx_of(x).ex_wc.sl; }
+std::uint8_t cqx_read_dlid_path_bits(ibv_cq_ex* x) { return cqx_of(x).ex_wc.dlid_path_bits; }
 
 int op_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
     SimCq& cq = *cq_of(ibcq);
@@ -1983,6 +2105,52 @@ ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel*
     c->cqs[cqn] = cq;
     if (channel) ++channel->refcnt;
     return &cq->cq;
+}
+
+ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) {
+    if (sim(ctx) == nullptr || attr == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    // What rxe rejects, rejected the same way: wc_flags beyond the standard
+    // set (the CQE has no timestamp, VLAN, flow tag or tag-matching field),
+    // comp_mask bits libibverbs does not know, and the create flags kernel
+    // rxe refuses (IGNORE_OVERRUN; SINGLE_THREADED is a hint, accepted).
+    if ((attr->wc_flags & ~kCqExSupportedWcFlags) != 0 ||
+        (attr->comp_mask & ~std::uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD}) != 0 ||
+        ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+         (attr->flags & ~std::uint32_t{IBV_CREATE_CQ_ATTR_SINGLE_THREADED}) != 0)) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    // A parent domain (IBV_CQ_INIT_ATTR_MASK_PD) is ignored, as by rxe: the
+    // CQ allocates its ring itself and alloc_parent_domain is unsupported.
+    if (attr->cqe > static_cast<std::uint32_t>(std::numeric_limits<int>::max()) ||
+        attr->comp_vector > static_cast<std::uint32_t>(std::numeric_limits<int>::max())) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    ibv_cq* base = create_cq(ctx, static_cast<int>(attr->cqe), attr->cq_context, attr->channel,
+                             static_cast<int>(attr->comp_vector));
+    if (base == nullptr) return nullptr;
+    ibv_cq_ex& x = cq_of(base)->cqx;
+    x.comp_mask = 0;
+    x.start_poll = &cqx_start_poll;
+    x.next_poll = &cqx_next_poll;
+    x.end_poll = &cqx_end_poll;
+    x.read_opcode = &cqx_read_opcode;
+    x.read_vendor_err = &cqx_read_vendor_err;
+    x.read_wc_flags = &cqx_read_wc_flags;
+    // The field readers the application asked for, as rxe sets them.
+    const std::uint64_t f = attr->wc_flags;
+    if (f & IBV_WC_EX_WITH_BYTE_LEN) x.read_byte_len = &cqx_read_byte_len;
+    if (f & IBV_WC_EX_WITH_IMM) x.read_imm_data = &cqx_read_imm_data;
+    if (f & IBV_WC_EX_WITH_QP_NUM) x.read_qp_num = &cqx_read_qp_num;
+    if (f & IBV_WC_EX_WITH_SRC_QP) x.read_src_qp = &cqx_read_src_qp;
+    if (f & IBV_WC_EX_WITH_SLID) x.read_slid = &cqx_read_slid;
+    if (f & IBV_WC_EX_WITH_SL) x.read_sl = &cqx_read_sl;
+    if (f & IBV_WC_EX_WITH_DLID_PATH_BITS) x.read_dlid_path_bits = &cqx_read_dlid_path_bits;
+    return &x;
 }
 
 int resize_cq(ibv_cq* ibcq, int cqe) {

@@ -103,6 +103,16 @@ ibv_comp_channel* create_comp_channel(ibv_context* ctx);
 int destroy_comp_channel(ibv_comp_channel* channel);
 ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
                   int comp_vector);
+// ibv_create_cq_ex (verbs_context.create_cq_ex): a CQ like create_cq's whose
+// ibv_cq_ex polls the same ring (start_poll/next_poll/end_poll, read_*), and
+// whose ibv_cq_ex_to_cq works with every ibv_cq verb. The wc_flags kernel
+// rxe's provider accepts; others (timestamps, CVLAN, flow tag, TM info) fail
+// with EOPNOTSUPP, as do comp_mask bits other than FLAGS | PD and create
+// flags other than SINGLE_THREADED. NULL and errno on failure.
+constexpr std::uint64_t kCqExSupportedWcFlags =
+    IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS;
+ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
 int resize_cq(ibv_cq* cq, int cqe);
 int destroy_cq(ibv_cq* cq);
 int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);

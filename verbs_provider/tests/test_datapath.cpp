@@ -830,3 +830,318 @@ TEST_CASE("ibv_qp_ex: wr_start / wr_send / wr_set_sge / wr_complete", "[verbs][q
     CHECK(sv::destroy_qp(qp) == 0);
     CHECK(sv::destroy_cq(cq) == 0);
 }
+
+// ---------------------------------------------------------------------------
+// ibv_cq_ex (ibv_create_cq_ex): the verbs.h inlines, as applications call
+// them, on hand-made CQEs in the ring poll_cq reads.
+// ---------------------------------------------------------------------------
+namespace {
+
+// The slot of CQE number `p` (after put_cqe), to set fields put_cqe leaves 0.
+std::uint8_t* cqe_at(ibv_cq* cq, std::uint32_t p) {
+    const sv::QueueView v = sv::cq_view(cq);
+    std::uint8_t log = 0;
+    while ((1u << log) < v.entries) ++log;
+    return v.base + hw::ring_slot(p, log) * hw::cqe::kSize;
+}
+
+ibv_cq_init_attr_ex cq_ex_attr(std::uint32_t cqe, std::uint64_t wc_flags) {
+    ibv_cq_init_attr_ex a{};
+    a.cqe = cqe;
+    a.wc_flags = wc_flags;
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("ibv_cq_ex: start_poll / next_poll / end_poll and every read_*", "[verbs][cq][cqex]") {
+    Rig r;
+    int token = 0;
+    ibv_cq_init_attr_ex a = cq_ex_attr(5, IBV_WC_STANDARD_FLAGS);
+    a.cq_context = &token;
+    a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+    a.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+    REQUIRE(verbs_get_ctx_op(r.ctx, create_cq_ex) != nullptr);
+    ibv_cq_ex* cx = ibv_create_cq_ex(r.ctx, &a);
+    REQUIRE(cx != nullptr);
+    ibv_cq* cq = ibv_cq_ex_to_cq(cx);
+    CHECK(cq->context == r.ctx);
+    CHECK(cq->cq_context == &token);
+    CHECK(cq->channel == nullptr);
+    CHECK(cq->cqe == 7);
+    CHECK(r.rec->last(hw::CmdOpcode::CreateCq).get(hw::cmd_create_cq_in::log_size) == 3);
+    CHECK(cq->handle == sv::cq_number(cq));
+    const std::uint32_t cqn = sv::cq_number(cq);
+    // Every reader of IBV_WC_STANDARD_FLAGS; none of what the CQE lacks.
+    CHECK(cx->read_byte_len != nullptr);
+    CHECK(cx->read_imm_data != nullptr);
+    CHECK(cx->read_qp_num != nullptr);
+    CHECK(cx->read_src_qp != nullptr);
+    CHECK(cx->read_slid != nullptr);
+    CHECK(cx->read_sl != nullptr);
+    CHECK(cx->read_dlid_path_bits != nullptr);
+    CHECK(cx->read_completion_ts == nullptr);
+    CHECK(cx->read_completion_wallclock_ns == nullptr);
+    CHECK(cx->read_cvlan == nullptr);
+    CHECK(cx->read_flow_tag == nullptr);
+    CHECK(cx->read_tm_info == nullptr);
+
+    ibv_qp* qp = make_qp(r, cq, IBV_QPT_RC, 4);
+    connect_rc(r, qp);
+    ibv_poll_cq_attr pa{};
+    ibv_wc wc[8];
+
+    // Empty: ENOENT, no doorbell, and the lock is not held (poll_cq works).
+    std::size_t dbs = r.rec->dbs.size();
+    errno = 0;
+    CHECK(ibv_start_poll(cx, &pa) == ENOENT);
+    CHECK(errno == ENOENT);
+    CHECK(ibv_poll_cq(cq, 8, wc) == 0);
+    CHECK(r.rec->dbs.size() == dbs);
+
+    // A SEND completion, a RECV with immediate (GRH, and SL / SLID / path
+    // bits as the CQE carries them), the receive side of a WRITE with
+    // immediate, and an error.
+    put_cqe(cq, 0, 11, qp->qp_num, true, 0);
+    put_cqe(cq, 1, 12, qp->qp_num, false, 0, hw::WcStatus::Success, hw::WcOpcode::Recv,
+            hw::wc_flags::kWithImm | hw::wc_flags::kGrh, 0x01020304, 77);
+    {
+        std::uint8_t* e = cqe_at(cq, 1);
+        hw::set(e, hw::cqe::kSize, hw::cqe::sl, 5);
+        hw::set(e, hw::cqe::kSize, hw::cqe::slid, 0x1234);
+        hw::set(e, hw::cqe::kSize, hw::cqe::dlid_path_bits, 3);
+    }
+    put_cqe(cq, 2, 13, qp->qp_num, false, 1, hw::WcStatus::Success, hw::WcOpcode::RecvRdmaWithImm,
+            hw::wc_flags::kWithImm, 0xCAFEBABE, 4096);
+    put_cqe(cq, 3, 14, qp->qp_num, true, 1, hw::WcStatus::RemAccessErr, hw::WcOpcode::RdmaWrite);
+
+    REQUIRE(ibv_start_poll(cx, &pa) == 0);
+    CHECK(cx->status == IBV_WC_SUCCESS);
+    CHECK(cx->wr_id == 11);
+    CHECK(ibv_wc_read_opcode(cx) == IBV_WC_SEND);
+    CHECK(ibv_wc_read_vendor_err(cx) == 0);
+    CHECK(ibv_wc_read_byte_len(cx) == 0);
+    CHECK(ibv_wc_read_qp_num(cx) == qp->qp_num);
+    CHECK(ibv_wc_read_src_qp(cx) == 0);
+    CHECK(ibv_wc_read_wc_flags(cx) == 0);
+    CHECK(ibv_wc_read_slid(cx) == 0);
+    CHECK(ibv_wc_read_sl(cx) == 0);
+    CHECK(ibv_wc_read_dlid_path_bits(cx) == 0);
+
+    REQUIRE(ibv_next_poll(cx) == 0);
+    CHECK(cx->status == IBV_WC_SUCCESS);
+    CHECK(cx->wr_id == 12);
+    CHECK(ibv_wc_read_opcode(cx) == IBV_WC_RECV);
+    CHECK(ibv_wc_read_vendor_err(cx) == 0);
+    CHECK(ibv_wc_read_byte_len(cx) == 77);
+    CHECK(ibv_wc_read_imm_data(cx) == htobe32(0x01020304));
+    CHECK(ibv_wc_read_qp_num(cx) == qp->qp_num);
+    CHECK(ibv_wc_read_src_qp(cx) == 0x99);
+    CHECK(ibv_wc_read_wc_flags(cx) == (IBV_WC_WITH_IMM | IBV_WC_GRH));
+    CHECK(ibv_wc_read_slid(cx) == 0x1234);
+    CHECK(ibv_wc_read_sl(cx) == 5);
+    CHECK(ibv_wc_read_dlid_path_bits(cx) == 3);
+
+    REQUIRE(ibv_next_poll(cx) == 0);
+    CHECK(cx->wr_id == 13);
+    CHECK(ibv_wc_read_opcode(cx) == IBV_WC_RECV_RDMA_WITH_IMM);
+    CHECK(ibv_wc_read_byte_len(cx) == 4096);
+    CHECK(ibv_wc_read_imm_data(cx) == htobe32(0xCAFEBABE));
+    CHECK(ibv_wc_read_wc_flags(cx) == IBV_WC_WITH_IMM);
+    CHECK(ibv_wc_read_sl(cx) == 0);
+
+    REQUIRE(ibv_next_poll(cx) == 0);
+    CHECK(cx->wr_id == 14);
+    CHECK(cx->status == IBV_WC_REM_ACCESS_ERR);
+    CHECK(ibv_wc_read_vendor_err(cx) == 3);
+    CHECK(ibv_wc_read_opcode(cx) == IBV_WC_RDMA_WRITE);
+
+    errno = 0;
+    CHECK(ibv_next_poll(cx) == ENOENT);
+    CHECK(errno == ENOENT);
+    CHECK(r.rec->dbs.size() == dbs);  // the doorbell waits for end_poll
+    ibv_end_poll(cx);
+    REQUIRE(r.rec->dbs.size() == dbs + 1);
+    CHECK(r.rec->dbs.back().kind == hw::DbKind::Cq);
+    CHECK(r.rec->dbs.back().num == cqn);
+    CHECK(r.rec->dbs.back().index == 4);
+    CHECK(r.rec->dbs.back().cmd == 0);
+    CHECK(ibv_start_poll(cx, &pa) == ENOENT);
+    CHECK(ibv_poll_cq(cq, 8, wc) == 0);
+
+    // The same CQ through ibv_poll_cq, then start_poll / end_poll without
+    // next_poll: the entry start_poll returned is consumed.
+    put_cqe(cq, 4, 15, qp->qp_num, true, 2);
+    put_cqe(cq, 5, 16, qp->qp_num, false, 2, hw::WcStatus::Success, hw::WcOpcode::Recv,
+            hw::wc_flags::kWithInv, 0xABCD, 8);
+    put_cqe(cq, 6, 17, qp->qp_num, true, 3);
+    REQUIRE(ibv_poll_cq(cq, 1, wc) == 1);
+    CHECK(wc[0].wr_id == 15);
+    CHECK(r.rec->dbs.back().index == 5);
+    REQUIRE(ibv_start_poll(cx, &pa) == 0);
+    CHECK(cx->wr_id == 16);
+    CHECK(ibv_wc_read_wc_flags(cx) == IBV_WC_WITH_INV);
+    CHECK(ibv_wc_read_invalidated_rkey(cx) == 0xABCD);
+    ibv_end_poll(cx);
+    CHECK(r.rec->dbs.back().index == 6);
+    REQUIRE(ibv_poll_cq(cq, 8, wc) == 1);
+    CHECK(wc[0].wr_id == 17);
+    CHECK(r.rec->dbs.back().index == 7);
+
+    // Across the end of the 8-entry ring (the phase flips), in batches.
+    std::uint64_t want = 100 + 7;
+    for (std::uint32_t p = 7; p < 20; ++p) {
+        put_cqe(cq, p, 100 + p, qp->qp_num, true, 0);
+        if (p % 5 == 0 || p == 19) {
+            int n = 0;
+            for (int e = ibv_start_poll(cx, &pa); e == 0; e = ibv_next_poll(cx), ++n)
+                CHECK(cx->wr_id == want++);
+            ibv_end_poll(cx);
+            CHECK(n > 0);
+            CHECK(r.rec->dbs.back().index == p + 1);
+        }
+    }
+    CHECK(want == 120);
+    CHECK(ibv_start_poll(cx, &pa) == ENOENT);
+
+    // CQEs consumed through the iterator free their WQEs (6.1): fill the SQ
+    // of a fresh QP, complete its last WQE, and there is room again.
+    ibv_qp* qp2 = make_qp(r, cq, IBV_QPT_RC, 4);
+    connect_rc(r, qp2);
+    ibv_send_wr w{};
+    w.opcode = IBV_WR_SEND;
+    ibv_send_wr* bad = nullptr;
+    std::uint32_t posted = 0;
+    while (posted < 10 && qp2->context->ops.post_send(qp2, &w, &bad) == 0) ++posted;
+    CHECK(posted == 4);
+    put_cqe(cq, 20, 200, qp2->qp_num, true, posted - 1);
+    REQUIRE(ibv_start_poll(cx, &pa) == 0);
+    CHECK(cx->wr_id == 200);
+    CHECK(ibv_next_poll(cx) == ENOENT);
+    ibv_end_poll(cx);
+    CHECK(qp2->context->ops.post_send(qp2, &w, &bad) == 0);
+    CHECK(sv::destroy_qp(qp2) == 0);
+
+    // req_notify on the ibv_cq: arm with the consumer index.
+    CHECK(ibv_req_notify_cq(cq, 0) == 0);
+    CHECK(r.rec->dbs.back().kind == hw::DbKind::Cq);
+    CHECK(r.rec->dbs.back().cmd == static_cast<std::uint8_t>(hw::CqArm::Next));
+    CHECK(r.rec->dbs.back().index == 21);
+
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+    CHECK(r.rec->last(hw::CmdOpcode::DestroyCq).get(hw::cmd_handle::handle) == cqn);
+    CHECK(r.firmware->counts().cqs == 0);
+}
+
+TEST_CASE("ibv_cq_ex: readers only for the flags asked for, and what rxe rejects", "[verbs][cq][cqex]") {
+    Rig r;
+    // No wc_flags: opcode, vendor_err and wc_flags only (as rxe).
+    ibv_cq_init_attr_ex a = cq_ex_attr(4, 0);
+    ibv_cq_ex* cx = ibv_create_cq_ex(r.ctx, &a);
+    REQUIRE(cx != nullptr);
+    CHECK(cx->start_poll != nullptr);
+    CHECK(cx->next_poll != nullptr);
+    CHECK(cx->end_poll != nullptr);
+    CHECK(cx->read_opcode != nullptr);
+    CHECK(cx->read_vendor_err != nullptr);
+    CHECK(cx->read_wc_flags != nullptr);
+    CHECK(cx->read_byte_len == nullptr);
+    CHECK(cx->read_imm_data == nullptr);
+    CHECK(cx->read_qp_num == nullptr);
+    CHECK(cx->read_src_qp == nullptr);
+    CHECK(cx->read_slid == nullptr);
+    CHECK(cx->read_sl == nullptr);
+    CHECK(cx->read_dlid_path_bits == nullptr);
+    CHECK(sv::destroy_cq(ibv_cq_ex_to_cq(cx)) == 0);
+    a = cq_ex_attr(4, IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM);
+    cx = ibv_create_cq_ex(r.ctx, &a);
+    REQUIRE(cx != nullptr);
+    CHECK(cx->read_byte_len != nullptr);
+    CHECK(cx->read_qp_num != nullptr);
+    CHECK(cx->read_imm_data == nullptr);
+    CHECK(cx->read_sl == nullptr);
+    CHECK(sv::destroy_cq(ibv_cq_ex_to_cq(cx)) == 0);
+    // A parent domain is ignored, as by rxe.
+    a = cq_ex_attr(4, IBV_WC_EX_WITH_BYTE_LEN);
+    a.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+    a.parent_domain = r.pd;
+    cx = ibv_create_cq_ex(r.ctx, &a);
+    REQUIRE(cx != nullptr);
+    CHECK(sv::destroy_cq(ibv_cq_ex_to_cq(cx)) == 0);
+
+    const std::size_t creates = r.rec->cmds.size();
+    auto fails = [&r](ibv_cq_init_attr_ex at, int err) {
+        errno = 0;
+        CHECK(ibv_create_cq_ex(r.ctx, &at) == nullptr);
+        CHECK(errno == err);
+    };
+    // wc_flags the CQE has no field for: EOPNOTSUPP before any command.
+    for (std::uint64_t f : {std::uint64_t{IBV_WC_EX_WITH_COMPLETION_TIMESTAMP},
+                            std::uint64_t{IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK},
+                            std::uint64_t{IBV_WC_EX_WITH_CVLAN}, std::uint64_t{IBV_WC_EX_WITH_FLOW_TAG},
+                            std::uint64_t{IBV_WC_EX_WITH_TM_INFO}, std::uint64_t{1} << 12,
+                            std::uint64_t{1} << 40}) {
+        INFO("wc_flags " << f);
+        fails(cq_ex_attr(4, IBV_WC_STANDARD_FLAGS | f), EOPNOTSUPP);
+    }
+    // comp_mask beyond FLAGS | PD; IGNORE_OVERRUN (kernel rxe refuses it).
+    a = cq_ex_attr(4, 0);
+    a.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD << 1;
+    fails(a, EOPNOTSUPP);
+    a = cq_ex_attr(4, 0);
+    a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+    a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+    fails(a, EOPNOTSUPP);
+    CHECK(r.rec->cmds.size() == creates);
+    // Sizes and vectors as ibv_create_cq's: EINVAL.
+    fails(cq_ex_attr(0, 0), EINVAL);
+    fails(cq_ex_attr(1u << 20, 0), EINVAL);  // above max_cqe
+    fails(cq_ex_attr(0x80000000u, 0), EINVAL);
+    a = cq_ex_attr(4, 0);
+    a.comp_vector = 1;
+    fails(a, EINVAL);
+    errno = 0;
+    CHECK(verbs_get_ctx(r.ctx)->create_cq_ex(r.ctx, nullptr) == nullptr);
+    CHECK(errno == EINVAL);
+    CHECK(r.firmware->counts().cqs == 0);
+}
+
+TEST_CASE("ibv_cq_ex: events through a completion channel", "[verbs][cq][cqex][events]") {
+    Rig r;
+    ibv_comp_channel* ch = sv::create_comp_channel(r.ctx);
+    REQUIRE(ch != nullptr);
+    int token = 0;
+    ibv_cq_init_attr_ex a = cq_ex_attr(4, IBV_WC_STANDARD_FLAGS);
+    a.channel = ch;
+    a.cq_context = &token;
+    ibv_cq_ex* cx = ibv_create_cq_ex(r.ctx, &a);
+    REQUIRE(cx != nullptr);
+    ibv_cq* cq = ibv_cq_ex_to_cq(cx);
+    CHECK(cq->channel == ch);
+    CHECK(ch->refcnt == 1);
+    CHECK(sv::destroy_comp_channel(ch) == EBUSY);
+    CHECK(ibv_req_notify_cq(cq, 0) == 0);
+    CHECK(r.rec->dbs.back().cmd == static_cast<std::uint8_t>(hw::CqArm::Next));
+    CHECK_FALSE(readable(ch->fd, 0));
+    r.post_eqe(hw::EventType::Completion, sv::cq_number(cq));
+    REQUIRE(readable(ch->fd, 2000));
+    ibv_cq* got = nullptr;
+    void* gctx = nullptr;
+    REQUIRE(sv::get_cq_event(ch, &got, &gctx) == 0);
+    CHECK(got == cq);
+    CHECK(reinterpret_cast<ibv_cq_ex*>(got) == cx);
+    CHECK(gctx == &token);
+    sv::ack_cq_events(got, 1);
+    CHECK(cx->comp_events_completed == 1);
+    // The completion the event announced, through the iterator.
+    put_cqe(cq, 0, 5, 0x1234, false, 0, hw::WcStatus::Success, hw::WcOpcode::Recv, 0, 0, 9);
+    ibv_poll_cq_attr pa{};
+    REQUIRE(ibv_start_poll(cx, &pa) == 0);
+    CHECK(cx->wr_id == 5);
+    CHECK(ibv_wc_read_byte_len(cx) == 9);
+    ibv_end_poll(cx);
+    CHECK(sv::destroy_cq(cq) == 0);
+    CHECK(ch->refcnt == 0);
+    CHECK(sv::destroy_comp_channel(ch) == 0);
+}

@@ -157,7 +157,7 @@ struct EQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, tp::Wi
     hw::ErrorCause fault = hw::ErrorCause::None;  // a fault to act on after the core returns
     hw::ErrorCause cause = hw::ErrorCause::None;
     // What writeback() last wrote to the QPC, per field.
-    static constexpr size_t kWriteback = 10;
+    static constexpr size_t kWriteback = 11;
     std::array<uint64_t, kWriteback> wb{};
     std::array<bool, kWriteback> wb_valid{};
 
@@ -733,6 +733,7 @@ struct SoftEngine::Impl final : model::Backend {
         c.qkey = uint32_t(g(e, Table::Qpc, hw::qpc::qkey));
         c.sq_sig_all = g(e, Table::Qpc, hw::qpc::sq_sig_all) != 0;
         c.srq = q.srq;
+        c.en_sqd_async_notify = g(e, Table::Qpc, hw::qpc::en_sqd_async_notify) != 0;
         if (q.type != hw::QpType::Ud) build_av(e, hw::qpc::kSize, kQpcAv, c.av);
         return c;
     }
@@ -766,6 +767,7 @@ struct SoftEngine::Impl final : model::Backend {
         auto it = qps.find(qpn);
         if (st == hw::QpState::Reset) {
             if (it != qps.end()) qps.erase(it);
+            if (pipe) pipe->qp_reset(qpn);
             return;
         }
         if (it == qps.end()) it = qps.emplace(qpn, std::make_unique<EQp>(*this, qpn)).first;
@@ -821,6 +823,11 @@ struct SoftEngine::Impl final : model::Backend {
             case hw::QpState::Sqd:
             case hw::QpState::Sqe:
                 q.hw_state = st;
+                // RTS->SQD: the firmware set sq_draining and en_sqd_async_notify;
+                // the core drains and writeback() clears sq_draining when done.
+                if (q.tqp && st == hw::QpState::Sqd)
+                    q.tqp->context().cfg.en_sqd_async_notify =
+                        g(e, Table::Qpc, hw::qpc::en_sqd_async_notify) != 0;
                 if (q.tqp) run(q, [&] { q.tqp->set_state(st == hw::QpState::Sqd ? tp::QpState::Sqd : tp::QpState::Sqe); });
                 return;
             case hw::QpState::Err:
@@ -828,6 +835,7 @@ struct SoftEngine::Impl final : model::Backend {
                 q.hw_state = st;
                 if (!q.tqp) q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
                 run(q, [&] { q.tqp->set_state(tp::QpState::Err); });
+                if (pipe) pipe->qp_reset(qpn);
                 return;
             case hw::QpState::Reset: break;
         }
@@ -850,7 +858,10 @@ struct SoftEngine::Impl final : model::Backend {
             q.tqp->set_state(tp::QpState::Err);
         }
         q.fault = hw::ErrorCause::None;
-        if (q.tqp->state() == tp::QpState::Err && q.hw_state != hw::QpState::Err) q.hw_state = hw::QpState::Err;
+        if (q.tqp->state() == tp::QpState::Err && q.hw_state != hw::QpState::Err) {
+            q.hw_state = hw::QpState::Err;
+            if (pipe) pipe->qp_reset(q.qpn);
+        }
         writeback(q);
     }
 
@@ -885,6 +896,7 @@ struct SoftEngine::Impl final : model::Backend {
             {hw::qpc::last_acked_psn, roce::psn_add(t.comp_psn, roce::kPsnMask)},
             {hw::qpc::rq_psn, t.rq_psn},
             {hw::qpc::msn, t.msn},
+            {hw::qpc::sq_draining, t.sq_draining ? 1u : 0u},
         }};
         for (size_t i = 0; i < v.size(); ++i) {
             if (i >= 6 && i <= 7 && !sq_psns) continue;
@@ -1581,7 +1593,8 @@ void EQp::post(tp::CqSide side, const tp::Completion& c, bool solicited) {
 void EQp::transmit(roce::Packet& pkt) { eng.transmit(*this, pkt); }
 
 void EQp::async_event(tp::AsyncEvent ev) {
-    eng.post_event(ctx, hw::EventType(uint8_t(ev)), qpn, uint32_t(cause));
+    // aux: the error cause for error events, 0 otherwise (hw-spec 8.1).
+    eng.post_event(ctx, hw::EventType(uint8_t(ev)), qpn, tp::is_error_event(ev) ? uint32_t(cause) : 0);
 }
 
 // ---- the thread ----
@@ -1784,15 +1797,23 @@ void SoftEngine::unfence(fw::Table t, uint32_t index) {
 }
 
 void SoftEngine::qp_modified(uint32_t qpn, hw::QpState, hw::QpState) {
-    ++impl_->fence_waiters;
-    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
-    --impl_->fence_waiters;
-    impl_->reload_qp(qpn);
+    {
+        ++impl_->fence_waiters;
+        std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+        --impl_->fence_waiters;
+        impl_->reload_qp(qpn);
+    }
+    // The transition ran on this thread and may have left work for the
+    // engine's: frames on the loopback queue (SQD->RTS resumes sending), a
+    // timer to arm. Wake it in case it sleeps.
+    const uint64_t one = 1;
+    if (::write(impl_->wake_fd, &one, sizeof one) != sizeof one) {}
 }
 
 void SoftEngine::qp_destroying(uint32_t qpn) {
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
     impl_->wc_flush();
+    if (impl_->pipe) impl_->pipe->qp_reset(qpn);
     impl_->qps.erase(qpn);
 }
 

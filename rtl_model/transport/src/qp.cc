@@ -12,7 +12,14 @@ void Qp::set_state(QpState s) {
         ctx_.enter_error();
         return;
     }
+    const QpState from = ctx_.state;
     ctx_.state = s;
+    // RTS->SQD starts a drain (SQD->SQD does not); leaving SQD ends one (the
+    // firmware lets a QP leave SQD only once drained, or to RESET/ERR).
+    if (s == QpState::Sqd && from == QpState::Rts)
+        ctx_.begin_sq_drain();
+    else if (s != QpState::Sqd)
+        ctx_.sq_draining = false;
     progress();
 }
 
@@ -33,6 +40,7 @@ void Qp::progress() {
         comp_.run();
         if (sent == 0 && ctx_.sq.size() == before) break;
     }
+    ctx_.check_sq_drained();
 }
 
 void Qp::on_packet(const roce::Packet& pkt) {
@@ -68,6 +76,7 @@ QpTransportState Qp::snapshot() const {
     s.rq_psn = resp_.expected_psn();
     s.msn = resp_.msn();
     s.sq_outstanding = static_cast<uint32_t>(ctx_.sq.size());
+    s.sq_draining = ctx_.sq_draining;
     return s;
 }
 

@@ -78,6 +78,7 @@ void QpContext::arm_retransmit_timer() {
 void QpContext::enter_error() {
     if (state == QpState::Err) return;
     state = QpState::Err;
+    sq_draining = false;  // no SQ_DRAINED: the flush ends the drain
     env.timers->cancel(QpTimer::Retransmit);
     env.timers->cancel(QpTimer::Rnr);
     // Send queue: every WQE not yet completed, in order.
@@ -105,7 +106,23 @@ void QpContext::enter_error() {
             env.rq->pop();
             env.cq->post(CqSide::Recv, c, false);
         }
+    } else {
+        // The WQE in use is flushed and a QP in ERR takes no more from the
+        // SRQ: the last WQE has been reached (rxe_resp.c, flush_recv_queue()
+        // for a QP with an SRQ).
+        env.events->async_event(AsyncEvent::QpLastWqeReached);
     }
+}
+
+void QpContext::begin_sq_drain() {
+    sq_draining = true;
+}
+
+void QpContext::check_sq_drained() {
+    if (!sq_draining || state != QpState::Sqd) return;
+    if (sq.head_seq() < req.started_end) return;  // a started WQE is not complete yet
+    sq_draining = false;
+    if (cfg.en_sqd_async_notify) env.events->async_event(AsyncEvent::SqDrained);
 }
 
 uint64_t rnr_timeout_ns(uint8_t code) {

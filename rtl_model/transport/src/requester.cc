@@ -104,6 +104,7 @@ bool Requester::start_wqe(SqEntry& e) {
     e.first_psn = qp_.req.psn;
     e.last_psn = psn_add(e.first_psn, e.npkts - 1);
     e.state = WqeState::Processing;
+    qp_.req.started_end = std::max(qp_.req.started_end, qp_.req.next_seq + 1);
     return true;
 }
 
@@ -235,11 +236,15 @@ void Requester::send_packet(SqEntry& e) {
 
 size_t Requester::run() {
     size_t sent = 0;
-    if (qp_.state != QpState::Rts) return 0;
+    // SQD: finish (and resend, on a retry) what was started before the drain,
+    // start nothing new (rxe's req_next_wqe() in SQD).
+    const bool sqd = qp_.state == QpState::Sqd;
+    if (qp_.state != QpState::Rts && !sqd) return 0;
     if (qp_.req.retry == ReqRetry::RnrWait) return 0;
     if (qp_.req.retry == ReqRetry::Now) restart();
     for (;;) {
         qp_.trace(Unit::Requester, "NEXT_WQE");
+        if (sqd && qp_.req.next_seq >= qp_.req.started_end) break;
         SqEntry* e = qp_.sq.at(qp_.req.next_seq);
         if (!e) break;
         if (e->state == WqeState::Posted && qp_.req.next_pkt == 0 && !start_wqe(*e)) break;

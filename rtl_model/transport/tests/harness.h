@@ -130,8 +130,12 @@ public:
 
 class Events : public EventPort {
 public:
-    void async_event(AsyncEvent ev) override { got.push_back(ev); }
+    void async_event(AsyncEvent ev) override {
+        got.push_back(ev);
+        if (hook) hook(ev);
+    }
     std::vector<AsyncEvent> got;
+    std::function<void(AsyncEvent)> hook;  // optional: sees each event as it is raised
 };
 
 struct Clock {

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "simnic/roce/rules.h"
+
 #include "icrc_engine_rtl.h"
 #ifdef SIMNIC_HAVE_RTL_PARSER
 #include "roce_parser_rtl.h"
@@ -34,7 +36,59 @@ const char* Nic::block_name(int b) {
     return b >= 0 && b < kNumBlocks ? n[b] : "?";
 }
 
+void Nic::rtq_admit(size_t n) {
+    const uint64_t t0 = sim::now_ps();
+    while (rtq_used > 0 && rtq_used + n > cfg.requester.retransmit_queue_entries) {
+        // The ACK that makes room may depend on packets queued behind this
+        // work (the datapath chose where AckReq goes). A real requester must
+        // not deadlock on that; the model admits the work after
+        // kRtqWatchdogCycles without an ACK and counts an overflow, which
+        // says the queue is too small for the workload.
+        const size_t before = rtq_used;
+        sc_core::wait(sc_core::sc_time(double(cycles(kRtqWatchdogCycles)), sc_core::SC_PS), rtq_freed);
+        if (rtq_used >= before && rtq_used + n > cfg.requester.retransmit_queue_entries) {
+            ++rtq_overflows;
+            break;
+        }
+    }
+    rtq_wait_ps += sim::now_ps() - t0;
+}
+
+void Nic::rtq_take(uint32_t qpn, uint32_t psn) {
+    std::deque<uint32_t>& q = rtq[qpn];
+    for (uint32_t p : q)
+        if (p == psn) return;  // a retransmission: its entry is still held
+    q.push_back(psn);
+    rtq_peak = std::max(rtq_peak, ++rtq_used);
+}
+
+void Nic::rtq_ack(uint32_t qpn, uint32_t psn, bool nak) {
+    auto it = rtq.find(qpn);
+    if (it == rtq.end()) return;
+    std::deque<uint32_t>& q = it->second;
+    size_t freed = 0;
+    while (!q.empty() && (roce::psn_before(q.front(), psn) || (!nak && q.front() == psn))) {
+        q.pop_front();
+        ++freed;
+    }
+    if (freed) {
+        rtq_used -= freed;
+        rtq_freed.notify(sc_core::SC_ZERO_TIME);
+    }
+}
+
+void Nic::rtq_drop(uint32_t qpn) {
+    auto it = rtq.find(qpn);
+    if (it == rtq.end()) return;
+    rtq_used -= it->second.size();
+    rtq.erase(it);
+    rtq_freed.notify(sc_core::SC_ZERO_TIME);
+}
+
 void Nic::reset_stats() {
+    rtq_peak = rtq_used;
+    rtq_wait_ps = 0;
+    rtq_overflows = 0;
     for (auto& s : blk) s = sim::BlockStats{};
     dma.reset_stats();
     qpc.reset_stats();

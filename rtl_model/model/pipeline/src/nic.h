@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct Txn {
     uint8_t timer = 0;
     uint8_t opcode = 0;
     uint32_t psn = 0;
+    uint8_t aeth_syndrome = 0;  // responses: ACK, RNR NAK or NAK
+    bool resume = false;        // request packets the completer released (window reopened, retransmission)
     OpRecord rec;
 };
 using TxnPtr = std::shared_ptr<Txn>;
@@ -123,6 +126,30 @@ struct Nic {
     std::unordered_map<uint64_t, uint64_t> wqe_start;
     std::vector<uint64_t> latency_ps;
     std::function<void(uint32_t)> on_cqe;
+
+    // The requester's retransmit queue (requester.retransmit_queue_entries):
+    // the RC request packets sent and not yet acknowledged, per QP in PSN
+    // order. A new request waits for room; an ACK frees what it covers.
+    std::unordered_map<uint32_t, std::deque<uint32_t>> rtq;
+    size_t rtq_used = 0, rtq_peak = 0;
+    uint64_t rtq_overflows = 0;
+    static constexpr uint64_t kRtqWatchdogCycles = 4096;
+    uint64_t rtq_wait_ps = 0;
+    sc_core::sc_event rtq_freed;
+    // Admission is per doorbell transaction, not per packet: the datapath
+    // decided which packets carry AckReq (rxe: a message's last, and every
+    // 64th), so holding back part of a message could hold back the packet
+    // whose ACK would make room. New work of n request packets waits until
+    // it fits, or until the queue is empty (a message larger than the queue).
+    void rtq_admit(size_t n);
+    // Takes the entry of a request packet (a retransmission of one still
+    // held needs none).
+    void rtq_take(uint32_t qpn, uint32_t psn);
+    // A response for `qpn` carrying `psn`: an ACK (or a READ/atomic
+    // response) acknowledges up to and including psn, a NAK up to psn - 1.
+    void rtq_ack(uint32_t qpn, uint32_t psn, bool nak);
+    // The QP went to reset or error, or was destroyed: nothing will be acked.
+    void rtq_drop(uint32_t qpn);
 
     void reset_stats();
 

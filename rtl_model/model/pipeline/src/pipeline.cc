@@ -152,6 +152,11 @@ void Pipeline::fw_command(uint16_t opcode) {
     impl_->nic->fw_in.push_input(opcode, sim::Probe{0, 0, opcode, 0});
 }
 
+void Pipeline::qp_reset(uint32_t qpn) {
+    SimGuard g(impl_->ctx);
+    impl_->nic->rtq_drop(qpn);
+}
+
 uint64_t Pipeline::run() {
     SimGuard g(impl_->ctx);
     Impl& m = *impl_;
@@ -253,6 +258,10 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({"latency.p99", q(0.99), "ns"});
         s.push_back({"latency.max", double(lat.back()) / 1000.0, "ns"});
     }
+    s.push_back({"requester.rtq_entries_used", double(n.rtq_used), ""});
+    s.push_back({"requester.rtq_entries_peak", double(n.rtq_peak), ""});
+    s.push_back({"requester.rtq_full_wait", double(n.rtq_wait_ps / n.period_ps), "cycles"});
+    s.push_back({"requester.rtq_overflows", double(n.rtq_overflows), ""});
     s.push_back({"eq.eqes", double(n.eqes), ""});
     s.push_back({"fw.commands", double(n.fw_commands), ""});
     return s;

@@ -35,6 +35,7 @@ void ParserBlock::main() {
         t->qpn = hv.dqpn;
         t->opcode = hv.opcode;
         t->psn = hv.psn;
+        t->aeth_syndrome = hv.aeth_syndrome;
         nic.parser_to_icrc.write(t, probe_of(*t), &st.stall_ps);
     }
 }

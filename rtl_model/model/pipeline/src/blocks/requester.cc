@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "simnic/roce/opcode.h"
+
 namespace simnic::model {
 
 using sim::now_ps;
@@ -16,8 +18,19 @@ void RequesterBlock::main() {
             st.stall_ps += t->ready_ps - now_ps();  // its WQEs are still on the way
             wait_until(t->ready_ps);
         }
-        sim::BusyScope busy(st);
         OpRecord& rec = t->rec;
+        size_t requests = 0;
+        for (const TxFrameRec& fr : rec.frames)
+            if (fr.opcode < 0x20 && roce::opcode_info(fr.opcode).has(roce::kRequest)) ++requests;
+        // Packets the completer released continue what is already in flight
+        // (the transport counts them against its own window): holding them
+        // back could hold back the ACK that frees the queue.
+        if (requests && !t->resume) {
+            const uint64_t t0 = now_ps();
+            nic.rtq_admit(requests);  // room in the retransmit queue
+            st.stall_ps += now_ps() - t0;
+        }
+        sim::BusyScope busy(st);
         uint64_t payload_ready = now_ps(), writes_done = now_ps();
         for (size_t i = 0; i < rec.ops.size();) {
             const Op& o = rec.ops[i];
@@ -32,6 +45,11 @@ void RequesterBlock::main() {
             switch (o.kind) {
                 case Op::Kind::TxFrame: {
                     wait_ps(nic.cycles(nic.cfg.requester.cycles_per_packet));
+                    // An RC request needs a retransmit-queue entry until it
+                    // is acknowledged (RC opcodes are 0x00-0x1F).
+                    const TxFrameRec& fr = rec.frames[o.aux];
+                    if (fr.opcode < 0x20 && roce::opcode_info(fr.opcode).has(roce::kRequest))
+                        nic.rtq_take(fr.qpn, fr.psn);
                     FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
                     const sim::Probe p = probe_of(f);
                     nic.req_to_txb.write(std::move(f), p, &st.stall_ps);

@@ -25,6 +25,7 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         if (!resume) {
             resume = std::make_shared<Txn>();
             resume->kind = Txn::Kind::Doorbell;
+            resume->resume = true;
             resume->t_in = now_ps();
             resume->qpn = t.qpn;
             resume->db.num = t.qpn;
@@ -88,6 +89,14 @@ void RxTransportBlock::main() {
             sim::BusyScope b(st);
             nic.lookup(nic.qpc, t->qpn, st);
             nic.be.exec_rx(t->frame.data(), t->frame.size(), t->rec);
+            if (!request && t->opcode < 0x20) {
+                // An RC response frees the retransmit-queue entries it
+                // acknowledges (a NAK or RNR NAK: those before its PSN).
+                const roce::AethType at = roce::aeth_type(t->aeth_syndrome);
+                const bool has_aeth = roce::opcode_info(t->opcode).has(roce::kHasAeth);
+                nic.rtq_ack(t->qpn, t->psn,
+                            has_aeth && (at == roce::AethType::Nak || at == roce::AethType::RnrNak));
+            }
             wait_ps(nic.cycles(request ? nic.cfg.responder.cycles_per_packet : nic.cfg.completer.cycles_per_packet));
             play(*t, st);
         }

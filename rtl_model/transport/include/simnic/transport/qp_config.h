@@ -45,7 +45,9 @@ struct QpConfig {
     uint32_t qkey = 0;          // UD
     uint16_t pkey = 0xffff;
     bool sq_sig_all = false;    // every send WQE completes with a CQE
-    bool srq = false;           // receive WQEs come from an SRQ (not flushed on error)
+    bool srq = false;           // receive WQEs come from an SRQ (not flushed on error;
+                                // entering ERR raises QP_LAST_WQE_REACHED instead)
+    bool en_sqd_async_notify = false;  // RTS->SQD: raise SQ_DRAINED when the drain ends
     AddressVector av;           // RC/UC; UD takes it per WQE
 };
 
@@ -57,6 +59,7 @@ struct QpTransportState {
     uint32_t rq_psn = 0;   // next PSN the responder expects
     uint32_t msn = 0;
     uint32_t sq_outstanding = 0;  // send WQEs not yet completed
+    bool sq_draining = false;     // an RTS->SQD drain is in progress
 };
 
 // Retransmit timer period: 4.096 us << timeout (IBA 11.2.4.2 "Local ACK

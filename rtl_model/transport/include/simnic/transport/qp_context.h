@@ -76,6 +76,10 @@ struct RequesterState {
     uint32_t rd_atomic_credits = 0;
     uint32_t noack_pkts = 0;
     ReqRetry retry = ReqRetry::None;
+    // One past the newest SQ entry ever started (given its PSNs). In SQD the
+    // requester sends (and resends) only entries before it, and the drain is
+    // over once every one of them has completed.
+    uint64_t started_end = 0;
 };
 
 struct CompleterState {
@@ -105,6 +109,8 @@ public:
     RequesterState req;
     CompleterState comp;
     std::optional<RecvCursor> recv;  // the responder's current receive WQE
+    // RTS->SQD drain in progress (hw-spec 5.7, QPC.sq_draining).
+    bool sq_draining = false;
 
     uint32_t mtu() const { return roce::ib_mtu_bytes(cfg.path_mtu); }
     bool is_rc() const { return cfg.type == QpType::RC; }
@@ -124,8 +130,14 @@ public:
     }
     void arm_retransmit_timer();
     // Move the QP to ERR and flush both queues (IBV_WC_WR_FLUSH_ERR), as
-    // rxe_qp_error and the flush paths of rxe_comp/rxe_resp do.
+    // rxe_qp_error and the flush paths of rxe_comp/rxe_resp do. A QP on an
+    // SRQ then raises QP_LAST_WQE_REACHED, once per entry into ERR.
     void enter_error();
+    // RTS->SQD: start draining the send queue.
+    void begin_sq_drain();
+    // Ends the drain once every WQE started before it has completed, raising
+    // SQ_DRAINED if en_sqd_async_notify. Call after each step of the QP.
+    void check_sq_drained();
 
 private:
     uint16_t sport_ = 0;

@@ -79,13 +79,28 @@ enum AccessFlag : uint32_t {
 // ibv_qp_state: the hardware spec's QP states.
 using QpState = hw::QpState;
 
-// ibv_event_type (the QP events the transport raises)
+// ibv_event_type (the QP events the transport raises). The values are the
+// hardware spec's EQE event types (hw-spec 8.2), which are ibv_event_type's.
 enum class AsyncEvent : uint8_t {
     QpFatal = 1,      // remote operational error class: the QP is in ERR
     QpReqErr = 2,     // invalid request local work queue error (responder)
     QpAccessErr = 3,  // local access violation work queue error (responder)
     CommEst = 4,      // first packet received in RTR
+    SqDrained = 5,    // RTS->SQD: every WQE started before the drain has completed
+                      // (only with en_sqd_async_notify)
+    QpLastWqeReached = 16,  // a QP on an SRQ entered ERR: it takes no more receive WQEs
 };
+static_assert(uint8_t(AsyncEvent::QpFatal) == uint8_t(hw::EventType::QpFatal));
+static_assert(uint8_t(AsyncEvent::QpReqErr) == uint8_t(hw::EventType::QpReqErr));
+static_assert(uint8_t(AsyncEvent::QpAccessErr) == uint8_t(hw::EventType::QpAccessErr));
+static_assert(uint8_t(AsyncEvent::CommEst) == uint8_t(hw::EventType::CommEst));
+static_assert(uint8_t(AsyncEvent::SqDrained) == uint8_t(hw::EventType::SqDrained));
+static_assert(uint8_t(AsyncEvent::QpLastWqeReached) == uint8_t(hw::EventType::QpLastWqeReached));
+
+// Whether the event reports an error (its EQE carries the QP's error cause).
+constexpr bool is_error_event(AsyncEvent e) {
+    return e == AsyncEvent::QpFatal || e == AsyncEvent::QpReqErr || e == AsyncEvent::QpAccessErr;
+}
 
 const char* to_string(WcStatus s);
 

@@ -77,6 +77,9 @@ public:
     void rx_frame(const uint8_t* frame, size_t len);
     void timer(uint32_t qpn, uint8_t timer);
     void fw_command(uint16_t opcode);
+    // The QP was reset, moved to error or destroyed: what it holds in the
+    // retransmit queue will never be acknowledged.
+    void qp_reset(uint32_t qpn);
 
     // Simulates until no block has work. Returns simulated cycles advanced.
     uint64_t run();

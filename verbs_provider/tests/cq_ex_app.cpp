@@ -1,0 +1,483 @@
+// The extended CQ API (ibv_create_cq_ex, ibv_start_poll / ibv_next_poll /
+// ibv_end_poll, ibv_wc_read_*) and ibv_query_device_ex on a simnic device,
+// from an ordinary libibverbs application: this program links the system
+// libibverbs only and reaches the device through LD_PRELOAD. Run it under
+// `simnic exec` with SIMNIC_TEST_DEVICE naming a device (test_cq_ex_app.sh).
+//
+// QPs on the one device are connected to each other through GID index 1
+// (the IPv4-mapped GID), as two processes on one host would be.
+#include <endian.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::uint8_t kPort = 1;
+constexpr int kGidIndex = 1;
+constexpr std::uint32_t kQkey = 0x11111111;
+constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+struct Device {
+    ibv_context* ctx = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_port_attr port{};
+    ibv_gid gid{};
+
+    Device() {
+        const char* name = std::getenv("SIMNIC_TEST_DEVICE");
+        REQUIRE(name != nullptr);
+        int n = 0;
+        ibv_device** list = ibv_get_device_list(&n);
+        REQUIRE(list != nullptr);
+        for (int i = 0; i < n && ctx == nullptr; ++i)
+            if (std::strcmp(ibv_get_device_name(list[i]), name) == 0) ctx = ibv_open_device(list[i]);
+        ibv_free_device_list(list);
+        INFO("device " << name);
+        REQUIRE(ctx != nullptr);
+        REQUIRE(ibv_query_port(ctx, kPort, &port) == 0);
+        REQUIRE(ibv_query_gid(ctx, kPort, kGidIndex, &gid) == 0);
+        pd = ibv_alloc_pd(ctx);
+        REQUIRE(pd != nullptr);
+    }
+    ~Device() {
+        if (pd) CHECK(ibv_dealloc_pd(pd) == 0);
+        if (ctx) CHECK(ibv_close_device(ctx) == 0);
+    }
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+};
+
+struct Mr {
+    std::vector<std::uint8_t> buf;
+    ibv_mr* mr = nullptr;
+    Mr(Device& d, std::size_t n, std::uint8_t fill) : buf(n, fill) {
+        mr = ibv_reg_mr(d.pd, buf.data(), n, kAccess);
+        REQUIRE(mr != nullptr);
+    }
+    ~Mr() { CHECK(ibv_dereg_mr(mr) == 0); }
+    Mr(const Mr&) = delete;
+    Mr& operator=(const Mr&) = delete;
+    ibv_sge sge(std::size_t off, std::size_t n) {
+        return ibv_sge{reinterpret_cast<std::uintptr_t>(buf.data() + off), static_cast<std::uint32_t>(n),
+                       mr->lkey};
+    }
+};
+
+ibv_cq_ex* make_cq_ex(Device& d, std::uint64_t wc_flags, ibv_comp_channel* ch = nullptr,
+                      void* cq_context = nullptr) {
+    ibv_cq_init_attr_ex a{};
+    a.cqe = 64;
+    a.channel = ch;
+    a.cq_context = cq_context;
+    a.wc_flags = wc_flags;
+    ibv_cq_ex* cx = ibv_create_cq_ex(d.ctx, &a);
+    INFO("ibv_create_cq_ex errno " << errno);
+    REQUIRE(cx != nullptr);
+    return cx;
+}
+
+// A QP whose send and receive CQ is one extended CQ.
+struct Qp {
+    Device& d;
+    ibv_qp_type type;
+    ibv_cq_ex* cx = nullptr;
+    ibv_qp* qp = nullptr;
+
+    Qp(Device& dev, ibv_qp_type t, ibv_comp_channel* ch = nullptr) : d(dev), type(t) {
+        cx = make_cq_ex(d, IBV_WC_STANDARD_FLAGS, ch, this);
+        ibv_qp_init_attr ia{};
+        ia.send_cq = ibv_cq_ex_to_cq(cx);
+        ia.recv_cq = ibv_cq_ex_to_cq(cx);
+        ia.qp_type = t;
+        ia.cap.max_send_wr = 16;
+        ia.cap.max_recv_wr = 16;
+        ia.cap.max_send_sge = 1;
+        ia.cap.max_recv_sge = 1;
+        qp = ibv_create_qp(d.pd, &ia);
+        REQUIRE(qp != nullptr);
+    }
+    ~Qp() {
+        CHECK(ibv_destroy_qp(qp) == 0);
+        CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)) == 0);
+    }
+    Qp(const Qp&) = delete;
+    Qp& operator=(const Qp&) = delete;
+    ibv_cq* cq() { return ibv_cq_ex_to_cq(cx); }
+    std::uint32_t qpn() const { return qp->qp_num; }
+
+    void connect(std::uint32_t dest) {
+        ibv_qp_attr a{};
+        a.qp_state = IBV_QPS_INIT;
+        a.port_num = kPort;
+        int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+        if (type == IBV_QPT_UD) {
+            a.qkey = kQkey;
+            mask |= IBV_QP_QKEY;
+        } else {
+            a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+            mask |= IBV_QP_ACCESS_FLAGS;
+        }
+        REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
+        a = ibv_qp_attr{};
+        a.qp_state = IBV_QPS_RTR;
+        mask = IBV_QP_STATE;
+        if (type == IBV_QPT_RC) {
+            a.path_mtu = d.port.active_mtu;
+            a.dest_qp_num = dest;
+            a.rq_psn = 0x100;
+            a.max_dest_rd_atomic = 1;
+            a.min_rnr_timer = 1;
+            a.ah_attr.is_global = 1;
+            a.ah_attr.grh.dgid = d.gid;
+            a.ah_attr.grh.sgid_index = kGidIndex;
+            a.ah_attr.grh.hop_limit = 64;
+            a.ah_attr.port_num = kPort;
+            mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        }
+        REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
+        a = ibv_qp_attr{};
+        a.qp_state = IBV_QPS_RTS;
+        a.sq_psn = 0x100;
+        mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+        if (type == IBV_QPT_RC) {
+            a.timeout = 14;
+            a.retry_cnt = 7;
+            a.rnr_retry = 7;
+            a.max_rd_atomic = 1;
+            mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+        }
+        REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
+    }
+};
+
+// Everything the iterator shows of one completion.
+struct Seen {
+    std::uint64_t wr_id;
+    ibv_wc_status status;
+    ibv_wc_opcode opcode;
+    std::uint32_t vendor_err, byte_len, qp_num, src_qp, slid;
+    __be32 imm;
+    unsigned wc_flags;
+    std::uint8_t sl, dlid_path_bits;
+};
+
+Seen read_all(ibv_cq_ex* cx) {
+    Seen s{};
+    s.wr_id = cx->wr_id;
+    s.status = cx->status;
+    s.opcode = ibv_wc_read_opcode(cx);
+    s.vendor_err = ibv_wc_read_vendor_err(cx);
+    s.byte_len = ibv_wc_read_byte_len(cx);
+    s.imm = ibv_wc_read_imm_data(cx);
+    s.qp_num = ibv_wc_read_qp_num(cx);
+    s.src_qp = ibv_wc_read_src_qp(cx);
+    s.wc_flags = ibv_wc_read_wc_flags(cx);
+    s.slid = ibv_wc_read_slid(cx);
+    s.sl = ibv_wc_read_sl(cx);
+    s.dlid_path_bits = ibv_wc_read_dlid_path_bits(cx);
+    return s;
+}
+
+// Waits (up to 5 s) for `n` completions, taken with start_poll / next_poll /
+// end_poll in as few batches as they arrive in.
+std::vector<Seen> poll_ex(ibv_cq_ex* cx, std::size_t n) {
+    std::vector<Seen> out;
+    const auto end = Clock::now() + std::chrono::seconds(5);
+    ibv_poll_cq_attr pa{};
+    while (out.size() < n) {
+        int e = ibv_start_poll(cx, &pa);
+        if (e == ENOENT) {
+            INFO("waiting for " << n << " completions, have " << out.size());
+            REQUIRE(Clock::now() < end);
+            std::this_thread::yield();
+            continue;
+        }
+        REQUIRE(e == 0);
+        for (; e == 0 && out.size() < n; e = ibv_next_poll(cx)) out.push_back(read_all(cx));
+        if (e != 0) CHECK(e == ENOENT);
+        ibv_end_poll(cx);
+    }
+    return out;
+}
+
+void post_send(ibv_qp* qp, ibv_send_wr& wr) {
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
+}
+void post_recv(ibv_qp* qp, ibv_sge& sge, std::uint64_t wr_id) {
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    REQUIRE(ibv_post_recv(qp, &wr, &bad) == 0);
+}
+
+void check_empty(ibv_cq_ex* cx) {
+    ibv_poll_cq_attr pa{};
+    errno = 0;
+    CHECK(ibv_start_poll(cx, &pa) == ENOENT);
+    CHECK(errno == ENOENT);
+}
+
+}  // namespace
+
+TEST_CASE("ibv_query_device_ex: ibv_query_device's attributes and zeroed extensions", "[cqex][query]") {
+    Device d;
+    ibv_device_attr a{};
+    REQUIRE(ibv_query_device(d.ctx, &a) == 0);
+    ibv_device_attr_ex ex;
+    std::memset(&ex, 0xA5, sizeof ex);
+    REQUIRE(ibv_query_device_ex(d.ctx, nullptr, &ex) == 0);
+    CHECK(std::memcmp(&ex.orig_attr, &a, sizeof a) == 0);
+    CHECK(ex.comp_mask == 0);
+    CHECK(ex.device_cap_flags_ex == a.device_cap_flags);
+    CHECK(ex.completion_timestamp_mask == 0);
+    CHECK(ex.hca_core_clock == 0);
+    CHECK(ex.odp_caps.general_caps == 0);
+    CHECK(ex.tso_caps.max_tso == 0);
+    CHECK(ex.max_dm_size == 0);
+    CHECK(ex.phys_port_cnt_ex == a.phys_port_cnt);
+    ibv_query_device_ex_input in{};
+    in.comp_mask = 1;
+    CHECK(ibv_query_device_ex(d.ctx, &in, &ex) == EINVAL);
+}
+
+TEST_CASE("ibv_create_cq_ex: rxe's wc_flags accepted, the rest EOPNOTSUPP", "[cqex]") {
+    Device d;
+    ibv_cq_ex* cx = make_cq_ex(d, IBV_WC_STANDARD_FLAGS);
+    CHECK(ibv_cq_ex_to_cq(cx)->cqe >= 64);
+    check_empty(cx);
+    CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)) == 0);
+    for (std::uint64_t f : {std::uint64_t{IBV_WC_EX_WITH_COMPLETION_TIMESTAMP},
+                            std::uint64_t{IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK},
+                            std::uint64_t{IBV_WC_EX_WITH_CVLAN}, std::uint64_t{IBV_WC_EX_WITH_FLOW_TAG},
+                            std::uint64_t{IBV_WC_EX_WITH_TM_INFO}}) {
+        INFO("wc_flags " << f);
+        ibv_cq_init_attr_ex a{};
+        a.cqe = 16;
+        a.wc_flags = IBV_WC_STANDARD_FLAGS | f;
+        errno = 0;
+        CHECK(ibv_create_cq_ex(d.ctx, &a) == nullptr);
+        CHECK(errno == EOPNOTSUPP);
+    }
+    ibv_cq_init_attr_ex a{};
+    a.cqe = 16;
+    a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+    a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+    errno = 0;
+    CHECK(ibv_create_cq_ex(d.ctx, &a) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+}
+
+TEST_CASE("RC: SEND/RECV and WRITE with immediate through start_poll / next_poll / end_poll",
+          "[cqex][rc]") {
+    Device d;
+    Qp a(d, IBV_QPT_RC), b(d, IBV_QPT_RC);
+    a.connect(b.qpn());
+    b.connect(a.qpn());
+    check_empty(a.cx);
+    check_empty(b.cx);
+    Mr src(d, 4096, 0), dst(d, 4096, 0xEE);
+    for (std::size_t i = 0; i < src.buf.size(); ++i) src.buf[i] = static_cast<std::uint8_t>(i * 7 + 1);
+
+    // SEND of 1000 bytes into a 2048-byte receive; then a WRITE with
+    // immediate of 3000 bytes at offset 1024, which consumes a receive WQE.
+    ibv_sge r1 = dst.sge(0, 2048), r2 = dst.sge(0, 16);
+    post_recv(b.qp, r1, 0x1001);
+    post_recv(b.qp, r2, 0x1002);
+    ibv_sge s1 = src.sge(0, 1000), s2 = src.sge(0, 3000);
+    ibv_send_wr w1{}, w2{};
+    w1.wr_id = 0x2001;
+    w1.sg_list = &s1;
+    w1.num_sge = 1;
+    w1.opcode = IBV_WR_SEND;
+    w1.send_flags = IBV_SEND_SIGNALED;
+    w1.next = &w2;
+    w2.wr_id = 0x2002;
+    w2.sg_list = &s2;
+    w2.num_sge = 1;
+    w2.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    w2.imm_data = htobe32(0x12345678);
+    w2.send_flags = IBV_SEND_SIGNALED;
+    w2.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(dst.buf.data() + 1024);
+    w2.wr.rdma.rkey = dst.mr->rkey;
+    post_send(a.qp, w1);
+
+    const std::vector<Seen> sent = poll_ex(a.cx, 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const Seen& s = sent[i];
+        INFO("send completion " << i);
+        CHECK(s.wr_id == (i == 0 ? 0x2001u : 0x2002u));
+        CHECK(s.status == IBV_WC_SUCCESS);
+        CHECK(s.opcode == (i == 0 ? IBV_WC_SEND : IBV_WC_RDMA_WRITE));
+        CHECK(s.vendor_err == 0);
+        CHECK(s.byte_len == (i == 0 ? 1000u : 3000u));  // rxe: the message length
+        CHECK(s.qp_num == a.qpn());
+        CHECK(s.src_qp == 0);
+        CHECK((s.wc_flags & (IBV_WC_GRH | IBV_WC_WITH_INV)) == 0);
+        CHECK(s.slid == 0);
+        CHECK(s.sl == 0);
+        CHECK(s.dlid_path_bits == 0);
+    }
+    const std::vector<Seen> got = poll_ex(b.cx, 2);
+    const Seen& rs = got[0];
+    CHECK(rs.wr_id == 0x1001);
+    CHECK(rs.status == IBV_WC_SUCCESS);
+    CHECK(rs.opcode == IBV_WC_RECV);
+    CHECK(rs.vendor_err == 0);
+    CHECK(rs.byte_len == 1000);
+    CHECK(rs.qp_num == b.qpn());
+    CHECK(rs.src_qp == 0);
+    CHECK(rs.wc_flags == IBV_WC_GRH);  // rxe marks user-space receives with GRH
+    CHECK(rs.slid == 0);
+    CHECK(rs.sl == 0);
+    CHECK(rs.dlid_path_bits == 0);
+    const Seen& rw = got[1];
+    CHECK(rw.wr_id == 0x1002);
+    CHECK(rw.status == IBV_WC_SUCCESS);
+    CHECK(rw.opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+    CHECK(rw.vendor_err == 0);
+    CHECK(rw.byte_len == 3000);
+    CHECK(rw.imm == htobe32(0x12345678));
+    CHECK(rw.qp_num == b.qpn());
+    CHECK(rw.src_qp == 0);
+    CHECK(rw.wc_flags == (IBV_WC_GRH | IBV_WC_WITH_IMM));
+    CHECK(rw.slid == 0);
+    CHECK(rw.sl == 0);
+    CHECK(rw.dlid_path_bits == 0);
+    CHECK(std::memcmp(dst.buf.data(), src.buf.data(), 1000) == 0);
+    CHECK(dst.buf[1000] == 0xEE);
+    CHECK(std::memcmp(dst.buf.data() + 1024, src.buf.data(), 3000) == 0);
+    CHECK(dst.buf[4095] == 0xEE);
+    check_empty(a.cx);
+    check_empty(b.cx);
+
+    // The same CQs through ibv_poll_cq: a SEND, then its completions.
+    post_recv(b.qp, r1, 0x1003);
+    w1.next = nullptr;
+    w1.wr_id = 0x2003;
+    post_send(a.qp, w1);
+    for (auto [cq, id] : {std::pair{a.cq(), 0x2003u}, std::pair{b.cq(), 0x1003u}}) {
+        ibv_wc wc{};
+        const auto end = Clock::now() + std::chrono::seconds(5);
+        int n = 0;
+        while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && Clock::now() < end) std::this_thread::yield();
+        REQUIRE(n == 1);
+        CHECK(wc.wr_id == id);
+        CHECK(wc.status == IBV_WC_SUCCESS);
+        CHECK(wc.byte_len == 1000);
+    }
+    check_empty(a.cx);
+    check_empty(b.cx);
+}
+
+TEST_CASE("UD: SEND with immediate, src_qp and GRH through the iterator", "[cqex][ud]") {
+    Device d;
+    Qp a(d, IBV_QPT_UD), b(d, IBV_QPT_UD);
+    a.connect(0);
+    b.connect(0);
+    ibv_ah_attr aa{};
+    aa.is_global = 1;
+    aa.grh.dgid = d.gid;
+    aa.grh.sgid_index = kGidIndex;
+    aa.grh.hop_limit = 64;
+    aa.port_num = kPort;
+    ibv_ah* ah = ibv_create_ah(d.pd, &aa);
+    REQUIRE(ah != nullptr);
+    Mr src(d, 256, 0x5A), dst(d, 512, 0);
+    ibv_sge rs = dst.sge(0, 512), ss = src.sge(0, 200);
+    post_recv(b.qp, rs, 7);
+    ibv_send_wr w{};
+    w.wr_id = 8;
+    w.sg_list = &ss;
+    w.num_sge = 1;
+    w.opcode = IBV_WR_SEND_WITH_IMM;
+    w.imm_data = htobe32(0xA1B2C3D4);
+    w.send_flags = IBV_SEND_SIGNALED;
+    w.wr.ud.ah = ah;
+    w.wr.ud.remote_qpn = b.qpn();
+    w.wr.ud.remote_qkey = kQkey;
+    post_send(a.qp, w);
+    const Seen s = poll_ex(a.cx, 1)[0];
+    CHECK(s.wr_id == 8);
+    CHECK(s.status == IBV_WC_SUCCESS);
+    CHECK(s.opcode == IBV_WC_SEND);
+    CHECK(s.qp_num == a.qpn());
+    const Seen r = poll_ex(b.cx, 1)[0];
+    CHECK(r.wr_id == 7);
+    CHECK(r.status == IBV_WC_SUCCESS);
+    CHECK(r.opcode == IBV_WC_RECV);
+    CHECK(r.vendor_err == 0);
+    CHECK(r.byte_len == 40 + 200);
+    CHECK(r.imm == htobe32(0xA1B2C3D4));
+    CHECK(r.qp_num == b.qpn());
+    CHECK(r.src_qp == a.qpn());
+    CHECK(r.wc_flags == (IBV_WC_GRH | IBV_WC_WITH_IMM));
+    CHECK(r.slid == 0);
+    CHECK(r.sl == 0);
+    CHECK(r.dlid_path_bits == 0);
+    CHECK(dst.buf[40] == 0x5A);
+    CHECK(dst.buf[40 + 199] == 0x5A);
+    CHECK(dst.buf[40 + 200] == 0);
+    CHECK(ibv_destroy_ah(ah) == 0);
+}
+
+TEST_CASE("completion channel: an event for the extended CQ, then the iterator", "[cqex][events]") {
+    Device d;
+    ibv_comp_channel* ch = ibv_create_comp_channel(d.ctx);
+    REQUIRE(ch != nullptr);
+    {
+        Qp a(d, IBV_QPT_RC, ch), b(d, IBV_QPT_RC);
+        a.connect(b.qpn());
+        b.connect(a.qpn());
+        REQUIRE(ibv_req_notify_cq(a.cq(), 0) == 0);
+        pollfd pfd{ch->fd, POLLIN, 0};
+        CHECK(poll(&pfd, 1, 0) == 0);
+        Mr src(d, 64, 1), dst(d, 64, 0);
+        ibv_sge rs = dst.sge(0, 64), ss = src.sge(0, 64);
+        post_recv(b.qp, rs, 1);
+        ibv_send_wr w{};
+        w.wr_id = 2;
+        w.sg_list = &ss;
+        w.num_sge = 1;
+        w.opcode = IBV_WR_SEND;
+        w.send_flags = IBV_SEND_SIGNALED;
+        post_send(a.qp, w);
+        REQUIRE(poll(&pfd, 1, 5000) == 1);
+        ibv_cq* ev_cq = nullptr;
+        void* ev_ctx = nullptr;
+        REQUIRE(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
+        CHECK(ev_cq == a.cq());
+        CHECK(ev_ctx == &a);
+        ibv_ack_cq_events(ev_cq, 1);
+        const Seen s = poll_ex(a.cx, 1)[0];
+        CHECK(s.wr_id == 2);
+        CHECK(s.opcode == IBV_WC_SEND);
+        CHECK(poll_ex(b.cx, 1)[0].wr_id == 1);
+        // Re-armed, the next completion raises the next event.
+        REQUIRE(ibv_req_notify_cq(a.cq(), 0) == 0);
+        post_recv(b.qp, rs, 3);
+        w.wr_id = 4;
+        post_send(a.qp, w);
+        REQUIRE(poll(&pfd, 1, 5000) == 1);
+        REQUIRE(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
+        CHECK(ev_cq == a.cq());
+        ibv_ack_cq_events(ev_cq, 1);
+        CHECK(poll_ex(a.cx, 1)[0].wr_id == 4);
+        CHECK(poll_ex(b.cx, 1)[0].wr_id == 3);
+    }
+    CHECK(ibv_destroy_comp_channel(ch) == 0);
+}
