@@ -7,7 +7,9 @@
 // through the SIMNIC_EXE environment variable set by ctest).
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,4 +162,48 @@ TEST_CASE("opening a context on a missing device or without a daemon fails clean
     int err = 0;
     CHECK(host::open_context("nosuch", err) == nullptr);
     CHECK(err == ENODEV);
+}
+
+// Queue memory shared with the daemon (hw-spec 1.3 SHM): only a sealed
+// memfd of the size it claims, only on a connection that holds a context.
+TEST_CASE("add_shm: the daemon maps only sealed objects of the stated size, for a context", "[context][shm]") {
+    DaemonFixture d;
+    std::string err, notice;
+    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+    REQUIRE(c.connected());
+    auto memfd = [](size_t size, bool seal) {
+        const int fd = memfd_create("simnic-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        REQUIRE(fd >= 0);
+        REQUIRE(ftruncate(fd, off_t(size)) == 0);
+        if (seal) REQUIRE(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
+        return fd;
+    };
+    // No context on this connection yet.
+    int fd = memfd(1 << 20, true);
+    daemon::Json r = c.request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", 1 << 20}}, {fd});
+    CHECK_FALSE(r.value("ok", true));
+    CHECK(r.value("errno", 0) == EINVAL);
+    close(fd);
+
+    std::vector<int> fds;
+    r = c.request_with_fds(daemon::Json{{"op", "open_context"}, {"device", "ctxtest"}}, fds);
+    REQUIRE(r.value("ok", false));
+    for (int f : fds) close(f);
+    // Not sealed: the process could shrink it under the device.
+    fd = memfd(1 << 20, false);
+    r = c.request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", 1 << 20}}, {fd});
+    CHECK(r.value("errno", 0) == EPERM);
+    close(fd);
+    // Sealed, but not the size it claims.
+    fd = memfd(1 << 20, true);
+    r = c.request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", 2 << 20}}, {fd});
+    CHECK(r.value("errno", 0) == EINVAL);
+    // No descriptor at all.
+    r = c.request(daemon::Json{{"op", "add_shm"}, {"size", 1 << 20}});
+    CHECK(r.value("errno", 0) == EINVAL);
+    // Right: a handle for ATTACH_DOMAIN.
+    r = c.request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", 1 << 20}}, {fd});
+    CHECK(r.value("ok", false));
+    CHECK(r.value("handle", 0u) >= 1u);
+    close(fd);
 }

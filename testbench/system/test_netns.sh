@@ -34,8 +34,8 @@ ip -n "$nsa" addr add 10.201.0.1/24 dev "va$tag"; ip -n "$nsb" addr add 10.201.0
 for ns in "$nsa" "$nsb"; do ip -n "$ns" link set lo up; done
 ip -n "$nsa" link set "va$tag" up; ip -n "$nsb" link set "vb$tag" up
 
-in_a "$SIMNIC" link add dev_a type soft netdev "va$tag" || fail "link add in $nsa"
-in_b "$SIMNIC" link add dev_b type soft netdev "vb$tag" || fail "link add in $nsb"
+in_a "$SIMNIC" link add dev_a type "${SIMNIC_DEVICE_TYPE:-soft}" netdev "va$tag" || fail "link add in $nsa"
+in_b "$SIMNIC" link add dev_b type "${SIMNIC_DEVICE_TYPE:-soft}" netdev "vb$tag" || fail "link add in $nsb"
 out=$(in_a "$SIMNIC" link show)
 [[ "$out" == "link dev_a/1 state ACTIVE physical_state LINK_UP netdev va$tag" ]] || fail "link show: $out"
 
