@@ -152,6 +152,14 @@ struct Nic {
     void rtq_drop(uint32_t qpn);
 
     void reset_stats();
+    // A send WQE entered the requester at `t`. Unsignaled WQEs never get a
+    // CQE to close their entry, so the table is bounded: past kMaxWqeStarts
+    // it starts over (a few latency samples are lost, memory is not).
+    static constexpr size_t kMaxWqeStarts = size_t(1) << 18;
+    void note_wqe_start(uint32_t qpn, uint32_t index, uint64_t t) {
+        if (wqe_start.size() >= kMaxWqeStarts) wqe_start.clear();
+        wqe_start[(uint64_t(qpn) << 32) | index] = t;
+    }
 
     // Helpers the blocks share.
     // A table lookup through `cache`: hit_cycles, plus the entry's DMA read

@@ -30,7 +30,7 @@ void DoorbellBlock::main() {
                 if (o.kind == Op::Kind::DmaRead && o.purpose == DmaPurpose::WqeFetch)
                     last = std::max(last, nic.dma.read(now_ps(), o.bytes, o.purpose));
                 else if (o.kind == Op::Kind::WqeFetched)
-                    nic.wqe_start[wqe_key(o.id, o.aux)] = t->t_in;
+                    nic.note_wqe_start(o.id, o.aux, t->t_in);
             }
             t->ready_ps = last;
         }

@@ -69,7 +69,7 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
                 break;
             case Op::Kind::Eqe: nic.eq_in.write(o.id, sim::Probe{o.id}, &st.stall_ps); break;
             case Op::Kind::WqeFetched:
-                if (o.id) nic.wqe_start[wqe_key(o.id, o.aux)] = now_ps();
+                if (o.id) nic.note_wqe_start(o.id, o.aux, now_ps());
                 break;
             default: break;
         }
