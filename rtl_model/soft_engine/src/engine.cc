@@ -223,7 +223,7 @@ struct SoftEngine::Impl final : model::Backend {
     };
     std::unordered_map<uint32_t, SrqState> srqs;
     std::unordered_map<uint16_t, int> tx_socks;
-    std::vector<uint8_t> txbuf, rxbuf, wqebuf;
+    std::vector<uint8_t> txbuf, wqebuf;
     std::vector<iovec> iov;
     // Model devices: the pipeline, and the record of the step it is
     // executing (null outside one; always null on a soft device).
@@ -234,6 +234,10 @@ struct SoftEngine::Impl final : model::Backend {
     std::deque<std::vector<uint8_t>> loop_q;
     std::vector<std::vector<uint8_t>> loop_spare;
     uint32_t sock_quiet = 0, sock_skip = 0;  // socket passes that found nothing
+    static constexpr int kRxBatch = 16;
+    static constexpr size_t kRxCtl = 256;
+    std::vector<std::vector<uint8_t>> rx_bufs;  // recvmmsg's buffers, IP + UDP header room first
+    std::vector<char> rx_ctl;
     uint8_t port_mac[6] = {};
 
     explicit Impl(const EngineConfig& c) : cfg(c), tables(*c.tables) {}
@@ -676,6 +680,15 @@ struct SoftEngine::Impl final : model::Backend {
     int tx_sock(uint16_t sport);
     void transmit(EQp& q, roce::Packet& pkt);
     void send_frame(const uint8_t* frame, size_t len);
+    void tx_flush();
+    struct TxItem {
+        int fd = -1;
+        sockaddr_in dst{};
+        std::vector<uint8_t> data;  // from the BTH on: the kernel adds IP and UDP
+    };
+    static constexpr size_t kTxBatch = 32;
+    std::vector<TxItem> txq;
+    size_t txq_n = 0;
     bool rx_batch();
     void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false);
 
@@ -850,6 +863,9 @@ struct SoftEngine::Impl final : model::Backend {
         after(q);
     }
     void after(EQp& q) {
+        // What this step sent goes out now, in one sendmmsg: a message's
+        // packets together, a lone ACK without waiting for the batch's end.
+        tx_flush();
         if (!q.tqp) return;
         if (q.fault != hw::ErrorCause::None && q.tqp->state() != tp::QpState::Err) {
             q.cause = q.fault;
@@ -1241,7 +1257,6 @@ bool SoftEngine::Impl::open_wire(std::string& err) {
                                    : "");
         return false;
     }
-    rxbuf.resize(roce::kIpv4HdrBytes + roce::kUdpHdrBytes + 65536);
     return true;
 }
 
@@ -1354,19 +1369,52 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
         return;
     }
     const int fd = tx_sock(sport);
-    sockaddr_in d{};
-    d.sin_family = AF_INET;
-    d.sin_port = htons(roce::kRoceV2Port);
-    d.sin_addr.s_addr = htonl(dst);
-    const size_t n = end - bth;
-    if (fd < 0 || sendto(fd, f + bth, n, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&d), sizeof d) !=
-                      static_cast<ssize_t>(n)) {
+    if (fd < 0) {
         stat(hw::stats_block::tx_drops);
         return;
     }
-    stat(hw::stats_block::tx_packets);
-    stat(hw::stats_block::tx_bytes, n);
+    // Queued, and sent with one sendmmsg per socket at the end of the batch
+    // (or when the queue is full): a system call per batch, not per packet.
+    if (txq_n == txq.size()) txq.emplace_back();
+    TxItem& it = txq[txq_n++];
+    it.fd = fd;
+    it.dst = sockaddr_in{};
+    it.dst.sin_family = AF_INET;
+    it.dst.sin_port = htons(roce::kRoceV2Port);
+    it.dst.sin_addr.s_addr = htonl(dst);
+    it.data.assign(f + bth, f + end);
     if (pcap) pcap->write(f, len, wall_us());
+    if (txq_n >= kTxBatch) tx_flush();
+}
+
+void SoftEngine::Impl::tx_flush() {
+    mmsghdr msgs[kTxBatch];
+    iovec ivs[kTxBatch];
+    size_t i = 0;
+    while (i < txq_n) {
+        size_t j = i;
+        while (j < txq_n && txq[j].fd == txq[i].fd) {
+            TxItem& t = txq[j];
+            ivs[j - i] = iovec{t.data.data(), t.data.size()};
+            msgs[j - i] = mmsghdr{};
+            msgs[j - i].msg_hdr.msg_name = &t.dst;
+            msgs[j - i].msg_hdr.msg_namelen = sizeof t.dst;
+            msgs[j - i].msg_hdr.msg_iov = &ivs[j - i];
+            msgs[j - i].msg_hdr.msg_iovlen = 1;
+            ++j;
+        }
+        const int sent = sendmmsg(txq[i].fd, msgs, unsigned(j - i), MSG_DONTWAIT);
+        for (size_t k = i; k < j; ++k) {
+            if (sent >= 0 && k - i < size_t(sent) && msgs[k - i].msg_len == txq[k].data.size()) {
+                stat(hw::stats_block::tx_packets);
+                stat(hw::stats_block::tx_bytes, txq[k].data.size());
+            } else {
+                stat(hw::stats_block::tx_drops);
+            }
+        }
+        i = j;
+    }
+    txq_n = 0;
 }
 
 bool SoftEngine::Impl::rx_batch() {
@@ -1386,22 +1434,17 @@ bool SoftEngine::Impl::rx_batch() {
     // socket stays quiet, look at it every fourth pass only (a recvmsg that
     // finds nothing is a tenth of a spinning pass). Sleep still waits on it.
     if (cfg.loopback && sock_quiet > 16 && (++sock_skip & 3) != 0) return any;
+    // One recvmmsg takes up to kRxBatch datagrams: a system call per batch,
+    // not per packet.
     bool got = false;
-    for (int k = 0; k < 64; ++k) {
-        uint8_t* buf = rxbuf.data();
-        sockaddr_in src{};
-        iovec iv{buf + kHdr, rxbuf.size() - kHdr};
-        alignas(cmsghdr) char ctl[256];
-        msghdr mh{};
-        mh.msg_name = &src;
-        mh.msg_namelen = sizeof src;
-        mh.msg_iov = &iv;
-        mh.msg_iovlen = 1;
-        mh.msg_control = ctl;
-        mh.msg_controllen = sizeof ctl;
-        const ssize_t n = recvmsg(rx_fd, &mh, MSG_DONTWAIT);
-        if (n < 0) break;
-        any = got = true;
+    if (rx_bufs.empty()) {
+        rx_bufs.assign(kRxBatch, std::vector<uint8_t>(kHdr + 65536));
+        rx_ctl.resize(kRxBatch * kRxCtl);
+    }
+    sockaddr_in srcs[kRxBatch];
+    iovec ivs[kRxBatch];
+    mmsghdr msgs[kRxBatch];
+    auto handle = [&](uint8_t* buf, size_t n, msghdr& mh, const sockaddr_in& src) {
         uint32_t dst = local_ip;
         uint8_t ttl = 64, tos = 0;
         for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
@@ -1459,9 +1502,27 @@ bool SoftEngine::Impl::rx_batch() {
             fr[13] = 0x00;
             std::memcpy(fr.data() + kEth, buf, total);
             pipe->rx_frame(fr.data(), fr.size());
-            continue;
+            return;
         }
         rx_deliver(buf, total);
+    };
+    for (int round = 0; round < 4; ++round) {
+        for (int i = 0; i < kRxBatch; ++i) {
+            srcs[i] = sockaddr_in{};
+            ivs[i] = iovec{rx_bufs[size_t(i)].data() + kHdr, rx_bufs[size_t(i)].size() - kHdr};
+            msgs[i] = mmsghdr{};
+            msgs[i].msg_hdr.msg_name = &srcs[i];
+            msgs[i].msg_hdr.msg_namelen = sizeof srcs[i];
+            msgs[i].msg_hdr.msg_iov = &ivs[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+            msgs[i].msg_hdr.msg_control = rx_ctl.data() + size_t(i) * kRxCtl;
+            msgs[i].msg_hdr.msg_controllen = kRxCtl;
+        }
+        const int m = recvmmsg(rx_fd, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
+        if (m <= 0) break;
+        any = got = true;
+        for (int i = 0; i < m; ++i) handle(rx_bufs[size_t(i)].data(), msgs[i].msg_len, msgs[i].msg_hdr, srcs[i]);
+        if (m < kRxBatch) break;
     }
     sock_quiet = got ? 0 : sock_quiet + 1;
     return any;
@@ -1614,6 +1675,7 @@ void SoftEngine::Impl::loop() {
             if (pipe && work) pipe->run();
             drop_read_ahead();
             wc_flush();
+            tx_flush();
         }
         while (fence_waiters.load(std::memory_order_acquire) > 0) std::this_thread::yield();
         const uint64_t now = mono_ns();
@@ -1793,6 +1855,7 @@ void SoftEngine::unfence(fw::Table t, uint32_t index) {
         const uint8_t* e = impl_->entry(fw::Table::Cqc, index);
         if (!e || Impl::g(e, fw::Table::Cqc, hw::cqc::cqn) != index) impl_->cqs.erase(index);
     }
+    impl_->tx_flush();  // a QP transition may have sent (RTS: queued WQEs)
     impl_->mu.unlock();
 }
 
@@ -1802,6 +1865,7 @@ void SoftEngine::qp_modified(uint32_t qpn, hw::QpState, hw::QpState) {
         std::lock_guard<std::recursive_mutex> lk(impl_->mu);
         --impl_->fence_waiters;
         impl_->reload_qp(qpn);
+        impl_->tx_flush();
     }
     // The transition ran on this thread and may have left work for the
     // engine's: frames on the loopback queue (SQD->RTS resumes sending), a
