@@ -64,6 +64,7 @@ rc_pingpong_s1)     pingpong ibv_rc_pingpong -s 1 ;;
 rc_pingpong_s65536) pingpong ibv_rc_pingpong -s 65536 ;;
 rc_pingpong_events) pingpong ibv_rc_pingpong -e ;;
 rc_pingpong_newapi) pingpong ibv_rc_pingpong -N ;;
+rc_pingpong_ipv6)   pingpong ibv_rc_pingpong -g 2 ;;  # GID 2 on lo is ::1: RoCE v2 over IPv6
 uc_pingpong)        pingpong ibv_uc_pingpong ;;
 ud_pingpong)        pingpong ibv_ud_pingpong ;;
 srq_pingpong)       pingpong ibv_srq_pingpong ;;
@@ -79,7 +80,7 @@ esac
 
 # The plain rc_pingpong case also records the device's traffic (`pcap FILE`).
 pcap_args=()
-[ "$CASE" = rc_pingpong ] && pcap_args=(pcap "$SIMNIC_RUNTIME_DIR/dev.pcap")
+case "$CASE" in rc_pingpong | rc_pingpong_ipv6) pcap_args=(pcap "$SIMNIC_RUNTIME_DIR/dev.pcap") ;; esac
 # SIMNIC_LINK_OPTS adds options (e.g. "loopback on") to the device.
 read -r -a link_opts <<<"${SIMNIC_LINK_OPTS:-}"
 sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "${pcap_args[@]}" "${link_opts[@]}" || { echo "FAIL: simnic link add"; exit 1; }

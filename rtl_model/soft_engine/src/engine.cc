@@ -204,6 +204,15 @@ struct SoftEngine::Impl final : model::Backend {
     std::thread thread;
     int epfd = -1, wake_fd = -1, timer_fd = -1, rx_fd = -1;
     uint32_t local_ip = 0;  // host order
+    // RoCE v2 over IPv6: one socket per IPv6 address of the netdev (the GID
+    // table holds them all, as rxe's does), and its scope for link-local ones.
+    struct Local6 {
+        roce::Ipv6Addr addr{};
+        uint32_t scope = 0;
+        int rx_fd = -1;
+    };
+    std::vector<Local6> local6;
+    std::unordered_map<uint32_t, int> tx_socks6;  // (address index << 16 | sport) -> socket
     std::unique_ptr<roce::PcapWriter> pcap;
 
     struct CtxState {
@@ -244,6 +253,10 @@ struct SoftEngine::Impl final : model::Backend {
     ~Impl() {
         for (int fd : {epfd, wake_fd, timer_fd, rx_fd})
             if (fd >= 0) close(fd);
+        for (const Local6& l : local6)
+            if (l.rx_fd >= 0) close(l.rx_fd);
+        for (auto& s6 : tx_socks6)
+            if (s6.second >= 0) close(s6.second);
         for (auto& s : tx_socks)
             if (s.second >= 0) close(s.second);
     }
@@ -678,12 +691,20 @@ struct SoftEngine::Impl final : model::Backend {
     // ---- wire (wire.cc) ----
     bool open_wire(std::string& err);
     int tx_sock(uint16_t sport);
+    int tx_sock6(size_t idx, uint16_t sport);
+    // The index in local6 of an IPv6 address of this device, or -1.
+    int local6_index(const uint8_t* a) const {
+        for (size_t i = 0; i < local6.size(); ++i)
+            if (std::memcmp(local6[i].addr.data(), a, 16) == 0) return int(i);
+        return -1;
+    }
     void transmit(EQp& q, roce::Packet& pkt);
     void send_frame(const uint8_t* frame, size_t len);
     void tx_flush();
     struct TxItem {
         int fd = -1;
-        sockaddr_in dst{};
+        sockaddr_storage dst{};
+        socklen_t dst_len = 0;
         std::vector<uint8_t> data;  // from the BTH on: the kernel adds IP and UDP
     };
     static constexpr size_t kTxBatch = 32;
@@ -691,6 +712,8 @@ struct SoftEngine::Impl final : model::Backend {
     size_t txq_n = 0;
     bool rx_batch();
     void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false);
+    void deliver_ip(const uint8_t* ip, size_t total);
+    static void put_udp(uint8_t* udp, uint16_t sport, size_t n);
 
     // ---- QPs ----
     void build_av(const uint8_t* buf, size_t len, const AvFields& f, tp::AddressVector& av) {
@@ -700,10 +723,19 @@ struct SoftEngine::Impl final : model::Backend {
         uint8_t sgid[16] = {};
         if (const uint8_t* ge = entry(Table::Gid, sidx)) hw::get_bytes(ge, hw::gid_entry::kSize, hw::gid_entry::gid, sgid, 16);
         av = tp::AddressVector{};
-        av.ip_version = roce::IpVersion::V4;
-        av.dst_ip4 = uint32_t(dgid[12]) << 24 | uint32_t(dgid[13]) << 16 | uint32_t(dgid[14]) << 8 | dgid[15];
-        av.src_ip4 = uint32_t(sgid[12]) << 24 | uint32_t(sgid[13]) << 16 | uint32_t(sgid[14]) << 8 | sgid[15];
-        if (av.src_ip4 == 0) av.src_ip4 = local_ip;
+        // An IPv4-mapped GID (::ffff:a.b.c.d) is RoCE v2 over IPv4; any other
+        // GID is an IPv6 address (RoCE v2 over IPv6), as rxe decides.
+        static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (std::memcmp(dgid, kMapped, 12) == 0) {
+            av.ip_version = roce::IpVersion::V4;
+            av.dst_ip4 = uint32_t(dgid[12]) << 24 | uint32_t(dgid[13]) << 16 | uint32_t(dgid[14]) << 8 | dgid[15];
+            av.src_ip4 = uint32_t(sgid[12]) << 24 | uint32_t(sgid[13]) << 16 | uint32_t(sgid[14]) << 8 | sgid[15];
+            if (av.src_ip4 == 0) av.src_ip4 = local_ip;
+        } else {
+            av.ip_version = roce::IpVersion::V6;
+            std::copy(dgid, dgid + 16, av.dst_ip6.begin());
+            std::copy(sgid, sgid + 16, av.src_ip6.begin());
+        }
         uint8_t mac[6] = {};
         hw::get_bytes(buf, len, f.dmac, mac, 6);
         std::copy(mac, mac + 6, av.dst_mac.begin());
@@ -1223,9 +1255,16 @@ bool SoftEngine::Impl::open_wire(std::string& err) {
     ifaddrs* ifa = nullptr;
     if (getifaddrs(&ifa) == 0) {
         for (ifaddrs* i = ifa; i; i = i->ifa_next) {
-            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || cfg.netdev != i->ifa_name) continue;
-            local_ip = ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
-            break;
+            if (!i->ifa_addr || cfg.netdev != i->ifa_name) continue;
+            if (i->ifa_addr->sa_family == AF_INET && local_ip == 0) {
+                local_ip = ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+            } else if (i->ifa_addr->sa_family == AF_INET6) {
+                const auto* a6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+                Local6 l;
+                std::memcpy(l.addr.data(), &a6->sin6_addr, 16);
+                l.scope = a6->sin6_scope_id;
+                local6.push_back(l);
+            }
         }
         freeifaddrs(ifa);
     }
@@ -1257,7 +1296,77 @@ bool SoftEngine::Impl::open_wire(std::string& err) {
                                    : "");
         return false;
     }
+    // IPv6: the same port on every IPv6 address of the netdev.
+    for (Local6& l : local6) {
+        l.rx_fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (l.rx_fd < 0) continue;
+        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
+        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof one);
+        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
+        setsockopt(l.rx_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+        // An address still in duplicate address detection (a link just
+        // brought up) is "tentative" and cannot be bound without this.
+        setsockopt(l.rx_fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
+        sockaddr_in6 a6{};
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons(roce::kRoceV2Port);
+        std::memcpy(&a6.sin6_addr, l.addr.data(), 16);
+        a6.sin6_scope_id = l.scope;
+        if (bind(l.rx_fd, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) {
+            if (errno != EADDRINUSE) {
+                // This address cannot carry RoCE (it went away, say): the
+                // device serves the others; a GID naming it gets no answer.
+                close(l.rx_fd);
+                l.rx_fd = -1;
+                continue;
+            }
+            char ip[INET6_ADDRSTRLEN] = {};
+            inet_ntop(AF_INET6, &a6.sin6_addr, ip, sizeof ip);
+            err = std::string("cannot bind UDP [") + ip + "]:4791 on " + cfg.netdev + ": " + std::strerror(errno) +
+                  (errno == EADDRINUSE ? " (another simnic device or daemon, or a kernel rxe device, uses RoCE v2 "
+                                         "on this address)"
+                                       : "");
+            return false;
+        }
+    }
     return true;
+}
+
+// The socket that sends from [local6[idx]]:sport (rxe's source-port rule
+// holds for IPv6 too). The kernel writes hop limit 64, traffic class 0 and
+// no automatic flow label, as our encoded frame has them.
+int SoftEngine::Impl::tx_sock6(size_t idx, uint16_t sport) {
+    const uint32_t key = uint32_t(idx) << 16 | sport;
+    auto it = tx_socks6.find(key);
+    if (it != tx_socks6.end()) return it->second;
+    int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0) {
+        const int one = 1, zero = 0, big = 8 << 20, hops = 64, pmtu = IPV6_PMTUDISC_DO;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &hops, sizeof hops);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &zero, sizeof zero);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, &zero, sizeof zero);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
+        setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
+        sockaddr_in6 a6{};
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons(sport);
+        std::memcpy(&a6.sin6_addr, local6[idx].addr.data(), 16);
+        a6.sin6_scope_id = local6[idx].scope;
+        if (bind(fd, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) {
+            a6.sin6_port = 0;
+            if (bind(fd, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+    }
+    tx_socks6[key] = fd;
+    return fd;
 }
 
 int SoftEngine::Impl::tx_sock(uint16_t sport) {
@@ -1292,14 +1401,18 @@ int SoftEngine::Impl::tx_sock(uint16_t sport) {
 
 void SoftEngine::Impl::transmit(EQp& q, roce::Packet& pkt) {
     const roce::OpcodeInfo& info = pkt.opinfo();
-    if (pkt.ip_version != roce::IpVersion::V4) {
-        stat(hw::stats_block::tx_drops);
-        return;
+    // The header fields the kernel will write (see tx_sock, tx_sock6), so
+    // that the encoded frame is the one on the wire.
+    if (pkt.ip_version == roce::IpVersion::V4) {
+        pkt.ip4.id = 0;
+        pkt.ip4.frag = 0x4000;
+        pkt.ip4.ttl = 64;
+        pkt.ip4.tos = 0;
+    } else {
+        pkt.ip6.hop_limit = 64;
+        pkt.ip6.traffic_class = 0;
+        pkt.ip6.flow_label = 0;
     }
-    pkt.ip4.id = 0;
-    pkt.ip4.frag = 0x4000;
-    pkt.ip4.ttl = 64;
-    pkt.ip4.tos = 0;
     if (!roce::encode_frame(pkt, txbuf)) {
         stat(hw::stats_block::tx_drops);
         return;
@@ -1338,17 +1451,31 @@ void SoftEngine::Impl::transmit(EQp& q, roce::Packet& pkt) {
 // its source port; the kernel adds the IP and UDP headers we encoded the
 // same way (rxe's DF, ID 0, TTL 64), so the wire carries these bytes.
 void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
-    constexpr size_t l3 = roce::kEthHdrBytes, l4 = l3 + roce::kIpv4HdrBytes, bth = l4 + roce::kUdpHdrBytes;
-    if (len < bth || (f[l3] >> 4) != 4 || (f[l3] & 0xF) != 5) {
+    constexpr size_t l3 = roce::kEthHdrBytes;
+    if (len < l3 + roce::kIpv4HdrBytes + roce::kUdpHdrBytes) {
         stat(hw::stats_block::tx_drops);
         return;
     }
-    const uint32_t dst = uint32_t(f[l3 + 16]) << 24 | uint32_t(f[l3 + 17]) << 16 | uint32_t(f[l3 + 18]) << 8 | f[l3 + 19];
+    const bool v6 = (f[l3] >> 4) == 6;
+    if (!v6 && ((f[l3] >> 4) != 4 || (f[l3] & 0xF) != 5)) {
+        stat(hw::stats_block::tx_drops);
+        return;
+    }
+    const size_t l4 = l3 + (v6 ? roce::kIpv6HdrBytes : roce::kIpv4HdrBytes), bth = l4 + roce::kUdpHdrBytes;
+    if (len < bth) {
+        stat(hw::stats_block::tx_drops);
+        return;
+    }
     const uint16_t sport = uint16_t(f[l4] << 8 | f[l4 + 1]);
-    const uint16_t ip_len = uint16_t(f[l3 + 2] << 8 | f[l3 + 3]);
-    const size_t end = std::min(len, l3 + ip_len);  // without Ethernet padding
+    // Without Ethernet padding: the IP length says where the packet ends.
+    const size_t ip_end = v6 ? l3 + roce::kIpv6HdrBytes + size_t(f[l3 + 4] << 8 | f[l3 + 5])
+                             : l3 + size_t(f[l3 + 2] << 8 | f[l3 + 3]);
+    const size_t end = std::min(len, ip_end);
     if (cfg.bench) return;
-    if (cfg.loopback && dst == local_ip) {
+    const uint32_t dst = v6 ? 0 : uint32_t(f[l3 + 16]) << 24 | uint32_t(f[l3 + 17]) << 16 | uint32_t(f[l3 + 18]) << 8 |
+                                      f[l3 + 19];
+    const bool to_self = v6 ? local6_index(f + l3 + 24) >= 0 : dst == local_ip;
+    if (cfg.loopback && to_self) {
         // rxe's shortcut: the frame never reaches the kernel. It is counted
         // and captured as sent, then received from the queue by rx_batch()
         // (not here: the sender's state machine is still running).
@@ -1368,20 +1495,38 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
         loop_q.push_back(std::move(b));
         return;
     }
-    const int fd = tx_sock(sport);
+    int fd = -1;
+    sockaddr_storage to{};
+    socklen_t to_len = 0;
+    if (v6) {
+        const int idx = local6_index(f + l3 + 8);  // the source must be one of ours
+        if (idx >= 0) fd = tx_sock6(size_t(idx), sport);
+        auto* d6 = reinterpret_cast<sockaddr_in6*>(&to);
+        d6->sin6_family = AF_INET6;
+        d6->sin6_port = htons(roce::kRoceV2Port);
+        std::memcpy(&d6->sin6_addr, f + l3 + 24, 16);
+        if (idx >= 0 && IN6_IS_ADDR_LINKLOCAL(&d6->sin6_addr)) d6->sin6_scope_id = local6[size_t(idx)].scope;
+        to_len = sizeof *d6;
+    } else {
+        fd = tx_sock(sport);
+        auto* d4 = reinterpret_cast<sockaddr_in*>(&to);
+        d4->sin_family = AF_INET;
+        d4->sin_port = htons(roce::kRoceV2Port);
+        d4->sin_addr.s_addr = htonl(dst);
+        to_len = sizeof *d4;
+    }
     if (fd < 0) {
         stat(hw::stats_block::tx_drops);
         return;
     }
-    // Queued, and sent with one sendmmsg per socket at the end of the batch
-    // (or when the queue is full): a system call per batch, not per packet.
+    // Queued, and sent with one sendmmsg per socket after the step that
+    // built it (or when the queue is full): a system call per step, not per
+    // packet.
     if (txq_n == txq.size()) txq.emplace_back();
     TxItem& it = txq[txq_n++];
     it.fd = fd;
-    it.dst = sockaddr_in{};
-    it.dst.sin_family = AF_INET;
-    it.dst.sin_port = htons(roce::kRoceV2Port);
-    it.dst.sin_addr.s_addr = htonl(dst);
+    it.dst = to;
+    it.dst_len = to_len;
     it.data.assign(f + bth, f + end);
     if (pcap) pcap->write(f, len, wall_us());
     if (txq_n >= kTxBatch) tx_flush();
@@ -1398,7 +1543,7 @@ void SoftEngine::Impl::tx_flush() {
             ivs[j - i] = iovec{t.data.data(), t.data.size()};
             msgs[j - i] = mmsghdr{};
             msgs[j - i].msg_hdr.msg_name = &t.dst;
-            msgs[j - i].msg_hdr.msg_namelen = sizeof t.dst;
+            msgs[j - i].msg_hdr.msg_namelen = t.dst_len;
             msgs[j - i].msg_hdr.msg_iov = &ivs[j - i];
             msgs[j - i].msg_hdr.msg_iovlen = 1;
             ++j;
@@ -1419,7 +1564,6 @@ void SoftEngine::Impl::tx_flush() {
 
 bool SoftEngine::Impl::rx_batch() {
     constexpr size_t kHdr = roce::kIpv4HdrBytes + roce::kUdpHdrBytes;
-    constexpr size_t kEth = 14;
     bool any = false;
     // Loopback frames first: they are this device's own traffic. Bounded, so
     // that doorbells and the socket are not starved by a long exchange.
@@ -1435,16 +1579,19 @@ bool SoftEngine::Impl::rx_batch() {
     // finds nothing is a tenth of a spinning pass). Sleep still waits on it.
     if (cfg.loopback && sock_quiet > 16 && (++sock_skip & 3) != 0) return any;
     // One recvmmsg takes up to kRxBatch datagrams: a system call per batch,
-    // not per packet.
+    // not per packet. Each buffer keeps room for the IP and UDP headers the
+    // kernel took off (IPv6's are the larger), which are rebuilt in front of
+    // the payload.
+    constexpr size_t kRoom = roce::kIpv6HdrBytes + roce::kUdpHdrBytes;
     bool got = false;
     if (rx_bufs.empty()) {
-        rx_bufs.assign(kRxBatch, std::vector<uint8_t>(kHdr + 65536));
+        rx_bufs.assign(kRxBatch, std::vector<uint8_t>(kRoom + 65536));
         rx_ctl.resize(kRxBatch * kRxCtl);
     }
-    sockaddr_in srcs[kRxBatch];
+    sockaddr_storage srcs[kRxBatch];
     iovec ivs[kRxBatch];
     mmsghdr msgs[kRxBatch];
-    auto handle = [&](uint8_t* buf, size_t n, msghdr& mh, const sockaddr_in& src) {
+    auto handle4 = [&](uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in& src) {
         uint32_t dst = local_ip;
         uint8_t ttl = 64, tos = 0;
         for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
@@ -1463,10 +1610,10 @@ bool SoftEngine::Impl::rx_batch() {
         }
         // The IPv4 and UDP headers the sender's kernel put in front (rxe:
         // DF, ID 0; the ICRC masks TTL, TOS and the checksums).
-        const size_t total = kHdr + size_t(n);
+        const size_t total = kHdr + n;
         const uint32_t sip = ntohl(src.sin_addr.s_addr);
         const uint16_t sport = ntohs(src.sin_port);
-        uint8_t* ip = buf;
+        uint8_t* ip = pay - kHdr;
         ip[0] = 0x45;
         ip[1] = tos;
         ip[2] = uint8_t(total >> 8);
@@ -1484,59 +1631,119 @@ bool SoftEngine::Impl::rx_batch() {
         const uint16_t cs = roce::ipv4_checksum(ip, roce::kIpv4HdrBytes);
         ip[10] = uint8_t(cs >> 8);
         ip[11] = uint8_t(cs);
-        uint8_t* udp = buf + roce::kIpv4HdrBytes;
-        const size_t ulen = roce::kUdpHdrBytes + size_t(n);
-        udp[0] = uint8_t(sport >> 8);
-        udp[1] = uint8_t(sport);
-        udp[2] = uint8_t(roce::kRoceV2Port >> 8);
-        udp[3] = uint8_t(roce::kRoceV2Port & 0xFF);
-        udp[4] = uint8_t(ulen >> 8);
-        udp[5] = uint8_t(ulen);
-        udp[6] = udp[7] = 0;
-        if (pipe) {
-            // A model device: the frame enters at MAC RX, as an Ethernet
-            // frame addressed to the port.
-            std::vector<uint8_t> fr(kEth + total, 0);
-            std::memcpy(fr.data(), port_mac, 6);
-            fr[12] = 0x08;
-            fr[13] = 0x00;
-            std::memcpy(fr.data() + kEth, buf, total);
-            pipe->rx_frame(fr.data(), fr.size());
-            return;
-        }
-        rx_deliver(buf, total);
+        put_udp(ip + roce::kIpv4HdrBytes, sport, n);
+        deliver_ip(ip, total);
     };
-    for (int round = 0; round < 4; ++round) {
-        for (int i = 0; i < kRxBatch; ++i) {
-            srcs[i] = sockaddr_in{};
-            ivs[i] = iovec{rx_bufs[size_t(i)].data() + kHdr, rx_bufs[size_t(i)].size() - kHdr};
-            msgs[i] = mmsghdr{};
-            msgs[i].msg_hdr.msg_name = &srcs[i];
-            msgs[i].msg_hdr.msg_namelen = sizeof srcs[i];
-            msgs[i].msg_hdr.msg_iov = &ivs[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-            msgs[i].msg_hdr.msg_control = rx_ctl.data() + size_t(i) * kRxCtl;
-            msgs[i].msg_hdr.msg_controllen = kRxCtl;
+    auto handle6 = [&](uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& src, size_t idx) {
+        const uint8_t* dst = local6[idx].addr.data();
+        in6_pktinfo pi{};
+        int hops = 64, tclass = 0;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level != IPPROTO_IPV6) continue;
+            if (c->cmsg_type == IPV6_PKTINFO) {
+                std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+                dst = reinterpret_cast<const uint8_t*>(&pi.ipi6_addr);
+            } else if (c->cmsg_type == IPV6_HOPLIMIT) {
+                std::memcpy(&hops, CMSG_DATA(c), sizeof hops);
+            } else if (c->cmsg_type == IPV6_TCLASS) {
+                std::memcpy(&tclass, CMSG_DATA(c), sizeof tclass);
+            }
         }
-        const int m = recvmmsg(rx_fd, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
-        if (m <= 0) break;
-        any = got = true;
-        for (int i = 0; i < m; ++i) handle(rx_bufs[size_t(i)].data(), msgs[i].msg_len, msgs[i].msg_hdr, srcs[i]);
-        if (m < kRxBatch) break;
+        // The IPv6 and UDP headers (the ICRC masks traffic class, flow
+        // label, hop limit and the UDP checksum; the socket API does not
+        // give the flow label, which stays 0 here).
+        const size_t hdr = roce::kIpv6HdrBytes + roce::kUdpHdrBytes;
+        uint8_t* ip = pay - hdr;
+        const size_t plen = roce::kUdpHdrBytes + n;
+        ip[0] = uint8_t(0x60 | ((tclass >> 4) & 0xF));
+        ip[1] = uint8_t((tclass & 0xF) << 4);
+        ip[2] = ip[3] = 0;
+        ip[4] = uint8_t(plen >> 8);
+        ip[5] = uint8_t(plen);
+        ip[6] = roce::kIpProtoUdp;
+        ip[7] = uint8_t(hops);
+        std::memcpy(ip + 8, &src.sin6_addr, 16);
+        std::memcpy(ip + 24, dst, 16);
+        put_udp(ip + roce::kIpv6HdrBytes, ntohs(src.sin6_port), n);
+        deliver_ip(ip, hdr + n);
+    };
+    // Every socket of the device: IPv4, then each IPv6 address.
+    for (size_t sk = 0; sk <= local6.size(); ++sk) {
+        const int fd = sk == 0 ? rx_fd : local6[sk - 1].rx_fd;
+        if (fd < 0) continue;
+        for (int round = 0; round < 4; ++round) {
+            for (int i = 0; i < kRxBatch; ++i) {
+                srcs[i] = sockaddr_storage{};
+                ivs[i] = iovec{rx_bufs[size_t(i)].data() + kRoom, rx_bufs[size_t(i)].size() - kRoom};
+                msgs[i] = mmsghdr{};
+                msgs[i].msg_hdr.msg_name = &srcs[i];
+                msgs[i].msg_hdr.msg_namelen = sizeof srcs[i];
+                msgs[i].msg_hdr.msg_iov = &ivs[i];
+                msgs[i].msg_hdr.msg_iovlen = 1;
+                msgs[i].msg_hdr.msg_control = rx_ctl.data() + size_t(i) * kRxCtl;
+                msgs[i].msg_hdr.msg_controllen = kRxCtl;
+            }
+            const int m = recvmmsg(fd, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
+            if (m <= 0) break;
+            any = got = true;
+            for (int i = 0; i < m; ++i) {
+                uint8_t* pay = rx_bufs[size_t(i)].data() + kRoom;
+                if (sk == 0)
+                    handle4(pay, msgs[i].msg_len, msgs[i].msg_hdr, *reinterpret_cast<const sockaddr_in*>(&srcs[i]));
+                else
+                    handle6(pay, msgs[i].msg_len, msgs[i].msg_hdr, *reinterpret_cast<const sockaddr_in6*>(&srcs[i]),
+                            sk - 1);
+            }
+            if (m < kRxBatch) break;
+        }
     }
     sock_quiet = got ? 0 : sock_quiet + 1;
     return any;
 }
 
-// One received IPv4 RoCE packet: capture, decode, count, and hand it to its QP.
+// The UDP header in front of a received payload of n bytes (checksum 0: the
+// ICRC masks it and the kernel has checked it).
+void SoftEngine::Impl::put_udp(uint8_t* udp, uint16_t sport, size_t n) {
+    const size_t ulen = roce::kUdpHdrBytes + n;
+    udp[0] = uint8_t(sport >> 8);
+    udp[1] = uint8_t(sport);
+    udp[2] = uint8_t(roce::kRoceV2Port >> 8);
+    udp[3] = uint8_t(roce::kRoceV2Port & 0xFF);
+    udp[4] = uint8_t(ulen >> 8);
+    udp[5] = uint8_t(ulen);
+    udp[6] = udp[7] = 0;
+}
+
+// A received IP packet (headers rebuilt): into the model's MAC RX, or to the
+// soft datapath.
+void SoftEngine::Impl::deliver_ip(const uint8_t* ip, size_t total) {
+    if (pipe) {
+        // A model device: the frame enters at MAC RX, as an Ethernet frame
+        // addressed to the port.
+        std::vector<uint8_t> fr(roce::kEthHdrBytes + total, 0);
+        std::memcpy(fr.data(), port_mac, 6);
+        const uint16_t et = (ip[0] >> 4) == 6 ? roce::kEtherTypeIpv6 : roce::kEtherTypeIpv4;
+        fr[12] = uint8_t(et >> 8);
+        fr[13] = uint8_t(et);
+        std::memcpy(fr.data() + roce::kEthHdrBytes, ip, total);
+        pipe->rx_frame(fr.data(), fr.size());
+        return;
+    }
+    rx_deliver(ip, total);
+}
+
+// One received RoCE packet (IPv4 or IPv6): capture, decode, count, and hand it to its QP.
 void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted) {
     constexpr size_t kEth = 14;
-    const size_t n = total - std::min(total, roce::kIpv4HdrBytes + roce::kUdpHdrBytes);
+    const bool v6 = total > 0 && (buf[0] >> 4) == 6;
+    const size_t n =
+        total - std::min(total, (v6 ? roce::kIpv6HdrBytes : roce::kIpv4HdrBytes) + roce::kUdpHdrBytes);
     {
         if (pcap) {
             std::vector<uint8_t> fr(kEth + total, 0);
-            fr[12] = 0x08;
-            fr[13] = 0x00;
+            const uint16_t et = v6 ? roce::kEtherTypeIpv6 : roce::kEtherTypeIpv4;
+            fr[12] = uint8_t(et >> 8);
+            fr[13] = uint8_t(et);
             std::memcpy(fr.data() + kEth, buf, total);
             pcap->write(fr, wall_us());
         }
@@ -1714,6 +1921,9 @@ void SoftEngine::Impl::loop() {
         for (int i = 0; i < n; ++i) {
             const int fd = evs[i].data.fd;
             if (fd == rx_fd) continue;  // read by rx_batch
+            bool sock6 = false;
+            for (const Local6& l : local6) sock6 = sock6 || fd == l.rx_fd;
+            if (sock6) continue;
             uint64_t v;
             while (::read(fd, &v, sizeof v) == sizeof v) {}
         }
@@ -1747,7 +1957,10 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         m.pcap = roce::PcapWriter::open(cfg.pcap, err);
         if (!m.pcap) return nullptr;
     }
-    for (int fd : {m.wake_fd, m.timer_fd, m.rx_fd}) {
+    std::vector<int> watch{m.wake_fd, m.timer_fd, m.rx_fd};
+    for (const Impl::Local6& l : m.local6) watch.push_back(l.rx_fd);
+    for (int fd : watch) {
+        if (fd < 0) continue;
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.fd = fd;
