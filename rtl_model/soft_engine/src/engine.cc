@@ -1287,14 +1287,18 @@ bool SoftEngine::Impl::open_wire(std::string& err) {
     a.sin_family = AF_INET;
     a.sin_port = htons(roce::kRoceV2Port);
     a.sin_addr.s_addr = htonl(local_ip);
-    if (bind(rx_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        char ip[INET_ADDRSTRLEN] = {};
-        inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
-        err = std::string("cannot bind UDP ") + ip + ":4791 on " + cfg.netdev + ": " + std::strerror(errno) +
+    // The message for a port-4791 socket that cannot bind `where`.
+    auto bind_failed = [&](const std::string& where) {
+        err = "cannot bind UDP " + where + ":4791 on " + cfg.netdev + ": " + std::strerror(errno) +
               (errno == EADDRINUSE ? " (another simnic device or daemon, or a kernel rxe device, uses RoCE v2 "
                                      "on this address)"
                                    : "");
         return false;
+    };
+    if (bind(rx_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        char ip[INET_ADDRSTRLEN] = {};
+        inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+        return bind_failed(ip);
     }
     // IPv6: the same port on every IPv6 address of the netdev.
     for (Local6& l : local6) {
@@ -1323,15 +1327,29 @@ bool SoftEngine::Impl::open_wire(std::string& err) {
             }
             char ip[INET6_ADDRSTRLEN] = {};
             inet_ntop(AF_INET6, &a6.sin6_addr, ip, sizeof ip);
-            err = std::string("cannot bind UDP [") + ip + "]:4791 on " + cfg.netdev + ": " + std::strerror(errno) +
-                  (errno == EADDRINUSE ? " (another simnic device or daemon, or a kernel rxe device, uses RoCE v2 "
-                                         "on this address)"
-                                       : "");
-            return false;
+            return bind_failed(std::string("[") + ip + "]");
         }
     }
     return true;
 }
+
+namespace {
+// What every sending socket has, IPv4 or IPv6: several sockets share a
+// source port (SO_REUSEPORT), and the queue is deep. Then it binds to
+// `addr` (its port being rxe's source port); if that port is taken it sends
+// from an ephemeral one rather than not at all. Returns fd, or -1 (closed).
+int finish_tx_socket(int fd, sockaddr* addr, socklen_t len, in_port_t* port) {
+    const int one = 1, big = 8 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    if (bind(fd, addr, len) == 0) return fd;
+    *port = 0;
+    if (bind(fd, addr, len) == 0) return fd;
+    close(fd);
+    return -1;
+}
+}  // namespace
 
 // The socket that sends from [local6[idx]]:sport (rxe's source-port rule
 // holds for IPv6 too). The kernel writes hop limit 64, traffic class 0 and
@@ -1342,11 +1360,8 @@ int SoftEngine::Impl::tx_sock6(size_t idx, uint16_t sport) {
     if (it != tx_socks6.end()) return it->second;
     int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd >= 0) {
-        const int one = 1, zero = 0, big = 8 << 20, hops = 64, pmtu = IPV6_PMTUDISC_DO;
+        const int one = 1, zero = 0, hops = 64, pmtu = IPV6_PMTUDISC_DO;
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
         setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &hops, sizeof hops);
         setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &zero, sizeof zero);
         setsockopt(fd, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, &zero, sizeof zero);
@@ -1357,13 +1372,7 @@ int SoftEngine::Impl::tx_sock6(size_t idx, uint16_t sport) {
         a6.sin6_port = htons(sport);
         std::memcpy(&a6.sin6_addr, local6[idx].addr.data(), 16);
         a6.sin6_scope_id = local6[idx].scope;
-        if (bind(fd, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) {
-            a6.sin6_port = 0;
-            if (bind(fd, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) {
-                close(fd);
-                fd = -1;
-            }
-        }
+        fd = finish_tx_socket(fd, reinterpret_cast<sockaddr*>(&a6), sizeof a6, &a6.sin6_port);
     }
     tx_socks6[key] = fd;
     return fd;
@@ -1374,10 +1383,7 @@ int SoftEngine::Impl::tx_sock(uint16_t sport) {
     if (it != tx_socks.end()) return it->second;
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd >= 0) {
-        const int one = 1, big = 8 << 20, pmtu = IP_PMTUDISC_DO, ttl = 64;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+        const int pmtu = IP_PMTUDISC_DO, ttl = 64;
         // DF set and an unconnected socket: the kernel sends IP ID 0, which the
         // ICRC covers (as rxe's packets have it).
         setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
@@ -1386,14 +1392,7 @@ int SoftEngine::Impl::tx_sock(uint16_t sport) {
         a.sin_family = AF_INET;
         a.sin_port = htons(sport);
         a.sin_addr.s_addr = htonl(local_ip);
-        if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-            // Port taken: send from an ephemeral port rather than not at all.
-            a.sin_port = 0;
-            if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-                close(fd);
-                fd = -1;
-            }
-        }
+        fd = finish_tx_socket(fd, reinterpret_cast<sockaddr*>(&a), sizeof a, &a.sin_port);
     }
     tx_socks[sport] = fd;
     return fd;

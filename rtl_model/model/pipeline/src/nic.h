@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim.h"
+#include "simnic/roce/opcode.h"
 #include "simnic/model/dma_engine.h"
 #include "simnic/model/pipeline.h"
 #include "simnic/model/table_cache.h"
@@ -64,6 +65,12 @@ inline bool is_memory_op(Op::Kind k) {
 }
 // Key of a send WQE in Nic::wqe_start.
 inline uint64_t wqe_key(uint32_t qpn, uint32_t index) { return (uint64_t(qpn) << 32) | index; }
+
+// An RC request packet: what holds a retransmit-queue entry (RC opcodes
+// are 0x00-0x1F).
+inline bool is_rc_request(uint8_t opcode) {
+    return opcode < 0x20 && roce::opcode_info(opcode).has(roce::kRequest);
+}
 
 inline sim::Probe probe_of(const Txn& t) {
     return sim::Probe{t.qpn, t.psn, t.opcode, uint32_t(t.frame.size())};

@@ -21,7 +21,7 @@ void RequesterBlock::main() {
         OpRecord& rec = t->rec;
         size_t requests = 0;
         for (const TxFrameRec& fr : rec.frames)
-            if (fr.opcode < 0x20 && roce::opcode_info(fr.opcode).has(roce::kRequest)) ++requests;
+            if (is_rc_request(fr.opcode)) ++requests;
         // Packets the completer released continue what is already in flight
         // (the transport counts them against its own window): holding them
         // back could hold back the ACK that frees the queue.
@@ -45,11 +45,10 @@ void RequesterBlock::main() {
             switch (o.kind) {
                 case Op::Kind::TxFrame: {
                     wait_ps(nic.cycles(nic.cfg.requester.cycles_per_packet));
-                    // An RC request needs a retransmit-queue entry until it
-                    // is acknowledged (RC opcodes are 0x00-0x1F).
+                    // An RC request holds a retransmit-queue entry until it
+                    // is acknowledged.
                     const TxFrameRec& fr = rec.frames[o.aux];
-                    if (fr.opcode < 0x20 && roce::opcode_info(fr.opcode).has(roce::kRequest))
-                        nic.rtq_take(fr.qpn, fr.psn);
+                    if (is_rc_request(fr.opcode)) nic.rtq_take(fr.qpn, fr.psn);
                     FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
                     const sim::Probe p = probe_of(f);
                     nic.req_to_txb.write(std::move(f), p, &st.stall_ps);
