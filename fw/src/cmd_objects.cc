@@ -623,6 +623,7 @@ bool Firmware::apply_av(In in, std::size_t n, const AvFields& s, std::uint8_t* d
             dmac = m;
         }
     }
+    if (!dmac && is_link_local(dgid)) dmac = mac_from_link_local(dgid);
     if (!dmac) dmac = netdev_.resolve_neighbor(dgid);
     if (!dmac) return fail(r, CmdStatus::Again, Syndrome::AvUnresolved);
 

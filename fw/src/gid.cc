@@ -2,6 +2,7 @@
 #include "simnic/fw/gid.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace simnic::fw {
 
@@ -41,6 +42,15 @@ bool is_ipv4_mapped(const Gid& gid) {
 
 bool is_zero(const Gid& gid) {
     return std::all_of(gid.begin(), gid.end(), [](std::uint8_t b) { return b == 0; });
+}
+
+bool is_link_local(const Gid& gid) {
+    static constexpr std::uint8_t kPrefix[8] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0};
+    return std::equal(std::begin(kPrefix), std::end(kPrefix), gid.begin());
+}
+
+Mac mac_from_link_local(const Gid& gid) {
+    return Mac{static_cast<std::uint8_t>(gid[8] ^ 0x02), gid[9], gid[10], gid[13], gid[14], gid[15]};
 }
 
 std::vector<Gid> netdev_gids(const NetdevSnapshot& nd) {

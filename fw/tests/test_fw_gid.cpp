@@ -176,3 +176,14 @@ TEST_CASE("The real lo: GIDs, MTU 65536 -> 4096, PORT_ACTIVE", "[fw][gid][lo]") 
                  .set(ah::av_sgid_index, 1).set(ah::av_grh, 1);
     CHECK(fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m.b.data(), m.b.size(), 4).ok());
 }
+
+TEST_CASE("A link-local DGID resolves to the MAC its EUI-64 encodes, with no neighbour lookup", "[fw][gid]") {
+    CHECK(is_link_local(parse("fe80::5054:ff:fe12:3456")));
+    CHECK_FALSE(is_link_local(parse("fe80:1::5054:ff:fe12:3456")));
+    CHECK_FALSE(is_link_local(parse("2001:db8::1")));
+    CHECK_FALSE(is_link_local(parse("::ffff:10.1.2.3")));
+    CHECK(mac_from_link_local(parse("fe80::5054:ff:fe12:3456")) == Mac{0x52, 0x54, 0x00, 0x12, 0x34, 0x56});
+    // Round trip through the default GID of a MAC.
+    const Mac mac{0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f};
+    CHECK(mac_from_link_local(default_gid(mac)) == mac);
+}

@@ -288,6 +288,15 @@ TEST_CASE("AH: create validates and resolves the AV, takes a PD reference", "[fw
     CHECK(hw::get(e, hw::ah_entry::kSize, hw::ah_entry::pdn) == pd);
     CHECK(d.handle_cmd(CmdOpcode::DeallocPd, pd).status == CmdStatus::Busy);
     CHECK(d.cmd(CmdOpcode::CreateAh, ah_in(ipv4_mapped_gid({10, 9, 9, 9}), 1)).status == CmdStatus::Again);
+    // A peer's link-local GID needs no neighbour lookup: its MAC is in it.
+    const int lookups = d.netdev.resolves;
+    const Gid peer_ll = default_gid(Mac{0x52, 0x54, 0x00, 0x99, 0x88, 0x77});
+    const std::uint32_t b = d.ok_handle(d.cmd(CmdOpcode::CreateAh, ah_in(peer_ll, 0)));
+    CHECK(d.netdev.resolves == lookups);
+    REQUIRE(hw::get_bytes(d.store->entry(Table::Ah, b), hw::ah_entry::kSize, hw::ah_entry::av_dmac, m.data(),
+                          m.size()));
+    CHECK(m == Mac{0x52, 0x54, 0x00, 0x99, 0x88, 0x77});
+    REQUIRE(d.handle_cmd(CmdOpcode::DestroyAh, b).ok());
     CHECK(d.cmd(CmdOpcode::CreateAh, ah_in(own6, 2).set(ah::port_num, 2)).status == CmdStatus::BadParam);
     CHECK(d.cmd(CmdOpcode::CreateAh, ah_in(own6, 2).set(ah::av_grh, 0)).status == CmdStatus::BadParam);
     REQUIRE(d.handle_cmd(CmdOpcode::DestroyAh, a).ok());

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two soft devices in two network namespaces joined by a veth pair, as two
 # hosts with an rxe device each: ibv_rc_pingpong and ib_write_bw across them,
-# with tcpdump on the wire showing RoCE v2 that simnic's packet core decodes
+# then ibv_rc_pingpong over the link-local IPv6 GIDs (index 0), with tcpdump
+# on the wire showing RoCE v2 that simnic's packet core decodes
 # with valid ICRCs. Needs root (network namespaces); CI runs as root.
 #   test_netns.sh SIMNIC LIBSIMNIC_VERBS
 set -u
@@ -58,6 +59,23 @@ grep -Eq '200 iters in' "$work/client.out" || fail "ibv_rc_pingpong report: $(ca
 pair ib_write_bw -F -n 200
 grep -Eq '^ *65536 +200 ' "$work/client.out" || fail "ib_write_bw report: $(cat "$work/client.out")"
 
+# GID index 0 is the link-local IPv6 address the kernel derives from the MAC
+# (EUI-64), as rxe's is: RoCE v2 over IPv6 across the link, which needs the
+# interface's scope. Wait for duplicate address detection first, as a real
+# host would (the QP exchange itself goes over TCP on IPv4).
+for ns in "$nsa" "$nsb"; do
+  for _ in $(seq 100); do
+    ip -n "$ns" -6 addr show scope link | grep -q 'inet6 fe80' &&
+      ! ip -n "$ns" -6 addr show scope link | grep -q tentative && break
+    sleep 0.1
+  done
+done
+ll_a=$(ip -n "$nsa" -6 addr show dev "va$tag" scope link | sed -n 's/.*inet6 \(fe80[^/]*\).*/\1/p')
+gid0=$(in_a "$SIMNIC" resource show gid | awk '$4 == 0 {print $6}')
+[ -n "$ll_a" ] && [ "$gid0" == "$ll_a" ] || fail "GID 0 of dev_a is '$gid0', the link-local address is '$ll_a'"
+pair ibv_rc_pingpong -g 0 -n 200
+grep -Eq '200 iters in' "$work/client.out" || fail "ibv_rc_pingpong -g 0 report: $(cat "$work/client.out")"
+
 sleep 1
 kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
 report=$("$SIMNIC" pcap --strict "$work/wire.pcap")
@@ -69,6 +87,7 @@ n=$(sed -n 's/^# [0-9]* packets: \([0-9]*\) RoCE v2 ok.*/\1/p' <<<"$summary")
 grep -q "RC_RDMA_WRITE_FIRST" <<<"$report" || fail "no RDMA WRITE on the wire"
 grep -q "RC_SEND_ONLY\|RC_SEND_FIRST" <<<"$report" || fail "no SEND on the wire"
 grep -q "10.201.0.2:[0-9]* > 10.201.0.1:4791" <<<"$report" || fail "no frames from b to a"
+grep -q "fe80::[0-9a-f:]*:[0-9]* > $ll_a:4791 " <<<"$report" || fail "no link-local IPv6 frames from b to a"
 
 if [ "$failures" -ne 0 ]; then echo "netns: $failures checks failed"; exit 1; fi
 echo "netns: $summary"

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -991,6 +992,23 @@ template <std::size_t N>
 int run_in(SimContext& c, hw::CmdOpcode op, const std::array<std::uint8_t, N>& in,
            std::size_t out_cap, host::CmdOutcome& r) {
     return run(c, op, in.data(), in.size(), out_cap, r);
+}
+
+// A command that applies an address vector (MODIFY_QP with an AV,
+// CREATE_AH). The firmware fails with AGAIN while the DGID's neighbour is
+// unresolved, having started the lookup; like the kernel, which waits up to a
+// second for the address to resolve before failing the verb, the caller
+// waits and asks again.
+template <std::size_t N>
+int run_av(SimContext& c, hw::CmdOpcode op, const std::array<std::uint8_t, N>& in, std::size_t out_cap,
+           host::CmdOutcome& r) {
+    constexpr int kTries = 100;  // 10 ms apart: 1 s
+    int e = run_in(c, op, in, out_cap, r);
+    for (int i = 1; i < kTries && e == EAGAIN; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        e = run_in(c, op, in, out_cap, r);
+    }
+    return e;
 }
 
 // A command whose input is a CMD_HANDLE (the destroy commands).
@@ -2538,7 +2556,8 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     if (m & k::kMaxDestRdAtomic) set(a::max_dest_rd_atomic, attr->max_dest_rd_atomic);
     if (m & k::kAv) put_av<QpAttrNs>(in.data(), in.size(), attr->ah_attr);
     host::CmdOutcome r;
-    const int e = run_in(*c, hw::CmdOpcode::ModifyQp, in, 0, r);
+    const int e = (m & k::kAv) ? run_av(*c, hw::CmdOpcode::ModifyQp, in, 0, r)
+                               : run_in(*c, hw::CmdOpcode::ModifyQp, in, 0, r);
     if (e != 0) return e;
     if (m & k::kState) {
         ibqp->state = attr->qp_state;
@@ -2662,7 +2681,7 @@ ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
     hw::set(in.data(), in.size(), h::port_num, attr->port_num);
     put_av<AhInNs>(in.data(), in.size(), *attr);
     host::CmdOutcome r;
-    int e = run_in(*c, hw::CmdOpcode::CreateAh, in, hw::cmd_handle::kSize, r);
+    int e = run_av(*c, hw::CmdOpcode::CreateAh, in, hw::cmd_handle::kSize, r);
     std::uint32_t ahn = 0;
     if (e == 0) e = out_handle(r, ahn);
     if (e != 0) {

@@ -29,6 +29,16 @@ Gid ipv4_mapped_gid(const std::array<std::uint8_t, 4>& ip);
 bool is_ipv4_mapped(const Gid& gid);
 bool is_zero(const Gid& gid);
 
+// fe80::/64, the link-local prefix (the kernel's rdma_link_local_addr).
+bool is_link_local(const Gid& gid);
+
+// The MAC a link-local GID's interface identifier encodes (EUI-64 undone:
+// bytes 8..10 and 13..15, universal/local bit flipped back). The kernel
+// resolves a link-local DGID this way, without a neighbour lookup
+// (ib_resolve_eth_dmac), so the first packet to a peer that has not talked
+// yet does not wait for neighbour discovery.
+Mac mac_from_link_local(const Gid& gid);
+
 // The GIDs a netdev yields, in table order: the default GID, then every IPv4
 // address (IPv4-mapped), then every IPv6 address; a GID equal to one already
 // listed (the EUI-64 link-local address is the default GID) and the zero GID
