@@ -233,8 +233,55 @@ def test_boot_timeout(rig):
     rig.assert_clean("a boot timeout")
 
 
+def test_rxe_loopback(rig):
+    """Kernel rxe short-cuts traffic between QPs of one device: when the
+    destination MAC is the netdev's own (every peer on lo, or the device's own
+    address on eth0), rxe hands the packet from its TX straight to its RX and
+    the netdev never sees it (rxe_net.c: RXE_LOOPBACK_MASK). simnic's
+    `loopback on` is that path; its default sends through the netdev, so that
+    tcpdump sees the traffic. This test keeps the premise checked."""
+    rig.cmd("start", "--vms", 1, "--lifetime", 300, check=0)
+    iters = 200
+    script = (
+        "rdma link add rxe_lo type rxe netdev lo || exit 1; "
+        "c() { cat /sys/class/net/$1/statistics/tx_packets; }; "
+        "for d in rxe_lo:lo:127.0.0.1 rxe0:eth0:10.0.0.1; do "
+        "  dev=${d%%:*}; rest=${d#*:}; nd=${rest%%:*}; ip=${rest#*:}; "
+        "  before=$(c $nd); "
+        f"  ibv_rc_pingpong -d $dev -g 1 -n {iters} >/tmp/srv.$dev 2>&1 & "
+        "  sleep 1; "
+        f"  ibv_rc_pingpong -d $dev -g 1 -n {iters} $ip >/tmp/cli.$dev 2>&1 || {{ cat /tmp/cli.$dev; exit 1; }}; "
+        "  wait $! || { cat /tmp/srv.$dev; exit 1; }; "
+        "  grep -q 'iters in' /tmp/cli.$dev || exit 1; "
+        "  echo \"$dev $nd $(( $(c $nd) - before ))\"; "
+        "done")
+    r = rig.cmd("exec", "--timeout", 200, 0, script, timeout=260)
+    print(f"rc {r.returncode}\n{r.stdout}{r.stderr}")
+    if r.returncode != 0:
+        raise Fail("ibv_rc_pingpong on one kernel rxe device failed")
+    sent = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0] in ("rxe_lo", "rxe0") and f[2].isdigit():
+            sent[f[0]] = int(f[2])
+    if set(sent) != {"rxe_lo", "rxe0"}:
+        raise Fail(f"no packet counts in the output: {r.stdout!r}")
+    # Each iteration is at least a SEND and an ACK each way: 4 * iters RoCE
+    # packets. Only the pingpong's TCP exchange (a few dozen) may show.
+    for dev, n in sent.items():
+        print(f"{dev}: the netdev sent {n} packets for {4 * iters}+ RoCE packets")
+        if n >= iters:
+            raise Fail(f"{dev}: the netdev sent {n} packets: rxe did not short-cut its own traffic")
+    frames = roce_frames(rig.cmd("pcap", check=0).stdout.strip())
+    if frames:
+        raise Fail(f"{len(frames)} RoCE frames on the wire from a device talking to itself")
+    rig.cmd("stop", check=0)
+    rig.assert_clean("stop")
+
+
 TESTS = {"pingpong": test_pingpong, "exec_timeout": test_exec_timeout,
-         "port_in_use": test_port_in_use, "boot_timeout": test_boot_timeout}
+         "port_in_use": test_port_in_use, "boot_timeout": test_boot_timeout,
+         "rxe_loopback": test_rxe_loopback}
 
 
 def main():
