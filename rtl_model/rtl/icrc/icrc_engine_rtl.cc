@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "Vicrc_engine.h"
+#include "axis_top.h"
 
 namespace simnic::rtl {
 
@@ -14,40 +15,14 @@ struct IcrcEngineRtl::Impl {
     std::unique_ptr<Vicrc_engine> top;
     uint64_t cycle = 0;
 
-    Impl() : top(new Vicrc_engine{&ctx}) {
-        top->clk_i = 0;
-        top->rst_ni = 0;
-        top->s_axis_tvalid_i = 0;
-        top->eval();
-        for (int i = 0; i < 3; ++i) tick();
-        top->rst_ni = 1;
-        top->eval();
-        tick();
-    }
+    Impl() : top(new Vicrc_engine{&ctx}) { reset_top(*top, [this] { tick(); }); }
     ~Impl() { top->final(); }
 
     void tick() {
-        top->clk_i = 1;
-        top->eval();
+        clock_cycle(*top);
         ++cycle;
-        top->clk_i = 0;
-        top->eval();
-    }
-
-    void load_beat(const uint8_t* p, size_t n) {
-        for (size_t w = 0; w < kBeatBytes / 4; ++w) {
-            uint32_t v = 0;
-            for (size_t i = 0; i < 4; ++i) {
-                const size_t byte = w * 4 + i;
-                if (byte < n) v |= uint32_t{p[byte]} << (8 * i);
-            }
-            top->s_axis_tdata_i[w] = v;
-        }
-        top->s_axis_tkeep_i = n >= kBeatBytes ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
     }
 };
-
-static_assert(IcrcEngineRtl::kBeatBytes == 64, "tkeep is driven as one 64-bit word");
 
 IcrcEngineRtl::IcrcEngineRtl() : impl_(std::make_unique<Impl>()) {}
 IcrcEngineRtl::~IcrcEngineRtl() = default;
@@ -91,7 +66,7 @@ std::vector<IcrcResult> IcrcEngineRtl::run(const std::vector<std::vector<uint8_t
         const size_t nbeats = (f.size() + kBeatBytes - 1) / kBeatBytes;
         for (size_t b = 0; b < nbeats; ++b) {
             const size_t off = b * kBeatBytes;
-            m.load_beat(&f[off], std::min(kBeatBytes, f.size() - off));
+            load_beat(*m.top, kBeatBytes, &f[off], std::min(kBeatBytes, f.size() - off), [] { return 0u; });
             m.top->s_axis_tvalid_i = 1;
             m.top->s_axis_tlast_i = b + 1 == nbeats;
             while (!m.top->s_axis_tready_o) edge();

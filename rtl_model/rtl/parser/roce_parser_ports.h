@@ -5,8 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
+#include "axis_top.h"
 #include "simnic/roce/header_vector.h"
 
 namespace simnic::rtl {
@@ -68,25 +68,6 @@ template <typename V> roce::HeaderVector read_header_vector(const V& top) {
     h.payload_off = static_cast<uint16_t>(top.m_payload_off_o);
     h.payload_len = static_cast<uint16_t>(top.m_payload_len_o);
     return h;
-}
-
-// Drive one beat: bytes [0, n) from p into lanes 0..n-1 of s_axis_tdata_i;
-// lanes n.. get filler() (the testbench passes random garbage, the wrapper
-// zeros). tkeep is set to n lanes.
-template <typename V, typename Filler>
-void load_beat(V& top, size_t beat_bytes, const uint8_t* p, size_t n, Filler&& filler) {
-    for (size_t w = 0; w < beat_bytes / 4; ++w) {
-        uint32_t v = 0;
-        for (size_t i = 0; i < 4; ++i) {
-            const size_t byte = w * 4 + i;
-            const uint32_t x = byte < n ? p[byte] : static_cast<uint8_t>(filler());
-            v |= x << (8 * i);
-        }
-        top.s_axis_tdata_i[w] = v;
-    }
-    using Keep = std::decay_t<decltype(top.s_axis_tkeep_i)>;
-    top.s_axis_tkeep_i =
-        n >= sizeof(Keep) * 8 ? static_cast<Keep>(~Keep{0}) : static_cast<Keep>((Keep{1} << n) - 1);
 }
 
 }  // namespace simnic::rtl

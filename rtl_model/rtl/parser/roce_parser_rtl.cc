@@ -18,27 +18,17 @@ struct RoceParserRtl::Impl {
     uint64_t cycle = 0;
 
     Impl() : top(new Vroce_parser{&ctx}) {
-        top->clk_i = 0;
-        top->rst_ni = 0;
-        top->s_axis_tvalid_i = 0;
         // The record is taken as soon as it is valid: the output never
         // stalls, and a record left on the port is consumed by the edge
         // that takes the next frame's first beat.
         top->m_ready_i = 1;
-        top->eval();
-        for (int i = 0; i < 3; ++i) tick();
-        top->rst_ni = 1;
-        top->eval();
-        tick();
+        reset_top(*top, [this] { tick(); });
     }
     ~Impl() { top->final(); }
 
     void tick() {
-        top->clk_i = 1;
-        top->eval();
+        clock_cycle(*top);
         ++cycle;
-        top->clk_i = 0;
-        top->eval();
     }
 };
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "Vicrc_engine.h"
+#include "axis_top.h"
 #include "packet_gen.h"
 #include "simnic/roce/bytes.h"
 #include "simnic/roce/icrc.h"
@@ -145,11 +146,6 @@ void cross_check(const Job& j, bool must_decode) {
 
 // ---- Harness -------------------------------------------------------------------
 
-template <typename Port> void set_keep(Port& port, size_t n) {
-    using T = std::decay_t<Port>;
-    port = n >= sizeof(T) * 8 ? static_cast<T>(~T{0}) : static_cast<T>((T{1} << n) - 1);
-}
-
 struct Stats {
     uint64_t frames = 0, beats = 0, cycles = 0, stall_cycles = 0;
 };
@@ -157,14 +153,7 @@ struct Stats {
 class Harness {
 public:
     Harness(VerilatedContext* ctx, uint64_t seed) : top_(new Vicrc_engine{ctx}), rng_(seed) {
-        top_->clk_i = 0;
-        top_->rst_ni = 0;
-        top_->s_axis_tvalid_i = 0;
-        top_->eval();
-        for (int i = 0; i < 3; ++i) tick();
-        top_->rst_ni = 1;
-        top_->eval();
-        tick();
+        rtl::reset_top(*top_, [this] { tick(); });
     }
     ~Harness() { top_->final(); }
 
@@ -188,10 +177,9 @@ public:
                 }
                 const size_t off = b * kBeatBytes;
                 const size_t n = std::min(kBeatBytes, f.size() - off);
-                load_beat(&f[off], n);
+                rtl::load_beat(*top_, kBeatBytes, &f[off], n, [this] { return static_cast<uint8_t>(rng_()); });
                 top_->s_axis_tvalid_i = 1;
                 top_->s_axis_tlast_i = b + 1 == nbeats;
-                set_keep(top_->s_axis_tkeep_i, b + 1 == nbeats ? n : kBeatBytes);
                 // Accepted at the next edge if ready; the engine never stalls,
                 // so a low ready is counted and the beat held.
                 while (!top_->s_axis_tready_o) {
@@ -221,23 +209,10 @@ private:
         uint64_t accept_cycle;  // the edge that took the last beat
     };
 
-    void load_beat(const uint8_t* p, size_t n) {
-        auto& d = top_->s_axis_tdata_i;
-        for (size_t w = 0; w < kBeatBytes / 4; ++w) {
-            uint32_t v = 0;
-            for (size_t i = 0; i < 4; ++i) {
-                const size_t byte = w * 4 + i;
-                const uint32_t x = byte < n ? p[byte] : static_cast<uint8_t>(rng_());
-                v |= x << (8 * i);
-            }
-            d[w] = v;
-        }
-    }
-
     void fill_garbage() {
         for (size_t w = 0; w < kBeatBytes / 4; ++w) top_->s_axis_tdata_i[w] = static_cast<uint32_t>(rng_());
         top_->s_axis_tlast_i = rng_() & 1;
-        set_keep(top_->s_axis_tkeep_i, rng_() % (kBeatBytes + 1));
+        rtl::set_keep(top_->s_axis_tkeep_i, rng_() % (kBeatBytes + 1));
     }
 
     void tick() {

@@ -115,15 +115,8 @@ struct Stats {
 class Harness {
 public:
     Harness(VerilatedContext* ctx, uint64_t seed) : top_(new Vroce_parser{ctx}), rng_(seed) {
-        top_->clk_i = 0;
-        top_->rst_ni = 0;
-        top_->s_axis_tvalid_i = 0;
         top_->m_ready_i = 1;
-        top_->eval();
-        for (int i = 0; i < 3; ++i) tick();
-        top_->rst_ni = 1;
-        top_->eval();
-        tick();
+        rtl::reset_top(*top_, [this] { tick(); });
     }
     ~Harness() { top_->final(); }
 
