@@ -23,6 +23,7 @@
 #include <set>
 #include <vector>
 
+#include "cm_service.h"
 #include "simnic/daemon/device_runtime.h"
 #include "simnic/daemon/devices.h"
 #include "simnic/daemon/protocol.h"
@@ -78,6 +79,8 @@ private:
     int lock_fd_ = -1, listen_fd_ = -1, epoll_fd_ = -1, signal_fd_ = -1;
     std::set<int> clients_;
     DeviceTable devices_;
+    // The host's CM for every device (before runtimes_: their engines call it).
+    std::unique_ptr<CmService> cm_;
     std::map<std::string, std::unique_ptr<DeviceRuntime>> runtimes_;
     std::map<int, CtxBinding> ctx_of_conn_;           // client fd -> context
     std::map<int, int> conn_of_doorbell_;             // doorbell fd -> client fd
@@ -128,7 +131,9 @@ std::string Daemon::start() {
     signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC);
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (signal_fd_ < 0 || epoll_fd_ < 0) return std::string("epoll/signalfd: ") + std::strerror(errno);
-    for (int fd : {listen_fd_, signal_fd_}) {
+    cm_ = std::make_unique<CmService>();
+    if (!cm_->ok()) return std::string("CM agent: ") + std::strerror(errno);
+    for (int fd : {listen_fd_, signal_fd_, cm_->rx_fd(), cm_->timer_fd()}) {
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.fd = fd;
@@ -165,6 +170,10 @@ int Daemon::loop() {
                 signalfd_siginfo si{};
                 if (read(signal_fd_, &si, sizeof si) == sizeof si) logf("signal %u: shutting down", si.ssi_signo);
                 stop_ = true;
+            } else if (fd == cm_->rx_fd()) {
+                cm_->on_rx();
+            } else if (fd == cm_->timer_fd()) {
+                cm_->on_timer();
             } else if (auto db = conn_of_doorbell_.find(fd); db != conn_of_doorbell_.end()) {
                 const CtxBinding& b = ctx_of_conn_.at(db->second);
                 if (auto rt = runtimes_.find(b.device); rt != runtimes_.end()) rt->second->command_doorbell(b.ctx_id);
@@ -203,6 +212,7 @@ void Daemon::drop(int fd) {
             logf("context %u on %s closed", b.ctx_id, b.device.c_str());
         }
     }
+    cm_->drop(fd);  // an event channel's IDs go with it
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
     clients_.erase(fd);
     close(fd);
@@ -222,6 +232,7 @@ void Daemon::serve(int fd) {
     if (!err.empty()) reply = reply_error(EPROTO, "bad request: " + err);
     else if (req.value("op", "") == "open_context") reply = open_context(fd, req, fds);
     else if (req.value("op", "") == "add_shm") reply = add_shm(fd, req, in_fds);
+    else if (req.value("op", "").rfind("cm_", 0) == 0) reply = cm_->handle(fd, req);
     else reply = handle(req);
     // Descriptors no request asked for are not kept.
     for (int f : in_fds)
@@ -298,11 +309,12 @@ Json Daemon::link_add(const Json& req) {
     int e = 0;
     if (std::string m = devices_.add(d, e); !m.empty()) return reply_error(e, m);
     std::string err;
-    auto rt = DeviceRuntime::create(d, err);
+    auto rt = DeviceRuntime::create(d, err, cm_->gsi_handler(d.name));
     if (!rt) {
         devices_.remove(d.name, e);
         return reply_error(EIO, "cannot create device " + d.name + ": " + err);
     }
+    cm_->add_device(d.name, rt.get());
     runtimes_[d.name] = std::move(rt);
     logf("device %s (%s) added on %s", d.name.c_str(), type_name(d.type), d.netdev.c_str());
     save_state();
@@ -316,6 +328,7 @@ Json Daemon::link_del(const Json& req) {
                                       " open context(s)");
     int e = 0;
     if (std::string m = devices_.remove(name, e); !m.empty()) return reply_error(e, m);
+    cm_->remove_device(name);
     runtimes_.erase(name);
     logf("device %s deleted", name.c_str());
     save_state();

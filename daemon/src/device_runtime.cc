@@ -169,7 +169,7 @@ struct DeviceRuntime::Impl final : fw::EventSink {
     }
 };
 
-std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::string& err) {
+std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::string& err, GsiHandler gsi) {
     auto impl = std::make_unique<Impl>();
     impl->dev = dev;
     fw::FwConfig cfg;
@@ -204,6 +204,7 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         ec.tables = impl->tables.get();
         ec.events = impl.get();
         ec.bar = impl->bar.p;
+        ec.gsi_rx = std::move(gsi);
         impl->engine = soft_engine::SoftEngine::create(ec, err);
         if (!impl->engine) return nullptr;
     }
@@ -457,6 +458,25 @@ std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> DeviceRuntime::gids() 
         out.emplace_back(i, gid);
     }
     return out;
+}
+
+DeviceRuntime::GsiPort DeviceRuntime::gsi_port() const {
+    GsiPort p;
+    const uint8_t* bar = impl_->bar.p;
+    p.node_guid = hw::get(bar + hw::kBar0IdBlock, hw::id_block::kSize, hw::id_block::node_guid);
+    p.active_mtu = uint8_t(hw::get(bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::active_mtu));
+    return p;
+}
+
+bool DeviceRuntime::gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
+                             const uint8_t* mad, size_t len) {
+    // Only the device's own capture sees the MAC: the kernel's UDP socket
+    // puts the real Ethernet header on the wire. Unresolved: zeros, as on lo.
+    std::array<uint8_t, 6> dmac{};
+    fw::Gid g{};
+    std::copy(dgid.begin(), dgid.end(), g.begin());
+    if (auto m = impl_->netdev->resolve_neighbor(g)) std::copy(m->begin(), m->end(), dmac.begin());
+    return impl_->engine->gsi_send(sgid, dgid, dmac, mad, len);
 }
 
 DeviceRuntime::Counts DeviceRuntime::counts() const {

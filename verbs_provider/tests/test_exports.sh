@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# libsimnic-verbs.so exports libibverbs' names only, covers every libibverbs
-# entry point the common tools import that can receive a simnic object, and
-# changes nothing for a process that sees no simnic device.
+# libsimnic-verbs.so exports libibverbs' and librdmacm's names only, covers
+# every libibverbs and librdmacm entry point the common tools import that can
+# receive a simnic object, and changes nothing for a process that sees no
+# simnic device.
 set -u
 LIB=$1
 failures=0
@@ -9,7 +10,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 exports=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sed 's/@.*//' | sort -u)
 for s in $exports; do
-  case $s in ibv_*|_ibv_*) ;; *) fail "unexpected export $s" ;; esac
+  case $s in ibv_*|_ibv_*|rdma_*) ;; *) fail "unexpected export $s" ;; esac
 done
 
 # Imports that never see a device object: strings and global switches.
@@ -22,12 +23,24 @@ for tool in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingp
     grep -qx "$s" <<<"$exports" || fail "$tool imports $s, which libsimnic-verbs.so does not define"
   done
 done
+# librdmacm: every rdma_* the tools import (rsocket's r* calls take no CM object).
+for tool in rping ib_write_bw ib_send_bw; do
+  path=$(command -v "$tool") || continue
+  for s in $(objdump -T "$path" | awk '$NF ~ /^rdma_/ && /\*UND\*/ {print $NF}' | sort -u); do
+    grep -qx "$s" <<<"$exports" || fail "$tool imports $s, which libsimnic-verbs.so does not define"
+  done
+done
+# And librdmacm's whole public API, so that no call on a simnic object
+# reaches the real library.
+for s in $(objdump -T /usr/lib/x86_64-linux-gnu/librdmacm.so.1 2>/dev/null | awk '$NF ~ /^rdma_/ && !/\*UND\*/ {print $NF}' | sort -u); do
+  grep -qx "$s" <<<"$exports" || fail "librdmacm exports $s, which libsimnic-verbs.so does not define"
+done
 
 # No simnic device (an empty runtime directory, so no daemon): the tools
 # behave exactly as without the library.
 export SIMNIC_RUNTIME_DIR=$(mktemp -d /tmp/simnic-verbs-exports.XXXXXX)
 trap 'rm -rf "$SIMNIC_RUNTIME_DIR"' EXIT
-for cmd in ibv_devices "ibv_devinfo -l"; do
+for cmd in ibv_devices "ibv_devinfo -l" "rping -s -a 127.0.0.1 -C 1"; do
   want=$($cmd 2>&1); want_rc=$?
   got=$(LD_PRELOAD=$LIB $cmd 2>&1); got_rc=$?
   [ "$got" == "$want" ] || fail "'$cmd' printed '$got' with the library, '$want' without"

@@ -248,6 +248,30 @@ struct SoftEngine::Impl final : model::Backend {
     std::vector<std::vector<uint8_t>> rx_bufs;  // recvmmsg's buffers, IP + UDP header room first
     std::vector<char> rx_ctl;
     uint8_t port_mac[6] = {};
+    // QP1 (GSI): its next PSN. Its MADs come from and go to the daemon's CM
+    // agent (EngineConfig::gsi_rx, SoftEngine::gsi_send).
+    static constexpr uint32_t kGsiQpn = 1, kGsiQkey = 0x80010000;
+    uint32_t gsi_psn = 0;
+    std::vector<uint8_t> gsi_buf;
+
+    void gsi_receive(const roce::Packet& pkt) {
+        if (pkt.hdr.bth.opcode != roce::op::UD_SEND_ONLY || pkt.hdr.deth.qkey != kGsiQkey || !cfg.gsi_rx) {
+            stat(hw::stats_block::rx_drops_no_qp);
+            return;
+        }
+        std::array<uint8_t, 16> src{}, dst{};
+        if (pkt.ip_version == roce::IpVersion::V4) {
+            src[10] = src[11] = dst[10] = dst[11] = 0xff;
+            for (int i = 0; i < 4; ++i) {
+                src[size_t(12 + i)] = uint8_t(pkt.ip4.src >> (24 - 8 * i));
+                dst[size_t(12 + i)] = uint8_t(pkt.ip4.dst >> (24 - 8 * i));
+            }
+        } else {
+            std::copy(pkt.ip6.src.begin(), pkt.ip6.src.end(), src.begin());
+            std::copy(pkt.ip6.dst.begin(), pkt.ip6.dst.end(), dst.begin());
+        }
+        cfg.gsi_rx(pkt.payload, pkt.payload_len, src, dst);
+    }
 
     explicit Impl(const EngineConfig& c) : cfg(c), tables(*c.tables) {}
     ~Impl() {
@@ -1771,6 +1795,10 @@ void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted
                 if ((syn & 0x1F) < 4) stat(f[syn & 0x1F]);
             }
         }
+        if (pkt.hdr.bth.dqpn == kGsiQpn) {
+            gsi_receive(pkt);
+            return;
+        }
         auto it = qps.find(pkt.hdr.bth.dqpn);
         if (it == qps.end() || !it->second->tqp || it->second->hw_state == hw::QpState::Reset ||
             it->second->hw_state == hw::QpState::Init) {
@@ -2018,6 +2046,59 @@ void SoftEngine::note_command(uint16_t opcode) {
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
     --impl_->fence_waiters;
     impl_->pipe->fw_command(opcode);
+}
+
+bool SoftEngine::gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
+                          const std::array<uint8_t, 6>& dmac, const uint8_t* mad, size_t len) {
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    const bool v4 = std::equal(kMapped, kMapped + 12, sgid.begin());
+    if (v4 != std::equal(kMapped, kMapped + 12, dgid.begin())) return false;
+    Impl& m = *impl_;
+    std::lock_guard<std::recursive_mutex> lk(m.mu);
+    roce::Packet p;
+    std::copy(m.port_mac, m.port_mac + 6, p.eth.src.begin());
+    std::copy(dmac.begin(), dmac.end(), p.eth.dst.begin());
+    if (v4) {
+        p.ip_version = roce::IpVersion::V4;
+        p.eth.ethertype = roce::kEtherTypeIpv4;
+        auto ip = [](const std::array<uint8_t, 16>& g) {
+            return uint32_t(g[12]) << 24 | uint32_t(g[13]) << 16 | uint32_t(g[14]) << 8 | g[15];
+        };
+        p.ip4.src = ip(sgid);
+        p.ip4.dst = ip(dgid);
+        p.ip4.id = 0;
+        p.ip4.frag = 0x4000;
+        p.ip4.ttl = 64;
+    } else {
+        p.ip_version = roce::IpVersion::V6;
+        p.eth.ethertype = roce::kEtherTypeIpv6;
+        std::copy(sgid.begin(), sgid.end(), p.ip6.src.begin());
+        std::copy(dgid.begin(), dgid.end(), p.ip6.dst.begin());
+        p.ip6.hop_limit = 64;
+    }
+    // QP1 never gets an address vector: rxe keeps its creation-time port.
+    p.udp.sport = roce::roce_udp_sport_unconnected(Impl::kGsiQpn);
+    p.hdr.bth.opcode = roce::op::UD_SEND_ONLY;
+    p.hdr.bth.pkey = 0xffff;
+    p.hdr.bth.dqpn = Impl::kGsiQpn;
+    p.hdr.bth.ack_req = true;
+    p.hdr.bth.psn = m.gsi_psn;
+    p.hdr.deth.qkey = Impl::kGsiQkey;
+    p.hdr.deth.src_qp = Impl::kGsiQpn;
+    p.payload = mad;
+    p.payload_len = len;
+    if (!roce::encode_frame(p, m.gsi_buf)) {
+        m.stat(hw::stats_block::tx_drops);
+        return false;
+    }
+    m.gsi_psn = roce::psn_add(m.gsi_psn, 1);
+    // Straight to the wire (on a model device too: QP1 is the host's, and
+    // its few MADs are not worth a place in the modelled TX timing).
+    m.send_frame(m.gsi_buf.data(), p.frame_len);
+    m.tx_flush();
+    const uint64_t one = 1;
+    if (::write(m.wake_fd, &one, sizeof one) != sizeof one) {}  // a loopback frame waits in loop_q
+    return true;
 }
 
 model::Pipeline* SoftEngine::pipeline() { return impl_->pipe.get(); }

@@ -24,6 +24,9 @@ public:
                           std::string& notice);
 
     bool connected() const { return fd_ >= 0; }
+    // The socket, for a connection the daemon writes to unasked (an rdma_cm
+    // event channel, see cm_service.h): poll it, read it with recv_message.
+    int fd() const { return fd_; }
     // Sends a request and waits for its reply. On transport failure returns
     // a reply_error() describing it.
     Json request(const Json& req, int timeout_ms = 10000);

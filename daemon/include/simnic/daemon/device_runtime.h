@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <array>
@@ -42,8 +43,13 @@ public:
         int engine_fd = -1; // eventfd: wakes the engine (hw-spec 3.4 step 4)
     };
 
+    // A MAD that arrived for the device's QP1 (engine thread): the MAD, the
+    // sender's GID and ours.
+    using GsiHandler = std::function<void(const uint8_t* mad, size_t len, const std::array<uint8_t, 16>& src,
+                                          const std::array<uint8_t, 16>& dst)>;
     // Creates the firmware for `dev`; on failure returns null and sets err.
-    static std::unique_ptr<DeviceRuntime> create(const Device& dev, std::string& err);
+    // `gsi` receives the device's QP1 traffic (the daemon's CM agent).
+    static std::unique_ptr<DeviceRuntime> create(const Device& dev, std::string& err, GsiHandler gsi = {});
     ~DeviceRuntime();
     DeviceRuntime(const DeviceRuntime&) = delete;
     DeviceRuntime& operator=(const DeviceRuntime&) = delete;
@@ -107,6 +113,15 @@ public:
     std::vector<MrInfo> mrs() const;
     std::vector<PdInfo> pds() const;
     std::vector<SrqInfo> srqs() const;
+    // QP1's side of the CM: what the agent needs to know of the port, and
+    // sending a MAD (the destination's MAC from the neighbour table).
+    struct GsiPort {
+        uint64_t node_guid = 0;
+        uint8_t active_mtu = 3;  // IB MTU code
+    };
+    GsiPort gsi_port() const;
+    bool gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid, const uint8_t* mad,
+                  size_t len);
     // GID table entries in use: index and the 16 bytes.
     std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> gids() const;
     // STATS_BLOCK counters (hw-spec 2.6) by field name, for `stats`.

@@ -22,6 +22,8 @@
 //                                                         wake eventfd (hw-spec 3.4)]
 //     The connection then belongs to the context: when it closes (the process
 //     exited or died), the daemon destroys the context and everything in it.
+//   {"op":"cm_channel"}, {"op":"cm_*",...}             the connection manager (rdma_cm):
+//                                                       see daemon/src/cm_service.h
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -12,6 +12,8 @@
 // unfence() on a QPC entry re-reads it (hw-spec 9.1).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,6 +47,13 @@ struct EngineConfig {
     // Model only: no wire and no thread. MAC TX feeds MAC RX and the caller
     // drives the pipeline (`simnic bench`).
     bool bench = false;
+    // The GSI (QP1) belongs to the host's CM (the daemon's cm::Agent), not to
+    // an application: each UD SEND ONLY to QP1 that arrives with a valid ICRC
+    // and the GSI Q_Key is handed here, on the engine thread, with the
+    // sender's and our GID (IPv4-mapped for IPv4). Unset: such packets drop.
+    std::function<void(const std::uint8_t* mad, std::size_t len, const std::array<std::uint8_t, 16>& src,
+                       const std::array<std::uint8_t, 16>& dst)>
+        gsi_rx;
 };
 
 class SoftEngine final : public fw::EngineHooks {
@@ -63,6 +72,13 @@ public:
 
     // A firmware command ran (a model device charges its management core).
     void note_command(std::uint16_t opcode);
+
+    // Sends a MAD from QP1 as kernel rxe does: UD SEND ONLY to QP1 with the
+    // GSI Q_Key, AckReq set, the next QP1 PSN, from QP1's UDP source port.
+    // Thread-safe. False if the GIDs are not of one IP version or the frame
+    // cannot be built.
+    bool gsi_send(const std::array<std::uint8_t, 16>& sgid, const std::array<std::uint8_t, 16>& dgid,
+                  const std::array<std::uint8_t, 6>& dmac, const std::uint8_t* mad, std::size_t len);
 
     // Model devices: the pipeline's statistics and waveform (pipeline.h).
     // Null / empty / false for a soft device.

@@ -1,0 +1,200 @@
+// The CM agent: what the Linux kernel's ib_cm and rdma_cm do for an RDMA
+// device, done by the simnic daemon for its devices.
+//
+// One agent serves every device of the daemon (a wildcard listen covers them
+// all). It owns the devices' GSI (QP1) traffic: it receives the CM MADs the
+// engines deliver, runs the connection state machine of IBA 12.9 for each
+// rdma_cm ID (REQ, REP, RTU, REJ, DREQ, DREP, with MAD retransmission on
+// timeout as ib_cm does) and produces rdma_cm events for the applications.
+// It also resolves addresses to devices (rdma_cm's address layer) and
+// computes the QP attributes an application applies at each transition
+// (rdma_init_qp_attr).
+//
+// The agent does no I/O and keeps no clock: MADs, events, routes, time and
+// randomness go through Hooks, so tests drive it directly. Not thread-safe:
+// one thread (the daemon's) calls it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simnic/cm/mad.h"
+
+namespace simnic::cm {
+
+// An address as rdma_cm's sockaddr carries it. IPv4 is IPv4-mapped
+// (::ffff:a.b.c.d), as in the GID table.
+struct SockAddr {
+    Gid addr{};
+    uint16_t port = 0;
+    bool v6 = false;
+    bool any() const;  // 0.0.0.0 or ::
+};
+SockAddr ipv4_addr(uint32_t host_order_ip, uint16_t port);
+Gid ipv4_gid(uint32_t host_order_ip);
+
+// rdma_cm's event numbering (enum rdma_cm_event_type).
+enum class EventType : uint8_t {
+    AddrResolved = 0,
+    AddrError = 1,
+    RouteResolved = 2,
+    RouteError = 3,
+    ConnectRequest = 4,
+    ConnectResponse = 5,
+    ConnectError = 6,
+    Unreachable = 7,
+    Rejected = 8,
+    Established = 9,
+    Disconnected = 10,
+    DeviceRemoval = 11,
+};
+const char* to_string(EventType t);
+
+// struct rdma_conn_param.
+struct ConnParam {
+    std::vector<uint8_t> private_data;
+    uint8_t responder_resources = 0;
+    uint8_t initiator_depth = 0;
+    uint8_t flow_control = 0;
+    uint8_t retry_count = 7;
+    uint8_t rnr_retry_count = 7;
+    bool srq = false;
+    uint32_t qp_num = 0;
+};
+
+struct Event {
+    EventType type = EventType::AddrResolved;
+    uint32_t id = 0;          // the ID the event is for (ConnectRequest: the new one)
+    uint32_t listen_id = 0;   // ConnectRequest: the listening ID
+    int status = 0;           // 0, a negative errno, or a REJ reason (Rejected)
+    std::string device;       // the ID's device, once it has one
+    SockAddr src, dst;        // the ID's addresses
+    ConnParam param;          // connection events: the peer's parameters
+};
+
+// ibv_qp_attr's numbering for what init_qp_attr fills (IBV_QP_* mask bits,
+// IBV_QPS_* states, IBV_ACCESS_* flags); the provider checks them against
+// <infiniband/verbs.h>.
+namespace qp_mask {
+inline constexpr uint32_t State = 1u << 0, AccessFlags = 1u << 3, PkeyIndex = 1u << 4, Port = 1u << 5,
+                          Av = 1u << 7, PathMtu = 1u << 8, Timeout = 1u << 9, RetryCnt = 1u << 10,
+                          RnrRetry = 1u << 11, RqPsn = 1u << 12, MaxQpRdAtomic = 1u << 13,
+                          MinRnrTimer = 1u << 15, SqPsn = 1u << 16, MaxDestRdAtomic = 1u << 17,
+                          DestQpn = 1u << 20;
+}
+enum class QpState : uint8_t { Reset = 0, Init = 1, Rtr = 2, Rts = 3, Err = 6 };
+inline constexpr uint32_t kAccessRemoteWrite = 2, kAccessRemoteRead = 4, kAccessRemoteAtomic = 8;
+
+struct QpAttr {
+    uint32_t mask = 0;
+    QpState state = QpState::Init;
+    uint32_t access_flags = 0;
+    uint16_t pkey_index = 0;
+    uint8_t port_num = 1;
+    uint8_t path_mtu = 0;  // IB MTU code
+    uint32_t dest_qpn = 0, rq_psn = 0, sq_psn = 0;
+    uint8_t max_dest_rd_atomic = 0, max_rd_atomic = 0, min_rnr_timer = 0;
+    uint8_t timeout = 0, retry_cnt = 0, rnr_retry = 0;
+    // The address vector (GRH): RoCE always has one.
+    Gid dgid{};
+    uint32_t flow_label = 0;
+    uint8_t sgid_index = 0, hop_limit = 0, traffic_class = 0, sl = 0;
+};
+
+// A device as the agent sees it.
+struct Port {
+    std::string device;
+    uint64_t node_guid = 0;   // as IBA fields carry it (big-endian on the wire)
+    uint8_t active_mtu = 3;   // IB MTU code
+    uint8_t ca_ack_delay = 15;
+    std::vector<std::pair<uint32_t, Gid>> gids;  // GID table: index, GID
+};
+
+class Hooks {
+public:
+    virtual ~Hooks() = default;
+    // Sends a MAD from the device's QP1 (source GID sgid) to QP1 at dgid.
+    virtual void send_mad(const std::string& device, const Gid& sgid, const Gid& dgid, const Mad& mad) = 0;
+    // Queues an event on the application's event channel.
+    virtual void deliver(uint64_t channel, const Event& ev) = 0;
+    // The local address the host would send from to reach dst (its routing
+    // table), if any.
+    virtual std::optional<Gid> route_source(const Gid& dst) = 0;
+    virtual uint64_t now_ms() = 0;
+    virtual uint32_t random32() = 0;
+};
+
+// MAD retransmission (ib_cm: twice the packet life time plus the peer's CM
+// response time; 15 retries). Tests shorten it.
+struct Timing {
+    uint64_t req_ms = 6144;   // REQ and REP: 2 * 4.096us<<18 + 4.096us<<20
+    uint64_t dreq_ms = 2048;  // DREQ: 4.096us<<19 (the local ACK timeout)
+    uint32_t max_retries = 15;
+};
+
+// rdma_cm's constants on RoCE, as the kernel's REQs carry them.
+inline constexpr uint8_t kCmResponseTimeout = 20;  // 4.096 us << 20, about 4.3 s
+inline constexpr uint8_t kMaxCmRetries = 15;
+inline constexpr uint8_t kPacketLifeTime = 18;     // RoCE path record
+inline constexpr uint8_t kLocalAckTimeout = kPacketLifeTime + 1;
+inline constexpr uint8_t kHopLimit = 64;
+inline constexpr uint16_t kPsIb = 0x013F;
+
+class Agent {
+public:
+    explicit Agent(Hooks& hooks, Timing timing = {});
+    ~Agent();
+    Agent(const Agent&) = delete;
+    Agent& operator=(const Agent&) = delete;
+
+    // Devices come and go with `simnic link add/delete`. Removing one sends
+    // DEVICE_REMOVAL to the IDs on it.
+    void set_port(const Port& p);
+    void remove_port(const std::string& device);
+
+    // ---- the application's calls (librdmacm's), on behalf of `channel` ----
+    // Each returns 0 or a positive errno. IDs belong to the channel that
+    // created them; destroy_channel destroys them all (a process that died).
+    int create_id(uint64_t channel, uint16_t port_space, uint32_t& id);
+    int bind(uint32_t id, const SockAddr& addr);
+    int resolve_addr(uint32_t id, const std::optional<SockAddr>& src, const SockAddr& dst);
+    int resolve_route(uint32_t id);
+    int listen(uint32_t id);
+    int connect(uint32_t id, const ConnParam& p);
+    int accept(uint32_t id, const ConnParam& p);
+    int reject(uint32_t id, const std::vector<uint8_t>& private_data);
+    int establish(uint32_t id);  // active side, QP in RTS: send the RTU
+    int disconnect(uint32_t id);
+    int destroy_id(uint32_t id);
+    void destroy_channel(uint64_t channel);
+    int init_qp_attr(uint32_t id, QpState state, QpAttr& out) const;
+    // The ID's device and addresses (empty device: not bound to one).
+    int query(uint32_t id, std::string& device, SockAddr& src, SockAddr& dst) const;
+    // The default responder resources / initiator depth an accept without
+    // parameters uses (from the REQ, as librdmacm keeps them).
+    int req_defaults(uint32_t id, uint8_t& responder_resources, uint8_t& initiator_depth) const;
+
+    // ---- the wire ----
+    // A UD SEND to QP1 arrived on `device` from sgid (the sender's address).
+    void on_mad(const std::string& device, const Gid& src, const Gid& dst, const uint8_t* mad, size_t len);
+    // Retransmits what timed out; returns the next deadline (0: none).
+    uint64_t on_timer();
+    uint64_t next_deadline() const;
+
+    // The channel an ID belongs to (0: no such ID).
+    uint64_t channel_of(uint32_t id) const;
+    // Counts for tests and `simnic resource show`.
+    size_t id_count() const;
+    std::string state_name(uint32_t id) const;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace simnic::cm

@@ -1,0 +1,844 @@
+#include "simnic/cm/agent.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "simnic/roce/rules.h"
+
+namespace simnic::cm {
+
+namespace {
+constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+}
+
+bool SockAddr::any() const {
+    if (!v6) return addr[12] == 0 && addr[13] == 0 && addr[14] == 0 && addr[15] == 0;
+    return std::all_of(addr.begin(), addr.end(), [](uint8_t b) { return b == 0; });
+}
+
+Gid ipv4_gid(uint32_t ip) {
+    Gid g{};
+    std::memcpy(g.data(), kMapped, 12);
+    for (int i = 0; i < 4; ++i) g[size_t(12 + i)] = uint8_t(ip >> (24 - 8 * i));
+    return g;
+}
+
+SockAddr ipv4_addr(uint32_t ip, uint16_t port) {
+    SockAddr a;
+    a.addr = ipv4_gid(ip);
+    a.port = port;
+    return a;
+}
+
+const char* to_string(EventType t) {
+    switch (t) {
+        case EventType::AddrResolved: return "ADDR_RESOLVED";
+        case EventType::AddrError: return "ADDR_ERROR";
+        case EventType::RouteResolved: return "ROUTE_RESOLVED";
+        case EventType::RouteError: return "ROUTE_ERROR";
+        case EventType::ConnectRequest: return "CONNECT_REQUEST";
+        case EventType::ConnectResponse: return "CONNECT_RESPONSE";
+        case EventType::ConnectError: return "CONNECT_ERROR";
+        case EventType::Unreachable: return "UNREACHABLE";
+        case EventType::Rejected: return "REJECTED";
+        case EventType::Established: return "ESTABLISHED";
+        case EventType::Disconnected: return "DISCONNECTED";
+        case EventType::DeviceRemoval: return "DEVICE_REMOVAL";
+    }
+    return "?";
+}
+
+// An rdma_cm ID: rdma_cm's address states, then IBA 12.9's connection
+// states (the IB CM's, under their spec names).
+enum class State : uint8_t {
+    Idle,
+    AddrBound,
+    AddrResolved,
+    RouteResolved,
+    Listen,
+    ReqSent,
+    ReqRcvd,
+    RepSent,
+    RepRcvd,
+    Established,
+    DreqSent,
+    DreqRcvd,
+    TimeWait,
+    Error,  // REJ'd, unreachable or its device went away: only destroy remains
+};
+
+const char* state_str(State s) {
+    static const char* const n[] = {"IDLE",     "ADDR_BOUND",  "ADDR_RESOLVED", "ROUTE_RESOLVED", "LISTEN",
+                                    "REQ_SENT", "REQ_RCVD",    "REP_SENT",      "REP_RCVD",       "ESTABLISHED",
+                                    "DREQ_SENT", "DREQ_RCVD",  "TIMEWAIT",      "ERROR"};
+    return n[size_t(s)];
+}
+
+struct Id {
+    uint32_t handle = 0;
+    uint64_t channel = 0;
+    uint16_t ps = kPsTcp;
+    State state = State::Idle;
+    std::string device;  // empty: wildcard or not bound yet
+    SockAddr src, dst;
+    bool bound = false;
+    // The connection (valid from REQ_SENT / REQ_RCVD on).
+    uint32_t local_comm_id = 0, remote_comm_id = 0;
+    uint64_t tid = 0, remote_guid = 0;
+    uint32_t local_qpn = 0, remote_qpn = 0;
+    uint32_t sq_psn = 0, rq_psn = 0;
+    uint8_t path_mtu = 3;
+    uint8_t responder_resources = 0;  // our QP's max_dest_rd_atomic
+    uint8_t initiator_depth = 0;      // our QP's max_rd_atomic
+    uint8_t retry_count = 7, rnr_retry_count = 7;
+    uint8_t req_responder_resources = 0, req_initiator_depth = 0;  // as the REQ offered (passive)
+    uint32_t flow_label = 0;
+    Gid sgid{}, dgid{};
+    uint32_t sgid_index = 0;
+    // MAD retransmission: the last MAD sent, when to resend it, how often more.
+    Mad last_mad{};
+    uint64_t deadline = 0, interval = 0;
+    uint32_t retries_left = 0;
+};
+
+struct Agent::Impl {
+    Hooks& hooks;
+    Timing timing;
+    std::map<std::string, Port> ports;
+    std::map<uint32_t, Id> ids;
+    uint32_t next_handle = 1;
+    // ib_cm's TID: the MAD agent's high half, the ID's communication ID low.
+    static constexpr uint64_t kTidHigh = uint64_t{1} << 32;
+
+    Impl(Hooks& h, Timing t) : hooks(h), timing(t) {}
+
+    Id* find(uint32_t h) {
+        auto it = ids.find(h);
+        return it == ids.end() ? nullptr : &it->second;
+    }
+    const Id* find(uint32_t h) const {
+        auto it = ids.find(h);
+        return it == ids.end() ? nullptr : &it->second;
+    }
+    Id* by_local_comm(uint32_t comm) {
+        if (comm == 0) return nullptr;
+        for (auto& [h, id] : ids)
+            if (id.local_comm_id == comm && id.state != State::Listen) return &id;
+        return nullptr;
+    }
+
+    // The device whose GID table holds `gid`, and the entry's index.
+    const Port* port_of(const Gid& gid, uint32_t* index = nullptr) const {
+        for (const auto& [name, p] : ports)
+            for (const auto& [idx, g] : p.gids)
+                if (g == gid) {
+                    if (index) *index = idx;
+                    return &p;
+                }
+        return nullptr;
+    }
+
+    uint32_t new_comm_id() {
+        for (;;) {
+            const uint32_t c = hooks.random32();
+            if (c != 0 && !by_local_comm(c)) return c;
+        }
+    }
+
+    bool port_in_use(const Id& self, const SockAddr& a) const {
+        for (const auto& [h, o] : ids) {
+            if (&o == &self || !o.bound || o.ps != self.ps || o.src.port != a.port || o.src.v6 != a.v6) continue;
+            if (o.src.any() || a.any() || o.src.addr == a.addr) return true;
+        }
+        return false;
+    }
+
+    // An ephemeral port as the kernel's rdma_cm picks one: random within the
+    // local port range, not in use.
+    uint16_t ephemeral(const Id& self, SockAddr a) {
+        for (int tries = 0; tries < 4096; ++tries) {
+            a.port = uint16_t(32768 + hooks.random32() % (60999 - 32768 + 1));
+            if (!port_in_use(self, a)) return a.port;
+        }
+        return 0;
+    }
+
+    void event(const Id& id, EventType t, int status = 0, const ConnParam* p = nullptr) {
+        Event e;
+        e.type = t;
+        e.id = id.handle;
+        e.status = status;
+        e.device = id.device;
+        e.src = id.src;
+        e.dst = id.dst;
+        if (p) e.param = *p;
+        hooks.deliver(id.channel, e);
+    }
+
+    void send(Id& id, const Mad& m, uint64_t interval) {
+        hooks.send_mad(id.device, id.sgid, id.dgid, m);
+        id.last_mad = m;
+        if (interval) {
+            id.interval = interval;
+            id.deadline = hooks.now_ms() + interval;
+            id.retries_left = timing.max_retries;
+        } else {
+            id.deadline = 0;
+        }
+    }
+
+    MadHdr hdr(uint64_t tid) const {
+        MadHdr h;
+        h.tid = tid;
+        return h;
+    }
+
+    void send_rej(Id& id, RejReason reason, RejMsg what) {
+        Rej r;
+        r.local_comm_id = id.local_comm_id;
+        r.remote_comm_id = id.remote_comm_id;
+        r.msg_rejected = what;
+        r.reason = uint16_t(reason);
+        send(id, encode(hdr(id.tid), r), 0);
+    }
+
+    void send_dreq(Id& id, bool retransmit) {
+        Dreq d;
+        d.local_comm_id = id.local_comm_id;
+        d.remote_comm_id = id.remote_comm_id;
+        d.remote_qpn = id.remote_qpn;
+        // ib_cm gives a DREQ a new transaction of the same ID.
+        id.tid = kTidHigh | id.local_comm_id;
+        send(id, encode(hdr(id.tid), d), retransmit ? timing.dreq_ms : 0);
+    }
+
+    void send_drep(Id& id) {
+        Drep d;
+        d.local_comm_id = id.local_comm_id;
+        d.remote_comm_id = id.remote_comm_id;
+        send(id, encode(hdr(id.tid), d), 0);
+    }
+
+    ConnParam param_of(const uint8_t* priv, size_t n, uint8_t rr, uint8_t id_, uint8_t fc, uint8_t retry,
+                       uint8_t rnr, bool srq, uint32_t qpn) const {
+        ConnParam p;
+        p.private_data.assign(priv, priv + n);
+        p.responder_resources = rr;
+        p.initiator_depth = id_;
+        p.flow_control = fc;
+        p.retry_count = retry;
+        p.rnr_retry_count = rnr;
+        p.srq = srq;
+        p.qp_num = qpn;
+        return p;
+    }
+
+    // ---- received MADs ----
+    void on_req(const std::string& device, const Gid& from, const uint8_t* mad, const MadHdr& h);
+    void on_rep(const uint8_t* mad);
+    void on_rtu(const uint8_t* mad);
+    void on_rej(const uint8_t* mad);
+    void on_dreq(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad, const MadHdr& h);
+    void on_drep(const uint8_t* mad);
+
+    void destroy(Id& id);
+};
+
+Agent::Agent(Hooks& hooks, Timing timing) : impl_(std::make_unique<Impl>(hooks, timing)) {}
+Agent::~Agent() = default;
+
+void Agent::set_port(const Port& p) { impl_->ports[p.device] = p; }
+
+void Agent::remove_port(const std::string& device) {
+    impl_->ports.erase(device);
+    for (auto& [h, id] : impl_->ids) {
+        if (id.device != device) continue;
+        id.deadline = 0;
+        id.state = State::Error;
+        impl_->event(id, EventType::DeviceRemoval);
+    }
+}
+
+int Agent::create_id(uint64_t channel, uint16_t ps, uint32_t& out) {
+    // RC connections only: UD port spaces need SIDR, which simnic does not do.
+    if (ps != kPsTcp && ps != kPsIb) return EPROTONOSUPPORT;
+    Id id;
+    id.handle = impl_->next_handle++;
+    id.channel = channel;
+    id.ps = ps;
+    out = id.handle;
+    impl_->ids.emplace(out, std::move(id));
+    return 0;
+}
+
+int Agent::bind(uint32_t h, const SockAddr& a) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (id->state != State::Idle) return EINVAL;
+    std::string device;
+    uint32_t idx = 0;
+    if (!a.any()) {
+        const Port* p = impl_->port_of(a.addr, &idx);
+        if (!p) return EADDRNOTAVAIL;
+        device = p->device;
+    }
+    SockAddr s = a;
+    if (s.port == 0) {
+        s.port = impl_->ephemeral(*id, s);
+        if (s.port == 0) return EADDRINUSE;
+    } else if (impl_->port_in_use(*id, s)) {
+        return EADDRINUSE;
+    }
+    id->src = s;
+    id->device = device;
+    id->sgid = s.addr;
+    id->sgid_index = idx;
+    id->bound = true;
+    id->state = State::AddrBound;
+    return 0;
+}
+
+int Agent::resolve_addr(uint32_t h, const std::optional<SockAddr>& src, const SockAddr& dst) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (id->state == State::Idle && src) {
+        if (int e = bind(h, *src)) return e;
+    }
+    if (id->state != State::Idle && id->state != State::AddrBound) return EINVAL;
+    if (dst.any()) return EADDRNOTAVAIL;
+    id->dst = dst;
+    // The source: the bound address, else what the host's routing table
+    // would send from (127.0.0.1 for 127.0.0.1).
+    std::optional<Gid> from;
+    if (id->bound && !id->src.any()) from = id->src.addr;
+    else from = impl_->hooks.route_source(dst.addr);
+    uint32_t idx = 0;
+    const Port* p = from ? impl_->port_of(*from, &idx) : nullptr;
+    if (!p) {
+        // As rdma_cm: the call succeeds and the event reports the failure.
+        id->state = State::AddrBound;
+        impl_->event(*id, EventType::AddrError, -ENODEV);
+        return 0;
+    }
+    SockAddr s = id->src;
+    s.addr = *from;
+    s.v6 = dst.v6;
+    if (!id->bound || s.port == 0) {
+        s.port = impl_->ephemeral(*id, s);
+        if (s.port == 0) return EADDRINUSE;
+    }
+    id->src = s;
+    id->bound = true;
+    id->device = p->device;
+    id->sgid = *from;
+    id->sgid_index = idx;
+    id->dgid = dst.addr;
+    id->state = State::AddrResolved;
+    impl_->event(*id, EventType::AddrResolved);
+    return 0;
+}
+
+int Agent::resolve_route(uint32_t h) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (id->state != State::AddrResolved) return EINVAL;
+    auto p = impl_->ports.find(id->device);
+    if (p == impl_->ports.end()) return ENODEV;
+    // RoCE's "path record" is local: the port's MTU, hop limit 64, and the
+    // flow label rdma_cm derives from the two ports.
+    id->path_mtu = p->second.active_mtu;
+    id->flow_label = roce::cm_flow_label(id->src.port, id->dst.port);
+    id->state = State::RouteResolved;
+    impl_->event(*id, EventType::RouteResolved);
+    return 0;
+}
+
+int Agent::listen(uint32_t h) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (id->state == State::Idle) {
+        if (int e = bind(h, SockAddr{})) return e;
+    }
+    if (id->state != State::AddrBound) return EINVAL;
+    for (const auto& [oh, o] : impl_->ids)
+        if (oh != h && o.state == State::Listen && o.ps == id->ps && o.src.port == id->src.port &&
+            (o.src.any() || id->src.any() || o.src.addr == id->src.addr))
+            return EADDRINUSE;
+    id->state = State::Listen;
+    return 0;
+}
+
+int Agent::connect(uint32_t h, const ConnParam& p) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (id->state != State::RouteResolved) return EINVAL;
+    if (p.private_data.size() > kReqPrivateBytes - kCmaHdrBytes) return EINVAL;
+    auto port = impl_->ports.find(id->device);
+    if (port == impl_->ports.end()) return ENODEV;
+    id->local_comm_id = impl_->new_comm_id();
+    id->tid = Impl::kTidHigh | id->local_comm_id;
+    id->local_qpn = p.qp_num & roce::kPsnMask;
+    id->sq_psn = impl_->hooks.random32() & roce::kPsnMask;
+    id->retry_count = p.retry_count & 7;
+    id->rnr_retry_count = p.rnr_retry_count & 7;
+    Req r;
+    r.local_comm_id = id->local_comm_id;
+    r.service_id = service_id(id->ps, id->dst.port);
+    r.local_ca_guid = port->second.node_guid;
+    r.local_qpn = id->local_qpn;
+    r.responder_resources = p.responder_resources;
+    r.initiator_depth = p.initiator_depth;
+    r.remote_cm_response_timeout = kCmResponseTimeout;
+    r.end_to_end_flow_control = p.flow_control != 0;
+    r.starting_psn = id->sq_psn;
+    r.local_cm_response_timeout = kCmResponseTimeout;
+    r.retry_count = id->retry_count;
+    r.path_mtu = id->path_mtu;
+    r.rnr_retry_count = id->rnr_retry_count;
+    r.max_cm_retries = kMaxCmRetries;
+    r.srq = p.srq;
+    r.primary_local_gid = id->sgid;
+    r.primary_remote_gid = id->dgid;
+    r.primary_flow_label = id->flow_label;
+    r.primary_hop_limit = kHopLimit;
+    r.primary_local_ack_timeout = kLocalAckTimeout;
+    CmaHdr c;
+    c.ip_version = id->dst.v6 ? 6 : 4;
+    c.src_port = id->src.port;
+    // cma_hdr's IPv4 addresses sit in the last four bytes, after zeros.
+    c.src_addr = id->sgid;
+    c.dst_addr = id->dgid;
+    if (!id->dst.v6) {
+        std::fill(c.src_addr.begin(), c.src_addr.begin() + 12, 0);
+        std::fill(c.dst_addr.begin(), c.dst_addr.begin() + 12, 0);
+    }
+    put_cma_hdr(r.private_data.data(), c);
+    std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHdrBytes);
+    id->state = State::ReqSent;
+    impl_->send(*id, encode(impl_->hdr(id->tid), r), impl_->timing.req_ms);
+    return 0;
+}
+
+int Agent::accept(uint32_t h, const ConnParam& p) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (id->state != State::ReqRcvd) return EINVAL;
+    if (p.private_data.size() > kRepPrivateBytes) return EINVAL;
+    auto port = impl_->ports.find(id->device);
+    if (port == impl_->ports.end()) return ENODEV;
+    id->local_qpn = p.qp_num & roce::kPsnMask;
+    id->responder_resources = p.responder_resources;
+    id->initiator_depth = p.initiator_depth;
+    id->rnr_retry_count = p.rnr_retry_count & 7;
+    Rep r;
+    r.local_comm_id = id->local_comm_id;
+    r.remote_comm_id = id->remote_comm_id;
+    r.local_qpn = id->local_qpn;
+    r.starting_psn = id->sq_psn;
+    r.responder_resources = p.responder_resources;
+    r.initiator_depth = p.initiator_depth;
+    r.target_ack_delay = port->second.ca_ack_delay;
+    r.end_to_end_flow_control = p.flow_control != 0;
+    r.rnr_retry_count = id->rnr_retry_count;
+    r.srq = p.srq;
+    r.local_ca_guid = port->second.node_guid;
+    std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin());
+    id->state = State::RepSent;
+    impl_->send(*id, encode(impl_->hdr(id->tid), r), impl_->timing.req_ms);
+    return 0;
+}
+
+int Agent::reject(uint32_t h, const std::vector<uint8_t>& priv) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (priv.size() > kRejPrivateBytes) return EINVAL;
+    RejMsg what;
+    if (id->state == State::ReqRcvd) what = RejMsg::Req;
+    else if (id->state == State::RepRcvd) what = RejMsg::Rep;
+    else return EINVAL;
+    Rej r;
+    r.local_comm_id = id->local_comm_id;
+    r.remote_comm_id = id->remote_comm_id;
+    r.msg_rejected = what;
+    r.reason = uint16_t(RejReason::ConsumerReject);
+    std::copy(priv.begin(), priv.end(), r.private_data.begin());
+    impl_->send(*id, encode(impl_->hdr(id->tid), r), 0);
+    id->state = State::Error;
+    return 0;
+}
+
+int Agent::establish(uint32_t h) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (id->state != State::RepRcvd) return EINVAL;
+    Rtu r;
+    r.local_comm_id = id->local_comm_id;
+    r.remote_comm_id = id->remote_comm_id;
+    id->state = State::Established;
+    impl_->send(*id, encode(impl_->hdr(id->tid), r), 0);
+    return 0;
+}
+
+int Agent::disconnect(uint32_t h) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    switch (id->state) {
+        case State::Established:
+            id->state = State::DreqSent;
+            impl_->send_dreq(*id, true);
+            return 0;
+        case State::DreqRcvd:
+            // Answering the peer's disconnect (rdma_disconnect after DISCONNECTED).
+            id->state = State::TimeWait;
+            impl_->send_drep(*id);
+            return 0;
+        case State::DreqSent:
+        case State::TimeWait: return 0;
+        default: return EINVAL;
+    }
+}
+
+// What ib_cm sends when an ID goes away in each state, so that the peer
+// learns of it rather than waiting out its timers.
+void Agent::Impl::destroy(Id& id) {
+    switch (id.state) {
+        case State::ReqSent: send_rej(id, RejReason::Timeout, RejMsg::Req); break;
+        case State::ReqRcvd: send_rej(id, RejReason::ConsumerReject, RejMsg::Req); break;
+        case State::RepSent: send_rej(id, RejReason::ConsumerReject, RejMsg::Rep); break;
+        case State::RepRcvd: send_rej(id, RejReason::ConsumerReject, RejMsg::Rep); break;
+        case State::Established: send_dreq(id, false); break;
+        case State::DreqRcvd: send_drep(id); break;
+        default: break;
+    }
+}
+
+int Agent::destroy_id(uint32_t h) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    impl_->destroy(*id);
+    impl_->ids.erase(h);
+    return 0;
+}
+
+void Agent::destroy_channel(uint64_t channel) {
+    for (auto it = impl_->ids.begin(); it != impl_->ids.end();) {
+        if (it->second.channel == channel) {
+            impl_->destroy(it->second);
+            it = impl_->ids.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+int Agent::init_qp_attr(uint32_t h, QpState st, QpAttr& a) const {
+    const Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    a = QpAttr{};
+    a.state = st;
+    const bool connected = id->state == State::ReqRcvd || id->state == State::RepSent ||
+                           id->state == State::RepRcvd || id->state == State::Established;
+    switch (st) {
+        case QpState::Init:
+            // Before the connection exists rdma_cm grants no remote access;
+            // once the IB CM knows the responder resources it grants what
+            // they allow (ib_cm_init_qp_attr).
+            a.mask = qp_mask::State | qp_mask::AccessFlags | qp_mask::PkeyIndex | qp_mask::Port;
+            if (connected) {
+                a.access_flags = kAccessRemoteWrite;
+                if (id->responder_resources) a.access_flags |= kAccessRemoteRead | kAccessRemoteAtomic;
+            }
+            return 0;
+        case QpState::Rtr:
+            if (!connected) return EINVAL;
+            a.mask = qp_mask::State | qp_mask::Av | qp_mask::PathMtu | qp_mask::DestQpn | qp_mask::RqPsn |
+                     qp_mask::MaxDestRdAtomic | qp_mask::MinRnrTimer;
+            a.path_mtu = id->path_mtu;
+            a.dest_qpn = id->remote_qpn;
+            a.rq_psn = id->rq_psn;
+            a.max_dest_rd_atomic = id->responder_resources;
+            a.min_rnr_timer = 0;
+            a.dgid = id->dgid;
+            a.flow_label = id->flow_label;
+            a.sgid_index = uint8_t(id->sgid_index);
+            a.hop_limit = kHopLimit;
+            return 0;
+        case QpState::Rts:
+            if (!connected) return EINVAL;
+            a.mask = qp_mask::State | qp_mask::Timeout | qp_mask::RetryCnt | qp_mask::RnrRetry | qp_mask::SqPsn |
+                     qp_mask::MaxQpRdAtomic;
+            a.sq_psn = id->sq_psn;
+            a.timeout = kLocalAckTimeout;
+            a.retry_cnt = id->retry_count;
+            a.rnr_retry = id->rnr_retry_count;
+            a.max_rd_atomic = id->initiator_depth;
+            return 0;
+        default: return EINVAL;
+    }
+}
+
+int Agent::query(uint32_t h, std::string& device, SockAddr& src, SockAddr& dst) const {
+    const Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    device = id->device;
+    src = id->src;
+    dst = id->dst;
+    return 0;
+}
+
+int Agent::req_defaults(uint32_t h, uint8_t& rr, uint8_t& idp) const {
+    const Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    rr = id->req_initiator_depth;
+    idp = id->req_responder_resources;
+    return 0;
+}
+
+uint64_t Agent::channel_of(uint32_t h) const {
+    const Id* id = impl_->find(h);
+    return id ? id->channel : 0;
+}
+
+size_t Agent::id_count() const { return impl_->ids.size(); }
+
+std::string Agent::state_name(uint32_t h) const {
+    const Id* id = impl_->find(h);
+    return id ? state_str(id->state) : "";
+}
+
+// ---- the wire ----
+
+void Agent::on_mad(const std::string& device, const Gid& src, const Gid& dst, const uint8_t* mad, size_t len) {
+    MadHdr h;
+    if (decode_hdr(mad, len, h) != MadError::Ok) return;  // not ours to answer: dropped, as ib_mad does
+    if (!impl_->ports.count(device)) return;
+    switch (AttrId(h.attr_id)) {
+        case AttrId::ConnectRequest: impl_->on_req(device, src, mad, h); break;
+        case AttrId::ConnectReply: impl_->on_rep(mad); break;
+        case AttrId::ReadyToUse: impl_->on_rtu(mad); break;
+        case AttrId::ConnectReject: impl_->on_rej(mad); break;
+        case AttrId::DisconnectRequest: impl_->on_dreq(device, src, dst, mad, h); break;
+        case AttrId::DisconnectReply: impl_->on_drep(mad); break;
+        case AttrId::MsgRcptAck: break;  // simnic answers in time; an MRA changes nothing here
+    }
+}
+
+void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8_t* mad, const MadHdr& h) {
+    const Req r = decode_req(mad);
+    // A repeated REQ (our REP was lost or is late): answer again, once.
+    for (auto& [hd, id] : ids) {
+        if (id.remote_comm_id == r.local_comm_id && id.remote_guid == r.local_ca_guid &&
+            (id.state == State::ReqRcvd || id.state == State::RepSent || id.state == State::Established)) {
+            if (id.state == State::RepSent) hooks.send_mad(id.device, id.sgid, id.dgid, id.last_mad);
+            return;
+        }
+    }
+    const Port& port = ports.at(device);
+    CmaHdr c;
+    const bool have_cma = get_cma_hdr(r.private_data.data(), c);
+    Id* listener = nullptr;
+    if (have_cma) {
+        for (auto& [hd, id] : ids) {
+            if (id.state != State::Listen || service_id(id.ps, id.src.port) != r.service_id) continue;
+            if (!id.device.empty() && id.device != device) continue;
+            if (!id.src.any() && id.src.addr != r.primary_remote_gid) continue;
+            listener = &id;
+            break;
+        }
+    }
+    if (!listener || r.transport_service_type != 0) {
+        // No one listens on this service ID: REJ, as ib_cm does.
+        Rej j;
+        j.local_comm_id = 0;
+        j.remote_comm_id = r.local_comm_id;
+        j.msg_rejected = RejMsg::Req;
+        j.reason = uint16_t(RejReason::InvalidServiceId);
+        hooks.send_mad(device, r.primary_remote_gid, from, encode(hdr(h.tid), j));
+        return;
+    }
+    Id child;
+    child.handle = next_handle++;
+    child.channel = listener->channel;
+    child.ps = listener->ps;
+    child.state = State::ReqRcvd;
+    child.device = device;
+    child.bound = true;
+    child.src.v6 = c.ip_version == 6;
+    child.src.addr = r.primary_remote_gid;
+    child.src.port = listener->src.port;
+    child.dst.v6 = child.src.v6;
+    child.dst.addr = r.primary_local_gid;
+    child.dst.port = c.src_port;
+    child.local_comm_id = new_comm_id();
+    child.remote_comm_id = r.local_comm_id;
+    child.tid = h.tid;
+    child.remote_guid = r.local_ca_guid;
+    child.remote_qpn = r.local_qpn;
+    child.rq_psn = r.starting_psn;
+    child.sq_psn = hooks.random32() & roce::kPsnMask;
+    child.path_mtu = std::min(r.path_mtu, port.active_mtu);
+    // The passive side's view: our responder resources serve the peer's
+    // initiator depth, and the other way round.
+    child.req_responder_resources = r.responder_resources;
+    child.req_initiator_depth = r.initiator_depth;
+    child.responder_resources = r.initiator_depth;
+    child.initiator_depth = r.responder_resources;
+    child.retry_count = r.retry_count;
+    child.rnr_retry_count = r.rnr_retry_count;
+    child.flow_label = r.primary_flow_label;
+    child.sgid = r.primary_remote_gid;
+    child.dgid = r.primary_local_gid;
+    uint32_t idx = 0;
+    if (port_of(child.sgid, &idx)) child.sgid_index = idx;
+    const uint32_t handle = child.handle, lh = listener->handle;
+    Id& nid = ids.emplace(handle, std::move(child)).first->second;
+    Event e;
+    e.type = EventType::ConnectRequest;
+    e.id = handle;
+    e.listen_id = lh;
+    e.device = device;
+    e.src = nid.src;
+    e.dst = nid.dst;
+    e.param = param_of(r.private_data.data() + kCmaHdrBytes, kReqPrivateBytes - kCmaHdrBytes, nid.responder_resources,
+                       nid.initiator_depth, r.end_to_end_flow_control, r.retry_count, r.rnr_retry_count, r.srq,
+                       r.local_qpn);
+    hooks.deliver(nid.channel, e);
+}
+
+void Agent::Impl::on_rep(const uint8_t* mad) {
+    const Rep r = decode_rep(mad);
+    Id* id = by_local_comm(r.remote_comm_id);
+    if (!id) return;
+    if (id->state == State::Established && id->remote_comm_id == r.local_comm_id) {
+        // Our RTU was lost: the peer resent its REP.
+        hooks.send_mad(id->device, id->sgid, id->dgid, id->last_mad);
+        return;
+    }
+    if (id->state != State::ReqSent) return;
+    id->deadline = 0;
+    id->remote_comm_id = r.local_comm_id;
+    id->remote_guid = r.local_ca_guid;
+    id->remote_qpn = r.local_qpn;
+    id->rq_psn = r.starting_psn;
+    // ib_cm's active side: the REP's responder resources are what our
+    // initiator may use, its initiator depth what our responder must serve.
+    id->initiator_depth = r.responder_resources;
+    id->responder_resources = r.initiator_depth;
+    id->rnr_retry_count = r.rnr_retry_count;
+    id->state = State::RepRcvd;
+    const ConnParam p = param_of(r.private_data.data(), kRepPrivateBytes, r.initiator_depth, r.responder_resources,
+                                 r.end_to_end_flow_control, 0, r.rnr_retry_count, r.srq, r.local_qpn);
+    event(*id, EventType::ConnectResponse, 0, &p);
+}
+
+void Agent::Impl::on_rtu(const uint8_t* mad) {
+    const Rtu r = decode_rtu(mad);
+    Id* id = by_local_comm(r.remote_comm_id);
+    if (!id || id->state != State::RepSent || id->remote_comm_id != r.local_comm_id) return;
+    id->deadline = 0;
+    id->state = State::Established;
+    const ConnParam p = param_of(r.private_data.data(), kRtuPrivateBytes, id->responder_resources,
+                                 id->initiator_depth, 0, id->retry_count, id->rnr_retry_count, false, id->remote_qpn);
+    event(*id, EventType::Established, 0, &p);
+}
+
+void Agent::Impl::on_rej(const uint8_t* mad) {
+    const Rej r = decode_rej(mad);
+    Id* id = by_local_comm(r.remote_comm_id);
+    if (!id && r.remote_comm_id == 0) {
+        // A REJ from a side that never learnt our ID (it gave up waiting for
+        // our REP): it names itself only.
+        for (auto& [h, o] : ids)
+            if (o.remote_comm_id == r.local_comm_id && o.state != State::Listen) id = &o;
+    }
+    if (!id) return;
+    if (id->state != State::ReqSent && id->state != State::RepSent && id->state != State::RepRcvd &&
+        id->state != State::ReqRcvd)
+        return;
+    id->deadline = 0;
+    id->state = State::Error;
+    const ConnParam p = param_of(r.private_data.data(), kRejPrivateBytes, 0, 0, 0, 0, 0, false, 0);
+    event(*id, EventType::Rejected, r.reason, &p);
+}
+
+void Agent::Impl::on_dreq(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad,
+                          const MadHdr& h) {
+    const Dreq d = decode_dreq(mad);
+    Id* id = by_local_comm(d.remote_comm_id);
+    if (!id || id->remote_comm_id != d.local_comm_id) {
+        // Nothing knows this connection (any more): a DREP ends the peer's
+        // wait, as ib_cm's cm_issue_drep does.
+        Drep r;
+        r.local_comm_id = d.remote_comm_id;
+        r.remote_comm_id = d.local_comm_id;
+        hooks.send_mad(device, to, from, encode(hdr(h.tid), r));
+        return;
+    }
+    id->tid = h.tid;
+    const ConnParam p = param_of(d.private_data.data(), kDreqPrivateBytes, 0, 0, 0, 0, 0, false, 0);
+    switch (id->state) {
+        case State::RepSent:
+        case State::RepRcvd:
+        case State::Established:
+            id->deadline = 0;
+            id->state = State::DreqRcvd;
+            event(*id, EventType::Disconnected, 0, &p);
+            break;
+        case State::DreqSent:
+            // Both sides disconnect at once: answer, and we are done too.
+            id->state = State::TimeWait;
+            send_drep(*id);
+            event(*id, EventType::Disconnected, 0, &p);
+            break;
+        case State::TimeWait: send_drep(*id); break;  // our DREP was lost
+        default: break;
+    }
+}
+
+void Agent::Impl::on_drep(const uint8_t* mad) {
+    const Drep d = decode_drep(mad);
+    Id* id = by_local_comm(d.remote_comm_id);
+    if (!id || id->state != State::DreqSent || id->remote_comm_id != d.local_comm_id) return;
+    id->deadline = 0;
+    id->state = State::TimeWait;
+    const ConnParam p = param_of(d.private_data.data(), kDrepPrivateBytes, 0, 0, 0, 0, 0, false, 0);
+    event(*id, EventType::Disconnected, 0, &p);
+}
+
+uint64_t Agent::on_timer() {
+    const uint64_t now = impl_->hooks.now_ms();
+    for (auto& [h, id] : impl_->ids) {
+        if (id.deadline == 0 || id.deadline > now) continue;
+        if (id.retries_left > 0) {
+            --id.retries_left;
+            impl_->hooks.send_mad(id.device, id.sgid, id.dgid, id.last_mad);
+            id.deadline = now + id.interval;
+            continue;
+        }
+        // Out of retries: what ib_cm reports to rdma_cm for each state.
+        id.deadline = 0;
+        switch (id.state) {
+            case State::ReqSent:
+            case State::RepSent:
+                id.state = State::Error;
+                impl_->event(id, EventType::Unreachable, -ETIMEDOUT);
+                break;
+            case State::DreqSent:
+                id.state = State::TimeWait;
+                impl_->event(id, EventType::Disconnected, -ETIMEDOUT);
+                break;
+            default: break;
+        }
+    }
+    return next_deadline();
+}
+
+uint64_t Agent::next_deadline() const {
+    uint64_t d = 0;
+    for (const auto& [h, id] : impl_->ids)
+        if (id.deadline && (d == 0 || id.deadline < d)) d = id.deadline;
+    return d;
+}
+
+}  // namespace simnic::cm

@@ -1,0 +1,351 @@
+// The CM state machine: two agents (two hosts, one device each) joined by a
+// test wire that can lose MADs, with a clock the test moves.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "simnic/cm/agent.h"
+#include "simnic/roce/rules.h"
+
+namespace cm = simnic::cm;
+
+namespace {
+
+struct Net;
+
+struct Host final : cm::Hooks {
+    Net& net;
+    std::string device;
+    cm::Gid gid;
+    std::unique_ptr<cm::Agent> agent;
+    std::vector<cm::Event> events;
+    uint32_t seed;
+
+    Host(Net& n, std::string dev, uint32_t ip, uint32_t s);
+    void send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) override;
+    void deliver(uint64_t, const cm::Event& ev) override { events.push_back(ev); }
+    std::optional<cm::Gid> route_source(const cm::Gid&) override { return gid; }
+    uint64_t now_ms() override;
+    uint32_t random32() override {
+        seed = seed * 1103515245u + 12345u;
+        return seed;
+    }
+    // The events of one type so far.
+    std::vector<cm::Event> of(cm::EventType t) const {
+        std::vector<cm::Event> v;
+        for (const auto& e : events)
+            if (e.type == t) v.push_back(e);
+        return v;
+    }
+};
+
+struct Sent {
+    cm::Gid src, dst;
+    cm::Mad mad;
+};
+
+struct Net {
+    uint64_t now = 1000;
+    cm::Timing timing{100, 50, 3};
+    std::deque<Sent> wire;
+    std::vector<cm::AttrId> log;  // every MAD put on the wire, lost or not
+    std::function<bool(cm::AttrId)> lose = [](cm::AttrId) { return false; };
+    std::vector<Host*> hosts;
+
+    // Carries every MAD in flight (and those they cause) to its receiver.
+    void run() {
+        while (!wire.empty()) {
+            Sent s = wire.front();
+            wire.pop_front();
+            for (Host* h : hosts)
+                if (h->gid == s.dst) h->agent->on_mad(h->device, s.src, s.dst, s.mad.data(), s.mad.size());
+        }
+    }
+    void advance(uint64_t ms) {
+        now += ms;
+        for (Host* h : hosts) h->agent->on_timer();
+        run();
+    }
+};
+
+Host::Host(Net& n, std::string dev, uint32_t ip, uint32_t s) : net(n), device(std::move(dev)), gid(cm::ipv4_gid(ip)), seed(s) {
+    agent = std::make_unique<cm::Agent>(*this, n.timing);
+    cm::Port p;
+    p.device = device;
+    p.node_guid = 0x5054'00ff'fe00'0000ull | ip;
+    p.active_mtu = 3;
+    p.gids = {{1, gid}};
+    agent->set_port(p);
+    n.hosts.push_back(this);
+}
+
+void Host::send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) {
+    REQUIRE(dev == device);
+    REQUIRE(sgid == gid);
+    cm::MadHdr h;
+    REQUIRE(cm::decode_hdr(mad.data(), mad.size(), h) == cm::MadError::Ok);
+    net.log.push_back(cm::AttrId(h.attr_id));
+    if (net.lose(cm::AttrId(h.attr_id))) return;
+    net.wire.push_back({sgid, dgid, mad});
+}
+
+uint64_t Host::now_ms() { return net.now; }
+
+constexpr uint32_t kServerIp = 0x0a000001, kClientIp = 0x0a000002;
+constexpr uint16_t kPort = 7174;
+
+struct Pair {
+    Net net;
+    Host server{net, "srv", kServerIp, 7};
+    Host client{net, "cli", kClientIp, 99};
+    uint32_t listen_id = 0, cid = 0, sid = 0;
+
+    void listen() {
+        REQUIRE(server.agent->create_id(1, cm::kPsTcp, listen_id) == 0);
+        REQUIRE(server.agent->bind(listen_id, cm::ipv4_addr(0, kPort)) == 0);
+        REQUIRE(server.agent->listen(listen_id) == 0);
+    }
+    // The client up to REQ_SENT.
+    void connect() {
+        REQUIRE(client.agent->create_id(2, cm::kPsTcp, cid) == 0);
+        REQUIRE(client.agent->resolve_addr(cid, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
+        REQUIRE(client.of(cm::EventType::AddrResolved).size() == 1);
+        REQUIRE(client.agent->resolve_route(cid) == 0);
+        REQUIRE(client.of(cm::EventType::RouteResolved).size() == 1);
+        cm::ConnParam p;
+        p.responder_resources = 1;
+        p.initiator_depth = 1;
+        p.qp_num = 0x11;
+        REQUIRE(client.agent->connect(cid, p) == 0);
+    }
+    void accept() {
+        const auto req = server.of(cm::EventType::ConnectRequest);
+        REQUIRE(req.size() == 1);
+        sid = req[0].id;
+        cm::ConnParam p;
+        p.responder_resources = 1;
+        p.initiator_depth = 1;
+        p.qp_num = 0x22;
+        REQUIRE(server.agent->accept(sid, p) == 0);
+    }
+    void establish() {
+        listen();
+        connect();
+        net.run();
+        accept();
+        net.run();
+        REQUIRE(client.of(cm::EventType::ConnectResponse).size() == 1);
+        REQUIRE(client.agent->establish(cid) == 0);
+        net.run();
+        REQUIRE(server.of(cm::EventType::Established).size() == 1);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("connect and disconnect: REQ, REP, RTU, DREQ, DREP and the events of each side", "[cm][agent]") {
+    Pair t;
+    t.establish();
+    const auto req = t.server.of(cm::EventType::ConnectRequest)[0];
+    CHECK(req.listen_id == t.listen_id);
+    CHECK(req.device == "srv");
+    CHECK(req.param.qp_num == 0x11);
+    CHECK(req.param.responder_resources == 1);
+    std::string dev;
+    cm::SockAddr csrc, cdst;
+    REQUIRE(t.client.agent->query(t.cid, dev, csrc, cdst) == 0);
+    CHECK(req.dst.port == csrc.port);  // the server sees the client's port
+    CHECK(req.src.port == kPort);
+    CHECK(t.client.of(cm::EventType::ConnectResponse)[0].param.qp_num == 0x22);
+    CHECK(t.server.agent->state_name(t.sid) == "ESTABLISHED");
+    CHECK(t.client.agent->state_name(t.cid) == "ESTABLISHED");
+
+    // The QP attributes each side applies mirror each other.
+    cm::QpAttr crtr, crts, srtr, srts, cinit;
+    REQUIRE(t.client.agent->init_qp_attr(t.cid, cm::QpState::Rtr, crtr) == 0);
+    REQUIRE(t.client.agent->init_qp_attr(t.cid, cm::QpState::Rts, crts) == 0);
+    REQUIRE(t.server.agent->init_qp_attr(t.sid, cm::QpState::Rtr, srtr) == 0);
+    REQUIRE(t.server.agent->init_qp_attr(t.sid, cm::QpState::Rts, srts) == 0);
+    REQUIRE(t.client.agent->init_qp_attr(t.cid, cm::QpState::Init, cinit) == 0);
+    CHECK(crtr.dest_qpn == 0x22);
+    CHECK(srtr.dest_qpn == 0x11);
+    CHECK(crtr.rq_psn == srts.sq_psn);
+    CHECK(srtr.rq_psn == crts.sq_psn);
+    CHECK(crtr.flow_label == simnic::roce::cm_flow_label(csrc.port, kPort));
+    CHECK(srtr.flow_label == crtr.flow_label);
+    CHECK(crtr.dgid == cm::ipv4_gid(kServerIp));
+    CHECK(srtr.dgid == cm::ipv4_gid(kClientIp));
+    CHECK(crtr.sgid_index == 1);
+    CHECK(crtr.path_mtu == 3);
+    CHECK(crts.timeout == 19);
+    CHECK(crts.retry_cnt == 7);
+    CHECK(srts.max_rd_atomic == 1);
+    CHECK(srtr.max_dest_rd_atomic == 1);
+    CHECK(cinit.access_flags == (cm::kAccessRemoteWrite | cm::kAccessRemoteRead | cm::kAccessRemoteAtomic));
+
+    // The client disconnects; the server hears of it, answers when its
+    // application calls rdma_disconnect, and the client hears the answer.
+    REQUIRE(t.client.agent->disconnect(t.cid) == 0);
+    t.net.run();
+    REQUIRE(t.server.of(cm::EventType::Disconnected).size() == 1);
+    CHECK(t.client.of(cm::EventType::Disconnected).empty());
+    REQUIRE(t.server.agent->disconnect(t.sid) == 0);
+    t.net.run();
+    REQUIRE(t.client.of(cm::EventType::Disconnected).size() == 1);
+    CHECK(t.client.of(cm::EventType::Disconnected)[0].status == 0);
+    using A = cm::AttrId;
+    CHECK(t.net.log == std::vector<A>{A::ConnectRequest, A::ConnectReply, A::ReadyToUse, A::DisconnectRequest,
+                                      A::DisconnectReply});
+    // Nothing is pending any more.
+    CHECK(t.client.agent->next_deadline() == 0);
+    CHECK(t.server.agent->next_deadline() == 0);
+    REQUIRE(t.client.agent->destroy_id(t.cid) == 0);
+    REQUIRE(t.server.agent->destroy_id(t.sid) == 0);
+    t.net.run();
+    CHECK(t.net.log.size() == 5);  // destroying disconnected IDs sends nothing
+}
+
+TEST_CASE("a REQ for a port nobody listens on is rejected: invalid service ID", "[cm][agent]") {
+    Pair t;
+    t.connect();
+    t.net.run();
+    const auto rej = t.client.of(cm::EventType::Rejected);
+    REQUIRE(rej.size() == 1);
+    CHECK(rej[0].status == int(cm::RejReason::InvalidServiceId));
+    CHECK(t.server.agent->id_count() == 0);
+    CHECK(t.client.agent->next_deadline() == 0);  // no retransmission after a REJ
+    using A = cm::AttrId;
+    CHECK(t.net.log == std::vector<A>{A::ConnectRequest, A::ConnectReject});
+}
+
+TEST_CASE("a lost REQ is sent again after the CM timeout", "[cm][agent]") {
+    Pair t;
+    t.listen();
+    int lost = 0;
+    t.net.lose = [&](cm::AttrId a) { return a == cm::AttrId::ConnectRequest && lost++ == 0; };
+    t.connect();
+    t.net.run();
+    CHECK(t.server.of(cm::EventType::ConnectRequest).empty());
+    t.net.advance(t.net.timing.req_ms - 1);
+    CHECK(t.net.log.size() == 1);
+    t.net.advance(1);
+    REQUIRE(t.server.of(cm::EventType::ConnectRequest).size() == 1);
+    t.accept();
+    t.net.run();
+    CHECK(t.client.of(cm::EventType::ConnectResponse).size() == 1);
+}
+
+TEST_CASE("a REQ that never arrives ends in UNREACHABLE after the retries", "[cm][agent]") {
+    Pair t;
+    t.listen();
+    t.net.lose = [](cm::AttrId) { return true; };
+    t.connect();
+    for (uint32_t i = 0; i <= t.net.timing.max_retries; ++i) t.net.advance(t.net.timing.req_ms);
+    const auto u = t.client.of(cm::EventType::Unreachable);
+    REQUIRE(u.size() == 1);
+    CHECK(u[0].status == -ETIMEDOUT);
+    CHECK(t.net.log.size() == 1 + t.net.timing.max_retries);
+    CHECK(t.client.agent->next_deadline() == 0);
+}
+
+TEST_CASE("a lost REP: the REQ's retransmission makes the server resend it", "[cm][agent]") {
+    Pair t;
+    t.listen();
+    int lost = 0;
+    t.net.lose = [&](cm::AttrId a) { return a == cm::AttrId::ConnectReply && lost++ == 0; };
+    t.connect();
+    t.net.run();
+    t.accept();
+    t.net.run();
+    CHECK(t.client.of(cm::EventType::ConnectResponse).empty());
+    t.net.advance(t.net.timing.req_ms);  // both time out: the REQ and the REP go again
+    REQUIRE(t.client.of(cm::EventType::ConnectResponse).size() == 1);
+    CHECK(t.server.of(cm::EventType::ConnectRequest).size() == 1);  // the repeat made no new ID
+    REQUIRE(t.client.agent->establish(t.cid) == 0);
+    t.net.run();
+    CHECK(t.server.of(cm::EventType::Established).size() == 1);
+}
+
+TEST_CASE("a DREQ nobody answers ends in DISCONNECTED with ETIMEDOUT", "[cm][agent]") {
+    Pair t;
+    t.establish();
+    t.net.lose = [](cm::AttrId a) { return a == cm::AttrId::DisconnectRequest; };
+    REQUIRE(t.client.agent->disconnect(t.cid) == 0);
+    for (uint32_t i = 0; i <= t.net.timing.max_retries; ++i) t.net.advance(t.net.timing.dreq_ms);
+    const auto d = t.client.of(cm::EventType::Disconnected);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].status == -ETIMEDOUT);
+}
+
+TEST_CASE("an application that dies: its connection's peer gets DREQ, its listener goes", "[cm][agent]") {
+    Pair t;
+    t.establish();
+    t.server.agent->destroy_channel(1);  // the server process is gone: listener and connection
+    t.net.run();
+    CHECK(t.server.agent->id_count() == 0);
+    REQUIRE(t.client.of(cm::EventType::Disconnected).size() == 1);
+    // The client answers; the DREP finds no ID and is dropped.
+    REQUIRE(t.client.agent->disconnect(t.cid) == 0);
+    t.net.run();
+    CHECK(t.net.log.back() == cm::AttrId::DisconnectReply);
+    // A new client finds no listener now.
+    uint32_t c2 = 0;
+    REQUIRE(t.client.agent->create_id(2, cm::kPsTcp, c2) == 0);
+    REQUIRE(t.client.agent->resolve_addr(c2, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
+    REQUIRE(t.client.agent->resolve_route(c2) == 0);
+    REQUIRE(t.client.agent->connect(c2, cm::ConnParam{}) == 0);
+    t.net.run();
+    CHECK(t.client.of(cm::EventType::Rejected).size() == 1);
+}
+
+TEST_CASE("a client that dies before the REP: the server's accepted ID is rejected", "[cm][agent]") {
+    Pair t;
+    t.listen();
+    t.connect();
+    t.net.run();
+    t.client.agent->destroy_channel(2);  // REQ_SENT: REJ (timeout)
+    t.net.run();
+    const auto rej = t.server.of(cm::EventType::Rejected);
+    REQUIRE(rej.size() == 1);
+    CHECK(rej[0].status == int(cm::RejReason::Timeout));
+    cm::ConnParam p;
+    CHECK(t.server.agent->accept(rej[0].id, p) == EINVAL);  // too late: nothing to accept
+}
+
+TEST_CASE("a DREQ for an unknown connection is answered with a DREP", "[cm][agent]") {
+    Net net;
+    Host a{net, "a", kServerIp, 1};
+    Host b{net, "b", kClientIp, 2};
+    cm::Dreq d;
+    d.local_comm_id = 0x1234;
+    d.remote_comm_id = 0x5678;
+    const cm::Mad m = cm::encode(cm::MadHdr{}, d);
+    a.agent->on_mad("a", b.gid, a.gid, m.data(), m.size());
+    REQUIRE(net.wire.size() == 1);
+    const cm::Drep r = cm::decode_drep(net.wire.front().mad.data());
+    CHECK(r.local_comm_id == 0x5678);
+    CHECK(r.remote_comm_id == 0x1234);
+    CHECK(net.wire.front().dst == b.gid);
+}
+
+TEST_CASE("address errors: unknown local address, port clashes, state checks", "[cm][agent]") {
+    Pair t;
+    uint32_t a = 0, b = 0;
+    REQUIRE(t.server.agent->create_id(1, cm::kPsTcp, a) == 0);
+    CHECK(t.server.agent->bind(a, cm::ipv4_addr(0x0b000001, 1)) == EADDRNOTAVAIL);
+    REQUIRE(t.server.agent->bind(a, cm::ipv4_addr(kServerIp, kPort)) == 0);
+    REQUIRE(t.server.agent->listen(a) == 0);
+    REQUIRE(t.server.agent->create_id(1, cm::kPsTcp, b) == 0);
+    CHECK(t.server.agent->bind(b, cm::ipv4_addr(0, kPort)) == EADDRINUSE);
+    CHECK(t.server.agent->connect(b, cm::ConnParam{}) == EINVAL);
+    uint32_t u = 0;
+    CHECK(t.server.agent->create_id(1, 0x0111 /* RDMA_PS_UDP */, u) == EPROTONOSUPPORT);
+    cm::QpAttr q;
+    CHECK(t.server.agent->init_qp_attr(a, cm::QpState::Rtr, q) == EINVAL);
+}

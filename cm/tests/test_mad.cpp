@@ -1,0 +1,200 @@
+// The CM MAD codec against kernel rxe's rping exchange (testbench/golden):
+// every MAD decodes to the values the kernel's ib_cm / rdma_cm put there and
+// encodes back to the captured bytes.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "simnic/cm/mad.h"
+#include "simnic/roce/opcode.h"
+#include "simnic/roce/packet.h"
+#include "simnic/roce/pcap_io.h"
+#include "simnic/roce/rules.h"
+
+namespace cm = simnic::cm;
+namespace roce = simnic::roce;
+
+namespace {
+
+struct GoldenMad {
+    roce::Packet pkt;
+    std::vector<uint8_t> frame;
+    cm::Mad mad{};
+};
+
+// The QP1 frames of a golden rping capture, in wire order.
+std::vector<GoldenMad> qp1_mads(const std::string& file) {
+    std::string err;
+    auto r = roce::PcapReader::open(std::string(SIMNIC_GOLDEN_DIR) + "/" + file, err);
+    REQUIRE(r);
+    std::vector<GoldenMad> out;
+    roce::PcapRecord rec;
+    while (r->next(rec)) {
+        GoldenMad g;
+        g.frame = rec.data;
+        if (!r->decode(rec, g.pkt).ok()) continue;
+        if (g.pkt.hdr.bth.dqpn != cm::kGsiQpn) continue;
+        REQUIRE(g.pkt.payload_len == cm::kMadBytes);
+        std::memcpy(g.mad.data(), g.pkt.payload, cm::kMadBytes);
+        out.push_back(g);
+    }
+    return out;
+}
+
+uint32_t ip_of(const cm::Gid& g) { return uint32_t(g[12]) << 24 | uint32_t(g[13]) << 16 | uint32_t(g[14]) << 8 | g[15]; }
+
+}  // namespace
+
+TEST_CASE("golden rping: QP1 carries REQ, REP, RTU, DREQ, DREP as UD SEND ONLY from QP1", "[cm][mad]") {
+    for (const char* f : {"mtu1024/rping.pcap", "mtu4096/rping.pcap"}) {
+        INFO(f);
+        const auto mads = qp1_mads(f);
+        REQUIRE(mads.size() == 5);
+        const cm::AttrId want[] = {cm::AttrId::ConnectRequest, cm::AttrId::ConnectReply, cm::AttrId::ReadyToUse,
+                                   cm::AttrId::DisconnectRequest, cm::AttrId::DisconnectReply};
+        for (size_t i = 0; i < mads.size(); ++i) {
+            const roce::Packet& p = mads[i].pkt;
+            CHECK(p.hdr.bth.opcode == roce::op::UD_SEND_ONLY);
+            CHECK(p.hdr.bth.ack_req);
+            CHECK(p.hdr.deth.qkey == cm::kGsiQkey);
+            CHECK(p.hdr.deth.src_qp == cm::kGsiQpn);
+            CHECK(p.udp.sport == roce::roce_udp_sport_unconnected(cm::kGsiQpn));
+            cm::MadHdr h;
+            REQUIRE(cm::decode_hdr(mads[i].mad.data(), cm::kMadBytes, h) == cm::MadError::Ok);
+            CHECK(h.attr_id == uint16_t(want[i]));
+            CHECK(h.method == cm::kMethodSend);
+            CHECK(h.status == 0);
+        }
+    }
+}
+
+TEST_CASE("golden rping: REQ fields are rdma_cm's and re-encode byte for byte", "[cm][mad]") {
+    for (const char* f : {"mtu1024/rping.pcap", "mtu4096/rping.pcap"}) {
+        INFO(f);
+        const auto mads = qp1_mads(f);
+        REQUIRE(mads.size() == 5);
+        const uint8_t* m = mads[0].mad.data();
+        cm::MadHdr h;
+        REQUIRE(cm::decode_hdr(m, cm::kMadBytes, h) == cm::MadError::Ok);
+        const cm::Req r = cm::decode_req(m);
+        // rping's default port 7174 in the TCP port space.
+        CHECK(r.service_id == cm::service_id(cm::kPsTcp, 7174));
+        CHECK(r.responder_resources == 1);
+        CHECK(r.initiator_depth == 1);
+        CHECK(r.retry_count == 7);
+        CHECK(r.rnr_retry_count == 7);
+        CHECK(r.remote_cm_response_timeout == 20);
+        CHECK(r.local_cm_response_timeout == 20);
+        CHECK(r.max_cm_retries == 15);
+        CHECK(r.transport_service_type == 0);
+        CHECK(r.pkey == 0xffff);
+        CHECK(r.path_mtu == (std::string(f).find("4096") != std::string::npos ? 5 : 3));
+        CHECK(r.primary_local_lid == 0xffff);
+        CHECK(r.primary_remote_lid == 0xffff);
+        CHECK(r.primary_hop_limit == 64);
+        CHECK(r.primary_local_ack_timeout == 19);
+        CHECK(ip_of(r.primary_local_gid) == 0x0a000002);
+        CHECK(ip_of(r.primary_remote_gid) == 0x0a000001);
+        cm::CmaHdr c;
+        REQUIRE(cm::get_cma_hdr(r.private_data.data(), c));
+        CHECK(c.ip_version == 4);
+        CHECK(ip_of(c.src_addr) == 0x0a000002);
+        CHECK(ip_of(c.dst_addr) == 0x0a000001);
+        // The flow label is rdma_cm's hash of its two ports (wire rules, case 2).
+        CHECK(r.primary_flow_label == roce::cm_flow_label(c.src_port, 7174));
+        // ib_cm's TID: agent number high, the local communication ID low.
+        CHECK(uint32_t(h.tid) == __builtin_bswap32(r.local_comm_id));
+        const cm::Mad again = cm::encode(h, r);
+        CHECK(std::memcmp(again.data(), m, cm::kMadBytes) == 0);
+        // The cma header as we write it.
+        uint8_t hdr[cm::kCmaHdrBytes];
+        cm::put_cma_hdr(hdr, c);
+        CHECK(std::memcmp(hdr, r.private_data.data(), cm::kCmaHdrBytes) == 0);
+    }
+}
+
+TEST_CASE("golden rping: REP, RTU, DREQ, DREP link to the REQ and re-encode byte for byte", "[cm][mad]") {
+    for (const char* f : {"mtu1024/rping.pcap", "mtu4096/rping.pcap"}) {
+        INFO(f);
+        const auto mads = qp1_mads(f);
+        REQUIRE(mads.size() == 5);
+        cm::MadHdr hreq, h;
+        REQUIRE(cm::decode_hdr(mads[0].mad.data(), cm::kMadBytes, hreq) == cm::MadError::Ok);
+        const cm::Req req = cm::decode_req(mads[0].mad.data());
+
+        REQUIRE(cm::decode_hdr(mads[1].mad.data(), cm::kMadBytes, h) == cm::MadError::Ok);
+        const cm::Rep rep = cm::decode_rep(mads[1].mad.data());
+        CHECK(h.tid == hreq.tid);
+        CHECK(rep.remote_comm_id == req.local_comm_id);
+        CHECK(rep.responder_resources == 1);
+        CHECK(rep.initiator_depth == 1);
+        CHECK(rep.target_ack_delay == 15);
+        CHECK(rep.rnr_retry_count == 7);
+        CHECK(rep.local_qpn != 0);
+        CHECK(std::memcmp(cm::encode(h, rep).data(), mads[1].mad.data(), cm::kMadBytes) == 0);
+
+        REQUIRE(cm::decode_hdr(mads[2].mad.data(), cm::kMadBytes, h) == cm::MadError::Ok);
+        const cm::Rtu rtu = cm::decode_rtu(mads[2].mad.data());
+        CHECK(h.tid == hreq.tid);
+        CHECK(rtu.local_comm_id == req.local_comm_id);
+        CHECK(rtu.remote_comm_id == rep.local_comm_id);
+        CHECK(std::memcmp(cm::encode(h, rtu).data(), mads[2].mad.data(), cm::kMadBytes) == 0);
+
+        // The client disconnects: its DREQ names the server's QP.
+        REQUIRE(cm::decode_hdr(mads[3].mad.data(), cm::kMadBytes, h) == cm::MadError::Ok);
+        const cm::Dreq dreq = cm::decode_dreq(mads[3].mad.data());
+        CHECK(dreq.local_comm_id == req.local_comm_id);
+        CHECK(dreq.remote_comm_id == rep.local_comm_id);
+        CHECK(dreq.remote_qpn == rep.local_qpn);
+        CHECK(std::memcmp(cm::encode(h, dreq).data(), mads[3].mad.data(), cm::kMadBytes) == 0);
+        const uint64_t dreq_tid = h.tid;
+
+        REQUIRE(cm::decode_hdr(mads[4].mad.data(), cm::kMadBytes, h) == cm::MadError::Ok);
+        const cm::Drep drep = cm::decode_drep(mads[4].mad.data());
+        CHECK(h.tid == dreq_tid);
+        CHECK(drep.local_comm_id == rep.local_comm_id);
+        CHECK(drep.remote_comm_id == req.local_comm_id);
+        CHECK(std::memcmp(cm::encode(h, drep).data(), mads[4].mad.data(), cm::kMadBytes) == 0);
+    }
+}
+
+TEST_CASE("REJ layout: reason and rejected message where IBA puts them", "[cm][mad]") {
+    cm::MadHdr h;
+    h.tid = 0x0000000112345678ull;
+    cm::Rej j;
+    j.local_comm_id = 0x01020304;
+    j.remote_comm_id = 0x0a0b0c0d;
+    j.msg_rejected = cm::RejMsg::Rep;
+    j.reason = uint16_t(cm::RejReason::InvalidServiceId);
+    j.private_data[0] = 0xee;
+    const cm::Mad m = cm::encode(h, j);
+    const uint8_t* p = m.data() + cm::kMadHdrBytes;
+    CHECK(m[16] == 0x00);
+    CHECK(m[17] == 0x12);  // attribute ID ConnectReject
+    CHECK(p[0] == 0x01);
+    CHECK(p[7] == 0x0d);
+    CHECK(p[8] == 0x40);   // MessageREJected = 1 in the top two bits
+    CHECK(p[10] == 0x00);
+    CHECK(p[11] == 8);     // reason
+    CHECK(p[84] == 0xee);  // private data after the 72-byte ARI
+    const cm::Rej back = cm::decode_rej(m.data());
+    CHECK(back.reason == 8);
+    CHECK(back.msg_rejected == cm::RejMsg::Rep);
+    CHECK(back.remote_comm_id == 0x0a0b0c0d);
+}
+
+TEST_CASE("bad MADs are refused with the reason", "[cm][mad]") {
+    cm::MadHdr h;
+    cm::Mad m = cm::encode(cm::MadHdr{}, cm::Rtu{});
+    CHECK(cm::decode_hdr(m.data(), 100, h) == cm::MadError::TooShort);
+    m[1] = 0x04;  // performance management class
+    CHECK(cm::decode_hdr(m.data(), m.size(), h) == cm::MadError::NotCm);
+    m[1] = cm::kMgmtClassCm;
+    m[2] = 1;
+    CHECK(cm::decode_hdr(m.data(), m.size(), h) == cm::MadError::BadVersion);
+    m[2] = cm::kCmClassVersion;
+    m[17] = 0x19;  // LAP, which simnic does not speak
+    CHECK(cm::decode_hdr(m.data(), m.size(), h) == cm::MadError::UnknownAttr);
+}

@@ -1,0 +1,336 @@
+#include "cm_service.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+
+#include "simnic/daemon/cm_protocol.h"
+
+namespace simnic::daemon {
+namespace {
+
+Json addr_json(const cm::SockAddr& a) {
+    return Json{{"addr", to_hex(a.addr.data(), a.addr.size())}, {"port", a.port}, {"v6", a.v6}};
+}
+
+bool addr_from(const Json& j, cm::SockAddr& a) {
+    if (!j.is_object() || !j.contains("addr") || !j["addr"].is_string()) return false;
+    std::vector<uint8_t> b;
+    if (!from_hex(j["addr"].get<std::string>(), b) || b.size() != 16) return false;
+    std::copy(b.begin(), b.end(), a.addr.begin());
+    a.port = j.value("port", uint16_t{0});
+    a.v6 = j.value("v6", false);
+    return true;
+}
+
+Json param_json(const cm::ConnParam& p) {
+    return Json{{"private_data", to_hex(p.private_data.data(), p.private_data.size())},
+                {"responder_resources", p.responder_resources},
+                {"initiator_depth", p.initiator_depth},
+                {"flow_control", p.flow_control},
+                {"retry_count", p.retry_count},
+                {"rnr_retry_count", p.rnr_retry_count},
+                {"srq", p.srq},
+                {"qp_num", p.qp_num}};
+}
+
+bool param_from(const Json& j, cm::ConnParam& p) {
+    if (!j.is_object()) return false;
+    if (!from_hex(j.value("private_data", ""), p.private_data)) return false;
+    p.responder_resources = j.value("responder_resources", uint8_t{0});
+    p.initiator_depth = j.value("initiator_depth", uint8_t{0});
+    p.flow_control = j.value("flow_control", uint8_t{0});
+    p.retry_count = j.value("retry_count", uint8_t{7});
+    p.rnr_retry_count = j.value("rnr_retry_count", uint8_t{7});
+    p.srq = j.value("srq", false);
+    p.qp_num = j.value("qp_num", uint32_t{0});
+    return true;
+}
+
+Json qp_attr_json(const cm::QpAttr& a) {
+    return Json{{"mask", a.mask},
+                {"state", uint8_t(a.state)},
+                {"access_flags", a.access_flags},
+                {"pkey_index", a.pkey_index},
+                {"port_num", a.port_num},
+                {"path_mtu", a.path_mtu},
+                {"dest_qpn", a.dest_qpn},
+                {"rq_psn", a.rq_psn},
+                {"sq_psn", a.sq_psn},
+                {"max_dest_rd_atomic", a.max_dest_rd_atomic},
+                {"max_rd_atomic", a.max_rd_atomic},
+                {"min_rnr_timer", a.min_rnr_timer},
+                {"timeout", a.timeout},
+                {"retry_cnt", a.retry_cnt},
+                {"rnr_retry", a.rnr_retry},
+                {"dgid", to_hex(a.dgid.data(), a.dgid.size())},
+                {"flow_label", a.flow_label},
+                {"sgid_index", a.sgid_index},
+                {"hop_limit", a.hop_limit},
+                {"traffic_class", a.traffic_class},
+                {"sl", a.sl}};
+}
+
+}  // namespace
+
+CmService::CmService() {
+    agent_ = std::make_unique<cm::Agent>(*this);
+    rx_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    std::random_device rd;
+    rng_ = (uint64_t(rd()) << 32) | rd();
+}
+
+CmService::~CmService() {
+    if (rx_fd_ >= 0) close(rx_fd_);
+    if (timer_fd_ >= 0) close(timer_fd_);
+}
+
+DeviceRuntime::GsiHandler CmService::gsi_handler(const std::string& device) {
+    // Engine thread: copy, queue, wake the daemon thread (the agent runs there).
+    return [this, device](const uint8_t* mad, size_t len, const std::array<uint8_t, 16>& src,
+                          const std::array<uint8_t, 16>& dst) {
+        {
+            std::lock_guard<std::mutex> lk(in_mu_);
+            in_.push_back(Incoming{device, src, dst, std::vector<uint8_t>(mad, mad + len)});
+        }
+        const uint64_t one = 1;
+        if (write(rx_fd_, &one, sizeof one) != sizeof one) {}  // already signalled
+    };
+}
+
+void CmService::add_device(const std::string& name, DeviceRuntime* rt) {
+    devices_[name] = rt;
+    refresh_ports();
+}
+
+void CmService::remove_device(const std::string& name) {
+    devices_.erase(name);
+    agent_->remove_port(name);
+}
+
+// The GID tables follow the netdevs' addresses: read them afresh whenever
+// the agent is about to use them.
+void CmService::refresh_ports() {
+    for (const auto& [name, rt] : devices_) {
+        cm::Port p;
+        p.device = name;
+        const DeviceRuntime::GsiPort g = rt->gsi_port();
+        p.node_guid = g.node_guid;
+        p.active_mtu = g.active_mtu;
+        for (const auto& [idx, gid] : rt->gids()) p.gids.emplace_back(idx, gid);
+        agent_->set_port(p);
+    }
+}
+
+void CmService::on_rx() {
+    uint64_t v;
+    while (read(rx_fd_, &v, sizeof v) == sizeof v) {}
+    std::vector<Incoming> in;
+    {
+        std::lock_guard<std::mutex> lk(in_mu_);
+        in.swap(in_);
+    }
+    if (!in.empty()) refresh_ports();
+    for (const Incoming& m : in) agent_->on_mad(m.device, m.src, m.dst, m.mad.data(), m.mad.size());
+    arm_timer();
+}
+
+void CmService::on_timer() {
+    uint64_t v;
+    while (read(timer_fd_, &v, sizeof v) == sizeof v) {}
+    agent_->on_timer();
+    arm_timer();
+}
+
+void CmService::arm_timer() {
+    itimerspec its{};
+    if (const uint64_t d = agent_->next_deadline()) {
+        its.it_value.tv_sec = time_t(d / 1000);
+        its.it_value.tv_nsec = long(d % 1000) * 1000000L;
+    }
+    timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &its, nullptr);
+}
+
+void CmService::send_mad(const std::string& device, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) {
+    auto it = devices_.find(device);
+    if (it != devices_.end()) it->second->gsi_send(sgid, dgid, mad.data(), mad.size());
+}
+
+void CmService::deliver(uint64_t channel, const cm::Event& ev) {
+    auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    Json m{{"event", uint8_t(ev.type)}, {"id", ev.id},           {"listen_id", ev.listen_id},
+           {"status", ev.status},       {"device", ev.device},   {"src", addr_json(ev.src)},
+           {"dst", addr_json(ev.dst)},  {"param", param_json(ev.param)}};
+    // The channel's socket buffer holds hundreds of events; an application
+    // that lets more pile up loses the excess, as a full ucma queue would block.
+    send_message(it->second.fd, m);
+}
+
+std::optional<cm::Gid> CmService::route_source(const cm::Gid& dst) {
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    const bool v4 = std::memcmp(dst.data(), kMapped, 12) == 0;
+    // A connected UDP socket learns the source address the routing table
+    // picks, without sending anything.
+    int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return std::nullopt;
+    std::optional<cm::Gid> out;
+    if (v4) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(4791);
+        std::memcpy(&a.sin_addr, dst.data() + 12, 4);
+        sockaddr_in l{};
+        socklen_t len = sizeof l;
+        if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+            getsockname(fd, reinterpret_cast<sockaddr*>(&l), &len) == 0)
+            out = cm::ipv4_gid(ntohl(l.sin_addr.s_addr));
+    } else {
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(4791);
+        std::memcpy(&a.sin6_addr, dst.data(), 16);
+        sockaddr_in6 l{};
+        socklen_t len = sizeof l;
+        if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+            getsockname(fd, reinterpret_cast<sockaddr*>(&l), &len) == 0) {
+            cm::Gid g{};
+            std::memcpy(g.data(), &l.sin6_addr, 16);
+            out = g;
+        }
+    }
+    close(fd);
+    return out;
+}
+
+uint64_t CmService::now_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
+}
+
+uint32_t CmService::random32() {
+    // xorshift64*: IDs and PSNs need to differ between runs, not to be secret.
+    rng_ ^= rng_ >> 12;
+    rng_ ^= rng_ << 25;
+    rng_ ^= rng_ >> 27;
+    return uint32_t((rng_ * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+void CmService::drop(int fd) {
+    for (auto it = channels_.begin(); it != channels_.end(); ++it) {
+        if (it->second.fd != fd) continue;
+        agent_->destroy_channel(it->first);
+        channels_.erase(it);
+        arm_timer();
+        return;
+    }
+}
+
+Json CmService::id_reply(uint32_t id) {
+    Json r = reply_ok();
+    std::string dev;
+    cm::SockAddr s, d;
+    if (agent_->query(id, dev, s, d) == 0) {
+        r["device"] = dev;
+        r["src"] = addr_json(s);
+        r["dst"] = addr_json(d);
+    }
+    return r;
+}
+
+Json CmService::handle(int fd, const Json& req) {
+    const std::string op = req.value("op", "");
+    ucred cred{};
+    socklen_t clen = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0)
+        return reply_error(errno, std::string("SO_PEERCRED: ") + std::strerror(errno));
+    if (op == "cm_channel") {
+        for (const auto& [c, ch] : channels_)
+            if (ch.fd == fd) return reply_error(EBUSY, "this connection already is an event channel");
+        const uint64_t c = next_channel_++;
+        channels_[c] = Channel{fd, cred.pid};
+        Json r = reply_ok();
+        r["channel"] = c;
+        return r;
+    }
+    refresh_ports();
+    auto own = [&](uint64_t c) {
+        auto it = channels_.find(c);
+        return it != channels_.end() && it->second.pid == cred.pid;
+    };
+    if (op == "cm_create_id") {
+        const uint64_t c = req.value("channel", uint64_t{0});
+        if (!own(c)) return reply_error(EINVAL, "cm_create_id: no event channel " + std::to_string(c) + " of this process");
+        uint32_t id = 0;
+        if (int e = agent_->create_id(c, req.value("ps", uint16_t{0}), id))
+            return reply_error(e, "cm_create_id: " + std::string(std::strerror(e)));
+        Json r = reply_ok();
+        r["id"] = id;
+        return r;
+    }
+    const uint32_t id = req.value("id", uint32_t{0});
+    if (!own(agent_->channel_of(id))) return reply_error(EINVAL, op + ": no CM ID " + std::to_string(id) + " of this process");
+    int e = 0;
+    Json extra;
+    if (op == "cm_bind") {
+        cm::SockAddr a;
+        if (!addr_from(req.value("addr", Json()), a)) return reply_error(EINVAL, "cm_bind: bad address");
+        e = agent_->bind(id, a);
+    } else if (op == "cm_resolve_addr") {
+        cm::SockAddr d, s;
+        if (!addr_from(req.value("dst", Json()), d)) return reply_error(EINVAL, "cm_resolve_addr: bad address");
+        std::optional<cm::SockAddr> src;
+        if (req.contains("src")) {
+            if (!addr_from(req["src"], s)) return reply_error(EINVAL, "cm_resolve_addr: bad source address");
+            src = s;
+        }
+        e = agent_->resolve_addr(id, src, d);
+    } else if (op == "cm_resolve_route") {
+        e = agent_->resolve_route(id);
+    } else if (op == "cm_listen") {
+        e = agent_->listen(id);
+    } else if (op == "cm_connect" || op == "cm_accept") {
+        cm::ConnParam p;
+        if (!param_from(req.value("param", Json()), p)) return reply_error(EINVAL, op + ": bad parameters");
+        e = op == "cm_connect" ? agent_->connect(id, p) : agent_->accept(id, p);
+    } else if (op == "cm_reject") {
+        std::vector<uint8_t> pd;
+        if (!from_hex(req.value("private_data", ""), pd)) return reply_error(EINVAL, "cm_reject: bad private data");
+        e = agent_->reject(id, pd);
+    } else if (op == "cm_establish") {
+        e = agent_->establish(id);
+    } else if (op == "cm_disconnect") {
+        e = agent_->disconnect(id);
+    } else if (op == "cm_destroy_id") {
+        e = agent_->destroy_id(id);
+        arm_timer();
+        return e ? reply_error(e, "cm_destroy_id: " + std::string(std::strerror(e))) : reply_ok();
+    } else if (op == "cm_init_qp_attr") {
+        cm::QpAttr a;
+        e = agent_->init_qp_attr(id, cm::QpState(req.value("state", uint8_t{0})), a);
+        if (!e) extra = qp_attr_json(a);
+    } else if (op == "cm_req_defaults") {
+        uint8_t rr = 0, idp = 0;
+        e = agent_->req_defaults(id, rr, idp);
+        extra = Json{{"responder_resources", rr}, {"initiator_depth", idp}};
+    } else if (op != "cm_query") {
+        return reply_error(EOPNOTSUPP, "unknown request '" + op + "'");
+    }
+    arm_timer();
+    if (e) return reply_error(e, op + ": " + std::strerror(e));
+    Json r = id_reply(id);
+    if (!extra.is_null()) r["attr"] = extra;
+    return r;
+}
+
+}  // namespace simnic::daemon

@@ -1,0 +1,87 @@
+// The daemon's CM: the cm::Agent on the daemon thread, wired to the
+// devices' QP1 and to the applications' event channels.
+//
+// Protocol (requests on any connection of the process, see protocol.h):
+//   {"op":"cm_channel"}  -> {"ok":true,"channel":C}
+//     The connection becomes an rdma_event_channel: from now on the daemon
+//     sends it one message per rdma_cm event ({"event":T,"id":..,...}) and
+//     reads nothing from it. When it closes (rdma_destroy_event_channel, or
+//     the process died) every ID of the channel is destroyed, as ib_cm does
+//     for a closed ucma file: connected peers get a DREQ.
+//   {"op":"cm_create_id","channel":C,"ps":P}          -> {"id":I}
+//   {"op":"cm_bind"|"cm_resolve_addr"|"cm_resolve_route"|"cm_listen"|
+//        "cm_connect"|"cm_accept"|"cm_reject"|"cm_establish"|"cm_disconnect"|
+//        "cm_destroy_id"|"cm_query"|"cm_init_qp_attr"|"cm_req_defaults",
+//    "id":I, ...}                                      -> {"ok":..,"device":..,"src":..,"dst":..}
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "simnic/cm/agent.h"
+#include "simnic/daemon/device_runtime.h"
+#include "simnic/daemon/protocol.h"
+
+namespace simnic::daemon {
+
+class CmService final : public cm::Hooks {
+public:
+    CmService();
+    ~CmService() override;
+    CmService(const CmService&) = delete;
+    CmService& operator=(const CmService&) = delete;
+    bool ok() const { return rx_fd_ >= 0 && timer_fd_ >= 0; }
+
+    // Descriptors for the daemon's epoll: MADs queued by the engines, and
+    // the retransmission timer.
+    int rx_fd() const { return rx_fd_; }
+    int timer_fd() const { return timer_fd_; }
+    void on_rx();
+    void on_timer();
+
+    // The handler a device's engine calls for its QP1 traffic (any thread).
+    DeviceRuntime::GsiHandler gsi_handler(const std::string& device);
+    void add_device(const std::string& name, DeviceRuntime* rt);
+    void remove_device(const std::string& name);
+
+    // A cm_* request from connection `fd`.
+    Json handle(int fd, const Json& req);
+    // Connection `fd` closed.
+    void drop(int fd);
+
+    // cm::Hooks
+    void send_mad(const std::string& device, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) override;
+    void deliver(uint64_t channel, const cm::Event& ev) override;
+    std::optional<cm::Gid> route_source(const cm::Gid& dst) override;
+    uint64_t now_ms() override;
+    uint32_t random32() override;
+
+private:
+    struct Incoming {
+        std::string device;
+        cm::Gid src{}, dst{};
+        std::vector<uint8_t> mad;
+    };
+    struct Channel {
+        int fd = -1;
+        int pid = 0;
+    };
+    void refresh_ports();
+    void arm_timer();
+    Json id_reply(uint32_t id);
+
+    std::unique_ptr<cm::Agent> agent_;
+    std::map<std::string, DeviceRuntime*> devices_;
+    std::map<uint64_t, Channel> channels_;
+    uint64_t next_channel_ = 1;
+    int rx_fd_ = -1, timer_fd_ = -1;
+    std::mutex in_mu_;
+    std::vector<Incoming> in_;
+    uint64_t rng_ = 0;
+};
+
+}  // namespace simnic::daemon

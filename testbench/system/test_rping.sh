@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# rping (librdmacm) against a simnic device on lo, as the tutorial runs it
+# (section 4.3), as an ordinary user: when ctest runs as root the test drops
+# to `nobody` for everything it starts.
+#
+#   test_rping.sh SIMNIC LIBSIMNIC_VERBS CM_PCAP_CHECK
+#
+# 1. No server: the client's REQ is rejected (invalid service ID).
+# 2. Server and client, -C 10 -v: both succeed, every ping line carries
+#    rping's data; the device's capture (and tcpdump's on lo, when root)
+#    shows the CM MADs in rxe's order with valid ICRCs and the RC traffic on
+#    the flow label's UDP port (cm_pcap_check); nothing is left behind.
+# 3. A server killed mid-run: the daemon sends the DREQ for it, the client
+#    stops instead of waiting out its timers; nothing is left behind.
+set -u
+SIMNIC=$1 LIB=$2 CHECK=$3
+DEV=simrping_lo
+PORT=$((20000 + RANDOM % 20000))
+work=$(mktemp -d /tmp/simnic-rping.XXXXXX)
+chmod 755 "$work"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+AS=()
+if [ "$(id -u)" -eq 0 ]; then
+  cp "$SIMNIC" "$work/simnic"; cp "$LIB" "$work/libsimnic-verbs.so"
+  chmod 755 "$work/simnic" "$work/libsimnic-verbs.so"
+  SIMNIC=$work/simnic LIB=$work/libsimnic-verbs.so
+  mkdir -m 700 "$work/rt"; chown nobody:nogroup "$work/rt"
+  AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+else
+  mkdir -m 700 "$work/rt"
+fi
+export SIMNIC_RUNTIME_DIR=$work/rt SIMNIC_VERBS_LIB=$LIB
+sim() { "${AS[@]}" "$SIMNIC" "$@"; }
+run() { "${AS[@]}" env LD_PRELOAD="$LIB" "$@"; }
+
+cleanup() {
+  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null
+  [ -n "${dump_pid:-}" ] && kill "$dump_pid" 2>/dev/null
+  sim link delete "$DEV" >/dev/null 2>&1
+  if [ -f "$SIMNIC_RUNTIME_DIR/simnicd.state" ]; then
+    pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state")
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+nothing_left() {
+  local counts
+  for _ in $(seq 50); do
+    counts=$(sim resource show -j 2>&1)
+    echo "$counts" | grep -Eq '"qps":0[,}]' && break
+    sleep 0.1
+  done
+  for kind in qps cqs mrs pds; do
+    echo "$counts" | grep -Eq "\"$kind\":0([,}])" || fail "$1: $kind left behind: $counts"
+  done
+}
+
+# The server listens once its CM ID does; rping prints nothing then, so the
+# client retries while the REQ is rejected for want of a listener.
+client_until_accepted() {
+  for _ in $(seq 20); do
+    run timeout 60 rping -c -a 127.0.0.1 -p "$PORT" "$@" >"$work/client.out" 2>&1
+    client_rc=$?
+    grep -q "RDMA_CM_EVENT_REJECTED, error 8" "$work/client.out" || return 0
+    sleep 0.2
+  done
+}
+
+read -r -a link_opts <<<"${SIMNIC_LINK_OPTS:-}"
+sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo pcap "$SIMNIC_RUNTIME_DIR/dev.pcap" \
+  "${link_opts[@]}" || { echo "FAIL: simnic link add"; exit 1; }
+
+# tcpdump -i lo udp port 4791, as in the tutorial (root only).
+if [ "$(id -u)" -eq 0 ] && command -v tcpdump >/dev/null && [ "${SIMNIC_LINK_OPTS:-}" != "loopback on" ]; then
+  tcpdump -i lo -U --immediate-mode -w "$work/lo.pcap" udp port 4791 >/dev/null 2>&1 &
+  dump_pid=$!
+  sleep 1
+fi
+
+# 1. Nobody listens: REJ (invalid service ID 8), as kernel rxe answers.
+run timeout 30 rping -c -a 127.0.0.1 -p "$PORT" -C 1 >"$work/rej.out" 2>&1 && fail "rping without a server succeeded"
+grep -q "RDMA_CM_EVENT_REJECTED, error 8" "$work/rej.out" || fail "no REJECTED (8) without a server: $(cat "$work/rej.out")"
+nothing_left "after the rejected client"
+# The device's capture so far holds only that: start it afresh for case 2.
+sim link delete "$DEV" >/dev/null 2>&1
+mv "$SIMNIC_RUNTIME_DIR/dev.pcap" "$work/rej.pcap" 2>/dev/null
+sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo pcap "$SIMNIC_RUNTIME_DIR/dev.pcap" \
+  "${link_opts[@]}" || { echo "FAIL: simnic link add"; exit 1; }
+[ -n "${dump_pid:-}" ] && { kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
+  tcpdump -i lo -U --immediate-mode -w "$work/lo.pcap" udp port 4791 >/dev/null 2>&1 & dump_pid=$!; sleep 1; }
+
+# 2. The tutorial's exchange.
+run timeout 60 rping -s -a 127.0.0.1 -p "$PORT" -C 10 -v >"$work/server.out" 2>&1 &
+server_pid=$!
+sleep 1
+client_until_accepted -C 10 -v
+wait "$server_pid"; server_rc=$?; server_pid=
+[ "$client_rc" -eq 0 ] || fail "client exited $client_rc"
+[ "$server_rc" -eq 0 ] || fail "server exited $server_rc"
+# rping's data: "rdma-ping-N: " then letters from 'A'+N upward, wrapping
+# after 'z' to 'A', up to 63 bytes.
+expected=$(python3 - <<'PY'
+for n in range(10):
+    s = "rdma-ping-%d: " % n
+    c = 65 + n
+    while len(s) < 63:
+        s += chr(c)
+        c = 65 if c >= 122 else c + 1
+    print("ping data: " + s)
+PY
+)
+got=$(grep '^ping data: ' "$work/client.out")
+[ "$got" == "$expected" ] || fail "client ping lines differ from rping's data: $got"
+[ "$(grep -c '^server ping data: rdma-ping-' "$work/server.out")" -eq 10 ] || fail "server did not print 10 ping lines"
+grep -q "server DISCONNECT EVENT" "$work/server.out" || fail "server saw no DISCONNECTED"
+nothing_left "after rping"
+sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
+"$CHECK" "$SIMNIC_RUNTIME_DIR/dev.pcap" >"$work/check.out" 2>&1 || fail "device capture: $(cat "$work/check.out")"
+"$SIMNIC" pcap --strict "$SIMNIC_RUNTIME_DIR/dev.pcap" >/dev/null || fail "simnic pcap --strict on the device capture"
+if [ -n "${dump_pid:-}" ]; then
+  sleep 0.5; kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
+  "$CHECK" "$work/lo.pcap" >"$work/check_lo.out" 2>&1 || fail "tcpdump -i lo capture: $(cat "$work/check_lo.out")"
+fi
+
+# 3. The server dies (SIGKILL) while the client pings for ever.
+sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo pcap "$SIMNIC_RUNTIME_DIR/kill.pcap" \
+  "${link_opts[@]}" || { echo "FAIL: simnic link add"; exit 1; }
+PORT=$((PORT + 1))
+run timeout 60 rping -s -a 127.0.0.1 -p "$PORT" -C 0 >"$work/server.out" 2>&1 &
+server_pid=$!
+sleep 0.3
+run timeout 60 rping -c -a 127.0.0.1 -p "$PORT" -C 0 -v >"$work/client.out" 2>&1 &
+client_pid=$!
+for _ in $(seq 100); do
+  [ "$(grep -c '^ping data' "$work/client.out")" -ge 5 ] && break
+  sleep 0.1
+done
+[ "$(grep -c '^ping data' "$work/client.out")" -ge 5 ] || fail "the endless client did not get going: $(cat "$work/client.out")"
+pkill -KILL -f -- "^rping -s -a 127.0.0.1 -p $PORT -C 0$"
+wait "$server_pid" 2>/dev/null; server_pid=
+# The client stops soon (it is not left waiting out its timeout) ...
+wait "$client_pid"; client_rc=$?
+[ "$client_rc" -ne 124 ] || fail "the client hung after its server died"
+nothing_left "after the killed server"
+# ... because the daemon disconnected the dead server's connection: a DREQ
+# from the server's side (its REP's communication ID) is on the wire.
+sim link delete "$DEV" >/dev/null 2>&1
+"$CHECK" --list "$SIMNIC_RUNTIME_DIR/kill.pcap" >"$work/kill.out" 2>&1 || fail "capture of the kill: $(cat "$work/kill.out")"
+server_comm=$(sed -n 's/^[0-9]* REP comm \(0x[0-9a-f]*\) .*/\1/p' "$work/kill.out" | head -1)
+grep -q "DREQ comm $server_comm " "$work/kill.out" || fail "no DREQ for the dead server's connection: $(cat "$work/kill.out")"
+
+if [ "$failures" -ne 0 ]; then
+  echo "--- server:"; cat "$work/server.out"
+  echo "--- client:"; cat "$work/client.out"
+  echo "rping: $failures checks failed"
+  exit 1
+fi
+cat "$work/check.out"
+[ -f "$work/check_lo.out" ] && { echo "tcpdump -i lo:"; tail -1 "$work/check_lo.out"; }
+echo "rping: passed"

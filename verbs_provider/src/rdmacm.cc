@@ -1,0 +1,956 @@
+// librdmacm for simnic devices, inside libsimnic-verbs.so (LD_PRELOAD).
+//
+// Linux's librdmacm is a thin layer over the kernel's rdma_cm
+// (/dev/infiniband/rdma_cm); for simnic devices the simnic daemon plays that
+// kernel: its CM agent (cm/, daemon/src/cm_service.*) resolves addresses,
+// speaks the IB CM on the devices' QP1 and produces the events. This file
+// defines librdmacm's exported entry points and does what librdmacm itself
+// does in the application: it keeps the rdma_cm_id and rdma_cm_event
+// objects, opens the device contexts (id->verbs), creates QPs and moves them
+// through INIT, RTR and RTS with the attributes the CM computed, exactly
+// where librdmacm does (rdma_create_qp, rdma_accept, the CONNECT_RESPONSE
+// that becomes ESTABLISHED, rdma_disconnect).
+//
+// An event channel is a connection to the daemon, so channel->fd is a real
+// socket: poll it, make it non-blocking, as with librdmacm. Requests go over
+// one more connection per process.
+//
+// Which library serves a process is decided once, at its first event
+// channel (or ID, or address lookup): if the daemon has any simnic device,
+// simnic does; otherwise every call goes on to the real librdmacm
+// (dlvsym(RTLD_NEXT)), i.e. the kernel's rdma_cm. Objects of the other kind
+// are always passed on, so a call never mixes them. The calls simnic does
+// not implement (multicast, rdma_create_ep, ID migration, SRQs through the
+// CM, ECE, rdma_notify) fail on simnic objects with ENOSYS; nothing prints.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "provider.h"
+#include "simnic/cm/agent.h"
+#include "simnic/daemon/client.h"
+#include "simnic/daemon/cm_protocol.h"
+#include "simnic/daemon/protocol.h"
+#include "simnic/daemon/runtime.h"
+
+namespace sv = simnic::verbs;
+namespace sd = simnic::daemon;
+namespace scm = simnic::cm;
+using simnic::daemon::Json;
+
+// The CM's numbering is librdmacm's.
+static_assert(int(scm::EventType::AddrResolved) == RDMA_CM_EVENT_ADDR_RESOLVED);
+static_assert(int(scm::EventType::ConnectRequest) == RDMA_CM_EVENT_CONNECT_REQUEST);
+static_assert(int(scm::EventType::ConnectResponse) == RDMA_CM_EVENT_CONNECT_RESPONSE);
+static_assert(int(scm::EventType::Established) == RDMA_CM_EVENT_ESTABLISHED);
+static_assert(int(scm::EventType::DeviceRemoval) == RDMA_CM_EVENT_DEVICE_REMOVAL);
+static_assert(scm::qp_mask::DestQpn == IBV_QP_DEST_QPN && scm::qp_mask::MaxDestRdAtomic == IBV_QP_MAX_DEST_RD_ATOMIC &&
+              scm::qp_mask::Av == IBV_QP_AV && scm::qp_mask::SqPsn == IBV_QP_SQ_PSN &&
+              scm::qp_mask::MinRnrTimer == IBV_QP_MIN_RNR_TIMER && scm::qp_mask::AccessFlags == IBV_QP_ACCESS_FLAGS);
+static_assert(scm::kAccessRemoteRead == IBV_ACCESS_REMOTE_READ && scm::kAccessRemoteAtomic == IBV_ACCESS_REMOTE_ATOMIC);
+static_assert(scm::kPsTcp == RDMA_PS_TCP && scm::kPsIb == RDMA_PS_IB);
+
+namespace {
+
+void* real_sym(const char* name, const char* ver) { return dlvsym(RTLD_NEXT, name, ver); }
+
+// Calls the real librdmacm's `fn` at version `ver`, or fails with ENOSYS if
+// the process has none.
+#define REAL(fn, ver, fail, ...)                                                   \
+    do {                                                                           \
+        static std::atomic<void*> p_{nullptr};                                     \
+        void* p = p_.load(std::memory_order_acquire);                              \
+        if (!p) p_.store(p = real_sym(#fn, ver), std::memory_order_release);       \
+        if (!p) {                                                                  \
+            errno = ENOSYS;                                                        \
+            return fail;                                                           \
+        }                                                                          \
+        return reinterpret_cast<decltype(&fn)>(p)(__VA_ARGS__);                    \
+    } while (0)
+
+struct Chan {
+    rdma_event_channel ch{};  // first: the application holds &ch
+    std::unique_ptr<sd::Client> conn;
+    uint64_t id = 0;
+};
+
+struct Id {
+    rdma_cm_id id{};  // first: the application holds &id
+    uint32_t handle = 0;
+    Chan* chan = nullptr;
+    bool own_chan = false;  // created for a synchronous ID (channel NULL)
+    std::string device;
+    // rdma_accept(id, NULL)'s defaults, from the CONNECT_REQUEST.
+    uint8_t resp_res = 0, init_depth = 0;
+};
+
+struct Ev {
+    rdma_cm_event ev{};  // first
+    std::vector<uint8_t> priv;
+};
+
+std::mutex g_mu;  // every table below, and the request connection
+std::set<Chan*> g_chans;
+std::set<Id*> g_ids;
+std::map<std::pair<Chan*, uint32_t>, Id*> g_by_handle;
+std::set<Ev*> g_events;
+std::set<rdma_addrinfo*> g_addrinfos;
+std::map<std::string, ibv_context*> g_contexts;  // one per device, for the process's life
+std::map<ibv_context*, ibv_pd*> g_default_pd;
+std::unique_ptr<sd::Client> g_ctl;
+int g_mode = -1;  // -1 undecided, 0 the real librdmacm, 1 simnic
+
+Chan* our_chan(const rdma_event_channel* c) {
+    auto* p = reinterpret_cast<Chan*>(const_cast<rdma_event_channel*>(c));
+    return c && g_chans.count(p) ? p : nullptr;
+}
+Id* our_id(const rdma_cm_id* i) {
+    auto* p = reinterpret_cast<Id*>(const_cast<rdma_cm_id*>(i));
+    return i && g_ids.count(p) ? p : nullptr;
+}
+Id* ours_locked(const rdma_cm_id* i) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    return our_id(i);
+}
+
+bool simnic_mode() {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (g_mode < 0) {
+        std::vector<ibv_device*> devs;
+        g_mode = sv::current_devices(devs) == 0 && !devs.empty() ? 1 : 0;
+    }
+    return g_mode == 1;
+}
+
+std::unique_ptr<sd::Client> connect_daemon(int& err) {
+    std::string e, notice;
+    auto c = std::make_unique<sd::Client>(sd::Client::connect(sd::runtime_paths(), false, e, notice));
+    if (!c->connected()) {
+        err = ENODEV;
+        return nullptr;
+    }
+    return c;
+}
+
+// A request to the daemon; errno and false on failure.
+bool call(const Json& req, Json& reply) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (!g_ctl || !g_ctl->alive()) {
+        int e = 0;
+        g_ctl = connect_daemon(e);
+        if (!g_ctl) {
+            errno = e;
+            return false;
+        }
+    }
+    reply = g_ctl->request(req);
+    if (!reply.value("ok", false)) {
+        errno = reply.value("errno", EIO);
+        if (errno == 0) errno = EIO;
+        return false;
+    }
+    return true;
+}
+
+int fail(int e) {
+    errno = e;
+    return -1;
+}
+
+// sockaddr <-> the daemon's address JSON (IPv4 as an IPv4-mapped GID).
+bool addr_to_json(const sockaddr* sa, Json& j) {
+    uint8_t g[16] = {};
+    uint16_t port = 0;
+    bool v6 = false;
+    if (!sa) return false;
+    if (sa->sa_family == AF_INET) {
+        const auto* s = reinterpret_cast<const sockaddr_in*>(sa);
+        g[10] = g[11] = 0xff;
+        std::memcpy(g + 12, &s->sin_addr, 4);
+        port = ntohs(s->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const auto* s = reinterpret_cast<const sockaddr_in6*>(sa);
+        std::memcpy(g, &s->sin6_addr, 16);
+        port = ntohs(s->sin6_port);
+        v6 = true;
+        // An IPv4-mapped IPv6 address is an IPv4 peer for rdma_cm too.
+        static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (std::memcmp(g, kMapped, 12) == 0) v6 = false;
+    } else {
+        return false;
+    }
+    j = Json{{"addr", sd::to_hex(g, 16)}, {"port", port}, {"v6", v6}};
+    return true;
+}
+
+void json_to_addr(const Json& j, sockaddr_storage& out) {
+    std::vector<uint8_t> g;
+    if (!j.is_object() || !sd::from_hex(j.value("addr", ""), g) || g.size() != 16) return;
+    std::memset(&out, 0, sizeof out);
+    const uint16_t port = j.value("port", uint16_t{0});
+    if (j.value("v6", false)) {
+        auto* s = reinterpret_cast<sockaddr_in6*>(&out);
+        s->sin6_family = AF_INET6;
+        s->sin6_port = htons(port);
+        std::memcpy(&s->sin6_addr, g.data(), 16);
+    } else {
+        auto* s = reinterpret_cast<sockaddr_in*>(&out);
+        s->sin_family = AF_INET;
+        s->sin_port = htons(port);
+        std::memcpy(&s->sin_addr, g.data() + 12, 4);
+    }
+}
+
+// The process's context on a simnic device (librdmacm opens every device
+// once and keeps it; so do we).
+ibv_context* context_of(const std::string& device) {
+    if (device.empty()) return nullptr;
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_contexts.find(device);
+    if (it != g_contexts.end()) return it->second;
+    std::vector<ibv_device*> devs;
+    if (sv::current_devices(devs) != 0) return nullptr;
+    for (ibv_device* d : devs) {
+        if (device != sv::device_name(d)) continue;
+        ibv_context* c = sv::open_device(d);
+        if (c) g_contexts[device] = c;
+        return c;
+    }
+    return nullptr;
+}
+
+// An ID's device and addresses as the daemon reports them.
+void update(Id* i, const Json& j) {
+    if (j.contains("src")) json_to_addr(j["src"], i->id.route.addr.src_storage);
+    if (j.contains("dst")) json_to_addr(j["dst"], i->id.route.addr.dst_storage);
+    const std::string dev = j.value("device", "");
+    if (!dev.empty() && !i->id.verbs) {
+        i->device = dev;
+        i->id.verbs = context_of(dev);
+        i->id.port_num = 1;
+    }
+    // The GIDs of the route, as librdmacm's RoCE addresses carry them.
+    auto gid_of = [](const sockaddr_storage& s, ibv_gid& g) {
+        std::memset(&g, 0, sizeof g);
+        if (s.ss_family == AF_INET) {
+            g.raw[10] = g.raw[11] = 0xff;
+            std::memcpy(g.raw + 12, &reinterpret_cast<const sockaddr_in&>(s).sin_addr, 4);
+        } else if (s.ss_family == AF_INET6) {
+            std::memcpy(g.raw, &reinterpret_cast<const sockaddr_in6&>(s).sin6_addr, 16);
+        }
+    };
+    gid_of(i->id.route.addr.src_storage, i->id.route.addr.addr.ibaddr.sgid);
+    gid_of(i->id.route.addr.dst_storage, i->id.route.addr.addr.ibaddr.dgid);
+    i->id.route.addr.addr.ibaddr.pkey = htons(0xffff);
+}
+
+bool id_call(Id* i, Json req, Json& reply) {
+    req["id"] = i->handle;
+    if (!call(req, reply)) return false;
+    update(i, reply);
+    return true;
+}
+
+Id* new_id(Chan* c, uint32_t handle, void* context, rdma_port_space ps) {
+    auto* i = new Id;
+    i->handle = handle;
+    i->chan = c;
+    i->id.channel = &c->ch;
+    i->id.context = context;
+    i->id.ps = ps;
+    i->id.qp_type = IBV_QPT_RC;
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_ids.insert(i);
+    g_by_handle[{c, handle}] = i;
+    return i;
+}
+
+// rdma_init_qp_attr for our IDs.
+int init_qp_attr(Id* i, ibv_qp_attr* a, int* mask) {
+    Json r;
+    if (!id_call(i, Json{{"op", "cm_init_qp_attr"}, {"state", int(a->qp_state)}}, r)) return -1;
+    const Json& x = r["attr"];
+    const ibv_qp_state st = a->qp_state;
+    std::memset(a, 0, sizeof *a);
+    a->qp_state = st;
+    *mask = x.value("mask", 0);
+    a->qp_access_flags = x.value("access_flags", 0u);
+    a->pkey_index = x.value("pkey_index", uint16_t{0});
+    a->port_num = x.value("port_num", uint8_t{1});
+    a->path_mtu = ibv_mtu(x.value("path_mtu", 3));
+    a->dest_qp_num = x.value("dest_qpn", 0u);
+    a->rq_psn = x.value("rq_psn", 0u);
+    a->sq_psn = x.value("sq_psn", 0u);
+    a->max_dest_rd_atomic = x.value("max_dest_rd_atomic", uint8_t{0});
+    a->max_rd_atomic = x.value("max_rd_atomic", uint8_t{0});
+    a->min_rnr_timer = x.value("min_rnr_timer", uint8_t{0});
+    a->timeout = x.value("timeout", uint8_t{0});
+    a->retry_cnt = x.value("retry_cnt", uint8_t{0});
+    a->rnr_retry = x.value("rnr_retry", uint8_t{0});
+    if (*mask & IBV_QP_AV) {
+        std::vector<uint8_t> g;
+        sd::from_hex(x.value("dgid", ""), g);
+        if (g.size() == 16) std::memcpy(a->ah_attr.grh.dgid.raw, g.data(), 16);
+        a->ah_attr.is_global = 1;
+        a->ah_attr.grh.flow_label = x.value("flow_label", 0u);
+        a->ah_attr.grh.sgid_index = x.value("sgid_index", uint8_t{0});
+        a->ah_attr.grh.hop_limit = x.value("hop_limit", uint8_t{64});
+        a->ah_attr.grh.traffic_class = x.value("traffic_class", uint8_t{0});
+        a->ah_attr.sl = x.value("sl", uint8_t{0});
+        a->ah_attr.port_num = 1;
+    }
+    return 0;
+}
+
+int modify_to(Id* i, ibv_qp_state st, int override_rd = -1) {
+    ibv_qp_attr a{};
+    a.qp_state = st;
+    int mask = 0;
+    if (init_qp_attr(i, &a, &mask)) return -1;
+    // rdma_accept/rdma_connect's responder resources and initiator depth
+    // win over the REQ's, as in librdmacm.
+    if (override_rd >= 0 && st == IBV_QPS_RTR) a.max_dest_rd_atomic = uint8_t(override_rd);
+    if (override_rd >= 0 && st == IBV_QPS_RTS) a.max_rd_atomic = uint8_t(override_rd);
+    const int e = sv::modify_qp(i->id.qp, &a, mask);
+    return e ? fail(e) : 0;
+}
+
+int modify_err(Id* i) {
+    if (!i->id.qp) return 0;
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_ERR;
+    const int e = sv::modify_qp(i->id.qp, &a, IBV_QP_STATE);
+    return e ? fail(e) : 0;
+}
+
+// INIT then RTR then RTS (librdmacm's ucma_modify_qp_rtr / _rts).
+int to_rts(Id* i, int resp_res, int init_depth) {
+    if (modify_to(i, IBV_QPS_INIT) || modify_to(i, IBV_QPS_RTR, resp_res) || modify_to(i, IBV_QPS_RTS, init_depth))
+        return -1;
+    return 0;
+}
+
+Json param_json(const rdma_conn_param* p, uint32_t qpn, bool srq) {
+    Json j{{"private_data", p && p->private_data ? sd::to_hex(static_cast<const uint8_t*>(p->private_data),
+                                                              p->private_data_len)
+                                                  : ""},
+           {"responder_resources", p ? p->responder_resources : 0},
+           {"initiator_depth", p ? p->initiator_depth : 0},
+           {"flow_control", p ? p->flow_control : 0},
+           {"retry_count", p ? std::min<int>(p->retry_count, 7) : 7},
+           {"rnr_retry_count", p ? std::min<int>(p->rnr_retry_count, 7) : 7},
+           {"srq", srq},
+           {"qp_num", qpn}};
+    return j;
+}
+
+// The device's limits on RDMA READ/atomic depth, which librdmacm applies.
+void cap_rd(Id* i, int& rr, int& idp) {
+    ibv_device_attr a{};
+    if (i->id.verbs && sv::query_device(i->id.verbs, &a) == 0) {
+        rr = std::min(rr, a.max_qp_rd_atom);
+        idp = std::min(idp, a.max_qp_init_rd_atom);
+    }
+}
+
+// Reads one event of a simnic channel (blocking unless the fd is
+// O_NONBLOCK) and does librdmacm's part of it.
+int get_event(Chan* c, rdma_cm_event** out) {
+    for (;;) {
+        const int fl = fcntl(c->ch.fd, F_GETFL);
+        const int timeout = fl >= 0 && (fl & O_NONBLOCK) ? 0 : -1;
+        Json m;
+        const std::string err = sd::recv_message(c->ch.fd, m, timeout);
+        if (!err.empty()) return fail(err == "timed out waiting for the daemon" ? EAGAIN : ENODEV);
+        auto* ev = new Ev;
+        ev->ev.event = rdma_cm_event_type(m.value("event", 0));
+        ev->ev.status = m.value("status", 0);
+        Id* id = nullptr;
+        Id* listen = nullptr;
+        {
+            std::lock_guard<std::mutex> lk(g_mu);
+            auto it = g_by_handle.find({c, m.value("id", 0u)});
+            if (it != g_by_handle.end()) id = it->second;
+            auto lt = g_by_handle.find({c, m.value("listen_id", 0u)});
+            if (lt != g_by_handle.end()) listen = lt->second;
+        }
+        const Json param = m.value("param", Json::object());
+        sd::from_hex(param.value("private_data", ""), ev->priv);
+        if (ev->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+            if (!listen) {
+                delete ev;
+                continue;  // its listener is gone: the daemon rejects it when the ID is destroyed
+            }
+            id = new_id(c, m.value("id", 0u), listen->id.context, listen->id.ps);
+            id->resp_res = param.value("responder_resources", uint8_t{0});
+            id->init_depth = param.value("initiator_depth", uint8_t{0});
+            ev->ev.listen_id = &listen->id;
+        }
+        if (!id) {
+            delete ev;  // for an ID destroyed meanwhile
+            continue;
+        }
+        update(id, m);
+        ev->ev.id = &id->id;
+        rdma_conn_param& cp = ev->ev.param.conn;
+        cp.private_data = ev->priv.empty() ? nullptr : ev->priv.data();
+        cp.private_data_len = uint8_t(std::min<size_t>(ev->priv.size(), 255));
+        cp.responder_resources = param.value("responder_resources", uint8_t{0});
+        cp.initiator_depth = param.value("initiator_depth", uint8_t{0});
+        cp.flow_control = param.value("flow_control", uint8_t{0});
+        cp.retry_count = param.value("retry_count", uint8_t{0});
+        cp.rnr_retry_count = param.value("rnr_retry_count", uint8_t{0});
+        cp.srq = param.value("srq", false) ? 1 : 0;
+        cp.qp_num = param.value("qp_num", 0u);
+        if (ev->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE && id->id.qp) {
+            // librdmacm finishes the connection itself when it owns the QP:
+            // RTR and RTS from the REP, the RTU, and ESTABLISHED for the app.
+            Json r;
+            if (to_rts(id, -1, -1) == 0 && id_call(id, Json{{"op", "cm_establish"}}, r)) {
+                ev->ev.event = RDMA_CM_EVENT_ESTABLISHED;
+            } else {
+                ev->ev.status = -errno;
+                ev->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
+                modify_err(id);
+                id_call(id, Json{{"op", "cm_reject"}, {"private_data", ""}}, r);
+            }
+        } else if (ev->ev.event == RDMA_CM_EVENT_REJECTED || ev->ev.event == RDMA_CM_EVENT_UNREACHABLE) {
+            modify_err(id);
+        }
+        {
+            std::lock_guard<std::mutex> lk(g_mu);
+            g_events.insert(ev);
+        }
+        id->id.event = &ev->ev;
+        *out = &ev->ev;
+        return 0;
+    }
+}
+
+// A synchronous ID (created without a channel) waits for its event, as
+// librdmacm's ucma_complete does.
+int complete(Id* i) {
+    if (!i->own_chan) return 0;
+    if (i->id.event) {
+        rdma_ack_cm_event(i->id.event);
+        i->id.event = nullptr;
+    }
+    rdma_cm_event* e = nullptr;
+    if (get_event(i->chan, &e)) return -1;
+    if (e->status) return fail(e->status < 0 ? -e->status : ECONNREFUSED);
+    return 0;
+}
+
+Chan* new_channel() {
+    int e = 0;
+    auto conn = connect_daemon(e);
+    if (!conn) {
+        errno = e;
+        return nullptr;
+    }
+    Json r = conn->request(Json{{"op", "cm_channel"}});
+    if (!r.value("ok", false)) {
+        errno = r.value("errno", EIO);
+        return nullptr;
+    }
+    auto* c = new Chan;
+    c->ch.fd = conn->fd();
+    c->id = r.value("channel", uint64_t{0});
+    c->conn = std::move(conn);
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_chans.insert(c);
+    return c;
+}
+
+}  // namespace
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+rdma_event_channel* rdma_create_event_channel(void) {
+    if (!simnic_mode()) REAL(rdma_create_event_channel, "RDMACM_1.0", nullptr);
+    Chan* c = new_channel();
+    return c ? &c->ch : nullptr;
+}
+
+void rdma_destroy_event_channel(rdma_event_channel* channel) {
+    Chan* c;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        c = our_chan(channel);
+        if (c) g_chans.erase(c);
+    }
+    if (!c) {
+        static void* p = real_sym("rdma_destroy_event_channel", "RDMACM_1.0");
+        if (p) reinterpret_cast<decltype(&rdma_destroy_event_channel)>(p)(channel);
+        return;
+    }
+    delete c;  // closing the connection destroys whatever IDs are left in the daemon
+}
+
+int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, rdma_port_space ps) {
+    Chan* c;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        c = our_chan(channel);
+    }
+    bool own = false;
+    if (!c) {
+        if (channel || !simnic_mode()) REAL(rdma_create_id, "RDMACM_1.0", -1, channel, id, context, ps);
+        if (!(c = new_channel())) return -1;
+        own = true;
+    }
+    Json r;
+    if (!call(Json{{"op", "cm_create_id"}, {"channel", c->id}, {"ps", int(ps)}}, r)) {
+        if (own) rdma_destroy_event_channel(&c->ch);
+        return -1;
+    }
+    Id* i = new_id(c, r.value("id", 0u), context, ps);
+    i->own_chan = own;
+    *id = &i->id;
+    return 0;
+}
+
+int rdma_destroy_id(rdma_cm_id* id) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_destroy_id, "RDMACM_1.0", -1, id);
+    Json r;
+    id_call(i, Json{{"op", "cm_destroy_id"}}, r);
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        g_ids.erase(i);
+        g_by_handle.erase({i->chan, i->handle});
+    }
+    if (i->own_chan) {
+        if (i->id.event) rdma_ack_cm_event(i->id.event);
+        rdma_destroy_event_channel(&i->chan->ch);
+    }
+    delete i;
+    return 0;
+}
+
+int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_bind_addr, "RDMACM_1.0", -1, id, addr);
+    Json a, r;
+    if (!addr_to_json(addr, a)) return fail(EAFNOSUPPORT);
+    return id_call(i, Json{{"op", "cm_bind"}, {"addr", a}}, r) ? 0 : -1;
+}
+
+int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, int timeout_ms) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_resolve_addr, "RDMACM_1.0", -1, id, src_addr, dst_addr, timeout_ms);
+    Json req{{"op", "cm_resolve_addr"}}, d, s, r;
+    if (!addr_to_json(dst_addr, d)) return fail(EAFNOSUPPORT);
+    req["dst"] = d;
+    if (src_addr && src_addr->sa_family != AF_UNSPEC) {
+        if (!addr_to_json(src_addr, s)) return fail(EAFNOSUPPORT);
+        req["src"] = s;
+    }
+    if (!id_call(i, req, r)) return -1;
+    return complete(i);
+}
+
+int rdma_resolve_route(rdma_cm_id* id, int timeout_ms) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_resolve_route, "RDMACM_1.0", -1, id, timeout_ms);
+    Json r;
+    if (!id_call(i, Json{{"op", "cm_resolve_route"}}, r)) return -1;
+    return complete(i);
+}
+
+int rdma_listen(rdma_cm_id* id, int backlog) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_listen, "RDMACM_1.0", -1, id, backlog);
+    Json r;
+    return id_call(i, Json{{"op", "cm_listen"}}, r) ? 0 : -1;
+}
+
+int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_create_qp, "RDMACM_1.0", -1, id, pd, qp_init_attr);
+    if (!i->id.verbs || !qp_init_attr) return fail(EINVAL);
+    if (!pd) {
+        // librdmacm's default: one PD per device context.
+        std::lock_guard<std::mutex> lk(g_mu);
+        ibv_pd*& d = g_default_pd[i->id.verbs];
+        if (!d) d = sv::alloc_pd(i->id.verbs);
+        pd = d;
+    }
+    if (!pd) return -1;
+    if (pd->context != i->id.verbs) return fail(EINVAL);
+    ibv_qp* qp = sv::create_qp(pd, qp_init_attr);
+    if (!qp) return -1;
+    i->id.qp = qp;
+    i->id.pd = pd;
+    if (modify_to(i, IBV_QPS_INIT)) {
+        const int e = errno;
+        sv::destroy_qp(qp);
+        i->id.qp = nullptr;
+        return fail(e);
+    }
+    return 0;
+}
+
+int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_create_qp_ex, "RDMACM_1.0", -1, id, attr);
+    if (!attr || !i->id.verbs) return fail(EINVAL);
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+        std::lock_guard<std::mutex> lk(g_mu);
+        ibv_pd*& d = g_default_pd[i->id.verbs];
+        if (!d) d = sv::alloc_pd(i->id.verbs);
+        if (!d) return -1;
+        attr->pd = d;
+        attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+    }
+    ibv_qp* qp = sv::create_qp_ex(i->id.verbs, attr);
+    if (!qp) return -1;
+    i->id.qp = qp;
+    i->id.pd = attr->pd;
+    if (modify_to(i, IBV_QPS_INIT)) {
+        const int e = errno;
+        sv::destroy_qp(qp);
+        i->id.qp = nullptr;
+        return fail(e);
+    }
+    return 0;
+}
+
+void rdma_destroy_qp(rdma_cm_id* id) {
+    Id* i = ours_locked(id);
+    if (!i) {
+        static void* p = real_sym("rdma_destroy_qp", "RDMACM_1.0");
+        if (p) reinterpret_cast<decltype(&rdma_destroy_qp)>(p)(id);
+        return;
+    }
+    if (i->id.qp) sv::destroy_qp(i->id.qp);
+    i->id.qp = nullptr;
+}
+
+int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_connect, "RDMACM_1.0", -1, id, conn_param);
+    int rr = conn_param ? conn_param->responder_resources : 0, idp = conn_param ? conn_param->initiator_depth : 0;
+    cap_rd(i, rr, idp);
+    Json p = param_json(conn_param, i->id.qp ? i->id.qp->qp_num : conn_param ? conn_param->qp_num : 0,
+                        i->id.qp ? i->id.srq != nullptr || i->id.qp->srq != nullptr : conn_param && conn_param->srq);
+    p["responder_resources"] = rr;
+    p["initiator_depth"] = idp;
+    Json r;
+    if (!id_call(i, Json{{"op", "cm_connect"}, {"param", p}}, r)) return -1;
+    return complete(i);
+}
+
+int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_accept, "RDMACM_1.0", -1, id, conn_param);
+    int rr = conn_param ? conn_param->responder_resources : i->resp_res;
+    int idp = conn_param ? conn_param->initiator_depth : i->init_depth;
+    cap_rd(i, rr, idp);
+    if (i->id.qp && to_rts(i, rr, idp)) {
+        const int e = errno;
+        Json r;
+        id_call(i, Json{{"op", "cm_reject"}, {"private_data", ""}}, r);
+        return fail(e);
+    }
+    Json p = param_json(conn_param, i->id.qp ? i->id.qp->qp_num : conn_param ? conn_param->qp_num : 0,
+                        i->id.qp ? i->id.qp->srq != nullptr : conn_param && conn_param->srq);
+    p["responder_resources"] = rr;
+    p["initiator_depth"] = idp;
+    if (!conn_param) p["rnr_retry_count"] = 7;
+    Json r;
+    if (!id_call(i, Json{{"op", "cm_accept"}, {"param", p}}, r)) {
+        modify_err(i);
+        return -1;
+    }
+    return complete(i);
+}
+
+int rdma_reject(rdma_cm_id* id, const void* private_data, uint8_t private_data_len) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_reject, "RDMACM_1.0", -1, id, private_data, private_data_len);
+    Json r;
+    const std::string pd = private_data ? sd::to_hex(static_cast<const uint8_t*>(private_data), private_data_len) : "";
+    return id_call(i, Json{{"op", "cm_reject"}, {"private_data", pd}}, r) ? 0 : -1;
+}
+
+int rdma_establish(rdma_cm_id* id) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_establish, "RDMACM_1.2", -1, id);
+    Json r;
+    return id_call(i, Json{{"op", "cm_establish"}}, r) ? 0 : -1;
+}
+
+int rdma_disconnect(rdma_cm_id* id) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_disconnect, "RDMACM_1.0", -1, id);
+    // As librdmacm on IB and RoCE: the QP stops first, then the DREQ (or
+    // the DREP answering the peer's).
+    if (modify_err(i)) return -1;
+    Json r;
+    return id_call(i, Json{{"op", "cm_disconnect"}}, r) ? 0 : -1;
+}
+
+int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* qp_attr, int* qp_attr_mask) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_init_qp_attr, "RDMACM_1.2", -1, id, qp_attr, qp_attr_mask);
+    if (!qp_attr || !qp_attr_mask) return fail(EINVAL);
+    return init_qp_attr(i, qp_attr, qp_attr_mask);
+}
+
+int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
+    Chan* c;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        c = our_chan(channel);
+    }
+    if (!c) REAL(rdma_get_cm_event, "RDMACM_1.0", -1, channel, event);
+    if (!event) return fail(EINVAL);
+    return get_event(c, event);
+}
+
+int rdma_ack_cm_event(rdma_cm_event* event) {
+    Ev* e = reinterpret_cast<Ev*>(event);
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        if (!event || !g_events.erase(e)) e = nullptr;
+        if (e) {
+            Id* i = our_id(event->id);
+            if (i && i->id.event == event) i->id.event = nullptr;
+        }
+    }
+    if (!e) REAL(rdma_ack_cm_event, "RDMACM_1.0", -1, event);
+    delete e;
+    return 0;
+}
+
+const char* rdma_event_str(rdma_cm_event_type event) {
+    static const char* const names[] = {
+        "RDMA_CM_EVENT_ADDR_RESOLVED",    "RDMA_CM_EVENT_ADDR_ERROR",     "RDMA_CM_EVENT_ROUTE_RESOLVED",
+        "RDMA_CM_EVENT_ROUTE_ERROR",      "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+        "RDMA_CM_EVENT_CONNECT_ERROR",    "RDMA_CM_EVENT_UNREACHABLE",    "RDMA_CM_EVENT_REJECTED",
+        "RDMA_CM_EVENT_ESTABLISHED",      "RDMA_CM_EVENT_DISCONNECTED",   "RDMA_CM_EVENT_DEVICE_REMOVAL",
+        "RDMA_CM_EVENT_MULTICAST_JOIN",   "RDMA_CM_EVENT_MULTICAST_ERROR", "RDMA_CM_EVENT_ADDR_CHANGE",
+        "RDMA_CM_EVENT_TIMEWAIT_EXIT"};
+    const unsigned e = unsigned(event);
+    return e < sizeof names / sizeof names[0] ? names[e] : "UNKNOWN EVENT";
+}
+
+__be16 rdma_get_src_port(rdma_cm_id* id) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_get_src_port, "RDMACM_1.0", 0, id);
+    const sockaddr_storage& s = i->id.route.addr.src_storage;
+    return s.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(s).sin6_port
+                                   : reinterpret_cast<const sockaddr_in&>(s).sin_port;
+}
+
+__be16 rdma_get_dst_port(rdma_cm_id* id) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_get_dst_port, "RDMACM_1.0", 0, id);
+    const sockaddr_storage& s = i->id.route.addr.dst_storage;
+    return s.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(s).sin6_port
+                                   : reinterpret_cast<const sockaddr_in&>(s).sin_port;
+}
+
+int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_set_option, "RDMACM_1.0", -1, id, level, optname, optval, optlen);
+    // Accepted and without effect: the traffic class stays 0 (rxe's
+    // default), address reuse and IPv6-only binding are the agent's rules.
+    if (level == RDMA_OPTION_ID &&
+        (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY))
+        return 0;
+    return fail(ENOSYS);
+}
+
+ibv_context** rdma_get_devices(int* num_devices) {
+    if (!simnic_mode()) REAL(rdma_get_devices, "RDMACM_1.0", nullptr, num_devices);
+    std::vector<ibv_device*> devs;
+    sv::current_devices(devs);
+    auto** list = static_cast<ibv_context**>(calloc(devs.size() + 1, sizeof(ibv_context*)));
+    if (!list) return nullptr;
+    int n = 0;
+    for (ibv_device* d : devs)
+        if (ibv_context* c = context_of(sv::device_name(d))) list[n++] = c;
+    if (num_devices) *num_devices = n;
+    return list;
+}
+
+void rdma_free_devices(ibv_context** list) {
+    // Our lists hold only our contexts; the real library's hold none of ours.
+    if (list && list[0] && sv::is_context(list[0])) {
+        free(list);
+        return;
+    }
+    if (list && !list[0] && simnic_mode()) {
+        free(list);
+        return;
+    }
+    static void* p = real_sym("rdma_free_devices", "RDMACM_1.0");
+    if (p) reinterpret_cast<decltype(&rdma_free_devices)>(p)(list);
+}
+
+// Name resolution without the kernel: getaddrinfo, as rdma_getaddrinfo
+// does for IP addresses on RoCE (RC over the TCP port space).
+int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints, rdma_addrinfo** res) {
+    if (!simnic_mode()) REAL(rdma_getaddrinfo, "RDMACM_1.0", -1, node, service, hints, res);
+    if (!res || (!node && !service)) return fail(EINVAL);
+    addrinfo h{};
+    h.ai_family = hints ? hints->ai_family : AF_UNSPEC;
+    h.ai_socktype = SOCK_STREAM;
+    const bool passive = hints && (hints->ai_flags & RAI_PASSIVE);
+    if (passive) h.ai_flags |= AI_PASSIVE;
+    if (hints && (hints->ai_flags & RAI_NUMERICHOST)) h.ai_flags |= AI_NUMERICHOST;
+    addrinfo* ai = nullptr;
+    const int rc = getaddrinfo(node, service, &h, &ai);
+    if (rc) return fail(rc == EAI_SYSTEM ? errno : ENOENT);
+    rdma_addrinfo* head = nullptr;
+    rdma_addrinfo** tail = &head;
+    for (addrinfo* a = ai; a; a = a->ai_next) {
+        auto* r = static_cast<rdma_addrinfo*>(calloc(1, sizeof(rdma_addrinfo)));
+        auto* sa = static_cast<sockaddr*>(malloc(a->ai_addrlen));
+        if (!r || !sa) {
+            free(r);
+            free(sa);
+            break;
+        }
+        std::memcpy(sa, a->ai_addr, a->ai_addrlen);
+        r->ai_flags = hints ? hints->ai_flags : 0;
+        r->ai_family = a->ai_family;
+        r->ai_qp_type = IBV_QPT_RC;
+        r->ai_port_space = RDMA_PS_TCP;
+        if (passive) {
+            r->ai_src_len = a->ai_addrlen;
+            r->ai_src_addr = sa;
+        } else {
+            r->ai_dst_len = a->ai_addrlen;
+            r->ai_dst_addr = sa;
+        }
+        *tail = r;
+        tail = &r->ai_next;
+    }
+    freeaddrinfo(ai);
+    if (!head) return fail(ENOMEM);
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        g_addrinfos.insert(head);
+    }
+    *res = head;
+    return 0;
+}
+
+void rdma_freeaddrinfo(rdma_addrinfo* res) {
+    bool ours;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        ours = g_addrinfos.erase(res) > 0;
+    }
+    if (!ours) {
+        static void* p = real_sym("rdma_freeaddrinfo", "RDMACM_1.0");
+        if (p) reinterpret_cast<decltype(&rdma_freeaddrinfo)>(p)(res);
+        return;
+    }
+    while (res) {
+        rdma_addrinfo* n = res->ai_next;
+        free(res->ai_src_addr);
+        free(res->ai_dst_addr);
+        free(res);
+        res = n;
+    }
+}
+
+// ---- what simnic's CM does not do: ENOSYS on simnic objects ----
+
+int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
+    if (!ours_locked(id)) REAL(rdma_migrate_id, "RDMACM_1.0", -1, id, channel);
+    return fail(ENOSYS);
+}
+
+int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
+    if (!ours_locked(id)) REAL(rdma_notify, "RDMACM_1.0", -1, id, event);
+    return fail(ENOSYS);
+}
+
+int rdma_join_multicast(rdma_cm_id* id, sockaddr* addr, void* context) {
+    if (!ours_locked(id)) REAL(rdma_join_multicast, "RDMACM_1.0", -1, id, addr, context);
+    return fail(ENOSYS);
+}
+
+int rdma_join_multicast_ex(rdma_cm_id* id, rdma_cm_join_mc_attr_ex* mc_join_attr, void* context) {
+    if (!ours_locked(id)) REAL(rdma_join_multicast_ex, "RDMACM_1.1", -1, id, mc_join_attr, context);
+    return fail(ENOSYS);
+}
+
+int rdma_leave_multicast(rdma_cm_id* id, sockaddr* addr) {
+    if (!ours_locked(id)) REAL(rdma_leave_multicast, "RDMACM_1.0", -1, id, addr);
+    return fail(ENOSYS);
+}
+
+int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** id) {
+    if (!ours_locked(listen)) REAL(rdma_get_request, "RDMACM_1.0", -1, listen, id);
+    return fail(ENOSYS);
+}
+
+int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
+    if (!simnic_mode()) REAL(rdma_create_ep, "RDMACM_1.0", -1, id, res, pd, qp_init_attr);
+    return fail(ENOSYS);
+}
+
+void rdma_destroy_ep(rdma_cm_id* id) {
+    if (ours_locked(id)) {
+        rdma_destroy_qp(id);
+        rdma_destroy_id(id);
+        return;
+    }
+    static void* p = real_sym("rdma_destroy_ep", "RDMACM_1.0");
+    if (p) reinterpret_cast<decltype(&rdma_destroy_ep)>(p)(id);
+}
+
+int rdma_create_srq(rdma_cm_id* id, ibv_pd* pd, ibv_srq_init_attr* attr) {
+    if (!ours_locked(id)) REAL(rdma_create_srq, "RDMACM_1.0", -1, id, pd, attr);
+    return fail(ENOSYS);
+}
+
+int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
+    if (!ours_locked(id)) REAL(rdma_create_srq_ex, "RDMACM_1.0", -1, id, attr);
+    return fail(ENOSYS);
+}
+
+void rdma_destroy_srq(rdma_cm_id* id) {
+    if (ours_locked(id)) return;  // rdma_create_srq never made one
+    static void* p = real_sym("rdma_destroy_srq", "RDMACM_1.0");
+    if (p) reinterpret_cast<decltype(&rdma_destroy_srq)>(p)(id);
+}
+
+int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) {
+    if (!ours_locked(id)) REAL(rdma_get_remote_ece, "RDMACM_1.3", -1, id, ece);
+    return fail(ENOSYS);
+}
+
+int rdma_set_local_ece(rdma_cm_id* id, ibv_ece* ece) {
+    if (!ours_locked(id)) REAL(rdma_set_local_ece, "RDMACM_1.3", -1, id, ece);
+    return fail(ENOSYS);
+}
+
+int rdma_reject_ece(rdma_cm_id* id, const void* private_data, uint8_t private_data_len) {
+    if (!ours_locked(id)) REAL(rdma_reject_ece, "RDMACM_1.3", -1, id, private_data, private_data_len);
+    return fail(ENOSYS);
+}
+
+}  // extern "C"
+#pragma GCC visibility pop
