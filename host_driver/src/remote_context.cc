@@ -247,6 +247,25 @@ public:
         }
     }
 
+    bool wait_cqe(uint64_t timeout_ns, const std::function<bool()>& empty) override {
+        constexpr uint32_t f = hw::kCtxDbFifo;
+        auto* waiters = reinterpret_cast<uint32_t*>(page_ + f + hw::db_fifo_regs::cq_waiters.offset);
+        auto* seq = reinterpret_cast<uint32_t*>(page_ + f + hw::db_fifo_regs::cq_wake_seq.offset);
+        // Register, fence, look once more (pairs with the engine's fence
+        // between writing CQEs and reading CQ_WAITERS), then sleep unless
+        // CQ_WAKE_SEQ moved since it was read.
+        __atomic_fetch_add(waiters, 1, __ATOMIC_SEQ_CST);
+        const uint32_t s0 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (empty() && client_->alive()) {
+            timespec ts{static_cast<time_t>(timeout_ns / 1000000000ull),
+                        static_cast<long>(timeout_ns % 1000000000ull)};
+            syscall(SYS_futex, seq, FUTEX_WAIT, s0, &ts, nullptr, 0);
+        }
+        __atomic_fetch_sub(waiters, 1, __ATOMIC_SEQ_CST);
+        return true;
+    }
+
 private:
     std::string name_;
     std::unique_ptr<daemon::Client> client_;

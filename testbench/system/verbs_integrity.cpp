@@ -12,6 +12,7 @@
 #include <endian.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -903,6 +904,62 @@ TEST_CASE("RC: SEND with rnr_retry 7 succeeds once a receive is posted 50 ms lat
     std::memcpy(dst.exp(4), src.exp(), size);
     dst.verify("destination after RNR retries");
     CHECK(p.a.state() == IBV_QPS_RTS);
+}
+
+// CPU time of the calling thread.
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+TEST_CASE("poll_cq waiting long for a completion naps instead of spinning, and still sees it", "[verbs][poll]") {
+    // The driver sleeps once its context's CQs have been empty for 100 us
+    // (hw-spec 3.5) and is woken by the CQE. Another thread posts the
+    // receive 50 ms later, while this one polls; the CQE must be seen, and
+    // the polling must have cost far less CPU than the wait took.
+    Device d;
+    Pair p(d, IBV_QPT_RC, 7);
+    const std::size_t size = 1000;
+    Buffer src(d, size), dst(d, size);
+    std::mt19937 rng(11);
+    src.fill(0, size, rng);
+    ibv_sge rs = dst.sge(0, size);
+    ibv_recv_wr rwr{};
+    rwr.wr_id = 21;
+    rwr.sg_list = &rs;
+    rwr.num_sge = 1;
+    post_recv(p.b.qp, rwr);
+    ibv_sge sg = src.sge(0, size);
+    ibv_send_wr wr{};
+    wr.wr_id = 20;
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    std::thread sender([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ibv_send_wr* bad = nullptr;
+        (void)ibv_post_send(p.a.qp, &wr, &bad);
+    });
+    const double cpu0 = thread_cpu_seconds();
+    const auto t0 = Clock::now();
+    ibv_wc wc{};
+    int n = 0;
+    while (n == 0 && Clock::now() - t0 < kCompletionDeadline) n = ibv_poll_cq(p.b.cq, 1, &wc);
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double cpu = thread_cpu_seconds() - cpu0;
+    sender.join();
+    REQUIRE(n == 1);
+    CHECK(wc.wr_id == 21);
+    CHECK(wc.status == IBV_WC_SUCCESS);
+    CHECK(wc.byte_len == size);
+    std::memcpy(dst.exp(0), src.exp(), size);
+    dst.verify("destination after a napping poll");
+    expect_wc(p.a.cq, "SEND", 20, IBV_WC_SUCCESS, IBV_WC_SEND);
+    INFO("polled " << wall * 1e3 << " ms for " << cpu * 1e3 << " ms of CPU");
+    CHECK(wall >= 0.04);
+    CHECK(cpu < 0.2 * wall);
 }
 
 TEST_CASE("QP state errors", "[verbs][qp]") {

@@ -163,6 +163,10 @@ struct SimContext {
     FdQueue<ibv_async_event> async;
     std::thread ev_thread;
     int stop_fd = -1;
+    // When the current empty spell of this context's CQs began (monotonic
+    // ns; 0: a poll found a CQE since). Polling that has found nothing
+    // anywhere for a while naps (cq_relax).
+    std::atomic<std::uint64_t> last_cqe_ns{0};
     std::uint64_t cap_get(hw::Field f) const { return hw::get(cap.data(), cap.size(), f); }
 };
 
@@ -1139,6 +1143,16 @@ struct SimCq {
 
 // Empty polls of one CQ before poll_cq yields the CPU once (see op_poll_cq).
 constexpr std::uint32_t kPollsBeforeYield = 16;
+std::uint64_t mono_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// A context whose CQs have been empty this long naps in poll_cq, this long at
+// most (see cq_relax).
+constexpr std::uint64_t kNapAfterNs = 100'000;
+constexpr std::uint64_t kNapNs = 500'000;
 
 struct SimQp {
     ibv_qp_ex qpx;  // first; qpx.qp_base is the application's ibv_qp
@@ -1383,6 +1397,10 @@ void cq_pop(SimCq& cq, const std::uint8_t* e) {
 bool cq_batch_end(SimCq& cq, std::uint32_t n) {
     if (n > 0) {
         cq.ctx->hc->ring_doorbell(hw::DbKind::Cq, cq.cqn, cq.ci, 0);
+        // A completion ends the context's empty spell (cq_relax starts the
+        // next one's clock).
+        if (cq.ctx->last_cqe_ns.load(std::memory_order_relaxed) != 0)
+            cq.ctx->last_cqe_ns.store(0, std::memory_order_relaxed);
         cq.empty_polls = 0;
         return false;
     }
@@ -1391,6 +1409,37 @@ bool cq_batch_end(SimCq& cq, std::uint32_t n) {
     // with fewer cores than busy threads, giving the core away now and then
     // lets the engine produce the completion being waited for.
     return ++cq.empty_polls % kPollsBeforeYield == 0;
+}
+
+// After a yield point of an empty poll (outside cq.mu). Spinning stays the
+// rule, as on a NIC: a completion that comes within kNapAfterNs of the last
+// one is seen at once. Past that, the application is waiting for something
+// slow (a bandwidth test's moderated completions, a peer that went quiet),
+// and its spinning takes a core from the engine that would produce the
+// completion; the thread then sleeps until the device writes any CQE of
+// this context (hw-spec 3.5) or kNapNs pass, and poll_cq returns what it
+// finds then. SIMNIC_POLL_NAP=0 turns this off.
+void cq_relax(SimCq& cq) {
+    static const bool nap = [] {
+        const char* v = std::getenv("SIMNIC_POLL_NAP");
+        return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    if (nap) {
+        SimContext& c = *cq.ctx;
+        const std::uint64_t now = mono_ns();
+        std::uint64_t last = c.last_cqe_ns.load(std::memory_order_relaxed);
+        if (last == 0) {  // first empty spell of this context: start counting
+            c.last_cqe_ns.compare_exchange_strong(last, now, std::memory_order_relaxed);
+            last = now;
+        }
+        if (now - last >= kNapAfterNs &&
+            c.hc->wait_cqe(kNapNs, [&cq] {
+                std::lock_guard<std::mutex> lk(cq.mu);
+                return cq_peek(cq) == nullptr;
+            }))
+            return;
+    }
+    sched_yield();
 }
 
 int op_poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
@@ -1407,7 +1456,7 @@ int op_poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
         }
         yield = cq_batch_end(cq, static_cast<std::uint32_t>(n));
     }
-    if (yield) sched_yield();
+    if (yield) cq_relax(cq);
     return n;
 }
 
@@ -1432,7 +1481,7 @@ int cqx_start_poll(ibv_cq_ex* x, ibv_poll_cq_attr* /*attr: no fields, as rxe*/) 
     if (e == nullptr) {
         const bool yield = cq_batch_end(cq, 0);
         cq.mu.unlock();
-        if (yield) sched_yield();
+        if (yield) cq_relax(cq);
         errno = ENOENT;
         return ENOENT;
     }

@@ -1,12 +1,15 @@
 // The soft engine's thread, its context list, the doorbells, the QP life
 // cycle and the ports it gives the transport core (see engine.h).
 #include "simnic/soft_engine/engine.h"
+#include "tx_pump.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <linux/futex.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -219,6 +223,7 @@ struct SoftEngine::Impl final : model::Backend {
         uint8_t* page = nullptr;
         int engine_fd = -1;
         uint32_t fifo_ci = 0;
+        bool cqe_written = false;  // since the last wake_cq_waiters()
     };
     std::map<uint16_t, CtxState> ctxs;
     std::unordered_map<uint32_t, std::unique_ptr<EQp>> qps;
@@ -275,6 +280,7 @@ struct SoftEngine::Impl final : model::Backend {
 
     explicit Impl(const EngineConfig& c) : cfg(c), tables(*c.tables) {}
     ~Impl() {
+        tx.reset();  // its thread sends on the sockets closed below
         for (int fd : {epfd, wake_fd, timer_fd, rx_fd})
             if (fd >= 0) close(fd);
         for (const Local6& l : local6)
@@ -677,6 +683,10 @@ struct SoftEngine::Impl final : model::Backend {
             return false;
         }
         s(e, Table::Cqc, hw::cqc::pi, pi + 1);
+        {
+            auto it = ctxs.find(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)));
+            if (it != ctxs.end()) it->second.cqe_written = true;
+        }
         if (rec) rec->add(model::Op::Kind::Cqe, cqn, 0, wqe_index, model::DmaPurpose::Cqe, is_send);
         const bool notable = solicited || c.status != tp::WcStatus::Success;
         if (notable) cqs[cqn] = CqState{true, pi};
@@ -686,6 +696,28 @@ struct SoftEngine::Impl final : model::Backend {
             post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::Completion, cqn);
         }
         return true;
+    }
+
+    // Completion wake-up (hw-spec 3.5): a driver thread that found its CQs
+    // empty for a while sleeps on CQ_WAKE_SEQ of its context page instead of
+    // spinning. After the CQEs of a batch are written, every context that got
+    // one and has sleepers is woken; the full fence pairs with the driver's
+    // (it registers in CQ_WAITERS, fences, then looks at its CQs once more).
+    void wake_cq_waiters() {
+        bool fenced = false;
+        for (auto& [id, c] : ctxs) {
+            if (!c.cqe_written) continue;
+            c.cqe_written = false;
+            if (!fenced) {
+                __atomic_thread_fence(__ATOMIC_SEQ_CST);
+                fenced = true;
+            }
+            constexpr uint32_t f = hw::kCtxDbFifo;
+            if (hw::mmio_load32(c.page, f + hw::db_fifo_regs::cq_waiters.offset) == 0) continue;
+            auto* seq = reinterpret_cast<uint32_t*>(c.page + f + hw::db_fifo_regs::cq_wake_seq.offset);
+            __atomic_fetch_add(seq, 1, __ATOMIC_RELEASE);
+            syscall(SYS_futex, seq, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+        }
     }
 
     void cq_doorbell(uint16_t ctx, uint32_t cqn, uint32_t ci, uint32_t cmd) {
@@ -724,16 +756,10 @@ struct SoftEngine::Impl final : model::Backend {
     }
     void transmit(EQp& q, roce::Packet& pkt);
     void send_frame(const uint8_t* frame, size_t len);
-    void tx_flush();
-    struct TxItem {
-        int fd = -1;
-        sockaddr_storage dst{};
-        socklen_t dst_len = 0;
-        std::vector<uint8_t> data;  // from the BTH on: the kernel adds IP and UDP
-    };
-    static constexpr size_t kTxBatch = 32;
-    std::vector<TxItem> txq;
-    size_t txq_n = 0;
+    void tx_flush() {
+        if (tx) tx->flush();
+    }
+    std::unique_ptr<TxPump> tx;  // MAC TX (tx_pump.h); made by create()
     bool rx_batch();
     void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false);
     void deliver_ip(const uint8_t* ip, size_t total);
@@ -1543,46 +1569,15 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
         return;
     }
     // Queued, and sent with one sendmmsg per socket after the step that
-    // built it (or when the queue is full): a system call per step, not per
-    // packet.
-    if (txq_n == txq.size()) txq.emplace_back();
-    TxItem& it = txq[txq_n++];
+    // built it (or when the batch is full): a system call per step, not per
+    // packet, and by MAC TX's own thread when the step sent many.
+    TxFrame& it = tx->next();
     it.fd = fd;
     it.dst = to;
     it.dst_len = to_len;
     it.data.assign(f + bth, f + end);
     if (pcap) pcap->write(f, len, wall_us());
-    if (txq_n >= kTxBatch) tx_flush();
-}
-
-void SoftEngine::Impl::tx_flush() {
-    mmsghdr msgs[kTxBatch];
-    iovec ivs[kTxBatch];
-    size_t i = 0;
-    while (i < txq_n) {
-        size_t j = i;
-        while (j < txq_n && txq[j].fd == txq[i].fd) {
-            TxItem& t = txq[j];
-            ivs[j - i] = iovec{t.data.data(), t.data.size()};
-            msgs[j - i] = mmsghdr{};
-            msgs[j - i].msg_hdr.msg_name = &t.dst;
-            msgs[j - i].msg_hdr.msg_namelen = t.dst_len;
-            msgs[j - i].msg_hdr.msg_iov = &ivs[j - i];
-            msgs[j - i].msg_hdr.msg_iovlen = 1;
-            ++j;
-        }
-        const int sent = sendmmsg(txq[i].fd, msgs, unsigned(j - i), MSG_DONTWAIT);
-        for (size_t k = i; k < j; ++k) {
-            if (sent >= 0 && k - i < size_t(sent) && msgs[k - i].msg_len == txq[k].data.size()) {
-                stat(hw::stats_block::tx_packets);
-                stat(hw::stats_block::tx_bytes, txq[k].data.size());
-            } else {
-                stat(hw::stats_block::tx_drops);
-            }
-        }
-        i = j;
-    }
-    txq_n = 0;
+    if (tx->pending() >= TxPump::kBatch) tx->flush();
 }
 
 bool SoftEngine::Impl::rx_batch() {
@@ -1910,6 +1905,7 @@ void SoftEngine::Impl::loop() {
             drop_read_ahead();
             wc_flush();
             tx_flush();
+            wake_cq_waiters();
         }
         while (fence_waiters.load(std::memory_order_acquire) > 0) std::this_thread::yield();
         const uint64_t now = mono_ns();
@@ -1975,6 +1971,17 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         return nullptr;
     }
     if (!m.open_wire(err)) return nullptr;
+    // A soft device sends busy steps' frames from MAC TX's own thread; a
+    // model device's frames leave at simulated instants, in the pipeline's
+    // order, so it sends inline.
+    Impl* mp = &m;
+    m.tx = std::make_unique<TxPump>(
+        [mp](size_t bytes, bool ok) {
+            if (!ok) return mp->stat(hw::stats_block::tx_drops);
+            mp->stat(hw::stats_block::tx_packets);
+            mp->stat(hw::stats_block::tx_bytes, bytes);
+        },
+        !cfg.model && !cfg.bench);
     if (cfg.bar) hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, m.port_mac, 6);
     if (cfg.model) {
         m.pipe = model::Pipeline::create(cfg.device, *cfg.model, m, cfg.bench, err);
@@ -2149,6 +2156,7 @@ void SoftEngine::unfence(fw::Table t, uint32_t index) {
         if (!e || Impl::g(e, fw::Table::Cqc, hw::cqc::cqn) != index) impl_->cqs.erase(index);
     }
     impl_->tx_flush();  // a QP transition may have sent (RTS: queued WQEs)
+    impl_->wake_cq_waiters();  // or completed (ERR: flushed WQEs)
     impl_->mu.unlock();
 }
 
@@ -2159,6 +2167,7 @@ void SoftEngine::qp_modified(uint32_t qpn, hw::QpState, hw::QpState) {
         --impl_->fence_waiters;
         impl_->reload_qp(qpn);
         impl_->tx_flush();
+        impl_->wake_cq_waiters();
     }
     // The transition ran on this thread and may have left work for the
     // engine's: frames on the loopback queue (SQD->RTS resumes sending), a

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,18 @@ public:
     // for CQ doorbells. No system call unless the engine sleeps.
     virtual void ring_doorbell(hw::DbKind kind, std::uint32_t num, std::uint32_t index,
                                std::uint8_t cq_cmd = 0) = 0;
+
+    // Sleeps until the device writes a CQE to any CQ of this context, or for
+    // at most `timeout_ns` (hw-spec 3.5). `empty()` is asked once more after
+    // the caller is registered as a waiter, and the sleep is skipped if it
+    // says false, so a CQE written in between is not slept through. Returns
+    // false, at once, where the transport has no such wait (the caller keeps
+    // spinning).
+    virtual bool wait_cqe(std::uint64_t timeout_ns, const std::function<bool()>& empty) {
+        (void)timeout_ns;
+        (void)empty;
+        return false;
+    }
 };
 
 // Opens `device` in the running daemon. Null and an errno (ENODEV: no such

@@ -967,7 +967,9 @@ constexpr int status_errno(CmdStatus s) noexcept {
 #define SIMNIC_HW_DB_FIFO_REGS_FIELDS(F) \
     F(fifo_pi, 0x00, 0, 32)              \
     F(fifo_ci, 0x04, 0, 32)              \
-    F(engine_sleeping, 0x08, 0, 32)
+    F(engine_sleeping, 0x08, 0, 32)      \
+    F(cq_waiters, 0x0C, 0, 32)           \
+    F(cq_wake_seq, 0x10, 0, 32)
 
 // Every layout: L(namespace, NAME, size in bytes); fields in SIMNIC_HW_<NAME>_FIELDS.
 #define SIMNIC_HW_LAYOUTS(L)                          \
