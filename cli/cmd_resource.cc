@@ -1,4 +1,4 @@
-// `simnic resource show [qp|cq|mr|pd|srq|gid] [-d DEV] [-j]` and
+// `simnic resource show [qp|cq|mr|mw|pd|srq|gid] [-d DEV] [-j]` and
 // `simnic stats NAME`: what the devices hold and count, shaped like iproute2's
 // `rdma resource` (its field names, in its order, for the fields simnic has).
 #include <cinttypes>
@@ -100,7 +100,7 @@ private:
     nlohmann::ordered_json j_;
 };
 
-// `resource show cq|mr|pd|srq`: one line (or JSON object) per object.
+// `resource show cq|mr|mw|pd|srq`: one line (or JSON object) per object.
 void list_objects(const std::string& what, const std::string& dev, const Json& d, std::vector<Line>& out) {
     const Json& objs = d.contains(what + "_list") ? d[what + "_list"] : Json::array();
     for (const Json& o : objs) {
@@ -112,6 +112,18 @@ void list_objects(const std::string& what, const std::string& dev, const Json& d
             l.num("mrn", o["mrn"].get<uint32_t>()).hex("rkey", o["rkey"].get<uint32_t>());
             l.hex("lkey", o["lkey"].get<uint32_t>()).hex("iova", o["iova"].get<uint64_t>());
             l.num("mrlen", o["mrlen"].get<uint64_t>()).num("pdn", o["pdn"].get<uint32_t>());
+        } else if (what == "mw") {
+            static const char* const states[] = {"INVALID", "FREE", "VALID"};
+            const auto st = o["state"].get<uint32_t>();
+            l.num("mwn", o["mwn"].get<uint32_t>()).hex("rkey", o["rkey"].get<uint32_t>());
+            l.num("type", o["type"].get<uint32_t>());
+            l.str("state", st < 3 ? states[st] : "?", st < 3 ? states[st] : "?");
+            l.num("pdn", o["pdn"].get<uint32_t>());
+            if (o["mr_key"].get<uint32_t>() != 0) {
+                l.hex("mrkey", o["mr_key"].get<uint32_t>()).hex("addr", o["addr"].get<uint64_t>());
+                l.num("length", o["length"].get<uint64_t>());
+            }
+            if (o["qpn"].get<uint32_t>() != 0) l.num("lqpn", o["qpn"].get<uint32_t>());
         } else if (what == "pd") {
             l.num("pdn", o["pdn"].get<uint32_t>()).num("users", o["users"].get<uint32_t>());
             l.num("ctxn", o["ctxn"].get<uint32_t>());
@@ -138,15 +150,16 @@ bool ask(const Json& req, Json& reply) {
 }
 
 int run_resource(const ResourceArgs& a) {
-    static const char* const kinds[] = {"", "qp", "cq", "mr", "pd", "srq", "gid"};
+    static const char* const kinds[] = {"", "qp", "cq", "mr", "mw", "pd", "srq", "gid"};
     bool known = false;
     for (const char* k : kinds) known |= a.what == k;
     if (!known) {
-        std::fprintf(stderr, "simnic resource show: unknown resource '%s' (qp, cq, mr, pd, srq, gid)\n",
+        std::fprintf(stderr, "simnic resource show: unknown resource '%s' (qp, cq, mr, mw, pd, srq, gid)\n",
                      a.what.c_str());
         return 2;
     }
-    const bool listing = a.what == "cq" || a.what == "mr" || a.what == "pd" || a.what == "srq";
+    const bool listing =
+        a.what == "cq" || a.what == "mr" || a.what == "mw" || a.what == "pd" || a.what == "srq";
     Json req{{"op", "resources"}};
     if (!a.device.empty()) req["device"] = a.device;
     Json reply;
@@ -167,7 +180,7 @@ int run_resource(const ResourceArgs& a) {
     if (a.json) {
         // The summary, qp and gid views dump the device records as before.
         for (Json& d : devs)
-            for (const char* k : {"cq_list", "mr_list", "pd_list", "srq_list"}) d.erase(k);
+            for (const char* k : {"cq_list", "mr_list", "mw_list", "pd_list", "srq_list"}) d.erase(k);
         std::printf("%s\n", devs.dump().c_str());
         return 0;
     }
@@ -234,7 +247,7 @@ Runner add_resource_command(CLI::App& app) {
     auto args = std::make_shared<ResourceArgs>();
     CLI::App* sub = app.add_subcommand("resource", "Show what simnic devices hold (like `rdma resource`)");
     sub->require_subcommand(1);
-    CLI::App* show = sub->add_subcommand("show", "Show resources: [qp|cq|mr|pd|srq|gid]");
+    CLI::App* show = sub->add_subcommand("show", "Show resources: [qp|cq|mr|mw|pd|srq|gid]");
     show->add_option("what", args->what, "resource kind");
     show->add_option("-d,--dev", args->device, "only this device");
     show->add_flag("-j,--json", args->json, "JSON output");

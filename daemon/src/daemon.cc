@@ -257,6 +257,7 @@ Json Daemon::handle(const Json& req) {
         r["pds"] = c.pds;
         r["srqs"] = c.srqs;
         r["ahs"] = c.ahs;
+        r["mws"] = c.mws;
         r["contexts"] = rt->second->context_count();
         return r;
     }
@@ -398,7 +399,7 @@ Json Daemon::resources(const Json& req) {
         if (!only.empty() && name != only) continue;
         const DeviceRuntime::Counts c = rt->counts();
         Json d{{"name", name}, {"qps", c.qps}, {"cqs", c.cqs}, {"mrs", c.mrs}, {"pds", c.pds},
-               {"srqs", c.srqs}, {"ahs", c.ahs}, {"contexts", rt->context_count()}};
+               {"srqs", c.srqs}, {"ahs", c.ahs}, {"mws", c.mws}, {"contexts", rt->context_count()}};
         Json qps = Json::array();
         for (const DeviceRuntime::QpInfo& q : rt->qps())
             qps.push_back(Json{{"qpn", q.qpn}, {"type", q.type}, {"state", q.state}, {"sq_psn", q.sq_psn},
@@ -416,6 +417,13 @@ Json Daemon::resources(const Json& req) {
                                {"mrlen", m.length}, {"pdn", m.pdn}, {"ctxn", m.ctx_id},
                                {"pid", m.pid}});
         d["mr_list"] = mrs;
+        Json mws = Json::array();
+        for (const DeviceRuntime::MwInfo& w : rt->mws())
+            mws.push_back(Json{{"mwn", w.mwn}, {"rkey", w.rkey}, {"type", w.type}, {"state", w.state},
+                               {"pdn", w.pdn}, {"mr_key", w.mr_key}, {"addr", w.addr},
+                               {"length", w.length}, {"qpn", w.qpn}, {"ctxn", w.ctx_id},
+                               {"pid", w.pid}});
+        d["mw_list"] = mws;
         Json pds = Json::array();
         for (const DeviceRuntime::PdInfo& p : rt->pds())
             pds.push_back(Json{{"pdn", p.pdn}, {"users", p.users}, {"ctxn", p.ctx_id}, {"pid", p.pid}});

@@ -432,6 +432,14 @@ std::vector<DeviceRuntime::MrInfo> DeviceRuntime::mrs() const {
     return out;
 }
 
+std::vector<DeviceRuntime::MwInfo> DeviceRuntime::mws() const {
+    std::vector<MwInfo> out;
+    for (const auto& l : impl_->fw->mw_list())
+        out.push_back(MwInfo{l.mwn, l.rkey, l.type, l.state, l.pdn, l.mr_key, l.qpn, l.addr, l.length,
+                             l.ctx_id, l.pid});
+    return out;
+}
+
 std::vector<DeviceRuntime::PdInfo> DeviceRuntime::pds() const {
     std::vector<PdInfo> out;
     for (const auto& l : impl_->fw->pd_list()) out.push_back(PdInfo{l.pdn, l.users, l.ctx_id, l.pid});
@@ -488,6 +496,7 @@ DeviceRuntime::Counts DeviceRuntime::counts() const {
     r.pds = c.pds;
     r.srqs = c.srqs;
     r.ahs = c.ahs;
+    r.mws = c.mws;
     return r;
 }
 

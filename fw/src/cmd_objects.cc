@@ -200,7 +200,7 @@ void Firmware::cmd_reg_mr(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r
     const std::uint64_t host = hw::get(in, n, m::host_addr);
     const auto mtt_count = static_cast<std::uint32_t>(hw::get(in, n, m::mtt_count));
 
-    if ((access & ~acc::kAll) != 0) {
+    if ((access & ~acc::kAllMr) != 0) {
         fail(r, CmdStatus::BadParam, Syndrome::AccessBits);
         return;
     }
@@ -315,6 +315,15 @@ void Firmware::cmd_dereg_mr(Ctx& c, In in, std::size_t n, Out& r) {
     if (c.mrs.count(idx) == 0 ||
         Entry(ent(Table::Mpt, idx), Table::Mpt)[hw::mpt_entry::key] != key) {
         fail(r, CmdStatus::NoObject, Syndrome::NoMr);
+        return;
+    }
+    // IBA 10.6.7.2.6: not while windows are bound to it (rxe: EINVAL). The
+    // engine counts binds, so read the count under the fence.
+    fence(Table::Mpt, idx);
+    const bool bound = Entry(ent(Table::Mpt, idx), Table::Mpt)[hw::mpt_entry::mw_count] != 0;
+    unfence(Table::Mpt, idx);
+    if (bound) {
+        fail(r, CmdStatus::MwBound, Syndrome::MrHasMw);
         return;
     }
     dereg_mr(c, idx);

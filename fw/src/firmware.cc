@@ -145,7 +145,11 @@ Firmware::Firmware(const FwConfig& cfg, TableStore& tables, NetdevInfo& netdev,
     cqn_ = LowestFree(1, lim(Table::Cqc, cap(cb::max_cq)));
     srqn_ = LowestFree(1, lim(Table::Srqc, cap(cb::max_srq)));
     pdn_ = LowestFree(1, lim(Table::Pd, cap(cb::max_pd)));
-    mpt_ = LowestFree(1, lim(Table::Mpt, std::min<std::uint64_t>(cap(cb::max_mr), 0xFFFFFF)));
+    // MPT indices: MRs 1 .. max_mr, then windows up to max_mr + max_mw (9.5).
+    const std::uint32_t mr_hi = lim(Table::Mpt, std::min<std::uint64_t>(cap(cb::max_mr), 0xFFFFFF));
+    mpt_ = LowestFree(1, mr_hi);
+    mw_ = LowestFree(mr_hi + 1,
+                     lim(Table::Mpt, std::min<std::uint64_t>(mr_hi + cap(cb::max_mw), 0xFFFFFF)));
     ahn_ = LowestFree(1, lim(Table::Ah, cap(cb::max_ah)));
     dom_ = LowestFree(1, lim(Table::Domain, std::min<std::uint64_t>(cap(cb::max_domain), 0xFFFF)));
     mtt_ = RangeAlloc(static_cast<std::uint32_t>(
@@ -203,6 +207,7 @@ void Firmware::destroy_context(std::uint16_t ctx_id) {
     for (std::uint32_t n : std::vector<std::uint32_t>(c.qps.begin(), c.qps.end())) destroy_qp(c, n);
     for (std::uint32_t n : std::vector<std::uint32_t>(c.srqs.begin(), c.srqs.end())) destroy_srq(c, n);
     for (std::uint32_t n : std::vector<std::uint32_t>(c.ahs.begin(), c.ahs.end())) destroy_ah(c, n);
+    for (std::uint32_t n : std::vector<std::uint32_t>(c.mws.begin(), c.mws.end())) dealloc_mw(c, n);
     for (std::uint32_t n : std::vector<std::uint32_t>(c.mrs.begin(), c.mrs.end())) dereg_mr(c, n);
     for (std::uint32_t n : std::vector<std::uint32_t>(c.cqs.begin(), c.cqs.end())) destroy_cq(c, n);
     for (std::uint32_t n : std::vector<std::uint32_t>(c.pds.begin(), c.pds.end())) dealloc_pd(c, n);
@@ -236,6 +241,9 @@ constexpr CmdShape kShapes[] = {
     {CmdOpcode::DeallocPd, kHandle, 0},
     {CmdOpcode::RegMr, hw::cmd_reg_mr_in::kSize, hw::cmd_reg_mr_out::kSize},
     {CmdOpcode::DeregMr, kHandle, 0},
+    {CmdOpcode::AllocMw, hw::cmd_alloc_mw_in::kSize, kHandle},
+    {CmdOpcode::DeallocMw, kHandle, 0},
+    {CmdOpcode::ReregMr, hw::cmd_rereg_mr_in::kSize, hw::cmd_reg_mr_out::kSize},
     {CmdOpcode::CreateCq, hw::cmd_create_cq_in::kSize, kHandle},
     {CmdOpcode::ResizeCq, hw::cmd_resize_cq_in::kSize, 0},
     {CmdOpcode::DestroyCq, kHandle, 0},
@@ -306,6 +314,9 @@ void Firmware::dispatch(Ctx& c, std::uint16_t id, std::uint16_t opcode, In in, s
         case CmdOpcode::DeallocPd: return cmd_dealloc_pd(c, in, n, r);
         case CmdOpcode::RegMr: return cmd_reg_mr(c, id, in, n, r);
         case CmdOpcode::DeregMr: return cmd_dereg_mr(c, in, n, r);
+        case CmdOpcode::AllocMw: return cmd_alloc_mw(c, id, in, n, r);
+        case CmdOpcode::DeallocMw: return cmd_dealloc_mw(c, in, n, r);
+        case CmdOpcode::ReregMr: return cmd_rereg_mr(c, in, n, r);
         case CmdOpcode::CreateCq: return cmd_create_cq(c, id, in, n, r);
         case CmdOpcode::ResizeCq: return cmd_resize_cq(c, in, n, r);
         case CmdOpcode::DestroyCq: return cmd_destroy_cq(c, in, n, r);
@@ -548,6 +559,7 @@ Firmware::Counts Firmware::counts() const {
         n.pds += static_cast<std::uint32_t>(c.pds.size());
         n.ahs += static_cast<std::uint32_t>(c.ahs.size());
         n.domains += static_cast<std::uint32_t>(c.domains.size());
+        n.mws += static_cast<std::uint32_t>(c.mws.size());
     }
     n.mtts = mtt_.used();
     return n;
@@ -566,6 +578,7 @@ Firmware::Counts Firmware::counts(std::uint16_t ctx_id) const {
     n.pds = static_cast<std::uint32_t>(c.pds.size());
     n.ahs = static_cast<std::uint32_t>(c.ahs.size());
     n.domains = static_cast<std::uint32_t>(c.domains.size());
+    n.mws = static_cast<std::uint32_t>(c.mws.size());
     return n;
 }
 
@@ -620,6 +633,32 @@ std::vector<Firmware::MrListing> Firmware::mr_list() const {
         l.length = e[me::length];
         l.pdn = static_cast<std::uint32_t>(e[me::pdn]);
         l.access = static_cast<std::uint8_t>(e[me::access]);
+        l.ctx_id = ctx;
+        l.pid = ctxs_.at(ctx).pid;
+        out.push_back(l);
+    }
+    return out;
+}
+
+std::vector<Firmware::MwListing> Firmware::mw_list() const {
+    namespace me = hw::mpt_entry;
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<MwListing> out;
+    for (const auto& [idx, ctx] : owned(ctxs_, &Ctx::mws)) {
+        // The engine writes a window's binding: read it under the fence.
+        if (engine_) engine_->fence(Table::Mpt, idx);
+        const Entry e(tables_.entry(Table::Mpt, idx), Table::Mpt);
+        MwListing l;
+        l.mwn = idx;
+        l.rkey = static_cast<std::uint32_t>(e[me::key]);
+        l.type = static_cast<std::uint8_t>(e[me::kind]);
+        l.state = static_cast<std::uint8_t>(e[me::mw_state]);
+        l.pdn = static_cast<std::uint32_t>(e[me::pdn]);
+        l.mr_key = static_cast<std::uint32_t>(e[me::mr_key]);
+        l.addr = e[me::iova_start];
+        l.length = e[me::length];
+        l.qpn = static_cast<std::uint32_t>(e[me::bound_qpn]);
+        if (engine_) engine_->unfence(Table::Mpt, idx);
         l.ctx_id = ctx;
         l.pid = ctxs_.at(ctx).pid;
         out.push_back(l);

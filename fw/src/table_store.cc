@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "simnic/fw/table_store.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "simnic/hw/field.h"
@@ -17,7 +18,9 @@ std::array<std::uint32_t, kTableCount> table_capacities(const std::uint8_t* cap,
     c[static_cast<std::size_t>(Table::Qpc)] = g(cb::first_qpn) + g(cb::max_qp);
     c[static_cast<std::size_t>(Table::Cqc)] = plus1(g(cb::max_cq));
     c[static_cast<std::size_t>(Table::Srqc)] = plus1(g(cb::max_srq));
-    c[static_cast<std::size_t>(Table::Mpt)] = plus1(g(cb::max_mr));
+    // MRs take MPT indices 1..max_mr, windows the next max_mw (hw-spec.md 9.5).
+    const std::uint64_t mpt = std::uint64_t{g(cb::max_mr)} + g(cb::max_mw) + 1;
+    c[static_cast<std::size_t>(Table::Mpt)] = static_cast<std::uint32_t>(std::min<std::uint64_t>(mpt, 0xFFFFFFFFu));
     c[static_cast<std::size_t>(Table::Mtt)] = g(cb::max_mtt);
     c[static_cast<std::size_t>(Table::Pd)] = plus1(g(cb::max_pd));
     c[static_cast<std::size_t>(Table::Ah)] = plus1(g(cb::max_ah));

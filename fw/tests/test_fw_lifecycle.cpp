@@ -43,7 +43,8 @@ TEST_CASE("MR: access rules, bounds, keys", "[fw][life][mr]") {
     CHECK(reg(d.mr_in(pd, acc::kRemoteRead)).ok());
     CHECK(reg(d.mr_in(pd, 0)).ok());
     CHECK(reg(d.mr_in(pd, acc::kLocalWrite | acc::kRemoteWrite | acc::kRemoteAtomic | acc::kRemoteRead)).ok());
-    CHECK(reg(d.mr_in(pd, 0x10 | acc::kLocalWrite)).status == CmdStatus::BadParam);
+    CHECK(reg(d.mr_in(pd, 0x20 | acc::kLocalWrite)).status == CmdStatus::BadParam);
+    CHECK(reg(d.mr_in(pd, acc::kMwBind | acc::kLocalWrite)).ok());  // MW_BIND: windows may bind
     CHECK(reg(d.mr_in(pd, acc::kLocalWrite, 0)).status == CmdStatus::BadParam);  // length 0
     CHECK(reg(d.mr_in(pd, acc::kLocalWrite).set(hw::cmd_reg_mr_in::iova, ~0ull - 10)).status ==
           CmdStatus::BadParam);  // wraps

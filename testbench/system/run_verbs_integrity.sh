@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs simnic_verbs_integrity (simnic's own verbs test program, an ordinary
-# libibverbs application) under `simnic exec` against a private daemon and a
-# soft device on lo, as an ordinary user: when run as root (CI is) it drops to
-# `nobody` for everything it starts, as test_ibv_apps.sh does. Then it checks
-# that the device holds no QP, CQ, MR or PD once the program has exited.
+# libibverbs application; or another such program, e.g. simnic_mw_app) under
+# `simnic exec` against a private daemon and a soft device on lo, as an
+# ordinary user: when run as root (CI is) it drops to `nobody` for everything
+# it starts, as test_ibv_apps.sh does. Then it checks that the device holds no
+# QP, CQ, MR, MW or PD once the program has exited.
 #
-#   run_verbs_integrity.sh SIMNIC LIBSIMNIC_VERBS SIMNIC_VERBS_INTEGRITY [CATCH ARGS...]
+#   run_verbs_integrity.sh SIMNIC LIBSIMNIC_VERBS PROGRAM [CATCH ARGS...]
 set -u
 SIMNIC=$1 LIB=$2 EXE=$3
 shift 3
+NAME=$(basename "$EXE")
 DEV=integ_lo
 work=$(mktemp -d /tmp/simnic-integ.XXXXXX)
 chmod 755 "$work"
@@ -17,9 +19,9 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 AS=()
 if [ "$(id -u)" -eq 0 ]; then
-  cp "$SIMNIC" "$work/simnic"; cp "$LIB" "$work/libsimnic-verbs.so"; cp "$EXE" "$work/verbs_integrity"
-  chmod 755 "$work/simnic" "$work/libsimnic-verbs.so" "$work/verbs_integrity"
-  SIMNIC=$work/simnic LIB=$work/libsimnic-verbs.so EXE=$work/verbs_integrity
+  cp "$SIMNIC" "$work/simnic"; cp "$LIB" "$work/libsimnic-verbs.so"; cp "$EXE" "$work/$NAME"
+  chmod 755 "$work/simnic" "$work/libsimnic-verbs.so" "$work/$NAME"
+  SIMNIC=$work/simnic LIB=$work/libsimnic-verbs.so EXE=$work/$NAME
   mkdir -m 700 "$work/rt"; chown nobody:nogroup "$work/rt"
   AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
 else
@@ -44,16 +46,16 @@ sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "${link_opts[@]
 # --durations: the time each case takes, to spot a slow path.
 "${AS[@]}" timeout 240 "$SIMNIC" exec -- "$EXE" --durations yes "$@"
 rc=$?
-[ "$rc" -eq 0 ] || fail "simnic_verbs_integrity exited $rc"
+[ "$rc" -eq 0 ] || fail "$NAME exited $rc"
 
 # The program is gone: the device must hold nothing of its.
 counts=$(sim resource show -j 2>&1)
-for kind in qps cqs mrs pds; do
+for kind in qps cqs mrs mws pds; do
   echo "$counts" | grep -Eq "\"$kind\":0([,}])" || fail "$kind left behind after exit: $counts"
 done
 
 if [ "$failures" -ne 0 ]; then
-  echo "verbs_integrity: $failures checks failed"
+  echo "$NAME: $failures checks failed"
   exit 1
 fi
-echo "verbs_integrity: passed"
+echo "$NAME: passed"

@@ -429,8 +429,9 @@ SIMNIC_EXPORT int ibv_dereg_mr(struct ibv_mr* mr) {
 
 SIMNIC_EXPORT int ibv_rereg_mr(struct ibv_mr* mr, int flags, struct ibv_pd* pd, void* addr,
                                size_t length, int access) {
-    if (ours_obj(mr) || ours_obj(pd)) {
-        errno = EOPNOTSUPP;
+    if (ours_obj(mr)) return sv::rereg_mr(mr, flags, pd, addr, length, access);
+    if (ours_obj(pd)) {  // a simnic PD for another provider's MR
+        errno = EINVAL;
         return IBV_REREG_MR_ERR_INPUT;
     }
     auto* f = real_ibv_rereg_mr().get();

@@ -307,9 +307,9 @@ void fill_ops(ContextShell& s) {
     unsupported(o._compat_reg_mr);
     unsupported(o._compat_rereg_mr);
     unsupported(o._compat_dereg_mr);
-    unsupported(o.alloc_mw);
-    unsupported(o.bind_mw);
-    unsupported(o.dealloc_mw);
+    o.alloc_mw = &alloc_mw;
+    o.bind_mw = &bind_mw;
+    o.dealloc_mw = &dealloc_mw;
     unsupported(o._compat_create_cq);
     o.poll_cq = &op_poll_cq;
     o.req_notify_cq = &op_req_notify_cq;
@@ -1562,10 +1562,30 @@ bool opcode_ok(ibv_qp_type t, ibv_wr_opcode op) {
         case IBV_WR_RDMA_READ:
         case IBV_WR_ATOMIC_CMP_AND_SWP:
         case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        case IBV_WR_LOCAL_INV:  // rxe's opcode table: RC only
             return t == IBV_QPT_RC;
+        case IBV_WR_BIND_MW:
+            return t == IBV_QPT_RC || t == IBV_QPT_UC;
         default:
             return false;
     }
+}
+
+// BIND_MW's segment (hw-spec 6.2 BIND_SEG) after CTRL. `info.mr` may be
+// null for a type 1 unbind (length 0), which rdma-core's rxe provider would
+// dereference.
+int set_bind(std::uint8_t* w, const ibv_mw* mw, std::uint32_t new_rkey, const ibv_mw_bind_info& info) {
+    if (mw == nullptr || !is_context(mw->context)) return EINVAL;
+    if (info.mr == nullptr && (info.addr != 0 || info.length != 0)) return EINVAL;
+    namespace b = hw::bind_seg;
+    std::uint8_t* s = w + hw::ctrl_seg::kSize;
+    hw::set(s, b::kSize, b::mw_rkey, mw->rkey);
+    hw::set(s, b::kSize, b::new_rkey, new_rkey);
+    hw::set(s, b::kSize, b::mr_lkey, info.mr ? info.mr->lkey : 0);
+    hw::set(s, b::kSize, b::access, info.mw_access_flags);
+    hw::set(s, b::kSize, b::addr, info.addr);
+    hw::set(s, b::kSize, b::length, info.length);
+    return 0;
 }
 
 // Starts a send WQE in `w` (the slot, zeroed here): CTRL and the fixed
@@ -1655,8 +1675,12 @@ int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* w) {
         return EINVAL;
     std::uint32_t imm = 0;
     if (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM) imm = be32toh(wr.imm_data);
-    if (op == IBV_WR_SEND_WITH_INV) imm = wr.invalidate_rkey;
+    if (op == IBV_WR_SEND_WITH_INV || op == IBV_WR_LOCAL_INV) imm = wr.invalidate_rkey;
+    // Local operations carry no data (rxe's validate_send_wr).
+    if ((op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV) && (wr.num_sge != 0 || inl)) return EINVAL;
     const std::uint32_t off = begin_send(qp, w, op, wr.send_flags, wr.wr_id, imm);
+    if (op == IBV_WR_BIND_MW) return set_bind(w, wr.bind_mw.mw, wr.bind_mw.rkey, wr.bind_mw.bind_info);
+    if (op == IBV_WR_LOCAL_INV) return 0;
     if (is_atomic(op)) {
         set_raddr(qp, w, wr.wr.atomic.remote_addr, wr.wr.atomic.rkey);
         set_atomic(w, wr.wr.atomic.compare_add, wr.wr.atomic.swap);
@@ -1831,20 +1855,29 @@ void ex_set_ud_addr(ibv_qp_ex* q, ibv_ah* ah, std::uint32_t qpn, std::uint32_t q
     }
     set_ud(qp.ex_wqe, ah_number(ah), qpn, qkey);
 }
+// The current ibv_wr_* WQE takes data (not a local operation); else the
+// batch fails.
+bool ex_takes_data(SimQp& qp) {
+    if (qp.ex_wqe == nullptr) return false;
+    const auto op = hw::get(qp.ex_wqe, hw::ctrl_seg::kSize, hw::ctrl_seg::opcode);
+    if (op != IBV_WR_BIND_MW && op != IBV_WR_LOCAL_INV) return true;
+    qp.ex_err = EINVAL;
+    return false;
+}
 void ex_set_sge(ibv_qp_ex* q, std::uint32_t lkey, std::uint64_t addr, std::uint32_t len) {
     SimQp& qp = exq(q);
-    if (qp.ex_wqe == nullptr) return;
+    if (!ex_takes_data(qp)) return;
     const ibv_sge sge{addr, len, lkey};
     if (const int e = set_sges(qp, qp.ex_wqe, qp.ex_data_off, &sge, 1)) qp.ex_err = e;
 }
 void ex_set_sge_list(ibv_qp_ex* q, std::size_t n, const ibv_sge* sg) {
     SimQp& qp = exq(q);
-    if (qp.ex_wqe == nullptr) return;
+    if (!ex_takes_data(qp)) return;
     if (const int e = set_sges(qp, qp.ex_wqe, qp.ex_data_off, sg, n)) qp.ex_err = e;
 }
 void ex_set_inline_list(ibv_qp_ex* q, std::size_t n, const ibv_data_buf* b) {
     SimQp& qp = exq(q);
-    if (qp.ex_wqe == nullptr) return;
+    if (!ex_takes_data(qp)) return;
     const auto op = hw::get(qp.ex_wqe, hw::ctrl_seg::kSize, hw::ctrl_seg::opcode);
     if (op == IBV_WR_RDMA_READ || is_atomic(static_cast<ibv_wr_opcode>(op))) {
         qp.ex_err = EINVAL;
@@ -1856,11 +1889,18 @@ void ex_set_inline(ibv_qp_ex* q, void* addr, std::size_t len) {
     const ibv_data_buf b{addr, len};
     ex_set_inline_list(q, 1, &b);
 }
-// Operations this device lacks (hw-spec 6.3): the batch fails at wr_complete.
-void ex_bind_mw(ibv_qp_ex* q, ibv_mw*, std::uint32_t, const ibv_mw_bind_info*) {
-    exq(q).ex_err = EOPNOTSUPP;
+void ex_bind_mw(ibv_qp_ex* q, ibv_mw* mw, std::uint32_t rkey, const ibv_mw_bind_info* info) {
+    ex_begin(q, IBV_WR_BIND_MW, 0);
+    SimQp& qp = exq(q);
+    if (qp.ex_wqe == nullptr) return;
+    if (info == nullptr) {
+        qp.ex_err = EINVAL;
+        return;
+    }
+    if (const int e = set_bind(qp.ex_wqe, mw, rkey, *info)) qp.ex_err = e;
 }
-void ex_local_inv(ibv_qp_ex* q, std::uint32_t) { exq(q).ex_err = EOPNOTSUPP; }
+void ex_local_inv(ibv_qp_ex* q, std::uint32_t rkey) { ex_begin(q, IBV_WR_LOCAL_INV, rkey); }
+// Operations this device lacks (hw-spec 6.3): the batch fails at wr_complete.
 void ex_send_tso(ibv_qp_ex* q, void*, std::uint16_t, std::uint16_t) { exq(q).ex_err = EOPNOTSUPP; }
 void ex_set_xrc_srqn(ibv_qp_ex* q, std::uint32_t) { exq(q).ex_err = EOPNOTSUPP; }
 void ex_atomic_write(ibv_qp_ex* q, std::uint32_t, std::uint64_t, const void*) {
@@ -1919,7 +1959,7 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
     namespace m = hw::cmd_reg_mr_in;
     std::array<std::uint8_t, m::kSize> in{};
     hw::set(in.data(), in.size(), m::pdn, pd_number(pd));
-    hw::set(in.data(), in.size(), m::access, access & hw::access::kAll);
+    hw::set(in.data(), in.size(), m::access, access & hw::access::kAllMr);  // MW_BIND included
     hw::set(in.data(), in.size(), m::mtt_mode, 0);
     hw::set(in.data(), in.size(), m::zero_based, zero_based ? 1 : 0);
     hw::set(in.data(), in.size(), m::domain_id, c->hc->boot_domain());

@@ -96,6 +96,18 @@ std::uint32_t pd_number(const ibv_pd* pd);
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
                unsigned int access);
 int dereg_mr(ibv_mr* mr);
+// ibv_rereg_mr (libibverbs' exported function, whose input checks it repeats):
+// 0, or an IBV_REREG_MR_ERR_* value with errno set. As rxe: CHANGE_PD and
+// CHANGE_ACCESS only; CHANGE_TRANSLATION fails with EOPNOTSUPP.
+int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, std::size_t length, int access);
+
+// ---- memory windows (mw.cc; hw-spec 5.6.10, 6.5) ----
+// The ibv_context_ops slots ibv_alloc_mw, ibv_dealloc_mw and ibv_bind_mw
+// (inline in verbs.h) call. bind_mw posts a BIND_MW WQE with the window's
+// next rkey (ibv_inc_rkey) and sets mw->rkey to it, as rdma-core's rxe does.
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);
+int dealloc_mw(ibv_mw* mw);
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
 
 // ---- completion channels and CQs ----
 // A channel's fd is an eventfd, readable while events are queued.

@@ -544,7 +544,7 @@ TEST_CASE("post_send: WQE bytes per hw-spec 6.2, full ring, one doorbell", "[ver
     CHECK(r.rec->dbs.back().index == 4);
     // An invalid opcode for RC is EINVAL.
     ibv_send_wr inv{};
-    inv.opcode = IBV_WR_LOCAL_INV;
+    inv.opcode = IBV_WR_TSO;
     CHECK(qp->context->ops.post_send(qp, &inv, &bad) == ENOMEM);  // still full
     // A signaled CQE for WQE 2 frees slots 0..2 (unsignaled ones retire with it).
     put_cqe(cq, 0, 3, qp->qp_num, true, 2);
@@ -1144,4 +1144,159 @@ TEST_CASE("ibv_cq_ex: events through a completion channel", "[verbs][cq][cqex][e
     CHECK(sv::destroy_cq(cq) == 0);
     CHECK(ch->refcnt == 0);
     CHECK(sv::destroy_comp_channel(ch) == 0);
+}
+
+TEST_CASE("memory windows: ALLOC_MW, BIND_SEG bytes, LOCAL_INV, ibv_qp_ex, REREG_MR", "[verbs][mw]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    ibv_qp* qp = make_qp(r, cq, IBV_QPT_RC, 8);
+    connect_rc(r, qp);
+    const sv::QueueView sq = sv::sq_view(qp);
+    std::vector<std::uint8_t> buf(4096);
+    ibv_mr* mr = sv::reg_mr(r.pd, buf.data(), buf.size(), reinterpret_cast<std::uintptr_t>(buf.data()),
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+    REQUIRE(mr != nullptr);
+    CHECK(r.rec->last(hw::CmdOpcode::RegMr).get(hw::cmd_reg_mr_in::access) ==
+          (hw::access::kLocalWrite | hw::access::kMwBind));
+
+    // ibv_alloc_mw goes through the ops table (verbs.h's inline).
+    ibv_mw* mw1 = r.ctx->ops.alloc_mw(r.pd, IBV_MW_TYPE_1);
+    REQUIRE(mw1 != nullptr);
+    CHECK(r.rec->last(hw::CmdOpcode::AllocMw).get(hw::cmd_alloc_mw_in::type) == 1);
+    CHECK(r.rec->last(hw::CmdOpcode::AllocMw).get(hw::cmd_alloc_mw_in::pdn) == sv::pd_number(r.pd));
+    CHECK(mw1->type == IBV_MW_TYPE_1);
+    CHECK(mw1->pd == r.pd);
+    CHECK(mw1->handle == hw::key_index(mw1->rkey));
+    CHECK(r.firmware->counts().mws == 1);
+    errno = 0;
+    CHECK(r.ctx->ops.alloc_mw(r.pd, static_cast<ibv_mw_type>(3)) == nullptr);
+    CHECK(errno == EINVAL);
+
+    // ibv_bind_mw: a BIND_MW WQE with the next rkey, and mw->rkey moves on.
+    const std::uint32_t old = mw1->rkey;
+    ibv_mw_bind b{};
+    b.wr_id = 21;
+    b.send_flags = IBV_SEND_SIGNALED;
+    b.bind_info.mr = mr;
+    b.bind_info.addr = reinterpret_cast<std::uintptr_t>(buf.data()) + 64;
+    b.bind_info.length = 128;
+    b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+    REQUIRE(r.ctx->ops.bind_mw(qp, mw1, &b) == 0);
+    CHECK(mw1->rkey == ibv_inc_rkey(old));
+    namespace c = hw::ctrl_seg;
+    namespace bs = hw::bind_seg;
+    const std::uint8_t* w = sq.base;
+    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_BIND_MW);
+    CHECK(hw::get(w, c::kSize, c::wr_id) == 21);
+    CHECK(hw::get(w, c::kSize, c::signaled) == 1);
+    CHECK(hw::get(w, c::kSize, c::num_sge) == 0);
+    const std::uint8_t* s = w + c::kSize;
+    CHECK(hw::get(s, bs::kSize, bs::mw_rkey) == old);
+    CHECK(hw::get(s, bs::kSize, bs::new_rkey) == mw1->rkey);
+    CHECK(hw::get(s, bs::kSize, bs::mr_lkey) == mr->lkey);
+    CHECK(hw::get(s, bs::kSize, bs::addr) == b.bind_info.addr);
+    CHECK(hw::get(s, bs::kSize, bs::length) == 128);
+    CHECK(hw::get(s, bs::kSize, bs::access) == (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE));
+    CHECK(r.rec->dbs.back().index == 1);
+    // Zero-based type 1 binds are refused before anything is posted.
+    b.bind_info.mw_access_flags |= IBV_ACCESS_ZERO_BASED;
+    CHECK(r.ctx->ops.bind_mw(qp, mw1, &b) == EINVAL);
+    CHECK(r.rec->dbs.back().index == 1);
+
+    // Type 2 through post_send, then LOCAL_INV.
+    ibv_mw* mw2 = r.ctx->ops.alloc_mw(r.pd, IBV_MW_TYPE_2);
+    REQUIRE(mw2 != nullptr);
+    ibv_send_wr wr[2]{};
+    wr[0].wr_id = 22;
+    wr[0].opcode = IBV_WR_BIND_MW;
+    wr[0].bind_mw.mw = mw2;
+    wr[0].bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+    wr[0].bind_mw.bind_info.mr = mr;
+    wr[0].bind_mw.bind_info.addr = reinterpret_cast<std::uintptr_t>(buf.data());
+    wr[0].bind_mw.bind_info.length = 4096;
+    wr[0].bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED;
+    wr[0].next = &wr[1];
+    wr[1].wr_id = 23;
+    wr[1].opcode = IBV_WR_LOCAL_INV;
+    wr[1].invalidate_rkey = wr[0].bind_mw.rkey;
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(qp->context->ops.post_send(qp, &wr[0], &bad) == 0);
+    w = sq.base + 1 * sq.stride;
+    s = w + c::kSize;
+    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_BIND_MW);
+    CHECK(hw::get(s, bs::kSize, bs::mw_rkey) == mw2->rkey);
+    CHECK(hw::get(s, bs::kSize, bs::new_rkey) == ibv_inc_rkey(mw2->rkey));
+    CHECK(hw::get(s, bs::kSize, bs::access) == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED));
+    w = sq.base + 2 * sq.stride;
+    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_LOCAL_INV);
+    CHECK(hw::get(w, c::kSize, c::imm_inv) == wr[0].bind_mw.rkey);
+    CHECK(hw::get(w, c::kSize, c::num_sge) == 0);
+    CHECK(r.rec->dbs.back().index == 3);
+    // Local operations carry no data; a bind without an MR binds nothing.
+    ibv_sge sge{0x1000, 8, mr->lkey};
+    ibv_send_wr badwr{};
+    badwr.opcode = IBV_WR_LOCAL_INV;
+    badwr.sg_list = &sge;
+    badwr.num_sge = 1;
+    CHECK(qp->context->ops.post_send(qp, &badwr, &bad) == EINVAL);
+    badwr = ibv_send_wr{};
+    badwr.opcode = IBV_WR_BIND_MW;
+    badwr.bind_mw.mw = mw2;
+    badwr.bind_mw.bind_info.length = 8;  // no MR
+    CHECK(qp->context->ops.post_send(qp, &badwr, &bad) == EINVAL);
+    CHECK(r.rec->dbs.back().index == 3);
+
+    // ibv_qp_ex: wr_bind_mw and wr_local_inv; data on them fails the batch.
+    ibv_qp_ex* x = sv::qp_to_qp_ex(qp);
+    REQUIRE(x != nullptr);
+    ibv_mw_bind_info info{mr, reinterpret_cast<std::uintptr_t>(buf.data()), 64, IBV_ACCESS_REMOTE_READ};
+    ibv_wr_start(x);
+    x->wr_id = 24;
+    ibv_wr_bind_mw(x, mw1, ibv_inc_rkey(mw1->rkey), &info);
+    x->wr_id = 25;
+    ibv_wr_local_inv(x, 0x1234);
+    REQUIRE(ibv_wr_complete(x) == 0);
+    w = sq.base + 3 * sq.stride;
+    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_BIND_MW);
+    CHECK(hw::get(w + c::kSize, bs::kSize, bs::mw_rkey) == mw1->rkey);
+    CHECK(hw::get(w + c::kSize, bs::kSize, bs::length) == 64);
+    w = sq.base + 4 * sq.stride;
+    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_LOCAL_INV);
+    CHECK(hw::get(w, c::kSize, c::imm_inv) == 0x1234);
+    ibv_wr_start(x);
+    ibv_wr_local_inv(x, 0x1234);
+    ibv_wr_set_sge(x, mr->lkey, 0, 8);
+    CHECK(ibv_wr_complete(x) == EINVAL);
+    CHECK(r.rec->dbs.back().index == 5);
+
+    // ibv_rereg_mr: PD and access; translation is EOPNOTSUPP.
+    ibv_pd* pd2 = sv::alloc_pd(r.ctx);
+    REQUIRE(pd2 != nullptr);
+    CHECK(sv::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND) == 0);
+    CHECK(r.rec->last(hw::CmdOpcode::ReregMr).get(hw::cmd_rereg_mr_in::access) ==
+          (hw::access::kLocalWrite | hw::access::kRemoteRead | hw::access::kMwBind));
+    CHECK(sv::rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0) == 0);
+    CHECK(mr->pd == pd2);
+    CHECK(r.rec->last(hw::CmdOpcode::ReregMr).get(hw::cmd_rereg_mr_in::pdn) == sv::pd_number(pd2));
+    errno = 0;
+    CHECK(sv::rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, buf.data(), 64, 0) ==
+          IBV_REREG_MR_ERR_CMD);
+    CHECK(errno == EOPNOTSUPP);
+    errno = 0;
+    CHECK(sv::rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, nullptr, 0, 0) ==
+          IBV_REREG_MR_ERR_INPUT);  // libibverbs' own check
+    CHECK(errno == EINVAL);
+    CHECK(sv::rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE) ==
+          IBV_REREG_MR_ERR_INPUT);  // access without CHANGE_ACCESS
+    CHECK(sv::rereg_mr(mr, 0, nullptr, nullptr, 0, 0) == IBV_REREG_MR_ERR_CMD);
+
+    CHECK(r.ctx->ops.dealloc_mw(mw1) == 0);
+    CHECK(r.rec->last(hw::CmdOpcode::DeallocMw).get(hw::cmd_handle::handle) == hw::key_index(old));
+    CHECK(r.ctx->ops.dealloc_mw(mw2) == 0);
+    CHECK(r.firmware->counts().mws == 0);
+    CHECK(sv::dereg_mr(mr) == 0);
+    CHECK(sv::dealloc_pd(pd2) == 0);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
 }

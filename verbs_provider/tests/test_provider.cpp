@@ -183,7 +183,8 @@ TEST_CASE("query_device: CAP_BLOCK and ID_BLOCK, rxe's values", "[verbs][query]"
     CHECK(a.page_size_cap == 0xFFFFF000ull);
     CHECK(a.max_qp == 1048560);
     CHECK(a.max_qp_wr == 1048576);
-    CHECK(a.device_cap_flags == 0x1C06);
+    // rxe's flags simnic has, MEM_WINDOW and MEM_WINDOW_TYPE_2B included.
+    CHECK(a.device_cap_flags == (0x1C06 | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B));
     CHECK(a.max_sge == 32);
     CHECK(a.max_sge_rd == 32);
     CHECK(a.max_cq == 1048576);
@@ -196,7 +197,7 @@ TEST_CASE("query_device: CAP_BLOCK and ID_BLOCK, rxe's values", "[verbs][query]"
     CHECK(a.max_ee_rd_atom == 0);
     CHECK(a.atomic_cap == IBV_ATOMIC_HCA);
     CHECK(a.max_ee == 0);
-    CHECK(a.max_mw == 0);
+    CHECK(a.max_mw == 524287);
     CHECK(a.max_mcast_grp == 8192);
     CHECK(a.max_mcast_qp_attach == 56);
     CHECK(a.max_total_mcast_qp_attach == 458752);
@@ -217,7 +218,7 @@ TEST_CASE("query_device: CAP_BLOCK and ID_BLOCK, rxe's values", "[verbs][query]"
     REQUIRE(v->query_device_ex(ctx, nullptr, &ex, sizeof ex) == 0);
     CHECK(std::memcmp(&ex.orig_attr, &a, sizeof a) == 0);
     CHECK(ex.comp_mask == 0);
-    CHECK(ex.device_cap_flags_ex == 0x1C06);
+    CHECK(ex.device_cap_flags_ex == (0x1C06 | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B));
     CHECK(ex.odp_caps.general_caps == 0);
     CHECK(ex.completion_timestamp_mask == 0);
     CHECK(ex.hca_core_clock == 0);
@@ -400,10 +401,13 @@ TEST_CASE("PDs through ALLOC_PD / DEALLOC_PD, status to errno", "[verbs][pd]") {
 TEST_CASE("verbs this device lacks fail cleanly", "[verbs][ops]") {
     Rig rig;
     ibv_context* ctx = rig.open();
-    errno = 0;
-    CHECK(ctx->ops.alloc_mw(nullptr, IBV_MW_TYPE_1) == nullptr);
-    CHECK(errno == EOPNOTSUPP);
     verbs_context* v = verbs_get_ctx(ctx);
+    errno = 0;
+    CHECK(v->alloc_dm(ctx, nullptr) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    errno = 0;
+    CHECK(ctx->ops.alloc_mw(nullptr, IBV_MW_TYPE_1) == nullptr);  // implemented: no PD is EINVAL
+    CHECK(errno == EINVAL);
     errno = 0;
     CHECK(v->create_cq_ex(ctx, nullptr) == nullptr);  // implemented: no attributes is EINVAL
     CHECK(errno == EINVAL);

@@ -35,6 +35,7 @@
 #include "simnic/roce/packet.h"
 #include "simnic/roce/pcap_io.h"
 #include "simnic/transport/qp.h"
+#include "mpt_mw.h"
 
 namespace simnic::soft_engine {
 
@@ -125,6 +126,7 @@ hw::ErrorCause cause_of(tp::WcStatus s) {
         case tp::WcStatus::RetryExcErr: return hw::ErrorCause::RetryExc;
         case tp::WcStatus::RnrRetryExcErr: return hw::ErrorCause::RnrRetryExc;
         case tp::WcStatus::BadRespErr: return hw::ErrorCause::BadResp;
+        case tp::WcStatus::MwBindErr: return hw::ErrorCause::MwBind;
         default: return hw::ErrorCause::None;
     }
 }
@@ -173,6 +175,7 @@ struct EQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, tp::Wi
     tp::MemStatus atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_t swap_add, uint64_t compare,
                          uint64_t& orig) override;
     tp::MemStatus invalidate(uint32_t rkey) override;
+    tp::MemStatus bind_mw(const tp::MwBind& b) override;
     // RecvQueuePort
     const tp::RecvWqe* peek() override;
     void pop() override;
@@ -359,6 +362,7 @@ struct SoftEngine::Impl final : model::Backend {
     // what they cover (see SoftEngine::unfence).
     struct MptView {
         bool valid = false, zero_based = false, mtt_mode = false;
+        bool mw = false;  // a memory window: resolved through its MR (mw.h)
         uint32_t key = 0, ctx = 0, pdn = 0, rights = 0, domain = 0, log_page = 0, mtt_base = 0, mtt_count = 0;
         uint64_t iova = 0, length = 0, host_addr = 0;
         pid_t pid = 0;  // of `domain`, 0 if it has none
@@ -384,6 +388,7 @@ struct SoftEngine::Impl final : model::Backend {
         v.mtt_base = uint32_t(g(m, Table::Mpt, hw::mpt_entry::mtt_base));
         v.mtt_count = uint32_t(g(m, Table::Mpt, hw::mpt_entry::mtt_count));
         v.domain = uint32_t(g(m, Table::Mpt, hw::mpt_entry::domain_id));
+        v.mw = mpt_is_mw(m);
         if (!domain_pid(v.domain, v.pid)) v.pid = 0;
         return &mpt_views.emplace(idx, v).first->second;
     }
@@ -391,7 +396,7 @@ struct SoftEngine::Impl final : model::Backend {
     tp::MemStatus translate(const EQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, uint64_t len,
                             uint32_t access, pid_t* pid, std::vector<iovec>* out, bool quiet = false,
                             uint64_t* room = nullptr) {
-        const uint32_t idx = hw::key_index(key);
+        uint32_t idx = hw::key_index(key);
         const MptView* m = mpt_view(idx);
         if (rec && !quiet) rec->add(model::Op::Kind::Mpt, idx);
         auto stat = [&](hw::Field f) {
@@ -401,9 +406,26 @@ struct SoftEngine::Impl final : model::Backend {
             stat(kind == tp::KeyKind::Lkey ? hw::stats_block::local_prot_err : hw::stats_block::remote_access_err);
             return st;
         };
-        if (!m || !m->valid || m->key != key || m->ctx != q.ctx) return refuse(tp::MemStatus::BadKey);
-        if (m->pdn != q.pdn) return refuse(tp::MemStatus::BadKey);
-        if ((m->rights & access) != access) return refuse(tp::MemStatus::NoPermission);
+        bool windowed = false;
+        if (m && m->valid && m->mw) {
+            // An rkey naming a window (hw-spec 11.2): the window's checks, then
+            // the access goes on in the MR it is bound to, at the MR address.
+            if (kind != tp::KeyKind::Rkey || m->ctx != q.ctx) return refuse(tp::MemStatus::BadKey);
+            const tp::MwRecord w = read_mw(entry(Table::Mpt, idx));
+            uint64_t mr_va = 0;
+            const tp::MemStatus st = tp::window_access(w, key, tp::MwQp{q.qpn, q.pdn}, va, len, access, mr_va);
+            if (st != tp::MemStatus::Ok) return refuse(st);
+            key = w.mr_key;
+            va = mr_va;
+            idx = hw::key_index(key);
+            m = mpt_view(idx);
+            if (rec && !quiet) rec->add(model::Op::Kind::Mpt, idx);
+            windowed = true;
+        }
+        if (!m || !m->valid || m->mw || m->key != key || m->ctx != q.ctx) return refuse(tp::MemStatus::BadKey);
+        // Through a window, the bind checked the MR's PD and rights (rxe).
+        if (!windowed && m->pdn != q.pdn) return refuse(tp::MemStatus::BadKey);
+        if (!windowed && (m->rights & access) != access) return refuse(tp::MemStatus::NoPermission);
         const uint64_t iova = m->iova;
         const uint64_t mlen = m->length;
         const bool zb = m->zero_based;
@@ -448,6 +470,56 @@ struct SoftEngine::Impl final : model::Backend {
             off += n;
             left -= n;
         }
+        return tp::MemStatus::Ok;
+    }
+
+    // ---- memory windows (hw-spec 6.5): the engine writes the ENG fields ----
+    // The MPT entry a key of the QP's context names, or null.
+    uint8_t* mpt_of(const EQp& q, uint32_t key) {
+        const uint32_t idx = hw::key_index(key);
+        uint8_t* e = idx ? entry(Table::Mpt, idx) : nullptr;
+        if (!e || !g(e, Table::Mpt, hw::mpt_entry::valid) || g(e, Table::Mpt, hw::mpt_entry::ctx_id) != q.ctx)
+            return nullptr;
+        if (rec) rec->add(model::Op::Kind::Mpt, idx);
+        return e;
+    }
+    // One more or one fewer window bound to the MR `key` (rxe's num_mw).
+    void count_mw(const EQp& q, uint32_t key, int delta) {
+        if (uint8_t* mr = key ? mpt_of(q, key) : nullptr) {
+            const uint64_t n = g(mr, Table::Mpt, hw::mpt_entry::mw_count);
+            s(mr, Table::Mpt, hw::mpt_entry::mw_count, delta > 0 ? n + 1 : (n ? n - 1 : 0));
+        }
+    }
+    tp::MemStatus bind_mw(const EQp& q, const tp::MwBind& b) {
+        uint8_t* e = mpt_of(q, b.mw_rkey);
+        if (!e || !mpt_is_mw(e)) return tp::MemStatus::BadKey;
+        tp::MwRecord w = read_mw(e);
+        uint8_t* mr = b.length ? mpt_of(q, b.mr_lkey) : nullptr;
+        if (mr && mpt_is_mw(mr)) mr = nullptr;
+        tp::MrFacts f;
+        if (mr) f = read_mr_facts(mr);
+        const tp::MwQp qp{q.qpn, q.pdn};
+        const tp::MemStatus st = tp::check_bind(w, mr ? &f : nullptr, b, qp);
+        if (st != tp::MemStatus::Ok) return st;
+        count_mw(q, w.mr_key, -1);
+        tp::apply_bind(w, b, qp);
+        write_mw(e, w);
+        count_mw(q, w.mr_key, +1);
+        mpt_views.erase(hw::key_index(b.mw_rkey));
+        return tp::MemStatus::Ok;
+    }
+    // LOCAL_INV and SEND_WITH_INV. Only windows: rxe invalidates fast-
+    // registration MRs alone, and every MR here is a user MR.
+    tp::MemStatus invalidate(const EQp& q, uint32_t rkey) {
+        uint8_t* e = mpt_of(q, rkey);
+        if (!e || !mpt_is_mw(e)) return tp::MemStatus::BadKey;
+        tp::MwRecord w = read_mw(e);
+        const tp::MemStatus st = tp::check_invalidate(w, rkey);
+        if (st != tp::MemStatus::Ok || w.state != tp::MwState::Valid) return st;
+        count_mw(q, w.mr_key, -1);
+        tp::apply_invalidate(w);
+        write_mw(e, w);
+        mpt_views.erase(hw::key_index(rkey));
         return tp::MemStatus::Ok;
     }
 
@@ -726,9 +798,19 @@ struct SoftEngine::Impl final : model::Backend {
             stat(hw::stats_block::dma_faults);
             return;
         }
+        const uint32_t pi = uint32_t(g(e, Table::Cqc, hw::cqc::pi));
+        const uint32_t old_ci = uint32_t(g(e, Table::Cqc, hw::cqc::ci));
+        if (ci - old_ci > pi - old_ci) {
+            // A consumer index past the producer index is not this CQ's
+            // consumer: it is a doorbell rung for an earlier CQ of the same
+            // number that was still queued when that CQ was destroyed
+            // (doorbells and commands travel separate paths; the model's
+            // doorbell block delays them). Taken, it would overflow the CQ.
+            stat(hw::stats_block::dma_faults);
+            return;
+        }
         s(e, Table::Cqc, hw::cqc::ci, ci);
         if (cmd != uint32_t(hw::CqArm::Next) && cmd != uint32_t(hw::CqArm::Solicited)) return;
-        const uint32_t pi = uint32_t(g(e, Table::Cqc, hw::cqc::pi));
         bool fire = false;
         if (cmd == uint32_t(hw::CqArm::Next)) {
             fire = pi != ci;
@@ -1035,6 +1117,24 @@ struct SoftEngine::Impl final : model::Backend {
                           o == hw::WqeOpcode::RdmaRead;
         const bool atomic = o == hw::WqeOpcode::AtomicCmpAndSwp || o == hw::WqeOpcode::AtomicFetchAndAdd;
         const bool send = o == hw::WqeOpcode::Send || o == hw::WqeOpcode::SendWithImm || o == hw::WqeOpcode::SendWithInv;
+        if (o == hw::WqeOpcode::BindMw || o == hw::WqeOpcode::LocalInv) {
+            // Local operations (hw-spec 6.2, 6.5): no data.
+            if (inl || nsge != 0) return tp::WcStatus::LocQpOpErr;
+            if (o == hw::WqeOpcode::LocalInv) {
+                w.invalidate_rkey = imm;
+                return tp::WcStatus::Success;
+            }
+            namespace bs = hw::bind_seg;
+            if (c::kSize + bs::kSize > stride) return tp::WcStatus::LocQpOpErr;
+            const uint8_t* s = b + c::kSize;
+            w.bind.mw_rkey = uint32_t(hw::get(s, bs::kSize, bs::mw_rkey));
+            w.bind.new_rkey = uint32_t(hw::get(s, bs::kSize, bs::new_rkey));
+            w.bind.mr_lkey = uint32_t(hw::get(s, bs::kSize, bs::mr_lkey));
+            w.bind.access = uint32_t(hw::get(s, bs::kSize, bs::access));
+            w.bind.addr = hw::get(s, bs::kSize, bs::addr);
+            w.bind.length = hw::get(s, bs::kSize, bs::length);
+            return tp::WcStatus::Success;
+        }
         if (!rdma && !atomic && !send) return tp::WcStatus::LocQpOpErr;
         if (o == hw::WqeOpcode::SendWithInv) w.invalidate_rkey = imm;
         else w.imm_data = imm;
@@ -1829,12 +1929,8 @@ tp::MemStatus EQp::atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_
     return eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, const_cast<uint64_t*>(&nv), 8,
                       tp::kAccessRemoteAtomic, true);
 }
-tp::MemStatus EQp::invalidate(uint32_t rkey) {
-    // MPT.valid is a firmware field: the key is checked, not invalidated.
-    return eng.translate(*this, tp::KeyKind::Rkey, rkey, 0, 0, 0, nullptr, nullptr) == tp::MemStatus::BadKey
-               ? tp::MemStatus::BadKey
-               : tp::MemStatus::Ok;
-}
+tp::MemStatus EQp::invalidate(uint32_t rkey) { return eng.invalidate(*this, rkey); }
+tp::MemStatus EQp::bind_mw(const tp::MwBind& b) { return eng.bind_mw(*this, b); }
 
 const tp::RecvWqe* EQp::peek() {
     if (srq) return eng.srq_peek(*this);

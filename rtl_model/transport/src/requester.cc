@@ -13,13 +13,16 @@ using roce::psn_diff;
 
 namespace {
 
+// rxe's opcode table (rxe_wr_opcode_info): LOCAL_INV on RC only, BIND_MW on
+// RC and UC.
 bool opcode_allowed(QpType t, WrOpcode o) {
     switch (t) {
         case QpType::RC:
-            return o != WrOpcode::LocalInv && o != WrOpcode::BindMw;
+            return true;
         case QpType::UC:
             return o == WrOpcode::Send || o == WrOpcode::SendWithImm ||
-                   o == WrOpcode::RdmaWrite || o == WrOpcode::RdmaWriteWithImm;
+                   o == WrOpcode::RdmaWrite || o == WrOpcode::RdmaWriteWithImm ||
+                   o == WrOpcode::BindMw;
         case QpType::UD:
             return o == WrOpcode::Send || o == WrOpcode::SendWithImm;
     }
@@ -76,6 +79,8 @@ PostStatus Requester::post(const SendWqe& wqe) {
     if (qp_.cfg.type == QpType::UD && len > qp_.mtu()) return PostStatus::BadLength;
     if (is_atomic(wqe.opcode) && (wqe.is_inline() || len != 8)) return PostStatus::BadLength;
     if (wqe.opcode == WrOpcode::RdmaRead && wqe.is_inline()) return PostStatus::BadLength;
+    if (is_local_op(wqe.opcode) && (wqe.is_inline() || wqe.sg.num_sge != 0))
+        return PostStatus::InvalidOpcode;  // a local operation carries no data
     SqEntry e;
     e.wr = wqe;
     if (qp_.state == QpState::Err) {
@@ -108,6 +113,33 @@ bool Requester::start_wqe(SqEntry& e) {
     return true;
 }
 
+void Requester::execute_local(SqEntry& e) {
+    // rxe_do_local_ops: the operation acts at once, and the WQE completes in
+    // SQ order behind the earlier ones (no ACK will come for it).
+    MemStatus st = MemStatus::Ok;
+    WcStatus fail = WcStatus::LocQpOpErr;
+    if (e.wr.opcode == WrOpcode::BindMw) {
+        qp_.trace(Unit::Requester, "BIND_MW");
+        st = qp_.env.mem->bind_mw(e.wr.bind);
+        fail = WcStatus::MwBindErr;
+    } else {
+        qp_.trace(Unit::Requester, "LOCAL_INV");
+        st = qp_.env.mem->invalidate(e.wr.invalidate_rkey);
+    }
+    e.npkts = 0;
+    if (st != MemStatus::Ok) {
+        // The completer reports it when it reaches it and moves the QP to
+        // ERR (rxe: wqe_state_error, the requester stops).
+        e.state = WqeState::Error;
+        e.status = fail;
+        return;
+    }
+    e.state = WqeState::Done;
+    ++qp_.req.next_seq;
+    qp_.req.next_pkt = 0;
+    qp_.req.started_end = std::max(qp_.req.started_end, qp_.req.next_seq);
+}
+
 void Requester::restart() {
     // Go back to the oldest unacknowledged PSN (rxe's req_retry). WQEs before
     // it that are fully acknowledged have already been completed, so the
@@ -119,6 +151,8 @@ void Requester::restart() {
     qp_.req.noack_pkts = 0;
     for (uint64_t s = qp_.sq.head_seq(); s < qp_.sq.tail_seq(); ++s) {
         SqEntry* e = qp_.sq.at(s);
+        // A local operation has acted already and is never repeated.
+        if (is_local_op(e->wr.opcode) && e->state == WqeState::Done) continue;
         if (e->state == WqeState::Posted || e->state == WqeState::Done ||
             e->state == WqeState::Error)
             break;
@@ -247,6 +281,18 @@ size_t Requester::run() {
         if (sqd && qp_.req.next_seq >= qp_.req.started_end) break;
         SqEntry* e = qp_.sq.at(qp_.req.next_seq);
         if (!e) break;
+        if (e->state == WqeState::Error) break;  // the completer reports it
+        if (is_local_op(e->wr.opcode)) {
+            if (e->state == WqeState::Done) {  // acted before a retry went back
+                ++qp_.req.next_seq;
+                continue;
+            }
+            // rxe's fence: wait until every earlier WQE has completed.
+            if ((e->wr.send_flags & kSendFence) && qp_.req.next_seq != qp_.sq.head_seq()) break;
+            execute_local(*e);
+            if (e->state == WqeState::Error) break;
+            continue;
+        }
         if (e->state == WqeState::Posted && qp_.req.next_pkt == 0 && !start_wqe(*e)) break;
         // The window: never more than kMaxUnackedPsns beyond the oldest
         // unacknowledged PSN (RC only: UC and UD get no ACKs).

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "simnic/roce/packet.h"
+#include "simnic/transport/mw.h"
 #include "simnic/transport/qp.h"
 
 namespace tb {
@@ -26,7 +27,9 @@ namespace tb {
 using namespace simnic::transport;
 namespace roce = simnic::roce;
 
-// Host memory of one node: a flat arena and an MR table.
+// Host memory of one node: a flat arena, an MR table and memory windows
+// (whose rules come from mw.h, as in the engines). Every MR and window is in
+// PD 1, and the node's QP is `qpn`.
 class MemTable : public MemoryPort {
 public:
     struct Mr {
@@ -34,7 +37,11 @@ public:
         uint64_t addr, len;
         uint32_t access;
         bool valid = true;
+        uint32_t mw_count = 0;  // windows bound to it
     };
+    static constexpr uint32_t kPdn = 1;
+    static constexpr uint32_t kMwIndexBase = 0x1000;  // window keys: index >= this
+    uint32_t qpn = 0;
     static constexpr uint64_t kBase = 0x100000;
     explicit MemTable(size_t bytes) : arena_(bytes, 0) {}
 
@@ -51,8 +58,64 @@ public:
         return mrs_.back();
     }
 
+    // A window in PD `pdn` (a test may use another PD than the QP's).
+    uint32_t alloc_mw(MwType type, uint32_t pdn = kPdn) {
+        MwRecord r;
+        r.type = type;
+        r.state = type == MwType::Type2 ? MwState::Free : MwState::Valid;
+        r.pdn = pdn;
+        r.rkey = ((kMwIndexBase + static_cast<uint32_t>(mws_.size())) << 8) | 0x10;
+        mws_.push_back(r);
+        return r.rkey;
+    }
+    MwRecord* mw(uint32_t key) {
+        const uint32_t idx = key >> 8;
+        if (idx < kMwIndexBase || idx - kMwIndexBase >= mws_.size()) return nullptr;
+        return &mws_[idx - kMwIndexBase];
+    }
+    Mr* mr_by_lkey(uint32_t lkey) {
+        for (auto& m : mrs_)
+            if (m.valid && m.lkey == lkey) return &m;
+        return nullptr;
+    }
+    void dealloc_mw(uint32_t key) {
+        MwRecord* w = mw(key);
+        if (!w) return;
+        if (Mr* m = w->mr_key ? mr_by_lkey(w->mr_key) : nullptr) --m->mw_count;
+        apply_invalidate(*w);
+        w->state = MwState::Invalid;
+    }
+    // A bind as if posted on QP `q` (the node's QP for bind_mw()).
+    MemStatus bind_as(const MwQp& q, const MwBind& b) {
+        MwRecord* w = mw(b.mw_rkey);
+        if (!w) return MemStatus::BadKey;
+        Mr* m = b.length ? mr_by_lkey(b.mr_lkey) : nullptr;
+        MrFacts f;
+        if (m) f = MrFacts{m->lkey, m->addr, m->len, m->access, false};
+        const MemStatus s = check_bind(*w, m ? &f : nullptr, b, q);
+        if (s != MemStatus::Ok) return s;
+        if (Mr* old = w->mr_key ? mr_by_lkey(w->mr_key) : nullptr) --old->mw_count;
+        apply_bind(*w, b, q);
+        if (m) ++m->mw_count;
+        return MemStatus::Ok;
+    }
+    MemStatus bind_mw(const MwBind& b) override { return bind_as(MwQp{qpn, kPdn}, b); }
+
     MemStatus check(KeyKind kind, uint32_t key, uint64_t addr, uint64_t len,
                     uint32_t access) override {
+        if (MwRecord* w = mw(key)) {
+            // Windows are rkeys only; the bound MR then gives the memory.
+            uint64_t va = 0;
+            if (kind != KeyKind::Rkey) return MemStatus::BadKey;
+            const MemStatus s = window_access(*w, key, MwQp{qpn, kPdn}, addr, len, access, va);
+            if (s != MemStatus::Ok) return s;
+            Mr* m = mr_by_lkey(w->mr_key);
+            if (!m) return MemStatus::BadKey;
+            if (va < m->addr || va + len > m->addr + m->len) return MemStatus::OutOfBounds;
+            translated_ = va;
+            return MemStatus::Ok;
+        }
+        translated_ = addr;
         for (auto& m : mrs_) {
             if (!m.valid || (kind == KeyKind::Lkey ? m.lkey : m.rkey) != key) continue;
             if (addr < m.addr || addr + len > m.addr + m.len || addr + len < addr)
@@ -65,19 +128,20 @@ public:
     MemStatus read(KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len,
                    uint32_t access) override {
         MemStatus s = check(kind, key, addr, len, access);
-        if (s == MemStatus::Ok && len) std::memcpy(dst, ptr(addr), len);
+        if (s == MemStatus::Ok && len) std::memcpy(dst, ptr(translated_), len);
         return s;
     }
     MemStatus write(KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                     uint32_t access) override {
         MemStatus s = check(kind, key, addr, len, access);
-        if (s == MemStatus::Ok && len) std::memcpy(ptr(addr), src, len);
+        if (s == MemStatus::Ok && len) std::memcpy(ptr(translated_), src, len);
         return s;
     }
     MemStatus atomic(uint32_t rkey, uint64_t addr, AtomicOp op, uint64_t swap_add,
                      uint64_t compare, uint64_t& orig) override {
         MemStatus s = check(KeyKind::Rkey, rkey, addr, 8, kAccessRemoteAtomic);
         if (s != MemStatus::Ok) return s;
+        addr = translated_;
         ++atomics_applied;
         std::memcpy(&orig, ptr(addr), 8);
         uint64_t v = op == AtomicOp::FetchAdd ? orig + swap_add
@@ -85,9 +149,18 @@ public:
         std::memcpy(ptr(addr), &v, 8);
         return MemStatus::Ok;
     }
+    // Windows by mw.h's rules. An MR here stands for a fast-registration MR,
+    // which rxe does invalidate, unless windows are bound to it.
     MemStatus invalidate(uint32_t rkey) override {
+        if (MwRecord* w = mw(rkey)) {
+            const MemStatus s = check_invalidate(*w, rkey);
+            if (s != MemStatus::Ok) return s;
+            if (Mr* m = w->mr_key ? mr_by_lkey(w->mr_key) : nullptr) --m->mw_count;
+            apply_invalidate(*w);
+            return MemStatus::Ok;
+        }
         for (auto& m : mrs_)
-            if (m.valid && m.rkey == rkey) {
+            if (m.valid && m.rkey == rkey && m.mw_count == 0) {
                 m.valid = false;
                 return MemStatus::Ok;
             }
@@ -98,6 +171,8 @@ public:
 private:
     std::vector<uint8_t> arena_;
     std::deque<Mr> mrs_;  // stable references
+    std::deque<MwRecord> mws_;
+    uint64_t translated_ = 0;  // check(): where the access lands
     size_t next_ = 0;
 };
 
@@ -234,6 +309,7 @@ public:
             c.qkey = 0x11111111;
             c.av = make_av(i);
             if (tweak) tweak(c, i);
+            nodes[i]->mem.qpn = c.qpn;
             nodes[i]->qp = std::make_unique<Qp>(c, nodes[i]->env());
             nodes[i]->qp->set_state(QpState::Init);
             nodes[i]->qp->set_state(QpState::Rtr);

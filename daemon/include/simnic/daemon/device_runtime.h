@@ -70,7 +70,7 @@ public:
 
     // Counts for `simnic resource show` and tests.
     struct Counts {
-        uint32_t qps = 0, cqs = 0, mrs = 0, pds = 0, srqs = 0, ahs = 0;
+        uint32_t qps = 0, cqs = 0, mrs = 0, pds = 0, srqs = 0, ahs = 0, mws = 0;
     };
     Counts counts() const;
 
@@ -98,6 +98,14 @@ public:
         uint16_t ctx_id = 0;
         uint32_t pid = 0;
     };
+    struct MwInfo {  // a memory window (hw-spec 9.5)
+        uint32_t mwn = 0, rkey = 0;
+        uint8_t type = 0, state = 0;  // ibv_mw_type; hw::MwState
+        uint32_t pdn = 0, mr_key = 0, qpn = 0;
+        uint64_t addr = 0, length = 0;
+        uint16_t ctx_id = 0;
+        uint32_t pid = 0;
+    };
     struct PdInfo {
         uint32_t pdn = 0, users = 0;
         uint16_t ctx_id = 0;
@@ -111,6 +119,7 @@ public:
     };
     std::vector<CqInfo> cqs() const;
     std::vector<MrInfo> mrs() const;
+    std::vector<MwInfo> mws() const;
     std::vector<PdInfo> pds() const;
     std::vector<SrqInfo> srqs() const;
     // QP1's side of the CM: what the agent needs to know of the port, and

@@ -37,7 +37,7 @@ enum class Syndrome : std::uint32_t {
     // addressing
     BadPort = 10, BadIndex = 11, NoContext = 12,
     // handles
-    NoPd = 20, NoCq = 21, NoQp = 22, NoSrq = 23, NoMr = 24, NoAh = 25, NoDomain = 26,
+    NoPd = 20, NoCq = 21, NoQp = 22, NoSrq = 23, NoMr = 24, NoAh = 25, NoDomain = 26, NoMw = 27,
     // resources
     TableFull = 30, MttFull = 31,
     // REG_MR
@@ -57,6 +57,8 @@ enum class Syndrome : std::uint32_t {
     PdBusy = 80, CqBusy = 81, SrqBusy = 82, DomainBusy = 83, BootDomain = 84, WrongPid = 85,
     ShmHandle = 86, ShmLength = 87, DomainKind = 88,
     CqTooFull = 90, CqCopyFault = 91,
+    // memory windows, REREG_MR
+    MwType = 92, MrHasMw = 93, ReregFlags = 94, ReregTranslation = 95,
     BadOpcode = 100,
 };
 
@@ -98,7 +100,7 @@ public:
     // ATTACH_DOMAIN kind SHM).
     hw::CmdStatus add_shm_object(std::uint16_t ctx_id, std::uint32_t handle, std::uint64_t size);
     // Releases everything the context owns, in the order of hw-spec.md 2.7
-    // (QP, SRQ, AH, MR, CQ, PD, domain), then forgets the context. For a
+    // (QP, SRQ, AH, MW, MR, CQ, PD, domain), then forgets the context. For a
     // process that died without cleaning up.
     void destroy_context(std::uint16_t ctx_id);
     bool has_context(std::uint16_t ctx_id) const;
@@ -133,7 +135,7 @@ public:
     // ---- introspection (CLI `resource show`, tests) ----
     struct Counts {
         std::uint32_t qps = 0, cqs = 0, srqs = 0, mrs = 0, pds = 0, ahs = 0, domains = 0,
-                      mtts = 0;
+                      mtts = 0, mws = 0;
     };
     Counts counts() const;
     Counts counts(std::uint16_t ctx_id) const;
@@ -159,6 +161,18 @@ public:
         std::uint16_t ctx_id = 0;
         std::uint32_t pid = 0;
     };
+    struct MwListing {
+        std::uint32_t mwn = 0;   // MPT index (the window's handle)
+        std::uint32_t rkey = 0;  // current rkey
+        std::uint8_t type = 0;   // 1 or 2
+        std::uint8_t state = 0;  // hw::MwState
+        std::uint32_t pdn = 0;
+        std::uint32_t mr_key = 0;  // bound MR, 0 if none
+        std::uint64_t addr = 0, length = 0;
+        std::uint32_t qpn = 0;     // type 2: bound QP
+        std::uint16_t ctx_id = 0;
+        std::uint32_t pid = 0;
+    };
     struct PdListing {
         std::uint32_t pdn = 0;
         std::uint32_t users = 0;  // MRs, QPs, SRQs and AHs that name it
@@ -176,6 +190,7 @@ public:
     };
     std::vector<CqListing> cq_list() const;
     std::vector<MrListing> mr_list() const;
+    std::vector<MwListing> mw_list() const;
     std::vector<PdListing> pd_list() const;
     std::vector<SrqListing> srq_list() const;
 
@@ -184,7 +199,7 @@ private:
         std::uint32_t pid = 0;
         std::uint16_t boot_domain = 0;
         std::map<std::uint32_t, std::uint64_t> shm;  // handle -> object size
-        std::set<std::uint32_t> qps, cqs, srqs, mrs, pds, ahs, domains;
+        std::set<std::uint32_t> qps, cqs, srqs, mrs, mws, pds, ahs, domains;
     };
 
     // Lowest-free allocator over [lo, hi].
@@ -231,6 +246,9 @@ private:
     void cmd_dealloc_pd(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_reg_mr(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r);
     void cmd_dereg_mr(Ctx& c, In in, std::size_t n, Out& r);
+    void cmd_alloc_mw(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r);
+    void cmd_dealloc_mw(Ctx& c, In in, std::size_t n, Out& r);
+    void cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_create_cq(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r);
     void cmd_resize_cq(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_destroy_cq(Ctx& c, In in, std::size_t n, Out& r);
@@ -250,6 +268,9 @@ private:
     void destroy_srq(Ctx& c, std::uint32_t srqn);
     void destroy_ah(Ctx& c, std::uint32_t ahn);
     void dereg_mr(Ctx& c, std::uint32_t index);
+    void dealloc_mw(Ctx& c, std::uint32_t index);
+    // A destroyed QP's type 2 windows stay bound but grant nothing (bound_qpn 0).
+    void orphan_mws(Ctx& c, std::uint32_t qpn);
     void destroy_cq(Ctx& c, std::uint32_t cqn);
     void dealloc_pd(Ctx& c, std::uint32_t pdn);
     void detach_domain(Ctx& c, std::uint32_t dom);
@@ -288,7 +309,7 @@ private:
     std::array<std::uint8_t, hw::port_block::kSize> port_{};
     bool port_known_ = false;
 
-    LowestFree cqn_, srqn_, pdn_, mpt_, ahn_, dom_;
+    LowestFree cqn_, srqn_, pdn_, mpt_, mw_, ahn_, dom_;
     RangeAlloc mtt_;
     std::uint32_t qpn_lo_ = hw::kFirstUserQpn, qpn_hi_ = 0, qpn_last_ = 0, live_qps_ = 0;
     // Exact reference counts the tables hold only saturated or not at all.

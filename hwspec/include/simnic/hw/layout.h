@@ -114,7 +114,9 @@ constexpr std::uint8_t key_byte(std::uint32_t key) noexcept {
 namespace caps_default {
 constexpr std::uint64_t max_mr_size = 0xFFFFFFFFFFFFFFFFull;
 constexpr std::uint64_t page_size_cap = 0xFFFFF000ull;
-constexpr std::uint64_t device_cap_flags = 0x1C06;
+// BAD_PKEY_CNTR, BAD_QKEY_CNTR, PORT_ACTIVE_EVENT, SYS_IMAGE_GUID,
+// RC_RNR_NAK_GEN, MEM_WINDOW, MEM_WINDOW_TYPE_2B.
+constexpr std::uint64_t device_cap_flags = 0x1021C06;
 constexpr std::uint32_t max_qp = 1048560;
 constexpr std::uint32_t max_qp_wr = 1048576;
 constexpr std::uint32_t max_sge = kMaxSge;
@@ -130,7 +132,7 @@ constexpr std::uint32_t max_srq = 917503;
 constexpr std::uint32_t max_srq_wr = 1048576;
 constexpr std::uint32_t max_srq_sge = kMaxSrqSge;
 constexpr std::uint32_t max_ah = 32767;
-constexpr std::uint32_t max_mw = 0;
+constexpr std::uint32_t max_mw = 524287;  // rxe: MW indices above the MR range
 constexpr std::uint32_t max_pkeys = 64;
 constexpr std::uint32_t local_ca_ack_delay = 15;
 constexpr std::uint32_t atomic_cap = 1;  // IBV_ATOMIC_HCA
@@ -158,6 +160,8 @@ enum class WqeOpcode : std::uint8_t {  // ibv_wr_opcode
     RdmaRead = 4,
     AtomicCmpAndSwp = 5,
     AtomicFetchAndAdd = 6,
+    LocalInv = 7,
+    BindMw = 8,
     SendWithInv = 9,
 };
 
@@ -167,6 +171,8 @@ enum class WcOpcode : std::uint8_t {  // ibv_wc_opcode
     RdmaRead = 2,
     CompSwap = 3,
     FetchAdd = 4,
+    BindMw = 5,
+    LocalInv = 6,
     Recv = 128,
     RecvRdmaWithImm = 129,
 };
@@ -240,13 +246,30 @@ enum class NetType : std::uint8_t { RoceV2Ipv4 = 0, RoceV2Ipv6 = 1 };
 enum class DomainKind : std::uint8_t { Process = 0, Shm = 1 };
 enum class CqArm : std::uint8_t { None = 0, Next = 1, Solicited = 2 };
 
-namespace access {  // ibv_access_flags subset accepted by REG_MR and MODIFY_QP
+namespace access {  // ibv_access_flags subset accepted by REG_MR, REREG_MR and MODIFY_QP
 constexpr std::uint8_t kLocalWrite = 1u << 0;
 constexpr std::uint8_t kRemoteWrite = 1u << 1;
 constexpr std::uint8_t kRemoteRead = 1u << 2;
 constexpr std::uint8_t kRemoteAtomic = 1u << 3;
-constexpr std::uint8_t kAll = 0x0F;
+constexpr std::uint8_t kMwBind = 1u << 4;     // MRs only: memory windows may be bound to it
+constexpr std::uint8_t kZeroBased = 1u << 5;  // BIND_SEG only: a zero-based window
+constexpr std::uint8_t kRemote = kRemoteWrite | kRemoteRead | kRemoteAtomic;
+constexpr std::uint8_t kAll = 0x0F;      // QP access flags, and what MODIFY_QP accepts
+constexpr std::uint8_t kAllMr = 0x1F;    // what REG_MR and REREG_MR accept
 }  // namespace access
+
+// MPT_ENTRY.kind and CMD_ALLOC_MW_IN.type (hw-spec.md 9.5). The MW types are
+// ibv_mw_type's values.
+enum class MptKind : std::uint8_t { Mr = 0, MwType1 = 1, MwType2 = 2 };
+// MPT_ENTRY.mw_state: rxe's rxe_mw_state.
+enum class MwState : std::uint8_t { Invalid = 0, Free = 1, Valid = 2 };
+
+namespace rereg_flags {  // ibv_rereg_mr_flags, CMD_REREG_MR_IN.flags
+constexpr std::uint32_t kChangeTranslation = 1u << 0;
+constexpr std::uint32_t kChangePd = 1u << 1;
+constexpr std::uint32_t kChangeAccess = 1u << 2;
+constexpr std::uint32_t kAll = 0x7;
+}  // namespace rereg_flags
 
 namespace qp_attr_mask {  // ibv_qp_attr_mask
 constexpr std::uint32_t kState = 1u << 0;
@@ -296,6 +319,7 @@ enum class ErrorCause : std::uint8_t {
     QueueFault = 11,    // queue memory access refused (domain gone, out of region)
     ModifyToErr = 12,   // MODIFY_QP moved the QP to ERR
     SrqFault = 13,      // the SRQ faulted
+    MwBind = 14,        // a BIND_MW WQE failed its checks
 };
 
 // ---------------------------------------------------------------------------
@@ -313,6 +337,9 @@ enum class CmdOpcode : std::uint16_t {
     DeallocPd = 0x0021,
     RegMr = 0x0030,
     DeregMr = 0x0031,
+    AllocMw = 0x0032,
+    DeallocMw = 0x0033,
+    ReregMr = 0x0034,
     CreateCq = 0x0040,
     ResizeCq = 0x0041,
     DestroyCq = 0x0042,
@@ -344,6 +371,7 @@ enum class CmdStatus : std::uint8_t {
     Internal = 0x0C,
     BadDomain = 0x0D,
     NotSupported = 0x0E,
+    MwBound = 0x0F,
 };
 
 // errno the verbs layer returns for each status (Linux errno values).
@@ -364,6 +392,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
         case CmdStatus::Internal: return 5;       // EIO
         case CmdStatus::BadDomain: return 14;     // EFAULT
         case CmdStatus::NotSupported: return 95;  // EOPNOTSUPP
+        case CmdStatus::MwBound: return 22;       // EINVAL
     }
     return 5;  // unknown status: EIO
 }
@@ -594,6 +623,15 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(compare_add, 0x00, 0, 64)        \
     F(swap, 0x08, 0, 64)
 
+// BIND_SEG (hw-spec.md 6.2)
+#define SIMNIC_HW_BIND_SEG_FIELDS(F) \
+    F(mw_rkey, 0x00, 0, 32)          \
+    F(new_rkey, 0x04, 0, 32)         \
+    F(mr_lkey, 0x08, 0, 32)          \
+    F(access, 0x0C, 0, 32)           \
+    F(addr, 0x10, 0, 64)             \
+    F(length, 0x18, 0, 64)
+
 // UD_SEG (hw-spec.md 6.2)
 #define SIMNIC_HW_UD_SEG_FIELDS(F) \
     F(ah_num, 0x00, 0, 32)         \
@@ -744,6 +782,8 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(valid, 0x04, 24, 1)             \
     F(mtt_mode, 0x04, 25, 1)          \
     F(zero_based, 0x04, 26, 1)        \
+    F(kind, 0x04, 27, 2)              \
+    F(mw_state, 0x04, 29, 2)          \
     F(access, 0x08, 0, 8)             \
     F(log_page_size, 0x08, 8, 6)      \
     F(domain_id, 0x0C, 0, 16)         \
@@ -752,7 +792,10 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(length, 0x18, 0, 64)            \
     F(host_addr, 0x20, 0, 64)         \
     F(mtt_base, 0x28, 0, 32)          \
-    F(mtt_count, 0x2C, 0, 32)
+    F(mtt_count, 0x2C, 0, 32)         \
+    F(mr_key, 0x30, 0, 32)            \
+    F(bound_qpn, 0x34, 0, 24)         \
+    F(mw_count, 0x38, 0, 32)
 
 // MTT_ENTRY (hw-spec.md 9.6)
 #define SIMNIC_HW_MTT_ENTRY_FIELDS(F) \
@@ -846,6 +889,18 @@ constexpr int status_errno(CmdStatus s) noexcept {
 #define SIMNIC_HW_CMD_REG_MR_OUT_FIELDS(F) \
     F(lkey, 0x00, 0, 32)                   \
     F(rkey, 0x04, 0, 32)
+
+// CMD_ALLOC_MW_IN (hw-spec.md 5.6.10)
+#define SIMNIC_HW_CMD_ALLOC_MW_IN_FIELDS(F) \
+    F(pdn, 0x00, 0, 24)                     \
+    F(type, 0x04, 0, 8)
+
+// CMD_REREG_MR_IN (hw-spec.md 5.6.11)
+#define SIMNIC_HW_CMD_REREG_MR_IN_FIELDS(F) \
+    F(lkey, 0x00, 0, 32)                    \
+    F(flags, 0x04, 0, 32)                   \
+    F(pdn, 0x08, 0, 24)                     \
+    F(access, 0x0C, 0, 8)
 
 // CMD_CREATE_CQ_IN (hw-spec.md 5.6.6)
 #define SIMNIC_HW_CMD_CREATE_CQ_IN_FIELDS(F) \
@@ -990,6 +1045,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(ctrl_seg, CTRL_SEG, 32)                         \
     L(raddr_seg, RADDR_SEG, 16)                       \
     L(atomic_seg, ATOMIC_SEG, 16)                     \
+    L(bind_seg, BIND_SEG, 32)                         \
     L(ud_seg, UD_SEG, 16)                             \
     L(av, AV, 32)                                     \
     L(inline_seg, INLINE_SEG, 4)                      \
@@ -1013,6 +1069,8 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(cmd_attach_domain_in, CMD_ATTACH_DOMAIN_IN, 32) \
     L(cmd_reg_mr_in, CMD_REG_MR_IN, 64)               \
     L(cmd_reg_mr_out, CMD_REG_MR_OUT, 8)              \
+    L(cmd_alloc_mw_in, CMD_ALLOC_MW_IN, 8)            \
+    L(cmd_rereg_mr_in, CMD_REREG_MR_IN, 16)           \
     L(cmd_create_cq_in, CMD_CREATE_CQ_IN, 16)         \
     L(cmd_resize_cq_in, CMD_RESIZE_CQ_IN, 24)         \
     L(cmd_create_qp_in, CMD_CREATE_QP_IN, 64)         \
@@ -1068,6 +1126,9 @@ static_assert(ctrl_seg::kSize % kSegUnit == 0 && raddr_seg::kSize % kSegUnit == 
                   av::kSize % kSegUnit == 0 && data_seg::kSize == kSegUnit &&
                   recv_wqe::kSize == kSegUnit,
               "WQE segments are multiples of 16 bytes");
+static_assert(bind_seg::kSize % kSegUnit == 0 &&
+                  ctrl_seg::kSize + bind_seg::kSize <= (1u << kMinLogSqStride),
+              "a BIND_MW WQE fits the smallest SQ stride");
 // Largest send WQE: CTRL + UD + AV + 32 DATA segments fits the largest stride.
 static_assert(ctrl_seg::kSize + ud_seg::kSize + av::kSize + kMaxSge * data_seg::kSize <=
                   (1u << kMaxLogStride),

@@ -47,8 +47,12 @@ public:
     // core has already checked 8-byte alignment.
     virtual MemStatus atomic(uint32_t rkey, uint64_t addr, AtomicOp op, uint64_t swap_add,
                              uint64_t compare, uint64_t& orig) = 0;
-    // SEND with invalidate: invalidate the local MR/MW named by rkey.
+    // SEND_WITH_INV (responder) and LOCAL_INV (requester): invalidate the
+    // MR or MW named by rkey, for this port's QP (hw-spec 6.5).
     virtual MemStatus invalidate(uint32_t rkey) = 0;
+    // BIND_MW (requester): bind, rebind or unbind a window for this port's QP
+    // with the checks of mw.h (hw-spec 6.5). Refuses without changing anything.
+    virtual MemStatus bind_mw(const MwBind& b) = 0;
 };
 
 // ---- Receive queue (the QP's RQ, or its SRQ) ----

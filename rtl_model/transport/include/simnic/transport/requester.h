@@ -34,6 +34,8 @@ public:
 
 private:
     bool start_wqe(SqEntry& e);
+    // BIND_MW and LOCAL_INV: act on the MPT through the memory port.
+    void execute_local(SqEntry& e);
     void send_packet(SqEntry& e);
     void restart();
 

@@ -34,6 +34,9 @@ constexpr bool is_atomic(WrOpcode o) {
     return o == WrOpcode::AtomicCmpAndSwp || o == WrOpcode::AtomicFetchAndAdd;
 }
 constexpr bool is_read_or_atomic(WrOpcode o) { return o == WrOpcode::RdmaRead || is_atomic(o); }
+// Operations the requester performs itself, sending no packet (rxe's
+// WR_LOCAL_OP_MASK).
+constexpr bool is_local_op(WrOpcode o) { return o == WrOpcode::LocalInv || o == WrOpcode::BindMw; }
 
 // ibv_wc_status: the hardware spec's CQE status (hw-spec 7.1), one source.
 using WcStatus = hw::WcStatus;
@@ -74,6 +77,8 @@ enum AccessFlag : uint32_t {
     kAccessRemoteWrite = 1u << 1,
     kAccessRemoteRead = 1u << 2,
     kAccessRemoteAtomic = 1u << 3,
+    kAccessMwBind = 1u << 4,     // an MR windows may be bound to
+    kAccessZeroBased = 1u << 5,  // a bind: the window's addresses start at 0
 };
 
 // ibv_qp_state: the hardware spec's QP states.

@@ -47,6 +47,17 @@ struct UdDest {
     AddressVector av;
 };
 
+// BIND_MW's arguments (ibv_mw_bind_info with the window's keys; hw-spec 6.2
+// BIND_SEG).
+struct MwBind {
+    uint32_t mw_rkey = 0;   // the window's current rkey
+    uint32_t new_rkey = 0;  // its rkey after the bind: only the key byte is taken
+    uint32_t mr_lkey = 0;   // the MR to bind to (ignored when length is 0)
+    uint64_t addr = 0;
+    uint64_t length = 0;
+    uint32_t access = 0;    // AccessFlag, kAccessZeroBased included
+};
+
 struct SendWqe {
     uint64_t wr_id = 0;
     WrOpcode opcode = WrOpcode::Send;
@@ -60,7 +71,8 @@ struct SendWqe {
     uint64_t swap = 0;         // CMP_AND_SWP: swap
     // WITH_IMM (host order; the wire carries it big-endian) or WITH_INV
     uint32_t imm_data = 0;
-    uint32_t invalidate_rkey = 0;
+    uint32_t invalidate_rkey = 0;  // SEND_WITH_INV, LOCAL_INV
+    MwBind bind;                   // BIND_MW
     UdDest ud;
 
     bool is_inline() const { return (send_flags & kSendInline) != 0; }

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+// simnic firmware: memory windows and REREG_MR (hw-spec.md 5.6.10, 5.6.11,
+// 9.5). The firmware creates and destroys windows; binding and invalidating
+// them is the engine's (hw-spec.md 6.5), which writes their ENG fields.
+#include "fw_internal.h"
+
+namespace simnic::fw {
+
+namespace me = hw::mpt_entry;
+using hw::CmdStatus;
+
+namespace {
+bool is_mr(const Entry& e) {
+    return e[me::kind] == static_cast<std::uint8_t>(hw::MptKind::Mr);
+}
+}  // namespace
+
+void Firmware::cmd_alloc_mw(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r) {
+    namespace a = hw::cmd_alloc_mw_in;
+    const auto pdn = static_cast<std::uint32_t>(hw::get(in, n, a::pdn));
+    const auto type = hw::get(in, n, a::type);
+    if (type != static_cast<std::uint8_t>(hw::MptKind::MwType1) &&
+        type != static_cast<std::uint8_t>(hw::MptKind::MwType2)) {
+        fail(r, CmdStatus::BadParam, Syndrome::MwType);
+        return;
+    }
+    if (!owns_pd(c, pdn)) {
+        fail(r, CmdStatus::NoObject, Syndrome::NoPd);
+        return;
+    }
+    std::uint32_t idx = 0;
+    if (!mw_.alloc(idx)) {
+        fail(r, CmdStatus::NoResources, Syndrome::TableFull);
+        return;
+    }
+    fence(Table::Mpt, idx);
+    Entry e(ent(Table::Mpt, idx), Table::Mpt);
+    // A new key byte per allocation into the slot, as for MRs (hw-spec.md 10).
+    const auto kb = static_cast<std::uint8_t>(hw::key_byte(static_cast<std::uint32_t>(e[me::key])) + 1);
+    const std::uint32_t key = hw::make_key(idx, kb);
+    e.clear();
+    e.set(me::key, key);
+    e.set(me::pdn, pdn);
+    e.set(me::kind, type);
+    e.set(me::ctx_id, id);
+    // rxe: a type 1 window is VALID from the start (with nothing bound), a
+    // type 2 window FREE until a BIND_MW WQE binds it.
+    e.set(me::mw_state, static_cast<std::uint8_t>(type == 1 ? hw::MwState::Valid : hw::MwState::Free));
+    e.set(me::valid, 1);
+    unfence(Table::Mpt, idx);
+    pd_ref(pdn, +1);
+    c.mws.insert(idx);
+    put(r.out.data(), r.out.size(), hw::cmd_handle::handle, key);
+    r.out_bytes = hw::cmd_handle::kSize;
+}
+
+void Firmware::cmd_dealloc_mw(Ctx& c, In in, std::size_t n, Out& r) {
+    const auto idx = static_cast<std::uint32_t>(hw::get(in, n, hw::cmd_handle::handle));
+    if (c.mws.count(idx) == 0) {
+        fail(r, CmdStatus::NoObject, Syndrome::NoMw);
+        return;
+    }
+    dealloc_mw(c, idx);
+}
+
+void Firmware::dealloc_mw(Ctx& c, std::uint32_t idx) {
+    fence(Table::Mpt, idx);
+    Entry e(ent(Table::Mpt, idx), Table::Mpt);
+    const auto key = static_cast<std::uint32_t>(e[me::key]);
+    const auto pdn = static_cast<std::uint32_t>(e[me::pdn]);
+    const auto mr_key = static_cast<std::uint32_t>(e[me::mr_key]);
+    e.clear();
+    e.set(me::key, key);  // kept so the next window in the slot gets a new key byte
+    unfence(Table::Mpt, idx);
+    // rxe_mw_cleanup: a bound window lets go of its MR.
+    const std::uint32_t mr = hw::key_index(mr_key);
+    if (mr_key != 0 && c.mrs.count(mr)) {
+        fence(Table::Mpt, mr);
+        Entry m(ent(Table::Mpt, mr), Table::Mpt);
+        if (m[me::key] == mr_key && m[me::mw_count] > 0) m.set(me::mw_count, m[me::mw_count] - 1);
+        unfence(Table::Mpt, mr);
+    }
+    pd_ref(pdn, -1);
+    c.mws.erase(idx);
+    mw_.free(idx);
+}
+
+void Firmware::orphan_mws(Ctx& c, std::uint32_t qpn) {
+    for (std::uint32_t idx : c.mws) {
+        fence(Table::Mpt, idx);
+        Entry e(ent(Table::Mpt, idx), Table::Mpt);
+        if (e[me::kind] == static_cast<std::uint8_t>(hw::MptKind::MwType2) && e[me::bound_qpn] == qpn)
+            e.set(me::bound_qpn, 0);  // QPN 0 is never a user QP: no request matches
+        unfence(Table::Mpt, idx);
+    }
+}
+
+void Firmware::cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r) {
+    namespace q = hw::cmd_rereg_mr_in;
+    namespace acc = hw::access;
+    namespace rf = hw::rereg_flags;
+    const auto key = static_cast<std::uint32_t>(hw::get(in, n, q::lkey));
+    const auto flags = static_cast<std::uint32_t>(hw::get(in, n, q::flags));
+    const auto pdn = static_cast<std::uint32_t>(hw::get(in, n, q::pdn));
+    const auto access = static_cast<std::uint8_t>(hw::get(in, n, q::access));
+    const std::uint32_t idx = hw::key_index(key);
+    if (c.mrs.count(idx) == 0) {
+        fail(r, CmdStatus::NoObject, Syndrome::NoMr);
+        return;
+    }
+    Entry e(ent(Table::Mpt, idx), Table::Mpt);
+    if (e[me::key] != key || !is_mr(e)) {
+        fail(r, CmdStatus::NoObject, Syndrome::NoMr);
+        return;
+    }
+    if (flags == 0 || (flags & ~rf::kAll) != 0) {
+        fail(r, CmdStatus::BadParam, Syndrome::ReregFlags);
+        return;
+    }
+    // rxe supports only the two easy cases, PD and access (EOPNOTSUPP).
+    if (flags & rf::kChangeTranslation) {
+        fail(r, CmdStatus::NotSupported, Syndrome::ReregTranslation);
+        return;
+    }
+    if ((flags & rf::kChangePd) && !owns_pd(c, pdn)) {
+        fail(r, CmdStatus::NoObject, Syndrome::NoPd);
+        return;
+    }
+    if (flags & rf::kChangeAccess) {
+        if ((access & ~acc::kAllMr) != 0) {
+            fail(r, CmdStatus::BadParam, Syndrome::AccessBits);
+            return;
+        }
+        if ((access & (acc::kRemoteWrite | acc::kRemoteAtomic)) && !(access & acc::kLocalWrite)) {
+            fail(r, CmdStatus::BadParam, Syndrome::RemoteNeedsLocalWrite);
+            return;
+        }
+    }
+    fence(Table::Mpt, idx);
+    const auto old_pdn = static_cast<std::uint32_t>(e[me::pdn]);
+    if (flags & rf::kChangePd) e.set(me::pdn, pdn);
+    if (flags & rf::kChangeAccess) e.set(me::access, access);
+    unfence(Table::Mpt, idx);
+    if (flags & rf::kChangePd) {
+        pd_ref(pdn, +1);
+        pd_ref(old_pdn, -1);
+    }
+    put(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::lkey, key);
+    put(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::rkey, key);
+    r.out_bytes = hw::cmd_reg_mr_out::kSize;
+}
+
+}  // namespace simnic::fw
