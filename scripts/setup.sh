@@ -12,6 +12,7 @@ PACKAGES=(
   libsystemc-dev verilator
   # RDMA userspace: libibverbs and librdmacm with the tools users run
   libibverbs-dev librdmacm-dev ibverbs-utils ibverbs-providers rdmacm-utils perftest
+  infiniband-diags
   # tests, captures and libraries
   catch2 libpcap-dev zlib1g-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   tshark tcpdump iproute2 python3
