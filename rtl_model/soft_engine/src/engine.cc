@@ -1,7 +1,7 @@
 // The soft engine's thread, its context list, the doorbells, the QP life
 // cycle and the ports it gives the transport core (see engine.h).
 #include "simnic/soft_engine/engine.h"
-#include "tx_pump.h"
+#include "tx_queue.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -283,7 +283,6 @@ struct SoftEngine::Impl final : model::Backend {
 
     explicit Impl(const EngineConfig& c) : cfg(c), tables(*c.tables) {}
     ~Impl() {
-        tx.reset();  // its thread sends on the sockets closed below
         for (int fd : {epfd, wake_fd, timer_fd, rx_fd})
             if (fd >= 0) close(fd);
         for (const Local6& l : local6)
@@ -841,7 +840,7 @@ struct SoftEngine::Impl final : model::Backend {
     void tx_flush() {
         if (tx) tx->flush();
     }
-    std::unique_ptr<TxPump> tx;  // MAC TX (tx_pump.h); made by create()
+    std::unique_ptr<TxQueue> tx;  // MAC TX (tx_queue.h); made by create()
     bool rx_batch();
     void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false);
     void deliver_ip(const uint8_t* ip, size_t total);
@@ -1670,14 +1669,14 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
     }
     // Queued, and sent with one sendmmsg per socket after the step that
     // built it (or when the batch is full): a system call per step, not per
-    // packet, and by MAC TX's own thread when the step sent many.
+    // packet.
     TxFrame& it = tx->next();
     it.fd = fd;
     it.dst = to;
     it.dst_len = to_len;
     it.data.assign(f + bth, f + end);
     if (pcap) pcap->write(f, len, wall_us());
-    if (tx->pending() >= TxPump::kBatch) tx->flush();
+    if (tx->pending() >= TxQueue::kBatch) tx->flush();
 }
 
 bool SoftEngine::Impl::rx_batch() {
@@ -2067,17 +2066,12 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         return nullptr;
     }
     if (!m.open_wire(err)) return nullptr;
-    // A soft device sends busy steps' frames from MAC TX's own thread; a
-    // model device's frames leave at simulated instants, in the pipeline's
-    // order, so it sends inline.
     Impl* mp = &m;
-    m.tx = std::make_unique<TxPump>(
-        [mp](size_t bytes, bool ok) {
-            if (!ok) return mp->stat(hw::stats_block::tx_drops);
-            mp->stat(hw::stats_block::tx_packets);
-            mp->stat(hw::stats_block::tx_bytes, bytes);
-        },
-        !cfg.model && !cfg.bench);
+    m.tx = std::make_unique<TxQueue>([mp](size_t bytes, bool ok) {
+        if (!ok) return mp->stat(hw::stats_block::tx_drops);
+        mp->stat(hw::stats_block::tx_packets);
+        mp->stat(hw::stats_block::tx_bytes, bytes);
+    });
     if (cfg.bar) hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, m.port_mac, 6);
     if (cfg.model) {
         m.pipe = model::Pipeline::create(cfg.device, *cfg.model, m, cfg.bench, err);
