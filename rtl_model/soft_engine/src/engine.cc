@@ -2268,18 +2268,32 @@ void SoftEngine::qp_modified(uint32_t qpn, hw::QpState, hw::QpState) {
 
 void SoftEngine::qp_destroying(uint32_t qpn) {
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    impl_->drain_fifos();  // as cq_destroying
     impl_->wc_flush();
-    if (impl_->pipe) impl_->pipe->qp_reset(qpn);
+    if (impl_->pipe) {
+        impl_->pipe->qp_reset(qpn);
+        impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Sq), qpn);
+        impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Rq), qpn);
+    }
     impl_->qps.erase(qpn);
 }
 
 void SoftEngine::cq_destroying(uint32_t cqn) {
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    // Doorbells rung before the command are taken first (PCIe orders the
+    // driver's doorbell writes before its command doorbell); on a model
+    // device they then die in the pipeline (forget_doorbells).
+    impl_->drain_fifos();
+    if (impl_->pipe) impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Cq), cqn);
     impl_->cqs.erase(cqn);
 }
 
 void SoftEngine::srq_destroying(uint32_t srqn) {
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    impl_->drain_fifos();  // as cq_destroying
+    // SRQ numbers are reused lowest-free: a producer index still on its way
+    // would make the new SRQ's empty ring look posted.
+    if (impl_->pipe) impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Srq), srqn);
     impl_->srqs.erase(srqn);
 }
 

@@ -43,6 +43,7 @@ struct Txn {
     uint8_t aeth_syndrome = 0;  // responses: ACK, RNR NAK or NAK
     bool resume = false;        // request packets the completer released (window reopened, retransmission)
     OpRecord rec;
+    uint32_t db_epoch = 0;  // doorbells: the object's epoch when it was rung (Nic::db_epoch)
 };
 using TxnPtr = std::shared_ptr<Txn>;
 
@@ -157,6 +158,14 @@ struct Nic {
     void rtq_ack(uint32_t qpn, uint32_t psn, bool nak);
     // The QP went to reset or error, or was destroyed: nothing will be acked.
     void rtq_drop(uint32_t qpn);
+
+    // Doorbells travel to the doorbell block with simulated latency, apart
+    // from the commands; one still on its way when its CQ, SRQ or QP is
+    // destroyed must not be applied to a new object that reuses the number.
+    // Each doorbell carries its object's epoch from when it was rung, and a
+    // destroy moves the epoch on (key: kind << 32 | number).
+    std::unordered_map<uint64_t, uint32_t> db_epoch;
+    static uint64_t db_key(uint8_t kind, uint32_t num) { return uint64_t{kind} << 32 | num; }
 
     void reset_stats();
     // A send WQE entered the requester at `t`. Unsignaled WQEs never get a

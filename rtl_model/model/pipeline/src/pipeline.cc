@@ -129,7 +129,14 @@ void Pipeline::doorbell(const Doorbell& db) {
     t->t_in = impl_->now_ps();
     t->db = db;
     t->qpn = db.num;
+    auto ep = impl_->nic->db_epoch.find(Nic::db_key(db.kind, db.num));
+    if (ep != impl_->nic->db_epoch.end()) t->db_epoch = ep->second;
     impl_->nic->db_in.push_input(t, probe_of(*t));
+}
+
+void Pipeline::forget_doorbells(uint8_t kind, uint32_t num) {
+    SimGuard g(impl_->ctx);
+    ++impl_->nic->db_epoch[Nic::db_key(kind, num)];
 }
 
 void Pipeline::rx_frame(const uint8_t* frame, size_t len) {

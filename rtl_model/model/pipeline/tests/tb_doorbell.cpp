@@ -143,3 +143,27 @@ TEST_CASE("doorbell: CQ and SRQ doorbells cost one cycle, no QPC lookup", "[mode
     CHECK(b.nic().qpc.stats().hits + b.nic().qpc.stats().misses == 0);
     CHECK(b.nic().blk[Nic::kDoorbell].stall_ps == 0);
 }
+
+TEST_CASE("doorbell: a doorbell whose object was destroyed on its way is dropped, not applied",
+          "[model][block][doorbell]") {
+    // A CQ doorbell rung before DESTROY_CQ reaches the block after it; a new
+    // CQ with the same number must not see its consumer index. The epoch a
+    // doorbell carries is the one its object had when it was rung.
+    const ModelConfig cfg;
+    tb::BlockBench<DoorbellBlock> b(cfg);
+    datapath(b.be, 1);
+    Nic& n = b.nic();
+    TxnPtr stale = doorbell(hw::DbKind::Cq, 3, 7);           // rung for the old CQ 3 (epoch 0)
+    ++n.db_epoch[Nic::db_key(uint8_t(hw::DbKind::Cq), 3)];   // CQ 3 destroyed
+    TxnPtr fresh = doorbell(hw::DbKind::Cq, 3, 1);
+    fresh->db_epoch = 1;                                     // rung for the new CQ 3
+    TxnPtr other = doorbell(hw::DbKind::Srq, 3, 2);          // another object, same number
+    b.drive(n.db_in, {{0, stale}, {0, fresh}, {0, other}});
+    const auto& out = b.watch(n.wqe_to_req);
+    b.run();
+    REQUIRE(b.be.doorbells.size() == 2);
+    CHECK(b.be.doorbells[0].item.kind == uint8_t(hw::DbKind::Cq));
+    CHECK(b.be.doorbells[0].item.index == 1);
+    CHECK(b.be.doorbells[1].item.kind == uint8_t(hw::DbKind::Srq));
+    CHECK(out.size() == 2);
+}

@@ -80,6 +80,11 @@ public:
     // The QP was reset, moved to error or destroyed: what it holds in the
     // retransmit queue will never be acknowledged.
     void qp_reset(uint32_t qpn);
+    // The CQ, SRQ or QP (hw::DbKind `kind`, number `num`) is being
+    // destroyed: doorbells rung for it and not yet at the doorbell block are
+    // dropped there, so that they never reach an object that reuses the
+    // number.
+    void forget_doorbells(uint8_t kind, uint32_t num);
 
     // Simulates until no block has work. Returns simulated cycles advanced.
     uint64_t run();
