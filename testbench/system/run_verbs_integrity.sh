@@ -12,31 +12,13 @@ SIMNIC=$1 LIB=$2 EXE=$3
 shift 3
 NAME=$(basename "$EXE")
 DEV=integ_lo
-work=$(mktemp -d /tmp/simnic-integ.XXXXXX)
-chmod 755 "$work"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-AS=()
-if [ "$(id -u)" -eq 0 ]; then
-  cp "$SIMNIC" "$work/simnic"; cp "$LIB" "$work/libsimnic-verbs.so"; cp "$EXE" "$work/$NAME"
-  chmod 755 "$work/simnic" "$work/libsimnic-verbs.so" "$work/$NAME"
-  SIMNIC=$work/simnic LIB=$work/libsimnic-verbs.so EXE=$work/$NAME
-  mkdir -m 700 "$work/rt"; chown nobody:nogroup "$work/rt"
-  AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
-else
-  mkdir -m 700 "$work/rt"
-fi
-export SIMNIC_RUNTIME_DIR=$work/rt SIMNIC_VERBS_LIB=$LIB SIMNIC_TEST_DEVICE=$DEV
-sim() { "${AS[@]}" "$SIMNIC" "$@"; }
+. "$(dirname "$0")/lib.sh"
+sys_init integ SIMNIC LIB EXE
+export SIMNIC_TEST_DEVICE=$DEV
 
 cleanup() {
   sim link delete "$DEV" >/dev/null 2>&1
-  if [ -f "$SIMNIC_RUNTIME_DIR/simnicd.state" ]; then
-    pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state")
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  fi
-  rm -rf "$work"
+  sys_cleanup
 }
 trap cleanup EXIT
 

@@ -12,34 +12,15 @@ set -u
 CASE=$1 SIMNIC=$2 LIB=$3
 DEV=simapp_lo
 PORT=$((20000 + RANDOM % 20000))
-work=$(mktemp -d /tmp/simnic-apps.XXXXXX)
-chmod 755 "$work"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
 # Run as nobody when root: the binaries and runtime directory must be theirs
 # to read and write.
-AS=()
-if [ "$(id -u)" -eq 0 ]; then
-  cp "$SIMNIC" "$work/simnic"; cp "$LIB" "$work/libsimnic-verbs.so"
-  chmod 755 "$work/simnic" "$work/libsimnic-verbs.so"
-  SIMNIC=$work/simnic LIB=$work/libsimnic-verbs.so
-  mkdir -m 700 "$work/rt"; chown nobody:nogroup "$work/rt"
-  AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
-else
-  mkdir -m 700 "$work/rt"
-fi
-export SIMNIC_RUNTIME_DIR=$work/rt SIMNIC_VERBS_LIB=$LIB
-sim() { "${AS[@]}" "$SIMNIC" "$@"; }
+. "$(dirname "$0")/lib.sh"
+sys_init apps SIMNIC LIB
 
 cleanup() {
   [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null
   sim link delete "$DEV" >/dev/null 2>&1
-  if [ -f "$SIMNIC_RUNTIME_DIR/simnicd.state" ]; then
-    pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state")
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  fi
-  rm -rf "$work"
+  sys_cleanup
 }
 trap cleanup EXIT
 

@@ -12,26 +12,13 @@ set -u
 SIMNIC=$1 LIB=$2
 DEV=simmodel_lo
 PORT=$((20000 + RANDOM % 20000))
-work=$(mktemp -d /tmp/simnic-model.XXXXXX)
-chmod 755 "$work"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-AS=()
-if [ "$(id -u)" -eq 0 ]; then
-  cp "$SIMNIC" "$work/simnic"; cp "$LIB" "$work/libsimnic-verbs.so"
-  chmod 755 "$work/simnic" "$work/libsimnic-verbs.so"
-  SIMNIC=$work/simnic LIB=$work/libsimnic-verbs.so
-  mkdir -m 700 "$work/rt" "$work/out"; chown nobody:nogroup "$work/rt" "$work/out"
-  AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
-else
-  mkdir -m 700 "$work/rt" "$work/out"
-fi
-export SIMNIC_RUNTIME_DIR=$work/rt SIMNIC_VERBS_LIB=$LIB
-sim() { "${AS[@]}" "$SIMNIC" "$@"; }
+. "$(dirname "$0")/lib.sh"
+sys_init model SIMNIC LIB
+sys_dir out
 cleanup() {
   sim link delete "$DEV" >/dev/null 2>&1
   sim daemon --stop >/dev/null 2>&1
-  rm -rf "$work"
+  sys_cleanup
 }
 trap cleanup EXIT
 

@@ -29,64 +29,22 @@
 
 #include <catch2/catch.hpp>
 
+#include "verbs_app.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kCompletionDeadline = std::chrono::seconds(5);
-constexpr int kGidIndex = 1;
-constexpr std::uint8_t kPort = 1;
+constexpr int kGidIndex = simnic::tb::kVerbsGidIndex;
+constexpr std::uint8_t kPort = simnic::tb::kVerbsPort;
 constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                            IBV_ACCESS_REMOTE_ATOMIC;
 
-std::string wc_str(const ibv_wc& wc) {
-    std::ostringstream o;
-    o << "wc{wr_id=" << wc.wr_id << " status=" << ibv_wc_status_str(wc.status) << " opcode=" << wc.opcode
-      << " byte_len=" << wc.byte_len << " wc_flags=" << wc.wc_flags << " imm=" << wc.imm_data
-      << " qp_num=" << wc.qp_num << " src_qp=" << wc.src_qp << "}";
-    return o.str();
-}
+using simnic::tb::wc_str;
 
 // ---- the device ----
 
-struct Device {
-    ibv_context* ctx = nullptr;
-    ibv_pd* pd = nullptr;
-    ibv_device_attr attr{};
-    ibv_port_attr port{};
-    ibv_gid gid{};
-    std::uint32_t mtu = 0;  // bytes
-
-    Device() {
-        const char* name = std::getenv("SIMNIC_TEST_DEVICE");
-        INFO("SIMNIC_TEST_DEVICE must name the simnic device");
-        REQUIRE(name != nullptr);
-        int n = 0;
-        ibv_device** list = ibv_get_device_list(&n);
-        REQUIRE(list != nullptr);
-        for (int i = 0; i < n && ctx == nullptr; ++i)
-            if (std::strcmp(ibv_get_device_name(list[i]), name) == 0) ctx = ibv_open_device(list[i]);
-        ibv_free_device_list(list);
-        INFO("device " << name);
-        REQUIRE(ctx != nullptr);
-        REQUIRE(ibv_query_device(ctx, &attr) == 0);
-        REQUIRE(ibv_query_port(ctx, kPort, &port) == 0);
-        REQUIRE(port.state == IBV_PORT_ACTIVE);
-        REQUIRE(ibv_query_gid(ctx, kPort, kGidIndex, &gid) == 0);
-        // Index 1 is the IPv4-mapped GID ::ffff:a.b.c.d.
-        static const std::uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        REQUIRE(std::memcmp(gid.raw, v4mapped, 12) == 0);
-        mtu = 128u << port.active_mtu;
-        REQUIRE(mtu >= 256);
-        pd = ibv_alloc_pd(ctx);
-        REQUIRE(pd != nullptr);
-    }
-    ~Device() {
-        if (pd) CHECK(ibv_dealloc_pd(pd) == 0);
-        if (ctx) CHECK(ibv_close_device(ctx) == 0);
-    }
-    Device(const Device&) = delete;
-    Device& operator=(const Device&) = delete;
-};
+using Device = simnic::tb::VerbsDevice;
 
 // ---- buffers with canaries ----
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "provider.h"
+#include "real_symbol.h"
 
 #undef ibv_query_port  // verbs.h's macro; the exported symbol takes the compat struct
 #undef ibv_reg_mr       // likewise macros around the exported functions
@@ -33,27 +34,7 @@ namespace sv = simnic::verbs;
 
 namespace {
 
-// A lazily resolved pointer to the real libibverbs definition. Resolution is
-// retried until it succeeds (libibverbs may be dlopen()ed after us).
-template <typename F>
-class Real {
-public:
-    Real(const char* name, const char* version) : name_(name), version_(version) {}
-    F* get() {
-        void* p = p_.load(std::memory_order_acquire);
-        if (p == nullptr) {
-            p = dlvsym(RTLD_NEXT, name_, version_);
-            if (p == nullptr) return nullptr;
-            p_.store(p, std::memory_order_release);
-        }
-        return reinterpret_cast<F*>(p);
-    }
-
-private:
-    const char* name_;
-    const char* version_;
-    std::atomic<void*> p_{nullptr};
-};
+using simnic::verbs::Real;
 
 #define SIMNIC_REAL(fn, ver)                          \
     static Real<decltype(fn)>& real_##fn() {           \

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "provider.h"
+#include "real_symbol.h"
 #include "simnic/cm/agent.h"
 #include "simnic/daemon/client.h"
 #include "simnic/daemon/cm_protocol.h"
@@ -66,20 +67,17 @@ static_assert(scm::kPsTcp == RDMA_PS_TCP && scm::kPsIb == RDMA_PS_IB);
 
 namespace {
 
-void* real_sym(const char* name, const char* ver) { return dlvsym(RTLD_NEXT, name, ver); }
-
 // Calls the real librdmacm's `fn` at version `ver`, or fails with ENOSYS if
 // the process has none.
-#define REAL(fn, ver, fail, ...)                                                   \
-    do {                                                                           \
-        static std::atomic<void*> p_{nullptr};                                     \
-        void* p = p_.load(std::memory_order_acquire);                              \
-        if (!p) p_.store(p = real_sym(#fn, ver), std::memory_order_release);       \
-        if (!p) {                                                                  \
-            errno = ENOSYS;                                                        \
-            return fail;                                                           \
-        }                                                                          \
-        return reinterpret_cast<decltype(&fn)>(p)(__VA_ARGS__);                    \
+#define REAL(fn, ver, fail, ...)                          \
+    do {                                                  \
+        static sv::Real<decltype(fn)> r(#fn, ver);        \
+        auto* p = r.get();                                \
+        if (!p) {                                         \
+            errno = ENOSYS;                               \
+            return fail;                                  \
+        }                                                 \
+        return p(__VA_ARGS__);                            \
     } while (0)
 
 struct Chan {
@@ -495,8 +493,8 @@ void rdma_destroy_event_channel(rdma_event_channel* channel) {
         if (c) g_chans.erase(c);
     }
     if (!c) {
-        static void* p = real_sym("rdma_destroy_event_channel", "RDMACM_1.0");
-        if (p) reinterpret_cast<decltype(&rdma_destroy_event_channel)>(p)(channel);
+        static sv::Real<decltype(rdma_destroy_event_channel)> real("rdma_destroy_event_channel", "RDMACM_1.0");
+        if (auto* p = real.get()) p(channel);
         return;
     }
     delete c;  // closing the connection destroys whatever IDs are left in the daemon
@@ -634,8 +632,8 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
 void rdma_destroy_qp(rdma_cm_id* id) {
     Id* i = ours_locked(id);
     if (!i) {
-        static void* p = real_sym("rdma_destroy_qp", "RDMACM_1.0");
-        if (p) reinterpret_cast<decltype(&rdma_destroy_qp)>(p)(id);
+        static sv::Real<decltype(rdma_destroy_qp)> real("rdma_destroy_qp", "RDMACM_1.0");
+        if (auto* p = real.get()) p(id);
         return;
     }
     if (i->id.qp) sv::destroy_qp(i->id.qp);
@@ -801,8 +799,8 @@ void rdma_free_devices(ibv_context** list) {
         free(list);
         return;
     }
-    static void* p = real_sym("rdma_free_devices", "RDMACM_1.0");
-    if (p) reinterpret_cast<decltype(&rdma_free_devices)>(p)(list);
+    static sv::Real<decltype(rdma_free_devices)> real("rdma_free_devices", "RDMACM_1.0");
+    if (auto* p = real.get()) p(list);
 }
 
 // Name resolution without the kernel: getaddrinfo, as rdma_getaddrinfo
@@ -861,8 +859,8 @@ void rdma_freeaddrinfo(rdma_addrinfo* res) {
         ours = g_addrinfos.erase(res) > 0;
     }
     if (!ours) {
-        static void* p = real_sym("rdma_freeaddrinfo", "RDMACM_1.0");
-        if (p) reinterpret_cast<decltype(&rdma_freeaddrinfo)>(p)(res);
+        static sv::Real<decltype(rdma_freeaddrinfo)> real("rdma_freeaddrinfo", "RDMACM_1.0");
+        if (auto* p = real.get()) p(res);
         return;
     }
     while (res) {
@@ -917,8 +915,8 @@ void rdma_destroy_ep(rdma_cm_id* id) {
         rdma_destroy_id(id);
         return;
     }
-    static void* p = real_sym("rdma_destroy_ep", "RDMACM_1.0");
-    if (p) reinterpret_cast<decltype(&rdma_destroy_ep)>(p)(id);
+    static sv::Real<decltype(rdma_destroy_ep)> real("rdma_destroy_ep", "RDMACM_1.0");
+    if (auto* p = real.get()) p(id);
 }
 
 int rdma_create_srq(rdma_cm_id* id, ibv_pd* pd, ibv_srq_init_attr* attr) {
@@ -933,8 +931,8 @@ int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
 
 void rdma_destroy_srq(rdma_cm_id* id) {
     if (ours_locked(id)) return;  // rdma_create_srq never made one
-    static void* p = real_sym("rdma_destroy_srq", "RDMACM_1.0");
-    if (p) reinterpret_cast<decltype(&rdma_destroy_srq)>(p)(id);
+    static sv::Real<decltype(rdma_destroy_srq)> real("rdma_destroy_srq", "RDMACM_1.0");
+    if (auto* p = real.get()) p(id);
 }
 
 int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) {

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "real_symbol.h"
 #include "umad_ca.h"
 
 namespace su = simnic::verbs::umad;
@@ -41,27 +42,7 @@ using su::Ca;
 using su::DeviceNode;
 using su::Port;
 
-// The real libibumad's definition of `name` at `version`, or null if
-// libibumad is not loaded (retried on the next call: it may be dlopen()ed).
-template <typename F>
-class Real {
-public:
-    Real(const char* name, const char* version) : name_(name), version_(version) {}
-    F* get() {
-        void* p = p_.load(std::memory_order_acquire);
-        if (p == nullptr) {
-            p = dlvsym(RTLD_NEXT, name_, version_);
-            if (p == nullptr) return nullptr;
-            p_.store(p, std::memory_order_release);
-        }
-        return reinterpret_cast<F*>(p);
-    }
-
-private:
-    const char* name_;
-    const char* version_;
-    std::atomic<void*> p_{nullptr};
-};
+using simnic::verbs::Real;
 
 #define SIMNIC_UMAD_REAL(fn, type, ver)          \
     Real<type>& real_##fn() {                   \

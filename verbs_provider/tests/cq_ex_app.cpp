@@ -20,43 +20,17 @@
 
 #include <catch2/catch.hpp>
 
+#include "verbs_app.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::uint8_t kPort = 1;
-constexpr int kGidIndex = 1;
+constexpr std::uint8_t kPort = simnic::tb::kVerbsPort;
+constexpr int kGidIndex = simnic::tb::kVerbsGidIndex;
 constexpr std::uint32_t kQkey = 0x11111111;
 constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
-struct Device {
-    ibv_context* ctx = nullptr;
-    ibv_pd* pd = nullptr;
-    ibv_port_attr port{};
-    ibv_gid gid{};
-
-    Device() {
-        const char* name = std::getenv("SIMNIC_TEST_DEVICE");
-        REQUIRE(name != nullptr);
-        int n = 0;
-        ibv_device** list = ibv_get_device_list(&n);
-        REQUIRE(list != nullptr);
-        for (int i = 0; i < n && ctx == nullptr; ++i)
-            if (std::strcmp(ibv_get_device_name(list[i]), name) == 0) ctx = ibv_open_device(list[i]);
-        ibv_free_device_list(list);
-        INFO("device " << name);
-        REQUIRE(ctx != nullptr);
-        REQUIRE(ibv_query_port(ctx, kPort, &port) == 0);
-        REQUIRE(ibv_query_gid(ctx, kPort, kGidIndex, &gid) == 0);
-        pd = ibv_alloc_pd(ctx);
-        REQUIRE(pd != nullptr);
-    }
-    ~Device() {
-        if (pd) CHECK(ibv_dealloc_pd(pd) == 0);
-        if (ctx) CHECK(ibv_close_device(ctx) == 0);
-    }
-    Device(const Device&) = delete;
-    Device& operator=(const Device&) = delete;
-};
+using Device = simnic::tb::VerbsDevice;
 
 struct Mr {
     std::vector<std::uint8_t> buf;
