@@ -1,0 +1,309 @@
+// The events of a context (see provider.h): the thread that drains the
+// device's event queue and re-arms it, completion channels, and async
+// events. Each is a queue behind a file descriptor (FdQueue).
+#include "provider_internal.h"
+
+#include <sys/eventfd.h>
+
+#include <cstring>
+#include <new>
+
+namespace simnic::verbs {
+
+using namespace detail;
+
+namespace {
+
+// ---- the event thread ----
+// EQE event types 0x00-0x13 are ibv_event_type's values (hw-spec 8.2):
+// dispatch() hands them to ibv_get_async_event unchanged.
+static_assert(static_cast<int>(hw::EventType::CqErr) == IBV_EVENT_CQ_ERR);
+static_assert(static_cast<int>(hw::EventType::QpFatal) == IBV_EVENT_QP_FATAL);
+static_assert(static_cast<int>(hw::EventType::QpReqErr) == IBV_EVENT_QP_REQ_ERR);
+static_assert(static_cast<int>(hw::EventType::QpAccessErr) == IBV_EVENT_QP_ACCESS_ERR);
+static_assert(static_cast<int>(hw::EventType::CommEst) == IBV_EVENT_COMM_EST);
+static_assert(static_cast<int>(hw::EventType::SqDrained) == IBV_EVENT_SQ_DRAINED);
+static_assert(static_cast<int>(hw::EventType::DeviceFatal) == IBV_EVENT_DEVICE_FATAL);
+static_assert(static_cast<int>(hw::EventType::PortActive) == IBV_EVENT_PORT_ACTIVE);
+static_assert(static_cast<int>(hw::EventType::PortErr) == IBV_EVENT_PORT_ERR);
+static_assert(static_cast<int>(hw::EventType::SrqErr) == IBV_EVENT_SRQ_ERR);
+static_assert(static_cast<int>(hw::EventType::SrqLimitReached) == IBV_EVENT_SRQ_LIMIT_REACHED);
+static_assert(static_cast<int>(hw::EventType::QpLastWqeReached) == IBV_EVENT_QP_LAST_WQE_REACHED);
+static_assert(static_cast<int>(hw::EventType::GidChange) == IBV_EVENT_GID_CHANGE);
+static_assert(static_cast<int>(hw::EventType::WqFatal) == IBV_EVENT_WQ_FATAL);
+void dispatch(SimContext& c, const std::array<std::uint8_t, hw::eqe::kSize>& e) {
+    const auto type = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::event_type));
+    const auto obj = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::obj_num));
+    std::lock_guard<std::mutex> lk(c.obj_mu);
+    if (type == static_cast<std::uint32_t>(hw::EventType::Completion)) {
+        auto it = c.cqs.find(obj);
+        if (it != c.cqs.end() && it->second->channel != nullptr)
+            it->second->channel->events.push(it->second);
+        return;
+    }
+    if (type > static_cast<std::uint32_t>(hw::EventType::WqFatal)) return;  // CMD_COMPLETION
+    ibv_async_event ev;
+    std::memset(&ev, 0, sizeof ev);
+    ev.event_type = static_cast<ibv_event_type>(type);
+    switch (ev.event_type) {
+        case IBV_EVENT_CQ_ERR: {
+            auto it = c.cqs.find(obj);
+            if (it == c.cqs.end()) return;
+            ev.element.cq = &it->second->cq;
+            break;
+        }
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+        case IBV_EVENT_COMM_EST:
+        case IBV_EVENT_SQ_DRAINED:
+        case IBV_EVENT_QP_LAST_WQE_REACHED: {
+            auto it = c.qps.find(obj);
+            if (it == c.qps.end()) return;
+            ev.element.qp = &it->second->qpx.qp_base;
+            break;
+        }
+        case IBV_EVENT_SRQ_ERR:
+        case IBV_EVENT_SRQ_LIMIT_REACHED: {
+            auto it = c.srqs.find(obj);
+            if (it == c.srqs.end()) return;
+            ev.element.srq = &it->second->srq;
+            break;
+        }
+        case IBV_EVENT_PORT_ACTIVE:
+        case IBV_EVENT_PORT_ERR:
+        case IBV_EVENT_LID_CHANGE:
+        case IBV_EVENT_PKEY_CHANGE:
+        case IBV_EVENT_SM_CHANGE:
+        case IBV_EVENT_CLIENT_REREGISTER:
+        case IBV_EVENT_GID_CHANGE:
+            ev.element.port_num = static_cast<int>(obj);
+            break;
+        case IBV_EVENT_DEVICE_FATAL:
+            break;
+        default:
+            return;  // PATH_MIG*, WQ_FATAL: no such objects here
+    }
+    c.async.push(ev);
+}
+
+void event_loop(SimContext* c) {
+    const int hfd = c->hc->event_fd();
+    if (hfd < 0) return;
+    for (;;) {
+        // Drain, arm, and drain again, before every sleep including the
+        // first: an EQE written before the arm took effect raised no
+        // interrupt (hw-spec 8.3: arming "at once if pi != ci" is the
+        // driver's check). The thread may start long after the context
+        // opened, with events already queued. Repeat until arming finds the
+        // queue empty, so no event waits for a later one to wake us.
+        std::array<std::uint8_t, hw::eqe::kSize> e{};
+        bool found = true;
+        while (found) {
+            while (c->hc->next_event(e)) dispatch(*c, e);
+            c->hc->arm_events();
+            found = false;
+            while (c->hc->next_event(e)) {
+                dispatch(*c, e);
+                found = true;
+            }
+        }
+        pollfd p[2] = {{hfd, POLLIN, 0}, {c->stop_fd, POLLIN, 0}};
+        [[maybe_unused]] const int n = ::poll(p, 2, -1);
+        if (p[1].revents != 0) return;
+        if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) return;  // device gone
+        if (p[0].revents & POLLIN) {
+            std::uint64_t v = 0;
+            [[maybe_unused]] const ssize_t r = ::read(hfd, &v, sizeof v);
+        }
+    }
+}
+
+}  // namespace
+
+int detail::start_events(SimContext& c) {
+    c.async.fd = ::eventfd(0, EFD_CLOEXEC);
+    c.stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c.async.fd < 0 || c.stop_fd < 0) {
+        const int e = errno;
+        if (c.async.fd >= 0) ::close(c.async.fd);
+        if (c.stop_fd >= 0) ::close(c.stop_fd);
+        c.async.fd = c.stop_fd = -1;
+        return e;
+    }
+    if (c.hc->event_fd() < 0) return 0;  // no interrupt: no thread
+    try {
+        c.ev_thread = std::thread(event_loop, &c);
+    } catch (...) {
+        ::close(c.async.fd);
+        ::close(c.stop_fd);
+        c.async.fd = c.stop_fd = -1;
+        return EAGAIN;
+    }
+    return 0;
+}
+
+void detail::stop_events(SimContext& c) {
+    if (c.ev_thread.joinable()) {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const ssize_t w = ::write(c.stop_fd, &one, sizeof one);
+        c.ev_thread.join();
+    }
+    if (c.stop_fd >= 0) ::close(c.stop_fd);
+    if (c.async.fd >= 0) ::close(c.async.fd);
+    c.stop_fd = c.async.fd = -1;
+}
+
+// Drops queued async events naming `match` (the object is being destroyed).
+void detail::purge_async(SimContext& c, const void* match) {
+    c.async.purge([match](const ibv_async_event& ev) {
+        return static_cast<const void*>(ev.element.cq) == match ||
+               static_cast<const void*>(ev.element.qp) == match ||
+               static_cast<const void*>(ev.element.srq) == match;
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Completion channels
+// ---------------------------------------------------------------------------
+ibv_comp_channel* create_comp_channel(ibv_context* ctx) {
+    SimContext* c = sim(ctx);
+    if (c == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    auto* ch = new (std::nothrow) SimChannel{};
+    if (ch == nullptr) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    ch->events.fd = ::eventfd(0, EFD_CLOEXEC);
+    if (ch->events.fd < 0) {
+        const int e = errno;
+        delete ch;
+        errno = e;
+        return nullptr;
+    }
+    ch->ctx = c;
+    ch->ch.context = ctx;
+    ch->ch.fd = ch->events.fd;
+    ch->ch.refcnt = 0;
+    return &ch->ch;
+}
+
+int destroy_comp_channel(ibv_comp_channel* channel) {
+    if (channel == nullptr || sim(channel->context) == nullptr) return EINVAL;
+    SimChannel* ch = channel_of(channel);
+    {
+        std::lock_guard<std::mutex> lk(ch->ctx->obj_mu);
+        if (channel->refcnt != 0) return EBUSY;
+    }
+    ::close(ch->events.fd);
+    delete ch;
+    return 0;
+}
+
+int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+    if (channel == nullptr || sim(channel->context) == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    SimCq* got = nullptr;
+    const int e = channel_of(channel)->events.pop(got);
+    if (e != 0) {
+        errno = e;
+        return -1;
+    }
+    if (cq) *cq = &got->cq;
+    if (cq_context) *cq_context = got->cq.cq_context;
+    return 0;
+}
+
+void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+    if (cq == nullptr) return;
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += nevents;
+    pthread_cond_signal(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+}
+
+// ---------------------------------------------------------------------------
+// Async events
+// ---------------------------------------------------------------------------
+int get_async_event(ibv_context* ctx, ibv_async_event* event) {
+    SimContext* c = sim(ctx);
+    if (c == nullptr || event == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    const int e = c->async.pop(*event);
+    if (e != 0) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+void ack_async_event(ibv_async_event* event) {
+    if (event == nullptr) return;
+    switch (event->event_type) {
+        case IBV_EVENT_CQ_ERR: {
+            ibv_cq* cq = event->element.cq;
+            pthread_mutex_lock(&cq->mutex);
+            ++cq->async_events_completed;
+            pthread_cond_signal(&cq->cond);
+            pthread_mutex_unlock(&cq->mutex);
+            break;
+        }
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+        case IBV_EVENT_COMM_EST:
+        case IBV_EVENT_SQ_DRAINED:
+        case IBV_EVENT_QP_LAST_WQE_REACHED: {
+            ibv_qp* qp = event->element.qp;
+            pthread_mutex_lock(&qp->mutex);
+            ++qp->events_completed;
+            pthread_cond_signal(&qp->cond);
+            pthread_mutex_unlock(&qp->mutex);
+            break;
+        }
+        case IBV_EVENT_SRQ_ERR:
+        case IBV_EVENT_SRQ_LIMIT_REACHED: {
+            ibv_srq* srq = event->element.srq;
+            pthread_mutex_lock(&srq->mutex);
+            ++srq->events_completed;
+            pthread_cond_signal(&srq->cond);
+            pthread_mutex_unlock(&srq->mutex);
+            break;
+        }
+        default:
+            break;
+    }
+}
+
+const ibv_context* async_event_context(const ibv_async_event* event) {
+    if (event == nullptr) return nullptr;
+    switch (event->event_type) {
+        case IBV_EVENT_CQ_ERR:
+            return event->element.cq ? event->element.cq->context : nullptr;
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+        case IBV_EVENT_COMM_EST:
+        case IBV_EVENT_SQ_DRAINED:
+        case IBV_EVENT_PATH_MIG:
+        case IBV_EVENT_PATH_MIG_ERR:
+        case IBV_EVENT_QP_LAST_WQE_REACHED:
+            return event->element.qp ? event->element.qp->context : nullptr;
+        case IBV_EVENT_SRQ_ERR:
+        case IBV_EVENT_SRQ_LIMIT_REACHED:
+            return event->element.srq ? event->element.srq->context : nullptr;
+        case IBV_EVENT_WQ_FATAL:
+            return event->element.wq ? event->element.wq->context : nullptr;
+        default:
+            return nullptr;
+    }
+}
+
+}  // namespace simnic::verbs

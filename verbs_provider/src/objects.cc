@@ -1,0 +1,925 @@
+// The verbs objects (see provider.h): PDs, MRs, CQs, SRQs, QPs and AHs,
+// created, modified, queried and destroyed with hw-spec commands (5.6). The
+// objects themselves are in provider_internal.h; their rings are used by
+// datapath.cc, their events by events.cc.
+#include "provider_internal.h"
+
+#include <endian.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+
+namespace simnic::verbs {
+
+using namespace detail;
+
+// ---------------------------------------------------------------------------
+// Protection domains
+// ---------------------------------------------------------------------------
+ibv_pd* alloc_pd(ibv_context* ctx) {
+    SimContext* c = sim(ctx);
+    if (c == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    host::CmdOutcome r;
+    const int e = run(*c, hw::CmdOpcode::AllocPd, nullptr, 0, hw::cmd_handle::kSize, r);
+    if (e != 0) {
+        errno = e;
+        return nullptr;
+    }
+    if (r.out.size() < hw::cmd_handle::kSize) {
+        errno = EIO;
+        return nullptr;
+    }
+    const auto pdn =
+        static_cast<std::uint32_t>(hw::get(r.out.data(), r.out.size(), hw::cmd_handle::handle));
+    auto* p = static_cast<SimPd*>(std::calloc(1, sizeof(SimPd)));
+    if (p == nullptr) {
+        // Give the PD back; the allocation failure is what the caller sees.
+        std::array<std::uint8_t, hw::cmd_handle::kSize> in{};
+        hw::set(in.data(), in.size(), hw::cmd_handle::handle, pdn);
+        host::CmdOutcome ignored;
+        run(*c, hw::CmdOpcode::DeallocPd, in.data(), in.size(), 0, ignored);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    p->pd.context = ctx;
+    p->pd.handle = pdn;
+    p->pdn = pdn;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->pds.insert(p);
+    }
+    return &p->pd;
+}
+
+int dealloc_pd(ibv_pd* pd) {
+    if (pd == nullptr) return EINVAL;
+    SimContext* c = sim(pd->context);
+    if (c == nullptr) return EINVAL;
+    auto* p = reinterpret_cast<SimPd*>(pd);
+    std::array<std::uint8_t, hw::cmd_handle::kSize> in{};
+    hw::set(in.data(), in.size(), hw::cmd_handle::handle, p->pdn);
+    host::CmdOutcome r;
+    const int e = run(*c, hw::CmdOpcode::DeallocPd, in.data(), in.size(), 0, r);
+    if (e != 0) return e;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->pds.erase(p);
+    }
+    std::free(p);
+    return 0;
+}
+
+std::uint32_t pd_number(const ibv_pd* pd) { return reinterpret_cast<const SimPd*>(pd)->pdn; }
+
+namespace {
+
+// ---- sizes and commands (the object verbs') ----
+std::uint8_t log2_ceil(std::uint64_t v) {
+    std::uint8_t n = 0;
+    while ((std::uint64_t{1} << n) < v) ++n;
+    return n;
+}
+
+std::uint32_t round_up(std::uint32_t v, std::uint32_t unit) { return (v + unit - 1) / unit * unit; }
+
+template <std::size_t N>
+int run_in(SimContext& c, hw::CmdOpcode op, const std::array<std::uint8_t, N>& in,
+           std::size_t out_cap, host::CmdOutcome& r) {
+    return run(c, op, in.data(), in.size(), out_cap, r);
+}
+
+// A command that applies an address vector (MODIFY_QP with an AV,
+// CREATE_AH). The firmware fails with AGAIN while the DGID's neighbour is
+// unresolved, having started the lookup; like the kernel, which waits up to a
+// second for the address to resolve before failing the verb, the caller
+// waits and asks again.
+template <std::size_t N>
+int run_av(SimContext& c, hw::CmdOpcode op, const std::array<std::uint8_t, N>& in, std::size_t out_cap,
+           host::CmdOutcome& r) {
+    constexpr int kTries = 100;  // 10 ms apart: 1 s
+    int e = run_in(c, op, in, out_cap, r);
+    for (int i = 1; i < kTries && e == EAGAIN; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        e = run_in(c, op, in, out_cap, r);
+    }
+    return e;
+}
+
+// A command whose input is a CMD_HANDLE (the destroy commands).
+int run_handle(SimContext& c, hw::CmdOpcode op, std::uint32_t handle) {
+    std::array<std::uint8_t, hw::cmd_handle::kSize> in{};
+    hw::set(in.data(), in.size(), hw::cmd_handle::handle, handle);
+    host::CmdOutcome r;
+    return run_in(c, op, in, 0, r);
+}
+
+// The CMD_HANDLE an object-creating command returned; 0 or an errno.
+int out_handle(const host::CmdOutcome& r, std::uint32_t& h) {
+    if (r.out.size() < hw::cmd_handle::kSize) return EIO;
+    h = static_cast<std::uint32_t>(hw::get(r.out.data(), r.out.size(), hw::cmd_handle::handle));
+    return 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Memory regions (hw-spec 5.6.5): direct mode in the bootstrap domain, where
+// device addresses are this process's virtual addresses.
+// ---------------------------------------------------------------------------
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
+               unsigned int access) {
+    SimContext* c = pd ? sim(pd->context) : nullptr;
+    if (c == nullptr || length == 0) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    access &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);  // hints, may be ignored
+    if (access & IBV_ACCESS_ON_DEMAND) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    const bool zero_based = (access & IBV_ACCESS_ZERO_BASED) != 0;
+    if (zero_based) iova = 0;
+    namespace m = hw::cmd_reg_mr_in;
+    std::array<std::uint8_t, m::kSize> in{};
+    hw::set(in.data(), in.size(), m::pdn, pd_number(pd));
+    hw::set(in.data(), in.size(), m::access, access & hw::access::kAllMr);  // MW_BIND included
+    hw::set(in.data(), in.size(), m::mtt_mode, 0);
+    hw::set(in.data(), in.size(), m::zero_based, zero_based ? 1 : 0);
+    hw::set(in.data(), in.size(), m::domain_id, c->hc->boot_domain());
+    hw::set(in.data(), in.size(), m::iova, iova);
+    hw::set(in.data(), in.size(), m::length, length);
+    hw::set(in.data(), in.size(), m::host_addr, reinterpret_cast<std::uintptr_t>(addr));
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::RegMr, in, hw::cmd_reg_mr_out::kSize, r);
+    if (e == 0 && r.out.size() < hw::cmd_reg_mr_out::kSize) e = EIO;
+    if (e != 0) {
+        errno = e;
+        return nullptr;
+    }
+    auto* mr = static_cast<ibv_mr*>(std::calloc(1, sizeof(ibv_mr)));
+    const auto lkey = static_cast<std::uint32_t>(
+        hw::get(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::lkey));
+    if (mr == nullptr) {
+        run_handle(*c, hw::CmdOpcode::DeregMr, lkey);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    mr->context = pd->context;
+    mr->pd = pd;
+    mr->addr = addr;
+    mr->length = length;
+    mr->handle = lkey;
+    mr->lkey = lkey;
+    mr->rkey = static_cast<std::uint32_t>(
+        hw::get(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::rkey));
+    return mr;
+}
+
+int dereg_mr(ibv_mr* mr) {
+    SimContext* c = mr ? sim(mr->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    const int e = run_handle(*c, hw::CmdOpcode::DeregMr, mr->lkey);
+    if (e != 0) return e;
+    std::free(mr);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// CQs (hw-spec 5.6.6, 7)
+// ---------------------------------------------------------------------------
+namespace {
+// The CQ log size for `cqe` entries: 2^n >= cqe + 1 (the verbs cqe is 2^n - 1).
+int cq_log_size(SimContext& c, int cqe, std::uint8_t& log) {
+    if (cqe < 1) return EINVAL;
+    const auto max_cqe = c.cap_get(hw::cap_block::max_cqe);
+    if (static_cast<std::uint64_t>(cqe) > max_cqe) return EINVAL;
+    log = std::max<std::uint8_t>(1, log2_ceil(static_cast<std::uint64_t>(cqe) + 1));
+    return 0;
+}
+}  // namespace
+
+ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
+                  int comp_vector) {
+    SimContext* c = sim(ctx);
+    if (c == nullptr || comp_vector < 0 || comp_vector >= ctx->num_comp_vectors ||
+        (channel != nullptr && channel->context != ctx)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    std::uint8_t log = 0;
+    int e = cq_log_size(*c, cqe, log);
+    if (e != 0) {
+        errno = e;
+        return nullptr;
+    }
+    auto* cq = new (std::nothrow) SimCq{};
+    std::uint16_t dom = 0;
+    std::uint8_t* ring = c->queues.alloc(*c->hc, std::size_t{hw::cqe::kSize} << log, dom);
+    if (cq == nullptr || ring == nullptr) {
+        delete cq;
+        c->queues.free(ring);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    namespace ci = hw::cmd_create_cq_in;
+    std::array<std::uint8_t, ci::kSize> in{};
+    hw::set(in.data(), in.size(), ci::log_size, log);
+    hw::set(in.data(), in.size(), ci::domain_id, dom);
+    hw::set(in.data(), in.size(), ci::base, reinterpret_cast<std::uintptr_t>(ring));
+    host::CmdOutcome r;
+    e = run_in(*c, hw::CmdOpcode::CreateCq, in, hw::cmd_handle::kSize, r);
+    std::uint32_t cqn = 0;
+    if (e == 0) e = out_handle(r, cqn);
+    if (e != 0) {
+        delete cq;
+        c->queues.free(ring);
+        errno = e;
+        return nullptr;
+    }
+    cq->ctx = c;
+    cq->channel = channel ? channel_of(channel) : nullptr;
+    cq->cqn = cqn;
+    cq->log_size = log;
+    cq->ring = ring;
+    cq->cq.context = ctx;
+    cq->cq.channel = channel;
+    cq->cq.cq_context = cq_context;
+    cq->cq.handle = cqn;
+    cq->cq.cqe = static_cast<int>((1u << log) - 1);
+    pthread_mutex_init(&cq->cq.mutex, nullptr);
+    pthread_cond_init(&cq->cq.cond, nullptr);
+    std::lock_guard<std::mutex> lk(c->obj_mu);
+    c->cqs[cqn] = cq;
+    if (channel) ++channel->refcnt;
+    return &cq->cq;
+}
+
+ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) {
+    if (sim(ctx) == nullptr || attr == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    // What rxe rejects, rejected the same way: wc_flags beyond the standard
+    // set (the CQE has no timestamp, VLAN, flow tag or tag-matching field),
+    // comp_mask bits libibverbs does not know, and the create flags kernel
+    // rxe refuses (IGNORE_OVERRUN; SINGLE_THREADED is a hint, accepted).
+    if ((attr->wc_flags & ~kCqExSupportedWcFlags) != 0 ||
+        (attr->comp_mask & ~std::uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD}) != 0 ||
+        ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+         (attr->flags & ~std::uint32_t{IBV_CREATE_CQ_ATTR_SINGLE_THREADED}) != 0)) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    // A parent domain (IBV_CQ_INIT_ATTR_MASK_PD) is ignored, as by rxe: the
+    // CQ allocates its ring itself and alloc_parent_domain is unsupported.
+    if (attr->cqe > static_cast<std::uint32_t>(std::numeric_limits<int>::max()) ||
+        attr->comp_vector > static_cast<std::uint32_t>(std::numeric_limits<int>::max())) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    ibv_cq* base = create_cq(ctx, static_cast<int>(attr->cqe), attr->cq_context, attr->channel,
+                             static_cast<int>(attr->comp_vector));
+    if (base == nullptr) return nullptr;
+    SimCq* cq = cq_of(base);
+    fill_cq_ex(*cq, attr->wc_flags);
+    return &cq->cqx;
+}
+
+int resize_cq(ibv_cq* ibcq, int cqe) {
+    SimContext* c = ibcq ? sim(ibcq->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    SimCq& cq = *cq_of(ibcq);
+    std::uint8_t log = 0;
+    int e = cq_log_size(*c, cqe, log);
+    if (e != 0) return e;
+    std::uint16_t dom = 0;
+    std::uint8_t* ring = c->queues.alloc(*c->hc, std::size_t{hw::cqe::kSize} << log, dom);
+    if (ring == nullptr) return ENOMEM;
+    std::lock_guard<std::mutex> lk(cq.mu);  // no polling while the ring changes
+    namespace rs = hw::cmd_resize_cq_in;
+    std::array<std::uint8_t, rs::kSize> in{};
+    hw::set(in.data(), in.size(), rs::cqn, cq.cqn);
+    hw::set(in.data(), in.size(), rs::log_size, log);
+    hw::set(in.data(), in.size(), rs::domain_id, dom);
+    hw::set(in.data(), in.size(), rs::base, reinterpret_cast<std::uintptr_t>(ring));
+    host::CmdOutcome r;
+    e = run_in(*c, hw::CmdOpcode::ResizeCq, in, 0, r);
+    if (e != 0) {
+        c->queues.free(ring);
+        return e;
+    }
+    c->queues.free(cq.ring);
+    cq.ring = ring;  // same indices, owner bits rewritten for the new size (5.6.6)
+    cq.log_size = log;
+    ibcq->cqe = static_cast<int>((1u << log) - 1);
+    return 0;
+}
+
+int destroy_cq(ibv_cq* ibcq) {
+    SimContext* c = ibcq ? sim(ibcq->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    SimCq* cq = cq_of(ibcq);
+    const int e = run_handle(*c, hw::CmdOpcode::DestroyCq, cq->cqn);
+    if (e != 0) return e;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->cqs.erase(cq->cqn);
+        if (cq->channel) {
+            cq->channel->events.purge([cq](SimCq* x) { return x == cq; });
+            --cq->channel->ch.refcnt;
+        }
+    }
+    purge_async(*c, ibcq);
+    pthread_cond_destroy(&ibcq->cond);
+    pthread_mutex_destroy(&ibcq->mutex);
+    c->queues.free(cq->ring);
+    delete cq;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// SRQs (hw-spec 5.6.8)
+// ---------------------------------------------------------------------------
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+    SimContext* c = pd ? sim(pd->context) : nullptr;
+    if (c == nullptr || attr == nullptr || attr->attr.max_wr == 0 ||
+        attr->attr.max_sge > c->cap_get(hw::cap_block::max_srq_sge) ||
+        attr->attr.max_wr > c->cap_get(hw::cap_block::max_srq_wr)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    auto* s = new (std::nothrow) SimSrq{};
+    if (s == nullptr) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    const std::uint32_t sge = std::max<std::uint32_t>(1, attr->attr.max_sge);
+    s->wq.log_size = log2_ceil(attr->attr.max_wr);
+    s->wq.log_stride = std::max<std::uint8_t>(
+        hw::kMinLogRqStride, log2_ceil(hw::recv_wqe::kSize + hw::data_seg::kSize * sge));
+    s->max_sge = sge;
+    std::uint16_t dom = 0;
+    s->wq.base = c->queues.alloc(*c->hc, s->wq.bytes(), dom);
+    if (s->wq.base == nullptr) {
+        delete s;
+        errno = ENOMEM;
+        return nullptr;
+    }
+    namespace si = hw::cmd_create_srq_in;
+    std::array<std::uint8_t, si::kSize> in{};
+    hw::set(in.data(), in.size(), si::pdn, pd_number(pd));
+    hw::set(in.data(), in.size(), si::domain_id, dom);
+    hw::set(in.data(), in.size(), si::base, reinterpret_cast<std::uintptr_t>(s->wq.base));
+    hw::set(in.data(), in.size(), si::log_size, s->wq.log_size);
+    hw::set(in.data(), in.size(), si::log_stride, s->wq.log_stride);
+    hw::set(in.data(), in.size(), si::max_sge, sge);
+    hw::set(in.data(), in.size(), si::srq_limit, attr->attr.srq_limit);
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::CreateSrq, in, hw::cmd_handle::kSize, r);
+    if (e == 0) e = out_handle(r, s->srqn);
+    if (e != 0) {
+        c->queues.free(s->wq.base);
+        delete s;
+        errno = e;
+        return nullptr;
+    }
+    s->ctx = c;
+    s->srq.context = pd->context;
+    s->srq.srq_context = attr->srq_context;
+    s->srq.pd = pd;
+    s->srq.handle = s->srqn;
+    pthread_mutex_init(&s->srq.mutex, nullptr);
+    pthread_cond_init(&s->srq.cond, nullptr);
+    attr->attr.max_wr = s->wq.entries();
+    attr->attr.max_sge = sge;
+    std::lock_guard<std::mutex> lk(c->obj_mu);
+    c->srqs[s->srqn] = s;
+    return &s->srq;
+}
+
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
+    SimContext* c = srq ? sim(srq->context) : nullptr;
+    if (c == nullptr || attr == nullptr) return EINVAL;
+    namespace sm = hw::cmd_modify_srq_in;
+    std::array<std::uint8_t, sm::kSize> in{};
+    hw::set(in.data(), in.size(), sm::srqn, srq_of(srq)->srqn);
+    hw::set(in.data(), in.size(), sm::attr_mask, static_cast<std::uint32_t>(mask));
+    hw::set(in.data(), in.size(), sm::srq_limit, attr->srq_limit);
+    host::CmdOutcome r;
+    return run_in(*c, hw::CmdOpcode::ModifySrq, in, 0, r);
+}
+
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
+    SimContext* c = srq ? sim(srq->context) : nullptr;
+    if (c == nullptr || attr == nullptr) return EINVAL;
+    std::array<std::uint8_t, hw::cmd_handle::kSize> in{};
+    hw::set(in.data(), in.size(), hw::cmd_handle::handle, srq_of(srq)->srqn);
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::QuerySrq, in, hw::cmd_query_srq_out::kSize, r);
+    if (e == 0 && r.out.size() < hw::cmd_query_srq_out::kSize) e = EIO;
+    if (e != 0) return e;
+    namespace so = hw::cmd_query_srq_out;
+    attr->max_wr = static_cast<std::uint32_t>(hw::get(r.out.data(), r.out.size(), so::max_wr));
+    attr->max_sge = static_cast<std::uint32_t>(hw::get(r.out.data(), r.out.size(), so::max_sge));
+    attr->srq_limit =
+        static_cast<std::uint32_t>(hw::get(r.out.data(), r.out.size(), so::srq_limit));
+    return 0;
+}
+
+int destroy_srq(ibv_srq* srq) {
+    SimContext* c = srq ? sim(srq->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    SimSrq* s = srq_of(srq);
+    const int e = run_handle(*c, hw::CmdOpcode::DestroySrq, s->srqn);
+    if (e != 0) return e;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->srqs.erase(s->srqn);
+    }
+    purge_async(*c, srq);
+    pthread_cond_destroy(&srq->cond);
+    pthread_mutex_destroy(&srq->mutex);
+    c->queues.free(s->wq.base);
+    delete s;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// QPs (hw-spec 5.6.7, 5.7, 6)
+// ---------------------------------------------------------------------------
+namespace {
+// Puts an ibv_ah_attr into the AV fields of a mailbox (QP_ATTR or
+// CMD_CREATE_AH_IN; both use the av_* names).
+template <typename NS>
+void put_av(std::uint8_t* b, std::size_t n, const ibv_ah_attr& ah) {
+    hw::set_bytes(b, n, NS::av_dgid, ah.grh.dgid.raw, sizeof ah.grh.dgid.raw);
+    hw::set(b, n, NS::av_sgid_index, ah.grh.sgid_index);
+    hw::set(b, n, NS::av_hop_limit, ah.grh.hop_limit);
+    hw::set(b, n, NS::av_traffic_class, ah.grh.traffic_class);
+    hw::set(b, n, NS::av_sl, ah.sl & 0xF);
+    hw::set(b, n, NS::av_grh, ah.is_global ? 1 : 0);
+    hw::set(b, n, NS::av_flow_label, ah.grh.flow_label & 0xFFFFF);
+    hw::set(b, n, NS::av_static_rate, ah.static_rate);
+}
+struct QpAttrNs {  // the AV fields of QP_ATTR under the names put_av uses
+    static constexpr hw::Field av_dgid = hw::qp_attr::av_dgid;
+    static constexpr hw::Field av_sgid_index = hw::qp_attr::av_sgid_index;
+    static constexpr hw::Field av_hop_limit = hw::qp_attr::av_hop_limit;
+    static constexpr hw::Field av_traffic_class = hw::qp_attr::av_traffic_class;
+    static constexpr hw::Field av_sl = hw::qp_attr::av_sl;
+    static constexpr hw::Field av_grh = hw::qp_attr::av_grh;
+    static constexpr hw::Field av_flow_label = hw::qp_attr::av_flow_label;
+    static constexpr hw::Field av_static_rate = hw::qp_attr::av_static_rate;
+};
+struct AhInNs {
+    static constexpr hw::Field av_dgid = hw::cmd_create_ah_in::av_dgid;
+    static constexpr hw::Field av_sgid_index = hw::cmd_create_ah_in::av_sgid_index;
+    static constexpr hw::Field av_hop_limit = hw::cmd_create_ah_in::av_hop_limit;
+    static constexpr hw::Field av_traffic_class = hw::cmd_create_ah_in::av_traffic_class;
+    static constexpr hw::Field av_sl = hw::cmd_create_ah_in::av_sl;
+    static constexpr hw::Field av_grh = hw::cmd_create_ah_in::av_grh;
+    static constexpr hw::Field av_flow_label = hw::cmd_create_ah_in::av_flow_label;
+    static constexpr hw::Field av_static_rate = hw::cmd_create_ah_in::av_static_rate;
+};
+
+// SQ stride for the caps (hw-spec 5.6.7): CTRL + the larger of RADDR+ATOMIC
+// and UD+AV + the larger of the SGEs and the inline segment.
+std::uint32_t sq_bytes(std::uint32_t sge, std::uint32_t inl) {
+    const std::uint32_t fixed =
+        hw::ctrl_seg::kSize + std::max<std::uint32_t>(hw::raddr_seg::kSize + hw::atomic_seg::kSize,
+                                                      hw::ud_seg::kSize + hw::av::kSize);
+    return fixed + std::max<std::uint32_t>(hw::data_seg::kSize * sge,
+                                           round_up(hw::inline_seg::kSize + inl, hw::kSegUnit));
+}
+}  // namespace
+
+ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
+    SimContext* c = sim(ctx);
+    const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if (c == nullptr || a == nullptr || !(a->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+        a->pd == nullptr || a->pd->context != ctx || a->send_cq == nullptr ||
+        (a->recv_cq == nullptr && a->srq == nullptr)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if ((a->comp_mask & ~known) != 0) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    ibv_qp_cap& cap = a->cap;
+    const auto max_wr = c->cap_get(hw::cap_block::max_qp_wr);
+    const auto max_sge = std::min<std::uint64_t>(c->cap_get(hw::cap_block::max_sge), hw::kMaxSge);
+    const auto max_inl = std::min<std::uint64_t>(c->cap_get(hw::cap_block::max_inline), hw::kMaxInline);
+    if (cap.max_send_wr > max_wr || cap.max_recv_wr > max_wr || cap.max_send_sge > max_sge ||
+        cap.max_recv_sge > max_sge || cap.max_inline_data > max_inl) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    auto* qp = new (std::nothrow) SimQp{};
+    if (qp == nullptr) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    qp->ctx = c;
+    qp->type = a->qp_type;
+    qp->sq_sig_all = a->sq_sig_all != 0;
+    qp->scq = cq_of(a->send_cq);
+    qp->rcq = a->recv_cq ? cq_of(a->recv_cq) : qp->scq;
+    qp->srq = a->srq ? srq_of(a->srq) : nullptr;
+    // SQ: stride from the caps; the inline room the stride leaves is offered.
+    qp->max_send_sge = std::max<std::uint32_t>(1, cap.max_send_sge);
+    qp->sq.log_size = log2_ceil(std::max<std::uint32_t>(1, cap.max_send_wr));
+    qp->sq.log_stride = std::max<std::uint8_t>(
+        hw::kMinLogSqStride, log2_ceil(sq_bytes(qp->max_send_sge, cap.max_inline_data)));
+    const std::uint32_t fixed = sq_bytes(0, 0) - hw::kSegUnit;  // without the data part
+    qp->max_inline = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+        max_inl, qp->sq.stride() - fixed - hw::inline_seg::kSize));
+    qp->max_inline = std::max(qp->max_inline, cap.max_inline_data);
+    // RQ (none with an SRQ: one slot, never used).
+    qp->max_recv_sge = qp->srq ? 0 : std::max<std::uint32_t>(1, cap.max_recv_sge);
+    qp->rq.log_size = qp->srq ? 0 : log2_ceil(std::max<std::uint32_t>(1, cap.max_recv_wr));
+    qp->rq.log_stride = std::max<std::uint8_t>(
+        hw::kMinLogRqStride, log2_ceil(hw::recv_wqe::kSize + hw::data_seg::kSize * qp->max_recv_sge));
+    if (qp->sq.log_stride > hw::kMaxLogStride || qp->rq.log_stride > hw::kMaxLogStride) {
+        delete qp;
+        errno = EINVAL;
+        return nullptr;
+    }
+    // One domain for both rings (the QPC names one): if only one fitted in
+    // the shared arena, both go to ordinary memory.
+    std::uint16_t dom = 0, rdom = 0;
+    qp->sq.base = c->queues.alloc(*c->hc, qp->sq.bytes(), dom);
+    qp->rq.base = qp->srq ? nullptr : c->queues.alloc(*c->hc, qp->rq.bytes(), rdom);
+    if (!qp->srq && qp->sq.base && qp->rq.base && rdom != dom) {
+        c->queues.free(qp->sq.base);
+        c->queues.free(qp->rq.base);
+        qp->sq.base = c->queues.alloc(*c->hc, qp->sq.bytes(), dom, false);
+        qp->rq.base = c->queues.alloc(*c->hc, qp->rq.bytes(), rdom, false);
+    }
+    if (qp->sq.base == nullptr || (!qp->srq && qp->rq.base == nullptr)) {
+        c->queues.free(qp->sq.base);
+        c->queues.free(qp->rq.base);
+        delete qp;
+        errno = ENOMEM;
+        return nullptr;
+    }
+    namespace q = hw::cmd_create_qp_in;
+    std::array<std::uint8_t, q::kSize> in{};
+    auto set = [&in](hw::Field f, std::uint64_t v) { hw::set(in.data(), in.size(), f, v); };
+    set(q::qp_type, a->qp_type);
+    set(q::sq_sig_all, qp->sq_sig_all ? 1 : 0);
+    set(q::srq_en, qp->srq ? 1 : 0);
+    set(q::pdn, pd_number(a->pd));
+    set(q::send_cqn, qp->scq->cqn);
+    set(q::recv_cqn, qp->rcq->cqn);
+    set(q::srqn, qp->srq ? qp->srq->srqn : 0);
+    set(q::domain_id, dom);
+    set(q::sq_base, reinterpret_cast<std::uintptr_t>(qp->sq.base));
+    set(q::rq_base, reinterpret_cast<std::uintptr_t>(qp->rq.base));
+    set(q::log_sq_size, qp->sq.log_size);
+    set(q::log_sq_stride, qp->sq.log_stride);
+    set(q::log_rq_size, qp->rq.log_size);
+    set(q::log_rq_stride, qp->rq.log_stride);
+    set(q::max_send_sge, qp->max_send_sge);
+    set(q::max_recv_sge, qp->max_recv_sge);
+    set(q::max_inline, qp->max_inline);
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::CreateQp, in, hw::cmd_handle::kSize, r);
+    if (e == 0) e = out_handle(r, qp->qpn);
+    if (e != 0) {
+        c->queues.free(qp->sq.base);
+        c->queues.free(qp->rq.base);
+        delete qp;
+        errno = e;
+        return nullptr;
+    }
+    ibv_qp& b = qp->qpx.qp_base;
+    b.context = ctx;
+    b.qp_context = a->qp_context;
+    b.pd = a->pd;
+    b.send_cq = a->send_cq;
+    b.recv_cq = a->recv_cq ? a->recv_cq : a->send_cq;
+    b.srq = a->srq;
+    b.handle = qp->qpn;
+    b.qp_num = qp->qpn;
+    b.state = IBV_QPS_RESET;
+    b.qp_type = a->qp_type;
+    pthread_mutex_init(&b.mutex, nullptr);
+    pthread_cond_init(&b.cond, nullptr);
+    fill_qp_ex(*qp);
+    cap.max_send_wr = qp->sq.entries();
+    cap.max_recv_wr = qp->srq ? 0 : qp->rq.entries();
+    cap.max_send_sge = qp->max_send_sge;
+    cap.max_recv_sge = qp->max_recv_sge;
+    cap.max_inline_data = qp->max_inline;
+    for (SimCq* cq : {qp->scq, qp->rcq}) {
+        std::lock_guard<std::mutex> lk(cq->mu);
+        if (std::find(cq->qps.begin(), cq->qps.end(), qp) == cq->qps.end()) cq->qps.push_back(qp);
+    }
+    std::lock_guard<std::mutex> lk(c->obj_mu);
+    c->qps[qp->qpn] = qp;
+    return &b;
+}
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+    if (pd == nullptr || attr == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    ibv_qp_init_attr_ex ex;
+    std::memset(&ex, 0, sizeof ex);
+    std::memcpy(&ex, attr, sizeof *attr);  // ibv_qp_init_attr is the prefix
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ex.pd = pd;
+    ibv_qp* qp = create_qp_ex(pd->context, &ex);
+    if (qp) attr->cap = ex.cap;
+    return qp;
+}
+
+int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
+    SimContext* c = ibqp ? sim(ibqp->context) : nullptr;
+    if (c == nullptr || attr == nullptr) return EINVAL;
+    SimQp& qp = *qp_of(ibqp);
+    namespace a = hw::qp_attr;
+    std::array<std::uint8_t, a::kSize> in{};
+    auto set = [&in](hw::Field f, std::uint64_t v) { hw::set(in.data(), in.size(), f, v); };
+    const auto m = static_cast<std::uint32_t>(mask);
+    namespace k = hw::qp_attr_mask;
+    set(a::qpn, qp.qpn);
+    set(a::attr_mask, m);
+    if (m & k::kState) set(a::qp_state, attr->qp_state);
+    if (m & k::kCurState) set(a::cur_state, attr->cur_qp_state);
+    if (m & k::kPathMtu) set(a::path_mtu, attr->path_mtu);
+    if (m & k::kEnSqdAsyncNotify) set(a::en_sqd_async_notify, attr->en_sqd_async_notify ? 1 : 0);
+    if (m & k::kQkey) set(a::qkey, attr->qkey);
+    if (m & k::kRqPsn) set(a::rq_psn, attr->rq_psn);
+    if (m & k::kSqPsn) set(a::sq_psn, attr->sq_psn);
+    if (m & k::kDestQpn) set(a::dest_qp_num, attr->dest_qp_num);
+    if (m & k::kAccessFlags) set(a::qp_access_flags, attr->qp_access_flags);
+    if (m & k::kPort) set(a::port_num, attr->port_num);
+    if (m & k::kPkeyIndex) set(a::pkey_index, attr->pkey_index);
+    if (m & k::kTimeout) set(a::timeout, attr->timeout);
+    if (m & k::kRetryCnt) set(a::retry_cnt, attr->retry_cnt);
+    if (m & k::kRnrRetry) set(a::rnr_retry, attr->rnr_retry);
+    if (m & k::kMinRnrTimer) set(a::min_rnr_timer, attr->min_rnr_timer);
+    if (m & k::kMaxQpRdAtomic) set(a::max_rd_atomic, attr->max_rd_atomic);
+    if (m & k::kMaxDestRdAtomic) set(a::max_dest_rd_atomic, attr->max_dest_rd_atomic);
+    if (m & k::kAv) put_av<QpAttrNs>(in.data(), in.size(), attr->ah_attr);
+    host::CmdOutcome r;
+    const int e = (m & k::kAv) ? run_av(*c, hw::CmdOpcode::ModifyQp, in, 0, r)
+                               : run_in(*c, hw::CmdOpcode::ModifyQp, in, 0, r);
+    if (e != 0) return e;
+    if (m & k::kState) {
+        ibqp->state = attr->qp_state;
+        const ibv_qp_state st = attr->qp_state;
+        qp.sq_open.store(st == IBV_QPS_RTS || st == IBV_QPS_SQD || st == IBV_QPS_SQE || st == IBV_QPS_ERR,
+                         std::memory_order_relaxed);
+        if (attr->qp_state == IBV_QPS_RESET) {  // 5.7: the driver resets its indices
+            std::scoped_lock lk(qp.sq.mu, qp.rq.mu);
+            qp.sq.reset();
+            qp.rq.reset();
+        }
+    }
+    return 0;
+}
+
+int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int /*mask*/, ibv_qp_init_attr* init) {
+    SimContext* c = ibqp ? sim(ibqp->context) : nullptr;
+    if (c == nullptr || attr == nullptr) return EINVAL;
+    SimQp& qp = *qp_of(ibqp);
+    std::array<std::uint8_t, hw::cmd_handle::kSize> in{};
+    hw::set(in.data(), in.size(), hw::cmd_handle::handle, qp.qpn);
+    host::CmdOutcome r;
+    int e = run_in(*c, hw::CmdOpcode::QueryQp, in, hw::qp_attr::kSize, r);
+    if (e == 0 && r.out.size() < hw::qp_attr::kSize) e = EIO;
+    if (e != 0) return e;
+    const std::uint8_t* o = r.out.data();
+    auto g = [o](hw::Field f) { return hw::get(o, hw::qp_attr::kSize, f); };
+    namespace a = hw::qp_attr;
+    std::memset(attr, 0, sizeof *attr);
+    attr->qp_state = static_cast<ibv_qp_state>(g(a::qp_state));
+    attr->cur_qp_state = attr->qp_state;
+    attr->path_mtu = static_cast<ibv_mtu>(g(a::path_mtu));
+    attr->path_mig_state = IBV_MIG_MIGRATED;
+    attr->qkey = static_cast<std::uint32_t>(g(a::qkey));
+    attr->rq_psn = static_cast<std::uint32_t>(g(a::rq_psn));
+    attr->sq_psn = static_cast<std::uint32_t>(g(a::sq_psn));
+    attr->dest_qp_num = static_cast<std::uint32_t>(g(a::dest_qp_num));
+    attr->qp_access_flags = static_cast<unsigned>(g(a::qp_access_flags));
+    attr->cap.max_send_wr = static_cast<std::uint32_t>(g(a::max_send_wr));
+    attr->cap.max_recv_wr = static_cast<std::uint32_t>(g(a::max_recv_wr));
+    attr->cap.max_send_sge = static_cast<std::uint32_t>(g(a::max_send_sge));
+    attr->cap.max_recv_sge = static_cast<std::uint32_t>(g(a::max_recv_sge));
+    attr->cap.max_inline_data = static_cast<std::uint32_t>(g(a::max_inline));
+    ibv_ah_attr& ah = attr->ah_attr;
+    hw::get_bytes(o, a::kSize, a::av_dgid, ah.grh.dgid.raw, sizeof ah.grh.dgid.raw);
+    ah.grh.sgid_index = static_cast<std::uint8_t>(g(a::av_sgid_index));
+    ah.grh.hop_limit = static_cast<std::uint8_t>(g(a::av_hop_limit));
+    ah.grh.traffic_class = static_cast<std::uint8_t>(g(a::av_traffic_class));
+    ah.grh.flow_label = static_cast<std::uint32_t>(g(a::av_flow_label));
+    ah.sl = static_cast<std::uint8_t>(g(a::av_sl));
+    ah.is_global = static_cast<std::uint8_t>(g(a::av_grh));
+    ah.static_rate = static_cast<std::uint8_t>(g(a::av_static_rate));
+    ah.port_num = static_cast<std::uint8_t>(g(a::port_num));
+    attr->pkey_index = static_cast<std::uint16_t>(g(a::pkey_index));
+    attr->en_sqd_async_notify = static_cast<std::uint8_t>(g(a::en_sqd_async_notify));
+    attr->sq_draining = static_cast<std::uint8_t>(g(a::sq_draining));
+    attr->max_rd_atomic = static_cast<std::uint8_t>(g(a::max_rd_atomic));
+    attr->max_dest_rd_atomic = static_cast<std::uint8_t>(g(a::max_dest_rd_atomic));
+    attr->min_rnr_timer = static_cast<std::uint8_t>(g(a::min_rnr_timer));
+    attr->port_num = static_cast<std::uint8_t>(g(a::port_num));
+    attr->timeout = static_cast<std::uint8_t>(g(a::timeout));
+    attr->retry_cnt = static_cast<std::uint8_t>(g(a::retry_cnt));
+    attr->rnr_retry = static_cast<std::uint8_t>(g(a::rnr_retry));
+    ibqp->state = attr->qp_state;
+    if (init != nullptr) {
+        std::memset(init, 0, sizeof *init);
+        init->qp_context = ibqp->qp_context;
+        init->send_cq = ibqp->send_cq;
+        init->recv_cq = ibqp->recv_cq;
+        init->srq = ibqp->srq;
+        init->cap = attr->cap;
+        init->qp_type = ibqp->qp_type;
+        init->sq_sig_all = qp.sq_sig_all ? 1 : 0;
+    }
+    return 0;
+}
+
+int destroy_qp(ibv_qp* ibqp) {
+    SimContext* c = ibqp ? sim(ibqp->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    SimQp* qp = qp_of(ibqp);
+    const int e = run_handle(*c, hw::CmdOpcode::DestroyQp, qp->qpn);
+    if (e != 0) return e;
+    {
+        std::lock_guard<std::mutex> lk(c->obj_mu);
+        c->qps.erase(qp->qpn);
+    }
+    for (SimCq* cq : {qp->scq, qp->rcq}) {
+        std::lock_guard<std::mutex> lk(cq->mu);
+        cq->qps.erase(std::remove(cq->qps.begin(), cq->qps.end(), qp), cq->qps.end());
+    }
+    purge_async(*c, ibqp);
+    pthread_cond_destroy(&ibqp->cond);
+    pthread_mutex_destroy(&ibqp->mutex);
+    c->queues.free(qp->sq.base);
+    c->queues.free(qp->rq.base);
+    delete qp;
+    return 0;
+}
+
+ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) {
+    if (qp == nullptr || sim(qp->context) == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    return &qp_of(qp)->qpx;
+}
+
+// ---------------------------------------------------------------------------
+// Address handles (hw-spec 5.6.9)
+// ---------------------------------------------------------------------------
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+    SimContext* c = pd ? sim(pd->context) : nullptr;
+    if (c == nullptr || attr == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    namespace h = hw::cmd_create_ah_in;
+    std::array<std::uint8_t, h::kSize> in{};
+    hw::set(in.data(), in.size(), h::pdn, pd_number(pd));
+    hw::set(in.data(), in.size(), h::port_num, attr->port_num);
+    put_av<AhInNs>(in.data(), in.size(), *attr);
+    host::CmdOutcome r;
+    int e = run_av(*c, hw::CmdOpcode::CreateAh, in, hw::cmd_handle::kSize, r);
+    std::uint32_t ahn = 0;
+    if (e == 0) e = out_handle(r, ahn);
+    if (e != 0) {
+        errno = e;
+        return nullptr;
+    }
+    auto* ah = static_cast<SimAh*>(std::calloc(1, sizeof(SimAh)));
+    if (ah == nullptr) {
+        run_handle(*c, hw::CmdOpcode::DestroyAh, ahn);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    ah->ah.context = pd->context;
+    ah->ah.pd = pd;
+    ah->ah.handle = ahn;
+    ah->ahn = ahn;
+    return &ah->ah;
+}
+
+int destroy_ah(ibv_ah* ah) {
+    SimContext* c = ah ? sim(ah->context) : nullptr;
+    if (c == nullptr) return EINVAL;
+    const int e = run_handle(*c, hw::CmdOpcode::DestroyAh, outer<SimAh>(ah)->ahn);
+    if (e != 0) return e;
+    std::free(ah);
+    return 0;
+}
+
+int init_ah_from_wc(ibv_context* ctx, std::uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
+                    ibv_ah_attr* ah) {
+    if (sim(ctx) == nullptr || wc == nullptr || ah == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    std::memset(ah, 0, sizeof *ah);
+    ah->dlid = wc->slid;
+    ah->sl = wc->sl;
+    ah->src_path_bits = wc->dlid_path_bits;
+    ah->port_num = port_num;
+    if (!(wc->wc_flags & IBV_WC_GRH)) return 0;
+    if (grh == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    // The 40 bytes of 6.4: an IPv6 header, or 20 zero bytes and an IPv4 header.
+    const auto* raw = reinterpret_cast<const std::uint8_t*>(grh);
+    ibv_gid local{};
+    if ((raw[0] >> 4) == 6) {
+        const std::uint32_t vtf = be32toh(grh->version_tclass_flow);
+        ah->grh.dgid = grh->sgid;
+        local = grh->dgid;
+        ah->grh.flow_label = vtf & 0xFFFFF;
+        ah->grh.traffic_class = static_cast<std::uint8_t>((vtf >> 20) & 0xFF);
+    } else if ((raw[20] >> 4) == 4) {
+        const std::uint8_t* ip = raw + 20;
+        auto mapped = [](const std::uint8_t* a, ibv_gid& g) {
+            std::memset(g.raw, 0, sizeof g.raw);
+            g.raw[10] = g.raw[11] = 0xFF;
+            std::memcpy(g.raw + 12, a, 4);
+        };
+        mapped(ip + 12, ah->grh.dgid);  // source address
+        mapped(ip + 16, local);         // destination address
+        ah->grh.traffic_class = ip[1];
+    } else {
+        errno = EINVAL;
+        return -1;
+    }
+    ah->is_global = 1;
+    ah->grh.hop_limit = 0xFF;
+    // The local GID the packet was sent to names the sgid_index.
+    ibv_port_attr pa;
+    if (query_port(ctx, port_num, &pa, sizeof pa) != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (int i = 0; i < pa.gid_tbl_len; ++i) {
+        ibv_gid_entry ge;
+        if (query_gid_ex(ctx, port_num, static_cast<std::uint32_t>(i), &ge, 0, sizeof ge) != 0)
+            continue;
+        if (std::memcmp(ge.gid.raw, local.raw, sizeof local.raw) == 0) {
+            ah->grh.sgid_index = static_cast<std::uint8_t>(i);
+            return 0;
+        }
+    }
+    errno = ENOENT;
+    return -1;
+}
+
+ibv_ah* create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, std::uint8_t port_num) {
+    if (pd == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    ibv_ah_attr attr;
+    if (init_ah_from_wc(pd->context, port_num, wc, grh, &attr) != 0) return nullptr;
+    return create_ah(pd, &attr);
+}
+
+// ---------------------------------------------------------------------------
+// Introspection (tests)
+// ---------------------------------------------------------------------------
+QueueView sq_view(ibv_qp* qp) {
+    const Wq& w = qp_of(qp)->sq;
+    return {w.base, w.entries(), w.stride()};
+}
+QueueView rq_view(ibv_qp* qp) {
+    const Wq& w = qp_of(qp)->rq;
+    return {w.base, w.entries(), w.stride()};
+}
+QueueView srq_view(ibv_srq* srq) {
+    const Wq& w = srq_of(srq)->wq;
+    return {w.base, w.entries(), w.stride()};
+}
+QueueView cq_view(ibv_cq* cq) {
+    const SimCq& c = *cq_of(cq);
+    return {c.ring, 1u << c.log_size, hw::cqe::kSize};
+}
+std::uint32_t cq_number(ibv_cq* cq) { return cq_of(cq)->cqn; }
+
+}  // namespace simnic::verbs

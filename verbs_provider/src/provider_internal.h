@@ -1,0 +1,311 @@
+// Internal to the verbs provider's translation layer (provider.h): what its
+// files share. The objects behind libibverbs' public structs, the command
+// runner, and the functions one file defines for another:
+//   devices.cc   device list and source, sysfs emulation, contexts, the ops
+//                tables, queries;
+//   objects.cc   PDs, MRs, CQs, SRQs, QPs, AHs (create/modify/query/destroy);
+//   events.cc    the event thread, completion channels, async events;
+//   datapath.cc  CQ polling, ibv_cq_ex, send and receive WQEs, ibv_wr_*.
+// Nothing outside those files includes it.
+#pragma once
+
+#include "provider.h"
+#include "queue_arena.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "simnic/hw/field.h"
+#include "simnic/hw/layout.h"
+
+namespace simnic::verbs::detail {
+
+// ---------------------------------------------------------------------------
+// Devices (their registry: devices.cc)
+// ---------------------------------------------------------------------------
+struct SimDevice {
+    ibv_device ibdev{};
+    std::string name;
+    std::string netdev;
+    std::string type;
+    __be64 guid = 0;  // cached node GUID, 0 until known
+};
+
+// ---------------------------------------------------------------------------
+// Contexts
+// ---------------------------------------------------------------------------
+struct SimContext;
+
+// The object handed to the application: a public verbs_context (context last,
+// as verbs.h requires) preceded by our back pointer. Standard layout.
+struct ContextShell {
+    SimContext* impl;
+    verbs_context vctx;
+};
+
+struct SimCq;
+struct SimQp;
+struct SimSrq;
+
+// A queue of events behind a file descriptor that is readable exactly while
+// the queue is not empty (completion channels, the async fd). The fd is a
+// plain eventfd; every read and write of it happens under `mu`, after a
+// zero-timeout poll, so neither ever blocks.
+template <typename T>
+struct FdQueue {
+    std::mutex mu;
+    std::deque<T> q;
+    int fd = -1;
+
+    void push(const T& v);
+    // Pops one event; blocks (poll on fd) unless the fd is O_NONBLOCK.
+    // 0, or an errno (EAGAIN when empty and non-blocking).
+    int pop(T& out);
+    template <typename P>
+    void purge(P pred);
+
+private:
+    void drain_locked();
+};
+
+struct SimContext {
+    SimDevice* dev = nullptr;
+    std::unique_ptr<host::Context> hc;
+    QueueArena queues;  // ring memory, shared with the device
+    ContextShell* shell = nullptr;
+    std::array<std::uint8_t, hw::cap_block::kSize> cap{};
+    // Objects by device number, for event dispatch (obj_mu).
+    std::mutex obj_mu;
+    std::map<std::uint32_t, SimCq*> cqs;
+    std::map<std::uint32_t, SimQp*> qps;
+    std::map<std::uint32_t, SimSrq*> srqs;
+    // PDs the application has not deallocated: freed with the context, as
+    // the device frees the PDs themselves (obj_mu).
+    std::set<struct SimPd*> pds;
+    // Events: the thread waiting on hc->event_fd(), the async queue.
+    FdQueue<ibv_async_event> async;
+    std::thread ev_thread;
+    int stop_fd = -1;
+    // When the current empty spell of this context's CQs began (monotonic
+    // ns; 0: a poll found a CQE since). Polling that has found nothing
+    // anywhere for a while naps (cq_relax).
+    std::atomic<std::uint64_t> last_cqe_ns{0};
+    std::uint64_t cap_get(hw::Field f) const { return hw::get(cap.data(), cap.size(), f); }
+};
+
+struct SimPd {
+    ibv_pd pd;  // first: the application's pointer is &pd
+    std::uint32_t pdn;
+};
+
+int op_poll_cq(ibv_cq*, int, ibv_wc*);  // identifies simnic contexts
+
+inline ContextShell* shell_of(ibv_context* ctx) {
+    auto* v = reinterpret_cast<verbs_context*>(reinterpret_cast<std::uint8_t*>(ctx) -
+                                               offsetof(verbs_context, context));
+    return reinterpret_cast<ContextShell*>(reinterpret_cast<std::uint8_t*>(v) -
+                                           offsetof(ContextShell, vctx));
+}
+
+inline SimContext* sim(ibv_context* ctx) {
+    return is_context(ctx) ? shell_of(ctx)->impl : nullptr;
+}
+
+// One command; 0 or the errno of hw-spec 5.5 (or of the transport).
+inline int run(SimContext& c, hw::CmdOpcode op, const std::uint8_t* in, std::size_t in_len,
+               std::size_t out_cap, host::CmdOutcome& r) {
+    const int e = c.hc->command(op, in, in_len, out_cap, r);
+    if (e != 0) return e;
+    return hw::status_errno(r.status);
+}
+
+// The data path (datapath.cc), for the ops tables (devices.cc).
+int op_post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad);
+int op_post_recv(ibv_qp*, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int op_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int op_req_notify_cq(ibv_cq* cq, int solicited_only);
+
+// ===========================================================================
+// The data path: MRs, CQs, completion channels, async events, QPs, SRQs, AHs.
+// Objects embed the libibverbs struct as their first member; the
+// application's pointer is that member, and the object is reached from it
+// with a first-member (container_of) cast. Rings live in this process's
+// memory, in the context's bootstrap domain (hw-spec 1.3, 4).
+// ===========================================================================
+template <typename T, typename M>
+T* outer(M* member) {  // container_of for a first member
+    return reinterpret_cast<T*>(member);
+}
+
+// ---- event queues behind fds ----
+template <typename T>
+void FdQueue<T>::push(const T& v) {
+    std::lock_guard<std::mutex> lk(mu);
+    q.push_back(v);
+    if (q.size() == 1) {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const ssize_t w = ::write(fd, &one, sizeof one);
+    }
+}
+
+template <typename T>
+void FdQueue<T>::drain_locked() {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+        std::uint64_t v = 0;
+        [[maybe_unused]] const ssize_t r = ::read(fd, &v, sizeof v);
+    }
+}
+
+template <typename T>
+int FdQueue<T>::pop(T& out) {
+    for (;;) {
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            if (!q.empty()) {
+                out = q.front();
+                q.pop_front();
+                if (q.empty()) drain_locked();
+                return 0;
+            }
+        }
+        const int fl = ::fcntl(fd, F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK)) return EAGAIN;
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, -1) < 0 && errno != EINTR) return errno;
+    }
+}
+
+template <typename T>
+template <typename P>
+void FdQueue<T>::purge(P pred) {
+    std::lock_guard<std::mutex> lk(mu);
+    const bool had = !q.empty();
+    q.erase(std::remove_if(q.begin(), q.end(), pred), q.end());
+    if (had && q.empty()) drain_locked();
+}
+
+// ---- objects ----
+struct SimChannel {
+    ibv_comp_channel ch;  // first
+    SimContext* ctx;
+    FdQueue<SimCq*> events;
+};
+
+// A work queue ring (SQ, RQ, SRQ): the driver owns pi; ci follows the CQEs.
+struct Wq {
+    std::uint8_t* base = nullptr;
+    std::uint8_t log_size = 0;
+    std::uint8_t log_stride = 0;
+    std::uint32_t pi = 0;                // under mu
+    std::atomic<std::uint32_t> ci{0};    // from poll_cq (wqe_index + 1)
+    std::mutex mu;
+    std::uint32_t entries() const { return std::uint32_t{1} << log_size; }
+    std::uint32_t stride() const { return std::uint32_t{1} << log_stride; }
+    std::size_t bytes() const { return std::size_t{entries()} << log_stride; }
+    std::uint8_t* slot(std::uint32_t i) const {
+        return base + (std::size_t{hw::ring_slot(i, log_size)} << log_stride);
+    }
+    bool full() const {
+        return hw::ring_used(pi, ci.load(std::memory_order_acquire)) >= entries();
+    }
+    void reset() {
+        pi = 0;
+        ci.store(0, std::memory_order_release);
+    }
+};
+
+struct SimSrq {
+    ibv_srq srq;  // first
+    SimContext* ctx;
+    std::uint32_t srqn;
+    std::uint32_t max_sge;
+    Wq wq;
+};
+
+struct SimCq {
+    // First. The application's ibv_cq (ibv_create_cq) or ibv_cq_ex
+    // (ibv_create_cq_ex): ibv_cq is the leading part of ibv_cq_ex, and
+    // ibv_cq_ex_to_cq is a cast, so both name the same object.
+    union {
+        ibv_cq_ex cqx;
+        ibv_cq cq;
+    };
+    SimContext* ctx;
+    SimChannel* channel;
+    std::uint32_t cqn;
+    std::uint8_t log_size;
+    std::uint8_t* ring;
+    std::mutex mu;           // poll_cq; held from start_poll to end_poll
+    std::uint32_t ci = 0;    // under mu
+    std::uint32_t empty_polls = 0;  // consecutive empty polls (under mu)
+    std::vector<SimQp*> qps; // QPs completing here (under mu)
+    // ibv_cq_ex polling, between start_poll and end_poll (under mu): the
+    // CQE the iterator is on (null after next_poll found none), its
+    // translation, and how many CQEs the batch consumed.
+    const std::uint8_t* ex_cqe = nullptr;
+    ibv_wc ex_wc{};
+    std::uint32_t ex_done = 0;
+};
+
+struct SimQp {
+    ibv_qp_ex qpx;  // first; qpx.qp_base is the application's ibv_qp
+    SimContext* ctx;
+    std::uint32_t qpn;
+    ibv_qp_type type;
+    bool sq_sig_all;
+    std::uint32_t max_send_sge, max_recv_sge, max_inline;
+    SimCq* scq;
+    SimCq* rcq;
+    SimSrq* srq;
+    Wq sq, rq;
+    // The last state set by modify_qp takes send WRs (RTS, SQD, SQE, ERR).
+    // Below RTS they are an immediate error (IB spec 10.3.1; rxe: EINVAL):
+    // the engine ignores SQ doorbells in RESET and INIT (hw-spec 3.2), so a
+    // WQE accepted there would run, stale, after the next doorbell.
+    std::atomic<bool> sq_open{false};
+    // ibv_wr_* state, between wr_start and wr_complete / wr_abort (sq.mu held)
+    std::uint32_t ex_start = 0;
+    int ex_err = 0;
+    std::uint8_t* ex_wqe = nullptr;
+    std::uint32_t ex_data_off = 0;
+};
+
+struct SimAh {
+    ibv_ah ah;  // first
+    std::uint32_t ahn;
+};
+
+inline SimCq* cq_of(ibv_cq* cq) { return outer<SimCq>(cq); }
+inline SimQp* qp_of(ibv_qp* qp) { return outer<SimQp>(outer<ibv_qp_ex>(qp)); }
+inline SimSrq* srq_of(ibv_srq* srq) { return outer<SimSrq>(srq); }
+inline SimChannel* channel_of(ibv_comp_channel* ch) { return outer<SimChannel>(ch); }
+
+// ---- defined in one file, used by another ----
+// events.cc: the event thread of a context (open_device_on, close_device),
+// and purge_async (the destroy verbs).
+int start_events(SimContext& c);
+void stop_events(SimContext& c);
+void purge_async(SimContext& c, const void* match);
+// datapath.cc: the ops of an ibv_cq_ex (create_cq_ex) and of an ibv_qp_ex
+// (create_qp_ex).
+void fill_cq_ex(SimCq& cq, std::uint64_t wc_flags);
+void fill_qp_ex(SimQp& qp);
+
+}  // namespace simnic::verbs::detail
