@@ -226,7 +226,7 @@ struct SoftEngine::Impl final : model::Backend {
         uint8_t* page = nullptr;
         int engine_fd = -1;
         uint32_t fifo_ci = 0;
-        bool cqe_written = false;  // since the last wake_cq_waiters()
+        bool cqe_written = false;  // since the last wake_cq_waiters(); listed in cqe_ctxs
     };
     std::map<uint16_t, CtxState> ctxs;
     std::unordered_map<uint32_t, std::unique_ptr<EQp>> qps;
@@ -755,8 +755,12 @@ struct SoftEngine::Impl final : model::Backend {
         }
         s(e, Table::Cqc, hw::cqc::pi, pi + 1);
         {
-            auto it = ctxs.find(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)));
-            if (it != ctxs.end()) it->second.cqe_written = true;
+            const auto id = uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id));
+            auto it = ctxs.find(id);
+            if (it != ctxs.end() && !it->second.cqe_written) {
+                it->second.cqe_written = true;
+                cqe_ctxs.push_back(id);
+            }
         }
         if (rec) rec->add(model::Op::Kind::Cqe, cqn, 0, wqe_index, model::DmaPurpose::Cqe, is_send);
         const bool notable = solicited || c.status != tp::WcStatus::Success;
@@ -774,21 +778,24 @@ struct SoftEngine::Impl final : model::Backend {
     // spinning. After the CQEs of a batch are written, every context that got
     // one and has sleepers is woken; the full fence pairs with the driver's
     // (it registers in CQ_WAITERS, fences, then looks at its CQs once more).
+    // Runs after every engine batch: it looks only at the contexts that got
+    // a CQE (cqe_ctxs), not at every open context.
+    std::vector<uint16_t> cqe_ctxs;  // contexts with cqe_written set
     void wake_cq_waiters() {
-        bool fenced = false;
-        for (auto& [id, c] : ctxs) {
-            if (!c.cqe_written) continue;
+        if (cqe_ctxs.empty()) return;
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        for (const uint16_t id : cqe_ctxs) {
+            auto it = ctxs.find(id);
+            if (it == ctxs.end()) continue;  // closed since
+            CtxState& c = it->second;
             c.cqe_written = false;
-            if (!fenced) {
-                __atomic_thread_fence(__ATOMIC_SEQ_CST);
-                fenced = true;
-            }
             constexpr uint32_t f = hw::kCtxDbFifo;
             if (hw::mmio_load32(c.page, f + hw::db_fifo_regs::cq_waiters.offset) == 0) continue;
             auto* seq = reinterpret_cast<uint32_t*>(c.page + f + hw::db_fifo_regs::cq_wake_seq.offset);
             __atomic_fetch_add(seq, 1, __ATOMIC_RELEASE);
             syscall(SYS_futex, seq, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
         }
+        cqe_ctxs.clear();
     }
 
     void cq_doorbell(uint16_t ctx, uint32_t cqn, uint32_t ci, uint32_t cmd) {
