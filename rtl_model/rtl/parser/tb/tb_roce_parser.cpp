@@ -54,6 +54,7 @@
 #include "simnic/roce/header_vector.h"
 #include "simnic/roce/packet.h"
 #include "simnic/roce/pcap_io.h"
+#include "tb_fail.h"
 #include "vectors.h"
 
 #ifndef TB_DATA_WIDTH
@@ -73,20 +74,7 @@ using roce::ParseVerdict;
 constexpr size_t kBeatBytes = TB_DATA_WIDTH / 8;
 constexpr uint64_t kLatency = rtl::kRoceParserLatency;
 
-void print_frame(const char* what, const std::vector<uint8_t>& f) {
-    std::fprintf(stderr, "%s (%zu bytes):\n", what, f.size());
-    for (size_t i = 0; i < f.size(); i += 16) {
-        std::fprintf(stderr, "  %04zx:", i);
-        for (size_t j = i; j < std::min(f.size(), i + 16); ++j) std::fprintf(stderr, " %02x", f[j]);
-        std::fprintf(stderr, "\n");
-    }
-}
-
-[[noreturn]] void fail(const std::string& msg, const std::vector<uint8_t>* frame = nullptr) {
-    std::fprintf(stderr, "FAIL: %s\n", msg.c_str());
-    if (frame) print_frame("frame", *frame);
-    std::exit(1);
-}
+using tb::fail;
 
 // ---- Jobs ----------------------------------------------------------------------
 
