@@ -68,4 +68,54 @@ struct VerbsDevice {
     VerbsDevice& operator=(const VerbsDevice&) = delete;
 };
 
+// Takes `qp` (of `type`) through INIT, RTR and RTS on the device's port and
+// GID 1, as the simple programs want it: PSN 0x100 both ways; RC connected
+// to `dest_qpn` on the same GID with one outstanding READ/atomic each way,
+// timeout 14 and retries 7; UD with `qkey`. Remote read and write allowed.
+inline void connect_qp(const VerbsDevice& d, ibv_qp* qp, ibv_qp_type type, std::uint32_t dest_qpn,
+                       std::uint32_t qkey = 0) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = kVerbsPort;
+    int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+    if (type == IBV_QPT_UD) {
+        a.qkey = qkey;
+        mask |= IBV_QP_QKEY;
+    } else {
+        a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        mask |= IBV_QP_ACCESS_FLAGS;
+    }
+    REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
+    a = ibv_qp_attr{};
+    a.qp_state = IBV_QPS_RTR;
+    mask = IBV_QP_STATE;
+    if (type == IBV_QPT_RC) {
+        a.path_mtu = d.port.active_mtu;
+        a.dest_qp_num = dest_qpn;
+        a.rq_psn = 0x100;
+        a.max_dest_rd_atomic = 1;
+        a.min_rnr_timer = 1;
+        a.ah_attr.is_global = 1;
+        a.ah_attr.grh.dgid = d.gid;
+        a.ah_attr.grh.sgid_index = kVerbsGidIndex;
+        a.ah_attr.grh.hop_limit = 64;
+        a.ah_attr.port_num = kVerbsPort;
+        mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                IBV_QP_MIN_RNR_TIMER;
+    }
+    REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
+    a = ibv_qp_attr{};
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = 0x100;
+    mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+    if (type == IBV_QPT_RC) {
+        a.timeout = 14;
+        a.retry_cnt = 7;
+        a.rnr_retry = 7;
+        a.max_rd_atomic = 1;
+        mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+    }
+    REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
+}
+
 }  // namespace simnic::tb

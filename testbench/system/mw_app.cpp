@@ -58,38 +58,7 @@ struct Qp {
     Qp(const Qp&) = delete;
     Qp& operator=(const Qp&) = delete;
 
-    void connect(std::uint32_t dest) {
-        ibv_qp_attr a{};
-        a.qp_state = IBV_QPS_INIT;
-        a.port_num = kPort;
-        a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-        REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
-        a = ibv_qp_attr{};
-        a.qp_state = IBV_QPS_RTR;
-        a.path_mtu = d.port.active_mtu;
-        a.dest_qp_num = dest;
-        a.rq_psn = 0x100;
-        a.max_dest_rd_atomic = 1;
-        a.min_rnr_timer = 1;
-        a.ah_attr.is_global = 1;
-        a.ah_attr.grh.dgid = d.gid;
-        a.ah_attr.grh.sgid_index = kGidIndex;
-        a.ah_attr.grh.hop_limit = 64;
-        a.ah_attr.port_num = kPort;
-        REQUIRE(ibv_modify_qp(qp, &a,
-                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
-        a = ibv_qp_attr{};
-        a.qp_state = IBV_QPS_RTS;
-        a.sq_psn = 0x100;
-        a.timeout = 14;
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.max_rd_atomic = 1;
-        REQUIRE(ibv_modify_qp(qp, &a,
-                              IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
-    }
+    void connect(std::uint32_t dest) { simnic::tb::connect_qp(d, qp, IBV_QPT_RC, dest); }
 
     // The next completion (up to 5 s).
     ibv_wc wait() {

@@ -90,50 +90,7 @@ struct Qp {
     ibv_cq* cq() { return ibv_cq_ex_to_cq(cx); }
     std::uint32_t qpn() const { return qp->qp_num; }
 
-    void connect(std::uint32_t dest) {
-        ibv_qp_attr a{};
-        a.qp_state = IBV_QPS_INIT;
-        a.port_num = kPort;
-        int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-        if (type == IBV_QPT_UD) {
-            a.qkey = kQkey;
-            mask |= IBV_QP_QKEY;
-        } else {
-            a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-            mask |= IBV_QP_ACCESS_FLAGS;
-        }
-        REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
-        a = ibv_qp_attr{};
-        a.qp_state = IBV_QPS_RTR;
-        mask = IBV_QP_STATE;
-        if (type == IBV_QPT_RC) {
-            a.path_mtu = d.port.active_mtu;
-            a.dest_qp_num = dest;
-            a.rq_psn = 0x100;
-            a.max_dest_rd_atomic = 1;
-            a.min_rnr_timer = 1;
-            a.ah_attr.is_global = 1;
-            a.ah_attr.grh.dgid = d.gid;
-            a.ah_attr.grh.sgid_index = kGidIndex;
-            a.ah_attr.grh.hop_limit = 64;
-            a.ah_attr.port_num = kPort;
-            mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-        }
-        REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
-        a = ibv_qp_attr{};
-        a.qp_state = IBV_QPS_RTS;
-        a.sq_psn = 0x100;
-        mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-        if (type == IBV_QPT_RC) {
-            a.timeout = 14;
-            a.retry_cnt = 7;
-            a.rnr_retry = 7;
-            a.max_rd_atomic = 1;
-            mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-        }
-        REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
-    }
+    void connect(std::uint32_t dest) { simnic::tb::connect_qp(d, qp, type, dest, kQkey); }
 };
 
 // Everything the iterator shows of one completion.
