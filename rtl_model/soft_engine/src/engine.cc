@@ -807,11 +807,10 @@ struct SoftEngine::Impl final : model::Backend {
         const uint32_t pi = uint32_t(g(e, Table::Cqc, hw::cqc::pi));
         const uint32_t old_ci = uint32_t(g(e, Table::Cqc, hw::cqc::ci));
         if (ci - old_ci > pi - old_ci) {
-            // A consumer index past the producer index is not this CQ's
-            // consumer: it is a doorbell rung for an earlier CQ of the same
-            // number that was still queued when that CQ was destroyed
-            // (doorbells and commands travel separate paths; the model's
-            // doorbell block delays them). Taken, it would overflow the CQ.
+            // A consumer index past the producer index is no consumer of
+            // this CQ: a driver's bad doorbell. Taken, it would make the CQ
+            // look overfull. (Doorbells of a destroyed CQ whose number was
+            // reused are stopped earlier: cq_destroying, forget_doorbells.)
             stat(hw::stats_block::dma_faults);
             return;
         }
