@@ -239,7 +239,8 @@ def test_rxe_loopback(rig):
     address on eth0), rxe hands the packet from its TX straight to its RX and
     the netdev never sees it (rxe_net.c: RXE_LOOPBACK_MASK). simnic's
     `loopback on` is that path; its default sends through the netdev, so that
-    tcpdump sees the traffic. This test keeps the premise checked."""
+    tcpdump sees the traffic. Also: the pingpong without -g (no GRH) fails,
+    as the README says. This test keeps both premises checked."""
     rig.cmd("start", "--vms", 1, "--lifetime", 300, check=0)
     iters = 200
     script = (
@@ -254,7 +255,12 @@ def test_rxe_loopback(rig):
         "  wait $! || { cat /tmp/srv.$dev; exit 1; }; "
         "  grep -q 'iters in' /tmp/cli.$dev || exit 1; "
         "  echo \"$dev $nd $(( $(c $nd) - before ))\"; "
-        "done")
+        "done; "
+        # The tutorial (4.5) runs the pingpong without -g: no GRH, which a
+        # RoCE QP cannot do without; rxe refuses it (simnic too).
+        "ibv_rc_pingpong -d rxe_lo -n 10 >/tmp/srv.nogrh 2>&1 & "
+        "sleep 1; ibv_rc_pingpong -d rxe_lo -n 10 127.0.0.1 >/tmp/cli.nogrh 2>&1; crc=$?; "
+        "wait $!; src=$?; echo \"nogrh $crc $src\"; cat /tmp/srv.nogrh")
     r = rig.cmd("exec", "--timeout", 200, 0, script, timeout=260)
     print(f"rc {r.returncode}\n{r.stdout}{r.stderr}")
     if r.returncode != 0:
@@ -272,6 +278,9 @@ def test_rxe_loopback(rig):
         print(f"{dev}: the netdev sent {n} packets for {4 * iters}+ RoCE packets")
         if n >= iters:
             raise Fail(f"{dev}: the netdev sent {n} packets: rxe did not short-cut its own traffic")
+    nogrh = [l.split() for l in r.stdout.splitlines() if l.startswith("nogrh ")]
+    if not nogrh or nogrh[0][1] == "0" or nogrh[0][2] == "0" or "Couldn't connect to remote QP" not in r.stdout:
+        raise Fail(f"ibv_rc_pingpong without -g should fail on kernel rxe: {nogrh}")
     frames = roce_frames(rig.cmd("pcap", check=0).stdout.strip())
     if frames:
         raise Fail(f"{len(frames)} RoCE frames on the wire from a device talking to itself")

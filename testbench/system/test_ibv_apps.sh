@@ -46,6 +46,14 @@ rc_pingpong_s65536) pingpong ibv_rc_pingpong -s 65536 ;;
 rc_pingpong_events) pingpong ibv_rc_pingpong -e ;;
 rc_pingpong_newapi) pingpong ibv_rc_pingpong -N ;;
 rc_pingpong_ipv6)   pingpong ibv_rc_pingpong -g 2 ;;  # GID 2 on lo is ::1: RoCE v2 over IPv6
+rc_pingpong_nogrh)
+  # The tutorial (4.5) leaves out -g: no GRH, which a RoCE QP cannot do
+  # without. Both sides must fail as they do on kernel rxe (rig.rxe_loopback):
+  # the QP refuses RTR, nothing hangs.
+  server=(ibv_rc_pingpong -d "$DEV" -p "$PORT" -n 10)
+  client=(ibv_rc_pingpong -d "$DEV" -p "$PORT" -n 10 127.0.0.1)
+  expect_fail="Failed to modify QP to RTR"
+  ;;
 uc_pingpong)        pingpong ibv_uc_pingpong ;;
 ud_pingpong)        pingpong ibv_ud_pingpong ;;
 srq_pingpong)       pingpong ibv_srq_pingpong ;;
@@ -108,9 +116,16 @@ fi
 "${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${client[@]}" >"$work/client.out" 2>&1
 client_rc=$?
 wait "$server_pid"; server_rc=$?; server_pid=
-[ "$client_rc" -eq 0 ] || fail "client exited $client_rc"
-[ "$server_rc" -eq 0 ] || fail "server exited $server_rc"
-grep -Eq -- "$expect" "$work/client.out" || fail "client report lacks /$expect/"
+if [ -n "${expect_fail:-}" ]; then
+  [ "$client_rc" -ne 0 ] || fail "client succeeded; expected it to fail"
+  [ "$server_rc" -ne 0 ] && [ "$server_rc" -ne 124 ] || fail "server exited $server_rc; expected a failure, not success or a hang"
+  grep -q -- "$expect_fail" "$work/server.out" "$work/client.out" || fail "no '$expect_fail' from either side"
+  expect=$expect_fail
+else
+  [ "$client_rc" -eq 0 ] || fail "client exited $client_rc"
+  [ "$server_rc" -eq 0 ] || fail "server exited $server_rc"
+  grep -Eq -- "$expect" "$work/client.out" || fail "client report lacks /$expect/"
+fi
 
 # Both processes are gone: the device must hold nothing of theirs.
 counts=$(sim resource show -j 2>&1)
@@ -135,5 +150,5 @@ if [ "$failures" -ne 0 ]; then
   echo "$CASE: $failures checks failed"
   exit 1
 fi
-grep -E -- "$expect|Mbit|usec" "$work/client.out" | tail -3
+grep -hE -- "$expect|Mbit|usec" "$work/server.out" "$work/client.out" | tail -3
 echo "$CASE: passed"
