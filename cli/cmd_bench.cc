@@ -1,5 +1,5 @@
 // `simnic bench`: a model device under a synthetic workload, without
-// applications (rtl_model/model/bench). Prints modelled throughput, latency,
+// applications (cli/bench). Prints modelled throughput, latency,
 // cache hit rates and the simulation speed; --sweep runs one parameter over
 // a list of values (optionally per --series value) and writes a CSV and an
 // SVG plot of throughput and QPC hit rate against it.
@@ -15,7 +15,7 @@
 #include <toml++/toml.h>
 
 #include "commands.h"
-#include "simnic/model/bench.h"
+#include "simnic/bench/bench.h"
 #include "simnic/model/plot.h"
 
 namespace simnic::cli {

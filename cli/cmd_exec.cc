@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "simnic/daemon/runtime.h"
+#include "simnic/control/runtime.h"
 
 namespace simnic::cli {
 namespace {
@@ -58,7 +58,7 @@ int run_exec(const ExecArgs& a) {
     }
     std::string preload = lib;
     if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
-    const std::string runtime = daemon::runtime_paths().dir;
+    const std::string runtime = control::runtime_paths().dir;
     if (a.print_env) {
         std::printf("export LD_PRELOAD=%s\nexport SIMNIC_RUNTIME_DIR=%s\n", preload.c_str(), runtime.c_str());
         return 0;

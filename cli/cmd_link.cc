@@ -22,7 +22,7 @@
 namespace simnic::cli {
 namespace {
 
-using daemon::Json;
+using control::Json;
 
 struct LinkArgs {
     std::vector<std::string> words;  // NAME and keyword/value pairs

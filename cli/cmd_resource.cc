@@ -14,7 +14,7 @@
 namespace simnic::cli {
 namespace {
 
-using daemon::Json;
+using control::Json;
 
 struct ResourceArgs {
     std::string what;  // empty: summary

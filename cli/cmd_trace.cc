@@ -14,7 +14,7 @@
 namespace simnic::cli {
 namespace {
 
-using daemon::Json;
+using control::Json;
 
 struct TraceArgs {
     std::string device, format, file;

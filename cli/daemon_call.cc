@@ -3,13 +3,13 @@
 #include <cstdio>
 #include <string>
 
-#include "simnic/daemon/client.h"
+#include "simnic/control/client.h"
 
 namespace simnic::cli {
 
-CallResult call_daemon(const daemon::Json& req, bool start, daemon::Json& reply) {
+CallResult call_daemon(const control::Json& req, bool start, control::Json& reply) {
     std::string err, notice;
-    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), start, err, notice);
+    control::Client c = control::Client::connect(control::runtime_paths(), start, err, notice);
     if (!notice.empty()) std::fprintf(stderr, "simnic: note: %s\n", notice.c_str());
     if (!c.connected()) {
         if (!start) return CallResult::NoDaemon;

@@ -2,7 +2,7 @@
 // notes and errors on stderr as `simnic: ...`, like `rdma`.
 #pragma once
 
-#include "simnic/daemon/protocol.h"
+#include "simnic/control/protocol.h"
 
 namespace simnic::cli {
 
@@ -14,6 +14,6 @@ enum class CallResult {
 
 // Sends `req`; with `start`, starts a daemon when none runs. A notice about a
 // dead daemon or a stale socket is printed whatever the outcome.
-CallResult call_daemon(const daemon::Json& req, bool start, daemon::Json& reply);
+CallResult call_daemon(const control::Json& req, bool start, control::Json& reply);
 
 }  // namespace simnic::cli

@@ -12,9 +12,12 @@
 #include <cstring>
 #include <random>
 
-#include "simnic/daemon/cm_protocol.h"
+#include "simnic/control/cm_protocol.h"
 
 namespace simnic::daemon {
+
+// The daemon is the server side of the control protocol.
+using namespace simnic::control;
 namespace {
 
 Json addr_json(const cm::SockAddr& a) {

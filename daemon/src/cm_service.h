@@ -24,7 +24,7 @@
 
 #include "simnic/cm/agent.h"
 #include "simnic/daemon/device_runtime.h"
-#include "simnic/daemon/protocol.h"
+#include "simnic/control/protocol.h"
 
 namespace simnic::daemon {
 
@@ -49,7 +49,7 @@ public:
     void remove_device(const std::string& name);
 
     // A cm_* request from connection `fd`.
-    Json handle(int fd, const Json& req);
+    control::Json handle(int fd, const control::Json& req);
     // Connection `fd` closed.
     void drop(int fd);
 
@@ -72,7 +72,7 @@ private:
     };
     void refresh_ports();
     void arm_timer();
-    Json id_reply(uint32_t id);
+    control::Json id_reply(uint32_t id);
 
     std::unique_ptr<cm::Agent> agent_;
     std::map<std::string, DeviceRuntime*> devices_;

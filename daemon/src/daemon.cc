@@ -26,10 +26,13 @@
 #include "cm_service.h"
 #include "simnic/daemon/device_runtime.h"
 #include "simnic/daemon/devices.h"
-#include "simnic/daemon/protocol.h"
-#include "simnic/daemon/runtime.h"
+#include "simnic/control/protocol.h"
+#include "simnic/control/runtime.h"
 
 namespace simnic::daemon {
+
+// The daemon is the server side of the control protocol.
+using namespace simnic::control;
 namespace {
 
 void logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

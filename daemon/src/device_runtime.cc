@@ -82,7 +82,7 @@ private:
 
 }  // namespace
 
-struct DeviceRuntime::Impl final : fw::EventSink {
+struct DeviceRuntime::Impl final : hw::EventSink {
     struct Ctx {
         uint32_t pid = 0;
         uint16_t boot_domain = 0;
@@ -403,7 +403,7 @@ std::vector<DeviceRuntime::QpInfo> DeviceRuntime::qps() const {
     }
     namespace q = hw::qpc;
     for (uint32_t qpn : m.fw->qpns()) {
-        const uint8_t* e = m.tables->entry(fw::Table::Qpc, qpn);
+        const uint8_t* e = m.tables->entry(hw::Table::Qpc, qpn);
         if (!e) continue;
         QpInfo i;
         i.qpn = qpn;
@@ -457,9 +457,9 @@ std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> DeviceRuntime::gids() 
     Impl& m = *impl_;
     std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> out;
     namespace g = hw::gid_entry;
-    const uint32_t n = m.tables->capacity(fw::Table::Gid);
+    const uint32_t n = m.tables->capacity(hw::Table::Gid);
     for (uint32_t i = 0; i < n; ++i) {
-        const uint8_t* e = m.tables->entry(fw::Table::Gid, i);
+        const uint8_t* e = m.tables->entry(hw::Table::Gid, i);
         if (!e || !hw::get(e, g::kSize, g::valid)) continue;
         std::array<uint8_t, 16> gid{};
         hw::get_bytes(e, g::kSize, g::gid, gid.data(), gid.size());

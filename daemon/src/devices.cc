@@ -10,6 +10,9 @@
 
 namespace simnic::daemon {
 
+// The daemon is the server side of the control protocol.
+using namespace simnic::control;
+
 NetdevState query_netdev(const std::string& ifname) {
     NetdevState s;
     if (ifname.empty() || ifname.size() >= IFNAMSIZ || if_nametoindex(ifname.c_str()) == 0) return s;

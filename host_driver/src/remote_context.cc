@@ -22,7 +22,7 @@
 
 #include <sched.h>
 
-#include "simnic/daemon/client.h"
+#include "simnic/control/client.h"
 #include "simnic/host/context.h"
 #include "simnic/hw/mmio.h"
 
@@ -69,11 +69,11 @@ public:
     int init(const std::string& device) {
         name_ = device;
         std::string err, notice;
-        client_ = std::make_unique<daemon::Client>(
-            daemon::Client::connect(daemon::runtime_paths(), false, err, notice));
+        client_ = std::make_unique<control::Client>(
+            control::Client::connect(control::runtime_paths(), false, err, notice));
         if (!client_->connected()) return ECONNREFUSED;
         std::vector<int> fds;
-        daemon::Json r = client_->request_with_fds(daemon::Json{{"op", "open_context"}, {"device", device}}, fds);
+        control::Json r = client_->request_with_fds(control::Json{{"op", "open_context"}, {"device", device}}, fds);
         auto close_all = [&fds] {
             for (int fd : fds) close(fd);
         };
@@ -200,7 +200,7 @@ public:
 
     int share_memory(int fd, uint64_t size, uint32_t& handle) override {
         std::lock_guard<std::mutex> lock(mu_);
-        daemon::Json r = client_->request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", size}}, {fd});
+        control::Json r = client_->request_passing_fds(control::Json{{"op", "add_shm"}, {"size", size}}, {fd});
         if (!r.value("ok", false)) {
             const int e = r.value("errno", EIO);
             return e ? e : EIO;
@@ -268,7 +268,7 @@ public:
 
 private:
     std::string name_;
-    std::unique_ptr<daemon::Client> client_;
+    std::unique_ptr<control::Client> client_;
     uint8_t* page_ = nullptr;
     const uint8_t* bar_ = nullptr;
     int irq_fd_ = -1, db_fd_ = -1, engine_fd_ = -1;
@@ -283,9 +283,9 @@ private:
 int list_devices(std::vector<DeviceEntry>& out) {
     out.clear();
     std::string err, notice;
-    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+    control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
     if (!c.connected()) return 0;  // no daemon, no devices
-    daemon::Json r = c.request(daemon::Json{{"op", "link_show"}});
+    control::Json r = c.request(control::Json{{"op", "link_show"}});
     if (!r.value("ok", false)) return EIO;
     for (const auto& l : r["links"])
         out.push_back({l.value("ifname", ""), l.value("netdev", ""), l.value("type", "")});

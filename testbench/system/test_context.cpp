@@ -16,7 +16,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "simnic/daemon/client.h"
+#include "simnic/control/client.h"
 #include "simnic/host/context.h"
 #include "simnic/hw/layout.h"
 
@@ -46,8 +46,8 @@ struct DaemonFixture {
     }
     ~DaemonFixture() {
         std::string err, notice;
-        daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
-        if (c.connected()) c.request(daemon::Json{{"op", "shutdown"}});
+        control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
+        if (c.connected()) c.request(control::Json{{"op", "shutdown"}});
         run("rm -rf '" + dir + "'");
     }
     static int run(const std::string& cmd) { return std::system(cmd.c_str()); }
@@ -56,9 +56,9 @@ struct DaemonFixture {
 uint32_t counts_pds(const std::string& exe) {
     (void)exe;
     std::string err, notice;
-    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+    control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
     REQUIRE(c.connected());
-    daemon::Json r = c.request(daemon::Json{{"op", "resource_counts"}, {"device", "ctxtest"}});
+    control::Json r = c.request(control::Json{{"op", "resource_counts"}, {"device", "ctxtest"}});
     REQUIRE(r.value("ok", false));
     return r["pds"].get<uint32_t>();
 }
@@ -169,7 +169,7 @@ TEST_CASE("opening a context on a missing device or without a daemon fails clean
 TEST_CASE("add_shm: the daemon maps only sealed objects of the stated size, for a context", "[context][shm]") {
     DaemonFixture d;
     std::string err, notice;
-    daemon::Client c = daemon::Client::connect(daemon::runtime_paths(), false, err, notice);
+    control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
     REQUIRE(c.connected());
     auto memfd = [](size_t size, bool seal) {
         const int fd = memfd_create("simnic-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -180,29 +180,29 @@ TEST_CASE("add_shm: the daemon maps only sealed objects of the stated size, for 
     };
     // No context on this connection yet.
     int fd = memfd(1 << 20, true);
-    daemon::Json r = c.request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", 1 << 20}}, {fd});
+    control::Json r = c.request_passing_fds(control::Json{{"op", "add_shm"}, {"size", 1 << 20}}, {fd});
     CHECK_FALSE(r.value("ok", true));
     CHECK(r.value("errno", 0) == EINVAL);
     close(fd);
 
     std::vector<int> fds;
-    r = c.request_with_fds(daemon::Json{{"op", "open_context"}, {"device", "ctxtest"}}, fds);
+    r = c.request_with_fds(control::Json{{"op", "open_context"}, {"device", "ctxtest"}}, fds);
     REQUIRE(r.value("ok", false));
     for (int f : fds) close(f);
     // Not sealed: the process could shrink it under the device.
     fd = memfd(1 << 20, false);
-    r = c.request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", 1 << 20}}, {fd});
+    r = c.request_passing_fds(control::Json{{"op", "add_shm"}, {"size", 1 << 20}}, {fd});
     CHECK(r.value("errno", 0) == EPERM);
     close(fd);
     // Sealed, but not the size it claims.
     fd = memfd(1 << 20, true);
-    r = c.request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", 2 << 20}}, {fd});
+    r = c.request_passing_fds(control::Json{{"op", "add_shm"}, {"size", 2 << 20}}, {fd});
     CHECK(r.value("errno", 0) == EINVAL);
     // No descriptor at all.
-    r = c.request(daemon::Json{{"op", "add_shm"}, {"size", 1 << 20}});
+    r = c.request(control::Json{{"op", "add_shm"}, {"size", 1 << 20}});
     CHECK(r.value("errno", 0) == EINVAL);
     // Right: a handle for ATTACH_DOMAIN.
-    r = c.request_passing_fds(daemon::Json{{"op", "add_shm"}, {"size", 1 << 20}}, {fd});
+    r = c.request_passing_fds(control::Json{{"op", "add_shm"}, {"size", 1 << 20}}, {fd});
     CHECK(r.value("ok", false));
     CHECK(r.value("handle", 0u) >= 1u);
     close(fd);

@@ -43,15 +43,15 @@
 #include "provider.h"
 #include "real_symbol.h"
 #include "simnic/cm/agent.h"
-#include "simnic/daemon/client.h"
-#include "simnic/daemon/cm_protocol.h"
-#include "simnic/daemon/protocol.h"
-#include "simnic/daemon/runtime.h"
+#include "simnic/control/client.h"
+#include "simnic/control/cm_protocol.h"
+#include "simnic/control/protocol.h"
+#include "simnic/control/runtime.h"
 
 namespace sv = simnic::verbs;
-namespace sd = simnic::daemon;
+namespace ctl = simnic::control;
 namespace scm = simnic::cm;
-using simnic::daemon::Json;
+using simnic::control::Json;
 
 // The CM's numbering is librdmacm's.
 static_assert(int(scm::EventType::AddrResolved) == RDMA_CM_EVENT_ADDR_RESOLVED);
@@ -82,7 +82,7 @@ namespace {
 
 struct Chan {
     rdma_event_channel ch{};  // first: the application holds &ch
-    std::unique_ptr<sd::Client> conn;
+    std::unique_ptr<ctl::Client> conn;
     uint64_t id = 0;
 };
 
@@ -109,7 +109,7 @@ std::set<Ev*> g_events;
 std::set<rdma_addrinfo*> g_addrinfos;
 std::map<std::string, ibv_context*> g_contexts;  // one per device, for the process's life
 std::map<ibv_context*, ibv_pd*> g_default_pd;
-std::unique_ptr<sd::Client> g_ctl;
+std::unique_ptr<ctl::Client> g_ctl;
 int g_mode = -1;  // -1 undecided, 0 the real librdmacm, 1 simnic
 
 Chan* our_chan(const rdma_event_channel* c) {
@@ -134,9 +134,9 @@ bool simnic_mode() {
     return g_mode == 1;
 }
 
-std::unique_ptr<sd::Client> connect_daemon(int& err) {
+std::unique_ptr<ctl::Client> connect_daemon(int& err) {
     std::string e, notice;
-    auto c = std::make_unique<sd::Client>(sd::Client::connect(sd::runtime_paths(), false, e, notice));
+    auto c = std::make_unique<ctl::Client>(ctl::Client::connect(ctl::runtime_paths(), false, e, notice));
     if (!c->connected()) {
         err = ENODEV;
         return nullptr;
@@ -191,13 +191,13 @@ bool addr_to_json(const sockaddr* sa, Json& j) {
     } else {
         return false;
     }
-    j = Json{{"addr", sd::to_hex(g, 16)}, {"port", port}, {"v6", v6}};
+    j = Json{{"addr", ctl::to_hex(g, 16)}, {"port", port}, {"v6", v6}};
     return true;
 }
 
 void json_to_addr(const Json& j, sockaddr_storage& out) {
     std::vector<uint8_t> g;
-    if (!j.is_object() || !sd::from_hex(j.value("addr", ""), g) || g.size() != 16) return;
+    if (!j.is_object() || !ctl::from_hex(j.value("addr", ""), g) || g.size() != 16) return;
     std::memset(&out, 0, sizeof out);
     const uint16_t port = j.value("port", uint16_t{0});
     if (j.value("v6", false)) {
@@ -301,7 +301,7 @@ int init_qp_attr(Id* i, ibv_qp_attr* a, int* mask) {
     a->rnr_retry = x.value("rnr_retry", uint8_t{0});
     if (*mask & IBV_QP_AV) {
         std::vector<uint8_t> g;
-        sd::from_hex(x.value("dgid", ""), g);
+        ctl::from_hex(x.value("dgid", ""), g);
         if (g.size() == 16) std::memcpy(a->ah_attr.grh.dgid.raw, g.data(), 16);
         a->ah_attr.is_global = 1;
         a->ah_attr.grh.flow_label = x.value("flow_label", 0u);
@@ -343,7 +343,7 @@ int to_rts(Id* i, int resp_res, int init_depth) {
 }
 
 Json param_json(const rdma_conn_param* p, uint32_t qpn, bool srq) {
-    Json j{{"private_data", p && p->private_data ? sd::to_hex(static_cast<const uint8_t*>(p->private_data),
+    Json j{{"private_data", p && p->private_data ? ctl::to_hex(static_cast<const uint8_t*>(p->private_data),
                                                               p->private_data_len)
                                                   : ""},
            {"responder_resources", p ? p->responder_resources : 0},
@@ -372,7 +372,7 @@ int get_event(Chan* c, rdma_cm_event** out) {
         const int fl = fcntl(c->ch.fd, F_GETFL);
         const int timeout = fl >= 0 && (fl & O_NONBLOCK) ? 0 : -1;
         Json m;
-        const std::string err = sd::recv_message(c->ch.fd, m, timeout);
+        const std::string err = ctl::recv_message(c->ch.fd, m, timeout);
         if (!err.empty()) return fail(err == "timed out waiting for the daemon" ? EAGAIN : ENODEV);
         auto* ev = new Ev;
         ev->ev.event = rdma_cm_event_type(m.value("event", 0));
@@ -387,7 +387,7 @@ int get_event(Chan* c, rdma_cm_event** out) {
             if (lt != g_by_handle.end()) listen = lt->second;
         }
         const Json param = m.value("param", Json::object());
-        sd::from_hex(param.value("private_data", ""), ev->priv);
+        ctl::from_hex(param.value("private_data", ""), ev->priv);
         if (ev->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
             if (!listen) {
                 delete ev;
@@ -683,7 +683,7 @@ int rdma_reject(rdma_cm_id* id, const void* private_data, uint8_t private_data_l
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_reject, "RDMACM_1.0", -1, id, private_data, private_data_len);
     Json r;
-    const std::string pd = private_data ? sd::to_hex(static_cast<const uint8_t*>(private_data), private_data_len) : "";
+    const std::string pd = private_data ? ctl::to_hex(static_cast<const uint8_t*>(private_data), private_data_len) : "";
     return id_call(i, Json{{"op", "cm_reject"}, {"private_data", pd}}, r) ? 0 : -1;
 }
 

@@ -4,7 +4,7 @@
 // ones) over 8 bytes of 0xFF, the IP header, the UDP header and the BTH with
 // their variant fields forced to ones, and the rest of the packet up to the
 // ICRC itself. The C++ reference is simnic::roce::compute_icrc()
-// (rtl_model/roce/include/simnic/roce/icrc.h).
+// (protocol/roce/include/simnic/roce/icrc.h).
 package icrc_pkg;
 
   // Reflected IEEE 802.3 CRC-32 polynomial (the one zlib uses).

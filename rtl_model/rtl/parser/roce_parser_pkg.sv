@@ -3,7 +3,7 @@
 // The opcode table and the verdict codes are not here: they are generated
 // from the C++ packet core into roce_parser_gen_pkg (gen_roce_parser_pkg.cc),
 // which must be compiled before this package. The C++ twin of the parser is
-// simnic::roce::parse_header_vector() (rtl_model/roce/include/simnic/roce/
+// simnic::roce::parse_header_vector() (protocol/roce/include/simnic/roce/
 // header_vector.h); every field below means what it means there.
 package roce_parser_pkg;
 

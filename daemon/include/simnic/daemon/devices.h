@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "simnic/daemon/protocol.h"
+#include "simnic/control/protocol.h"
 
 namespace simnic::daemon {
 
@@ -47,7 +47,7 @@ public:
     std::vector<const Device*> all() const;
 
     // `rdma link show` shaped description of one device's port.
-    static Json link_json(const Device& d);
+    static control::Json link_json(const Device& d);
 
 private:
     std::map<std::string, Device> devices_;

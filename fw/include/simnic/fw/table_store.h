@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// simnic firmware: device table storage (hw-spec.md 9). Entries are byte
-// buffers of the size layout.h gives; fields are read and written only
-// through layout.h's descriptors.
+// simnic firmware: device table storage (hw-spec.md 9): the tables in
+// process memory, behind the contract's TableStore (simnic/hw/tables.h).
 #pragma once
 
 #include <array>
@@ -13,17 +12,6 @@
 #include "simnic/fw/types.h"
 
 namespace simnic::fw {
-
-class TableStore {
-public:
-    virtual ~TableStore() = default;
-    // Entries in table t (valid indices are 0 .. capacity - 1).
-    virtual std::uint32_t capacity(Table t) const = 0;
-    // The entry_size(t) bytes of entry `index`, or nullptr if out of range.
-    // The pointer stays valid for the store's lifetime. A never-written
-    // entry reads as zeros.
-    virtual std::uint8_t* entry(Table t, std::uint32_t index) = 0;
-};
 
 // Capacities the CAP_BLOCK implies: QPC indexed by QPN up to first_qpn +
 // max_qp - 1; CQC, SRQC, MPT, PD, AH and DOMAIN by numbers 1..max (index 0

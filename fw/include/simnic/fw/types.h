@@ -7,47 +7,22 @@
 #include <cstdint>
 
 #include "simnic/hw/layout.h"
+#include "simnic/hw/tables.h"
 
 namespace simnic::fw {
 
 using Gid = std::array<std::uint8_t, 16>;  // wire order
 using Mac = std::array<std::uint8_t, 6>;   // wire order
 
-// The device tables of hw-spec.md section 9, each an array of fixed-size
-// entries indexed by object number.
-enum class Table : std::uint8_t { Qpc, Cqc, Srqc, Mpt, Mtt, Pd, Ah, Gid, Domain };
-inline constexpr std::size_t kTableCount = 9;
-
-// Entry size of each table, straight from layout.h (the one source of truth).
-constexpr std::uint32_t entry_size(Table t) noexcept {
-    switch (t) {
-        case Table::Qpc: return hw::qpc::kSize;
-        case Table::Cqc: return hw::cqc::kSize;
-        case Table::Srqc: return hw::srqc::kSize;
-        case Table::Mpt: return hw::mpt_entry::kSize;
-        case Table::Mtt: return hw::mtt_entry::kSize;
-        case Table::Pd: return hw::pd_entry::kSize;
-        case Table::Ah: return hw::ah_entry::kSize;
-        case Table::Gid: return hw::gid_entry::kSize;
-        case Table::Domain: return hw::domain_entry::kSize;
-    }
-    return 0;
-}
-
-constexpr const char* table_name(Table t) noexcept {
-    switch (t) {
-        case Table::Qpc: return "QPC";
-        case Table::Cqc: return "CQC";
-        case Table::Srqc: return "SRQC";
-        case Table::Mpt: return "MPT";
-        case Table::Mtt: return "MTT";
-        case Table::Pd: return "PD";
-        case Table::Ah: return "AH";
-        case Table::Gid: return "GID";
-        case Table::Domain: return "DOMAIN";
-    }
-    return "?";
-}
+// The device tables and the engine's side of them are the contract's
+// (simnic/hw/tables.h); the firmware names them unqualified.
+using hw::Table;
+using hw::kTableCount;
+using hw::entry_size;
+using hw::table_name;
+using hw::TableStore;
+using hw::EventSink;
+using hw::EngineHooks;
 
 // Result of one command: status, diagnostic syndrome (CMDQ_ENTRY.syndrome) and
 // the output mailbox bytes (their count is CMDQ_ENTRY.out_bytes).

@@ -22,7 +22,7 @@ namespace simnic::host {
 
 class LocalContext;
 
-class LocalEventSink final : public fw::EventSink {
+class LocalEventSink final : public hw::EventSink {
 public:
     void post_eqe(std::uint16_t ctx_id, const std::uint8_t* eqe, std::size_t len) override;
 

@@ -3,7 +3,7 @@
 // queue entry, device table entry and command mailbox layout.
 //
 // docs/hw-spec.md describes the same layouts in prose and tables; the unit test
-// testbench/unit/test_hwspec.cpp parses that document and checks every
+// hwspec/tests/test_hwspec.cpp parses that document and checks every
 // "#### Layout:" table against the descriptors below, field by field. Change a
 // layout here and in the document together, or the test fails.
 //

@@ -5,7 +5,7 @@
 // qp_fsm::kTransitions holds the rows of the table in hw-spec.md 5.7, in the
 // same order: a set of "from" states, one "to" state, a set of QP types, and the
 // qp_attr_mask bits each such transition requires and accepts optionally.
-// testbench/unit/test_hwspec.cpp parses that table and checks it against these
+// hwspec/tests/test_hwspec.cpp parses that table and checks it against these
 // rows, row by row and for every (from, to, type), so change both together.
 //
 // STATE is not in the masks: MODIFY_QP always requires it (hw-spec.md 5.6.7).

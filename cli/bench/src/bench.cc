@@ -1,0 +1,383 @@
+#include "simnic/bench/bench.h"
+
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "simnic/fw/firmware.h"
+#include "simnic/fw/linux_netdev.h"
+#include "simnic/fw/table_store.h"
+#include "simnic/host/context.h"
+#include "simnic/host/local_context.h"
+#include "simnic/hw/layout.h"
+#include "simnic/soft_engine/engine.h"
+
+namespace simnic::model {
+
+bool parse_bench_op(const std::string& s, BenchOp& op) {
+    if (s == "write") op = BenchOp::Write;
+    else if (s == "read") op = BenchOp::Read;
+    else if (s == "send") op = BenchOp::Send;
+    else return false;
+    return true;
+}
+const char* to_string(BenchOp op) {
+    switch (op) {
+        case BenchOp::Write: return "write";
+        case BenchOp::Read: return "read";
+        case BenchOp::Send: return "send";
+    }
+    return "?";
+}
+
+namespace {
+
+constexpr uint8_t kLogSqStride = 7, kLogRqStride = 5;
+constexpr uint16_t kCtx = 1;
+
+uint64_t wall_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// Anonymous memory of this process: the host memory the device DMAs.
+struct HostMem {
+    size_t len = 0;
+    uint8_t* p = nullptr;
+    bool alloc(size_t n) {
+        len = (n + 4095) & ~size_t(4095);
+        void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return false;
+        p = static_cast<uint8_t*>(m);
+        return true;
+    }
+    ~HostMem() {
+        if (p) munmap(p, len);
+    }
+    uint64_t addr(size_t off = 0) const { return reinterpret_cast<uint64_t>(p + off); }
+};
+
+uint32_t log2_ceil(uint32_t v) {
+    uint32_t l = 0;
+    while ((1u << l) < v) ++l;
+    return l;
+}
+
+class Bench {
+public:
+    Bench(const BenchSpec& s) : spec_(s) {}
+    bool run(BenchResult& out, std::string& err);
+
+private:
+    struct Qp {
+        uint32_t qpn = 0, cqn = 0;
+        uint64_t sq = 0, rq = 0, cq = 0;  // offsets in mem_
+        uint32_t sq_pi = 0, rq_pi = 0, cq_ci = 0;
+        uint32_t outstanding = 0;
+    };
+
+    bool cmd(hw::CmdOpcode op, const uint8_t* in, size_t n, size_t out_cap, std::vector<uint8_t>* out,
+             std::string& err) {
+        host::CmdOutcome o;
+        const int rc = ctx_->command(op, in, n, out_cap, o);
+        if (rc != 0 || o.status != hw::CmdStatus::Ok) {
+            err = "firmware command " + std::to_string(int(op)) + " failed (status " + std::to_string(int(o.status)) +
+                  ", syndrome " + std::to_string(o.syndrome) + ")";
+            return false;
+        }
+        if (out) *out = o.out;
+        return true;
+    }
+    uint32_t handle(const std::vector<uint8_t>& o) {
+        return o.size() >= 4 ? uint32_t(hw::get(o.data(), o.size(), hw::cmd_handle::handle)) : 0;
+    }
+    bool setup(std::string& err);
+    bool create_qp(Qp& q, std::string& err);
+    bool modify(uint32_t qpn, uint32_t mask, hw::QpState st, uint8_t* attr, std::string& err);
+    void post_send(Qp& q);
+    void post_recv(Qp& q);
+    void on_cqe(uint32_t cqn);
+
+    BenchSpec spec_;
+    std::unique_ptr<fw::MemTableStore> tables_;
+    std::unique_ptr<fw::LinuxNetdev> netdev_;
+    host::LocalEventSink sink_;
+    HostMem bar_, mem_;
+    std::unique_ptr<soft_engine::SoftEngine> engine_;
+    std::unique_ptr<fw::Firmware> fw_;
+    std::unique_ptr<host::Context> ctx_;
+    Pipeline* pipe_ = nullptr;
+    uint32_t pdn_ = 0, lkey_ = 0, rkey_ = 0;
+    uint8_t log_q_ = 0, log_cq_ = 0;
+    size_t data_off_ = 0, data_len_ = 0;
+    std::vector<Qp> qps_;
+    std::unordered_map<uint32_t, size_t> by_cqn_;
+    uint64_t posted_ = 0, done_ = 0, errors_ = 0, last_cqe_cycle_ = 0;
+};
+
+bool Bench::setup(std::string& err) {
+    fw::FwConfig fc;
+    fc.cap = fw::default_cap_block();
+    tables_ = std::make_unique<fw::MemTableStore>(fw::table_capacities(fc.cap.data(), fc.gid_tbl_len));
+    // The GIDs of lo: a self-connected QP addresses 127.0.0.1.
+    netdev_ = std::make_unique<fw::LinuxNetdev>("lo");
+    if (!bar_.alloc(4096)) {
+        err = "out of memory";
+        return false;
+    }
+    soft_engine::EngineConfig ec;
+    ec.device = "bench";
+    ec.netdev = "lo";
+    ec.tables = tables_.get();
+    ec.events = &sink_;
+    ec.bar = bar_.p;
+    ec.model = &spec_.cfg;
+    ec.bench = true;
+    engine_ = soft_engine::SoftEngine::create(ec, err);
+    if (!engine_) return false;
+    pipe_ = engine_->pipeline();
+    fw_ = std::make_unique<fw::Firmware>(fc, *tables_, *netdev_, sink_, engine_.get());
+    // BAR0's port block: the datapath takes the active MTU from it.
+    const auto port = fw_->port_block();
+    std::memcpy(bar_.p + hw::kBar0PortBlock, port.data(), port.size());
+    ctx_ = host::open_local_context(*fw_, sink_, "bench", kCtx, uint32_t(getpid()));
+    if (!ctx_) {
+        err = "cannot open a context on the bench device";
+        return false;
+    }
+    std::vector<uint8_t> o;
+    uint8_t none[4] = {};
+    if (!cmd(hw::CmdOpcode::AllocPd, none, sizeof none, hw::cmd_handle::kSize, &o, err)) return false;
+    pdn_ = handle(o);
+
+    const uint32_t depth = std::max<uint32_t>(1, spec_.depth);
+    log_q_ = uint8_t(std::max<uint32_t>(1, log2_ceil(depth)));
+    log_cq_ = uint8_t(log2_ceil(2 * depth + 1));
+    // Each ring on its own 4 KiB-aligned range (hw-spec: ring bases are aligned).
+    auto page = [](size_t n) { return (n + 4095) & ~size_t(4095); };
+    const size_t per_qp = page(size_t(1) << (log_q_ + kLogSqStride)) + page(size_t(1) << (log_q_ + kLogRqStride)) +
+                          page((size_t(1) << log_cq_) * hw::cqe::kSize);
+    // Every QP reads and writes the same two message-sized areas: the bench
+    // measures the device, not the data.
+    data_len_ = 2 * size_t(std::max<uint32_t>(spec_.size, 8)) + 4096;
+    if (!mem_.alloc(per_qp * spec_.qps + data_len_ + 4096)) {
+        err = "out of memory for " + std::to_string(spec_.qps) + " QPs";
+        return false;
+    }
+    data_off_ = per_qp * spec_.qps;
+    uint8_t mr[hw::cmd_reg_mr_in::kSize] = {};
+    hw::set(mr, hw::cmd_reg_mr_in::pdn, pdn_);
+    hw::set(mr, hw::cmd_reg_mr_in::access, hw::access::kAll);
+    hw::set(mr, hw::cmd_reg_mr_in::domain_id, ctx_->boot_domain());
+    hw::set(mr, hw::cmd_reg_mr_in::iova, mem_.addr(data_off_));
+    hw::set(mr, hw::cmd_reg_mr_in::length, data_len_);
+    hw::set(mr, hw::cmd_reg_mr_in::host_addr, mem_.addr(data_off_));
+    if (!cmd(hw::CmdOpcode::RegMr, mr, sizeof mr, hw::cmd_reg_mr_out::kSize, &o, err)) return false;
+    lkey_ = uint32_t(hw::get(o.data(), o.size(), hw::cmd_reg_mr_out::lkey));
+    rkey_ = uint32_t(hw::get(o.data(), o.size(), hw::cmd_reg_mr_out::rkey));
+
+    qps_.resize(spec_.qps);
+    size_t off = 0;
+    for (Qp& q : qps_) {
+        q.sq = off;
+        off += page(size_t(1) << (log_q_ + kLogSqStride));
+        q.rq = off;
+        off += page(size_t(1) << (log_q_ + kLogRqStride));
+        q.cq = off;
+        off += page((size_t(1) << log_cq_) * hw::cqe::kSize);
+        if (!create_qp(q, err)) return false;
+        by_cqn_[q.cqn] = size_t(&q - qps_.data());
+    }
+    return true;
+}
+
+bool Bench::modify(uint32_t qpn, uint32_t mask, hw::QpState st, uint8_t* attr, std::string& err) {
+    hw::set(attr, hw::qp_attr::kSize, hw::qp_attr::qpn, qpn);
+    hw::set(attr, hw::qp_attr::kSize, hw::qp_attr::attr_mask, mask | hw::qp_attr_mask::kState);
+    hw::set(attr, hw::qp_attr::kSize, hw::qp_attr::qp_state, uint8_t(st));
+    return cmd(hw::CmdOpcode::ModifyQp, attr, hw::qp_attr::kSize, 0, nullptr, err);
+}
+
+bool Bench::create_qp(Qp& q, std::string& err) {
+    std::vector<uint8_t> o;
+    uint8_t cq[hw::cmd_create_cq_in::kSize] = {};
+    hw::set(cq, hw::cmd_create_cq_in::log_size, log_cq_);
+    hw::set(cq, hw::cmd_create_cq_in::domain_id, ctx_->boot_domain());
+    hw::set(cq, hw::cmd_create_cq_in::base, mem_.addr(q.cq));
+    if (!cmd(hw::CmdOpcode::CreateCq, cq, sizeof cq, hw::cmd_handle::kSize, &o, err)) return false;
+    q.cqn = handle(o);
+    namespace c = hw::cmd_create_qp_in;
+    uint8_t in[c::kSize] = {};
+    hw::set(in, c::qp_type, uint8_t(hw::QpType::Rc));
+    hw::set(in, c::pdn, pdn_);
+    hw::set(in, c::send_cqn, q.cqn);
+    hw::set(in, c::recv_cqn, q.cqn);
+    hw::set(in, c::domain_id, ctx_->boot_domain());
+    hw::set(in, c::sq_base, mem_.addr(q.sq));
+    hw::set(in, c::rq_base, mem_.addr(q.rq));
+    hw::set(in, c::log_sq_size, log_q_);
+    hw::set(in, c::log_sq_stride, kLogSqStride);
+    hw::set(in, c::log_rq_size, log_q_);
+    hw::set(in, c::log_rq_stride, kLogRqStride);
+    hw::set(in, c::max_send_sge, 1);
+    hw::set(in, c::max_recv_sge, 1);
+    if (!cmd(hw::CmdOpcode::CreateQp, in, sizeof in, hw::cmd_handle::kSize, &o, err)) return false;
+    q.qpn = handle(o);
+
+    namespace m = hw::qp_attr_mask;
+    namespace f = hw::qp_attr;
+    uint8_t at[f::kSize] = {};
+    hw::set(at, f::port_num, 1);
+    hw::set(at, f::qp_access_flags, hw::access::kRemoteWrite | hw::access::kRemoteRead | hw::access::kRemoteAtomic);
+    if (!modify(q.qpn, m::kPkeyIndex | m::kPort | m::kAccessFlags, hw::QpState::Init, at, err)) return false;
+    std::memset(at, 0, sizeof at);
+    const uint8_t dgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+    hw::set_bytes(at, f::kSize, f::av_dgid, dgid, 16);
+    hw::set(at, f::av_sgid_index, 1);
+    hw::set(at, f::av_hop_limit, 64);
+    hw::set(at, f::av_grh, 1);
+    hw::set(at, f::path_mtu, uint8_t(hw::Mtu::M4096));
+    hw::set(at, f::dest_qp_num, q.qpn);  // connected to itself
+    hw::set(at, f::max_dest_rd_atomic, 16);
+    hw::set(at, f::min_rnr_timer, 1);
+    if (!modify(q.qpn, m::kAv | m::kPathMtu | m::kDestQpn | m::kRqPsn | m::kMaxDestRdAtomic | m::kMinRnrTimer,
+                hw::QpState::Rtr, at, err))
+        return false;
+    std::memset(at, 0, sizeof at);
+    hw::set(at, f::timeout, 14);
+    hw::set(at, f::retry_cnt, 7);
+    hw::set(at, f::rnr_retry, 7);
+    hw::set(at, f::max_rd_atomic, 16);
+    return modify(q.qpn, m::kSqPsn | m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kMaxQpRdAtomic,
+                  hw::QpState::Rts, at, err);
+}
+
+void Bench::post_recv(Qp& q) {
+    uint8_t* w = mem_.p + q.rq + (size_t(hw::ring_slot(q.rq_pi, log_q_)) << kLogRqStride);
+    std::memset(w, 0, size_t(1) << kLogRqStride);
+    hw::set(w, hw::recv_wqe::kSize, hw::recv_wqe::wr_id, q.rq_pi);
+    hw::set(w, hw::recv_wqe::kSize, hw::recv_wqe::num_sge, 1);
+    uint8_t* d = w + hw::recv_wqe::kSize;
+    hw::set(d, hw::data_seg::kSize, hw::data_seg::addr, mem_.addr(data_off_ + data_len_ / 2));
+    hw::set(d, hw::data_seg::kSize, hw::data_seg::length, spec_.size);
+    hw::set(d, hw::data_seg::kSize, hw::data_seg::lkey, lkey_);
+    ++q.rq_pi;
+    pipe_->doorbell(Doorbell{kCtx, uint8_t(hw::DbKind::Rq), q.qpn, q.rq_pi, 0});
+}
+
+void Bench::post_send(Qp& q) {
+    const uint32_t stride = 1u << kLogSqStride;
+    uint8_t* w = mem_.p + q.sq + (size_t(hw::ring_slot(q.sq_pi, log_q_)) << kLogSqStride);
+    std::memset(w, 0, stride);
+    namespace c = hw::ctrl_seg;
+    const hw::WqeOpcode op = spec_.op == BenchOp::Write ? hw::WqeOpcode::RdmaWrite
+                             : spec_.op == BenchOp::Read ? hw::WqeOpcode::RdmaRead
+                                                         : hw::WqeOpcode::Send;
+    hw::set(w, stride, c::opcode, uint8_t(op));
+    hw::set(w, stride, c::signaled, 1);
+    hw::set(w, stride, c::num_sge, 1);
+    hw::set(w, stride, c::wr_id, posted_);
+    hw::set(w, stride, c::total_len, spec_.size);
+    uint8_t* s = w + c::kSize;
+    if (op != hw::WqeOpcode::Send) {
+        hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::remote_va, mem_.addr(data_off_ + data_len_ / 2));
+        hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::rkey, rkey_);
+        s += hw::raddr_seg::kSize;
+    }
+    hw::set(s, hw::data_seg::kSize, hw::data_seg::addr, mem_.addr(data_off_));
+    hw::set(s, hw::data_seg::kSize, hw::data_seg::length, spec_.size);
+    hw::set(s, hw::data_seg::kSize, hw::data_seg::lkey, lkey_);
+    ++q.sq_pi;
+    ++q.outstanding;
+    ++posted_;
+    pipe_->doorbell(Doorbell{kCtx, uint8_t(hw::DbKind::Sq), q.qpn, q.sq_pi, 0});
+}
+
+// The host model: consume every visible CQE of this CQ, keep the QP's
+// queue full.
+void Bench::on_cqe(uint32_t cqn) {
+    auto it = by_cqn_.find(cqn);
+    if (it == by_cqn_.end()) return;
+    Qp& q = qps_[it->second];
+    for (;;) {
+        const uint8_t* e = mem_.p + q.cq + size_t(hw::ring_slot(q.cq_ci, log_cq_)) * hw::cqe::kSize;
+        if (hw::get(e, hw::cqe::kSize, hw::cqe::owner) != hw::phase_of(q.cq_ci, log_cq_)) break;
+        const bool is_send = hw::get(e, hw::cqe::kSize, hw::cqe::is_send) != 0;
+        const bool ok = hw::get(e, hw::cqe::kSize, hw::cqe::status) == 0;
+        ++q.cq_ci;
+        if (!ok) ++errors_;
+        if (is_send) {
+            --q.outstanding;
+            if (ok) ++done_;
+            last_cqe_cycle_ = pipe_->cycle();
+            if (ok && posted_ < spec_.messages) post_send(q);
+        } else if (ok && spec_.op == BenchOp::Send) {
+            post_recv(q);
+        }
+    }
+    pipe_->doorbell(Doorbell{kCtx, uint8_t(hw::DbKind::Cq), q.cqn, q.cq_ci, 0});
+}
+
+bool Bench::run(BenchResult& out, std::string& err) {
+    if (spec_.qps == 0 || spec_.depth == 0 || spec_.size == 0) {
+        err = "qps, depth and size must be at least 1";
+        return false;
+    }
+    if (spec_.op == BenchOp::Read && spec_.depth > 16) spec_.depth = 16;  // max_rd_atomic
+    if (spec_.messages == 0)
+        spec_.messages = std::max<uint64_t>(uint64_t(spec_.qps) * spec_.depth * 4,
+                                            std::min<uint64_t>(2000, (uint64_t(256) << 20) / spec_.size));
+    if (!setup(err)) return false;
+    pipe_->on_cqe([this](uint32_t cqn) { on_cqe(cqn); });
+    pipe_->run();  // setup's doorbell-free commands leave nothing to do, but be sure
+    pipe_->reset_stats();
+    const uint64_t c0 = pipe_->cycle();
+    // Fill every QP's queue, round robin, so no QP starts far ahead.
+    for (uint32_t k = 0; k < spec_.depth; ++k)
+        for (Qp& q : qps_) {
+            if (spec_.op == BenchOp::Send) post_recv(q);
+            if (posted_ < spec_.messages) post_send(q);
+        }
+    const uint64_t w0 = wall_ns();
+    pipe_->run();
+    out.wall_s = double(wall_ns() - w0) / 1e9;
+    out.messages = done_;
+    out.errors = errors_;
+    if (done_ + errors_ != posted_) {
+        err = "the workload stalled: " + std::to_string(done_) + " of " + std::to_string(posted_) +
+              " messages completed";
+        return false;
+    }
+    const double period_ps = spec_.cfg.clock_period_ps();
+    out.sim_cycles = last_cqe_cycle_ - c0;
+    out.sim_ns = double(out.sim_cycles) * period_ps / 1000.0;
+    out.gbps = out.sim_ns > 0 ? double(done_) * spec_.size * 8.0 / out.sim_ns : 0;
+    out.msg_rate_mps = out.sim_ns > 0 ? double(done_) / out.sim_ns * 1000.0 : 0;
+    out.stats = pipe_->stats();
+    for (const ModelStat& s : out.stats) {
+        if (s.name == "latency.min") out.lat_min_ns = s.value;
+        else if (s.name == "latency.median") out.lat_median_ns = s.value;
+        else if (s.name == "latency.p99") out.lat_p99_ns = s.value;
+        else if (s.name == "cache.qpc.hit_rate") out.qpc_hit = s.value;
+        else if (s.name == "cache.mpt.hit_rate") out.mpt_hit = s.value;
+        else if (s.name == "cache.mtt.hit_rate") out.mtt_hit = s.value;
+        else if (s.name == "mac.tx_line_utilisation") out.line_utilisation = s.value;
+    }
+    out.cycles_per_s = out.wall_s > 0 ? double(out.sim_cycles) / out.wall_s : 0;
+    return true;
+}
+
+}  // namespace
+
+bool run_bench(const BenchSpec& spec, BenchResult& out, std::string& err) {
+    Bench b(spec);
+    return b.run(out, err);
+}
+
+}  // namespace simnic::model

@@ -1,0 +1,51 @@
+// The daemon's control protocol.
+//
+// Every request and reply is one JSON object in one SOCK_SEQPACKET message,
+// so there is no framing to get wrong and a client that dies mid-request
+// cannot leave half a message behind. Requests carry "op"; replies carry
+// "ok" (bool) and, when false, "error" (a sentence for the user) and "errno".
+//
+//   {"op":"ping"}                                     -> {"ok":true,"pid":N,"version":"..."}
+//   {"op":"link_add","name":N,"type":"soft","netdev":I[,"pcap":F]}
+//   {"op":"link_del","name":N}
+//   {"op":"link_show"[,"name":N]}                      -> {"ok":true,"links":[...]}
+//   {"op":"resource_counts","device":N}               -> {"ok":true,"qps":..,"cqs":..,"mrs":..,
+//                                                         "pds":..,"srqs":..,"ahs":..,"contexts":..}
+//   {"op":"resources"[,"device":N]}                    -> {"ok":true,"devices":[{"name":..,"qps":..,
+//                                                         ..,"qp_list":[..],"gids":[..]}]}
+//   {"op":"stats","device":N}                          -> {"ok":true,"stats":{counter:value,..}}
+//   {"op":"shutdown"}
+//   {"op":"open_context","device":N}                  -> {"ok":true,"ctx_id":..,"boot_domain":..,
+//                                                         "daemon_pid":..} + fds [context page,
+//                                                         BAR0 global area, interrupt eventfd,
+//                                                         command doorbell eventfd, engine
+//                                                         wake eventfd (hw-spec 3.4)]
+//     The connection then belongs to the context: when it closes (the process
+//     exited or died), the daemon destroys the context and everything in it.
+//   {"op":"cm_channel"}, {"op":"cm_*",...}             the connection manager (rdma_cm):
+//                                                       see daemon/src/cm_service.h
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace simnic::control {
+
+using Json = nlohmann::json;
+
+inline constexpr size_t kMaxMessageBytes = 1 << 20;
+inline constexpr const char* kVersion = "0.1.0";
+
+// One message on a SOCK_SEQPACKET socket, optionally with file descriptors
+// (SCM_RIGHTS). Return an error message, or empty. Received descriptors are
+// close-on-exec and belong to the caller.
+std::string send_message(int fd, const Json& msg, const std::vector<int>& fds = {});
+std::string recv_message(int fd, Json& msg, int timeout_ms, std::vector<int>* fds = nullptr);
+inline constexpr size_t kMaxFdsPerMessage = 8;
+
+Json reply_ok();
+Json reply_error(int err, const std::string& message);
+
+}  // namespace simnic::control

@@ -1,0 +1,460 @@
+// The soft engine through a real daemon, without the verbs provider: this
+// process opens a context, creates objects with firmware commands, writes
+// WQEs in hw-spec 6's format into its own memory, rings doorbells (3.4) and
+// polls CQEs (7). Two RC QPs on one device bound to lo talk over UDP 4791.
+#include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "simnic/control/client.h"
+#include "simnic/host/context.h"
+#include "simnic/hw/layout.h"
+
+using namespace simnic;
+
+namespace {
+
+struct DaemonFixture {
+    std::string dir, exe;
+    DaemonFixture() {
+        char tmpl[] = "/tmp/simnic-se-test.XXXXXX";
+        REQUIRE(mkdtemp(tmpl));
+        dir = tmpl;
+        setenv("SIMNIC_RUNTIME_DIR", dir.c_str(), 1);
+        const char* e = std::getenv("SIMNIC_EXE");
+        REQUIRE(e);
+        exe = e;
+        const int rc = std::system((exe + " link add setest type soft netdev lo").c_str());
+        if (rc != 0) {
+            // The failed link add may have started a daemon: stop it, since
+            // a failing constructor never reaches the destructor.
+            [[maybe_unused]] const int stopped = std::system((exe + " daemon --stop").c_str());
+        }
+        REQUIRE(rc == 0);
+    }
+    ~DaemonFixture() {
+        std::string err, notice;
+        control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
+        if (c.connected()) c.request(control::Json{{"op", "shutdown"}});
+        (void)std::system(("rm -rf '" + dir + "'").c_str());
+    }
+};
+
+// Page-aligned zeroed memory of this process.
+struct Mem {
+    size_t len;
+    uint8_t* p;
+    explicit Mem(size_t n) : len(n) {
+        void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(m != MAP_FAILED);
+        p = static_cast<uint8_t*>(m);
+    }
+    ~Mem() { munmap(p, len); }
+    uint64_t addr(size_t off = 0) const { return reinterpret_cast<uint64_t>(p + off); }
+};
+
+template <size_t N>
+uint32_t cmd(host::Context& c, hw::CmdOpcode op, const uint8_t (&in)[N], size_t out_cap = hw::cmd_handle::kSize) {
+    host::CmdOutcome o;
+    REQUIRE(c.command(op, in, N, out_cap, o) == 0);
+    INFO("opcode " << int(op) << " syndrome " << o.syndrome);
+    REQUIRE(o.status == hw::CmdStatus::Ok);
+    return o.out.size() >= 4 ? uint32_t(hw::get(o.out.data(), o.out.size(), hw::cmd_handle::handle)) : 0;
+}
+
+constexpr uint8_t kLogSqStride = 8, kLogRqStride = 7, kLogQ = 6, kLogCq = 7;
+
+struct Cq {
+    Mem ring{(1u << kLogCq) * hw::cqe::kSize};
+    uint32_t cqn = 0, ci = 0;
+};
+
+struct Qp {
+    Mem sq{(1u << kLogQ) << kLogSqStride};
+    Mem rq{(1u << kLogQ) << kLogRqStride};
+    uint32_t qpn = 0, sq_pi = 0, rq_pi = 0;
+    Cq cq;
+};
+
+struct Rig {
+    DaemonFixture d;
+    std::unique_ptr<host::Context> ctx;
+    uint32_t pdn = 0, lkey = 0, rkey = 0;
+    Mem buf{1 << 20};
+    size_t mr_off = 4096, mr_len = 512 * 1024;  // the MR: [buf + 4096, buf + 4096 + 512K)
+    Qp a, b;
+    hw::QpType type;
+    static constexpr uint32_t kQkey = 0x11111111;
+
+    explicit Rig(hw::QpType t = hw::QpType::Rc) : type(t) {
+        int err = 0;
+        ctx = host::open_context("setest", err);
+        REQUIRE(ctx);
+        uint8_t none[4] = {};
+        pdn = cmd(*ctx, hw::CmdOpcode::AllocPd, none);
+        uint8_t mr[hw::cmd_reg_mr_in::kSize] = {};
+        hw::set(mr, hw::cmd_reg_mr_in::pdn, pdn);
+        hw::set(mr, hw::cmd_reg_mr_in::access, hw::access::kAll);
+        hw::set(mr, hw::cmd_reg_mr_in::domain_id, ctx->boot_domain());
+        hw::set(mr, hw::cmd_reg_mr_in::iova, buf.addr(mr_off));
+        hw::set(mr, hw::cmd_reg_mr_in::length, mr_len);
+        hw::set(mr, hw::cmd_reg_mr_in::host_addr, buf.addr(mr_off));
+        host::CmdOutcome o;
+        REQUIRE(ctx->command(hw::CmdOpcode::RegMr, mr, sizeof mr, hw::cmd_reg_mr_out::kSize, o) == 0);
+        REQUIRE(o.status == hw::CmdStatus::Ok);
+        lkey = uint32_t(hw::get(o.out.data(), o.out.size(), hw::cmd_reg_mr_out::lkey));
+        rkey = uint32_t(hw::get(o.out.data(), o.out.size(), hw::cmd_reg_mr_out::rkey));
+        for (Qp* q : {&a, &b}) create(*q);
+        connect(a, b);
+        connect(b, a);
+    }
+
+    void create(Qp& q) {
+        uint8_t cq[hw::cmd_create_cq_in::kSize] = {};
+        hw::set(cq, hw::cmd_create_cq_in::log_size, kLogCq);
+        hw::set(cq, hw::cmd_create_cq_in::domain_id, ctx->boot_domain());
+        hw::set(cq, hw::cmd_create_cq_in::base, q.cq.ring.addr());
+        q.cq.cqn = cmd(*ctx, hw::CmdOpcode::CreateCq, cq);
+        uint8_t in[hw::cmd_create_qp_in::kSize] = {};
+        namespace c = hw::cmd_create_qp_in;
+        hw::set(in, c::qp_type, uint8_t(type));
+        hw::set(in, c::pdn, pdn);
+        hw::set(in, c::send_cqn, q.cq.cqn);
+        hw::set(in, c::recv_cqn, q.cq.cqn);
+        hw::set(in, c::domain_id, ctx->boot_domain());
+        hw::set(in, c::sq_base, q.sq.addr());
+        hw::set(in, c::rq_base, q.rq.addr());
+        hw::set(in, c::log_sq_size, kLogQ);
+        hw::set(in, c::log_sq_stride, kLogSqStride);
+        hw::set(in, c::log_rq_size, kLogQ);
+        hw::set(in, c::log_rq_stride, kLogRqStride);
+        hw::set(in, c::max_send_sge, 4);
+        hw::set(in, c::max_recv_sge, 4);
+        hw::set(in, c::max_inline, 64);
+        q.qpn = cmd(*ctx, hw::CmdOpcode::CreateQp, in);
+    }
+
+    void modify(uint32_t qpn, uint32_t mask, hw::QpState st, uint8_t* attr) {
+        hw::set(attr, hw::qp_attr::kSize, hw::qp_attr::qpn, qpn);
+        hw::set(attr, hw::qp_attr::kSize, hw::qp_attr::attr_mask, mask | hw::qp_attr_mask::kState);
+        hw::set(attr, hw::qp_attr::kSize, hw::qp_attr::qp_state, uint8_t(st));
+        host::CmdOutcome o;
+        REQUIRE(ctx->command(hw::CmdOpcode::ModifyQp, attr, hw::qp_attr::kSize, 0, o) == 0);
+        INFO("modify to " << int(st) << " syndrome " << o.syndrome);
+        REQUIRE(o.status == hw::CmdStatus::Ok);
+    }
+
+    void connect(Qp& q, const Qp& peer) {
+        namespace m = hw::qp_attr_mask;
+        namespace f = hw::qp_attr;
+        uint8_t at[f::kSize] = {};
+        hw::set(at, f::port_num, 1);
+        if (type == hw::QpType::Ud) {
+            hw::set(at, f::qkey, kQkey);
+            modify(q.qpn, m::kPkeyIndex | m::kPort | m::kQkey, hw::QpState::Init, at);
+            std::memset(at, 0, sizeof at);
+            modify(q.qpn, 0, hw::QpState::Rtr, at);
+            hw::set(at, f::sq_psn, 0x100);
+            modify(q.qpn, m::kSqPsn, hw::QpState::Rts, at);
+            return;
+        }
+        hw::set(at, f::qp_access_flags, hw::access::kRemoteWrite | hw::access::kRemoteRead | hw::access::kRemoteAtomic);
+        modify(q.qpn, m::kPkeyIndex | m::kPort | m::kAccessFlags, hw::QpState::Init, at);
+        std::memset(at, 0, sizeof at);
+        const uint8_t dgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+        hw::set_bytes(at, f::kSize, f::av_dgid, dgid, 16);
+        hw::set(at, f::av_sgid_index, 1);
+        hw::set(at, f::av_hop_limit, 64);
+        hw::set(at, f::av_grh, 1);
+        hw::set(at, f::path_mtu, uint8_t(hw::Mtu::M1024));
+        hw::set(at, f::dest_qp_num, peer.qpn);
+        hw::set(at, f::rq_psn, 0x100);
+        hw::set(at, f::max_dest_rd_atomic, 16);
+        hw::set(at, f::min_rnr_timer, 1);
+        modify(q.qpn, m::kAv | m::kPathMtu | m::kDestQpn | m::kRqPsn | m::kMaxDestRdAtomic | m::kMinRnrTimer,
+               hw::QpState::Rtr, at);
+        std::memset(at, 0, sizeof at);
+        hw::set(at, f::sq_psn, 0x100);
+        hw::set(at, f::timeout, 14);
+        hw::set(at, f::retry_cnt, 7);
+        hw::set(at, f::rnr_retry, 7);
+        hw::set(at, f::max_rd_atomic, 16);
+        modify(q.qpn, m::kSqPsn | m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kMaxQpRdAtomic, hw::QpState::Rts, at);
+    }
+
+    uint64_t va(size_t off) const { return buf.addr(mr_off + off); }
+    uint8_t* ptr(size_t off) { return buf.p + mr_off + off; }
+
+    void post_recv(Qp& q, uint64_t wr_id, uint64_t addr, uint32_t len) {
+        uint8_t* w = q.rq.p + (size_t(hw::ring_slot(q.rq_pi, kLogQ)) << kLogRqStride);
+        std::memset(w, 0, 1u << kLogRqStride);
+        hw::set(w, hw::recv_wqe::kSize, hw::recv_wqe::wr_id, wr_id);
+        hw::set(w, hw::recv_wqe::kSize, hw::recv_wqe::num_sge, 1);
+        uint8_t* d = w + hw::recv_wqe::kSize;
+        hw::set(d, hw::data_seg::kSize, hw::data_seg::addr, addr);
+        hw::set(d, hw::data_seg::kSize, hw::data_seg::length, len);
+        hw::set(d, hw::data_seg::kSize, hw::data_seg::lkey, lkey);
+        ++q.rq_pi;
+        ctx->ring_doorbell(hw::DbKind::Rq, q.qpn, q.rq_pi);
+    }
+
+    struct Wr {
+        hw::WqeOpcode op = hw::WqeOpcode::Send;
+        uint64_t wr_id = 0;
+        uint64_t laddr = 0;
+        uint32_t len = 0;
+        uint64_t raddr = 0;
+        uint32_t rkey = 0;
+        uint64_t cmp_add = 0, swap = 0;
+        uint32_t imm = 0;
+        uint32_t dest_qpn = 0;  // UD
+    };
+    void post_send(Qp& q, const Wr& r) {
+        uint8_t* w = q.sq.p + (size_t(hw::ring_slot(q.sq_pi, kLogQ)) << kLogSqStride);
+        const uint32_t stride = 1u << kLogSqStride;
+        std::memset(w, 0, stride);
+        namespace c = hw::ctrl_seg;
+        hw::set(w, stride, c::opcode, uint8_t(r.op));
+        hw::set(w, stride, c::signaled, 1);
+        hw::set(w, stride, c::num_sge, 1);
+        hw::set(w, stride, c::imm_inv, r.imm);
+        hw::set(w, stride, c::wr_id, r.wr_id);
+        hw::set(w, stride, c::total_len, r.len);
+        uint8_t* s = w + c::kSize;
+        const bool atomic = r.op == hw::WqeOpcode::AtomicCmpAndSwp || r.op == hw::WqeOpcode::AtomicFetchAndAdd;
+        if (r.op != hw::WqeOpcode::Send && r.op != hw::WqeOpcode::SendWithImm) {
+            hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::remote_va, r.raddr);
+            hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::rkey, r.rkey);
+            s += hw::raddr_seg::kSize;
+        }
+        if (atomic) {
+            hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::compare_add, r.cmp_add);
+            hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::swap, r.swap);
+            s += hw::atomic_seg::kSize;
+        }
+        if (type == hw::QpType::Ud) {  // UD_SEG with ah_num 0 and an inline AV to 127.0.0.1
+            hw::set(s, hw::ud_seg::kSize, hw::ud_seg::dest_qpn, r.dest_qpn);
+            hw::set(s, hw::ud_seg::kSize, hw::ud_seg::qkey, kQkey);
+            s += hw::ud_seg::kSize;
+            const uint8_t dgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+            hw::set_bytes(s, hw::av::kSize, hw::av::dgid, dgid, 16);
+            hw::set(s, hw::av::kSize, hw::av::sgid_index, 1);
+            hw::set(s, hw::av::kSize, hw::av::hop_limit, 64);
+            hw::set(s, hw::av::kSize, hw::av::grh, 1);
+            s += hw::av::kSize;
+        }
+        hw::set(s, hw::data_seg::kSize, hw::data_seg::addr, r.laddr);
+        hw::set(s, hw::data_seg::kSize, hw::data_seg::length, atomic ? 8 : r.len);
+        hw::set(s, hw::data_seg::kSize, hw::data_seg::lkey, lkey);
+        ++q.sq_pi;
+        ctx->ring_doorbell(hw::DbKind::Sq, q.qpn, q.sq_pi);
+    }
+
+    struct Cqe {
+        uint64_t wr_id;
+        uint32_t status, opcode, byte_len, imm, qpn, is_send, wqe_index, flags;
+    };
+    Cqe poll(Cq& cq) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        for (;;) {
+            const uint8_t* e = cq.ring.p + size_t(hw::ring_slot(cq.ci, kLogCq)) * hw::cqe::kSize;
+            const uint32_t od = __atomic_load_n(reinterpret_cast<const uint32_t*>(e + hw::cqe::owner.offset),
+                                                __ATOMIC_ACQUIRE);
+            if (((od >> hw::cqe::owner.lo) & 1) == hw::phase_of(cq.ci, kLogCq)) {
+                Cqe r{};
+                auto gf = [&](hw::Field f) { return hw::get(e, hw::cqe::kSize, f); };
+                r.wr_id = gf(hw::cqe::wr_id);
+                r.status = uint32_t(gf(hw::cqe::status));
+                r.opcode = uint32_t(gf(hw::cqe::opcode));
+                r.byte_len = uint32_t(gf(hw::cqe::byte_len));
+                r.imm = uint32_t(gf(hw::cqe::imm_inv));
+                r.qpn = uint32_t(gf(hw::cqe::qp_num));
+                r.is_send = uint32_t(gf(hw::cqe::is_send));
+                r.wqe_index = uint32_t(gf(hw::cqe::wqe_index));
+                r.flags = uint32_t(gf(hw::cqe::wc_flags));
+                ++cq.ci;
+                ctx->ring_doorbell(hw::DbKind::Cq, cq.cqn, cq.ci, 0);
+                return r;
+            }
+            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            std::this_thread::yield();
+        }
+    }
+};
+
+uint64_t device_stat(const char* name) {
+    std::string err, notice;
+    control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
+    REQUIRE(c.connected());
+    const control::Json r = c.request(control::Json{{"op", "stats"}, {"device", "setest"}});
+    REQUIRE(r.contains("stats"));
+    return r["stats"].value(name, uint64_t{0});
+}
+
+void fill(uint8_t* p, size_t n, uint8_t seed) {
+    for (size_t i = 0; i < n; ++i) p[i] = uint8_t(seed + i * 7 + (i >> 8));
+}
+
+}  // namespace
+
+TEST_CASE("two RC QPs exchange SEND, WRITE, READ and atomics over lo", "[soft_engine]") {
+    Rig r;
+    // SEND of 3000 bytes: three packets at MTU 1024, with immediate.
+    fill(r.ptr(0), 3000, 1);
+    r.post_recv(r.b, 77, r.va(100000), 4000);
+    r.post_send(r.a, {hw::WqeOpcode::SendWithImm, 11, r.va(0), 3000, 0, 0, 0, 0, 0x12345678});
+    Rig::Cqe s = r.poll(r.a.cq);
+    CHECK(s.status == 0);
+    CHECK(s.wr_id == 11);
+    CHECK(s.is_send == 1);
+    CHECK(s.wqe_index == 0);
+    Rig::Cqe v = r.poll(r.b.cq);
+    CHECK(v.status == 0);
+    CHECK(v.wr_id == 77);
+    CHECK(v.byte_len == 3000);
+    CHECK(v.opcode == uint32_t(hw::WcOpcode::Recv));
+    CHECK(v.imm == 0x12345678);
+    CHECK(v.qpn == r.b.qpn);
+    CHECK(std::memcmp(r.ptr(0), r.ptr(100000), 3000) == 0);
+
+    // RDMA WRITE of 5000 bytes into B's part of the MR.
+    fill(r.ptr(10000), 5000, 3);
+    r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 12, r.va(10000), 5000, r.va(200000), r.rkey});
+    s = r.poll(r.a.cq);
+    CHECK(s.status == 0);
+    CHECK(s.opcode == uint32_t(hw::WcOpcode::RdmaWrite));
+    CHECK(std::memcmp(r.ptr(10000), r.ptr(200000), 5000) == 0);
+
+    // RDMA READ of 4000 bytes.
+    fill(r.ptr(300000), 4000, 9);
+    r.post_send(r.a, {hw::WqeOpcode::RdmaRead, 13, r.va(20000), 4000, r.va(300000), r.rkey});
+    s = r.poll(r.a.cq);
+    CHECK(s.status == 0);
+    CHECK(s.opcode == uint32_t(hw::WcOpcode::RdmaRead));
+    CHECK(std::memcmp(r.ptr(20000), r.ptr(300000), 4000) == 0);
+
+    // Atomics: fetch-add and compare-swap return the original value.
+    uint64_t target = 1000;
+    std::memcpy(r.ptr(400000), &target, 8);
+    r.post_send(r.a, {hw::WqeOpcode::AtomicFetchAndAdd, 14, r.va(30000), 8, r.va(400000), r.rkey, 5});
+    s = r.poll(r.a.cq);
+    CHECK(s.status == 0);
+    uint64_t got = 0;
+    std::memcpy(&got, r.ptr(30000), 8);
+    CHECK(got == 1000);
+    std::memcpy(&got, r.ptr(400000), 8);
+    CHECK(got == 1005);
+    r.post_send(r.a, {hw::WqeOpcode::AtomicCmpAndSwp, 15, r.va(30008), 8, r.va(400000), r.rkey, 1005, 42});
+    s = r.poll(r.a.cq);
+    CHECK(s.status == 0);
+    std::memcpy(&got, r.ptr(30008), 8);
+    CHECK(got == 1005);
+    std::memcpy(&got, r.ptr(400000), 8);
+    CHECK(got == 42);
+
+    // B sends back to A, many small messages in a row.
+    for (int i = 0; i < 20; ++i) r.post_recv(r.a, 1000 + i, r.va(50000 + 64 * i), 64);
+    for (int i = 0; i < 20; ++i) {
+        fill(r.ptr(60000 + 64 * i), 64, uint8_t(i));
+        r.post_send(r.b, {hw::WqeOpcode::Send, uint64_t(2000 + i), r.va(60000 + 64 * i), 64});
+    }
+    for (int i = 0; i < 20; ++i) {
+        Rig::Cqe c1 = r.poll(r.b.cq);
+        CHECK(c1.status == 0);
+        CHECK(c1.wr_id == uint64_t(2000 + i));
+    }
+    for (int i = 0; i < 20; ++i) {
+        Rig::Cqe c1 = r.poll(r.a.cq);
+        CHECK(c1.status == 0);
+        CHECK(c1.wr_id == uint64_t(1000 + i));
+        CHECK(c1.wqe_index == uint32_t(i));
+    }
+    CHECK(std::memcmp(r.ptr(50000), r.ptr(60000), 64 * 20) == 0);
+}
+
+TEST_CASE("a bad rkey gives a remote access error and touches nothing", "[soft_engine]") {
+    Rig r;
+    // Canaries just outside the MR on both sides.
+    std::memset(r.buf.p, 0xA5, r.mr_off);
+    std::memset(r.buf.p + r.mr_off + r.mr_len, 0x5A, 4096);
+    fill(r.ptr(0), 8192, 5);
+    SECTION("wrong key byte") {
+        r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 21, r.va(0), 4096, r.va(8192), r.rkey ^ 0x1});
+    }
+    SECTION("beyond the end of the MR") {
+        r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 21, r.va(0), 8192, r.va(r.mr_len - 4096), r.rkey});
+    }
+    SECTION("before the start of the MR") {
+        r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 21, r.va(0), 4096, r.va(0) - 2048, r.rkey});
+    }
+    Rig::Cqe s = r.poll(r.a.cq);
+    CHECK(s.wr_id == 21);
+    CHECK(s.status == uint32_t(hw::WcStatus::RemAccessErr));
+    for (size_t i = 0; i < r.mr_off; ++i) REQUIRE(r.buf.p[i] == 0xA5);
+    for (size_t i = 0; i < 4096; ++i) REQUIRE(r.buf.p[r.mr_off + r.mr_len + i] == 0x5A);
+    for (size_t i = 8192; i < 8192 + 4096; ++i) REQUIRE(r.ptr(0)[i] == 0);
+}
+
+// ibv_ud_pingpong sends 2048 bytes by default. A UD QP has no path MTU (no
+// PATH_MTU in its modify_qp); its messages are bounded by the port's active MTU
+// (4096 on lo), as rxe's get_mtu() does, not by the QPC's initial 256.
+TEST_CASE("a UD SEND up to the port's active MTU lands behind the 40-byte GRH", "[soft_engine]") {
+    Rig r(hw::QpType::Ud);
+    constexpr uint32_t kLen = 2048, kGrh = 40;
+    fill(r.ptr(0), kLen, 7);
+    std::memset(r.ptr(100000), 0xEE, kLen + kGrh + 64);
+    r.post_recv(r.b, 5, r.va(100000), kLen + kGrh);
+    Rig::Wr w;
+    w.wr_id = 6;
+    w.laddr = r.va(0);
+    w.len = kLen;
+    w.dest_qpn = r.b.qpn;
+    r.post_send(r.a, w);
+    Rig::Cqe s = r.poll(r.a.cq);
+    CHECK(s.status == 0);
+    CHECK(s.wr_id == 6);
+    Rig::Cqe v = r.poll(r.b.cq);
+    CHECK(v.status == 0);
+    CHECK(v.wr_id == 5);
+    CHECK(v.byte_len == kLen + kGrh);
+    CHECK(std::memcmp(r.ptr(0), r.ptr(100000 + kGrh), kLen) == 0);
+    CHECK(r.ptr(100000)[kLen + kGrh] == 0xEE);
+
+    // Above the active MTU (lo: 4096) the send fails with LOC_LEN_ERR (hw-spec 6.2).
+    // The QP goes to ERR and its posted receives are flushed.
+    for (int i = 0; i < 3; ++i) r.post_recv(r.a, 90 + i, r.va(200000 + 8192 * i), kLen + kGrh);
+    w.wr_id = 8;
+    w.len = 4097;
+    r.post_send(r.a, w);
+    s = r.poll(r.a.cq);
+    CHECK(s.wr_id == 8);
+    CHECK(s.status == uint32_t(hw::WcStatus::LocLenErr));
+    for (int i = 0; i < 3; ++i) {
+        const Rig::Cqe f = r.poll(r.a.cq);
+        CHECK(f.wr_id == uint64_t(90 + i));
+        CHECK(f.status == uint32_t(hw::WcStatus::WrFlushErr));
+    }
+    CHECK(device_stat("dma_faults") == 0);
+}
+
+// A CQ doorbell whose consumer index is past the CQ's producer index (one
+// rung for an earlier CQ of the same number, still queued when that CQ was
+// destroyed) is ignored (hw-spec 3.2): taken, it would overflow the CQ.
+TEST_CASE("a CQ doorbell past the producer index is ignored", "[soft_engine]") {
+    Rig r;
+    r.ctx->ring_doorbell(hw::DbKind::Cq, r.a.cq.cqn, 40, 0);
+    fill(r.ptr(0), 4096, 3);
+    r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 31, r.va(0), 4096, r.va(8192), r.rkey});
+    Rig::Cqe s = r.poll(r.a.cq);
+    CHECK(s.wr_id == 31);
+    CHECK(s.status == uint32_t(hw::WcStatus::Success));
+    CHECK(std::memcmp(r.ptr(0), r.ptr(8192), 4096) == 0);
+}
