@@ -102,6 +102,9 @@ struct DeviceRuntime::Impl final : hw::EventSink {
 
     Device dev;
     model::ModelConfig model_cfg;
+    // A model device's pipeline: the engine's timing model, owned by the
+    // engine; reached only through SoftEngine::exclusive().
+    model::Pipeline* pipe = nullptr;
     std::unique_ptr<fw::MemTableStore> tables;
     std::unique_ptr<fw::LinuxNetdev> netdev;
     std::unique_ptr<fw::Firmware> fw;
@@ -185,7 +188,7 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         return nullptr;
     {
         soft_engine::EngineConfig ec;
-        if (dev.type == DeviceType::Model) ec.model = &impl->model_cfg;
+        if (dev.type == DeviceType::Model) ec.timing = model::Pipeline::factory(dev.name, impl->model_cfg, &impl->pipe);
         ec.device = dev.name;
         ec.netdev = dev.netdev;
         ec.pcap = dev.pcap;
@@ -382,16 +385,29 @@ std::vector<std::pair<std::string, uint64_t>> DeviceRuntime::stats() const {
 }
 
 std::vector<model::ModelStat> DeviceRuntime::model_stats() const {
-    return impl_->engine ? impl_->engine->model_stats() : std::vector<model::ModelStat>{};
+    std::vector<model::ModelStat> r;
+    if (model::Pipeline* p = impl_->pipe) impl_->engine->exclusive([&] { r = p->stats(); });
+    return r;
 }
 bool DeviceRuntime::trace(const std::string& file, const std::string& format, uint64_t from, uint64_t cycles,
                           std::string& err) {
-    return impl_->engine->trace(file, format, from, cycles, err);
+    model::Pipeline* p = impl_->pipe;
+    if (!p) {
+        err = "not a model device (only model devices have a pipeline to trace)";
+        return false;
+    }
+    bool ok = false;
+    impl_->engine->exclusive([&] { ok = p->trace(file, format, from, cycles, err); });
+    return ok;
 }
 void DeviceRuntime::trace_stop() {
-    if (model::Pipeline* p = impl_->engine->pipeline()) p->trace_stop();
+    if (model::Pipeline* p = impl_->pipe) impl_->engine->exclusive([&] { p->trace_stop(); });
 }
-std::string DeviceRuntime::trace_state() const { return impl_->engine->trace_state(); }
+std::string DeviceRuntime::trace_state() const {
+    std::string r;
+    if (model::Pipeline* p = impl_->pipe) impl_->engine->exclusive([&] { r = p->trace_state(); });
+    return r;
+}
 
 std::vector<DeviceRuntime::QpInfo> DeviceRuntime::qps() const {
     Impl& m = *impl_;

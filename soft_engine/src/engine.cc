@@ -202,7 +202,7 @@ struct EQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, tp::Wi
     }
 };
 
-struct SoftEngine::Impl final : model::Backend {
+struct SoftEngine::Impl final : Datapath {
     EngineConfig cfg;
     hw::TableStore& tables;
     std::recursive_mutex mu;
@@ -242,10 +242,10 @@ struct SoftEngine::Impl final : model::Backend {
     std::unordered_map<uint16_t, int> tx_socks;
     std::vector<uint8_t> txbuf, wqebuf;
     std::vector<iovec> iov;
-    // Model devices: the pipeline, and the record of the step it is
-    // executing (null outside one; always null on a soft device).
-    std::unique_ptr<model::Pipeline> pipe;
-    model::OpRecord* rec = nullptr;
+    // Model devices: the timing model (timing.h), and the record of the step
+    // it is executing (null outside one; always null on a soft device).
+    std::unique_ptr<TimingModel> pipe;
+    OpRecord* rec = nullptr;
     // Loopback shortcut (EngineConfig::loopback): self-addressed IP packets
     // waiting for this device's RX, and spare buffers for them.
     std::deque<std::vector<uint8_t>> loop_q;
@@ -345,7 +345,7 @@ struct SoftEngine::Impl final : model::Backend {
 
     // ---- events ----
     void post_event(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux = 0) {
-        if (rec) rec->add(model::Op::Kind::Eqe, uint32_t(type));
+        if (rec) rec->add(Op::Kind::Eqe, uint32_t(type));
         wc_flush();
         uint8_t e[hw::eqe::kSize] = {};
         hw::set(e, hw::eqe::event_type, uint8_t(type));
@@ -397,7 +397,7 @@ struct SoftEngine::Impl final : model::Backend {
                             uint64_t* room = nullptr) {
         uint32_t idx = hw::key_index(key);
         const MptView* m = mpt_view(idx);
-        if (rec && !quiet) rec->add(model::Op::Kind::Mpt, idx);
+        if (rec && !quiet) rec->add(Op::Kind::Mpt, idx);
         auto stat = [&](hw::Field f) {
             if (!quiet) this->stat(f);
         };
@@ -418,7 +418,7 @@ struct SoftEngine::Impl final : model::Backend {
             va = mr_va;
             idx = hw::key_index(key);
             m = mpt_view(idx);
-            if (rec && !quiet) rec->add(model::Op::Kind::Mpt, idx);
+            if (rec && !quiet) rec->add(Op::Kind::Mpt, idx);
             windowed = true;
         }
         if (!m || !m->valid || m->mw || m->key != key || m->ctx != q.ctx) return refuse(tp::MemStatus::BadKey);
@@ -454,7 +454,7 @@ struct SoftEngine::Impl final : model::Backend {
             const uint64_t page = off >> lps;
             if (page >= mtt_count) return refuse(tp::MemStatus::OutOfBounds);
             const uint8_t* t = entry(Table::Mtt, mtt_base + uint32_t(page));
-            if (rec && !quiet) rec->add(model::Op::Kind::Mtt, mtt_base + uint32_t(page));
+            if (rec && !quiet) rec->add(Op::Kind::Mtt, mtt_base + uint32_t(page));
             const uint64_t pa = t ? g(t, Table::Mtt, hw::mtt_entry::page_addr) : 0;
             if (pa == 0) {
                 stat(hw::stats_block::dma_faults);
@@ -479,7 +479,7 @@ struct SoftEngine::Impl final : model::Backend {
         uint8_t* e = idx ? entry(Table::Mpt, idx) : nullptr;
         if (!e || !g(e, Table::Mpt, hw::mpt_entry::valid) || g(e, Table::Mpt, hw::mpt_entry::ctx_id) != q.ctx)
             return nullptr;
-        if (rec) rec->add(model::Op::Kind::Mpt, idx);
+        if (rec) rec->add(Op::Kind::Mpt, idx);
         return e;
     }
     // One more or one fewer window bound to the MR `key` (rxe's num_mw).
@@ -627,8 +627,8 @@ struct SoftEngine::Impl final : model::Backend {
             return tp::MemStatus::OutOfBounds;
         }
         if (rec)
-            rec->add(wr ? model::Op::Kind::DmaWrite : model::Op::Kind::DmaRead, 0, uint32_t(len), 0,
-                     access == tp::kAccessRemoteAtomic ? model::DmaPurpose::Atomic : model::DmaPurpose::Payload);
+            rec->add(wr ? Op::Kind::DmaWrite : Op::Kind::DmaRead, 0, uint32_t(len), 0,
+                     access == tp::kAccessRemoteAtomic ? DmaPurpose::Atomic : DmaPurpose::Payload);
         return tp::MemStatus::Ok;
     }
 
@@ -636,7 +636,7 @@ struct SoftEngine::Impl final : model::Backend {
     bool parse_recv(const HostDom& dom, uint64_t addr, uint32_t stride, uint32_t max_sge, tp::RecvWqe& w) {
         wqebuf.resize(stride);
         if (!dom.read(addr, wqebuf.data(), stride)) return false;
-        if (rec) rec->add(model::Op::Kind::DmaRead, 0, stride, 0, model::DmaPurpose::RecvWqe);
+        if (rec) rec->add(Op::Kind::DmaRead, 0, stride, 0, DmaPurpose::RecvWqe);
         w = tp::RecvWqe{};
         w.wr_id = hw::get(wqebuf.data(), stride, hw::recv_wqe::wr_id);
         const uint32_t n = uint32_t(hw::get(wqebuf.data(), stride, hw::recv_wqe::num_sge));
@@ -762,7 +762,7 @@ struct SoftEngine::Impl final : model::Backend {
                 cqe_ctxs.push_back(id);
             }
         }
-        if (rec) rec->add(model::Op::Kind::Cqe, cqn, 0, wqe_index, model::DmaPurpose::Cqe, is_send);
+        if (rec) rec->add(Op::Kind::Cqe, cqn, 0, wqe_index, DmaPurpose::Cqe, is_send);
         const bool notable = solicited || c.status != tp::WcStatus::Success;
         if (notable) cqs[cqn] = CqState{true, pi};
         const uint64_t arm = g(e, Table::Cqc, hw::cqc::arm);
@@ -1232,8 +1232,8 @@ struct SoftEngine::Impl final : model::Backend {
             }
             ++q.sq_fetch;
             if (rec) {
-                rec->add(model::Op::Kind::DmaRead, 0, stride, 0, model::DmaPurpose::WqeFetch);
-                rec->add(model::Op::Kind::WqeFetched, q.qpn, 0, idx);
+                rec->add(Op::Kind::DmaRead, 0, stride, 0, DmaPurpose::WqeFetch);
+                rec->add(Op::Kind::WqeFetched, q.qpn, 0, idx);
             }
             tp::SendWqe w;
             const tp::WcStatus dst = decode_send(q, w);
@@ -1325,7 +1325,7 @@ struct SoftEngine::Impl final : model::Backend {
                 const uint32_t idx = hw::mmio_load32(pg, base + hw::db_fifo_entry::index.offset);
                 auto fld = [w1](hw::Field f) { return (w1 >> f.lo) & uint32_t(hw::mask_of(f.width)); };
                 if (pipe)
-                    pipe->doorbell(model::Doorbell{id, uint8_t(fld(hw::db_fifo_entry::kind)), fld(hw::db_fifo_entry::num),
+                    pipe->doorbell(Doorbell{id, uint8_t(fld(hw::db_fifo_entry::kind)), fld(hw::db_fifo_entry::num),
                                                    idx, fld(hw::db_fifo_entry::cq_cmd)});
                 else
                     doorbell(id, hw::DbKind(fld(hw::db_fifo_entry::kind)), fld(hw::db_fifo_entry::num), idx,
@@ -1371,21 +1371,21 @@ struct SoftEngine::Impl final : model::Backend {
         run(q, [&] { q.tqp->on_timer(tp::QpTimer(t)); });
     }
 
-    // ---- model::Backend: the pipeline's stages execute here ----
+    // ---- Datapath: a timing model's stages execute here (timing.h) ----
     struct Recording {
-        Recording(Impl& m, model::OpRecord& r) : m_(m) { m_.rec = &r; }
+        Recording(Impl& m, OpRecord& r) : m_(m) { m_.rec = &r; }
         ~Recording() { m_.rec = nullptr; }
         Impl& m_;
     };
-    void exec_doorbell(const model::Doorbell& db, model::OpRecord& r) override {
+    void exec_doorbell(const Doorbell& db, OpRecord& r) override {
         Recording g(*this, r);
         doorbell(db.ctx, hw::DbKind(db.kind), db.num, db.index, db.cq_cmd);
     }
-    void exec_rx(const uint8_t* frame, size_t len, model::OpRecord& r) override {
+    void exec_rx(const uint8_t* frame, size_t len, OpRecord& r) override {
         Recording g(*this, r);
         if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes);
     }
-    void exec_timer(uint32_t qpn, uint8_t t, model::OpRecord& r) override {
+    void exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) override {
         Recording g(*this, r);
         auto it = qps.find(qpn);
         if (it != qps.end() && t < 2) fire_timer(*it->second, t);
@@ -1427,7 +1427,7 @@ bool SoftEngine::Impl::open_wire(std::string& err) {
         err = "netdev " + cfg.netdev + " has no IPv4 address (the soft engine sends RoCE v2 over IPv4)";
         return false;
     }
-    if (cfg.bench) return true;  // no wire: MAC TX feeds MAC RX
+    if (cfg.standalone) return true;  // no wire: MAC TX feeds MAC RX
     rx_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (rx_fd < 0) {
         err = std::string("socket: ") + std::strerror(errno);
@@ -1574,13 +1574,13 @@ void SoftEngine::Impl::transmit(EQp& q, roce::Packet& pkt) {
     if (rec) {
         // A model device: the frame goes down the TX pipeline and leaves
         // through wire_tx() when it leaves MAC TX.
-        model::TxFrameRec f;
+        TxFrameRec f;
         f.bytes.assign(txbuf.begin(), txbuf.begin() + long(pkt.frame_len));
         f.qpn = q.qpn;
         f.psn = pkt.hdr.bth.psn;
         f.opcode = pkt.hdr.bth.opcode;
         f.payload = uint32_t(pkt.payload_len);
-        rec->add(model::Op::Kind::TxFrame, q.qpn, uint32_t(pkt.frame_len), uint32_t(rec->frames.size()));
+        rec->add(Op::Kind::TxFrame, q.qpn, uint32_t(pkt.frame_len), uint32_t(rec->frames.size()));
         rec->frames.push_back(std::move(f));
     } else {
         send_frame(txbuf.data(), pkt.frame_len);
@@ -1625,7 +1625,7 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
     const size_t ip_end = v6 ? l3 + roce::kIpv6HdrBytes + size_t(f[l3 + 4] << 8 | f[l3 + 5])
                              : l3 + size_t(f[l3 + 2] << 8 | f[l3 + 3]);
     const size_t end = std::min(len, ip_end);
-    if (cfg.bench) return;
+    if (cfg.standalone) return;
     const uint32_t dst = v6 ? 0 : uint32_t(f[l3 + 16]) << 24 | uint32_t(f[l3 + 17]) << 16 | uint32_t(f[l3 + 18]) << 8 |
                                       f[l3 + 19];
     const bool to_self = v6 ? local6_index(f + l3 + 24) >= 0 : dst == local_ip;
@@ -2079,8 +2079,8 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         mp->stat(hw::stats_block::tx_bytes, bytes);
     });
     if (cfg.bar) hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, m.port_mac, 6);
-    if (cfg.model) {
-        m.pipe = model::Pipeline::create(cfg.device, *cfg.model, m, cfg.bench, err);
+    if (cfg.timing) {
+        m.pipe = cfg.timing(m, cfg.standalone, err);
         if (!m.pipe) return nullptr;
     }
     if (!cfg.pcap.empty()) {
@@ -2096,7 +2096,7 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         ev.data.fd = fd;
         epoll_ctl(m.epfd, EPOLL_CTL_ADD, fd, &ev);
     }
-    if (!cfg.bench) m.thread = std::thread([&m] { m.loop(); });
+    if (!cfg.standalone) m.thread = std::thread([&m] { m.loop(); });
     return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
 }
 
@@ -2204,34 +2204,11 @@ bool SoftEngine::gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<
     return true;
 }
 
-model::Pipeline* SoftEngine::pipeline() { return impl_->pipe.get(); }
-
-std::vector<model::ModelStat> SoftEngine::model_stats() {
-    if (!impl_->pipe) return {};
+void SoftEngine::exclusive(const std::function<void()>& f) {
     ++impl_->fence_waiters;
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
     --impl_->fence_waiters;
-    return impl_->pipe->stats();
-}
-
-bool SoftEngine::trace(const std::string& path, const std::string& format, uint64_t from, uint64_t cycles,
-                       std::string& err) {
-    if (!impl_->pipe) {
-        err = "not a model device (only model devices have a pipeline to trace)";
-        return false;
-    }
-    ++impl_->fence_waiters;
-    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
-    --impl_->fence_waiters;
-    return impl_->pipe->trace(path, format, from, cycles, err);
-}
-
-std::string SoftEngine::trace_state() {
-    if (!impl_->pipe) return "";
-    ++impl_->fence_waiters;
-    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
-    --impl_->fence_waiters;
-    return impl_->pipe->trace_state();
+    f();
 }
 
 void SoftEngine::fence(hw::Table, uint32_t) {

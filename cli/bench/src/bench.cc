@@ -137,11 +137,10 @@ bool Bench::setup(std::string& err) {
     ec.tables = tables_.get();
     ec.events = &sink_;
     ec.bar = bar_.p;
-    ec.model = &spec_.cfg;
-    ec.bench = true;
+    ec.timing = Pipeline::factory("bench", spec_.cfg, &pipe_);
+    ec.standalone = true;
     engine_ = soft_engine::SoftEngine::create(ec, err);
     if (!engine_) return false;
-    pipe_ = engine_->pipeline();
     fw_ = std::make_unique<fw::Firmware>(fc, *tables_, *netdev_, sink_, engine_.get());
     // BAR0's port block: the datapath takes the active MTU from it.
     const auto port = fw_->port_block();

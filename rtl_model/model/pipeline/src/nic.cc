@@ -19,7 +19,7 @@ using sim::now_ps;
 using sim::wait_ps;
 using sim::wait_until;
 
-Nic::Nic(const ModelConfig& c, Backend& b, bool lb)
+Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
     : cfg(c), be(b), loopback(lb), period_ps(uint64_t(c.clock_period_ps() + 0.5)), dma(c.dma),
       qpc(c.qpc_cache), mpt(c.mpt_cache), mtt(c.mtt_cache) {
     if (cfg.icrc.impl == BlockImpl::rtl) icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();

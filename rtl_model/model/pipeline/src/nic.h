@@ -81,11 +81,11 @@ inline sim::Probe probe_of(const FrameTok& f) {
 }
 
 struct Nic {
-    Nic(const ModelConfig& c, Backend& b, bool lb);
+    Nic(const ModelConfig& c, Datapath& b, bool lb);
     ~Nic();
 
     const ModelConfig cfg;
-    Backend& be;
+    Datapath& be;
     const bool loopback;
     const uint64_t period_ps;
     uint64_t cycles(uint64_t n) const { return n * period_ps; }

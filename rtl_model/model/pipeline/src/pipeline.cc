@@ -74,7 +74,7 @@ struct Pipeline::Impl {
     }
 };
 
-std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelConfig& cfg, Backend& backend,
+std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelConfig& cfg, Datapath& datapath,
                                            bool loopback, std::string& err) {
     if (!validate_config(cfg, err)) return nullptr;
 #ifndef SIMNIC_HAVE_RTL_PARSER
@@ -90,7 +90,7 @@ std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelC
     SimGuard g(nullptr);
     impl->ctx = new sc_core::sc_simcontext;
     sc_core::sc_curr_simcontext = impl->ctx;
-    impl->nic = std::make_unique<Nic>(cfg, backend, loopback);
+    impl->nic = std::make_unique<Nic>(cfg, datapath, loopback);
     Nic& n = *impl->nic;
     auto& b = impl->blocks;
     b.push_back(std::make_unique<DoorbellBlock>("doorbell", n));
@@ -109,6 +109,17 @@ std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelC
     sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
     return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+soft_engine::TimingFactory Pipeline::factory(const std::string& name, const ModelConfig& cfg, Pipeline** made) {
+    // The config is copied: the engine may build its model after the
+    // caller's copy is gone.
+    return [name, cfg, made](Datapath& datapath, bool standalone,
+                             std::string& err) -> std::unique_ptr<soft_engine::TimingModel> {
+        std::unique_ptr<Pipeline> p = create(name, cfg, datapath, standalone, err);
+        if (made) *made = p.get();
+        return p;
+    };
 }
 
 Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -2,7 +2,7 @@
 //
 // A BlockBench<Block> owns a SystemC simulation context of its own (entered
 // with sim::SimGuard, as a Pipeline does), a Nic with the ModelConfig under
-// test and a FakeBackend, and ONE block: the block under test. Nothing else
+// test and a FakeDatapath, and ONE block: the block under test. Nothing else
 // of the pipeline exists, so the block's input channels are the test's to
 // drive and its output channels the test's to watch:
 //
@@ -23,7 +23,7 @@
 // before the first is used again).
 //
 // What a block hands to the backend (frames on the wire, exec_* calls) is
-// recorded by the FakeBackend with the simulated time of the call; what an
+// recorded by the FakeDatapath with the simulated time of the call; what an
 // exec_* call "did" is whatever the test's hook writes into the OpRecord.
 #pragma once
 
@@ -53,7 +53,7 @@ struct Seen {
 };
 
 // The functional datapath, as the test scripts it.
-class FakeBackend final : public Backend {
+class FakeDatapath final : public Datapath {
 public:
     // What each exec_* records into the block's OpRecord (nothing if unset).
     std::function<void(const Doorbell&, OpRecord&)> on_doorbell;
@@ -122,7 +122,7 @@ public:
     BlockBench(const BlockBench&) = delete;
     BlockBench& operator=(const BlockBench&) = delete;
 
-    FakeBackend be;
+    FakeDatapath be;
 
     Nic& nic() { return *nic_; }
     Block& dut() { return *dut_; }

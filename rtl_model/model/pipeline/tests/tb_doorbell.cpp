@@ -33,7 +33,7 @@ TxnPtr doorbell(hw::DbKind kind, uint32_t num, uint32_t index, uint64_t t_in = 0
 
 // The datapath's part: an SQ doorbell makes `wqes` WQEs runnable, each
 // fetched by DMA; other doorbells fetch nothing.
-void datapath(tb::FakeBackend& be, uint32_t wqes) {
+void datapath(tb::FakeDatapath& be, uint32_t wqes) {
     be.on_doorbell = [wqes](const Doorbell& db, OpRecord& rec) {
         if (db.kind != uint8_t(hw::DbKind::Sq)) return;
         for (uint32_t i = 0; i < wqes; ++i) {

@@ -17,7 +17,7 @@ using namespace simnic;
 
 namespace {
 
-struct FakeBackend final : model::Backend {
+struct FakeDatapath final : model::Datapath {
     std::vector<std::vector<uint8_t>> rx;
     std::vector<std::vector<uint8_t>> wire;
     void exec_doorbell(const model::Doorbell&, model::OpRecord&) override {}
@@ -57,7 +57,7 @@ Run run(model::BlockImpl impl, const std::vector<std::vector<uint8_t>>& frames) 
     model::ModelConfig cfg;
     cfg.parser.impl = impl;
     cfg.icrc.impl = impl;
-    FakeBackend be;
+    FakeDatapath be;
     std::string err;
     auto p = model::Pipeline::create("tb", cfg, be, false, err);
     REQUIRE(p);
@@ -108,7 +108,7 @@ TEST_CASE("pipeline: two devices simulate independently in one process", "[model
     const std::vector<std::vector<uint8_t>> frames = golden("rc_pingpong.pcap");
     model::ModelConfig slow;
     slow.mac.line_rate_gbps = 10;
-    FakeBackend a, b;
+    FakeDatapath a, b;
     std::string err;
     auto pa = model::Pipeline::create("a", model::ModelConfig{}, a, false, err);
     auto pb = model::Pipeline::create("b", slow, b, false, err);

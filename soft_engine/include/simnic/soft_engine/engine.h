@@ -22,8 +22,7 @@
 #include <vector>
 
 #include "simnic/hw/tables.h"
-#include "simnic/model/config.h"
-#include "simnic/model/pipeline.h"
+#include "simnic/soft_engine/timing.h"
 
 namespace simnic::soft_engine {
 
@@ -40,12 +39,13 @@ struct EngineConfig {
     hw::EventSink* events = nullptr;  // posts EQEs (thread-safe)
     std::uint8_t* bar = nullptr;      // BAR0 global page (STATS_BLOCK, PORT_BLOCK)
     // Set: a `model` device. The same datapath runs every protocol step, but
-    // inside the cycle-level pipeline (rtl_model/model), which decides when
-    // each step happens and when each frame leaves.
-    const model::ModelConfig* model = nullptr;
-    // Model only: no wire and no thread. MAC TX feeds MAC RX and the caller
-    // drives the pipeline (`simnic bench`).
-    bool bench = false;
+    // inside the timing model this builds (the cycle-level pipeline,
+    // rtl_model/model), which decides when each step happens and when each
+    // frame leaves (timing.h).
+    TimingFactory timing;
+    // No wire and no thread: the timing model loops MAC TX to MAC RX and the
+    // caller drives it (`simnic bench`). Needs `timing`.
+    bool standalone = false;
     // The GSI (QP1) belongs to the host's CM (the daemon's cm::Agent), not to
     // an application: each UD SEND ONLY to QP1 that arrives with a valid ICRC
     // and the GSI Q_Key is handed here, on the engine thread, with the
@@ -79,13 +79,10 @@ public:
     bool gsi_send(const std::array<std::uint8_t, 16>& sgid, const std::array<std::uint8_t, 16>& dgid,
                   const std::array<std::uint8_t, 6>& dmac, const std::uint8_t* mad, std::size_t len);
 
-    // Model devices: the pipeline's statistics and waveform (pipeline.h).
-    // Null / empty / false for a soft device.
-    model::Pipeline* pipeline();
-    std::vector<model::ModelStat> model_stats();
-    bool trace(const std::string& path, const std::string& format, std::uint64_t from, std::uint64_t cycles,
-               std::string& err);
-    std::string trace_state();
+    // Runs `f` between two engine batches, with the device to itself (the
+    // engine's lock held): how a timing model's owner reads its statistics
+    // or starts a waveform while the engine runs.
+    void exclusive(const std::function<void()>& f);
 
     // hw::EngineHooks
     void fence(hw::Table t, std::uint32_t index) override;

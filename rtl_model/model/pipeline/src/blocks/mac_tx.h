@@ -7,10 +7,10 @@
 // (preamble, SFD and inter-frame gap are ifg_bytes). So back-to-back frames
 // leave at line rate when the datapath is wide and fast enough, and at the
 // datapath's rate otherwise. The frame leaves when its last byte has been
-// sent: through Backend::wire_tx, or, in loopback (`simnic bench`), into MAC
+// sent: through Datapath::wire_tx, or, in loopback (`simnic bench`), into MAC
 // RX's input.
 //
-// In: Nic::txb_to_mac. Out: Backend::wire_tx or Nic::wire_in. Counters:
+// In: Nic::txb_to_mac. Out: Datapath::wire_tx or Nic::wire_in. Counters:
 // Nic::kMacTx, tx_frames, tx_wire_bytes, tx_payload_bytes, first_tx_ps,
 // last_tx_ps (the modelled throughput).
 #pragma once

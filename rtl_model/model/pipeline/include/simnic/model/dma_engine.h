@@ -19,9 +19,11 @@
 #include <vector>
 
 #include "simnic/model/config.h"
-#include "simnic/model/ops.h"
+#include "simnic/soft_engine/timing.h"
 
 namespace simnic::model {
+
+using soft_engine::DmaPurpose;  // what the datapath records each transfer for
 
 class DmaEngine {
 public:

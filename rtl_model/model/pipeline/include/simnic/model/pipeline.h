@@ -4,15 +4,16 @@
 // TX build with ICRC insert, MAC TX and RX, parser, ICRC check, the RX
 // transport stage (responder and completer), CQE and EQE writers, the QPC,
 // MPT and MTT caches, the DMA engine with its PCIe link, and the management
-// core that runs firmware commands. It owns no protocol: the stages call the
-// functional datapath through Backend at the simulated instant work reaches
-// them, and play what it recorded (ops.h) through the blocks.
+// core that runs firmware commands. It owns no protocol: it is the soft
+// engine's timing model (simnic/soft_engine/timing.h), so the stages call the
+// engine's functional datapath at the simulated instant work reaches them,
+// and play what it recorded through the blocks.
 //
 // Time. Simulated time advances only while the pipeline has work: an input
 // that reaches an idle pipeline is stamped with the current simulated time,
 // so an idle device costs no host CPU and an idle gap costs no simulated
 // time. run() simulates until the pipeline is idle again, as fast as the
-// host computes; frames leave through Backend::wire_tx when they leave MAC
+// host computes; frames leave through Datapath::wire_tx when they leave MAC
 // TX in simulated time. Protocol timers stay in wall-clock time (the
 // datapath's), so they never fire early against a slow real peer, and no
 // input ever waits for simulated time to catch up with the wall clock.
@@ -30,31 +31,17 @@
 #include <vector>
 
 #include "simnic/model/config.h"
-#include "simnic/model/ops.h"
+#include "simnic/soft_engine/timing.h"
 
 namespace simnic::model {
 
-// A doorbell as the doorbell FIFO delivers it (hw-spec 3.4).
-struct Doorbell {
-    uint16_t ctx = 0;
-    uint8_t kind = 0;  // hw::DbKind
-    uint32_t num = 0;
-    uint32_t index = 0;
-    uint32_t cq_cmd = 0;
-};
-
-// The functional datapath, as the stages call it. Each exec_* runs the
-// protocol for one input and records what it did into `rec`.
-class Backend {
-public:
-    virtual ~Backend() = default;
-    virtual void exec_doorbell(const Doorbell& db, OpRecord& rec) = 0;
-    // An Ethernet frame that passed the parser and the ICRC check.
-    virtual void exec_rx(const uint8_t* frame, size_t len, OpRecord& rec) = 0;
-    virtual void exec_timer(uint32_t qpn, uint8_t timer, OpRecord& rec) = 0;
-    // A frame leaves MAC TX (the wire backend sends it).
-    virtual void wire_tx(const uint8_t* frame, size_t len) = 0;
-};
+// The engine's side of the plug, as the model's blocks name it.
+using soft_engine::Datapath;
+using soft_engine::DmaPurpose;
+using soft_engine::Doorbell;
+using soft_engine::Op;
+using soft_engine::OpRecord;
+using soft_engine::TxFrameRec;
 
 // A statistic of the model, in simulated time.
 struct ModelStat {
@@ -63,31 +50,32 @@ struct ModelStat {
     std::string unit;  // "", "cycles", "ns", "%", "Gb/s", "B", ...
 };
 
-class Pipeline {
+class Pipeline final : public soft_engine::TimingModel {
 public:
     // `loopback`: MAC TX feeds MAC RX (no wire; `simnic bench`).
     static std::unique_ptr<Pipeline> create(const std::string& name, const ModelConfig& cfg,
-                                            Backend& backend, bool loopback, std::string& err);
-    ~Pipeline();
+                                            Datapath& datapath, bool loopback, std::string& err);
+    // A TimingFactory for a soft engine: the pipeline of device `name`,
+    // looped back when the engine is standalone. `*made` (if given) is set to
+    // the pipeline, for its statistics and waveforms; it lives as long as
+    // the engine.
+    static soft_engine::TimingFactory factory(const std::string& name, const ModelConfig& cfg,
+                                              Pipeline** made = nullptr);
+    ~Pipeline() override;
     Pipeline(const Pipeline&) = delete;
     Pipeline& operator=(const Pipeline&) = delete;
 
-    // Inputs, stamped with the current simulated time.
-    void doorbell(const Doorbell& db);
-    void rx_frame(const uint8_t* frame, size_t len);
-    void timer(uint32_t qpn, uint8_t timer);
-    void fw_command(uint16_t opcode);
-    // The QP was reset, moved to error or destroyed: what it holds in the
-    // retransmit queue will never be acknowledged.
-    void qp_reset(uint32_t qpn);
-    // The CQ, SRQ or QP (hw::DbKind `kind`, number `num`) is being
-    // destroyed: doorbells rung for it and not yet at the doorbell block are
-    // dropped there, so that they never reach an object that reuses the
-    // number.
-    void forget_doorbells(uint8_t kind, uint32_t num);
-
+    // soft_engine::TimingModel. Inputs are stamped with the current
+    // simulated time; the retransmit queue forgets what a reset QP holds;
+    // doorbells of a destroyed object are dropped at the doorbell block.
+    void doorbell(const Doorbell& db) override;
+    void rx_frame(const uint8_t* frame, size_t len) override;
+    void timer(uint32_t qpn, uint8_t timer) override;
+    void fw_command(uint16_t opcode) override;
+    void qp_reset(uint32_t qpn) override;
+    void forget_doorbells(uint8_t kind, uint32_t num) override;
     // Simulates until no block has work. Returns simulated cycles advanced.
-    uint64_t run();
+    uint64_t run() override;
     // Simulates at most `cycles` more (the bench uses run()).
     uint64_t cycle() const;
 

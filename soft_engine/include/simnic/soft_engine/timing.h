@@ -1,0 +1,131 @@
+// How a timing model plugs into the engine (a `model` device's cycle-level
+// pipeline, rtl_model/model): the interface is the engine's, so the engine
+// links no SystemC and knows no model, and the model depends on the engine's
+// header, never the other way round.
+//
+// The cycle model is execution-driven: a pipeline stage calls the functional
+// datapath (the same code the soft device runs, so the protocol is never
+// forked) at the simulated instant the work reaches that stage, and the
+// datapath records here every table access, DMA transfer, frame, CQE and EQE
+// it performed. The stage then plays the record through the blocks that own
+// those resources (caches, DMA engine, TX path, CQ/EQ writers), which is
+// where the time goes.
+//
+// Without a timing model (a `soft` device) the engine executes each input
+// the moment it arrives and records nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace simnic::soft_engine {
+
+// Why a DMA transfer happened (the DMA engine counts bytes per purpose).
+enum class DmaPurpose : uint8_t { WqeFetch, RecvWqe, Payload, Atomic, Cqe, Eqe, Context, kCount };
+
+struct Op {
+    enum class Kind : uint8_t {
+        Qpc,       // id = qpn: the QP's context is needed (QPC cache)
+        Mpt,       // id = MPT index of the key being checked (MPT cache)
+        Mtt,       // id = MTT index of one translated page (MTT cache)
+        DmaRead,   // bytes read from host memory, purpose
+        DmaWrite,  // bytes written to host memory, purpose
+        WqeFetched,  // id = qpn, aux = WQE ring index (a send WQE entered the requester)
+        TxFrame,   // aux = index into OpRecord::frames
+        Cqe,       // id = cqn, aux = WQE index, is_send
+        Eqe,       // id = event type
+    };
+    Kind kind;
+    DmaPurpose purpose = DmaPurpose::Payload;
+    bool is_send = false;
+    uint32_t id = 0;
+    uint32_t bytes = 0;
+    uint32_t aux = 0;
+};
+
+// A frame the datapath built: the complete Ethernet frame (ICRC included),
+// and the header facts the timing blocks and statistics want.
+struct TxFrameRec {
+    std::vector<uint8_t> bytes;
+    uint32_t qpn = 0;  // source QP
+    uint32_t psn = 0;
+    uint8_t opcode = 0;
+    uint32_t payload = 0;  // payload bytes (without headers, pad, ICRC)
+};
+
+struct OpRecord {
+    std::vector<Op> ops;
+    std::vector<TxFrameRec> frames;
+    void clear() {
+        ops.clear();
+        frames.clear();
+    }
+    void add(Op::Kind k, uint32_t id = 0, uint32_t bytes = 0, uint32_t aux = 0,
+             DmaPurpose p = DmaPurpose::Payload, bool is_send = false) {
+        Op o{k};
+        o.id = id;
+        o.bytes = bytes;
+        o.aux = aux;
+        o.purpose = p;
+        o.is_send = is_send;
+        ops.push_back(o);
+    }
+};
+
+// A doorbell as the doorbell FIFO delivers it (hw-spec 3.4).
+struct Doorbell {
+    uint16_t ctx = 0;
+    uint8_t kind = 0;  // hw::DbKind
+    uint32_t num = 0;
+    uint32_t index = 0;
+    uint32_t cq_cmd = 0;
+};
+
+// The functional datapath, as a timing model's stages call it (the engine
+// implements it). Each exec_* runs the protocol for one input and records
+// what it did into `rec`.
+class Datapath {
+public:
+    virtual ~Datapath() = default;
+    virtual void exec_doorbell(const Doorbell& db, OpRecord& rec) = 0;
+    // An Ethernet frame that passed the parser and the ICRC check.
+    virtual void exec_rx(const uint8_t* frame, size_t len, OpRecord& rec) = 0;
+    virtual void exec_timer(uint32_t qpn, uint8_t timer, OpRecord& rec) = 0;
+    // A frame leaves MAC TX (the engine puts it on the wire).
+    virtual void wire_tx(const uint8_t* frame, size_t len) = 0;
+};
+
+// A timing model, as the engine drives it. With one, the engine hands every
+// input (doorbell, received frame, timer) to the model instead of executing
+// it, and the model calls back into the Datapath at the simulated instant
+// each step happens. The engine calls these under its device lock only.
+class TimingModel {
+public:
+    virtual ~TimingModel() = default;
+    // Inputs, stamped with the model's current time.
+    virtual void doorbell(const Doorbell& db) = 0;
+    virtual void rx_frame(const uint8_t* frame, size_t len) = 0;
+    virtual void timer(uint32_t qpn, uint8_t timer) = 0;
+    // A firmware command ran (the management core is charged for it).
+    virtual void fw_command(uint16_t opcode) = 0;
+    // The QP was reset, moved to error or destroyed: what it holds in flight
+    // will never be acknowledged.
+    virtual void qp_reset(uint32_t qpn) = 0;
+    // The CQ, SRQ or QP (hw::DbKind `kind`, number `num`) is being
+    // destroyed: doorbells rung for it and still inside the model are
+    // dropped, so that they never reach an object that reuses the number.
+    virtual void forget_doorbells(uint8_t kind, uint32_t num) = 0;
+    // Runs the model until it has no work. Returns the time units advanced.
+    virtual uint64_t run() = 0;
+};
+
+// Builds the timing model of a device around the engine's datapath; null
+// and `err` on failure. `standalone`: the engine has no wire (EngineConfig).
+using TimingFactory =
+    std::function<std::unique_ptr<TimingModel>(Datapath& datapath, bool standalone, std::string& err)>;
+
+}  // namespace simnic::soft_engine
