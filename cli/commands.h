@@ -20,5 +20,6 @@ Runner add_resource_command(CLI::App& app);
 Runner add_stats_command(CLI::App& app);
 Runner add_trace_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
+Runner add_wire_command(CLI::App& app);
 
 }  // namespace simnic::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     add(simnic::cli::add_stats_command);
     add(simnic::cli::add_trace_command);
     add(simnic::cli::add_bench_command);
+    add(simnic::cli::add_wire_command);
 
     try {
         app.parse(argc, argv);
