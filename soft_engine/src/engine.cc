@@ -1117,15 +1117,15 @@ struct SoftEngine::Impl final : Datapath {
         const uint32_t nsge = uint32_t(hw::get(b, stride, c::num_sge));
         const uint32_t imm = uint32_t(hw::get(b, stride, c::imm_inv));
         const uint32_t total = uint32_t(hw::get(b, stride, c::total_len));
-        const auto o = hw::WqeOpcode(op);
-        const bool rdma = o == hw::WqeOpcode::RdmaWrite || o == hw::WqeOpcode::RdmaWriteWithImm ||
-                          o == hw::WqeOpcode::RdmaRead;
-        const bool atomic = o == hw::WqeOpcode::AtomicCmpAndSwp || o == hw::WqeOpcode::AtomicFetchAndAdd;
-        const bool send = o == hw::WqeOpcode::Send || o == hw::WqeOpcode::SendWithImm || o == hw::WqeOpcode::SendWithInv;
-        if (o == hw::WqeOpcode::BindMw || o == hw::WqeOpcode::LocalInv) {
+        const auto o = hw::WrOpcode(op);
+        const bool rdma = o == hw::WrOpcode::RdmaWrite || o == hw::WrOpcode::RdmaWriteWithImm ||
+                          o == hw::WrOpcode::RdmaRead;
+        const bool atomic = o == hw::WrOpcode::AtomicCmpAndSwp || o == hw::WrOpcode::AtomicFetchAndAdd;
+        const bool send = o == hw::WrOpcode::Send || o == hw::WrOpcode::SendWithImm || o == hw::WrOpcode::SendWithInv;
+        if (o == hw::WrOpcode::BindMw || o == hw::WrOpcode::LocalInv) {
             // Local operations (hw-spec 6.2, 6.5): no data.
             if (inl || nsge != 0) return tp::WcStatus::LocQpOpErr;
-            if (o == hw::WqeOpcode::LocalInv) {
+            if (o == hw::WrOpcode::LocalInv) {
                 w.invalidate_rkey = imm;
                 return tp::WcStatus::Success;
             }
@@ -1141,7 +1141,7 @@ struct SoftEngine::Impl final : Datapath {
             return tp::WcStatus::Success;
         }
         if (!rdma && !atomic && !send) return tp::WcStatus::LocQpOpErr;
-        if (o == hw::WqeOpcode::SendWithInv) w.invalidate_rkey = imm;
+        if (o == hw::WrOpcode::SendWithInv) w.invalidate_rkey = imm;
         else w.imm_data = imm;
         uint32_t off = c::kSize;
         auto need = [&](uint32_t n) { return off + n <= stride; };
@@ -1177,7 +1177,7 @@ struct SoftEngine::Impl final : Datapath {
             }
         }
         if (inl) {
-            if (o == hw::WqeOpcode::RdmaRead || atomic || !need(hw::inline_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+            if (o == hw::WrOpcode::RdmaRead || atomic || !need(hw::inline_seg::kSize)) return tp::WcStatus::LocQpOpErr;
             const uint32_t n = uint32_t(hw::get(b + off, hw::inline_seg::kSize, hw::inline_seg::byte_count));
             off += hw::inline_seg::kSize;
             if (n > q.max_inline || n > hw::kMaxInline || !need(n)) return tp::WcStatus::LocQpOpErr;

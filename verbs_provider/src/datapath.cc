@@ -277,12 +277,10 @@ int detail::op_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
 namespace {
 
 // ---- send WQEs (6.2) ----
-bool is_rdma(ibv_wr_opcode op) {
-    return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ;
-}
-bool is_atomic(ibv_wr_opcode op) {
-    return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
+// CTRL_SEG.opcode holds the ibv_wr_opcode itself (hw-spec 6.3, verbs_abi.cc),
+// so the vocabulary's classification applies to the application's opcode.
+bool is_rdma(ibv_wr_opcode op) { return hw::is_rdma(static_cast<hw::WrOpcode>(op)); }
+bool is_atomic(ibv_wr_opcode op) { return hw::is_atomic(static_cast<hw::WrOpcode>(op)); }
 bool opcode_ok(ibv_qp_type t, ibv_wr_opcode op) {
     switch (op) {
         case IBV_WR_SEND:

@@ -275,16 +275,16 @@ void Bench::post_send(Qp& q) {
     uint8_t* w = mem_.p + q.sq + (size_t(hw::ring_slot(q.sq_pi, log_q_)) << kLogSqStride);
     std::memset(w, 0, stride);
     namespace c = hw::ctrl_seg;
-    const hw::WqeOpcode op = spec_.op == BenchOp::Write ? hw::WqeOpcode::RdmaWrite
-                             : spec_.op == BenchOp::Read ? hw::WqeOpcode::RdmaRead
-                                                         : hw::WqeOpcode::Send;
+    const hw::WrOpcode op = spec_.op == BenchOp::Write ? hw::WrOpcode::RdmaWrite
+                             : spec_.op == BenchOp::Read ? hw::WrOpcode::RdmaRead
+                                                         : hw::WrOpcode::Send;
     hw::set(w, stride, c::opcode, uint8_t(op));
     hw::set(w, stride, c::signaled, 1);
     hw::set(w, stride, c::num_sge, 1);
     hw::set(w, stride, c::wr_id, posted_);
     hw::set(w, stride, c::total_len, spec_.size);
     uint8_t* s = w + c::kSize;
-    if (op != hw::WqeOpcode::Send) {
+    if (op != hw::WrOpcode::Send) {
         hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::remote_va, mem_.addr(data_off_ + data_len_ / 2));
         hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::rkey, rkey_);
         s += hw::raddr_seg::kSize;
