@@ -320,7 +320,7 @@ Json CmService::handle(int fd, const Json& req) {
         return e ? reply_error(e, "cm_destroy_id: " + std::string(std::strerror(e))) : reply_ok();
     } else if (op == "cm_init_qp_attr") {
         cm::QpAttr a;
-        e = agent_->init_qp_attr(id, cm::QpState(req.value("state", uint8_t{0})), a);
+        e = agent_->init_qp_attr(id, hw::QpState(req.value("state", uint8_t{0})), a);
         if (!e) extra = qp_attr_json(a);
     } else if (op == "cm_req_defaults") {
         uint8_t rr = 0, idp = 0;
