@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "simnic/base/clock.h"
 #include "simnic/control/cm_protocol.h"
 
 namespace simnic::daemon {
@@ -215,11 +216,7 @@ std::optional<cm::Gid> CmService::route_source(const cm::Gid& dst) {
     return out;
 }
 
-uint64_t CmService::now_ms() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
-}
+uint64_t CmService::now_ms() { return base::mono_ns() / 1000000; }
 
 uint32_t CmService::random32() {
     // xorshift64*: IDs and PSNs need to differ between runs, not to be secret.

@@ -29,6 +29,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "simnic/base/clock.h"
 #include "simnic/hw/layout.h"
 #include "simnic/hw/mmio.h"
 #include "simnic/roce/opcode.h"
@@ -44,11 +45,7 @@ using hw::Table;
 
 namespace {
 
-uint64_t mono_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
+using base::mono_ns;
 uint64_t wall_us() {
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

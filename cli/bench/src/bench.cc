@@ -1,7 +1,6 @@
 #include "simnic/bench/bench.h"
 
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "simnic/base/clock.h"
 #include "simnic/fw/firmware.h"
 #include "simnic/fw/linux_netdev.h"
 #include "simnic/fw/table_store.h"
@@ -39,12 +39,6 @@ namespace {
 
 constexpr uint8_t kLogSqStride = 7, kLogRqStride = 5;
 constexpr uint16_t kCtx = 1;
-
-uint64_t wall_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 // Anonymous memory of this process: the host memory the device DMAs.
 struct HostMem {
@@ -343,9 +337,9 @@ bool Bench::run(BenchResult& out, std::string& err) {
             if (spec_.op == BenchOp::Send) post_recv(q);
             if (posted_ < spec_.messages) post_send(q);
         }
-    const uint64_t w0 = wall_ns();
+    const uint64_t w0 = base::mono_ns();
     pipe_->run();
-    out.wall_s = double(wall_ns() - w0) / 1e9;
+    out.wall_s = double(base::mono_ns() - w0) / 1e9;
     out.messages = done_;
     out.errors = errors_;
     if (done_ + errors_ != posted_) {
