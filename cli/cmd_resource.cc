@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "daemon_call.h"
+#include "simnic/hw/verbs.h"
 
 namespace simnic::cli {
 namespace {
@@ -22,18 +23,10 @@ struct ResourceArgs {
     bool json = false;
 };
 
-const char* qp_type_name(int t) {
-    switch (t) {
-        case 2: return "RC";
-        case 3: return "UC";
-        case 4: return "UD";
-    }
-    return "?";
-}
-const char* qp_state_name(int s) {
-    static const char* const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-    return s >= 0 && s <= 6 ? names[s] : "?";
-}
+// The daemon reports QP types and states as their verbs numbers; "?" for a
+// number outside the vocabulary.
+const char* qp_type_name(int t) { return t >= 0 && t <= 0xFF ? hw::to_string(hw::QpType(t)) : "?"; }
+const char* qp_state_name(int s) { return s >= 0 && s <= 0xFF ? hw::to_string(hw::QpState(s)) : "?"; }
 // The process's name from /proc/PID/comm; empty if it cannot be read.
 std::string read_comm(uint32_t pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/comm");

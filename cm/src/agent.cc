@@ -532,7 +532,8 @@ void Agent::destroy_channel(uint64_t channel) {
     }
 }
 
-int Agent::init_qp_attr(uint32_t h, QpState st, QpAttr& a) const {
+int Agent::init_qp_attr(uint32_t h, hw::QpState st, QpAttr& a) const {
+    namespace m = hw::qp_attr_mask;
     const Id* id = impl_->find(h);
     if (!id) return EINVAL;
     a = QpAttr{};
@@ -540,20 +541,20 @@ int Agent::init_qp_attr(uint32_t h, QpState st, QpAttr& a) const {
     const bool connected = id->state == State::ReqRcvd || id->state == State::RepSent ||
                            id->state == State::RepRcvd || id->state == State::Established;
     switch (st) {
-        case QpState::Init:
+        case hw::QpState::Init:
             // Before the connection exists rdma_cm grants no remote access;
             // once the IB CM knows the responder resources it grants what
             // they allow (ib_cm_init_qp_attr).
-            a.mask = qp_mask::State | qp_mask::AccessFlags | qp_mask::PkeyIndex | qp_mask::Port;
+            a.mask = m::kState | m::kAccessFlags | m::kPkeyIndex | m::kPort;
             if (connected) {
-                a.access_flags = kAccessRemoteWrite;
-                if (id->responder_resources) a.access_flags |= kAccessRemoteRead | kAccessRemoteAtomic;
+                a.access_flags = hw::access::kRemoteWrite;
+                if (id->responder_resources) a.access_flags |= hw::access::kRemoteRead | hw::access::kRemoteAtomic;
             }
             return 0;
-        case QpState::Rtr:
+        case hw::QpState::Rtr:
             if (!connected) return EINVAL;
-            a.mask = qp_mask::State | qp_mask::Av | qp_mask::PathMtu | qp_mask::DestQpn | qp_mask::RqPsn |
-                     qp_mask::MaxDestRdAtomic | qp_mask::MinRnrTimer;
+            a.mask = m::kState | m::kAv | m::kPathMtu | m::kDestQpn | m::kRqPsn |
+                     m::kMaxDestRdAtomic | m::kMinRnrTimer;
             a.path_mtu = id->path_mtu;
             a.dest_qpn = id->remote_qpn;
             a.rq_psn = id->rq_psn;
@@ -564,10 +565,10 @@ int Agent::init_qp_attr(uint32_t h, QpState st, QpAttr& a) const {
             a.sgid_index = uint8_t(id->sgid_index);
             a.hop_limit = kHopLimit;
             return 0;
-        case QpState::Rts:
+        case hw::QpState::Rts:
             if (!connected) return EINVAL;
-            a.mask = qp_mask::State | qp_mask::Timeout | qp_mask::RetryCnt | qp_mask::RnrRetry | qp_mask::SqPsn |
-                     qp_mask::MaxQpRdAtomic;
+            a.mask = m::kState | m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kSqPsn |
+                     m::kMaxQpRdAtomic;
             a.sq_psn = id->sq_psn;
             a.timeout = kLocalAckTimeout;
             a.retry_cnt = id->retry_count;

@@ -14,6 +14,7 @@
 #include "simnic/roce/rules.h"
 
 namespace cm = simnic::cm;
+namespace hw = simnic::hw;
 
 namespace {
 
@@ -168,11 +169,11 @@ TEST_CASE("connect and disconnect: REQ, REP, RTU, DREQ, DREP and the events of e
 
     // The QP attributes each side applies mirror each other.
     cm::QpAttr crtr, crts, srtr, srts, cinit;
-    REQUIRE(t.client.agent->init_qp_attr(t.cid, cm::QpState::Rtr, crtr) == 0);
-    REQUIRE(t.client.agent->init_qp_attr(t.cid, cm::QpState::Rts, crts) == 0);
-    REQUIRE(t.server.agent->init_qp_attr(t.sid, cm::QpState::Rtr, srtr) == 0);
-    REQUIRE(t.server.agent->init_qp_attr(t.sid, cm::QpState::Rts, srts) == 0);
-    REQUIRE(t.client.agent->init_qp_attr(t.cid, cm::QpState::Init, cinit) == 0);
+    REQUIRE(t.client.agent->init_qp_attr(t.cid, hw::QpState::Rtr, crtr) == 0);
+    REQUIRE(t.client.agent->init_qp_attr(t.cid, hw::QpState::Rts, crts) == 0);
+    REQUIRE(t.server.agent->init_qp_attr(t.sid, hw::QpState::Rtr, srtr) == 0);
+    REQUIRE(t.server.agent->init_qp_attr(t.sid, hw::QpState::Rts, srts) == 0);
+    REQUIRE(t.client.agent->init_qp_attr(t.cid, hw::QpState::Init, cinit) == 0);
     CHECK(crtr.dest_qpn == 0x22);
     CHECK(srtr.dest_qpn == 0x11);
     CHECK(crtr.rq_psn == srts.sq_psn);
@@ -187,7 +188,7 @@ TEST_CASE("connect and disconnect: REQ, REP, RTU, DREQ, DREP and the events of e
     CHECK(crts.retry_cnt == 7);
     CHECK(srts.max_rd_atomic == 1);
     CHECK(srtr.max_dest_rd_atomic == 1);
-    CHECK(cinit.access_flags == (cm::kAccessRemoteWrite | cm::kAccessRemoteRead | cm::kAccessRemoteAtomic));
+    CHECK(cinit.access_flags == (hw::access::kRemoteWrite | hw::access::kRemoteRead | hw::access::kRemoteAtomic));
 
     // The client disconnects; the server hears of it, answers when its
     // application calls rdma_disconnect, and the client hears the answer.
@@ -347,5 +348,5 @@ TEST_CASE("address errors: unknown local address, port clashes, state checks", "
     uint32_t u = 0;
     CHECK(t.server.agent->create_id(1, 0x0111 /* RDMA_PS_UDP */, u) == EPROTONOSUPPORT);
     cm::QpAttr q;
-    CHECK(t.server.agent->init_qp_attr(a, cm::QpState::Rtr, q) == EINVAL);
+    CHECK(t.server.agent->init_qp_attr(a, hw::QpState::Rtr, q) == EINVAL);
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "simnic/base/clock.h"
 #include "simnic/control/cm_protocol.h"
 
 namespace simnic::daemon {
@@ -215,11 +216,7 @@ std::optional<cm::Gid> CmService::route_source(const cm::Gid& dst) {
     return out;
 }
 
-uint64_t CmService::now_ms() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
-}
+uint64_t CmService::now_ms() { return base::mono_ns() / 1000000; }
 
 uint32_t CmService::random32() {
     // xorshift64*: IDs and PSNs need to differ between runs, not to be secret.
@@ -320,7 +317,7 @@ Json CmService::handle(int fd, const Json& req) {
         return e ? reply_error(e, "cm_destroy_id: " + std::string(std::strerror(e))) : reply_ok();
     } else if (op == "cm_init_qp_attr") {
         cm::QpAttr a;
-        e = agent_->init_qp_attr(id, cm::QpState(req.value("state", uint8_t{0})), a);
+        e = agent_->init_qp_attr(id, hw::QpState(req.value("state", uint8_t{0})), a);
         if (!e) extra = qp_attr_json(a);
     } else if (op == "cm_req_defaults") {
         uint8_t rr = 0, idp = 0;

@@ -18,9 +18,9 @@ bool is_mr(const Entry& e) {
 void Firmware::cmd_alloc_mw(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r) {
     namespace a = hw::cmd_alloc_mw_in;
     const auto pdn = static_cast<std::uint32_t>(hw::get(in, n, a::pdn));
-    const auto type = hw::get(in, n, a::type);
-    if (type != static_cast<std::uint8_t>(hw::MptKind::MwType1) &&
-        type != static_cast<std::uint8_t>(hw::MptKind::MwType2)) {
+    const auto type = hw::get(in, n, a::type);  // ibv_mw_type
+    if (type != static_cast<std::uint8_t>(hw::MwType::Type1) &&
+        type != static_cast<std::uint8_t>(hw::MwType::Type2)) {
         fail(r, CmdStatus::BadParam, Syndrome::MwType);
         return;
     }
@@ -41,11 +41,12 @@ void Firmware::cmd_alloc_mw(Ctx& c, std::uint16_t id, In in, std::size_t n, Out&
     e.clear();
     e.set(me::key, key);
     e.set(me::pdn, pdn);
-    e.set(me::kind, type);
+    e.set(me::kind, type);  // MptKind's window kinds are the ibv_mw_type values
     e.set(me::ctx_id, id);
     // rxe: a type 1 window is VALID from the start (with nothing bound), a
     // type 2 window FREE until a BIND_MW WQE binds it.
-    e.set(me::mw_state, static_cast<std::uint8_t>(type == 1 ? hw::MwState::Valid : hw::MwState::Free));
+    const bool type1 = type == static_cast<std::uint8_t>(hw::MwType::Type1);
+    e.set(me::mw_state, static_cast<std::uint8_t>(type1 ? hw::MwState::Valid : hw::MwState::Free));
     e.set(me::valid, 1);
     unfence(Table::Mpt, idx);
     pd_ref(pdn, +1);

@@ -2,6 +2,7 @@
 // simnic firmware: queries, domains, PDs, MRs, CQs, SRQs and AHs
 // (hw-spec.md 5.6.2 - 5.6.6, 5.6.8, 5.6.9).
 #include <algorithm>
+#include <optional>
 
 #include "fw_internal.h"
 #include "simnic/fw/gid.h"
@@ -263,9 +264,13 @@ void Firmware::cmd_reg_mr(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r
         }
     }
     std::uint32_t idx = 0, mtt_base = 0;
-    if (mtt_mode && !mtt_.alloc(mtt_count, mtt_base)) {
-        fail(r, CmdStatus::NoResources, Syndrome::MttFull);
-        return;
+    if (mtt_mode) {
+        const std::optional<std::uint32_t> run = mtt_.alloc(mtt_count);
+        if (!run) {
+            fail(r, CmdStatus::NoResources, Syndrome::MttFull);
+            return;
+        }
+        mtt_base = *run;
     }
     if (!mpt_.alloc(idx)) {
         if (mtt_mode) mtt_.free(mtt_base, mtt_count);

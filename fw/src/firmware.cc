@@ -43,43 +43,6 @@ void Firmware::LowestFree::free(std::uint32_t n) {
     }
 }
 
-Firmware::RangeAlloc::RangeAlloc(std::uint32_t total) {
-    if (total > 0) free_[0] = total;
-}
-
-bool Firmware::RangeAlloc::alloc(std::uint32_t count, std::uint32_t& base) {
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if (it->second < count) continue;
-        base = it->first;
-        const std::uint32_t rest = it->second - count;
-        free_.erase(it);
-        if (rest > 0) free_[base + count] = rest;
-        used_ += count;
-        return true;
-    }
-    return false;
-}
-
-void Firmware::RangeAlloc::free(std::uint32_t base, std::uint32_t count) {
-    if (count == 0) return;
-    used_ -= count;
-    auto next = free_.lower_bound(base);
-    std::uint32_t start = base, len = count;
-    if (next != free_.end() && base + count == next->first) {
-        len += next->second;
-        next = free_.erase(next);
-    }
-    if (next != free_.begin()) {
-        auto prev = std::prev(next);
-        if (prev->first + prev->second == start) {
-            start = prev->first;
-            len += prev->second;
-            free_.erase(prev);
-        }
-    }
-    free_[start] = len;
-}
-
 // ---------------------------------------------------------------------------
 // Capability block defaults (hw-spec.md 2.4)
 // ---------------------------------------------------------------------------
@@ -152,7 +115,7 @@ Firmware::Firmware(const FwConfig& cfg, TableStore& tables, NetdevInfo& netdev,
                      lim(Table::Mpt, std::min<std::uint64_t>(mr_hi + cap(cb::max_mw), 0xFFFFFF)));
     ahn_ = LowestFree(1, lim(Table::Ah, cap(cb::max_ah)));
     dom_ = LowestFree(1, lim(Table::Domain, std::min<std::uint64_t>(cap(cb::max_domain), 0xFFFF)));
-    mtt_ = RangeAlloc(static_cast<std::uint32_t>(
+    mtt_ = base::RangeAllocator<std::uint32_t>(static_cast<std::uint32_t>(
         std::min<std::uint64_t>(cap(cb::max_mtt), tables_.capacity(Table::Mtt))));
     qpn_lo_ = static_cast<std::uint32_t>(cap(cb::first_qpn));
     const std::uint64_t qhi = std::min<std::uint64_t>(

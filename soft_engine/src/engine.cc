@@ -29,6 +29,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "simnic/base/clock.h"
 #include "simnic/hw/layout.h"
 #include "simnic/hw/mmio.h"
 #include "simnic/roce/opcode.h"
@@ -44,11 +45,7 @@ using hw::Table;
 
 namespace {
 
-uint64_t mono_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
+using base::mono_ns;
 uint64_t wall_us() {
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -114,19 +111,19 @@ constexpr AvFields kAhAv{hw::ah_entry::av_dgid, hw::ah_entry::av_sgid_index, hw:
 constexpr AvFields kSegAv{hw::av::dgid, hw::av::sgid_index, hw::av::hop_limit,
                           hw::av::traffic_class, hw::av::flow_label, hw::av::dmac};
 
-hw::ErrorCause cause_of(tp::WcStatus s) {
+hw::ErrorCause cause_of(hw::WcStatus s) {
     switch (s) {
-        case tp::WcStatus::Success: return hw::ErrorCause::None;
-        case tp::WcStatus::LocLenErr: return hw::ErrorCause::LocLen;
-        case tp::WcStatus::LocQpOpErr: return hw::ErrorCause::LocQpOp;
-        case tp::WcStatus::LocProtErr: return hw::ErrorCause::LocProt;
-        case tp::WcStatus::RemAccessErr: return hw::ErrorCause::RemAccess;
-        case tp::WcStatus::RemInvReqErr: return hw::ErrorCause::RemInvReq;
-        case tp::WcStatus::RemOpErr: return hw::ErrorCause::RemOp;
-        case tp::WcStatus::RetryExcErr: return hw::ErrorCause::RetryExc;
-        case tp::WcStatus::RnrRetryExcErr: return hw::ErrorCause::RnrRetryExc;
-        case tp::WcStatus::BadRespErr: return hw::ErrorCause::BadResp;
-        case tp::WcStatus::MwBindErr: return hw::ErrorCause::MwBind;
+        case hw::WcStatus::Success: return hw::ErrorCause::None;
+        case hw::WcStatus::LocLenErr: return hw::ErrorCause::LocLen;
+        case hw::WcStatus::LocQpOpErr: return hw::ErrorCause::LocQpOp;
+        case hw::WcStatus::LocProtErr: return hw::ErrorCause::LocProt;
+        case hw::WcStatus::RemAccessErr: return hw::ErrorCause::RemAccess;
+        case hw::WcStatus::RemInvReqErr: return hw::ErrorCause::RemInvReq;
+        case hw::WcStatus::RemOpErr: return hw::ErrorCause::RemOp;
+        case hw::WcStatus::RetryExcErr: return hw::ErrorCause::RetryExc;
+        case hw::WcStatus::RnrRetryExcErr: return hw::ErrorCause::RnrRetryExc;
+        case hw::WcStatus::BadRespErr: return hw::ErrorCause::BadResp;
+        case hw::WcStatus::MwBindErr: return hw::ErrorCause::MwBind;
         default: return hw::ErrorCause::None;
     }
 }
@@ -188,7 +185,7 @@ struct EQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, tp::Wi
     void arm(tp::QpTimer t, uint64_t deadline_ns) override { timer_deadline[int(t)] = deadline_ns ? deadline_ns : 1; }
     void cancel(tp::QpTimer t) override { timer_deadline[int(t)] = 0; }
     // EventPort
-    void async_event(tp::AsyncEvent ev) override;
+    void async_event(hw::EventType ev) override;
 
     tp::TransportEnv env() {
         tp::TransportEnv e;
@@ -514,7 +511,7 @@ struct SoftEngine::Impl final : Datapath {
         if (!e || !mpt_is_mw(e)) return tp::MemStatus::BadKey;
         tp::MwRecord w = read_mw(e);
         const tp::MemStatus st = tp::check_invalidate(w, rkey);
-        if (st != tp::MemStatus::Ok || w.state != tp::MwState::Valid) return st;
+        if (st != tp::MemStatus::Ok || w.state != hw::MwState::Valid) return st;
         count_mw(q, w.mr_key, -1);
         tp::apply_invalidate(w);
         write_mw(e, w);
@@ -614,7 +611,7 @@ struct SoftEngine::Impl final : Datapath {
         // combining there.
         if (wr) {
             drop_read_ahead();
-            if (!pipe && access != tp::kAccessRemoteAtomic && iov.size() == 1 && len <= kCombineMax &&
+            if (!pipe && access != hw::access::kRemoteAtomic && iov.size() == 1 && len <= kCombineMax &&
                 wc_add(q, pid, iov[0], buf, len))
                 return tp::MemStatus::Ok;
         }
@@ -628,7 +625,7 @@ struct SoftEngine::Impl final : Datapath {
         }
         if (rec)
             rec->add(wr ? Op::Kind::DmaWrite : Op::Kind::DmaRead, 0, uint32_t(len), 0,
-                     access == tp::kAccessRemoteAtomic ? DmaPurpose::Atomic : DmaPurpose::Payload);
+                     access == hw::access::kRemoteAtomic ? DmaPurpose::Atomic : DmaPurpose::Payload);
         return tp::MemStatus::Ok;
     }
 
@@ -763,7 +760,7 @@ struct SoftEngine::Impl final : Datapath {
             }
         }
         if (rec) rec->add(Op::Kind::Cqe, cqn, 0, wqe_index, DmaPurpose::Cqe, is_send);
-        const bool notable = solicited || c.status != tp::WcStatus::Success;
+        const bool notable = solicited || c.status != hw::WcStatus::Success;
         if (notable) cqs[cqn] = CqState{true, pi};
         const uint64_t arm = g(e, Table::Cqc, hw::cqc::arm);
         if (arm == uint64_t(hw::CqArm::Next) || (arm == uint64_t(hw::CqArm::Solicited) && notable)) {
@@ -889,7 +886,7 @@ struct SoftEngine::Impl final : Datapath {
 
     tp::QpConfig qp_config(const EQp& q, const uint8_t* e) {
         tp::QpConfig c;
-        c.type = q.type == hw::QpType::Rc ? tp::QpType::RC : q.type == hw::QpType::Uc ? tp::QpType::UC : tp::QpType::UD;
+        c.type = q.type;
         c.qpn = q.qpn;
         c.dest_qpn = uint32_t(g(e, Table::Qpc, hw::qpc::dest_qpn));
         // The port's active MTU bounds every QP (hw-spec 5.6.7: a larger path MTU is
@@ -974,11 +971,11 @@ struct SoftEngine::Impl final : Datapath {
         switch (st) {
             case hw::QpState::Init:
                 q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
-                q.tqp->set_state(tp::QpState::Init);
+                q.tqp->set_state(hw::QpState::Init);
                 break;
             case hw::QpState::Rtr:
                 q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
-                q.tqp->set_state(tp::QpState::Rtr);
+                q.tqp->set_state(hw::QpState::Rtr);
                 break;
             case hw::QpState::Rts: {
                 if (!q.tqp) q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
@@ -998,7 +995,7 @@ struct SoftEngine::Impl final : Datapath {
                 c.cfg.min_rnr_timer = n.min_rnr_timer;
                 c.reset_retry_counters();
                 q.hw_state = st;
-                run(q, [&] { q.tqp->set_state(tp::QpState::Rts); });
+                run(q, [&] { q.tqp->set_state(hw::QpState::Rts); });
                 fetch_sq(q);
                 return;
             }
@@ -1010,13 +1007,13 @@ struct SoftEngine::Impl final : Datapath {
                 if (q.tqp && st == hw::QpState::Sqd)
                     q.tqp->context().cfg.en_sqd_async_notify =
                         g(e, Table::Qpc, hw::qpc::en_sqd_async_notify) != 0;
-                if (q.tqp) run(q, [&] { q.tqp->set_state(st == hw::QpState::Sqd ? tp::QpState::Sqd : tp::QpState::Sqe); });
+                if (q.tqp) run(q, [&] { q.tqp->set_state(st); });
                 return;
             case hw::QpState::Err:
                 if (q.cause == hw::ErrorCause::None) q.cause = hw::ErrorCause::ModifyToErr;
                 q.hw_state = st;
                 if (!q.tqp) q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
-                run(q, [&] { q.tqp->set_state(tp::QpState::Err); });
+                run(q, [&] { q.tqp->set_state(hw::QpState::Err); });
                 if (pipe) pipe->qp_reset(qpn);
                 return;
             case hw::QpState::Reset: break;
@@ -1036,14 +1033,14 @@ struct SoftEngine::Impl final : Datapath {
         // packets together, a lone ACK without waiting for the batch's end.
         tx_flush();
         if (!q.tqp) return;
-        if (q.fault != hw::ErrorCause::None && q.tqp->state() != tp::QpState::Err) {
+        if (q.fault != hw::ErrorCause::None && q.tqp->state() != hw::QpState::Err) {
             q.cause = q.fault;
             q.fault = hw::ErrorCause::None;
             post_event(q.ctx, hw::EventType::QpFatal, q.qpn, uint32_t(q.cause));
-            q.tqp->set_state(tp::QpState::Err);
+            q.tqp->set_state(hw::QpState::Err);
         }
         q.fault = hw::ErrorCause::None;
-        if (q.tqp->state() == tp::QpState::Err && q.hw_state != hw::QpState::Err) {
+        if (q.tqp->state() == hw::QpState::Err && q.hw_state != hw::QpState::Err) {
             q.hw_state = hw::QpState::Err;
             if (pipe) pipe->qp_reset(q.qpn);
         }
@@ -1102,35 +1099,35 @@ struct SoftEngine::Impl final : Datapath {
 
     // ---- send WQEs (hw-spec 6.2) ----
     // Decodes the WQE in wqebuf; returns the status for a malformed one.
-    tp::WcStatus decode_send(EQp& q, tp::SendWqe& w) {
+    hw::WcStatus decode_send(EQp& q, tp::SendWqe& w) {
         const uint32_t stride = 1u << q.log_sq_stride;
         const uint8_t* b = wqebuf.data();
         namespace c = hw::ctrl_seg;
         const uint32_t op = uint32_t(hw::get(b, stride, c::opcode));
         w = tp::SendWqe{};
         w.wr_id = hw::get(b, stride, c::wr_id);
-        w.opcode = tp::WrOpcode(op);
-        if (hw::get(b, stride, c::fence)) w.send_flags |= tp::kSendFence;
-        if (hw::get(b, stride, c::signaled)) w.send_flags |= tp::kSendSignaled;
-        if (hw::get(b, stride, c::solicited)) w.send_flags |= tp::kSendSolicited;
+        w.opcode = hw::WrOpcode(op);
+        if (hw::get(b, stride, c::fence)) w.send_flags |= hw::send_flags::kFence;
+        if (hw::get(b, stride, c::signaled)) w.send_flags |= hw::send_flags::kSignaled;
+        if (hw::get(b, stride, c::solicited)) w.send_flags |= hw::send_flags::kSolicited;
         const bool inl = hw::get(b, stride, c::inline_data) != 0;
         const uint32_t nsge = uint32_t(hw::get(b, stride, c::num_sge));
         const uint32_t imm = uint32_t(hw::get(b, stride, c::imm_inv));
         const uint32_t total = uint32_t(hw::get(b, stride, c::total_len));
-        const auto o = hw::WqeOpcode(op);
-        const bool rdma = o == hw::WqeOpcode::RdmaWrite || o == hw::WqeOpcode::RdmaWriteWithImm ||
-                          o == hw::WqeOpcode::RdmaRead;
-        const bool atomic = o == hw::WqeOpcode::AtomicCmpAndSwp || o == hw::WqeOpcode::AtomicFetchAndAdd;
-        const bool send = o == hw::WqeOpcode::Send || o == hw::WqeOpcode::SendWithImm || o == hw::WqeOpcode::SendWithInv;
-        if (o == hw::WqeOpcode::BindMw || o == hw::WqeOpcode::LocalInv) {
+        const auto o = hw::WrOpcode(op);
+        const bool rdma = o == hw::WrOpcode::RdmaWrite || o == hw::WrOpcode::RdmaWriteWithImm ||
+                          o == hw::WrOpcode::RdmaRead;
+        const bool atomic = o == hw::WrOpcode::AtomicCmpAndSwp || o == hw::WrOpcode::AtomicFetchAndAdd;
+        const bool send = o == hw::WrOpcode::Send || o == hw::WrOpcode::SendWithImm || o == hw::WrOpcode::SendWithInv;
+        if (o == hw::WrOpcode::BindMw || o == hw::WrOpcode::LocalInv) {
             // Local operations (hw-spec 6.2, 6.5): no data.
-            if (inl || nsge != 0) return tp::WcStatus::LocQpOpErr;
-            if (o == hw::WqeOpcode::LocalInv) {
+            if (inl || nsge != 0) return hw::WcStatus::LocQpOpErr;
+            if (o == hw::WrOpcode::LocalInv) {
                 w.invalidate_rkey = imm;
-                return tp::WcStatus::Success;
+                return hw::WcStatus::Success;
             }
             namespace bs = hw::bind_seg;
-            if (c::kSize + bs::kSize > stride) return tp::WcStatus::LocQpOpErr;
+            if (c::kSize + bs::kSize > stride) return hw::WcStatus::LocQpOpErr;
             const uint8_t* s = b + c::kSize;
             w.bind.mw_rkey = uint32_t(hw::get(s, bs::kSize, bs::mw_rkey));
             w.bind.new_rkey = uint32_t(hw::get(s, bs::kSize, bs::new_rkey));
@@ -1138,57 +1135,57 @@ struct SoftEngine::Impl final : Datapath {
             w.bind.access = uint32_t(hw::get(s, bs::kSize, bs::access));
             w.bind.addr = hw::get(s, bs::kSize, bs::addr);
             w.bind.length = hw::get(s, bs::kSize, bs::length);
-            return tp::WcStatus::Success;
+            return hw::WcStatus::Success;
         }
-        if (!rdma && !atomic && !send) return tp::WcStatus::LocQpOpErr;
-        if (o == hw::WqeOpcode::SendWithInv) w.invalidate_rkey = imm;
+        if (!rdma && !atomic && !send) return hw::WcStatus::LocQpOpErr;
+        if (o == hw::WrOpcode::SendWithInv) w.invalidate_rkey = imm;
         else w.imm_data = imm;
         uint32_t off = c::kSize;
         auto need = [&](uint32_t n) { return off + n <= stride; };
         if (rdma || atomic) {
-            if (!need(hw::raddr_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+            if (!need(hw::raddr_seg::kSize)) return hw::WcStatus::LocQpOpErr;
             w.remote_addr = hw::get(b + off, hw::raddr_seg::kSize, hw::raddr_seg::remote_va);
             w.rkey = uint32_t(hw::get(b + off, hw::raddr_seg::kSize, hw::raddr_seg::rkey));
             off += hw::raddr_seg::kSize;
         }
         if (atomic) {
-            if (!need(hw::atomic_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+            if (!need(hw::atomic_seg::kSize)) return hw::WcStatus::LocQpOpErr;
             w.compare_add = hw::get(b + off, hw::atomic_seg::kSize, hw::atomic_seg::compare_add);
             w.swap = hw::get(b + off, hw::atomic_seg::kSize, hw::atomic_seg::swap);
             off += hw::atomic_seg::kSize;
-            if (w.remote_addr % 8 != 0) return tp::WcStatus::LocQpOpErr;
+            if (w.remote_addr % 8 != 0) return hw::WcStatus::LocQpOpErr;
         }
         if (q.type == hw::QpType::Ud) {
-            if (!need(hw::ud_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+            if (!need(hw::ud_seg::kSize)) return hw::WcStatus::LocQpOpErr;
             const uint32_t ah = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::ah_num));
             w.ud.remote_qpn = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::dest_qpn));
             w.ud.remote_qkey = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::qkey));
             off += hw::ud_seg::kSize;
             if (ah == 0) {
-                if (!need(hw::av::kSize)) return tp::WcStatus::LocQpOpErr;
+                if (!need(hw::av::kSize)) return hw::WcStatus::LocQpOpErr;
                 build_av(b + off, hw::av::kSize, kSegAv, w.ud.av);
                 off += hw::av::kSize;
             } else {
                 const uint8_t* a = entry(Table::Ah, ah);
                 if (!a || !g(a, Table::Ah, hw::ah_entry::valid) || g(a, Table::Ah, hw::ah_entry::pdn) != q.pdn ||
                     g(a, Table::Ah, hw::ah_entry::ctx_id) != q.ctx)
-                    return tp::WcStatus::LocQpOpErr;
+                    return hw::WcStatus::LocQpOpErr;
                 build_av(a, hw::ah_entry::kSize, kAhAv, w.ud.av);
             }
         }
         if (inl) {
-            if (o == hw::WqeOpcode::RdmaRead || atomic || !need(hw::inline_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+            if (o == hw::WrOpcode::RdmaRead || atomic || !need(hw::inline_seg::kSize)) return hw::WcStatus::LocQpOpErr;
             const uint32_t n = uint32_t(hw::get(b + off, hw::inline_seg::kSize, hw::inline_seg::byte_count));
             off += hw::inline_seg::kSize;
-            if (n > q.max_inline || n > hw::kMaxInline || !need(n)) return tp::WcStatus::LocQpOpErr;
-            w.send_flags |= tp::kSendInline;
+            if (n > q.max_inline || n > hw::kMaxInline || !need(n)) return hw::WcStatus::LocQpOpErr;
+            w.send_flags |= hw::send_flags::kInline;
             w.inline_data.assign(b + off, b + off + n);
-            if (n != total) return tp::WcStatus::LocLenErr;
+            if (n != total) return hw::WcStatus::LocLenErr;
         } else {
-            if (nsge > q.max_send_sge || nsge > hw::kMaxSge) return tp::WcStatus::LocQpOpErr;
+            if (nsge > q.max_send_sge || nsge > hw::kMaxSge) return hw::WcStatus::LocQpOpErr;
             uint64_t sum = 0;
             for (uint32_t i = 0; i < nsge; ++i) {
-                if (!need(hw::data_seg::kSize)) return tp::WcStatus::LocQpOpErr;
+                if (!need(hw::data_seg::kSize)) return hw::WcStatus::LocQpOpErr;
                 tp::Sge sge;
                 sge.addr = hw::get(b + off, hw::data_seg::kSize, hw::data_seg::addr);
                 sge.length = uint32_t(hw::get(b + off, hw::data_seg::kSize, hw::data_seg::length));
@@ -1197,22 +1194,22 @@ struct SoftEngine::Impl final : Datapath {
                 sum += sge.length;
                 off += hw::data_seg::kSize;
             }
-            if (atomic && (nsge != 1 || sum != 8)) return tp::WcStatus::LocQpOpErr;
-            if (!atomic && sum != total) return tp::WcStatus::LocLenErr;
+            if (atomic && (nsge != 1 || sum != 8)) return hw::WcStatus::LocQpOpErr;
+            if (!atomic && sum != total) return hw::WcStatus::LocLenErr;
         }
-        return tp::WcStatus::Success;
+        return hw::WcStatus::Success;
     }
 
-    void fail_wqe(EQp& q, uint32_t idx, const tp::SendWqe& w, tp::WcStatus st) {
+    void fail_wqe(EQp& q, uint32_t idx, const tp::SendWqe& w, hw::WcStatus st) {
         tp::Completion c;
         c.wr_id = w.wr_id;
         c.status = st;
-        c.opcode = tp::WcOpcode::Send;
+        c.opcode = hw::WcOpcode::Send;
         c.qp_num = q.qpn;
         c.vendor_err = uint32_t(cause_of(st));
         if (q.cause == hw::ErrorCause::None) q.cause = cause_of(st);
         write_cqe(q.send_cqn, c, idx, true, false);
-        q.tqp->set_state(tp::QpState::Err);
+        q.tqp->set_state(hw::QpState::Err);
     }
 
     void fetch_sq(EQp& q) {
@@ -1236,8 +1233,8 @@ struct SoftEngine::Impl final : Datapath {
                 rec->add(Op::Kind::WqeFetched, q.qpn, 0, idx);
             }
             tp::SendWqe w;
-            const tp::WcStatus dst = decode_send(q, w);
-            if (dst != tp::WcStatus::Success) {
+            const hw::WcStatus dst = decode_send(q, w);
+            if (dst != hw::WcStatus::Success) {
                 run(q, [&] { fail_wqe(q, idx, w, dst); });
                 continue;
             }
@@ -1251,8 +1248,8 @@ struct SoftEngine::Impl final : Datapath {
                 continue;
             }
             if (!q.seqmap.empty()) q.seqmap.pop_back();
-            run(q, [&] { fail_wqe(q, idx, w, ps == tp::PostStatus::BadLength ? tp::WcStatus::LocLenErr
-                                                                              : tp::WcStatus::LocQpOpErr); });
+            run(q, [&] { fail_wqe(q, idx, w, ps == tp::PostStatus::BadLength ? hw::WcStatus::LocLenErr
+                                                                              : hw::WcStatus::LocQpOpErr); });
         }
     }
 
@@ -1283,12 +1280,12 @@ struct SoftEngine::Impl final : Datapath {
                 EQp* q = qp_of_ctx(ctx, num);
                 if (!q) { stat(hw::stats_block::dma_faults); return; }
                 q->rq_pi = index;
-                if (q->tqp && q->tqp->state() == tp::QpState::Err && !q->srq) {
+                if (q->tqp && q->tqp->state() == hw::QpState::Err && !q->srq) {
                     while (const tp::RecvWqe* w = q->peek()) {
                         tp::Completion c;
                         c.wr_id = w->wr_id;
-                        c.status = tp::WcStatus::WrFlushErr;
-                        c.opcode = tp::WcOpcode::Recv;
+                        c.status = hw::WcStatus::WrFlushErr;
+                        c.opcode = hw::WcOpcode::Recv;
                         c.qp_num = q->qpn;
                         q->pop();
                         q->post(tp::CqSide::Recv, c, false);
@@ -1927,12 +1924,12 @@ tp::MemStatus EQp::atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_
     // The engine thread is the only one touching device memory: this
     // read-modify-write is atomic against every other atomic of the device.
     uint64_t v = 0;
-    tp::MemStatus st = eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, &v, 8, tp::kAccessRemoteAtomic, false);
+    tp::MemStatus st = eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, &v, 8, hw::access::kRemoteAtomic, false);
     if (st != tp::MemStatus::Ok) return st;
     orig = v;
     const uint64_t nv = op == tp::AtomicOp::FetchAdd ? v + swap_add : (v == compare ? swap_add : v);
     return eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, const_cast<uint64_t*>(&nv), 8,
-                      tp::kAccessRemoteAtomic, true);
+                      hw::access::kRemoteAtomic, true);
 }
 tp::MemStatus EQp::invalidate(uint32_t rkey) { return eng.invalidate(*this, rkey); }
 tp::MemStatus EQp::bind_mw(const tp::MwBind& b) { return eng.bind_mw(*this, b); }
@@ -1967,25 +1964,25 @@ void EQp::post(tp::CqSide side, const tp::Completion& c, bool solicited) {
     if (side == tp::CqSide::Send) {
         tp::SendQueue& sq = tqp->context().sq;
         idx = (sq.empty() && posting_index) ? *posting_index : eng.ring_index_of(*this, sq.head_seq());
-        if (c.status == tp::WcStatus::RetryExcErr) eng.stat(hw::stats_block::retry_exceeded);
-        if (c.status == tp::WcStatus::RnrRetryExcErr) eng.stat(hw::stats_block::rnr_retry_exceeded);
+        if (c.status == hw::WcStatus::RetryExcErr) eng.stat(hw::stats_block::retry_exceeded);
+        if (c.status == hw::WcStatus::RnrRetryExcErr) eng.stat(hw::stats_block::rnr_retry_exceeded);
     } else if (!recv_idx.empty()) {
         idx = recv_idx.front();
         recv_idx.pop_front();
     }
-    if (c.status != tp::WcStatus::Success && c.status != tp::WcStatus::WrFlushErr && cause == hw::ErrorCause::None)
+    if (c.status != hw::WcStatus::Success && c.status != hw::WcStatus::WrFlushErr && cause == hw::ErrorCause::None)
         cause = cause_of(c.status);
-    if (c.status != tp::WcStatus::Success && cc.vendor_err == 0)
-        cc.vendor_err = uint32_t(c.status == tp::WcStatus::WrFlushErr ? cause : cause_of(c.status));
+    if (c.status != hw::WcStatus::Success && cc.vendor_err == 0)
+        cc.vendor_err = uint32_t(c.status == hw::WcStatus::WrFlushErr ? cause : cause_of(c.status));
     if (!eng.write_cqe(side == tp::CqSide::Send ? send_cqn : recv_cqn, cc, idx, side == tp::CqSide::Send, solicited))
         fault = hw::ErrorCause::CqOverflow;
 }
 
 void EQp::transmit(roce::Packet& pkt) { eng.transmit(*this, pkt); }
 
-void EQp::async_event(tp::AsyncEvent ev) {
+void EQp::async_event(hw::EventType ev) {
     // aux: the error cause for error events, 0 otherwise (hw-spec 8.1).
-    eng.post_event(ctx, hw::EventType(uint8_t(ev)), qpn, tp::is_error_event(ev) ? uint32_t(cause) : 0);
+    eng.post_event(ctx, ev, qpn, hw::is_error_event(ev) ? uint32_t(cause) : 0);
 }
 
 // ---- the thread ----

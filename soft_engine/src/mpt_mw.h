@@ -20,9 +20,9 @@ inline bool mpt_is_mw(const std::uint8_t* e) {
 inline tp::MwRecord read_mw(const std::uint8_t* e) {
     auto g = [e](hw::Field f) { return hw::get(e, me::kSize, f); };
     tp::MwRecord r;
-    r.type = g(me::kind) == static_cast<std::uint8_t>(hw::MptKind::MwType2) ? tp::MwType::Type2
-                                                                            : tp::MwType::Type1;
-    r.state = g(me::valid) ? static_cast<tp::MwState>(g(me::mw_state)) : tp::MwState::Invalid;
+    r.type = g(me::kind) == static_cast<std::uint8_t>(hw::MptKind::MwType2) ? hw::MwType::Type2
+                                                                            : hw::MwType::Type1;
+    r.state = g(me::valid) ? static_cast<hw::MwState>(g(me::mw_state)) : hw::MwState::Invalid;
     r.rkey = static_cast<std::uint32_t>(g(me::key));
     r.pdn = static_cast<std::uint32_t>(g(me::pdn));
     r.qpn = static_cast<std::uint32_t>(g(me::bound_qpn));
@@ -57,13 +57,5 @@ inline tp::MrFacts read_mr_facts(const std::uint8_t* e) {
     m.zero_based = g(me::zero_based) != 0;
     return m;
 }
-
-// MPT_ENTRY.access keeps ibv_access_flags bits, which are the core's.
-static_assert(hw::access::kMwBind == tp::kAccessMwBind && hw::access::kZeroBased == tp::kAccessZeroBased &&
-                  hw::access::kRemoteWrite == tp::kAccessRemoteWrite,
-              "access bits");
-static_assert(static_cast<int>(hw::MwState::Valid) == static_cast<int>(tp::MwState::Valid) &&
-                  static_cast<int>(hw::MwState::Free) == static_cast<int>(tp::MwState::Free),
-              "MW states");
 
 }  // namespace simnic::soft_engine

@@ -207,7 +207,7 @@ struct Rig {
     }
 
     struct Wr {
-        hw::WqeOpcode op = hw::WqeOpcode::Send;
+        hw::WrOpcode op = hw::WrOpcode::Send;
         uint64_t wr_id = 0;
         uint64_t laddr = 0;
         uint32_t len = 0;
@@ -229,8 +229,8 @@ struct Rig {
         hw::set(w, stride, c::wr_id, r.wr_id);
         hw::set(w, stride, c::total_len, r.len);
         uint8_t* s = w + c::kSize;
-        const bool atomic = r.op == hw::WqeOpcode::AtomicCmpAndSwp || r.op == hw::WqeOpcode::AtomicFetchAndAdd;
-        if (r.op != hw::WqeOpcode::Send && r.op != hw::WqeOpcode::SendWithImm) {
+        const bool atomic = r.op == hw::WrOpcode::AtomicCmpAndSwp || r.op == hw::WrOpcode::AtomicFetchAndAdd;
+        if (r.op != hw::WrOpcode::Send && r.op != hw::WrOpcode::SendWithImm) {
             hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::remote_va, r.raddr);
             hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::rkey, r.rkey);
             s += hw::raddr_seg::kSize;
@@ -310,7 +310,7 @@ TEST_CASE("two RC QPs exchange SEND, WRITE, READ and atomics over lo", "[soft_en
     // SEND of 3000 bytes: three packets at MTU 1024, with immediate.
     fill(r.ptr(0), 3000, 1);
     r.post_recv(r.b, 77, r.va(100000), 4000);
-    r.post_send(r.a, {hw::WqeOpcode::SendWithImm, 11, r.va(0), 3000, 0, 0, 0, 0, 0x12345678});
+    r.post_send(r.a, {hw::WrOpcode::SendWithImm, 11, r.va(0), 3000, 0, 0, 0, 0, 0x12345678});
     Rig::Cqe s = r.poll(r.a.cq);
     CHECK(s.status == 0);
     CHECK(s.wr_id == 11);
@@ -327,7 +327,7 @@ TEST_CASE("two RC QPs exchange SEND, WRITE, READ and atomics over lo", "[soft_en
 
     // RDMA WRITE of 5000 bytes into B's part of the MR.
     fill(r.ptr(10000), 5000, 3);
-    r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 12, r.va(10000), 5000, r.va(200000), r.rkey});
+    r.post_send(r.a, {hw::WrOpcode::RdmaWrite, 12, r.va(10000), 5000, r.va(200000), r.rkey});
     s = r.poll(r.a.cq);
     CHECK(s.status == 0);
     CHECK(s.opcode == uint32_t(hw::WcOpcode::RdmaWrite));
@@ -335,7 +335,7 @@ TEST_CASE("two RC QPs exchange SEND, WRITE, READ and atomics over lo", "[soft_en
 
     // RDMA READ of 4000 bytes.
     fill(r.ptr(300000), 4000, 9);
-    r.post_send(r.a, {hw::WqeOpcode::RdmaRead, 13, r.va(20000), 4000, r.va(300000), r.rkey});
+    r.post_send(r.a, {hw::WrOpcode::RdmaRead, 13, r.va(20000), 4000, r.va(300000), r.rkey});
     s = r.poll(r.a.cq);
     CHECK(s.status == 0);
     CHECK(s.opcode == uint32_t(hw::WcOpcode::RdmaRead));
@@ -344,7 +344,7 @@ TEST_CASE("two RC QPs exchange SEND, WRITE, READ and atomics over lo", "[soft_en
     // Atomics: fetch-add and compare-swap return the original value.
     uint64_t target = 1000;
     std::memcpy(r.ptr(400000), &target, 8);
-    r.post_send(r.a, {hw::WqeOpcode::AtomicFetchAndAdd, 14, r.va(30000), 8, r.va(400000), r.rkey, 5});
+    r.post_send(r.a, {hw::WrOpcode::AtomicFetchAndAdd, 14, r.va(30000), 8, r.va(400000), r.rkey, 5});
     s = r.poll(r.a.cq);
     CHECK(s.status == 0);
     uint64_t got = 0;
@@ -352,7 +352,7 @@ TEST_CASE("two RC QPs exchange SEND, WRITE, READ and atomics over lo", "[soft_en
     CHECK(got == 1000);
     std::memcpy(&got, r.ptr(400000), 8);
     CHECK(got == 1005);
-    r.post_send(r.a, {hw::WqeOpcode::AtomicCmpAndSwp, 15, r.va(30008), 8, r.va(400000), r.rkey, 1005, 42});
+    r.post_send(r.a, {hw::WrOpcode::AtomicCmpAndSwp, 15, r.va(30008), 8, r.va(400000), r.rkey, 1005, 42});
     s = r.poll(r.a.cq);
     CHECK(s.status == 0);
     std::memcpy(&got, r.ptr(30008), 8);
@@ -364,7 +364,7 @@ TEST_CASE("two RC QPs exchange SEND, WRITE, READ and atomics over lo", "[soft_en
     for (int i = 0; i < 20; ++i) r.post_recv(r.a, 1000 + i, r.va(50000 + 64 * i), 64);
     for (int i = 0; i < 20; ++i) {
         fill(r.ptr(60000 + 64 * i), 64, uint8_t(i));
-        r.post_send(r.b, {hw::WqeOpcode::Send, uint64_t(2000 + i), r.va(60000 + 64 * i), 64});
+        r.post_send(r.b, {hw::WrOpcode::Send, uint64_t(2000 + i), r.va(60000 + 64 * i), 64});
     }
     for (int i = 0; i < 20; ++i) {
         Rig::Cqe c1 = r.poll(r.b.cq);
@@ -387,13 +387,13 @@ TEST_CASE("a bad rkey gives a remote access error and touches nothing", "[soft_e
     std::memset(r.buf.p + r.mr_off + r.mr_len, 0x5A, 4096);
     fill(r.ptr(0), 8192, 5);
     SECTION("wrong key byte") {
-        r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 21, r.va(0), 4096, r.va(8192), r.rkey ^ 0x1});
+        r.post_send(r.a, {hw::WrOpcode::RdmaWrite, 21, r.va(0), 4096, r.va(8192), r.rkey ^ 0x1});
     }
     SECTION("beyond the end of the MR") {
-        r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 21, r.va(0), 8192, r.va(r.mr_len - 4096), r.rkey});
+        r.post_send(r.a, {hw::WrOpcode::RdmaWrite, 21, r.va(0), 8192, r.va(r.mr_len - 4096), r.rkey});
     }
     SECTION("before the start of the MR") {
-        r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 21, r.va(0), 4096, r.va(0) - 2048, r.rkey});
+        r.post_send(r.a, {hw::WrOpcode::RdmaWrite, 21, r.va(0), 4096, r.va(0) - 2048, r.rkey});
     }
     Rig::Cqe s = r.poll(r.a.cq);
     CHECK(s.wr_id == 21);
@@ -452,7 +452,7 @@ TEST_CASE("a CQ doorbell past the producer index is ignored", "[soft_engine]") {
     Rig r;
     r.ctx->ring_doorbell(hw::DbKind::Cq, r.a.cq.cqn, 40, 0);
     fill(r.ptr(0), 4096, 3);
-    r.post_send(r.a, {hw::WqeOpcode::RdmaWrite, 31, r.va(0), 4096, r.va(8192), r.rkey});
+    r.post_send(r.a, {hw::WrOpcode::RdmaWrite, 31, r.va(0), 4096, r.va(8192), r.rkey});
     Rig::Cqe s = r.poll(r.a.cq);
     CHECK(s.wr_id == 31);
     CHECK(s.status == uint32_t(hw::WcStatus::Success));

@@ -10,7 +10,8 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
+
+#include "simnic/base/clock.h"
 
 namespace simnic::verbs {
 
@@ -20,11 +21,6 @@ namespace {
 
 // Empty polls of one CQ before poll_cq yields the CPU once (see op_poll_cq).
 constexpr std::uint32_t kPollsBeforeYield = 16;
-std::uint64_t mono_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 // A context whose CQs have been empty this long naps in poll_cq, this long at
 // most (see cq_relax).
@@ -123,7 +119,7 @@ void cq_relax(SimCq& cq) {
     }();
     if (nap) {
         SimContext& c = *cq.ctx;
-        const std::uint64_t now = mono_ns();
+        const std::uint64_t now = base::mono_ns();
         std::uint64_t last = c.last_cqe_ns.load(std::memory_order_relaxed);
         if (last == 0) {  // first empty spell of this context: start counting
             c.last_cqe_ns.compare_exchange_strong(last, now, std::memory_order_relaxed);
@@ -277,12 +273,10 @@ int detail::op_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
 namespace {
 
 // ---- send WQEs (6.2) ----
-bool is_rdma(ibv_wr_opcode op) {
-    return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ;
-}
-bool is_atomic(ibv_wr_opcode op) {
-    return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
+// CTRL_SEG.opcode holds the ibv_wr_opcode itself (hw-spec 6.3, verbs_abi.cc),
+// so the vocabulary's classification applies to the application's opcode.
+bool is_rdma(ibv_wr_opcode op) { return hw::is_rdma(static_cast<hw::WrOpcode>(op)); }
+bool is_atomic(ibv_wr_opcode op) { return hw::is_atomic(static_cast<hw::WrOpcode>(op)); }
 bool opcode_ok(ibv_qp_type t, ibv_wr_opcode op) {
     switch (op) {
         case IBV_WR_SEND:

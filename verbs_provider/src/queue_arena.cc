@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "simnic/hw/layout.h"
 
@@ -49,7 +50,7 @@ bool QueueArena::init_locked(host::Context& hc) {
     }
     domain_ = static_cast<std::uint16_t>(hw::get(r.out.data(), r.out.size(), hw::cmd_handle::handle));
     base_ = static_cast<std::uint8_t*>(m);
-    free_[0] = kArenaBytes;
+    free_ = base::RangeAllocator<std::size_t>(kArenaBytes);
     return true;
 }
 
@@ -59,17 +60,13 @@ std::uint8_t* QueueArena::alloc(host::Context& hc, std::size_t bytes, std::uint1
         std::lock_guard<std::mutex> lk(mu_);
         if (shared && !tried_) init_locked(hc);
         if (shared && base_) {
-            for (auto it = free_.begin(); it != free_.end(); ++it) {
-                if (it->second < len) continue;  // first fit
-                const std::size_t off = it->first, left = it->second - len;
-                free_.erase(it);
-                if (left) free_[off + len] = left;
-                used_[off] = len;
+            if (const std::optional<std::size_t> off = free_.alloc(len)) {
+                used_[*off] = len;
                 domain = domain_;
                 // Freed pages were returned (zero), new ones are zero; a
                 // ring reused from a punched range is zero too. Be sure.
-                std::memset(base_ + off, 0, len);
-                return base_ + off;
+                std::memset(base_ + *off, 0, len);
+                return base_ + *off;
             }
         }
     }
@@ -90,24 +87,10 @@ void QueueArena::free(std::uint8_t* p) {
     const std::size_t off = static_cast<std::size_t>(p - base_);
     auto u = used_.find(off);
     if (u == used_.end()) return;  // not ours: never hand it to free()
-    std::size_t start = off, len = u->second;
+    const std::size_t len = u->second;
     used_.erase(u);
     madvise(p, len, MADV_REMOVE);  // the pages go back to the system
-    // Coalesce with the free neighbours.
-    auto next = free_.lower_bound(start);
-    if (next != free_.end() && start + len == next->first) {
-        len += next->second;
-        next = free_.erase(next);
-    }
-    if (next != free_.begin()) {
-        auto prev = std::prev(next);
-        if (prev->first + prev->second == start) {
-            start = prev->first;
-            len += prev->second;
-            free_.erase(prev);
-        }
-    }
-    free_[start] = len;
+    free_.free(off, len);
 }
 
 }  // namespace simnic::verbs

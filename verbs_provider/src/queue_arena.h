@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 
+#include "simnic/base/range_allocator.h"
 #include "simnic/host/context.h"
 
 namespace simnic::verbs {
@@ -42,8 +43,8 @@ private:
     bool tried_ = false;
     std::uint8_t* base_ = nullptr;
     std::uint16_t domain_ = 0;
-    std::map<std::size_t, std::size_t> free_;  // offset -> length, coalesced
-    std::map<std::size_t, std::size_t> used_;  // offset -> length
+    base::RangeAllocator<std::size_t> free_;   // offsets into the arena, in pages' bytes
+    std::map<std::size_t, std::size_t> used_;  // offset -> length of each ring handed out
 };
 
 }  // namespace simnic::verbs

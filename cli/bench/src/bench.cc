@@ -1,7 +1,6 @@
 #include "simnic/bench/bench.h"
 
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "simnic/base/clock.h"
 #include "simnic/fw/firmware.h"
 #include "simnic/fw/linux_netdev.h"
 #include "simnic/fw/table_store.h"
@@ -39,12 +39,6 @@ namespace {
 
 constexpr uint8_t kLogSqStride = 7, kLogRqStride = 5;
 constexpr uint16_t kCtx = 1;
-
-uint64_t wall_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 // Anonymous memory of this process: the host memory the device DMAs.
 struct HostMem {
@@ -275,16 +269,16 @@ void Bench::post_send(Qp& q) {
     uint8_t* w = mem_.p + q.sq + (size_t(hw::ring_slot(q.sq_pi, log_q_)) << kLogSqStride);
     std::memset(w, 0, stride);
     namespace c = hw::ctrl_seg;
-    const hw::WqeOpcode op = spec_.op == BenchOp::Write ? hw::WqeOpcode::RdmaWrite
-                             : spec_.op == BenchOp::Read ? hw::WqeOpcode::RdmaRead
-                                                         : hw::WqeOpcode::Send;
+    const hw::WrOpcode op = spec_.op == BenchOp::Write ? hw::WrOpcode::RdmaWrite
+                             : spec_.op == BenchOp::Read ? hw::WrOpcode::RdmaRead
+                                                         : hw::WrOpcode::Send;
     hw::set(w, stride, c::opcode, uint8_t(op));
     hw::set(w, stride, c::signaled, 1);
     hw::set(w, stride, c::num_sge, 1);
     hw::set(w, stride, c::wr_id, posted_);
     hw::set(w, stride, c::total_len, spec_.size);
     uint8_t* s = w + c::kSize;
-    if (op != hw::WqeOpcode::Send) {
+    if (op != hw::WrOpcode::Send) {
         hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::remote_va, mem_.addr(data_off_ + data_len_ / 2));
         hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::rkey, rkey_);
         s += hw::raddr_seg::kSize;
@@ -343,9 +337,9 @@ bool Bench::run(BenchResult& out, std::string& err) {
             if (spec_.op == BenchOp::Send) post_recv(q);
             if (posted_ < spec_.messages) post_send(q);
         }
-    const uint64_t w0 = wall_ns();
+    const uint64_t w0 = base::mono_ns();
     pipe_->run();
-    out.wall_s = double(wall_ns() - w0) / 1e9;
+    out.wall_s = double(base::mono_ns() - w0) / 1e9;
     out.messages = done_;
     out.errors = errors_;
     if (done_ + errors_ != posted_) {

@@ -16,7 +16,7 @@ struct Completer::Pass {
     const roce::Packet* pkt = nullptr;  // cleared once the packet is consumed
     uint32_t mask = 0;
     bool timeout = false;
-    WcStatus status = WcStatus::Success;  // for the Error state
+    hw::WcStatus status = hw::WcStatus::Success;  // for the Error state
 };
 
 void Completer::process(const roce::Packet& pkt) {
@@ -69,7 +69,7 @@ CompState Completer::step(CompState s, Pass& p) {
 }
 
 CompState Completer::get_ack(Pass& p) {
-    if (qp_.state == QpState::Err) return CompState::Exit;
+    if (qp_.state == hw::QpState::Err) return CompState::Exit;
     if (p.timeout) {
         // Retransmit timer: retry if requests are still unacknowledged.
         p.timeout = false;
@@ -92,7 +92,7 @@ CompState Completer::get_wqe(Pass& p) {
     return p.pkt ? CompState::CheckPsn : CompState::Exit;
 }
 
-void Completer::finish_head(WcStatus status) {
+void Completer::finish_head(hw::WcStatus status) {
     SqEntry* e = qp_.sq.head();
     if (e->holds_rd_atomic) ++qp_.req.rd_atomic_credits;
     qp_.complete_send(*e, status);
@@ -107,7 +107,7 @@ CompState Completer::comp_wqe(Pass& p) {
         qp_.comp.psn = psn_add(e->last_psn, 1);
         qp_.comp.opcode = -1;
     }
-    finish_head(WcStatus::Success);
+    finish_head(hw::WcStatus::Success);
     return CompState::GetWqe;
 }
 
@@ -118,7 +118,7 @@ CompState Completer::check_psn(Pass& p) {
         // The response is for a later WQE: this one was acknowledged
         // implicitly, unless it is a READ or atomic whose data never came.
         if (e->state != WqeState::Pending) return CompState::Done;
-        if (is_read_or_atomic(e->wr.opcode)) return CompState::ErrorRetry;
+        if (hw::is_read_or_atomic(e->wr.opcode)) return CompState::ErrorRetry;
         qp_.reset_retry_counters();
         return CompState::CompWqe;
     }
@@ -133,7 +133,7 @@ CompState Completer::check_psn(Pass& p) {
         return CompState::Done;
     }
     // A gap in READ responses: drop; the retransmit timer resends the rest.
-    if (diff > 0 && is_read_or_atomic(e->wr.opcode)) return CompState::Done;
+    if (diff > 0 && hw::is_read_or_atomic(e->wr.opcode)) return CompState::Done;
     return CompState::CheckAck;
 }
 
@@ -157,20 +157,20 @@ CompState Completer::check_ack(Pass& p) {
         case op::RC_RDMA_READ_RESPONSE_LAST:
         case op::RC_RDMA_READ_RESPONSE_ONLY:
             if (roce::aeth_type(syn) != roce::AethType::Ack) {
-                p.status = WcStatus::BadRespErr;
+                p.status = hw::WcStatus::BadRespErr;
                 return CompState::Error;
             }
             [[fallthrough]];
         case op::RC_RDMA_READ_RESPONSE_MIDDLE:
-            if (e->wr.opcode != WrOpcode::RdmaRead) {
-                p.status = WcStatus::BadRespErr;
+            if (e->wr.opcode != hw::WrOpcode::RdmaRead) {
+                p.status = hw::WcStatus::BadRespErr;
                 return CompState::Error;
             }
             qp_.reset_retry_counters();
             return CompState::Read;
         case op::RC_ATOMIC_ACKNOWLEDGE:
-            if (roce::aeth_type(syn) != roce::AethType::Ack || !is_atomic(e->wr.opcode)) {
-                p.status = WcStatus::BadRespErr;
+            if (roce::aeth_type(syn) != roce::AethType::Ack || !hw::is_atomic(e->wr.opcode)) {
+                p.status = hw::WcStatus::BadRespErr;
                 return CompState::Error;
             }
             qp_.reset_retry_counters();
@@ -191,24 +191,24 @@ CompState Completer::check_ack(Pass& p) {
                             }
                             return CompState::ErrorRetry;
                         case roce::NakCode::InvalidRequest:
-                            p.status = WcStatus::RemInvReqErr;
+                            p.status = hw::WcStatus::RemInvReqErr;
                             return CompState::Error;
                         case roce::NakCode::RemoteAccessError:
-                            p.status = WcStatus::RemAccessErr;
+                            p.status = hw::WcStatus::RemAccessErr;
                             return CompState::Error;
                         case roce::NakCode::RemoteOperationalError:
-                            p.status = WcStatus::RemOpErr;
+                            p.status = hw::WcStatus::RemOpErr;
                             return CompState::Error;
                         default:
-                            p.status = WcStatus::BadRespErr;
+                            p.status = hw::WcStatus::BadRespErr;
                             return CompState::Error;
                     }
                 case roce::AethType::Reserved: break;
             }
-            p.status = WcStatus::BadRespErr;
+            p.status = hw::WcStatus::BadRespErr;
             return CompState::Error;
         default:
-            p.status = WcStatus::BadRespErr;
+            p.status = hw::WcStatus::BadRespErr;
             return CompState::Error;
     }
 }
@@ -227,9 +227,9 @@ CompState Completer::read(Pass& p) {
             continue;
         }
         const size_t n = static_cast<size_t>(std::min<uint64_t>(s.length - off, len));
-        if (qp_.env.mem->write(KeyKind::Lkey, s.lkey, s.addr + off, data, n, kAccessLocalWrite) !=
+        if (qp_.env.mem->write(KeyKind::Lkey, s.lkey, s.addr + off, data, n, hw::access::kLocalWrite) !=
             MemStatus::Ok) {
-            p.status = WcStatus::LocProtErr;
+            p.status = hw::WcStatus::LocProtErr;
             return CompState::Error;
         }
         data += n;
@@ -237,7 +237,7 @@ CompState Completer::read(Pass& p) {
         off = 0;
     }
     if (len > 0) {  // more data than the READ asked for
-        p.status = WcStatus::LocLenErr;
+        p.status = hw::WcStatus::LocLenErr;
         return CompState::Error;
     }
     return (p.mask & roce::kLast) ? CompState::CompAck : CompState::UpdateComp;
@@ -250,8 +250,8 @@ CompState Completer::atomic(Pass& p) {
     const uint64_t orig = p.pkt->hdr.atomic_ack.orig;
     const Sge& s = e.wr.sg.sge[0];
     if (qp_.env.mem->write(KeyKind::Lkey, s.lkey, s.addr, &orig, sizeof orig,
-                           kAccessLocalWrite) != MemStatus::Ok) {
-        p.status = WcStatus::LocProtErr;
+                           hw::access::kLocalWrite) != MemStatus::Ok) {
+        p.status = hw::WcStatus::LocProtErr;
         return CompState::Error;
     }
     return CompState::CompAck;
@@ -265,7 +265,7 @@ CompState Completer::write_send(Pass& p) {
 }
 
 CompState Completer::comp_ack(Pass& p) {
-    finish_head(WcStatus::Success);
+    finish_head(hw::WcStatus::Success);
     return psn_diff(p.pkt->hdr.bth.psn, qp_.comp.psn) >= 0 ? CompState::UpdateComp
                                                             : CompState::Done;
 }
@@ -293,7 +293,7 @@ CompState Completer::error_retry(Pass& p) {
         if (roce::psn_before(qp_.comp.psn, qp_.req.psn)) qp_.req.retry = ReqRetry::Now;
         return CompState::Done;
     }
-    p.status = WcStatus::RetryExcErr;
+    p.status = hw::WcStatus::RetryExcErr;
     return CompState::Error;
 }
 
@@ -309,7 +309,7 @@ CompState Completer::rnr_retry(Pass& p) {
                                               rnr_timeout_ns(roce::aeth_value(p.pkt->hdr.aeth.syndrome)));
         return CompState::Done;
     }
-    p.status = WcStatus::RnrRetryExcErr;
+    p.status = hw::WcStatus::RnrRetryExcErr;
     return CompState::Error;
 }
 

@@ -7,18 +7,18 @@ namespace simnic::transport {
 Qp::Qp(const QpConfig& cfg, const TransportEnv& env)
     : ctx_(cfg, env), req_(ctx_), resp_(ctx_), comp_(ctx_) {}
 
-void Qp::set_state(QpState s) {
-    if (s == QpState::Err) {
+void Qp::set_state(hw::QpState s) {
+    if (s == hw::QpState::Err) {
         ctx_.enter_error();
         return;
     }
-    const QpState from = ctx_.state;
+    const hw::QpState from = ctx_.state;
     ctx_.state = s;
     // RTS->SQD starts a drain (SQD->SQD does not); leaving SQD ends one (the
     // firmware lets a QP leave SQD only once drained, or to RESET/ERR).
-    if (s == QpState::Sqd && from == QpState::Rts)
+    if (s == hw::QpState::Sqd && from == hw::QpState::Rts)
         ctx_.begin_sq_drain();
-    else if (s != QpState::Sqd)
+    else if (s != hw::QpState::Sqd)
         ctx_.sq_draining = false;
     progress();
 }
@@ -47,8 +47,8 @@ void Qp::on_packet(const roce::Packet& pkt) {
     const roce::OpcodeInfo& info = pkt.opinfo();
     // A packet of another transport than the QP's is not for it.
     const roce::Transport t = roce::opcode_transport(pkt.hdr.bth.opcode);
-    const roce::Transport want = ctx_.cfg.type == QpType::RC   ? roce::Transport::RC
-                                 : ctx_.cfg.type == QpType::UC ? roce::Transport::UC
+    const roce::Transport want = ctx_.cfg.type == hw::QpType::Rc   ? roce::Transport::RC
+                                 : ctx_.cfg.type == hw::QpType::Uc ? roce::Transport::UC
                                                                : roce::Transport::UD;
     if (!info.valid() || t != want) return;
     if (info.has(roce::kRequest)) {

@@ -3,20 +3,20 @@
 namespace simnic::transport {
 
 namespace {
-WcOpcode wc_opcode_of(WrOpcode op) {
+hw::WcOpcode wc_opcode_of(hw::WrOpcode op) {
     switch (op) {
-        case WrOpcode::RdmaWrite:
-        case WrOpcode::RdmaWriteWithImm: return WcOpcode::RdmaWrite;
-        case WrOpcode::RdmaRead: return WcOpcode::RdmaRead;
-        case WrOpcode::AtomicCmpAndSwp: return WcOpcode::CompSwap;
-        case WrOpcode::AtomicFetchAndAdd: return WcOpcode::FetchAdd;
-        case WrOpcode::LocalInv: return WcOpcode::LocalInv;
-        case WrOpcode::BindMw: return WcOpcode::BindMw;
-        case WrOpcode::Send:
-        case WrOpcode::SendWithImm:
-        case WrOpcode::SendWithInv: return WcOpcode::Send;
+        case hw::WrOpcode::RdmaWrite:
+        case hw::WrOpcode::RdmaWriteWithImm: return hw::WcOpcode::RdmaWrite;
+        case hw::WrOpcode::RdmaRead: return hw::WcOpcode::RdmaRead;
+        case hw::WrOpcode::AtomicCmpAndSwp: return hw::WcOpcode::CompSwap;
+        case hw::WrOpcode::AtomicFetchAndAdd: return hw::WcOpcode::FetchAdd;
+        case hw::WrOpcode::LocalInv: return hw::WcOpcode::LocalInv;
+        case hw::WrOpcode::BindMw: return hw::WcOpcode::BindMw;
+        case hw::WrOpcode::Send:
+        case hw::WrOpcode::SendWithImm:
+        case hw::WrOpcode::SendWithInv: return hw::WcOpcode::Send;
     }
-    return WcOpcode::Send;
+    return hw::WcOpcode::Send;
 }
 }  // namespace
 
@@ -27,7 +27,7 @@ QpContext::QpContext(const QpConfig& c, const TransportEnv& e) : cfg(c), env(e) 
     reset_retry_counters();
     // rxe keeps one source port per QP: from the address vector's flow label
     // or the QPN pair for connected QPs, from its own QPN for UD.
-    sport_ = cfg.type == QpType::UD ? roce::roce_udp_sport_unconnected(cfg.qpn)
+    sport_ = cfg.type == hw::QpType::Ud ? roce::roce_udp_sport_unconnected(cfg.qpn)
                                     : roce::roce_udp_sport(cfg.qpn, cfg.dest_qpn, cfg.av.flow_label);
 }
 
@@ -55,15 +55,15 @@ void QpContext::init_packet(roce::Packet& p, const AddressVector& av, uint32_t d
     p.hdr.bth.dqpn = dqpn & roce::kPsnMask;
 }
 
-void QpContext::complete_send(const SqEntry& e, WcStatus status) {
-    const bool signaled = cfg.sq_sig_all || (e.wr.send_flags & kSendSignaled);
-    if (status == WcStatus::Success && !signaled) return;
+void QpContext::complete_send(const SqEntry& e, hw::WcStatus status) {
+    const bool signaled = cfg.sq_sig_all || (e.wr.send_flags & hw::send_flags::kSignaled);
+    if (status == hw::WcStatus::Success && !signaled) return;
     Completion c;
     c.wr_id = e.wr.wr_id;
     c.status = status;
     c.opcode = wc_opcode_of(e.wr.opcode);
     c.qp_num = cfg.qpn;
-    if (status == WcStatus::Success) {
+    if (status == hw::WcStatus::Success) {
         // rxe reports the message length for every opcode.
         c.byte_len = static_cast<uint32_t>(e.wr.length());
     }
@@ -76,14 +76,14 @@ void QpContext::arm_retransmit_timer() {
 }
 
 void QpContext::enter_error() {
-    if (state == QpState::Err) return;
-    state = QpState::Err;
+    if (state == hw::QpState::Err) return;
+    state = hw::QpState::Err;
     sq_draining = false;  // no SQ_DRAINED: the flush ends the drain
     env.timers->cancel(QpTimer::Retransmit);
     env.timers->cancel(QpTimer::Rnr);
     // Send queue: every WQE not yet completed, in order.
     while (SqEntry* e = sq.head()) {
-        complete_send(*e, e->state == WqeState::Error ? e->status : WcStatus::WrFlushErr);
+        complete_send(*e, e->state == WqeState::Error ? e->status : hw::WcStatus::WrFlushErr);
         sq.pop();
     }
     req.next_seq = sq.head_seq();
@@ -92,8 +92,8 @@ void QpContext::enter_error() {
     // Receive side: the WQE in use, then the RQ (an SRQ belongs to other QPs
     // too and is left alone, as rxe does).
     Completion c;
-    c.status = WcStatus::WrFlushErr;
-    c.opcode = WcOpcode::Recv;
+    c.status = hw::WcStatus::WrFlushErr;
+    c.opcode = hw::WcOpcode::Recv;
     c.qp_num = cfg.qpn;
     if (recv) {
         c.wr_id = recv->wqe.wr_id;
@@ -110,7 +110,7 @@ void QpContext::enter_error() {
         // The WQE in use is flushed and a QP in ERR takes no more from the
         // SRQ: the last WQE has been reached (rxe_resp.c, flush_recv_queue()
         // for a QP with an SRQ).
-        env.events->async_event(AsyncEvent::QpLastWqeReached);
+        env.events->async_event(hw::EventType::QpLastWqeReached);
     }
 }
 
@@ -119,10 +119,10 @@ void QpContext::begin_sq_drain() {
 }
 
 void QpContext::check_sq_drained() {
-    if (!sq_draining || state != QpState::Sqd) return;
+    if (!sq_draining || state != hw::QpState::Sqd) return;
     if (sq.head_seq() < req.started_end) return;  // a started WQE is not complete yet
     sq_draining = false;
-    if (cfg.en_sqd_async_notify) env.events->async_event(AsyncEvent::SqDrained);
+    if (cfg.en_sqd_async_notify) env.events->async_event(hw::EventType::SqDrained);
 }
 
 uint64_t rnr_timeout_ns(uint8_t code) {
@@ -134,34 +134,6 @@ uint64_t rnr_timeout_ns(uint8_t code) {
         4096000,  6144000, 8192000, 12288000, 16384000, 24576000, 32768000, 49152000,
     };
     return uint64_t{k10ns[code & 31]} * 10;
-}
-
-const char* to_string(WcStatus s) {
-    switch (s) {
-        case WcStatus::Success: return "success";
-        case WcStatus::LocLenErr: return "local length error";
-        case WcStatus::LocQpOpErr: return "local QP operation error";
-        case WcStatus::LocEecOpErr: return "local EE context operation error";
-        case WcStatus::LocProtErr: return "local protection error";
-        case WcStatus::WrFlushErr: return "Work Request Flushed Error";
-        case WcStatus::MwBindErr: return "memory management operation error";
-        case WcStatus::BadRespErr: return "bad response error";
-        case WcStatus::LocAccessErr: return "local access error";
-        case WcStatus::RemInvReqErr: return "remote invalid request error";
-        case WcStatus::RemAccessErr: return "remote access error";
-        case WcStatus::RemOpErr: return "remote operation error";
-        case WcStatus::RetryExcErr: return "transport retry counter exceeded";
-        case WcStatus::RnrRetryExcErr: return "RNR retry counter exceeded";
-        case WcStatus::LocRddViolErr: return "local RDD violation error";
-        case WcStatus::RemInvRdReqErr: return "remote invalid RD request";
-        case WcStatus::RemAbortErr: return "aborted error";
-        case WcStatus::InvEecnErr: return "invalid EE context number";
-        case WcStatus::InvEecStateErr: return "invalid EE context state";
-        case WcStatus::FatalErr: return "fatal error";
-        case WcStatus::RespTimeoutErr: return "response timeout error";
-        case WcStatus::GeneralErr: return "general error";
-    }
-    return "unknown";
 }
 
 }  // namespace simnic::transport

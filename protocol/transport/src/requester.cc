@@ -15,16 +15,16 @@ namespace {
 
 // rxe's opcode table (rxe_wr_opcode_info): LOCAL_INV on RC only, BIND_MW on
 // RC and UC.
-bool opcode_allowed(QpType t, WrOpcode o) {
+bool opcode_allowed(hw::QpType t, hw::WrOpcode o) {
     switch (t) {
-        case QpType::RC:
+        case hw::QpType::Rc:
             return true;
-        case QpType::UC:
-            return o == WrOpcode::Send || o == WrOpcode::SendWithImm ||
-                   o == WrOpcode::RdmaWrite || o == WrOpcode::RdmaWriteWithImm ||
-                   o == WrOpcode::BindMw;
-        case QpType::UD:
-            return o == WrOpcode::Send || o == WrOpcode::SendWithImm;
+        case hw::QpType::Uc:
+            return o == hw::WrOpcode::Send || o == hw::WrOpcode::SendWithImm ||
+                   o == hw::WrOpcode::RdmaWrite || o == hw::WrOpcode::RdmaWriteWithImm ||
+                   o == hw::WrOpcode::BindMw;
+        case hw::QpType::Ud:
+            return o == hw::WrOpcode::Send || o == hw::WrOpcode::SendWithImm;
     }
     return false;
 }
@@ -33,39 +33,39 @@ bool opcode_allowed(QpType t, WrOpcode o) {
 // UC or UD range as the QP type asks. Same choice as rxe's next_opcode(), but
 // from the packet's position rather than the previous opcode, so that a
 // restart in the middle of a message needs no replay of the earlier ones.
-uint8_t request_opcode(QpType t, WrOpcode o, uint32_t k, uint32_t n) {
+uint8_t request_opcode(hw::QpType t, hw::WrOpcode o, uint32_t k, uint32_t n) {
     const bool first = k == 0, last = k + 1 == n, only = first && last;
     uint8_t c = 0;
     switch (o) {
-        case WrOpcode::Send:
+        case hw::WrOpcode::Send:
             c = only ? op::RC_SEND_ONLY : first ? op::RC_SEND_FIRST
                 : last ? op::RC_SEND_LAST : op::RC_SEND_MIDDLE;
             break;
-        case WrOpcode::SendWithImm:
+        case hw::WrOpcode::SendWithImm:
             c = only ? op::RC_SEND_ONLY_WITH_IMMEDIATE : first ? op::RC_SEND_FIRST
                 : last ? op::RC_SEND_LAST_WITH_IMMEDIATE : op::RC_SEND_MIDDLE;
             break;
-        case WrOpcode::SendWithInv:
+        case hw::WrOpcode::SendWithInv:
             c = only ? op::RC_SEND_ONLY_WITH_INVALIDATE : first ? op::RC_SEND_FIRST
                 : last ? op::RC_SEND_LAST_WITH_INVALIDATE : op::RC_SEND_MIDDLE;
             break;
-        case WrOpcode::RdmaWrite:
+        case hw::WrOpcode::RdmaWrite:
             c = only ? op::RC_RDMA_WRITE_ONLY : first ? op::RC_RDMA_WRITE_FIRST
                 : last ? op::RC_RDMA_WRITE_LAST : op::RC_RDMA_WRITE_MIDDLE;
             break;
-        case WrOpcode::RdmaWriteWithImm:
+        case hw::WrOpcode::RdmaWriteWithImm:
             c = only ? op::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : first ? op::RC_RDMA_WRITE_FIRST
                 : last ? op::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : op::RC_RDMA_WRITE_MIDDLE;
             break;
-        case WrOpcode::RdmaRead: return op::RC_RDMA_READ_REQUEST;
-        case WrOpcode::AtomicCmpAndSwp: return op::RC_COMPARE_SWAP;
-        case WrOpcode::AtomicFetchAndAdd: return op::RC_FETCH_ADD;
-        case WrOpcode::LocalInv:
-        case WrOpcode::BindMw: return 0;
+        case hw::WrOpcode::RdmaRead: return op::RC_RDMA_READ_REQUEST;
+        case hw::WrOpcode::AtomicCmpAndSwp: return op::RC_COMPARE_SWAP;
+        case hw::WrOpcode::AtomicFetchAndAdd: return op::RC_FETCH_ADD;
+        case hw::WrOpcode::LocalInv:
+        case hw::WrOpcode::BindMw: return 0;
     }
-    if (t == QpType::UC) return static_cast<uint8_t>(c | 0x20);
-    if (t == QpType::UD)
-        return o == WrOpcode::SendWithImm ? op::UD_SEND_ONLY_WITH_IMMEDIATE : op::UD_SEND_ONLY;
+    if (t == hw::QpType::Uc) return static_cast<uint8_t>(c | 0x20);
+    if (t == hw::QpType::Ud)
+        return o == hw::WrOpcode::SendWithImm ? op::UD_SEND_ONLY_WITH_IMMEDIATE : op::UD_SEND_ONLY;
     return c;
 }
 
@@ -76,16 +76,16 @@ PostStatus Requester::post(const SendWqe& wqe) {
     if (wqe.sg.num_sge > kMaxSge) return PostStatus::TooManySge;
     const uint64_t len = wqe.length();
     if (len > (uint64_t{1} << 31)) return PostStatus::BadLength;
-    if (qp_.cfg.type == QpType::UD && len > qp_.mtu()) return PostStatus::BadLength;
-    if (is_atomic(wqe.opcode) && (wqe.is_inline() || len != 8)) return PostStatus::BadLength;
-    if (wqe.opcode == WrOpcode::RdmaRead && wqe.is_inline()) return PostStatus::BadLength;
-    if (is_local_op(wqe.opcode) && (wqe.is_inline() || wqe.sg.num_sge != 0))
+    if (qp_.cfg.type == hw::QpType::Ud && len > qp_.mtu()) return PostStatus::BadLength;
+    if (hw::is_atomic(wqe.opcode) && (wqe.is_inline() || len != 8)) return PostStatus::BadLength;
+    if (wqe.opcode == hw::WrOpcode::RdmaRead && wqe.is_inline()) return PostStatus::BadLength;
+    if (hw::is_local_op(wqe.opcode) && (wqe.is_inline() || wqe.sg.num_sge != 0))
         return PostStatus::InvalidOpcode;  // a local operation carries no data
     SqEntry e;
     e.wr = wqe;
-    if (qp_.state == QpState::Err) {
+    if (qp_.state == hw::QpState::Err) {
         // rxe accepts the WQE and its completer flushes it straight away.
-        qp_.complete_send(e, WcStatus::WrFlushErr);
+        qp_.complete_send(e, hw::WcStatus::WrFlushErr);
         return PostStatus::Flushed;
     }
     qp_.sq.push(std::move(e));
@@ -97,15 +97,15 @@ PostStatus Requester::post(const SendWqe& wqe) {
 bool Requester::start_wqe(SqEntry& e) {
     // rxe's fence waits for every earlier WQE to complete, which is stronger
     // than IBA's "earlier READs and atomics" and never wrong.
-    if ((e.wr.send_flags & kSendFence) && qp_.req.next_seq != qp_.sq.head_seq()) return false;
-    if (is_read_or_atomic(e.wr.opcode) && !e.holds_rd_atomic) {
+    if ((e.wr.send_flags & hw::send_flags::kFence) && qp_.req.next_seq != qp_.sq.head_seq()) return false;
+    if (hw::is_read_or_atomic(e.wr.opcode) && !e.holds_rd_atomic) {
         if (qp_.req.rd_atomic_credits == 0) return false;
         --qp_.req.rd_atomic_credits;
         e.holds_rd_atomic = true;
     }
     const uint64_t len = e.wr.length();
     const uint32_t mtu = qp_.mtu();
-    e.npkts = is_atomic(e.wr.opcode) ? 1 : std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu - 1) / mtu));
+    e.npkts = hw::is_atomic(e.wr.opcode) ? 1 : std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu - 1) / mtu));
     e.first_psn = qp_.req.psn;
     e.last_psn = psn_add(e.first_psn, e.npkts - 1);
     e.state = WqeState::Processing;
@@ -117,11 +117,11 @@ void Requester::execute_local(SqEntry& e) {
     // rxe_do_local_ops: the operation acts at once, and the WQE completes in
     // SQ order behind the earlier ones (no ACK will come for it).
     MemStatus st = MemStatus::Ok;
-    WcStatus fail = WcStatus::LocQpOpErr;
-    if (e.wr.opcode == WrOpcode::BindMw) {
+    hw::WcStatus fail = hw::WcStatus::LocQpOpErr;
+    if (e.wr.opcode == hw::WrOpcode::BindMw) {
         qp_.trace(Unit::Requester, "BIND_MW");
         st = qp_.env.mem->bind_mw(e.wr.bind);
-        fail = WcStatus::MwBindErr;
+        fail = hw::WcStatus::MwBindErr;
     } else {
         qp_.trace(Unit::Requester, "LOCAL_INV");
         st = qp_.env.mem->invalidate(e.wr.invalidate_rkey);
@@ -152,7 +152,7 @@ void Requester::restart() {
     for (uint64_t s = qp_.sq.head_seq(); s < qp_.sq.tail_seq(); ++s) {
         SqEntry* e = qp_.sq.at(s);
         // A local operation has acted already and is never repeated.
-        if (is_local_op(e->wr.opcode) && e->state == WqeState::Done) continue;
+        if (hw::is_local_op(e->wr.opcode) && e->state == WqeState::Done) continue;
         if (e->state == WqeState::Posted || e->state == WqeState::Done ||
             e->state == WqeState::Error)
             break;
@@ -176,18 +176,18 @@ void Requester::send_packet(SqEntry& e) {
     const uint32_t mtu = qp.mtu();
     const uint32_t k = qp.req.next_pkt;
     const uint64_t len = e.wr.length();
-    const bool read = e.wr.opcode == WrOpcode::RdmaRead;
+    const bool read = e.wr.opcode == hw::WrOpcode::RdmaRead;
     const uint32_t psn = read ? psn_add(e.first_psn, k) : qp.req.psn;
 
     roce::Packet p;
-    const bool ud = qp.cfg.type == QpType::UD;
+    const bool ud = qp.cfg.type == hw::QpType::Ud;
     qp.init_packet(p, ud ? e.wr.ud.av : qp.cfg.av, ud ? e.wr.ud.remote_qpn : qp.cfg.dest_qpn);
     auto& h = p.hdr;
     h.bth.opcode = request_opcode(qp.cfg.type, e.wr.opcode, read ? 0 : k, read ? 1 : e.npkts);
     h.bth.psn = psn;
     const roce::OpcodeInfo& info = roce::opcode_info(h.bth.opcode);
     const bool last = (info.mask & roce::kLast) != 0;
-    h.bth.se = last && (e.wr.send_flags & kSendSolicited);
+    h.bth.se = last && (e.wr.send_flags & hw::send_flags::kSolicited);
     // AckReq: the last packet of each RC request, and now and then inside a
     // long one so that the window keeps moving (rxe's RXE_MAX_PKT_PER_ACK).
     if (qp.is_rc()) {
@@ -208,7 +208,7 @@ void Requester::send_packet(SqEntry& e) {
     if (info.has(roce::Ext::AtomicETH)) {
         h.atomic.va = e.wr.remote_addr;
         h.atomic.rkey = e.wr.rkey;
-        const bool cas = e.wr.opcode == WrOpcode::AtomicCmpAndSwp;
+        const bool cas = e.wr.opcode == hw::WrOpcode::AtomicCmpAndSwp;
         h.atomic.swap_add = cas ? e.wr.swap : e.wr.compare_add;
         h.atomic.compare = cas ? e.wr.compare_add : 0;
     }
@@ -239,7 +239,7 @@ void Requester::send_packet(SqEntry& e) {
                     // rxe: a bad local SGE completes the WQE with a local
                     // protection error and the QP goes to ERR.
                     e.state = WqeState::Error;
-                    e.status = WcStatus::LocProtErr;
+                    e.status = hw::WcStatus::LocProtErr;
                     return;
                 }
                 got += take;
@@ -272,8 +272,8 @@ size_t Requester::run() {
     size_t sent = 0;
     // SQD: finish (and resend, on a retry) what was started before the drain,
     // start nothing new (rxe's req_next_wqe() in SQD).
-    const bool sqd = qp_.state == QpState::Sqd;
-    if (qp_.state != QpState::Rts && !sqd) return 0;
+    const bool sqd = qp_.state == hw::QpState::Sqd;
+    if (qp_.state != hw::QpState::Rts && !sqd) return 0;
     if (qp_.req.retry == ReqRetry::RnrWait) return 0;
     if (qp_.req.retry == ReqRetry::Now) restart();
     for (;;) {
@@ -282,13 +282,13 @@ size_t Requester::run() {
         SqEntry* e = qp_.sq.at(qp_.req.next_seq);
         if (!e) break;
         if (e->state == WqeState::Error) break;  // the completer reports it
-        if (is_local_op(e->wr.opcode)) {
+        if (hw::is_local_op(e->wr.opcode)) {
             if (e->state == WqeState::Done) {  // acted before a retry went back
                 ++qp_.req.next_seq;
                 continue;
             }
             // rxe's fence: wait until every earlier WQE has completed.
-            if ((e->wr.send_flags & kSendFence) && qp_.req.next_seq != qp_.sq.head_seq()) break;
+            if ((e->wr.send_flags & hw::send_flags::kFence) && qp_.req.next_seq != qp_.sq.head_seq()) break;
             execute_local(*e);
             if (e->state == WqeState::Error) break;
             continue;

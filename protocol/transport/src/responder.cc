@@ -66,10 +66,10 @@ RespState Responder::step(RespState s, Pass& p) {
 
 RespState Responder::get_req(Pass& p) {
     switch (qp_.state) {
-        case QpState::Rtr:
-        case QpState::Rts:
-        case QpState::Sqd:
-        case QpState::Sqe: break;
+        case hw::QpState::Rtr:
+        case hw::QpState::Rts:
+        case hw::QpState::Sqd:
+        case hw::QpState::Sqe: break;
         default: return RespState::Cleanup;  // not receiving: drop
     }
     if (!(p.mask & roce::kRequest)) return RespState::Cleanup;
@@ -79,7 +79,7 @@ RespState Responder::get_req(Pass& p) {
 RespState Responder::chk_psn(Pass& p) {
     const int diff = psn_diff(p.pkt->hdr.bth.psn, psn_);
     switch (qp_.cfg.type) {
-        case QpType::RC:
+        case hw::QpType::Rc:
             if (diff > 0) {
                 // A gap: NAK once, then drop silently until the requester
                 // resends the expected PSN.
@@ -90,7 +90,7 @@ RespState Responder::chk_psn(Pass& p) {
             if (diff < 0) return RespState::DuplicateRequest;
             sequence_ = Sequence::InSequence;
             break;
-        case QpType::UC:
+        case hw::QpType::Uc:
             if (uc_ == UcMessage::Dropping || diff != 0) {
                 // UC never resends: a lost packet loses its message. A packet
                 // that starts a message resynchronises on its PSN.
@@ -103,13 +103,13 @@ RespState Responder::chk_psn(Pass& p) {
                 return RespState::Cleanup;
             }
             break;
-        case QpType::UD: break;
+        case hw::QpType::Ud: break;
     }
     return RespState::ChkOpSeq;
 }
 
 RespState Responder::chk_op_seq(Pass& p) {
-    if (qp_.cfg.type == QpType::UD) return RespState::ChkOpValid;
+    if (qp_.cfg.type == hw::QpType::Ud) return RespState::ChkOpValid;
     // A SEND or WRITE message left open by the previous packet must be
     // continued by a MIDDLE or LAST of the same kind; otherwise the packet
     // must not be a MIDDLE or LAST.
@@ -119,7 +119,7 @@ RespState Responder::chk_op_seq(Pass& p) {
     const bool continues = (p.mask & fam) && !(p.mask & roce::kFirst);
     const bool ok = open ? continues && (prev & fam) == (p.mask & fam) : !continues;
     if (ok) return RespState::ChkOpValid;
-    if (qp_.cfg.type == QpType::RC)
+    if (qp_.cfg.type == hw::QpType::Rc)
         return open ? RespState::ErrMissingOpcodeLastC : RespState::ErrMissingOpcodeFirst;
     if (open) return RespState::ErrMissingOpcodeLastD1E;
     uc_ = UcMessage::Dropping;  // a MIDDLE/LAST without its FIRST
@@ -129,19 +129,19 @@ RespState Responder::chk_op_seq(Pass& p) {
 RespState Responder::chk_op_valid(Pass& p) {
     const uint32_t acc = qp_.cfg.access_flags;
     switch (qp_.cfg.type) {
-        case QpType::RC:
-            if (((p.mask & roce::kRead) && !(acc & kAccessRemoteRead)) ||
-                ((p.mask & roce::kWrite) && !(acc & kAccessRemoteWrite)) ||
-                ((p.mask & roce::kAtomic) && !(acc & kAccessRemoteAtomic)))
+        case hw::QpType::Rc:
+            if (((p.mask & roce::kRead) && !(acc & hw::access::kRemoteRead)) ||
+                ((p.mask & roce::kWrite) && !(acc & hw::access::kRemoteWrite)) ||
+                ((p.mask & roce::kAtomic) && !(acc & hw::access::kRemoteAtomic)))
                 return RespState::ErrUnsupportedOpcode;
             break;
-        case QpType::UC:
-            if ((p.mask & roce::kWrite) && !(acc & kAccessRemoteWrite)) {
+        case hw::QpType::Uc:
+            if ((p.mask & roce::kWrite) && !(acc & hw::access::kRemoteWrite)) {
                 uc_ = UcMessage::Dropping;
                 return RespState::Cleanup;
             }
             break;
-        case QpType::UD:
+        case hw::QpType::Ud:
             // Q_Key check (rxe does it on receive): mismatches are dropped.
             if (p.pkt->hdr.deth.qkey != qp_.cfg.qkey) return RespState::Cleanup;
             break;
@@ -192,12 +192,12 @@ RespState Responder::chk_rkey(Pass& p) {
             // A zero-length READ or WRITE needs no valid address or key.
             if (h.reth.dma_len == 0) return RespState::Execute;
         }
-        access = (p.mask & roce::kRead) ? kAccessRemoteRead : kAccessRemoteWrite;
+        access = (p.mask & roce::kRead) ? hw::access::kRemoteRead : hw::access::kRemoteWrite;
     } else if (p.mask & roce::kAtomic) {
         va_ = h.atomic.va;
         rkey_ = h.atomic.rkey;
         resid_ = 8;
-        access = kAccessRemoteAtomic;
+        access = hw::access::kRemoteAtomic;
     } else {
         return RespState::Execute;
     }
@@ -219,7 +219,7 @@ Responder::Place Responder::place_in_recv(const uint8_t* data, size_t len) {
         const size_t room = s.length - rc.sge_offset;
         const size_t n = std::min(room, len);
         if (n > 0 && qp_.env.mem->write(KeyKind::Lkey, s.lkey, s.addr + rc.sge_offset, data, n,
-                                        kAccessLocalWrite) != MemStatus::Ok)
+                                        hw::access::kLocalWrite) != MemStatus::Ok)
             return Place::Fault;
         data += n;
         len -= n;
@@ -243,7 +243,7 @@ void Responder::abandon_partial_message() {
 RespState Responder::execute(Pass& p) {
     const roce::Packet& pkt = *p.pkt;
     if (p.mask & roce::kSend) {
-        if (qp_.cfg.type == QpType::UD) {
+        if (qp_.cfg.type == hw::QpType::Ud) {
             // Like rxe, a UD receive buffer gets the 40-byte GRH first; over
             // IPv4 that is 20 zero bytes and the IPv4 header. The frame the
             // packet was decoded from starts payload_off bytes before it.
@@ -263,7 +263,7 @@ RespState Responder::execute(Pass& p) {
     } else if (p.mask & roce::kWrite) {
         if (pkt.payload_len > 0) {
             if (qp_.env.mem->write(KeyKind::Rkey, rkey_, va_, pkt.payload, pkt.payload_len,
-                                   kAccessRemoteWrite) != MemStatus::Ok)
+                                   hw::access::kRemoteWrite) != MemStatus::Ok)
                 return RespState::ErrRkeyViolation;
             va_ += pkt.payload_len;
             resid_ -= static_cast<uint32_t>(pkt.payload_len);
@@ -326,7 +326,7 @@ RespState Responder::read_reply(Pass& p) {
     buf_.resize(n);
     // The key is checked again at every packet: the MR may have gone since.
     if (n > 0 && qp_.env.mem->read(KeyKind::Rkey, r.rkey, r.va, buf_.data(), n,
-                                   kAccessRemoteRead) != MemStatus::Ok)
+                                   hw::access::kRemoteRead) != MemStatus::Ok)
         return RespState::ErrRkeyViolation;
     send_ack(opcode, kAckSyndrome, r.cur_psn, 0, buf_.data(), n);
     r.va += n;
@@ -365,16 +365,16 @@ RespState Responder::complete(Pass& p) {
         c.wr_id = qp_.recv->wqe.wr_id;
         c.qp_num = qp_.cfg.qpn;
         const bool write_imm = (p.mask & roce::kWrite) && (p.mask & roce::kHasImmDt);
-        c.opcode = write_imm ? WcOpcode::RecvRdmaWithImm : WcOpcode::Recv;
+        c.opcode = write_imm ? hw::WcOpcode::RecvRdmaWithImm : hw::WcOpcode::Recv;
         c.byte_len = write_imm ? length_ : qp_.recv->placed;
         // rxe marks every user-space receive completion with GRH.
-        c.wc_flags = kWcGrh;
+        c.wc_flags = hw::wc_flags::kGrh;
         if (p.mask & roce::kHasImmDt) {
-            c.wc_flags |= kWcWithImm;
+            c.wc_flags |= hw::wc_flags::kWithImm;
             c.imm_data = pkt.hdr.imm;
         }
         if (p.mask & roce::kHasIeth) {
-            c.wc_flags |= kWcWithInv;
+            c.wc_flags |= hw::wc_flags::kWithInv;
             c.imm_data = pkt.hdr.ieth_rkey;
         }
         if (p.mask & roce::kHasDeth) c.src_qp = pkt.hdr.deth.src_qp;
@@ -426,15 +426,15 @@ RespState Responder::duplicate_request(Pass& p) {
     return RespState::AtomicReply;  // answers with the saved value
 }
 
-RespState Responder::class_ac_error(Pass& p, roce::NakCode code, WcStatus status,
-                                    AsyncEvent ev) {
+RespState Responder::class_ac_error(Pass& p, roce::NakCode code, hw::WcStatus status,
+                                    hw::EventType ev) {
     // Class A and C: complete the receive WQE in use with the error, NAK the
     // packet, and take the QP to ERR (rxe treats A and C alike).
     if (qp_.recv) {
         Completion c;
         c.wr_id = qp_.recv->wqe.wr_id;
         c.status = status;
-        c.opcode = WcOpcode::Recv;
+        c.opcode = hw::WcOpcode::Recv;
         c.qp_num = qp_.cfg.qpn;
         qp_.recv.reset();
         qp_.env.cq->post(CqSide::Recv, c, false);
@@ -464,7 +464,7 @@ RespState Responder::error_state(RespState s, Pass& p) {
                 send_ack(op::RC_ACKNOWLEDGE,
                          roce::make_syndrome(roce::AethType::RnrNak, qp_.cfg.min_rnr_timer),
                          p.pkt->hdr.bth.psn);
-            else if (qp_.cfg.type == QpType::UC)
+            else if (qp_.cfg.type == hw::QpType::Uc)
                 uc_ = UcMessage::Dropping;
             return RespState::Cleanup;
         case RespState::ErrMissingOpcodeLastD1E:
@@ -482,29 +482,29 @@ RespState Responder::error_state(RespState s, Pass& p) {
         case RespState::ErrTooManyRdmaAtmReq:
         case RespState::ErrInvalidateRkey:
             if (!rc) break;
-            return class_ac_error(p, NakCode::InvalidRequest, WcStatus::RemInvReqErr,
-                                  AsyncEvent::QpReqErr);
+            return class_ac_error(p, NakCode::InvalidRequest, hw::WcStatus::RemInvReqErr,
+                                  hw::EventType::QpReqErr);
         case RespState::ErrLength:
             // The requester sees an invalid request; our receive WQE, if the
             // message overflowed it, a local length error (IBA C10-... ; rxe
             // reports REM_INV_REQ_ERR here).
             if (!rc) break;
-            return class_ac_error(p, NakCode::InvalidRequest, WcStatus::LocLenErr,
-                                  AsyncEvent::QpReqErr);
+            return class_ac_error(p, NakCode::InvalidRequest, hw::WcStatus::LocLenErr,
+                                  hw::EventType::QpReqErr);
         case RespState::ErrRkeyViolation:
             if (!rc) break;
-            return class_ac_error(p, NakCode::RemoteAccessError, WcStatus::RemAccessErr,
-                                  AsyncEvent::QpAccessErr);
+            return class_ac_error(p, NakCode::RemoteAccessError, hw::WcStatus::RemAccessErr,
+                                  hw::EventType::QpAccessErr);
         case RespState::ErrMalformedWqe:
             if (!rc) break;
-            return class_ac_error(p, NakCode::RemoteOperationalError, WcStatus::LocQpOpErr,
-                                  AsyncEvent::QpFatal);
+            return class_ac_error(p, NakCode::RemoteOperationalError, hw::WcStatus::LocQpOpErr,
+                                  hw::EventType::QpFatal);
         default: break;
     }
     // UC and UD: errors drop the message silently (class D1/E); the receive
     // WQE is rewound for the next message.
     abandon_partial_message();
-    if (qp_.cfg.type == QpType::UC) uc_ = UcMessage::Dropping;
+    if (qp_.cfg.type == hw::QpType::Uc) uc_ = UcMessage::Dropping;
     return RespState::Cleanup;
 }
 

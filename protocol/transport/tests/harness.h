@@ -26,6 +26,7 @@ namespace tb {
 
 using namespace simnic::transport;
 namespace roce = simnic::roce;
+namespace hw = simnic::hw;
 
 // Host memory of one node: a flat arena, an MR table and memory windows
 // (whose rules come from mw.h, as in the engines). Every MR and window is in
@@ -59,10 +60,10 @@ public:
     }
 
     // A window in PD `pdn` (a test may use another PD than the QP's).
-    uint32_t alloc_mw(MwType type, uint32_t pdn = kPdn) {
+    uint32_t alloc_mw(hw::MwType type, uint32_t pdn = kPdn) {
         MwRecord r;
         r.type = type;
-        r.state = type == MwType::Type2 ? MwState::Free : MwState::Valid;
+        r.state = type == hw::MwType::Type2 ? hw::MwState::Free : hw::MwState::Valid;
         r.pdn = pdn;
         r.rkey = ((kMwIndexBase + static_cast<uint32_t>(mws_.size())) << 8) | 0x10;
         mws_.push_back(r);
@@ -83,7 +84,7 @@ public:
         if (!w) return;
         if (Mr* m = w->mr_key ? mr_by_lkey(w->mr_key) : nullptr) --m->mw_count;
         apply_invalidate(*w);
-        w->state = MwState::Invalid;
+        w->state = hw::MwState::Invalid;
     }
     // A bind as if posted on QP `q` (the node's QP for bind_mw()).
     MemStatus bind_as(const MwQp& q, const MwBind& b) {
@@ -139,7 +140,7 @@ public:
     }
     MemStatus atomic(uint32_t rkey, uint64_t addr, AtomicOp op, uint64_t swap_add,
                      uint64_t compare, uint64_t& orig) override {
-        MemStatus s = check(KeyKind::Rkey, rkey, addr, 8, kAccessRemoteAtomic);
+        MemStatus s = check(KeyKind::Rkey, rkey, addr, 8, hw::access::kRemoteAtomic);
         if (s != MemStatus::Ok) return s;
         addr = translated_;
         ++atomics_applied;
@@ -205,12 +206,12 @@ public:
 
 class Events : public EventPort {
 public:
-    void async_event(AsyncEvent ev) override {
+    void async_event(hw::EventType ev) override {
         got.push_back(ev);
         if (hook) hook(ev);
     }
-    std::vector<AsyncEvent> got;
-    std::function<void(AsyncEvent)> hook;  // optional: sees each event as it is raised
+    std::vector<hw::EventType> got;
+    std::function<void(hw::EventType)> hook;  // optional: sees each event as it is raised
 };
 
 struct Clock {
@@ -289,7 +290,7 @@ inline AddressVector make_av(int from) {
 class Fabric {
 public:
     // Two QPs of `type`, QPNs 0x11 and 0x12, connected to each other.
-    explicit Fabric(QpType type = QpType::RC, roce::IbMtu mtu = roce::IbMtu::Mtu1024,
+    explicit Fabric(hw::QpType type = hw::QpType::Rc, roce::IbMtu mtu = roce::IbMtu::Mtu1024,
                     std::function<void(QpConfig&, int)> tweak = nullptr) {
         for (int i = 0; i < 2; ++i) nodes.push_back(std::make_unique<Node>(*this, i, clock));
         for (int i = 0; i < 2; ++i) {
@@ -304,16 +305,16 @@ public:
             c.retry_cnt = 7;
             c.rnr_retry = 7;
             c.min_rnr_timer = 1;  // 10 us
-            c.access_flags = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
-                             kAccessRemoteAtomic;
+            c.access_flags = hw::access::kLocalWrite | hw::access::kRemoteWrite | hw::access::kRemoteRead |
+                             hw::access::kRemoteAtomic;
             c.qkey = 0x11111111;
             c.av = make_av(i);
             if (tweak) tweak(c, i);
             nodes[i]->mem.qpn = c.qpn;
             nodes[i]->qp = std::make_unique<Qp>(c, nodes[i]->env());
-            nodes[i]->qp->set_state(QpState::Init);
-            nodes[i]->qp->set_state(QpState::Rtr);
-            nodes[i]->qp->set_state(QpState::Rts);
+            nodes[i]->qp->set_state(hw::QpState::Init);
+            nodes[i]->qp->set_state(hw::QpState::Rtr);
+            nodes[i]->qp->set_state(hw::QpState::Rts);
         }
     }
     Node& a() { return *nodes[0]; }
@@ -432,10 +433,10 @@ inline std::vector<uint8_t> bytes(Node& n, uint64_t addr, size_t len) {
 }
 
 inline constexpr uint32_t kAllAccess =
-    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+    hw::access::kLocalWrite | hw::access::kRemoteWrite | hw::access::kRemoteRead | hw::access::kRemoteAtomic;
 
-inline SendWqe wqe(WrOpcode op, uint64_t wr_id, std::vector<Sge> sges,
-                   uint32_t flags = kSendSignaled) {
+inline SendWqe wqe(hw::WrOpcode op, uint64_t wr_id, std::vector<Sge> sges,
+                   uint32_t flags = hw::send_flags::kSignaled) {
     SendWqe w;
     w.wr_id = wr_id;
     w.opcode = op;

@@ -33,21 +33,21 @@ TEST_CASE("transport: RC SEND across MTU boundaries and SGEs", "[transport]") {
             // Receive into two SGEs, the first ending at an odd offset.
             uint32_t split = std::min<uint32_t>(len, 777);
             f.b().post_recv(42, {dst.sge(0, split), dst.sge(split)});
-            REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 7, three_sges(src, len))) ==
+            REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 7, three_sges(src, len))) ==
                     PostStatus::Ok);
             f.run();
             auto s = f.a().cq.side(CqSide::Send);
             REQUIRE(s.size() == 1);
-            CHECK(s[0].wc.status == WcStatus::Success);
+            CHECK(s[0].wc.status == hw::WcStatus::Success);
             CHECK(s[0].wc.wr_id == 7);
-            CHECK(s[0].wc.opcode == WcOpcode::Send);
+            CHECK(s[0].wc.opcode == hw::WcOpcode::Send);
             auto r = f.b().cq.side(CqSide::Recv);
             REQUIRE(r.size() == 1);
-            CHECK(r[0].wc.status == WcStatus::Success);
+            CHECK(r[0].wc.status == hw::WcStatus::Success);
             CHECK(r[0].wc.wr_id == 42);
-            CHECK(r[0].wc.opcode == WcOpcode::Recv);
+            CHECK(r[0].wc.opcode == hw::WcOpcode::Recv);
             CHECK(r[0].wc.byte_len == len);
-            CHECK((r[0].wc.wc_flags & kWcWithImm) == 0);
+            CHECK((r[0].wc.wc_flags & hw::wc_flags::kWithImm) == 0);
             CHECK(bytes(f.b(), dst.addr, len) == bytes(f.a(), src.addr, len));
             CHECK(f.timer_fires == 0);
             CHECK(f.a().timers.armed.count(QpTimer::Retransmit) == 0);
@@ -61,15 +61,15 @@ TEST_CASE("transport: SEND with immediate, solicited, unsignaled", "[transport]"
     Buf dst = make_buf(f.b(), 4096, kAllAccess);
     f.b().post_recv(1, {dst.sge()});
     f.b().post_recv(2, {dst.sge()});
-    auto w = wqe(WrOpcode::SendWithImm, 5, {src.sge()}, kSendSignaled | kSendSolicited);
+    auto w = wqe(hw::WrOpcode::SendWithImm, 5, {src.sge()}, hw::send_flags::kSignaled | hw::send_flags::kSolicited);
     w.imm_data = 0xdeadbeef;
     REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 6, {src.sge(0, 10)}, 0)) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 6, {src.sge(0, 10)}, 0)) == PostStatus::Ok);
     f.run();
     auto r = f.b().cq.side(CqSide::Recv);
     REQUIRE(r.size() == 2);
     CHECK(r[0].wc.imm_data == 0xdeadbeef);
-    CHECK((r[0].wc.wc_flags & kWcWithImm));
+    CHECK((r[0].wc.wc_flags & hw::wc_flags::kWithImm));
     CHECK(r[0].solicited);
     CHECK(r[0].wc.byte_len == 2000);
     CHECK(!r[1].solicited);
@@ -86,15 +86,15 @@ TEST_CASE("transport: RDMA WRITE across MTU boundaries and SGEs", "[transport]")
             Fabric f;
             Buf src = make_buf(f.a(), len, kAllAccess, 5);
             Buf dst = make_buf(f.b(), len + 64, kAllAccess);
-            auto w = wqe(WrOpcode::RdmaWrite, 11, three_sges(src, len));
+            auto w = wqe(hw::WrOpcode::RdmaWrite, 11, three_sges(src, len));
             w.remote_addr = dst.addr + 3;  // unaligned target
             w.rkey = dst.mr->rkey;
             REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
             f.run();
             auto s = f.a().cq.side(CqSide::Send);
             REQUIRE(s.size() == 1);
-            CHECK(s[0].wc.status == WcStatus::Success);
-            CHECK(s[0].wc.opcode == WcOpcode::RdmaWrite);
+            CHECK(s[0].wc.status == hw::WcStatus::Success);
+            CHECK(s[0].wc.opcode == hw::WcOpcode::RdmaWrite);
             CHECK(f.b().cq.all.empty());  // a WRITE without immediate is silent
             CHECK(bytes(f.b(), dst.addr + 3, len) == bytes(f.a(), src.addr, len));
             CHECK(bytes(f.b(), dst.addr, 3) == std::vector<uint8_t>(3, 0));
@@ -109,7 +109,7 @@ TEST_CASE("transport: RDMA WRITE with immediate consumes a receive WQE", "[trans
             Buf src = make_buf(f.a(), len, kAllAccess, 1);
             Buf dst = make_buf(f.b(), len + 8, kAllAccess);
             f.b().post_recv(77, {});
-            auto w = wqe(WrOpcode::RdmaWriteWithImm, 12, len ? std::vector<Sge>{src.sge()}
+            auto w = wqe(hw::WrOpcode::RdmaWriteWithImm, 12, len ? std::vector<Sge>{src.sge()}
                                                              : std::vector<Sge>{});
             w.remote_addr = dst.addr;
             w.rkey = dst.mr->rkey;
@@ -118,14 +118,14 @@ TEST_CASE("transport: RDMA WRITE with immediate consumes a receive WQE", "[trans
             f.run();
             auto r = f.b().cq.side(CqSide::Recv);
             REQUIRE(r.size() == 1);
-            CHECK(r[0].wc.status == WcStatus::Success);
+            CHECK(r[0].wc.status == hw::WcStatus::Success);
             CHECK(r[0].wc.wr_id == 77);
-            CHECK(r[0].wc.opcode == WcOpcode::RecvRdmaWithImm);
+            CHECK(r[0].wc.opcode == hw::WcOpcode::RecvRdmaWithImm);
             CHECK(r[0].wc.byte_len == len);
             CHECK(r[0].wc.imm_data == 0x12345678);
             CHECK(bytes(f.b(), dst.addr, len) == bytes(f.a(), src.addr, len));
             REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
-            CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == WcStatus::Success);
+            CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
         }
     }
 }
@@ -136,15 +136,15 @@ TEST_CASE("transport: RDMA READ across MTU boundaries into several SGEs", "[tran
             Fabric f;
             Buf remote = make_buf(f.b(), len + 16, kAllAccess, 8);
             Buf local = make_buf(f.a(), len, kAllAccess);
-            auto w = wqe(WrOpcode::RdmaRead, 21, three_sges(local, len));
+            auto w = wqe(hw::WrOpcode::RdmaRead, 21, three_sges(local, len));
             w.remote_addr = remote.addr + 16;
             w.rkey = remote.mr->rkey;
             REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
             f.run();
             auto s = f.a().cq.side(CqSide::Send);
             REQUIRE(s.size() == 1);
-            CHECK(s[0].wc.status == WcStatus::Success);
-            CHECK(s[0].wc.opcode == WcOpcode::RdmaRead);
+            CHECK(s[0].wc.status == hw::WcStatus::Success);
+            CHECK(s[0].wc.opcode == hw::WcOpcode::RdmaRead);
             CHECK(s[0].wc.byte_len == len);
             CHECK(bytes(f.a(), local.addr, len) == bytes(f.b(), remote.addr + 16, len));
         }
@@ -158,11 +158,11 @@ TEST_CASE("transport: atomics return the original value", "[transport]") {
     uint64_t v = 1000;
     std::memcpy(f.b().mem.ptr(target.addr), &v, 8);
 
-    auto faa = wqe(WrOpcode::AtomicFetchAndAdd, 1, {result.sge(0, 8)});
+    auto faa = wqe(hw::WrOpcode::AtomicFetchAndAdd, 1, {result.sge(0, 8)});
     faa.remote_addr = target.addr;
     faa.rkey = target.mr->rkey;
     faa.compare_add = 5;
-    auto cas_ok = wqe(WrOpcode::AtomicCmpAndSwp, 2, {result.sge(8, 8)});
+    auto cas_ok = wqe(hw::WrOpcode::AtomicCmpAndSwp, 2, {result.sge(8, 8)});
     cas_ok.remote_addr = target.addr;
     cas_ok.rkey = target.mr->rkey;
     cas_ok.compare_add = 1005;
@@ -179,9 +179,9 @@ TEST_CASE("transport: atomics return the original value", "[transport]") {
     f.run();
     auto s = f.a().cq.side(CqSide::Send);
     REQUIRE(s.size() == 3);
-    CHECK(s[0].wc.opcode == WcOpcode::FetchAdd);
-    CHECK(s[1].wc.opcode == WcOpcode::CompSwap);
-    for (auto& c : s) CHECK(c.wc.status == WcStatus::Success);
+    CHECK(s[0].wc.opcode == hw::WcOpcode::FetchAdd);
+    CHECK(s[1].wc.opcode == hw::WcOpcode::CompSwap);
+    for (auto& c : s) CHECK(c.wc.status == hw::WcStatus::Success);
     uint64_t r[3], now;
     std::memcpy(r, f.a().mem.ptr(result.addr), 24);
     std::memcpy(&now, f.b().mem.ptr(target.addr), 8);
@@ -196,16 +196,16 @@ TEST_CASE("transport: misaligned atomic is an invalid request", "[transport]") {
     Fabric f;
     Buf target = make_buf(f.b(), 16, kAllAccess);
     Buf result = make_buf(f.a(), 8, kAllAccess);
-    auto faa = wqe(WrOpcode::AtomicFetchAndAdd, 1, {result.sge()});
+    auto faa = wqe(hw::WrOpcode::AtomicFetchAndAdd, 1, {result.sge()});
     faa.remote_addr = target.addr + 4;
     faa.rkey = target.mr->rkey;
     REQUIRE(f.a().qp->post_send(faa) == PostStatus::Ok);
     f.run();
     auto s = f.a().cq.side(CqSide::Send);
     REQUIRE(s.size() == 1);
-    CHECK(s[0].wc.status == WcStatus::RemInvReqErr);
-    CHECK(f.a().qp->state() == QpState::Err);
-    CHECK(f.b().qp->state() == QpState::Err);
+    CHECK(s[0].wc.status == hw::WcStatus::RemInvReqErr);
+    CHECK(f.a().qp->state() == hw::QpState::Err);
+    CHECK(f.b().qp->state() == hw::QpState::Err);
 }
 
 TEST_CASE("transport: SEND with invalidate", "[transport]") {
@@ -214,14 +214,14 @@ TEST_CASE("transport: SEND with invalidate", "[transport]") {
     Buf dst = make_buf(f.b(), 100, kAllAccess);
     Buf victim = make_buf(f.b(), 64, kAllAccess);
     f.b().post_recv(1, {dst.sge()});
-    auto w = wqe(WrOpcode::SendWithInv, 4, {src.sge()});
+    auto w = wqe(hw::WrOpcode::SendWithInv, 4, {src.sge()});
     w.invalidate_rkey = victim.mr->rkey;
     REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
     f.run();
     auto r = f.b().cq.side(CqSide::Recv);
     REQUIRE(r.size() == 1);
-    CHECK(r[0].wc.status == WcStatus::Success);
-    CHECK((r[0].wc.wc_flags & kWcWithInv));
+    CHECK(r[0].wc.status == hw::WcStatus::Success);
+    CHECK((r[0].wc.wc_flags & hw::wc_flags::kWithInv));
     CHECK(r[0].wc.imm_data == victim.mr->rkey);
     CHECK(!victim.mr->valid);
     CHECK(bytes(f.b(), dst.addr, 100) == bytes(f.a(), src.addr, 100));
@@ -231,7 +231,7 @@ TEST_CASE("transport: inline SEND", "[transport]") {
     Fabric f;
     Buf dst = make_buf(f.b(), 64, kAllAccess);
     f.b().post_recv(1, {dst.sge()});
-    SendWqe w = wqe(WrOpcode::Send, 3, {}, kSendSignaled | kSendInline);
+    SendWqe w = wqe(hw::WrOpcode::Send, 3, {}, hw::send_flags::kSignaled | hw::send_flags::kInline);
     w.inline_data = {'h', 'e', 'l', 'l', 'o'};
     REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
     f.run();
@@ -243,43 +243,43 @@ TEST_CASE("transport: inline SEND", "[transport]") {
 TEST_CASE("transport: bad rkey gives a remote access error and flushes", "[transport]") {
     Fabric f;
     Buf src = make_buf(f.a(), 3000, kAllAccess, 1);
-    Buf dst = make_buf(f.b(), 3000, kAccessLocalWrite | kAccessRemoteRead);  // no remote write
+    Buf dst = make_buf(f.b(), 3000, hw::access::kLocalWrite | hw::access::kRemoteRead);  // no remote write
     SECTION("wrong key") {
-        auto w = wqe(WrOpcode::RdmaWrite, 1, {src.sge()});
+        auto w = wqe(hw::WrOpcode::RdmaWrite, 1, {src.sge()});
         w.remote_addr = dst.addr;
         w.rkey = 0xbad;
         REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
     }
     SECTION("no remote write right") {
-        auto w = wqe(WrOpcode::RdmaWrite, 1, {src.sge()});
+        auto w = wqe(hw::WrOpcode::RdmaWrite, 1, {src.sge()});
         w.remote_addr = dst.addr;
         w.rkey = dst.mr->rkey;
         REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
     }
     SECTION("out of bounds READ") {
-        auto w = wqe(WrOpcode::RdmaRead, 1, {src.sge()});
+        auto w = wqe(hw::WrOpcode::RdmaRead, 1, {src.sge()});
         w.remote_addr = dst.addr + 1;
         w.rkey = dst.mr->rkey;
         REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
     }
     // Two more WQEs behind it are flushed, signaled or not.
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 2, {src.sge(0, 10)}, 0)) == PostStatus::Ok);
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 3, {src.sge(0, 10)})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 2, {src.sge(0, 10)}, 0)) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 3, {src.sge(0, 10)})) == PostStatus::Ok);
     f.run();
     auto s = f.a().cq.side(CqSide::Send);
     REQUIRE(s.size() == 3);
-    CHECK(s[0].wc.status == WcStatus::RemAccessErr);
+    CHECK(s[0].wc.status == hw::WcStatus::RemAccessErr);
     CHECK(s[0].wc.wr_id == 1);
-    CHECK(s[1].wc.status == WcStatus::WrFlushErr);
-    CHECK(s[2].wc.status == WcStatus::WrFlushErr);
-    CHECK(f.a().qp->state() == QpState::Err);
-    CHECK(f.b().qp->state() == QpState::Err);
-    CHECK(f.b().events.got == std::vector<AsyncEvent>{AsyncEvent::QpAccessErr});
+    CHECK(s[1].wc.status == hw::WcStatus::WrFlushErr);
+    CHECK(s[2].wc.status == hw::WcStatus::WrFlushErr);
+    CHECK(f.a().qp->state() == hw::QpState::Err);
+    CHECK(f.b().qp->state() == hw::QpState::Err);
+    CHECK(f.b().events.got == std::vector<hw::EventType>{hw::EventType::QpAccessErr});
     // Nothing was written.
     CHECK(bytes(f.b(), dst.addr, 3000) == std::vector<uint8_t>(3000, 0));
     // Posting on a QP in ERR completes at once with a flush error.
-    CHECK(f.a().qp->post_send(wqe(WrOpcode::Send, 4, {src.sge(0, 1)})) == PostStatus::Flushed);
-    CHECK(f.a().cq.side(CqSide::Send).back().wc.status == WcStatus::WrFlushErr);
+    CHECK(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 4, {src.sge(0, 1)})) == PostStatus::Flushed);
+    CHECK(f.a().cq.side(CqSide::Send).back().wc.status == hw::WcStatus::WrFlushErr);
 }
 
 TEST_CASE("transport: SEND longer than the receive WQE", "[transport]") {
@@ -288,30 +288,30 @@ TEST_CASE("transport: SEND longer than the receive WQE", "[transport]") {
     Buf dst = make_buf(f.b(), 1500, kAllAccess);
     f.b().post_recv(1, {dst.sge()});
     f.b().post_recv(2, {dst.sge()});
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
     f.run();
     auto s = f.a().cq.side(CqSide::Send);
     REQUIRE(s.size() == 1);
-    CHECK(s[0].wc.status == WcStatus::RemInvReqErr);
+    CHECK(s[0].wc.status == hw::WcStatus::RemInvReqErr);
     auto r = f.b().cq.side(CqSide::Recv);
     REQUIRE(r.size() == 2);
-    CHECK(r[0].wc.status == WcStatus::LocLenErr);
-    CHECK(r[1].wc.status == WcStatus::WrFlushErr);
+    CHECK(r[0].wc.status == hw::WcStatus::LocLenErr);
+    CHECK(r[1].wc.status == hw::WcStatus::WrFlushErr);
 }
 
 TEST_CASE("transport: UC SEND and WRITE", "[transport]") {
-    Fabric f(QpType::UC);
+    Fabric f(hw::QpType::Uc);
     Buf src = make_buf(f.a(), 5000, kAllAccess, 4);
     Buf dst = make_buf(f.b(), 5000, kAllAccess);
     Buf wdst = make_buf(f.b(), 5000, kAllAccess);
     f.b().post_recv(1, {dst.sge()});
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
-    auto w = wqe(WrOpcode::RdmaWrite, 2, {src.sge()});
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    auto w = wqe(hw::WrOpcode::RdmaWrite, 2, {src.sge()});
     w.remote_addr = wdst.addr;
     w.rkey = wdst.mr->rkey;
     REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
     // UC carries neither READs nor atomics.
-    CHECK(f.a().qp->post_send(wqe(WrOpcode::RdmaRead, 3, {src.sge()})) ==
+    CHECK(f.a().qp->post_send(wqe(hw::WrOpcode::RdmaRead, 3, {src.sge()})) ==
           PostStatus::InvalidOpcode);
     f.run();
     CHECK(f.a().cq.side(CqSide::Send).size() == 2);
@@ -325,11 +325,11 @@ TEST_CASE("transport: UC SEND and WRITE", "[transport]") {
 }
 
 TEST_CASE("transport: UD SEND delivers the GRH then the data", "[transport]") {
-    Fabric f(QpType::UD);
+    Fabric f(hw::QpType::Ud);
     Buf src = make_buf(f.a(), 1024, kAllAccess, 6);
     Buf dst = make_buf(f.b(), 40 + 1024, kAllAccess);
     f.b().post_recv(9, {dst.sge()});
-    auto w = wqe(WrOpcode::SendWithImm, 1, {src.sge()});
+    auto w = wqe(hw::WrOpcode::SendWithImm, 1, {src.sge()});
     w.imm_data = 0x55;
     w.ud.remote_qpn = 0x12;
     w.ud.remote_qkey = 0x11111111;
@@ -341,7 +341,7 @@ TEST_CASE("transport: UD SEND delivers the GRH then the data", "[transport]") {
     REQUIRE(f.a().qp->post_send(bad) == PostStatus::Ok);
     // Longer than the MTU: refused at post.
     Buf big = make_buf(f.a(), 1025, kAllAccess);
-    CHECK(f.a().qp->post_send(wqe(WrOpcode::Send, 2, {big.sge()})) == PostStatus::BadLength);
+    CHECK(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 2, {big.sge()})) == PostStatus::BadLength);
     f.run();
     CHECK(f.a().cq.side(CqSide::Send).size() == 2);
     auto r = f.b().cq.side(CqSide::Recv);
@@ -380,12 +380,12 @@ TEST_CASE("transport: state machines walk rxe's states, by name", "[transport]")
         e.trace = i == 0 ? &ta : &tb;
         QpConfig c = f.nodes[i]->qp->context().cfg;
         f.nodes[i]->qp = std::make_unique<Qp>(c, e);
-        f.nodes[i]->qp->set_state(QpState::Rts);
+        f.nodes[i]->qp->set_state(hw::QpState::Rts);
     }
     Buf src = make_buf(f.a(), 10, kAllAccess, 1);
     Buf dst = make_buf(f.b(), 10, kAllAccess);
     f.b().post_recv(1, {dst.sge()});
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
     f.run();
     CHECK(tb.resp == std::vector<std::string>{"GET_REQ", "CHK_PSN", "CHK_OP_SEQ", "CHK_OP_VALID",
                                               "CHK_RESOURCE", "CHK_LENGTH", "CHK_RKEY", "EXECUTE",
@@ -418,19 +418,19 @@ TEST_CASE("transport: a bad local key fails the WQE with a local protection erro
     Buf src = make_buf(f.a(), 100, kAllAccess, 1);
     Sge bad = src.sge();
     bad.lkey = 0x777;
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {bad})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {bad})) == PostStatus::Ok);
     // The requester found it at once: the QP is already in ERR.
-    CHECK(f.a().qp->post_send(wqe(WrOpcode::Send, 2, {src.sge()})) == PostStatus::Flushed);
+    CHECK(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 2, {src.sge()})) == PostStatus::Flushed);
     f.run();
     auto s = f.a().cq.side(CqSide::Send);
     REQUIRE(s.size() == 2);
-    CHECK(s[0].wc.status == WcStatus::LocProtErr);
-    CHECK(s[1].wc.status == WcStatus::WrFlushErr);
+    CHECK(s[0].wc.status == hw::WcStatus::LocProtErr);
+    CHECK(s[1].wc.status == hw::WcStatus::WrFlushErr);
     CHECK(f.transmitted == 0);
-    CHECK(f.a().qp->state() == QpState::Err);
+    CHECK(f.a().qp->state() == hw::QpState::Err);
     // Atomics need exactly 8 local bytes.
     Fabric g;
     Buf r = make_buf(g.a(), 16, kAllAccess);
-    CHECK(g.a().qp->post_send(wqe(WrOpcode::AtomicFetchAndAdd, 1, {r.sge()})) ==
+    CHECK(g.a().qp->post_send(wqe(hw::WrOpcode::AtomicFetchAndAdd, 1, {r.sge()})) ==
           PostStatus::BadLength);
 }

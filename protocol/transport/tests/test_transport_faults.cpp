@@ -37,7 +37,7 @@ TEST_CASE("faults: no receive WQE, RNR NAK, then success once one is posted", "[
     Fabric f;
     Buf src = make_buf(f.a(), 3000, kAllAccess, 2);
     Buf dst = make_buf(f.b(), 3000, kAllAccess);
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
     f.deliver();
     // The FIRST packet met no WQE: RNR NAK with our min_rnr_timer (code 1).
     auto rnr = [](const roce::Packet& p) { return is_nak(p, roce::AethType::RnrNak); };
@@ -59,7 +59,7 @@ TEST_CASE("faults: no receive WQE, RNR NAK, then success once one is posted", "[
     f.run();
     auto s = f.a().cq.side(CqSide::Send);
     REQUIRE(s.size() == 1);
-    CHECK(s[0].wc.status == WcStatus::Success);
+    CHECK(s[0].wc.status == hw::WcStatus::Success);
     auto r = f.b().cq.side(CqSide::Recv);
     REQUIRE(r.size() == 1);
     CHECK(r[0].wc.byte_len == 3000);
@@ -67,14 +67,14 @@ TEST_CASE("faults: no receive WQE, RNR NAK, then success once one is posted", "[
 }
 
 TEST_CASE("faults: rnr_retry exhausted gives RNR_RETRY_EXC_ERR", "[transport]") {
-    Fabric f(QpType::RC, roce::IbMtu::Mtu1024, [](QpConfig& c, int) { c.rnr_retry = 2; });
+    Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, [](QpConfig& c, int) { c.rnr_retry = 2; });
     Buf src = make_buf(f.a(), 100, kAllAccess, 2);
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
     f.run();
     auto s = f.a().cq.side(CqSide::Send);
     REQUIRE(s.size() == 1);
-    CHECK(s[0].wc.status == WcStatus::RnrRetryExcErr);
-    CHECK(f.a().qp->state() == QpState::Err);
+    CHECK(s[0].wc.status == hw::WcStatus::RnrRetryExcErr);
+    CHECK(f.a().qp->state() == hw::QpState::Err);
     // The first try and two retries, each RNR NAK'd.
     CHECK(count_log(f, [](const roce::Packet& p) { return is_nak(p, roce::AethType::RnrNak); }) ==
           3);
@@ -87,39 +87,39 @@ TEST_CASE("faults: a lost request is resent when the retransmit timer expires", 
     f.b().post_recv(1, {dst.sge()});
     f.fault = nth(is_from_a, 0, Fault::Drop);
     const uint64_t t0 = f.clock.now;
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
     REQUIRE(f.a().timers.armed.count(QpTimer::Retransmit) == 1);
     CHECK(f.a().timers.armed[QpTimer::Retransmit] == t0 + (4096ull << 14));
     f.run();
     CHECK(f.timer_fires == 1);
     CHECK(f.clock.now == t0 + (4096ull << 14));
     REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
-    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == WcStatus::Success);
+    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
     CHECK(bytes(f.b(), dst.addr, 100) == bytes(f.a(), src.addr, 100));
     CHECK(f.a().timers.armed.empty());
 }
 
 TEST_CASE("faults: retry_cnt exhausted gives RETRY_EXC_ERR", "[transport]") {
-    Fabric f(QpType::RC, roce::IbMtu::Mtu1024, [](QpConfig& c, int) { c.retry_cnt = 2; });
+    Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, [](QpConfig& c, int) { c.retry_cnt = 2; });
     Buf src = make_buf(f.a(), 100, kAllAccess, 2);
     f.b().post_recv(1, {make_buf(f.b(), 100, kAllAccess).sge()});
     f.fault = [](const roce::Packet& p, size_t) { return is_from_a(p) ? Fault::Drop : Fault::Pass; };
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 2, {src.sge()}, 0)) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 2, {src.sge()}, 0)) == PostStatus::Ok);
     f.run();
     auto s = f.a().cq.side(CqSide::Send);
     REQUIRE(s.size() == 2);
-    CHECK(s[0].wc.status == WcStatus::RetryExcErr);
-    CHECK(s[1].wc.status == WcStatus::WrFlushErr);
+    CHECK(s[0].wc.status == hw::WcStatus::RetryExcErr);
+    CHECK(s[1].wc.status == hw::WcStatus::WrFlushErr);
     CHECK(f.timer_fires == 3);
     CHECK(f.transmitted == 6);  // 2 packets, sent 3 times
 }
 
 TEST_CASE("faults: timeout 0 disables the retransmit timer", "[transport]") {
-    Fabric f(QpType::RC, roce::IbMtu::Mtu1024, [](QpConfig& c, int) { c.timeout = 0; });
+    Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, [](QpConfig& c, int) { c.timeout = 0; });
     Buf src = make_buf(f.a(), 100, kAllAccess, 2);
     f.fault = nth(is_from_a, 0, Fault::Drop);
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
     CHECK(f.a().timers.armed.empty());
     f.run();
     CHECK(f.a().cq.all.empty());
@@ -129,7 +129,7 @@ TEST_CASE("faults: a gap draws a PSN sequence NAK and a resend from the gap", "[
     Fabric f;
     Buf src = make_buf(f.a(), 5000, kAllAccess, 2);
     Buf dst = make_buf(f.b(), 5000, kAllAccess);
-    auto w = wqe(WrOpcode::RdmaWrite, 1, {src.sge()});
+    auto w = wqe(hw::WrOpcode::RdmaWrite, 1, {src.sge()});
     w.remote_addr = dst.addr;
     w.rkey = dst.mr->rkey;
     bool dropped = false;
@@ -163,7 +163,7 @@ TEST_CASE("faults: a gap draws a PSN sequence NAK and a resend from the gap", "[
         }
     CHECK(resent);
     REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
-    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == WcStatus::Success);
+    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
     CHECK(bytes(f.b(), dst.addr, 5000) == bytes(f.a(), src.addr, 5000));
 }
 
@@ -172,7 +172,7 @@ TEST_CASE("faults: a lost READ response is fetched again from its middle", "[tra
     Buf remote = make_buf(f.b(), 5000, kAllAccess, 7);
     Buf local = make_buf(f.a(), 5000, kAllAccess);
     f.fault = nth(opcode_is(op::RC_RDMA_READ_RESPONSE_MIDDLE), 1, Fault::Drop);
-    auto w = wqe(WrOpcode::RdmaRead, 1, {local.sge(0, 1500), local.sge(1500)});
+    auto w = wqe(hw::WrOpcode::RdmaRead, 1, {local.sge(0, 1500), local.sge(1500)});
     w.remote_addr = remote.addr;
     w.rkey = remote.mr->rkey;
     REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
@@ -187,7 +187,7 @@ TEST_CASE("faults: a lost READ response is fetched again from its middle", "[tra
     CHECK(reqs[1].hdr.reth.va == remote.addr + 2048);
     CHECK(reqs[1].hdr.reth.dma_len == 5000 - 2048);
     REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
-    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == WcStatus::Success);
+    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
     CHECK(bytes(f.a(), local.addr, 5000) == bytes(f.b(), remote.addr, 5000));
 }
 
@@ -196,7 +196,7 @@ TEST_CASE("faults: a duplicate READ request is executed again", "[transport]") {
     Buf remote = make_buf(f.b(), 3000, kAllAccess, 7);
     Buf local = make_buf(f.a(), 3000, kAllAccess);
     f.fault = nth(opcode_is(op::RC_RDMA_READ_REQUEST), 0, Fault::Duplicate);
-    auto w = wqe(WrOpcode::RdmaRead, 1, {local.sge()});
+    auto w = wqe(hw::WrOpcode::RdmaRead, 1, {local.sge()});
     w.remote_addr = remote.addr;
     w.rkey = remote.mr->rkey;
     REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
@@ -206,7 +206,7 @@ TEST_CASE("faults: a duplicate READ request is executed again", "[transport]") {
     CHECK(count_log(f, opcode_is(op::RC_RDMA_READ_RESPONSE_LAST)) == 2);
     REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
     CHECK(bytes(f.a(), local.addr, 3000) == bytes(f.b(), remote.addr, 3000));
-    CHECK(f.a().qp->state() == QpState::Rts);
+    CHECK(f.a().qp->state() == hw::QpState::Rts);
 }
 
 TEST_CASE("faults: a duplicate atomic is answered from the saved result", "[transport]") {
@@ -219,7 +219,7 @@ TEST_CASE("faults: a duplicate atomic is answered from the saved result", "[tran
             std::memcpy(f.b().mem.ptr(target.addr), &v, 8);
             f.fault = variant == 0 ? nth(opcode_is(op::RC_FETCH_ADD), 0, Fault::Duplicate)
                                    : nth(opcode_is(op::RC_ATOMIC_ACKNOWLEDGE), 0, Fault::Drop);
-            auto w = wqe(WrOpcode::AtomicFetchAndAdd, 1, {result.sge()});
+            auto w = wqe(hw::WrOpcode::AtomicFetchAndAdd, 1, {result.sge()});
             w.remote_addr = target.addr;
             w.rkey = target.mr->rkey;
             w.compare_add = 2;
@@ -233,7 +233,7 @@ TEST_CASE("faults: a duplicate atomic is answered from the saved result", "[tran
             CHECK(orig == 40);
             CHECK(count_log(f, opcode_is(op::RC_ATOMIC_ACKNOWLEDGE)) == 2);
             REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
-            CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == WcStatus::Success);
+            CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
         }
     }
 }
@@ -249,24 +249,24 @@ TEST_CASE("faults: duplicate SEND packets are acknowledged, not delivered twice"
     SECTION("the ACK lost: the whole message resent") {
         f.fault = nth(opcode_is(op::RC_ACKNOWLEDGE), 0, Fault::Drop);
     }
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
     f.run();
     CHECK(f.b().cq.side(CqSide::Recv).size() == 1);
     REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
-    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == WcStatus::Success);
+    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
     CHECK(bytes(f.b(), dst.addr, 3000) == bytes(f.a(), src.addr, 3000));
 }
 
 TEST_CASE("faults: UC drops a message that lost a packet, and never resends",
           "[transport]") {
-    Fabric f(QpType::UC);
+    Fabric f(hw::QpType::Uc);
     Buf src = make_buf(f.a(), 3000, kAllAccess, 3);
     Buf src2 = make_buf(f.a(), 2500, kAllAccess, 9);
     Buf dst = make_buf(f.b(), 3000, kAllAccess);
     f.b().post_recv(1, {dst.sge()});
     f.fault = nth(opcode_is(op::UC_SEND_MIDDLE), 0, Fault::Drop);
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 2, {src2.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 2, {src2.sge()})) == PostStatus::Ok);
     f.run();
     CHECK(f.transmitted == 6);
     CHECK(f.timer_fires == 0);
@@ -279,19 +279,19 @@ TEST_CASE("faults: UC drops a message that lost a packet, and never resends",
 }
 
 TEST_CASE("faults: max_rd_atomic bounds outstanding READs; fence waits", "[transport]") {
-    Fabric f(QpType::RC, roce::IbMtu::Mtu1024, [](QpConfig& c, int) { c.max_rd_atomic = 1; });
+    Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, [](QpConfig& c, int) { c.max_rd_atomic = 1; });
     Buf remote = make_buf(f.b(), 3000, kAllAccess, 7);
     Buf local = make_buf(f.a(), 9000, kAllAccess);
     Buf dst = make_buf(f.b(), 100, kAllAccess);
     f.b().post_recv(1, {dst.sge()});
     for (int i = 0; i < 3; ++i) {
-        auto w = wqe(WrOpcode::RdmaRead, i, {local.sge(3000 * i, 3000)});
+        auto w = wqe(hw::WrOpcode::RdmaRead, i, {local.sge(3000 * i, 3000)});
         w.remote_addr = remote.addr;
         w.rkey = remote.mr->rkey;
         REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
     }
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 9, {local.sge(0, 10)},
-                                    kSendSignaled | kSendFence)) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 9, {local.sge(0, 10)},
+                                    hw::send_flags::kSignaled | hw::send_flags::kFence)) == PostStatus::Ok);
     // Only the first READ may be on the wire before its response.
     CHECK(f.in_flight.size() == 1);
     f.run();
@@ -340,17 +340,17 @@ TEST_CASE("faults: random loss, duplication and reordering keep data intact",
             for (int i = 0; i < 4; ++i) f.b().post_recv(i, {rdst.sge(5000 * i, 5000)});
             for (int i = 0; i < 4; ++i) {
                 REQUIRE(f.a().qp->post_send(
-                            wqe(WrOpcode::Send, 100 + i, {src.sge(5000 * i, 4000 + 250 * i)})) ==
+                            wqe(hw::WrOpcode::Send, 100 + i, {src.sge(5000 * i, 4000 + 250 * i)})) ==
                         PostStatus::Ok);
-                auto w = wqe(WrOpcode::RdmaWrite, 200 + i, {src.sge(5000 * i, 5000)});
+                auto w = wqe(hw::WrOpcode::RdmaWrite, 200 + i, {src.sge(5000 * i, 5000)});
                 w.remote_addr = wdst.addr + 5000 * i;
                 w.rkey = wdst.mr->rkey;
                 REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
-                auto r = wqe(WrOpcode::RdmaRead, 300 + i, {rlocal.sge(5000 * i, 5000)});
+                auto r = wqe(hw::WrOpcode::RdmaRead, 300 + i, {rlocal.sge(5000 * i, 5000)});
                 r.remote_addr = rsrc.addr + 5000 * i;
                 r.rkey = rsrc.mr->rkey;
                 REQUIRE(f.a().qp->post_send(r) == PostStatus::Ok);
-                auto a = wqe(WrOpcode::AtomicFetchAndAdd, 400 + i, {aresult.sge(8 * i, 8)});
+                auto a = wqe(hw::WrOpcode::AtomicFetchAndAdd, 400 + i, {aresult.sge(8 * i, 8)});
                 a.remote_addr = target.addr;
                 a.rkey = target.mr->rkey;
                 a.compare_add = 1;
@@ -359,7 +359,7 @@ TEST_CASE("faults: random loss, duplication and reordering keep data intact",
             f.run();
             auto s = f.a().cq.side(CqSide::Send);
             REQUIRE(s.size() == 16);
-            for (auto& c : s) CHECK(c.wc.status == WcStatus::Success);
+            for (auto& c : s) CHECK(c.wc.status == hw::WcStatus::Success);
             auto r = f.b().cq.side(CqSide::Recv);
             REQUIRE(r.size() == 4);
             for (int i = 0; i < 4; ++i) {
@@ -378,7 +378,7 @@ TEST_CASE("faults: random loss, duplication and reordering keep data intact",
 }
 
 TEST_CASE("faults: PSNs wrap at 2^24 through loss and retry", "[transport]") {
-    Fabric f(QpType::RC, roce::IbMtu::Mtu1024, [](QpConfig& c, int i) {
+    Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, [](QpConfig& c, int i) {
         if (i == 0) c.sq_psn = 0xfffffd;
         else c.rq_psn = 0xfffffd;
     });
@@ -386,19 +386,19 @@ TEST_CASE("faults: PSNs wrap at 2^24 through loss and retry", "[transport]") {
     Buf wdst = make_buf(f.b(), 6000, kAllAccess);
     Buf local = make_buf(f.a(), 6000, kAllAccess);
     f.fault = nth(is_from_a, 3, Fault::Drop);  // PSN 0x000000
-    auto w = wqe(WrOpcode::RdmaWrite, 1, {src.sge()});
+    auto w = wqe(hw::WrOpcode::RdmaWrite, 1, {src.sge()});
     w.remote_addr = wdst.addr;
     w.rkey = wdst.mr->rkey;
     REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
-    auto r = wqe(WrOpcode::RdmaRead, 2, {local.sge()});
+    auto r = wqe(hw::WrOpcode::RdmaRead, 2, {local.sge()});
     r.remote_addr = wdst.addr;
     r.rkey = wdst.mr->rkey;
     REQUIRE(f.a().qp->post_send(r) == PostStatus::Ok);
     f.run();
     auto s = f.a().cq.side(CqSide::Send);
     REQUIRE(s.size() == 2);
-    CHECK(s[0].wc.status == WcStatus::Success);
-    CHECK(s[1].wc.status == WcStatus::Success);
+    CHECK(s[0].wc.status == hw::WcStatus::Success);
+    CHECK(s[1].wc.status == hw::WcStatus::Success);
     CHECK(bytes(f.b(), wdst.addr, 6000) == bytes(f.a(), src.addr, 6000));
     CHECK(bytes(f.a(), local.addr, 6000) == bytes(f.a(), src.addr, 6000));
     CHECK(f.a().qp->snapshot().sq_psn == 0x000009);  // 0xfffffd + 6 + 6, wrapped
@@ -409,7 +409,7 @@ TEST_CASE("faults: RNR NAK on the last packet of a WRITE with immediate", "[tran
     Fabric f;
     Buf src = make_buf(f.a(), 3000, kAllAccess, 3);
     Buf wdst = make_buf(f.b(), 3000, kAllAccess);
-    auto w = wqe(WrOpcode::RdmaWriteWithImm, 1, {src.sge()});
+    auto w = wqe(hw::WrOpcode::RdmaWriteWithImm, 1, {src.sge()});
     w.remote_addr = wdst.addr;
     w.rkey = wdst.mr->rkey;
     w.imm_data = 9;
@@ -419,7 +419,7 @@ TEST_CASE("faults: RNR NAK on the last packet of a WRITE with immediate", "[tran
     f.b().post_recv(5, {});
     f.run();
     REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
-    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == WcStatus::Success);
+    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
     auto rc = f.b().cq.side(CqSide::Recv);
     REQUIRE(rc.size() == 1);
     CHECK(rc[0].wc.byte_len == 3000);

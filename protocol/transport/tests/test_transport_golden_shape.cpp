@@ -21,24 +21,24 @@ TEST_CASE("golden shape: an RC SEND/WRITE/READ/atomic exchange looks like rxe's"
     f.b().post_recv(1, {dst.sge()});
     f.b().post_recv(2, {dst.sge()});
     f.b().post_recv(3, {dst.sge()});
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 1, {src.sge(0, 3000)})) == PostStatus::Ok);
-    auto w = wqe(WrOpcode::RdmaWrite, 2, {src.sge(0, 8192)});
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge(0, 3000)})) == PostStatus::Ok);
+    auto w = wqe(hw::WrOpcode::RdmaWrite, 2, {src.sge(0, 8192)});
     w.remote_addr = wdst.addr;
     w.rkey = wdst.mr->rkey;
     REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
-    auto r = wqe(WrOpcode::RdmaRead, 3, {local.sge(0, 8192)});
+    auto r = wqe(hw::WrOpcode::RdmaRead, 3, {local.sge(0, 8192)});
     r.remote_addr = wdst.addr;
     r.rkey = wdst.mr->rkey;
     REQUIRE(f.a().qp->post_send(r) == PostStatus::Ok);
-    auto a = wqe(WrOpcode::AtomicCmpAndSwp, 4, {local.sge(8192, 8)});
+    auto a = wqe(hw::WrOpcode::AtomicCmpAndSwp, 4, {local.sge(8192, 8)});
     a.remote_addr = target.addr;
     a.rkey = target.mr->rkey;
     REQUIRE(f.a().qp->post_send(a) == PostStatus::Ok);
-    auto wi = wqe(WrOpcode::RdmaWriteWithImm, 5, {src.sge(0, 64)});
+    auto wi = wqe(hw::WrOpcode::RdmaWriteWithImm, 5, {src.sge(0, 64)});
     wi.remote_addr = wdst.addr;
     wi.rkey = wdst.mr->rkey;
     REQUIRE(f.a().qp->post_send(wi) == PostStatus::Ok);
-    REQUIRE(f.a().qp->post_send(wqe(WrOpcode::Send, 6, {src.sge(0, 1)})) == PostStatus::Ok);
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 6, {src.sge(0, 1)})) == PostStatus::Ok);
     f.run();
     REQUIRE(f.a().cq.side(CqSide::Send).size() == 6);
 
@@ -118,10 +118,10 @@ TEST_CASE("golden shape: an RC SEND/WRITE/READ/atomic exchange looks like rxe's"
 }
 
 TEST_CASE("golden shape: a long message asks for an ACK now and then", "[transport]") {
-    Fabric f(QpType::RC, roce::IbMtu::Mtu256);
+    Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu256);
     Buf src = make_buf(f.a(), 256 * 200, kAllAccess, 1);
     Buf wdst = make_buf(f.b(), 256 * 200, kAllAccess);
-    auto w = wqe(WrOpcode::RdmaWrite, 2, {src.sge()});
+    auto w = wqe(hw::WrOpcode::RdmaWrite, 2, {src.sge()});
     w.remote_addr = wdst.addr;
     w.rkey = wdst.mr->rkey;
     REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);

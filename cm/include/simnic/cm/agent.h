@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "simnic/cm/mad.h"
+#include "simnic/hw/verbs.h"
 
 namespace simnic::cm {
 
@@ -76,22 +77,11 @@ struct Event {
     ConnParam param;          // connection events: the peer's parameters
 };
 
-// ibv_qp_attr's numbering for what init_qp_attr fills (IBV_QP_* mask bits,
-// IBV_QPS_* states, IBV_ACCESS_* flags); the provider checks them against
-// <infiniband/verbs.h>.
-namespace qp_mask {
-inline constexpr uint32_t State = 1u << 0, AccessFlags = 1u << 3, PkeyIndex = 1u << 4, Port = 1u << 5,
-                          Av = 1u << 7, PathMtu = 1u << 8, Timeout = 1u << 9, RetryCnt = 1u << 10,
-                          RnrRetry = 1u << 11, RqPsn = 1u << 12, MaxQpRdAtomic = 1u << 13,
-                          MinRnrTimer = 1u << 15, SqPsn = 1u << 16, MaxDestRdAtomic = 1u << 17,
-                          DestQpn = 1u << 20;
-}
-enum class QpState : uint8_t { Reset = 0, Init = 1, Rtr = 2, Rts = 3, Err = 6 };
-inline constexpr uint32_t kAccessRemoteWrite = 2, kAccessRemoteRead = 4, kAccessRemoteAtomic = 8;
-
+// What init_qp_attr fills (rdma_init_qp_attr's ibv_qp_attr), in the verbs'
+// numbering: hw::qp_attr_mask bits, hw::QpState, hw::access flags.
 struct QpAttr {
     uint32_t mask = 0;
-    QpState state = QpState::Init;
+    hw::QpState state = hw::QpState::Init;
     uint32_t access_flags = 0;
     uint16_t pkey_index = 0;
     uint8_t port_num = 1;
@@ -171,7 +161,7 @@ public:
     int disconnect(uint32_t id);
     int destroy_id(uint32_t id);
     void destroy_channel(uint64_t channel);
-    int init_qp_attr(uint32_t id, QpState state, QpAttr& out) const;
+    int init_qp_attr(uint32_t id, hw::QpState state, QpAttr& out) const;
     // The ID's device and addresses (empty device: not bound to one).
     int query(uint32_t id, std::string& device, SockAddr& src, SockAddr& dst) const;
     // The default responder resources / initiator depth an accept without

@@ -100,7 +100,7 @@ public:
     };
     struct MwInfo {  // a memory window (hw-spec 9.5)
         uint32_t mwn = 0, rkey = 0;
-        uint8_t type = 0, state = 0;  // ibv_mw_type; hw::MwState
+        uint8_t type = 0, state = 0;  // hw::MwType; hw::MwState
         uint32_t pdn = 0, mr_key = 0, qpn = 0;
         uint64_t addr = 0, length = 0;
         uint16_t ctx_id = 0;

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "simnic/base/range_allocator.h"
 #include "simnic/fw/interfaces.h"
 #include "simnic/fw/table_store.h"
 #include "simnic/fw/types.h"
@@ -216,19 +217,6 @@ private:
         std::set<std::uint32_t> freed_;
     };
 
-    // Contiguous runs of MTT entries, first fit.
-    class RangeAlloc {
-    public:
-        explicit RangeAlloc(std::uint32_t total = 0);
-        bool alloc(std::uint32_t count, std::uint32_t& base);
-        void free(std::uint32_t base, std::uint32_t count);
-        std::uint32_t used() const { return used_; }
-
-    private:
-        std::map<std::uint32_t, std::uint32_t> free_;  // start -> length
-        std::uint32_t used_ = 0;
-    };
-
     using Out = CmdResult;
     using In = const std::uint8_t*;
 
@@ -310,7 +298,7 @@ private:
     bool port_known_ = false;
 
     LowestFree cqn_, srqn_, pdn_, mpt_, mw_, ahn_, dom_;
-    RangeAlloc mtt_;
+    base::RangeAllocator<std::uint32_t> mtt_;  // contiguous runs of MTT entries, first fit
     std::uint32_t qpn_lo_ = hw::kFirstUserQpn, qpn_hi_ = 0, qpn_last_ = 0, live_qps_ = 0;
     // Exact reference counts the tables hold only saturated or not at all.
     std::unordered_map<std::uint32_t, std::uint32_t> cq_refs_, srq_refs_, dom_refs_;

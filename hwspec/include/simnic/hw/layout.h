@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "simnic/hw/field.h"
+#include "simnic/hw/verbs.h"
 
 namespace simnic::hw {
 
@@ -150,158 +151,26 @@ constexpr std::uint32_t max_msg_sz = 0x800000;
 }  // namespace caps_default
 
 // ---------------------------------------------------------------------------
-// Values that follow libibverbs numbering (hw-spec.md 6.3, 7.1, 8.2, 5.6)
+// Device values of the hardware's own (the values libibverbs also defines
+// are in verbs.h).
 // ---------------------------------------------------------------------------
-enum class WqeOpcode : std::uint8_t {  // ibv_wr_opcode
-    RdmaWrite = 0,
-    RdmaWriteWithImm = 1,
-    Send = 2,
-    SendWithImm = 3,
-    RdmaRead = 4,
-    AtomicCmpAndSwp = 5,
-    AtomicFetchAndAdd = 6,
-    LocalInv = 7,
-    BindMw = 8,
-    SendWithInv = 9,
-};
-
-enum class WcOpcode : std::uint8_t {  // ibv_wc_opcode
-    Send = 0,
-    RdmaWrite = 1,
-    RdmaRead = 2,
-    CompSwap = 3,
-    FetchAdd = 4,
-    BindMw = 5,
-    LocalInv = 6,
-    Recv = 128,
-    RecvRdmaWithImm = 129,
-};
-
-enum class WcStatus : std::uint8_t {  // ibv_wc_status
-    Success = 0,
-    LocLenErr = 1,
-    LocQpOpErr = 2,
-    LocEecOpErr = 3,
-    LocProtErr = 4,
-    WrFlushErr = 5,
-    MwBindErr = 6,
-    BadRespErr = 7,
-    LocAccessErr = 8,
-    RemInvReqErr = 9,
-    RemAccessErr = 10,
-    RemOpErr = 11,
-    RetryExcErr = 12,
-    RnrRetryExcErr = 13,
-    LocRddViolErr = 14,
-    RemInvRdReqErr = 15,
-    RemAbortErr = 16,
-    InvEecnErr = 17,
-    InvEecStateErr = 18,
-    FatalErr = 19,
-    RespTimeoutErr = 20,
-    GeneralErr = 21,
-};
-
-namespace wc_flags {  // ibv_wc_flags subset
-constexpr std::uint8_t kGrh = 1u << 0;
-constexpr std::uint8_t kWithImm = 1u << 1;
-constexpr std::uint8_t kWithInv = 1u << 3;
-}  // namespace wc_flags
-
-enum class EventType : std::uint8_t {
-    // ibv_event_type numbering
-    CqErr = 0,
-    QpFatal = 1,
-    QpReqErr = 2,
-    QpAccessErr = 3,
-    CommEst = 4,
-    SqDrained = 5,
-    PathMig = 6,
-    PathMigErr = 7,
-    DeviceFatal = 8,
-    PortActive = 9,
-    PortErr = 10,
-    LidChange = 11,
-    PkeyChange = 12,
-    SmChange = 13,
-    SrqErr = 14,
-    SrqLimitReached = 15,
-    QpLastWqeReached = 16,
-    ClientReregister = 17,
-    GidChange = 18,
-    WqFatal = 19,
-    // simnic events
-    Completion = 0x80,
-    CmdCompletion = 0x81,
-};
-
-enum class QpState : std::uint8_t { Reset = 0, Init = 1, Rtr = 2, Rts = 3, Sqd = 4, Sqe = 5, Err = 6 };
-enum class QpType : std::uint8_t { Rc = 2, Uc = 3, Ud = 4 };
-enum class Mtu : std::uint8_t { M256 = 1, M512 = 2, M1024 = 3, M2048 = 4, M4096 = 5 };
-enum class PortState : std::uint8_t { Down = 1, Init = 2, Armed = 3, Active = 4 };
-enum class PhysState : std::uint8_t { Polling = 2, Disabled = 3, LinkUp = 5 };
-constexpr std::uint8_t kLinkLayerEthernet = 2;
-enum class GidType : std::uint8_t { Ib = 0, RoceV1 = 1, RoceV2 = 2 };
+enum class PhysState : std::uint8_t { Polling = 2, Disabled = 3, LinkUp = 5 };  // IBA PortPhysicalState
 enum class NetType : std::uint8_t { RoceV2Ipv4 = 0, RoceV2Ipv6 = 1 };
 enum class DomainKind : std::uint8_t { Process = 0, Shm = 1 };
 enum class CqArm : std::uint8_t { None = 0, Next = 1, Solicited = 2 };
 
-namespace access {  // ibv_access_flags subset accepted by REG_MR, REREG_MR and MODIFY_QP
-constexpr std::uint8_t kLocalWrite = 1u << 0;
-constexpr std::uint8_t kRemoteWrite = 1u << 1;
-constexpr std::uint8_t kRemoteRead = 1u << 2;
-constexpr std::uint8_t kRemoteAtomic = 1u << 3;
-constexpr std::uint8_t kMwBind = 1u << 4;     // MRs only: memory windows may be bound to it
-constexpr std::uint8_t kZeroBased = 1u << 5;  // BIND_SEG only: a zero-based window
-constexpr std::uint8_t kRemote = kRemoteWrite | kRemoteRead | kRemoteAtomic;
-constexpr std::uint8_t kAll = 0x0F;      // QP access flags, and what MODIFY_QP accepts
-constexpr std::uint8_t kAllMr = 0x1F;    // what REG_MR and REREG_MR accept
-}  // namespace access
-
-// MPT_ENTRY.kind and CMD_ALLOC_MW_IN.type (hw-spec.md 9.5). The MW types are
-// ibv_mw_type's values.
-enum class MptKind : std::uint8_t { Mr = 0, MwType1 = 1, MwType2 = 2 };
+// MPT_ENTRY.kind (hw-spec.md 9.5): an MR, or a window of either ibv_mw_type,
+// which the kind encodes as itself.
+enum class MptKind : std::uint8_t {
+    Mr = 0,
+    MwType1 = static_cast<std::uint8_t>(MwType::Type1),
+    MwType2 = static_cast<std::uint8_t>(MwType::Type2),
+};
+static_assert(static_cast<std::uint8_t>(MptKind::Mr) != static_cast<std::uint8_t>(MwType::Type1) &&
+                  static_cast<std::uint8_t>(MptKind::Mr) != static_cast<std::uint8_t>(MwType::Type2),
+              "MPT_ENTRY.kind: an MR's kind is no MW type");
 // MPT_ENTRY.mw_state: rxe's rxe_mw_state.
 enum class MwState : std::uint8_t { Invalid = 0, Free = 1, Valid = 2 };
-
-namespace rereg_flags {  // ibv_rereg_mr_flags, CMD_REREG_MR_IN.flags
-constexpr std::uint32_t kChangeTranslation = 1u << 0;
-constexpr std::uint32_t kChangePd = 1u << 1;
-constexpr std::uint32_t kChangeAccess = 1u << 2;
-constexpr std::uint32_t kAll = 0x7;
-}  // namespace rereg_flags
-
-namespace qp_attr_mask {  // ibv_qp_attr_mask
-constexpr std::uint32_t kState = 1u << 0;
-constexpr std::uint32_t kCurState = 1u << 1;
-constexpr std::uint32_t kEnSqdAsyncNotify = 1u << 2;
-constexpr std::uint32_t kAccessFlags = 1u << 3;
-constexpr std::uint32_t kPkeyIndex = 1u << 4;
-constexpr std::uint32_t kPort = 1u << 5;
-constexpr std::uint32_t kQkey = 1u << 6;
-constexpr std::uint32_t kAv = 1u << 7;
-constexpr std::uint32_t kPathMtu = 1u << 8;
-constexpr std::uint32_t kTimeout = 1u << 9;
-constexpr std::uint32_t kRetryCnt = 1u << 10;
-constexpr std::uint32_t kRnrRetry = 1u << 11;
-constexpr std::uint32_t kRqPsn = 1u << 12;
-constexpr std::uint32_t kMaxQpRdAtomic = 1u << 13;
-constexpr std::uint32_t kAltPath = 1u << 14;
-constexpr std::uint32_t kMinRnrTimer = 1u << 15;
-constexpr std::uint32_t kSqPsn = 1u << 16;
-constexpr std::uint32_t kMaxDestRdAtomic = 1u << 17;
-constexpr std::uint32_t kPathMigState = 1u << 18;
-constexpr std::uint32_t kCap = 1u << 19;
-constexpr std::uint32_t kDestQpn = 1u << 20;
-constexpr std::uint32_t kRateLimit = 1u << 25;
-// Bits this revision rejects with CmdStatus::NotSupported.
-constexpr std::uint32_t kUnsupported = kAltPath | kPathMigState | kCap | kRateLimit;
-}  // namespace qp_attr_mask
-
-namespace srq_attr_mask {  // ibv_srq_attr_mask
-constexpr std::uint32_t kMaxWr = 1u << 0;
-constexpr std::uint32_t kLimit = 1u << 1;
-}  // namespace srq_attr_mask
 
 // QP error causes: QPC.error_cause, CQE.vendor_err, EQE.aux (hw-spec.md 9.2).
 enum class ErrorCause : std::uint8_t {

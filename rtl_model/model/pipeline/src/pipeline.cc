@@ -3,12 +3,12 @@
 #include "simnic/model/pipeline.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "blocks.h"
+#include "simnic/base/clock.h"
 #include "sim_context.h"
 
 // libsystemc calls sc_main from its own main(); simnic's programs have their
@@ -28,12 +28,6 @@ std::string lower(const char* s) {
     for (char& c : r)
         if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
     return r;
-}
-
-uint64_t wall_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
 }  // namespace
@@ -179,7 +173,7 @@ uint64_t Pipeline::run() {
     SimGuard g(impl_->ctx);
     Impl& m = *impl_;
     const uint64_t t0 = m.now_ps();
-    const uint64_t w0 = wall_ns();
+    const uint64_t w0 = base::mono_ns();
     if (m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) {
         // Stop at the end of the waveform window (or earlier, when idle) so
         // the file is closed on time.
@@ -192,7 +186,7 @@ uint64_t Pipeline::run() {
     sc_core::sc_start();  // until no block has work
     m.trace_update();
     const uint64_t t1 = m.now_ps();
-    m.sim_wall_ns += wall_ns() - w0;
+    m.sim_wall_ns += base::mono_ns() - w0;
     m.sim_ps_run += t1 - t0;
     return (t1 - t0) / m.nic->period_ps;
 }

@@ -62,7 +62,7 @@ private:
     CompState error_retry(Pass& p);
     CompState rnr_retry(Pass& p);
     CompState error(Pass& p);
-    void finish_head(WcStatus status);
+    void finish_head(hw::WcStatus status);
 
     QpContext& qp_;
 };

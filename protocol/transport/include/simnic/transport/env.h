@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "simnic/hw/verbs.h"
 #include "simnic/roce/packet.h"
-#include "simnic/transport/verbs.h"
 #include "simnic/transport/wqe.h"
 
 namespace simnic::transport {
@@ -33,7 +33,7 @@ enum class AtomicOp : uint8_t { CompareSwap, FetchAdd };
 class MemoryPort {
 public:
     virtual ~MemoryPort() = default;
-    // Each call checks the key, the bounds and `access` (a mask of AccessFlag;
+    // Each call checks the key, the bounds and `access` (a mask of hw::access;
     // 0 asks for local read, which every valid lkey grants) before it touches
     // anything, and touches nothing when it refuses.
     virtual MemStatus check(KeyKind kind, uint32_t key, uint64_t addr, uint64_t len,
@@ -74,14 +74,14 @@ enum class CqSide : uint8_t { Send, Recv };
 // ibv_wc's fields the transport knows.
 struct Completion {
     uint64_t wr_id = 0;
-    WcStatus status = WcStatus::Success;
-    WcOpcode opcode = WcOpcode::Send;
+    hw::WcStatus status = hw::WcStatus::Success;
+    hw::WcOpcode opcode = hw::WcOpcode::Send;
     uint32_t vendor_err = 0;
     uint32_t byte_len = 0;
-    uint32_t imm_data = 0;  // host order; valid with kWcWithImm (or kWcWithInv: the rkey)
+    uint32_t imm_data = 0;  // host order; valid with wc_flags::kWithImm (or kWithInv: the rkey)
     uint32_t qp_num = 0;
     uint32_t src_qp = 0;
-    uint32_t wc_flags = 0;  // WcFlag
+    uint32_t wc_flags = 0;  // hw::wc_flags
 };
 
 class CompletionPort {
@@ -123,7 +123,7 @@ public:
 class EventPort {
 public:
     virtual ~EventPort() = default;
-    virtual void async_event(AsyncEvent ev) = 0;
+    virtual void async_event(hw::EventType ev) = 0;
 };
 
 // ---- Optional state trace (names of state-machine steps) ----

@@ -9,26 +9,23 @@
 
 #include <cstdint>
 
+#include "simnic/hw/layout.h"
 #include "simnic/transport/env.h"
 
 namespace simnic::transport {
 
-// ibv_mw_type.
-enum class MwType : uint8_t { Type1 = 1, Type2 = 2 };
-// rxe's rxe_mw_state (also MPT_ENTRY.mw_state).
-enum class MwState : uint8_t { Invalid = 0, Free = 1, Valid = 2 };
-
-// One window as its MPT entry holds it.
+// One window as its MPT entry holds it (hw::MwType is the verbs' ibv_mw_type,
+// hw::MwState the MPT's, rxe's rxe_mw_state).
 struct MwRecord {
-    MwType type = MwType::Type1;
-    MwState state = MwState::Invalid;
+    hw::MwType type = hw::MwType::Type1;
+    hw::MwState state = hw::MwState::Invalid;
     uint32_t rkey = 0;    // current key: the index never changes, binds change the key byte
     uint32_t pdn = 0;
     uint32_t qpn = 0;     // type 2: the QP it is bound to
     uint32_t mr_key = 0;  // the MR it is bound to; 0 when unbound
     uint64_t addr = 0;    // first bound address, in the MR's IOVA space
     uint64_t length = 0;  // 0: nothing bound
-    uint32_t access = 0;  // AccessFlag rights granted by the bind
+    uint32_t access = 0;  // hw::access rights granted by the bind
     bool zero_based = false;
 };
 
@@ -37,7 +34,7 @@ struct MrFacts {
     uint32_t lkey = 0;
     uint64_t iova = 0;
     uint64_t length = 0;
-    uint32_t access = 0;  // AccessFlag, kAccessMwBind included
+    uint32_t access = 0;  // hw::access, kMwBind included
     bool zero_based = false;
 };
 
@@ -50,11 +47,11 @@ struct MwQp {
 // BIND_SEG.access bits a bind accepts: rxe's RXE_ACCESS_SUPPORTED_MW without
 // the features simnic lacks (on-demand paging, flush). LOCAL_WRITE and
 // MW_BIND mean nothing for a window but are not refused, as in rxe.
-inline constexpr uint32_t kMwBindAccessMask = kAccessLocalWrite | kAccessRemoteWrite |
-                                              kAccessRemoteRead | kAccessRemoteAtomic |
-                                              kAccessMwBind | kAccessZeroBased;
+inline constexpr uint32_t kMwBindAccessMask = hw::access::kLocalWrite | hw::access::kRemoteWrite |
+                                              hw::access::kRemoteRead | hw::access::kRemoteAtomic |
+                                              hw::access::kMwBind | hw::access::kZeroBased;
 // The rights a window grants (what MPT_ENTRY.access keeps for it).
-inline constexpr uint32_t kMwRights = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+inline constexpr uint32_t kMwRights = hw::access::kRemote;
 
 // The checks of a BIND_MW (rxe_bind_mw + rxe_check_bind_mw). `mr` is null
 // when the bind names no MR (length 0) or when the MR key names no valid MR

@@ -22,8 +22,8 @@ public:
 
     // The state the firmware's modify_qp settled on (it checks transitions).
     // ERR flushes both queues.
-    void set_state(QpState s);
-    QpState state() const { return ctx_.state; }
+    void set_state(hw::QpState s);
+    hw::QpState state() const { return ctx_.state; }
 
     // ibv_post_send of one decoded WQE; sends what it can at once.
     PostStatus post_send(const SendWqe& wqe);

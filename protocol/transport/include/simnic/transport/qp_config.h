@@ -4,14 +4,12 @@
 
 #include <cstdint>
 
+#include "simnic/hw/verbs.h"
 #include "simnic/roce/headers.h"
 #include "simnic/roce/packet.h"
 #include "simnic/roce/rules.h"
-#include "simnic/transport/verbs.h"
 
 namespace simnic::transport {
-
-enum class QpType : uint8_t { RC, UC, UD };
 
 // The resolved path to the peer (ibv_ah_attr with its GRH, plus the MACs the
 // engine resolved). IPv4 addresses are host order.
@@ -28,8 +26,18 @@ struct AddressVector {
     uint8_t traffic_class = 0;
 };
 
+// path_mtu is the packet core's IbMtu; the device's fields (QP_ATTR, QPC)
+// hold hw::Mtu, ibv_mtu. Both are the IBA's PMTU codes, so an engine converts
+// one to the other by value.
+static_assert(uint8_t(roce::IbMtu::Mtu256) == uint8_t(hw::Mtu::M256) &&
+                  uint8_t(roce::IbMtu::Mtu512) == uint8_t(hw::Mtu::M512) &&
+                  uint8_t(roce::IbMtu::Mtu1024) == uint8_t(hw::Mtu::M1024) &&
+                  uint8_t(roce::IbMtu::Mtu2048) == uint8_t(hw::Mtu::M2048) &&
+                  uint8_t(roce::IbMtu::Mtu4096) == uint8_t(hw::Mtu::M4096),
+              "IB MTU codes");
+
 struct QpConfig {
-    QpType type = QpType::RC;
+    hw::QpType type = hw::QpType::Rc;
     uint32_t qpn = 0;
     uint32_t dest_qpn = 0;  // RC/UC
     roce::IbMtu path_mtu = roce::IbMtu::Mtu1024;
@@ -41,7 +49,7 @@ struct QpConfig {
     uint8_t min_rnr_timer = 12; // 5-bit IBA code carried in our RNR NAKs
     uint8_t max_rd_atomic = 16;       // READ/atomic requests we may have outstanding
     uint8_t max_dest_rd_atomic = 16;  // responder resources for peers' READ/atomics
-    uint32_t access_flags = 0;  // AccessFlag: remote rights this QP grants
+    uint32_t access_flags = 0;  // hw::access: remote rights this QP grants
     uint32_t qkey = 0;          // UD
     uint16_t pkey = 0xffff;
     bool sq_sig_all = false;    // every send WQE completes with a CQE
@@ -53,7 +61,7 @@ struct QpConfig {
 
 // What `simnic resource show qp` wants to print.
 struct QpTransportState {
-    QpState state = QpState::Reset;
+    hw::QpState state = hw::QpState::Reset;
     uint32_t sq_psn = 0;   // next PSN the requester will send
     uint32_t comp_psn = 0; // oldest PSN not yet acknowledged
     uint32_t rq_psn = 0;   // next PSN the responder expects

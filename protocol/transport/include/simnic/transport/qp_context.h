@@ -32,7 +32,7 @@ enum class WqeState : uint8_t {
 struct SqEntry {
     SendWqe wr;
     WqeState state = WqeState::Posted;
-    WcStatus status = WcStatus::Success;
+    hw::WcStatus status = hw::WcStatus::Success;
     uint32_t first_psn = 0;
     uint32_t last_psn = 0;
     uint32_t npkts = 1;               // packets of the message (READ: of its response)
@@ -104,7 +104,7 @@ public:
 
     QpConfig cfg;
     TransportEnv env;
-    QpState state = QpState::Reset;
+    hw::QpState state = hw::QpState::Reset;
     SendQueue sq;
     RequesterState req;
     CompleterState comp;
@@ -113,7 +113,7 @@ public:
     bool sq_draining = false;
 
     uint32_t mtu() const { return roce::ib_mtu_bytes(cfg.path_mtu); }
-    bool is_rc() const { return cfg.type == QpType::RC; }
+    bool is_rc() const { return cfg.type == hw::QpType::Rc; }
 
     // Ethernet, IP, UDP and the BTH fields common to every packet of this QP
     // (P_Key, destination QPN); the caller sets opcode, PSN and the rest.
@@ -123,7 +123,7 @@ public:
         if (env.trace) env.trace->state(u, state_name);
     }
     // The send completion of `e`: posted when signaled or on error.
-    void complete_send(const SqEntry& e, WcStatus status);
+    void complete_send(const SqEntry& e, hw::WcStatus status);
     void reset_retry_counters() {
         comp.retry_cnt = cfg.retry_cnt;
         comp.rnr_retry = cfg.rnr_retry;

@@ -105,7 +105,7 @@ private:
     enum class Place : uint8_t { Ok, Overflow, Fault };
     Place place_in_recv(const uint8_t* data, size_t len);
     void abandon_partial_message();
-    RespState class_ac_error(Pass& p, roce::NakCode code, WcStatus status, AsyncEvent ev);
+    RespState class_ac_error(Pass& p, roce::NakCode code, hw::WcStatus status, hw::EventType ev);
     void send_ack(uint8_t opcode, uint8_t syndrome, uint32_t psn, uint64_t orig = 0,
                   const uint8_t* payload = nullptr, size_t len = 0);
     RespResource& prepare_resource(RespResource::Type t, uint32_t psn, uint32_t npkts);

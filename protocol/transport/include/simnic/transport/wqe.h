@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "simnic/hw/verbs.h"
 #include "simnic/transport/qp_config.h"
-#include "simnic/transport/verbs.h"
 
 namespace simnic::transport {
 
@@ -55,15 +55,15 @@ struct MwBind {
     uint32_t mr_lkey = 0;   // the MR to bind to (ignored when length is 0)
     uint64_t addr = 0;
     uint64_t length = 0;
-    uint32_t access = 0;    // AccessFlag, kAccessZeroBased included
+    uint32_t access = 0;    // hw::access, kZeroBased included
 };
 
 struct SendWqe {
     uint64_t wr_id = 0;
-    WrOpcode opcode = WrOpcode::Send;
-    uint32_t send_flags = 0;  // SendFlag
+    hw::WrOpcode opcode = hw::WrOpcode::Send;
+    uint32_t send_flags = 0;  // hw::send_flags
     SgList sg;
-    std::vector<uint8_t> inline_data;  // used instead of sg when kSendInline is set
+    std::vector<uint8_t> inline_data;  // used instead of sg when send_flags::kInline is set
     // RDMA and atomics
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
@@ -75,7 +75,7 @@ struct SendWqe {
     MwBind bind;                   // BIND_MW
     UdDest ud;
 
-    bool is_inline() const { return (send_flags & kSendInline) != 0; }
+    bool is_inline() const { return (send_flags & hw::send_flags::kInline) != 0; }
     uint64_t length() const { return is_inline() ? inline_data.size() : sg.total_length(); }
 };
 
