@@ -46,3 +46,12 @@ TEST_CASE("an absolute timerfd deadline from mono_ns fires no earlier", "[base][
     CHECK(simnic::base::mono_ns() >= deadline);
     close(fd);
 }
+
+TEST_CASE("base::wall_us is the wall clock in microseconds") {
+    timespec before{}, after{};
+    clock_gettime(CLOCK_REALTIME, &before);
+    const std::uint64_t us = simnic::base::wall_us();
+    clock_gettime(CLOCK_REALTIME, &after);
+    CHECK(us >= std::uint64_t(before.tv_sec) * 1000000ull + std::uint64_t(before.tv_nsec) / 1000);
+    CHECK(us <= std::uint64_t(after.tv_sec) * 1000000ull + std::uint64_t(after.tv_nsec) / 1000);
+}

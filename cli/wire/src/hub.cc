@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,24 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "simnic/base/clock.h"
 #include "simnic/roce/pcap_io.h"
 
 namespace simnic::wire {
-namespace {
-
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-uint64_t wall_us() {
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return uint64_t(ts.tv_sec) * 1000000ull + uint64_t(ts.tv_nsec) / 1000;
-}
-
-}  // namespace
+using base::mono_ns;
+using base::wall_us;
 
 struct Hub::Impl {
     int fd = -1;
@@ -81,7 +68,7 @@ struct Hub::Impl {
     }
     void schedule(Pending p, uint64_t delay_ns, HubStats& st) {
         if (delay_ns == 0) return deliver(p, st);
-        p.due = now_ns() + delay_ns;
+        p.due = mono_ns() + delay_ns;
         timed.push(std::move(p));
     }
 };
@@ -144,10 +131,10 @@ bool Hub::open(const HubOptions& opt, std::string& err) {
 
 void Hub::run(const std::atomic<bool>& stop) {
     Impl& m = *impl_;
-    const uint64_t end = m.opt.lifetime_s > 0 ? now_ns() + uint64_t(m.opt.lifetime_s * 1e9) : 0;
+    const uint64_t end = m.opt.lifetime_s > 0 ? mono_ns() + uint64_t(m.opt.lifetime_s * 1e9) : 0;
     std::vector<uint8_t> buf(65536);
     while (!stop.load(std::memory_order_relaxed)) {
-        uint64_t now = now_ns();
+        uint64_t now = mono_ns();
         if (end && now >= end) break;
         // Release what is due: delayed frames, and held frames past their hold.
         while (!m.timed.empty() && m.timed.top().due <= now) {
@@ -202,7 +189,7 @@ void Hub::run(const std::atomic<bool>& stop) {
                 if (!d.drop) {
                     FaultInjector::corrupt(p.frame, d);
                     if (d.reorder && !release_held) {
-                        p.due = now_ns() + m.opt.faults[size_t(d.rule)].reorder_hold_ns;
+                        p.due = mono_ns() + m.opt.faults[size_t(d.rule)].reorder_hold_ns;
                         h.p = std::move(p);
                         h.full = true;
                         m.faults->note_reordered(d.rule);

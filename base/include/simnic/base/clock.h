@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Monotonic time, as simnic's timers and measurements read it.
+// Time, as simnic's timers, measurements and captures read it.
 #pragma once
 
 #include <time.h>
@@ -18,6 +18,14 @@ inline std::uint64_t mono_ns() noexcept {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Microseconds of the wall clock (CLOCK_REALTIME): the timestamps of packet
+// captures, which tools line up with other captures of the same traffic.
+inline std::uint64_t wall_us() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000ull + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
 }
 
 }  // namespace simnic::base
