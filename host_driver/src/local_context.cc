@@ -79,7 +79,7 @@ public:
 
     int event_fd() const override { return efd_; }
 
-    bool next_event(std::array<std::uint8_t, hw::eqe::kSize>& eqe) override {
+    bool next_event(hw::Eqe& eqe) override {
         std::lock_guard<std::mutex> lk(mu_);
         if (events_.empty()) return false;
         eqe = events_.front();
@@ -105,13 +105,13 @@ public:
 
     // From the sink, possibly inside the firmware's lock.
     void deliver(const std::uint8_t* eqe, std::size_t len) {
-        std::array<std::uint8_t, hw::eqe::kSize> e{};
+        std::array<std::uint8_t, hw::kEqeSize> e{};
         std::memcpy(e.data(), eqe, std::min(len, e.size()));
         std::lock_guard<std::mutex> lk(mu_);
         // Same bound as an EQ of the largest size the device offers; beyond
         // it the EQE is dropped, as on an overrun (hw-spec 8.1).
         if (events_.size() >= kMaxQueued) return;
-        events_.push_back(e);
+        events_.push_back(hw::decode_eqe(e.data()));
         if (armed_) fire_locked();
     }
 
@@ -148,7 +148,7 @@ private:
     const std::uint16_t device_index_;
     const int efd_;
     std::mutex mu_;
-    std::deque<std::array<std::uint8_t, hw::eqe::kSize>> events_;
+    std::deque<hw::Eqe> events_;
     bool armed_ = false;
 };
 

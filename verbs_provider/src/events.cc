@@ -31,9 +31,9 @@ static_assert(static_cast<int>(hw::EventType::SrqLimitReached) == IBV_EVENT_SRQ_
 static_assert(static_cast<int>(hw::EventType::QpLastWqeReached) == IBV_EVENT_QP_LAST_WQE_REACHED);
 static_assert(static_cast<int>(hw::EventType::GidChange) == IBV_EVENT_GID_CHANGE);
 static_assert(static_cast<int>(hw::EventType::WqFatal) == IBV_EVENT_WQ_FATAL);
-void dispatch(SimContext& c, const std::array<std::uint8_t, hw::eqe::kSize>& e) {
-    const auto type = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::event_type));
-    const auto obj = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::obj_num));
+void dispatch(SimContext& c, const hw::Eqe& e) {
+    const auto type = static_cast<std::uint32_t>(e.event_type);
+    const std::uint32_t obj = e.obj_num;
     std::lock_guard<std::mutex> lk(c.obj_mu);
     if (type == static_cast<std::uint32_t>(hw::EventType::Completion)) {
         auto it = c.cqs.find(obj);
@@ -97,7 +97,7 @@ void event_loop(SimContext* c) {
         // driver's check). The thread may start long after the context
         // opened, with events already queued. Repeat until arming finds the
         // queue empty, so no event waits for a later one to wake us.
-        std::array<std::uint8_t, hw::eqe::kSize> e{};
+        hw::Eqe e;
         bool found = true;
         while (found) {
             while (c->hc->next_event(e)) dispatch(*c, e);
