@@ -9,7 +9,8 @@
 //     daemon; BAR0 and the context page are shared memory, commands travel
 //     through the command ring in this process's memory (hw-spec 5.1);
 //   - an in-process context around a Firmware object (open_local_context),
-//     for tests that want a device without a daemon.
+//     for tests that want a device without a daemon, and for `simnic bench`,
+//     whose model device takes the context's doorbells.
 #pragma once
 
 #include <cerrno>
