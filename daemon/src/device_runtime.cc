@@ -19,6 +19,7 @@
 #include "simnic/fw/firmware.h"
 #include "simnic/fw/linux_netdev.h"
 #include "simnic/fw/table_store.h"
+#include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
 #include "simnic/hw/mmio.h"
 #include "simnic/soft_engine/engine.h"
@@ -131,7 +132,7 @@ struct DeviceRuntime::Impl final : hw::EventSink {
     void post_eqe(uint16_t ctx_id, const uint8_t* eqe, size_t len) override {
         std::lock_guard<std::mutex> lk(eq_mu);
         auto it = ctxs.find(ctx_id);
-        if (it == ctxs.end() || len != hw::eqe::kSize) return;
+        if (it == ctxs.end() || len != hw::kEqeSize) return;
         Ctx& c = *it->second;
         uint8_t* pg = c.page.p;
         constexpr uint32_t eq = hw::kCtxEqBlock;
@@ -143,12 +144,13 @@ struct DeviceRuntime::Impl final : hw::EventSink {
             hw::reg_set(pg, eq, hw::eq_regs::overrun, 1);
             return;
         }
-        std::array<uint8_t, hw::eqe::kSize> e{};
+        std::array<uint8_t, hw::kEqeSize> e{};
         std::memcpy(e.data(), eqe, e.size());
-        hw::set(e.data(), e.size(), hw::eqe::owner, ((pi >> n) & 1) ^ 1);
-        const uint64_t slot = hw::reg_get(pg, eq, hw::eq_regs::base) + uint64_t{pi & ((1u << n) - 1)} * e.size();
+        const auto log = static_cast<uint8_t>(n);
+        hw::stamp_owner(hw::kEqRing, e.data(), pi, log);
+        const uint64_t slot = hw::reg_get(pg, eq, hw::eq_regs::base) + hw::ring_entry_offset(hw::kEqRing, pi, log);
         ProcessMemory mem(static_cast<pid_t>(c.pid));
-        const uint32_t owner_off = hw::eqe::owner.offset;
+        const uint32_t owner_off = hw::kEqRing.owner.offset;
         if (!mem.write(slot, e.data(), owner_off) || !mem.write(slot + owner_off, e.data() + owner_off, 4)) return;
         hw::mmio_store32(pg, eq + hw::eq_regs::pi.offset, pi + 1);
         // Store-load ordering with the driver's arm (see its arm_events()).

@@ -6,6 +6,7 @@
 
 #include "fw_internal.h"
 #include "simnic/fw/gid.h"
+#include "simnic/hw/wqe.h"
 
 namespace simnic::fw {
 
@@ -491,7 +492,7 @@ void Firmware::cmd_create_srq(Ctx& c, std::uint16_t id, In in, std::size_t n, Ou
         return;
     }
     if (log_stride < hw::kMinLogRqStride || log_stride > hw::kMaxLogStride ||
-        pow2(log_stride) < hw::recv_wqe::kSize + hw::data_seg::kSize * max_sge) {
+        pow2(log_stride) < hw::recv_wqe_size(max_sge)) {
         fail(r, CmdStatus::BadParam, Syndrome::Stride);
         return;
     }

@@ -5,6 +5,7 @@
 
 #include "fw_internal.h"
 #include "simnic/hw/qp_fsm.h"
+#include "simnic/hw/wqe.h"
 #include "simnic/roce/rules.h"
 
 namespace simnic::fw {
@@ -125,19 +126,13 @@ void Firmware::cmd_create_qp(Ctx& c, std::uint16_t id, In in, std::size_t n, Out
         fail(r, CmdStatus::ExceedsCap, Syndrome::InlineSize);
         return;
     }
-    // SQ slot: CTRL + the larger of RADDR+ATOMIC and UD+AV, then the data.
-    const std::uint64_t seg = hw::kSegUnit;
-    const std::uint64_t addr_part = std::max<std::uint64_t>(
-        hw::raddr_seg::kSize + hw::atomic_seg::kSize, hw::ud_seg::kSize + hw::av::kSize);
-    const std::uint64_t data_part = std::max<std::uint64_t>(
-        hw::data_seg::kSize * ssge, seg * ((hw::inline_seg::kSize + inl + seg - 1) / seg));
-    if (lsqs < hw::kMinLogSqStride || lsqs > hw::kMaxLogStride ||
-        pow2(lsqs) < hw::ctrl_seg::kSize + addr_part + data_part) {
+    // The SQ slot holds the largest WQE the caps allow (hw-spec 5.6.7).
+    if (lsqs < hw::kMinLogSqStride || lsqs > hw::kMaxLogStride || pow2(lsqs) < hw::send_wqe_max_size(ssge, inl)) {
         fail(r, CmdStatus::BadParam, Syndrome::Stride);
         return;
     }
     if (!srq_en && (lrqs < hw::kMinLogRqStride || lrqs > hw::kMaxLogStride ||
-                    pow2(lrqs) < hw::recv_wqe::kSize + hw::data_seg::kSize * rsge)) {
+                    pow2(lrqs) < hw::recv_wqe_size(rsge))) {
         fail(r, CmdStatus::BadParam, Syndrome::Stride);
         return;
     }

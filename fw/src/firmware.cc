@@ -8,6 +8,7 @@
 
 #include "fw_internal.h"
 #include "simnic/fw/gid.h"
+#include "simnic/hw/cqe.h"
 #include "simnic/roce/rules.h"
 
 namespace simnic::fw {
@@ -352,13 +353,8 @@ hw::CmdStatus Firmware::run_entry(std::uint16_t ctx_id, std::uint8_t* entry,
 // ---------------------------------------------------------------------------
 void Firmware::post_event(std::uint16_t ctx_id, hw::EventType type, std::uint32_t obj,
                           std::uint32_t aux, std::uint32_t token, std::uint8_t status) {
-    namespace eq = hw::eqe;
-    std::array<std::uint8_t, eq::kSize> e{};
-    put(e.data(), e.size(), eq::event_type, static_cast<std::uint8_t>(type));
-    put(e.data(), e.size(), eq::obj_num, obj);
-    put(e.data(), e.size(), eq::token, token);
-    put(e.data(), e.size(), eq::cmd_status, status);
-    put(e.data(), e.size(), eq::aux, aux);
+    std::array<std::uint8_t, hw::kEqeSize> e{};
+    hw::encode_eqe(hw::Eqe{type, obj, token, static_cast<hw::CmdStatus>(status), aux}, e.data());
     events_.post_eqe(ctx_id, e.data(), e.size());
 }
 

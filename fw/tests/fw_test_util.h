@@ -13,6 +13,7 @@
 #include "simnic/fw/firmware.h"
 #include "simnic/fw/gid.h"
 #include "simnic/fw/table_store.h"
+#include "simnic/hw/cqe.h"
 #include "simnic/hw/field.h"
 #include "simnic/hw/layout.h"
 
@@ -67,13 +68,11 @@ struct Event {
 class RecordingSink final : public EventSink {
 public:
     void post_eqe(std::uint16_t ctx, const std::uint8_t* e, std::size_t n) override {
-        REQUIRE(n == hw::eqe::kSize);
+        REQUIRE(n == hw::kEqeSize);
         CHECK(hw::get(e, n, hw::eqe::owner) == 0);  // the ring writer's job
-        events.push_back({ctx, static_cast<std::uint8_t>(hw::get(e, n, hw::eqe::event_type)),
-                          static_cast<std::uint32_t>(hw::get(e, n, hw::eqe::obj_num)),
-                          static_cast<std::uint32_t>(hw::get(e, n, hw::eqe::aux)),
-                          static_cast<std::uint32_t>(hw::get(e, n, hw::eqe::token)),
-                          static_cast<std::uint8_t>(hw::get(e, n, hw::eqe::cmd_status))});
+        const hw::Eqe v = hw::decode_eqe(e);
+        events.push_back({ctx, static_cast<std::uint8_t>(v.event_type), v.obj_num, v.aux, v.token,
+                          static_cast<std::uint8_t>(v.cmd_status)});
     }
     std::vector<Event> events;
 };

@@ -28,9 +28,9 @@ constexpr std::uint32_t kGlobalArea = hw::kBar0CtxBase;  // 0x0000-0x0FFF
 class LocalContext final : public Context {
 public:
     LocalContext(fw::Firmware& fw, LocalEventSink& sink, std::string name, std::uint16_t ctx_id,
-                 std::uint16_t boot, std::uint16_t device_index, int efd)
+                 std::uint16_t boot, std::uint16_t device_index, int efd, DoorbellSink doorbells)
         : fw_(fw), sink_(sink), name_(std::move(name)), ctx_id_(ctx_id), boot_(boot),
-          device_index_(device_index), efd_(efd) {
+          device_index_(device_index), efd_(efd), doorbells_(std::move(doorbells)) {
         sink_.attach(ctx_id_, this);
     }
 
@@ -79,7 +79,7 @@ public:
 
     int event_fd() const override { return efd_; }
 
-    bool next_event(std::array<std::uint8_t, hw::eqe::kSize>& eqe) override {
+    bool next_event(hw::Eqe& eqe) override {
         std::lock_guard<std::mutex> lk(mu_);
         if (events_.empty()) return false;
         eqe = events_.front();
@@ -95,29 +95,26 @@ public:
 
     std::uint16_t boot_domain() const override { return boot_; }
 
-    // An in-process device has no engine: a doorbell is recorded (for tests)
-    // and nothing else happens.
+    // In order, to the device's engine if it has one (DoorbellSink).
     void ring_doorbell(hw::DbKind kind, std::uint32_t num, std::uint32_t index,
                        std::uint8_t cq_cmd) override {
-        std::lock_guard<std::mutex> lk(mu_);
-        last_doorbell_ = {static_cast<std::uint32_t>(kind), num, index, cq_cmd};
+        if (doorbells_) doorbells_(ctx_id_, kind, num, index, cq_cmd);
     }
 
     // From the sink, possibly inside the firmware's lock.
     void deliver(const std::uint8_t* eqe, std::size_t len) {
-        std::array<std::uint8_t, hw::eqe::kSize> e{};
+        std::array<std::uint8_t, hw::kEqeSize> e{};
         std::memcpy(e.data(), eqe, std::min(len, e.size()));
         std::lock_guard<std::mutex> lk(mu_);
         // Same bound as an EQ of the largest size the device offers; beyond
         // it the EQE is dropped, as on an overrun (hw-spec 8.1).
         if (events_.size() >= kMaxQueued) return;
-        events_.push_back(e);
+        events_.push_back(hw::decode_eqe(e.data()));
         if (armed_) fire_locked();
     }
 
 private:
     static constexpr std::size_t kMaxQueued = std::size_t{1} << 12;
-    std::array<std::uint32_t, 4> last_doorbell_{};
 
     template <std::size_t N>
     static void place(std::array<std::uint8_t, kGlobalArea>& bar, std::uint32_t at,
@@ -147,8 +144,9 @@ private:
     const std::uint16_t boot_;
     const std::uint16_t device_index_;
     const int efd_;
+    const DoorbellSink doorbells_;
     std::mutex mu_;
-    std::deque<std::array<std::uint8_t, hw::eqe::kSize>> events_;
+    std::deque<hw::Eqe> events_;
     bool armed_ = false;
 };
 
@@ -178,7 +176,7 @@ LocalEventSink& local_event_sink() {
 std::unique_ptr<Context> open_local_context(fw::Firmware& fw, LocalEventSink& events,
                                             const std::string& device_name,
                                             std::uint16_t ctx_id, std::uint32_t pid,
-                                            std::uint16_t device_index) {
+                                            std::uint16_t device_index, DoorbellSink doorbells) {
     const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (efd < 0) return nullptr;
     std::uint16_t boot = 0;
@@ -187,7 +185,7 @@ std::unique_ptr<Context> open_local_context(fw::Firmware& fw, LocalEventSink& ev
         return nullptr;
     }
     return std::make_unique<LocalContext>(fw, events, device_name, ctx_id, boot, device_index,
-                                          efd);
+                                          efd, std::move(doorbells));
 }
 
 std::unique_ptr<Context> open_local_context(fw::Firmware& fw, const std::string& device_name,

@@ -177,13 +177,12 @@ public:
 
     int event_fd() const override { return irq_fd_; }
 
-    bool next_event(std::array<uint8_t, hw::eqe::kSize>& eqe) override {
+    bool next_event(hw::Eqe& eqe) override {
         constexpr uint32_t eq = hw::kCtxEqBlock;
         const uint32_t ci = static_cast<uint32_t>(hw::reg_get(page_, eq, hw::eq_regs::ci));
-        const uint8_t* slot = eq_.p + (ci & ((1u << kEqLogSize) - 1)) * hw::eqe::kSize;
-        const uint32_t owner = (hw::mmio_load32(slot, hw::eqe::owner.offset) >> hw::eqe::owner.lo) & 1;
-        if (owner != (((ci >> kEqLogSize) & 1) ^ 1)) return false;
-        std::memcpy(eqe.data(), slot, eqe.size());
+        const uint8_t* slot = hw::eqe_peek(eq_.p, ci, kEqLogSize);
+        if (slot == nullptr) return false;
+        eqe = hw::decode_eqe(slot);
         hw::mmio_store32(page_, eq + hw::eq_regs::ci.offset, ci + 1);
         return true;
     }

@@ -28,58 +28,45 @@ constexpr std::uint64_t kNapAfterNs = 100'000;
 constexpr std::uint64_t kNapNs = 500'000;
 
 // ---- CQ polling ----
-void retire(SimCq& cq, const std::uint8_t* e) {
-    const auto qpn = static_cast<std::uint32_t>(hw::get(e, hw::cqe::kSize, hw::cqe::qp_num));
-    const auto idx = static_cast<std::uint32_t>(hw::get(e, hw::cqe::kSize, hw::cqe::wqe_index));
-    const bool is_send = hw::get(e, hw::cqe::kSize, hw::cqe::is_send) != 0;
+void retire(SimCq& cq, const hw::Cqe& e) {
     for (SimQp* qp : cq.qps) {
-        if (qp->qpn != qpn) continue;
+        if (qp->qpn != e.qp_num) continue;
         // Everything up to and including the completed WQE is free (6.1).
-        Wq& wq = is_send ? qp->sq : (qp->srq ? qp->srq->wq : qp->rq);
-        wq.ci.store(idx + 1, std::memory_order_release);
+        Wq& wq = e.is_send ? qp->sq : (qp->srq ? qp->srq->wq : qp->rq);
+        wq.ci.store(e.wqe_index + 1, std::memory_order_release);
         return;
     }
 }
 
-void translate(const std::uint8_t* e, ibv_wc& wc) {
-    auto g = [e](hw::Field f) { return hw::get(e, hw::cqe::kSize, f); };
+void translate(const hw::Cqe& c, ibv_wc& wc) {
     std::memset(&wc, 0, sizeof wc);
-    wc.wr_id = g(hw::cqe::wr_id);
-    wc.status = static_cast<ibv_wc_status>(g(hw::cqe::status));
-    wc.opcode = static_cast<ibv_wc_opcode>(g(hw::cqe::opcode));
-    wc.vendor_err = static_cast<std::uint32_t>(g(hw::cqe::vendor_err));
-    wc.byte_len = static_cast<std::uint32_t>(g(hw::cqe::byte_len));
-    const auto flags = static_cast<std::uint8_t>(g(hw::cqe::wc_flags));
-    const auto imm = static_cast<std::uint32_t>(g(hw::cqe::imm_inv));
-    if (flags & hw::wc_flags::kWithImm) wc.imm_data = htobe32(imm);  // 7.1
-    else if (flags & hw::wc_flags::kWithInv) wc.invalidated_rkey = imm;
-    wc.qp_num = static_cast<std::uint32_t>(g(hw::cqe::qp_num));
-    wc.src_qp = static_cast<std::uint32_t>(g(hw::cqe::src_qp));
+    wc.wr_id = c.wr_id;
+    wc.status = static_cast<ibv_wc_status>(c.status);
+    wc.opcode = static_cast<ibv_wc_opcode>(c.opcode);
+    wc.vendor_err = c.vendor_err;
+    wc.byte_len = c.byte_len;
+    if (c.wc_flags & hw::wc_flags::kWithImm) wc.imm_data = htobe32(c.imm_inv);  // 7.1
+    else if (c.wc_flags & hw::wc_flags::kWithInv) wc.invalidated_rkey = c.imm_inv;
+    wc.qp_num = c.qp_num;
+    wc.src_qp = c.src_qp;
     unsigned wf = 0;
-    if (flags & hw::wc_flags::kGrh) wf |= IBV_WC_GRH;
-    if (flags & hw::wc_flags::kWithImm) wf |= IBV_WC_WITH_IMM;
-    if (flags & hw::wc_flags::kWithInv) wf |= IBV_WC_WITH_INV;
+    if (c.wc_flags & hw::wc_flags::kGrh) wf |= IBV_WC_GRH;
+    if (c.wc_flags & hw::wc_flags::kWithImm) wf |= IBV_WC_WITH_IMM;
+    if (c.wc_flags & hw::wc_flags::kWithInv) wf |= IBV_WC_WITH_INV;
     wc.wc_flags = wf;
-    wc.pkey_index = static_cast<std::uint16_t>(g(hw::cqe::pkey_index));
-    wc.slid = static_cast<std::uint16_t>(g(hw::cqe::slid));
-    wc.sl = static_cast<std::uint8_t>(g(hw::cqe::sl));
-    wc.dlid_path_bits = static_cast<std::uint8_t>(g(hw::cqe::dlid_path_bits));
+    wc.pkey_index = c.pkey_index;
+    wc.slid = c.slid;
+    wc.sl = c.sl;
+    wc.dlid_path_bits = c.dlid_path_bits;
 }
 
 // The CQE at the consumer index if the driver owns it (7.2), else null.
-// Under cq.mu. 3.3 rule 2: the owner dword with acquire, then the rest.
-const std::uint8_t* cq_peek(const SimCq& cq) {
-    const std::uint8_t* e =
-        cq.ring + (std::size_t{hw::ring_slot(cq.ci, cq.log_size)} * hw::cqe::kSize);
-    const std::uint32_t ow = __atomic_load_n(
-        reinterpret_cast<const std::uint32_t*>(e + hw::cqe::owner.offset), __ATOMIC_ACQUIRE);
-    if (((ow >> hw::cqe::owner.lo) & 1u) != hw::phase_of(cq.ci, cq.log_size)) return nullptr;
-    return e;
-}
+// Under cq.mu.
+const std::uint8_t* cq_peek(const SimCq& cq) { return hw::cqe_peek(cq.ring, cq.ci, cq.log_size); }
 
 // Consumes the CQE cq_peek returned, once it has been read: its WQEs are
 // free and the consumer index moves on. The device learns it at cq_batch_end.
-void cq_pop(SimCq& cq, const std::uint8_t* e) {
+void cq_pop(SimCq& cq, const hw::Cqe& e) {
     retire(cq, e);
     ++cq.ci;
 }
@@ -146,8 +133,9 @@ int detail::op_poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
         for (; n < ne; ++n) {
             const std::uint8_t* e = cq_peek(cq);
             if (e == nullptr) break;
-            translate(e, wc[n]);
-            cq_pop(cq, e);
+            const hw::Cqe c = hw::decode_cqe(e);
+            translate(c, wc[n]);
+            cq_pop(cq, c);
         }
         yield = cq_batch_end(cq, static_cast<std::uint32_t>(n));
     }
@@ -172,10 +160,19 @@ namespace {
 SimCq& cqx_of(ibv_cq_ex* x) { return *outer<SimCq>(x); }
 
 void cqx_load(SimCq& cq, const std::uint8_t* e) {
-    cq.ex_cqe = e;
-    translate(e, cq.ex_wc);
+    cq.ex_cqe = hw::decode_cqe(e);
+    cq.ex_on = true;
+    translate(cq.ex_cqe, cq.ex_wc);
     cq.cqx.status = cq.ex_wc.status;
     cq.cqx.wr_id = cq.ex_wc.wr_id;
+}
+
+// Consumes the CQE the iterator is on, if any.
+void cqx_pop(SimCq& cq) {
+    if (!cq.ex_on) return;
+    cq_pop(cq, cq.ex_cqe);
+    ++cq.ex_done;
+    cq.ex_on = false;
 }
 
 int cqx_start_poll(ibv_cq_ex* x, ibv_poll_cq_attr* /*attr: no fields, as rxe*/) {
@@ -196,11 +193,7 @@ int cqx_start_poll(ibv_cq_ex* x, ibv_poll_cq_attr* /*attr: no fields, as rxe*/) 
 
 int cqx_next_poll(ibv_cq_ex* x) {
     SimCq& cq = cqx_of(x);
-    if (cq.ex_cqe != nullptr) {
-        cq_pop(cq, cq.ex_cqe);
-        ++cq.ex_done;
-        cq.ex_cqe = nullptr;
-    }
+    cqx_pop(cq);
     const std::uint8_t* e = cq_peek(cq);
     if (e == nullptr) {
         errno = ENOENT;
@@ -212,11 +205,7 @@ int cqx_next_poll(ibv_cq_ex* x) {
 
 void cqx_end_poll(ibv_cq_ex* x) {
     SimCq& cq = cqx_of(x);
-    if (cq.ex_cqe != nullptr) {
-        cq_pop(cq, cq.ex_cqe);
-        ++cq.ex_done;
-        cq.ex_cqe = nullptr;
-    }
+    cqx_pop(cq);
     cq_batch_end(cq, cq.ex_done);  // consumed at least the first: no yield
     cq.ex_done = 0;
     cq.mu.unlock();
@@ -272,150 +261,98 @@ int detail::op_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
 
 namespace {
 
-// ---- send WQEs (6.2) ----
-// CTRL_SEG.opcode holds the ibv_wr_opcode itself (hw-spec 6.3, verbs_abi.cc),
-// so the vocabulary's classification applies to the application's opcode.
-bool is_rdma(ibv_wr_opcode op) { return hw::is_rdma(static_cast<hw::WrOpcode>(op)); }
-bool is_atomic(ibv_wr_opcode op) { return hw::is_atomic(static_cast<hw::WrOpcode>(op)); }
-bool opcode_ok(ibv_qp_type t, ibv_wr_opcode op) {
-    switch (op) {
-        case IBV_WR_SEND:
-        case IBV_WR_SEND_WITH_IMM:
-            return true;
-        case IBV_WR_RDMA_WRITE:
-        case IBV_WR_RDMA_WRITE_WITH_IMM:
-        case IBV_WR_SEND_WITH_INV:
-            return t == IBV_QPT_RC || t == IBV_QPT_UC;
-        case IBV_WR_RDMA_READ:
-        case IBV_WR_ATOMIC_CMP_AND_SWP:
-        case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        case IBV_WR_LOCAL_INV:  // rxe's opcode table: RC only
-            return t == IBV_QPT_RC;
-        case IBV_WR_BIND_MW:
-            return t == IBV_QPT_RC || t == IBV_QPT_UC;
-        default:
-            return false;
-    }
+// ---- send WQEs (6.2), built as hw::SendWqe values and encoded by the codec ----
+
+hw::QpType hw_type(const SimQp& qp) { return static_cast<hw::QpType>(qp.type); }
+
+// The opcode is one of hw-spec 6.3's, allowed on the QP's type.
+bool opcode_ok(const SimQp& qp, int op) {
+    return op >= 0 && op <= 0xFF && hw::wqe_opcode_allowed(hw_type(qp), static_cast<hw::WrOpcode>(op));
 }
 
-// BIND_MW's segment (hw-spec 6.2 BIND_SEG) after CTRL. `info.mr` may be
-// null for a type 1 unbind (length 0), which rdma-core's rxe provider would
-// dereference.
-int set_bind(std::uint8_t* w, const ibv_mw* mw, std::uint32_t new_rkey, const ibv_mw_bind_info& info) {
+// CTRL_SEG's part of a WQE.
+hw::SendWqe begin_send(int op, unsigned flags, std::uint64_t wr_id, std::uint32_t imm_inv) {
+    hw::SendWqe w;
+    w.opcode = static_cast<hw::WrOpcode>(op);
+    w.fence = (flags & IBV_SEND_FENCE) != 0;
+    w.signaled = (flags & IBV_SEND_SIGNALED) != 0;
+    w.solicited = (flags & IBV_SEND_SOLICITED) != 0;
+    w.imm_inv = imm_inv;
+    w.wr_id = wr_id;
+    return w;
+}
+
+// BIND_MW's segment. `info.mr` may be null for a type 1 unbind (length 0),
+// which rdma-core's rxe provider would dereference.
+int set_bind(hw::SendWqe& w, const ibv_mw* mw, std::uint32_t new_rkey, const ibv_mw_bind_info& info) {
     if (mw == nullptr || !is_context(mw->context)) return EINVAL;
     if (info.mr == nullptr && (info.addr != 0 || info.length != 0)) return EINVAL;
-    namespace b = hw::bind_seg;
-    std::uint8_t* s = w + hw::ctrl_seg::kSize;
-    hw::set(s, b::kSize, b::mw_rkey, mw->rkey);
-    hw::set(s, b::kSize, b::new_rkey, new_rkey);
-    hw::set(s, b::kSize, b::mr_lkey, info.mr ? info.mr->lkey : 0);
-    hw::set(s, b::kSize, b::access, info.mw_access_flags);
-    hw::set(s, b::kSize, b::addr, info.addr);
-    hw::set(s, b::kSize, b::length, info.length);
+    w.bind = {mw->rkey, new_rkey, info.mr ? info.mr->lkey : 0, info.mw_access_flags, info.addr, info.length};
     return 0;
 }
 
-// Starts a send WQE in `w` (the slot, zeroed here): CTRL and the fixed
-// segments before the data. Returns the data offset.
-std::uint32_t begin_send(SimQp& qp, std::uint8_t* w, ibv_wr_opcode op, unsigned flags,
-                         std::uint64_t wr_id, std::uint32_t imm_inv) {
-    const std::uint32_t stride = qp.sq.stride();
-    std::memset(w, 0, stride);
-    namespace c = hw::ctrl_seg;
-    hw::set(w, stride, c::opcode, static_cast<std::uint64_t>(op));
-    hw::set(w, stride, c::fence, (flags & IBV_SEND_FENCE) ? 1 : 0);
-    hw::set(w, stride, c::signaled, (flags & IBV_SEND_SIGNALED) ? 1 : 0);
-    hw::set(w, stride, c::solicited, (flags & IBV_SEND_SOLICITED) ? 1 : 0);
-    hw::set(w, stride, c::imm_inv, imm_inv);
-    hw::set(w, stride, c::wr_id, wr_id);
-    std::uint32_t off = c::kSize;
-    if (is_rdma(op) || is_atomic(op)) off += hw::raddr_seg::kSize;
-    if (is_atomic(op)) off += hw::atomic_seg::kSize;
-    if (qp.type == IBV_QPT_UD) off += hw::ud_seg::kSize;
-    return off;
-}
-
-void set_raddr(SimQp& qp, std::uint8_t* w, std::uint64_t va, std::uint32_t rkey) {
-    std::uint8_t* s = w + hw::ctrl_seg::kSize;
-    hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::remote_va, va);
-    hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::rkey, rkey);
-    (void)qp;
-}
-
-void set_atomic(std::uint8_t* w, std::uint64_t cmp_add, std::uint64_t swap) {
-    std::uint8_t* s = w + hw::ctrl_seg::kSize + hw::raddr_seg::kSize;
-    hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::compare_add, cmp_add);
-    hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::swap, swap);
-}
-
-void set_ud(std::uint8_t* w, std::uint32_t ahn, std::uint32_t qpn, std::uint32_t qkey) {
-    std::uint8_t* s = w + hw::ctrl_seg::kSize;
-    hw::set(s, hw::ud_seg::kSize, hw::ud_seg::ah_num, ahn);
-    hw::set(s, hw::ud_seg::kSize, hw::ud_seg::dest_qpn, qpn & hw::kQpnMask);
-    hw::set(s, hw::ud_seg::kSize, hw::ud_seg::qkey, qkey);
-}
-
-int set_sges(SimQp& qp, std::uint8_t* w, std::uint32_t off, const ibv_sge* sg, std::size_t n) {
-    if (n > qp.max_send_sge) return EINVAL;
-    const std::uint32_t stride = qp.sq.stride();
-    std::uint64_t total = 0;
-    for (std::size_t i = 0; i < n; ++i, off += hw::data_seg::kSize) {
-        std::uint8_t* d = w + off;
-        hw::set(d, hw::data_seg::kSize, hw::data_seg::addr, sg[i].addr);
-        hw::set(d, hw::data_seg::kSize, hw::data_seg::length, sg[i].length);
-        hw::set(d, hw::data_seg::kSize, hw::data_seg::lkey, sg[i].lkey);
-        total += sg[i].length;
-    }
-    hw::set(w, stride, hw::ctrl_seg::num_sge, n);
-    hw::set(w, stride, hw::ctrl_seg::inline_data, 0);
-    hw::set(w, stride, hw::ctrl_seg::total_len, static_cast<std::uint32_t>(total));
+int set_sges(const SimQp& qp, hw::SendWqe& w, const ibv_sge* sg, std::size_t n) {
+    if (n > qp.max_send_sge || n > hw::kMaxSge) return EINVAL;
+    w.inline_data = false;
+    w.num_sge = static_cast<std::uint32_t>(n);
+    for (std::size_t i = 0; i < n; ++i) w.sge[i] = {sg[i].addr, sg[i].length, sg[i].lkey};
     return 0;
 }
 
-int set_inline(SimQp& qp, std::uint8_t* w, std::uint32_t off, const ibv_data_buf* b, std::size_t n) {
+// Gathers the inline data into `buf` (the WQE points at it until encoded).
+int set_inline(const SimQp& qp, hw::SendWqe& w, std::uint8_t* buf, const ibv_data_buf* b, std::size_t n) {
     std::size_t total = 0;
     for (std::size_t i = 0; i < n; ++i) total += b[i].length;
-    if (total > qp.max_inline) return EINVAL;
-    const std::uint32_t stride = qp.sq.stride();
-    hw::set(w + off, hw::inline_seg::kSize, hw::inline_seg::byte_count, total);
-    std::uint8_t* p = w + off + hw::inline_seg::kSize;
+    if (total > qp.max_inline || total > hw::kMaxInline) return EINVAL;
+    std::uint8_t* p = buf;
     for (std::size_t i = 0; i < n; ++i) {
         std::memcpy(p, b[i].addr, b[i].length);
         p += b[i].length;
     }
-    hw::set(w, stride, hw::ctrl_seg::inline_data, 1);
-    hw::set(w, stride, hw::ctrl_seg::num_sge, 0);
-    hw::set(w, stride, hw::ctrl_seg::total_len, static_cast<std::uint32_t>(total));
+    w.inline_data = true;
+    w.num_sge = 0;
+    w.inline_bytes = buf;
+    w.inline_len = static_cast<std::uint32_t>(total);
     return 0;
 }
 
 std::uint32_t ah_number(ibv_ah* ah) { return outer<SimAh>(ah)->ahn; }
 
-int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* w) {
+// Writes `w` into SQ slot `slot`; the checks above leave the codec nothing
+// to refuse but a WQE the stride cannot hold.
+int encode(const SimQp& qp, const hw::SendWqe& w, std::uint8_t* slot) {
+    return hw::encode_send(w, hw_type(qp), slot, qp.sq.stride()) == hw::WqeFault::None ? 0 : EINVAL;
+}
+
+int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* slot) {
     const ibv_wr_opcode op = wr.opcode;
-    if (!opcode_ok(qp.type, op)) return EINVAL;
+    if (!opcode_ok(qp, op)) return EINVAL;
     if (wr.num_sge < 0) return EINVAL;
+    const auto o = static_cast<hw::WrOpcode>(op);
     const bool inl = (wr.send_flags & IBV_SEND_INLINE) != 0;
-    if (inl && (op == IBV_WR_RDMA_READ || is_atomic(op))) return EINVAL;
-    if (is_atomic(op) && wr.num_sge != 1) return EINVAL;
+    // Local operations carry no data (rxe's validate_send_wr), READ and
+    // atomics no inline data.
+    if (inl && !hw::wqe_inline_allowed(o)) return EINVAL;
+    if (hw::is_local_op(o) && wr.num_sge != 0) return EINVAL;
+    if (hw::is_atomic(o) && wr.num_sge != 1) return EINVAL;
     if (qp.type == IBV_QPT_UD && (wr.wr.ud.ah == nullptr || !is_context(wr.wr.ud.ah->context)))
         return EINVAL;
     std::uint32_t imm = 0;
     if (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM) imm = be32toh(wr.imm_data);
     if (op == IBV_WR_SEND_WITH_INV || op == IBV_WR_LOCAL_INV) imm = wr.invalidate_rkey;
-    // Local operations carry no data (rxe's validate_send_wr).
-    if ((op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV) && (wr.num_sge != 0 || inl)) return EINVAL;
-    const std::uint32_t off = begin_send(qp, w, op, wr.send_flags, wr.wr_id, imm);
-    if (op == IBV_WR_BIND_MW) return set_bind(w, wr.bind_mw.mw, wr.bind_mw.rkey, wr.bind_mw.bind_info);
-    if (op == IBV_WR_LOCAL_INV) return 0;
-    if (is_atomic(op)) {
-        set_raddr(qp, w, wr.wr.atomic.remote_addr, wr.wr.atomic.rkey);
-        set_atomic(w, wr.wr.atomic.compare_add, wr.wr.atomic.swap);
-    } else if (is_rdma(op)) {
-        set_raddr(qp, w, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
+    hw::SendWqe w = begin_send(op, wr.send_flags, wr.wr_id, imm);
+    if (op == IBV_WR_BIND_MW) {
+        if (const int e = set_bind(w, wr.bind_mw.mw, wr.bind_mw.rkey, wr.bind_mw.bind_info)) return e;
+        return encode(qp, w, slot);
     }
-    if (qp.type == IBV_QPT_UD)
-        set_ud(w, ah_number(wr.wr.ud.ah), wr.wr.ud.remote_qpn, wr.wr.ud.remote_qkey);
+    if (op == IBV_WR_LOCAL_INV) return encode(qp, w, slot);
+    if (hw::is_atomic(o)) {
+        w.raddr = {wr.wr.atomic.remote_addr, wr.wr.atomic.rkey};
+        w.atomic = {wr.wr.atomic.compare_add, wr.wr.atomic.swap};
+    } else if (hw::is_rdma(o)) {
+        w.raddr = {wr.wr.rdma.remote_addr, wr.wr.rdma.rkey};
+    }
+    if (qp.type == IBV_QPT_UD) w.ud = {ah_number(wr.wr.ud.ah), wr.wr.ud.remote_qpn, wr.wr.ud.remote_qkey};
     const auto n = static_cast<std::size_t>(wr.num_sge);
     if (inl) {
         if (n > hw::kMaxSge) return EINVAL;
@@ -423,9 +360,12 @@ int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* w) {
         for (std::size_t i = 0; i < n; ++i)
             bufs[i] = {reinterpret_cast<void*>(static_cast<std::uintptr_t>(wr.sg_list[i].addr)),
                        wr.sg_list[i].length};
-        return set_inline(qp, w, off, bufs.data(), n);
+        std::array<std::uint8_t, hw::kMaxInline> bytes;
+        if (const int e = set_inline(qp, w, bytes.data(), bufs.data(), n)) return e;
+        return encode(qp, w, slot);
     }
-    return set_sges(qp, w, off, wr.sg_list, n);
+    if (const int e = set_sges(qp, w, wr.sg_list, n)) return e;
+    return encode(qp, w, slot);
 }
 
 void ring_sq(SimQp& qp) {
@@ -461,20 +401,15 @@ namespace {
 
 // ---- receive WQEs (6.4) ----
 int build_recv(Wq& wq, std::uint32_t max_sge, const ibv_recv_wr& wr) {
-    if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > max_sge) return EINVAL;
-    std::uint8_t* w = wq.slot(wq.pi);
-    const std::uint32_t stride = wq.stride();
-    std::memset(w, 0, stride);
-    hw::set(w, stride, hw::recv_wqe::wr_id, wr.wr_id);
-    hw::set(w, stride, hw::recv_wqe::num_sge, static_cast<std::uint64_t>(wr.num_sge));
-    std::uint32_t off = hw::recv_wqe::kSize;
-    for (int i = 0; i < wr.num_sge; ++i, off += hw::data_seg::kSize) {
-        std::uint8_t* d = w + off;
-        hw::set(d, hw::data_seg::kSize, hw::data_seg::addr, wr.sg_list[i].addr);
-        hw::set(d, hw::data_seg::kSize, hw::data_seg::length, wr.sg_list[i].length);
-        hw::set(d, hw::data_seg::kSize, hw::data_seg::lkey, wr.sg_list[i].lkey);
-    }
-    return 0;
+    if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > max_sge ||
+        static_cast<std::uint32_t>(wr.num_sge) > hw::kMaxSge)
+        return EINVAL;
+    hw::RecvWqe w;
+    w.wr_id = wr.wr_id;
+    w.num_sge = static_cast<std::uint32_t>(wr.num_sge);
+    for (std::uint32_t i = 0; i < w.num_sge; ++i)
+        w.sge[i] = {wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
+    return hw::encode_recv(w, wq.slot(wq.pi), wq.stride()) == hw::WqeFault::None ? 0 : EINVAL;
 }
 
 int post_recv_on(SimContext& c, Wq& wq, std::uint32_t max_sge, hw::DbKind kind,
@@ -518,11 +453,18 @@ namespace {
 // ---- ibv_wr_* (ibv_qp_ex) ----
 SimQp& exq(ibv_qp_ex* q) { return *outer<SimQp>(q); }
 
+// Encodes the current WQE, complete now, into its slot.
+void ex_flush(SimQp& qp) {
+    if (qp.ex_wqe == nullptr) return;
+    if (qp.ex_err == 0) qp.ex_err = encode(qp, qp.ex_wr, qp.ex_wqe);
+    qp.ex_wqe = nullptr;
+}
+
 void ex_begin(ibv_qp_ex* q, ibv_wr_opcode op, std::uint32_t imm) {
     SimQp& qp = exq(q);
-    qp.ex_wqe = nullptr;
+    ex_flush(qp);
     if (qp.ex_err != 0) return;
-    if (!opcode_ok(qp.type, op)) {
+    if (!opcode_ok(qp, op)) {
         qp.ex_err = EINVAL;
         return;
     }
@@ -531,7 +473,7 @@ void ex_begin(ibv_qp_ex* q, ibv_wr_opcode op, std::uint32_t imm) {
         return;
     }
     qp.ex_wqe = qp.sq.slot(qp.sq.pi);
-    qp.ex_data_off = begin_send(qp, qp.ex_wqe, op, q->wr_flags, q->wr_id, imm);
+    qp.ex_wr = begin_send(op, q->wr_flags, q->wr_id, imm);
     ++qp.sq.pi;
 }
 
@@ -544,6 +486,7 @@ void ex_start(ibv_qp_ex* q) {
 }
 int ex_complete(ibv_qp_ex* q) {
     SimQp& qp = exq(q);
+    ex_flush(qp);
     const int err = qp.ex_err;
     if (err != 0) qp.sq.pi = qp.ex_start;
     else if (qp.sq.pi != qp.ex_start) ring_sq(qp);
@@ -552,6 +495,7 @@ int ex_complete(ibv_qp_ex* q) {
 }
 void ex_abort(ibv_qp_ex* q) {
     SimQp& qp = exq(q);
+    qp.ex_wqe = nullptr;
     qp.sq.pi = qp.ex_start;
     qp.sq.mu.unlock();
 }
@@ -561,7 +505,7 @@ void ex_send_inv(ibv_qp_ex* q, std::uint32_t rkey) { ex_begin(q, IBV_WR_SEND_WIT
 void ex_rdma(ibv_qp_ex* q, ibv_wr_opcode op, std::uint32_t rkey, std::uint64_t va,
              std::uint32_t imm) {
     ex_begin(q, op, imm);
-    if (exq(q).ex_wqe) set_raddr(exq(q), exq(q).ex_wqe, va, rkey);
+    if (exq(q).ex_wqe) exq(q).ex_wr.raddr = {va, rkey};
 }
 void ex_rdma_write(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va) {
     ex_rdma(q, IBV_WR_RDMA_WRITE, rkey, va, 0);
@@ -575,11 +519,11 @@ void ex_rdma_read(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va) {
 void ex_cmp_swp(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va, std::uint64_t cmp,
                 std::uint64_t swap) {
     ex_rdma(q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, va, 0);
-    if (exq(q).ex_wqe) set_atomic(exq(q).ex_wqe, cmp, swap);
+    if (exq(q).ex_wqe) exq(q).ex_wr.atomic = {cmp, swap};
 }
 void ex_fetch_add(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va, std::uint64_t add) {
     ex_rdma(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, va, 0);
-    if (exq(q).ex_wqe) set_atomic(exq(q).ex_wqe, add, 0);
+    if (exq(q).ex_wqe) exq(q).ex_wr.atomic = {add, 0};
 }
 void ex_set_ud_addr(ibv_qp_ex* q, ibv_ah* ah, std::uint32_t qpn, std::uint32_t qkey) {
     SimQp& qp = exq(q);
@@ -588,14 +532,13 @@ void ex_set_ud_addr(ibv_qp_ex* q, ibv_ah* ah, std::uint32_t qpn, std::uint32_t q
         qp.ex_err = EINVAL;
         return;
     }
-    set_ud(qp.ex_wqe, ah_number(ah), qpn, qkey);
+    qp.ex_wr.ud = {ah_number(ah), qpn, qkey};
 }
 // The current ibv_wr_* WQE takes data (not a local operation); else the
 // batch fails.
 bool ex_takes_data(SimQp& qp) {
     if (qp.ex_wqe == nullptr) return false;
-    const auto op = hw::get(qp.ex_wqe, hw::ctrl_seg::kSize, hw::ctrl_seg::opcode);
-    if (op != IBV_WR_BIND_MW && op != IBV_WR_LOCAL_INV) return true;
+    if (!hw::is_local_op(qp.ex_wr.opcode)) return true;
     qp.ex_err = EINVAL;
     return false;
 }
@@ -603,22 +546,21 @@ void ex_set_sge(ibv_qp_ex* q, std::uint32_t lkey, std::uint64_t addr, std::uint3
     SimQp& qp = exq(q);
     if (!ex_takes_data(qp)) return;
     const ibv_sge sge{addr, len, lkey};
-    if (const int e = set_sges(qp, qp.ex_wqe, qp.ex_data_off, &sge, 1)) qp.ex_err = e;
+    if (const int e = set_sges(qp, qp.ex_wr, &sge, 1)) qp.ex_err = e;
 }
 void ex_set_sge_list(ibv_qp_ex* q, std::size_t n, const ibv_sge* sg) {
     SimQp& qp = exq(q);
     if (!ex_takes_data(qp)) return;
-    if (const int e = set_sges(qp, qp.ex_wqe, qp.ex_data_off, sg, n)) qp.ex_err = e;
+    if (const int e = set_sges(qp, qp.ex_wr, sg, n)) qp.ex_err = e;
 }
 void ex_set_inline_list(ibv_qp_ex* q, std::size_t n, const ibv_data_buf* b) {
     SimQp& qp = exq(q);
     if (!ex_takes_data(qp)) return;
-    const auto op = hw::get(qp.ex_wqe, hw::ctrl_seg::kSize, hw::ctrl_seg::opcode);
-    if (op == IBV_WR_RDMA_READ || is_atomic(static_cast<ibv_wr_opcode>(op))) {
+    if (!hw::wqe_inline_allowed(qp.ex_wr.opcode)) {
         qp.ex_err = EINVAL;
         return;
     }
-    if (const int e = set_inline(qp, qp.ex_wqe, qp.ex_data_off, b, n)) qp.ex_err = e;
+    if (const int e = set_inline(qp, qp.ex_wr, qp.ex_inline.data(), b, n)) qp.ex_err = e;
 }
 void ex_set_inline(ibv_qp_ex* q, void* addr, std::size_t len) {
     const ibv_data_buf b{addr, len};
@@ -632,7 +574,7 @@ void ex_bind_mw(ibv_qp_ex* q, ibv_mw* mw, std::uint32_t rkey, const ibv_mw_bind_
         qp.ex_err = EINVAL;
         return;
     }
-    if (const int e = set_bind(qp.ex_wqe, mw, rkey, *info)) qp.ex_err = e;
+    if (const int e = set_bind(qp.ex_wr, mw, rkey, *info)) qp.ex_err = e;
 }
 void ex_local_inv(ibv_qp_ex* q, std::uint32_t rkey) { ex_begin(q, IBV_WR_LOCAL_INV, rkey); }
 // Operations this device lacks (hw-spec 6.3): the batch fails at wr_complete.

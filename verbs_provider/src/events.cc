@@ -17,9 +17,9 @@ namespace {
 // ---- the event thread ----
 // EQE event types 0x00-0x13 are ibv_event_type's values (hw-spec 8.2,
 // verbs_abi.cc): dispatch() hands them to ibv_get_async_event unchanged.
-void dispatch(SimContext& c, const std::array<std::uint8_t, hw::eqe::kSize>& e) {
-    const auto type = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::event_type));
-    const auto obj = static_cast<std::uint32_t>(hw::get(e.data(), e.size(), hw::eqe::obj_num));
+void dispatch(SimContext& c, const hw::Eqe& e) {
+    const auto type = static_cast<std::uint32_t>(e.event_type);
+    const std::uint32_t obj = e.obj_num;
     std::lock_guard<std::mutex> lk(c.obj_mu);
     if (type == static_cast<std::uint32_t>(hw::EventType::Completion)) {
         auto it = c.cqs.find(obj);
@@ -83,7 +83,7 @@ void event_loop(SimContext* c) {
         // driver's check). The thread may start long after the context
         // opened, with events already queued. Repeat until arming finds the
         // queue empty, so no event waits for a later one to wake us.
-        std::array<std::uint8_t, hw::eqe::kSize> e{};
+        hw::Eqe e;
         bool found = true;
         while (found) {
             while (c->hc->next_event(e)) dispatch(*c, e);

@@ -86,8 +86,6 @@ std::uint8_t log2_ceil(std::uint64_t v) {
     return n;
 }
 
-std::uint32_t round_up(std::uint32_t v, std::uint32_t unit) { return (v + unit - 1) / unit * unit; }
-
 template <std::size_t N>
 int run_in(SimContext& c, hw::CmdOpcode op, const std::array<std::uint8_t, N>& in,
            std::size_t out_cap, host::CmdOutcome& r) {
@@ -363,7 +361,7 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     const std::uint32_t sge = std::max<std::uint32_t>(1, attr->attr.max_sge);
     s->wq.log_size = log2_ceil(attr->attr.max_wr);
     s->wq.log_stride = std::max<std::uint8_t>(
-        hw::kMinLogRqStride, log2_ceil(hw::recv_wqe::kSize + hw::data_seg::kSize * sge));
+        hw::kMinLogRqStride, log2_ceil(hw::recv_wqe_size(sge)));
     s->max_sge = sge;
     std::uint16_t dom = 0;
     s->wq.base = c->queues.alloc(*c->hc, s->wq.bytes(), dom);
@@ -489,15 +487,6 @@ struct AhInNs {
     static constexpr hw::Field av_static_rate = hw::cmd_create_ah_in::av_static_rate;
 };
 
-// SQ stride for the caps (hw-spec 5.6.7): CTRL + the larger of RADDR+ATOMIC
-// and UD+AV + the larger of the SGEs and the inline segment.
-std::uint32_t sq_bytes(std::uint32_t sge, std::uint32_t inl) {
-    const std::uint32_t fixed =
-        hw::ctrl_seg::kSize + std::max<std::uint32_t>(hw::raddr_seg::kSize + hw::atomic_seg::kSize,
-                                                      hw::ud_seg::kSize + hw::av::kSize);
-    return fixed + std::max<std::uint32_t>(hw::data_seg::kSize * sge,
-                                           round_up(hw::inline_seg::kSize + inl, hw::kSegUnit));
-}
 }  // namespace
 
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
@@ -537,20 +526,20 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     qp->scq = cq_of(a->send_cq);
     qp->rcq = a->recv_cq ? cq_of(a->recv_cq) : qp->scq;
     qp->srq = a->srq ? srq_of(a->srq) : nullptr;
-    // SQ: stride from the caps; the inline room the stride leaves is offered.
+    // SQ: stride from the caps (hw-spec 5.6.7); the inline room the stride
+    // leaves is offered.
     qp->max_send_sge = std::max<std::uint32_t>(1, cap.max_send_sge);
     qp->sq.log_size = log2_ceil(std::max<std::uint32_t>(1, cap.max_send_wr));
     qp->sq.log_stride = std::max<std::uint8_t>(
-        hw::kMinLogSqStride, log2_ceil(sq_bytes(qp->max_send_sge, cap.max_inline_data)));
-    const std::uint32_t fixed = sq_bytes(0, 0) - hw::kSegUnit;  // without the data part
-    qp->max_inline = static_cast<std::uint32_t>(std::min<std::uint64_t>(
-        max_inl, qp->sq.stride() - fixed - hw::inline_seg::kSize));
+        hw::kMinLogSqStride, log2_ceil(hw::send_wqe_max_size(qp->max_send_sge, cap.max_inline_data)));
+    qp->max_inline = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(max_inl, hw::send_inline_room(qp->sq.stride())));
     qp->max_inline = std::max(qp->max_inline, cap.max_inline_data);
     // RQ (none with an SRQ: one slot, never used).
     qp->max_recv_sge = qp->srq ? 0 : std::max<std::uint32_t>(1, cap.max_recv_sge);
     qp->rq.log_size = qp->srq ? 0 : log2_ceil(std::max<std::uint32_t>(1, cap.max_recv_wr));
     qp->rq.log_stride = std::max<std::uint8_t>(
-        hw::kMinLogRqStride, log2_ceil(hw::recv_wqe::kSize + hw::data_seg::kSize * qp->max_recv_sge));
+        hw::kMinLogRqStride, log2_ceil(hw::recv_wqe_size(qp->max_recv_sge)));
     if (qp->sq.log_stride > hw::kMaxLogStride || qp->rq.log_stride > hw::kMaxLogStride) {
         delete qp;
         errno = EINVAL;

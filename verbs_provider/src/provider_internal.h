@@ -31,8 +31,10 @@
 #include <thread>
 #include <vector>
 
+#include "simnic/hw/cqe.h"
 #include "simnic/hw/field.h"
 #include "simnic/hw/layout.h"
+#include "simnic/hw/wqe.h"
 
 namespace simnic::verbs::detail {
 
@@ -257,9 +259,10 @@ struct SimCq {
     std::uint32_t empty_polls = 0;  // consecutive empty polls (under mu)
     std::vector<SimQp*> qps; // QPs completing here (under mu)
     // ibv_cq_ex polling, between start_poll and end_poll (under mu): the
-    // CQE the iterator is on (null after next_poll found none), its
+    // CQE the iterator is on (ex_on false after next_poll found none), its
     // translation, and how many CQEs the batch consumed.
-    const std::uint8_t* ex_cqe = nullptr;
+    hw::Cqe ex_cqe{};
+    bool ex_on = false;
     ibv_wc ex_wc{};
     std::uint32_t ex_done = 0;
 };
@@ -280,11 +283,15 @@ struct SimQp {
     // the engine ignores SQ doorbells in RESET and INIT (hw-spec 3.2), so a
     // WQE accepted there would run, stale, after the next doorbell.
     std::atomic<bool> sq_open{false};
-    // ibv_wr_* state, between wr_start and wr_complete / wr_abort (sq.mu held)
+    // ibv_wr_* state, between wr_start and wr_complete / wr_abort (sq.mu
+    // held): the current WQE is built in ex_wr (its inline bytes gathered
+    // in ex_inline) and encoded into its slot, ex_wqe, when the next one
+    // starts or the batch completes.
     std::uint32_t ex_start = 0;
     int ex_err = 0;
     std::uint8_t* ex_wqe = nullptr;
-    std::uint32_t ex_data_off = 0;
+    hw::SendWqe ex_wr{};
+    std::array<std::uint8_t, hw::kMaxInline> ex_inline{};
 };
 
 struct SimAh {

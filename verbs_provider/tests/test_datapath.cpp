@@ -1,8 +1,9 @@
 // The verbs provider's data path on an in-process device (a fw::Firmware
 // behind open_local_context, wrapped so every command and doorbell is
-// recorded): command mailboxes per verb, WQE bytes per hw-spec 6, CQE
-// translation per 7, doorbells, completion channels and async events (8).
-// Every layout is read through hwspec's field descriptors.
+// recorded): command mailboxes per verb, WQEs per hw-spec 6 as the device
+// decodes them, CQE translation per 7, doorbells, completion channels and
+// async events (8). Mailboxes are read through hwspec's field descriptors,
+// WQEs, CQEs and EQEs through its codec.
 #include <endian.h>
 #include <poll.h>
 #include <fcntl.h>
@@ -17,8 +18,10 @@
 #include "fw_test_util.h"
 #include "provider.h"
 #include "simnic/host/local_context.h"
+#include "simnic/hw/cqe.h"
 #include "simnic/hw/field.h"
 #include "simnic/hw/layout.h"
+#include "simnic/hw/wqe.h"
 
 namespace sv = simnic::verbs;
 namespace host = simnic::host;
@@ -54,7 +57,7 @@ public:
         return in_->read_bar(o, d, n);
     }
     int event_fd() const override { return in_->event_fd(); }
-    bool next_event(std::array<std::uint8_t, hw::eqe::kSize>& e) override {
+    bool next_event(hw::Eqe& e) override {
         return in_->next_event(e);
     }
     void arm_events() override { in_->arm_events(); }
@@ -112,10 +115,12 @@ struct Rig {
         sv::set_device_source(sv::DeviceSource{});
     }
     void post_eqe(hw::EventType t, std::uint32_t obj, std::uint32_t aux = 0) {
-        std::array<std::uint8_t, hw::eqe::kSize> e{};
-        hw::set(e.data(), e.size(), hw::eqe::event_type, static_cast<std::uint8_t>(t));
-        hw::set(e.data(), e.size(), hw::eqe::obj_num, obj);
-        hw::set(e.data(), e.size(), hw::eqe::aux, aux);
+        std::array<std::uint8_t, hw::kEqeSize> e{};
+        hw::Eqe v;
+        v.event_type = t;
+        v.obj_num = obj;
+        v.aux = aux;
+        hw::encode_eqe(v, e.data());
         sink.post_eqe(ctx_id, e.data(), e.size());
     }
 
@@ -135,29 +140,54 @@ bool readable(int fd, int ms) {
     return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
 }
 
-// A hand-made CQE number `p` in `cq`'s ring, owner written last (7.2).
+// A CQE as the device would write it.
+hw::Cqe make_cqe(std::uint64_t wr_id, std::uint32_t qpn, bool is_send, std::uint32_t wqe_index,
+                 hw::WcStatus st = hw::WcStatus::Success, hw::WcOpcode op = hw::WcOpcode::Send,
+                 std::uint8_t flags = 0, std::uint32_t imm = 0, std::uint32_t byte_len = 0) {
+    hw::Cqe c;
+    c.wr_id = wr_id;
+    c.status = st;
+    c.opcode = op;
+    c.wc_flags = flags;
+    c.vendor_err = st == hw::WcStatus::Success ? 0 : 3;
+    c.byte_len = byte_len;
+    c.imm_inv = imm;
+    c.qp_num = qpn;
+    c.src_qp = is_send ? 0 : 0x99;
+    c.is_send = is_send;
+    c.wqe_index = wqe_index;
+    return c;
+}
+
+// CQE number `p` of `cq`'s ring, with its phase bit (7.2).
+void put_cqe(ibv_cq* cq, std::uint32_t p, const hw::Cqe& c) {
+    const sv::QueueView v = sv::cq_view(cq);
+    std::uint8_t log = 0;
+    while ((1u << log) < v.entries) ++log;
+    hw::encode_cqe(c, p, log, v.base + hw::ring_entry_offset(hw::kCqRing, p, log));
+}
 void put_cqe(ibv_cq* cq, std::uint32_t p, std::uint64_t wr_id, std::uint32_t qpn, bool is_send,
              std::uint32_t wqe_index, hw::WcStatus st = hw::WcStatus::Success,
              hw::WcOpcode op = hw::WcOpcode::Send, std::uint8_t flags = 0, std::uint32_t imm = 0,
              std::uint32_t byte_len = 0) {
-    const sv::QueueView v = sv::cq_view(cq);
-    std::uint8_t log = 0;
-    while ((1u << log) < v.entries) ++log;
-    std::uint8_t* e = v.base + hw::ring_slot(p, log) * hw::cqe::kSize;
-    std::memset(e, 0, hw::cqe::kSize);
-    auto s = [e](hw::Field f, std::uint64_t x) { hw::set(e, hw::cqe::kSize, f, x); };
-    s(hw::cqe::wr_id, wr_id);
-    s(hw::cqe::status, static_cast<std::uint8_t>(st));
-    s(hw::cqe::opcode, static_cast<std::uint8_t>(op));
-    s(hw::cqe::wc_flags, flags);
-    s(hw::cqe::vendor_err, st == hw::WcStatus::Success ? 0 : 3);
-    s(hw::cqe::byte_len, byte_len);
-    s(hw::cqe::imm_inv, imm);
-    s(hw::cqe::qp_num, qpn);
-    s(hw::cqe::src_qp, is_send ? 0 : 0x99);
-    s(hw::cqe::is_send, is_send ? 1 : 0);
-    s(hw::cqe::wqe_index, wqe_index);
-    s(hw::cqe::owner, hw::phase_of(p, log));
+    put_cqe(cq, p, make_cqe(wr_id, qpn, is_send, wqe_index, st, op, flags, imm, byte_len));
+}
+
+// The WQE in slot `slot` of a send queue, as the device decodes it (hw-spec
+// 6.2). The limits are the format's: only a malformed WQE is refused.
+hw::SendWqe sent(const sv::QueueView& sq, std::uint32_t slot, hw::QpType t = hw::QpType::Rc) {
+    hw::SendWqe w;
+    const hw::SqLimits lim{t, sq.stride, hw::kMaxSge, hw::kMaxInline};
+    REQUIRE(hw::decode_send(sq.base + std::size_t{slot} * sq.stride, lim, w) == hw::WqeFault::None);
+    return w;
+}
+
+// The WQE in slot `slot` of a receive queue or SRQ (hw-spec 6.4).
+hw::RecvWqe received(const sv::QueueView& q, std::uint32_t slot) {
+    hw::RecvWqe w;
+    REQUIRE(hw::decode_recv(q.base + std::size_t{slot} * q.stride, q.stride, hw::kMaxSge, w) ==
+            hw::WqeFault::None);
+    return w;
 }
 
 ibv_qp* make_qp(Rig& r, ibv_cq* cq, ibv_qp_type t = IBV_QPT_RC, std::uint32_t send_wr = 4,
@@ -489,49 +519,42 @@ TEST_CASE("post_send: WQE bytes per hw-spec 6.2, full ring, one doorbell", "[ver
     CHECK(r.rec->dbs[0].num == qp->qp_num);
     CHECK(r.rec->dbs[0].index == 3);
 
-    const std::uint8_t* s0 = sq.base;
-    auto g = [](const std::uint8_t* b, std::uint32_t n, hw::Field f) { return hw::get(b, n, f); };
-    namespace c = hw::ctrl_seg;
-    CHECK(g(s0, c::kSize, c::opcode) == IBV_WR_RDMA_WRITE_WITH_IMM);
-    CHECK(g(s0, c::kSize, c::signaled) == 1);
-    CHECK(g(s0, c::kSize, c::solicited) == 1);
-    CHECK(g(s0, c::kSize, c::fence) == 0);
-    CHECK(g(s0, c::kSize, c::inline_data) == 0);
-    CHECK(g(s0, c::kSize, c::num_sge) == 2);
-    CHECK(g(s0, c::kSize, c::imm_inv) == 0xAABBCCDD);  // host order (6.2)
-    CHECK(g(s0, c::kSize, c::wr_id) == 1);
-    CHECK(g(s0, c::kSize, c::total_len) == 150);
-    const std::uint8_t* ra = s0 + c::kSize;
-    CHECK(g(ra, hw::raddr_seg::kSize, hw::raddr_seg::remote_va) == 0xDEAD0000);
-    CHECK(g(ra, hw::raddr_seg::kSize, hw::raddr_seg::rkey) == 0x4242);
-    const std::uint8_t* d0 = ra + hw::raddr_seg::kSize;
-    CHECK(g(d0, hw::data_seg::kSize, hw::data_seg::addr) == 0x1000);
-    CHECK(g(d0, hw::data_seg::kSize, hw::data_seg::length) == 100);
-    CHECK(g(d0, hw::data_seg::kSize, hw::data_seg::lkey) == 0x1234);
-    const std::uint8_t* d1 = d0 + hw::data_seg::kSize;
-    CHECK(g(d1, hw::data_seg::kSize, hw::data_seg::lkey) == 0x5678);
+    // Each WQE decodes (so CTRL.total_len is the data length the value
+    // reports) and carries what the work request said.
+    const hw::SendWqe s0 = sent(sq, 0);
+    CHECK(static_cast<int>(s0.opcode) == IBV_WR_RDMA_WRITE_WITH_IMM);
+    CHECK(s0.signaled);
+    CHECK(s0.solicited);
+    CHECK_FALSE(s0.fence);
+    CHECK_FALSE(s0.inline_data);
+    CHECK(s0.num_sge == 2);
+    CHECK(s0.imm_inv == 0xAABBCCDD);  // host order (6.2)
+    CHECK(s0.wr_id == 1);
+    CHECK(s0.data_len() == 150);
+    CHECK(s0.raddr.remote_va == 0xDEAD0000);
+    CHECK(s0.raddr.rkey == 0x4242);
+    CHECK(s0.sge[0].addr == 0x1000);
+    CHECK(s0.sge[0].length == 100);
+    CHECK(s0.sge[0].lkey == 0x1234);
+    CHECK(s0.sge[1].lkey == 0x5678);
 
-    const std::uint8_t* s1 = sq.base + sq.stride;
-    CHECK(g(s1, c::kSize, c::opcode) == IBV_WR_SEND);
-    CHECK(g(s1, c::kSize, c::inline_data) == 1);
-    CHECK(g(s1, c::kSize, c::fence) == 1);
-    CHECK(g(s1, c::kSize, c::signaled) == 0);
-    CHECK(g(s1, c::kSize, c::num_sge) == 0);
-    CHECK(g(s1, c::kSize, c::total_len) == 40);
-    const std::uint8_t* in = s1 + c::kSize;
-    CHECK(g(in, hw::inline_seg::kSize, hw::inline_seg::byte_count) == 40);
-    CHECK(std::memcmp(in + hw::inline_seg::kSize, data, 40) == 0);
+    const hw::SendWqe s1 = sent(sq, 1);
+    CHECK(static_cast<int>(s1.opcode) == IBV_WR_SEND);
+    CHECK(s1.inline_data);
+    CHECK(s1.fence);
+    CHECK_FALSE(s1.signaled);
+    CHECK(s1.num_sge == 0);
+    CHECK(s1.data_len() == 40);
+    CHECK(s1.inline_len == 40);
+    CHECK(std::memcmp(s1.inline_bytes, data, 40) == 0);
 
-    const std::uint8_t* s2 = sq.base + 2 * sq.stride;
-    CHECK(g(s2, c::kSize, c::opcode) == IBV_WR_ATOMIC_CMP_AND_SWP);
-    const std::uint8_t* ra2 = s2 + c::kSize;
-    CHECK(g(ra2, hw::raddr_seg::kSize, hw::raddr_seg::remote_va) == 0xBEEF0008);
-    const std::uint8_t* at = ra2 + hw::raddr_seg::kSize;
-    CHECK(g(at, hw::atomic_seg::kSize, hw::atomic_seg::compare_add) == 5);
-    CHECK(g(at, hw::atomic_seg::kSize, hw::atomic_seg::swap) == 6);
-    const std::uint8_t* ad = at + hw::atomic_seg::kSize;
-    CHECK(g(ad, hw::data_seg::kSize, hw::data_seg::length) == 8);
-    CHECK(g(ad, hw::data_seg::kSize, hw::data_seg::lkey) == 0x99);
+    const hw::SendWqe s2 = sent(sq, 2);
+    CHECK(static_cast<int>(s2.opcode) == IBV_WR_ATOMIC_CMP_AND_SWP);
+    CHECK(s2.raddr.remote_va == 0xBEEF0008);
+    CHECK(s2.atomic.compare_add == 5);
+    CHECK(s2.atomic.swap == 6);
+    CHECK(s2.sge[0].length == 8);
+    CHECK(s2.sge[0].lkey == 0x99);
 
     // Ring of 4: one more fits, the next is ENOMEM with bad_wr, and only
     // the WQEs that fit are rung.
@@ -557,7 +580,7 @@ TEST_CASE("post_send: WQE bytes per hw-spec 6.2, full ring, one doorbell", "[ver
     ok.wr_id = 77;
     CHECK(qp->context->ops.post_send(qp, &ok, &bad) == 0);
     CHECK(r.rec->dbs.back().index == 5);
-    CHECK(hw::get(sq.base + 0 * sq.stride, c::kSize, c::wr_id) == 77);  // slot 4 & 3 = 0
+    CHECK(sent(sq, 0).wr_id == 77);  // slot 4 & 3 = 0
 
     CHECK(sv::destroy_qp(qp) == 0);
     CHECK(sv::destroy_cq(cq) == 0);
@@ -582,13 +605,12 @@ TEST_CASE("post_recv and SRQs: RECV_WQE bytes, doorbells", "[verbs][wqe][srq]") 
     REQUIRE(!r.rec->dbs.empty());
     CHECK(r.rec->dbs.back().kind == hw::DbKind::Rq);
     CHECK(r.rec->dbs.back().index == 2);
-    const std::uint8_t* s1 = rq.base + rq.stride;
-    CHECK(hw::get(s1, hw::recv_wqe::kSize, hw::recv_wqe::wr_id) == 51);
-    CHECK(hw::get(s1, hw::recv_wqe::kSize, hw::recv_wqe::num_sge) == 2);
-    const std::uint8_t* d = s1 + hw::recv_wqe::kSize;
-    CHECK(hw::get(d, hw::data_seg::kSize, hw::data_seg::addr) == 0x1000);
-    CHECK(hw::get(d, hw::data_seg::kSize, hw::data_seg::length) == 4096);
-    CHECK(hw::get(d + 16, hw::data_seg::kSize, hw::data_seg::lkey) == 0x22);
+    const hw::RecvWqe s1 = received(rq, 1);
+    CHECK(s1.wr_id == 51);
+    CHECK(s1.num_sge == 2);
+    CHECK(s1.sge[0].addr == 0x1000);
+    CHECK(s1.sge[0].length == 4096);
+    CHECK(s1.sge[1].lkey == 0x22);
     w[0].num_sge = 3;  // more than max_recv_sge (2)
     w[0].next = nullptr;
     put_cqe(cq, 0, 50, qp->qp_num, false, 0, hw::WcStatus::Success, hw::WcOpcode::Recv);
@@ -618,7 +640,7 @@ TEST_CASE("post_recv and SRQs: RECV_WQE bytes, doorbells", "[verbs][wqe][srq]") 
     CHECK(srq->context->ops.post_srq_recv(srq, &one, &bad) == 0);
     CHECK(r.rec->dbs.back().kind == hw::DbKind::Srq);
     CHECK(r.rec->dbs.back().index == 1);
-    CHECK(hw::get(sv::srq_view(srq).base, hw::recv_wqe::kSize, hw::recv_wqe::wr_id) == 9);
+    CHECK(received(sv::srq_view(srq), 0).wr_id == 9);
     CHECK(qp->context->ops.post_recv(sqp, &one, &bad) == EINVAL);  // QP uses the SRQ
     ibv_srq_attr q{};
     REQUIRE(sv::query_srq(srq, &q) == 0);
@@ -748,11 +770,11 @@ TEST_CASE("AHs and UD sends: CREATE_AH, UD_SEG", "[verbs][ah]") {
     w.wr.ud.remote_qkey = 0x11111111;
     ibv_send_wr* bad = nullptr;
     REQUIRE(qp->context->ops.post_send(qp, &w, &bad) == 0);
-    const std::uint8_t* ud = sv::sq_view(qp).base + hw::ctrl_seg::kSize;
-    CHECK(hw::get(ud, hw::ud_seg::kSize, hw::ud_seg::ah_num) == ah->handle);
-    CHECK(hw::get(ud, hw::ud_seg::kSize, hw::ud_seg::dest_qpn) == 0x77);
-    CHECK(hw::get(ud, hw::ud_seg::kSize, hw::ud_seg::qkey) == 0x11111111);
-    CHECK(hw::get(ud + hw::ud_seg::kSize, hw::data_seg::kSize, hw::data_seg::lkey) == 5);
+    const hw::SendWqe ud = sent(sv::sq_view(qp), 0, hw::QpType::Ud);
+    CHECK(ud.ud.ah_num == ah->handle);
+    CHECK(ud.ud.dest_qpn == 0x77);
+    CHECK(ud.ud.qkey == 0x11111111);
+    CHECK(ud.sge[0].lkey == 5);
     w.opcode = IBV_WR_RDMA_WRITE;  // not on UD
     CHECK(qp->context->ops.post_send(qp, &w, &bad) == EINVAL);
 
@@ -809,15 +831,15 @@ TEST_CASE("ibv_qp_ex: wr_start / wr_send / wr_set_sge / wr_complete", "[verbs][q
     CHECK(r.rec->dbs.back().kind == hw::DbKind::Sq);
     CHECK(r.rec->dbs.back().index == 2);
     const sv::QueueView sq = sv::sq_view(qp);
-    namespace c = hw::ctrl_seg;
-    CHECK(hw::get(sq.base, c::kSize, c::wr_id) == 42);
-    CHECK(hw::get(sq.base, c::kSize, c::signaled) == 1);
-    CHECK(hw::get(sq.base, c::kSize, c::total_len) == 64);
-    CHECK(hw::get(sq.base + c::kSize, hw::data_seg::kSize, hw::data_seg::lkey) == 0x33);
-    const std::uint8_t* s1 = sq.base + sq.stride;
-    CHECK(hw::get(s1, c::kSize, c::opcode) == IBV_WR_RDMA_WRITE_WITH_IMM);
-    CHECK(hw::get(s1, c::kSize, c::imm_inv) == 7);
-    CHECK(hw::get(s1 + c::kSize, hw::raddr_seg::kSize, hw::raddr_seg::rkey) == 0x44);
+    const hw::SendWqe s0 = sent(sq, 0);
+    CHECK(s0.wr_id == 42);
+    CHECK(s0.signaled);
+    CHECK(s0.data_len() == 64);
+    CHECK(s0.sge[0].lkey == 0x33);
+    const hw::SendWqe s1 = sent(sq, 1);
+    CHECK(static_cast<int>(s1.opcode) == IBV_WR_RDMA_WRITE_WITH_IMM);
+    CHECK(s1.imm_inv == 7);
+    CHECK(s1.raddr.rkey == 0x44);
     // Ring full: the batch fails and nothing is rung.
     const auto dbs = r.rec->dbs.size();
     ibv_wr_start(x);
@@ -836,14 +858,6 @@ TEST_CASE("ibv_qp_ex: wr_start / wr_send / wr_set_sge / wr_complete", "[verbs][q
 // them, on hand-made CQEs in the ring poll_cq reads.
 // ---------------------------------------------------------------------------
 namespace {
-
-// The slot of CQE number `p` (after put_cqe), to set fields put_cqe leaves 0.
-std::uint8_t* cqe_at(ibv_cq* cq, std::uint32_t p) {
-    const sv::QueueView v = sv::cq_view(cq);
-    std::uint8_t log = 0;
-    while ((1u << log) < v.entries) ++log;
-    return v.base + hw::ring_slot(p, log) * hw::cqe::kSize;
-}
 
 ibv_cq_init_attr_ex cq_ex_attr(std::uint32_t cqe, std::uint64_t wc_flags) {
     ibv_cq_init_attr_ex a{};
@@ -903,13 +917,13 @@ TEST_CASE("ibv_cq_ex: start_poll / next_poll / end_poll and every read_*", "[ver
     // bits as the CQE carries them), the receive side of a WRITE with
     // immediate, and an error.
     put_cqe(cq, 0, 11, qp->qp_num, true, 0);
-    put_cqe(cq, 1, 12, qp->qp_num, false, 0, hw::WcStatus::Success, hw::WcOpcode::Recv,
-            hw::wc_flags::kWithImm | hw::wc_flags::kGrh, 0x01020304, 77);
     {
-        std::uint8_t* e = cqe_at(cq, 1);
-        hw::set(e, hw::cqe::kSize, hw::cqe::sl, 5);
-        hw::set(e, hw::cqe::kSize, hw::cqe::slid, 0x1234);
-        hw::set(e, hw::cqe::kSize, hw::cqe::dlid_path_bits, 3);
+        hw::Cqe c = make_cqe(12, qp->qp_num, false, 0, hw::WcStatus::Success, hw::WcOpcode::Recv,
+                             hw::wc_flags::kWithImm | hw::wc_flags::kGrh, 0x01020304, 77);
+        c.sl = 5;
+        c.slid = 0x1234;
+        c.dlid_path_bits = 3;
+        put_cqe(cq, 1, c);
     }
     put_cqe(cq, 2, 13, qp->qp_num, false, 1, hw::WcStatus::Success, hw::WcOpcode::RecvRdmaWithImm,
             hw::wc_flags::kWithImm, 0xCAFEBABE, 4096);
@@ -1183,20 +1197,17 @@ TEST_CASE("memory windows: ALLOC_MW, BIND_SEG bytes, LOCAL_INV, ibv_qp_ex, REREG
     b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
     REQUIRE(r.ctx->ops.bind_mw(qp, mw1, &b) == 0);
     CHECK(mw1->rkey == ibv_inc_rkey(old));
-    namespace c = hw::ctrl_seg;
-    namespace bs = hw::bind_seg;
-    const std::uint8_t* w = sq.base;
-    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_BIND_MW);
-    CHECK(hw::get(w, c::kSize, c::wr_id) == 21);
-    CHECK(hw::get(w, c::kSize, c::signaled) == 1);
-    CHECK(hw::get(w, c::kSize, c::num_sge) == 0);
-    const std::uint8_t* s = w + c::kSize;
-    CHECK(hw::get(s, bs::kSize, bs::mw_rkey) == old);
-    CHECK(hw::get(s, bs::kSize, bs::new_rkey) == mw1->rkey);
-    CHECK(hw::get(s, bs::kSize, bs::mr_lkey) == mr->lkey);
-    CHECK(hw::get(s, bs::kSize, bs::addr) == b.bind_info.addr);
-    CHECK(hw::get(s, bs::kSize, bs::length) == 128);
-    CHECK(hw::get(s, bs::kSize, bs::access) == (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE));
+    hw::SendWqe w = sent(sq, 0);
+    CHECK(static_cast<int>(w.opcode) == IBV_WR_BIND_MW);
+    CHECK(w.wr_id == 21);
+    CHECK(w.signaled);
+    CHECK(w.num_sge == 0);
+    CHECK(w.bind.mw_rkey == old);
+    CHECK(w.bind.new_rkey == mw1->rkey);
+    CHECK(w.bind.mr_lkey == mr->lkey);
+    CHECK(w.bind.addr == b.bind_info.addr);
+    CHECK(w.bind.length == 128);
+    CHECK(w.bind.access == (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE));
     CHECK(r.rec->dbs.back().index == 1);
     // Zero-based type 1 binds are refused before anything is posted.
     b.bind_info.mw_access_flags |= IBV_ACCESS_ZERO_BASED;
@@ -1221,16 +1232,15 @@ TEST_CASE("memory windows: ALLOC_MW, BIND_SEG bytes, LOCAL_INV, ibv_qp_ex, REREG
     wr[1].invalidate_rkey = wr[0].bind_mw.rkey;
     ibv_send_wr* bad = nullptr;
     REQUIRE(qp->context->ops.post_send(qp, &wr[0], &bad) == 0);
-    w = sq.base + 1 * sq.stride;
-    s = w + c::kSize;
-    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_BIND_MW);
-    CHECK(hw::get(s, bs::kSize, bs::mw_rkey) == mw2->rkey);
-    CHECK(hw::get(s, bs::kSize, bs::new_rkey) == ibv_inc_rkey(mw2->rkey));
-    CHECK(hw::get(s, bs::kSize, bs::access) == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED));
-    w = sq.base + 2 * sq.stride;
-    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_LOCAL_INV);
-    CHECK(hw::get(w, c::kSize, c::imm_inv) == wr[0].bind_mw.rkey);
-    CHECK(hw::get(w, c::kSize, c::num_sge) == 0);
+    w = sent(sq, 1);
+    CHECK(static_cast<int>(w.opcode) == IBV_WR_BIND_MW);
+    CHECK(w.bind.mw_rkey == mw2->rkey);
+    CHECK(w.bind.new_rkey == ibv_inc_rkey(mw2->rkey));
+    CHECK(w.bind.access == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED));
+    w = sent(sq, 2);
+    CHECK(static_cast<int>(w.opcode) == IBV_WR_LOCAL_INV);
+    CHECK(w.imm_inv == wr[0].bind_mw.rkey);
+    CHECK(w.num_sge == 0);
     CHECK(r.rec->dbs.back().index == 3);
     // Local operations carry no data; a bind without an MR binds nothing.
     ibv_sge sge{0x1000, 8, mr->lkey};
@@ -1256,13 +1266,13 @@ TEST_CASE("memory windows: ALLOC_MW, BIND_SEG bytes, LOCAL_INV, ibv_qp_ex, REREG
     x->wr_id = 25;
     ibv_wr_local_inv(x, 0x1234);
     REQUIRE(ibv_wr_complete(x) == 0);
-    w = sq.base + 3 * sq.stride;
-    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_BIND_MW);
-    CHECK(hw::get(w + c::kSize, bs::kSize, bs::mw_rkey) == mw1->rkey);
-    CHECK(hw::get(w + c::kSize, bs::kSize, bs::length) == 64);
-    w = sq.base + 4 * sq.stride;
-    CHECK(hw::get(w, c::kSize, c::opcode) == IBV_WR_LOCAL_INV);
-    CHECK(hw::get(w, c::kSize, c::imm_inv) == 0x1234);
+    w = sent(sq, 3);
+    CHECK(static_cast<int>(w.opcode) == IBV_WR_BIND_MW);
+    CHECK(w.bind.mw_rkey == mw1->rkey);
+    CHECK(w.bind.length == 64);
+    w = sent(sq, 4);
+    CHECK(static_cast<int>(w.opcode) == IBV_WR_LOCAL_INV);
+    CHECK(w.imm_inv == 0x1234);
     ibv_wr_start(x);
     ibv_wr_local_inv(x, 0x1234);
     ibv_wr_set_sge(x, mr->lkey, 0, 8);

@@ -499,7 +499,7 @@ TEST_CASE("local context: BAR0 global area, commands, events", "[host][local]") 
         while (::read(hc->event_fd(), &v, sizeof v) == static_cast<ssize_t>(sizeof v)) {
         }
     };
-    std::array<std::uint8_t, hw::eqe::kSize> e{};
+    hw::Eqe e;
     CHECK_FALSE(hc->next_event(e));
     netdev.snap.running = false;
     firmware.refresh_netdev();  // PORT_ERR to every context
@@ -508,9 +508,8 @@ TEST_CASE("local context: BAR0 global area, commands, events", "[host][local]") 
     CHECK(readable());
     drain();
     REQUIRE(hc->next_event(e));
-    CHECK(hw::get(e.data(), e.size(), hw::eqe::event_type) ==
-          static_cast<std::uint8_t>(hw::EventType::PortErr));
-    CHECK(hw::get(e.data(), e.size(), hw::eqe::obj_num) == 1);
+    CHECK(e.event_type == hw::EventType::PortErr);
+    CHECK(e.obj_num == 1);
     CHECK_FALSE(hc->next_event(e));
     netdev.snap.running = true;
     firmware.refresh_netdev();  // disarmed: queued, no wake-up
@@ -519,8 +518,7 @@ TEST_CASE("local context: BAR0 global area, commands, events", "[host][local]") 
     CHECK(readable());
     drain();
     REQUIRE(hc->next_event(e));
-    CHECK(hw::get(e.data(), e.size(), hw::eqe::event_type) ==
-          static_cast<std::uint8_t>(hw::EventType::PortActive));
+    CHECK(e.event_type == hw::EventType::PortActive);
 
     hc.reset();
     CHECK_FALSE(firmware.has_context(3));

@@ -14,7 +14,9 @@
 #include "simnic/fw/table_store.h"
 #include "simnic/host/context.h"
 #include "simnic/host/local_context.h"
+#include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
+#include "simnic/hw/wqe.h"
 #include "simnic/soft_engine/engine.h"
 
 namespace simnic::model {
@@ -37,8 +39,17 @@ const char* to_string(BenchOp op) {
 
 namespace {
 
-constexpr uint8_t kLogSqStride = 7, kLogRqStride = 5;
 constexpr uint16_t kCtx = 1;
+
+constexpr uint8_t log2_ceil(uint64_t v) {
+    uint8_t l = 0;
+    while ((uint64_t{1} << l) < v) ++l;
+    return l;
+}
+// Every WQE carries one SGE and no inline data: the strides the verbs
+// provider would choose for those caps (hw-spec 5.6.7).
+constexpr uint8_t kLogSqStride = std::max(hw::kMinLogSqStride, log2_ceil(hw::send_wqe_max_size(1, 0)));
+constexpr uint8_t kLogRqStride = std::max(hw::kMinLogRqStride, log2_ceil(hw::recv_wqe_size(1)));
 
 // Anonymous memory of this process: the host memory the device DMAs.
 struct HostMem {
@@ -57,12 +68,20 @@ struct HostMem {
     uint64_t addr(size_t off = 0) const { return reinterpret_cast<uint64_t>(p + off); }
 };
 
-uint32_t log2_ceil(uint32_t v) {
-    uint32_t l = 0;
-    while ((1u << l) < v) ++l;
-    return l;
-}
+// A work queue ring in host memory (hw-spec 6.1); the host is its producer.
+struct WorkRing {
+    uint8_t* base = nullptr;
+    uint8_t log_size = 0, log_stride = 0;
+    uint32_t pi = 0;
+    uint32_t stride() const { return 1u << log_stride; }
+    uint8_t* slot(uint32_t i) const { return base + (size_t(hw::ring_slot(i, log_size)) << log_stride); }
+};
 
+// The bench in two halves, as in a host with a NIC: the device (tables,
+// firmware, the engine's datapath inside the cycle-level pipeline, MAC TX
+// looped to MAC RX) and the host, which reaches it only as a driver does,
+// through a host::Context: firmware commands, WQEs and CQEs in its own
+// memory in hw-spec's formats (the hwspec codec), and doorbells.
 class Bench {
 public:
     Bench(const BenchSpec& s) : spec_(s) {}
@@ -71,11 +90,14 @@ public:
 private:
     struct Qp {
         uint32_t qpn = 0, cqn = 0;
-        uint64_t sq = 0, rq = 0, cq = 0;  // offsets in mem_
-        uint32_t sq_pi = 0, rq_pi = 0, cq_ci = 0;
+        WorkRing sq, rq;
+        uint8_t* cq = nullptr;
+        uint32_t cq_ci = 0;
         uint32_t outstanding = 0;
     };
 
+    bool device_setup(std::string& err);
+    bool host_setup(std::string& err);
     bool cmd(hw::CmdOpcode op, const uint8_t* in, size_t n, size_t out_cap, std::vector<uint8_t>* out,
              std::string& err) {
         host::CmdOutcome o;
@@ -91,7 +113,6 @@ private:
     uint32_t handle(const std::vector<uint8_t>& o) {
         return o.size() >= 4 ? uint32_t(hw::get(o.data(), o.size(), hw::cmd_handle::handle)) : 0;
     }
-    bool setup(std::string& err);
     bool create_qp(Qp& q, std::string& err);
     bool modify(uint32_t qpn, uint32_t mask, hw::QpState st, uint8_t* attr, std::string& err);
     void post_send(Qp& q);
@@ -99,23 +120,29 @@ private:
     void on_cqe(uint32_t cqn);
 
     BenchSpec spec_;
+    // The device.
     std::unique_ptr<fw::MemTableStore> tables_;
     std::unique_ptr<fw::LinuxNetdev> netdev_;
     host::LocalEventSink sink_;
-    HostMem bar_, mem_;
+    HostMem bar_;
     std::unique_ptr<soft_engine::SoftEngine> engine_;
     std::unique_ptr<fw::Firmware> fw_;
-    std::unique_ptr<host::Context> ctx_;
     Pipeline* pipe_ = nullptr;
+    // The host: its memory outlives its context, whose end destroys the
+    // QPs and CQs that use it.
+    HostMem mem_;
+    std::unique_ptr<host::Context> ctx_;
     uint32_t pdn_ = 0, lkey_ = 0, rkey_ = 0;
     uint8_t log_q_ = 0, log_cq_ = 0;
     size_t data_off_ = 0, data_len_ = 0;
+    hw::SendWqe send_;  // the WQE every post sends, but for its wr_id
+    hw::RecvWqe recv_;  // likewise for receives
     std::vector<Qp> qps_;
     std::unordered_map<uint32_t, size_t> by_cqn_;
     uint64_t posted_ = 0, done_ = 0, errors_ = 0, last_cqe_cycle_ = 0;
 };
 
-bool Bench::setup(std::string& err) {
+bool Bench::device_setup(std::string& err) {
     fw::FwConfig fc;
     fc.cap = fw::default_cap_block();
     tables_ = std::make_unique<fw::MemTableStore>(fw::table_capacities(fc.cap.data(), fc.gid_tbl_len));
@@ -139,7 +166,18 @@ bool Bench::setup(std::string& err) {
     // BAR0's port block: the datapath takes the active MTU from it.
     const auto port = fw_->port_block();
     std::memcpy(bar_.p + hw::kBar0PortBlock, port.data(), port.size());
-    ctx_ = host::open_local_context(*fw_, sink_, "bench", kCtx, uint32_t(getpid()));
+    return true;
+}
+
+bool Bench::host_setup(std::string& err) {
+    // The device has no doorbell FIFO thread here: each doorbell enters the
+    // model's doorbell block at the simulated instant it is rung, as the
+    // engine hands a model device's FIFO entries over.
+    ctx_ = host::open_local_context(*fw_, sink_, "bench", kCtx, uint32_t(getpid()), 0,
+                                    [this](uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index,
+                                           uint8_t cq_cmd) {
+                                        pipe_->doorbell(Doorbell{ctx, uint8_t(kind), num, index, cq_cmd});
+                                    });
     if (!ctx_) {
         err = "cannot open a context on the bench device";
         return false;
@@ -154,8 +192,10 @@ bool Bench::setup(std::string& err) {
     log_cq_ = uint8_t(log2_ceil(2 * depth + 1));
     // Each ring on its own 4 KiB-aligned range (hw-spec: ring bases are aligned).
     auto page = [](size_t n) { return (n + 4095) & ~size_t(4095); };
-    const size_t per_qp = page(size_t(1) << (log_q_ + kLogSqStride)) + page(size_t(1) << (log_q_ + kLogRqStride)) +
-                          page((size_t(1) << log_cq_) * hw::cqe::kSize);
+    const size_t sq_bytes = page(size_t(1) << (log_q_ + kLogSqStride));
+    const size_t rq_bytes = page(size_t(1) << (log_q_ + kLogRqStride));
+    const size_t cq_bytes = page((size_t(1) << log_cq_) * hw::kCqeSize);
+    const size_t per_qp = sq_bytes + rq_bytes + cq_bytes;
     // Every QP reads and writes the same two message-sized areas: the bench
     // measures the device, not the data.
     data_len_ = 2 * size_t(std::max<uint32_t>(spec_.size, 8)) + 4096;
@@ -175,15 +215,33 @@ bool Bench::setup(std::string& err) {
     lkey_ = uint32_t(hw::get(o.data(), o.size(), hw::cmd_reg_mr_out::lkey));
     rkey_ = uint32_t(hw::get(o.data(), o.size(), hw::cmd_reg_mr_out::rkey));
 
+    // The workload's WQEs: one SGE on the first area; WRITE and READ target
+    // the second, where SENDs land.
+    const uint64_t local = mem_.addr(data_off_), remote = mem_.addr(data_off_ + data_len_ / 2);
+    send_.opcode = spec_.op == BenchOp::Write  ? hw::WrOpcode::RdmaWrite
+                   : spec_.op == BenchOp::Read ? hw::WrOpcode::RdmaRead
+                                               : hw::WrOpcode::Send;
+    send_.signaled = true;
+    send_.raddr = {remote, rkey_};
+    send_.num_sge = 1;
+    send_.sge[0] = {local, spec_.size, lkey_};
+    recv_.num_sge = 1;
+    recv_.sge[0] = {remote, spec_.size, lkey_};
+    if (hw::send_wqe_size(send_, hw::QpType::Rc) > (1u << kLogSqStride) ||
+        hw::recv_wqe_size(recv_.num_sge) > (1u << kLogRqStride)) {
+        err = "the bench's WQEs do not fit their strides";
+        return false;
+    }
+
     qps_.resize(spec_.qps);
     size_t off = 0;
     for (Qp& q : qps_) {
-        q.sq = off;
-        off += page(size_t(1) << (log_q_ + kLogSqStride));
-        q.rq = off;
-        off += page(size_t(1) << (log_q_ + kLogRqStride));
-        q.cq = off;
-        off += page((size_t(1) << log_cq_) * hw::cqe::kSize);
+        q.sq = WorkRing{mem_.p + off, log_q_, kLogSqStride};
+        off += sq_bytes;
+        q.rq = WorkRing{mem_.p + off, log_q_, kLogRqStride};
+        off += rq_bytes;
+        q.cq = mem_.p + off;
+        off += cq_bytes;
         if (!create_qp(q, err)) return false;
         by_cqn_[q.cqn] = size_t(&q - qps_.data());
     }
@@ -202,7 +260,7 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     uint8_t cq[hw::cmd_create_cq_in::kSize] = {};
     hw::set(cq, hw::cmd_create_cq_in::log_size, log_cq_);
     hw::set(cq, hw::cmd_create_cq_in::domain_id, ctx_->boot_domain());
-    hw::set(cq, hw::cmd_create_cq_in::base, mem_.addr(q.cq));
+    hw::set(cq, hw::cmd_create_cq_in::base, reinterpret_cast<uint64_t>(q.cq));
     if (!cmd(hw::CmdOpcode::CreateCq, cq, sizeof cq, hw::cmd_handle::kSize, &o, err)) return false;
     q.cqn = handle(o);
     namespace c = hw::cmd_create_qp_in;
@@ -212,12 +270,12 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     hw::set(in, c::send_cqn, q.cqn);
     hw::set(in, c::recv_cqn, q.cqn);
     hw::set(in, c::domain_id, ctx_->boot_domain());
-    hw::set(in, c::sq_base, mem_.addr(q.sq));
-    hw::set(in, c::rq_base, mem_.addr(q.rq));
-    hw::set(in, c::log_sq_size, log_q_);
-    hw::set(in, c::log_sq_stride, kLogSqStride);
-    hw::set(in, c::log_rq_size, log_q_);
-    hw::set(in, c::log_rq_stride, kLogRqStride);
+    hw::set(in, c::sq_base, reinterpret_cast<uint64_t>(q.sq.base));
+    hw::set(in, c::rq_base, reinterpret_cast<uint64_t>(q.rq.base));
+    hw::set(in, c::log_sq_size, q.sq.log_size);
+    hw::set(in, c::log_sq_stride, q.sq.log_stride);
+    hw::set(in, c::log_rq_size, q.rq.log_size);
+    hw::set(in, c::log_rq_stride, q.rq.log_stride);
     hw::set(in, c::max_send_sge, 1);
     hw::set(in, c::max_recv_sge, 1);
     if (!cmd(hw::CmdOpcode::CreateQp, in, sizeof in, hw::cmd_handle::kSize, &o, err)) return false;
@@ -230,11 +288,12 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     hw::set(at, f::qp_access_flags, hw::access::kRemoteWrite | hw::access::kRemoteRead | hw::access::kRemoteAtomic);
     if (!modify(q.qpn, m::kPkeyIndex | m::kPort | m::kAccessFlags, hw::QpState::Init, at, err)) return false;
     std::memset(at, 0, sizeof at);
-    const uint8_t dgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
-    hw::set_bytes(at, f::kSize, f::av_dgid, dgid, 16);
-    hw::set(at, f::av_sgid_index, 1);
-    hw::set(at, f::av_hop_limit, 64);
-    hw::set(at, f::av_grh, 1);
+    hw::AddressVector av;  // 127.0.0.1, GID 1 of lo
+    av.dgid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+    av.sgid_index = 1;
+    av.hop_limit = 64;
+    av.grh = true;
+    hw::encode_av(at + f::av_dgid.offset, av);
     hw::set(at, f::path_mtu, uint8_t(hw::Mtu::M4096));
     hw::set(at, f::dest_qp_num, q.qpn);  // connected to itself
     hw::set(at, f::max_dest_rd_atomic, 16);
@@ -252,60 +311,36 @@ bool Bench::create_qp(Qp& q, std::string& err) {
 }
 
 void Bench::post_recv(Qp& q) {
-    uint8_t* w = mem_.p + q.rq + (size_t(hw::ring_slot(q.rq_pi, log_q_)) << kLogRqStride);
-    std::memset(w, 0, size_t(1) << kLogRqStride);
-    hw::set(w, hw::recv_wqe::kSize, hw::recv_wqe::wr_id, q.rq_pi);
-    hw::set(w, hw::recv_wqe::kSize, hw::recv_wqe::num_sge, 1);
-    uint8_t* d = w + hw::recv_wqe::kSize;
-    hw::set(d, hw::data_seg::kSize, hw::data_seg::addr, mem_.addr(data_off_ + data_len_ / 2));
-    hw::set(d, hw::data_seg::kSize, hw::data_seg::length, spec_.size);
-    hw::set(d, hw::data_seg::kSize, hw::data_seg::lkey, lkey_);
-    ++q.rq_pi;
-    pipe_->doorbell(Doorbell{kCtx, uint8_t(hw::DbKind::Rq), q.qpn, q.rq_pi, 0});
+    recv_.wr_id = q.rq.pi;
+    hw::encode_recv(recv_, q.rq.slot(q.rq.pi), q.rq.stride());  // fits: checked in host_setup
+    ++q.rq.pi;
+    ctx_->ring_doorbell(hw::DbKind::Rq, q.qpn, q.rq.pi);
 }
 
 void Bench::post_send(Qp& q) {
-    const uint32_t stride = 1u << kLogSqStride;
-    uint8_t* w = mem_.p + q.sq + (size_t(hw::ring_slot(q.sq_pi, log_q_)) << kLogSqStride);
-    std::memset(w, 0, stride);
-    namespace c = hw::ctrl_seg;
-    const hw::WrOpcode op = spec_.op == BenchOp::Write ? hw::WrOpcode::RdmaWrite
-                             : spec_.op == BenchOp::Read ? hw::WrOpcode::RdmaRead
-                                                         : hw::WrOpcode::Send;
-    hw::set(w, stride, c::opcode, uint8_t(op));
-    hw::set(w, stride, c::signaled, 1);
-    hw::set(w, stride, c::num_sge, 1);
-    hw::set(w, stride, c::wr_id, posted_);
-    hw::set(w, stride, c::total_len, spec_.size);
-    uint8_t* s = w + c::kSize;
-    if (op != hw::WrOpcode::Send) {
-        hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::remote_va, mem_.addr(data_off_ + data_len_ / 2));
-        hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::rkey, rkey_);
-        s += hw::raddr_seg::kSize;
-    }
-    hw::set(s, hw::data_seg::kSize, hw::data_seg::addr, mem_.addr(data_off_));
-    hw::set(s, hw::data_seg::kSize, hw::data_seg::length, spec_.size);
-    hw::set(s, hw::data_seg::kSize, hw::data_seg::lkey, lkey_);
-    ++q.sq_pi;
+    send_.wr_id = posted_;
+    hw::encode_send(send_, hw::QpType::Rc, q.sq.slot(q.sq.pi), q.sq.stride());  // fits: checked in host_setup
+    ++q.sq.pi;
     ++q.outstanding;
     ++posted_;
-    pipe_->doorbell(Doorbell{kCtx, uint8_t(hw::DbKind::Sq), q.qpn, q.sq_pi, 0});
+    ctx_->ring_doorbell(hw::DbKind::Sq, q.qpn, q.sq.pi);
 }
 
-// The host model: consume every visible CQE of this CQ, keep the QP's
-// queue full.
+// The host model, run inside the simulation when a CQE of `cqn` becomes
+// visible: consume every CQE the ring holds, keep the QP's queue full, and
+// return the CQEs with one CQ doorbell. The engine writes a CQE to memory
+// before the model makes it visible, so a call may find the ring already
+// emptied by an earlier one; it still rings, and the figures count on that.
 void Bench::on_cqe(uint32_t cqn) {
     auto it = by_cqn_.find(cqn);
     if (it == by_cqn_.end()) return;
     Qp& q = qps_[it->second];
-    for (;;) {
-        const uint8_t* e = mem_.p + q.cq + size_t(hw::ring_slot(q.cq_ci, log_cq_)) * hw::cqe::kSize;
-        if (hw::get(e, hw::cqe::kSize, hw::cqe::owner) != hw::phase_of(q.cq_ci, log_cq_)) break;
-        const bool is_send = hw::get(e, hw::cqe::kSize, hw::cqe::is_send) != 0;
-        const bool ok = hw::get(e, hw::cqe::kSize, hw::cqe::status) == 0;
+    while (const uint8_t* e = hw::cqe_peek(q.cq, q.cq_ci, log_cq_)) {
+        const hw::Cqe c = hw::decode_cqe(e);
+        const bool ok = c.status == hw::WcStatus::Success;
         ++q.cq_ci;
         if (!ok) ++errors_;
-        if (is_send) {
+        if (c.is_send) {
             --q.outstanding;
             if (ok) ++done_;
             last_cqe_cycle_ = pipe_->cycle();
@@ -314,7 +349,7 @@ void Bench::on_cqe(uint32_t cqn) {
             post_recv(q);
         }
     }
-    pipe_->doorbell(Doorbell{kCtx, uint8_t(hw::DbKind::Cq), q.cqn, q.cq_ci, 0});
+    ctx_->ring_doorbell(hw::DbKind::Cq, q.cqn, q.cq_ci);
 }
 
 bool Bench::run(BenchResult& out, std::string& err) {
@@ -326,7 +361,7 @@ bool Bench::run(BenchResult& out, std::string& err) {
     if (spec_.messages == 0)
         spec_.messages = std::max<uint64_t>(uint64_t(spec_.qps) * spec_.depth * 4,
                                             std::min<uint64_t>(2000, (uint64_t(256) << 20) / spec_.size));
-    if (!setup(err)) return false;
+    if (!device_setup(err) || !host_setup(err)) return false;
     pipe_->on_cqe([this](uint32_t cqn) { on_cqe(cqn); });
     pipe_->run();  // setup's doorbell-free commands leave nothing to do, but be sure
     pipe_->reset_stats();

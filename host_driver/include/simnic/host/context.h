@@ -3,13 +3,14 @@
 //
 // Everything the verbs provider does to a device goes through this interface,
 // and everything it exchanges is in docs/hw-spec.md's formats (command
-// mailboxes, BAR0 blocks, EQEs), built and read with hwspec/'s layouts. Two
-// implementations:
+// mailboxes, BAR0 blocks, EQEs), built and read with hwspec/'s layouts and
+// codec (EQEs arrive decoded). Two implementations:
 //   - the daemon-backed context (open_context): the device lives in the simnic
 //     daemon; BAR0 and the context page are shared memory, commands travel
 //     through the command ring in this process's memory (hw-spec 5.1);
 //   - an in-process context around a Firmware object (open_local_context),
-//     for tests that want a device without a daemon.
+//     for tests that want a device without a daemon, and for `simnic bench`,
+//     whose model device takes the context's doorbells.
 #pragma once
 
 #include <cerrno>
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
 
 namespace simnic::fw {
@@ -63,10 +65,10 @@ public:
     virtual bool read_bar(std::uint32_t offset, std::uint8_t* dst, std::size_t len) = 0;
 
     // Events (hw-spec 8). event_fd() becomes readable (an eventfd counter)
-    // when an EQE arrives while the EQ is armed; next_event() pops one EQE
-    // image; arm_events() requests the next interrupt.
+    // when an EQE arrives while the EQ is armed; next_event() pops one EQE,
+    // decoded; arm_events() requests the next interrupt.
     virtual int event_fd() const = 0;
-    virtual bool next_event(std::array<std::uint8_t, hw::eqe::kSize>& eqe) = 0;
+    virtual bool next_event(hw::Eqe& eqe) = 0;
     virtual void arm_events() = 0;
 
     // The DMA domain of this process (hw-spec 1.3): what queue memory and MRs

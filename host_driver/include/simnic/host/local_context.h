@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,14 +39,22 @@ private:
 // The process-wide sink open_local_context(fw, name, ctx_id, pid) attaches to.
 LocalEventSink& local_event_sink();
 
+// Where the doorbells of an in-process context go: each as the doorbell
+// FIFO would deliver it to the engine (hw-spec 3.4), with the context's id.
+// An in-process device with an engine (`simnic bench`'s model) takes them
+// here; without one they go nowhere.
+using DoorbellSink = std::function<void(std::uint16_t ctx_id, hw::DbKind kind, std::uint32_t num,
+                                        std::uint32_t index, std::uint8_t cq_cmd)>;
+
 // An in-process context on `fw` whose events arrive through `events` (the
-// sink `fw` was built with). Opens context `ctx_id` of process `pid` in the
-// firmware and destroys it (with everything it owns) when the context is
-// destroyed. Null if the firmware refuses the context (id in use, out of
-// range, no domain left).
+// sink `fw` was built with) and whose doorbells go to `doorbells`. Opens
+// context `ctx_id` of process `pid` in the firmware and destroys it (with
+// everything it owns) when the context is destroyed. Null if the firmware
+// refuses the context (id in use, out of range, no domain left).
 std::unique_ptr<Context> open_local_context(fw::Firmware& fw, LocalEventSink& events,
                                             const std::string& device_name,
                                             std::uint16_t ctx_id, std::uint32_t pid,
-                                            std::uint16_t device_index = 0);
+                                            std::uint16_t device_index = 0,
+                                            DoorbellSink doorbells = {});
 
 }  // namespace simnic::host

@@ -53,6 +53,10 @@ constexpr bool is_read_or_atomic(WrOpcode o) noexcept { return o == WrOpcode::Rd
 // Operations the requester performs itself, sending no packet (rxe's
 // WR_LOCAL_OP_MASK); their WQEs carry no data.
 constexpr bool is_local_op(WrOpcode o) noexcept { return o == WrOpcode::LocalInv || o == WrOpcode::BindMw; }
+// The SENDs, which consume a receive WQE at the responder.
+constexpr bool is_send(WrOpcode o) noexcept {
+    return o == WrOpcode::Send || o == WrOpcode::SendWithImm || o == WrOpcode::SendWithInv;
+}
 
 // ibv_send_flags. CTRL_SEG carries each as a bit of its own (fence,
 // signaled, solicited, inline_data); these are the verbs' and the transport

@@ -3,11 +3,14 @@
 //
 // The device is the real one: firmware, device tables, the functional
 // datapath and the cycle-level pipeline, in this process, with MAC TX looped
-// to MAC RX. The host is modelled inside the simulation: it posts WQEs to
-// real rings in this process's memory and rings doorbells at simulated time
-// 0, then, each time a CQE becomes visible (in simulated time), consumes it
-// and posts the next WQE, keeping `depth` messages outstanding per QP. Each
-// QP is an RC QP connected to itself, so `qps` QPs are `qps` QPC entries.
+// to MAC RX. The host reaches it as a driver does, through a host::Context
+// (firmware commands, doorbells) with WQEs and CQEs in hw-spec's formats
+// (the hwspec codec, as the verbs provider), and is modelled inside the
+// simulation: it posts WQEs to real rings in this process's memory and rings
+// doorbells at simulated time 0, then, each time a CQE becomes visible (in
+// simulated time), consumes it and posts the next WQE, keeping `depth`
+// messages outstanding per QP. Each QP is an RC QP connected to itself, so
+// `qps` QPs are `qps` QPC entries.
 #pragma once
 
 #include <cstdint>
