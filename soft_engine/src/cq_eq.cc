@@ -196,7 +196,7 @@ void EngineQp::post(tp::CqSide side, const tp::Completion& c, bool solicited) {
     uint32_t idx = 0;
     tp::Completion cc = c;
     if (side == tp::CqSide::Send) {
-        tp::SendQueue& sq = tqp->context().sq;
+        tp::SendQueue& sq = core->context().sq;
         idx = (sq.empty() && posting_index) ? *posting_index : eng.ring_index_of(*this, sq.head_seq());
         if (c.status == tp::WcStatus::RetryExcErr) eng.stat(hw::stats_block::retry_exceeded);
         if (c.status == tp::WcStatus::RnrRetryExcErr) eng.stat(hw::stats_block::rnr_retry_exceeded);

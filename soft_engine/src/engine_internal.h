@@ -63,9 +63,23 @@ inline uint64_t wall_us() {
 // ---- host memory (host_memory.cc) ----
 
 // One transfer between this process and process `pid` (process_vm_*).
-bool dma(pid_t pid, bool wr, const iovec* remote, size_t nremote, void* local, size_t len);
-bool dma_read(pid_t pid, uint64_t addr, void* dst, size_t len);
-bool dma_write(pid_t pid, uint64_t addr, const void* src, size_t len);
+// Inline: every packet's payload and every CQE of a PROCESS domain come
+// through here.
+inline bool dma(pid_t pid, bool wr, const iovec* remote, size_t nremote, void* local, size_t len) {
+    if (len == 0) return true;
+    iovec l{local, len};
+    const ssize_t n = wr ? process_vm_writev(pid, &l, 1, remote, nremote, 0)
+                         : process_vm_readv(pid, &l, 1, remote, nremote, 0);
+    return n == static_cast<ssize_t>(len);
+}
+inline bool dma_read(pid_t pid, uint64_t addr, void* dst, size_t len) {
+    iovec r{reinterpret_cast<void*>(addr), len};
+    return dma(pid, false, &r, 1, dst, len);
+}
+inline bool dma_write(pid_t pid, uint64_t addr, const void* src, size_t len) {
+    iovec r{reinterpret_cast<void*>(addr), len};
+    return dma(pid, true, &r, 1, const_cast<void*>(src), len);
+}
 
 // Host memory of one DMA domain (hw-spec 1.3): a process, reached with
 // process_vm_readv/writev, or a shared object (SHM) that the process mapped
@@ -115,28 +129,42 @@ constexpr AvFields kSegAv{hw::av::dgid, hw::av::sgid_index, hw::av::hop_limit,
 // The QPC's error cause for a completion status.
 hw::ErrorCause cause_of(tp::WcStatus s);
 
-// One QP as the engine runs it: the QPC fields it needs, ring cursors, the
-// transport core's Qp, and the ports the core reaches the world through.
-// Each port is defined with its concern: memory in host_memory.cc and
-// mpt.cc, the receive queue in recv_queue.cc, completions and events in
-// cq_eq.cc, the wire in net.cc, timers in timers.cc.
+// One QP as the engine runs it. Its state has one owner per fact. The
+// transport core (`core`) owns the protocol: the QP state (RESET..ERR), the
+// PSNs, MSN, send queue, drain and retry counters, and the attributes it was
+// built with (type, SRQ use, MTU, timers). The EngineQp keeps only what the
+// core does not know: the QPC's static fields the engine acts on (context,
+// PD, CQs, SRQ number, rings and their limits), the ring cursors, the map
+// from the core's send-queue sequence numbers to ring indices, the timers'
+// deadlines, the QPC's error cause and the retransmit count's high mark. The
+// QPC entry is where both are published (writeback()), never a third copy
+// read back: what the firmware decides reaches the engine through
+// reload_qp(). Each port of the core is defined with its concern: memory in
+// host_memory.cc and mpt.cc, the receive queue in recv_queue.cc,
+// completions and events in cq_eq.cc, the wire in net.cc, timers in
+// timers.cc.
 struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, tp::WirePort,
                         tp::TimerPort, tp::EventPort {
     EngineQp(SoftEngine::Impl& e, uint32_t n) : eng(e), qpn(n) {}
     SoftEngine::Impl& eng;
     uint32_t qpn;
+    // The transport core. Every QP the engine holds has one (reload_qp()
+    // builds it on the first transition out of RESET and again at INIT and
+    // RTR, whose attributes it is built from).
+    std::unique_ptr<tp::Qp> core;
+    hw::QpState state() const { return core ? core->state() : hw::QpState::Reset; }
+    bool is_ud() const { return core->context().cfg.type == tp::QpType::UD; }
+    bool on_srq() const { return core->context().cfg.srq; }
+
+    // QPC fields (static between two firmware commands; load_static()).
     uint16_t ctx = 0;
     HostDom qdom;  // queue memory domain
-    hw::QpState hw_state = hw::QpState::Reset;
-    hw::QpType type = hw::QpType::Rc;
     uint32_t pdn = 0, send_cqn = 0, recv_cqn = 0, srqn = 0;
-    bool srq = false;
     uint64_t sq_base = 0, rq_base = 0;
     uint8_t log_sq_size = 0, log_sq_stride = 6, log_rq_size = 0, log_rq_stride = 4;
     uint32_t max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
     // Ring cursors (free-running).
     uint32_t sq_pi = 0, sq_fetch = 0, rq_pi = 0, rq_ci = 0;
-    std::unique_ptr<tp::Qp> tqp;
     // Transport SQ sequence -> ring index, oldest first.
     std::deque<std::pair<uint64_t, uint32_t>> seqmap;
     std::optional<uint32_t> posting_index;
@@ -145,11 +173,7 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     uint64_t timer_deadline[2] = {0, 0};
     uint32_t hi_psn = 0;  // next new request PSN (for counting retransmits)
     hw::ErrorCause fault = hw::ErrorCause::None;  // a fault to act on after the core returns
-    hw::ErrorCause cause = hw::ErrorCause::None;
-    // What writeback() last wrote to the QPC, per field.
-    static constexpr size_t kWriteback = 11;
-    std::array<uint64_t, kWriteback> wb{};
-    std::array<bool, kWriteback> wb_valid{};
+    hw::ErrorCause cause = hw::ErrorCause::None;  // QPC.error_cause
 
     // MemoryPort
     tp::MemStatus check(tp::KeyKind kind, uint32_t key, uint64_t addr, uint64_t len, uint32_t access) override;
@@ -306,22 +330,31 @@ struct SoftEngine::Impl final : Datapath {
     // ---- QPs (qp.cc) ----
     std::unordered_map<uint32_t, std::unique_ptr<EngineQp>> qps;
     void build_av(const uint8_t* buf, size_t len, const AvFields& f, tp::AddressVector& av);
-    tp::QpConfig qp_config(const EngineQp& q, const uint8_t* e);
+    tp::QpConfig qp_config(uint32_t qpn, const uint8_t* e);
     void load_static(EngineQp& q, const uint8_t* e);
     void reload_qp(uint32_t qpn);
     // Runs `f` on the QP's core, then acts on what it left behind.
     template <typename F>
     void run(EngineQp& q, F&& f) {
+        const bool was_err = q.state() == hw::QpState::Err;
         f();
-        after(q);
+        after(q, was_err);
     }
-    void after(EngineQp& q);
+    // `was_err`: the QP was in ERR before the step (the timing model is told
+    // once, when it enters ERR).
+    void after(EngineQp& q, bool was_err);
+    void after(EngineQp& q) { after(q, q.state() == hw::QpState::Err); }
     void writeback(EngineQp& q);
 
     // ---- send queues (send_queue.cc) ----
     std::vector<uint8_t> sq_wqe;  // the send WQE being decoded
     void sq_doorbell(uint16_t ctx, uint32_t qpn, uint32_t index);
-    uint32_t ring_index_of(EngineQp& q, uint64_t seq);
+    // The ring index of the core's SQ entry `seq` (entries before it are done).
+    static uint32_t ring_index_of(EngineQp& q, uint64_t seq) {
+        while (!q.seqmap.empty() && q.seqmap.front().first < seq) q.seqmap.pop_front();
+        if (q.seqmap.empty() || q.seqmap.front().first != seq) return q.sq_fetch;
+        return q.seqmap.front().second;
+    }
     tp::WcStatus decode_send(EngineQp& q, tp::SendWqe& w);
     void fail_wqe(EngineQp& q, uint32_t idx, const tp::SendWqe& w, tp::WcStatus st);
     void fetch_sq(EngineQp& q);

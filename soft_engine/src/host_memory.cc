@@ -13,22 +13,6 @@
 
 namespace simnic::soft_engine {
 
-bool dma(pid_t pid, bool wr, const iovec* remote, size_t nremote, void* local, size_t len) {
-    if (len == 0) return true;
-    iovec l{local, len};
-    const ssize_t n = wr ? process_vm_writev(pid, &l, 1, remote, nremote, 0)
-                         : process_vm_readv(pid, &l, 1, remote, nremote, 0);
-    return n == static_cast<ssize_t>(len);
-}
-bool dma_read(pid_t pid, uint64_t addr, void* dst, size_t len) {
-    iovec r{reinterpret_cast<void*>(addr), len};
-    return dma(pid, false, &r, 1, dst, len);
-}
-bool dma_write(pid_t pid, uint64_t addr, const void* src, size_t len) {
-    iovec r{reinterpret_cast<void*>(addr), len};
-    return dma(pid, true, &r, 1, const_cast<void*>(src), len);
-}
-
 // The host memory of domain `dom`, PROCESS or SHM.
 bool SoftEngine::Impl::host_dom(uint32_t dom, HostDom& h) {
     h = HostDom{};

@@ -215,7 +215,7 @@ void SoftEngine::Impl::transmit(EngineQp& q, roce::Packet& pkt) {
     } else {
         send_frame(txbuf.data(), pkt.frame_len);
     }
-    if (info.has(roce::kRequest) && q.type != hw::QpType::Ud) {
+    if (info.has(roce::kRequest) && !q.is_ud()) {
         const uint32_t psn = pkt.hdr.bth.psn;
         if (roce::psn_before(psn, q.hi_psn)) stat(hw::stats_block::retransmits);
         else q.hi_psn = roce::psn_add(psn, 1);
@@ -517,13 +517,13 @@ void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted
             return;
         }
         auto it = qps.find(pkt.hdr.bth.dqpn);
-        if (it == qps.end() || !it->second->tqp || it->second->hw_state == hw::QpState::Reset ||
-            it->second->hw_state == hw::QpState::Init) {
+        const hw::QpState st = it == qps.end() ? hw::QpState::Reset : it->second->state();
+        if (st == hw::QpState::Reset || st == hw::QpState::Init) {
             stat(hw::stats_block::rx_drops_no_qp);
             return;
         }
         EngineQp& q = *it->second;
-        run(q, [&] { q.tqp->on_packet(pkt); });
+        run(q, [&] { q.core->on_packet(pkt); });
     }
 }
 

@@ -2,8 +2,9 @@
 // writes is loaded into an EngineQp and the transport core's Qp (the
 // attributes, the address vector, the transitions of hw-spec 5.7), each step
 // of the core is followed by what it left behind (a fault to act on, frames
-// to send), and the QP's dynamic state is written back into the QPC, where
-// QUERY_QP and `simnic resource show` read it.
+// to send), and the QP's dynamic state is published into the QPC, where
+// QUERY_QP and `simnic resource show` read it. Who owns which fact of a QP:
+// see EngineQp (engine_internal.h).
 #include <algorithm>
 
 #include "engine_internal.h"
@@ -63,10 +64,12 @@ void SoftEngine::Impl::build_av(const uint8_t* buf, size_t len, const AvFields& 
     av.traffic_class = uint8_t(hw::get(buf, len, f.traffic_class));
 }
 
-tp::QpConfig SoftEngine::Impl::qp_config(const EngineQp& q, const uint8_t* e) {
+// The core's attributes, from the QPC entry of `qpn` as the firmware wrote it.
+tp::QpConfig SoftEngine::Impl::qp_config(uint32_t qpn, const uint8_t* e) {
+    const auto type = hw::QpType(g(e, Table::Qpc, hw::qpc::qp_type));
     tp::QpConfig c;
-    c.type = q.type == hw::QpType::Rc ? tp::QpType::RC : q.type == hw::QpType::Uc ? tp::QpType::UC : tp::QpType::UD;
-    c.qpn = q.qpn;
+    c.type = type == hw::QpType::Rc ? tp::QpType::RC : type == hw::QpType::Uc ? tp::QpType::UC : tp::QpType::UD;
+    c.qpn = qpn;
     c.dest_qpn = uint32_t(g(e, Table::Qpc, hw::qpc::dest_qpn));
     // The port's active MTU bounds every QP (hw-spec 5.6.7: a larger path MTU is
     // clamped to it, as rxe does). A UD QP has no path MTU of its own: like
@@ -77,7 +80,7 @@ tp::QpConfig SoftEngine::Impl::qp_config(const EngineQp& q, const uint8_t* e) {
     if (active < 1 || active > 5) active = uint8_t(roce::IbMtu::Mtu1024);
     uint8_t mtu = uint8_t(g(e, Table::Qpc, hw::qpc::path_mtu));
     if (mtu < 1 || mtu > 5) mtu = uint8_t(roce::IbMtu::Mtu1024);
-    if (q.type == hw::QpType::Ud || mtu > active) mtu = active;
+    if (type == hw::QpType::Ud || mtu > active) mtu = active;
     c.path_mtu = roce::IbMtu(mtu);
     c.sq_psn = uint32_t(g(e, Table::Qpc, hw::qpc::sq_psn));
     c.rq_psn = uint32_t(g(e, Table::Qpc, hw::qpc::rq_psn));
@@ -90,19 +93,18 @@ tp::QpConfig SoftEngine::Impl::qp_config(const EngineQp& q, const uint8_t* e) {
     c.access_flags = uint32_t(g(e, Table::Qpc, hw::qpc::qp_access_flags));
     c.qkey = uint32_t(g(e, Table::Qpc, hw::qpc::qkey));
     c.sq_sig_all = g(e, Table::Qpc, hw::qpc::sq_sig_all) != 0;
-    c.srq = q.srq;
+    c.srq = g(e, Table::Qpc, hw::qpc::srq_en) != 0;
     c.en_sqd_async_notify = g(e, Table::Qpc, hw::qpc::en_sqd_async_notify) != 0;
-    if (q.type != hw::QpType::Ud) build_av(e, hw::qpc::kSize, kQpcAv, c.av);
+    if (type != hw::QpType::Ud) build_av(e, hw::qpc::kSize, kQpcAv, c.av);
     return c;
 }
 
+// The QPC fields the engine itself acts on.
 void SoftEngine::Impl::load_static(EngineQp& q, const uint8_t* e) {
     q.ctx = uint16_t(g(e, Table::Qpc, hw::qpc::ctx_id));
-    q.type = hw::QpType(g(e, Table::Qpc, hw::qpc::qp_type));
     q.pdn = uint32_t(g(e, Table::Qpc, hw::qpc::pdn));
     q.send_cqn = uint32_t(g(e, Table::Qpc, hw::qpc::send_cqn));
     q.recv_cqn = uint32_t(g(e, Table::Qpc, hw::qpc::recv_cqn));
-    q.srq = g(e, Table::Qpc, hw::qpc::srq_en) != 0;
     q.srqn = uint32_t(g(e, Table::Qpc, hw::qpc::srqn));
     q.sq_base = g(e, Table::Qpc, hw::qpc::sq_base);
     q.rq_base = g(e, Table::Qpc, hw::qpc::rq_base);
@@ -116,7 +118,9 @@ void SoftEngine::Impl::load_static(EngineQp& q, const uint8_t* e) {
     host_dom(uint32_t(g(e, Table::Qpc, hw::qpc::domain_id)), q.qdom);
 }
 
-// The firmware may have changed the QPC entry of `qpn`: follow it.
+// The firmware may have changed the QPC entry of `qpn` (a MODIFY_QP: a new
+// state, new attributes): the core follows it. The state the firmware
+// wrote is compared with the core's, which is the QP's state.
 void SoftEngine::Impl::reload_qp(uint32_t qpn) {
     uint8_t* e = entry(Table::Qpc, qpn);
     if (!e) return;
@@ -130,14 +134,13 @@ void SoftEngine::Impl::reload_qp(uint32_t qpn) {
     }
     if (it == qps.end()) it = qps.emplace(qpn, std::make_unique<EngineQp>(*this, qpn)).first;
     EngineQp& q = *it->second;
-    q.wb_valid.fill(false);  // the firmware may have written the entry
     load_static(q, e);
-    const hw::QpState from = q.hw_state;
+    const hw::QpState from = q.state();
     if (from == st) {
         // Same state: attributes may have changed (RTS->RTS, SQD->SQD).
-        if (q.tqp && st != hw::QpState::Err) {
-            tp::QpContext& c = q.tqp->context();
-            const tp::QpConfig n = qp_config(q, e);
+        if (st != hw::QpState::Err) {
+            tp::QpContext& c = q.core->context();
+            const tp::QpConfig n = qp_config(qpn, e);
             c.cfg.timeout = n.timeout;
             c.cfg.retry_cnt = n.retry_cnt;
             c.cfg.rnr_retry = n.rnr_retry;
@@ -147,19 +150,20 @@ void SoftEngine::Impl::reload_qp(uint32_t qpn) {
         }
         return;
     }
+    // INIT and RTR set the attributes the core is built from (the path, the
+    // PSNs); a QP that reaches another state without a core (RESET->ERR)
+    // gets one too.
+    if (st == hw::QpState::Init || st == hw::QpState::Rtr || !q.core)
+        q.core = std::make_unique<tp::Qp>(qp_config(qpn, e), q.env());
     switch (st) {
         case hw::QpState::Init:
-            q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
-            q.tqp->set_state(tp::QpState::Init);
-            break;
         case hw::QpState::Rtr:
-            q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
-            q.tqp->set_state(tp::QpState::Rtr);
-            break;
+            q.core->set_state(st);
+            writeback(q);
+            return;
         case hw::QpState::Rts: {
-            if (!q.tqp) q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
-            tp::QpContext& c = q.tqp->context();
-            const tp::QpConfig n = qp_config(q, e);
+            tp::QpContext& c = q.core->context();
+            const tp::QpConfig n = qp_config(qpn, e);
             if (from == hw::QpState::Rtr || from == hw::QpState::Init) {
                 c.cfg.sq_psn = n.sq_psn;
                 c.req.psn = n.sq_psn & roce::kPsnMask;
@@ -173,94 +177,92 @@ void SoftEngine::Impl::reload_qp(uint32_t qpn) {
             c.cfg.rnr_retry = n.rnr_retry;
             c.cfg.min_rnr_timer = n.min_rnr_timer;
             c.reset_retry_counters();
-            q.hw_state = st;
-            run(q, [&] { q.tqp->set_state(tp::QpState::Rts); });
+            run(q, [&] { q.core->set_state(hw::QpState::Rts); });
             fetch_sq(q);
             return;
         }
         case hw::QpState::Sqd:
         case hw::QpState::Sqe:
-            q.hw_state = st;
             // RTS->SQD: the firmware set sq_draining and en_sqd_async_notify;
             // the core drains and writeback() clears sq_draining when done.
-            if (q.tqp && st == hw::QpState::Sqd)
-                q.tqp->context().cfg.en_sqd_async_notify = g(e, Table::Qpc, hw::qpc::en_sqd_async_notify) != 0;
-            if (q.tqp) run(q, [&] { q.tqp->set_state(st == hw::QpState::Sqd ? tp::QpState::Sqd : tp::QpState::Sqe); });
+            if (st == hw::QpState::Sqd)
+                q.core->context().cfg.en_sqd_async_notify = g(e, Table::Qpc, hw::qpc::en_sqd_async_notify) != 0;
+            run(q, [&] { q.core->set_state(st); });
             return;
         case hw::QpState::Err:
             if (q.cause == hw::ErrorCause::None) q.cause = hw::ErrorCause::ModifyToErr;
-            q.hw_state = st;
-            if (!q.tqp) q.tqp = std::make_unique<tp::Qp>(qp_config(q, e), q.env());
-            run(q, [&] { q.tqp->set_state(tp::QpState::Err); });
-            if (pipe) pipe->qp_reset(qpn);
+            run(q, [&] { q.core->set_state(hw::QpState::Err); });  // after() resets it in the model
             return;
-        case hw::QpState::Reset: break;
+        case hw::QpState::Reset: return;  // handled above
     }
-    q.hw_state = st;
-    writeback(q);
 }
 
-void SoftEngine::Impl::after(EngineQp& q) {
+void SoftEngine::Impl::after(EngineQp& q, bool was_err) {
     // What this step sent goes out now, in one sendmmsg: a message's
     // packets together, a lone ACK without waiting for the batch's end.
     tx_flush();
-    if (!q.tqp) return;
-    if (q.fault != hw::ErrorCause::None && q.tqp->state() != tp::QpState::Err) {
+    if (!q.core) return;
+    if (q.fault != hw::ErrorCause::None && q.core->state() != hw::QpState::Err) {
         q.cause = q.fault;
         q.fault = hw::ErrorCause::None;
         post_event(q.ctx, hw::EventType::QpFatal, q.qpn, uint32_t(q.cause));
-        q.tqp->set_state(tp::QpState::Err);
+        q.core->set_state(hw::QpState::Err);
     }
     q.fault = hw::ErrorCause::None;
-    if (q.tqp->state() == tp::QpState::Err && q.hw_state != hw::QpState::Err) {
-        q.hw_state = hw::QpState::Err;
-        if (pipe) pipe->qp_reset(q.qpn);
-    }
+    // Entering ERR: what the timing model holds in flight for the QP will
+    // never be acknowledged.
+    if (!was_err && q.core->state() == hw::QpState::Err && pipe) pipe->qp_reset(q.qpn);
     writeback(q);
 }
 
-// The QP's dynamic state into its QPC entry (what QUERY_QP and `simnic
-// resource show` read). It runs after every step of the QP, so only the
-// fields that changed since the last write are written; the firmware's
-// own writes come through reload_qp(), which forgets what was written.
+// The QPC fields writeback() publishes: dword fields all, so that one is
+// compared and stored as the 32-bit word holding it.
+constexpr hw::Field kPublished[] = {hw::qpc::state,  hw::qpc::error_cause,    hw::qpc::sq_pi,  hw::qpc::rq_pi,
+                                    hw::qpc::rq_ci,  hw::qpc::sq_ci,          hw::qpc::sq_psn, hw::qpc::last_acked_psn,
+                                    hw::qpc::rq_psn, hw::qpc::msn,            hw::qpc::sq_draining};
+constexpr bool all_dword_fields() {
+    for (const hw::Field& f : kPublished)
+        if (f.is_wide() || f.offset + 4u > hw::qpc::kSize) return false;
+    return true;
+}
+static_assert(all_dword_fields(), "writeback() stores dwords");
+
+// The QP's dynamic state, published into its QPC entry, where QUERY_QP,
+// MODIFY_QP's checks and `simnic resource show` read it. Each field is
+// read from its one owner: the state, PSNs, MSN and drain from the core, the
+// ring cursors and the error cause from the EngineQp. It runs after every
+// step of the QP, so a dword is stored only when it changes (most steps
+// move a PSN or two).
 void SoftEngine::Impl::writeback(EngineQp& q) {
     uint8_t* e = entry(Table::Qpc, q.qpn);
     if (!e || g(e, Table::Qpc, hw::qpc::qpn) != q.qpn) return;
-    constexpr Table T = Table::Qpc;
+    auto publish = [e](hw::Field f, uint32_t v) {
+        uint8_t* w = e + f.offset;
+        const uint32_t m = uint32_t(hw::mask_of(f.width)) << f.lo;
+        const uint32_t old = uint32_t(hw::load_le(w, 4));
+        const uint32_t now = (old & ~m) | ((v << f.lo) & m);
+        if (now != old) hw::store_le(w, 4, now);
+    };
+    const hw::QpState st = q.state();
     uint32_t sq_ci = q.sq_fetch;
-    bool psns = false, sq_psns = false;
-    tp::QpTransportState t{};
-    if (q.tqp) {
-        tp::SendQueue& sq = q.tqp->context().sq;
-        if (!sq.empty()) sq_ci = ring_index_of(q, sq.head_seq());
-        if (q.hw_state != hw::QpState::Reset && q.hw_state != hw::QpState::Init) {
-            t = q.tqp->snapshot();
-            psns = true;
-            sq_psns = q.hw_state != hw::QpState::Rtr;
-        }
+    if (q.core && !q.core->context().sq.empty()) sq_ci = ring_index_of(q, q.core->context().sq.head_seq());
+    publish(hw::qpc::state, uint8_t(st));
+    publish(hw::qpc::error_cause, uint8_t(q.cause));
+    publish(hw::qpc::sq_pi, q.sq_pi);
+    publish(hw::qpc::rq_pi, q.rq_pi);
+    publish(hw::qpc::rq_ci, q.rq_ci);
+    publish(hw::qpc::sq_ci, sq_ci);
+    // Before RTR the PSNs are the firmware's attributes, not yet the core's;
+    // before RTS, so are the requester's.
+    if (!q.core || st == hw::QpState::Reset || st == hw::QpState::Init) return;
+    const tp::QpTransportState t = q.core->snapshot();
+    if (st != hw::QpState::Rtr) {
+        publish(hw::qpc::sq_psn, t.sq_psn);
+        publish(hw::qpc::last_acked_psn, roce::psn_add(t.comp_psn, roce::kPsnMask));
     }
-    const std::array<std::pair<hw::Field, uint64_t>, EngineQp::kWriteback> v{{
-        {hw::qpc::state, uint8_t(q.hw_state)},
-        {hw::qpc::error_cause, uint8_t(q.cause)},
-        {hw::qpc::sq_pi, q.sq_pi},
-        {hw::qpc::rq_pi, q.rq_pi},
-        {hw::qpc::rq_ci, q.rq_ci},
-        {hw::qpc::sq_ci, sq_ci},
-        {hw::qpc::sq_psn, t.sq_psn},
-        {hw::qpc::last_acked_psn, roce::psn_add(t.comp_psn, roce::kPsnMask)},
-        {hw::qpc::rq_psn, t.rq_psn},
-        {hw::qpc::msn, t.msn},
-        {hw::qpc::sq_draining, t.sq_draining ? 1u : 0u},
-    }};
-    for (size_t i = 0; i < v.size(); ++i) {
-        if (i >= 6 && i <= 7 && !sq_psns) continue;
-        if (i >= 8 && !psns) continue;
-        const uint64_t val = v[i].second & hw::mask_of(v[i].first.width);
-        if (q.wb_valid[i] && q.wb[i] == val) continue;
-        s(e, T, v[i].first, val);
-        q.wb[i] = val;
-        q.wb_valid[i] = true;
-    }
+    publish(hw::qpc::rq_psn, t.rq_psn);
+    publish(hw::qpc::msn, t.msn);
+    publish(hw::qpc::sq_draining, t.sq_draining ? 1u : 0u);
 }
 
 }  // namespace simnic::soft_engine

@@ -14,7 +14,7 @@ void SoftEngine::Impl::rq_doorbell(uint16_t ctx, uint32_t qpn, uint32_t index) {
     }
     q->rq_pi = index;
     // A QP in ERR completes what is posted to its RQ at once, flushed.
-    if (q->tqp && q->tqp->state() == tp::QpState::Err && !q->srq) {
+    if (q->state() == hw::QpState::Err && !q->on_srq()) {
         while (const tp::RecvWqe* w = q->peek()) {
             tp::Completion c;
             c.wr_id = w->wr_id;
@@ -98,7 +98,7 @@ uint32_t SoftEngine::Impl::srq_pop(EngineQp& q) {
 // ---- the transport core's RecvQueuePort ----
 
 const tp::RecvWqe* EngineQp::peek() {
-    if (srq) return eng.srq_peek(*this);
+    if (on_srq()) return eng.srq_peek(*this);
     if (peeked) return &*peeked;
     if (rq_ci == rq_pi) return nullptr;
     const uint32_t stride = 1u << log_rq_stride;
@@ -114,7 +114,7 @@ const tp::RecvWqe* EngineQp::peek() {
 }
 
 void EngineQp::pop() {
-    if (srq) {
+    if (on_srq()) {
         recv_idx.push_back(eng.srq_pop(*this));
         return;
     }

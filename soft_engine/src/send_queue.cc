@@ -25,13 +25,6 @@ void SoftEngine::Impl::sq_doorbell(uint16_t ctx, uint32_t qpn, uint32_t index) {
     writeback(*q);
 }
 
-// The ring index of the core's SQ entry `seq` (entries before it are done).
-uint32_t SoftEngine::Impl::ring_index_of(EngineQp& q, uint64_t seq) {
-    while (!q.seqmap.empty() && q.seqmap.front().first < seq) q.seqmap.pop_front();
-    if (q.seqmap.empty() || q.seqmap.front().first != seq) return q.sq_fetch;
-    return q.seqmap.front().second;
-}
-
 // Decodes the WQE in sq_wqe; returns the status for a malformed one.
 tp::WcStatus SoftEngine::Impl::decode_send(EngineQp& q, tp::SendWqe& w) {
     const uint32_t stride = 1u << q.log_sq_stride;
@@ -89,7 +82,7 @@ tp::WcStatus SoftEngine::Impl::decode_send(EngineQp& q, tp::SendWqe& w) {
         off += hw::atomic_seg::kSize;
         if (w.remote_addr % 8 != 0) return tp::WcStatus::LocQpOpErr;
     }
-    if (q.type == hw::QpType::Ud) {
+    if (q.is_ud()) {
         if (!need(hw::ud_seg::kSize)) return tp::WcStatus::LocQpOpErr;
         const uint32_t ah = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::ah_num));
         w.ud.remote_qpn = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::dest_qpn));
@@ -145,13 +138,12 @@ void SoftEngine::Impl::fail_wqe(EngineQp& q, uint32_t idx, const tp::SendWqe& w,
     c.vendor_err = uint32_t(cause_of(st));
     if (q.cause == hw::ErrorCause::None) q.cause = cause_of(st);
     write_cqe(q.send_cqn, c, idx, true, false);
-    q.tqp->set_state(tp::QpState::Err);
+    q.core->set_state(hw::QpState::Err);
 }
 
 // Every WQE posted and not yet fetched, into the core (from RTS on).
 void SoftEngine::Impl::fetch_sq(EngineQp& q) {
-    if (!q.tqp) return;
-    const hw::QpState st = q.hw_state;
+    const hw::QpState st = q.state();
     if (st == hw::QpState::Reset || st == hw::QpState::Init) return;
     const uint32_t stride = 1u << q.log_sq_stride;
     sq_wqe.resize(std::max<size_t>(stride, 16));
@@ -175,10 +167,10 @@ void SoftEngine::Impl::fetch_sq(EngineQp& q) {
             run(q, [&] { fail_wqe(q, idx, w, dst); });
             continue;
         }
-        q.seqmap.emplace_back(q.tqp->context().sq.tail_seq(), idx);
+        q.seqmap.emplace_back(q.core->context().sq.tail_seq(), idx);
         q.posting_index = idx;
         tp::PostStatus ps = tp::PostStatus::Ok;
-        run(q, [&] { ps = q.tqp->post_send(w); });
+        run(q, [&] { ps = q.core->post_send(w); });
         q.posting_index.reset();
         if (ps == tp::PostStatus::Ok || ps == tp::PostStatus::Flushed) {
             if (ps == tp::PostStatus::Flushed && !q.seqmap.empty()) q.seqmap.pop_back();

@@ -16,7 +16,7 @@ bool SoftEngine::Impl::run_timers(uint64_t now) {
             if (q->timer_deadline[t] && q->timer_deadline[t] <= now) due.push_back(q.get());
     for (EngineQp* q : due) {
         for (int t = 0; t < 2; ++t) {
-            if (!q->timer_deadline[t] || q->timer_deadline[t] > now || !q->tqp) continue;
+            if (!q->timer_deadline[t] || q->timer_deadline[t] > now || !q->core) continue;
             q->timer_deadline[t] = 0;
             any = true;
             // A model device runs the timer in its completer stage.
@@ -28,9 +28,9 @@ bool SoftEngine::Impl::run_timers(uint64_t now) {
 }
 
 void SoftEngine::Impl::fire_timer(EngineQp& q, int t) {
-    if (!q.tqp) return;
+    if (!q.core) return;
     if (t == int(tp::QpTimer::Retransmit)) stat(hw::stats_block::timeouts);
-    run(q, [&] { q.tqp->on_timer(tp::QpTimer(t)); });
+    run(q, [&] { q.core->on_timer(tp::QpTimer(t)); });
 }
 
 uint64_t SoftEngine::Impl::next_deadline() {
