@@ -19,14 +19,8 @@ namespace simnic::soft_engine {
 SoftEngine::Impl::~Impl() {
     // The timing model holds a reference to this datapath: it goes first.
     pipe.reset();
-    for (int fd : {epfd, wake_fd, timer_fd, rx_fd})
+    for (int fd : {epfd, wake_fd, timer_fd})
         if (fd >= 0) close(fd);
-    for (const Local6& l : local6)
-        if (l.rx_fd >= 0) close(l.rx_fd);
-    for (auto& s6 : tx_socks6)
-        if (s6.second >= 0) close(s6.second);
-    for (auto& s : tx_socks)
-        if (s.second >= 0) close(s.second);
 }
 
 void SoftEngine::Impl::wake() {
@@ -48,13 +42,18 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         err = std::string("soft engine: ") + std::strerror(errno);
         return nullptr;
     }
-    if (!m.open_wire(err)) return nullptr;
+    // The port: UDP 4791 on the netdev's addresses; a standalone device
+    // (no wire) takes the addresses only.
     Impl* mp = &m;
-    m.tx = std::make_unique<TxQueue>([mp](size_t bytes, bool ok) {
-        if (!ok) return mp->stat(hw::stats_block::tx_drops);
-        mp->stat(hw::stats_block::tx_packets);
-        mp->stat(hw::stats_block::tx_bytes, bytes);
-    });
+    m.port = open_udp_port(
+        cfg.netdev, !cfg.standalone,
+        [mp](size_t bytes, bool ok) {
+            if (!ok) return mp->stat(hw::stats_block::tx_drops);
+            mp->stat(hw::stats_block::tx_packets);
+            mp->stat(hw::stats_block::tx_bytes, bytes);
+        },
+        err);
+    if (!m.port) return nullptr;
     if (cfg.bar) hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, m.port_mac, 6);
     if (cfg.timing) {
         m.pipe = cfg.timing(m, cfg.standalone, err);
@@ -64,8 +63,9 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         m.pcap = roce::PcapWriter::open(cfg.pcap, err);
         if (!m.pcap) return nullptr;
     }
-    std::vector<int> watch{m.wake_fd, m.timer_fd, m.rx_fd};
-    for (const Impl::Local6& l : m.local6) watch.push_back(l.rx_fd);
+    m.port_fds = m.port->fds();
+    std::vector<int> watch{m.wake_fd, m.timer_fd};
+    watch.insert(watch.end(), m.port_fds.begin(), m.port_fds.end());
     for (int fd : watch) {
         if (fd < 0) continue;
         epoll_event ev{};

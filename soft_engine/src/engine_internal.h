@@ -12,7 +12,8 @@
 //   qp.cc           QP life cycle: QPC load and reload, transitions, writeback
 //   send_queue.cc   the SQ doorbell, WQE fetch and decode
 //   recv_queue.cc   receive WQEs of RQs and SRQs
-//   net.cc          the wire: sockets, transmit, receive, loopback shortcut
+//   net.cc          the wire above the port: transmit, loopback shortcut, receive
+//   udp_port.cc     the port: UDP 4791 on the netdev's addresses (port.h)
 //   gsi.cc          QP1 (GSI): MADs to and from the host's CM
 //   timers.cc       the QPs' retransmit and RNR timers
 //   datapath.cc     the Datapath a timing model's stages call (timing.h)
@@ -42,7 +43,7 @@
 #include "simnic/roce/pcap_io.h"
 #include "simnic/soft_engine/engine.h"
 #include "simnic/transport/qp.h"
-#include "tx_queue.h"
+#include "port.h"
 
 namespace simnic::soft_engine {
 
@@ -210,7 +211,7 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     }
 };
 
-struct SoftEngine::Impl final : Datapath {
+struct SoftEngine::Impl final : Datapath, PortSink {
     explicit Impl(const EngineConfig& c) : cfg(c), tables(*c.tables) {}
     ~Impl();
 
@@ -371,49 +372,27 @@ struct SoftEngine::Impl final : Datapath {
     const tp::RecvWqe* srq_peek(EngineQp& q);
     uint32_t srq_pop(EngineQp& q);
 
-    // ---- the wire (net.cc) ----
-    int rx_fd = -1;
-    uint32_t local_ip = 0;  // host order
-    // RoCE v2 over IPv6: one socket per IPv6 address of the netdev (the GID
-    // table holds them all, as rxe's does), and its scope for link-local ones.
-    struct Local6 {
-        roce::Ipv6Addr addr{};
-        uint32_t scope = 0;
-        int rx_fd = -1;
-    };
-    std::vector<Local6> local6;
-    std::unordered_map<uint32_t, int> tx_socks6;  // (address index << 16 | sport) -> socket
-    std::unordered_map<uint16_t, int> tx_socks;
+    // ---- the wire (net.cc; the port behind it: port.h, udp_port.cc) ----
+    std::unique_ptr<Port> port;
+    std::vector<int> port_fds;  // what the sleeping thread waits on for the port
     std::unique_ptr<roce::PcapWriter> pcap;
-    std::vector<uint8_t> txbuf;
-    std::unique_ptr<TxQueue> tx;  // MAC TX (tx_queue.h); made by create()
+    std::vector<uint8_t> txbuf;  // the frame being encoded
+    uint8_t port_mac[6] = {};
     // Loopback shortcut (EngineConfig::loopback): self-addressed IP packets
     // waiting for this device's RX, and spare buffers for them.
     std::deque<std::vector<uint8_t>> loop_q;
     std::vector<std::vector<uint8_t>> loop_spare;
-    uint32_t sock_quiet = 0, sock_skip = 0;  // socket passes that found nothing
-    static constexpr int kRxBatch = 16;
-    static constexpr size_t kRxCtl = 256;
-    std::vector<std::vector<uint8_t>> rx_bufs;  // recvmmsg's buffers, IP + UDP header room first
-    std::vector<char> rx_ctl;
-    uint8_t port_mac[6] = {};
-    bool open_wire(std::string& err);
-    int tx_sock(uint16_t sport);
-    int tx_sock6(size_t idx, uint16_t sport);
-    // The index in local6 of an IPv6 address of this device, or -1.
-    int local6_index(const uint8_t* a) const {
-        for (size_t i = 0; i < local6.size(); ++i)
-            if (std::memcmp(local6[i].addr.data(), a, 16) == 0) return int(i);
-        return -1;
-    }
+    uint32_t port_quiet = 0, port_skip = 0;  // receive passes that found nothing
     void transmit(EngineQp& q, roce::Packet& pkt);
     void send_frame(const uint8_t* frame, size_t len);
     void tx_flush() {
-        if (tx) tx->flush();
+        if (port) port->flush();
     }
     bool rx_batch();
     void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false);
-    void deliver_ip(const uint8_t* ip, size_t total);
+    // PortSink
+    void rx_ip(const uint8_t* ip, size_t len) override;
+    void rx_frame(const uint8_t* frame, size_t len) override;
 
     // ---- QP1 (gsi.cc) ----
     // Its MADs come from and go to the daemon's CM agent (EngineConfig::gsi_rx,

@@ -45,16 +45,13 @@ bool SoftEngine::Impl::gsi_send(const std::array<uint8_t, 16>& sgid, const std::
         };
         p.ip4.src = ip(sgid);
         p.ip4.dst = ip(dgid);
-        p.ip4.id = 0;
-        p.ip4.frag = 0x4000;
-        p.ip4.ttl = 64;
     } else {
         p.ip_version = roce::IpVersion::V6;
         p.eth.ethertype = roce::kEtherTypeIpv6;
         std::copy(sgid.begin(), sgid.end(), p.ip6.src.begin());
         std::copy(dgid.begin(), dgid.end(), p.ip6.dst.begin());
-        p.ip6.hop_limit = 64;
     }
+    port->prepare(p);  // the IP fields the port's path writes, as for every packet
     // QP1 never gets an address vector: rxe keeps its creation-time port.
     p.udp.sport = roce::roce_udp_sport_unconnected(kGsiQpn);
     p.hdr.bth.opcode = roce::op::UD_SEND_ONLY;

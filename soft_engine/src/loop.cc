@@ -7,6 +7,8 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "engine_internal.h"
 
 namespace simnic::soft_engine {
@@ -65,10 +67,7 @@ void SoftEngine::Impl::loop() {
         }
         for (int i = 0; i < n; ++i) {
             const int fd = evs[i].data.fd;
-            if (fd == rx_fd) continue;  // read by rx_batch
-            bool sock6 = false;
-            for (const Local6& l : local6) sock6 = sock6 || fd == l.rx_fd;
-            if (sock6) continue;
+            if (std::find(port_fds.begin(), port_fds.end(), fd) != port_fds.end()) continue;  // rx_batch reads it
             uint64_t v;
             while (::read(fd, &v, sizeof v) == sizeof v) {}
         }

@@ -44,7 +44,7 @@ void SoftEngine::Impl::build_av(const uint8_t* buf, size_t len, const AvFields& 
         av.ip_version = roce::IpVersion::V4;
         av.dst_ip4 = uint32_t(dgid[12]) << 24 | uint32_t(dgid[13]) << 16 | uint32_t(dgid[14]) << 8 | dgid[15];
         av.src_ip4 = uint32_t(sgid[12]) << 24 | uint32_t(sgid[13]) << 16 | uint32_t(sgid[14]) << 8 | sgid[15];
-        if (av.src_ip4 == 0) av.src_ip4 = local_ip;
+        if (av.src_ip4 == 0) av.src_ip4 = port->ipv4();
     } else {
         av.ip_version = roce::IpVersion::V6;
         std::copy(dgid, dgid + 16, av.dst_ip6.begin());
