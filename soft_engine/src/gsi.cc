@@ -1,4 +1,4 @@
-// QP1, the GSI (IBA 13.4): it belongs to the host's connection manager (the
+// QP1, the GSI: it belongs to the host's connection manager (the
 // daemon's cm::Agent), not to an application. MADs that arrive for it go to
 // EngineConfig::gsi_rx; MADs the CM sends leave as rxe sends them, built
 // here with the packet core and put straight on the wire.

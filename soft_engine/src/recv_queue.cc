@@ -1,4 +1,4 @@
-// Receive queues (hw-spec 6.3, 6.4): the RQ and SRQ doorbells, the parse of
+// Receive queues (hw-spec 6.4, 9.4): the RQ and SRQ doorbells, the parse of
 // a receive WQE from its ring, the SRQ's limit event, and the transport
 // core's RecvQueuePort (peek and pop of the QP's RQ or SRQ), which records
 // the ring index of every WQE taken for its CQE.
