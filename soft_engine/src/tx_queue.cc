@@ -1,3 +1,5 @@
+// The UDP port's MAC TX (tx_queue.h): one sendmmsg per run of frames on a
+// socket.
 #include "tx_queue.h"
 
 #include <sys/socket.h>

@@ -1,8 +1,8 @@
-// The soft device's MAC TX: the frames one engine step built, handed to the
-// kernel together. Each frame goes to the UDP socket of its source port (the
-// kernel adds the IP and UDP headers the engine encoded the same way), and a
-// run of frames on one socket is one sendmmsg: a system call per step, not
-// per packet. Frames leave in the order they were built.
+// The UDP port's MAC TX (udp_port.cc): the frames one engine step built,
+// handed to the kernel together. Each frame goes to the UDP socket of its
+// source port (the kernel adds the IP and UDP headers the engine encoded the
+// same way), and a run of frames on one socket is one sendmmsg: a system
+// call per step, not per packet. Frames leave in the order they were built.
 //
 // Measured and left out: sending from a second thread. On lo the sending
 // system call also runs the receive side up to the destination socket, but

@@ -1,0 +1,220 @@
+// Completion and event queues (hw-spec 7, 8): CQEs written into the
+// applications' rings with the owner bit last, the CQ doorbell (consumer
+// index and arming), the completion wake-up of sleeping driver threads
+// (hw-spec 3.5), EQEs, the copy of a CQ's entries on resize, and the
+// transport core's CompletionPort and EventPort, which land here.
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+
+#include "engine_internal.h"
+#include "simnic/hw/mmio.h"
+
+namespace simnic::soft_engine {
+
+namespace {
+
+// Writes the CQE's first `od` bytes, then the 4 bytes holding the owner
+// bit, so that a consumer never sees the new owner with an old body.
+bool write_cqe_ordered(const HostDom& dom, uint64_t slot, uint8_t* b, uint32_t od) {
+    if (dom.base) {
+        // Shared memory: the body, then the owner dword with release
+        // order, which the driver's acquire load pairs with.
+        uint8_t* p = dom.at(slot, size_t(od) + 4);
+        if (!p || (reinterpret_cast<uintptr_t>(p + od) & 3) != 0) return false;
+        std::memcpy(p, b, od);
+        uint32_t w;
+        std::memcpy(&w, b + od, 4);
+        __atomic_store_n(reinterpret_cast<uint32_t*>(p + od), w, __ATOMIC_RELEASE);
+        return true;
+    }
+    const pid_t pid = dom.pid;
+#if defined(__x86_64__) || defined(__i386__)
+    // One system call: the kernel copies the remote iovecs one after the
+    // other, each a separate copy, and x86 makes stores visible in
+    // program order, so the owner word still lands after the body.
+    iovec r[2] = {{reinterpret_cast<void*>(slot), od}, {reinterpret_cast<void*>(slot + od), 4}};
+    return dma(pid, true, r, 2, b, size_t(od) + 4);
+#else
+    return dma_write(pid, slot, b, od) && dma_write(pid, slot + od, b + od, 4);
+#endif
+}
+
+}  // namespace
+
+void SoftEngine::Impl::post_event(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux) {
+    if (rec) rec->add(Op::Kind::Eqe, uint32_t(type));
+    wc_flush();
+    uint8_t e[hw::eqe::kSize] = {};
+    hw::set(e, hw::eqe::event_type, uint8_t(type));
+    hw::set(e, hw::eqe::obj_num, obj & 0xFFFFFF);
+    hw::set(e, hw::eqe::aux, aux);
+    cfg.events->post_eqe(ctx, e, sizeof e);
+}
+
+void SoftEngine::Impl::cq_error(uint8_t* e, uint32_t cqn) {
+    s(e, Table::Cqc, hw::cqc::error, 1);
+    post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::CqErr, cqn);
+}
+
+// Returns false when the CQ overflowed (the QP then goes to ERR).
+bool SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t wqe_index, bool is_send,
+                                 bool solicited) {
+    uint8_t* e = entry(Table::Cqc, cqn);
+    if (!e || cqn == 0 || g(e, Table::Cqc, hw::cqc::cqn) != cqn || g(e, Table::Cqc, hw::cqc::error)) return true;
+    const uint8_t n = uint8_t(g(e, Table::Cqc, hw::cqc::log_size));
+    const uint32_t pi = uint32_t(g(e, Table::Cqc, hw::cqc::pi)), ci = uint32_t(g(e, Table::Cqc, hw::cqc::ci));
+    if (pi - ci >= (1u << n)) {
+        stat(hw::stats_block::cq_overflows);
+        cq_error(e, cqn);
+        return false;
+    }
+    drop_read_ahead();
+    wc_flush();  // the data a CQE completes is in memory before the CQE
+    uint8_t b[hw::cqe::kSize] = {};
+    hw::set(b, hw::cqe::wr_id, c.wr_id);
+    hw::set(b, hw::cqe::status, uint8_t(c.status));
+    hw::set(b, hw::cqe::opcode, uint8_t(c.opcode));
+    hw::set(b, hw::cqe::wc_flags, c.wc_flags & 0xFF);
+    hw::set(b, hw::cqe::vendor_err, c.vendor_err);
+    hw::set(b, hw::cqe::byte_len, c.byte_len);
+    hw::set(b, hw::cqe::imm_inv, c.imm_data);
+    hw::set(b, hw::cqe::qp_num, c.qp_num & 0xFFFFFF);
+    hw::set(b, hw::cqe::src_qp, c.src_qp & 0xFFFFFF);
+    hw::set(b, hw::cqe::is_send, is_send ? 1 : 0);
+    hw::set(b, hw::cqe::wqe_index, wqe_index);
+    hw::set(b, hw::cqe::owner, hw::phase_of(pi, n));
+    HostDom dom;
+    const uint64_t slot = g(e, Table::Cqc, hw::cqc::base) + uint64_t{hw::ring_slot(pi, n)} * hw::cqe::kSize;
+    const uint32_t od = hw::cqe::owner.offset;
+    if (!host_dom(uint32_t(g(e, Table::Cqc, hw::cqc::domain_id)), dom) || !write_cqe_ordered(dom, slot, b, od)) {
+        stat(hw::stats_block::dma_faults);
+        cq_error(e, cqn);
+        return false;
+    }
+    s(e, Table::Cqc, hw::cqc::pi, pi + 1);
+    {
+        const auto id = uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id));
+        auto it = ctxs.find(id);
+        if (it != ctxs.end() && !it->second.cqe_written) {
+            it->second.cqe_written = true;
+            cqe_ctxs.push_back(id);
+        }
+    }
+    if (rec) rec->add(Op::Kind::Cqe, cqn, 0, wqe_index, DmaPurpose::Cqe, is_send);
+    const bool notable = solicited || c.status != hw::WcStatus::Success;
+    if (notable) cqs[cqn] = CqState{true, pi};
+    const uint64_t arm = g(e, Table::Cqc, hw::cqc::arm);
+    if (arm == uint64_t(hw::CqArm::Next) || (arm == uint64_t(hw::CqArm::Solicited) && notable)) {
+        s(e, Table::Cqc, hw::cqc::arm, 0);
+        post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::Completion, cqn);
+    }
+    return true;
+}
+
+// Completion wake-up (hw-spec 3.5): a driver thread that found its CQs
+// empty for a while sleeps on CQ_WAKE_SEQ of its context page instead of
+// spinning. After the CQEs of a batch are written, every context that got
+// one and has sleepers is woken; the full fence pairs with the driver's
+// (it registers in CQ_WAITERS, fences, then looks at its CQs once more).
+// Runs after every engine batch: it looks only at the contexts that got
+// a CQE (cqe_ctxs), not at every open context.
+void SoftEngine::Impl::wake_cq_waiters() {
+    if (cqe_ctxs.empty()) return;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (const uint16_t id : cqe_ctxs) {
+        auto it = ctxs.find(id);
+        if (it == ctxs.end()) continue;  // closed since
+        CtxState& c = it->second;
+        c.cqe_written = false;
+        constexpr uint32_t f = hw::kCtxDbFifo;
+        if (hw::mmio_load32(c.page, f + hw::db_fifo_regs::cq_waiters.offset) == 0) continue;
+        auto* seq = reinterpret_cast<uint32_t*>(c.page + f + hw::db_fifo_regs::cq_wake_seq.offset);
+        __atomic_fetch_add(seq, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, seq, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+    }
+    cqe_ctxs.clear();
+}
+
+void SoftEngine::Impl::cq_doorbell(uint16_t ctx, uint32_t cqn, uint32_t ci, uint32_t cmd) {
+    uint8_t* e = entry(Table::Cqc, cqn);
+    if (!e || cqn == 0 || g(e, Table::Cqc, hw::cqc::cqn) != cqn || g(e, Table::Cqc, hw::cqc::ctx_id) != ctx) {
+        stat(hw::stats_block::dma_faults);
+        return;
+    }
+    const uint32_t pi = uint32_t(g(e, Table::Cqc, hw::cqc::pi));
+    const uint32_t old_ci = uint32_t(g(e, Table::Cqc, hw::cqc::ci));
+    if (ci - old_ci > pi - old_ci) {
+        // A consumer index past the producer index is no consumer of
+        // this CQ: a driver's bad doorbell. Taken, it would make the CQ
+        // look overfull. (Doorbells of a destroyed CQ whose number was
+        // reused are stopped earlier: cq_destroying, forget_doorbells.)
+        stat(hw::stats_block::dma_faults);
+        return;
+    }
+    s(e, Table::Cqc, hw::cqc::ci, ci);
+    if (cmd != uint32_t(hw::CqArm::Next) && cmd != uint32_t(hw::CqArm::Solicited)) return;
+    bool fire = false;
+    if (cmd == uint32_t(hw::CqArm::Next)) {
+        fire = pi != ci;
+    } else {
+        const CqState& st = cqs[cqn];
+        fire = st.notable && st.notable_idx - ci < pi - ci;
+    }
+    if (fire) {
+        s(e, Table::Cqc, hw::cqc::arm, 0);
+        post_event(ctx, hw::EventType::Completion, cqn);
+    } else {
+        s(e, Table::Cqc, hw::cqc::arm, cmd);
+    }
+}
+
+// RESIZE_CQ: the entries not yet consumed, into the new ring (EngineHooks).
+bool SoftEngine::Impl::cq_copy_entries(const uint8_t* cqc, uint16_t new_domain, uint64_t new_base,
+                                       uint8_t new_log_size) {
+    constexpr hw::Table T = hw::Table::Cqc;
+    const uint8_t n = uint8_t(g(cqc, T, hw::cqc::log_size));
+    const uint32_t pi = uint32_t(g(cqc, T, hw::cqc::pi)), ci = uint32_t(g(cqc, T, hw::cqc::ci));
+    HostDom from, to;
+    if (!host_dom(uint32_t(g(cqc, T, hw::cqc::domain_id)), from) || !host_dom(new_domain, to)) return false;
+    const uint64_t base = g(cqc, T, hw::cqc::base);
+    for (uint32_t i = ci; i != pi; ++i) {
+        uint8_t b[hw::cqe::kSize];
+        if (!from.read(base + uint64_t{hw::ring_slot(i, n)} * hw::cqe::kSize, b, sizeof b)) return false;
+        hw::set(b, hw::cqe::owner, hw::phase_of(i, new_log_size));
+        if (!to.write(new_base + uint64_t{hw::ring_slot(i, new_log_size)} * hw::cqe::kSize, b, sizeof b))
+            return false;
+    }
+    return true;
+}
+
+// ---- the transport core's CompletionPort and EventPort ----
+
+void EngineQp::post(tp::CqSide side, const tp::Completion& c, bool solicited) {
+    uint32_t idx = 0;
+    tp::Completion cc = c;
+    if (side == tp::CqSide::Send) {
+        tp::SendQueue& sq = core->context().sq;
+        idx = (sq.empty() && posting_index) ? *posting_index : eng.ring_index_of(*this, sq.head_seq());
+        if (c.status == hw::WcStatus::RetryExcErr) eng.stat(hw::stats_block::retry_exceeded);
+        if (c.status == hw::WcStatus::RnrRetryExcErr) eng.stat(hw::stats_block::rnr_retry_exceeded);
+    } else if (!recv_idx.empty()) {
+        idx = recv_idx.front();
+        recv_idx.pop_front();
+    }
+    if (c.status != hw::WcStatus::Success && c.status != hw::WcStatus::WrFlushErr && cause == hw::ErrorCause::None)
+        cause = cause_of(c.status);
+    if (c.status != hw::WcStatus::Success && cc.vendor_err == 0)
+        cc.vendor_err = uint32_t(c.status == hw::WcStatus::WrFlushErr ? cause : cause_of(c.status));
+    if (!eng.write_cqe(side == tp::CqSide::Send ? send_cqn : recv_cqn, cc, idx, side == tp::CqSide::Send, solicited))
+        fault = hw::ErrorCause::CqOverflow;
+}
+
+void EngineQp::async_event(hw::EventType ev) {
+    // aux: the error cause for error events, 0 otherwise (hw-spec 8.1).
+    eng.post_event(ctx, ev, qpn, hw::is_error_event(ev) ? uint32_t(cause) : 0);
+}
+
+}  // namespace simnic::soft_engine

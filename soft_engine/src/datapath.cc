@@ -1,0 +1,38 @@
+// The Datapath of timing.h: a model device's pipeline stages call these at
+// the simulated instant each step happens. Each runs the same protocol code
+// a soft device runs, with `rec` set so that every table access, DMA, frame,
+// CQE and EQE of the step is recorded for the stage to charge.
+#include "engine_internal.h"
+
+namespace simnic::soft_engine {
+
+namespace {
+
+// `rec` is set for the duration of one step.
+struct Recording {
+    Recording(SoftEngine::Impl& m, OpRecord& r) : m_(m) { m_.rec = &r; }
+    ~Recording() { m_.rec = nullptr; }
+    SoftEngine::Impl& m_;
+};
+
+}  // namespace
+
+void SoftEngine::Impl::exec_doorbell(const Doorbell& db, OpRecord& r) {
+    Recording g(*this, r);
+    doorbell(db.ctx, hw::DbKind(db.kind), db.num, db.index, db.cq_cmd);
+}
+
+void SoftEngine::Impl::exec_rx(const uint8_t* frame, size_t len, OpRecord& r) {
+    Recording g(*this, r);
+    if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes);
+}
+
+void SoftEngine::Impl::exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) {
+    Recording g(*this, r);
+    auto it = qps.find(qpn);
+    if (it != qps.end() && t < 2) fire_timer(*it->second, t);
+}
+
+void SoftEngine::Impl::wire_tx(const uint8_t* frame, size_t len) { send_frame(frame, len); }
+
+}  // namespace simnic::soft_engine

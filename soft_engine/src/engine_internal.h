@@ -1,0 +1,412 @@
+// The soft engine's inside, shared by its source files: the device
+// (SoftEngine::Impl) and one QP as the engine runs it (EngineQp). Each
+// concern lives in its own file, as kernel rxe splits its driver; the
+// declarations below name the file that defines them:
+//
+//   engine.cc       the public face: create(), the firmware's hooks
+//   loop.cc         the engine thread: batches, spinning, sleeping
+//   doorbell.cc     the contexts' doorbell FIFOs and the doorbell dispatch
+//   host_memory.cc  DMA domains, process_vm_*, read-ahead, write combining
+//   mpt.cc          keys: the MPT view, translation, memory windows
+//   cq_eq.cc        CQEs, the CQ doorbell, completion wake-up, EQEs
+//   qp.cc           QP life cycle: QPC load and reload, transitions, writeback
+//   send_queue.cc   the SQ doorbell, WQE fetch and decode
+//   recv_queue.cc   receive WQEs of RQs and SRQs
+//   net.cc          the wire above the port: transmit, loopback shortcut, receive
+//   udp_port.cc     the port: UDP 4791 on the netdev's addresses (port.h)
+//   gsi.cc          QP1 (GSI): MADs to and from the host's CM
+//   timers.cc       the QPs' retransmit and RNR timers
+//   datapath.cc     the Datapath a timing model's stages call (timing.h)
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "simnic/base/clock.h"
+#include "simnic/hw/layout.h"
+#include "simnic/roce/packet.h"
+#include "simnic/roce/pcap_io.h"
+#include "simnic/soft_engine/engine.h"
+#include "simnic/transport/qp.h"
+#include "port.h"
+
+namespace simnic::soft_engine {
+
+namespace tp = simnic::transport;
+using hw::Table;
+
+using base::mono_ns;
+using base::wall_us;
+
+// ---- host memory (host_memory.cc) ----
+
+// One transfer between this process and process `pid` (process_vm_*).
+// Inline: every packet's payload and every CQE of a PROCESS domain come
+// through here.
+inline bool dma(pid_t pid, bool wr, const iovec* remote, size_t nremote, void* local, size_t len) {
+    if (len == 0) return true;
+    iovec l{local, len};
+    const ssize_t n = wr ? process_vm_writev(pid, &l, 1, remote, nremote, 0)
+                         : process_vm_readv(pid, &l, 1, remote, nremote, 0);
+    return n == static_cast<ssize_t>(len);
+}
+inline bool dma_read(pid_t pid, uint64_t addr, void* dst, size_t len) {
+    iovec r{reinterpret_cast<void*>(addr), len};
+    return dma(pid, false, &r, 1, dst, len);
+}
+inline bool dma_write(pid_t pid, uint64_t addr, const void* src, size_t len) {
+    iovec r{reinterpret_cast<void*>(addr), len};
+    return dma(pid, true, &r, 1, const_cast<void*>(src), len);
+}
+
+// Host memory of one DMA domain (hw-spec 1.3): a process, reached with
+// process_vm_readv/writev, or a shared object (SHM) that the process mapped
+// at map_base and the daemon mapped at `base`, reached with plain loads and
+// stores — no system call, as a NIC's DMA needs none.
+struct HostDom {
+    pid_t pid = 0;
+    uint8_t* base = nullptr;
+    uint64_t map_base = 0, map_len = 0;
+    bool ok() const { return pid > 0 || base != nullptr; }
+    // SHM: where [addr, addr + len) is here; null outside the domain.
+    uint8_t* at(uint64_t addr, size_t len) const {
+        if (!base || addr < map_base || len > map_len || addr - map_base > map_len - len) return nullptr;
+        return base + (addr - map_base);
+    }
+    bool read(uint64_t addr, void* dst, size_t len) const {
+        if (len == 0) return true;
+        if (!base) return pid > 0 && dma_read(pid, addr, dst, len);
+        const uint8_t* p = at(addr, len);
+        if (!p) return false;
+        std::memcpy(dst, p, len);
+        return true;
+    }
+    bool write(uint64_t addr, const void* src, size_t len) const {
+        if (len == 0) return true;
+        if (!base) return pid > 0 && dma_write(pid, addr, src, len);
+        uint8_t* p = at(addr, len);
+        if (!p) return false;
+        std::memcpy(p, src, len);
+        return true;
+    }
+};
+
+// ---- QPs (qp.cc) ----
+
+// The address-vector fields of one of the layouts that embed an AV.
+struct AvFields {
+    hw::Field dgid, sgid_index, hop_limit, traffic_class, flow_label, dmac;
+};
+constexpr AvFields kQpcAv{hw::qpc::av_dgid, hw::qpc::av_sgid_index, hw::qpc::av_hop_limit,
+                          hw::qpc::av_traffic_class, hw::qpc::av_flow_label, hw::qpc::av_dmac};
+constexpr AvFields kAhAv{hw::ah_entry::av_dgid, hw::ah_entry::av_sgid_index, hw::ah_entry::av_hop_limit,
+                         hw::ah_entry::av_traffic_class, hw::ah_entry::av_flow_label, hw::ah_entry::av_dmac};
+constexpr AvFields kSegAv{hw::av::dgid, hw::av::sgid_index, hw::av::hop_limit,
+                          hw::av::traffic_class, hw::av::flow_label, hw::av::dmac};
+
+// The QPC's error cause for a completion status.
+hw::ErrorCause cause_of(hw::WcStatus s);
+
+// One QP as the engine runs it. Its state has one owner per fact. The
+// transport core (`core`) owns the protocol: the QP state (RESET..ERR), the
+// PSNs, MSN, send queue, drain and retry counters, and the attributes it was
+// built with (type, SRQ use, MTU, timers). The EngineQp keeps only what the
+// core does not know: the QPC's static fields the engine acts on (context,
+// PD, CQs, SRQ number, rings and their limits), the ring cursors, the map
+// from the core's send-queue sequence numbers to ring indices, the timers'
+// deadlines, the QPC's error cause and the retransmit count's high mark. The
+// QPC entry is where both are published (writeback()), never a third copy
+// read back: what the firmware decides reaches the engine through
+// reload_qp(). Each port of the core is defined with its concern: memory in
+// host_memory.cc and mpt.cc, the receive queue in recv_queue.cc,
+// completions and events in cq_eq.cc, the wire in net.cc, timers in
+// timers.cc.
+struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, tp::WirePort,
+                        tp::TimerPort, tp::EventPort {
+    EngineQp(SoftEngine::Impl& e, uint32_t n) : eng(e), qpn(n) {}
+    SoftEngine::Impl& eng;
+    uint32_t qpn;
+    // The transport core. Every QP the engine holds has one (reload_qp()
+    // builds it on the first transition out of RESET and again at INIT and
+    // RTR, whose attributes it is built from).
+    std::unique_ptr<tp::Qp> core;
+    hw::QpState state() const { return core ? core->state() : hw::QpState::Reset; }
+    bool is_ud() const { return core->context().cfg.type == hw::QpType::Ud; }
+    bool on_srq() const { return core->context().cfg.srq; }
+
+    // QPC fields (static between two firmware commands; load_static()).
+    uint16_t ctx = 0;
+    HostDom qdom;  // queue memory domain
+    uint32_t pdn = 0, send_cqn = 0, recv_cqn = 0, srqn = 0;
+    uint64_t sq_base = 0, rq_base = 0;
+    uint8_t log_sq_size = 0, log_sq_stride = 6, log_rq_size = 0, log_rq_stride = 4;
+    uint32_t max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
+    // Ring cursors (free-running).
+    uint32_t sq_pi = 0, sq_fetch = 0, rq_pi = 0, rq_ci = 0;
+    // Transport SQ sequence -> ring index, oldest first.
+    std::deque<std::pair<uint64_t, uint32_t>> seqmap;
+    std::optional<uint32_t> posting_index;
+    std::deque<uint32_t> recv_idx;  // ring index of each receive WQE taken, oldest first
+    std::optional<tp::RecvWqe> peeked;
+    uint64_t timer_deadline[2] = {0, 0};
+    uint32_t hi_psn = 0;  // next new request PSN (for counting retransmits)
+    hw::ErrorCause fault = hw::ErrorCause::None;  // a fault to act on after the core returns
+    hw::ErrorCause cause = hw::ErrorCause::None;  // QPC.error_cause
+
+    // MemoryPort
+    tp::MemStatus check(tp::KeyKind kind, uint32_t key, uint64_t addr, uint64_t len, uint32_t access) override;
+    tp::MemStatus read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) override;
+    tp::MemStatus write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
+                        uint32_t access) override;
+    tp::MemStatus atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_t swap_add, uint64_t compare,
+                         uint64_t& orig) override;
+    tp::MemStatus invalidate(uint32_t rkey) override;
+    tp::MemStatus bind_mw(const tp::MwBind& b) override;
+    // RecvQueuePort
+    const tp::RecvWqe* peek() override;
+    void pop() override;
+    // CompletionPort
+    void post(tp::CqSide side, const tp::Completion& c, bool solicited) override;
+    // WirePort
+    void transmit(roce::Packet& pkt) override;
+    // TimerPort
+    uint64_t now_ns() override;
+    void arm(tp::QpTimer t, uint64_t deadline_ns) override;
+    void cancel(tp::QpTimer t) override;
+    // EventPort
+    void async_event(hw::EventType ev) override;
+
+    tp::TransportEnv env() {
+        tp::TransportEnv e;
+        e.mem = this;
+        e.rq = this;
+        e.cq = this;
+        e.wire = this;
+        e.timers = this;
+        e.events = this;
+        return e;
+    }
+};
+
+struct SoftEngine::Impl final : Datapath, PortSink {
+    explicit Impl(const EngineConfig& c) : cfg(c), tables(*c.tables) {}
+    ~Impl();
+
+    // ---- the device (engine.cc, loop.cc) ----
+    EngineConfig cfg;
+    hw::TableStore& tables;
+    std::recursive_mutex mu;
+    std::atomic<int> fence_waiters{0};
+    std::atomic<bool> stop{false};
+    std::thread thread;
+    int epfd = -1, wake_fd = -1, timer_fd = -1;
+    void wake();  // the engine thread, if it sleeps
+    void loop();
+
+    // Statistics (hw-spec 2.6).
+    void stat(hw::Field f, uint64_t n = 1) {
+        if (!cfg.bar) return;
+        __atomic_fetch_add(reinterpret_cast<uint64_t*>(cfg.bar + hw::kBar0StatsBlock + f.offset), n,
+                           __ATOMIC_RELAXED);
+    }
+
+    // Tables.
+    uint8_t* entry(Table t, uint32_t i) { return tables.entry(t, i); }
+    static uint64_t g(const uint8_t* e, Table t, hw::Field f) { return hw::get(e, hw::entry_size(t), f); }
+    static void s(uint8_t* e, Table t, hw::Field f, uint64_t v) {
+        hw::set(e, hw::entry_size(t), f, v & hw::mask_of(f.width));
+    }
+
+    // Model devices: the timing model (timing.h), and the record of the step
+    // it is executing (null outside one; always null on a soft device).
+    std::unique_ptr<TimingModel> pipe;
+    OpRecord* rec = nullptr;
+
+    // ---- contexts and their doorbell FIFOs (doorbell.cc) ----
+    struct CtxState {
+        uint8_t* page = nullptr;
+        int engine_fd = -1;
+        uint32_t fifo_ci = 0;
+        bool cqe_written = false;  // since the last wake_cq_waiters(); listed in cqe_ctxs
+    };
+    std::map<uint16_t, CtxState> ctxs;
+    EngineQp* qp_of_ctx(uint16_t ctx, uint32_t qpn);
+    void doorbell(uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index, uint32_t cq_cmd);
+    bool drain_fifos();
+    bool fifos_pending();
+    void set_sleeping(uint32_t v);
+
+    // ---- host memory (host_memory.cc) ----
+    std::unordered_map<uint64_t, std::pair<uint8_t*, uint64_t>> shm_views;  // (ctx, handle) -> mapping
+    bool host_dom(uint32_t dom, HostDom& h);
+    bool domain_pid(uint32_t dom, pid_t& pid);
+    tp::MemStatus mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf, size_t len,
+                         uint32_t access, bool wr);
+    std::vector<iovec> iov;  // mem_io's translation
+    // Read-ahead of a requester's gather (see host_memory.cc).
+    static constexpr size_t kReadAhead = 64 * 1024;
+    struct ReadAhead {
+        bool valid = false;
+        uint16_t ctx = 0;
+        uint32_t key = 0;
+        uint64_t va = 0;
+        size_t len = 0;
+        std::vector<uint8_t> buf;
+    } ra;
+    std::vector<iovec> ra_iov;
+    void drop_read_ahead() { ra.valid = false; }
+    bool read_ahead(const EngineQp& q, uint32_t key, uint64_t va, void* dst, size_t len, uint64_t room);
+    // Write combining (see host_memory.cc).
+    static constexpr size_t kCombineMax = 256 * 1024;
+    struct WriteCombine {
+        bool active = false;
+        pid_t pid = 0;
+        uint32_t qpn = 0;
+        uint64_t addr = 0;  // host address of data[0]
+        std::vector<uint8_t> data;
+    } wc;
+    void wc_flush() {
+        if (wc.active) wc_write();
+    }
+    void wc_write();
+    bool wc_add(const EngineQp& q, pid_t pid, const iovec& dst, const void* src, size_t len);
+
+    // ---- keys and memory windows (mpt.cc) ----
+    // An MPT entry in use, decoded once (see mpt.cc).
+    struct MptView {
+        bool valid = false, zero_based = false, mtt_mode = false;
+        bool mw = false;  // a memory window: resolved through its MR (mw.h)
+        uint32_t key = 0, ctx = 0, pdn = 0, rights = 0, domain = 0, log_page = 0, mtt_base = 0, mtt_count = 0;
+        uint64_t iova = 0, length = 0, host_addr = 0;
+        pid_t pid = 0;  // of `domain`, 0 if it has none
+    };
+    std::unordered_map<uint32_t, MptView> mpt_views;
+    const MptView* mpt_view(uint32_t idx);
+    // `quiet`: a read-ahead's look, which counts nothing.
+    tp::MemStatus translate(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, uint64_t len,
+                            uint32_t access, pid_t* pid, std::vector<iovec>* out, bool quiet = false,
+                            uint64_t* room = nullptr);
+    uint8_t* mpt_of(const EngineQp& q, uint32_t key);
+    void count_mw(const EngineQp& q, uint32_t key, int delta);
+    tp::MemStatus bind_mw(const EngineQp& q, const tp::MwBind& b);
+    tp::MemStatus invalidate(const EngineQp& q, uint32_t rkey);
+
+    // ---- CQs and EQs (cq_eq.cc) ----
+    struct CqState {
+        bool notable = false;  // a solicited or error CQE at notable_idx
+        uint32_t notable_idx = 0;
+    };
+    std::unordered_map<uint32_t, CqState> cqs;
+    std::vector<uint16_t> cqe_ctxs;  // contexts with cqe_written set
+    void post_event(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux = 0);
+    void cq_error(uint8_t* e, uint32_t cqn);
+    bool write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t wqe_index, bool is_send, bool solicited);
+    void wake_cq_waiters();
+    void cq_doorbell(uint16_t ctx, uint32_t cqn, uint32_t ci, uint32_t cmd);
+    bool cq_copy_entries(const uint8_t* cqc, uint16_t new_domain, uint64_t new_base, uint8_t new_log_size);
+
+    // ---- QPs (qp.cc) ----
+    std::unordered_map<uint32_t, std::unique_ptr<EngineQp>> qps;
+    void build_av(const uint8_t* buf, size_t len, const AvFields& f, tp::AddressVector& av);
+    tp::QpConfig qp_config(uint32_t qpn, const uint8_t* e);
+    void load_static(EngineQp& q, const uint8_t* e);
+    void reload_qp(uint32_t qpn);
+    // Runs `f` on the QP's core, then acts on what it left behind.
+    template <typename F>
+    void run(EngineQp& q, F&& f) {
+        const bool was_err = q.state() == hw::QpState::Err;
+        f();
+        after(q, was_err);
+    }
+    // `was_err`: the QP was in ERR before the step (the timing model is told
+    // once, when it enters ERR).
+    void after(EngineQp& q, bool was_err);
+    void after(EngineQp& q) { after(q, q.state() == hw::QpState::Err); }
+    void writeback(EngineQp& q);
+
+    // ---- send queues (send_queue.cc) ----
+    std::vector<uint8_t> sq_wqe;  // the send WQE being decoded
+    void sq_doorbell(uint16_t ctx, uint32_t qpn, uint32_t index);
+    // The ring index of the core's SQ entry `seq` (entries before it are done).
+    static uint32_t ring_index_of(EngineQp& q, uint64_t seq) {
+        while (!q.seqmap.empty() && q.seqmap.front().first < seq) q.seqmap.pop_front();
+        if (q.seqmap.empty() || q.seqmap.front().first != seq) return q.sq_fetch;
+        return q.seqmap.front().second;
+    }
+    hw::WcStatus decode_send(EngineQp& q, tp::SendWqe& w);
+    void fail_wqe(EngineQp& q, uint32_t idx, const tp::SendWqe& w, hw::WcStatus st);
+    void fetch_sq(EngineQp& q);
+
+    // ---- receive queues and SRQs (recv_queue.cc) ----
+    struct SrqState {
+        std::optional<tp::RecvWqe> peeked;
+    };
+    std::unordered_map<uint32_t, SrqState> srqs;
+    std::vector<uint8_t> rq_wqe;  // the receive WQE being parsed
+    void rq_doorbell(uint16_t ctx, uint32_t qpn, uint32_t index);
+    void srq_doorbell(uint16_t ctx, uint32_t srqn, uint32_t index);
+    bool parse_recv(const HostDom& dom, uint64_t addr, uint32_t stride, uint32_t max_sge, tp::RecvWqe& w);
+    const tp::RecvWqe* srq_peek(EngineQp& q);
+    uint32_t srq_pop(EngineQp& q);
+
+    // ---- the wire (net.cc; the port behind it: port.h, udp_port.cc) ----
+    std::unique_ptr<Port> port;
+    std::vector<int> port_fds;  // what the sleeping thread waits on for the port
+    std::unique_ptr<roce::PcapWriter> pcap;
+    std::vector<uint8_t> txbuf;  // the frame being encoded
+    uint8_t port_mac[6] = {};
+    // Loopback shortcut (EngineConfig::loopback): self-addressed IP packets
+    // waiting for this device's RX, and spare buffers for them.
+    std::deque<std::vector<uint8_t>> loop_q;
+    std::vector<std::vector<uint8_t>> loop_spare;
+    uint32_t port_quiet = 0, port_skip = 0;  // receive passes that found nothing
+    void transmit(EngineQp& q, roce::Packet& pkt);
+    void send_frame(const uint8_t* frame, size_t len);
+    void tx_flush() {
+        if (port) port->flush();
+    }
+    bool rx_batch();
+    void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false);
+    // PortSink
+    void rx_ip(const uint8_t* ip, size_t len) override;
+    void rx_frame(const uint8_t* frame, size_t len) override;
+
+    // ---- QP1 (gsi.cc) ----
+    // Its MADs come from and go to the daemon's CM agent (EngineConfig::gsi_rx,
+    // SoftEngine::gsi_send).
+    static constexpr uint32_t kGsiQpn = 1, kGsiQkey = 0x80010000;
+    uint32_t gsi_psn = 0;  // QP1's next PSN
+    std::vector<uint8_t> gsi_buf;
+    void gsi_receive(const roce::Packet& pkt);
+    bool gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
+                  const std::array<uint8_t, 6>& dmac, const uint8_t* mad, size_t len);
+
+    // ---- timers (timers.cc) ----
+    bool run_timers(uint64_t now);
+    void fire_timer(EngineQp& q, int t);
+    uint64_t next_deadline();
+
+    // ---- Datapath: a timing model's stages execute here (datapath.cc) ----
+    void exec_doorbell(const Doorbell& db, OpRecord& r) override;
+    void exec_rx(const uint8_t* frame, size_t len, OpRecord& r) override;
+    void exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) override;
+    void wire_tx(const uint8_t* frame, size_t len) override;
+};
+
+}  // namespace simnic::soft_engine

@@ -1,0 +1,165 @@
+// Host memory as the engine reaches it (hw-spec 1.3, 11): DMA domains
+// (a process through process_vm_readv/writev, or a shared object mapped
+// here), the data moves of the transport core's MemoryPort after the key
+// check of mpt.cc, and the two ways the soft device saves system calls on
+// them: read-ahead of a message's gather and write combining of its
+// scatter. A model device charges every packet's own DMA and uses neither.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine_internal.h"
+
+namespace simnic::soft_engine {
+
+// The host memory of domain `dom`, PROCESS or SHM.
+bool SoftEngine::Impl::host_dom(uint32_t dom, HostDom& h) {
+    h = HostDom{};
+    const uint8_t* d = entry(Table::Domain, dom);
+    if (!d || dom == 0 || !g(d, Table::Domain, hw::domain_entry::valid)) return false;
+    const uint64_t kind = g(d, Table::Domain, hw::domain_entry::kind);
+    if (kind == uint64_t(hw::DomainKind::Process)) {
+        h.pid = static_cast<pid_t>(g(d, Table::Domain, hw::domain_entry::pid));
+        return h.pid > 0;
+    }
+    if (kind != uint64_t(hw::DomainKind::Shm) || !cfg.shm) return false;
+    const uint64_t ctx = g(d, Table::Domain, hw::domain_entry::ctx_id);
+    const uint64_t handle = g(d, Table::Domain, hw::domain_entry::shm_handle);
+    auto it = shm_views.find(ctx << 32 | handle);
+    if (it == shm_views.end()) {
+        uint64_t size = 0;
+        uint8_t* p = cfg.shm(uint16_t(ctx), uint32_t(handle), size);
+        if (!p) return false;
+        it = shm_views.emplace(ctx << 32 | handle, std::make_pair(p, size)).first;
+    }
+    h.base = it->second.first;
+    h.map_base = g(d, Table::Domain, hw::domain_entry::map_base);
+    h.map_len = std::min(g(d, Table::Domain, hw::domain_entry::map_len), it->second.second);
+    return true;
+}
+
+bool SoftEngine::Impl::domain_pid(uint32_t dom, pid_t& pid) {
+    const uint8_t* d = entry(Table::Domain, dom);
+    if (!d || dom == 0 || !g(d, Table::Domain, hw::domain_entry::valid) ||
+        g(d, Table::Domain, hw::domain_entry::kind) != uint64_t(hw::DomainKind::Process))
+        return false;
+    pid = static_cast<pid_t>(g(d, Table::Domain, hw::domain_entry::pid));
+    return pid > 0;
+}
+
+// Read-ahead of a requester's gather (lkey reads): the first packet of a
+// message reads up to kReadAhead bytes of the SGE in one process_vm_readv
+// and the following packets copy from it. Hardware may fetch a posted
+// WQE's data at any time before it completes, and the application may
+// change the buffer only after a completion the engine writes; the copy
+// is dropped on every CQE, every write to host memory and whenever the
+// engine's lock is released, so it never outlives that window.
+bool SoftEngine::Impl::read_ahead(const EngineQp& q, uint32_t key, uint64_t va, void* dst, size_t len,
+                                  uint64_t room) {
+    if (ra.valid && ra.ctx == q.ctx && ra.key == key && va >= ra.va && va - ra.va + len <= ra.len) {
+        std::memcpy(dst, ra.buf.data() + (va - ra.va), len);
+        return true;
+    }
+    // Only a full packet's read (len >= 1 KiB, the smallest MTU) hints at
+    // more of the same message; read at most 16 packets ahead, so a small
+    // message in a large MR does not pay for 64 KiB.
+    if (len < 1024) return false;
+    const size_t ahead = size_t(std::min<uint64_t>({room, kReadAhead, uint64_t{16} * len}));
+    if (ahead <= len) return false;
+    pid_t pid = 0;
+    ra.valid = false;
+    if (translate(q, tp::KeyKind::Lkey, key, va, ahead, 0, &pid, &ra_iov, true) != tp::MemStatus::Ok) return false;
+    ra.buf.resize(kReadAhead);
+    if (!dma(pid, false, ra_iov.data(), ra_iov.size(), ra.buf.data(), ahead)) return false;
+    ra = ReadAhead{true, q.ctx, key, va, ahead, std::move(ra.buf)};
+    std::memcpy(dst, ra.buf.data(), len);
+    return true;
+}
+
+// Write combining (soft device): the packets of one message land at
+// consecutive host addresses, so their payload writes are gathered and
+// done with one process_vm_writev instead of one per packet. They are
+// posted writes, as a NIC's are, and are flushed (wc_flush) before anything
+// that must observe them: a CQE or an EQE, any read of registered memory,
+// the firmware's fence, and the end of every engine batch. Every packet's
+// write was checked against its MR before it was gathered.
+void SoftEngine::Impl::wc_write() {
+    wc.active = false;
+    if (!dma_write(wc.pid, wc.addr, wc.data.data(), wc.data.size())) {
+        // The memory went away under a registered MR: the QP cannot
+        // deliver what it acknowledged. It goes to the error state.
+        stat(hw::stats_block::dma_faults);
+        auto it = qps.find(wc.qpn);
+        if (it != qps.end()) it->second->fault = hw::ErrorCause::QueueFault;
+    }
+    wc.data.clear();
+}
+
+bool SoftEngine::Impl::wc_add(const EngineQp& q, pid_t pid, const iovec& dst, const void* src, size_t len) {
+    const uint64_t a = reinterpret_cast<uint64_t>(dst.iov_base);
+    if (wc.active && (wc.pid != pid || wc.qpn != q.qpn || wc.addr + wc.data.size() != a ||
+                      wc.data.size() + len > kCombineMax))
+        wc_flush();
+    if (!wc.active) {
+        wc.active = true;
+        wc.pid = pid;
+        wc.qpn = q.qpn;
+        wc.addr = a;
+    }
+    const uint8_t* p = static_cast<const uint8_t*>(src);
+    wc.data.insert(wc.data.end(), p, p + len);
+    return true;
+}
+
+tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf,
+                                       size_t len, uint32_t access, bool wr) {
+    pid_t pid = 0;
+    uint64_t room = 0;
+    const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov, false, &room);
+    if (st != tp::MemStatus::Ok || len == 0) return st;
+    // The model charges every packet's own DMA: no read-ahead or write
+    // combining there.
+    if (wr) {
+        drop_read_ahead();
+        if (!pipe && access != hw::access::kRemoteAtomic && iov.size() == 1 && len <= kCombineMax &&
+            wc_add(q, pid, iov[0], buf, len))
+            return tp::MemStatus::Ok;
+    }
+    wc_flush();  // a read (or an uncombined write) sees every earlier write
+    if (!wr && !pipe && kind == tp::KeyKind::Lkey && access == 0 && read_ahead(q, key, va, buf, len, room))
+        return tp::MemStatus::Ok;
+    if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
+        stat(hw::stats_block::dma_faults);
+        stat(kind == tp::KeyKind::Lkey ? hw::stats_block::local_prot_err : hw::stats_block::remote_access_err);
+        return tp::MemStatus::OutOfBounds;
+    }
+    if (rec)
+        rec->add(wr ? Op::Kind::DmaWrite : Op::Kind::DmaRead, 0, uint32_t(len), 0,
+                 access == hw::access::kRemoteAtomic ? DmaPurpose::Atomic : DmaPurpose::Payload);
+    return tp::MemStatus::Ok;
+}
+
+// ---- the transport core's MemoryPort: data moves ----
+
+tp::MemStatus EngineQp::read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) {
+    return eng.mem_io(*this, kind, key, addr, dst, len, access, false);
+}
+tp::MemStatus EngineQp::write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
+                              uint32_t access) {
+    return eng.mem_io(*this, kind, key, addr, const_cast<void*>(src), len, access, true);
+}
+tp::MemStatus EngineQp::atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_t swap_add, uint64_t compare,
+                               uint64_t& orig) {
+    // The engine thread is the only one touching device memory: this
+    // read-modify-write is atomic against every other atomic of the device.
+    uint64_t v = 0;
+    tp::MemStatus st = eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, &v, 8, hw::access::kRemoteAtomic, false);
+    if (st != tp::MemStatus::Ok) return st;
+    orig = v;
+    const uint64_t nv = op == tp::AtomicOp::FetchAdd ? v + swap_add : (v == compare ? swap_add : v);
+    return eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, const_cast<uint64_t*>(&nv), 8,
+                      hw::access::kRemoteAtomic, true);
+}
+
+}  // namespace simnic::soft_engine

@@ -1,0 +1,228 @@
+// The engine's side of the wire, above its port (port.h), as rxe_net.c's
+// send and receive paths and rxe_recv.c hold it. A packet the transport core
+// built is prepared for the port's path and encoded; on a model device its
+// frame goes down the modelled TX pipeline and reaches the port through
+// wire_tx() when it leaves MAC TX, on a soft device it goes to the port at
+// once. Frames to the device's own addresses may skip the port (the loopback
+// shortcut, EngineConfig::loopback). Whatever arrives, through whichever
+// port, is captured, decoded, counted and handed to its QP (or to QP1) here.
+#include <algorithm>
+#include <cstring>
+
+#include "engine_internal.h"
+#include "simnic/roce/opcode.h"
+
+namespace simnic::soft_engine {
+
+namespace {
+
+// Checks a frame built for the wire and locates its IP packet; false if it
+// is not an IPv4 (without options) or IPv6 packet with room for UDP.
+bool out_frame(const uint8_t* f, size_t len, OutFrame& o) {
+    constexpr size_t l3 = roce::kEthHdrBytes;
+    if (len < l3 + roce::kIpv4HdrBytes + roce::kUdpHdrBytes) return false;
+    o.data = f;
+    o.len = len;
+    o.v6 = (f[l3] >> 4) == 6;
+    if (!o.v6 && ((f[l3] >> 4) != 4 || (f[l3] & 0xF) != 5)) return false;
+    if (len < o.bth()) return false;
+    // Without Ethernet padding: the IP length says where the packet ends.
+    o.ip_end = o.v6 ? l3 + roce::kIpv6HdrBytes + size_t(f[l3 + 4] << 8 | f[l3 + 5])
+                    : l3 + size_t(f[l3 + 2] << 8 | f[l3 + 3]);
+    return true;
+}
+
+// The destination address of a frame out_frame() accepted.
+IpAddr destination(const OutFrame& o) {
+    IpAddr a;
+    const uint8_t* ip = o.ip();
+    if (o.v6) {
+        a.version = roce::IpVersion::V6;
+        std::memcpy(a.v6.data(), ip + 24, 16);
+    } else {
+        a.v4 = uint32_t(ip[16]) << 24 | uint32_t(ip[17]) << 16 | uint32_t(ip[18]) << 8 | ip[19];
+    }
+    return a;
+}
+
+}  // namespace
+
+void SoftEngine::Impl::transmit(EngineQp& q, roce::Packet& pkt) {
+    const roce::OpcodeInfo& info = pkt.opinfo();
+    port->prepare(pkt);  // the IP fields the port's path writes, before the ICRC covers them
+    if (!roce::encode_frame(pkt, txbuf)) {
+        stat(hw::stats_block::tx_drops);
+        return;
+    }
+    if (rec) {
+        // A model device: the frame goes down the TX pipeline and leaves
+        // through wire_tx() when it leaves MAC TX.
+        TxFrameRec f;
+        f.bytes.assign(txbuf.begin(), txbuf.begin() + long(pkt.frame_len));
+        f.qpn = q.qpn;
+        f.psn = pkt.hdr.bth.psn;
+        f.opcode = pkt.hdr.bth.opcode;
+        f.payload = uint32_t(pkt.payload_len);
+        rec->add(Op::Kind::TxFrame, q.qpn, uint32_t(pkt.frame_len), uint32_t(rec->frames.size()));
+        rec->frames.push_back(std::move(f));
+    } else {
+        send_frame(txbuf.data(), pkt.frame_len);
+    }
+    if (info.has(roce::kRequest) && !q.is_ud()) {
+        const uint32_t psn = pkt.hdr.bth.psn;
+        if (roce::psn_before(psn, q.hi_psn)) stat(hw::stats_block::retransmits);
+        else q.hi_psn = roce::psn_add(psn, 1);
+    } else if (info.has(roce::kHasAeth)) {
+        const uint8_t syn = pkt.hdr.aeth.syndrome;
+        const roce::AethType t = roce::aeth_type(syn);
+        if (t == roce::AethType::RnrNak) stat(hw::stats_block::tx_rnr_nak);
+        else if (t == roce::AethType::Nak) {
+            const hw::Field f[] = {hw::stats_block::tx_nak_psn_seq, hw::stats_block::tx_nak_inv_req,
+                                   hw::stats_block::tx_nak_rem_access, hw::stats_block::tx_nak_rem_op};
+            if ((syn & 0x1F) < 4) stat(f[syn & 0x1F]);
+        }
+    }
+}
+
+// A frame leaves: through the loopback shortcut, or through the port.
+void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
+    OutFrame o;
+    if (!out_frame(f, len, o)) {
+        stat(hw::stats_block::tx_drops);
+        return;
+    }
+    if (cfg.standalone) return;  // no wire: the timing model loops MAC TX to MAC RX
+    if (cfg.loopback && port->is_local(destination(o))) {
+        // rxe's shortcut: the frame never reaches the port. It is counted
+        // and captured as sent, then received from the queue by rx_batch()
+        // (not here: the sender's state machine is still running).
+        const size_t end = std::min(len, o.ip_end);
+        stat(hw::stats_block::tx_packets);
+        stat(hw::stats_block::tx_bytes, end - o.bth());
+        if (pcap) pcap->write(f, len, wall_us());
+        if (pipe) {
+            pipe->rx_frame(f, len);
+            return;
+        }
+        std::vector<uint8_t> b;
+        if (!loop_spare.empty()) {
+            b = std::move(loop_spare.back());
+            loop_spare.pop_back();
+        }
+        b.assign(f + roce::kEthHdrBytes, f + end);
+        loop_q.push_back(std::move(b));
+        return;
+    }
+    // The port counts what it sends and drops (PortSent); the capture has
+    // what it took.
+    if (port->send(o) && pcap) pcap->write(f, len, wall_us());
+}
+
+bool SoftEngine::Impl::rx_batch() {
+    bool any = false;
+    // Loopback frames first: they are this device's own traffic. Bounded, so
+    // that doorbells and the port are not starved by a long exchange.
+    for (int k = 0; k < 256 && !loop_q.empty(); ++k) {
+        std::vector<uint8_t> b = std::move(loop_q.front());
+        loop_q.pop_front();
+        rx_deliver(b.data(), b.size(), true);
+        loop_spare.push_back(std::move(b));
+        any = true;
+    }
+    // With the shortcut, a device on lo mostly talks to itself: while the
+    // port stays quiet, look at it every fourth pass only (a recvmsg that
+    // finds nothing is a tenth of a spinning pass). Sleep still waits on it.
+    if (cfg.loopback && port_quiet > 16 && (++port_skip & 3) != 0) return any;
+    const bool got = port->receive(*this);
+    port_quiet = got ? 0 : port_quiet + 1;
+    return any || got;
+}
+
+// ---- PortSink: what the port received ----
+
+// An IP packet (its link header gone): into the model's MAC RX, or to the
+// soft datapath.
+void SoftEngine::Impl::rx_ip(const uint8_t* ip, size_t total) {
+    if (pipe) {
+        // A model device: the frame enters at MAC RX, as an Ethernet frame
+        // addressed to the port.
+        std::vector<uint8_t> fr(roce::kEthHdrBytes + total, 0);
+        std::memcpy(fr.data(), port_mac, 6);
+        const uint16_t et = (ip[0] >> 4) == 6 ? roce::kEtherTypeIpv6 : roce::kEtherTypeIpv4;
+        fr[12] = uint8_t(et >> 8);
+        fr[13] = uint8_t(et);
+        std::memcpy(fr.data() + roce::kEthHdrBytes, ip, total);
+        pipe->rx_frame(fr.data(), fr.size());
+        return;
+    }
+    rx_deliver(ip, total);
+}
+
+// A whole Ethernet frame: into the model's MAC RX, or its IP packet to the
+// soft datapath (as the model's MAC RX hands it on, exec_rx).
+void SoftEngine::Impl::rx_frame(const uint8_t* frame, size_t len) {
+    if (pipe) {
+        pipe->rx_frame(frame, len);
+        return;
+    }
+    if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes);
+}
+
+// One received RoCE packet (IPv4 or IPv6): capture, decode, count, and hand it to its QP.
+void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted) {
+    constexpr size_t kEth = 14;
+    const bool v6 = total > 0 && (buf[0] >> 4) == 6;
+    const size_t n =
+        total - std::min(total, (v6 ? roce::kIpv6HdrBytes : roce::kIpv4HdrBytes) + roce::kUdpHdrBytes);
+    {
+        if (pcap) {
+            std::vector<uint8_t> fr(kEth + total, 0);
+            const uint16_t et = v6 ? roce::kEtherTypeIpv6 : roce::kEtherTypeIpv4;
+            fr[12] = uint8_t(et >> 8);
+            fr[13] = uint8_t(et);
+            std::memcpy(fr.data() + kEth, buf, total);
+            pcap->write(fr, wall_us());
+        }
+        roce::Packet pkt;
+        // A loopback frame was encoded by this engine a moment ago: its ICRC
+        // is right by construction (and the capture shows it); checking it
+        // again would be a third of the CRC work.
+        roce::DecodeOptions dopt;
+        dopt.check_icrc = !trusted;
+        const roce::DecodeResult r = roce::decode_ip_packet(buf, total, pkt, dopt);
+        if (!r.ok()) {
+            stat(r.error == roce::DecodeError::BadIcrc ? hw::stats_block::icrc_errors
+                                                        : hw::stats_block::rx_drops_bad_hdr);
+            return;
+        }
+        stat(hw::stats_block::rx_packets);
+        stat(hw::stats_block::rx_bytes, uint64_t(n));
+        const roce::OpcodeInfo& info = pkt.opinfo();
+        if (info.has(roce::kHasAeth)) {
+            const uint8_t syn = pkt.hdr.aeth.syndrome;
+            const roce::AethType t = roce::aeth_type(syn);
+            if (t == roce::AethType::RnrNak) stat(hw::stats_block::rx_rnr_nak);
+            else if (t == roce::AethType::Nak) {
+                const hw::Field f[] = {hw::stats_block::rx_nak_psn_seq, hw::stats_block::rx_nak_inv_req,
+                                       hw::stats_block::rx_nak_rem_access, hw::stats_block::rx_nak_rem_op};
+                if ((syn & 0x1F) < 4) stat(f[syn & 0x1F]);
+            }
+        }
+        if (pkt.hdr.bth.dqpn == kGsiQpn) {
+            gsi_receive(pkt);
+            return;
+        }
+        auto it = qps.find(pkt.hdr.bth.dqpn);
+        const hw::QpState st = it == qps.end() ? hw::QpState::Reset : it->second->state();
+        if (st == hw::QpState::Reset || st == hw::QpState::Init) {
+            stat(hw::stats_block::rx_drops_no_qp);
+            return;
+        }
+        EngineQp& q = *it->second;
+        run(q, [&] { q.core->on_packet(pkt); });
+    }
+}
+
+void EngineQp::transmit(roce::Packet& pkt) { eng.transmit(*this, pkt); }
+
+}  // namespace simnic::soft_engine

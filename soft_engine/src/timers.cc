@@ -1,0 +1,50 @@
+// The QPs' timers: the retransmit and RNR timers the transport core arms
+// through its TimerPort, kept as one deadline each, fired by the engine
+// thread when due (on a model device, inside the timing model's completer
+// stage), and the earliest of them, which bounds the thread's sleep.
+#include <vector>
+
+#include "engine_internal.h"
+
+namespace simnic::soft_engine {
+
+bool SoftEngine::Impl::run_timers(uint64_t now) {
+    bool any = false;
+    std::vector<EngineQp*> due;
+    for (auto& [n, q] : qps)
+        for (int t = 0; t < 2; ++t)
+            if (q->timer_deadline[t] && q->timer_deadline[t] <= now) due.push_back(q.get());
+    for (EngineQp* q : due) {
+        for (int t = 0; t < 2; ++t) {
+            if (!q->timer_deadline[t] || q->timer_deadline[t] > now || !q->core) continue;
+            q->timer_deadline[t] = 0;
+            any = true;
+            // A model device runs the timer in its completer stage.
+            if (pipe) pipe->timer(q->qpn, uint8_t(t));
+            else fire_timer(*q, t);
+        }
+    }
+    return any;
+}
+
+void SoftEngine::Impl::fire_timer(EngineQp& q, int t) {
+    if (!q.core) return;
+    if (t == int(tp::QpTimer::Retransmit)) stat(hw::stats_block::timeouts);
+    run(q, [&] { q.core->on_timer(tp::QpTimer(t)); });
+}
+
+uint64_t SoftEngine::Impl::next_deadline() {
+    uint64_t d = 0;
+    for (auto& [n, q] : qps)
+        for (uint64_t t : q->timer_deadline)
+            if (t && (d == 0 || t < d)) d = t;
+    return d;
+}
+
+// ---- the transport core's TimerPort ----
+
+uint64_t EngineQp::now_ns() { return mono_ns(); }
+void EngineQp::arm(tp::QpTimer t, uint64_t deadline_ns) { timer_deadline[int(t)] = deadline_ns ? deadline_ns : 1; }
+void EngineQp::cancel(tp::QpTimer t) { timer_deadline[int(t)] = 0; }
+
+}  // namespace simnic::soft_engine

@@ -1,0 +1,451 @@
+// The UDP port (port.h): RoCE v2 over the host's UDP stack on UDP 4791 of
+// the netdev's addresses (hw-spec 1.1), the port every device has today.
+// One socket per source port sends, so that the kernel writes the IP and
+// UDP headers the engine encoded the same way (rxe's DF, ID 0, TTL 64: the
+// frame on the wire is the one the ICRC covers); the frames of one engine
+// step leave together (tx_queue.h). One socket per local address receives,
+// and the headers the kernel took off are rebuilt in front of each payload.
+// The kernel resolves neighbours and writes the link header.
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "port.h"
+#include "tx_queue.h"
+
+namespace simnic::soft_engine {
+
+namespace {
+
+// What every sending socket has, IPv4 or IPv6: several sockets share a
+// source port (SO_REUSEPORT), and the queue is deep. Then it binds to
+// `addr` (its port being rxe's source port); if that port is taken it sends
+// from an ephemeral one rather than not at all. Returns fd, or -1 (closed).
+int finish_tx_socket(int fd, sockaddr* addr, socklen_t len, in_port_t* port) {
+    const int one = 1, big = 8 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    if (bind(fd, addr, len) == 0) return fd;
+    *port = 0;
+    if (bind(fd, addr, len) == 0) return fd;
+    close(fd);
+    return -1;
+}
+
+// The UDP header in front of a received payload of n bytes (checksum 0: the
+// ICRC masks it and the kernel has checked it).
+void put_udp(uint8_t* udp, uint16_t sport, size_t n) {
+    const size_t ulen = roce::kUdpHdrBytes + n;
+    udp[0] = uint8_t(sport >> 8);
+    udp[1] = uint8_t(sport);
+    udp[2] = uint8_t(roce::kRoceV2Port >> 8);
+    udp[3] = uint8_t(roce::kRoceV2Port & 0xFF);
+    udp[4] = uint8_t(ulen >> 8);
+    udp[5] = uint8_t(ulen);
+    udp[6] = udp[7] = 0;
+}
+
+class UdpPort final : public Port {
+public:
+    explicit UdpPort(PortSent sent) : sent_(sent), tx_(std::move(sent)) {}
+    ~UdpPort() override;
+    bool open(const std::string& netdev, bool sockets, std::string& err);
+
+    uint32_t ipv4() const override { return local_ip_; }
+    bool is_local(const IpAddr& a) const override {
+        return a.version == roce::IpVersion::V4 ? a.v4 == local_ip_ : local6_index(a.v6.data()) >= 0;
+    }
+    std::optional<roce::MacAddr> neighbour(const IpAddr&) override { return std::nullopt; }
+    void prepare(roce::Packet& pkt) override;
+    bool send(const OutFrame& f) override;
+    void flush() override { tx_.flush(); }
+    bool receive(PortSink& sink) override;
+    std::vector<int> fds() const override;
+
+private:
+    // RoCE v2 over IPv6: one socket per IPv6 address of the netdev (the GID
+    // table holds them all, as rxe's does), and its scope for link-local ones.
+    struct Local6 {
+        roce::Ipv6Addr addr{};
+        uint32_t scope = 0;
+        int rx_fd = -1;
+    };
+    // The index in local6_ of an IPv6 address of this port, or -1.
+    int local6_index(const uint8_t* a) const {
+        for (size_t i = 0; i < local6_.size(); ++i)
+            if (std::memcmp(local6_[i].addr.data(), a, 16) == 0) return int(i);
+        return -1;
+    }
+    int tx_sock(uint16_t sport);
+    int tx_sock6(size_t idx, uint16_t sport);
+    void receive4(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in& src, PortSink& sink);
+    void receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& src, size_t idx, PortSink& sink);
+
+    PortSent sent_;
+    uint32_t local_ip_ = 0;  // host order
+    int rx_fd_ = -1;
+    std::vector<Local6> local6_;
+    std::unordered_map<uint16_t, int> tx_socks_;   // sport -> socket
+    std::unordered_map<uint32_t, int> tx_socks6_;  // (address index << 16 | sport) -> socket
+    TxQueue tx_;
+    static constexpr int kRxBatch = 16;
+    static constexpr size_t kRxCtl = 256;
+    std::vector<std::vector<uint8_t>> rx_bufs_;  // recvmmsg's buffers, IP + UDP header room first
+    std::vector<char> rx_ctl_;
+};
+
+UdpPort::~UdpPort() {
+    if (rx_fd_ >= 0) close(rx_fd_);
+    for (const Local6& l : local6_)
+        if (l.rx_fd >= 0) close(l.rx_fd);
+    for (auto& s6 : tx_socks6_)
+        if (s6.second >= 0) close(s6.second);
+    for (auto& s : tx_socks_)
+        if (s.second >= 0) close(s.second);
+}
+
+bool UdpPort::open(const std::string& netdev, bool sockets, std::string& err) {
+    ifaddrs* ifa = nullptr;
+    if (getifaddrs(&ifa) == 0) {
+        for (ifaddrs* i = ifa; i; i = i->ifa_next) {
+            if (!i->ifa_addr || netdev != i->ifa_name) continue;
+            if (i->ifa_addr->sa_family == AF_INET && local_ip_ == 0) {
+                local_ip_ = ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+            } else if (i->ifa_addr->sa_family == AF_INET6) {
+                const auto* a6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+                Local6 l;
+                std::memcpy(l.addr.data(), &a6->sin6_addr, 16);
+                l.scope = a6->sin6_scope_id;
+                local6_.push_back(l);
+            }
+        }
+        freeifaddrs(ifa);
+    }
+    if (local_ip_ == 0) {
+        err = "netdev " + netdev + " has no IPv4 address (the soft engine sends RoCE v2 over IPv4)";
+        return false;
+    }
+    if (!sockets) return true;
+    rx_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (rx_fd_ < 0) {
+        err = std::string("socket: ") + std::strerror(errno);
+        return false;
+    }
+    const int one = 1, big = 8 << 20;
+    setsockopt(rx_fd_, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+    setsockopt(rx_fd_, IPPROTO_IP, IP_RECVTTL, &one, sizeof one);
+    setsockopt(rx_fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    setsockopt(rx_fd_, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(roce::kRoceV2Port);
+    a.sin_addr.s_addr = htonl(local_ip_);
+    // The message for a port-4791 socket that cannot bind `where`.
+    auto bind_failed = [&](const std::string& where) {
+        err = "cannot bind UDP " + where + ":4791 on " + netdev + ": " + std::strerror(errno) +
+              (errno == EADDRINUSE ? " (another simnic device or daemon, or a kernel rxe device, uses RoCE v2 "
+                                     "on this address)"
+                                   : "");
+        return false;
+    };
+    if (bind(rx_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        char ip[INET_ADDRSTRLEN] = {};
+        inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+        return bind_failed(ip);
+    }
+    // IPv6: the same port on every IPv6 address of the netdev.
+    for (Local6& l : local6_) {
+        l.rx_fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (l.rx_fd < 0) continue;
+        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
+        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof one);
+        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
+        setsockopt(l.rx_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+        // An address still in duplicate address detection (a link just
+        // brought up) is "tentative" and cannot be bound without this.
+        setsockopt(l.rx_fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
+        sockaddr_in6 a6{};
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons(roce::kRoceV2Port);
+        std::memcpy(&a6.sin6_addr, l.addr.data(), 16);
+        a6.sin6_scope_id = l.scope;
+        if (bind(l.rx_fd, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) {
+            if (errno != EADDRINUSE) {
+                // This address cannot carry RoCE (it went away, say): the
+                // device serves the others; a GID naming it gets no answer.
+                close(l.rx_fd);
+                l.rx_fd = -1;
+                continue;
+            }
+            char ip[INET6_ADDRSTRLEN] = {};
+            inet_ntop(AF_INET6, &a6.sin6_addr, ip, sizeof ip);
+            return bind_failed(std::string("[") + ip + "]");
+        }
+    }
+    return true;
+}
+
+std::vector<int> UdpPort::fds() const {
+    std::vector<int> r;
+    if (rx_fd_ >= 0) r.push_back(rx_fd_);
+    for (const Local6& l : local6_)
+        if (l.rx_fd >= 0) r.push_back(l.rx_fd);
+    return r;
+}
+
+// ---- leaving ----
+
+// The socket that sends from [local6_[idx]]:sport (rxe's source-port rule
+// holds for IPv6 too). The kernel writes hop limit 64, traffic class 0 and
+// no automatic flow label, as prepare() has them.
+int UdpPort::tx_sock6(size_t idx, uint16_t sport) {
+    const uint32_t key = uint32_t(idx) << 16 | sport;
+    auto it = tx_socks6_.find(key);
+    if (it != tx_socks6_.end()) return it->second;
+    int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0) {
+        const int one = 1, zero = 0, hops = 64, pmtu = IPV6_PMTUDISC_DO;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &hops, sizeof hops);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &zero, sizeof zero);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, &zero, sizeof zero);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
+        setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
+        sockaddr_in6 a6{};
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons(sport);
+        std::memcpy(&a6.sin6_addr, local6_[idx].addr.data(), 16);
+        a6.sin6_scope_id = local6_[idx].scope;
+        fd = finish_tx_socket(fd, reinterpret_cast<sockaddr*>(&a6), sizeof a6, &a6.sin6_port);
+    }
+    tx_socks6_[key] = fd;
+    return fd;
+}
+
+int UdpPort::tx_sock(uint16_t sport) {
+    auto it = tx_socks_.find(sport);
+    if (it != tx_socks_.end()) return it->second;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0) {
+        const int pmtu = IP_PMTUDISC_DO, ttl = 64;
+        // DF set and an unconnected socket: the kernel sends IP ID 0, which the
+        // ICRC covers (as rxe's packets have it).
+        setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+        setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof ttl);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(sport);
+        a.sin_addr.s_addr = htonl(local_ip_);
+        fd = finish_tx_socket(fd, reinterpret_cast<sockaddr*>(&a), sizeof a, &a.sin_port);
+    }
+    tx_socks_[sport] = fd;
+    return fd;
+}
+
+// The header fields the kernel will write (see tx_sock, tx_sock6), so that
+// the encoded frame is the one on the wire.
+void UdpPort::prepare(roce::Packet& pkt) {
+    if (pkt.ip_version == roce::IpVersion::V4) {
+        pkt.ip4.id = 0;
+        pkt.ip4.frag = 0x4000;
+        pkt.ip4.ttl = 64;
+        pkt.ip4.tos = 0;
+    } else {
+        pkt.ip6.hop_limit = 64;
+        pkt.ip6.traffic_class = 0;
+        pkt.ip6.flow_label = 0;
+    }
+}
+
+// The frame's UDP payload goes to the socket of its source port; the kernel
+// adds the IP and UDP headers prepare() encoded the same way.
+bool UdpPort::send(const OutFrame& of) {
+    const uint8_t* f = of.data;
+    constexpr size_t l3 = roce::kEthHdrBytes;
+    const size_t l4 = of.udp(), bth = of.bth();
+    const uint16_t sport = uint16_t(f[l4] << 8 | f[l4 + 1]);
+    const size_t end = std::min(of.len, of.ip_end);
+    int fd = -1;
+    sockaddr_storage to{};
+    socklen_t to_len = 0;
+    if (of.v6) {
+        const int idx = local6_index(f + l3 + 8);  // the source must be one of ours
+        if (idx >= 0) fd = tx_sock6(size_t(idx), sport);
+        auto* d6 = reinterpret_cast<sockaddr_in6*>(&to);
+        d6->sin6_family = AF_INET6;
+        d6->sin6_port = htons(roce::kRoceV2Port);
+        std::memcpy(&d6->sin6_addr, f + l3 + 24, 16);
+        if (idx >= 0 && IN6_IS_ADDR_LINKLOCAL(&d6->sin6_addr)) d6->sin6_scope_id = local6_[size_t(idx)].scope;
+        to_len = sizeof *d6;
+    } else {
+        fd = tx_sock(sport);
+        auto* d4 = reinterpret_cast<sockaddr_in*>(&to);
+        d4->sin_family = AF_INET;
+        d4->sin_port = htons(roce::kRoceV2Port);
+        std::memcpy(&d4->sin_addr, f + l3 + 16, 4);  // network order, as the frame has it
+        to_len = sizeof *d4;
+    }
+    if (fd < 0) {
+        sent_(end - bth, false);
+        return false;
+    }
+    // Queued, and sent with one sendmmsg per socket after the step that
+    // built it (or when the batch is full): a system call per step, not per
+    // packet.
+    TxFrame& it = tx_.next();
+    it.fd = fd;
+    it.dst = to;
+    it.dst_len = to_len;
+    it.data.assign(f + bth, f + end);
+    if (tx_.pending() >= TxQueue::kBatch) tx_.flush();
+    return true;
+}
+
+// ---- arriving ----
+
+// One IPv4 datagram: the IPv4 and UDP headers the sender's kernel put in
+// front, rebuilt from what recvmsg tells (rxe: DF, ID 0; the ICRC masks TTL,
+// TOS and the checksums).
+void UdpPort::receive4(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in& src, PortSink& sink) {
+    constexpr size_t kHdr = roce::kIpv4HdrBytes + roce::kUdpHdrBytes;
+    uint32_t dst = local_ip_;
+    uint8_t ttl = 64, tos = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != IPPROTO_IP) continue;
+        if (c->cmsg_type == IP_PKTINFO) {
+            in_pktinfo pi;
+            std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            dst = ntohl(pi.ipi_addr.s_addr);
+        } else if (c->cmsg_type == IP_TTL) {
+            int v;
+            std::memcpy(&v, CMSG_DATA(c), sizeof v);
+            ttl = uint8_t(v);
+        } else if (c->cmsg_type == IP_TOS) {
+            tos = *reinterpret_cast<const uint8_t*>(CMSG_DATA(c));
+        }
+    }
+    const size_t total = kHdr + n;
+    const uint32_t sip = ntohl(src.sin_addr.s_addr);
+    const uint16_t sport = ntohs(src.sin_port);
+    uint8_t* ip = pay - kHdr;
+    ip[0] = 0x45;
+    ip[1] = tos;
+    ip[2] = uint8_t(total >> 8);
+    ip[3] = uint8_t(total);
+    ip[4] = ip[5] = 0;
+    ip[6] = 0x40;
+    ip[7] = 0;
+    ip[8] = ttl;
+    ip[9] = roce::kIpProtoUdp;
+    ip[10] = ip[11] = 0;
+    for (int i = 0; i < 4; ++i) {
+        ip[12 + i] = uint8_t(sip >> (24 - 8 * i));
+        ip[16 + i] = uint8_t(dst >> (24 - 8 * i));
+    }
+    const uint16_t cs = roce::ipv4_checksum(ip, roce::kIpv4HdrBytes);
+    ip[10] = uint8_t(cs >> 8);
+    ip[11] = uint8_t(cs);
+    put_udp(ip + roce::kIpv4HdrBytes, sport, n);
+    sink.rx_ip(ip, total);
+}
+
+// One IPv6 datagram, to local6_[idx]: its IPv6 and UDP headers (the ICRC
+// masks traffic class, flow label, hop limit and the UDP checksum; the
+// socket API does not give the flow label, which stays 0 here).
+void UdpPort::receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& src, size_t idx, PortSink& sink) {
+    const uint8_t* dst = local6_[idx].addr.data();
+    in6_pktinfo pi{};
+    int hops = 64, tclass = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != IPPROTO_IPV6) continue;
+        if (c->cmsg_type == IPV6_PKTINFO) {
+            std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            dst = reinterpret_cast<const uint8_t*>(&pi.ipi6_addr);
+        } else if (c->cmsg_type == IPV6_HOPLIMIT) {
+            std::memcpy(&hops, CMSG_DATA(c), sizeof hops);
+        } else if (c->cmsg_type == IPV6_TCLASS) {
+            std::memcpy(&tclass, CMSG_DATA(c), sizeof tclass);
+        }
+    }
+    const size_t hdr = roce::kIpv6HdrBytes + roce::kUdpHdrBytes;
+    uint8_t* ip = pay - hdr;
+    const size_t plen = roce::kUdpHdrBytes + n;
+    ip[0] = uint8_t(0x60 | ((tclass >> 4) & 0xF));
+    ip[1] = uint8_t((tclass & 0xF) << 4);
+    ip[2] = ip[3] = 0;
+    ip[4] = uint8_t(plen >> 8);
+    ip[5] = uint8_t(plen);
+    ip[6] = roce::kIpProtoUdp;
+    ip[7] = uint8_t(hops);
+    std::memcpy(ip + 8, &src.sin6_addr, 16);
+    std::memcpy(ip + 24, dst, 16);
+    put_udp(ip + roce::kIpv6HdrBytes, ntohs(src.sin6_port), n);
+    sink.rx_ip(ip, hdr + n);
+}
+
+bool UdpPort::receive(PortSink& sink) {
+    // One recvmmsg takes up to kRxBatch datagrams: a system call per batch,
+    // not per packet. Each buffer keeps room for the IP and UDP headers the
+    // kernel took off (IPv6's are the larger), which are rebuilt in front of
+    // the payload.
+    constexpr size_t kRoom = roce::kIpv6HdrBytes + roce::kUdpHdrBytes;
+    bool got = false;
+    if (rx_bufs_.empty()) {
+        rx_bufs_.assign(kRxBatch, std::vector<uint8_t>(kRoom + 65536));
+        rx_ctl_.resize(kRxBatch * kRxCtl);
+    }
+    sockaddr_storage srcs[kRxBatch];
+    iovec ivs[kRxBatch];
+    mmsghdr msgs[kRxBatch];
+    // Every socket of the port: IPv4, then each IPv6 address.
+    for (size_t sk = 0; sk <= local6_.size(); ++sk) {
+        const int fd = sk == 0 ? rx_fd_ : local6_[sk - 1].rx_fd;
+        if (fd < 0) continue;
+        for (int round = 0; round < 4; ++round) {
+            for (int i = 0; i < kRxBatch; ++i) {
+                srcs[i] = sockaddr_storage{};
+                ivs[i] = iovec{rx_bufs_[size_t(i)].data() + kRoom, rx_bufs_[size_t(i)].size() - kRoom};
+                msgs[i] = mmsghdr{};
+                msgs[i].msg_hdr.msg_name = &srcs[i];
+                msgs[i].msg_hdr.msg_namelen = sizeof srcs[i];
+                msgs[i].msg_hdr.msg_iov = &ivs[i];
+                msgs[i].msg_hdr.msg_iovlen = 1;
+                msgs[i].msg_hdr.msg_control = rx_ctl_.data() + size_t(i) * kRxCtl;
+                msgs[i].msg_hdr.msg_controllen = kRxCtl;
+            }
+            const int m = recvmmsg(fd, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
+            if (m <= 0) break;
+            got = true;
+            for (int i = 0; i < m; ++i) {
+                uint8_t* pay = rx_bufs_[size_t(i)].data() + kRoom;
+                if (sk == 0)
+                    receive4(pay, msgs[i].msg_len, msgs[i].msg_hdr, *reinterpret_cast<const sockaddr_in*>(&srcs[i]),
+                             sink);
+                else
+                    receive6(pay, msgs[i].msg_len, msgs[i].msg_hdr,
+                             *reinterpret_cast<const sockaddr_in6*>(&srcs[i]), sk - 1, sink);
+            }
+            if (m < kRxBatch) break;
+        }
+    }
+    return got;
+}
+
+}  // namespace
+
+std::unique_ptr<Port> open_udp_port(const std::string& netdev, bool sockets, PortSent sent, std::string& err) {
+    auto p = std::make_unique<UdpPort>(std::move(sent));
+    if (!p->open(netdev, sockets, err)) return nullptr;
+    return p;
+}
+
+}  // namespace simnic::soft_engine
