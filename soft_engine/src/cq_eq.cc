@@ -47,10 +47,12 @@ bool write_cqe_ordered(const HostDom& dom, uint64_t slot, uint8_t* b, uint32_t o
 void SoftEngine::Impl::post_event(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux) {
     if (rec) rec->add(Op::Kind::Eqe, uint32_t(type));
     wc_flush();
-    uint8_t e[hw::eqe::kSize] = {};
-    hw::set(e, hw::eqe::event_type, uint8_t(type));
-    hw::set(e, hw::eqe::obj_num, obj & 0xFFFFFF);
-    hw::set(e, hw::eqe::aux, aux);
+    hw::Eqe v;
+    v.event_type = type;
+    v.obj_num = obj;  // the codec keeps the field's 24 bits
+    v.aux = aux;
+    uint8_t e[hw::eqe::kSize];
+    hw::encode_eqe(v, e);
     cfg.events->post_eqe(ctx, e, sizeof e);
 }
 
@@ -73,22 +75,23 @@ bool SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t
     }
     drop_read_ahead();
     wc_flush();  // the data a CQE completes is in memory before the CQE
-    uint8_t b[hw::cqe::kSize] = {};
-    hw::set(b, hw::cqe::wr_id, c.wr_id);
-    hw::set(b, hw::cqe::status, uint8_t(c.status));
-    hw::set(b, hw::cqe::opcode, uint8_t(c.opcode));
-    hw::set(b, hw::cqe::wc_flags, c.wc_flags & 0xFF);
-    hw::set(b, hw::cqe::vendor_err, c.vendor_err);
-    hw::set(b, hw::cqe::byte_len, c.byte_len);
-    hw::set(b, hw::cqe::imm_inv, c.imm_data);
-    hw::set(b, hw::cqe::qp_num, c.qp_num & 0xFFFFFF);
-    hw::set(b, hw::cqe::src_qp, c.src_qp & 0xFFFFFF);
-    hw::set(b, hw::cqe::is_send, is_send ? 1 : 0);
-    hw::set(b, hw::cqe::wqe_index, wqe_index);
-    hw::set(b, hw::cqe::owner, hw::phase_of(pi, n));
+    hw::Cqe v;
+    v.wr_id = c.wr_id;
+    v.status = c.status;
+    v.opcode = c.opcode;
+    v.wc_flags = uint8_t(c.wc_flags);
+    v.vendor_err = c.vendor_err;
+    v.byte_len = c.byte_len;
+    v.imm_inv = c.imm_data;
+    v.qp_num = c.qp_num;  // the codec keeps the fields' 24 bits
+    v.src_qp = c.src_qp;
+    v.is_send = is_send;
+    v.wqe_index = wqe_index;
+    uint8_t b[hw::cqe::kSize];
+    hw::encode_cqe(v, pi, n, b);
     HostDom dom;
-    const uint64_t slot = g(e, Table::Cqc, hw::cqc::base) + uint64_t{hw::ring_slot(pi, n)} * hw::cqe::kSize;
-    const uint32_t od = hw::cqe::owner.offset;
+    const uint64_t slot = g(e, Table::Cqc, hw::cqc::base) + hw::ring_entry_offset(hw::kCqRing, pi, n);
+    const uint32_t od = hw::kCqRing.owner.offset;
     if (!host_dom(uint32_t(g(e, Table::Cqc, hw::cqc::domain_id)), dom) || !write_cqe_ordered(dom, slot, b, od)) {
         stat(hw::stats_block::dma_faults);
         cq_error(e, cqn);
@@ -182,10 +185,9 @@ bool SoftEngine::Impl::cq_copy_entries(const uint8_t* cqc, uint16_t new_domain, 
     const uint64_t base = g(cqc, T, hw::cqc::base);
     for (uint32_t i = ci; i != pi; ++i) {
         uint8_t b[hw::cqe::kSize];
-        if (!from.read(base + uint64_t{hw::ring_slot(i, n)} * hw::cqe::kSize, b, sizeof b)) return false;
-        hw::set(b, hw::cqe::owner, hw::phase_of(i, new_log_size));
-        if (!to.write(new_base + uint64_t{hw::ring_slot(i, new_log_size)} * hw::cqe::kSize, b, sizeof b))
-            return false;
+        if (!from.read(base + hw::ring_entry_offset(hw::kCqRing, i, n), b, sizeof b)) return false;
+        hw::stamp_owner(hw::kCqRing, b, i, new_log_size);
+        if (!to.write(new_base + hw::ring_entry_offset(hw::kCqRing, i, new_log_size), b, sizeof b)) return false;
     }
     return true;
 }

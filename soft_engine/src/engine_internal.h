@@ -39,7 +39,9 @@
 #include <vector>
 
 #include "simnic/base/clock.h"
+#include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
+#include "simnic/hw/wqe.h"
 #include "simnic/roce/packet.h"
 #include "simnic/roce/pcap_io.h"
 #include "simnic/soft_engine/engine.h"
@@ -109,17 +111,6 @@ struct HostDom {
 
 // ---- QPs (qp.cc) ----
 
-// The address-vector fields of one of the layouts that embed an AV.
-struct AvFields {
-    hw::Field dgid, sgid_index, hop_limit, traffic_class, flow_label, dmac;
-};
-constexpr AvFields kQpcAv{hw::qpc::av_dgid, hw::qpc::av_sgid_index, hw::qpc::av_hop_limit,
-                          hw::qpc::av_traffic_class, hw::qpc::av_flow_label, hw::qpc::av_dmac};
-constexpr AvFields kAhAv{hw::ah_entry::av_dgid, hw::ah_entry::av_sgid_index, hw::ah_entry::av_hop_limit,
-                         hw::ah_entry::av_traffic_class, hw::ah_entry::av_flow_label, hw::ah_entry::av_dmac};
-constexpr AvFields kSegAv{hw::av::dgid, hw::av::sgid_index, hw::av::hop_limit,
-                          hw::av::traffic_class, hw::av::flow_label, hw::av::dmac};
-
 // The QPC's error cause for a completion status.
 hw::ErrorCause cause_of(hw::WcStatus s);
 
@@ -147,7 +138,8 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     // RTR, whose attributes it is built from).
     std::unique_ptr<tp::Qp> core;
     hw::QpState state() const { return core ? core->state() : hw::QpState::Reset; }
-    bool is_ud() const { return core->context().cfg.type == hw::QpType::Ud; }
+    hw::QpType type() const { return core->context().cfg.type; }
+    bool is_ud() const { return type() == hw::QpType::Ud; }
     bool on_srq() const { return core->context().cfg.srq; }
 
     // QPC fields (static between two firmware commands; load_static()).
@@ -323,7 +315,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
 
     // ---- QPs (qp.cc) ----
     std::unordered_map<uint32_t, std::unique_ptr<EngineQp>> qps;
-    void build_av(const uint8_t* buf, size_t len, const AvFields& f, tp::AddressVector& av);
+    void build_av(const hw::AddressVector& a, tp::AddressVector& av);
     tp::QpConfig qp_config(uint32_t qpn, const uint8_t* e);
     void load_static(EngineQp& q, const uint8_t* e);
     void reload_qp(uint32_t qpn);

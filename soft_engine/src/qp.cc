@@ -30,13 +30,12 @@ hw::ErrorCause cause_of(hw::WcStatus s) {
 
 // The address vector of an AV embedded in `buf` (a QPC, an AH entry or a
 // UD WQE's segment), its source GID from the GID table.
-void SoftEngine::Impl::build_av(const uint8_t* buf, size_t len, const AvFields& f, tp::AddressVector& av) {
-    uint8_t dgid[16] = {};
-    hw::get_bytes(buf, len, f.dgid, dgid, 16);
-    const uint32_t sidx = uint32_t(hw::get(buf, len, f.sgid_index));
+void SoftEngine::Impl::build_av(const hw::AddressVector& a, tp::AddressVector& av) {
     uint8_t sgid[16] = {};
-    if (const uint8_t* ge = entry(Table::Gid, sidx)) hw::get_bytes(ge, hw::gid_entry::kSize, hw::gid_entry::gid, sgid, 16);
+    if (const uint8_t* ge = entry(Table::Gid, a.sgid_index))
+        hw::get_bytes(ge, hw::gid_entry::kSize, hw::gid_entry::gid, sgid, 16);
     av = tp::AddressVector{};
+    const uint8_t* dgid = a.dgid.data();
     // An IPv4-mapped GID (::ffff:a.b.c.d) is RoCE v2 over IPv4; any other
     // GID is an IPv6 address (RoCE v2 over IPv6), as rxe decides.
     static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -50,18 +49,15 @@ void SoftEngine::Impl::build_av(const uint8_t* buf, size_t len, const AvFields& 
         std::copy(dgid, dgid + 16, av.dst_ip6.begin());
         std::copy(sgid, sgid + 16, av.src_ip6.begin());
     }
-    uint8_t mac[6] = {};
-    hw::get_bytes(buf, len, f.dmac, mac, 6);
-    std::copy(mac, mac + 6, av.dst_mac.begin());
+    std::copy(a.dmac.begin(), a.dmac.end(), av.dst_mac.begin());
     if (cfg.bar) {
         uint8_t smac[6] = {};
         hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, smac, 6);
         std::copy(smac, smac + 6, av.src_mac.begin());
     }
-    av.flow_label = uint32_t(hw::get(buf, len, f.flow_label));
-    const uint8_t hl = uint8_t(hw::get(buf, len, f.hop_limit));
-    av.hop_limit = hl ? hl : 64;
-    av.traffic_class = uint8_t(hw::get(buf, len, f.traffic_class));
+    av.flow_label = a.flow_label;
+    av.hop_limit = a.hop_limit ? a.hop_limit : 64;
+    av.traffic_class = a.traffic_class;
 }
 
 // The core's attributes, from the QPC entry of `qpn` as the firmware wrote it.
@@ -95,7 +91,7 @@ tp::QpConfig SoftEngine::Impl::qp_config(uint32_t qpn, const uint8_t* e) {
     c.sq_sig_all = g(e, Table::Qpc, hw::qpc::sq_sig_all) != 0;
     c.srq = g(e, Table::Qpc, hw::qpc::srq_en) != 0;
     c.en_sqd_async_notify = g(e, Table::Qpc, hw::qpc::en_sqd_async_notify) != 0;
-    if (type != hw::QpType::Ud) build_av(e, hw::qpc::kSize, kQpcAv, c.av);
+    if (type != hw::QpType::Ud) build_av(hw::decode_av(e + hw::qpc::av_dgid.offset), c.av);
     return c;
 }
 

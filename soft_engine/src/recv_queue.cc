@@ -42,16 +42,16 @@ bool SoftEngine::Impl::parse_recv(const HostDom& dom, uint64_t addr, uint32_t st
     rq_wqe.resize(stride);
     if (!dom.read(addr, rq_wqe.data(), stride)) return false;
     if (rec) rec->add(Op::Kind::DmaRead, 0, stride, 0, DmaPurpose::RecvWqe);
+    // The hwspec codec reads it, as the provider wrote it.
+    hw::RecvWqe h;
+    if (hw::decode_recv(rq_wqe.data(), stride, max_sge, h) != hw::WqeFault::None) return false;
     w = tp::RecvWqe{};
-    w.wr_id = hw::get(rq_wqe.data(), stride, hw::recv_wqe::wr_id);
-    const uint32_t n = uint32_t(hw::get(rq_wqe.data(), stride, hw::recv_wqe::num_sge));
-    if (n > max_sge || hw::recv_wqe::kSize + n * hw::data_seg::kSize > stride) return false;
-    for (uint32_t i = 0; i < n; ++i) {
-        const uint8_t* d = rq_wqe.data() + hw::recv_wqe::kSize + i * hw::data_seg::kSize;
+    w.wr_id = h.wr_id;
+    for (uint32_t i = 0; i < h.num_sge; ++i) {
         tp::Sge sge;
-        sge.addr = hw::get(d, hw::data_seg::kSize, hw::data_seg::addr);
-        sge.length = uint32_t(hw::get(d, hw::data_seg::kSize, hw::data_seg::length));
-        sge.lkey = uint32_t(hw::get(d, hw::data_seg::kSize, hw::data_seg::lkey));
+        sge.addr = h.sge[i].addr;
+        sge.length = h.sge[i].length;
+        sge.lkey = h.sge[i].lkey;
         w.sg.push(sge);
     }
     return true;

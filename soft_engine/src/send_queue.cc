@@ -25,106 +25,64 @@ void SoftEngine::Impl::sq_doorbell(uint16_t ctx, uint32_t qpn, uint32_t index) {
     writeback(*q);
 }
 
-// Decodes the WQE in sq_wqe; returns the status for a malformed one.
+// Decodes the WQE in sq_wqe with the hwspec codec (the same one the verbs
+// provider encodes with) into the transport core's SendWqe; returns the
+// status for a malformed one. The codec checks what the slot alone shows;
+// the engine adds what needs device state: the AH of a UD WQE.
 hw::WcStatus SoftEngine::Impl::decode_send(EngineQp& q, tp::SendWqe& w) {
-    const uint32_t stride = 1u << q.log_sq_stride;
-    const uint8_t* b = sq_wqe.data();
-    namespace c = hw::ctrl_seg;
-    const uint32_t op = uint32_t(hw::get(b, stride, c::opcode));
+    hw::SendWqe h;
+    const hw::WqeFault f =
+        hw::decode_send(sq_wqe.data(), {q.type(), 1u << q.log_sq_stride, q.max_send_sge, q.max_inline}, h);
     w = tp::SendWqe{};
-    w.wr_id = hw::get(b, stride, c::wr_id);
-    w.opcode = hw::WrOpcode(op);
-    if (hw::get(b, stride, c::fence)) w.send_flags |= hw::send_flags::kFence;
-    if (hw::get(b, stride, c::signaled)) w.send_flags |= hw::send_flags::kSignaled;
-    if (hw::get(b, stride, c::solicited)) w.send_flags |= hw::send_flags::kSolicited;
-    const bool inl = hw::get(b, stride, c::inline_data) != 0;
-    const uint32_t nsge = uint32_t(hw::get(b, stride, c::num_sge));
-    const uint32_t imm = uint32_t(hw::get(b, stride, c::imm_inv));
-    const uint32_t total = uint32_t(hw::get(b, stride, c::total_len));
-    const auto o = hw::WrOpcode(op);
-    const bool rdma = o == hw::WrOpcode::RdmaWrite || o == hw::WrOpcode::RdmaWriteWithImm ||
-                      o == hw::WrOpcode::RdmaRead;
-    const bool atomic = o == hw::WrOpcode::AtomicCmpAndSwp || o == hw::WrOpcode::AtomicFetchAndAdd;
-    const bool send = o == hw::WrOpcode::Send || o == hw::WrOpcode::SendWithImm || o == hw::WrOpcode::SendWithInv;
-    if (o == hw::WrOpcode::BindMw || o == hw::WrOpcode::LocalInv) {
-        // Local operations (hw-spec 6.2, 6.5): no data.
-        if (inl || nsge != 0) return hw::WcStatus::LocQpOpErr;
-        if (o == hw::WrOpcode::LocalInv) {
-            w.invalidate_rkey = imm;
-            return hw::WcStatus::Success;
-        }
-        namespace bs = hw::bind_seg;
-        if (c::kSize + bs::kSize > stride) return hw::WcStatus::LocQpOpErr;
-        const uint8_t* s = b + c::kSize;
-        w.bind.mw_rkey = uint32_t(hw::get(s, bs::kSize, bs::mw_rkey));
-        w.bind.new_rkey = uint32_t(hw::get(s, bs::kSize, bs::new_rkey));
-        w.bind.mr_lkey = uint32_t(hw::get(s, bs::kSize, bs::mr_lkey));
-        w.bind.access = uint32_t(hw::get(s, bs::kSize, bs::access));
-        w.bind.addr = hw::get(s, bs::kSize, bs::addr);
-        w.bind.length = hw::get(s, bs::kSize, bs::length);
-        return hw::WcStatus::Success;
+    w.wr_id = h.wr_id;
+    w.opcode = h.opcode;
+    if (h.fence) w.send_flags |= hw::send_flags::kFence;
+    if (h.signaled) w.send_flags |= hw::send_flags::kSignaled;
+    if (h.solicited) w.send_flags |= hw::send_flags::kSolicited;
+    if (h.opcode == hw::WrOpcode::LocalInv || h.opcode == hw::WrOpcode::SendWithInv) w.invalidate_rkey = h.imm_inv;
+    else if (h.opcode != hw::WrOpcode::BindMw) w.imm_data = h.imm_inv;
+    // A UD WQE naming an AH: the AH must be this context's and PD's. The
+    // check comes before the data's, so a bad AH is LOC_QP_OP_ERR whatever
+    // the lengths say.
+    if (q.is_ud() && !hw::is_local_op(h.opcode) && h.ud.ah_num != 0 &&
+        (f == hw::WqeFault::None || f == hw::WqeFault::LengthMismatch)) {
+        const uint8_t* a = entry(Table::Ah, h.ud.ah_num);
+        if (!a || !g(a, Table::Ah, hw::ah_entry::valid) || g(a, Table::Ah, hw::ah_entry::pdn) != q.pdn ||
+            g(a, Table::Ah, hw::ah_entry::ctx_id) != q.ctx)
+            return hw::WcStatus::LocQpOpErr;
     }
-    if (!rdma && !atomic && !send) return hw::WcStatus::LocQpOpErr;
-    if (o == hw::WrOpcode::SendWithInv) w.invalidate_rkey = imm;
-    else w.imm_data = imm;
-    uint32_t off = c::kSize;
-    auto need = [&](uint32_t n) { return off + n <= stride; };
-    if (rdma || atomic) {
-        if (!need(hw::raddr_seg::kSize)) return hw::WcStatus::LocQpOpErr;
-        w.remote_addr = hw::get(b + off, hw::raddr_seg::kSize, hw::raddr_seg::remote_va);
-        w.rkey = uint32_t(hw::get(b + off, hw::raddr_seg::kSize, hw::raddr_seg::rkey));
-        off += hw::raddr_seg::kSize;
+    if (f != hw::WqeFault::None && f != hw::WqeFault::LengthMismatch) return hw::wqe_fault_status(f);
+    if (h.opcode == hw::WrOpcode::BindMw) {
+        w.bind.mw_rkey = h.bind.mw_rkey;
+        w.bind.new_rkey = h.bind.new_rkey;
+        w.bind.mr_lkey = h.bind.mr_lkey;
+        w.bind.access = h.bind.access;
+        w.bind.addr = h.bind.addr;
+        w.bind.length = h.bind.length;
     }
-    if (atomic) {
-        if (!need(hw::atomic_seg::kSize)) return hw::WcStatus::LocQpOpErr;
-        w.compare_add = hw::get(b + off, hw::atomic_seg::kSize, hw::atomic_seg::compare_add);
-        w.swap = hw::get(b + off, hw::atomic_seg::kSize, hw::atomic_seg::swap);
-        off += hw::atomic_seg::kSize;
-        if (w.remote_addr % 8 != 0) return hw::WcStatus::LocQpOpErr;
+    w.remote_addr = h.raddr.remote_va;
+    w.rkey = h.raddr.rkey;
+    w.compare_add = h.atomic.compare_add;
+    w.swap = h.atomic.swap;
+    if (q.is_ud() && !hw::is_local_op(h.opcode)) {
+        w.ud.remote_qpn = h.ud.dest_qpn;
+        w.ud.remote_qkey = h.ud.qkey;
+        if (h.ud.ah_num == 0) build_av(h.av, w.ud.av);
+        else build_av(hw::decode_av(entry(Table::Ah, h.ud.ah_num) + hw::ah_entry::av_dgid.offset), w.ud.av);
     }
-    if (q.is_ud()) {
-        if (!need(hw::ud_seg::kSize)) return hw::WcStatus::LocQpOpErr;
-        const uint32_t ah = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::ah_num));
-        w.ud.remote_qpn = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::dest_qpn));
-        w.ud.remote_qkey = uint32_t(hw::get(b + off, hw::ud_seg::kSize, hw::ud_seg::qkey));
-        off += hw::ud_seg::kSize;
-        if (ah == 0) {
-            if (!need(hw::av::kSize)) return hw::WcStatus::LocQpOpErr;
-            build_av(b + off, hw::av::kSize, kSegAv, w.ud.av);
-            off += hw::av::kSize;
-        } else {
-            const uint8_t* a = entry(Table::Ah, ah);
-            if (!a || !g(a, Table::Ah, hw::ah_entry::valid) || g(a, Table::Ah, hw::ah_entry::pdn) != q.pdn ||
-                g(a, Table::Ah, hw::ah_entry::ctx_id) != q.ctx)
-                return hw::WcStatus::LocQpOpErr;
-            build_av(a, hw::ah_entry::kSize, kAhAv, w.ud.av);
-        }
-    }
-    if (inl) {
-        if (o == hw::WrOpcode::RdmaRead || atomic || !need(hw::inline_seg::kSize)) return hw::WcStatus::LocQpOpErr;
-        const uint32_t n = uint32_t(hw::get(b + off, hw::inline_seg::kSize, hw::inline_seg::byte_count));
-        off += hw::inline_seg::kSize;
-        if (n > q.max_inline || n > hw::kMaxInline || !need(n)) return hw::WcStatus::LocQpOpErr;
+    if (h.inline_data) {
         w.send_flags |= hw::send_flags::kInline;
-        w.inline_data.assign(b + off, b + off + n);
-        if (n != total) return hw::WcStatus::LocLenErr;
+        w.inline_data.assign(h.inline_bytes, h.inline_bytes + h.inline_len);
     } else {
-        if (nsge > q.max_send_sge || nsge > hw::kMaxSge) return hw::WcStatus::LocQpOpErr;
-        uint64_t sum = 0;
-        for (uint32_t i = 0; i < nsge; ++i) {
-            if (!need(hw::data_seg::kSize)) return hw::WcStatus::LocQpOpErr;
+        for (uint32_t i = 0; i < h.num_sge; ++i) {
             tp::Sge sge;
-            sge.addr = hw::get(b + off, hw::data_seg::kSize, hw::data_seg::addr);
-            sge.length = uint32_t(hw::get(b + off, hw::data_seg::kSize, hw::data_seg::length));
-            sge.lkey = uint32_t(hw::get(b + off, hw::data_seg::kSize, hw::data_seg::lkey));
+            sge.addr = h.sge[i].addr;
+            sge.length = h.sge[i].length;
+            sge.lkey = h.sge[i].lkey;
             w.sg.push(sge);
-            sum += sge.length;
-            off += hw::data_seg::kSize;
         }
-        if (atomic && (nsge != 1 || sum != 8)) return hw::WcStatus::LocQpOpErr;
-        if (!atomic && sum != total) return hw::WcStatus::LocLenErr;
     }
-    return hw::WcStatus::Success;
+    return hw::wqe_fault_status(f);
 }
 
 // A WQE the engine refuses before the core sees it: its error CQE, and

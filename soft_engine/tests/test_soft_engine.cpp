@@ -16,7 +16,9 @@
 
 #include "simnic/control/client.h"
 #include "simnic/host/context.h"
+#include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
+#include "simnic/hw/wqe.h"
 
 using namespace simnic;
 
@@ -194,14 +196,12 @@ struct Rig {
     uint8_t* ptr(size_t off) { return buf.p + mr_off + off; }
 
     void post_recv(Qp& q, uint64_t wr_id, uint64_t addr, uint32_t len) {
-        uint8_t* w = q.rq.p + (size_t(hw::ring_slot(q.rq_pi, kLogQ)) << kLogRqStride);
-        std::memset(w, 0, 1u << kLogRqStride);
-        hw::set(w, hw::recv_wqe::kSize, hw::recv_wqe::wr_id, wr_id);
-        hw::set(w, hw::recv_wqe::kSize, hw::recv_wqe::num_sge, 1);
-        uint8_t* d = w + hw::recv_wqe::kSize;
-        hw::set(d, hw::data_seg::kSize, hw::data_seg::addr, addr);
-        hw::set(d, hw::data_seg::kSize, hw::data_seg::length, len);
-        hw::set(d, hw::data_seg::kSize, hw::data_seg::lkey, lkey);
+        hw::RecvWqe w;
+        w.wr_id = wr_id;
+        w.num_sge = 1;
+        w.sge[0] = {addr, len, lkey};
+        uint8_t* slot = q.rq.p + hw::ring_slot(q.rq_pi, kLogQ) * (size_t(1) << kLogRqStride);
+        REQUIRE(hw::encode_recv(w, slot, 1u << kLogRqStride) == hw::WqeFault::None);
         ++q.rq_pi;
         ctx->ring_doorbell(hw::DbKind::Rq, q.qpn, q.rq_pi);
     }
@@ -218,42 +218,24 @@ struct Rig {
         uint32_t dest_qpn = 0;  // UD
     };
     void post_send(Qp& q, const Wr& r) {
-        uint8_t* w = q.sq.p + (size_t(hw::ring_slot(q.sq_pi, kLogQ)) << kLogSqStride);
-        const uint32_t stride = 1u << kLogSqStride;
-        std::memset(w, 0, stride);
-        namespace c = hw::ctrl_seg;
-        hw::set(w, stride, c::opcode, uint8_t(r.op));
-        hw::set(w, stride, c::signaled, 1);
-        hw::set(w, stride, c::num_sge, 1);
-        hw::set(w, stride, c::imm_inv, r.imm);
-        hw::set(w, stride, c::wr_id, r.wr_id);
-        hw::set(w, stride, c::total_len, r.len);
-        uint8_t* s = w + c::kSize;
-        const bool atomic = r.op == hw::WrOpcode::AtomicCmpAndSwp || r.op == hw::WrOpcode::AtomicFetchAndAdd;
-        if (r.op != hw::WrOpcode::Send && r.op != hw::WrOpcode::SendWithImm) {
-            hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::remote_va, r.raddr);
-            hw::set(s, hw::raddr_seg::kSize, hw::raddr_seg::rkey, r.rkey);
-            s += hw::raddr_seg::kSize;
-        }
-        if (atomic) {
-            hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::compare_add, r.cmp_add);
-            hw::set(s, hw::atomic_seg::kSize, hw::atomic_seg::swap, r.swap);
-            s += hw::atomic_seg::kSize;
-        }
+        hw::SendWqe w;
+        w.opcode = r.op;
+        w.signaled = true;
+        w.imm_inv = r.imm;
+        w.wr_id = r.wr_id;
+        w.raddr = {r.raddr, r.rkey};
+        w.atomic = {r.cmp_add, r.swap};
         if (type == hw::QpType::Ud) {  // UD_SEG with ah_num 0 and an inline AV to 127.0.0.1
-            hw::set(s, hw::ud_seg::kSize, hw::ud_seg::dest_qpn, r.dest_qpn);
-            hw::set(s, hw::ud_seg::kSize, hw::ud_seg::qkey, kQkey);
-            s += hw::ud_seg::kSize;
-            const uint8_t dgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
-            hw::set_bytes(s, hw::av::kSize, hw::av::dgid, dgid, 16);
-            hw::set(s, hw::av::kSize, hw::av::sgid_index, 1);
-            hw::set(s, hw::av::kSize, hw::av::hop_limit, 64);
-            hw::set(s, hw::av::kSize, hw::av::grh, 1);
-            s += hw::av::kSize;
+            w.ud = {0, r.dest_qpn, kQkey};
+            w.av.dgid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+            w.av.sgid_index = 1;
+            w.av.hop_limit = 64;
+            w.av.grh = true;
         }
-        hw::set(s, hw::data_seg::kSize, hw::data_seg::addr, r.laddr);
-        hw::set(s, hw::data_seg::kSize, hw::data_seg::length, atomic ? 8 : r.len);
-        hw::set(s, hw::data_seg::kSize, hw::data_seg::lkey, lkey);
+        w.num_sge = 1;
+        w.sge[0] = {r.laddr, hw::is_atomic(r.op) ? 8u : r.len, lkey};
+        uint8_t* slot = q.sq.p + hw::ring_slot(q.sq_pi, kLogQ) * (size_t(1) << kLogSqStride);
+        REQUIRE(hw::encode_send(w, type, slot, 1u << kLogSqStride) == hw::WqeFault::None);
         ++q.sq_pi;
         ctx->ring_doorbell(hw::DbKind::Sq, q.qpn, q.sq_pi);
     }
@@ -265,21 +247,18 @@ struct Rig {
     Cqe poll(Cq& cq) {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         for (;;) {
-            const uint8_t* e = cq.ring.p + size_t(hw::ring_slot(cq.ci, kLogCq)) * hw::cqe::kSize;
-            const uint32_t od = __atomic_load_n(reinterpret_cast<const uint32_t*>(e + hw::cqe::owner.offset),
-                                                __ATOMIC_ACQUIRE);
-            if (((od >> hw::cqe::owner.lo) & 1) == hw::phase_of(cq.ci, kLogCq)) {
+            if (const uint8_t* e = hw::cqe_peek(cq.ring.p, cq.ci, kLogCq)) {
+                const hw::Cqe v = hw::decode_cqe(e);
                 Cqe r{};
-                auto gf = [&](hw::Field f) { return hw::get(e, hw::cqe::kSize, f); };
-                r.wr_id = gf(hw::cqe::wr_id);
-                r.status = uint32_t(gf(hw::cqe::status));
-                r.opcode = uint32_t(gf(hw::cqe::opcode));
-                r.byte_len = uint32_t(gf(hw::cqe::byte_len));
-                r.imm = uint32_t(gf(hw::cqe::imm_inv));
-                r.qpn = uint32_t(gf(hw::cqe::qp_num));
-                r.is_send = uint32_t(gf(hw::cqe::is_send));
-                r.wqe_index = uint32_t(gf(hw::cqe::wqe_index));
-                r.flags = uint32_t(gf(hw::cqe::wc_flags));
+                r.wr_id = v.wr_id;
+                r.status = uint32_t(v.status);
+                r.opcode = uint32_t(v.opcode);
+                r.byte_len = v.byte_len;
+                r.imm = v.imm_inv;
+                r.qpn = v.qp_num;
+                r.is_send = v.is_send ? 1 : 0;
+                r.wqe_index = v.wqe_index;
+                r.flags = v.wc_flags;
                 ++cq.ci;
                 ctx->ring_doorbell(hw::DbKind::Cq, cq.cqn, cq.ci, 0);
                 return r;
