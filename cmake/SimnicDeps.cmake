@@ -46,6 +46,12 @@ endif()
 
 find_program(TSHARK_EXECUTABLE tshark)
 
+# Python 3 (standard library only) runs the rig and the tree's own checks.
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT Python3_Interpreter_FOUND)
+  message(FATAL_ERROR "python3 not found: apt-get install python3")
+endif()
+
 # The Catch2 v2 main() every test executable links, compiled once. It is
 # generated here, at the bottom of the build, so that the tests of any room
 # (hwspec's as much as the CLI's) link it without reaching up into testbench/.
