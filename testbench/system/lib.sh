@@ -1,30 +1,64 @@
 # Sourced by the system tests that run RDMA applications against a private
 # simnic daemon as an ordinary user. After `. lib.sh`:
 #
-#   sys_init NAME VAR...   a work directory /tmp/simnic-NAME.XXXXXX ($work,
+#   sys_init [--as-caller] NAME VAR...
+#                          a work directory /tmp/simnic-NAME.XXXXXX ($work,
 #                          removed by sys_cleanup) with a runtime directory
 #                          $work/rt; when root (CI is), every file named by a
 #                          VAR (SIMNIC, LIB, test programs) is copied there
 #                          and VAR rewritten, so that `nobody` can run it,
 #                          and AS becomes the setpriv prefix that drops to
-#                          nobody. Exports SIMNIC_RUNTIME_DIR and
-#                          SIMNIC_VERBS_LIB (from $LIB).
+#                          nobody (--as-caller: no copies, no drop; the test
+#                          runs as whoever started it). Exports
+#                          SIMNIC_RUNTIME_DIR and SIMNIC_VERBS_LIB (from $LIB,
+#                          if set).
 #   sys_dir DIR...         more directories under $work, writable by whoever
 #                          the test runs as.
 #   sim ARGS...            the simnic CLI, as that user.
+#   app CMD...             CMD as that user, with $LIB preloaded.
+#   link_add DEV ARGS...   `simnic link add DEV` on lo, of $SIMNIC_DEVICE_TYPE
+#                          (default soft) with $SIMNIC_LINK_OPTS (e.g.
+#                          "loopback on") after ARGS; the test stops if it
+#                          fails.
+#   wait_listen PORT [PID [NETNS]]
+#                          waits (up to 10 s) for a TCP socket listening on
+#                          PORT (in NETNS), i.e. for a server to be ready;
+#                          stops early if process PID has exited.
+#   wait_no_qps            waits (up to 5 s) for the device to hold no QP: the
+#                          daemon learns of a process's end from its closed
+#                          connection.
+#   nothing_left WHAT KIND...
+#                          the device holds no object of each KIND (qps, cqs,
+#                          mrs, mws, pds: the counts of `simnic resource show
+#                          -j`); a failed check names WHAT.
 #   fail MESSAGE           counts a failed check ($failures).
-#   sys_cleanup            stops the private daemon and removes $work
-#                          (call it from the test's EXIT trap).
+#   sys_finish NAME        "NAME: passed" and exit 0 if no check failed, else
+#                          "NAME: N checks failed" and exit 1.
+#   daemon_pid             the pid of the private daemon (from its state file).
+#   sys_cleanup            deletes the devices link_add made, stops the
+#                          private daemon and removes $work (call it from the
+#                          test's EXIT trap).
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
+sys_finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "$1: $failures checks failed"
+    exit 1
+  fi
+  echo "$1: passed"
+  exit 0
+}
+
 sys_init() {
-  local name=$1 var f
+  local drop=1 name var f
+  [ "$1" = --as-caller ] && { drop=0; shift; }
+  name=$1
   shift
   work=$(mktemp -d "/tmp/simnic-$name.XXXXXX")
   chmod 755 "$work"
   AS=()
-  if [ "$(id -u)" -eq 0 ]; then
+  if [ "$drop" -eq 1 ] && [ "$(id -u)" -eq 0 ]; then
     for var in "$@"; do
       f=${!var}
       cp "$f" "$work/$(basename "$f")"
@@ -34,25 +68,68 @@ sys_init() {
     AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
   fi
   sys_dir rt
-  export SIMNIC_RUNTIME_DIR=$work/rt SIMNIC_VERBS_LIB=$LIB
+  export SIMNIC_RUNTIME_DIR=$work/rt
+  [ -n "${LIB:-}" ] && export SIMNIC_VERBS_LIB=$LIB
+  return 0
 }
 
 sys_dir() {
   local d
   for d in "$@"; do
     mkdir -m 700 "$work/$d"
-    [ "$(id -u)" -eq 0 ] && chown nobody:nogroup "$work/$d"
+    [ "${#AS[@]}" -gt 0 ] && chown nobody:nogroup "$work/$d"
   done
   return 0
 }
 
 sim() { "${AS[@]}" "$SIMNIC" "$@"; }
 
+app() { "${AS[@]}" env LD_PRELOAD="$LIB" "$@"; }
+
+devs=()
+link_add() {
+  local dev=$1 opts
+  shift
+  [[ " ${devs[*]} " == *" $dev "* ]] || devs+=("$dev")
+  read -r -a opts <<<"${SIMNIC_LINK_OPTS:-}"
+  sim link add "$dev" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "$@" "${opts[@]}" ||
+    { echo "FAIL: simnic link add $dev"; exit 1; }
+}
+
+wait_listen() {
+  local port=$1 pid=${2:-} ns=${3:-} in_ns=()
+  [ -n "$ns" ] && in_ns=(ip netns exec "$ns")
+  for _ in $(seq 100); do
+    "${in_ns[@]}" ss -ltn 2>/dev/null | grep -q ":$port " && return 0
+    [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+wait_no_qps() {
+  for _ in $(seq 50); do
+    sim resource show -j 2>&1 | grep -Eq '"qps":0[,}]' && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+nothing_left() {
+  local what=$1 kind counts
+  shift
+  counts=$(sim resource show -j 2>&1)
+  for kind in "$@"; do
+    grep -Eq "\"$kind\":0([,}])" <<<"$counts" || fail "$kind left behind $what: $counts"
+  done
+}
+
+daemon_pid() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state" 2>/dev/null; }
+
 sys_cleanup() {
-  if [ -f "$SIMNIC_RUNTIME_DIR/simnicd.state" ]; then
-    local pid
-    pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state")
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  fi
+  local dev pid
+  for dev in "${devs[@]}"; do sim link delete "$dev" >/dev/null 2>&1; done
+  pid=$(daemon_pid)
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null
   rm -rf "$work"
 }
