@@ -14,9 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "fw_test_util.h"
-#include "provider.h"
-#include "simnic/host/local_context.h"
+#include "local_device.h"
 #include "simnic/hw/field.h"
 #include "simnic/hw/layout.h"
 
@@ -76,40 +74,23 @@ private:
     std::unique_ptr<host::Context> in_;
 };
 
-struct Rig {
-    Rig() {
-        cfg.cap = fw::default_cap_block(fw::test::small_limits());
-        store = std::make_unique<fw::MemTableStore>(
-            fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
-        firmware = std::make_unique<fw::Firmware>(cfg, *store, netdev, sink);
-        sv::DeviceSource src;
-        src.list = [](std::vector<host::DeviceEntry>& out) {
-            out = {{"simdp", "eth0", "soft"}};
-            return 0;
-        };
-        src.open = [this](const std::string& name, int& err) -> std::unique_ptr<host::Context> {
-            auto c = host::open_local_context(*firmware, sink, name, ctx_id, 4242);
-            if (!c) {
-                err = ENOMEM;
-                return nullptr;
-            }
+// Device "simdp" with small tables, its context (id 3) recorded, opened,
+// with a PD.
+struct Rig : simnic::verbs::test::LocalDevice {
+    Rig() : LocalDevice("simdp", false) {
+        next_ctx = ctx_id;
+        wrap = [this](std::unique_ptr<host::Context> c) -> std::unique_ptr<host::Context> {
             auto r = std::make_unique<Recorder>(std::move(c));
             rec = r.get();
             return r;
         };
-        sv::set_device_source(src);
-        std::vector<ibv_device*> devs;
-        REQUIRE(sv::current_devices(devs) == 0);
-        REQUIRE(devs.size() == 1);
-        ctx = sv::open_device(devs[0]);
-        REQUIRE(ctx != nullptr);
+        ctx = open();
         pd = sv::alloc_pd(ctx);
         REQUIRE(pd != nullptr);
     }
     ~Rig() {
         if (pd) sv::dealloc_pd(pd);
         sv::close_device(ctx);
-        sv::set_device_source(sv::DeviceSource{});
     }
     void post_eqe(hw::EventType t, std::uint32_t obj, std::uint32_t aux = 0) {
         std::array<std::uint8_t, hw::eqe::kSize> e{};
@@ -119,12 +100,7 @@ struct Rig {
         sink.post_eqe(ctx_id, e.data(), e.size());
     }
 
-    fw::test::FakeNetdev netdev;
-    host::LocalEventSink sink;
-    fw::FwConfig cfg;
-    std::unique_ptr<fw::MemTableStore> store;
-    std::unique_ptr<fw::Firmware> firmware;
-    std::uint16_t ctx_id = 3;
+    static constexpr std::uint16_t ctx_id = 3;
     Recorder* rec = nullptr;
     ibv_context* ctx = nullptr;
     ibv_pd* pd = nullptr;
