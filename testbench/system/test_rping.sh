@@ -32,24 +32,45 @@ all_gone() {
   nothing_left "$1" qps cqs mrs pds
 }
 
-# The server listens once its CM ID does; rping prints nothing then, so the
-# client retries while the REQ is rejected for want of a listener.
-client_until_accepted() {
+# client ARGS...: rping's client of the server on $PORT, its output in
+# $work/client.out, its exit status returned. The server listens once its CM
+# ID does; rping prints nothing then, so the client is run again while its
+# REQ is rejected for want of a listener.
+client() {
+  local rc
   for _ in $(seq 20); do
     app timeout 60 rping -c -a 127.0.0.1 -p "$PORT" "$@" >"$work/client.out" 2>&1
-    client_rc=$?
-    grep -q "RDMA_CM_EVENT_REJECTED, error 8" "$work/client.out" || return 0
+    rc=$?
+    grep -q "RDMA_CM_EVENT_REJECTED, error 8" "$work/client.out" || return "$rc"
     sleep 0.2
   done
+  return "$rc"
 }
 
 link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/dev.pcap"
 
-# tcpdump -i lo udp port 4791, as in the tutorial (root only).
-if [ "$(id -u)" -eq 0 ] && command -v tcpdump >/dev/null && [ "${SIMNIC_LINK_OPTS:-}" != "loopback on" ]; then
-  tcpdump -i lo -U --immediate-mode -w "$work/lo.pcap" udp port 4791 >/dev/null 2>&1 &
+# tcpdump -i lo udp port 4791, as in the tutorial (root only), into
+# $work/lo.pcap. Its kernel ring must hold a whole exchange: on lo (MTU 64K)
+# the default 2 MB ring has 16 frame slots, and a tcpdump that the CPU did
+# not run for a moment lost most of an rping ("206 packets dropped by
+# kernel", the DREQ among them, while the device sent and received all 125).
+# With 64 MB (-B, in KiB) it has 512, more than case 2's 250 copies.
+# Capturing starts when tcpdump says it is listening.
+start_dump() {
+  tcpdump -i lo -B 65536 -U --immediate-mode -w "$work/lo.pcap" udp port 4791 >/dev/null 2>"$work/tcpdump.err" &
   dump_pid=$!
-  sleep 1
+  for _ in $(seq 100); do grep -q "listening on" "$work/tcpdump.err" && break; sleep 0.1; done
+}
+# stop_dump: tcpdump loses what is still in its ring when told to stop, so
+# it is given (up to 10 s) until the capture passes the check first.
+stop_dump() {
+  for _ in $(seq 100); do "$CHECK" "$work/lo.pcap" >/dev/null 2>&1 && break; sleep 0.1; done
+  kill "$dump_pid"
+  wait "$dump_pid" 2>/dev/null
+  dump_pid=
+}
+if [ "$(id -u)" -eq 0 ] && command -v tcpdump >/dev/null && [ "${SIMNIC_LINK_OPTS:-}" != "loopback on" ]; then
+  start_dump
 fi
 
 # 1. Nobody listens: REJ (invalid service ID 8), as kernel rxe answers.
@@ -60,14 +81,14 @@ all_gone "after the rejected client"
 sim link delete "$DEV" >/dev/null 2>&1
 mv "$SIMNIC_RUNTIME_DIR/dev.pcap" "$work/rej.pcap" 2>/dev/null
 link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/dev.pcap"
-[ -n "${dump_pid:-}" ] && { kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
-  tcpdump -i lo -U --immediate-mode -w "$work/lo.pcap" udp port 4791 >/dev/null 2>&1 & dump_pid=$!; sleep 1; }
+[ -n "${dump_pid:-}" ] && { kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; start_dump; }
 
 # 2. The tutorial's exchange.
 app timeout 60 rping -s -a 127.0.0.1 -p "$PORT" -C 10 -v >"$work/server.out" 2>&1 &
 server_pid=$!
 sleep 1
-client_until_accepted -C 10 -v
+client -C 10 -v
+client_rc=$?
 wait "$server_pid"; server_rc=$?; server_pid=
 [ "$client_rc" -eq 0 ] || fail "client exited $client_rc"
 [ "$server_rc" -eq 0 ] || fail "server exited $server_rc"
@@ -92,8 +113,9 @@ sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
 "$CHECK" "$SIMNIC_RUNTIME_DIR/dev.pcap" >"$work/check.out" 2>&1 || fail "device capture: $(cat "$work/check.out")"
 "$SIMNIC" pcap --strict "$SIMNIC_RUNTIME_DIR/dev.pcap" >/dev/null || fail "simnic pcap --strict on the device capture"
 if [ -n "${dump_pid:-}" ]; then
-  sleep 0.5; kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
-  "$CHECK" "$work/lo.pcap" >"$work/check_lo.out" 2>&1 || fail "tcpdump -i lo capture: $(cat "$work/check_lo.out")"
+  stop_dump
+  "$CHECK" "$work/lo.pcap" >"$work/check_lo.out" 2>&1 ||
+    fail "tcpdump -i lo capture ($(grep -E 'captured|dropped' "$work/tcpdump.err" | tr '\n' ' ')): $(cat "$work/check_lo.out")"
 fi
 
 # 3. The server dies (SIGKILL) while the client pings for ever.
@@ -102,9 +124,9 @@ PORT=$((PORT + 1))
 app timeout 60 rping -s -a 127.0.0.1 -p "$PORT" -C 0 >"$work/server.out" 2>&1 &
 server_pid=$!
 sleep 0.3
-app timeout 60 rping -c -a 127.0.0.1 -p "$PORT" -C 0 -v >"$work/client.out" 2>&1 &
+client -C 0 -v &
 client_pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   [ "$(grep -c '^ping data' "$work/client.out")" -ge 5 ] && break
   sleep 0.1
 done
