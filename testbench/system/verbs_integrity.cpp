@@ -34,24 +34,16 @@
 
 namespace {
 
+using namespace simnic::tb;  // verbs_app.h: the device, QPs, WRs, completions
 using Clock = std::chrono::steady_clock;
-using simnic::tb::kCompletionDeadline;
-constexpr int kGidIndex = simnic::tb::kVerbsGidIndex;
+constexpr int kGidIndex = kVerbsGidIndex;
 constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                            IBV_ACCESS_REMOTE_ATOMIC;
 constexpr std::uint32_t kQkey = 0x11111111;
 
-using simnic::tb::expect_wc;
-using simnic::tb::post_recv;
-using simnic::tb::post_send;
-using simnic::tb::rdma_wr;
-using simnic::tb::recv_wr;
-using simnic::tb::send_wr;
-using simnic::tb::wc_str;
-
 // ---- the device ----
 
-using Device = simnic::tb::VerbsDevice;
+using Device = VerbsDevice;
 
 // ---- buffers with canaries ----
 
@@ -135,7 +127,7 @@ struct Qp {
         cq = ibv_create_cq(d.ctx, 256, nullptr, ch, 0);
         REQUIRE(cq != nullptr);
         ibv_qp_cap cap{64, srq ? 0u : 64u, 16, srq ? 0u : 4u, inline_req};
-        qp = simnic::tb::create_qp(d.pd, t, cq, cap, srq);
+        qp = create_qp(d.pd, t, cq, cap, srq);
         max_inline = cap.max_inline_data;
         CHECK(max_inline >= inline_req);
     }
@@ -157,8 +149,8 @@ struct Qp {
 
     // RC: remote write, read and atomics allowed, as many READs/atomics in
     // flight as the device takes (up to 16); UD: Q_Key kQkey.
-    simnic::tb::QpPath path(std::uint32_t rq_psn = 0, std::uint32_t sq_psn = 0, std::uint8_t rnr_retry = 7) const {
-        simnic::tb::QpPath p;
+    QpPath path(std::uint32_t rq_psn = 0, std::uint32_t sq_psn = 0, std::uint8_t rnr_retry = 7) const {
+        QpPath p;
         p.rq_psn = rq_psn;
         p.sq_psn = sq_psn;
         p.rnr_retry = rnr_retry;
@@ -167,14 +159,14 @@ struct Qp {
         p.qkey = kQkey;
         return p;
     }
-    void to_init() { simnic::tb::qp_to_init(qp, type, path()); }
+    void to_init() { qp_to_init(qp, type, path()); }
     void to_rtr(std::uint32_t dest_qpn, std::uint32_t rq_psn) {
-        simnic::tb::qp_to_rtr(d, qp, type, dest_qpn, path(rq_psn));
+        qp_to_rtr(d, qp, type, dest_qpn, path(rq_psn));
     }
     void to_rts(std::uint32_t sq_psn, std::uint8_t rnr_retry) {
-        simnic::tb::qp_to_rts(qp, type, path(0, sq_psn, rnr_retry));
+        qp_to_rts(qp, type, path(0, sq_psn, rnr_retry));
     }
-    ibv_ah_attr av() const { return simnic::tb::gid_av(d); }
+    ibv_ah_attr av() const { return gid_av(d); }
 };
 
 // Connects x and y to each other: x receives from PSN y_psn and sends from
@@ -877,7 +869,7 @@ TEST_CASE("completion channel wakes up for a SEND completion", "[verbs][events]"
         ibv_sge sg = src.sge(0, 1000);
         ibv_send_wr wr = send_wr(2, IBV_WR_SEND, &sg);
         post_send(a.qp, wr);
-        CHECK(simnic::tb::wait_cq_event(ch) == a.cq);
+        CHECK(wait_cq_event(ch) == a.cq);
         expect_wc(a.cq, "SEND after the event", 2, IBV_WC_SUCCESS, IBV_WC_SEND);
         expect_wc(b.cq, "RECV", 1, IBV_WC_SUCCESS, IBV_WC_RECV);
         std::memcpy(dst.exp(), src.exp(), 1000);
