@@ -33,13 +33,14 @@ all_gone() {
 }
 
 # client ARGS...: rping's client of the server on $PORT, its output in
-# $work/client.out, its exit status returned. The server listens once its CM
-# ID does; rping prints nothing then, so the client is run again while its
-# REQ is rejected for want of a listener.
+# $work/client.out (line by line, so that its progress can be followed), its
+# exit status returned. The server listens once its CM ID does; rping prints
+# nothing then, so the client is run again while its REQ is rejected for want
+# of a listener.
 client() {
   local rc
   for _ in $(seq 20); do
-    app timeout 60 rping -c -a 127.0.0.1 -p "$PORT" "$@" >"$work/client.out" 2>&1
+    app timeout 60 stdbuf -oL rping -c -a 127.0.0.1 -p "$PORT" "$@" >"$work/client.out" 2>&1
     rc=$?
     grep -q "RDMA_CM_EVENT_REJECTED, error 8" "$work/client.out" || return "$rc"
     sleep 0.2
@@ -124,6 +125,7 @@ PORT=$((PORT + 1))
 app timeout 60 rping -s -a 127.0.0.1 -p "$PORT" -C 0 >"$work/server.out" 2>&1 &
 server_pid=$!
 sleep 0.3
+rm -f "$work/client.out"  # case 2's, with its ten pings, is not this client's
 client -C 0 -v &
 client_pid=$!
 for _ in $(seq 300); do
