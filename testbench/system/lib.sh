@@ -35,9 +35,12 @@
 #   sys_finish NAME        "NAME: passed" and exit 0 if no check failed, else
 #                          "NAME: N checks failed" and exit 1.
 #   daemon_pid             the pid of the private daemon (from its state file).
-#   sys_cleanup            deletes the devices link_add made, stops the
-#                          private daemon and removes $work (call it from the
-#                          test's EXIT trap).
+#   sys_cleanup [PIDVAR...]
+#                          kills the processes whose pids the named variables
+#                          hold (those set), deletes the devices link_add
+#                          made, stops the private daemon and removes $work:
+#                          the test's EXIT trap, e.g.
+#                          trap 'sys_cleanup server_pid' EXIT.
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
@@ -127,7 +130,10 @@ nothing_left() {
 daemon_pid() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state" 2>/dev/null; }
 
 sys_cleanup() {
-  local dev pid
+  local var dev pid
+  for var in "$@"; do
+    [ -n "${!var:-}" ] && kill "${!var}" 2>/dev/null
+  done
   for dev in "${devs[@]}"; do sim link delete "$dev" >/dev/null 2>&1; done
   pid=$(daemon_pid)
   [ -n "$pid" ] && kill "$pid" 2>/dev/null

@@ -6,11 +6,7 @@ set -u
 SIMNIC=$1
 . "$(dirname "$0")/lib.sh"
 sys_init --as-caller link-test
-cleanup() {
-  for p in ${rc_pid:-} ${srq_pid:-}; do kill "$p" 2>/dev/null; done
-  sys_cleanup
-}
-trap cleanup EXIT
+trap 'sys_cleanup rc_pid srq_pid' EXIT
 
 # expect RC PATTERN CMD...: run CMD, check its exit code and that its output
 # (stdout and stderr) matches the extended regex PATTERN.

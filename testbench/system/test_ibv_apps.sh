@@ -17,11 +17,7 @@ PORT=$((20000 + RANDOM % 20000))
 . "$(dirname "$0")/lib.sh"
 sys_init apps SIMNIC LIB
 
-cleanup() {
-  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null
-  sys_cleanup
-}
-trap cleanup EXIT
+trap 'sys_cleanup server_pid' EXIT
 
 # pingpong TOOL ARGS...: server and client of an ibverbs example.
 pingpong() {

@@ -19,12 +19,7 @@ PORT=$((20000 + RANDOM % 20000))
 . "$(dirname "$0")/lib.sh"
 sys_init rping SIMNIC LIB
 
-cleanup() {
-  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null
-  [ -n "${dump_pid:-}" ] && kill "$dump_pid" 2>/dev/null
-  sys_cleanup
-}
-trap cleanup EXIT
+trap 'sys_cleanup server_pid dump_pid' EXIT
 
 # No process of the test holds anything on the device any more.
 all_gone() {
