@@ -20,6 +20,9 @@
 #                          (default soft) with $SIMNIC_LINK_OPTS (e.g.
 #                          "loopback on") after ARGS; the test stops if it
 #                          fails.
+#   free_port [N]          a TCP port P such that P..P+N-1 (N default 1) are
+#                          below the ephemeral range and used by no socket,
+#                          for a test's servers.
 #   wait_listen PORT [PID [NETNS]]
 #                          waits (up to 10 s) for a TCP socket listening on
 #                          PORT (in NETNS), i.e. for a server to be ready;
@@ -97,6 +100,25 @@ link_add() {
   read -r -a opts <<<"${SIMNIC_LINK_OPTS:-}"
   sim link add "$dev" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "$@" "${opts[@]}" ||
     { echo "FAIL: simnic link add $dev"; exit 1; }
+}
+
+# A server binding a port that a client connection used as its ephemeral
+# source port fails while that connection lingers in TIME-WAIT (60 s), its
+# SO_REUSEADDR notwithstanding: perftest then prints "Couldn't listen to port"
+# and the test fails at once. Ephemeral ports come from
+# ip_local_port_range (32768-60999 by default), so servers take theirs below
+# it, and none that a socket holds.
+free_port() {
+  local n=${1:-1} lo hi used p i
+  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range
+  used=" $(ss -Htan 2>/dev/null | awk '{sub(/.*:/, "", $4); print $4}' | tr '\n' ' ') "
+  for _ in $(seq 100); do
+    if [ "$lo" -gt $((10000 + 1000 + n)) ]; then p=$((10000 + RANDOM % (lo - 10000 - n)))
+    else p=$((hi + 1 + RANDOM % (65535 - hi - n))); fi
+    for ((i = 0; i < n; i++)); do [[ $used == *" $((p + i)) "* ]] && continue 2; done
+    break
+  done
+  echo "$p"
 }
 
 wait_listen() {

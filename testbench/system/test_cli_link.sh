@@ -51,7 +51,7 @@ expect 0 '^0: rxe_lo: pd 0 cq 0 qp 0 mr 0 srq 0 ah 0 ctx 0$' "$SIMNIC" resource 
 for kind in cq mr pd srq; do expect 0 '^$' "$SIMNIC" resource show $kind; done
 expect 0 '^\[\]$' "$SIMNIC" resource show cq -j
 expect 2 "unknown resource 'bogus'" "$SIMNIC" resource show bogus
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port 2)
 "$SIMNIC" exec -- ibv_rc_pingpong -d rxe_lo -g 1 -p "$PORT" >/dev/null 2>&1 &
 rc_pid=$!  # simnic exec execs the tool: this is its pid
 "$SIMNIC" exec -- ibv_srq_pingpong -d rxe_lo -g 1 -p $((PORT + 1)) >/dev/null 2>&1 &

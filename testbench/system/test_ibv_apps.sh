@@ -11,11 +11,11 @@
 set -u
 CASE=$1 SIMNIC=$2 LIB=$3
 DEV=simapp_lo
-PORT=$((20000 + RANDOM % 20000))
 # Run as nobody when root: the binaries and runtime directory must be theirs
 # to read and write.
 . "$(dirname "$0")/lib.sh"
 sys_init apps SIMNIC LIB
+PORT=$(free_port 2)
 
 trap 'sys_cleanup server_pid' EXIT
 

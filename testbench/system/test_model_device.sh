@@ -11,9 +11,9 @@
 set -u
 SIMNIC=$1 LIB=$2
 DEV=simmodel_lo
-PORT=$((20000 + RANDOM % 20000))
 . "$(dirname "$0")/lib.sh"
 sys_init model SIMNIC LIB
+PORT=$(free_port 3)
 sys_dir out
 cleanup() {
   sim link delete "$DEV" >/dev/null 2>&1
