@@ -205,6 +205,12 @@ struct Dev {
             .set(m::length, len)
             .set(m::host_addr, 0x7000);
     }
+    // REG_MR of mr_in(pd, access, len), which must succeed: the lkey.
+    std::uint32_t reg_mr(std::uint32_t pd, std::uint8_t access, std::uint64_t len = 4096) {
+        const CmdResult r = cmd(hw::CmdOpcode::RegMr, mr_in(pd, access, len));
+        REQUIRE(r.ok());
+        return static_cast<std::uint32_t>(out(r, hw::cmd_reg_mr_out::lkey));
+    }
     std::uint8_t* qpc(std::uint32_t qpn) { return store->entry(Table::Qpc, qpn); }
     std::uint64_t qpc_get(std::uint32_t qpn, hw::Field f) { return hw::get(qpc(qpn), hw::qpc::kSize, f); }
 

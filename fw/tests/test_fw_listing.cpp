@@ -41,9 +41,7 @@ TEST_CASE("Listings: CQs, MRs, PDs and SRQs with their owners", "[fw][listing]")
     const std::uint32_t plain = d.create_qp(QpType::Uc, pd3, cq_b);
     const std::uint32_t sq2 = on_srq();
 
-    const CmdResult mr = d.cmd(CmdOpcode::RegMr, d.mr_in(pd1, acc::kLocalWrite | acc::kRemoteRead, 8192));
-    REQUIRE(mr.ok());
-    const auto key = static_cast<std::uint32_t>(out(mr, hw::cmd_reg_mr_out::lkey));
+    const std::uint32_t key = d.reg_mr(pd1, acc::kLocalWrite | acc::kRemoteRead, 8192);
 
     SECTION("CQs: cqe is the verbs size, users counts QP sides") {
         const auto cqs = d.fw->cq_list();

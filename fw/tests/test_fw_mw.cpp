@@ -16,6 +16,10 @@ namespace {
 Mbox mw_in(std::uint32_t pd, std::uint8_t type) {
     return Mbox(hw::cmd_alloc_mw_in::kSize).set(hw::cmd_alloc_mw_in::pdn, pd).set(hw::cmd_alloc_mw_in::type, type);
 }
+// ALLOC_MW of a window of `type` in `pd`, which must succeed: its MPT index.
+std::uint32_t alloc_mw(Dev& d, std::uint32_t pd, std::uint8_t type) {
+    return hw::key_index(d.ok_handle(d.cmd(CmdOpcode::AllocMw, mw_in(pd, type))));
+}
 Mbox rereg_in(std::uint32_t lkey, std::uint32_t flags, std::uint32_t pd = 0, std::uint8_t access = 0) {
     namespace q = hw::cmd_rereg_mr_in;
     return Mbox(q::kSize).set(q::lkey, lkey).set(q::flags, flags).set(q::pdn, pd).set(q::access, access);
@@ -64,9 +68,7 @@ TEST_CASE("MW: allocation, index range, keys, states, PD reference", "[fw][mw]")
     CHECK(pd_refs(d, pd) == 2);
     CHECK(d.fw->counts().mws == 2);
     // An MR still gets index 1: the two ranges are separate.
-    const CmdResult mr = d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kLocalWrite | acc::kMwBind));
-    REQUIRE(mr.ok());
-    CHECK(hw::key_index(static_cast<std::uint32_t>(out(mr, hw::cmd_reg_mr_out::lkey))) == 1);
+    CHECK(hw::key_index(d.reg_mr(pd, acc::kLocalWrite | acc::kMwBind)) == 1);
 
     // Bad input.
     CHECK(d.cmd(CmdOpcode::AllocMw, mw_in(pd, 0)).status == CmdStatus::BadParam);
@@ -92,10 +94,8 @@ TEST_CASE("MW: allocation, index range, keys, states, PD reference", "[fw][mw]")
 TEST_CASE("MW: DEREG_MR refused while bound; DEALLOC_MW and cleanup unbind", "[fw][mw]") {
     Dev d;
     const std::uint32_t pd = d.alloc_pd();
-    const CmdResult mr = d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kLocalWrite | acc::kMwBind));
-    REQUIRE(mr.ok());
-    const auto lkey = static_cast<std::uint32_t>(out(mr, hw::cmd_reg_mr_out::lkey));
-    const std::uint32_t mw = hw::key_index(d.ok_handle(d.cmd(CmdOpcode::AllocMw, mw_in(pd, 2))));
+    const std::uint32_t lkey = d.reg_mr(pd, acc::kLocalWrite | acc::kMwBind);
+    const std::uint32_t mw = alloc_mw(d, pd, 2);
     fake_bind(d, mw, lkey, 0x11);
 
     const int fences = d.engine.fences;
@@ -117,11 +117,9 @@ TEST_CASE("MW: a destroyed QP's type 2 windows grant nothing more", "[fw][mw]") 
     const std::uint32_t pd = d.alloc_pd();
     const std::uint32_t cq = d.create_cq();
     const std::uint32_t qpn = d.create_qp(hw::QpType::Rc, pd, cq);
-    const CmdResult mr = d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kLocalWrite | acc::kMwBind));
-    REQUIRE(mr.ok());
-    const auto lkey = static_cast<std::uint32_t>(out(mr, hw::cmd_reg_mr_out::lkey));
-    const std::uint32_t mw = hw::key_index(d.ok_handle(d.cmd(CmdOpcode::AllocMw, mw_in(pd, 2))));
-    const std::uint32_t other = hw::key_index(d.ok_handle(d.cmd(CmdOpcode::AllocMw, mw_in(pd, 2))));
+    const std::uint32_t lkey = d.reg_mr(pd, acc::kLocalWrite | acc::kMwBind);
+    const std::uint32_t mw = alloc_mw(d, pd, 2);
+    const std::uint32_t other = alloc_mw(d, pd, 2);
     fake_bind(d, mw, lkey, qpn);
     fake_bind(d, other, lkey, qpn + 1);
     REQUIRE(d.handle_cmd(CmdOpcode::DestroyQp, qpn).ok());
@@ -134,10 +132,8 @@ TEST_CASE("MW: a destroyed QP's type 2 windows grant nothing more", "[fw][mw]") 
 TEST_CASE("MW: destroy_context frees windows before MRs", "[fw][mw]") {
     Dev d;
     const std::uint32_t pd = d.alloc_pd();
-    const CmdResult mr = d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kLocalWrite | acc::kMwBind));
-    REQUIRE(mr.ok());
-    const auto lkey = static_cast<std::uint32_t>(out(mr, hw::cmd_reg_mr_out::lkey));
-    const std::uint32_t mw = hw::key_index(d.ok_handle(d.cmd(CmdOpcode::AllocMw, mw_in(pd, 1))));
+    const std::uint32_t lkey = d.reg_mr(pd, acc::kLocalWrite | acc::kMwBind);
+    const std::uint32_t mw = alloc_mw(d, pd, 1);
     fake_bind(d, mw, lkey, 0);
     d.ok_handle(d.cmd(CmdOpcode::AllocMw, mw_in(pd, 2)));
     CHECK(d.fw->mw_list().size() == 2);
@@ -155,9 +151,7 @@ TEST_CASE("MW: destroy_context frees windows before MRs", "[fw][mw]") {
 TEST_CASE("REREG_MR: PD and access only, as rxe", "[fw][mr][rereg]") {
     Dev d;
     const std::uint32_t pd = d.alloc_pd(), pd2 = d.alloc_pd();
-    const CmdResult mr = d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kLocalWrite));
-    REQUIRE(mr.ok());
-    const auto lkey = static_cast<std::uint32_t>(out(mr, hw::cmd_reg_mr_out::lkey));
+    const std::uint32_t lkey = d.reg_mr(pd, acc::kLocalWrite);
     namespace rf = hw::rereg_flags;
 
     const CmdResult a = d.cmd(CmdOpcode::ReregMr, rereg_in(lkey, rf::kChangeAccess, 0,

@@ -25,27 +25,17 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::uint8_t kPort = simnic::tb::kVerbsPort;
-constexpr int kGidIndex = simnic::tb::kVerbsGidIndex;
 constexpr std::uint32_t kQkey = 0x11111111;
-constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+constexpr unsigned kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
 using Device = simnic::tb::VerbsDevice;
+using simnic::tb::post_recv;
+using simnic::tb::post_send;
+using simnic::tb::send_wr;
 
-struct Mr {
-    std::vector<std::uint8_t> buf;
-    ibv_mr* mr = nullptr;
-    Mr(Device& d, std::size_t n, std::uint8_t fill) : buf(n, fill) {
-        mr = ibv_reg_mr(d.pd, buf.data(), n, kAccess);
-        REQUIRE(mr != nullptr);
-    }
-    ~Mr() { CHECK(ibv_dereg_mr(mr) == 0); }
-    Mr(const Mr&) = delete;
-    Mr& operator=(const Mr&) = delete;
-    ibv_sge sge(std::size_t off, std::size_t n) {
-        return ibv_sge{reinterpret_cast<std::uintptr_t>(buf.data() + off), static_cast<std::uint32_t>(n),
-                       mr->lkey};
-    }
+// `n` bytes filled with `fill`, registered in the device's PD.
+struct Mr : simnic::tb::Mr {
+    Mr(Device& d, std::size_t n, std::uint8_t fill) : simnic::tb::Mr(d.pd, n, kAccess, fill) {}
 };
 
 ibv_cq_ex* make_cq_ex(Device& d, std::uint64_t wc_flags, ibv_comp_channel* ch = nullptr,
@@ -70,16 +60,8 @@ struct Qp {
 
     Qp(Device& dev, ibv_qp_type t, ibv_comp_channel* ch = nullptr) : d(dev), type(t) {
         cx = make_cq_ex(d, IBV_WC_STANDARD_FLAGS, ch, this);
-        ibv_qp_init_attr ia{};
-        ia.send_cq = ibv_cq_ex_to_cq(cx);
-        ia.recv_cq = ibv_cq_ex_to_cq(cx);
-        ia.qp_type = t;
-        ia.cap.max_send_wr = 16;
-        ia.cap.max_recv_wr = 16;
-        ia.cap.max_send_sge = 1;
-        ia.cap.max_recv_sge = 1;
-        qp = ibv_create_qp(d.pd, &ia);
-        REQUIRE(qp != nullptr);
+        ibv_qp_cap cap{16, 16, 1, 1, 0};
+        qp = simnic::tb::create_qp(d.pd, t, ibv_cq_ex_to_cq(cx), cap);
     }
     ~Qp() {
         CHECK(ibv_destroy_qp(qp) == 0);
@@ -141,19 +123,6 @@ std::vector<Seen> poll_ex(ibv_cq_ex* cx, std::size_t n) {
         ibv_end_poll(cx);
     }
     return out;
-}
-
-void post_send(ibv_qp* qp, ibv_send_wr& wr) {
-    ibv_send_wr* bad = nullptr;
-    REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
-}
-void post_recv(ibv_qp* qp, ibv_sge& sge, std::uint64_t wr_id) {
-    ibv_recv_wr wr{};
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    REQUIRE(ibv_post_recv(qp, &wr, &bad) == 0);
 }
 
 void check_empty(ibv_cq_ex* cx) {
@@ -230,21 +199,10 @@ TEST_CASE("RC: SEND/RECV and WRITE with immediate through start_poll / next_poll
     post_recv(b.qp, r1, 0x1001);
     post_recv(b.qp, r2, 0x1002);
     ibv_sge s1 = src.sge(0, 1000), s2 = src.sge(0, 3000);
-    ibv_send_wr w1{}, w2{};
-    w1.wr_id = 0x2001;
-    w1.sg_list = &s1;
-    w1.num_sge = 1;
-    w1.opcode = IBV_WR_SEND;
-    w1.send_flags = IBV_SEND_SIGNALED;
-    w1.next = &w2;
-    w2.wr_id = 0x2002;
-    w2.sg_list = &s2;
-    w2.num_sge = 1;
-    w2.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    ibv_send_wr w1 = send_wr(0x2001, IBV_WR_SEND, &s1);
+    ibv_send_wr w2 = simnic::tb::rdma_wr(0x2002, IBV_WR_RDMA_WRITE_WITH_IMM, &s2, dst.va(1024), dst.mr->rkey);
     w2.imm_data = htobe32(0x12345678);
-    w2.send_flags = IBV_SEND_SIGNALED;
-    w2.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(dst.buf.data() + 1024);
-    w2.wr.rdma.rkey = dst.mr->rkey;
+    w1.next = &w2;
     post_send(a.qp, w1);
 
     const std::vector<Seen> sent = poll_ex(a.cx, 2);
@@ -302,11 +260,7 @@ TEST_CASE("RC: SEND/RECV and WRITE with immediate through start_poll / next_poll
     w1.wr_id = 0x2003;
     post_send(a.qp, w1);
     for (auto [cq, id] : {std::pair{a.cq(), 0x2003u}, std::pair{b.cq(), 0x1003u}}) {
-        ibv_wc wc{};
-        const auto end = Clock::now() + std::chrono::seconds(5);
-        int n = 0;
-        while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && Clock::now() < end) std::this_thread::yield();
-        REQUIRE(n == 1);
+        const ibv_wc wc = simnic::tb::poll_one(cq, "ibv_poll_cq on an extended CQ");
         CHECK(wc.wr_id == id);
         CHECK(wc.status == IBV_WC_SUCCESS);
         CHECK(wc.byte_len == 1000);
@@ -320,24 +274,14 @@ TEST_CASE("UD: SEND with immediate, src_qp and GRH through the iterator", "[cqex
     Qp a(d, IBV_QPT_UD), b(d, IBV_QPT_UD);
     a.connect(0);
     b.connect(0);
-    ibv_ah_attr aa{};
-    aa.is_global = 1;
-    aa.grh.dgid = d.gid;
-    aa.grh.sgid_index = kGidIndex;
-    aa.grh.hop_limit = 64;
-    aa.port_num = kPort;
+    ibv_ah_attr aa = simnic::tb::gid_av(d);
     ibv_ah* ah = ibv_create_ah(d.pd, &aa);
     REQUIRE(ah != nullptr);
     Mr src(d, 256, 0x5A), dst(d, 512, 0);
     ibv_sge rs = dst.sge(0, 512), ss = src.sge(0, 200);
     post_recv(b.qp, rs, 7);
-    ibv_send_wr w{};
-    w.wr_id = 8;
-    w.sg_list = &ss;
-    w.num_sge = 1;
-    w.opcode = IBV_WR_SEND_WITH_IMM;
+    ibv_send_wr w = send_wr(8, IBV_WR_SEND_WITH_IMM, &ss);
     w.imm_data = htobe32(0xA1B2C3D4);
-    w.send_flags = IBV_SEND_SIGNALED;
     w.wr.ud.ah = ah;
     w.wr.ud.remote_qpn = b.qpn();
     w.wr.ud.remote_qkey = kQkey;
@@ -380,20 +324,11 @@ TEST_CASE("completion channel: an event for the extended CQ, then the iterator",
         Mr src(d, 64, 1), dst(d, 64, 0);
         ibv_sge rs = dst.sge(0, 64), ss = src.sge(0, 64);
         post_recv(b.qp, rs, 1);
-        ibv_send_wr w{};
-        w.wr_id = 2;
-        w.sg_list = &ss;
-        w.num_sge = 1;
-        w.opcode = IBV_WR_SEND;
-        w.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr w = send_wr(2, IBV_WR_SEND, &ss);
         post_send(a.qp, w);
-        REQUIRE(poll(&pfd, 1, 5000) == 1);
-        ibv_cq* ev_cq = nullptr;
         void* ev_ctx = nullptr;
-        REQUIRE(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
-        CHECK(ev_cq == a.cq());
+        CHECK(simnic::tb::wait_cq_event(ch, &ev_ctx) == a.cq());
         CHECK(ev_ctx == &a);
-        ibv_ack_cq_events(ev_cq, 1);
         const Seen s = poll_ex(a.cx, 1)[0];
         CHECK(s.wr_id == 2);
         CHECK(s.opcode == IBV_WC_SEND);
@@ -403,10 +338,7 @@ TEST_CASE("completion channel: an event for the extended CQ, then the iterator",
         post_recv(b.qp, rs, 3);
         w.wr_id = 4;
         post_send(a.qp, w);
-        REQUIRE(poll(&pfd, 1, 5000) == 1);
-        REQUIRE(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
-        CHECK(ev_cq == a.cq());
-        ibv_ack_cq_events(ev_cq, 1);
+        CHECK(simnic::tb::wait_cq_event(ch) == a.cq());
         CHECK(poll_ex(a.cx, 1)[0].wr_id == 4);
         CHECK(poll_ex(b.cx, 1)[0].wr_id == 3);
     }

@@ -1,30 +1,70 @@
 # Sourced by the system tests that run RDMA applications against a private
 # simnic daemon as an ordinary user. After `. lib.sh`:
 #
-#   sys_init NAME VAR...   a work directory /tmp/simnic-NAME.XXXXXX ($work,
+#   sys_init [--as-caller] NAME VAR...
+#                          a work directory /tmp/simnic-NAME.XXXXXX ($work,
 #                          removed by sys_cleanup) with a runtime directory
 #                          $work/rt; when root (CI is), every file named by a
 #                          VAR (SIMNIC, LIB, test programs) is copied there
 #                          and VAR rewritten, so that `nobody` can run it,
 #                          and AS becomes the setpriv prefix that drops to
-#                          nobody. Exports SIMNIC_RUNTIME_DIR and
-#                          SIMNIC_VERBS_LIB (from $LIB).
+#                          nobody (--as-caller: no copies, no drop; the test
+#                          runs as whoever started it). Exports
+#                          SIMNIC_RUNTIME_DIR and SIMNIC_VERBS_LIB (from $LIB,
+#                          if set).
 #   sys_dir DIR...         more directories under $work, writable by whoever
 #                          the test runs as.
 #   sim ARGS...            the simnic CLI, as that user.
+#   app CMD...             CMD as that user, with $LIB preloaded.
+#   link_add DEV ARGS...   `simnic link add DEV` on lo, of $SIMNIC_DEVICE_TYPE
+#                          (default soft) with $SIMNIC_LINK_OPTS (e.g.
+#                          "loopback on") after ARGS; the test stops if it
+#                          fails.
+#   free_port [N]          a TCP port P such that P..P+N-1 (N default 1) are
+#                          below the ephemeral range and used by no socket,
+#                          for a test's servers.
+#   wait_listen PORT [PID [NETNS]]
+#                          waits (up to 10 s) for a TCP socket listening on
+#                          PORT (in NETNS), i.e. for a server to be ready;
+#                          stops early if process PID has exited.
+#   wait_no_qps            waits (up to 5 s) for the device to hold no QP: the
+#                          daemon learns of a process's end from its closed
+#                          connection.
+#   nothing_left WHAT KIND...
+#                          the device holds no object of each KIND (qps, cqs,
+#                          mrs, mws, pds: the counts of `simnic resource show
+#                          -j`); a failed check names WHAT.
 #   fail MESSAGE           counts a failed check ($failures).
-#   sys_cleanup            stops the private daemon and removes $work
-#                          (call it from the test's EXIT trap).
+#   sys_finish NAME        "NAME: passed" and exit 0 if no check failed, else
+#                          "NAME: N checks failed" and exit 1.
+#   daemon_pid             the pid of the private daemon (from its state file).
+#   sys_cleanup [PIDVAR...]
+#                          kills the processes whose pids the named variables
+#                          hold (those set), deletes the devices link_add
+#                          made, stops the private daemon and removes $work:
+#                          the test's EXIT trap, e.g.
+#                          trap 'sys_cleanup server_pid' EXIT.
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
+sys_finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "$1: $failures checks failed"
+    exit 1
+  fi
+  echo "$1: passed"
+  exit 0
+}
+
 sys_init() {
-  local name=$1 var f
+  local drop=1 name var f
+  [ "$1" = --as-caller ] && { drop=0; shift; }
+  name=$1
   shift
   work=$(mktemp -d "/tmp/simnic-$name.XXXXXX")
   chmod 755 "$work"
   AS=()
-  if [ "$(id -u)" -eq 0 ]; then
+  if [ "$drop" -eq 1 ] && [ "$(id -u)" -eq 0 ]; then
     for var in "$@"; do
       f=${!var}
       cp "$f" "$work/$(basename "$f")"
@@ -34,25 +74,90 @@ sys_init() {
     AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
   fi
   sys_dir rt
-  export SIMNIC_RUNTIME_DIR=$work/rt SIMNIC_VERBS_LIB=$LIB
+  export SIMNIC_RUNTIME_DIR=$work/rt
+  [ -n "${LIB:-}" ] && export SIMNIC_VERBS_LIB=$LIB
+  return 0
 }
 
 sys_dir() {
   local d
   for d in "$@"; do
     mkdir -m 700 "$work/$d"
-    [ "$(id -u)" -eq 0 ] && chown nobody:nogroup "$work/$d"
+    [ "${#AS[@]}" -gt 0 ] && chown nobody:nogroup "$work/$d"
   done
   return 0
 }
 
 sim() { "${AS[@]}" "$SIMNIC" "$@"; }
 
+app() { "${AS[@]}" env LD_PRELOAD="$LIB" "$@"; }
+
+devs=()
+link_add() {
+  local dev=$1 opts
+  shift
+  [[ " ${devs[*]} " == *" $dev "* ]] || devs+=("$dev")
+  read -r -a opts <<<"${SIMNIC_LINK_OPTS:-}"
+  sim link add "$dev" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "$@" "${opts[@]}" ||
+    { echo "FAIL: simnic link add $dev"; exit 1; }
+}
+
+# A server binding a port that a client connection used as its ephemeral
+# source port fails while that connection lingers in TIME-WAIT (60 s), its
+# SO_REUSEADDR notwithstanding: perftest then prints "Couldn't listen to port"
+# and the test fails at once. Ephemeral ports come from
+# ip_local_port_range (32768-60999 by default), so servers take theirs below
+# it, and none that a socket holds.
+free_port() {
+  local n=${1:-1} lo hi used p i
+  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range
+  used=" $(ss -Htan 2>/dev/null | awk '{sub(/.*:/, "", $4); print $4}' | tr '\n' ' ') "
+  for _ in $(seq 100); do
+    if [ "$lo" -gt $((10000 + 1000 + n)) ]; then p=$((10000 + RANDOM % (lo - 10000 - n)))
+    else p=$((hi + 1 + RANDOM % (65535 - hi - n))); fi
+    for ((i = 0; i < n; i++)); do [[ $used == *" $((p + i)) "* ]] && continue 2; done
+    break
+  done
+  echo "$p"
+}
+
+wait_listen() {
+  local port=$1 pid=${2:-} ns=${3:-} in_ns=()
+  [ -n "$ns" ] && in_ns=(ip netns exec "$ns")
+  for _ in $(seq 100); do
+    "${in_ns[@]}" ss -ltn 2>/dev/null | grep -q ":$port " && return 0
+    [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+wait_no_qps() {
+  for _ in $(seq 50); do
+    sim resource show -j 2>&1 | grep -Eq '"qps":0[,}]' && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+nothing_left() {
+  local what=$1 kind counts
+  shift
+  counts=$(sim resource show -j 2>&1)
+  for kind in "$@"; do
+    grep -Eq "\"$kind\":0([,}])" <<<"$counts" || fail "$kind left behind $what: $counts"
+  done
+}
+
+daemon_pid() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state" 2>/dev/null; }
+
 sys_cleanup() {
-  if [ -f "$SIMNIC_RUNTIME_DIR/simnicd.state" ]; then
-    local pid
-    pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state")
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  fi
+  local var dev pid
+  for var in "$@"; do
+    [ -n "${!var:-}" ] && kill "${!var}" 2>/dev/null
+  done
+  for dev in "${devs[@]}"; do sim link delete "$dev" >/dev/null 2>&1; done
+  pid=$(daemon_pid)
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null
   rm -rf "$work"
 }

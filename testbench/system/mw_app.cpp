@@ -10,14 +10,9 @@
 #include <infiniband/verbs.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <sstream>
-#include <string>
-#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -26,16 +21,18 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr std::uint8_t kPort = simnic::tb::kVerbsPort;
-constexpr int kGidIndex = simnic::tb::kVerbsGidIndex;
 constexpr int kMrAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
 
+using simnic::tb::rdma_wr;
+using simnic::tb::send_wr;
 using simnic::tb::wc_str;
 
 using Device = simnic::tb::VerbsDevice;
+using Mem = simnic::tb::Mr;
 
+// An RC QP in PD `pd` with a CQ of its own, room for 16 WRs of one SGE
+// each way.
 struct Qp {
     Device& d;
     ibv_cq* cq = nullptr;
@@ -43,13 +40,8 @@ struct Qp {
     Qp(Device& dev, ibv_pd* pd) : d(dev) {
         cq = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
         REQUIRE(cq != nullptr);
-        ibv_qp_init_attr ia{};
-        ia.send_cq = ia.recv_cq = cq;
-        ia.qp_type = IBV_QPT_RC;
-        ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
-        ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-        qp = ibv_create_qp(pd, &ia);
-        REQUIRE(qp != nullptr);
+        ibv_qp_cap cap{16, 16, 1, 1, 0};
+        qp = simnic::tb::create_qp(pd, IBV_QPT_RC, cq, cap);
     }
     ~Qp() {
         CHECK(ibv_destroy_qp(qp) == 0);
@@ -61,30 +53,11 @@ struct Qp {
     void connect(std::uint32_t dest) { simnic::tb::connect_qp(d, qp, IBV_QPT_RC, dest); }
 
     // The next completion (up to 5 s).
-    ibv_wc wait() {
-        ibv_wc wc{};
-        const auto end = Clock::now() + std::chrono::seconds(5);
-        for (;;) {
-            const int n = ibv_poll_cq(cq, 1, &wc);
-            REQUIRE(n >= 0);
-            if (n == 1) return wc;
-            INFO("waiting for a completion on QP " << qp->qp_num);
-            REQUIRE(Clock::now() < end);
-            std::this_thread::yield();
-        }
-    }
+    ibv_wc wait() { return simnic::tb::poll_one(cq, "completion"); }
     ibv_wc expect(std::uint64_t wr_id, ibv_wc_status st, ibv_wc_opcode op) {
-        const ibv_wc wc = wait();
-        INFO(wc_str(wc));
-        CHECK(wc.wr_id == wr_id);
-        CHECK(wc.status == st);
-        if (st == IBV_WC_SUCCESS) CHECK(wc.opcode == op);
-        return wc;
+        return simnic::tb::expect_wc(cq, "completion", wr_id, st, op);
     }
-    void post(ibv_send_wr& wr) {
-        ibv_send_wr* bad = nullptr;
-        REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
-    }
+    void post(ibv_send_wr& wr) { simnic::tb::post_send(qp, wr); }
 };
 
 // `a` and `b` connected to each other; `b` in PD `pd_b` (default: the device's).
@@ -96,33 +69,11 @@ struct Pair {
     }
 };
 
-struct Mem {
-    std::vector<std::uint8_t> buf;
-    ibv_mr* mr = nullptr;
-    Mem(ibv_pd* pd, std::size_t n, int access, std::uint8_t fill) : buf(n, fill) {
-        mr = ibv_reg_mr(pd, buf.data(), n, access);
-        INFO("ibv_reg_mr errno " << errno);
-        REQUIRE(mr != nullptr);
-    }
-    ~Mem() { CHECK(ibv_dereg_mr(mr) == 0); }
-    Mem(const Mem&) = delete;
-    Mem& operator=(const Mem&) = delete;
-    std::uint64_t va(std::size_t off) const { return reinterpret_cast<std::uintptr_t>(buf.data()) + off; }
-    ibv_sge sge(std::size_t off, std::size_t n) { return ibv_sge{va(off), static_cast<std::uint32_t>(n), mr->lkey}; }
-};
-
 // QP `q` does an RDMA WRITE or READ of `n` bytes of `local` at remote `va`
 // with `rkey`; the status of its completion.
 ibv_wc_status rdma(Qp& q, ibv_wr_opcode op, Mem& local, std::uint64_t va, std::uint32_t rkey, std::size_t n) {
     ibv_sge s = local.sge(0, n);
-    ibv_send_wr wr{};
-    wr.wr_id = 500;
-    wr.opcode = op;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.sg_list = &s;
-    wr.num_sge = 1;
-    wr.wr.rdma.remote_addr = va;
-    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr wr = rdma_wr(500, op, &s, va, rkey);
     q.post(wr);
     const ibv_wc wc = q.wait();
     INFO(wc_str(wc));
@@ -147,6 +98,22 @@ void bind_type2(Qp& q, ibv_mw* mw, Mem& m, std::size_t off, std::size_t len, uns
     q.post(wr);
     q.expect(600, want, IBV_WC_BIND_MW);
     if (want == IBV_WC_SUCCESS) mw->rkey = wr.bind_mw.rkey;
+}
+
+// A type 1 bind on QP `q` through ibv_bind_mw, signaled as `wr_id`; its
+// completion has status `want`. The window has the new rkey once the call
+// returns, whatever the completion says.
+void bind_type1(Qp& q, ibv_mw* mw, Mem& m, std::size_t off, std::size_t len, unsigned access,
+                std::uint64_t wr_id, ibv_wc_status want = IBV_WC_SUCCESS) {
+    ibv_mw_bind b{};
+    b.wr_id = wr_id;
+    b.send_flags = IBV_SEND_SIGNALED;
+    b.bind_info.mr = m.mr;
+    b.bind_info.addr = m.va(off);
+    b.bind_info.length = len;
+    b.bind_info.mw_access_flags = access;
+    REQUIRE(ibv_bind_mw(q.qp, mw, &b) == 0);
+    q.expect(wr_id, want, IBV_WC_BIND_MW);
 }
 
 void local_inv(Qp& q, std::uint32_t rkey, ibv_wc_status want = IBV_WC_SUCCESS) {
@@ -191,16 +158,8 @@ TEST_CASE("type 1 window: ibv_bind_mw, WRITE and READ through it, its edges, reb
     const std::uint32_t first = mw->rkey;
     {
         Pair p(d);
-        ibv_mw_bind b{};
-        b.wr_id = 10;
-        b.send_flags = IBV_SEND_SIGNALED;
-        b.bind_info.mr = target.mr;
-        b.bind_info.addr = target.va(1024);
-        b.bind_info.length = 2048;
-        b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-        REQUIRE(ibv_bind_mw(p.b.qp, mw, &b) == 0);
+        bind_type1(p.b, mw, target, 1024, 2048, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, 10);
         CHECK(mw->rkey == ibv_inc_rkey(first));  // as rdma-core's rxe provider
-        p.b.expect(10, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
 
         CHECK(rdma(p.a, IBV_WR_RDMA_WRITE, src, target.va(1024 + 100), mw->rkey, 512) == IBV_WC_SUCCESS);
         CHECK(std::memcmp(target.buf.data() + 1124, data.data(), 512) == 0);
@@ -229,15 +188,7 @@ TEST_CASE("type 1 window: ibv_bind_mw, WRITE and READ through it, its edges, reb
     const std::uint32_t bound = mw->rkey;
     {   // Rebind to a READ-only window elsewhere: the old rkey is stale, WRITE is refused.
         Pair p(d);
-        ibv_mw_bind b{};
-        b.wr_id = 11;
-        b.send_flags = IBV_SEND_SIGNALED;
-        b.bind_info.mr = target.mr;
-        b.bind_info.addr = target.va(4096);
-        b.bind_info.length = 4096;
-        b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
-        REQUIRE(ibv_bind_mw(p.b.qp, mw, &b) == 0);
-        p.b.expect(11, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+        bind_type1(p.b, mw, target, 4096, 4096, IBV_ACCESS_REMOTE_READ, 11);
         CHECK(rdma(p.a, IBV_WR_RDMA_READ, back, target.va(4096), mw->rkey, 256) == IBV_WC_SUCCESS);
         CHECK(rdma(p.a, IBV_WR_RDMA_READ, back, target.va(4096), bound, 256) == IBV_WC_REM_ACCESS_ERR);
     }
@@ -295,19 +246,9 @@ TEST_CASE("type 2 window: IBV_WR_BIND_MW, the bound QP only, LOCAL_INV, SEND_WIT
         CHECK(rdma(p.a, IBV_WR_RDMA_WRITE, src, target.va(0), mw->rkey, 256) == IBV_WC_SUCCESS);
         Mem rbuf(d.pd, 64, kMrAccess, 0);
         ibv_sge rs = rbuf.sge(0, 64);
-        ibv_recv_wr rw{};
-        rw.wr_id = 800;
-        rw.sg_list = &rs;
-        rw.num_sge = 1;
-        ibv_recv_wr* rbad = nullptr;
-        REQUIRE(ibv_post_recv(p.b.qp, &rw, &rbad) == 0);
+        simnic::tb::post_recv(p.b.qp, rs, 800);
         ibv_sge ss = src.sge(0, 32);
-        ibv_send_wr sw{};
-        sw.wr_id = 801;
-        sw.opcode = IBV_WR_SEND_WITH_INV;
-        sw.send_flags = IBV_SEND_SIGNALED;
-        sw.sg_list = &ss;
-        sw.num_sge = 1;
+        ibv_send_wr sw = send_wr(801, IBV_WR_SEND_WITH_INV, &ss);
         sw.invalidate_rkey = mw->rkey;
         p.a.post(sw);
         p.a.expect(801, IBV_WC_SUCCESS, IBV_WC_SEND);
@@ -321,19 +262,9 @@ TEST_CASE("type 2 window: IBV_WR_BIND_MW, the bound QP only, LOCAL_INV, SEND_WIT
         Pair p(d);
         Mem rbuf(d.pd, 64, kMrAccess, 0);
         ibv_sge rs = rbuf.sge(0, 64);
-        ibv_recv_wr rw{};
-        rw.wr_id = 810;
-        rw.sg_list = &rs;
-        rw.num_sge = 1;
-        ibv_recv_wr* rbad = nullptr;
-        REQUIRE(ibv_post_recv(p.b.qp, &rw, &rbad) == 0);
+        simnic::tb::post_recv(p.b.qp, rs, 810);
         ibv_sge ss = src.sge(0, 8);
-        ibv_send_wr sw{};
-        sw.wr_id = 811;
-        sw.opcode = IBV_WR_SEND_WITH_INV;
-        sw.send_flags = IBV_SEND_SIGNALED;
-        sw.sg_list = &ss;
-        sw.num_sge = 1;
+        ibv_send_wr sw = send_wr(811, IBV_WR_SEND_WITH_INV, &ss);
         sw.invalidate_rkey = target.mr->rkey;  // a user MR: rxe does not invalidate those
         p.a.post(sw);
         p.a.expect(811, IBV_WC_REM_INV_REQ_ERR, IBV_WC_SEND);
@@ -350,15 +281,7 @@ TEST_CASE("bind errors complete with IBV_WC_MW_BIND_ERR and flush the QP", "[mw]
     const std::uint32_t key = mw->rkey;
     {
         Pair p(d);
-        ibv_mw_bind b{};
-        b.wr_id = 20;
-        b.send_flags = IBV_SEND_SIGNALED;
-        b.bind_info.mr = plain.mr;
-        b.bind_info.addr = plain.va(0);
-        b.bind_info.length = 64;
-        b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
-        REQUIRE(ibv_bind_mw(p.b.qp, mw, &b) == 0);
-        p.b.expect(20, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW);
+        bind_type1(p.b, mw, plain, 0, 64, IBV_ACCESS_REMOTE_READ, 20, IBV_WC_MW_BIND_ERR);
         ibv_qp_attr qa{};
         ibv_qp_init_attr qi{};
         REQUIRE(ibv_query_qp(p.b.qp, &qa, IBV_QP_STATE, &qi) == 0);
@@ -367,15 +290,7 @@ TEST_CASE("bind errors complete with IBV_WC_MW_BIND_ERR and flush the QP", "[mw]
     }
     {   // Outside the MR (C10-75).
         Pair p(d);
-        ibv_mw_bind b{};
-        b.wr_id = 21;
-        b.send_flags = IBV_SEND_SIGNALED;
-        b.bind_info.mr = ok.mr;
-        b.bind_info.addr = ok.va(4000);
-        b.bind_info.length = 200;
-        b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
-        REQUIRE(ibv_bind_mw(p.b.qp, mw, &b) == 0);
-        p.b.expect(21, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW);
+        bind_type1(p.b, mw, ok, 4000, 200, IBV_ACCESS_REMOTE_READ, 21, IBV_WC_MW_BIND_ERR);
         mw->rkey = key;
     }
     // Zero-based type 1 windows are refused by the provider, as rxe's.

@@ -16,14 +16,9 @@ DEV=integ_lo
 sys_init integ SIMNIC LIB EXE
 export SIMNIC_TEST_DEVICE=$DEV
 
-cleanup() {
-  sim link delete "$DEV" >/dev/null 2>&1
-  sys_cleanup
-}
-trap cleanup EXIT
+trap sys_cleanup EXIT
 
-read -r -a link_opts <<<"${SIMNIC_LINK_OPTS:-}"
-sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "${link_opts[@]}" || { echo "FAIL: simnic link add"; exit 1; }
+link_add "$DEV"
 
 # --durations: the time each case takes, to spot a slow path.
 "${AS[@]}" timeout 240 "$SIMNIC" exec -- "$EXE" --durations yes "$@"
@@ -31,13 +26,6 @@ rc=$?
 [ "$rc" -eq 0 ] || fail "$NAME exited $rc"
 
 # The program is gone: the device must hold nothing of its.
-counts=$(sim resource show -j 2>&1)
-for kind in qps cqs mrs mws pds; do
-  echo "$counts" | grep -Eq "\"$kind\":0([,}])" || fail "$kind left behind after exit: $counts"
-done
+nothing_left "after exit" qps cqs mrs mws pds
 
-if [ "$failures" -ne 0 ]; then
-  echo "$NAME: $failures checks failed"
-  exit 1
-fi
-echo "$NAME: passed"
+sys_finish "$NAME"

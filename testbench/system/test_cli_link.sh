@@ -4,18 +4,9 @@
 # end, in a runtime directory of the test's own.
 set -u
 SIMNIC=$1
-export SIMNIC_RUNTIME_DIR=$(mktemp -d /tmp/simnic-link-test.XXXXXX)
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-cleanup() {
-  for p in ${rc_pid:-} ${srq_pid:-}; do kill "$p" 2>/dev/null; done
-  if [ -f "$SIMNIC_RUNTIME_DIR/simnicd.state" ]; then
-    pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state")
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  fi
-  rm -rf "$SIMNIC_RUNTIME_DIR"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
+sys_init --as-caller link-test
+trap 'sys_cleanup rc_pid srq_pid' EXIT
 
 # expect RC PATTERN CMD...: run CMD, check its exit code and that its output
 # (stdout and stderr) matches the extended regex PATTERN.
@@ -25,7 +16,12 @@ expect() {
   [ "$got" -eq "$rc" ] || fail "'$*' exited $got, expected $rc: $out"
   [[ "$out" =~ $pat ]] || fail "'$*' printed '$out', expected /$pat/"
 }
-daemon_pid() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state"; }
+# kill_daemon: SIGKILL for the daemon, whose pid is left in $pid.
+kill_daemon() {
+  pid=$(daemon_pid)
+  kill -9 "$pid"
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+}
 
 expect 0 '^$' "$SIMNIC" link show                      # no daemon: nothing to show, none started
 [ -e "$SIMNIC_RUNTIME_DIR/simnicd.sock" ] && fail "link show started a daemon"
@@ -55,15 +51,13 @@ expect 0 '^0: rxe_lo: pd 0 cq 0 qp 0 mr 0 srq 0 ah 0 ctx 0$' "$SIMNIC" resource 
 for kind in cq mr pd srq; do expect 0 '^$' "$SIMNIC" resource show $kind; done
 expect 0 '^\[\]$' "$SIMNIC" resource show cq -j
 expect 2 "unknown resource 'bogus'" "$SIMNIC" resource show bogus
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port 2)
 "$SIMNIC" exec -- ibv_rc_pingpong -d rxe_lo -g 1 -p "$PORT" >/dev/null 2>&1 &
 rc_pid=$!  # simnic exec execs the tool: this is its pid
 "$SIMNIC" exec -- ibv_srq_pingpong -d rxe_lo -g 1 -p $((PORT + 1)) >/dev/null 2>&1 &
 srq_pid=$!
-for _ in $(seq 100); do
-  [ "$(ss -ltn 2>/dev/null | grep -Ec ":($PORT|$((PORT + 1))) ")" -eq 2 ] && break
-  sleep 0.1
-done
+wait_listen "$PORT" "$rc_pid"
+wait_listen $((PORT + 1)) "$srq_pid"
 # has_line PATTERN CMD...: some line of CMD's output matches the regex.
 has_line() {
   local pat=$1; shift
@@ -115,17 +109,13 @@ expect 0 '^0: rxe_lo: pd 0 cq 0 qp 0 mr 0 srq 0 ah 0 ctx 0$' "$SIMNIC" resource 
 expect 1 'another simnic daemon is running' "$SIMNIC" daemon --foreground
 
 # A daemon killed mid-run: the next command says what was lost and recovers.
-pid=$(daemon_pid)
-kill -9 "$pid"
-for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill_daemon
 expect 0 'simnic daemon \(pid [0-9]+\) is no longer running; its devices \(rxe_lo\) were lost' "$SIMNIC" link show
 expect 0 '^$' "$SIMNIC" link add rxe_lo type soft netdev lo
 [ "$(daemon_pid)" != "$pid" ] || fail "no new daemon after the old one died"
 
 # A stale socket file with no daemon behind it.
-pid=$(daemon_pid)
-kill -9 "$pid"
-for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill_daemon
 rm -f "$SIMNIC_RUNTIME_DIR/simnicd.state"
 [ -S "$SIMNIC_RUNTIME_DIR/simnicd.sock" ] || fail "expected the dead daemon's socket to remain"
 expect 0 'removed a stale socket' "$SIMNIC" link add rxe_lo type soft netdev lo
@@ -134,5 +124,4 @@ expect 0 '^link rxe_lo/1 ' "$SIMNIC" link show
 expect 0 '^$' "$SIMNIC" link delete rxe_lo
 expect 0 '^$' "$SIMNIC" link show
 
-if [ "$failures" -eq 0 ]; then echo "cli link: all checks passed"; exit 0; fi
-echo "cli link: $failures checks failed"; exit 1
+sys_finish "cli link"

@@ -19,46 +19,21 @@
 #include "simnic/control/client.h"
 #include "simnic/host/context.h"
 #include "simnic/hw/layout.h"
+#include "private_daemon.h"
 
 using namespace simnic;
 
 namespace {
 
-struct DaemonFixture {
-    std::string dir;
-    std::string exe;
-    DaemonFixture() {
-        char tmpl[] = "/tmp/simnic-ctx-test.XXXXXX";
-        REQUIRE(mkdtemp(tmpl));
-        dir = tmpl;
-        setenv("SIMNIC_RUNTIME_DIR", dir.c_str(), 1);
-        const char* e = std::getenv("SIMNIC_EXE");
-        REQUIRE(e);
-        exe = e;
-        const int rc = run(exe + " link add ctxtest type soft netdev lo");
-        if (rc != 0) {
-            // The failed link add may have started a daemon: stop it, since
-            // a failing constructor never reaches the destructor.
-            run(exe + " daemon --stop");
-            run("rm -rf '" + dir + "'");
-        }
-        REQUIRE(rc == 0);
-    }
-    ~DaemonFixture() {
-        std::string err, notice;
-        control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
-        if (c.connected()) c.request(control::Json{{"op", "shutdown"}});
-        run("rm -rf '" + dir + "'");
-    }
-    static int run(const std::string& cmd) { return std::system(cmd.c_str()); }
+using test::PrivateDaemon;
+
+// A daemon of the test's own with one soft device, ctxtest, on lo.
+struct DaemonFixture : PrivateDaemon {
+    DaemonFixture() : PrivateDaemon("ctxtest", "ctx-test") {}
 };
 
-uint32_t counts_pds(const std::string& exe) {
-    (void)exe;
-    std::string err, notice;
-    control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
-    REQUIRE(c.connected());
-    control::Json r = c.request(control::Json{{"op", "resource_counts"}, {"device", "ctxtest"}});
+uint32_t counts_pds(const DaemonFixture& d) {
+    control::Json r = d.request(control::Json{{"op", "resource_counts"}, {"device", d.device()}});
     REQUIRE(r.value("ok", false));
     return r["pds"].get<uint32_t>();
 }
@@ -98,14 +73,14 @@ TEST_CASE("a context executes firmware commands through the command ring", "[con
         REQUIRE(out.status == hw::CmdStatus::Ok);
         pdns.push_back(static_cast<uint32_t>(hw::get(out.out.data(), out.out.size(), hw::cmd_handle::handle)));
     }
-    CHECK(counts_pds(d.exe) == 40);
+    CHECK(counts_pds(d) == 40);
     for (uint32_t pdn : pdns) {
         uint8_t in[hw::cmd_handle::kSize] = {};
         hw::set(in, hw::cmd_handle::handle, pdn);
         REQUIRE(ctx->command(hw::CmdOpcode::DeallocPd, in, sizeof in, 0, out) == 0);
         CHECK(out.status == hw::CmdStatus::Ok);
     }
-    CHECK(counts_pds(d.exe) == 0);
+    CHECK(counts_pds(d) == 0);
 
     // A bad handle is the firmware's error, not a transport failure.
     uint8_t in[hw::cmd_handle::kSize] = {};
@@ -114,7 +89,7 @@ TEST_CASE("a context executes firmware commands through the command ring", "[con
     CHECK(out.status != hw::CmdStatus::Ok);
 
     // A device with an open context cannot be deleted.
-    CHECK(DaemonFixture::run(d.exe + " link delete ctxtest 2>/dev/null") != 0);
+    CHECK(PrivateDaemon::run(d.exe() + " link delete ctxtest 2>/dev/null") != 0);
     ctx.reset();
 }
 
@@ -138,13 +113,13 @@ TEST_CASE("objects of a process killed with SIGKILL are released", "[context]") 
     char c = 0;
     REQUIRE(read(pipefd[0], &c, 1) == 1);
     REQUIRE(c == 1);
-    CHECK(counts_pds(d.exe) == 5);
+    CHECK(counts_pds(d) == 5);
     kill(child, SIGKILL);
     waitpid(child, nullptr, 0);
     // The daemon notices the closed connection; give it a moment.
     uint32_t left = 5;
     for (int i = 0; i < 100 && left; ++i) {
-        left = counts_pds(d.exe);
+        left = counts_pds(d);
         if (left) usleep(20000);
     }
     CHECK(left == 0);

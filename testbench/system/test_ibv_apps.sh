@@ -11,18 +11,13 @@
 set -u
 CASE=$1 SIMNIC=$2 LIB=$3
 DEV=simapp_lo
-PORT=$((20000 + RANDOM % 20000))
 # Run as nobody when root: the binaries and runtime directory must be theirs
 # to read and write.
 . "$(dirname "$0")/lib.sh"
 sys_init apps SIMNIC LIB
+PORT=$(free_port 2)
 
-cleanup() {
-  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null
-  sim link delete "$DEV" >/dev/null 2>&1
-  sys_cleanup
-}
-trap cleanup EXIT
+trap 'sys_cleanup server_pid' EXIT
 
 # pingpong TOOL ARGS...: server and client of an ibverbs example.
 pingpong() {
@@ -70,20 +65,14 @@ esac
 # The plain rc_pingpong case also records the device's traffic (`pcap FILE`).
 pcap_args=()
 case "$CASE" in rc_pingpong | rc_pingpong_ipv6) pcap_args=(pcap "$SIMNIC_RUNTIME_DIR/dev.pcap") ;; esac
-# SIMNIC_LINK_OPTS adds options (e.g. "loopback on") to the device.
-read -r -a link_opts <<<"${SIMNIC_LINK_OPTS:-}"
-sim link add "$DEV" type "${SIMNIC_DEVICE_TYPE:-soft}" netdev lo "${pcap_args[@]}" "${link_opts[@]}" || { echo "FAIL: simnic link add"; exit 1; }
+link_add "$DEV" "${pcap_args[@]}"
 
-"${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
+app timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
 server_pid=$!
 # The server is ready when its TCP port listens.
-for _ in $(seq 100); do
-  ss -ltn 2>/dev/null | grep -q ":$PORT " && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
+wait_listen "$PORT" "$server_pid"
 if [ "$CASE" = kill_mid_transfer ]; then
-  "${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${client[@]}" >"$work/client.out" 2>&1 &
+  app timeout 60 "${client[@]}" >"$work/client.out" 2>&1 &
   client_pid=$!
   # Let the transfer get going: the client's QP is in RTS (perftest's
   # passive side stays in RTR).
@@ -101,19 +90,15 @@ if [ "$CASE" = kill_mid_transfer ]; then
   kill -KILL "$server_pid" 2>/dev/null; pkill -KILL -f -- "ib_write_bw -d $DEV -p $PORT -F -n 1000000$"
   wait "$server_pid" 2>/dev/null; server_pid=
   # The daemon notices the closed connections.
-  for _ in $(seq 50); do
-    sim resource show -j | grep -Eq '"qps":0[,}]' && break
-    sleep 0.1
-  done
+  wait_no_qps
   # And the device still serves a new pair.
-  pingpong ibv_rc_pingpong
   PORT=$((PORT + 1)); pingpong ibv_rc_pingpong
-  "${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
+  app timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
   server_pid=$!
-  for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ":$PORT " && break; sleep 0.1; done
+  wait_listen "$PORT" "$server_pid"
 fi
 
-"${AS[@]}" env LD_PRELOAD="$LIB" timeout 60 "${client[@]}" >"$work/client.out" 2>&1
+app timeout 60 "${client[@]}" >"$work/client.out" 2>&1
 client_rc=$?
 wait "$server_pid"; server_rc=$?; server_pid=
 if [ -n "${expect_fail:-}" ]; then
@@ -128,10 +113,7 @@ else
 fi
 
 # Both processes are gone: the device must hold nothing of theirs.
-counts=$(sim resource show -j 2>&1)
-for kind in qps cqs mrs pds; do
-  echo "$counts" | grep -Eq "\"$kind\":0([,}])" || fail "$kind left behind after exit: $counts"
-done
+nothing_left "after exit" qps cqs mrs pds
 
 # Every frame the device sent and received is in its capture, each with a
 # valid ICRC: at least the 4 data packets of each SEND (MTU 1024), both ways,
@@ -147,8 +129,7 @@ fi
 if [ "$failures" -ne 0 ]; then
   echo "--- server (${server[*]}):"; cat "$work/server.out"
   echo "--- client (${client[*]}):"; cat "$work/client.out"
-  echo "$CASE: $failures checks failed"
-  exit 1
+else
+  grep -hE -- "$expect|Mbit|usec" "$work/server.out" "$work/client.out" | tail -3
 fi
-grep -hE -- "$expect|Mbit|usec" "$work/server.out" "$work/client.out" | tail -3
-echo "$CASE: passed"
+sys_finish "$CASE"

@@ -11,10 +11,9 @@
 #   test_model_bench.sh SIMNIC
 set -u
 SIMNIC=$1
-work=$(mktemp -d /tmp/simnic-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/lib.sh"
+sys_init --as-caller bench
+trap sys_cleanup EXIT
 field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 ge() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' "$1" "$2"; }
 lt() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$1" "$2"; }
@@ -66,5 +65,4 @@ echo "$out" | grep -q "qpc_cache.ways" || fail "no suggestion for a misspelt key
 out=$("$SIMNIC" bench --op frobnicate 2>&1) && fail "unknown op accepted"
 out=$("$SIMNIC" bench --sweep qps=8..2 2>&1) && fail "empty range accepted"
 
-[ $failures -eq 0 ] && echo "bench: passed" || echo "bench: $failures failure(s)"
-exit $((failures > 0))
+sys_finish bench

@@ -11,9 +11,9 @@
 set -u
 SIMNIC=$1 LIB=$2
 DEV=simmodel_lo
-PORT=$((20000 + RANDOM % 20000))
 . "$(dirname "$0")/lib.sh"
 sys_init model SIMNIC LIB
+PORT=$(free_port 3)
 sys_dir out
 cleanup() {
   sim link delete "$DEV" >/dev/null 2>&1
@@ -26,7 +26,7 @@ trap cleanup EXIT
 pingpong() {
   sim exec -- ibv_rc_pingpong -d "$1" -g 1 -p "$PORT" -n 200 -s 3000 >"$work/out/server.txt" 2>&1 &
   local spid=$!
-  for _ in $(seq 100); do ss -ltn | grep -q ":$PORT " && break; sleep 0.1; done
+  wait_listen "$PORT" "$spid"
   sim exec -- ibv_rc_pingpong -d "$1" -g 1 -p "$PORT" -n 200 -s 3000 127.0.0.1 >"$work/out/client.txt" 2>&1
   local crc=$?
   wait "$spid"; local src=$?
@@ -95,5 +95,4 @@ if [ "$soft2" != "$model_n" ]; then
 fi
 [ -n "$soft" ] || fail "soft capture is empty"
 
-[ $failures -eq 0 ] && echo "model device: passed" || echo "model device: $failures failure(s)"
-exit $((failures > 0))
+sys_finish "model device"

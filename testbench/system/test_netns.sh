@@ -13,9 +13,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 tag=$$
 nsa=simnic-a-$tag nsb=simnic-b-$tag
-work=$(mktemp -d /tmp/simnic-netns.XXXXXX)
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/lib.sh"
+sys_init --as-caller netns
 in_a() { ip netns exec "$nsa" env SIMNIC_RUNTIME_DIR="$work/rt-a" SIMNIC_VERBS_LIB="$LIB" "$@"; }
 in_b() { ip netns exec "$nsb" env SIMNIC_RUNTIME_DIR="$work/rt-b" SIMNIC_VERBS_LIB="$LIB" "$@"; }
 cleanup() {
@@ -24,7 +23,7 @@ cleanup() {
   in_b "$SIMNIC" daemon --stop >/dev/null 2>&1
   ip netns del "$nsa" 2>/dev/null
   ip netns del "$nsb" 2>/dev/null
-  rm -rf "$work"
+  sys_cleanup
 }
 trap cleanup EXIT
 
@@ -49,7 +48,7 @@ pair() {
   local tool=$1; shift
   in_a timeout 60 "$SIMNIC" exec -- "$tool" -d dev_a "$@" >"$work/server.out" 2>&1 &
   local server=$!
-  for _ in $(seq 100); do ip netns exec "$nsa" ss -ltn | grep -q ':18515 ' && break; sleep 0.1; done
+  wait_listen 18515 "$server" "$nsa"
   in_b timeout 60 "$SIMNIC" exec -- "$tool" -d dev_b "$@" 10.201.0.1 >"$work/client.out" 2>&1 ||
     fail "$tool client: $(cat "$work/client.out")"
   wait "$server" || fail "$tool server: $(cat "$work/server.out")"
@@ -89,6 +88,5 @@ grep -q "RC_SEND_ONLY\|RC_SEND_FIRST" <<<"$report" || fail "no SEND on the wire"
 grep -q "10.201.0.2:[0-9]* > 10.201.0.1:4791" <<<"$report" || fail "no frames from b to a"
 grep -q "fe80::[0-9a-f:]*:[0-9]* > $ll_a:4791 " <<<"$report" || fail "no link-local IPv6 frames from b to a"
 
-if [ "$failures" -ne 0 ]; then echo "netns: $failures checks failed"; exit 1; fi
 echo "netns: $summary"
-echo "netns: passed"
+sys_finish netns

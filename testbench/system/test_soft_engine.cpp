@@ -19,36 +19,11 @@
 #include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
 #include "simnic/hw/wqe.h"
+#include "private_daemon.h"
 
 using namespace simnic;
 
 namespace {
-
-struct DaemonFixture {
-    std::string dir, exe;
-    DaemonFixture() {
-        char tmpl[] = "/tmp/simnic-se-test.XXXXXX";
-        REQUIRE(mkdtemp(tmpl));
-        dir = tmpl;
-        setenv("SIMNIC_RUNTIME_DIR", dir.c_str(), 1);
-        const char* e = std::getenv("SIMNIC_EXE");
-        REQUIRE(e);
-        exe = e;
-        const int rc = std::system((exe + " link add setest type soft netdev lo").c_str());
-        if (rc != 0) {
-            // The failed link add may have started a daemon: stop it, since
-            // a failing constructor never reaches the destructor.
-            [[maybe_unused]] const int stopped = std::system((exe + " daemon --stop").c_str());
-        }
-        REQUIRE(rc == 0);
-    }
-    ~DaemonFixture() {
-        std::string err, notice;
-        control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
-        if (c.connected()) c.request(control::Json{{"op", "shutdown"}});
-        (void)std::system(("rm -rf '" + dir + "'").c_str());
-    }
-};
 
 // Page-aligned zeroed memory of this process.
 struct Mem {
@@ -87,7 +62,7 @@ struct Qp {
 };
 
 struct Rig {
-    DaemonFixture d;
+    test::PrivateDaemon d{"setest", "se-test"};
     std::unique_ptr<host::Context> ctx;
     uint32_t pdn = 0, lkey = 0, rkey = 0;
     Mem buf{1 << 20};
@@ -269,11 +244,8 @@ struct Rig {
     }
 };
 
-uint64_t device_stat(const char* name) {
-    std::string err, notice;
-    control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
-    REQUIRE(c.connected());
-    const control::Json r = c.request(control::Json{{"op", "stats"}, {"device", "setest"}});
+uint64_t device_stat(const Rig& rig, const char* name) {
+    const control::Json r = rig.d.request(control::Json{{"op", "stats"}, {"device", rig.d.device()}});
     REQUIRE(r.contains("stats"));
     return r["stats"].value(name, uint64_t{0});
 }
@@ -421,7 +393,7 @@ TEST_CASE("a UD SEND up to the port's active MTU lands behind the 40-byte GRH", 
         CHECK(f.wr_id == uint64_t(90 + i));
         CHECK(f.status == uint32_t(hw::WcStatus::WrFlushErr));
     }
-    CHECK(device_stat("dma_faults") == 0);
+    CHECK(device_stat(r, "dma_faults") == 0);
 }
 
 // A CQ doorbell whose consumer index is past the CQ's producer index (one

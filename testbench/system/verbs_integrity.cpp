@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -33,18 +34,16 @@
 
 namespace {
 
+using namespace simnic::tb;  // verbs_app.h: the device, QPs, WRs, completions
 using Clock = std::chrono::steady_clock;
-constexpr auto kCompletionDeadline = std::chrono::seconds(5);
-constexpr int kGidIndex = simnic::tb::kVerbsGidIndex;
-constexpr std::uint8_t kPort = simnic::tb::kVerbsPort;
+constexpr int kGidIndex = kVerbsGidIndex;
 constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                            IBV_ACCESS_REMOTE_ATOMIC;
-
-using simnic::tb::wc_str;
+constexpr std::uint32_t kQkey = 0x11111111;
 
 // ---- the device ----
 
-using Device = simnic::tb::VerbsDevice;
+using Device = VerbsDevice;
 
 // ---- buffers with canaries ----
 
@@ -99,20 +98,6 @@ struct Buffer {
 
 // ---- completions ----
 
-// Waits up to the deadline for one completion.
-ibv_wc poll_one(ibv_cq* cq, const char* what) {
-    const auto end = Clock::now() + kCompletionDeadline;
-    ibv_wc wc{};
-    for (;;) {
-        const int n = ibv_poll_cq(cq, 1, &wc);
-        INFO(what << ": ibv_poll_cq");
-        REQUIRE(n >= 0);
-        if (n == 1) return wc;
-        if (Clock::now() > end) FAIL(what << ": no completion within 5 s");
-        std::this_thread::yield();
-    }
-}
-
 // No further completion shows up within `ms`.
 void expect_no_completion(ibv_cq* cq, const char* what, int ms = 20) {
     const auto end = Clock::now() + std::chrono::milliseconds(ms);
@@ -125,17 +110,10 @@ void expect_no_completion(ibv_cq* cq, const char* what, int ms = 20) {
     } while (Clock::now() < end);
 }
 
-ibv_wc expect_wc(ibv_cq* cq, const char* what, std::uint64_t wr_id, ibv_wc_status st, ibv_wc_opcode op) {
-    ibv_wc wc = poll_one(cq, what);
-    INFO(what << ": " << wc_str(wc));
-    CHECK(wc.wr_id == wr_id);
-    REQUIRE(wc.status == st);
-    if (st == IBV_WC_SUCCESS) CHECK(wc.opcode == op);
-    return wc;
-}
-
 // ---- QPs ----
 
+// A QP with a CQ of its own (and, if given, a completion channel for it or
+// an SRQ), room for 64 send WRs of 16 SGEs and 64 receive WRs of 4.
 struct Qp {
     Device& d;
     ibv_cq* cq = nullptr;
@@ -148,20 +126,9 @@ struct Qp {
         : d(dev), type(t) {
         cq = ibv_create_cq(d.ctx, 256, nullptr, ch, 0);
         REQUIRE(cq != nullptr);
-        ibv_qp_init_attr ia{};
-        ia.send_cq = cq;
-        ia.recv_cq = cq;
-        ia.srq = srq;
-        ia.qp_type = t;
-        ia.cap.max_send_wr = 64;
-        ia.cap.max_recv_wr = srq ? 0 : 64;
-        ia.cap.max_send_sge = 16;
-        ia.cap.max_recv_sge = srq ? 0 : 4;
-        ia.cap.max_inline_data = inline_req;
-        qp = ibv_create_qp(d.pd, &ia);
-        INFO("ibv_create_qp errno " << errno);
-        REQUIRE(qp != nullptr);
-        max_inline = ia.cap.max_inline_data;
+        ibv_qp_cap cap{64, srq ? 0u : 64u, 16, srq ? 0u : 4u, inline_req};
+        qp = create_qp(d.pd, t, cq, cap, srq);
+        max_inline = cap.max_inline_data;
         CHECK(max_inline >= inline_req);
     }
     ~Qp() {
@@ -180,92 +147,49 @@ struct Qp {
         return a.qp_state;
     }
 
-    void to_init() {
-        ibv_qp_attr a{};
-        a.qp_state = IBV_QPS_INIT;
-        a.pkey_index = 0;
-        a.port_num = kPort;
-        int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-        if (type == IBV_QPT_UD) {
-            a.qkey = 0x11111111;
-            mask |= IBV_QP_QKEY;
-        } else {
-            a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-            mask |= IBV_QP_ACCESS_FLAGS;
-        }
-        REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
+    // RC: remote write, read and atomics allowed, as many READs/atomics in
+    // flight as the device takes (up to 16); UD: Q_Key kQkey.
+    QpPath path(std::uint32_t rq_psn = 0, std::uint32_t sq_psn = 0, std::uint8_t rnr_retry = 7) const {
+        QpPath p;
+        p.rq_psn = rq_psn;
+        p.sq_psn = sq_psn;
+        p.rnr_retry = rnr_retry;
+        p.rd_atomic = static_cast<std::uint8_t>(std::min(16, d.attr.max_qp_rd_atom));
+        p.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+        p.qkey = kQkey;
+        return p;
     }
-
-    ibv_ah_attr av() const {
-        ibv_ah_attr ah{};
-        ah.is_global = 1;
-        ah.grh.dgid = d.gid;
-        ah.grh.sgid_index = kGidIndex;
-        ah.grh.hop_limit = 64;
-        ah.port_num = kPort;
-        return ah;
-    }
-
+    void to_init() { qp_to_init(qp, type, path()); }
     void to_rtr(std::uint32_t dest_qpn, std::uint32_t rq_psn) {
-        ibv_qp_attr a{};
-        a.qp_state = IBV_QPS_RTR;
-        int mask = IBV_QP_STATE;
-        if (type == IBV_QPT_RC) {
-            a.path_mtu = d.port.active_mtu;
-            a.dest_qp_num = dest_qpn;
-            a.rq_psn = rq_psn;
-            a.max_dest_rd_atomic = static_cast<std::uint8_t>(std::min(16, d.attr.max_qp_rd_atom));
-            a.min_rnr_timer = 1;  // 0.01 ms
-            a.ah_attr = av();
-            mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-        }
-        REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
+        qp_to_rtr(d, qp, type, dest_qpn, path(rq_psn));
     }
-
     void to_rts(std::uint32_t sq_psn, std::uint8_t rnr_retry) {
-        ibv_qp_attr a{};
-        a.qp_state = IBV_QPS_RTS;
-        a.sq_psn = sq_psn;
-        int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-        if (type == IBV_QPT_RC) {
-            a.timeout = 14;
-            a.retry_cnt = 7;
-            a.rnr_retry = rnr_retry;
-            a.max_rd_atomic = static_cast<std::uint8_t>(std::min(16, d.attr.max_qp_rd_atom));
-            mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-        }
-        REQUIRE(ibv_modify_qp(qp, &a, mask) == 0);
+        qp_to_rts(qp, type, path(0, sq_psn, rnr_retry));
     }
+    ibv_ah_attr av() const { return gid_av(d); }
 };
+
+// Connects x and y to each other: x receives from PSN y_psn and sends from
+// x_psn, y the other way round.
+void connect(Qp& x, Qp& y, std::uint32_t x_psn, std::uint32_t y_psn, std::uint8_t rnr_retry = 7) {
+    x.to_init();
+    y.to_init();
+    x.to_rtr(y.qpn(), y_psn);
+    y.to_rtr(x.qpn(), x_psn);
+    x.to_rts(x_psn, rnr_retry);
+    y.to_rts(y_psn, rnr_retry);
+}
 
 // Two QPs of one type on the device, connected to each other.
 struct Pair {
     Qp a, b;
     Pair(Device& d, ibv_qp_type t, std::uint8_t rnr_retry = 7, std::uint32_t inline_req = 0)
         : a(d, t, nullptr, inline_req), b(d, t, nullptr, inline_req) {
-        a.to_init();
-        b.to_init();
-        a.to_rtr(b.qpn(), 0x1000);
-        b.to_rtr(a.qpn(), 0xabc000);
-        a.to_rts(0xabc000, rnr_retry);
-        b.to_rts(0x1000, rnr_retry);
+        connect(a, b, 0xabc000, 0x1000, rnr_retry);
         CHECK(a.state() == IBV_QPS_RTS);
         CHECK(b.state() == IBV_QPS_RTS);
     }
 };
-
-void post_send(ibv_qp* qp, ibv_send_wr& wr) {
-    ibv_send_wr* bad = nullptr;
-    const int e = ibv_post_send(qp, &wr, &bad);
-    INFO("ibv_post_send opcode " << wr.opcode << " num_sge " << wr.num_sge);
-    REQUIRE(e == 0);
-}
-
-void post_recv(ibv_qp* qp, ibv_recv_wr& wr) {
-    ibv_recv_wr* bad = nullptr;
-    REQUIRE(ibv_post_recv(qp, &wr, &bad) == 0);
-}
 
 // Splits [0, size) into n pieces of unequal lengths (some empty when size < n),
 // each placed at its own offset with a gap of `gap` canary bytes in between.
@@ -346,10 +270,7 @@ void rc_transfer(Device& d, Pair& p, Op op, std::size_t size, int nsge, std::uin
     const std::uint64_t rid = 0x5000 + seq, sid = 0x9000 + seq;
     if (recv) {
         std::vector<ibv_sge> rs{rcv.sge(rl.off[0], rl.len[0]), rcv.sge(rl.off[1], rl.len[1] + kSlack)};
-        ibv_recv_wr rwr{};
-        rwr.wr_id = rid;
-        rwr.sg_list = rs.data();
-        rwr.num_sge = 2;
+        ibv_recv_wr rwr = recv_wr(rid, rs.data(), 2);
         post_recv(p.b.qp, rwr);
     }
     std::vector<ibv_sge> ls = sges(local, ll);
@@ -414,8 +335,9 @@ void rc_transfer(Device& d, Pair& p, Op op, std::size_t size, int nsge, std::uin
     expect_no_completion(p.b.cq, "responder CQ", 0);
 }
 
-// Drains the async events queued within `ms`; returns them (acknowledged).
-std::vector<ibv_async_event> drain_async(ibv_context* ctx, int ms) {
+// Reads the async events that come within `ms` (acknowledged), stopping
+// early after one of `stop_at`; returns them, that one last.
+std::vector<ibv_async_event> read_async(ibv_context* ctx, int ms, std::optional<ibv_event_type> stop_at) {
     std::vector<ibv_async_event> out;
     const auto end = Clock::now() + std::chrono::milliseconds(ms);
     for (;;) {
@@ -428,28 +350,20 @@ std::vector<ibv_async_event> drain_async(ibv_context* ctx, int ms) {
         REQUIRE(ibv_get_async_event(ctx, &ev) == 0);
         out.push_back(ev);
         ibv_ack_async_event(&ev);
+        if (ev.event_type == stop_at) break;
     }
     return out;
+}
+
+// Drains the async events queued within `ms`; returns them (acknowledged).
+std::vector<ibv_async_event> drain_async(ibv_context* ctx, int ms) {
+    return read_async(ctx, ms, std::nullopt);
 }
 
 // Waits up to `ms` for an async event of `type`; returns the events read
 // (acknowledged), the one of `type` last. Empty-handed, the last is another.
 std::vector<ibv_async_event> wait_async(ibv_context* ctx, ibv_event_type type, int ms) {
-    std::vector<ibv_async_event> out;
-    const auto end = Clock::now() + std::chrono::milliseconds(ms);
-    for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
-        pollfd pfd{ctx->async_fd, POLLIN, 0};
-        const int r = poll(&pfd, 1, static_cast<int>(std::max<long long>(left, 0)));
-        REQUIRE(r >= 0);
-        if (r == 0) break;
-        ibv_async_event ev{};
-        REQUIRE(ibv_get_async_event(ctx, &ev) == 0);
-        out.push_back(ev);
-        ibv_ack_async_event(&ev);
-        if (ev.event_type == type) break;
-    }
-    return out;
+    return read_async(ctx, ms, type);
 }
 
 int count_events(const std::vector<ibv_async_event>& evs, ibv_event_type type) {
@@ -556,12 +470,7 @@ TEST_CASE("RC: atomics return the original value and update the remote one", "[v
     auto atomic = [&](ibv_wr_opcode op, std::size_t roff, std::size_t loff, std::uint64_t cmp_add,
                       std::uint64_t swap, std::uint64_t id) {
         ibv_sge sg = result.sge(loff, 8);
-        ibv_send_wr wr{};
-        wr.wr_id = id;
-        wr.sg_list = &sg;
-        wr.num_sge = 1;
-        wr.opcode = op;
-        wr.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr wr = send_wr(id, op, &sg);
         wr.wr.atomic.remote_addr = remote.addr(roff);
         wr.wr.atomic.rkey = remote.mr->rkey;
         wr.wr.atomic.compare_add = cmp_add;
@@ -615,11 +524,7 @@ TEST_CASE("RC: inline SEND is copied at post time", "[verbs][rc][inline]") {
         INFO("inline size " << size << " (max_inline_data " << p.a.max_inline << ")");
         Buffer dst(d, size + 16);
         ibv_sge rs = dst.sge(3, size + 13);
-        ibv_recv_wr rwr{};
-        rwr.wr_id = 77;
-        rwr.sg_list = &rs;
-        rwr.num_sge = 1;
-        post_recv(p.b.qp, rwr);
+        post_recv(p.b.qp, rs, 77);
         // Not registered: the lkey is not used for inline data.
         std::vector<std::uint8_t> src(size);
         for (auto& c : src) c = static_cast<std::uint8_t>(rng());
@@ -681,20 +586,12 @@ TEST_CASE("UD: SEND with and without immediate, GRH, src_qp", "[verbs][ud]") {
                 const Layout rl = split(total, 2, 9, 1);
                 Buffer dst(d, rl.span + 21);
                 ibv_sge rs[2] = {dst.sge(rl.off[0], rl.len[0]), dst.sge(rl.off[1], rl.len[1] + 12)};
-                ibv_recv_wr rwr{};
-                rwr.wr_id = 1000 + seq;
-                rwr.sg_list = rs;
-                rwr.num_sge = 2;
+                ibv_recv_wr rwr = recv_wr(1000 + seq, rs, 2);
                 post_recv(p.b.qp, rwr);
 
                 std::vector<ibv_sge> ls = sges(src, ll);
-                ibv_send_wr wr{};
-                wr.wr_id = 2000 + seq;
-                wr.sg_list = ls.data();
-                wr.num_sge = n;
-                wr.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+                ibv_send_wr wr = send_wr(2000 + seq, with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, ls.data(), n);
                 wr.imm_data = htobe32(0xD00D0000u + seq);
-                wr.send_flags = IBV_SEND_SIGNALED;
                 wr.wr.ud.ah = ah;
                 wr.wr.ud.remote_qpn = p.b.qpn();
                 wr.wr.ud.remote_qkey = 0x11111111;
@@ -745,14 +642,7 @@ TEST_CASE("RC: WRITE with a bad rkey: remote access error, then flush", "[verbs]
     std::mt19937 rng(5);
     src.fill(0, 4096, rng);
     ibv_sge sg = src.sge(0, 4096);
-    ibv_send_wr wr{};
-    wr.wr_id = 1;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = dst.addr();
-    wr.wr.rdma.rkey = dst.mr->rkey ^ 0x5a5a00;
+    ibv_send_wr wr = rdma_wr(1, IBV_WR_RDMA_WRITE, &sg, dst.addr(), dst.mr->rkey ^ 0x5a5a00);
     post_send(p.a.qp, wr);
     expect_wc(p.a.cq, "bad rkey WRITE", 1, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
     dst.verify("WRITE target with a bad rkey");
@@ -768,11 +658,7 @@ TEST_CASE("RC: WRITE with a bad rkey: remote access error, then flush", "[verbs]
     }
     // A receive posted to a QP in ERR flushes too.
     ibv_sge rs = dst.sge(0, 16);
-    ibv_recv_wr rwr{};
-    rwr.wr_id = 4;
-    rwr.sg_list = &rs;
-    rwr.num_sge = 1;
-    post_recv(p.a.qp, rwr);
+    post_recv(p.a.qp, rs, 4);
     expect_wc(p.a.cq, "RECV in ERR", 4, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
     dst.verify("WRITE target after flushed WRs");
     src.verify("source");
@@ -796,14 +682,8 @@ TEST_CASE("RC: READ outside the remote MR: remote access error", "[verbs][rc][er
     std::mt19937 rng(6);
     remote.fill(0, 4096, rng);
     ibv_sge sg = local.sge(0, 32);
-    ibv_send_wr wr{};
-    wr.wr_id = 9;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_READ;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = remote.addr(4096 - 16);  // 16 bytes in, 16 beyond the end
-    wr.wr.rdma.rkey = remote.mr->rkey;
+    // 16 bytes in, 16 beyond the end.
+    ibv_send_wr wr = rdma_wr(9, IBV_WR_RDMA_READ, &sg, remote.addr(4096 - 16), remote.mr->rkey);
     post_send(p.a.qp, wr);
     expect_wc(p.a.cq, "READ across the MR's end", 9, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_READ);
     local.verify("READ destination");
@@ -817,12 +697,7 @@ TEST_CASE("RC: SEND with no receive posted and rnr_retry 0: RNR_RETRY_EXC", "[ve
     std::mt19937 rng(8);
     src.fill(0, 100, rng);
     ibv_sge sg = src.sge(0, 100);
-    ibv_send_wr wr{};
-    wr.wr_id = 5;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr wr = send_wr(5, IBV_WR_SEND, &sg);
     post_send(p.a.qp, wr);
     expect_wc(p.a.cq, "SEND without a receive", 5, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SEND);
     expect_no_completion(p.b.cq, "responder");
@@ -837,23 +712,14 @@ TEST_CASE("RC: SEND with rnr_retry 7 succeeds once a receive is posted 50 ms lat
     std::mt19937 rng(9);
     src.fill(0, size, rng);
     ibv_sge sg = src.sge(0, size);
-    ibv_send_wr wr{};
-    wr.wr_id = 6;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    ibv_send_wr wr = send_wr(6, IBV_WR_SEND_WITH_IMM, &sg);
     wr.imm_data = htobe32(0x12345678);
-    wr.send_flags = IBV_SEND_SIGNALED;
     post_send(p.a.qp, wr);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ibv_wc wc{};
     REQUIRE(ibv_poll_cq(p.a.cq, 1, &wc) == 0);  // still retrying
     ibv_sge rs = dst.sge(4, size + 4);
-    ibv_recv_wr rwr{};
-    rwr.wr_id = 7;
-    rwr.sg_list = &rs;
-    rwr.num_sge = 1;
-    post_recv(p.b.qp, rwr);
+    post_recv(p.b.qp, rs, 7);
     expect_wc(p.a.cq, "SEND after RNR", 6, IBV_WC_SUCCESS, IBV_WC_SEND);
     const ibv_wc rwc = expect_wc(p.b.cq, "RECV after RNR", 7, IBV_WC_SUCCESS, IBV_WC_RECV);
     CHECK(rwc.byte_len == size);
@@ -883,18 +749,9 @@ TEST_CASE("poll_cq waiting long for a completion naps instead of spinning, and s
     std::mt19937 rng(11);
     src.fill(0, size, rng);
     ibv_sge rs = dst.sge(0, size);
-    ibv_recv_wr rwr{};
-    rwr.wr_id = 21;
-    rwr.sg_list = &rs;
-    rwr.num_sge = 1;
-    post_recv(p.b.qp, rwr);
+    post_recv(p.b.qp, rs, 21);
     ibv_sge sg = src.sge(0, size);
-    ibv_send_wr wr{};
-    wr.wr_id = 20;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr wr = send_wr(20, IBV_WR_SEND, &sg);
     std::thread sender([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         ibv_send_wr* bad = nullptr;
@@ -963,12 +820,7 @@ TEST_CASE("QP state errors", "[verbs][qp]") {
         // immediate error; rxe's post_send returns EINVAL below RTS.
         Buffer b(d, 64);
         ibv_sge sg = b.sge(0, 64);
-        ibv_send_wr wr{};
-        wr.wr_id = 11;
-        wr.sg_list = &sg;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_SEND;
-        wr.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr wr = send_wr(11, IBV_WR_SEND, &sg);
         ibv_send_wr* bad = nullptr;
         CHECK(ibv_post_send(q.qp, &wr, &bad) == EINVAL);
         CHECK(bad == &wr);
@@ -986,22 +838,10 @@ TEST_CASE("QP in RESET then connected: no stale WQE is executed", "[verbs][qp]")
     std::mt19937 rng(12);
     src.fill(0, 64, rng);
     ibv_sge sg = src.sge(0, 64);
-    ibv_send_wr wr{};
-    wr.wr_id = 1;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = dst.addr();
-    wr.wr.rdma.rkey = dst.mr->rkey;
+    ibv_send_wr wr = rdma_wr(1, IBV_WR_RDMA_WRITE, &sg, dst.addr(), dst.mr->rkey);
     ibv_send_wr* bad = nullptr;
     (void)ibv_post_send(a.qp, &wr, &bad);  // in RESET
-    a.to_init();
-    b.to_init();
-    a.to_rtr(b.qpn(), 0);
-    b.to_rtr(a.qpn(), 0);
-    a.to_rts(0, 7);
-    b.to_rts(0, 7);
+    connect(a, b, 0, 0);
     wr.wr_id = 2;
     sg.length = 32;
     post_send(a.qp, wr);
@@ -1017,12 +857,7 @@ TEST_CASE("completion channel wakes up for a SEND completion", "[verbs][events]"
     REQUIRE(ch != nullptr);
     {
         Qp a(d, IBV_QPT_RC, ch), b(d, IBV_QPT_RC);
-        a.to_init();
-        b.to_init();
-        a.to_rtr(b.qpn(), 0);
-        b.to_rtr(a.qpn(), 0);
-        a.to_rts(0, 7);
-        b.to_rts(0, 7);
+        connect(a, b, 0, 0);
         REQUIRE(ibv_req_notify_cq(a.cq, 0) == 0);
         pollfd pfd{ch->fd, POLLIN, 0};
         CHECK(poll(&pfd, 1, 0) == 0);  // nothing yet
@@ -1030,31 +865,17 @@ TEST_CASE("completion channel wakes up for a SEND completion", "[verbs][events]"
         std::mt19937 rng(10);
         src.fill(0, 1000, rng);
         ibv_sge rs = dst.sge(0, 1000);
-        ibv_recv_wr rwr{};
-        rwr.wr_id = 1;
-        rwr.sg_list = &rs;
-        rwr.num_sge = 1;
-        post_recv(b.qp, rwr);
+        post_recv(b.qp, rs, 1);
         ibv_sge sg = src.sge(0, 1000);
-        ibv_send_wr wr{};
-        wr.wr_id = 2;
-        wr.sg_list = &sg;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_SEND;
-        wr.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr wr = send_wr(2, IBV_WR_SEND, &sg);
         post_send(a.qp, wr);
-        REQUIRE(poll(&pfd, 1, 5000) == 1);
-        ibv_cq* ev_cq = nullptr;
-        void* ev_ctx = nullptr;
-        REQUIRE(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
-        CHECK(ev_cq == a.cq);
-        ibv_ack_cq_events(ev_cq, 1);
+        CHECK(wait_cq_event(ch) == a.cq);
         expect_wc(a.cq, "SEND after the event", 2, IBV_WC_SUCCESS, IBV_WC_SEND);
         expect_wc(b.cq, "RECV", 1, IBV_WC_SUCCESS, IBV_WC_RECV);
         std::memcpy(dst.exp(), src.exp(), 1000);
         dst.verify("destination");
         // Not re-armed: a second completion raises no event.
-        post_recv(b.qp, rwr);
+        post_recv(b.qp, rs, 1);
         post_send(a.qp, wr);
         expect_wc(a.cq, "second SEND", 2, IBV_WC_SUCCESS, IBV_WC_SEND);
         expect_wc(b.cq, "second RECV", 1, IBV_WC_SUCCESS, IBV_WC_RECV);
@@ -1082,12 +903,7 @@ TEST_CASE("async event when a QP is moved to ERR", "[verbs][events]") {
     // Posting now flushes.
     Buffer b(d, 16);
     ibv_sge sg = b.sge(0, 16);
-    ibv_send_wr wr{};
-    wr.wr_id = 3;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr wr = send_wr(3, IBV_WR_SEND, &sg);
     post_send(p.a.qp, wr);
     expect_wc(p.a.cq, "SEND in ERR", 3, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
 }
@@ -1102,15 +918,7 @@ TEST_CASE("SQ_DRAINED after RTS->SQD with en_sqd_async_notify, once the outstand
     std::mt19937 rng(21);
     src.fill(0, 2 * size, rng);
     ibv_sge sg1 = src.sge(0, size), sg2 = src.sge(size, size);
-    ibv_send_wr wr1{}, wr2{};
-    wr1.wr_id = 1;
-    wr1.sg_list = &sg1;
-    wr1.num_sge = 1;
-    wr1.opcode = IBV_WR_SEND;
-    wr1.send_flags = IBV_SEND_SIGNALED;
-    wr2 = wr1;
-    wr2.wr_id = 2;
-    wr2.sg_list = &sg2;
+    ibv_send_wr wr1 = send_wr(1, IBV_WR_SEND, &sg1), wr2 = send_wr(2, IBV_WR_SEND, &sg2);
     // No receive yet: the SEND draws RNR NAKs and stays unacknowledged.
     post_send(p.a.qp, wr1);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -1138,15 +946,8 @@ TEST_CASE("SQ_DRAINED after RTS->SQD with en_sqd_async_notify, once the outstand
 
     // The receive arrives: the SEND is acknowledged, and the drain is over.
     ibv_sge rs1 = dst.sge(0, size), rs2 = dst.sge(size, size);
-    ibv_recv_wr r1{}, r2{};
-    r1.wr_id = 11;
-    r1.sg_list = &rs1;
-    r1.num_sge = 1;
-    r2 = r1;
-    r2.wr_id = 12;
-    r2.sg_list = &rs2;
-    post_recv(p.b.qp, r1);
-    post_recv(p.b.qp, r2);
+    post_recv(p.b.qp, rs1, 11);
+    post_recv(p.b.qp, rs2, 12);
     const auto evs = wait_async(d.ctx, IBV_EVENT_SQ_DRAINED, 5000);
     REQUIRE(!evs.empty());
     REQUIRE(evs.back().event_type == IBV_EVENT_SQ_DRAINED);
@@ -1186,14 +987,7 @@ TEST_CASE("no SQ_DRAINED after RTS->SQD without en_sqd_async_notify", "[verbs][e
     std::mt19937 rng(22);
     src.fill(0, size, rng);
     ibv_sge sg = src.sge(0, size);
-    ibv_send_wr wr{};
-    wr.wr_id = 1;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = dst.addr();
-    wr.wr.rdma.rkey = dst.mr->rkey;
+    ibv_send_wr wr = rdma_wr(1, IBV_WR_RDMA_WRITE, &sg, dst.addr(), dst.mr->rkey);
     post_send(p.a.qp, wr);
     // The modify may find the WRITE started (it drains) or not yet fetched
     // (it waits in the SQ for RTS): either way the drain ends, silently.
@@ -1228,14 +1022,6 @@ TEST_CASE("QP_LAST_WQE_REACHED when a QP on an SRQ is moved to ERR", "[verbs][ev
     sa.attr.max_sge = 1;
     ibv_srq* srq = ibv_create_srq(d.pd, &sa);
     REQUIRE(srq != nullptr);
-    auto connect = [](Qp& x, Qp& y) {
-        x.to_init();
-        y.to_init();
-        x.to_rtr(y.qpn(), 0x100);
-        y.to_rtr(x.qpn(), 0x200);
-        x.to_rts(0x200, 7);
-        y.to_rts(0x100, 7);
-    };
     {
         Buffer src(d, 256), dst(d, 4 * 256);
         std::mt19937 rng(23);
@@ -1243,23 +1029,15 @@ TEST_CASE("QP_LAST_WQE_REACHED when a QP on an SRQ is moved to ERR", "[verbs][ev
         ibv_sge rs[4];
         for (int i = 0; i < 4; ++i) {
             rs[i] = dst.sge(static_cast<std::size_t>(i) * 256, 256);
-            ibv_recv_wr r{};
-            r.wr_id = 20 + static_cast<std::uint64_t>(i);
-            r.sg_list = &rs[i];
-            r.num_sge = 1;
+            ibv_recv_wr r = recv_wr(20 + static_cast<std::uint64_t>(i), &rs[i]);
             ibv_recv_wr* bad = nullptr;
             REQUIRE(ibv_post_srq_recv(srq, &r, &bad) == 0);
         }
         ibv_sge sg = src.sge(0, 100);
-        ibv_send_wr wr{};
-        wr.wr_id = 1;
-        wr.sg_list = &sg;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_SEND;
-        wr.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr wr = send_wr(1, IBV_WR_SEND, &sg);
 
         Qp a(d, IBV_QPT_RC), b(d, IBV_QPT_RC, nullptr, 0, srq);
-        connect(a, b);
+        connect(a, b, 0x200, 0x100);
         post_send(a.qp, wr);
         expect_wc(a.cq, "SEND to the SRQ QP", 1, IBV_WC_SUCCESS, IBV_WC_SEND);
         expect_wc(b.cq, "RECV from the SRQ", 20, IBV_WC_SUCCESS, IBV_WC_RECV);
@@ -1283,7 +1061,7 @@ TEST_CASE("QP_LAST_WQE_REACHED when a QP on an SRQ is moved to ERR", "[verbs][ev
 
         // The SRQ's next WQE serves another QP.
         Qp a2(d, IBV_QPT_RC), c(d, IBV_QPT_RC, nullptr, 0, srq);
-        connect(a2, c);
+        connect(a2, c, 0x200, 0x100);
         wr.wr_id = 2;
         post_send(a2.qp, wr);
         expect_wc(a2.cq, "SEND to the second SRQ QP", 2, IBV_WC_SUCCESS, IBV_WC_SEND);

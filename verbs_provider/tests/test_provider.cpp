@@ -9,9 +9,7 @@
 #include <cstring>
 #include <memory>
 
-#include "fw_test_util.h"
-#include "provider.h"
-#include "simnic/host/local_context.h"
+#include "local_device.h"
 
 namespace sv = simnic::verbs;
 namespace host = simnic::host;
@@ -21,59 +19,11 @@ namespace fw = simnic::fw;
 
 namespace {
 
-// One device "sim0" bound to a fake eth0 (MAC 52:54:00:12:34:56, 10.1.2.3,
-// MTU 1500), installed as the provider's device source.
-struct Rig {
-    // rxe_limits: the default CAP_BLOCK (rxe's values); otherwise small tables.
-    explicit Rig(bool rxe_limits = false) {
-        cfg.cap = rxe_limits ? fw::default_cap_block() : fw::default_cap_block(fw::test::small_limits());
-        store = std::make_unique<fw::MemTableStore>(
-            fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
-        firmware = std::make_unique<fw::Firmware>(cfg, *store, netdev, sink);
-        sv::DeviceSource src;
-        src.list = [this](std::vector<host::DeviceEntry>& out) {
-            out.clear();
-            if (listed) out.push_back({dev_name, "eth0", "soft"});
-            return list_err;
-        };
-        src.open = [this](const std::string& name, int& err) -> std::unique_ptr<host::Context> {
-            ++opens;
-            if (name != dev_name) {
-                err = ENODEV;
-                return nullptr;
-            }
-            auto c = host::open_local_context(*firmware, sink, name, next_ctx++, 4242);
-            if (!c) err = ENOMEM;
-            return c;
-        };
-        sv::set_device_source(src);
-    }
-    ~Rig() { sv::set_device_source(sv::DeviceSource{}); }
-
-    ibv_device* device() {
-        std::vector<ibv_device*> devs;
-        REQUIRE(sv::current_devices(devs) == 0);
-        for (ibv_device* d : devs)
-            if (dev_name == d->name) return d;
-        FAIL("device not listed");
-        return nullptr;
-    }
-    ibv_context* open() {
-        ibv_context* c = sv::open_device(device());
-        REQUIRE(c != nullptr);
-        return c;
-    }
-
-    std::string dev_name = "sim0";
-    FakeNetdev netdev;
-    host::LocalEventSink sink;
-    fw::FwConfig cfg;
-    std::unique_ptr<fw::MemTableStore> store;
-    std::unique_ptr<fw::Firmware> firmware;
-    bool listed = true;
-    int list_err = 0;
-    int opens = 0;
-    std::uint16_t next_ctx = 1;
+// One device "sim0" bound to a fake eth0, installed as the provider's device
+// source; rxe_limits: the default CAP_BLOCK (rxe's values), otherwise small
+// tables.
+struct Rig : simnic::verbs::test::LocalDevice {
+    explicit Rig(bool rxe_limits = false) : LocalDevice("sim0", rxe_limits) {}
 };
 
 verbs_context* vctx_of(ibv_context* c) { return verbs_get_ctx(c); }

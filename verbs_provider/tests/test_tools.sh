@@ -10,11 +10,7 @@ export SIMNIC_RUNTIME_DIR=$(mktemp -d /tmp/simnic-verbs-tools.XXXXXX)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 cleanup() {
-  "$SIMNIC" link delete "$DEV" >/dev/null 2>&1
-  if [ -f "$SIMNIC_RUNTIME_DIR/simnicd.state" ]; then
-    pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state")
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  fi
+  "$SIMNIC" daemon --stop >/dev/null 2>&1
   rm -rf "$SIMNIC_RUNTIME_DIR"
 }
 trap cleanup EXIT

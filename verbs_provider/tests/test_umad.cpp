@@ -7,9 +7,7 @@
 #include <cerrno>
 #include <memory>
 
-#include "fw_test_util.h"
-#include "provider.h"
-#include "simnic/host/local_context.h"
+#include "local_device.h"
 #include "umad_ca.h"
 
 namespace sv = simnic::verbs;
@@ -19,37 +17,9 @@ namespace fw = simnic::fw;
 
 namespace {
 
-// One device "sim0" on a fake eth0 (MAC 52:54:00:12:34:56), as the
-// provider's device source.
-struct UmadRig {
-    UmadRig() {
-        cfg.cap = fw::default_cap_block();
-        store = std::make_unique<fw::MemTableStore>(
-            fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
-        firmware = std::make_unique<fw::Firmware>(cfg, *store, netdev, sink);
-        sv::DeviceSource src;
-        src.list = [](std::vector<host::DeviceEntry>& out) {
-            out.assign(1, {"sim0", "eth0", "soft"});
-            return 0;
-        };
-        src.open = [this](const std::string& name, int& err) -> std::unique_ptr<host::Context> {
-            if (name != "sim0") {
-                err = ENODEV;
-                return nullptr;
-            }
-            return host::open_local_context(*firmware, sink, name, next_ctx++, 4242);
-        };
-        sv::set_device_source(src);
-    }
-    ~UmadRig() { sv::set_device_source(sv::DeviceSource{}); }
-
-    fw::test::FakeNetdev netdev;
-    host::LocalEventSink sink;
-    fw::FwConfig cfg;
-    std::unique_ptr<fw::MemTableStore> store;
-    std::unique_ptr<fw::Firmware> firmware;
-    std::uint16_t next_ctx = 1;
-};
+// One device "sim0" on a fake eth0 (MAC 52:54:00:12:34:56) with rxe's
+// limits, as the provider's device source.
+using UmadRig = simnic::verbs::test::LocalDevice;
 
 constexpr std::uint64_t kEui64 = 0x505400FFFE123456ull;  // of 52:54:00:12:34:56
 

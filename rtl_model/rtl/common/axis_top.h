@@ -12,13 +12,21 @@
 
 namespace simnic::rtl {
 
-// One rising and one falling clock edge. Outputs registered on the rising
-// edge are valid after it returns.
-template <typename V> void clock_cycle(V& top) {
+// One rising and one falling clock edge. `after_rise` runs between them,
+// when the outputs registered on the rising edge are valid (a testbench
+// checks them there, a wrapper collects a result).
+template <typename V, typename AfterRise> void clock_cycle(V& top, AfterRise&& after_rise) {
     top.clk_i = 1;
     top.eval();
+    after_rise();
     top.clk_i = 0;
     top.eval();
+}
+
+// One clock cycle; outputs registered on the rising edge are valid after it
+// returns.
+template <typename V> void clock_cycle(V& top) {
+    clock_cycle(top, [] {});
 }
 
 // Reset with no input valid: rst_ni low for three cycles, then high and one

@@ -1,47 +1,36 @@
 #include "roce_parser_rtl.h"
 
-#include <verilated.h>
-
 #include <algorithm>
 #include <stdexcept>
 
 #include "Vroce_parser.h"
 #include "roce_parser_ports.h"
+#include "verilated_block.h"
 
 namespace simnic::rtl {
 
 static_assert(RoceParserRtl::kLatency == kRoceParserLatency);
 
-struct RoceParserRtl::Impl {
-    VerilatedContext ctx;
-    std::unique_ptr<Vroce_parser> top;
-    uint64_t cycle = 0;
-
-    Impl() : top(new Vroce_parser{&ctx}) {
+struct RoceParserRtl::Impl : VerilatedBlock<Vroce_parser> {
+    Impl() {
         // The record is taken as soon as it is valid: the output never
         // stalls, and a record left on the port is consumed by the edge
         // that takes the next frame's first beat.
-        top->m_ready_i = 1;
-        reset_top(*top, [this] { tick(); });
-    }
-    ~Impl() { top->final(); }
-
-    void tick() {
-        clock_cycle(*top);
-        ++cycle;
+        (*this)->m_ready_i = 1;
+        reset();
     }
 };
 
 RoceParserRtl::RoceParserRtl() : impl_(std::make_unique<Impl>()) {}
 RoceParserRtl::~RoceParserRtl() = default;
 
-uint64_t RoceParserRtl::cycles() const { return impl_->cycle; }
+uint64_t RoceParserRtl::cycles() const { return impl_->cycles(); }
 
 roce::HeaderVector RoceParserRtl::parse(const uint8_t* frame, size_t len, uint64_t* cycles_out) {
     Impl& m = *impl_;
-    Vroce_parser& top = *m.top;
+    Vroce_parser& top = *m;
     const size_t nbeats = std::max<size_t>(1, (len + kBeatBytes - 1) / kBeatBytes);
-    const uint64_t start = m.cycle;  // the next edge takes the first beat
+    const uint64_t start = m.cycles();  // the next edge takes the first beat
     for (size_t b = 0; b < nbeats; ++b) {
         const size_t off = b * kBeatBytes;
         const size_t n = std::min(kBeatBytes, len - std::min(len, off));
@@ -64,7 +53,7 @@ roce::HeaderVector RoceParserRtl::parse(const uint8_t* frame, size_t len, uint64
         if (i > 4 * kLatency) throw std::runtime_error("roce_parser: no header vector");
         m.tick();
     }
-    if (cycles_out) *cycles_out = m.cycle - start;
+    if (cycles_out) *cycles_out = m.cycles() - start;
     return read_header_vector(top);
 }
 

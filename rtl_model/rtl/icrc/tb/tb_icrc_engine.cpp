@@ -15,8 +15,6 @@
 // tkeep are random garbage. Each result must come a fixed number of cycles
 // after the frame's last beat. Exit status is non-zero on the first mismatch,
 // after printing the frame in hex.
-#include <verilated.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -32,12 +30,13 @@
 #include <vector>
 
 #include "Vicrc_engine.h"
-#include "axis_top.h"
 #include "packet_gen.h"
 #include "simnic/roce/bytes.h"
 #include "simnic/roce/icrc.h"
 #include "simnic/roce/packet.h"
 #include "tb_fail.h"
+#include "tb_run.h"
+#include "verilated_block.h"
 #include "vectors.h"
 
 #ifndef TB_DATA_WIDTH
@@ -140,16 +139,15 @@ struct Stats {
 
 class Harness {
 public:
-    Harness(VerilatedContext* ctx, uint64_t seed) : top_(new Vicrc_engine{ctx}), rng_(seed) {
-        rtl::reset_top(*top_, [this] { tick(); });
+    Harness(VerilatedContext* ctx, uint64_t seed) : dut_(ctx), rng_(seed) {
+        rtl::reset_top(*dut_, [this] { tick(); });
     }
-    ~Harness() { top_->final(); }
 
     // Drive the jobs in order; idle_prob > 0 inserts 1..4 idle cycles before
     // a beat with that probability (also inside frames).
     Stats run(const std::vector<Job>& jobs, double idle_prob) {
         Stats s;
-        const uint64_t start = cycle_;
+        const uint64_t start = dut_.cycles();
         std::bernoulli_distribution idle(idle_prob);
         std::uniform_int_distribution<int> idle_len(1, 4);
         for (size_t k = 0; k < jobs.size(); ++k) {
@@ -158,36 +156,36 @@ public:
             for (size_t b = 0; b < nbeats; ++b) {
                 if (idle_prob > 0 && idle(rng_)) {
                     for (int i = idle_len(rng_); i > 0; --i) {
-                        top_->s_axis_tvalid_i = 0;
+                        dut_->s_axis_tvalid_i = 0;
                         fill_garbage();
                         tick();
                     }
                 }
                 const size_t off = b * kBeatBytes;
                 const size_t n = std::min(kBeatBytes, f.size() - off);
-                rtl::load_beat(*top_, kBeatBytes, &f[off], n, [this] { return static_cast<uint8_t>(rng_()); });
-                top_->s_axis_tvalid_i = 1;
-                top_->s_axis_tlast_i = b + 1 == nbeats;
+                rtl::load_beat(*dut_, kBeatBytes, &f[off], n, [this] { return static_cast<uint8_t>(rng_()); });
+                dut_->s_axis_tvalid_i = 1;
+                dut_->s_axis_tlast_i = b + 1 == nbeats;
                 // Accepted at the next edge if ready; the engine never stalls,
                 // so a low ready is counted and the beat held.
-                while (!top_->s_axis_tready_o) {
+                while (!dut_->s_axis_tready_o) {
                     ++s.stall_cycles;
                     tick();
                 }
-                if (b + 1 == nbeats) pending_.push_back({&jobs[k], cycle_ + 1});
+                if (b + 1 == nbeats) pending_.push_back({&jobs[k], dut_.cycles() + 1});
                 tick();
                 ++s.beats;
             }
             ++s.frames;
         }
-        top_->s_axis_tvalid_i = 0;
-        s.cycles = cycle_ - start;  // up to and including the last beat
+        dut_->s_axis_tvalid_i = 0;
+        s.cycles = dut_.cycles() - start;  // up to and including the last beat
         for (uint64_t i = 0; i < kLatency + 4 && !pending_.empty(); ++i) tick();
         if (!pending_.empty()) fail("results missing after the last frame: " + pending_.front().job->name);
         return s;
     }
 
-    uint64_t cycles() const { return cycle_; }
+    uint64_t cycles() const { return dut_.cycles(); }
     uint64_t latency_min() const { return lat_min_; }
     uint64_t latency_max() const { return lat_max_; }
 
@@ -198,27 +196,22 @@ private:
     };
 
     void fill_garbage() {
-        for (size_t w = 0; w < kBeatBytes / 4; ++w) top_->s_axis_tdata_i[w] = static_cast<uint32_t>(rng_());
-        top_->s_axis_tlast_i = rng_() & 1;
-        rtl::set_keep(top_->s_axis_tkeep_i, rng_() % (kBeatBytes + 1));
+        for (size_t w = 0; w < kBeatBytes / 4; ++w) dut_->s_axis_tdata_i[w] = static_cast<uint32_t>(rng_());
+        dut_->s_axis_tlast_i = rng_() & 1;
+        rtl::set_keep(dut_->s_axis_tkeep_i, rng_() % (kBeatBytes + 1));
     }
 
     void tick() {
-        top_->clk_i = 1;
-        top_->eval();
-        ++cycle_;
-        check_output();
-        top_->clk_i = 0;
-        top_->eval();
+        dut_.tick([this] { check_output(); });
     }
 
     void check_output() {
-        if (!top_->m_valid_o) return;
+        if (!dut_->m_valid_o) return;
         if (pending_.empty()) fail("m_valid_o without a frame in flight");
         const Pending p = pending_.front();
         pending_.pop_front();
         const Job& j = *p.job;
-        const uint64_t lat = cycle_ - p.accept_cycle;
+        const uint64_t lat = dut_.cycles() - p.accept_cycle;
         lat_min_ = std::min(lat_min_, lat);
         lat_max_ = std::max(lat_max_, lat);
         char buf[256];
@@ -227,9 +220,9 @@ private:
                           j.name.c_str(), lat, kLatency);
             fail(buf, &j.frame);
         }
-        const bool err = top_->m_err_o;
-        const bool ok = top_->m_icrc_ok_o;
-        const uint32_t icrc = top_->m_icrc_o;
+        const bool err = dut_->m_err_o;
+        const bool ok = dut_->m_icrc_ok_o;
+        const uint32_t icrc = dut_->m_icrc_o;
         if (err != j.exp.err || ok != j.exp.ok || (!j.exp.err && icrc != j.exp.icrc)) {
             std::snprintf(buf, sizeof buf,
                           "%s: RTL icrc=%08x ok=%d err=%d, reference icrc=%08x ok=%d err=%d",
@@ -238,10 +231,9 @@ private:
         }
     }
 
-    std::unique_ptr<Vicrc_engine> top_;
+    rtl::VerilatedBlock<Vicrc_engine> dut_;
     std::mt19937_64 rng_;
     std::deque<Pending> pending_;
-    uint64_t cycle_ = 0;
     uint64_t lat_min_ = ~uint64_t{0}, lat_max_ = 0;
 };
 
@@ -348,21 +340,10 @@ std::vector<Job> error_frames(tb::PacketGen& gen) {
     return out;
 }
 
-uint64_t arg_u64(int argc, char** argv, const char* flag, const char* env, uint64_t dflt) {
-    for (int i = 1; i + 1 < argc; ++i)
-        if (std::strcmp(argv[i], flag) == 0) return std::strtoull(argv[i + 1], nullptr, 0);
-    if (const char* e = std::getenv(env)) return std::strtoull(e, nullptr, 0);
-    return dflt;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    const uint64_t seed = arg_u64(argc, argv, "--seed", "SIMNIC_SEED", 0x1c4c5eed);
-    const uint64_t npackets = arg_u64(argc, argv, "--packets", "SIMNIC_PACKETS", 10000);
-    std::printf("tb_icrc_engine: DataWidth=%d seed=0x%" PRIx64 " packets=%" PRIu64
-                " (rerun: --seed 0x%" PRIx64 ")\n",
-                TB_DATA_WIDTH, seed, npackets, seed);
+    const auto [seed, npackets] = tb::tb_args(argc, argv, "tb_icrc_engine", TB_DATA_WIDTH, 0x1c4c5eed);
 
     auto ctx = std::make_unique<VerilatedContext>();
     ctx->commandArgs(argc, argv);
@@ -466,9 +447,7 @@ int main(int argc, char** argv) {
                 gaps.frames, gaps.beats, gaps.cycles);
     std::printf("latency: %" PRIu64 "..%" PRIu64 " cycles from last beat to result (expected %" PRIu64
                 ")\n", h.latency_min(), h.latency_max(), kLatency);
-    std::printf("simulation: %" PRIu64 " cycles in %.2f s: %.0f cycles/s, %.0f frames/s (back to back)\n",
-                h.cycles(), secs, static_cast<double>(h.cycles()) / secs,
-                static_cast<double>(b2b.frames) / b2b_secs);
+    tb::print_sim_speed(h.cycles(), secs, b2b.frames, b2b_secs);
     if (b2b.stall_cycles != 0 || bpc < 1.0) fail("throughput below one beat per cycle");
     std::printf("PASS\n");
     return 0;

@@ -30,8 +30,6 @@
 // and equal the reference). Bytes outside tkeep and on idle cycles are
 // random garbage. Exit status is non-zero on the first mismatch, after
 // printing the frame in hex and the differing fields.
-#include <verilated.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -53,8 +51,10 @@
 #include "simnic/roce/bytes.h"
 #include "simnic/roce/header_vector.h"
 #include "simnic/roce/packet.h"
-#include "simnic/roce/pcap_io.h"
 #include "tb_fail.h"
+#include "tb_golden.h"
+#include "tb_run.h"
+#include "verilated_block.h"
 #include "vectors.h"
 
 #ifndef TB_DATA_WIDTH
@@ -102,11 +102,10 @@ struct Stats {
 
 class Harness {
 public:
-    Harness(VerilatedContext* ctx, uint64_t seed) : top_(new Vroce_parser{ctx}), rng_(seed) {
-        top_->m_ready_i = 1;
-        rtl::reset_top(*top_, [this] { tick(); });
+    Harness(VerilatedContext* ctx, uint64_t seed) : dut_(ctx), rng_(seed) {
+        dut_->m_ready_i = 1;
+        rtl::reset_top(*dut_, [this] { tick(); });
     }
-    ~Harness() { top_->final(); }
 
     // Drive the jobs in order. idle_prob > 0 inserts 1..4 idle cycles before
     // a beat with that probability (also inside frames); stall_prob > 0
@@ -117,7 +116,7 @@ public:
         stall_prob_ = stall_prob;
         exact_latency_ = exact_latency;
         stats_ = &s;
-        const uint64_t start = cycle_;
+        const uint64_t start = dut_.cycles();
         std::bernoulli_distribution idle(idle_prob);
         std::uniform_int_distribution<int> idle_len(1, 4);
         for (const Job& job : jobs) {
@@ -126,34 +125,34 @@ public:
             for (size_t b = 0; b < nbeats; ++b) {
                 if (idle_prob > 0 && idle(rng_)) {
                     for (int i = idle_len(rng_); i > 0; --i) {
-                        top_->s_axis_tvalid_i = 0;
+                        dut_->s_axis_tvalid_i = 0;
                         fill_garbage();
                         step();
                     }
                 }
                 const size_t off = std::min(f.size(), b * kBeatBytes);
                 const size_t n = std::min(kBeatBytes, f.size() - off);
-                rtl::load_beat(*top_, kBeatBytes, f.data() + off, n,
+                rtl::load_beat(*dut_, kBeatBytes, f.data() + off, n,
                                [this] { return static_cast<uint8_t>(rng_()); });
-                top_->s_axis_tvalid_i = 1;
-                top_->s_axis_tlast_i = b + 1 == nbeats;
+                dut_->s_axis_tvalid_i = 1;
+                dut_->s_axis_tlast_i = b + 1 == nbeats;
                 // Accepted at the next edge once ready (which depends on
                 // m_ready_i, so it is drawn and settled first).
                 for (;;) {
                     draw_ready();
-                    top_->eval();
-                    if (top_->s_axis_tready_o) break;
+                    dut_->eval();
+                    if (dut_->s_axis_tready_o) break;
                     ++s.in_stall_cycles;
                     tick();
                 }
-                if (b + 1 == nbeats) pending_.push_back({&job, cycle_ + 1, 0});
+                if (b + 1 == nbeats) pending_.push_back({&job, dut_.cycles() + 1, 0});
                 tick();
                 ++s.beats;
             }
             ++s.frames;
         }
-        top_->s_axis_tvalid_i = 0;
-        s.cycles = cycle_ - start;  // up to and including the last beat
+        dut_->s_axis_tvalid_i = 0;
+        s.cycles = dut_.cycles() - start;  // up to and including the last beat
         for (uint64_t i = 0; i < 64 * (kLatency + 4) && !pending_.empty(); ++i) step();
         if (!pending_.empty())
             fail("records missing after the last frame: " + pending_.front().job->name);
@@ -161,7 +160,7 @@ public:
         return s;
     }
 
-    uint64_t cycles() const { return cycle_; }
+    uint64_t cycles() const { return dut_.cycles(); }
     uint64_t latency_min() const { return lat_min_; }
     uint64_t latency_max() const { return lat_max_; }
     uint64_t records() const { return records_; }
@@ -174,37 +173,33 @@ private:
     };
 
     void draw_ready() {
-        top_->m_ready_i = !(stall_prob_ > 0 && std::bernoulli_distribution(stall_prob_)(rng_));
+        dut_->m_ready_i = !(stall_prob_ > 0 && std::bernoulli_distribution(stall_prob_)(rng_));
     }
 
     // One cycle with no beat offered.
     void step() {
         draw_ready();
-        top_->eval();
+        dut_->eval();
         tick();
     }
 
     void fill_garbage() {
-        rtl::load_beat(*top_, kBeatBytes, nullptr, 0, [this] { return static_cast<uint8_t>(rng_()); });
-        top_->s_axis_tlast_i = rng_() & 1;
-        using Keep = std::decay_t<decltype(top_->s_axis_tkeep_i)>;
-        top_->s_axis_tkeep_i = static_cast<Keep>(rng_());
+        rtl::load_beat(*dut_, kBeatBytes, nullptr, 0, [this] { return static_cast<uint8_t>(rng_()); });
+        dut_->s_axis_tlast_i = rng_() & 1;
+        using Keep = std::decay_t<decltype(dut_->s_axis_tkeep_i)>;
+        dut_->s_axis_tkeep_i = static_cast<Keep>(rng_());
     }
 
     // Inputs are settled (eval()ed with clk low). A record on the port with
     // m_ready_i high is taken by this edge.
     void tick() {
-        if (top_->m_valid_o && top_->m_ready_i) take_record();
-        else if (top_->m_valid_o && stats_) ++stats_->out_stall_cycles;
-        top_->clk_i = 1;
-        top_->eval();
-        ++cycle_;
-        if (top_->m_valid_o) {
+        if (dut_->m_valid_o && dut_->m_ready_i) take_record();
+        else if (dut_->m_valid_o && stats_) ++stats_->out_stall_cycles;
+        dut_.tick([this] {
+            if (!dut_->m_valid_o) return;
             if (pending_.empty()) fail("m_valid_o without a frame in flight");
-            if (pending_.front().valid_cycle == 0) pending_.front().valid_cycle = cycle_;
-        }
-        top_->clk_i = 0;
-        top_->eval();
+            if (pending_.front().valid_cycle == 0) pending_.front().valid_cycle = dut_.cycles();
+        });
     }
 
     void take_record() {
@@ -222,7 +217,7 @@ private:
                           j.name.c_str(), lat, kLatency);
             fail(buf, &j.frame);
         }
-        const HeaderVector got = rtl::read_header_vector(*top_);
+        const HeaderVector got = rtl::read_header_vector(*dut_);
         if (got != j.exp) {
             std::snprintf(buf, sizeof buf, "%s: RTL verdict %s, reference %s; fields (RTL != C++):\n",
                           j.name.c_str(), roce::kParseVerdictIds[static_cast<size_t>(got.verdict) %
@@ -232,10 +227,9 @@ private:
         }
     }
 
-    std::unique_ptr<Vroce_parser> top_;
+    rtl::VerilatedBlock<Vroce_parser> dut_;
     std::mt19937_64 rng_;
     std::deque<Pending> pending_;
-    uint64_t cycle_ = 0;
     uint64_t lat_min_ = ~uint64_t{0}, lat_max_ = 0, records_ = 0;
     double stall_prob_ = 0;
     bool exact_latency_ = true;
@@ -409,39 +403,13 @@ private:
 
 std::vector<Job> golden_jobs(size_t& files) {
     std::vector<Job> out;
-    files = 0;
-    std::vector<std::filesystem::path> paths;
-    for (const auto& dir : std::filesystem::directory_iterator(SIMNIC_GOLDEN_DIR)) {
-        if (!dir.is_directory() || dir.path().filename().string().rfind("mtu", 0) != 0) continue;
-        for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
-            const std::string ext = e.path().extension().string();
-            if (ext == ".pcap" || ext == ".pcapng") paths.push_back(e.path());
-        }
-    }
-    std::sort(paths.begin(), paths.end());
-    for (const auto& path : paths) {
-        std::string err;
-        auto rd = roce::PcapReader::open(path.string(), err);
-        if (!rd) fail("cannot open " + path.string() + ": " + err);
-        if (rd->linktype() != 1) fail(path.string() + ": not an Ethernet capture");
-        roce::PcapRecord rec;
-        size_t k = 0;
-        while (rd->next(rec)) {
-            out.push_back(job_from("golden:" + path.parent_path().filename().string() + "/" +
-                                       path.filename().string() + "#" + std::to_string(k++),
-                                   rec.data));
-        }
-        if (!rd->error().empty()) fail(path.string() + ": " + rd->error());
-        ++files;
-    }
+    files = tb::for_each_golden_frame(SIMNIC_GOLDEN_DIR, [&](const std::filesystem::path& path, size_t k,
+                                                             const std::vector<uint8_t>& frame) {
+        out.push_back(job_from("golden:" + path.parent_path().filename().string() + "/" +
+                                   path.filename().string() + "#" + std::to_string(k),
+                               frame));
+    });
     return out;
-}
-
-uint64_t arg_u64(int argc, char** argv, const char* flag, const char* env, uint64_t dflt) {
-    for (int i = 1; i + 1 < argc; ++i)
-        if (std::strcmp(argv[i], flag) == 0) return std::strtoull(argv[i + 1], nullptr, 0);
-    if (const char* e = std::getenv(env)) return std::strtoull(e, nullptr, 0);
-    return dflt;
 }
 
 struct Coverage {
@@ -468,11 +436,7 @@ struct Coverage {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const uint64_t seed = arg_u64(argc, argv, "--seed", "SIMNIC_SEED", 0x9a45e5eed);
-    const uint64_t npackets = arg_u64(argc, argv, "--packets", "SIMNIC_PACKETS", 10000);
-    std::printf("tb_roce_parser: DataWidth=%d seed=0x%" PRIx64 " packets=%" PRIu64
-                " (rerun: --seed 0x%" PRIx64 ")\n",
-                TB_DATA_WIDTH, seed, npackets, seed);
+    const auto [seed, npackets] = tb::tb_args(argc, argv, "tb_roce_parser", TB_DATA_WIDTH, 0x9a45e5eed);
 
     auto ctx = std::make_unique<VerilatedContext>();
     ctx->commandArgs(argc, argv);
@@ -608,9 +572,7 @@ int main(int argc, char** argv) {
                 kLatency, kLatency, h.latency_min(), h.latency_max());
     std::printf("records checked: %" PRIu64 " (RTL == parse_header_vector(), every field)\n",
                 h.records());
-    std::printf("simulation: %" PRIu64 " cycles in %.2f s: %.0f cycles/s, %.0f frames/s (back to back)\n",
-                h.cycles(), secs, static_cast<double>(h.cycles()) / secs,
-                static_cast<double>(b2b.frames) / b2b_secs);
+    tb::print_sim_speed(h.cycles(), secs, b2b.frames, b2b_secs);
     if (b2b.in_stall_cycles != 0 || bpc < 1.0) fail("throughput below one beat per cycle");
     if (stalls.in_stall_cycles == 0) fail("backpressure never reached the input");
     std::printf("PASS\n");

@@ -6,14 +6,13 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "packet_gen.h"
 #include "roce_parser_rtl.h"
 #include "simnic/roce/header_vector.h"
-#include "simnic/roce/pcap_io.h"
+#include "tb_golden.h"
 #include "vectors.h"
 
 #ifndef SIMNIC_GOLDEN_DIR
@@ -46,21 +45,11 @@ void check(rtl::RoceParserRtl& rtl, const std::string& name, const std::vector<u
 int main() {
     rtl::RoceParserRtl rtl;
     size_t golden = 0;
-    for (const auto& dir : std::filesystem::directory_iterator(SIMNIC_GOLDEN_DIR)) {
-        if (!dir.is_directory()) continue;
-        for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
-            if (e.path().extension() != ".pcap" && e.path().extension() != ".pcapng") continue;
-            std::string err;
-            auto rd = roce::PcapReader::open(e.path().string(), err);
-            if (!rd) {
-                std::fprintf(stderr, "FAIL: %s: %s\n", e.path().c_str(), err.c_str());
-                return 1;
-            }
-            roce::PcapRecord rec;
-            for (size_t k = 0; rd->next(rec); ++k, ++golden)
-                check(rtl, e.path().filename().string() + "#" + std::to_string(k), rec.data);
-        }
-    }
+    tb::for_each_golden_frame(SIMNIC_GOLDEN_DIR, [&](const std::filesystem::path& path, size_t k,
+                                                     const std::vector<uint8_t>& frame) {
+        check(rtl, path.filename().string() + "#" + std::to_string(k), frame);
+        ++golden;
+    });
     for (const tb::FrameVector& v : tb::packet_core_vectors()) check(rtl, v.name, v.frame);
     tb::PacketGenOptions opt;
     opt.unaligned_prob = 0.1;
