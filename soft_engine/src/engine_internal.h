@@ -236,9 +236,21 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         int engine_fd = -1;
         uint32_t fifo_ci = 0;
         bool cqe_written = false;  // since the last wake_cq_waiters(); listed in cqe_ctxs
+        // The context's process has exited (a DMA into it failed with ESRCH)
+        // and the daemon has not yet destroyed what it owned: its QPs send
+        // nothing and take nothing from the wire, as rxe's QPs are gone once
+        // the process that owned them has exited (host_memory.cc).
+        bool gone = false;
     };
     std::map<uint16_t, CtxState> ctxs;
     EngineQp* qp_of_ctx(uint16_t ctx, uint32_t qpn);
+    // After a failed DMA into context `ctx`'s memory: if its process no
+    // longer exists (errno ESRCH), the context is gone (CtxState::gone).
+    void note_dma_failure(uint16_t ctx);
+    bool ctx_gone(uint16_t ctx) const {
+        auto it = ctxs.find(ctx);
+        return it != ctxs.end() && it->second.gone;
+    }
     void doorbell(uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index, uint32_t cq_cmd);
     bool drain_fifos();
     bool fifos_pending();

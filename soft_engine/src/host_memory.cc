@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "engine_internal.h"
@@ -130,6 +131,7 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
     if (!wr && !pipe && kind == tp::KeyKind::Lkey && access == 0 && read_ahead(q, key, va, buf, len, room))
         return tp::MemStatus::Ok;
     if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
+        note_dma_failure(q.ctx);
         stat(hw::stats_block::dma_faults);
         stat(kind == tp::KeyKind::Lkey ? hw::stats_block::local_prot_err : hw::stats_block::remote_access_err);
         return tp::MemStatus::OutOfBounds;
@@ -138,6 +140,17 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
         rec->add(wr ? Op::Kind::DmaWrite : Op::Kind::DmaRead, 0, uint32_t(len), 0,
                  access == hw::access::kRemoteAtomic ? DmaPurpose::Atomic : DmaPurpose::Payload);
     return tp::MemStatus::Ok;
+}
+
+void SoftEngine::Impl::note_dma_failure(uint16_t ctx) {
+    // process_vm_readv/writev give ESRCH when the process has exited. The
+    // daemon will destroy the context when it sees the process's connection
+    // close; until then, whatever the context's QPs would still do (a NAK for
+    // the write that just failed, retransmissions) would be the device
+    // talking for a process that is no longer there.
+    if (errno != ESRCH) return;
+    auto it = ctxs.find(ctx);
+    if (it != ctxs.end()) it->second.gone = true;
 }
 
 // ---- the transport core's MemoryPort: data moves ----

@@ -48,6 +48,7 @@ IpAddr destination(const OutFrame& o) {
 }  // namespace
 
 void SoftEngine::Impl::transmit(EngineQp& q, roce::Packet& pkt) {
+    if (ctx_gone(q.ctx)) return;  // its process has exited: rxe's QP would be gone
     const roce::OpcodeInfo& info = pkt.opinfo();
     port->prepare(pkt);  // the IP fields the port's path writes, before the ICRC covers them
     if (!roce::encode_frame(pkt, txbuf)) {
@@ -214,7 +215,7 @@ void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted
         }
         auto it = qps.find(pkt.hdr.bth.dqpn);
         const hw::QpState st = it == qps.end() ? hw::QpState::Reset : it->second->state();
-        if (st == hw::QpState::Reset || st == hw::QpState::Init) {
+        if (st == hw::QpState::Reset || st == hw::QpState::Init || ctx_gone(it->second->ctx)) {
             stat(hw::stats_block::rx_drops_no_qp);
             return;
         }
