@@ -349,7 +349,7 @@ Json param_json(const rdma_conn_param* p, uint32_t qpn, bool srq) {
            {"retry_count", p ? std::min<int>(p->retry_count, 7) : 7},
            {"rnr_retry_count", p ? std::min<int>(p->rnr_retry_count, 7) : 7},
            {"srq", srq},
-           {"qp_num", qpn}};
+           {"qp_num", qpn & 0xFFFFFF}};  // a QPN has 24 bits (the schema's limit)
     return j;
 }
 
