@@ -68,12 +68,15 @@ void translate(const std::uint8_t* e, ibv_wc& wc) {
 
 // The CQE at the consumer index if the driver owns it (7.2), else null.
 // Under cq.mu. 3.3 rule 2: the owner dword with acquire, then the rest.
-const std::uint8_t* cq_peek(const SimCq& cq) {
+// With the device gone, an empty ring yields the next flush error instead
+// (fatal.cc).
+const std::uint8_t* cq_peek(SimCq& cq) {
     const std::uint8_t* e =
         cq.ring + (std::size_t{hw::ring_slot(cq.ci, cq.log_size)} * hw::cqe::kSize);
     const std::uint32_t ow = __atomic_load_n(
         reinterpret_cast<const std::uint32_t*>(e + hw::cqe::owner.offset), __ATOMIC_ACQUIRE);
-    if (((ow >> hw::cqe::owner.lo) & 1u) != hw::phase_of(cq.ci, cq.log_size)) return nullptr;
+    if (((ow >> hw::cqe::owner.lo) & 1u) != hw::phase_of(cq.ci, cq.log_size))
+        return cq.ctx->fatal.load(std::memory_order_acquire) ? flush_cqe(cq) : nullptr;
     return e;
 }
 
@@ -437,6 +440,10 @@ void ring_sq(SimQp& qp) {
 
 int detail::op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
     SimQp& qp = *qp_of(ibqp);
+    if (qp.ctx->fatal.load(std::memory_order_relaxed)) {  // the device is gone (fatal.cc)
+        if (bad) *bad = wr;
+        return EIO;
+    }
     std::lock_guard<std::mutex> lk(qp.sq.mu);
     if (!qp.sq_open.load(std::memory_order_relaxed)) {
         if (bad) *bad = wr;
@@ -539,7 +546,7 @@ void ex_start(ibv_qp_ex* q) {
     SimQp& qp = exq(q);
     qp.sq.mu.lock();
     qp.ex_start = qp.sq.pi;
-    qp.ex_err = qp.sq_open.load(std::memory_order_relaxed) ? 0 : EINVAL;
+    qp.ex_err = qp.ctx->fatal.load(std::memory_order_relaxed) ? EIO : qp.sq_open.load(std::memory_order_relaxed) ? 0 : EINVAL;
     qp.ex_wqe = nullptr;
 }
 int ex_complete(ibv_qp_ex* q) {
