@@ -680,6 +680,10 @@ void raise_fd_limit() {
 
 int run_daemon(const DaemonOptions& opt, int ready_fd) {
     const RuntimePaths paths = runtime_paths();
+    if (!paths.error.empty()) {
+        std::fprintf(stderr, "simnic daemon: %s\n", paths.error.c_str());
+        return 1;
+    }
     if (!opt.foreground) {
         // Detached: stdio goes to the log file in the runtime directory.
         if (ensure_runtime_dir(paths).empty()) {

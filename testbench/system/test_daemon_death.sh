@@ -91,7 +91,7 @@ write_bw_*)
   if [ "$how" = kill ]; then
     out=$(sim link add "$DEV" type soft netdev lo 2>&1) || fail "simnic link add after the crash: $out"
     echo "$out"
-    grep -Eq "no longer running; its devices \($DEV\) were lost" <<<"$out" ||
+    grep -Eq "no longer running; its devices \($DEV\) were lost, with the contexts of [0-9]+ \(ib_write_bw\), [0-9]+ \(ib_write_bw\)" <<<"$out" ||
       fail "simnic link add did not name what was lost: $out"
   else
     sim link add "$DEV" type soft netdev lo || fail "simnic link add after the stop"
