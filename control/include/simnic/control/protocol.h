@@ -24,6 +24,10 @@
 //     exited or died), the daemon destroys the context and everything in it.
 //   {"op":"cm_channel"}, {"op":"cm_*",...}             the connection manager (rdma_cm):
 //                                                       see daemon/src/cm_service.h
+//
+// Every op's fields, their types and limits, and the descriptors it carries
+// are declared once, in schema.cc; the daemon checks each request against
+// them before acting on it (schema.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
