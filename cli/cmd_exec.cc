@@ -105,7 +105,8 @@ int preflight(const ExecArgs& a) {
         std::string list;
         for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
         if (list.empty()) list = "none";
-        std::fprintf(stderr, "simnic exec: %s names device %s, which does not exist (simnic devices: %s); not started\n",
+        std::fprintf(stderr,
+                     "simnic exec: %s names device %s, which does not exist (simnic devices: %s); not started\n",
                      a.cmd[0].c_str(), dev.c_str(), list.c_str());
         return 1;
     }

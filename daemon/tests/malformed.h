@@ -153,7 +153,8 @@ inline std::vector<Malformed> malformed_requests() {
         } else {
             out.push_back({name + ": too many descriptors", base.dump(), op.max_fds + 1u, EINVAL, "file descriptor"});
             if (op.min_fds > 0)
-                out.push_back({name + ": a descriptor missing", base.dump(), op.min_fds - 1u, EINVAL, "file descriptor"});
+                out.push_back(
+                    {name + ": a descriptor missing", base.dump(), op.min_fds - 1u, EINVAL, "file descriptor"});
         }
     }
     return out;

@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
     }
     const Json ctx{{"op", "open_context"}, {"device", "fz0"}};
     write({send(0, Json{{"op", "ping"}}), send(0, Json{{"op", "link_show"}}), send(1, Json{{"op", "resources"}})});
-    write({send(0, Json{{"op", "stats"}, {"device", "fz0"}}), send(0, Json{{"op", "resource_counts"}, {"device", "fz0"}})});
+    write({send(0, Json{{"op", "stats"}, {"device", "fz0"}}),
+           send(0, Json{{"op", "resource_counts"}, {"device", "fz0"}})});
     write({send(0, ctx), send(0, Json{{"op", "add_shm"}, {"size", 4096}}, {FdKind::Memfd4k}),
            send(0, Json{{"op", "add_shm"}, {"size", 65536}}, {FdKind::Memfd64k}), close_conn(0)});
     write({send(0, ctx), raw(0, "{\"op\":\"add_shm\",\"size\":4096"), raw(0, "\xff\xfe\x00garbage"), send(0, ctx)});

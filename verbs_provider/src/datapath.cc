@@ -546,7 +546,9 @@ void ex_start(ibv_qp_ex* q) {
     SimQp& qp = exq(q);
     qp.sq.mu.lock();
     qp.ex_start = qp.sq.pi;
-    qp.ex_err = qp.ctx->fatal.load(std::memory_order_relaxed) ? EIO : qp.sq_open.load(std::memory_order_relaxed) ? 0 : EINVAL;
+    qp.ex_err = qp.ctx->fatal.load(std::memory_order_relaxed)      ? EIO  // the device is gone (fatal.cc)
+                : qp.sq_open.load(std::memory_order_relaxed) ? 0
+                                                             : EINVAL;
     qp.ex_wqe = nullptr;
 }
 int ex_complete(ibv_qp_ex* q) {
