@@ -6,8 +6,15 @@
 //   SIMNIC_RUNTIME_DIR  the daemon's runtime directory, so that CMD finds the
 //                       same daemon whatever its own XDG_RUNTIME_DIR is.
 // Users can export both themselves instead (`simnic exec --print-env`).
+//
+// Before CMD starts, simnic exec checks that a daemon runs, and that a
+// device CMD names with -d / --ib-dev (the rdma-core and perftest tools'
+// option) is one of its devices or a real one; otherwise it says which and
+// exits 1 without running CMD (--no-check runs it regardless). A daemon with
+// no devices is no error: `ibstat -l` then lists none.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +24,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "daemon_call.h"
 #include "simnic/control/runtime.h"
 
 namespace simnic::cli {
@@ -25,6 +33,7 @@ namespace {
 struct ExecArgs {
     std::vector<std::string> cmd;
     bool print_env = false;
+    bool no_check = false;
 };
 
 std::string self_dir() {
@@ -50,6 +59,60 @@ std::string provider_path() {
     return {};
 }
 
+// The device an rdma-core or perftest tool is told to use (-d NAME, -dNAME,
+// --ib-dev NAME, --ib-dev=NAME), or empty. Only for those tools: elsewhere
+// -d means other things (rping's is "debug").
+std::string named_device(const std::vector<std::string>& cmd) {
+    if (cmd.empty()) return {};
+    const std::string tool = cmd[0].substr(cmd[0].rfind('/') + 1);
+    if (tool.rfind("ibv_", 0) != 0 && tool.rfind("ib_", 0) != 0) return {};
+    for (size_t i = 1; i < cmd.size(); ++i) {
+        const std::string& w = cmd[i];
+        if ((w == "-d" || w == "--ib-dev") && i + 1 < cmd.size()) return cmd[i + 1];
+        if (w.rfind("--ib-dev=", 0) == 0) return w.substr(9);
+        if (w.size() > 2 && w.rfind("-d", 0) == 0 && w[2] != '-') return w.substr(2);
+    }
+    return {};
+}
+
+// 0 if CMD may start: a daemon runs, and the device CMD names (if any) is
+// there. Otherwise says why (exit status 1).
+int preflight(const ExecArgs& a) {
+    const control::RuntimePaths paths = control::runtime_paths();
+    if (!paths.error.empty()) {
+        std::fprintf(stderr, "simnic exec: %s\n", paths.error.c_str());
+        return 1;
+    }
+    control::Json reply;
+    switch (call_daemon(control::Json{{"op", "link_show"}}, false, reply)) {
+        case CallResult::Ok: break;
+        case CallResult::Failed: return 1;
+        case CallResult::NoDaemon:
+            std::fprintf(stderr,
+                         "simnic exec: no simnic daemon is running (runtime directory %s), so there is no simnic "
+                         "device; `simnic link add NAME type soft netdev IFACE` starts one (%s not started)\n",
+                         paths.dir.c_str(), a.cmd[0].c_str());
+            return 1;
+    }
+    std::vector<std::string> names;
+    if (reply.contains("links") && reply["links"].is_array())
+        for (const control::Json& l : reply["links"])
+            if (l.is_object() && l.contains("ifname") && l["ifname"].is_string())
+                names.push_back(l["ifname"].get<std::string>());
+    const std::string dev = named_device(a.cmd);
+    if (!dev.empty() && std::find(names.begin(), names.end(), dev) == names.end() &&
+        access(("/sys/class/infiniband/" + dev).c_str(), F_OK) != 0) {
+        std::string list;
+        for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+        if (list.empty()) list = "none";
+        std::fprintf(stderr,
+                     "simnic exec: %s names device %s, which does not exist (simnic devices: %s); not started\n",
+                     a.cmd[0].c_str(), dev.c_str(), list.c_str());
+        return 1;
+    }
+    return 0;
+}
+
 int run_exec(const ExecArgs& a) {
     const std::string lib = provider_path();
     if (lib.empty()) {
@@ -67,6 +130,8 @@ int run_exec(const ExecArgs& a) {
         std::fprintf(stderr, "usage: simnic exec -- CMD [ARGS...]\n");
         return 2;
     }
+    if (!a.no_check)
+        if (const int rc = preflight(a); rc != 0) return rc;
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("SIMNIC_RUNTIME_DIR", runtime.c_str(), 1);
     std::vector<char*> argv;
@@ -83,6 +148,8 @@ Runner add_exec_command(CLI::App& app) {
     auto args = std::make_shared<ExecArgs>();
     CLI::App* sub = app.add_subcommand("exec", "Run a command with simnic devices visible to it (simnic exec -- CMD ARGS...)");
     sub->add_flag("--print-env", args->print_env, "print the environment simnic exec sets, as shell exports");
+    sub->add_flag("--no-check", args->no_check,
+                  "run CMD even if no daemon runs or the device it names (-d) is not there");
     sub->add_option("cmd", args->cmd, "the command and its arguments");
     sub->prefix_command();  // everything after the options is CMD's, even its own options
     return [args, sub] {

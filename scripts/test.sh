@@ -3,14 +3,16 @@
 # the whole test suite through ctest. CI (.ci/run) runs exactly this.
 #
 #  1. the normal build (gcc, -Werror): every test, RTL testbenches included;
-#  2. the sanitizer build (clang, ASan + UBSan): the unit tests, and the
-#     decoder fuzzer for SIMNIC_FUZZ_SECONDS (default 60).
+#  2. the sanitizer build (clang, ASan + UBSan): the unit tests, the
+#     decoder fuzzer for SIMNIC_FUZZ_SECONDS (default 60) and the
+#     control-socket fuzzer for SIMNIC_FUZZ_CONTROL_SECONDS (default: the same).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 
 jobs=$(nproc)
 fuzz_seconds=${SIMNIC_FUZZ_SECONDS:-60}
+fuzz_control_seconds=${SIMNIC_FUZZ_CONTROL_SECONDS:-$fuzz_seconds}
 
 echo "== build (gcc) =="
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -19,11 +21,12 @@ cmake --build build -j"$jobs"
 echo "== sanitizer build (clang-14, ASan + UBSan) =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DSIMNIC_SANITIZE=ON -DSIMNIC_FUZZ=ON -DSIMNIC_FUZZ_SECONDS="$fuzz_seconds"
-# Every unit-test executable (label `unit`: the unit_tests target), and the fuzzer.
-cmake --build build-asan -j"$jobs" --target unit_tests fuzz_decode fuzz_make_seeds
+  -DSIMNIC_SANITIZE=ON -DSIMNIC_FUZZ=ON -DSIMNIC_FUZZ_SECONDS="$fuzz_seconds" \
+  -DSIMNIC_FUZZ_CONTROL_SECONDS="$fuzz_control_seconds"
+# Every unit-test executable (label `unit`: the unit_tests target), and the fuzzers.
+cmake --build build-asan -j"$jobs" --target unit_tests fuzz_decode fuzz_make_seeds fuzz_control fuzz_make_control_seeds
 
-echo "== unit tests and fuzzer under ASan + UBSan =="
+echo "== unit tests and fuzzers under ASan + UBSan =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -L 'unit|fuzz' --output-on-failure -j"$jobs"
 

@@ -603,6 +603,12 @@ uint64_t Agent::channel_of(uint32_t h) const {
 
 size_t Agent::id_count() const { return impl_->ids.size(); }
 
+size_t Agent::id_count(uint64_t channel) const {
+    size_t n = 0;
+    for (const auto& [h, id] : impl_->ids) n += id.channel == channel;
+    return n;
+}
+
 std::string Agent::state_name(uint32_t h) const {
     const Id* id = impl_->find(h);
     return id ? state_str(id->state) : "";

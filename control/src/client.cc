@@ -39,18 +39,31 @@ int try_connect(const std::string& path, int& err) {
     return fd;
 }
 
-// What a dead daemon left in its state file, for the user.
+// What a dead daemon left in its state file, for the user: its devices, and
+// the processes that had them open (each lost its context).
 std::string describe_lost_daemon(const RuntimePaths& p) {
     std::ifstream in(p.state);
     if (!in) return {};
     Json st = Json::parse(in, nullptr, false);
     if (st.is_discarded() || !st.is_object()) return {};
-    std::string msg = "the simnic daemon (pid " + std::to_string(st.value("pid", 0)) + ") is no longer running";
+    const Json pid = st.value("pid", Json());
+    std::string msg = "the simnic daemon (pid " + (pid.is_number_unsigned() ? pid.dump() : std::string("?")) +
+                      ") is no longer running";
     std::string names;
     if (st.contains("devices") && st["devices"].is_array())
         for (const auto& d : st["devices"])
             if (d.is_string()) names += (names.empty() ? "" : ", ") + d.get<std::string>();
     if (!names.empty()) msg += "; its devices (" + names + ") were lost";
+    std::string users;
+    size_t n = 0;
+    if (st.contains("contexts") && st["contexts"].is_array())
+        for (const auto& c : st["contexts"]) {
+            if (!c.is_object() || !c.contains("pid") || !c["pid"].is_number_unsigned()) continue;
+            ++n;
+            users += (users.empty() ? "" : ", ") + c["pid"].dump();
+            if (c.contains("comm") && c["comm"].is_string()) users += " (" + c["comm"].get<std::string>() + ")";
+        }
+    if (n > 0) msg += ", with the context" + std::string(n == 1 ? "" : "s") + " of " + users;
     return msg;
 }
 
@@ -97,6 +110,10 @@ Client::Client(Client&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
 Client Client::connect(const RuntimePaths& paths, bool start_if_needed, std::string& err,
                        std::string& notice) {
     notice.clear();
+    if (!paths.error.empty()) {
+        err = paths.error;
+        return Client(-1);
+    }
     int e = 0;
     int fd = try_connect(paths.socket, e);
     if (fd >= 0) return Client(fd);
@@ -115,15 +132,16 @@ Client Client::connect(const RuntimePaths& paths, bool start_if_needed, std::str
         err = "the simnic daemon holds " + paths.lock + " but does not answer on " + paths.socket;
         return Client(-1);
     }
-    // No daemon: whatever socket or state is left is stale.
+    // No daemon: whatever socket or state is left is a dead daemon's. Only
+    // who starts a new one (or the CLI, forget_dead_daemon) clears it, so
+    // that an application's look does not eat what the user is to be told.
     notice = describe_lost_daemon(paths);
-    if (unlink(paths.socket.c_str()) == 0 && notice.empty())
-        notice = "removed a stale socket left by a simnic daemon that is gone";
-    unlink(paths.state.c_str());
     if (!start_if_needed) {
         err = "no simnic daemon is running (simnic link add starts one)";
         return Client(-1);
     }
+    if (forget_dead_daemon(paths) && notice.empty())
+        notice = "removed a stale socket left by a simnic daemon that is gone";
     if (std::string m = ensure_runtime_dir(paths); !m.empty()) {
         err = m;
         return Client(-1);
@@ -135,6 +153,13 @@ Client Client::connect(const RuntimePaths& paths, bool start_if_needed, std::str
     fd = try_connect(paths.socket, e);
     if (fd < 0) err = "cannot connect to the new daemon: " + std::string(std::strerror(e));
     return Client(fd);
+}
+
+bool forget_dead_daemon(const RuntimePaths& paths) {
+    if (!paths.error.empty() || daemon_lock_held(paths)) return false;
+    const bool had_socket = unlink(paths.socket.c_str()) == 0;
+    unlink(paths.state.c_str());
+    return had_socket;
 }
 
 Json Client::request(const Json& req, int timeout_ms) {

@@ -5,13 +5,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace simnic::control {
 
 std::string send_message(int fd, const Json& msg, const std::vector<int>& fds) {
-    const std::string s = msg.dump();
+    // Replace, not throw, should a string ever hold bad UTF-8: a reply must
+    // always go out.
+    const std::string s = msg.dump(-1, ' ', false, Json::error_handler_t::replace);
     if (s.size() > kMaxMessageBytes) return "message too large";
     if (fds.size() > kMaxFdsPerMessage) return "too many descriptors";
     iovec iov{const_cast<char*>(s.data()), s.size()};
@@ -35,15 +39,18 @@ std::string send_message(int fd, const Json& msg, const std::vector<int>& fds) {
     return {};
 }
 
-std::string recv_message(int fd, Json& msg, int timeout_ms, std::vector<int>* fds) {
+int recv_raw(int fd, RawMessage& m, int timeout_ms) {
+    m = RawMessage{};
     pollfd pfd{fd, POLLIN, 0};
     int r;
     do r = poll(&pfd, 1, timeout_ms);
     while (r < 0 && errno == EINTR);
-    if (r == 0) return "timed out waiting for the daemon";
-    if (r < 0) return std::string("poll: ") + std::strerror(errno);
-    std::vector<char> buf(kMaxMessageBytes);
-    iovec iov{buf.data(), buf.size()};
+    if (r == 0) return ETIMEDOUT;
+    if (r < 0) return errno;
+    // One buffer per thread, allocated once and never cleared: a message is
+    // at most kMaxMessageBytes, and most are a few hundred bytes.
+    thread_local std::unique_ptr<char[]> buf(new char[kMaxMessageBytes]);
+    iovec iov{buf.get(), kMaxMessageBytes};
     msghdr mh{};
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
@@ -53,22 +60,43 @@ std::string recv_message(int fd, Json& msg, int timeout_ms, std::vector<int>* fd
     ssize_t n;
     do n = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
-    if (n < 0) return std::string("recv: ") + std::strerror(errno);
-    // Descriptors arrive even with an empty or bad message: take or close them.
+    if (n < 0) return errno;
+    // Descriptors arrive even with an empty or bad message: take them all.
     for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
         const size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         for (size_t i = 0; i < k; ++i) {
             int rfd;
             std::memcpy(&rfd, CMSG_DATA(c) + i * sizeof(int), sizeof rfd);
-            if (fds) fds->push_back(rfd);
-            else close(rfd);
+            m.fds.push_back(rfd);
         }
     }
-    if (n == 0) return "connection closed";
-    if (static_cast<size_t>(n) > buf.size()) return "message too large";
-    msg = Json::parse(buf.begin(), buf.begin() + n, nullptr, false);
-    if (msg.is_discarded() || !msg.is_object()) return "malformed message";
+    m.too_many_fds = (mh.msg_flags & MSG_CTRUNC) != 0;
+    if (n == 0) return ECONNRESET;
+    m.too_long = static_cast<size_t>(n) > kMaxMessageBytes;
+    m.bytes.assign(buf.get(), std::min(static_cast<size_t>(n), kMaxMessageBytes));
+    return 0;
+}
+
+std::string parse_message(const std::string& bytes, Json& out) {
+    out = Json::parse(bytes, nullptr, false);
+    if (out.is_discarded()) return "the request is not valid JSON in UTF-8";
+    if (!out.is_object()) return "the request is not a JSON object";
+    return {};
+}
+
+std::string recv_message(int fd, Json& msg, int timeout_ms, std::vector<int>* fds) {
+    RawMessage m;
+    const int e = recv_raw(fd, m, timeout_ms);
+    for (int f : m.fds) {
+        if (fds) fds->push_back(f);
+        else close(f);
+    }
+    if (e == ETIMEDOUT) return "timed out waiting for the daemon";
+    if (e == ECONNRESET) return "connection closed";
+    if (e != 0) return std::string("recv: ") + std::strerror(e);
+    if (m.too_long) return "message too large";
+    if (!parse_message(m.bytes, msg).empty()) return "malformed message";
     return {};
 }
 

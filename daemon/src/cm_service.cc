@@ -25,13 +25,13 @@ Json addr_json(const cm::SockAddr& a) {
     return Json{{"addr", to_hex(a.addr.data(), a.addr.size())}, {"port", a.port}, {"v6", a.v6}};
 }
 
-bool addr_from(const Json& j, cm::SockAddr& a) {
-    if (!j.is_object() || !j.contains("addr") || !j["addr"].is_string()) return false;
-    std::vector<uint8_t> b;
-    if (!from_hex(j["addr"].get<std::string>(), b) || b.size() != 16) return false;
+// An address object (the schema checked its fields: addr is 16 bytes).
+bool addr_from(const Request& j, cm::SockAddr& a) {
+    const std::vector<uint8_t> b = j.bytes("addr");
+    if (b.size() != a.addr.size()) return false;
     std::copy(b.begin(), b.end(), a.addr.begin());
-    a.port = j.value("port", uint16_t{0});
-    a.v6 = j.value("v6", false);
+    a.port = static_cast<uint16_t>(j.uint("port"));
+    a.v6 = j.flag("v6");
     return true;
 }
 
@@ -46,17 +46,17 @@ Json param_json(const cm::ConnParam& p) {
                 {"qp_num", p.qp_num}};
 }
 
-bool param_from(const Json& j, cm::ConnParam& p) {
-    if (!j.is_object()) return false;
-    if (!from_hex(j.value("private_data", ""), p.private_data)) return false;
-    p.responder_resources = j.value("responder_resources", uint8_t{0});
-    p.initiator_depth = j.value("initiator_depth", uint8_t{0});
-    p.flow_control = j.value("flow_control", uint8_t{0});
-    p.retry_count = j.value("retry_count", uint8_t{7});
-    p.rnr_retry_count = j.value("rnr_retry_count", uint8_t{7});
-    p.srq = j.value("srq", false);
-    p.qp_num = j.value("qp_num", uint32_t{0});
-    return true;
+cm::ConnParam param_from(const Request& j) {
+    cm::ConnParam p;
+    p.private_data = j.bytes("private_data");
+    p.responder_resources = static_cast<uint8_t>(j.uint("responder_resources"));
+    p.initiator_depth = static_cast<uint8_t>(j.uint("initiator_depth"));
+    p.flow_control = static_cast<uint8_t>(j.uint("flow_control"));
+    p.retry_count = static_cast<uint8_t>(j.uint("retry_count", 7));
+    p.rnr_retry_count = static_cast<uint8_t>(j.uint("rnr_retry_count", 7));
+    p.srq = j.flag("srq");
+    p.qp_num = static_cast<uint32_t>(j.uint("qp_num"));
+    return p;
 }
 
 Json qp_attr_json(const cm::QpAttr& a) {
@@ -85,7 +85,7 @@ Json qp_attr_json(const cm::QpAttr& a) {
 
 }  // namespace
 
-CmService::CmService() {
+CmService::CmService(size_t max_ids_per_channel) : max_ids_per_channel_(max_ids_per_channel) {
     agent_ = std::make_unique<cm::Agent>(*this);
     rx_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -248,8 +248,8 @@ Json CmService::id_reply(uint32_t id) {
     return r;
 }
 
-Json CmService::handle(int fd, const Json& req) {
-    const std::string op = req.value("op", "");
+Json CmService::handle(int fd, const Request& req) {
+    const std::string op(req.op());
     ucred cred{};
     socklen_t clen = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0)
@@ -269,29 +269,33 @@ Json CmService::handle(int fd, const Json& req) {
         return it != channels_.end() && it->second.pid == cred.pid;
     };
     if (op == "cm_create_id") {
-        const uint64_t c = req.value("channel", uint64_t{0});
+        const uint64_t c = req.uint("channel");
         if (!own(c)) return reply_error(EINVAL, "cm_create_id: no event channel " + std::to_string(c) + " of this process");
+        // An event channel's IDs live until it closes: bound them.
+        if (agent_->id_count(c) >= max_ids_per_channel_)
+            return reply_error(ENOMEM, "cm_create_id: the event channel already has " +
+                                           std::to_string(max_ids_per_channel_) + " IDs (the most one may)");
         uint32_t id = 0;
-        if (int e = agent_->create_id(c, req.value("ps", uint16_t{0}), id))
+        if (int e = agent_->create_id(c, static_cast<uint16_t>(req.uint("ps")), id))
             return reply_error(e, "cm_create_id: " + std::string(std::strerror(e)));
         Json r = reply_ok();
         r["id"] = id;
         return r;
     }
-    const uint32_t id = req.value("id", uint32_t{0});
+    const uint32_t id = static_cast<uint32_t>(req.uint("id"));
     if (!own(agent_->channel_of(id))) return reply_error(EINVAL, op + ": no CM ID " + std::to_string(id) + " of this process");
     int e = 0;
     Json extra;
     if (op == "cm_bind") {
         cm::SockAddr a;
-        if (!addr_from(req.value("addr", Json()), a)) return reply_error(EINVAL, "cm_bind: bad address");
+        if (!addr_from(req.object("addr"), a)) return reply_error(EINVAL, "cm_bind: bad address");
         e = agent_->bind(id, a);
     } else if (op == "cm_resolve_addr") {
         cm::SockAddr d, s;
-        if (!addr_from(req.value("dst", Json()), d)) return reply_error(EINVAL, "cm_resolve_addr: bad address");
+        if (!addr_from(req.object("dst"), d)) return reply_error(EINVAL, "cm_resolve_addr: bad address");
         std::optional<cm::SockAddr> src;
-        if (req.contains("src")) {
-            if (!addr_from(req["src"], s)) return reply_error(EINVAL, "cm_resolve_addr: bad source address");
+        if (req.has("src")) {
+            if (!addr_from(req.object("src"), s)) return reply_error(EINVAL, "cm_resolve_addr: bad source address");
             src = s;
         }
         e = agent_->resolve_addr(id, src, d);
@@ -300,13 +304,10 @@ Json CmService::handle(int fd, const Json& req) {
     } else if (op == "cm_listen") {
         e = agent_->listen(id);
     } else if (op == "cm_connect" || op == "cm_accept") {
-        cm::ConnParam p;
-        if (!param_from(req.value("param", Json()), p)) return reply_error(EINVAL, op + ": bad parameters");
+        const cm::ConnParam p = param_from(req.object("param"));
         e = op == "cm_connect" ? agent_->connect(id, p) : agent_->accept(id, p);
     } else if (op == "cm_reject") {
-        std::vector<uint8_t> pd;
-        if (!from_hex(req.value("private_data", ""), pd)) return reply_error(EINVAL, "cm_reject: bad private data");
-        e = agent_->reject(id, pd);
+        e = agent_->reject(id, req.bytes("private_data"));
     } else if (op == "cm_establish") {
         e = agent_->establish(id);
     } else if (op == "cm_disconnect") {
@@ -317,14 +318,14 @@ Json CmService::handle(int fd, const Json& req) {
         return e ? reply_error(e, "cm_destroy_id: " + std::string(std::strerror(e))) : reply_ok();
     } else if (op == "cm_init_qp_attr") {
         cm::QpAttr a;
-        e = agent_->init_qp_attr(id, hw::QpState(req.value("state", uint8_t{0})), a);
+        e = agent_->init_qp_attr(id, hw::QpState(req.uint("state")), a);
         if (!e) extra = qp_attr_json(a);
     } else if (op == "cm_req_defaults") {
         uint8_t rr = 0, idp = 0;
         e = agent_->req_defaults(id, rr, idp);
         extra = Json{{"responder_resources", rr}, {"initiator_depth", idp}};
     } else if (op != "cm_query") {
-        return reply_error(EOPNOTSUPP, "unknown request '" + op + "'");
+        return reply_error(EOPNOTSUPP, "no handler for '" + op + "'");
     }
     arm_timer();
     if (e) return reply_error(e, op + ": " + std::strerror(e));

@@ -13,6 +13,8 @@
 //        "cm_connect"|"cm_accept"|"cm_reject"|"cm_establish"|"cm_disconnect"|
 //        "cm_destroy_id"|"cm_query"|"cm_init_qp_attr"|"cm_req_defaults",
 //    "id":I, ...}                                      -> {"ok":..,"device":..,"src":..,"dst":..}
+// Each request's fields, types and limits are in the protocol's schema
+// (control/src/schema.cc); the daemon checks them before handle() runs.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +27,14 @@
 #include "simnic/cm/agent.h"
 #include "simnic/daemon/device_runtime.h"
 #include "simnic/control/protocol.h"
+#include "simnic/control/schema.h"
 
 namespace simnic::daemon {
 
 class CmService final : public cm::Hooks {
 public:
-    CmService();
+    // `max_ids_per_channel`: the IDs cm_create_id may make on one channel.
+    explicit CmService(size_t max_ids_per_channel = 4096);
     ~CmService() override;
     CmService(const CmService&) = delete;
     CmService& operator=(const CmService&) = delete;
@@ -48,8 +52,8 @@ public:
     void add_device(const std::string& name, DeviceRuntime* rt);
     void remove_device(const std::string& name);
 
-    // A cm_* request from connection `fd`.
-    control::Json handle(int fd, const control::Json& req);
+    // A cm_* request from connection `fd`, checked against the schema.
+    control::Json handle(int fd, const control::Request& req);
     // Connection `fd` closed.
     void drop(int fd);
 
@@ -82,6 +86,7 @@ private:
     std::mutex in_mu_;
     std::vector<Incoming> in_;
     uint64_t rng_ = 0;
+    size_t max_ids_per_channel_;
 };
 
 }  // namespace simnic::daemon

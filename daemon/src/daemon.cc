@@ -1,10 +1,12 @@
 #include "simnic/daemon/daemon.h"
+#include "simnic/daemon/server.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,90 +22,155 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <set>
 #include <vector>
 
 #include "cm_service.h"
-#include "simnic/daemon/device_runtime.h"
-#include "simnic/daemon/devices.h"
 #include "simnic/control/protocol.h"
 #include "simnic/control/runtime.h"
+#include "simnic/control/schema.h"
 
 namespace simnic::daemon {
 
 // The daemon is the server side of the control protocol.
 using namespace simnic::control;
+
 namespace {
 
-void logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void logf(const char* fmt, ...) {
+void vlog(const char* fmt, va_list ap) {
     char ts[32];
     std::time_t t = std::time(nullptr);
-    std::strftime(ts, sizeof ts, "%F %T", std::localtime(&t));
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    std::strftime(ts, sizeof ts, "%F %T", &tm);
     std::fprintf(stderr, "%s simnicd[%d]: ", ts, getpid());
-    va_list ap;
-    va_start(ap, fmt);
     std::vfprintf(stderr, fmt, ap);
-    va_end(ap);
     std::fputc('\n', stderr);
 }
 
-class Daemon {
-public:
-    explicit Daemon(const RuntimePaths& p) : paths_(p) {}
-    ~Daemon();
+void logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void logf(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(fmt, ap);
+    va_end(ap);
+}
 
-    std::string start();   // lock, socket, epoll; error message on failure
-    int loop();
+// A process's name (/proc/PID/comm), for the log and the state file.
+std::string comm_of(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string s;
+    std::getline(in, s);
+    return s;
+}
 
-private:
-    void accept_client();
+}  // namespace
+
+struct Server::Impl {
+    Impl(const RuntimePaths& p, ServerOptions o) : paths_(p), opt_(std::move(o)) {}
+    ~Impl();
+
+    std::string start();
+    int run_once(int timeout_ms);
+
+    // One request being served: its connection, its checked fields, the
+    // descriptors it carried (a handler that keeps one sets it to -1) and
+    // those the reply carries (the daemon's own: not closed after sending).
+    struct Call {
+        int fd;
+        const Request& req;
+        std::vector<int>& in_fds;
+        std::vector<int>& out_fds;
+    };
+    using Handler = Json (Impl::*)(Call&);
+
+    void log(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+    void accept_clients();
+    void refuse(int fd, int err, const std::string& why);
     void serve(int fd);
+    Json dispatch(int fd, RawMessage& m, std::vector<int>& out_fds);
     void drop(int fd);
-    Json handle(const Json& req);
-    Json link_add(const Json& req);
-    Json link_del(const Json& req);
-    Json link_show(const Json& req);
-    Json trace(const Json& req);
-    Json add_shm(int fd, const Json& req, std::vector<int>& in_fds);
-    Json open_context(int fd, const Json& req, std::vector<int>& fds);
-    Json resources(const Json& req);
+    void stop_devices();
     void save_state();
 
-    // A connection that opened a context belongs to it; its doorbell eventfd
-    // is watched too.
+    Json ping(Call& c);
+    Json shutdown(Call& c);
+    Json link_add(Call& c);
+    Json link_del(Call& c);
+    Json link_show(Call& c);
+    Json resource_counts(Call& c);
+    Json resources(Call& c);
+    Json stats(Call& c);
+    Json trace(Call& c);
+    Json open_context(Call& c);
+    Json add_shm(Call& c);
+    Json cm(Call& c);
+
+    // A connection: the process at the other end (SO_PEERCRED at accept).
+    struct Conn {
+        pid_t pid = 0;
+    };
+    // A connection that opened a context belongs to it; its doorbell
+    // eventfd is watched too.
     struct CtxBinding {
         std::string device;
         uint16_t ctx_id = 0;
         int db_fd = -1;
+        pid_t pid = 0;
+        std::string comm;
     };
 
     RuntimePaths paths_;
+    ServerOptions opt_;
     int lock_fd_ = -1, listen_fd_ = -1, epoll_fd_ = -1, signal_fd_ = -1;
-    std::set<int> clients_;
+    // Held open so that, out of descriptors, the daemon can still accept a
+    // connection to tell its client so (accept4 fails with EMFILE while the
+    // listening socket stays readable: without this, epoll would spin).
+    int spare_fd_ = -1;
+    std::map<int, Conn> clients_;
+    std::map<pid_t, size_t> conns_of_pid_;
     DeviceTable devices_;
     // The host's CM for every device (before runtimes_: their engines call it).
     std::unique_ptr<CmService> cm_;
     std::map<std::string, std::unique_ptr<DeviceRuntime>> runtimes_;
-    std::map<int, CtxBinding> ctx_of_conn_;           // client fd -> context
-    std::map<int, int> conn_of_doorbell_;             // doorbell fd -> client fd
+    std::map<int, CtxBinding> ctx_of_conn_;  // client fd -> context
+    std::map<int, int> conn_of_doorbell_;    // doorbell fd -> client fd
     bool stop_ = false;
+    uint64_t internal_errors_ = 0;
 };
 
-Daemon::~Daemon() {
+void Server::Impl::log(const char* fmt, ...) {
+    if (!opt_.log) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(fmt, ap);
+    va_end(ap);
+}
+
+Server::Impl::~Impl() {
+    stop_devices();
     runtimes_.clear();  // destroys every context first
-    for (int fd : clients_) close(fd);
+    for (const auto& [fd, conn] : clients_) close(fd);
     if (listen_fd_ >= 0) {
         close(listen_fd_);
         unlink(paths_.socket.c_str());
         unlink(paths_.state.c_str());
     }
-    if (epoll_fd_ >= 0) close(epoll_fd_);
-    if (signal_fd_ >= 0) close(signal_fd_);
+    for (int fd : {epoll_fd_, signal_fd_, spare_fd_})
+        if (fd >= 0) close(fd);
     if (lock_fd_ >= 0) close(lock_fd_);  // releases the flock
 }
 
-std::string Daemon::start() {
+// The device goes away with the daemon: every context is told by its device
+// (a DEVICE_FATAL event) before its connection closes, which tells it again.
+void Server::Impl::stop_devices() {
+    for (auto& [name, rt] : runtimes_)
+        if (rt->context_count() > 0) {
+            log("device %s: telling %zu context(s) that it goes away", name.c_str(), rt->context_count());
+            rt->device_fatal();
+        }
+}
+
+std::string Server::Impl::start() {
     if (std::string m = ensure_runtime_dir(paths_); !m.empty()) return m;
     lock_fd_ = open(paths_.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lock_fd_ < 0) return "cannot open " + paths_.lock + ": " + std::strerror(errno);
@@ -124,19 +191,27 @@ std::string Daemon::start() {
     if (rc != 0) return "cannot bind " + paths_.socket + ": " + std::strerror(errno);
     if (listen(listen_fd_, 64) != 0) return std::string("listen: ") + std::strerror(errno);
 
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    sigprocmask(SIG_BLOCK, &mask, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-    signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC);
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    if (signal_fd_ < 0 || epoll_fd_ < 0) return std::string("epoll/signalfd: ") + std::strerror(errno);
-    cm_ = std::make_unique<CmService>();
+    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (epoll_fd_ < 0 || spare_fd_ < 0) return std::string("epoll: ") + std::strerror(errno);
+    std::vector<int> watched = {listen_fd_};
+    if (opt_.signals) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, &mask, nullptr);
+        signal(SIGPIPE, SIG_IGN);
+        signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (signal_fd_ < 0) return std::string("signalfd: ") + std::strerror(errno);
+        watched.push_back(signal_fd_);
+    }
+    cm_ = std::make_unique<CmService>(opt_.max_cm_ids_per_channel);
     if (!cm_->ok()) return std::string("CM agent: ") + std::strerror(errno);
-    for (int fd : {listen_fd_, signal_fd_, cm_->rx_fd(), cm_->timer_fd()}) {
+    watched.push_back(cm_->rx_fd());
+    watched.push_back(cm_->timer_fd());
+    for (int fd : watched) {
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.fd = fd;
@@ -146,63 +221,100 @@ std::string Daemon::start() {
     return {};
 }
 
-void Daemon::save_state() {
-    Json st{{"pid", getpid()}, {"devices", Json::array()}};
+// What a client needs to know if this daemon dies: its pid, its devices, and
+// the processes that have them open (simnic link add names what was lost).
+void Server::Impl::save_state() {
+    Json st{{"pid", getpid()}, {"devices", Json::array()}, {"contexts", Json::array()}};
     for (const Device* d : devices_.all()) st["devices"].push_back(d->name);
+    for (const auto& [fd, b] : ctx_of_conn_)
+        st["contexts"].push_back(Json{{"device", b.device}, {"pid", b.pid}, {"comm", b.comm}});
     const std::string tmp = paths_.state + ".tmp";
     {
         std::ofstream out(tmp, std::ios::trunc);
-        out << st.dump() << "\n";
+        out << st.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
     }
     rename(tmp.c_str(), paths_.state.c_str());
 }
 
-int Daemon::loop() {
+int Server::Impl::run_once(int timeout_ms) {
     epoll_event evs[16];
-    while (!stop_) {
-        int n = epoll_wait(epoll_fd_, evs, 16, -1);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            logf("epoll_wait: %s", std::strerror(errno));
-            return 1;
-        }
-        for (int i = 0; i < n; ++i) {
-            const int fd = evs[i].data.fd;
-            if (fd == listen_fd_) accept_client();
-            else if (fd == signal_fd_) {
-                signalfd_siginfo si{};
-                if (read(signal_fd_, &si, sizeof si) == sizeof si) logf("signal %u: shutting down", si.ssi_signo);
-                stop_ = true;
-            } else if (fd == cm_->rx_fd()) {
-                cm_->on_rx();
-            } else if (fd == cm_->timer_fd()) {
-                cm_->on_timer();
-            } else if (auto db = conn_of_doorbell_.find(fd); db != conn_of_doorbell_.end()) {
-                const CtxBinding& b = ctx_of_conn_.at(db->second);
-                if (auto rt = runtimes_.find(b.device); rt != runtimes_.end()) rt->second->command_doorbell(b.ctx_id);
-            } else if (evs[i].events & (EPOLLHUP | EPOLLERR) && !(evs[i].events & EPOLLIN)) {
-                drop(fd);
-            } else {
-                serve(fd);
-            }
+    const int n = epoll_wait(epoll_fd_, evs, 16, timeout_ms);
+    if (n < 0 && errno == EINTR) return 0;
+    if (n < 0) {
+        log("epoll_wait: %s", std::strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < n; ++i) {
+        const int fd = evs[i].data.fd;
+        if (fd == listen_fd_) {
+            accept_clients();
+        } else if (fd == signal_fd_) {
+            signalfd_siginfo si{};
+            if (read(signal_fd_, &si, sizeof si) == sizeof si) log("signal %u: shutting down", si.ssi_signo);
+            stop_ = true;
+        } else if (fd == cm_->rx_fd()) {
+            cm_->on_rx();
+        } else if (fd == cm_->timer_fd()) {
+            cm_->on_timer();
+        } else if (auto db = conn_of_doorbell_.find(fd); db != conn_of_doorbell_.end()) {
+            const CtxBinding& b = ctx_of_conn_.at(db->second);
+            if (auto rt = runtimes_.find(b.device); rt != runtimes_.end()) rt->second->command_doorbell(b.ctx_id);
+        } else if (!clients_.count(fd)) {
+            // Dropped earlier in this round (a doorbell of the same context
+            // cannot be: drop() removes it from the epoll set first).
+        } else if (evs[i].events & (EPOLLHUP | EPOLLERR) && !(evs[i].events & EPOLLIN)) {
+            drop(fd);
+        } else {
+            serve(fd);
         }
     }
-    return 0;
+    return n;
 }
 
-void Daemon::accept_client() {
+void Server::Impl::refuse(int fd, int err, const std::string& why) {
+    // The client reads this as the reply to its first request.
+    send_message(fd, reply_error(err, why));
+    close(fd);
+}
+
+void Server::Impl::accept_clients() {
     for (;;) {
         int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare_fd_ >= 0) {
+            close(spare_fd_);
+            fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd >= 0) {
+                log("out of file descriptors: refusing a connection");
+                refuse(fd, EMFILE, "the simnic daemon is out of file descriptors");
+            }
+            spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            continue;
+        }
         if (fd < 0) return;
+        ucred cred{};
+        socklen_t len = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+            close(fd);
+            continue;
+        }
+        size_t& n = conns_of_pid_[cred.pid];
+        if (n >= opt_.max_connections_per_process) {
+            if (n == opt_.max_connections_per_process)
+                log("process %d holds %zu connections: refusing more", cred.pid, n);
+            refuse(fd, EMFILE, "process " + std::to_string(cred.pid) + " already holds " + std::to_string(n) +
+                                   " connections to the simnic daemon (the most one process may)");
+            continue;
+        }
+        ++n;
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLRDHUP;
         ev.data.fd = fd;
         epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-        clients_.insert(fd);
+        clients_[fd] = Conn{cred.pid};
     }
 }
 
-void Daemon::drop(int fd) {
+void Server::Impl::drop(int fd) {
     // A client that went away, cleanly or killed: if it had opened a
     // context, everything in the context goes with it.
     if (auto it = ctx_of_conn_.find(fd); it != ctx_of_conn_.end()) {
@@ -212,121 +324,171 @@ void Daemon::drop(int fd) {
         ctx_of_conn_.erase(it);
         if (auto rt = runtimes_.find(b.device); rt != runtimes_.end()) {
             rt->second->close_context(b.ctx_id);
-            logf("context %u on %s closed", b.ctx_id, b.device.c_str());
+            log("context %u on %s closed", b.ctx_id, b.device.c_str());
         }
+        save_state();
     }
     cm_->drop(fd);  // an event channel's IDs go with it
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    clients_.erase(fd);
+    if (auto c = clients_.find(fd); c != clients_.end()) {
+        auto p = conns_of_pid_.find(c->second.pid);
+        if (p != conns_of_pid_.end() && --p->second == 0) conns_of_pid_.erase(p);
+        clients_.erase(c);
+    }
     close(fd);
 }
 
-void Daemon::serve(int fd) {
-    Json req;
-    std::vector<int> in_fds;
-    const std::string err = recv_message(fd, req, 0, &in_fds);
-    if (err == "connection closed" || err.rfind("recv:", 0) == 0) {
-        for (int f : in_fds) close(f);
+void Server::Impl::serve(int fd) {
+    RawMessage m;
+    const int e = recv_raw(fd, m, 0);
+    if (e == ETIMEDOUT || e == EAGAIN) {  // nothing after all
+        for (int f : m.fds) close(f);
+        return;
+    }
+    if (e != 0) {  // closed (or an empty message, which looks the same), or broken
+        for (int f : m.fds) close(f);
         drop(fd);
         return;
     }
-    std::vector<int> fds;
+    std::vector<int> out_fds;
     Json reply;
-    if (!err.empty()) reply = reply_error(EPROTO, "bad request: " + err);
-    else if (req.value("op", "") == "open_context") reply = open_context(fd, req, fds);
-    else if (req.value("op", "") == "add_shm") reply = add_shm(fd, req, in_fds);
-    else if (req.value("op", "").rfind("cm_", 0) == 0) reply = cm_->handle(fd, req);
-    else reply = handle(req);
-    // Descriptors no request asked for are not kept.
-    for (int f : in_fds)
+    // The last resort: validation runs before every handler, so nothing
+    // below should throw. Should it, the client gets an error, the daemon
+    // logs it and serves on; a test that gets here has found a bug.
+    try {
+        reply = dispatch(fd, m, out_fds);
+    } catch (const std::exception& ex) {
+        ++internal_errors_;
+        log("BUG: a request from pid %d threw: %s", clients_.count(fd) ? clients_[fd].pid : 0, ex.what());
+        reply = reply_error(EIO, "internal error in the simnic daemon (logged)");
+        out_fds.clear();
+    } catch (...) {
+        ++internal_errors_;
+        log("BUG: a request from pid %d threw", clients_.count(fd) ? clients_[fd].pid : 0);
+        reply = reply_error(EIO, "internal error in the simnic daemon (logged)");
+        out_fds.clear();
+    }
+    // Descriptors no handler kept are not kept.
+    for (int f : m.fds)
         if (f >= 0) close(f);
-    if (std::string m = send_message(fd, reply, fds); !m.empty()) drop(fd);
+    // A client that does not read its replies fills its socket: drop it.
+    if (clients_.count(fd) && !send_message(fd, reply, out_fds).empty()) drop(fd);
 }
 
-Json Daemon::handle(const Json& req) {
-    const std::string op = req.value("op", "");
-    if (op == "ping") return Json{{"ok", true}, {"pid", getpid()}, {"version", kVersion}};
-    if (op == "link_add") return link_add(req);
-    if (op == "link_del") return link_del(req);
-    if (op == "link_show") return link_show(req);
-    if (op == "resource_counts") {
-        auto rt = runtimes_.find(req.value("device", ""));
-        if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + req.value("device", ""));
-        const DeviceRuntime::Counts c = rt->second->counts();
-        Json r = reply_ok();
-        r["qps"] = c.qps;
-        r["cqs"] = c.cqs;
-        r["mrs"] = c.mrs;
-        r["pds"] = c.pds;
-        r["srqs"] = c.srqs;
-        r["ahs"] = c.ahs;
-        r["mws"] = c.mws;
-        r["contexts"] = rt->second->context_count();
-        return r;
-    }
-    if (op == "stats") {
-        auto rt = runtimes_.find(req.value("device", ""));
-        if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + req.value("device", ""));
-        Json r = reply_ok();
-        Json st = Json::object();
-        for (const auto& [name, v] : rt->second->stats()) st[name] = v;
-        r["stats"] = st;
-        // A model device adds its pipeline's figures, in simulated time.
-        Json model = Json::array();
-        for (const model::ModelStat& m : rt->second->model_stats())
-            model.push_back(Json{{"name", m.name}, {"value", m.value}, {"unit", m.unit}});
-        if (!model.empty()) {
-            r["model"] = model;
-            r["trace"] = rt->second->trace_state();
-        }
-        return r;
-    }
-    if (op == "resources") return resources(req);
-    if (op == "trace") return trace(req);
-    if (op == "shutdown") {
-        stop_ = true;
-        return reply_ok();
-    }
-    return reply_error(EOPNOTSUPP, "unknown request '" + op + "'");
+Json Server::Impl::dispatch(int fd, RawMessage& m, std::vector<int>& out_fds) {
+    if (m.too_long)
+        return reply_error(EMSGSIZE, "the request is longer than " + std::to_string(kMaxMessageBytes) + " bytes");
+    if (m.too_many_fds)
+        return reply_error(EINVAL, "the request carries more than " + std::to_string(kMaxFdsPerMessage) +
+                                       " file descriptors");
+    Json msg;
+    if (std::string why = parse_message(m.bytes, msg); !why.empty()) return reply_error(EINVAL, why);
+    std::string why;
+    int err = 0;
+    const OpSpec* op = check_request(msg, m.fds.size(), why, err);
+    if (!op) return reply_error(err, why);
+    const Request req(msg, *op);
+    Call c{fd, req, m.fds, out_fds};
+    if (req.op().rfind("cm_", 0) == 0) return cm(c);
+    static const std::map<std::string_view, Handler> kHandlers = {
+        {"ping", &Impl::ping},
+        {"shutdown", &Impl::shutdown},
+        {"link_add", &Impl::link_add},
+        {"link_del", &Impl::link_del},
+        {"link_show", &Impl::link_show},
+        {"resource_counts", &Impl::resource_counts},
+        {"resources", &Impl::resources},
+        {"stats", &Impl::stats},
+        {"trace", &Impl::trace},
+        {"open_context", &Impl::open_context},
+        {"add_shm", &Impl::add_shm},
+    };
+    auto h = kHandlers.find(req.op());
+    if (h == kHandlers.end()) return reply_error(EOPNOTSUPP, "no handler for '" + std::string(req.op()) + "'");
+    return (this->*(h->second))(c);
 }
 
-Json Daemon::link_add(const Json& req) {
-    if (!req.contains("name") || !req["name"].is_string() || !req.contains("netdev") ||
-        !req["netdev"].is_string() || !req.contains("type") || !req["type"].is_string())
-        return reply_error(EINVAL, "link_add needs name, type and netdev");
+Json Server::Impl::ping(Call&) { return Json{{"ok", true}, {"pid", getpid()}, {"version", kVersion}}; }
+
+Json Server::Impl::shutdown(Call&) {
+    stop_ = true;
+    return reply_ok();
+}
+
+Json Server::Impl::cm(Call& c) { return cm_->handle(c.fd, c.req); }
+
+Json Server::Impl::resource_counts(Call& c) {
+    const std::string& name = c.req.str("device");
+    auto rt = runtimes_.find(name);
+    if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + name);
+    const DeviceRuntime::Counts n = rt->second->counts();
+    Json r = reply_ok();
+    r["qps"] = n.qps;
+    r["cqs"] = n.cqs;
+    r["mrs"] = n.mrs;
+    r["pds"] = n.pds;
+    r["srqs"] = n.srqs;
+    r["ahs"] = n.ahs;
+    r["mws"] = n.mws;
+    r["contexts"] = rt->second->context_count();
+    return r;
+}
+
+Json Server::Impl::stats(Call& c) {
+    const std::string& name = c.req.str("device");
+    auto rt = runtimes_.find(name);
+    if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + name);
+    Json r = reply_ok();
+    Json st = Json::object();
+    for (const auto& [counter, v] : rt->second->stats()) st[counter] = v;
+    r["stats"] = st;
+    // A model device adds its pipeline's figures, in simulated time.
+    Json model = Json::array();
+    for (const model::ModelStat& m : rt->second->model_stats())
+        model.push_back(Json{{"name", m.name}, {"value", m.value}, {"unit", m.unit}});
+    if (!model.empty()) {
+        r["model"] = model;
+        r["trace"] = rt->second->trace_state();
+    }
+    return r;
+}
+
+Json Server::Impl::link_add(Call& c) {
+    const Request& q = c.req;
     Device d;
-    d.name = req["name"].get<std::string>();
-    d.netdev = req["netdev"].get<std::string>();
-    if (!parse_type(req["type"].get<std::string>(), d.type))
-        return reply_error(EINVAL, "unknown device type '" + req["type"].get<std::string>() + "' (soft or model)");
-    if (req.contains("pcap") && req["pcap"].is_string()) d.pcap = req["pcap"].get<std::string>();
-    if (req.contains("loopback")) {
-        const std::string v = req["loopback"].is_string() ? req["loopback"].get<std::string>() : "";
+    d.name = q.str("name");
+    d.netdev = q.str("netdev");
+    if (!parse_type(q.str("type"), d.type))
+        return reply_error(EINVAL, "unknown device type '" + q.str("type") + "' (soft or model)");
+    d.pcap = q.str("pcap");
+    if (q.has("loopback")) {
+        const std::string& v = q.str("loopback");
         if (v != "on" && v != "off") return reply_error(EINVAL, "loopback must be on or off");
         d.loopback = v == "on";
     }
-    if (req.contains("config") && req["config"].is_string()) {
+    if (q.has("config")) {
         if (d.type != DeviceType::Model) return reply_error(EINVAL, "'config' applies to model devices only");
-        d.config_path = req["config"].get<std::string>();
-        d.config_text = req.value("config_text", "");
+        d.config_path = q.str("config");
+        d.config_text = q.str("config_text");
     }
     int e = 0;
     if (std::string m = devices_.add(d, e); !m.empty()) return reply_error(e, m);
     std::string err;
-    auto rt = DeviceRuntime::create(d, err, cm_->gsi_handler(d.name));
+    auto rt = opt_.make_device ? opt_.make_device(d, err, cm_->gsi_handler(d.name))
+                               : DeviceRuntime::create(d, err, cm_->gsi_handler(d.name));
     if (!rt) {
         devices_.remove(d.name, e);
         return reply_error(EIO, "cannot create device " + d.name + ": " + err);
     }
     cm_->add_device(d.name, rt.get());
     runtimes_[d.name] = std::move(rt);
-    logf("device %s (%s) added on %s", d.name.c_str(), type_name(d.type), d.netdev.c_str());
+    log("device %s (%s) added on %s", d.name.c_str(), type_name(d.type), d.netdev.c_str());
     save_state();
     return reply_ok();
 }
 
-Json Daemon::link_del(const Json& req) {
-    const std::string name = req.value("name", "");
+Json Server::Impl::link_del(Call& c) {
+    const std::string& name = c.req.str("name");
     if (auto rt = runtimes_.find(name); rt != runtimes_.end() && rt->second->context_count() > 0)
         return reply_error(EBUSY, "device " + name + " is in use by " + std::to_string(rt->second->context_count()) +
                                       " open context(s)");
@@ -334,14 +496,14 @@ Json Daemon::link_del(const Json& req) {
     if (std::string m = devices_.remove(name, e); !m.empty()) return reply_error(e, m);
     cm_->remove_device(name);
     runtimes_.erase(name);
-    logf("device %s deleted", name.c_str());
+    log("device %s deleted", name.c_str());
     save_state();
     return reply_ok();
 }
 
-Json Daemon::link_show(const Json& req) {
+Json Server::Impl::link_show(Call& c) {
     Json links = Json::array();
-    const std::string name = req.value("name", "");
+    const std::string& name = c.req.str("name");
     if (!name.empty()) {
         const Device* d = devices_.find(name);
         if (!d) return reply_error(ENODEV, "no device " + name);
@@ -356,18 +518,20 @@ Json Daemon::link_show(const Json& req) {
 
 // A context's process shares a sealed memfd (its queue memory, hw-spec 1.3
 // SHM domains). The descriptor is taken from in_fds (set to -1) when used.
-Json Daemon::add_shm(int fd, const Json& req, std::vector<int>& in_fds) {
-    auto b = ctx_of_conn_.find(fd);
+Json Server::Impl::add_shm(Call& c) {
+    auto b = ctx_of_conn_.find(c.fd);
     if (b == ctx_of_conn_.end()) return reply_error(EINVAL, "add_shm: this connection holds no context");
-    if (in_fds.size() != 1) return reply_error(EINVAL, "add_shm: expected one descriptor");
     auto rt = runtimes_.find(b->second.device);
     if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + b->second.device);
+    if (rt->second->shm_count(b->second.ctx_id) >= opt_.max_shm_per_context)
+        return reply_error(ENOSPC, "add_shm: the context already holds " + std::to_string(opt_.max_shm_per_context) +
+                                       " memory objects (the most one may)");
     uint32_t handle = 0;
     int e = 0;
     std::string err;
-    const int mfd = in_fds[0];
-    in_fds[0] = -1;
-    if (!rt->second->add_shm(b->second.ctx_id, mfd, req.value("size", uint64_t{0}), handle, err, e))
+    const int mfd = c.in_fds[0];
+    c.in_fds[0] = -1;
+    if (!rt->second->add_shm(b->second.ctx_id, mfd, c.req.uint("size"), handle, err, e))
         return reply_error(e, "add_shm: " + err);
     Json r = reply_ok();
     r["handle"] = handle;
@@ -375,18 +539,18 @@ Json Daemon::add_shm(int fd, const Json& req, std::vector<int>& in_fds) {
 }
 
 // `simnic trace NAME vcd|fst FILE [--from C --cycles N]`, and `stop`.
-Json Daemon::trace(const Json& req) {
-    auto rt = runtimes_.find(req.value("device", ""));
-    if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + req.value("device", ""));
-    if (req.value("stop", false)) {
+Json Server::Impl::trace(Call& c) {
+    const Request& q = c.req;
+    auto rt = runtimes_.find(q.str("device"));
+    if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + q.str("device"));
+    if (q.flag("stop")) {
         rt->second->trace_stop();
         Json r = reply_ok();
         r["trace"] = rt->second->trace_state();
         return r;
     }
     std::string err;
-    if (!rt->second->trace(req.value("file", ""), req.value("format", ""), req.value("from", uint64_t{0}),
-                           req.value("cycles", uint64_t{0}), err))
+    if (!rt->second->trace(q.str("file"), q.str("format"), q.uint("from"), q.uint("cycles"), err))
         return reply_error(EINVAL, err);
     Json r = reply_ok();
     r["trace"] = rt->second->trace_state();
@@ -394,8 +558,8 @@ Json Daemon::trace(const Json& req) {
 }
 
 // Everything `simnic resource show` prints, for one device or all.
-Json Daemon::resources(const Json& req) {
-    const std::string only = req.value("device", "");
+Json Server::Impl::resources(Call& call) {
+    const std::string& only = call.req.str("device");
     if (!only.empty() && !runtimes_.count(only)) return reply_error(ENODEV, "no device " + only);
     Json devs = Json::array();
     for (const auto& [name, rt] : runtimes_) {
@@ -451,29 +615,30 @@ Json Daemon::resources(const Json& req) {
     return r;
 }
 
-Json Daemon::open_context(int fd, const Json& req, std::vector<int>& fds) {
-    if (ctx_of_conn_.count(fd)) return reply_error(EBUSY, "this connection already holds a context");
-    const std::string name = req.value("device", "");
+Json Server::Impl::open_context(Call& c) {
+    if (ctx_of_conn_.count(c.fd)) return reply_error(EBUSY, "this connection already holds a context");
+    const std::string& name = c.req.str("device");
     auto rt = runtimes_.find(name);
     if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + name);
     // The process is who the kernel says is on the other end, not who the
     // message claims to be.
     ucred cred{};
     socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    if (getsockopt(c.fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
         return reply_error(errno, std::string("SO_PEERCRED: ") + std::strerror(errno));
     DeviceRuntime::OpenedContext oc;
     std::string err;
     int e = 0;
     if (!rt->second->open_context(static_cast<uint32_t>(cred.pid), oc, err, e)) return reply_error(e, err);
-    ctx_of_conn_[fd] = CtxBinding{name, oc.ctx_id, oc.db_fd};
-    conn_of_doorbell_[oc.db_fd] = fd;
+    ctx_of_conn_[c.fd] = CtxBinding{name, oc.ctx_id, oc.db_fd, cred.pid, comm_of(cred.pid)};
+    conn_of_doorbell_[oc.db_fd] = c.fd;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = oc.db_fd;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, oc.db_fd, &ev);
-    fds = {oc.page_fd, oc.bar_fd, oc.irq_fd, oc.db_fd, oc.engine_fd};
-    logf("context %u on %s opened by pid %d", oc.ctx_id, name.c_str(), cred.pid);
+    c.out_fds = {oc.page_fd, oc.bar_fd, oc.irq_fd, oc.db_fd, oc.engine_fd};
+    log("context %u on %s opened by pid %d", oc.ctx_id, name.c_str(), cred.pid);
+    save_state();
     Json r = reply_ok();
     r["ctx_id"] = oc.ctx_id;
     r["boot_domain"] = oc.boot_domain;
@@ -481,10 +646,44 @@ Json Daemon::open_context(int fd, const Json& req, std::vector<int>& fds) {
     return r;
 }
 
+// ---------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------
+Server::Server(const RuntimePaths& paths, ServerOptions opt) : impl_(std::make_unique<Impl>(paths, std::move(opt))) {}
+Server::~Server() = default;
+std::string Server::start() { return impl_->start(); }
+int Server::run_once(int timeout_ms) { return impl_->run_once(timeout_ms); }
+bool Server::stop_requested() const { return impl_->stop_; }
+std::uint64_t Server::internal_errors() const { return impl_->internal_errors_; }
+std::size_t Server::connections() const { return impl_->clients_.size(); }
+
+int Server::loop() {
+    while (!impl_->stop_)
+        if (impl_->run_once(-1) < 0) return 1;
+    return 0;
+}
+
+namespace {
+
+// Every connection and context costs the daemon descriptors: take what the
+// hard limit allows, so that the per-process connection cap, not the
+// default soft limit of 1024, is what a busy client meets.
+void raise_fd_limit() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 }  // namespace
 
 int run_daemon(const DaemonOptions& opt, int ready_fd) {
     const RuntimePaths paths = runtime_paths();
+    if (!paths.error.empty()) {
+        std::fprintf(stderr, "simnic daemon: %s\n", paths.error.c_str());
+        return 1;
+    }
     if (!opt.foreground) {
         // Detached: stdio goes to the log file in the runtime directory.
         if (ensure_runtime_dir(paths).empty()) {
@@ -500,7 +699,10 @@ int run_daemon(const DaemonOptions& opt, int ready_fd) {
             if (nul > 2) close(nul);
         }
     }
-    Daemon d(paths);
+    raise_fd_limit();
+    ServerOptions so;
+    so.signals = true;
+    Server d(paths, so);
     if (std::string m = d.start(); !m.empty()) {
         logf("%s", m.c_str());
         if (opt.foreground) std::fprintf(stderr, "simnic daemon: %s\n", m.c_str());

@@ -175,6 +175,11 @@ struct DeviceRuntime::Impl final : hw::EventSink {
 };
 
 std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::string& err, GsiHandler gsi) {
+    return create(dev, err, std::move(gsi), Options{});
+}
+
+std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::string& err, GsiHandler gsi,
+                                                     const Options& opt) {
     auto impl = std::make_unique<Impl>();
     impl->dev = dev;
     fw::FwConfig cfg;
@@ -188,7 +193,7 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
     if (dev.type == DeviceType::Model &&
         !model::parse_config(dev.config_text, dev.config_path.empty() ? "config" : dev.config_path, impl->model_cfg, err))
         return nullptr;
-    {
+    if (opt.engine) {
         soft_engine::EngineConfig ec;
         if (dev.type == DeviceType::Model) ec.timing = model::Pipeline::factory(dev.name, impl->model_cfg, &impl->pipe);
         ec.device = dev.name;
@@ -337,6 +342,23 @@ bool DeviceRuntime::add_shm(uint16_t ctx_id, int fd, uint64_t size, uint32_t& ha
     c.shm[h] = {static_cast<uint8_t*>(p), size};
     handle = h;
     return true;
+}
+
+size_t DeviceRuntime::shm_count(uint16_t ctx_id) const {
+    std::lock_guard<std::mutex> lk(impl_->eq_mu);
+    auto it = impl_->ctxs.find(ctx_id);
+    return it == impl_->ctxs.end() ? 0 : it->second->shm.size();
+}
+
+void DeviceRuntime::device_fatal() {
+    std::vector<uint16_t> ids;
+    {
+        std::lock_guard<std::mutex> lk(impl_->eq_mu);
+        for (const auto& [id, c] : impl_->ctxs) ids.push_back(id);
+    }
+    std::array<uint8_t, hw::eqe::kSize> e{};
+    hw::set(e.data(), e.size(), hw::eqe::event_type, static_cast<uint8_t>(hw::EventType::DeviceFatal));
+    for (uint16_t id : ids) impl_->post_eqe(id, e.data(), e.size());
 }
 
 void DeviceRuntime::command_doorbell(uint16_t ctx_id) {
@@ -502,7 +524,7 @@ bool DeviceRuntime::gsi_send(const std::array<uint8_t, 16>& sgid, const std::arr
     fw::Gid g{};
     std::copy(dgid.begin(), dgid.end(), g.begin());
     if (auto m = impl_->netdev->resolve_neighbor(g)) std::copy(m->begin(), m->end(), dmac.begin());
-    return impl_->engine->gsi_send(sgid, dgid, dmac, mad, len);
+    return impl_->engine && impl_->engine->gsi_send(sgid, dgid, dmac, mad, len);
 }
 
 DeviceRuntime::Counts DeviceRuntime::counts() const {

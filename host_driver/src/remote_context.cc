@@ -126,6 +126,7 @@ public:
     int command(hw::CmdOpcode opcode, const uint8_t* in, size_t in_len, size_t out_cap,
                 CmdOutcome& res) override {
         std::lock_guard<std::mutex> lock(mu_);
+        if (!client_->alive()) return EIO;  // the device is gone: nobody would run it
         const size_t in_room = (in_len + 63) & ~size_t{63};
         if (in_room + out_cap > kMailboxBytes) return E2BIG;
         if (in_len) std::memcpy(mbox_.p, in, in_len);
@@ -176,6 +177,7 @@ public:
     }
 
     int event_fd() const override { return irq_fd_; }
+    int lost_fd() const override { return client_ ? client_->fd() : -1; }
 
     bool next_event(hw::Eqe& eqe) override {
         constexpr uint32_t eq = hw::kCtxEqBlock;

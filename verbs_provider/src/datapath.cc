@@ -61,8 +61,12 @@ void translate(const hw::Cqe& c, ibv_wc& wc) {
 }
 
 // The CQE at the consumer index if the driver owns it (7.2), else null.
-// Under cq.mu.
-const std::uint8_t* cq_peek(const SimCq& cq) { return hw::cqe_peek(cq.ring, cq.ci, cq.log_size); }
+// Under cq.mu. With the device gone, an empty ring yields the next flush
+// error instead (fatal.cc).
+const std::uint8_t* cq_peek(SimCq& cq) {
+    if (const std::uint8_t* e = hw::cqe_peek(cq.ring, cq.ci, cq.log_size)) return e;
+    return cq.ctx->fatal.load(std::memory_order_acquire) ? flush_cqe(cq) : nullptr;
+}
 
 // Consumes the CQE cq_peek returned, once it has been read: its WQEs are
 // free and the consumer index moves on. The device learns it at cq_batch_end.
@@ -377,6 +381,10 @@ void ring_sq(SimQp& qp) {
 
 int detail::op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
     SimQp& qp = *qp_of(ibqp);
+    if (qp.ctx->fatal.load(std::memory_order_relaxed)) {  // the device is gone (fatal.cc)
+        if (bad) *bad = wr;
+        return EIO;
+    }
     std::lock_guard<std::mutex> lk(qp.sq.mu);
     if (!qp.sq_open.load(std::memory_order_relaxed)) {
         if (bad) *bad = wr;
@@ -481,7 +489,9 @@ void ex_start(ibv_qp_ex* q) {
     SimQp& qp = exq(q);
     qp.sq.mu.lock();
     qp.ex_start = qp.sq.pi;
-    qp.ex_err = qp.sq_open.load(std::memory_order_relaxed) ? 0 : EINVAL;
+    qp.ex_err = qp.ctx->fatal.load(std::memory_order_relaxed)      ? EIO  // the device is gone (fatal.cc)
+                : qp.sq_open.load(std::memory_order_relaxed) ? 0
+                                                             : EINVAL;
     qp.ex_wqe = nullptr;
 }
 int ex_complete(ibv_qp_ex* q) {

@@ -20,6 +20,10 @@ namespace {
 void dispatch(SimContext& c, const hw::Eqe& e) {
     const auto type = static_cast<std::uint32_t>(e.event_type);
     const std::uint32_t obj = e.obj_num;
+    if (e.event_type == hw::EventType::DeviceFatal) {
+        device_fatal(c);  // takes obj_mu itself
+        return;
+    }
     std::lock_guard<std::mutex> lk(c.obj_mu);
     if (type == static_cast<std::uint32_t>(hw::EventType::Completion)) {
         auto it = c.cqs.find(obj);
@@ -65,17 +69,21 @@ void dispatch(SimContext& c, const hw::Eqe& e) {
         case IBV_EVENT_GID_CHANGE:
             ev.element.port_num = static_cast<int>(obj);
             break;
-        case IBV_EVENT_DEVICE_FATAL:
-            break;
+        case IBV_EVENT_DEVICE_FATAL:  // handled above
+            return;
         default:
             return;  // PATH_MIG*, WQ_FATAL: no such objects here
     }
     c.async.push(ev);
 }
 
+// The context's interrupt thread. It also watches the daemon's connection:
+// when that closes (the daemon died, or stopped after its DEVICE_FATAL), the
+// device is gone, and the context learns it within one wake-up (fatal.cc).
 void event_loop(SimContext* c) {
     const int hfd = c->hc->event_fd();
     if (hfd < 0) return;
+    const int lost = c->hc->lost_fd();
     for (;;) {
         // Drain, arm, and drain again, before every sleep including the
         // first: an EQE written before the arm took effect raised no
@@ -94,10 +102,17 @@ void event_loop(SimContext* c) {
                 found = true;
             }
         }
-        pollfd p[2] = {{hfd, POLLIN, 0}, {c->stop_fd, POLLIN, 0}};
-        [[maybe_unused]] const int n = ::poll(p, 2, -1);
+        if (c->fatal.load(std::memory_order_acquire)) return;
+        pollfd p[3] = {{hfd, POLLIN, 0}, {c->stop_fd, POLLIN, 0}, {lost, POLLRDHUP, 0}};
+        [[maybe_unused]] const int n = ::poll(p, lost >= 0 ? 3 : 2, -1);
         if (p[1].revents != 0) return;
-        if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) return;  // device gone
+        if ((p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) ||
+            (lost >= 0 && (p[2].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))) {
+            // What the device wrote before it went is still ours to read.
+            while (c->hc->next_event(e)) dispatch(*c, e);
+            device_fatal(*c);
+            return;
+        }
         if (p[0].revents & POLLIN) {
             std::uint64_t v = 0;
             [[maybe_unused]] const ssize_t r = ::read(hfd, &v, sizeof v);
@@ -174,6 +189,10 @@ ibv_comp_channel* create_comp_channel(ibv_context* ctx) {
     ch->ch.context = ctx;
     ch->ch.fd = ch->events.fd;
     ch->ch.refcnt = 0;
+    std::lock_guard<std::mutex> lk(c->obj_mu);
+    c->channels.insert(ch);
+    // A channel made after the device went is closed from the start.
+    if (c->fatal.load(std::memory_order_acquire)) ch->events.close_queue();
     return &ch->ch;
 }
 
@@ -183,6 +202,7 @@ int destroy_comp_channel(ibv_comp_channel* channel) {
     {
         std::lock_guard<std::mutex> lk(ch->ctx->obj_mu);
         if (channel->refcnt != 0) return EBUSY;
+        ch->ctx->channels.erase(ch);
     }
     ::close(ch->events.fd);
     delete ch;

@@ -151,7 +151,10 @@ SIMNIC_EXPORT struct ibv_device** ibv_get_device_list(int* num_devices) {
     sv::current_devices(sims);  // no daemon: none, and the real list alone
     if (sims.empty()) {
         if (num_devices) *num_devices = real_n;
-        if (real == nullptr) errno = real_err;
+        // No kernel RDMA (libibverbs says ENOSYS) and no simnic device: a
+        // process run with the provider wants simnic devices, and there are
+        // none (no daemon, or none added): ENODEV says that.
+        if (real == nullptr) errno = real_err == ENOSYS ? ENODEV : real_err;
         return real;
     }
     const std::size_t total = static_cast<std::size_t>(real_n) + sims.size();

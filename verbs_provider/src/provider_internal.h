@@ -69,18 +69,26 @@ struct SimSrq;
 // the queue is not empty (completion channels, the async fd). The fd is a
 // plain eventfd; every read and write of it happens under `mu`, after a
 // zero-timeout poll, so neither ever blocks.
+//
+// A closed queue (its device is gone, as the kernel closes a uverbs event
+// file on disassociation) hands out what it holds and then fails with EIO;
+// its fd stays readable, so a reader never blocks on it again.
 template <typename T>
 struct FdQueue {
     std::mutex mu;
     std::deque<T> q;
     int fd = -1;
+    bool closed = false;  // under mu
 
     void push(const T& v);
     // Pops one event; blocks (poll on fd) unless the fd is O_NONBLOCK.
-    // 0, or an errno (EAGAIN when empty and non-blocking).
+    // 0, or an errno (EAGAIN when empty and non-blocking, EIO when empty
+    // and closed).
     int pop(T& out);
     template <typename P>
     void purge(P pred);
+    // Wakes every blocked pop(); see above.
+    void close_queue();
 
 private:
     void drain_locked();
@@ -108,6 +116,12 @@ struct SimContext {
     // ns; 0: a poll found a CQE since). Polling that has found nothing
     // anywhere for a while naps (cq_relax).
     std::atomic<std::uint64_t> last_cqe_ns{0};
+    // The device is gone (the daemon died or stopped: fatal.cc). From then
+    // on commands fail with EIO, polling a CQ completes what was posted
+    // with flush errors, and the event queues are closed.
+    std::atomic<bool> fatal{false};
+    // The completion channels made on this context (obj_mu): closed with it.
+    std::set<struct SimChannel*> channels;
     std::uint64_t cap_get(hw::Field f) const { return hw::get(cap.data(), cap.size(), f); }
 };
 
@@ -129,9 +143,16 @@ inline SimContext* sim(ibv_context* ctx) {
     return is_context(ctx) ? shell_of(ctx)->impl : nullptr;
 }
 
+// fatal.cc: a command on a context whose device is gone: EIO (errno set
+// too, as a kernel command's failed write sets it), or 0 for a destroy
+// command where RDMAV_ALLOW_DISASSOC_DESTROY lets the provider free the
+// object, as libibverbs does after a device is disassociated.
+int fatal_command(hw::CmdOpcode op);
+
 // One command; 0 or the errno of hw-spec 5.5 (or of the transport).
 inline int run(SimContext& c, hw::CmdOpcode op, const std::uint8_t* in, std::size_t in_len,
                std::size_t out_cap, host::CmdOutcome& r) {
+    if (c.fatal.load(std::memory_order_acquire)) return fatal_command(op);
     const int e = c.hc->command(op, in, in_len, out_cap, r);
     if (e != 0) return e;
     return hw::status_errno(r.status);
@@ -168,6 +189,7 @@ void FdQueue<T>::push(const T& v) {
 
 template <typename T>
 void FdQueue<T>::drain_locked() {
+    if (closed) return;  // stays readable
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
         std::uint64_t v = 0;
@@ -186,11 +208,23 @@ int FdQueue<T>::pop(T& out) {
                 if (q.empty()) drain_locked();
                 return 0;
             }
+            if (closed) return EIO;
         }
         const int fl = ::fcntl(fd, F_GETFL);
         if (fl >= 0 && (fl & O_NONBLOCK)) return EAGAIN;
         pollfd p{fd, POLLIN, 0};
         if (::poll(&p, 1, -1) < 0 && errno != EINTR) return errno;
+    }
+}
+
+template <typename T>
+void FdQueue<T>::close_queue() {
+    std::lock_guard<std::mutex> lk(mu);
+    if (closed) return;
+    closed = true;
+    if (q.empty()) {  // readable from now on
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const ssize_t w = ::write(fd, &one, sizeof one);
     }
 }
 
@@ -310,6 +344,15 @@ inline SimChannel* channel_of(ibv_comp_channel* ch) { return outer<SimChannel>(c
 int start_events(SimContext& c);
 void stop_events(SimContext& c);
 void purge_async(SimContext& c, const void* match);
+// fatal.cc: the device is gone (the event thread saw the daemon's
+// connection close, or a DEVICE_FATAL event): marks the context, queues
+// IBV_EVENT_DEVICE_FATAL and closes its event queues. Once only.
+void device_fatal(SimContext& c);
+// fatal.cc: with the device gone, the next CQE of `cq` (under cq.mu, its
+// ring empty at ci): a flush error for the oldest work request still
+// outstanding on a QP completing there, written into the ring as the device
+// would have written it, or null if there is none.
+const std::uint8_t* flush_cqe(SimCq& cq);
 // datapath.cc: the ops of an ibv_cq_ex (create_cq_ex) and of an ibv_qp_ex
 // (create_qp_ex).
 void fill_cq_ex(SimCq& cq, std::uint64_t wc_flags);

@@ -15,6 +15,20 @@
 // socket: poll it, make it non-blocking, as with librdmacm. Requests go over
 // one more connection per process.
 //
+// Life cycles follow librdmacm and the kernel's ucma file:
+//   - rdma_destroy_id waits until every event handed out for the ID has been
+//     acked; events still queued for it are dropped unread;
+//   - a thread waiting in rdma_get_cm_event when its channel is destroyed
+//     keeps waiting (the kernel's read holds the file), and so does one that
+//     calls it on a channel already destroyed, which the kernel would fail
+//     with EBADF: an event thread that outlives its channel, as rping's
+//     does, must not fail for it (a late call used to reach the real
+//     librdmacm, which said ENODEV: issue 12's "rdma_get_cm_event: No such
+//     device" under CPU load);
+//   - when the daemon goes away (it died or stopped), each ID of a channel
+//     that is bound to a device gets RDMA_CM_EVENT_DEVICE_REMOVAL, as rdma_cm
+//     reports a removed device, and then rdma_get_cm_event fails with ENODEV.
+//
 // Which library serves a process is decided once, at its first event
 // channel (or ID, or address lookup): if the daemon has any simnic device,
 // simnic does; otherwise every call goes on to the real librdmacm
@@ -27,10 +41,12 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -81,6 +97,13 @@ struct Chan {
     rdma_event_channel ch{};  // first: the application holds &ch
     std::unique_ptr<ctl::Client> conn;
     uint64_t id = 0;
+    // Threads inside rdma_get_cm_event on this channel (g_mu). The channel
+    // is torn down only once none is: a destroyed channel's connection
+    // stays open while a thread still waits on it, as a read of the
+    // kernel's ucma file holds the file open.
+    int waiters = 0;
+    bool destroyed = false;  // rdma_destroy_event_channel ran (g_mu)
+    bool lost = false;       // the daemon closed the connection: it is gone (g_mu)
 };
 
 struct Id {
@@ -91,6 +114,10 @@ struct Id {
     std::string device;
     // rdma_accept(id, NULL)'s defaults, from the CONNECT_REQUEST.
     uint8_t resp_res = 0, init_depth = 0;
+    // Events handed to the application for this ID, and those it acked
+    // (g_mu): rdma_destroy_id waits until they match, as librdmacm's does.
+    uint64_t events_reported = 0, events_completed = 0;
+    bool removal_reported = false;  // DEVICE_REMOVAL given after the daemon went (g_mu)
 };
 
 struct Ev {
@@ -98,15 +125,30 @@ struct Ev {
     std::vector<uint8_t> priv;
 };
 
-std::mutex g_mu;  // every table below, and the request connection
-std::set<Chan*> g_chans;
-std::set<Id*> g_ids;
-std::map<std::pair<Chan*, uint32_t>, Id*> g_by_handle;
-std::set<Ev*> g_events;
-std::set<rdma_addrinfo*> g_addrinfos;
-std::map<std::string, ibv_context*> g_contexts;  // one per device, for the process's life
-std::map<ibv_context*, ibv_pd*> g_default_pd;
-std::unique_ptr<ctl::Client> g_ctl;
+// The process's state. Allocated once and never destroyed: an application
+// whose thread calls exit() while another is still inside librdmacm (rping's
+// event thread exits on an error while its main thread tears down) must not
+// find these torn down under it, nor wait at exit for a condition variable
+// a thread still waits on.
+template <typename T>
+T& forever() {
+    return *new T();
+}
+std::mutex& g_mu = forever<std::mutex>();  // every table below, and the request connection
+std::condition_variable& g_acked = forever<std::condition_variable>();  // an event was acked
+std::set<Chan*>& g_chans = forever<std::set<Chan*>>();
+// Channels the application destroyed. Kept (a few bytes each, with their
+// connection closed) so that a call on one is recognised as ours and never
+// goes to the real librdmacm, which would fail it with ENODEV.
+std::set<Chan*>& g_dead_chans = forever<std::set<Chan*>>();
+std::set<Id*>& g_ids = forever<std::set<Id*>>();
+std::map<std::pair<Chan*, uint32_t>, Id*>& g_by_handle = forever<std::map<std::pair<Chan*, uint32_t>, Id*>>();
+std::set<Ev*>& g_events = forever<std::set<Ev*>>();
+std::set<rdma_addrinfo*>& g_addrinfos = forever<std::set<rdma_addrinfo*>>();
+// One context per device, for the process's life.
+std::map<std::string, ibv_context*>& g_contexts = forever<std::map<std::string, ibv_context*>>();
+std::map<ibv_context*, ibv_pd*>& g_default_pd = forever<std::map<ibv_context*, ibv_pd*>>();
+std::unique_ptr<ctl::Client>& g_ctl = forever<std::unique_ptr<ctl::Client>>();
 int g_mode = -1;  // -1 undecided, 0 the real librdmacm, 1 simnic
 
 Chan* our_chan(const rdma_event_channel* c) {
@@ -349,7 +391,7 @@ Json param_json(const rdma_conn_param* p, uint32_t qpn, bool srq) {
            {"retry_count", p ? std::min<int>(p->retry_count, 7) : 7},
            {"rnr_retry_count", p ? std::min<int>(p->rnr_retry_count, 7) : 7},
            {"srq", srq},
-           {"qp_num", qpn}};
+           {"qp_num", qpn & 0xFFFFFF}};  // a QPN has 24 bits (the schema's limit)
     return j;
 }
 
@@ -362,6 +404,34 @@ void cap_rd(Id* i, int& rr, int& idp) {
     }
 }
 
+// A thread waiting on a channel the application destroyed waits on: the
+// kernel's ucma file gives a read that is already waiting nothing more, and
+// an application's event thread that outlives its channel (rping's does:
+// its main thread destroys the channel while the thread goes on reading)
+// must not fail for it. It ends with the process.
+[[noreturn]] void wait_forever() {
+    for (;;) pause();  // a signal's handler returns here
+}
+
+// The daemon is gone: the device of every ID on the channel went with it.
+// One RDMA_CM_EVENT_DEVICE_REMOVAL per ID bound to a device, as rdma_cm
+// reports a removed device to each of its IDs; null once all have had one.
+Ev* removal_event(Chan* c) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    for (Id* i : g_ids) {
+        if (i->chan != c || i->removal_reported || i->device.empty()) continue;
+        i->removal_reported = true;
+        ++i->events_reported;
+        auto* ev = new Ev;
+        ev->ev.event = RDMA_CM_EVENT_DEVICE_REMOVAL;
+        ev->ev.id = &i->id;
+        g_events.insert(ev);
+        i->id.event = &ev->ev;
+        return ev;
+    }
+    return nullptr;
+}
+
 // Reads one event of a simnic channel (blocking unless the fd is
 // O_NONBLOCK) and does librdmacm's part of it.
 int get_event(Chan* c, rdma_cm_event** out) {
@@ -370,7 +440,26 @@ int get_event(Chan* c, rdma_cm_event** out) {
         const int timeout = fl >= 0 && (fl & O_NONBLOCK) ? 0 : -1;
         Json m;
         const std::string err = ctl::recv_message(c->ch.fd, m, timeout);
-        if (!err.empty()) return fail(err == "timed out waiting for the daemon" ? EAGAIN : ENODEV);
+        bool destroyed;
+        {
+            std::lock_guard<std::mutex> lk(g_mu);
+            destroyed = c->destroyed;
+            if (!err.empty() && err != "timed out waiting for the daemon") c->lost = true;
+        }
+        if (destroyed) {
+            // Nothing more is delivered on a destroyed channel: what comes
+            // is for IDs that are gone. Wait on, unless the daemon went.
+            if (err.empty()) continue;
+            return fail(err == "timed out waiting for the daemon" ? EAGAIN : EBADF);
+        }
+        if (err == "timed out waiting for the daemon") return fail(EAGAIN);
+        if (!err.empty()) {
+            if (Ev* ev = removal_event(c)) {
+                *out = &ev->ev;
+                return 0;
+            }
+            return fail(ENODEV);
+        }
         auto* ev = new Ev;
         ev->ev.event = rdma_cm_event_type(m.value("event", 0));
         ev->ev.status = m.value("status", 0);
@@ -429,11 +518,33 @@ int get_event(Chan* c, rdma_cm_event** out) {
         {
             std::lock_guard<std::mutex> lk(g_mu);
             g_events.insert(ev);
+            ++id->events_reported;
         }
         id->id.event = &ev->ev;
         *out = &ev->ev;
         return 0;
     }
+}
+
+// rdma_get_cm_event on a simnic channel, live or destroyed.
+int get_event_on(Chan* c, rdma_cm_event** out) {
+    bool gone;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        gone = c->destroyed && !c->conn;  // destroyed and torn down before this call
+        if (!gone) ++c->waiters;
+    }
+    if (gone) wait_forever();
+    const int r = get_event(c, out);
+    const int e = errno;
+    std::unique_ptr<ctl::Client> closing;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        if (--c->waiters == 0 && c->destroyed) closing = std::move(c->conn);  // what destroy put off
+    }
+    closing.reset();
+    errno = e;
+    return r;
 }
 
 // A synchronous ID (created without a channel) waits for its event, as
@@ -484,17 +595,27 @@ rdma_event_channel* rdma_create_event_channel(void) {
 
 void rdma_destroy_event_channel(rdma_event_channel* channel) {
     Chan* c;
+    std::unique_ptr<ctl::Client> closing;
     {
         std::lock_guard<std::mutex> lk(g_mu);
         c = our_chan(channel);
-        if (c) g_chans.erase(c);
+        if (c) {
+            g_chans.erase(c);
+            g_dead_chans.insert(c);
+            c->destroyed = true;
+            // Closing the connection destroys whatever IDs are left in the
+            // daemon; a thread still waiting on the channel closes it when
+            // it leaves (get_event_on).
+            if (c->waiters == 0) closing = std::move(c->conn);
+        } else if (g_dead_chans.count(reinterpret_cast<Chan*>(channel))) {
+            return;  // destroyed twice
+        }
     }
     if (!c) {
         static sv::Real<decltype(rdma_destroy_event_channel)> real("rdma_destroy_event_channel", "RDMACM_1.0");
         if (auto* p = real.get()) p(channel);
         return;
     }
-    delete c;  // closing the connection destroys whatever IDs are left in the daemon
 }
 
 int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, rdma_port_space ps) {
@@ -523,17 +644,18 @@ int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, 
 int rdma_destroy_id(rdma_cm_id* id) {
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_destroy_id, "RDMACM_1.0", -1, id);
+    if (i->own_chan && i->id.event) rdma_ack_cm_event(i->id.event);
     Json r;
-    id_call(i, Json{{"op", "cm_destroy_id"}}, r);
+    id_call(i, Json{{"op", "cm_destroy_id"}}, r);  // events still queued for it are dropped unread
     {
-        std::lock_guard<std::mutex> lk(g_mu);
+        // As librdmacm's: an event the application was handed for the ID
+        // may still be in use by another thread until it is acked.
+        std::unique_lock<std::mutex> lk(g_mu);
+        g_acked.wait(lk, [i] { return i->events_completed >= i->events_reported; });
         g_ids.erase(i);
         g_by_handle.erase({i->chan, i->handle});
     }
-    if (i->own_chan) {
-        if (i->id.event) rdma_ack_cm_event(i->id.event);
-        rdma_destroy_event_channel(&i->chan->ch);
-    }
+    if (i->own_chan) rdma_destroy_event_channel(&i->chan->ch);
     delete i;
     return 0;
 }
@@ -713,10 +835,12 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     {
         std::lock_guard<std::mutex> lk(g_mu);
         c = our_chan(channel);
+        if (!c && channel && g_dead_chans.count(reinterpret_cast<Chan*>(channel)))
+            c = reinterpret_cast<Chan*>(channel);
     }
     if (!c) REAL(rdma_get_cm_event, "RDMACM_1.0", -1, channel, event);
     if (!event) return fail(EINVAL);
-    return get_event(c, event);
+    return get_event_on(c, event);
 }
 
 int rdma_ack_cm_event(rdma_cm_event* event) {
@@ -725,11 +849,14 @@ int rdma_ack_cm_event(rdma_cm_event* event) {
         std::lock_guard<std::mutex> lk(g_mu);
         if (!event || !g_events.erase(e)) e = nullptr;
         if (e) {
-            Id* i = our_id(event->id);
-            if (i && i->id.event == event) i->id.event = nullptr;
+            if (Id* i = our_id(event->id)) {
+                ++i->events_completed;
+                if (i->id.event == event) i->id.event = nullptr;
+            }
         }
     }
     if (!e) REAL(rdma_ack_cm_event, "RDMACM_1.0", -1, event);
+    g_acked.notify_all();
     delete e;
     return 0;
 }

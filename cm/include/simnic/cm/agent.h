@@ -177,8 +177,10 @@ public:
 
     // The channel an ID belongs to (0: no such ID).
     uint64_t channel_of(uint32_t id) const;
-    // Counts for tests and `simnic resource show`.
+    // Counts for tests and `simnic resource show`; the IDs of one channel
+    // (what the daemon bounds).
     size_t id_count() const;
+    size_t id_count(uint64_t channel) const;
     std::string state_name(uint32_t id) const;
 
     struct Impl;

@@ -19,7 +19,9 @@ public:
     // Connects to the running daemon. With start_if_needed, starts one (the
     // same executable, `simnic daemon`) when none runs, and clears a stale
     // socket left by a daemon that died. `notice` receives what the user
-    // should be told about that (empty if nothing happened).
+    // should be told about a daemon that died (its devices and the
+    // processes that had them open; empty if nothing happened). Without
+    // start_if_needed nothing in the runtime directory changes.
     static Client connect(const RuntimePaths& paths, bool start_if_needed, std::string& err,
                           std::string& notice);
 
@@ -41,5 +43,10 @@ private:
     explicit Client(int fd) : fd_(fd) {}
     int fd_ = -1;
 };
+
+// Removes what a dead daemon left (its socket and state file) so that the
+// user is told about it once; nothing if a daemon runs. True if there was a
+// socket.
+bool forget_dead_daemon(const RuntimePaths& paths);
 
 }  // namespace simnic::control

@@ -24,6 +24,10 @@
 //     exited or died), the daemon destroys the context and everything in it.
 //   {"op":"cm_channel"}, {"op":"cm_*",...}             the connection manager (rdma_cm):
 //                                                       see daemon/src/cm_service.h
+//
+// Every op's fields, their types and limits, and the descriptors it carries
+// are declared once, in schema.cc; the daemon checks each request against
+// them before acting on it (schema.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -38,12 +42,28 @@ using Json = nlohmann::json;
 inline constexpr size_t kMaxMessageBytes = 1 << 20;
 inline constexpr const char* kVersion = "0.1.0";
 
+inline constexpr size_t kMaxFdsPerMessage = 8;
+
 // One message on a SOCK_SEQPACKET socket, optionally with file descriptors
 // (SCM_RIGHTS). Return an error message, or empty. Received descriptors are
 // close-on-exec and belong to the caller.
 std::string send_message(int fd, const Json& msg, const std::vector<int>& fds = {});
 std::string recv_message(int fd, Json& msg, int timeout_ms, std::vector<int>* fds = nullptr);
-inline constexpr size_t kMaxFdsPerMessage = 8;
+
+// One message as it arrived, before it is parsed (what the daemon reads, so
+// that it can answer each way a message can be wrong).
+struct RawMessage {
+    std::string bytes;       // at most kMaxMessageBytes
+    std::vector<int> fds;    // SCM_RIGHTS descriptors, now the caller's (close-on-exec)
+    bool too_long = false;   // the message was longer than kMaxMessageBytes: `bytes` is cut
+    bool too_many_fds = false;  // more than kMaxFdsPerMessage: the kernel closed the rest
+};
+// 0 with `m` filled; ETIMEDOUT; ECONNRESET when the peer closed (a zero-length
+// read, which SOCK_SEQPACKET cannot tell from an empty message); or recvmsg's
+// errno. Descriptors are taken even when the message is bad.
+int recv_raw(int fd, RawMessage& m, int timeout_ms);
+// Empty if `bytes` is one JSON object (then in `out`), else why not.
+std::string parse_message(const std::string& bytes, Json& out);
 
 Json reply_ok();
 Json reply_error(int err, const std::string& message);

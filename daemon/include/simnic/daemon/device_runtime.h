@@ -47,9 +47,17 @@ public:
     // sender's GID and ours.
     using GsiHandler = std::function<void(const uint8_t* mad, size_t len, const std::array<uint8_t, 16>& src,
                                           const std::array<uint8_t, 16>& dst)>;
+    struct Options {
+        // False: no engine at all (no data path, no wire, no thread, no
+        // capture): the firmware and its contexts only, which is all the
+        // control protocol reaches (its tests and fuzzer).
+        bool engine = true;
+    };
     // Creates the firmware for `dev`; on failure returns null and sets err.
     // `gsi` receives the device's QP1 traffic (the daemon's CM agent).
     static std::unique_ptr<DeviceRuntime> create(const Device& dev, std::string& err, GsiHandler gsi = {});
+    static std::unique_ptr<DeviceRuntime> create(const Device& dev, std::string& err, GsiHandler gsi,
+                                                 const Options& opt);
     ~DeviceRuntime();
     DeviceRuntime(const DeviceRuntime&) = delete;
     DeviceRuntime& operator=(const DeviceRuntime&) = delete;
@@ -65,8 +73,14 @@ public:
     // Maps a sealed memfd the context's process shares (takes `fd`) and makes
     // it an SHM object of the context; `handle` names it for ATTACH_DOMAIN.
     bool add_shm(uint16_t ctx_id, int fd, uint64_t size, uint32_t& handle, std::string& err, int& err_no);
+    // The shared memory objects context `ctx_id` holds.
+    size_t shm_count(uint16_t ctx_id) const;
     // The driver rang the command doorbell: run every posted command.
     void command_doorbell(uint16_t ctx_id);
+    // The device is going away (the daemon stops): a DEVICE_FATAL event
+    // (hw-spec 8.2) to every context, so that each driver learns it from
+    // the device before its connection closes.
+    void device_fatal();
 
     // Counts for `simnic resource show` and tests.
     struct Counts {

@@ -64,6 +64,12 @@ public:
     // hw-spec 2.1) at `offset`. Returns false outside it.
     virtual bool read_bar(std::uint32_t offset, std::uint8_t* dst, std::size_t len) = 0;
 
+    // A descriptor that polls POLLHUP / POLLRDHUP once the device is gone
+    // (the daemon that hosted it died or stopped: its connection closed),
+    // for the event thread to watch beside event_fd(); -1 where the device
+    // cannot go away (an in-process context).
+    virtual int lost_fd() const { return -1; }
+
     // Events (hw-spec 8). event_fd() becomes readable (an eventfd counter)
     // when an EQE arrives while the EQ is armed; next_event() pops one EQE,
     // decoded; arm_events() requests the next interrupt.

@@ -1,0 +1,175 @@
+// The life cycle of rdma_cm event channels and IDs as librdmacm and the
+// kernel's ucma file give it, from an ordinary librdmacm program (run under
+// `simnic exec` by run_verbs_integrity.sh, device on lo). The case behind
+// issue 12's "rdma_get_cm_event: No such device" under CPU load: rping's
+// event thread goes on calling rdma_get_cm_event while its main thread
+// destroys the ID and the channel; it must wait, not fail.
+#include <rdma/rdma_cma.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+sockaddr_in loopback(uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+uint16_t some_port() { return static_cast<uint16_t>(20000 + std::rand() % 20000); }
+
+// rdma_get_cm_event on `ch` in a thread of its own (left running: it may
+// never return); the future says if and how it did.
+std::future<int> get_event_in_thread(rdma_event_channel* ch) {
+    auto p = std::make_shared<std::promise<int>>();
+    auto f = p->get_future();
+    std::thread([ch, p] {
+        rdma_cm_event* ev = nullptr;
+        const int rc = rdma_get_cm_event(ch, &ev);
+        p->set_value(rc == 0 ? 0 : errno);
+    }).detach();
+    return f;
+}
+
+bool still_waiting(std::future<int>& f, int ms) {
+    return f.wait_for(std::chrono::milliseconds(ms)) == std::future_status::timeout;
+}
+
+// A call that should still be waiting; if it returned, how.
+void check_waiting(std::future<int>& f, int ms) {
+    if (still_waiting(f, ms)) return;
+    const int e = f.get();
+    FAIL("rdma_get_cm_event returned: " << (e == 0 ? std::string("an event") : std::strerror(e)));
+}
+
+}  // namespace
+
+TEST_CASE("a thread waiting on a channel that is destroyed keeps waiting", "[cm]") {
+    rdma_event_channel* ch = rdma_create_event_channel();
+    REQUIRE(ch != nullptr);
+    rdma_cm_id* id = nullptr;
+    REQUIRE(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in a = loopback(some_port());
+    REQUIRE(rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&a)) == 0);
+    REQUIRE(id->verbs != nullptr);  // bound to the simnic device
+    auto waiting = get_event_in_thread(ch);
+    REQUIRE(still_waiting(waiting, 100));
+    REQUIRE(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(ch);
+    // As with the kernel's ucma file, whose read holds the file: nothing
+    // comes, and nothing fails.
+    check_waiting(waiting, 300);
+}
+
+// The next event on `ch`, which must be `type`.
+rdma_cm_event* expect_event(rdma_event_channel* ch, rdma_cm_event_type type) {
+    rdma_cm_event* ev = nullptr;
+    REQUIRE(rdma_get_cm_event(ch, &ev) == 0);
+    INFO(rdma_event_str(ev->event) << " (status " << ev->status << ")");
+    REQUIRE(ev->event == type);
+    return ev;
+}
+
+TEST_CASE("an event for a destroyed channel's waiting thread is not an error", "[cm]") {
+    // A connection without QPs between two IDs of this process.
+    const uint16_t port = some_port();
+    rdma_event_channel* chs = rdma_create_event_channel();
+    rdma_event_channel* chc = rdma_create_event_channel();
+    REQUIRE(chs != nullptr);
+    REQUIRE(chc != nullptr);
+    rdma_cm_id* listener = nullptr;
+    rdma_cm_id* client = nullptr;
+    REQUIRE(rdma_create_id(chs, &listener, nullptr, RDMA_PS_TCP) == 0);
+    REQUIRE(rdma_create_id(chc, &client, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in a = loopback(port);
+    REQUIRE(rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&a)) == 0);
+    REQUIRE(rdma_listen(listener, 1) == 0);
+    REQUIRE(rdma_resolve_addr(client, nullptr, reinterpret_cast<sockaddr*>(&a), 2000) == 0);
+    rdma_ack_cm_event(expect_event(chc, RDMA_CM_EVENT_ADDR_RESOLVED));
+    REQUIRE(rdma_resolve_route(client, 2000) == 0);
+    rdma_ack_cm_event(expect_event(chc, RDMA_CM_EVENT_ROUTE_RESOLVED));
+    rdma_conn_param p{};
+    p.qp_num = 0x123;
+    p.retry_count = 7;
+    p.rnr_retry_count = 7;
+    REQUIRE(rdma_connect(client, &p) == 0);
+    rdma_cm_event* req = expect_event(chs, RDMA_CM_EVENT_CONNECT_REQUEST);
+    rdma_cm_id* server = req->id;
+    rdma_ack_cm_event(req);
+    p.qp_num = 0x456;
+    REQUIRE(rdma_accept(server, &p) == 0);
+    rdma_ack_cm_event(expect_event(chc, RDMA_CM_EVENT_CONNECT_RESPONSE));
+    REQUIRE(rdma_establish(client) == 0);
+    rdma_ack_cm_event(expect_event(chs, RDMA_CM_EVENT_ESTABLISHED));
+    // The client's event thread waits; its channel is destroyed under it
+    // (the ID is not: the application is late with it, as rping is); then
+    // the server disconnects, and the client's DISCONNECTED arrives on the
+    // destroyed channel. It used to wake the waiting thread on a closed
+    // descriptor and fail it with ENODEV. (The server's own DISCONNECTED
+    // waits for a DREP the client sends only when it disconnects or goes,
+    // as with the kernel's rdma_cm: it is not waited for here.)
+    auto waiting = get_event_in_thread(chc);
+    REQUIRE(still_waiting(waiting, 100));
+    rdma_destroy_event_channel(chc);
+    REQUIRE(rdma_disconnect(server) == 0);
+    check_waiting(waiting, 300);
+    REQUIRE(rdma_destroy_id(server) == 0);
+    REQUIRE(rdma_destroy_id(listener) == 0);
+    rdma_destroy_event_channel(chs);
+}
+
+TEST_CASE("a call on a channel already destroyed waits too", "[cm]") {
+    rdma_event_channel* ch = rdma_create_event_channel();
+    REQUIRE(ch != nullptr);
+    rdma_destroy_event_channel(ch);
+    // rping's event thread does this when its main thread wins the race:
+    // it used to reach the real librdmacm, which has no kernel rdma_cm
+    // here and said ENODEV.
+    auto late = get_event_in_thread(ch);
+    check_waiting(late, 300);
+}
+
+TEST_CASE("rdma_destroy_id waits until the events it handed out are acked", "[cm]") {
+    rdma_event_channel* ch = rdma_create_event_channel();
+    REQUIRE(ch != nullptr);
+    rdma_cm_id* id = nullptr;
+    REQUIRE(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in dst = loopback(some_port());
+    REQUIRE(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
+    rdma_cm_event* ev = nullptr;
+    REQUIRE(rdma_get_cm_event(ch, &ev) == 0);
+    CHECK(ev->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+    CHECK(ev->id == id);
+    std::promise<int> done_p;
+    auto done = done_p.get_future();
+    std::thread destroyer([&] { done_p.set_value(rdma_destroy_id(id)); });
+    CHECK(still_waiting(done, 200));  // the event is still the application's
+    REQUIRE(rdma_ack_cm_event(ev) == 0);
+    REQUIRE(done.wait_for(std::chrono::seconds(2)) == std::future_status::ready);
+    CHECK(done.get() == 0);
+    destroyer.join();
+    rdma_destroy_event_channel(ch);
+}
+
+TEST_CASE("a non-blocking channel with nothing queued says EAGAIN", "[cm]") {
+    rdma_event_channel* ch = rdma_create_event_channel();
+    REQUIRE(ch != nullptr);
+    rdma_cm_event* ev = nullptr;
+    const int fl = fcntl(ch->fd, F_GETFL);
+    REQUIRE(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) == 0);
+    CHECK(rdma_get_cm_event(ch, &ev) == -1);
+    CHECK(errno == EAGAIN);
+    rdma_destroy_event_channel(ch);
+}
