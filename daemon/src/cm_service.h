@@ -71,6 +71,7 @@ private:
         int pid = 0;
     };
     void refresh_ports();
+    std::optional<cm::Gid> wire_source(const cm::Gid& dst) const;
     void arm_timer();
     control::Json id_reply(uint32_t id);
 

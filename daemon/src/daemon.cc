@@ -291,19 +291,43 @@ Json Daemon::handle(const Json& req) {
 }
 
 Json Daemon::link_add(const Json& req) {
-    if (!req.contains("name") || !req["name"].is_string() || !req.contains("netdev") ||
-        !req["netdev"].is_string() || !req.contains("type") || !req["type"].is_string())
-        return reply_error(EINVAL, "link_add needs name, type and netdev");
+    auto str = [&req](const char* k) { return req.contains(k) && req[k].is_string(); };
+    if (!str("name") || !str("type") || str("netdev") == str("wire"))
+        return reply_error(EINVAL, "link_add needs name, type, and netdev or wire (not both)");
     Device d;
     d.name = req["name"].get<std::string>();
-    d.netdev = req["netdev"].get<std::string>();
     if (!parse_type(req["type"].get<std::string>(), d.type))
         return reply_error(EINVAL, "unknown device type '" + req["type"].get<std::string>() + "' (soft or model)");
+    if (str("netdev")) {
+        d.netdev = req["netdev"].get<std::string>();
+        for (const char* k : {"addr", "mac", "mtu"})
+            if (req.contains(k))
+                return reply_error(EINVAL, std::string("'") + k + "' applies to a device on a wire (a netdev has its own)");
+    } else {
+        std::vector<std::string> addrs;
+        if (req.contains("addr")) {
+            if (!req["addr"].is_array()) return reply_error(EINVAL, "addr must be a list of addresses");
+            for (const Json& a : req["addr"])
+                if (a.is_string()) addrs.push_back(a.get<std::string>());
+        }
+        const std::string mtu = req.contains("mtu") ? (req["mtu"].is_string() ? req["mtu"].get<std::string>()
+                                                                               : req["mtu"].dump())
+                                                    : "";
+        if (std::string m = parse_wire_attach(d.name, req["wire"].get<std::string>(), addrs,
+                                              str("mac") ? req["mac"].get<std::string>() : "", mtu, d.wire);
+            !m.empty())
+            return reply_error(EINVAL, m);
+        // Nothing else answers for the device's addresses on a wire: its
+        // frames to itself take rxe's shortcut, always.
+        d.loopback = true;
+    }
     if (req.contains("pcap") && req["pcap"].is_string()) d.pcap = req["pcap"].get<std::string>();
     if (req.contains("loopback")) {
         const std::string v = req["loopback"].is_string() ? req["loopback"].get<std::string>() : "";
         if (v != "on" && v != "off") return reply_error(EINVAL, "loopback must be on or off");
-        d.loopback = v == "on";
+        if (d.wire.on() && v == "off")
+            return reply_error(EINVAL, "a device on a wire always short-cuts frames to itself (loopback on), as rxe does");
+        d.loopback = d.loopback || v == "on";
     }
     if (req.contains("config") && req["config"].is_string()) {
         if (d.type != DeviceType::Model) return reply_error(EINVAL, "'config' applies to model devices only");
@@ -320,7 +344,8 @@ Json Daemon::link_add(const Json& req) {
     }
     cm_->add_device(d.name, rt.get());
     runtimes_[d.name] = std::move(rt);
-    logf("device %s (%s) added on %s", d.name.c_str(), type_name(d.type), d.netdev.c_str());
+    logf("device %s (%s) added on %s", d.name.c_str(), type_name(d.type),
+         d.wire.on() ? ("wire " + d.wire.endpoint).c_str() : d.netdev.c_str());
     save_state();
     return reply_ok();
 }
