@@ -243,11 +243,31 @@ TEST_CASE("A wire port's netdev: GIDs as rxe's on that netdev, port active, neig
     REQUIRE(asked.size() == 1);
     CHECK(asked[0] == dst);
     answer = Mac{0x52, 0x54, 0x00, 0x5e, 0x00, 0x01};
-    CHECK(fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m.b.data(), m.b.size(), 4).ok());
+    m.set(ah::av_hop_limit, 1);  // what ibv_rc_pingpong asks for
+    const CmdResult made = fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m.b.data(), m.b.size(), 4);
+    REQUIRE(made.ok());
+    // The AH holds the peer's MAC, and the route's hop limit, as ib_core
+    // gives rxe for a DGID that is not link-local.
+    const std::uint32_t ahn = static_cast<std::uint32_t>(out(made, hw::cmd_handle::handle));
+    const std::uint8_t* a = store.entry(Table::Ah, ahn);
+    Mac am{};
+    hw::get_bytes(a, hw::ah_entry::kSize, hw::ah_entry::av_dmac, am.data(), am.size());
+    CHECK(am == *answer);
+    CHECK(hw::get(a, hw::ah_entry::kSize, hw::ah_entry::av_hop_limit) == 64);
     // Its own address needs no lookup.
     const Gid self = parse("::ffff:10.0.0.10");
     Mbox m2 = Mbox(ah::kSize).set(ah::pdn, 1).set(ah::port_num, 1).bytes(ah::av_dgid, self.data(), self.size())
                   .set(ah::av_sgid_index, 1).set(ah::av_grh, 1);
     CHECK(fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m2.b.data(), m2.b.size(), 4).ok());
+    CHECK(asked.size() == 2);
+    // A link-local DGID is not routed: its MAC from the EUI-64, the hop
+    // limit as asked.
+    const Gid ll = parse("fe80::5054:ff:fe5e:1");
+    Mbox m3 = Mbox(ah::kSize).set(ah::pdn, 1).set(ah::port_num, 1).bytes(ah::av_dgid, ll.data(), ll.size())
+                  .set(ah::av_sgid_index, 0).set(ah::av_grh, 1).set(ah::av_hop_limit, 1);
+    const CmdResult r3 = fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m3.b.data(), m3.b.size(), 4);
+    REQUIRE(r3.ok());
+    const std::uint8_t* a3 = store.entry(Table::Ah, static_cast<std::uint32_t>(out(r3, hw::cmd_handle::handle)));
+    CHECK(hw::get(a3, hw::ah_entry::kSize, hw::ah_entry::av_hop_limit) == 1);
     CHECK(asked.size() == 2);
 }
