@@ -379,7 +379,11 @@ int Agent::connect(uint32_t h, const ConnParam& p) {
     id->local_comm_id = impl_->new_comm_id();
     id->tid = Impl::kTidHigh | id->local_comm_id;
     id->local_qpn = p.qp_num & roce::kPsnMask;
-    id->sq_psn = impl_->hooks.random32() & roce::kPsnMask;
+    // ib_cm's meaning of the starting PSNs (ib_send_cm_req, cm_req_handler,
+    // ib_send_cm_rep, cm_rep_handler; seen in the golden rping captures): the
+    // REQ's is the PSN the active side's receive queue expects, the first the
+    // passive side sends; the REP's the other way round.
+    id->rq_psn = impl_->hooks.random32() & roce::kPsnMask;
     id->retry_count = p.retry_count & 7;
     id->rnr_retry_count = p.rnr_retry_count & 7;
     Req r;
@@ -391,7 +395,7 @@ int Agent::connect(uint32_t h, const ConnParam& p) {
     r.initiator_depth = p.initiator_depth;
     r.remote_cm_response_timeout = kCmResponseTimeout;
     r.end_to_end_flow_control = p.flow_control != 0;
-    r.starting_psn = id->sq_psn;
+    r.starting_psn = id->rq_psn;
     r.local_cm_response_timeout = kCmResponseTimeout;
     r.retry_count = id->retry_count;
     r.path_mtu = id->path_mtu;
@@ -435,7 +439,7 @@ int Agent::accept(uint32_t h, const ConnParam& p) {
     r.local_comm_id = id->local_comm_id;
     r.remote_comm_id = id->remote_comm_id;
     r.local_qpn = id->local_qpn;
-    r.starting_psn = id->sq_psn;
+    r.starting_psn = id->rq_psn;  // what our receive queue expects
     r.responder_resources = p.responder_resources;
     r.initiator_depth = p.initiator_depth;
     r.target_ack_delay = port->second.ca_ack_delay;
@@ -676,8 +680,10 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
     child.tid = h.tid;
     child.remote_guid = r.local_ca_guid;
     child.remote_qpn = r.local_qpn;
-    child.rq_psn = r.starting_psn;
-    child.sq_psn = hooks.random32() & roce::kPsnMask;
+    // The REQ's starting PSN is where our sends begin; our receive queue's
+    // goes back in the REP (see Agent::connect).
+    child.sq_psn = r.starting_psn;
+    child.rq_psn = hooks.random32() & roce::kPsnMask;
     child.path_mtu = std::min(r.path_mtu, port.active_mtu);
     // The passive side's view: our responder resources serve the peer's
     // initiator depth, and the other way round.
@@ -721,7 +727,7 @@ void Agent::Impl::on_rep(const uint8_t* mad) {
     id->remote_comm_id = r.local_comm_id;
     id->remote_guid = r.local_ca_guid;
     id->remote_qpn = r.local_qpn;
-    id->rq_psn = r.starting_psn;
+    id->sq_psn = r.starting_psn;  // the REP's: where our sends begin
     // ib_cm's active side: the REP's responder resources are what our
     // initiator may use, its initiator depth what our responder must serve.
     id->initiator_depth = r.responder_resources;

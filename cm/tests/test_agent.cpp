@@ -56,6 +56,7 @@ struct Net {
     cm::Timing timing{100, 50, 3};
     std::deque<Sent> wire;
     std::vector<cm::AttrId> log;  // every MAD put on the wire, lost or not
+    std::vector<cm::Mad> mads;    // the same MADs
     std::function<bool(cm::AttrId)> lose = [](cm::AttrId) { return false; };
     std::vector<Host*> hosts;
 
@@ -92,6 +93,7 @@ void Host::send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& 
     cm::MadHdr h;
     REQUIRE(cm::decode_hdr(mad.data(), mad.size(), h) == cm::MadError::Ok);
     net.log.push_back(cm::AttrId(h.attr_id));
+    net.mads.push_back(mad);
     if (net.lose(cm::AttrId(h.attr_id))) return;
     net.wire.push_back({sgid, dgid, mad});
 }
@@ -178,6 +180,16 @@ TEST_CASE("connect and disconnect: REQ, REP, RTU, DREQ, DREP and the events of e
     CHECK(srtr.dest_qpn == 0x11);
     CHECK(crtr.rq_psn == srts.sq_psn);
     CHECK(srtr.rq_psn == crts.sq_psn);
+    // The starting PSNs as ib_cm means them (golden rping: the client's
+    // first SEND carries the REP's, the server's first READ the REQ's): the
+    // REQ's is what the active side receives, the REP's what it sends.
+    REQUIRE(t.net.mads.size() >= 2);
+    const cm::Req rq = cm::decode_req(t.net.mads[0].data());
+    const cm::Rep rp = cm::decode_rep(t.net.mads[1].data());
+    CHECK(rq.starting_psn == crtr.rq_psn);
+    CHECK(rq.starting_psn == srts.sq_psn);
+    CHECK(rp.starting_psn == crts.sq_psn);
+    CHECK(rp.starting_psn == srtr.rq_psn);
     CHECK(crtr.flow_label == simnic::roce::cm_flow_label(csrc.port, kPort));
     CHECK(srtr.flow_label == crtr.flow_label);
     CHECK(crtr.dgid == cm::ipv4_gid(kServerIp));
