@@ -54,6 +54,7 @@ const char* to_string(EventType t) {
 enum class State : uint8_t {
     Idle,
     AddrBound,
+    AddrQuery,  // waiting for the device to resolve the next hop (RDMA_CM_ADDR_QUERY)
     AddrResolved,
     RouteResolved,
     Listen,
@@ -69,7 +70,7 @@ enum class State : uint8_t {
 };
 
 const char* state_str(State s) {
-    static const char* const n[] = {"IDLE",     "ADDR_BOUND",  "ADDR_RESOLVED", "ROUTE_RESOLVED", "LISTEN",
+    static const char* const n[] = {"IDLE",     "ADDR_BOUND",  "ADDR_QUERY",    "ADDR_RESOLVED", "ROUTE_RESOLVED", "LISTEN",
                                     "REQ_SENT", "REQ_RCVD",    "REP_SENT",      "REP_RCVD",       "ESTABLISHED",
                                     "DREQ_SENT", "DREQ_RCVD",  "TIMEWAIT",      "ERROR"};
     return n[size_t(s)];
@@ -96,6 +97,8 @@ struct Id {
     uint32_t flow_label = 0;
     Gid sgid{}, dgid{};
     uint32_t sgid_index = 0;
+    // ADDR_QUERY: when to give up (its `deadline` is the next look).
+    uint64_t addr_deadline = 0;
     // MAD retransmission: the last MAD sent, when to resend it, how often more.
     Mad last_mad{};
     uint64_t deadline = 0, interval = 0;
@@ -299,7 +302,7 @@ int Agent::bind(uint32_t h, const SockAddr& a) {
     return 0;
 }
 
-int Agent::resolve_addr(uint32_t h, const std::optional<SockAddr>& src, const SockAddr& dst) {
+int Agent::resolve_addr(uint32_t h, const std::optional<SockAddr>& src, const SockAddr& dst, uint32_t timeout_ms) {
     Id* id = impl_->find(h);
     if (!id) return EINVAL;
     if (id->state == State::Idle && src) {
@@ -334,6 +337,17 @@ int Agent::resolve_addr(uint32_t h, const std::optional<SockAddr>& src, const So
     id->sgid = *from;
     id->sgid_index = idx;
     id->dgid = dst.addr;
+    if (!impl_->hooks.neighbour_ready(id->device, id->dgid)) {
+        // The kernel's address query waits for the neighbour (addr_resolve
+        // with resolve_neigh): so does this one, looking again every few
+        // milliseconds until the timeout.
+        const uint64_t now = impl_->hooks.now_ms();
+        id->state = State::AddrQuery;
+        id->addr_deadline = now + (timeout_ms ? timeout_ms : kAddrTimeoutMs);
+        id->deadline = now + kAddrPollMs;
+        id->retries_left = 0;
+        return 0;
+    }
     id->state = State::AddrResolved;
     impl_->event(*id, EventType::AddrResolved);
     return 0;
@@ -817,6 +831,20 @@ uint64_t Agent::on_timer() {
     const uint64_t now = impl_->hooks.now_ms();
     for (auto& [h, id] : impl_->ids) {
         if (id.deadline == 0 || id.deadline > now) continue;
+        if (id.state == State::AddrQuery) {
+            id.deadline = 0;
+            if (impl_->hooks.neighbour_ready(id.device, id.dgid)) {
+                id.state = State::AddrResolved;
+                impl_->event(id, EventType::AddrResolved);
+            } else if (now >= id.addr_deadline) {
+                // As rdma_cm reports a neighbour that never answered.
+                id.state = State::AddrBound;
+                impl_->event(id, EventType::AddrError, -ETIMEDOUT);
+            } else {
+                id.deadline = std::min(now + kAddrPollMs, id.addr_deadline);
+            }
+            continue;
+        }
         if (id.retries_left > 0) {
             --id.retries_left;
             impl_->hooks.send_mad(id.device, id.sgid, id.dgid, id.last_mad);

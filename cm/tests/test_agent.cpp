@@ -32,6 +32,14 @@ struct Host final : cm::Hooks {
     void send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) override;
     void deliver(uint64_t, const cm::Event& ev) override { events.push_back(ev); }
     std::optional<cm::Gid> route_source(const cm::Gid&) override { return gid; }
+    // The device's neighbour table: every peer known unless a test says not.
+    std::function<bool(const cm::Gid&)> ready = [](const cm::Gid&) { return true; };
+    std::vector<cm::Gid> asked;
+    bool neighbour_ready(const std::string& dev, const cm::Gid& dgid) override {
+        REQUIRE(dev == device);
+        asked.push_back(dgid);
+        return ready(dgid);
+    }
     uint64_t now_ms() override;
     uint32_t random32() override {
         seed = seed * 1103515245u + 12345u;
@@ -361,4 +369,49 @@ TEST_CASE("address errors: unknown local address, port clashes, state checks", "
     CHECK(t.server.agent->create_id(1, 0x0111 /* RDMA_PS_UDP */, u) == EPROTONOSUPPORT);
     cm::QpAttr q;
     CHECK(t.server.agent->init_qp_attr(a, hw::QpState::Rtr, q) == EINVAL);
+}
+
+TEST_CASE("the address query waits for the neighbour: ADDR_RESOLVED when it answers, ADDR_ERROR when it never does",
+          "[cm][agent]") {
+    Net net;
+    Host client{net, "cli", kClientIp, 99};
+    bool known = false;
+    client.ready = [&](const cm::Gid&) { return known; };
+    uint32_t a = 0;
+    REQUIRE(client.agent->create_id(2, cm::kPsTcp, a) == 0);
+    REQUIRE(client.agent->resolve_addr(a, std::nullopt, cm::ipv4_addr(kServerIp, kPort), 2000) == 0);
+    CHECK(client.events.empty());
+    CHECK(client.agent->state_name(a) == "ADDR_QUERY");
+    REQUIRE(client.asked.size() == 1);
+    CHECK(client.asked[0] == cm::ipv4_gid(kServerIp));
+    CHECK(client.agent->next_deadline() == net.now + cm::kAddrPollMs);
+    CHECK(client.agent->resolve_route(a) == EINVAL);  // not resolved yet
+    net.advance(cm::kAddrPollMs);
+    CHECK(client.events.empty());
+    known = true;  // the ARP reply came
+    net.advance(cm::kAddrPollMs);
+    REQUIRE(client.of(cm::EventType::AddrResolved).size() == 1);
+    CHECK(client.agent->state_name(a) == "ADDR_RESOLVED");
+    CHECK(client.agent->resolve_route(a) == 0);
+
+    // A neighbour that never answers: ADDR_ERROR, -ETIMEDOUT, at the timeout.
+    known = false;
+    uint32_t b = 0;
+    REQUIRE(client.agent->create_id(2, cm::kPsTcp, b) == 0);
+    const uint64_t t0 = net.now;
+    REQUIRE(client.agent->resolve_addr(b, std::nullopt, cm::ipv4_addr(0x0a000063, kPort), 500) == 0);
+    while (client.of(cm::EventType::AddrError).empty() && net.now < t0 + 1000) net.advance(cm::kAddrPollMs);
+    const auto err = client.of(cm::EventType::AddrError);
+    REQUIRE(err.size() == 1);
+    CHECK(err[0].id == b);
+    CHECK(err[0].status == -ETIMEDOUT);
+    CHECK(net.now >= t0 + 500);
+    CHECK(net.now <= t0 + 500 + cm::kAddrPollMs);
+    CHECK(client.agent->state_name(b) == "ADDR_BOUND");
+    CHECK(client.agent->next_deadline() == 0);
+    // It can be asked again (rdma_resolve_addr on the same ID), and destroyed.
+    REQUIRE(client.agent->resolve_addr(b, std::nullopt, cm::ipv4_addr(0x0a000063, kPort), 500) == 0);
+    CHECK(client.agent->state_name(b) == "ADDR_QUERY");
+    CHECK(client.agent->destroy_id(b) == 0);
+    CHECK(client.agent->next_deadline() == 0);
 }

@@ -256,6 +256,11 @@ std::optional<cm::Gid> CmService::route_source(const cm::Gid& dst) {
     return out;
 }
 
+bool CmService::neighbour_ready(const std::string& device, const cm::Gid& dgid) {
+    auto it = devices_.find(device);
+    return it == devices_.end() || it->second->neighbour_ready(dgid);
+}
+
 uint64_t CmService::now_ms() { return base::mono_ns() / 1000000; }
 
 uint32_t CmService::random32() {
@@ -334,7 +339,7 @@ Json CmService::handle(int fd, const Json& req) {
             if (!addr_from(req["src"], s)) return reply_error(EINVAL, "cm_resolve_addr: bad source address");
             src = s;
         }
-        e = agent_->resolve_addr(id, src, d);
+        e = agent_->resolve_addr(id, src, d, req.value("timeout_ms", cm::kAddrTimeoutMs));
     } else if (op == "cm_resolve_route") {
         e = agent_->resolve_route(id);
     } else if (op == "cm_listen") {

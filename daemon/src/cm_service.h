@@ -57,6 +57,7 @@ public:
     void send_mad(const std::string& device, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) override;
     void deliver(uint64_t channel, const cm::Event& ev) override;
     std::optional<cm::Gid> route_source(const cm::Gid& dst) override;
+    bool neighbour_ready(const std::string& device, const cm::Gid& dgid) override;
     uint64_t now_ms() override;
     uint32_t random32() override;
 

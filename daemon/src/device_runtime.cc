@@ -531,6 +531,13 @@ bool DeviceRuntime::gsi_send(const std::array<uint8_t, 16>& sgid, const std::arr
     return impl_->engine->gsi_send(sgid, dgid, dmac, mad, len);
 }
 
+bool DeviceRuntime::neighbour_ready(const std::array<uint8_t, 16>& dgid) const {
+    if (!impl_->dev.wire.on()) return true;
+    for (const auto& [idx, g] : gids())
+        if (g == dgid) return true;  // its own address: rxe's shortcut
+    return impl_->engine->neighbour(dgid).has_value();
+}
+
 DeviceRuntime::Counts DeviceRuntime::counts() const {
     const auto c = impl_->fw->counts();
     Counts r;

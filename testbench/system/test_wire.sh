@@ -15,8 +15,8 @@
 #   rping         rping -C 10 -V across the wire: the CM over the wire
 #   neighbours    ARP and neighbour solicitations answered for the device's
 #                 addresses and nothing else
-#   unanswered    a peer that never answers ARP: the verb fails cleanly, a
-#                 MAD waiting for it is dropped and counted
+#   unanswered    a peer that never answers ARP: the verb fails cleanly, and
+#                 so does rdma_cm's address query (ADDR_ERROR)
 #   cli           link add's errors, several devices on one wire, link show
 # The second device is of type $SIMNIC_DEVICE_TYPE (default soft): a model
 # device on the wire runs the same cases.
@@ -230,12 +230,19 @@ case_unanswered() {
   grep -q "Failed to modify QP to RTR" "$OUT/client.out" || fail "no modify_qp error"
   [ $(((t1 - t0) / 1000000)) -lt 10000 ] || fail "the failure took $(((t1 - t0) / 1000000)) ms"
   echo "ibv_rc_pingpong failed after $(((t1 - t0) / 1000000)) ms"
-  # A frame that waits for a neighbour that never answers is dropped and
-  # counted once the three requests (a second apart) went unanswered: the
-  # CM's REQ to 10.0.0.99.
-  run timeout 6 rping -c -a 10.0.0.99 -p "$TCP" -C 1 >"$OUT/rping.out" 2>&1
-  [ "$(stat_of wa tx_drops)" -ge 1 ] || fail "no tx_drops counted for the MAD that waited: $(sim stats wa)"
-  echo "tx_drops $(stat_of wa tx_drops)"
+  # rdma_cm's address query waits for the neighbour as the kernel's does:
+  # rping to 10.0.0.99 (on wa's subnet, nobody there) gets ADDR_ERROR
+  # (ETIMEDOUT) after its 2 s timeout, and no MAD leaves.
+  t0=$(date +%s%N)
+  run timeout 30 rping -c -a 10.0.0.99 -p "$TCP" -C 1 >"$OUT/rping.out" 2>&1
+  rc=$?
+  t1=$(date +%s%N)
+  cat "$OUT/rping.out"
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "rping exited $rc (wanted a failure, not success or a hang)"
+  grep -q "RDMA_CM_EVENT_ADDR_ERROR" "$OUT/rping.out" || fail "rping saw no ADDR_ERROR"
+  [ $(((t1 - t0) / 1000000)) -lt 6000 ] || fail "ADDR_ERROR took $(((t1 - t0) / 1000000)) ms"
+  echo "rping failed after $(((t1 - t0) / 1000000)) ms"
+  [ "$(stat_of wa tx_packets)" = 0 ] || fail "frames left for a peer nobody answered for: $(sim stats wa)"
   # The device is left as it was, and still answers for itself.
   for _ in $(seq 50); do sim resource show -j | grep -q '"qps":0[,}]' && break; sleep 0.1; done
   sim resource show -j | grep -q '"qps":0[,}]' || fail "QPs left behind: $(sim resource show -j)"
