@@ -2,6 +2,13 @@
 // shaped like iproute2's `rdma link` so that the tutorial's commands carry
 // over (rdma link add rxe_lo type rxe netdev lo -> simnic link add rxe_lo
 // type soft netdev lo).
+//
+// A device on a wire of frames instead of a netdev names the wire where
+// `netdev` names the interface, and then the addresses the interface would
+// have had, in `ip addr add`'s form (one keyword for both families: the
+// address says which):
+//   simnic link add sim0 type soft wire 127.0.0.1:47000 addr 10.0.0.10/24 [addr fd00::10/64]
+//                        [mac 02:00:00:00:00:10] [mtu 1500]
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,12 +36,14 @@ struct LinkArgs {
     bool json = false;
 };
 
+constexpr const char* kAddUsage =
+    "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE] [loopback on|off]\n"
+    "       simnic link add NAME type soft|model wire HOST:PORT addr A.B.C.D/N [addr X::Y/N] [mac M] [mtu N]\n"
+    "                       [pcap FILE] [config FILE]\n";
+
 int link_add(const LinkArgs& a) {
-    // NAME type TYPE netdev IFACE [pcap FILE]
     if (a.words.empty()) {
-        std::fprintf(stderr,
-                     "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE] "
-                     "[loopback on|off]\n");
+        std::fputs(kAddUsage, stderr);
         return 2;
     }
     Json req{{"op", "link_add"}, {"name", a.words[0]}};
@@ -48,8 +57,21 @@ int link_add(const LinkArgs& a) {
         // The daemon runs elsewhere: give it absolute paths.
         char buf[4096];
         const std::string abs = (v.empty() || v[0] == '/' || !getcwd(buf, sizeof buf)) ? v : std::string(buf) + "/" + v;
-        if (k == "type" || k == "netdev" || k == "loopback") req[k] = v;
-        else if (k == "pcap") req[k] = abs;
+        if (k == "type" || k == "netdev" || k == "loopback" || k == "wire" || k == "mac" || k == "mtu") {
+            if (req.contains(k)) {
+                std::fprintf(stderr, "simnic link add: '%s' given twice\n", k.c_str());
+                return 2;
+            }
+            req[k] = v;
+        } else if (k == "addr") {
+            // One keyword per address, as `ip addr add` takes them; the
+            // request carries them comma-separated, in order.
+            if (v.find(',') != std::string::npos) {
+                std::fprintf(stderr, "simnic link add: one address per 'addr' (%s)\n", v.c_str());
+                return 2;
+            }
+            req[k] = req.contains(k) ? req[k].get<std::string>() + "," + v : v;
+        } else if (k == "pcap") req[k] = abs;
         else if (k == "config") {
             // Checked here, so that a mistake is reported with its line
             // before anything starts; the daemon gets the text.
@@ -69,7 +91,9 @@ int link_add(const LinkArgs& a) {
             req["config"] = abs;
             req["config_text"] = ss.str();
         } else {
-            std::fprintf(stderr, "simnic link add: unknown keyword '%s' (type, netdev, pcap, config, loopback)\n",
+            std::fprintf(stderr,
+                         "simnic link add: unknown keyword '%s' (type, netdev, wire, addr, mac, mtu, pcap, config, "
+                         "loopback)\n",
                          k.c_str());
             return 2;
         }
@@ -78,8 +102,18 @@ int link_add(const LinkArgs& a) {
         std::fprintf(stderr, "simnic link add: 'config' applies to type model only\n");
         return 2;
     }
-    if (!req.contains("type") || !req.contains("netdev")) {
-        std::fprintf(stderr, "simnic link add: 'type' and 'netdev' are required\n");
+    if (!req.contains("type") || req.contains("netdev") == req.contains("wire")) {
+        std::fprintf(stderr, "simnic link add: 'type' and one of 'netdev' or 'wire' are required\n%s", kAddUsage);
+        return 2;
+    }
+    if (req.contains("netdev")) {
+        for (const char* k : {"addr", "mac", "mtu"})
+            if (req.contains(k)) {
+                std::fprintf(stderr, "simnic link add: '%s' applies to a device on a wire (a netdev has its own)\n", k);
+                return 2;
+            }
+    } else if (!req.contains("addr")) {
+        std::fprintf(stderr, "simnic link add: a device on a wire needs its IPv4 address: addr A.B.C.D/N\n");
         return 2;
     }
     Json reply;
@@ -115,10 +149,20 @@ int link_show(const LinkArgs& a) {
         std::printf("%s\n", reply["links"].dump().c_str());
         return 0;
     }
-    for (const Json& l : reply["links"])
-        std::printf("link %s/%d state %s physical_state %s netdev %s\n", l["ifname"].get<std::string>().c_str(),
+    for (const Json& l : reply["links"]) {
+        std::printf("link %s/%d state %s physical_state %s", l["ifname"].get<std::string>().c_str(),
                     l["port"].get<int>(), l["state"].get<std::string>().c_str(),
-                    l["physical_state"].get<std::string>().c_str(), l["netdev"].get<std::string>().c_str());
+                    l["physical_state"].get<std::string>().c_str());
+        if (l.contains("wire")) {
+            // The wire, then the port's own link address and addresses.
+            std::printf(" wire %s mac %s mtu %u", l["wire"].get<std::string>().c_str(),
+                        l.value("mac", "").c_str(), l.value("mtu", 0u));
+            for (const Json& ad : l.value("addr", Json::array())) std::printf(" addr %s", ad.get<std::string>().c_str());
+            std::printf("\n");
+        } else {
+            std::printf(" netdev %s\n", l.value("netdev", "").c_str());
+        }
+    }
     return 0;
 }
 
@@ -144,7 +188,9 @@ Runner add_link_command(CLI::App& app) {
     auto which = std::make_shared<int>(0);
     CLI::App* sub = app.add_subcommand("link", "Add, show and delete simnic devices (like `rdma link`)");
     sub->require_subcommand(1);
-    CLI::App* add = sub->add_subcommand("add", "Add a device: NAME type soft|model netdev IFACE [pcap FILE] [config FILE]");
+    CLI::App* add = sub->add_subcommand(
+        "add", "Add a device: NAME type soft|model netdev IFACE | wire HOST:PORT addr A.B.C.D/N [...]");
+    add->footer(kAddUsage);
     add->add_option("words", args->words, "NAME and keyword/value pairs")->required();
     add->callback([which] { *which = 1; });
     CLI::App* show = sub->add_subcommand("show", "Show devices: [NAME]");

@@ -54,6 +54,7 @@ const char* to_string(EventType t) {
 enum class State : uint8_t {
     Idle,
     AddrBound,
+    AddrQuery,  // waiting for the device to resolve the next hop (RDMA_CM_ADDR_QUERY)
     AddrResolved,
     RouteResolved,
     Listen,
@@ -69,7 +70,7 @@ enum class State : uint8_t {
 };
 
 const char* state_str(State s) {
-    static const char* const n[] = {"IDLE",     "ADDR_BOUND",  "ADDR_RESOLVED", "ROUTE_RESOLVED", "LISTEN",
+    static const char* const n[] = {"IDLE",     "ADDR_BOUND",  "ADDR_QUERY",    "ADDR_RESOLVED", "ROUTE_RESOLVED", "LISTEN",
                                     "REQ_SENT", "REQ_RCVD",    "REP_SENT",      "REP_RCVD",       "ESTABLISHED",
                                     "DREQ_SENT", "DREQ_RCVD",  "TIMEWAIT",      "ERROR"};
     return n[size_t(s)];
@@ -96,6 +97,8 @@ struct Id {
     uint32_t flow_label = 0;
     Gid sgid{}, dgid{};
     uint32_t sgid_index = 0;
+    // ADDR_QUERY: when to give up (its `deadline` is the next look).
+    uint64_t addr_deadline = 0;
     // MAD retransmission: the last MAD sent, when to resend it, how often more.
     Mad last_mad{};
     uint64_t deadline = 0, interval = 0;
@@ -299,7 +302,7 @@ int Agent::bind(uint32_t h, const SockAddr& a) {
     return 0;
 }
 
-int Agent::resolve_addr(uint32_t h, const std::optional<SockAddr>& src, const SockAddr& dst) {
+int Agent::resolve_addr(uint32_t h, const std::optional<SockAddr>& src, const SockAddr& dst, uint32_t timeout_ms) {
     Id* id = impl_->find(h);
     if (!id) return EINVAL;
     if (id->state == State::Idle && src) {
@@ -334,6 +337,17 @@ int Agent::resolve_addr(uint32_t h, const std::optional<SockAddr>& src, const So
     id->sgid = *from;
     id->sgid_index = idx;
     id->dgid = dst.addr;
+    if (!impl_->hooks.neighbour_ready(id->device, id->dgid)) {
+        // The kernel's address query waits for the neighbour (addr_resolve
+        // with resolve_neigh): so does this one, looking again every few
+        // milliseconds until the timeout.
+        const uint64_t now = impl_->hooks.now_ms();
+        id->state = State::AddrQuery;
+        id->addr_deadline = now + (timeout_ms ? timeout_ms : kAddrTimeoutMs);
+        id->deadline = now + kAddrPollMs;
+        id->retries_left = 0;
+        return 0;
+    }
     id->state = State::AddrResolved;
     impl_->event(*id, EventType::AddrResolved);
     return 0;
@@ -379,7 +393,11 @@ int Agent::connect(uint32_t h, const ConnParam& p) {
     id->local_comm_id = impl_->new_comm_id();
     id->tid = Impl::kTidHigh | id->local_comm_id;
     id->local_qpn = p.qp_num & roce::kPsnMask;
-    id->sq_psn = impl_->hooks.random32() & roce::kPsnMask;
+    // ib_cm's meaning of the starting PSNs (ib_send_cm_req, cm_req_handler,
+    // ib_send_cm_rep, cm_rep_handler; seen in the golden rping captures): the
+    // REQ's is the PSN the active side's receive queue expects, the first the
+    // passive side sends; the REP's the other way round.
+    id->rq_psn = impl_->hooks.random32() & roce::kPsnMask;
     id->retry_count = p.retry_count & 7;
     id->rnr_retry_count = p.rnr_retry_count & 7;
     Req r;
@@ -391,7 +409,7 @@ int Agent::connect(uint32_t h, const ConnParam& p) {
     r.initiator_depth = p.initiator_depth;
     r.remote_cm_response_timeout = kCmResponseTimeout;
     r.end_to_end_flow_control = p.flow_control != 0;
-    r.starting_psn = id->sq_psn;
+    r.starting_psn = id->rq_psn;
     r.local_cm_response_timeout = kCmResponseTimeout;
     r.retry_count = id->retry_count;
     r.path_mtu = id->path_mtu;
@@ -435,7 +453,7 @@ int Agent::accept(uint32_t h, const ConnParam& p) {
     r.local_comm_id = id->local_comm_id;
     r.remote_comm_id = id->remote_comm_id;
     r.local_qpn = id->local_qpn;
-    r.starting_psn = id->sq_psn;
+    r.starting_psn = id->rq_psn;  // what our receive queue expects
     r.responder_resources = p.responder_resources;
     r.initiator_depth = p.initiator_depth;
     r.target_ack_delay = port->second.ca_ack_delay;
@@ -682,8 +700,10 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
     child.tid = h.tid;
     child.remote_guid = r.local_ca_guid;
     child.remote_qpn = r.local_qpn;
-    child.rq_psn = r.starting_psn;
-    child.sq_psn = hooks.random32() & roce::kPsnMask;
+    // The REQ's starting PSN is where our sends begin; our receive queue's
+    // goes back in the REP (see Agent::connect).
+    child.sq_psn = r.starting_psn;
+    child.rq_psn = hooks.random32() & roce::kPsnMask;
     child.path_mtu = std::min(r.path_mtu, port.active_mtu);
     // The passive side's view: our responder resources serve the peer's
     // initiator depth, and the other way round.
@@ -727,7 +747,7 @@ void Agent::Impl::on_rep(const uint8_t* mad) {
     id->remote_comm_id = r.local_comm_id;
     id->remote_guid = r.local_ca_guid;
     id->remote_qpn = r.local_qpn;
-    id->rq_psn = r.starting_psn;
+    id->sq_psn = r.starting_psn;  // the REP's: where our sends begin
     // ib_cm's active side: the REP's responder resources are what our
     // initiator may use, its initiator depth what our responder must serve.
     id->initiator_depth = r.responder_resources;
@@ -817,6 +837,20 @@ uint64_t Agent::on_timer() {
     const uint64_t now = impl_->hooks.now_ms();
     for (auto& [h, id] : impl_->ids) {
         if (id.deadline == 0 || id.deadline > now) continue;
+        if (id.state == State::AddrQuery) {
+            id.deadline = 0;
+            if (impl_->hooks.neighbour_ready(id.device, id.dgid)) {
+                id.state = State::AddrResolved;
+                impl_->event(id, EventType::AddrResolved);
+            } else if (now >= id.addr_deadline) {
+                // As rdma_cm reports a neighbour that never answered.
+                id.state = State::AddrBound;
+                impl_->event(id, EventType::AddrError, -ETIMEDOUT);
+            } else {
+                id.deadline = std::min(now + kAddrPollMs, id.addr_deadline);
+            }
+            continue;
+        }
         if (id.retries_left > 0) {
             --id.retries_left;
             impl_->hooks.send_mad(id.device, id.sgid, id.dgid, id.last_mad);

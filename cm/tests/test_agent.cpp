@@ -32,6 +32,14 @@ struct Host final : cm::Hooks {
     void send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) override;
     void deliver(uint64_t, const cm::Event& ev) override { events.push_back(ev); }
     std::optional<cm::Gid> route_source(const cm::Gid&) override { return gid; }
+    // The device's neighbour table: every peer known unless a test says not.
+    std::function<bool(const cm::Gid&)> ready = [](const cm::Gid&) { return true; };
+    std::vector<cm::Gid> asked;
+    bool neighbour_ready(const std::string& dev, const cm::Gid& dgid) override {
+        REQUIRE(dev == device);
+        asked.push_back(dgid);
+        return ready(dgid);
+    }
     uint64_t now_ms() override;
     uint32_t random32() override {
         seed = seed * 1103515245u + 12345u;
@@ -56,6 +64,7 @@ struct Net {
     cm::Timing timing{100, 50, 3};
     std::deque<Sent> wire;
     std::vector<cm::AttrId> log;  // every MAD put on the wire, lost or not
+    std::vector<cm::Mad> mads;    // the same MADs
     std::function<bool(cm::AttrId)> lose = [](cm::AttrId) { return false; };
     std::vector<Host*> hosts;
 
@@ -92,6 +101,7 @@ void Host::send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& 
     cm::MadHdr h;
     REQUIRE(cm::decode_hdr(mad.data(), mad.size(), h) == cm::MadError::Ok);
     net.log.push_back(cm::AttrId(h.attr_id));
+    net.mads.push_back(mad);
     if (net.lose(cm::AttrId(h.attr_id))) return;
     net.wire.push_back({sgid, dgid, mad});
 }
@@ -178,6 +188,16 @@ TEST_CASE("connect and disconnect: REQ, REP, RTU, DREQ, DREP and the events of e
     CHECK(srtr.dest_qpn == 0x11);
     CHECK(crtr.rq_psn == srts.sq_psn);
     CHECK(srtr.rq_psn == crts.sq_psn);
+    // The starting PSNs as ib_cm means them (golden rping: the client's
+    // first SEND carries the REP's, the server's first READ the REQ's): the
+    // REQ's is what the active side receives, the REP's what it sends.
+    REQUIRE(t.net.mads.size() >= 2);
+    const cm::Req rq = cm::decode_req(t.net.mads[0].data());
+    const cm::Rep rp = cm::decode_rep(t.net.mads[1].data());
+    CHECK(rq.starting_psn == crtr.rq_psn);
+    CHECK(rq.starting_psn == srts.sq_psn);
+    CHECK(rp.starting_psn == crts.sq_psn);
+    CHECK(rp.starting_psn == srtr.rq_psn);
     CHECK(crtr.flow_label == simnic::roce::cm_flow_label(csrc.port, kPort));
     CHECK(srtr.flow_label == crtr.flow_label);
     CHECK(crtr.dgid == cm::ipv4_gid(kServerIp));
@@ -349,4 +369,49 @@ TEST_CASE("address errors: unknown local address, port clashes, state checks", "
     CHECK(t.server.agent->create_id(1, 0x0111 /* RDMA_PS_UDP */, u) == EPROTONOSUPPORT);
     cm::QpAttr q;
     CHECK(t.server.agent->init_qp_attr(a, hw::QpState::Rtr, q) == EINVAL);
+}
+
+TEST_CASE("the address query waits for the neighbour: ADDR_RESOLVED when it answers, ADDR_ERROR when it never does",
+          "[cm][agent]") {
+    Net net;
+    Host client{net, "cli", kClientIp, 99};
+    bool known = false;
+    client.ready = [&](const cm::Gid&) { return known; };
+    uint32_t a = 0;
+    REQUIRE(client.agent->create_id(2, cm::kPsTcp, a) == 0);
+    REQUIRE(client.agent->resolve_addr(a, std::nullopt, cm::ipv4_addr(kServerIp, kPort), 2000) == 0);
+    CHECK(client.events.empty());
+    CHECK(client.agent->state_name(a) == "ADDR_QUERY");
+    REQUIRE(client.asked.size() == 1);
+    CHECK(client.asked[0] == cm::ipv4_gid(kServerIp));
+    CHECK(client.agent->next_deadline() == net.now + cm::kAddrPollMs);
+    CHECK(client.agent->resolve_route(a) == EINVAL);  // not resolved yet
+    net.advance(cm::kAddrPollMs);
+    CHECK(client.events.empty());
+    known = true;  // the ARP reply came
+    net.advance(cm::kAddrPollMs);
+    REQUIRE(client.of(cm::EventType::AddrResolved).size() == 1);
+    CHECK(client.agent->state_name(a) == "ADDR_RESOLVED");
+    CHECK(client.agent->resolve_route(a) == 0);
+
+    // A neighbour that never answers: ADDR_ERROR, -ETIMEDOUT, at the timeout.
+    known = false;
+    uint32_t b = 0;
+    REQUIRE(client.agent->create_id(2, cm::kPsTcp, b) == 0);
+    const uint64_t t0 = net.now;
+    REQUIRE(client.agent->resolve_addr(b, std::nullopt, cm::ipv4_addr(0x0a000063, kPort), 500) == 0);
+    while (client.of(cm::EventType::AddrError).empty() && net.now < t0 + 1000) net.advance(cm::kAddrPollMs);
+    const auto err = client.of(cm::EventType::AddrError);
+    REQUIRE(err.size() == 1);
+    CHECK(err[0].id == b);
+    CHECK(err[0].status == -ETIMEDOUT);
+    CHECK(net.now >= t0 + 500);
+    CHECK(net.now <= t0 + 500 + cm::kAddrPollMs);
+    CHECK(client.agent->state_name(b) == "ADDR_BOUND");
+    CHECK(client.agent->next_deadline() == 0);
+    // It can be asked again (rdma_resolve_addr on the same ID), and destroyed.
+    REQUIRE(client.agent->resolve_addr(b, std::nullopt, cm::ipv4_addr(0x0a000063, kPort), 500) == 0);
+    CHECK(client.agent->state_name(b) == "ADDR_QUERY");
+    CHECK(client.agent->destroy_id(b) == 0);
+    CHECK(client.agent->next_deadline() == 0);
 }

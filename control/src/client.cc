@@ -82,9 +82,14 @@ std::string start_daemon() {
         // goes to its log file (it reopens them itself).
         setsid();
         if (fork() != 0) _exit(0);  // the daemon is not our child: no zombie
-        fcntl(pfd[1], F_SETFD, 0);  // keep the ready pipe across exec
-        const std::string fd = std::to_string(pfd[1]);
-        setenv("SIMNIC_READY_FD", fd.c_str(), 1);
+        // The daemon outlives the command that started it, so it keeps none
+        // of that command's descriptors but the ready pipe: an inherited
+        // lock (a test harness's flock on a shared file) or a pipe someone
+        // waits on would otherwise stay held for the daemon's lifetime.
+        if (pfd[1] != 3 && dup2(pfd[1], 3) != 3) _exit(127);  // dup2 clears close-on-exec
+        if (pfd[1] == 3) fcntl(3, F_SETFD, 0);
+        closefrom(4);
+        setenv("SIMNIC_READY_FD", "3", 1);
         execl(exe, exe, "daemon", static_cast<char*>(nullptr));
         _exit(127);
     }

@@ -44,7 +44,11 @@ OpSpec op(std::string_view n) { return {n, nullptr, 0, 0, 0}; }
 constexpr FieldSpec kLinkAdd[] = {
     name_f("name", Req, kMaxDeviceNameBytes),
     name_f("type", Req, 16),  // soft | model: the handler names the choices
-    name_f("netdev", Req, kMaxNetdevBytes),
+    name_f("netdev", Opt, kMaxNetdevBytes),  // netdev or wire, one of them (the handler checks)
+    name_f("wire", Opt, 64),                 // HOST:PORT of a wire of frames
+    name_f("addr", Opt, 1024),               // a wire device's addresses, comma-separated (A.B.C.D/N,X::Y/N)
+    name_f("mac", Opt, 17),
+    name_f("mtu", Opt, 5),
     path_f("pcap", Opt),
     name_f("loopback", Opt, 3),  // on | off
     path_f("config", Opt),
@@ -90,6 +94,7 @@ constexpr FieldSpec kResolveAddr[] = {
     uint_f("id", Req, 0, kU32),
     object_f("dst", Req, kAddr),
     object_f("src", Opt, kAddr),
+    uint_f("timeout_ms", Opt, 0, kU32),  // rdma_resolve_addr's timeout
 };
 constexpr FieldSpec kConnect[] = {uint_f("id", Req, 0, kU32), object_f("param", Req, kConnParam)};
 constexpr FieldSpec kReject[] = {uint_f("id", Req, 0, kU32), hex_f("private_data", Opt, 0, kMaxPrivateDataBytes)};

@@ -14,6 +14,7 @@
 
 #include "simnic/base/clock.h"
 #include "simnic/control/cm_protocol.h"
+#include "simnic/roce/neighbour.h"
 
 namespace simnic::daemon {
 
@@ -180,7 +181,46 @@ void CmService::deliver(uint64_t channel, const cm::Event& ev) {
     send_message(it->second.fd, m);
 }
 
+// A device on a wire reaches its segment's subnets, which the host's
+// routing table knows nothing of: the source is that device's address in
+// the destination's subnet (for a link-local destination, the link-local
+// address of the first such device). A device's own address is reached
+// from itself, as the kernel routes a local address (rxe then loops back).
+std::optional<cm::Gid> CmService::wire_source(const cm::Gid& dst) const {
+    for (const auto& [name, rt] : devices_)
+        if (rt->device().wire.on())
+            for (const auto& [idx, g] : rt->gids())
+                if (g == dst) return dst;
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    const bool v4 = std::memcmp(dst.data(), kMapped, 12) == 0;
+    auto same_prefix = [](const uint8_t* a, const uint8_t* b, unsigned bits) {
+        for (unsigned i = 0; i < bits; ++i)
+            if (((a[i / 8] ^ b[i / 8]) >> (7 - i % 8)) & 1) return false;
+        return true;
+    };
+    for (const auto& [name, rt] : devices_) {
+        const WireAttach& w = rt->device().wire;
+        if (!w.on()) continue;
+        if (v4) {
+            const uint32_t d = uint32_t(dst[12]) << 24 | uint32_t(dst[13]) << 16 | uint32_t(dst[14]) << 8 | dst[15];
+            const uint32_t mask = ~uint32_t(0) << (32 - w.prefix);
+            if ((d & mask) == (w.ipv4 & mask)) return cm::ipv4_gid(w.ipv4);
+            continue;
+        }
+        if (dst[0] == 0xfe && (dst[1] & 0xc0) == 0x80) {
+            const roce::Ipv6Addr ll = roce::ipv6_link_local(w.mac);
+            cm::Gid g{};
+            std::copy(ll.begin(), ll.end(), g.begin());
+            return g;
+        }
+        for (const auto& [a, len] : w.ipv6)
+            if (same_prefix(a.data(), dst.data(), len)) return a;
+    }
+    return std::nullopt;
+}
+
 std::optional<cm::Gid> CmService::route_source(const cm::Gid& dst) {
+    if (std::optional<cm::Gid> g = wire_source(dst)) return g;
     static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     const bool v4 = std::memcmp(dst.data(), kMapped, 12) == 0;
     // A connected UDP socket learns the source address the routing table
@@ -214,6 +254,11 @@ std::optional<cm::Gid> CmService::route_source(const cm::Gid& dst) {
     }
     close(fd);
     return out;
+}
+
+bool CmService::neighbour_ready(const std::string& device, const cm::Gid& dgid) {
+    auto it = devices_.find(device);
+    return it == devices_.end() || it->second->neighbour_ready(dgid);
 }
 
 uint64_t CmService::now_ms() { return base::mono_ns() / 1000000; }
@@ -298,7 +343,7 @@ Json CmService::handle(int fd, const Request& req) {
             if (!addr_from(req.object("src"), s)) return reply_error(EINVAL, "cm_resolve_addr: bad source address");
             src = s;
         }
-        e = agent_->resolve_addr(id, src, d);
+        e = agent_->resolve_addr(id, src, d, uint32_t(req.uint("timeout_ms", cm::kAddrTimeoutMs)));
     } else if (op == "cm_resolve_route") {
         e = agent_->resolve_route(id);
     } else if (op == "cm_listen") {

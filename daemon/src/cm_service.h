@@ -61,6 +61,7 @@ public:
     void send_mad(const std::string& device, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) override;
     void deliver(uint64_t channel, const cm::Event& ev) override;
     std::optional<cm::Gid> route_source(const cm::Gid& dst) override;
+    bool neighbour_ready(const std::string& device, const cm::Gid& dgid) override;
     uint64_t now_ms() override;
     uint32_t random32() override;
 
@@ -75,6 +76,7 @@ private:
         int pid = 0;
     };
     void refresh_ports();
+    std::optional<cm::Gid> wire_source(const cm::Gid& dst) const;
     void arm_timer();
     control::Json id_reply(uint32_t id);
 

@@ -457,14 +457,41 @@ Json Server::Impl::link_add(Call& c) {
     const Request& q = c.req;
     Device d;
     d.name = q.str("name");
-    d.netdev = q.str("netdev");
     if (!parse_type(q.str("type"), d.type))
         return reply_error(EINVAL, "unknown device type '" + q.str("type") + "' (soft or model)");
+    if (q.has("netdev") == q.has("wire")) return reply_error(EINVAL, "link_add needs netdev or wire (not both)");
+    if (q.has("netdev")) {
+        d.netdev = q.str("netdev");
+        for (const char* k : {"addr", "mac", "mtu"})
+            if (q.has(k))
+                return reply_error(EINVAL, std::string("'") + k + "' applies to a device on a wire (a netdev has its own)");
+    } else {
+        // The addresses come as one comma-separated field (the schema has no
+        // lists), in the order `simnic link add` was given them.
+        std::vector<std::string> addrs;
+        std::string a;
+        for (char ch : q.str("addr") + ",") {
+            if (ch != ',') {
+                a += ch;
+            } else if (!a.empty()) {
+                addrs.push_back(a);
+                a.clear();
+            }
+        }
+        if (std::string m = parse_wire_attach(d.name, q.str("wire"), addrs, q.str("mac"), q.str("mtu"), d.wire);
+            !m.empty())
+            return reply_error(EINVAL, m);
+        // Nothing else answers for the device's addresses on a wire: its
+        // frames to itself take rxe's shortcut, always.
+        d.loopback = true;
+    }
     d.pcap = q.str("pcap");
     if (q.has("loopback")) {
         const std::string& v = q.str("loopback");
         if (v != "on" && v != "off") return reply_error(EINVAL, "loopback must be on or off");
-        d.loopback = v == "on";
+        if (d.wire.on() && v == "off")
+            return reply_error(EINVAL, "a device on a wire always short-cuts frames to itself (loopback on), as rxe does");
+        d.loopback = d.loopback || v == "on";
     }
     if (q.has("config")) {
         if (d.type != DeviceType::Model) return reply_error(EINVAL, "'config' applies to model devices only");
@@ -482,7 +509,8 @@ Json Server::Impl::link_add(Call& c) {
     }
     cm_->add_device(d.name, rt.get());
     runtimes_[d.name] = std::move(rt);
-    log("device %s (%s) added on %s", d.name.c_str(), type_name(d.type), d.netdev.c_str());
+    log("device %s (%s) added on %s", d.name.c_str(), type_name(d.type),
+        d.wire.on() ? ("wire " + d.wire.endpoint).c_str() : d.netdev.c_str());
     save_state();
     return reply_ok();
 }

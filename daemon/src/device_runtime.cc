@@ -19,6 +19,7 @@
 #include "simnic/fw/firmware.h"
 #include "simnic/fw/linux_netdev.h"
 #include "simnic/fw/table_store.h"
+#include "simnic/fw/wire_netdev.h"
 #include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
 #include "simnic/hw/mmio.h"
@@ -107,7 +108,9 @@ struct DeviceRuntime::Impl final : hw::EventSink {
     // engine; reached only through SoftEngine::exclusive().
     model::Pipeline* pipe = nullptr;
     std::unique_ptr<fw::MemTableStore> tables;
-    std::unique_ptr<fw::LinuxNetdev> netdev;
+    // The port's netdev as the firmware sees it: the host's (LinuxNetdev),
+    // or the wire port's own (WireNetdev, over the engine's neighbour table).
+    std::unique_ptr<fw::NetdevInfo> netdev;
     std::unique_ptr<fw::Firmware> fw;
     SharedPage bar;
     std::mutex eq_mu;  // ctxs and the EQ rings: the control thread and the engine post EQEs
@@ -185,7 +188,7 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
     fw::FwConfig cfg;
     cfg.cap = fw::default_cap_block();
     impl->tables = std::make_unique<fw::MemTableStore>(fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
-    impl->netdev = std::make_unique<fw::LinuxNetdev>(dev.netdev);
+    if (!dev.wire.on()) impl->netdev = std::make_unique<fw::LinuxNetdev>(dev.netdev);
     if (!impl->bar.create(("simnic-bar0-" + dev.name).c_str())) {
         err = std::string("cannot create BAR0 memory: ") + std::strerror(errno);
         return nullptr;
@@ -198,6 +201,15 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         if (dev.type == DeviceType::Model) ec.timing = model::Pipeline::factory(dev.name, impl->model_cfg, &impl->pipe);
         ec.device = dev.name;
         ec.netdev = dev.netdev;
+        if (dev.wire.on()) {
+            ec.wire.hub_ip = dev.wire.hub_ip;
+            ec.wire.hub_port = dev.wire.hub_port;
+            ec.wire.mac = dev.wire.mac;
+            ec.wire.ipv4 = dev.wire.ipv4;
+            ec.wire.prefix = dev.wire.prefix;
+            ec.wire.ipv6 = dev.wire.ipv6;
+            ec.wire.mtu = dev.wire.mtu;
+        }
         ec.pcap = dev.pcap;
         ec.loopback = dev.loopback;
         // SHM domains: where a context's shared objects are mapped here.
@@ -217,6 +229,18 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         ec.gsi_rx = std::move(gsi);
         impl->engine = soft_engine::SoftEngine::create(ec, err);
         if (!impl->engine) return nullptr;
+    }
+    if (dev.wire.on()) {
+        // The firmware reads the wire port as its netdev; neighbours come
+        // from the port's table (which the firmware's thread may ask).
+        const uint32_t v4 = dev.wire.ipv4;
+        std::vector<fw::Gid> v6;
+        for (const auto& a : dev.wire.ipv6) v6.push_back(a.first);
+        soft_engine::SoftEngine* eng = impl->engine.get();
+        impl->netdev = std::make_unique<fw::WireNetdev>(
+            "wire " + dev.wire.endpoint, dev.wire.mac, dev.wire.mtu,
+            std::array<uint8_t, 4>{uint8_t(v4 >> 24), uint8_t(v4 >> 16), uint8_t(v4 >> 8), uint8_t(v4)}, v6,
+            [eng](const fw::Gid& g) { return eng->neighbour(g); });
     }
     impl->fw = std::make_unique<fw::Firmware>(cfg, *impl->tables, *impl->netdev, *impl, impl->engine.get());
     impl->refresh_bar();
@@ -518,13 +542,22 @@ DeviceRuntime::GsiPort DeviceRuntime::gsi_port() const {
 
 bool DeviceRuntime::gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
                              const uint8_t* mad, size_t len) {
-    // Only the device's own capture sees the MAC: the kernel's UDP socket
-    // puts the real Ethernet header on the wire. Unresolved: zeros, as on lo.
+    // Through the host's stack only the device's own capture sees this MAC
+    // (the kernel's UDP socket puts the real Ethernet header on the wire);
+    // unresolved: zeros, as on lo. A wire port resolves it again as the MAD
+    // leaves (and holds it until then).
     std::array<uint8_t, 6> dmac{};
     fw::Gid g{};
     std::copy(dgid.begin(), dgid.end(), g.begin());
     if (auto m = impl_->netdev->resolve_neighbor(g)) std::copy(m->begin(), m->end(), dmac.begin());
     return impl_->engine && impl_->engine->gsi_send(sgid, dgid, dmac, mad, len);
+}
+
+bool DeviceRuntime::neighbour_ready(const std::array<uint8_t, 16>& dgid) const {
+    if (!impl_->dev.wire.on()) return true;
+    for (const auto& [idx, g] : gids())
+        if (g == dgid) return true;  // its own address: rxe's shortcut
+    return impl_->engine->neighbour(dgid).has_value();
 }
 
 DeviceRuntime::Counts DeviceRuntime::counts() const {

@@ -644,7 +644,11 @@ bool Firmware::apply_av(In in, std::size_t n, const AvFields& s, std::uint8_t* d
 
     hw::set_bytes(dst, dst_len, d.dgid, dgid.data(), dgid.size());
     put(dst, dst_len, d.sgid_index, sgid_index);
-    put(dst, dst_len, d.hop_limit, hw::get(in, n, s.hop_limit));
+    // ib_core resolves a RoCE address vector through the IP stack unless its
+    // DGID is link-local (ib_resolve_unicast_gid_dmac) and then replaces the
+    // hop limit with the route's (ip_default_ttl, 64): rxe's frames carry TTL
+    // 64 although ibv_rc_pingpong asks for 1 (the golden captures).
+    put(dst, dst_len, d.hop_limit, is_link_local(dgid) ? hw::get(in, n, s.hop_limit) : kRouteHopLimit);
     put(dst, dst_len, d.traffic_class, hw::get(in, n, s.traffic_class));
     put(dst, dst_len, d.sl, hw::get(in, n, s.sl));
     put(dst, dst_len, d.grh, 1);

@@ -11,6 +11,9 @@
 
 namespace simnic::fw {
 
+// The hop limit of a route the host's IP stack resolves (ip_default_ttl).
+inline constexpr std::uint8_t kRouteHopLimit = 64;
+
 // The ten AV fields, wherever a layout embeds an AV (QP_ATTR, CMD_CREATE_AH_IN,
 // QPC, AH_ENTRY): one descriptor set per layout, all from layout.h.
 struct AvFields {

@@ -5,6 +5,7 @@
 
 #include "fw_test_util.h"
 #include "simnic/fw/linux_netdev.h"
+#include "simnic/fw/wire_netdev.h"
 #include "simnic/roce/rules.h"
 
 using namespace simnic::fw;
@@ -186,4 +187,87 @@ TEST_CASE("A link-local DGID resolves to the MAC its EUI-64 encodes, with no nei
     // Round trip through the default GID of a MAC.
     const Mac mac{0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f};
     CHECK(mac_from_link_local(default_gid(mac)) == mac);
+}
+
+TEST_CASE("A wire port's netdev: GIDs as rxe's on that netdev, port active, neighbours from the port", "[fw][gid]") {
+    const Mac mac{0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
+    std::vector<Gid> asked;
+    std::optional<Mac> answer;  // the port's table: unknown at first
+    WireNetdev wn("127.0.0.1:47000", mac, 1500, {10, 0, 0, 10}, {parse("fd00::10"), parse("fe80::11:22ff:fe33:4455")},
+                  [&](const Gid& g) {
+                      asked.push_back(g);
+                      return answer;
+                  });
+    const std::optional<NetdevSnapshot> snap = wn.query();
+    REQUIRE(snap);
+    CHECK(snap->up);
+    CHECK(snap->running);
+    CHECK(snap->mtu == 1500);
+    CHECK(snap->ifindex == 0);
+    // The link-local address is the EUI-64 one, listed once.
+    CHECK(snap->ipv6 == std::vector<Gid>{parse("fe80::11:22ff:fe33:4455"), parse("fd00::10")});
+
+    FwConfig cfg;
+    cfg.cap = default_cap_block(small_limits());
+    hw::set(cfg.cap.data(), cfg.cap.size(), hw::cap_block::max_qp, 64);
+    MemTableStore store(table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
+    RecordingSink sink;
+    Firmware fw(cfg, store, wn, sink);
+    auto gid = [&](std::uint32_t i) {
+        Gid g{};
+        hw::get_bytes(store.entry(Table::Gid, i), hw::gid_entry::kSize, hw::gid_entry::gid, g.data(), g.size());
+        return g;
+    };
+    CHECK(gid(0) == parse("fe80::11:22ff:fe33:4455"));
+    CHECK(gid(1) == parse("::ffff:10.0.0.10"));
+    CHECK(gid(2) == parse("fd00::10"));
+    CHECK_FALSE(hw::get(store.entry(Table::Gid, 3), hw::gid_entry::kSize, hw::gid_entry::valid));
+    const auto p = fw.port_block();
+    namespace pb = hw::port_block;
+    CHECK(hw::get(p.data(), p.size(), pb::state) == 4u);  // ACTIVE
+    CHECK(hw::get(p.data(), p.size(), pb::active_mtu) == 3u);  // 1500 -> 1024, as rxe
+    Mac pm{};
+    hw::get_bytes(p.data(), p.size(), pb::mac, pm.data(), pm.size());
+    CHECK(pm == mac);
+
+    // An AH to a peer on the wire asks the port; unknown: AGAIN (the
+    // provider retries); once the port knows it, the AH is made.
+    REQUIRE(fw.open_context(0, 1) == hw::CmdStatus::Ok);
+    REQUIRE(fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::AllocPd), nullptr, 0, 4).ok());
+    namespace ah = hw::cmd_create_ah_in;
+    const Gid dst = parse("::ffff:10.0.0.1");
+    Mbox m = Mbox(ah::kSize).set(ah::pdn, 1).set(ah::port_num, 1).bytes(ah::av_dgid, dst.data(), dst.size())
+                 .set(ah::av_sgid_index, 1).set(ah::av_grh, 1);
+    const CmdResult r = fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m.b.data(), m.b.size(), 4);
+    CHECK(r.status == hw::CmdStatus::Again);
+    REQUIRE(asked.size() == 1);
+    CHECK(asked[0] == dst);
+    answer = Mac{0x52, 0x54, 0x00, 0x5e, 0x00, 0x01};
+    m.set(ah::av_hop_limit, 1);  // what ibv_rc_pingpong asks for
+    const CmdResult made = fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m.b.data(), m.b.size(), 4);
+    REQUIRE(made.ok());
+    // The AH holds the peer's MAC, and the route's hop limit, as ib_core
+    // gives rxe for a DGID that is not link-local.
+    const std::uint32_t ahn = static_cast<std::uint32_t>(out(made, hw::cmd_handle::handle));
+    const std::uint8_t* a = store.entry(Table::Ah, ahn);
+    Mac am{};
+    hw::get_bytes(a, hw::ah_entry::kSize, hw::ah_entry::av_dmac, am.data(), am.size());
+    CHECK(am == *answer);
+    CHECK(hw::get(a, hw::ah_entry::kSize, hw::ah_entry::av_hop_limit) == 64);
+    // Its own address needs no lookup.
+    const Gid self = parse("::ffff:10.0.0.10");
+    Mbox m2 = Mbox(ah::kSize).set(ah::pdn, 1).set(ah::port_num, 1).bytes(ah::av_dgid, self.data(), self.size())
+                  .set(ah::av_sgid_index, 1).set(ah::av_grh, 1);
+    CHECK(fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m2.b.data(), m2.b.size(), 4).ok());
+    CHECK(asked.size() == 2);
+    // A link-local DGID is not routed: its MAC from the EUI-64, the hop
+    // limit as asked.
+    const Gid ll = parse("fe80::5054:ff:fe5e:1");
+    Mbox m3 = Mbox(ah::kSize).set(ah::pdn, 1).set(ah::port_num, 1).bytes(ah::av_dgid, ll.data(), ll.size())
+                  .set(ah::av_sgid_index, 0).set(ah::av_grh, 1).set(ah::av_hop_limit, 1);
+    const CmdResult r3 = fw.execute(0, static_cast<std::uint16_t>(CmdOpcode::CreateAh), m3.b.data(), m3.b.size(), 4);
+    REQUIRE(r3.ok());
+    const std::uint8_t* a3 = store.entry(Table::Ah, static_cast<std::uint32_t>(out(r3, hw::cmd_handle::handle)));
+    CHECK(hw::get(a3, hw::ah_entry::kSize, hw::ah_entry::av_hop_limit) == 1);
+    CHECK(asked.size() == 2);
 }

@@ -24,7 +24,7 @@ void SoftEngine::Impl::exec_doorbell(const Doorbell& db, OpRecord& r) {
 
 void SoftEngine::Impl::exec_rx(const uint8_t* frame, size_t len, OpRecord& r) {
     Recording g(*this, r);
-    if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes);
+    if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, false, frame);
 }
 
 void SoftEngine::Impl::exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) {

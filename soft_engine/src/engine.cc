@@ -8,6 +8,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -42,17 +43,25 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         err = std::string("soft engine: ") + std::strerror(errno);
         return nullptr;
     }
-    // The port: UDP 4791 on the netdev's addresses; a standalone device
-    // (no wire) takes the addresses only.
+    // The port: a wire of frames if one is configured, else UDP 4791 on the
+    // netdev's addresses; a standalone device (no wire) takes the netdev's
+    // addresses only. The callback runs on the engine thread (or under its
+    // lock), where the capture is written.
     Impl* mp = &m;
-    m.port = open_udp_port(
-        cfg.netdev, !cfg.standalone,
-        [mp](size_t bytes, bool ok) {
-            if (!ok) return mp->stat(hw::stats_block::tx_drops);
-            mp->stat(hw::stats_block::tx_packets);
-            mp->stat(hw::stats_block::tx_bytes, bytes);
-        },
-        err);
+    PortSent sent = [mp](size_t bytes, bool ok, const uint8_t* frame, size_t len) {
+        if (!ok) return mp->stat(hw::stats_block::tx_drops);
+        mp->stat(hw::stats_block::tx_packets);
+        mp->stat(hw::stats_block::tx_bytes, bytes);
+        if (frame && mp->pcap) mp->pcap->write(frame, len, wall_us());
+    };
+    if (cfg.wire.on() && !cfg.standalone) {
+        // Nothing but this device answers for its addresses on the wire:
+        // frames to them take rxe's shortcut, always.
+        m.cfg.loopback = true;
+        m.port = open_wire_port(cfg.wire, std::move(sent), err);
+    } else {
+        m.port = open_udp_port(cfg.netdev, !cfg.standalone, std::move(sent), err);
+    }
     if (!m.port) return nullptr;
     if (cfg.bar) hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, m.port_mac, 6);
     if (cfg.timing) {
@@ -129,6 +138,20 @@ void SoftEngine::note_command(uint16_t opcode) {
 bool SoftEngine::gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
                           const std::array<uint8_t, 6>& dmac, const uint8_t* mad, size_t len) {
     return impl_->gsi_send(sgid, dgid, dmac, mad, len);
+}
+
+std::optional<std::array<uint8_t, 6>> SoftEngine::neighbour(const std::array<uint8_t, 16>& gid) {
+    // The port guards its own table: no engine lock, so that the firmware
+    // never waits for an engine batch to ask.
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    IpAddr a;
+    if (std::memcmp(gid.data(), kMapped, 12) == 0) {
+        a.v4 = uint32_t(gid[12]) << 24 | uint32_t(gid[13]) << 16 | uint32_t(gid[14]) << 8 | gid[15];
+    } else {
+        a.version = roce::IpVersion::V6;
+        std::copy(gid.begin(), gid.end(), a.v6.begin());
+    }
+    return impl_->port->neighbour(a);
 }
 
 void SoftEngine::exclusive(const std::function<void()>& f) {

@@ -13,7 +13,9 @@
 //   send_queue.cc   the SQ doorbell, WQE fetch and decode
 //   recv_queue.cc   receive WQEs of RQs and SRQs
 //   net.cc          the wire above the port: transmit, loopback shortcut, receive
-//   udp_port.cc     the port: UDP 4791 on the netdev's addresses (port.h)
+//   udp_port.cc     a port: UDP 4791 on the netdev's addresses (port.h)
+//   wire_port.cc    a port: a device with its own addresses on a wire of
+//                   frames (neighbour_table.h: its ARP/ND neighbours)
 //   gsi.cc          QP1 (GSI): MADs to and from the host's CM
 //   timers.cc       the QPs' retransmit and RNR timers
 //   datapath.cc     the Datapath a timing model's stages call (timing.h)
@@ -369,7 +371,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     const tp::RecvWqe* srq_peek(EngineQp& q);
     uint32_t srq_pop(EngineQp& q);
 
-    // ---- the wire (net.cc; the port behind it: port.h, udp_port.cc) ----
+    // ---- the wire (net.cc; the port behind it: port.h, udp_port.cc, wire_port.cc) ----
     std::unique_ptr<Port> port;
     std::vector<int> port_fds;  // what the sleeping thread waits on for the port
     std::unique_ptr<roce::PcapWriter> pcap;
@@ -386,7 +388,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         if (port) port->flush();
     }
     bool rx_batch();
-    void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false);
+    void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false, const uint8_t* eth = nullptr);
     // PortSink
     void rx_ip(const uint8_t* ip, size_t len) override;
     void rx_frame(const uint8_t* frame, size_t len) override;

@@ -115,8 +115,9 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
         return;
     }
     // The port counts what it sends and drops (PortSent); the capture has
-    // what it took.
-    if (port->send(o) && pcap) pcap->write(f, len, wall_us());
+    // what it took, or, from a port that writes the link header itself,
+    // what it put on the wire (PortSent again).
+    if (port->send(o) && pcap && !port->captures_sent()) pcap->write(f, len, wall_us());
 }
 
 bool SoftEngine::Impl::rx_batch() {
@@ -166,17 +167,21 @@ void SoftEngine::Impl::rx_frame(const uint8_t* frame, size_t len) {
         pipe->rx_frame(frame, len);
         return;
     }
-    if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes);
+    if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, false, frame);
 }
 
-// One received RoCE packet (IPv4 or IPv6): capture, decode, count, and hand it to its QP.
-void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted) {
+// One received RoCE packet (IPv4 or IPv6): capture, decode, count, and hand
+// it to its QP. `eth`: the Ethernet header in front of it, if it came as a
+// whole frame (the capture keeps its MACs); else the capture gets a blank one.
+void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted, const uint8_t* eth) {
     constexpr size_t kEth = 14;
     const bool v6 = total > 0 && (buf[0] >> 4) == 6;
     const size_t n =
         total - std::min(total, (v6 ? roce::kIpv6HdrBytes : roce::kIpv4HdrBytes) + roce::kUdpHdrBytes);
     {
-        if (pcap) {
+        if (pcap && eth) {
+            pcap->write(eth, kEth + total, wall_us());
+        } else if (pcap) {
             std::vector<uint8_t> fr(kEth + total, 0);
             const uint16_t et = v6 ? roce::kEtherTypeIpv6 : roce::kEtherTypeIpv4;
             fr[12] = uint8_t(et >> 8);

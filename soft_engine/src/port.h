@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "simnic/roce/packet.h"
+#include "simnic/soft_engine/engine.h"
 
 namespace simnic::soft_engine {
 
@@ -73,6 +74,9 @@ public:
     // its own addresses inside receive(), and holds what send() gets for a
     // neighbour not yet resolved. The UDP port leaves all of it to the
     // kernel, whose table the firmware reads (fw::LinuxNetdev).
+    // Unlike every other call, this one may come from any thread (the
+    // firmware resolves address vectors on the control thread): a port that
+    // keeps a table guards it.
     virtual std::optional<roce::MacAddr> neighbour(const IpAddr& a) = 0;
 
     // ---- leaving ----
@@ -81,9 +85,15 @@ public:
     // port: those the kernel will write; a port writing its own IP headers:
     // the IPv4 identification as kernel rxe chooses it).
     virtual void prepare(roce::Packet& pkt) = 0;
-    // Sends a frame, or queues it until flush(); false if it was dropped.
-    // Each frame is reported once to the port's `sent` callback.
+    // Sends a frame, or queues it until flush() (or until its neighbour is
+    // resolved); false if it was dropped. Each frame is reported once to the
+    // port's `sent` callback.
     virtual bool send(const OutFrame& f) = 0;
+    // True if the port writes the link header itself and reports each frame
+    // with it through PortSent when it leaves (a port on a segment puts its
+    // neighbour's MAC in, perhaps after resolving it): the engine captures
+    // that frame, not the one it handed to send().
+    virtual bool captures_sent() const { return false; }
     // Whatever send() queued leaves now (the end of each engine step).
     virtual void flush() = 0;
 
@@ -96,12 +106,18 @@ public:
 };
 
 // How a port reports each frame it sent (ok) or dropped: the engine counts
-// them in STATS_BLOCK (tx_packets, tx_bytes from the BTH on; tx_drops).
-using PortSent = std::function<void(size_t bytes, bool ok)>;
+// them in STATS_BLOCK (tx_packets, `bytes` from the BTH on; tx_drops). A
+// port whose captures_sent() is true passes the whole frame as it left
+// (`frame`, `len`), for the device's capture; others pass null.
+using PortSent = std::function<void(size_t bytes, bool ok, const uint8_t* frame, size_t len)>;
 
 // The UDP port on `netdev` (udp_port.cc): its first IPv4 address and every
 // IPv6 address; UDP 4791 bound on each unless `sockets` is false (a device
 // without a wire: the addresses only). Null and `err` on failure.
 std::unique_ptr<Port> open_udp_port(const std::string& netdev, bool sockets, PortSent sent, std::string& err);
+
+// The port on the wire `w` names (wire_port.cc): joins the hub, checking
+// that something listens there. Null and `err` on failure.
+std::unique_ptr<Port> open_wire_port(const WireConfig& w, PortSent sent, std::string& err);
 
 }  // namespace simnic::soft_engine

@@ -1,4 +1,4 @@
-// The UDP port's MAC TX (tx_queue.h): one sendmmsg per run of frames on a
+// The ports' MAC TX (tx_queue.h): one sendmmsg per run of frames on a
 // socket.
 #include "tx_queue.h"
 
@@ -22,7 +22,7 @@ void TxQueue::flush() {
             TxFrame& t = q_[j];
             ivs[j - i] = iovec{t.data.data(), t.data.size()};
             msgs[j - i] = mmsghdr{};
-            msgs[j - i].msg_hdr.msg_name = &t.dst;
+            msgs[j - i].msg_hdr.msg_name = t.dst_len ? &t.dst : nullptr;
             msgs[j - i].msg_hdr.msg_namelen = t.dst_len;
             msgs[j - i].msg_hdr.msg_iov = &ivs[j - i];
             msgs[j - i].msg_hdr.msg_iovlen = 1;
@@ -30,7 +30,7 @@ void TxQueue::flush() {
         }
         const int sent = sendmmsg(q_[i].fd, msgs, unsigned(j - i), MSG_DONTWAIT);
         for (size_t k = i; k < j; ++k)
-            sent_(q_[k].data.size(), sent >= 0 && k - i < size_t(sent) && msgs[k - i].msg_len == q_[k].data.size());
+            sent_(q_[k], sent >= 0 && k - i < size_t(sent) && msgs[k - i].msg_len == q_[k].data.size());
         i = j;
     }
     n_ = 0;

@@ -1,8 +1,10 @@
-// The UDP port's MAC TX (udp_port.cc): the frames one engine step built,
-// handed to the kernel together. Each frame goes to the UDP socket of its
-// source port (the kernel adds the IP and UDP headers the engine encoded the
-// same way), and a run of frames on one socket is one sendmmsg: a system
-// call per step, not per packet. Frames leave in the order they were built.
+// The ports' MAC TX (udp_port.cc, wire_port.cc): the frames one engine step
+// built, handed to the kernel together. On the UDP port each frame goes to
+// the UDP socket of its source port (the kernel adds the IP and UDP headers
+// the engine encoded the same way); on the wire port each whole frame is one
+// datagram to the wire's hub. A run of frames on one socket is one
+// sendmmsg: a system call per step, not per packet. Frames leave in the
+// order they were built.
 //
 // Measured and left out: sending from a second thread. On lo the sending
 // system call also runs the receive side up to the destination socket, but
@@ -21,10 +23,11 @@
 namespace simnic::soft_engine {
 
 struct TxFrame {
-    int fd = -1;  // the UDP socket of the frame's source port
+    int fd = -1;  // the UDP socket of the frame's source port, or the wire's
     sockaddr_storage dst{};
-    socklen_t dst_len = 0;
-    std::vector<uint8_t> data;  // from the BTH on: the kernel adds IP and UDP
+    socklen_t dst_len = 0;      // 0: the socket's connected peer
+    std::vector<uint8_t> data;  // UDP port: from the BTH on; wire port: the whole frame
+    size_t counted = 0;         // what the statistics count of it (tx_bytes: from the BTH on)
 };
 
 class TxQueue {
@@ -32,8 +35,9 @@ public:
     // Most frames queued before flush() is forced.
     static constexpr size_t kBatch = 32;
 
-    // `sent(bytes, ok)` counts each frame as sent (ok) or dropped.
-    explicit TxQueue(std::function<void(size_t bytes, bool ok)> sent) : sent_(std::move(sent)) {}
+    // `sent(frame, ok)` counts each frame as sent (ok) or dropped.
+    using Sent = std::function<void(const TxFrame& frame, bool ok)>;
+    explicit TxQueue(Sent sent) : sent_(std::move(sent)) {}
 
     // The next frame to fill; buffers are reused from one step to the next.
     TxFrame& next();
@@ -42,7 +46,7 @@ public:
     void flush();
 
 private:
-    std::function<void(size_t, bool)> sent_;
+    Sent sent_;
     std::vector<TxFrame> q_;
     size_t n_ = 0;
 };

@@ -55,7 +55,8 @@ void put_udp(uint8_t* udp, uint16_t sport, size_t n) {
 
 class UdpPort final : public Port {
 public:
-    explicit UdpPort(PortSent sent) : sent_(sent), tx_(std::move(sent)) {}
+    explicit UdpPort(PortSent sent)
+        : sent_(sent), tx_([sent](const TxFrame& t, bool ok) { sent(t.counted, ok, nullptr, 0); }) {}
     ~UdpPort() override;
     bool open(const std::string& netdev, bool sockets, std::string& err);
 
@@ -295,7 +296,7 @@ bool UdpPort::send(const OutFrame& of) {
         to_len = sizeof *d4;
     }
     if (fd < 0) {
-        sent_(end - bth, false);
+        sent_(end - bth, false, nullptr, 0);
         return false;
     }
     // Queued, and sent with one sendmmsg per socket after the step that
@@ -306,6 +307,7 @@ bool UdpPort::send(const OutFrame& of) {
     it.dst = to;
     it.dst_len = to_len;
     it.data.assign(f + bth, f + end);
+    it.counted = it.data.size();
     if (tx_.pending() >= TxQueue::kBatch) tx_.flush();
     return true;
 }

@@ -2,11 +2,12 @@
 """The rig's own tests (ctest label `rig`): each boots what it needs in a
 state directory of its own, and leaves no process behind, pass or fail.
 
-usage: rig_tests.py [--rig PATH] TEST
-tests: pingpong, exec_timeout, port_in_use, boot_timeout
+usage: rig_tests.py [--rig PATH] [--simnic EXE --verbs LIB --wire-check PY] TEST
+tests: pingpong, exec_timeout, port_in_use, boot_timeout, rxe_loopback, wire_rping
 """
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -288,9 +289,97 @@ def test_rxe_loopback(rig):
     rig.assert_clean("stop")
 
 
+# Paths the simnic tests need (--simnic, --verbs, --wire-check).
+TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None)
+
+
+def test_wire_rping(rig):
+    """A simnic device on the rig's wire talks to the VM's kernel rxe (issue
+    10, section 1): `simnic link add ... wire 127.0.0.1:PORT addr
+    10.0.0.100/24` joins the wire as a NIC of its own, and rping -C 10 -V
+    runs between it and the VM, simnic as client and then as server. The host
+    has no route to 10.0.0.0/24: the CM finds the device by its subnet, and
+    the device and rxe resolve each other with ARP. The wire's capture (both
+    kernels' frames and simnic's) follows rxe's rules (wire_check.py)."""
+    if not (TOOLS.simnic and TOOLS.verbs and TOOLS.wire_check):
+        raise Fail("wire_rping needs --simnic, --verbs and --wire-check")
+    rig.cmd("start", "--vms", 1, "--lifetime", 400, check=0)
+    st = json.loads(rig.cmd("status", check=0).stdout)
+    port = st["wire"]["port"]
+    rt = tempfile.mkdtemp(prefix="simnic-rig-rt-")
+    os.chmod(rt, 0o700)
+    env = dict(os.environ, SIMNIC_RUNTIME_DIR=rt)
+    app_env = dict(env, LD_PRELOAD=TOOLS.verbs)
+
+    def sim(*args):
+        r = subprocess.run([TOOLS.simnic] + [str(a) for a in args], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=60)
+        if r.returncode != 0:
+            raise Fail(f"simnic {' '.join(map(str, args))}: {r.stdout}")
+        return r.stdout
+
+    def pings(out):
+        return [l for l in out.splitlines() if l.startswith("ping data: rdma-ping-")]
+
+    server = None
+    try:
+        sim("link", "add", "rs0", "type", "soft", "wire", f"127.0.0.1:{port}", "addr", "10.0.0.100/24")
+        print(sim("link", "show").strip())
+        # 1. rxe serves, simnic is the client.
+        server = rig.popen("exec", "--timeout", 150, 0, "rping -s -a 10.0.0.1 -p 7174 -C 10 -V")
+        client = None
+        for _ in range(30):
+            client = subprocess.run(["timeout", "120", "rping", "-c", "-a", "10.0.0.1", "-p", "7174", "-C", "10",
+                                     "-V", "-v"], env=app_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, timeout=150)
+            if "RDMA_CM_EVENT_REJECTED" not in client.stdout:
+                break
+            time.sleep(1)  # the server does not listen yet
+        sout, _ = server.communicate(timeout=150)
+        print(f"simnic client: rc {client.returncode}\n{client.stdout}rxe server: rc {server.returncode}\n{sout}")
+        if client.returncode != 0 or len(pings(client.stdout)) != 10:
+            raise Fail("rping from simnic to kernel rxe failed")
+        if server.returncode != 0:
+            raise Fail("kernel rxe's rping server failed")
+        # 2. simnic serves, rxe is the client.
+        server = subprocess.Popen(["timeout", "150", "rping", "-s", "-a", "10.0.0.100", "-p", "7175", "-C", "10",
+                                   "-V"], env=app_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1)
+        client = rig.cmd("exec", "--timeout", 120, 0, "rping -c -a 10.0.0.100 -p 7175 -C 10 -V -v", timeout=150)
+        sout, _ = server.communicate(timeout=150)
+        print(f"rxe client: rc {client.returncode}\n{client.stdout}simnic server: rc {server.returncode}\n{sout}")
+        if client.returncode != 0 or len(pings(client.stdout)) != 10:
+            raise Fail("rping from kernel rxe to simnic failed")
+        if server.returncode != 0:
+            raise Fail("simnic's rping server failed")
+        server = None
+        print(sim("stats", "rs0").strip())
+    finally:
+        if server is not None and server.poll() is None:
+            server.kill()
+            server.wait()
+        subprocess.run([TOOLS.simnic, "daemon", "--stop"], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30)
+        shutil.rmtree(rt, ignore_errors=True)
+    pcap = rig.cmd("pcap", check=0).stdout.strip()
+    time.sleep(0.5)
+    frames = roce_frames(pcap)
+    mine = [f for f in frames if "10.0.0.100" in (f[0], f[1])]
+    print(f"wire: {len(frames)} RoCE frames, {len(mine)} to or from simnic")
+    if not [f for f in mine if f[0] == "10.0.0.100"] or not [f for f in mine if f[1] == "10.0.0.100"]:
+        raise Fail("simnic's traffic is not on the rig's wire")
+    r = subprocess.run([sys.executable, TOOLS.wire_check, "--cm", pcap], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    print(r.stdout.strip())
+    if r.returncode != 0:
+        raise Fail("the wire's capture breaks rxe's rules")
+    rig.cmd("stop", check=0)
+    rig.assert_clean("stop")
+
+
 TESTS = {"pingpong": test_pingpong, "exec_timeout": test_exec_timeout,
          "port_in_use": test_port_in_use, "boot_timeout": test_boot_timeout,
-         "rxe_loopback": test_rxe_loopback}
+         "rxe_loopback": test_rxe_loopback, "wire_rping": test_wire_rping}
 
 
 def main():
@@ -298,8 +387,12 @@ def main():
     ap.add_argument("--rig", default=os.path.join(HERE, "simnic-rig"))
     ap.add_argument("--budget", type=float, default=500,
                     help="seconds before the test gives up and cleans up")
+    ap.add_argument("--simnic", help="the simnic executable (wire_rping)")
+    ap.add_argument("--verbs", help="libsimnic-verbs.so (wire_rping)")
+    ap.add_argument("--wire-check", help="testbench/system/wire_check.py (wire_rping)")
     ap.add_argument("test", choices=sorted(TESTS))
     a = ap.parse_args()
+    TOOLS.simnic, TOOLS.verbs, TOOLS.wire_check = a.simnic, a.verbs, a.wire_check
 
     # Make sure the image exists first, so that its build time does not eat
     # into boot timeouts (and so that failures there are reported as such).

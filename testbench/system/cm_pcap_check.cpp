@@ -5,7 +5,9 @@
 //     UDP source port 0xD872, carrying one 256-byte CM MAD;
 //   - the MADs come in rxe's order: REQ, REP, RTU, then DREQ, DREP;
 //   - the REQ's flow label is rdma_cm's hash of its two ports, and every RC
-//     frame's UDP source port is the fold of that flow label.
+//     frame's UDP source port is the fold of that flow label;
+//   - the starting PSNs as ib_cm means them: the passive side's first
+//     request carries the REQ's, the active side's the REP's.
 // A capture taken on the device (`pcap FILE`) holds each frame on lo twice
 // (sent and received): identical MADs count once. REQ/REJ pairs
 // before the connection (a client that tried before the server listened)
@@ -51,7 +53,10 @@ int main(int argc, char** argv) {
     std::set<std::vector<uint8_t>> seen;
     std::vector<cm::AttrId> order;
     uint32_t flow_label = 0;
-    bool have_req = false;
+    bool have_req = false, have_rep = false;
+    cm::Req req_seen;
+    cm::Rep rep_seen;
+    bool active_sent = false, passive_sent = false;
     size_t n = 0, rc_frames = 0;
     while (rd->next(rec)) {
         ++n;
@@ -84,6 +89,12 @@ int main(int argc, char** argv) {
                     return fail("REQ flow label is not rdma_cm's hash of its ports", n);
                 flow_label = req.primary_flow_label;
                 have_req = true;
+                req_seen = req;
+                have_rep = active_sent = passive_sent = false;
+            }
+            if (cm::AttrId(h.attr_id) == cm::AttrId::ConnectReply) {
+                rep_seen = cm::decode_rep(p.payload);
+                have_rep = true;
             }
             continue;
         }
@@ -93,6 +104,17 @@ int main(int argc, char** argv) {
         if (!have_req) return fail("RC traffic before the REQ", n);
         if (p.udp.sport != roce::udp_sport_from_flow_label(flow_label))
             return fail("RC frame's UDP source port is not the fold of the REQ's flow label", n);
+        if (have_rep && p.opinfo().has(roce::kRequest)) {
+            // To the passive side's QP: the active side sends, from the REP's PSN.
+            const bool from_active = p.hdr.bth.dqpn == rep_seen.local_qpn;
+            bool& first = from_active ? active_sent : passive_sent;
+            const uint32_t want = from_active ? rep_seen.starting_psn : req_seen.starting_psn;
+            if (!first && p.hdr.bth.psn != want)
+                return fail(from_active ? "the active side's first request is not at the REP's starting PSN"
+                                        : "the passive side's first request is not at the REQ's starting PSN",
+                            n);
+            first = true;
+        }
     }
     if (list_only) return 0;  // the MADs only: decoded, valid, from QP1
     // A client that tried before the server listened: its REQ and the REJ

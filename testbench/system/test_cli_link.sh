@@ -36,9 +36,10 @@ expect 1 'netdev lo already has simnic device rxe_lo' "$SIMNIC" link add other t
 expect 1 'netdev nosuch0 does not exist' "$SIMNIC" link add x type soft netdev nosuch0
 expect 1 "unknown device type 'rxe'" "$SIMNIC" link add x type rxe netdev lo
 expect 1 "not allowed in a device name" "$SIMNIC" link add 'a/b' type soft netdev lo
-expect 2 "unknown keyword 'mtu'" "$SIMNIC" link add x type soft netdev lo mtu 9000
+expect 2 "unknown keyword 'speed'" "$SIMNIC" link add x type soft netdev lo speed 100
+expect 2 "'mtu' applies to a device on a wire" "$SIMNIC" link add x type soft netdev lo mtu 9000
 expect 2 "'netdev' needs a value" "$SIMNIC" link add x type soft netdev
-expect 2 "'type' and 'netdev' are required" "$SIMNIC" link add x netdev lo
+expect 2 "'type' and one of 'netdev' or 'wire' are required" "$SIMNIC" link add x netdev lo
 expect 1 'no device nosuch' "$SIMNIC" link show nosuch
 expect 1 'no device nosuch' "$SIMNIC" link delete nosuch
 expect 0 '^link rxe_lo/1 ' "$SIMNIC" link show

@@ -674,6 +674,8 @@ int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, in
     Json req{{"op", "cm_resolve_addr"}}, d, s, r;
     if (!addr_to_json(dst_addr, d)) return fail(EAFNOSUPPORT);
     req["dst"] = d;
+    // How long the address query may wait for the neighbour (ADDR_ERROR after).
+    if (timeout_ms > 0) req["timeout_ms"] = timeout_ms;
     if (src_addr && src_addr->sa_family != AF_UNSPEC) {
         if (!addr_to_json(src_addr, s)) return fail(EAFNOSUPPORT);
         req["src"] = s;

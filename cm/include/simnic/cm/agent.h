@@ -114,6 +114,15 @@ public:
     // The local address the host would send from to reach dst (its routing
     // table), if any.
     virtual std::optional<Gid> route_source(const Gid& dst) = 0;
+    // Whether `device` knows the link address of the next hop to `dgid`,
+    // starting resolution (ARP, neighbour solicitation) if it does not: the
+    // address query of rdma_resolve_addr waits for it, as the kernel's does.
+    // A device whose neighbours the host's stack resolves answers true.
+    virtual bool neighbour_ready(const std::string& device, const Gid& dgid) {
+        (void)device;
+        (void)dgid;
+        return true;
+    }
     virtual uint64_t now_ms() = 0;
     virtual uint32_t random32() = 0;
 };
@@ -133,6 +142,10 @@ inline constexpr uint8_t kPacketLifeTime = 18;     // RoCE path record
 inline constexpr uint8_t kLocalAckTimeout = kPacketLifeTime + 1;
 inline constexpr uint8_t kHopLimit = 64;
 inline constexpr uint16_t kPsIb = 0x013F;
+// rdma_resolve_addr's timeout when none is given (rping passes 2000 ms),
+// and how often an address query looks at the neighbour again.
+inline constexpr uint32_t kAddrTimeoutMs = 2000;
+inline constexpr uint32_t kAddrPollMs = 10;
 
 class Agent {
 public:
@@ -151,7 +164,11 @@ public:
     // created them; destroy_channel destroys them all (a process that died).
     int create_id(uint64_t channel, uint16_t port_space, uint32_t& id);
     int bind(uint32_t id, const SockAddr& addr);
-    int resolve_addr(uint32_t id, const std::optional<SockAddr>& src, const SockAddr& dst);
+    // ADDR_RESOLVED once the device knows the next hop's link address (at
+    // once for most), ADDR_ERROR (-ETIMEDOUT) if it still does not after
+    // timeout_ms.
+    int resolve_addr(uint32_t id, const std::optional<SockAddr>& src, const SockAddr& dst,
+                     uint32_t timeout_ms = kAddrTimeoutMs);
     int resolve_route(uint32_t id);
     int listen(uint32_t id);
     int connect(uint32_t id, const ConnParam& p);

@@ -145,6 +145,11 @@ public:
     GsiPort gsi_port() const;
     bool gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid, const uint8_t* mad,
                   size_t len);
+    // Whether the port knows the next hop's MAC for `dgid`: a device on a
+    // wire asks its own neighbour table (starting ARP or neighbour
+    // discovery if needed); through the host's stack the kernel resolves as
+    // frames leave, and this is always true.
+    bool neighbour_ready(const std::array<uint8_t, 16>& dgid) const;
     // GID table entries in use: index and the 16 bytes.
     std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> gids() const;
     // STATS_BLOCK counters (hw-spec 2.6) by field name, for `stats`.

@@ -1,9 +1,13 @@
 // The devices a daemon hosts. Each binds to one netdev, as an rxe device
-// does; a netdev carries at most one simnic device.
+// does (a netdev carries at most one simnic device), or sits on a wire of
+// frames with addresses of its own (several may share a wire).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "simnic/control/protocol.h"
@@ -22,10 +26,36 @@ struct NetdevState {
 // Reads a netdev's state from the kernel (ioctl on a datagram socket).
 NetdevState query_netdev(const std::string& ifname);
 
+// A device's port on a wire of frames (`simnic link add NAME type T wire
+// HOST:PORT addr A.B.C.D/N [addr X::Y/N] [mac M] [mtu N]`): the hub it
+// joins and the addresses it has there, as a netdev would have them.
+struct WireAttach {
+    std::string endpoint;  // HOST:PORT as given
+    uint32_t hub_ip = 0;   // host order
+    uint16_t hub_port = 0; // 0: not on a wire
+    std::array<uint8_t, 6> mac{};
+    uint32_t ipv4 = 0;     // host order
+    uint8_t prefix = 0;
+    std::vector<std::pair<std::array<uint8_t, 16>, uint8_t>> ipv6;  // besides the link-local one
+    uint32_t mtu = 1500;
+    bool on() const { return hub_port != 0; }
+};
+
+// Reads `wire`, `addr` (a list), `mac` and `mtu` of a link_add request
+// into w, with the defaults filled (the MAC from the device's name). An
+// error message if anything is missing or malformed.
+std::string parse_wire_attach(const std::string& device, const std::string& wire, const std::vector<std::string>& addrs,
+                              const std::string& mac, const std::string& mtu, WireAttach& w);
+// A locally administered unicast MAC derived from a device name: the same
+// name gives the same MAC, run after run.
+std::array<uint8_t, 6> wire_mac_for(const std::string& device);
+std::string mac_string(const std::array<uint8_t, 6>& mac);
+
 struct Device {
     std::string name;
     DeviceType type = DeviceType::Soft;
-    std::string netdev;
+    std::string netdev;    // empty for a device on a wire
+    WireAttach wire;
     std::string pcap;  // empty: no capture
     // Frames addressed to the device's own address go straight from its TX
     // to its RX instead of through the kernel's UDP stack (rxe's loopback

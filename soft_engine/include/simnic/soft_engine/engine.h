@@ -4,7 +4,9 @@
 // 3.4), fetches WQEs from the applications' rings, drives the shared
 // transport core (protocol/transport) for every QP, moves data by DMA
 // (process_vm_readv/writev) after the MPT check of hw-spec 11, writes CQEs
-// and EQEs, and carries RoCE v2 over UDP port 4791 on the netdev's address.
+// and EQEs, and carries RoCE v2 over its port: UDP port 4791 on the netdev's
+// addresses, or an Ethernet segment of whole frames where the device has
+// addresses of its own (WireConfig).
 //
 // The firmware (control thread) and the engine share the device tables. The
 // engine caches nothing it cannot rebuild: fence() takes the engine's device
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,11 +29,32 @@
 
 namespace simnic::soft_engine {
 
+// A port on an Ethernet segment of whole frames (`simnic wire`, the rig's
+// wire: one frame per UDP datagram to a hub) instead of the host's UDP
+// stack. The device is then a NIC on that segment: its own MAC and
+// addresses, ARP and IPv6 neighbour discovery of its own, IP headers written
+// as kernel rxe writes them (soft_engine/src/wire_port.cc).
+struct WireConfig {
+    std::uint32_t hub_ip = 0;      // IPv4, host order (127.0.0.1)
+    std::uint16_t hub_port = 0;    // 0: no wire (the netdev's UDP port)
+    std::array<std::uint8_t, 6> mac{};
+    std::uint32_t ipv4 = 0;        // host order
+    std::uint8_t prefix = 24;      // of ipv4: the segment's subnet
+    // IPv6 addresses besides the link-local one (fe80::EUI-64 of the MAC,
+    // which the port always has), and their prefix lengths.
+    std::vector<std::pair<std::array<std::uint8_t, 16>, std::uint8_t>> ipv6;
+    std::uint32_t mtu = 1500;      // the segment's MTU (rxe: active MTU 1024)
+    bool on() const { return hub_port != 0; }
+};
+
 struct EngineConfig {
     std::string device;    // device name, for messages
     std::string netdev;    // the port's netdev; its first IPv4 address is used
+    WireConfig wire;       // on: the port is on this wire instead (netdev unused)
     std::string pcap;      // empty: no capture
-    bool loopback = false; // frames to the device's own address skip the kernel (see Device)
+    // Frames to the device's own address skip the kernel (see Device). A wire
+    // port always does this, as rxe always does: no host stack is behind it.
+    bool loopback = false;
     // SHM domains (hw-spec 1.3): the local mapping of shared object `handle`
     // of context `ctx` and its size; null if there is none. Called by the
     // engine thread; the mapping must stay until the context is removed.
@@ -78,6 +102,13 @@ public:
     // cannot be built.
     bool gsi_send(const std::array<std::uint8_t, 16>& sgid, const std::array<std::uint8_t, 16>& dgid,
                   const std::array<std::uint8_t, 6>& dmac, const std::uint8_t* mad, std::size_t len);
+
+    // The MAC of the next hop to `gid` (IPv4-mapped or IPv6) on a wire port,
+    // from the port's neighbour table; nullopt while it is unknown (having
+    // started resolution: ARP or a neighbour solicitation), or if `gid` is
+    // not on the segment. Always nullopt for the netdev's UDP port, whose
+    // neighbours the kernel resolves. Any thread.
+    std::optional<std::array<std::uint8_t, 6>> neighbour(const std::array<std::uint8_t, 16>& gid);
 
     // Runs `f` between two engine batches, with the device to itself (the
     // engine's lock held): how a timing model's owner reads its statistics

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""wire_check.py [--cm] PCAP: checks a capture of a wire (`simnic wire --pcap`)
+against kernel rxe's wire rules (docs/rxe-wire-rules.md), independently of
+simnic's packet core (Python's zlib for the ICRC):
+
+  - every RoCE v2 frame (IPv4, UDP 4791) has a valid ICRC, DF set, TTL 64,
+    TOS 0 and UDP checksum 0;
+  - per source and destination the IP identification counts up from a
+    non-zero start: every step at least 1 (so never 0 twice: a 16-bit field
+    of a wider counter passes 0 now and then), and exactly 1 between frames
+    less than a millisecond apart in at least 90% of cases (the kernel's
+    rule: one per packet, a jump below the jiffies of a pause);
+  - before a device's first RoCE frame to a peer, an ARP frame on the wire
+    has told the peer's MAC for its address (ARP precedes RoCE);
+  - UDP source ports: RC/UC frames from the fold of the QPN product (rxe's
+    rule for a QP given an address vector without a flow label), UD frames
+    (and QP1's) from 0xC000 + hash_32(own QPN, 14). With --cm (rdma_cm
+    connections) the RC ports are cm_pcap_check's business and not checked.
+
+Prints a summary; exits 1 with the first broken rule."""
+
+import struct
+import sys
+import zlib
+
+
+def frames(path):
+    with open(path, "rb") as f:
+        hdr = f.read(24)
+        if len(hdr) < 24 or struct.unpack("<I", hdr[:4])[0] != 0xA1B2C3D4:
+            sys.exit(f"FAIL: {path} is not a microsecond pcap")
+        while True:
+            h = f.read(16)
+            if len(h) < 16:
+                return
+            ts, us, n, _ = struct.unpack("<IIII", h)
+            yield ts * 1_000_000 + us, f.read(n)
+
+
+def icrc_ok(d, l3, l4, end):
+    """CRC-32 over 8 bytes of 0xFF, the IPv4 header with TOS, TTL and checksum
+    masked, the UDP header with its checksum masked, the BTH with byte 4
+    masked, and the rest up to the ICRC (little-endian on the wire)."""
+    ip = bytearray(d[l3:l4])
+    ip[1] = 0xFF
+    ip[8] = 0xFF
+    ip[10] = ip[11] = 0xFF
+    udp = bytearray(d[l4:l4 + 8])
+    udp[6] = udp[7] = 0xFF
+    bth = bytearray(d[l4 + 8:l4 + 20])
+    bth[4] = 0xFF
+    crc = zlib.crc32(b"\xff" * 8 + bytes(ip) + bytes(udp) + bytes(bth) + d[l4 + 20:end - 4])
+    return crc == struct.unpack("<I", d[end - 4:end])[0]
+
+
+def fold(fl):
+    return 0xC000 | ((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14))
+
+
+def qpn_sport(a, b):
+    v = a * b
+    v ^= v >> 20
+    v ^= v >> 40
+    return fold(v & 0xFFFFF)
+
+
+def ud_sport(qpn):
+    return 0xC000 + (((qpn * 0x61C88647) & 0xFFFFFFFF) >> 18)
+
+
+def ip(b):
+    return ".".join(str(x) for x in b)
+
+
+def main():
+    args = sys.argv[1:]
+    cm = "--cm" in args
+    args = [a for a in args if a != "--cm"]
+    if len(args) != 1:
+        sys.exit(__doc__)
+    roce = []   # (n, ts, src, dst, smac, dmac, id, sport, opcode, dqpn, deth_src_qp)
+    arp = []    # (n, spa, sha)
+    n = 0
+    for ts, d in frames(args[0]):
+        n += 1
+        if len(d) < 14:
+            continue
+        et = d[12:14]
+        if et == b"\x08\x06" and len(d) >= 42:
+            arp.append((n, d[28:32], d[22:28]))
+            continue
+        if et != b"\x08\x00" or len(d) < 34 or d[23] != 17:
+            continue
+        l3 = 14
+        ihl = (d[l3] & 15) * 4
+        l4 = l3 + ihl
+        if len(d) < l4 + 8 or struct.unpack(">H", d[l4 + 2:l4 + 4])[0] != 4791:
+            continue
+        total = struct.unpack(">H", d[l3 + 2:l3 + 4])[0]
+        end = l3 + total
+        what = f"frame {n}"
+        if ihl != 20 or end > len(d) or end < l4 + 8 + 12 + 4:
+            sys.exit(f"FAIL: {what}: malformed")
+        if not icrc_ok(d, l3, l4, end):
+            sys.exit(f"FAIL: {what}: bad ICRC")
+        ipid, frag = struct.unpack(">HH", d[l3 + 4:l3 + 8])
+        if frag != 0x4000:
+            sys.exit(f"FAIL: {what}: flags/fragment 0x{frag:04x}, not DF")
+        if d[l3 + 8] != 64 or d[l3 + 1] != 0:
+            sys.exit(f"FAIL: {what}: TTL {d[l3 + 8]}, TOS {d[l3 + 1]} (rxe with the tools' defaults: 64, 0)")
+        if d[l4 + 6:l4 + 8] != b"\x00\x00":
+            sys.exit(f"FAIL: {what}: UDP checksum not 0")
+        bth = l4 + 8
+        opcode = d[bth]
+        dqpn = struct.unpack(">I", b"\x00" + d[bth + 5:bth + 8])[0]
+        src_qp = struct.unpack(">I", b"\x00" + d[bth + 17:bth + 20])[0] if opcode >> 5 == 3 else None
+        roce.append((n, ts, d[l3 + 12:l3 + 16], d[l3 + 16:l3 + 20], d[6:12], d[0:6], ipid,
+                     struct.unpack(">H", d[l4:l4 + 2])[0], opcode, dqpn, src_qp))
+    if not roce:
+        sys.exit("FAIL: no RoCE frames")
+
+    # IP identification, per source and destination.
+    last, steps, close, close_ones = {}, 0, 0, 0
+    for f in roce:
+        key = (f[2], f[3])
+        # The counter is 32 bits wide and the field 16: it passes 0 once in
+        # 65536 packets (the kernel does not skip it for IPv4), so only a
+        # flow's first ID must not be 0 (a netdev-bound device's are all 0).
+        if key not in last and f[6] == 0:
+            sys.exit(f"FAIL: frame {f[0]}: IP identification 0 ({ip(f[2])} -> {ip(f[3])})")
+        if key in last:
+            p = last[key]
+            step = (f[6] - p[6]) & 0xFFFF
+            if step == 0 or step >= 0x8000:
+                sys.exit(f"FAIL: frame {f[0]}: IP identification 0x{f[6]:04x} after 0x{p[6]:04x} "
+                         f"({ip(f[2])} -> {ip(f[3])})")
+            steps += 1
+            if f[1] - p[1] < 1000:
+                close += 1
+                close_ones += step == 1
+        last[key] = f
+    if close and close_ones < 0.9 * close:
+        sys.exit(f"FAIL: only {close_ones} of {close} frames under 1 ms apart are one ID apart")
+
+    # ARP before RoCE: the sender knew its peer's MAC from an earlier ARP frame.
+    seen = set()
+    for f in roce:
+        key = (f[2], f[3], f[5])
+        if key in seen:
+            continue
+        seen.add(key)
+        if not any(a[0] < f[0] and a[1] == f[3] and a[2] == f[5] for a in arp):
+            sys.exit(f"FAIL: frame {f[0]}: first RoCE frame {ip(f[2])} -> {ip(f[3])} with no earlier ARP "
+                     f"telling {ip(f[3])} is at {f[5].hex(':')}")
+
+    # UDP source ports.
+    checked = 0
+    dqpns = {}
+    for f in roce:
+        dqpns.setdefault((f[2], f[3]), set()).add(f[9])
+    for f in roce:
+        op = f[8]
+        if op >> 5 == 3:  # UD
+            if f[7] != ud_sport(f[10]):
+                sys.exit(f"FAIL: frame {f[0]}: UD source port 0x{f[7]:04x}, not 0x{ud_sport(f[10]):04x}")
+            checked += 1
+        elif op >> 5 in (0, 1) and not cm:  # RC, UC
+            back = dqpns.get((f[3], f[2]), set())
+            if not any(f[7] == qpn_sport(lq, f[9]) for lq in back):
+                sys.exit(f"FAIL: frame {f[0]}: source port 0x{f[7]:04x} is not rxe's for QPN {f[9]:#x} "
+                         f"and any of {sorted(back)}")
+            checked += 1
+    print(f"ok: {n} frames, {len(roce)} RoCE with valid ICRCs, DF, TTL 64; IP IDs count up per flow "
+          f"({steps} steps, {close_ones}/{close} one apart within 1 ms); {len(arp)} ARP frames, each peer "
+          f"told before its first RoCE frame; {checked} source ports by rxe's rules")
+
+
+if __name__ == "__main__":
+    main()
