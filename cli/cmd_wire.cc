@@ -83,7 +83,7 @@ Runner add_wire_command(CLI::App& app) {
     sub->add_option("--lifetime", a->opt.lifetime_s, "stop after this many seconds")
         ->check(CLI::NonNegativeNumber);
     sub->add_option("--ready-file", a->opt.ready_file, "write \"PID PORT\" here once listening");
-    sub->add_option("--stats", a->opt.stats_file, "write the counters as JSON here when stopping");
+    sub->add_option("--stats", a->opt.stats_file, "keep the counters here as JSON (rewritten while running, final when stopped)");
     sub->add_flag("-q,--quiet", a->quiet, "print nothing");
     return [a] { return run_wire(*a); };
 }

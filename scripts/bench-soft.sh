@@ -67,7 +67,7 @@ ib_send_lat about 3 us; the rxe maintainers' workqueue rework, about
 on one core; a ConnectX-6, under 1 us and 100-200 Gb/s.
 
 Kernel rxe hands traffic between QPs of one device from its TX to its RX
-without the netdev (rig test rig.rxe_loopback), so its figures on lo compare
+without the netdev (rig test rig.kernel61), so its figures on lo compare
 with the "loopback on" column; the default column pays the kernel's UDP path
 twice per packet, bounded by the ceiling above.
 REF

@@ -8,14 +8,16 @@ cd "$(dirname "$0")/.."
 rig=testbench/rig/simnic-rig
 export SIMNIC_RIG_STATE=${SIMNIC_RIG_STATE:-/tmp/simnic-rig-demo-$(id -u)}
 
+# The rig's wire is `simnic wire`: the rig finds simnic through $SIMNIC.
 if command -v simnic >/dev/null; then
-  SIMNIC=simnic
+  SIMNIC=$(command -v simnic)
 else
   ./scripts/setup.sh
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build build --target simnic
   SIMNIC=$PWD/build/cli/simnic
 fi
+export SIMNIC
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$1"; }
 

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Regenerates simnic's golden captures: kernel rxe <-> kernel rxe traffic
 between two VMs of the rig (testbench/rig/simnic-rig), recorded on the rig's
-wire, at IB MTU 1024 (netdev MTU 1500) and IB MTU 4096 (netdev MTU 9000).
+wire, for each reference kernel (6.1, 6.12) at IB MTU 1024 (netdev MTU 1500)
+and IB MTU 4096 (netdev MTU 9000).
 
 Every case runs a server in vm0 (10.0.0.1) and a client in vm1 (10.0.0.2);
 the frames the wire carried meanwhile (IPv4 and ARP only: the VMs' IPv6
-router solicitations are left out) become <mtu dir>/<case>.pcap, and
-MANIFEST.tsv gets a line per capture.
+router solicitations are left out) become <kernel>/mtu<ib mtu>/<case>.pcap,
+and MANIFEST.tsv gets a line per capture. The rig's wire is `simnic wire`:
+pass --simnic, set $SIMNIC, or build build/cli/simnic first.
 
-usage: regenerate.py [--out DIR] [--only CASE,...] [--mtu 1500,9000]
-Takes a few minutes (two rig boots and ~20 short runs under TCG).
+usage: regenerate.py [--out DIR] [--kernel 6.1,6.12] [--only CASE,...]
+                     [--mtu 1500,9000] [--simnic PATH]
+Takes a few minutes per kernel (two rig boots and ~20 short runs under TCG).
+By hand only: CI reads the committed captures.
 """
 
 import argparse
@@ -60,6 +64,7 @@ CASES = [
      "rping -c -a {ip} -C 3 -S 100 -v", ("proc", "rping")),
 ]
 IB_MTU = {1500: 1024, 9000: 4096}
+KERNELS = ("6.1", "6.12")
 
 
 def rig(state, *args, timeout=120, check=True):
@@ -147,7 +152,19 @@ def main():
     ap.add_argument("--out", default=HERE)
     ap.add_argument("--only", help="comma-separated case names")
     ap.add_argument("--mtu", default="1500,9000", help="netdev MTUs")
+    ap.add_argument("--kernel", default=",".join(KERNELS), help="reference kernels")
+    ap.add_argument("--simnic", help="the simnic executable for the rig's wire")
     a = ap.parse_args()
+    if a.simnic:
+        os.environ["SIMNIC"] = os.path.abspath(a.simnic)
+    elif not os.environ.get("SIMNIC"):
+        built = os.path.join(HERE, "..", "..", "build", "cli", "simnic")
+        if os.path.exists(built):
+            os.environ["SIMNIC"] = os.path.realpath(built)
+    kernels = a.kernel.split(",")
+    for k in kernels:
+        if k not in KERNELS:
+            ap.error(f"--kernel {k}: one of {', '.join(KERNELS)}")
     only = set(a.only.split(",")) if a.only else None
     manifest = os.path.join(a.out, "MANIFEST.tsv")
     rows = {}
@@ -157,15 +174,15 @@ def main():
                 continue
             rows[line.split("\t")[0]] = line.rstrip("\n")
 
-    for netdev_mtu in [int(m) for m in a.mtu.split(",")]:
+    for kernel, netdev_mtu in [(k, int(m)) for k in kernels for m in a.mtu.split(",")]:
         ib_mtu = IB_MTU[netdev_mtu]
-        sub = f"mtu{ib_mtu}"
+        sub = f"{kernel}/mtu{ib_mtu}"
         os.makedirs(os.path.join(a.out, sub), exist_ok=True)
-        state = tempfile.mkdtemp(prefix=f"simnic-golden-{ib_mtu}-")
+        state = tempfile.mkdtemp(prefix=f"simnic-golden-{kernel}-{ib_mtu}-")
         try:
-            print(f"== netdev MTU {netdev_mtu}: booting two VMs", flush=True)
-            rig(state, "start", "--vms", 2, "--mtu", netdev_mtu, "--lifetime", 1500,
-                timeout=400)
+            print(f"== kernel {kernel}, netdev MTU {netdev_mtu}: booting two VMs", flush=True)
+            rig(state, "start", "--kernel", kernel, "--vms", 2, "--mtu", netdev_mtu,
+                "--lifetime", 1500, timeout=400)
             uname = rig(state, "exec", 0, "uname -r").stdout.strip()
             kv = re.search(r"Debian (\S+)", rig(state, "exec", 0, "uname -v").stdout)
             if kv:

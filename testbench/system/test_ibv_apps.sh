@@ -43,7 +43,7 @@ rc_pingpong_newapi) pingpong ibv_rc_pingpong -N ;;
 rc_pingpong_ipv6)   pingpong ibv_rc_pingpong -g 2 ;;  # GID 2 on lo is ::1: RoCE v2 over IPv6
 rc_pingpong_nogrh)
   # The tutorial (4.5) leaves out -g: no GRH, which a RoCE QP cannot do
-  # without. Both sides must fail as they do on kernel rxe (rig.rxe_loopback):
+  # without. Both sides must fail as they do on kernel rxe (rig.kernel61):
   # the QP refuses RTR, nothing hangs.
   server=(ibv_rc_pingpong -d "$DEV" -p "$PORT" -n 10)
   client=(ibv_rc_pingpong -d "$DEV" -p "$PORT" -n 10 127.0.0.1)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""wire_check.py [--cm] PCAP: checks a capture of a wire (`simnic wire --pcap`)
+"""wire_check.py [--cm] [--arp-for A.B.C.D] PCAP: checks a capture of a wire (`simnic wire --pcap`)
 against kernel rxe's wire rules (docs/rxe-wire-rules.md), independently of
 simnic's packet core (Python's zlib for the ICRC):
 
@@ -11,7 +11,9 @@ simnic's packet core (Python's zlib for the ICRC):
     less than a millisecond apart in at least 90% of cases (the kernel's
     rule: one per packet, a jump below the jiffies of a pause);
   - before a device's first RoCE frame to a peer, an ARP frame on the wire
-    has told the peer's MAC for its address (ARP precedes RoCE);
+    has told the peer's MAC for its address (ARP precedes RoCE); with
+    --arp-for, only for flows to or from that address (the rig's VMs know
+    each other from static neighbour entries and never ARP for each other);
   - UDP source ports: RC/UC frames from the fold of the QPN product (rxe's
     rule for a QP given an address vector without a flow label), UD frames
     (and QP1's) from 0xC000 + hash_32(own QPN, 14). With --cm (rdma_cm
@@ -76,6 +78,13 @@ def main():
     args = sys.argv[1:]
     cm = "--cm" in args
     args = [a for a in args if a != "--cm"]
+    arp_for = None
+    if "--arp-for" in args:
+        i = args.index("--arp-for")
+        if i + 1 >= len(args):
+            sys.exit(__doc__)
+        arp_for = bytes(int(x) for x in args[i + 1].split("."))
+        del args[i:i + 2]
     if len(args) != 1:
         sys.exit(__doc__)
     roce = []   # (n, ts, src, dst, smac, dmac, id, sport, opcode, dqpn, deth_src_qp)
@@ -146,7 +155,7 @@ def main():
     seen = set()
     for f in roce:
         key = (f[2], f[3], f[5])
-        if key in seen:
+        if key in seen or (arp_for is not None and arp_for not in (f[2], f[3])):
             continue
         seen.add(key)
         if not any(a[0] < f[0] and a[1] == f[3] and a[2] == f[5] for a in arp):

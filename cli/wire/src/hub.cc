@@ -129,18 +129,44 @@ bool Hub::open(const HubOptions& opt, std::string& err) {
     return true;
 }
 
+void Hub::publish(bool running) {
+    Impl& m = *impl_;
+    if (m.faults) stats_.faults = m.faults->counters();
+    if (m.pcap_in) m.pcap_in->flush();
+    if (m.pcap_out) m.pcap_out->flush();
+    if (m.opt.stats_file.empty()) return;
+    // Written aside and renamed, so that a reader never sees half a file.
+    const std::string tmp = m.opt.stats_file + ".tmp";
+    if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+        std::fputs(stats_json(running).c_str(), f);
+        std::fclose(f);
+        std::rename(tmp.c_str(), m.opt.stats_file.c_str());
+    }
+}
+
 void Hub::run(const std::atomic<bool>& stop) {
     Impl& m = *impl_;
     const uint64_t end = m.opt.lifetime_s > 0 ? mono_ns() + uint64_t(m.opt.lifetime_s * 1e9) : 0;
     std::vector<uint8_t> buf(65536);
+    // Readers (the rig's status, tests) look while the wire runs: the
+    // captures are flushed whenever the hub has drained its socket, and the
+    // stats file is rewritten at most every 200 ms while the counters change.
+    bool changed = true;
+    uint64_t last_stats = 0;
     while (!stop.load(std::memory_order_relaxed)) {
         uint64_t now = mono_ns();
         if (end && now >= end) break;
+        if (changed && now - last_stats >= 200'000'000) {
+            publish(true);
+            last_stats = now;
+            changed = false;
+        }
         // Release what is due: delayed frames, and held frames past their hold.
         while (!m.timed.empty() && m.timed.top().due <= now) {
             Impl::Pending p = m.timed.top();
             m.timed.pop();
             m.deliver(p, stats_);
+            changed = true;
         }
         uint64_t next = end ? end : now + 500'000'000;
         for (Impl::Held& h : m.held)
@@ -148,22 +174,29 @@ void Hub::run(const std::atomic<bool>& stop) {
                 if (h.p.due <= now) {
                     h.full = false;
                     m.deliver(h.p, stats_);
+                    changed = true;
                 } else {
                     next = std::min(next, h.p.due);
                 }
             }
         if (!m.timed.empty()) next = std::min(next, m.timed.top().due);
+        if (changed) next = std::min(next, last_stats + 200'000'000);
         pollfd pfd{m.fd, POLLIN, 0};
         const uint64_t wait_ns = next > now ? next - now : 0;
         const int timeout_ms = int(std::min<uint64_t>((wait_ns + 999'999) / 1'000'000, 500));
         if (poll(&pfd, 1, timeout_ms) <= 0) continue;
         // Drain what is there, then loop to the timers.
+        bool drained = false;
         for (int k = 0; k < 64; ++k) {
             sockaddr_in src{};
             socklen_t slen = sizeof src;
             const ssize_t n =
                 recvfrom(m.fd, buf.data(), buf.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&src), &slen);
-            if (n < 0) break;
+            if (n < 0) {
+                drained = true;
+                break;
+            }
+            changed = true;
             m.add_member(src, stats_);
             if (n == 0) continue;  // a join
             ++stats_.frames_in;
@@ -202,6 +235,11 @@ void Hub::run(const std::atomic<bool>& stop) {
             }
             m.deliver(p, stats_);
         }
+        // Idle: what was captured becomes readable.
+        if (drained) {
+            if (m.pcap_in) m.pcap_in->flush();
+            if (m.pcap_out) m.pcap_out->flush();
+        }
     }
     // Whatever is still on its way arrives before the wire stops.
     while (!m.timed.empty()) {
@@ -210,19 +248,12 @@ void Hub::run(const std::atomic<bool>& stop) {
     }
     for (Impl::Held& h : m.held)
         if (h.full) m.deliver(h.p, stats_);
-    if (m.faults) stats_.faults = m.faults->counters();
-    if (m.pcap_in) m.pcap_in->flush();
-    if (m.pcap_out) m.pcap_out->flush();
-    if (!m.opt.stats_file.empty()) {
-        if (FILE* f = std::fopen(m.opt.stats_file.c_str(), "w")) {
-            std::fputs(stats_json().c_str(), f);
-            std::fclose(f);
-        }
-    }
+    publish(false);
 }
 
-std::string Hub::stats_json() const {
+std::string Hub::stats_json(bool running) const {
     nlohmann::json j{{"port", port_},
+                     {"running", running},
                      {"frames_in", stats_.frames_in},
                      {"frames_out", stats_.frames_out},
                      {"bytes_in", stats_.bytes_in},

@@ -166,6 +166,42 @@ TEST_CASE("wire hub: faults apply per direction; duplicates, drops and reorderin
     REQUIRE(system(("rm -rf " + dir).c_str()) == 0);
 }
 
+TEST_CASE("wire hub: the captures and the counters can be read while the wire runs") {
+    const std::string dir = "/tmp/simnic-wire-live-" + std::to_string(getpid());
+    REQUIRE(system(("mkdir -p " + dir).c_str()) == 0);
+    HubOptions o;
+    o.faults = {rule("drop=100%")};
+    o.pcap = dir + "/in.pcap";
+    o.stats_file = dir + "/stats.json";
+    RunningHub h(o);
+    Member a(h.hub.port(), 1), b(h.hub.port(), 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < 5; ++i) a.send(2, uint8_t(i));
+    CHECK(b.recv_tags(100).empty());
+    // Within the 200 ms the hub allows itself, both show the five frames.
+    std::string stats;
+    for (int tries = 0; tries < 20 && stats.find("\"dropped\":5") == std::string::npos; ++tries) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (FILE* s = std::fopen(o.stats_file.c_str(), "r")) {
+            char line[2048] = {};
+            stats = std::fgets(line, sizeof line, s) ? line : "";
+            std::fclose(s);
+        }
+    }
+    CHECK(stats.find("\"running\":true") != std::string::npos);
+    CHECK(stats.find("\"frames_in\":5") != std::string::npos);
+    CHECK(stats.find("\"dropped\":5") != std::string::npos);
+    CHECK(pcap_count(o.pcap) == 5);
+    h.finish();
+    FILE* s = std::fopen(o.stats_file.c_str(), "r");
+    REQUIRE(s);
+    char line[2048] = {};
+    CHECK(std::fgets(line, sizeof line, s) != nullptr);
+    std::fclose(s);
+    CHECK(std::string(line).find("\"running\":false") != std::string::npos);
+    REQUIRE(system(("rm -rf " + dir).c_str()) == 0);
+}
+
 TEST_CASE("wire hub: a delayed frame arrives no sooner than its delay") {
     HubOptions o;
     o.faults = {rule("delay=80ms")};

@@ -1,5 +1,6 @@
-// The golden captures (testbench/golden/mtu*/*.pcap and .pcapng) as the RTL
-// testbenches read them: every record, in the order of the sorted paths.
+// The golden captures (testbench/golden/<kernel>/mtu*/*.pcap and .pcapng) as
+// the RTL testbenches read them: every record, in the order of the sorted
+// paths, every reference kernel's.
 #pragma once
 
 #include <algorithm>
@@ -14,17 +15,14 @@
 
 namespace simnic::tb {
 
-// Calls fn(path, k, frame) for record k of each capture under `golden_dir`;
-// fails (tb_fail.h) on a capture that cannot be read or is not Ethernet.
-// Returns the number of captures.
+// Calls fn(path, k, frame) for record k of each capture under `golden_dir`
+// (at any depth); fails (tb_fail.h) on a capture that cannot be read or is
+// not Ethernet. Returns the number of captures.
 template <typename Fn> size_t for_each_golden_frame(const std::string& golden_dir, Fn&& fn) {
     std::vector<std::filesystem::path> paths;
-    for (const auto& dir : std::filesystem::directory_iterator(golden_dir)) {
-        if (!dir.is_directory() || dir.path().filename().string().rfind("mtu", 0) != 0) continue;
-        for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
-            const std::string ext = e.path().extension().string();
-            if (ext == ".pcap" || ext == ".pcapng") paths.push_back(e.path());
-        }
+    for (const auto& e : std::filesystem::recursive_directory_iterator(golden_dir)) {
+        const std::string ext = e.path().extension().string();
+        if (e.is_regular_file() && (ext == ".pcap" || ext == ".pcapng")) paths.push_back(e.path());
     }
     std::sort(paths.begin(), paths.end());
     for (const auto& path : paths) {
@@ -37,6 +35,11 @@ template <typename Fn> size_t for_each_golden_frame(const std::string& golden_di
         if (!rd->error().empty()) fail(path.string() + ": " + rd->error());
     }
     return paths.size();
+}
+
+// A capture's name for reports: its path under `golden_dir` ("6.1/mtu1024/rping.pcap").
+inline std::string golden_name(const std::string& golden_dir, const std::filesystem::path& path) {
+    return std::filesystem::relative(path, golden_dir).string();
 }
 
 }  // namespace simnic::tb

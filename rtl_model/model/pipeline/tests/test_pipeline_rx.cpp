@@ -26,9 +26,10 @@ struct FakeDatapath final : model::Datapath {
     void wire_tx(const uint8_t* f, size_t n) override { wire.emplace_back(f, f + n); }
 };
 
-std::vector<std::vector<uint8_t>> golden(const char* name) {
+// A golden capture at MTU 4096 of a reference kernel ("6.1", "6.12").
+std::vector<std::vector<uint8_t>> golden(const std::string& kernel, const char* name) {
     std::string err;
-    auto r = roce::PcapReader::open(std::string(SIMNIC_GOLDEN_DIR) + "/mtu4096/" + name, err);
+    auto r = roce::PcapReader::open(std::string(SIMNIC_GOLDEN_DIR) + "/" + kernel + "/mtu4096/" + name, err);
     REQUIRE(r);
     std::vector<std::vector<uint8_t>> out;
     roce::PcapRecord rec;
@@ -76,7 +77,9 @@ Run run(model::BlockImpl impl, const std::vector<std::vector<uint8_t>>& frames) 
 
 TEST_CASE("pipeline RX: golden frames reach the transport stage, bad ones are dropped where they fail",
           "[model][pipeline]") {
-    std::vector<std::vector<uint8_t>> frames = golden("rc_pingpong_s10000.pcap");
+    const std::string kernel = GENERATE("6.1", "6.12");
+    INFO("kernel " << kernel);
+    std::vector<std::vector<uint8_t>> frames = golden(kernel, "rc_pingpong_s10000.pcap");
     REQUIRE(frames.size() > 20);
     const size_t good = frames.size();
     std::vector<uint8_t> bad_icrc = frames[3];
@@ -105,7 +108,9 @@ TEST_CASE("pipeline RX: golden frames reach the transport stage, bad ones are dr
 }
 
 TEST_CASE("pipeline: two devices simulate independently in one process", "[model][pipeline]") {
-    const std::vector<std::vector<uint8_t>> frames = golden("rc_pingpong.pcap");
+    const std::string kernel = GENERATE("6.1", "6.12");
+    INFO("kernel " << kernel);
+    const std::vector<std::vector<uint8_t>> frames = golden(kernel, "rc_pingpong.pcap");
     model::ModelConfig slow;
     slow.mac.line_rate_gbps = 10;
     FakeDatapath a, b;

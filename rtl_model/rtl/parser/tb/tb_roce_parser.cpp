@@ -8,7 +8,7 @@
 //     and without options, IPv6, with and without VLAN, payloads 0..4096,
 //     some with a pad that does not fit the payload (dropped);
 //   - every vector of packet_core_vectors();
-//   - every record of every golden capture (testbench/golden/mtu*/*.pcap*),
+//   - every record of every golden capture (testbench/golden/*/mtu*/*.pcap*),
 //     RoCE or not;
 //   - short frames padded to the Ethernet minimum, as a sending MAC does
 //     (accepted), and frames with bytes appended (dropped);
@@ -405,8 +405,7 @@ std::vector<Job> golden_jobs(size_t& files) {
     std::vector<Job> out;
     files = tb::for_each_golden_frame(SIMNIC_GOLDEN_DIR, [&](const std::filesystem::path& path, size_t k,
                                                              const std::vector<uint8_t>& frame) {
-        out.push_back(job_from("golden:" + path.parent_path().filename().string() + "/" +
-                                   path.filename().string() + "#" + std::to_string(k),
+        out.push_back(job_from("golden:" + tb::golden_name(SIMNIC_GOLDEN_DIR, path) + "#" + std::to_string(k),
                                frame));
     });
     return out;

@@ -47,7 +47,7 @@ int main() {
     size_t golden = 0;
     tb::for_each_golden_frame(SIMNIC_GOLDEN_DIR, [&](const std::filesystem::path& path, size_t k,
                                                      const std::vector<uint8_t>& frame) {
-        check(rtl, path.filename().string() + "#" + std::to_string(k), frame);
+        check(rtl, tb::golden_name(SIMNIC_GOLDEN_DIR, path) + "#" + std::to_string(k), frame);
         ++golden;
     });
     for (const tb::FrameVector& v : tb::packet_core_vectors()) check(rtl, v.name, v.frame);

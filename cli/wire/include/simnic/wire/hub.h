@@ -31,7 +31,8 @@ struct HubOptions {
     uint64_t seed = 1;
     double lifetime_s = 0;             // 0: until stopped
     std::string ready_file;            // "PID PORT\n" once the socket is bound
-    std::string stats_file;            // JSON counters, written when the wire stops
+    std::string stats_file;            // JSON counters, rewritten while the wire runs
+                                       // (within 200 ms of a change) and when it stops
 };
 
 struct HubStats {
@@ -45,12 +46,18 @@ public:
     bool open(const HubOptions& opt, std::string& err);
     ~Hub();
     uint16_t port() const { return port_; }
-    // Forwards frames until `stop` is set or the lifetime is over.
+    // Forwards frames until `stop` is set or the lifetime is over. The
+    // captures are flushed whenever the hub is idle, so that they can be
+    // read while it runs.
     void run(const std::atomic<bool>& stop);
     const HubStats& stats() const { return stats_; }
-    std::string stats_json() const;
+    // The counters as one line of JSON; "running" says whether they may still grow.
+    std::string stats_json(bool running = false) const;
 
 private:
+    // Flushes the captures and rewrites the stats file.
+    void publish(bool running);
+
     struct Impl;
     Impl* impl_ = nullptr;
     uint16_t port_ = 0;
