@@ -12,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <toml++/toml.h>
-
 #include "commands.h"
 #include "simnic/bench/bench.h"
 #include "simnic/model/plot.h"
@@ -41,41 +39,12 @@ bool read_file(const std::string& path, std::string& text, std::string& err) {
     return true;
 }
 
-// The configuration: the file's keys, then each key=value on top, checked
-// by the same parser as `link add ... config`.
+// The configuration: the file's keys, then each TABLE.KEY=VALUE on top,
+// checked by the same parser as `link add ... config`; every problem is
+// reported, an override's by its place on the command line ("--set #2").
 bool build_config(const std::string& file_text, const std::string& origin, const std::vector<std::string>& sets,
                   model::ModelConfig& cfg, std::string& err) {
-    toml::table root;
-    try {
-        root = toml::parse(file_text, origin);
-        for (const std::string& kv : sets) {
-            const size_t eq = kv.find('='), dot = kv.find('.');
-            if (eq == std::string::npos || dot == std::string::npos || dot > eq) {
-                err = "--set '" + kv + "': expected TABLE.KEY=VALUE, e.g. qpc_cache.entries=64";
-                return false;
-            }
-            const std::string table = kv.substr(0, dot), key = kv.substr(dot + 1, eq - dot - 1);
-            std::string value = kv.substr(eq + 1);
-            // Bare words are strings (impl=rtl).
-            if (!value.empty() && (std::isalpha(static_cast<unsigned char>(value[0])) != 0) && value != "true" &&
-                value != "false")
-                value = "\"" + value + "\"";
-            toml::table one = toml::parse("v = " + value, "--set " + kv);
-            if (!root.contains(table)) root.insert(table, toml::table{});
-            toml::table* t = root[table].as_table();
-            if (!t) {
-                err = "--set '" + kv + "': " + table + " is not a table";
-                return false;
-            }
-            t->insert_or_assign(key, *one.get("v"));
-        }
-    } catch (const toml::parse_error& e) {
-        err = std::string(e.description());
-        return false;
-    }
-    std::stringstream ss;
-    ss << root;
-    return model::parse_config(ss.str(), origin, cfg, err);
+    return model::parse_config(file_text, origin, sets, cfg, err);
 }
 
 std::vector<std::string> split(const std::string& s, char c) {
@@ -163,7 +132,7 @@ bool run_one(const BenchArgs& a, const std::string& file_text, const std::vector
     spec.qps = a.qps;
     spec.depth = a.depth;
     spec.messages = a.messages;
-    if (!build_config(file_text, a.config.empty() ? "--set" : a.config, sets, spec.cfg, err)) return false;
+    if (!build_config(file_text, a.config.empty() ? "<defaults>" : a.config, sets, spec.cfg, err)) return false;
     return model::run_bench(spec, r, err);
 }
 

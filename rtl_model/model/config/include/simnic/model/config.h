@@ -140,13 +140,23 @@ inline bool operator!=(const ModelConfig& a, const ModelConfig& b) { return !(a 
 
 // Parses TOML `text`: starts from the defaults and overrides what the text
 // sets. `origin` names the text in messages (a file name). On failure returns
-// false, leaves `out` unchanged and sets `err` to one line,
-// "origin:line:column: message" (the position where toml++ has one).
+// false, leaves `out` unchanged and sets `err` to every problem found, one
+// line each, in document order: "origin:line:column: message" (the position
+// where toml++ has one). A TOML syntax error stops the parse: it is the only
+// line then.
 bool parse_config(std::string_view text, const std::string& origin, ModelConfig& out,
                   std::string& err);
+// The same, then `overrides` on top, in order: each "TABLE.KEY=VALUE" as
+// `simnic bench --set` takes it (VALUE is TOML; a bare word is a string, so
+// parser.impl=rtl works). A problem with the Nth override is reported as
+// "--set #N: message", after the text's; a rule across keys (cache ways,
+// the line rate) is cited where the first of its keys was set.
+bool parse_config(std::string_view text, const std::string& origin,
+                  const std::vector<std::string>& overrides, ModelConfig& out, std::string& err);
 // Reads and parses the file at `path` (as parse_config, origin = path).
 bool load_config(const std::string& path, ModelConfig& out, std::string& err);
-// Checks ranges and cross-field rules of a configuration built in code.
+// Checks ranges and cross-field rules of a configuration built in code;
+// every problem, one line each.
 bool validate_config(const ModelConfig& cfg, std::string& err);
 
 // The whole configuration as TOML, a comment per key (meaning, unit, allowed
