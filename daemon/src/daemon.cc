@@ -273,7 +273,8 @@ Json Daemon::handle(const Json& req) {
         r["stats"] = st;
         // A model device adds its pipeline's figures, in simulated time.
         Json model = Json::array();
-        for (const model::ModelStat& m : rt->second->model_stats())
+        // "reset": the model's figures start again (read and reset at once).
+        for (const model::ModelStat& m : rt->second->model_stats(req.value("reset", false)))
             model.push_back(Json{{"name", m.name}, {"value", m.value}, {"unit", m.unit}});
         if (!model.empty()) {
             r["model"] = model;
@@ -385,8 +386,10 @@ Json Daemon::trace(const Json& req) {
         return r;
     }
     std::string err;
-    if (!rt->second->trace(req.value("file", ""), req.value("format", ""), req.value("from", uint64_t{0}),
-                           req.value("cycles", uint64_t{0}), err))
+    std::optional<uint64_t> from;  // absent: now
+    if (req.contains("from")) from = req.value("from", uint64_t{0});
+    if (!rt->second->trace(req.value("file", ""), req.value("format", ""), from, req.value("cycles", uint64_t{0}),
+                           err))
         return reply_error(EINVAL, err);
     Json r = reply_ok();
     r["trace"] = rt->second->trace_state();

@@ -60,6 +60,7 @@ void Nic::rtq_take(uint32_t qpn, uint32_t psn) {
         if (p == psn) return;  // a retransmission: its entry is still held
     q.push_back(psn);
     rtq_peak = std::max(rtq_peak, ++rtq_used);
+    show_rtq();
 }
 
 void Nic::rtq_ack(uint32_t qpn, uint32_t psn, bool nak) {
@@ -74,6 +75,7 @@ void Nic::rtq_ack(uint32_t qpn, uint32_t psn, bool nak) {
     if (freed) {
         rtq_used -= freed;
         rtq_freed.notify(sc_core::SC_ZERO_TIME);
+        show_rtq();
     }
 }
 
@@ -83,13 +85,23 @@ void Nic::rtq_drop(uint32_t qpn) {
     rtq_used -= it->second.size();
     rtq.erase(it);
     rtq_freed.notify(sc_core::SC_ZERO_TIME);
+    show_rtq();
 }
 
 void Nic::reset_stats() {
+    const uint64_t now = sim::now_ps();
+    stats_since_ps = now;
     rtq_peak = rtq_used;
     rtq_wait_ps = 0;
     rtq_overflows = 0;
-    for (auto& s : blk) s = sim::BlockStats{};
+    for (auto& s : blk) s.reset(now);
+    for (auto& h : stage) h.clear();
+    each_chan([](auto& c) { c.reset_count(); });
+    if (tap.on())
+        for (const CacheSignals& c : cache_sig) {
+            tap.set(now, c.hits, 0);
+            tap.set(now, c.misses, 0);
+        }
     dma.reset_stats();
     qpc.reset_stats();
     mpt.reset_stats();
@@ -97,18 +109,71 @@ void Nic::reset_stats() {
     rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = 0;
     rx_drops_parser_reason.fill(0);
     tx_frames = tx_wire_bytes = tx_payload_bytes = rx_frames = 0;
-    first_tx_ps = last_tx_ps = 0;
+    // A frame on the line now opens the new span (mac.tx_throughput).
+    first_tx_ps = blk[kMacTx].busy_depth ? now : 0;
+    last_tx_ps = 0;
     eqes = fw_commands = 0;
     latency_ps.clear();
 }
 
 void Nic::lookup(TableCache& cache, uint32_t key, sim::BlockStats& st) {
     wait_ps(cycles(cache.config().hit_cycles));
-    if (cache.access(key)) return;
-    const uint64_t t0 = now_ps();
-    const uint64_t t = dma.read(t0, cache.config().entry_bytes, DmaPurpose::Context);
-    st.stall_ps += t - t0;
-    wait_until(t);
+    const bool hit = cache.access(key);
+    if (tap.on()) {
+        const CacheSignals& c = cache_sig[&cache == &qpc ? 0 : &cache == &mpt ? 1 : 2];
+        const uint64_t t = now_ps();
+        tap.pulse(t, hit ? c.hit : c.miss, period_ps);
+        tap.set(t, hit ? c.hits : c.misses, hit ? cache.stats().hits : cache.stats().misses);
+    }
+    if (hit) return;
+    sim::stall_until(st, dma.read(now_ps(), cache.config().entry_bytes, DmaPurpose::Context));
+}
+
+void Nic::wave_declare() {
+    const uint64_t now = now_ps();
+    each_chan([this](auto& c) { c.declare(tap); });
+    for (int b = 0; b < kNumBlocks; ++b) {
+        sim::BlockStats& s = blk[b];
+        const std::string scope = std::string("nic.") + block_name(b);
+        s.busy_sig = tap.declare(scope, "busy", 1, s.busy_depth ? 1 : 0);
+        s.stall_sig = tap.declare(scope, "stall", 1, s.stall_depth ? 1 : 0);
+        s.tap = &tap;
+    }
+    const std::pair<const char*, TableCache*> caches[3] = {{"qpc_cache", &qpc}, {"mpt_cache", &mpt},
+                                                           {"mtt_cache", &mtt}};
+    for (int i = 0; i < 3; ++i) {
+        const std::string scope = std::string("nic.") + caches[i].first;
+        const TableCache::Stats& cs = caches[i].second->stats();
+        cache_sig[i].hit = tap.declare(scope, "hit", 1, 0);
+        cache_sig[i].miss = tap.declare(scope, "miss", 1, 0);
+        cache_sig[i].hits = tap.declare(scope, "hits", 32, cs.hits & 0xFFFFFFFF);
+        cache_sig[i].misses = tap.declare(scope, "misses", 32, cs.misses & 0xFFFFFFFF);
+    }
+    // What is in flight already: tags and link transfers that end later.
+    uint64_t tags = 0;
+    for (uint64_t t : dma.tag_free()) tags += t > now;
+    dma_sig.tap = &tap;
+    dma_sig.tags = tap.declare("nic.dma", "tags_in_flight", 16, tags);
+    dma_sig.in = tap.declare("nic.dma", "link_in_busy", 1, dma.link_in_free() > now);
+    dma_sig.out = tap.declare("nic.dma", "link_out_busy", 1, dma.link_out_free() > now);
+    for (uint64_t t : dma.tag_free())
+        if (t > now) tap.add_at(t, dma_sig.tags, -1);
+    if (dma.link_in_free() > now) tap.add_at(dma.link_in_free(), dma_sig.in, -1);
+    if (dma.link_out_free() > now) tap.add_at(dma.link_out_free(), dma_sig.out, -1);
+    dma.observe(&dma_sig);
+    sig_rtq = tap.declare("nic.requester", "rtq_entries_used", 24, rtq_used);
+}
+
+void Nic::wave_undeclare() {
+    each_chan([](auto& c) { c.undeclare(); });
+    for (sim::BlockStats& s : blk) {
+        s.tap = nullptr;
+        s.busy_sig = s.stall_sig = sim::Tap::kNone;
+    }
+    for (CacheSignals& c : cache_sig) c = CacheSignals{};
+    dma.observe(nullptr);
+    dma_sig = DmaSignals{};
+    sig_rtq = sim::Tap::kNone;
 }
 
 size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
@@ -128,8 +193,7 @@ size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& 
                 if (!block_on_reads && o.purpose == DmaPurpose::Payload) {
                     payload_ready = std::max(payload_ready, t);
                 } else {
-                    st.stall_ps += t - t0;
-                    wait_until(t);
+                    sim::stall_until(st, t);
                 }
                 break;
             }

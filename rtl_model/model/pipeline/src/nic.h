@@ -16,6 +16,7 @@
 #include "sim.h"
 #include "simnic/roce/opcode.h"
 #include "simnic/model/dma_engine.h"
+#include "simnic/model/histogram.h"
 #include "simnic/model/pipeline.h"
 #include "simnic/model/table_cache.h"
 #include "simnic/roce/header_vector.h"
@@ -113,6 +114,13 @@ struct Nic {
     // CQEs written, in order of visibility (posted writes do not block).
     sim::Chan<std::pair<uint64_t, CqeTok>> cqe_visible{"cqe_visible", size_t(1) << 30};
 
+    // Every channel, in the order work flows.
+    template <typename F>
+    void each_chan(F&& f) {
+        f(db_in); f(wqe_to_req); f(req_to_txb); f(rxt_to_txb); f(txb_to_mac); f(wire_in); f(mac_to_parser);
+        f(parser_to_icrc); f(rx_in); f(timer_in); f(cq_in); f(eq_in); f(fw_in); f(cqe_visible);
+    }
+
     // Per-block counters, in the order stats() lists them.
     enum Blk {
         kDoorbell, kRequester, kTxBuild, kMacTx, kMacRx, kParser, kIcrcCheck, kResponder, kCompleter,
@@ -120,6 +128,16 @@ struct Nic {
     };
     sim::BlockStats blk[kNumBlocks];
     static const char* block_name(int b);
+
+    // The time each item spends in each block: from when it is there for the
+    // block (written into its input, or its previous stage's result is out,
+    // whichever is later) to when its result is there for the next stage
+    // (written into the block's output, or the result is out, whichever is
+    // later). Along an item's path the stages add up to its time through
+    // the device. What an item is per block: docs/model.md, Statistics.
+    Histogram stage[kNumBlocks];
+    void stage_sample(int b, uint64_t in_ps, uint64_t out_ps) { stage[b].add(out_ps > in_ps ? out_ps - in_ps : 0); }
+    uint64_t stats_since_ps = 0;  // the last reset_stats(): the window of every rate
 
     // Counters that are not per block.
     uint64_t rx_drops_parser = 0, rx_drops_icrc = 0, icrc_rtl_mismatch = 0, parser_rtl_mismatch = 0;
@@ -168,6 +186,34 @@ struct Nic {
     static uint64_t db_key(uint8_t kind, uint32_t num) { return uint64_t{kind} << 32 | num; }
 
     void reset_stats();
+
+    // The waveform's signals beyond the channels' (declared when a waveform
+    // is armed, Tap::kNone otherwise): per block busy and stall, per cache a
+    // strobe per hit and per miss and their running counts, the DMA tags in
+    // flight and the PCIe links busy, the retransmit queue's entries in use.
+    void wave_declare();
+    void wave_undeclare();
+    struct CacheSignals {
+        uint32_t hit = sim::Tap::kNone, miss = sim::Tap::kNone, hits = sim::Tap::kNone, misses = sim::Tap::kNone;
+    };
+    CacheSignals cache_sig[3];  // qpc, mpt, mtt
+    uint32_t sig_rtq = sim::Tap::kNone;
+    struct DmaSignals final : DmaEngine::Observer {
+        sim::Tap* tap = nullptr;
+        uint32_t tags = sim::Tap::kNone, in = sim::Tap::kNone, out = sim::Tap::kNone;
+        void tag_held(uint64_t a, uint64_t b) override { interval(tags, a, b); }
+        void link_in(uint64_t a, uint64_t b) override { interval(in, a, b); }
+        void link_out(uint64_t a, uint64_t b) override { interval(out, a, b); }
+        void interval(uint32_t sig, uint64_t a, uint64_t b) {
+            if (b <= a) return;
+            tap->add_at(a, sig, 1);
+            tap->add_at(b, sig, -1);
+        }
+    } dma_sig;
+    void show_rtq() {
+        if (tap.on()) tap.set(sim::now_ps(), sig_rtq, rtq_used);
+    }
+
     // A send WQE entered the requester at `t`. Unsignaled WQEs never get a
     // CQE to close their entry, so the table is bounded: past kMaxWqeStarts
     // it starts over (a few latency samples are lost, memory is not).

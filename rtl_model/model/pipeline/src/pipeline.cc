@@ -44,17 +44,9 @@ struct Pipeline::Impl {
 
     uint64_t now_ps() const { return ctx->time_stamp().value(); }
 
-    template <typename T>
-    void each_chan(T&& f) {
-        Nic& n = *nic;
-        f(n.db_in); f(n.wqe_to_req); f(n.req_to_txb); f(n.rxt_to_txb); f(n.txb_to_mac);
-        f(n.wire_in); f(n.mac_to_parser); f(n.parser_to_icrc); f(n.rx_in); f(n.timer_in);
-        f(n.cq_in); f(n.eq_in); f(n.fw_in); f(n.cqe_visible);
-    }
-
     void trace_close() {
-        each_chan([](auto& c) { c.undeclare(); });
-        if (auto w = nic->tap.take()) {
+        nic->wave_undeclare();
+        if (auto w = nic->tap.finish(now_ps())) {
             std::string err;
             w->close(err);
         }
@@ -209,10 +201,12 @@ std::vector<ModelStat> Pipeline::stats() const {
     const Impl& m = *impl_;
     const Nic& n = *m.nic;
     std::vector<ModelStat> s;
-    const uint64_t now = m.now_ps();
-    const double cyc = double(now / n.period_ps);
-    s.push_back({"sim.cycles", cyc, "cycles"});
-    s.push_back({"sim.time", double(now) / 1000.0, "ns"});
+    const uint64_t now_abs = m.now_ps();
+    // Every rate and utilisation is over the time since the last reset.
+    const uint64_t now = now_abs - std::min(now_abs, n.stats_since_ps);
+    s.push_back({"sim.cycles", double(now_abs / n.period_ps), "cycles"});
+    s.push_back({"sim.time", double(now_abs) / 1000.0, "ns"});
+    s.push_back({"sim.stats_cycles", double(now / n.period_ps), "cycles"});
     s.push_back({"sim.speed", m.sim_wall_ns ? double(m.sim_ps_run / n.period_ps) * 1e9 / double(m.sim_wall_ns) : 0,
                  "cycles/s"});
     for (int b = 0; b < Nic::kNumBlocks; ++b) {
@@ -222,6 +216,20 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({p + ".utilisation", now ? 100.0 * double(bs.busy_ps) / double(now) : 0, "%"});
         s.push_back({p + ".stall_cycles", double(bs.stall_ps / n.period_ps), "cycles"});
     }
+    // The time items spend in each block (Nic::stage), where items passed.
+    for (int b = 0; b < Nic::kNumBlocks; ++b) {
+        const Histogram& h = n.stage[b];
+        if (!h.count()) continue;
+        const std::string p = std::string("stage.") + Nic::block_name(b);
+        s.push_back({p + ".samples", double(h.count()), ""});
+        s.push_back({p + ".min", double(h.min()) / 1000.0, "ns"});
+        s.push_back({p + ".median", double(h.quantile(0.5)) / 1000.0, "ns"});
+        s.push_back({p + ".p99", double(h.quantile(0.99)) / 1000.0, "ns"});
+        s.push_back({p + ".max", double(h.max()) / 1000.0, "ns"});
+    }
+    // Items taken from each channel.
+    const_cast<Nic&>(n).each_chan(
+        [&](auto& c) { s.push_back({"chan." + c.name() + ".transfers", double(c.taken()), ""}); });
     auto cache = [&](const char* name, const TableCache& c) {
         const std::string p = std::string("cache.") + name;
         s.push_back({p + ".hits", double(c.stats().hits), ""});
@@ -279,8 +287,8 @@ std::vector<ModelStat> Pipeline::stats() const {
     return s;
 }
 
-bool Pipeline::trace(const std::string& path, const std::string& format, uint64_t from, uint64_t cycles,
-                     std::string& err) {
+bool Pipeline::trace(const std::string& path, const std::string& format, std::optional<uint64_t> from,
+                     uint64_t cycles, std::string& err) {
     SimGuard g(impl_->ctx);
     Impl& m = *impl_;
     WaveWriter::Format f;
@@ -292,14 +300,24 @@ bool Pipeline::trace(const std::string& path, const std::string& format, uint64_
         err = "--cycles must be at least 1";
         return false;
     }
+    Nic& n = *m.nic;
+    const uint64_t now_c = m.now_ps() / n.period_ps;
+    // Simulated time only moves on: what is past cannot be recorded.
+    if (from && *from < now_c) {
+        err = "--from " + std::to_string(*from) + ": the device is at cycle " + std::to_string(now_c) +
+              " already, and a waveform cannot start in the past (leave --from out to start now, or give a "
+              "cycle from " + std::to_string(now_c) + " on)";
+        return false;
+    }
     if (m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) m.trace_close();
     auto w = WaveWriter::open(path, f, err);
     if (!w) return false;
-    Nic& n = *m.nic;
-    const uint64_t now_c = m.now_ps() / n.period_ps;
-    const uint64_t start = std::max(from, now_c);
-    n.tap.start(std::move(w), start * n.period_ps, (start + cycles) * n.period_ps);
-    m.each_chan([&](auto& c) { c.declare(n.tap); });
+    // From now: this very instant, so that a waveform armed with a
+    // statistics reset covers exactly what the statistics count.
+    const uint64_t start = from ? *from : now_c;
+    const uint64_t from_ps = from ? *from * n.period_ps : m.now_ps();
+    n.tap.start(std::move(w), from_ps, (start + cycles) * n.period_ps, n.period_ps);
+    n.wave_declare();
     m.trace_path = path;
     m.trace_fmt = format;
     m.trace_from_cycle = start;

@@ -5,6 +5,10 @@
 // nor the timing.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -125,4 +129,88 @@ TEST_CASE("pipeline: two devices simulate independently in one process", "[model
     CHECK(cb > ca);
     CHECK(pa->cycle() == ca);
     CHECK(pb->cycle() == cb);
+}
+
+namespace {
+bool has_stat(const model::Pipeline& p, const std::string& name) {
+    for (const model::ModelStat& s : p.stats())
+        if (s.name == name) return true;
+    return false;
+}
+}  // namespace
+
+TEST_CASE("pipeline: the time a frame spends in each stage adds up to its time through the device",
+          "[model][pipeline][stats]") {
+    const std::vector<std::vector<uint8_t>> frames = golden("rc_pingpong_s10000.pcap");
+    const std::vector<uint8_t>& f = frames[5];
+    model::ModelConfig cfg;
+    FakeDatapath be;
+    std::string err;
+    auto p = model::Pipeline::create("tb", cfg, be, false, err);
+    REQUIRE(p);
+    p->rx_frame(f.data(), f.size());
+    const uint64_t cycles = p->run();
+    const double P = cfg.clock_period_ps() / 1000.0;  // ns
+    const double beats = cfg.beats(uint32_t(f.size()));
+    // MAC RX: the longer of its beats and its time on the line.
+    CHECK(stat(*p, "stage.mac_rx.median") == Approx(std::max(beats * P, cfg.line_time_ps(uint32_t(f.size())) / 1000)).margin(0.001));
+    // Parser and ICRC check: the frame's beats and their latency.
+    CHECK(stat(*p, "stage.parser.median") == Approx((beats + cfg.parser.latency_cycles) * P));
+    CHECK(stat(*p, "stage.icrc_check.median") == Approx((beats + cfg.icrc.latency_cycles) * P));
+    for (const char* s : {"mac_rx", "parser", "icrc_check"}) CHECK(stat(*p, std::string("stage.") + s + ".samples") == 1);
+    // The transport stage: a frame to a QP whose context misses the cache.
+    const std::string transport = has_stat(*p, "stage.responder.median") ? "responder" : "completer";
+    CHECK(stat(*p, "stage." + transport + ".median") > cfg.dma.read_latency_ns);
+    // Along its path the stages add up to its time through the device.
+    const double sum = stat(*p, "stage.mac_rx.median") + stat(*p, "stage.parser.median") +
+                       stat(*p, "stage.icrc_check.median") + stat(*p, "stage." + transport + ".median");
+    CHECK(sum == Approx(double(cycles) * P).margin(P));
+    // A stage no item passed is not listed.
+    CHECK_FALSE(has_stat(*p, "stage.mac_tx.samples"));
+}
+
+TEST_CASE("pipeline: statistics reset; a waveform cannot start in the past", "[model][pipeline][stats][trace]") {
+    const std::vector<std::vector<uint8_t>> frames = golden("rc_pingpong.pcap");
+    FakeDatapath be;
+    std::string err;
+    auto p = model::Pipeline::create("tb", model::ModelConfig{}, be, false, err);
+    REQUIRE(p);
+    for (const auto& f : frames) p->rx_frame(f.data(), f.size());
+    const uint64_t cycles = p->run();
+    REQUIRE(cycles > 100);
+    CHECK(stat(*p, "sim.stats_cycles") == double(cycles));
+    CHECK(stat(*p, "chan.mac_rx_to_parser.transfers") == double(frames.size()));
+    CHECK(stat(*p, "block.parser.utilisation") > 0);
+
+    p->reset_stats();
+    CHECK(stat(*p, "sim.cycles") == double(cycles));  // the clock runs on
+    CHECK(stat(*p, "sim.stats_cycles") == 0);
+    CHECK(stat(*p, "block.parser.items") == 0);
+    CHECK(stat(*p, "block.parser.utilisation") == 0);
+    CHECK(stat(*p, "chan.mac_rx_to_parser.transfers") == 0);
+    CHECK(stat(*p, "mac.rx_frames") == 0);
+    CHECK_FALSE(has_stat(*p, "stage.parser.samples"));
+    // Figures after a reset cover the time since it.
+    p->rx_frame(frames[0].data(), frames[0].size());
+    const uint64_t more = p->run();
+    CHECK(stat(*p, "sim.stats_cycles") == double(more));
+    CHECK(stat(*p, "block.mac_rx.items") == 1);
+    CHECK(stat(*p, "stage.parser.samples") == 1);
+
+    const std::string path = "/tmp/simnic-pipeline-trace-" + std::to_string(getpid()) + ".vcd";
+    const uint64_t now = p->cycle();
+    CHECK_FALSE(p->trace(path, "vcd", 10, 100, err));
+    CHECK(err == "--from 10: the device is at cycle " + std::to_string(now) +
+                     " already, and a waveform cannot start in the past (leave --from out to start now, or give a "
+                     "cycle from " +
+                     std::to_string(now) + " on)");
+    CHECK(p->trace_state() == "idle");
+    REQUIRE(p->trace(path, "vcd", now + 5, 100, err));
+    CHECK(p->trace_state() ==
+          "armed " + path + " cycles " + std::to_string(now + 5) + ".." + std::to_string(now + 105));
+    REQUIRE(p->trace(path, "vcd", std::nullopt, 100, err));  // now
+    CHECK(p->trace_state() == "armed " + path + " cycles " + std::to_string(now) + ".." + std::to_string(now + 100));
+    p->trace_stop();
+    CHECK(p->trace_state() == "done " + path);
+    std::remove(path.c_str());
 }

@@ -27,12 +27,14 @@ void CqeWriterBlock::visible() {
 
 void CqeWriterBlock::main() {
     for (;;) {
-        CqeTok c = nic.cq_in.read();
+        uint64_t in = 0;
+        CqeTok c = nic.cq_in.read(&in);
         sim::BlockStats& st = nic.blk[Nic::kCqeWriter];
         sim::BusyScope busy(st);
         wait_ps(nic.cycles(1));
         const uint64_t t = std::max(nic.dma.write(now_ps(), nic.cfg.cq.cqe_bytes, DmaPurpose::Cqe), c.not_before_ps);
         nic.cqe_visible.push_input({t, c}, sim::Probe{c.qpn});
+        nic.stage_sample(Nic::kCqeWriter, in, t);
     }
 }
 

@@ -14,7 +14,8 @@ constexpr uint8_t kDbSq = 1, kDbRq = 2;
 
 void DoorbellBlock::main() {
     for (;;) {
-        TxnPtr t = nic.db_in.read();
+        uint64_t in = 0;
+        TxnPtr t = nic.db_in.read(&in);
         sim::BlockStats& st = nic.blk[Nic::kDoorbell];
         {
             sim::BusyScope busy(st);
@@ -36,7 +37,8 @@ void DoorbellBlock::main() {
             }
             t->ready_ps = last;
         }
-        nic.wqe_to_req.write(t, probe_of(*t), &st.stall_ps);
+        nic.wqe_to_req.write(t, probe_of(*t), &st);
+        nic.stage_sample(Nic::kDoorbell, in, std::max(now_ps(), t->ready_ps));
     }
 }
 

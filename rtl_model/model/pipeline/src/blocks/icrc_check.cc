@@ -11,7 +11,9 @@ using sim::wait_until;
 
 void IcrcCheckBlock::main() {
     for (;;) {
-        TxnPtr t = nic.parser_to_icrc.read();
+        uint64_t pushed = 0;
+        TxnPtr t = nic.parser_to_icrc.read(&pushed);
+        const uint64_t in = std::max(pushed, t->ready_ps);
         wait_until(t->ready_ps);
         sim::BlockStats& st = nic.blk[Nic::kIcrcCheck];
         bool ok = false;
@@ -31,10 +33,12 @@ void IcrcCheckBlock::main() {
             t->ready_ps = now_ps() + nic.cycles(nic.cfg.icrc.latency_cycles);
         }
         if (!ok) {
+            nic.stage_sample(Nic::kIcrcCheck, in, t->ready_ps);
             ++nic.rx_drops_icrc;
             continue;
         }
-        nic.rx_in.write(t, probe_of(*t), &st.stall_ps);
+        nic.rx_in.write(t, probe_of(*t), &st);
+        nic.stage_sample(Nic::kIcrcCheck, in, std::max(now_ps(), t->ready_ps));
     }
 }
 

@@ -9,7 +9,8 @@ using sim::wait_ps;
 
 void MacRxBlock::main() {
     for (;;) {
-        std::vector<uint8_t> fr = nic.wire_in.read();
+        uint64_t in = 0;
+        std::vector<uint8_t> fr = nic.wire_in.read(&in);
         sim::BlockStats& st = nic.blk[Nic::kMacRx];
         auto t = std::make_shared<Txn>();
         t->kind = Txn::Kind::Rx;
@@ -22,7 +23,8 @@ void MacRxBlock::main() {
             t->frame = std::move(fr);
             t->ready_ps = now_ps();
         }
-        nic.mac_to_parser.write(t, probe_of(*t), &st.stall_ps);
+        nic.mac_to_parser.write(t, probe_of(*t), &st);
+        nic.stage_sample(Nic::kMacRx, in, now_ps());
     }
 }
 

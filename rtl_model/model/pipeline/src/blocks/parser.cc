@@ -12,7 +12,9 @@ using sim::wait_ps;
 
 void ParserBlock::main() {
     for (;;) {
-        TxnPtr t = nic.mac_to_parser.read();
+        uint64_t pushed = 0;
+        TxnPtr t = nic.mac_to_parser.read(&pushed);
+        const uint64_t in = std::max(pushed, t->ready_ps);
         sim::BlockStats& st = nic.blk[Nic::kParser];
         roce::HeaderVector hv;
         {
@@ -28,6 +30,7 @@ void ParserBlock::main() {
             t->ready_ps = now_ps() + nic.cycles(nic.cfg.parser.latency_cycles);
         }
         if (!hv.accepted()) {
+            nic.stage_sample(Nic::kParser, in, t->ready_ps);
             ++nic.rx_drops_parser;
             if (size_t(hv.verdict) < nic.rx_drops_parser_reason.size()) ++nic.rx_drops_parser_reason[size_t(hv.verdict)];
             continue;
@@ -36,7 +39,8 @@ void ParserBlock::main() {
         t->opcode = hv.opcode;
         t->psn = hv.psn;
         t->aeth_syndrome = hv.aeth_syndrome;
-        nic.parser_to_icrc.write(t, probe_of(*t), &st.stall_ps);
+        nic.parser_to_icrc.write(t, probe_of(*t), &st);
+        nic.stage_sample(Nic::kParser, in, std::max(now_ps(), t->ready_ps));
     }
 }
 

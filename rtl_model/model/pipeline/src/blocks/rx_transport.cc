@@ -60,14 +60,14 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
             case Op::Kind::TxFrame: {
                 FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
                 const sim::Probe p = probe_of(f);
-                nic.rxt_to_txb.write(std::move(f), p, &st.stall_ps);
+                nic.rxt_to_txb.write(std::move(f), p, &st);
                 payload_ready = now_ps();
                 break;
             }
             case Op::Kind::Cqe:
-                nic.cq_in.write(CqeTok{o.id, t.qpn, o.aux, o.is_send, writes_done}, sim::Probe{t.qpn}, &st.stall_ps);
+                nic.cq_in.write(CqeTok{o.id, t.qpn, o.aux, o.is_send, writes_done}, sim::Probe{t.qpn}, &st);
                 break;
-            case Op::Kind::Eqe: nic.eq_in.write(o.id, sim::Probe{o.id}, &st.stall_ps); break;
+            case Op::Kind::Eqe: nic.eq_in.write(o.id, sim::Probe{o.id}, &st); break;
             case Op::Kind::WqeFetched:
                 if (o.id) nic.note_wqe_start(o.id, o.aux, now_ps());
                 break;
@@ -75,15 +75,18 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         }
         ++i;
     }
-    if (resume) nic.wqe_to_req.write(resume, probe_of(*resume), &st.stall_ps);
+    if (resume) nic.wqe_to_req.write(resume, probe_of(*resume), &st);
 }
 
 void RxTransportBlock::main() {
     for (;;) {
-        TxnPtr t = nic.rx_in.read();
+        uint64_t pushed = 0;
+        TxnPtr t = nic.rx_in.read(&pushed);
+        const uint64_t in = std::max(pushed, t->ready_ps);
         wait_until(t->ready_ps);
         const bool request = roce::opcode_info(t->opcode).has(roce::kRequest);
-        sim::BlockStats& st = nic.blk[request ? Nic::kResponder : Nic::kCompleter];
+        const int blk = request ? Nic::kResponder : Nic::kCompleter;
+        sim::BlockStats& st = nic.blk[blk];
         busy.lock();
         {
             sim::BusyScope b(st);
@@ -101,12 +104,14 @@ void RxTransportBlock::main() {
             play(*t, st);
         }
         busy.unlock();
+        nic.stage_sample(blk, in, now_ps());
     }
 }
 
 void RxTransportBlock::timers() {
     for (;;) {
-        TxnPtr t = nic.timer_in.read();
+        uint64_t in = 0;
+        TxnPtr t = nic.timer_in.read(&in);
         sim::BlockStats& st = nic.blk[Nic::kCompleter];
         busy.lock();
         {
@@ -117,6 +122,7 @@ void RxTransportBlock::timers() {
             play(*t, st);
         }
         busy.unlock();
+        nic.stage_sample(Nic::kCompleter, in, now_ps());
     }
 }
 

@@ -14,12 +14,11 @@ void TxBuildBlock::main() {
         // peer's requester is waiting on them.
         while (nic.rxt_to_txb.empty() && nic.req_to_txb.empty())
             sc_core::wait(nic.rxt_to_txb.data_event() | nic.req_to_txb.data_event());
-        FrameTok f = !nic.rxt_to_txb.empty() ? nic.rxt_to_txb.read() : nic.req_to_txb.read();
+        uint64_t pushed = 0;
+        FrameTok f = !nic.rxt_to_txb.empty() ? nic.rxt_to_txb.read(&pushed) : nic.req_to_txb.read(&pushed);
         sim::BlockStats& st = nic.blk[Nic::kTxBuild];
-        if (f.ready_ps > now_ps()) {
-            st.stall_ps += f.ready_ps - now_ps();  // payload still on its way from host memory
-            wait_until(f.ready_ps);
-        }
+        const uint64_t in = std::max(pushed, f.ready_ps);
+        sim::stall_until(st, f.ready_ps);  // payload still on its way from host memory
         {
             sim::BusyScope busy(st);
             std::vector<uint8_t>& b = f.f.bytes;
@@ -36,7 +35,9 @@ void TxBuildBlock::main() {
             f.ready_ps = now_ps() + nic.cycles(nic.cfg.icrc.latency_cycles);
         }
         const sim::Probe p = probe_of(f);
-        nic.txb_to_mac.write(std::move(f), p, &st.stall_ps);
+        const uint64_t ready = f.ready_ps;
+        nic.txb_to_mac.write(std::move(f), p, &st);
+        nic.stage_sample(Nic::kTxBuild, in, std::max(now_ps(), ready));
     }
 }
 
