@@ -43,6 +43,7 @@ constexpr Table kTables[] = {
     {"cq", "Completion queues."},
     {"eq", "Event queues."},
     {"fw", "Firmware on the management core: executes commands (hw-spec 5)."},
+    {"wire", "How the simulation meets a device's real wire (not used by simnic bench)."},
 };
 
 using U32Ref = std::uint32_t& (*)(ModelConfig&);
@@ -132,6 +133,11 @@ constexpr Key kKeys[] = {
     SIMNIC_CFG_KEY(fw, core_mhz, 1, 5000, 0, "MHz", "The management core's clock"),
     SIMNIC_CFG_KEY(fw, command_cycles, 1, 1000000000, 0, "cycles",
                    "Core cycles the firmware spends per command"),
+
+    SIMNIC_CFG_KEY(wire, quantum_cycles, 0, 1 << 24, 0, "cycles",
+                   "Cycles simulated between looks at the wire: what the device sends, and receives back "
+                   "through the kernel, crosses at most this late; 0: simulate until idle first, so TX "
+                   "and RX of a device talking to itself through the kernel take turns"),
 };
 
 #undef SIMNIC_CFG_CACHE_KEYS

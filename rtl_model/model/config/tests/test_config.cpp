@@ -105,6 +105,7 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "cq.cqe_bytes",
         "eq.eqe_bytes",
         "fw.core_mhz", "fw.command_cycles",
+        "wire.quantum_cycles",
     };
     auto d = describe(ModelConfig{});
     REQUIRE(d.size() == std::size(expected));
@@ -148,6 +149,7 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.cq = {128};
         c.eq = {64};
         c.fw = {1200.5, 1500};
+        c.wire = {0};
         std::string err;
         INFO(err);
         REQUIRE(validate_config(c, err));
@@ -253,7 +255,7 @@ TEST_CASE("model config: unknown tables", "[model][config]") {
           "t.toml:1:2: unknown table [qpc_cach] (did you mean [qpc_cache]?)");
     CHECK(error_of("[sim]\nmax_idle_gap_us = 1000\n") ==
           "t.toml:1:2: unknown table [sim] (tables: clock, mac, parser, icrc, qpc_cache, "
-          "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw)");
+          "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw, wire)");
     CHECK(error_of("mac = 5\n") == "t.toml:1:7: 'mac' must be a table ([mac]), got an integer 5");
     CHECK(error_of("[[mac]]\nwidth_bytes = 64\n").find("'mac' must be a table ([mac]), got an array") !=
           std::string::npos);

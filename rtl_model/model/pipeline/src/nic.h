@@ -146,6 +146,7 @@ struct Nic {
     uint64_t tx_frames = 0, tx_wire_bytes = 0, tx_payload_bytes = 0, rx_frames = 0;
     uint64_t first_tx_ps = 0, last_tx_ps = 0, mac_tx_free_ps = 0, mac_rx_free_ps = 0;
     uint64_t eqes = 0, fw_commands = 0;
+    uint64_t wire_frames = 0;  // handed to the wire (Datapath::wire_tx), never reset
     uint64_t busy_since_ps = 0;  // for the simulation-speed figure
 
     // Message latency: WQE fetched -> its send CQE visible.

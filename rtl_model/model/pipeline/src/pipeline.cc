@@ -38,6 +38,7 @@ struct Pipeline::Impl {
     std::unique_ptr<Nic> nic;
     std::vector<std::unique_ptr<sc_core::sc_module>> blocks;
     uint64_t sim_wall_ns = 0, sim_ps_run = 0;  // for the simulation speed
+    uint64_t quanta = 0;                       // quanta simulated by run_quantum() since the last reset
     std::string trace_path, trace_fmt;
     uint64_t trace_from_cycle = 0, trace_to_cycle = 0;
     enum class TraceState { Idle, Armed, Recording, Done } trace_state = TraceState::Idle;
@@ -183,6 +184,49 @@ uint64_t Pipeline::run() {
     return (t1 - t0) / m.nic->period_ps;
 }
 
+bool Pipeline::run_quantum() {
+    Impl& m = *impl_;
+    const uint64_t q = m.nic->cfg.wire.quantum_cycles;
+    if (q == 0 || m.nic->loopback) {
+        run();
+        return false;
+    }
+    SimGuard g(m.ctx);
+    const uint64_t t0 = m.now_ps();
+    const uint64_t w0 = base::mono_ns();
+    // Quantum after quantum until idle, or until frames left for the wire:
+    // those may come back (the device's own, through the kernel) or be
+    // answered, so the engine takes its turn at the port first. Work that
+    // never reaches the wire (firmware commands queued up, a long local
+    // burst) still runs to the end at once, as run() does.
+    while (sc_core::sc_pending_activity(m.ctx)) {
+        const uint64_t sent = m.nic->wire_frames;
+        const uint64_t now = m.now_ps();
+        uint64_t d = q * m.nic->period_ps;
+        // Nothing happens before the next event: go there. (A quantum that
+        // ends before it would not move the clock: SC_EXIT_ON_STARVATION
+        // stays at the last event.)
+        d = std::max<uint64_t>(d, sc_core::sc_time_to_pending_activity(m.ctx).value());
+        sc_core::sc_starvation_policy policy = sc_core::SC_EXIT_ON_STARVATION;
+        // A waveform window closes on time: the clock goes to its end.
+        if (m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) {
+            const uint64_t to = m.trace_to_cycle * m.nic->period_ps;
+            if (to > now && to - now < d) {
+                d = to - now;
+                policy = sc_core::SC_RUN_TO_TIME;
+            }
+        }
+        sc_core::sc_start(sc_core::sc_time(double(d), sc_core::SC_PS), policy);
+        m.trace_update();
+        ++m.quanta;
+        if (m.nic->wire_frames != sent) break;
+    }
+    const bool more = sc_core::sc_pending_activity(m.ctx);
+    m.sim_wall_ns += base::mono_ns() - w0;
+    m.sim_ps_run += m.now_ps() - t0;
+    return more;
+}
+
 uint64_t Pipeline::cycle() const { return impl_->now_ps() / impl_->nic->period_ps; }
 
 void Pipeline::on_cqe(std::function<void(uint32_t)> f) {
@@ -193,7 +237,7 @@ void Pipeline::on_cqe(std::function<void(uint32_t)> f) {
 void Pipeline::reset_stats() {
     SimGuard g(impl_->ctx);
     impl_->nic->reset_stats();
-    impl_->sim_wall_ns = impl_->sim_ps_run = 0;
+    impl_->sim_wall_ns = impl_->sim_ps_run = impl_->quanta = 0;
 }
 
 std::vector<ModelStat> Pipeline::stats() const {
@@ -207,6 +251,12 @@ std::vector<ModelStat> Pipeline::stats() const {
     s.push_back({"sim.cycles", double(now_abs / n.period_ps), "cycles"});
     s.push_back({"sim.time", double(now_abs) / 1000.0, "ns"});
     s.push_back({"sim.stats_cycles", double(now / n.period_ps), "cycles"});
+    if (!n.loopback) {
+        // A device with a wire: how often it looked at it (docs/model.md,
+        // "Simulated time"), and how late a frame may cross it.
+        s.push_back({"wire.quantum_cycles", double(n.cfg.wire.quantum_cycles), "cycles"});
+        s.push_back({"wire.quanta", double(m.quanta), ""});
+    }
     s.push_back({"sim.speed", m.sim_wall_ns ? double(m.sim_ps_run / n.period_ps) * 1e9 / double(m.sim_wall_ns) : 0,
                  "cycles/s"});
     for (int b = 0; b < Nic::kNumBlocks; ++b) {

@@ -214,3 +214,73 @@ TEST_CASE("pipeline: statistics reset; a waveform cannot start in the past", "[m
     CHECK(p->trace_state() == "done " + path);
     std::remove(path.c_str());
 }
+
+namespace {
+// A datapath that answers every received frame with a 60-byte frame to the
+// wire (as an ACK would go), and records when frames reach the wire.
+struct AnsweringDatapath final : model::Datapath {
+    std::vector<uint64_t> wire_at_cycle;
+    const model::Pipeline* p = nullptr;
+    void exec_doorbell(const model::Doorbell&, model::OpRecord&) override {}
+    void exec_rx(const uint8_t*, size_t, model::OpRecord& rec) override {
+        model::TxFrameRec f;
+        f.bytes.assign(60, 0x5A);
+        f.opcode = 0x11;  // RC ACKNOWLEDGE: a response, TX build's first queue
+        rec.add(model::Op::Kind::TxFrame, 0, 60, uint32_t(rec.frames.size()));
+        rec.frames.push_back(std::move(f));
+    }
+    void exec_timer(uint32_t, uint8_t, model::OpRecord&) override {}
+    void wire_tx(const uint8_t*, size_t) override { wire_at_cycle.push_back(p->cycle()); }
+};
+}  // namespace
+
+TEST_CASE("pipeline: a device with a wire simulates in quanta, and stops where frames left for it",
+          "[model][pipeline][quantum]") {
+    const std::vector<std::vector<uint8_t>> frames = golden("rc_pingpong.pcap");
+    auto make = [&](uint32_t quantum, AnsweringDatapath& be) {
+        model::ModelConfig cfg;
+        cfg.wire.quantum_cycles = quantum;
+        std::string err;
+        auto p = model::Pipeline::create("tb", cfg, be, false, err);
+        REQUIRE(p);
+        be.p = p.get();
+        return p;
+    };
+    // Until idle at once: the reference.
+    AnsweringDatapath ref_be;
+    auto ref = make(0, ref_be);
+    for (const auto& f : frames) ref->rx_frame(f.data(), f.size());
+    CHECK_FALSE(ref->run_quantum());
+    REQUIRE(ref_be.wire_at_cycle.size() == frames.size());
+
+    // In quanta of 16 cycles (a QPC miss alone takes 150): the engine's loop.
+    AnsweringDatapath be;
+    auto p = make(16, be);
+    for (const auto& f : frames) p->rx_frame(f.data(), f.size());
+    size_t calls = 0, returned_after_frames = 0;
+    for (bool more = true; more; ++calls) {
+        const size_t before = be.wire_at_cycle.size();
+        more = p->run_quantum();
+        if (be.wire_at_cycle.size() > before) {
+            // It stopped at the end of the quantum in which the frame left.
+            CHECK(p->cycle() - be.wire_at_cycle.back() < 16);
+            ++returned_after_frames;
+        }
+        REQUIRE(calls < 100000);
+    }
+    // Nothing came in between: the same simulation, cut into pieces.
+    CHECK(be.wire_at_cycle == ref_be.wire_at_cycle);
+    CHECK(p->cycle() == ref->cycle());
+    CHECK(returned_after_frames >= 1);
+    CHECK(calls > 1);
+    CHECK(stat(*p, "wire.quantum_cycles") == 16);
+    CHECK(stat(*p, "wire.quanta") >= double(calls));
+
+    // Work that never reaches the wire runs to the end in one call, however
+    // far its events lie beyond a quantum.
+    AnsweringDatapath fw_be;
+    auto q = make(16, fw_be);
+    for (int i = 0; i < 5; ++i) q->fw_command(0x51);
+    CHECK_FALSE(q->run_quantum());
+    CHECK(q->cycle() == 5 * 1000);  // 5 commands of 4 us at 250 MHz
+}

@@ -31,6 +31,7 @@ void MacTxBlock::main() {
         if (nic.loopback) {
             nic.wire_in.push_input(std::move(f.f.bytes), probe_of(f));
         } else {
+            ++nic.wire_frames;
             nic.be.wire_tx(f.f.bytes.data(), f.f.bytes.size());
         }
     }

@@ -95,6 +95,15 @@ struct FwConfig {
     std::uint32_t command_cycles = 2000;  // core cycles per firmware command
 };
 
+// [wire]: how the simulation meets a device's real wire (the kernel's UDP
+// on its netdev). Not used by `simnic bench`, whose MAC TX feeds MAC RX.
+struct WireConfig {
+    // Cycles simulated between two looks at the wire: frames sent go out,
+    // frames received (from a peer, or the device's own coming back through
+    // the kernel) come in, at most this late. 0: simulate until idle first.
+    std::uint32_t quantum_cycles = 1024;
+};
+
 struct ModelConfig {
     ClockConfig clock;
     MacConfig mac;
@@ -115,6 +124,7 @@ struct ModelConfig {
     CqConfig cq;
     EqConfig eq;
     FwConfig fw;
+    WireConfig wire;
 
     // Derived values.
     double clock_period_ps() const { return 1e6 / clock.freq_mhz; }

@@ -77,6 +77,11 @@ public:
     void forget_doorbells(uint8_t kind, uint32_t num) override;
     // Simulates until no block has work. Returns simulated cycles advanced.
     uint64_t run() override;
+    // Simulates in quanta of wire.quantum_cycles until idle, or until the
+    // end of a quantum in which frames left for the wire (until idle when 0,
+    // or without a wire); true if work is left. docs/model.md, "Simulated
+    // time and wall-clock time".
+    bool run_quantum() override;
     // Simulates at most `cycles` more (the bench uses run()).
     uint64_t cycle() const;
 
