@@ -29,6 +29,12 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
 }
 Nic::~Nic() = default;
 
+sim::Probe probe_frame(const std::vector<uint8_t>& frame) {
+    const roce::HeaderVector hv = roce::parse_header_vector(frame.data(), frame.size());
+    if (!hv.accepted()) return sim::Probe{0, 0, 0, uint32_t(frame.size())};
+    return sim::Probe{hv.dqpn, hv.psn, hv.opcode, uint32_t(frame.size())};
+}
+
 const char* Nic::block_name(int b) {
     static const char* const n[kNumBlocks] = {"doorbell", "requester", "tx_build", "mac_tx",
                                               "mac_rx", "parser", "icrc_check", "responder",

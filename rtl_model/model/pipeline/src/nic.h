@@ -74,12 +74,22 @@ inline bool is_rc_request(uint8_t opcode) {
     return opcode < 0x20 && roce::opcode_info(opcode).has(roce::kRequest);
 }
 
-inline sim::Probe probe_of(const Txn& t) {
-    return sim::Probe{t.qpn, t.psn, t.opcode, uint32_t(t.frame.size())};
+// What each channel shows of the item at its head on the waveform (qpn,
+// psn, opcode, bytes), computed only while a waveform is armed. The QPN is
+// the QP the item is for: the sending QP of a frame on its way out, the
+// destination QP of one received, the QP of a doorbell, timer or CQE.
+sim::Probe probe_frame(const std::vector<uint8_t>& frame);  // its BTH, read by the packet core
+inline sim::Probe probe_txn(const TxnPtr& t) {
+    if (t->kind == Txn::Kind::Rx) return probe_frame(t->frame);
+    return sim::Probe{t->qpn, t->psn, t->opcode, uint32_t(t->frame.size())};
 }
-inline sim::Probe probe_of(const FrameTok& f) {
+inline sim::Probe probe_tok(const FrameTok& f) {
     return sim::Probe{f.f.qpn, f.f.psn, f.f.opcode, uint32_t(f.f.bytes.size())};
 }
+inline sim::Probe probe_cqe(const CqeTok& c) { return sim::Probe{c.qpn, 0, 0, 0}; }
+inline sim::Probe probe_visible(const std::pair<uint64_t, CqeTok>& c) { return probe_cqe(c.second); }
+inline sim::Probe probe_eqe(const uint32_t& type) { return sim::Probe{0, 0, type, 0}; }
+inline sim::Probe probe_cmd(const uint16_t& opcode) { return sim::Probe{0, 0, opcode, 0}; }
 
 struct Nic {
     Nic(const ModelConfig& c, Datapath& b, bool lb);
@@ -98,21 +108,21 @@ struct Nic {
     std::shared_ptr<rtl::RoceParserRtl> parser_rtl;  // shared: complete only in builds with the RTL parser
 
     // Inputs are unbounded: they come from outside the simulation.
-    sim::Chan<TxnPtr> db_in{"doorbell_in", size_t(1) << 30};
-    sim::Chan<TxnPtr> wqe_to_req{"wqe_fetch_to_requester", 16};
-    sim::Chan<FrameTok> req_to_txb{"requester_to_tx_build", 16};
-    sim::Chan<FrameTok> rxt_to_txb{"rx_transport_to_tx_build", 16};
-    sim::Chan<FrameTok> txb_to_mac{"tx_build_to_mac_tx", 8};
-    sim::Chan<std::vector<uint8_t>> wire_in{"wire_to_mac_rx", size_t(1) << 30};
-    sim::Chan<TxnPtr> mac_to_parser{"mac_rx_to_parser", 8};
-    sim::Chan<TxnPtr> parser_to_icrc{"parser_to_icrc_check", 8};
-    sim::Chan<TxnPtr> rx_in{"to_rx_transport", 16};
-    sim::Chan<TxnPtr> timer_in{"timer_in", size_t(1) << 30};
-    sim::Chan<CqeTok> cq_in{"to_cqe_writer", 64};
-    sim::Chan<uint32_t> eq_in{"to_eqe_writer", 64};
-    sim::Chan<uint16_t> fw_in{"fw_commands", size_t(1) << 30};
+    sim::Chan<TxnPtr> db_in{"doorbell_in", size_t(1) << 30, probe_txn};
+    sim::Chan<TxnPtr> wqe_to_req{"wqe_fetch_to_requester", 16, probe_txn};
+    sim::Chan<FrameTok> req_to_txb{"requester_to_tx_build", 16, probe_tok};
+    sim::Chan<FrameTok> rxt_to_txb{"rx_transport_to_tx_build", 16, probe_tok};
+    sim::Chan<FrameTok> txb_to_mac{"tx_build_to_mac_tx", 8, probe_tok};
+    sim::Chan<std::vector<uint8_t>> wire_in{"wire_to_mac_rx", size_t(1) << 30, probe_frame};
+    sim::Chan<TxnPtr> mac_to_parser{"mac_rx_to_parser", 8, probe_txn};
+    sim::Chan<TxnPtr> parser_to_icrc{"parser_to_icrc_check", 8, probe_txn};
+    sim::Chan<TxnPtr> rx_in{"to_rx_transport", 16, probe_txn};
+    sim::Chan<TxnPtr> timer_in{"timer_in", size_t(1) << 30, probe_txn};
+    sim::Chan<CqeTok> cq_in{"to_cqe_writer", 64, probe_cqe};
+    sim::Chan<uint32_t> eq_in{"to_eqe_writer", 64, probe_eqe};
+    sim::Chan<uint16_t> fw_in{"fw_commands", size_t(1) << 30, probe_cmd};
     // CQEs written, in order of visibility (posted writes do not block).
-    sim::Chan<std::pair<uint64_t, CqeTok>> cqe_visible{"cqe_visible", size_t(1) << 30};
+    sim::Chan<std::pair<uint64_t, CqeTok>> cqe_visible{"cqe_visible", size_t(1) << 30, probe_visible};
 
     // Every channel, in the order work flows.
     template <typename F>

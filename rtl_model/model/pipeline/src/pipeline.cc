@@ -129,7 +129,7 @@ void Pipeline::doorbell(const Doorbell& db) {
     t->qpn = db.num;
     auto ep = impl_->nic->db_epoch.find(Nic::db_key(db.kind, db.num));
     if (ep != impl_->nic->db_epoch.end()) t->db_epoch = ep->second;
-    impl_->nic->db_in.push_input(t, probe_of(*t));
+    impl_->nic->db_in.push_input(t);
 }
 
 void Pipeline::forget_doorbells(uint8_t kind, uint32_t num) {
@@ -139,7 +139,7 @@ void Pipeline::forget_doorbells(uint8_t kind, uint32_t num) {
 
 void Pipeline::rx_frame(const uint8_t* frame, size_t len) {
     SimGuard g(impl_->ctx);
-    impl_->nic->wire_in.push_input(std::vector<uint8_t>(frame, frame + len), sim::Probe{0, 0, 0, uint32_t(len)});
+    impl_->nic->wire_in.push_input(std::vector<uint8_t>(frame, frame + len));
 }
 
 void Pipeline::timer(uint32_t qpn, uint8_t timer) {
@@ -149,12 +149,12 @@ void Pipeline::timer(uint32_t qpn, uint8_t timer) {
     t->t_in = impl_->now_ps();
     t->qpn = qpn;
     t->timer = timer;
-    impl_->nic->timer_in.push_input(t, probe_of(*t));
+    impl_->nic->timer_in.push_input(t);
 }
 
 void Pipeline::fw_command(uint16_t opcode) {
     SimGuard g(impl_->ctx);
-    impl_->nic->fw_in.push_input(opcode, sim::Probe{0, 0, opcode, 0});
+    impl_->nic->fw_in.push_input(opcode);
 }
 
 void Pipeline::qp_reset(uint32_t qpn) {

@@ -261,17 +261,22 @@ inline void stall_until(BlockStats& st, uint64_t t) {
 // (several in one cycle included: the pulses merge, the count does not),
 // `level` is the FIFO's fill, and qpn, psn, opcode and bytes describe the
 // item at the head (after the last one leaves, that one).
+//
+// What the waveform shows of an item comes from `probe`, called only while
+// a waveform is armed.
 template <typename T>
 class Chan {
 public:
-    Chan(std::string name, size_t depth) : name_(std::move(name)), depth_(depth) {}
+    using ProbeFn = Probe (*)(const T&);
+    Chan(std::string name, size_t depth, ProbeFn probe = nullptr)
+        : name_(std::move(name)), depth_(depth), probe_(probe) {}
 
-    void write(T v, const Probe& p, BlockStats* st) {
+    void write(T v, BlockStats* st) {
         if (q_.size() >= depth_) {
             StallScope s(st);
             while (q_.size() >= depth_) sc_core::wait(popped_);
         }
-        push(std::move(v), p);
+        push(std::move(v));
     }
     // `pushed_ps` (if given): when the item was written.
     T read(uint64_t* pushed_ps = nullptr) {
@@ -290,7 +295,7 @@ public:
         return std::move(s.v);
     }
     // Writes from outside the simulation's processes (inputs): never blocks.
-    void push_input(T v, const Probe& p) { push(std::move(v), p); }
+    void push_input(T v) { push(std::move(v)); }
     bool empty() const { return q_.empty(); }
     size_t size() const { return q_.size(); }
     size_t depth() const { return depth_; }
@@ -308,7 +313,7 @@ public:
     // Declares this channel's signals on the waveform, with their values now.
     void declare(Tap& tap) {
         const std::string scope = "nic." + name_;
-        const Probe h = q_.empty() ? Probe{} : q_.front().p;
+        const Probe h = q_.empty() ? Probe{} : probe(q_.front().v);
         sig_valid_ = tap.declare(scope, "valid", 1, q_.empty() ? 0 : 1);
         sig_ready_ = tap.declare(scope, "ready", 1, waiting_ ? 1 : 0);
         sig_count_ = tap.declare(scope, "count", 32, taken() & 0xFFFFFFFF);
@@ -324,15 +329,15 @@ public:
 private:
     struct Slot {
         T v;
-        Probe p;
         uint64_t t;  // written at, ps
     };
 
-    void push(T v, const Probe& p) {
+    Probe probe(const T& v) const { return probe_ ? probe_(v) : Probe{}; }
+    void push(T v) {
         const uint64_t t = now_ps();
-        q_.push_back(Slot{std::move(v), p, t});
+        q_.push_back(Slot{std::move(v), t});
         ++pushed_count_;
-        if (tap_) show_push(t, p);
+        if (tap_) show_push(t);
         pushed_.notify(sc_core::SC_ZERO_TIME);
     }
     void show_probe(uint64_t t, const Probe& p) {
@@ -341,9 +346,9 @@ private:
         tap_->set(t, sig_op_, p.opcode & 0xFF);
         tap_->set(t, sig_bytes_, p.bytes & 0xFFFF);
     }
-    void show_push(uint64_t t, const Probe& p) {
+    void show_push(uint64_t t) {
         tap_->set(t, sig_valid_, 1);
-        if (q_.size() == 1) show_probe(t, p);
+        if (q_.size() == 1) show_probe(t, probe(q_.back().v));
         tap_->set(t, sig_level_, std::min<size_t>(q_.size(), 0xFFFF));
     }
     void show_pop() {
@@ -353,13 +358,14 @@ private:
         tap_->set(t, sig_level_, std::min<size_t>(q_.size(), 0xFFFF));
         // The transfer's cycle shows valid; the next item's values, if any.
         if (!q_.empty())
-            show_probe(t, q_.front().p);
+            show_probe(t, probe(q_.front().v));
         else
             tap_->set_later(t + tap_->period(), sig_valid_, 0);
     }
 
     std::string name_;
     size_t depth_;
+    ProbeFn probe_;
     std::deque<Slot> q_;
     sc_core::sc_event pushed_, popped_;
     uint64_t pushed_count_ = 0, popped_count_ = 0, popped_base_ = 0;

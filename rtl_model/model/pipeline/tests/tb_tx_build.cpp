@@ -74,9 +74,9 @@ TEST_CASE("tx_build: responses go before queued requests", "[model][block][tx_bu
     const ModelConfig cfg;
     tb::BlockBench<TxBuildBlock> b(cfg);
     // Both queued before the block looks.
-    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 10), sim::Probe{});
-    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 11), sim::Probe{});
-    b.nic().rxt_to_txb.push_input(tok(tb::bytes_frame(62), 0, 90), sim::Probe{});
+    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 10));
+    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 11));
+    b.nic().rxt_to_txb.push_input(tok(tb::bytes_frame(62), 0, 90));
     const auto& out = b.watch(b.nic().txb_to_mac);
     b.run();
     REQUIRE(out.size() == 3);

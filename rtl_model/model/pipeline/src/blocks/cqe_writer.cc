@@ -33,7 +33,7 @@ void CqeWriterBlock::main() {
         sim::BusyScope busy(st);
         wait_ps(nic.cycles(1));
         const uint64_t t = std::max(nic.dma.write(now_ps(), nic.cfg.cq.cqe_bytes, DmaPurpose::Cqe), c.not_before_ps);
-        nic.cqe_visible.push_input({t, c}, sim::Probe{c.qpn});
+        nic.cqe_visible.push_input({t, c});
         nic.stage_sample(Nic::kCqeWriter, in, t);
     }
 }

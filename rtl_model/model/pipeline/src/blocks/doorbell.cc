@@ -37,7 +37,7 @@ void DoorbellBlock::main() {
             }
             t->ready_ps = last;
         }
-        nic.wqe_to_req.write(t, probe_of(*t), &st);
+        nic.wqe_to_req.write(t, &st);
         nic.stage_sample(Nic::kDoorbell, in, std::max(now_ps(), t->ready_ps));
     }
 }

@@ -37,7 +37,7 @@ void IcrcCheckBlock::main() {
             ++nic.rx_drops_icrc;
             continue;
         }
-        nic.rx_in.write(t, probe_of(*t), &st);
+        nic.rx_in.write(t, &st);
         nic.stage_sample(Nic::kIcrcCheck, in, std::max(now_ps(), t->ready_ps));
     }
 }

@@ -23,7 +23,7 @@ void MacRxBlock::main() {
             t->frame = std::move(fr);
             t->ready_ps = now_ps();
         }
-        nic.mac_to_parser.write(t, probe_of(*t), &st);
+        nic.mac_to_parser.write(t, &st);
         nic.stage_sample(Nic::kMacRx, in, now_ps());
     }
 }

@@ -29,7 +29,7 @@ void MacTxBlock::main() {
         }
         nic.stage_sample(Nic::kMacTx, in, now_ps());
         if (nic.loopback) {
-            nic.wire_in.push_input(std::move(f.f.bytes), probe_of(f));
+            nic.wire_in.push_input(std::move(f.f.bytes));
         } else {
             ++nic.wire_frames;
             nic.be.wire_tx(f.f.bytes.data(), f.f.bytes.size());

@@ -39,7 +39,7 @@ void ParserBlock::main() {
         t->opcode = hv.opcode;
         t->psn = hv.psn;
         t->aeth_syndrome = hv.aeth_syndrome;
-        nic.parser_to_icrc.write(t, probe_of(*t), &st);
+        nic.parser_to_icrc.write(t, &st);
         nic.stage_sample(Nic::kParser, in, std::max(now_ps(), t->ready_ps));
     }
 }

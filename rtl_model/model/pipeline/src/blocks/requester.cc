@@ -49,18 +49,16 @@ void RequesterBlock::main() {
                     const TxFrameRec& fr = rec.frames[o.aux];
                     if (is_rc_request(fr.opcode)) nic.rtq_take(fr.qpn, fr.psn);
                     FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
-                    const sim::Probe p = probe_of(f);
                     const uint64_t ready = f.ready_ps;
-                    nic.req_to_txb.write(std::move(f), p, &st);
+                    nic.req_to_txb.write(std::move(f), &st);
                     nic.stage_sample(Nic::kRequester, start, std::max(now_ps(), ready));
                     start = payload_ready = now_ps();
                     break;
                 }
                 case Op::Kind::Cqe:
-                    nic.cq_in.write(CqeTok{o.id, t->db.num, o.aux, o.is_send, writes_done}, sim::Probe{t->db.num},
-                                    &st);
+                    nic.cq_in.write(CqeTok{o.id, t->db.num, o.aux, o.is_send, writes_done}, &st);
                     break;
-                case Op::Kind::Eqe: nic.eq_in.write(o.id, sim::Probe{o.id}, &st); break;
+                case Op::Kind::Eqe: nic.eq_in.write(o.id, &st); break;
                 default: break;
             }
             ++i;

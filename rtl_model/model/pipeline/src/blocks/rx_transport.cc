@@ -59,15 +59,14 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         switch (o.kind) {
             case Op::Kind::TxFrame: {
                 FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
-                const sim::Probe p = probe_of(f);
-                nic.rxt_to_txb.write(std::move(f), p, &st);
+                nic.rxt_to_txb.write(std::move(f), &st);
                 payload_ready = now_ps();
                 break;
             }
             case Op::Kind::Cqe:
-                nic.cq_in.write(CqeTok{o.id, t.qpn, o.aux, o.is_send, writes_done}, sim::Probe{t.qpn}, &st);
+                nic.cq_in.write(CqeTok{o.id, t.qpn, o.aux, o.is_send, writes_done}, &st);
                 break;
-            case Op::Kind::Eqe: nic.eq_in.write(o.id, sim::Probe{o.id}, &st); break;
+            case Op::Kind::Eqe: nic.eq_in.write(o.id, &st); break;
             case Op::Kind::WqeFetched:
                 if (o.id) nic.note_wqe_start(o.id, o.aux, now_ps());
                 break;
@@ -75,7 +74,7 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         }
         ++i;
     }
-    if (resume) nic.wqe_to_req.write(resume, probe_of(*resume), &st);
+    if (resume) nic.wqe_to_req.write(resume, &st);
 }
 
 void RxTransportBlock::main() {

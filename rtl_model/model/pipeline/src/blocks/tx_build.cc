@@ -34,9 +34,8 @@ void TxBuildBlock::main() {
             }
             f.ready_ps = now_ps() + nic.cycles(nic.cfg.icrc.latency_cycles);
         }
-        const sim::Probe p = probe_of(f);
         const uint64_t ready = f.ready_ps;
-        nic.txb_to_mac.write(std::move(f), p, &st);
+        nic.txb_to_mac.write(std::move(f), &st);
         nic.stage_sample(Nic::kTxBuild, in, std::max(now_ps(), ready));
     }
 }
