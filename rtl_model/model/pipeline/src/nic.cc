@@ -5,6 +5,7 @@
 #include "nic.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "simnic/roce/rules.h"
 
@@ -33,6 +34,21 @@ sim::Probe probe_frame(const std::vector<uint8_t>& frame) {
     const roce::HeaderVector hv = roce::parse_header_vector(frame.data(), frame.size());
     if (!hv.accepted()) return sim::Probe{0, 0, 0, uint32_t(frame.size())};
     return sim::Probe{hv.dqpn, hv.psn, hv.opcode, uint32_t(frame.size())};
+}
+
+void Nic::rtl_mismatch(const char* block, const std::string& what, const std::vector<uint8_t>& frame) {
+    if (rtl_mismatch_log.size() >= kRtlMismatchDumps) return;
+    std::string d = std::string(block) + " at cycle " + std::to_string(now_ps() / period_ps) + ": " + what +
+                    "; frame (" + std::to_string(frame.size()) + " bytes):";
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < frame.size(); ++i) {
+        if (i % 32 == 0) d += "\n   ";
+        d += ' ';
+        d += hex[frame[i] >> 4];
+        d += hex[frame[i] & 15];
+    }
+    std::fprintf(stderr, "simnic model: RTL mismatch in %s\n", d.c_str());
+    rtl_mismatch_log.push_back(std::move(d));
 }
 
 const char* Nic::block_name(int b) {
@@ -112,7 +128,7 @@ void Nic::reset_stats() {
     qpc.reset_stats();
     mpt.reset_stats();
     mtt.reset_stats();
-    rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = 0;
+    rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = icrc_rx_rtl_mismatch = 0;
     rx_drops_parser_reason.fill(0);
     tx_frames = tx_wire_bytes = tx_payload_bytes = rx_frames = 0;
     // A frame on the line now opens the new span (mac.tx_throughput).

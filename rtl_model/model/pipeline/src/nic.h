@@ -151,6 +151,18 @@ struct Nic {
 
     // Counters that are not per block.
     uint64_t rx_drops_parser = 0, rx_drops_icrc = 0, icrc_rtl_mismatch = 0, parser_rtl_mismatch = 0;
+    // RX frames whose ICRC verdict from the RTL (which the pipeline follows)
+    // differs from the C++ packet core's.
+    uint64_t icrc_rx_rtl_mismatch = 0;
+    // The RTL blocks' own latency, last frame's edges from its last beat in
+    // to its result out (the stage's timing with impl = rtl, instead of the
+    // configured latency_cycles).
+    uint64_t parser_rtl_latency = 0, icrc_rtl_latency = 0;
+    // The first mismatches between an RTL block and its C++ twin, each with
+    // its frame (also on stderr as they happen): what a designer debugs from.
+    static constexpr size_t kRtlMismatchDumps = 4;
+    std::vector<std::string> rtl_mismatch_log;
+    void rtl_mismatch(const char* block, const std::string& what, const std::vector<uint8_t>& frame);
     // The parser's drops by reason (index: roce::ParseVerdict; Accept stays 0).
     std::array<uint64_t, roce::kNumParseVerdicts> rx_drops_parser_reason{};
     uint64_t tx_frames = 0, tx_wire_bytes = 0, tx_payload_bytes = 0, rx_frames = 0;

@@ -11,6 +11,11 @@
 #include "simnic/base/clock.h"
 #include "sim_context.h"
 
+#include "icrc_engine_rtl.h"
+#ifdef SIMNIC_HAVE_RTL_PARSER
+#include "roce_parser_rtl.h"
+#endif
+
 // libsystemc calls sc_main from its own main(); simnic's programs have their
 // own main, so this definition only satisfies the link.
 int sc_main(int, char**) { return 0; }
@@ -69,6 +74,23 @@ std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelC
         err = "parser.impl = \"rtl\": this build has no Verilated parser";
         return nullptr;
     }
+#endif
+    // A Verilated block moves the beats it was built for: in a datapath of
+    // another width its cycles would be another design's. Refused rather
+    // than silently rescaled.
+    auto width_ok = [&](const char* key, const char* what, size_t rtl_bytes) {
+        if (cfg.mac.width_bytes == rtl_bytes) return true;
+        err = std::string(key) + " = \"rtl\": the Verilated " + what + " moves " + std::to_string(rtl_bytes) +
+              " bytes per cycle (DataWidth " + std::to_string(rtl_bytes * 8) + "), the datapath mac.width_bytes = " +
+              std::to_string(cfg.mac.width_bytes) + "; set mac.width_bytes = " + std::to_string(rtl_bytes) +
+              " or build the RTL at DataWidth " + std::to_string(cfg.mac.width_bytes * 8) + " (docs/model.md, Your own RTL)";
+        return false;
+    };
+    if (cfg.icrc.impl == BlockImpl::rtl && !width_ok("icrc.impl", "ICRC engine", rtl::IcrcEngineRtl::kBeatBytes))
+        return nullptr;
+#ifdef SIMNIC_HAVE_RTL_PARSER
+    if (cfg.parser.impl == BlockImpl::rtl && !width_ok("parser.impl", "parser", rtl::RoceParserRtl::kBeatBytes))
+        return nullptr;
 #endif
     // SystemC prints a banner on its first use unless told not to.
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
@@ -316,8 +338,15 @@ std::vector<ModelStat> Pipeline::stats() const {
             s.push_back({std::string("rx.drops_parser.") + lower(roce::kParseVerdictIds[v]),
                          double(n.rx_drops_parser_reason[v]), ""});
     s.push_back({"rx.drops_icrc", double(n.rx_drops_icrc), ""});
-    if (n.icrc_rtl) s.push_back({"rtl.icrc_mismatches", double(n.icrc_rtl_mismatch), ""});
-    if (n.parser_rtl) s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});
+    if (n.icrc_rtl) {
+        s.push_back({"rtl.icrc_mismatches", double(n.icrc_rtl_mismatch), ""});
+        s.push_back({"rtl.icrc_rx_mismatches", double(n.icrc_rx_rtl_mismatch), ""});
+        s.push_back({"rtl.icrc_latency", double(n.icrc_rtl_latency), "cycles"});
+    }
+    if (n.parser_rtl) {
+        s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});
+        s.push_back({"rtl.parser_latency", double(n.parser_rtl_latency), "cycles"});
+    }
     std::vector<uint64_t> lat = n.latency_ps;
     s.push_back({"latency.messages", double(lat.size()), ""});
     if (!lat.empty()) {

@@ -1,8 +1,8 @@
 // The pipeline's RX blocks (MAC RX, parser, ICRC check, RX transport) on
 // kernel rxe's golden frames, with a stand-in datapath: what reaches the
 // transport stage, what is dropped where, and that swapping the Verilated
-// parser and ICRC engine in for their C++ twins changes neither the verdicts
-// nor the timing.
+// parser and ICRC engine in for their C++ twins changes no verdict, and
+// that their timing is then their own cycles.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -54,11 +54,12 @@ double stat(const model::Pipeline& p, const std::string& name) {
 struct Run {
     std::vector<std::vector<uint8_t>> rx;
     uint64_t cycles = 0;
-    double drops_parser = 0, drops_parser_ip_length = 0, drops_icrc = 0, rtl_mismatch = 0;
+    double drops_parser = 0, drops_parser_ip_length = 0, drops_icrc = 0, rtl_mismatch = 0, rtl_icrc_rx_mismatch = 0;
 };
 
-Run run(model::BlockImpl impl, const std::vector<std::vector<uint8_t>>& frames) {
+Run run(model::BlockImpl impl, const std::vector<std::vector<uint8_t>>& frames, uint32_t parser_latency = 4) {
     model::ModelConfig cfg;
+    cfg.parser.latency_cycles = parser_latency;
     cfg.parser.impl = impl;
     cfg.icrc.impl = impl;
     FakeDatapath be;
@@ -72,7 +73,10 @@ Run run(model::BlockImpl impl, const std::vector<std::vector<uint8_t>>& frames) 
     r.drops_parser = stat(*p, "rx.drops_parser");
     r.drops_parser_ip_length = stat(*p, "rx.drops_parser.ip_length");
     r.drops_icrc = stat(*p, "rx.drops_icrc");
-    if (impl == model::BlockImpl::rtl) r.rtl_mismatch = stat(*p, "rtl.parser_mismatches");
+    if (impl == model::BlockImpl::rtl) {
+        r.rtl_mismatch = stat(*p, "rtl.parser_mismatches");
+        r.rtl_icrc_rx_mismatch = stat(*p, "rtl.icrc_rx_mismatches");
+    }
     return r;
 }
 
@@ -104,8 +108,35 @@ TEST_CASE("pipeline RX: golden frames reach the transport stage, bad ones are dr
     CHECK(rtl.drops_parser == 1);
     CHECK(rtl.drops_parser_ip_length == 1);
     CHECK(rtl.rtl_mismatch == 0);
-    // The RTL blocks replace their twins without changing the pipeline's timing.
-    CHECK(rtl.cycles == cpp.cycles);
+    CHECK(rtl.rtl_icrc_rx_mismatch == 0);  // the bad ICRC included: both drop it
+    // The RTL blocks bring their own timing: the parser's 3 cycles of
+    // latency, not the configured 4 (the ICRC engine's 7 are the default).
+    CHECK(rtl.cycles != cpp.cycles);
+    CHECK(rtl.cycles == run(model::BlockImpl::cpp, frames, 3).cycles);
+}
+
+TEST_CASE("pipeline: a Verilated block in a datapath of another width is refused, with the way out",
+          "[model][pipeline][rtl]") {
+    FakeDatapath be;
+    std::string err;
+    model::ModelConfig cfg;
+    cfg.mac.width_bytes = 32;
+    cfg.mac.line_rate_gbps = 50;  // within what 32 bytes at 250 MHz carry
+    cfg.icrc.impl = model::BlockImpl::rtl;
+    CHECK(!model::Pipeline::create("tb", cfg, be, false, err));
+    CHECK(err == "icrc.impl = \"rtl\": the Verilated ICRC engine moves 64 bytes per cycle (DataWidth 512), the "
+                 "datapath mac.width_bytes = 32; set mac.width_bytes = 64 or build the RTL at DataWidth 256 "
+                 "(docs/model.md, Your own RTL)");
+    cfg.icrc.impl = model::BlockImpl::cpp;
+    cfg.parser.impl = model::BlockImpl::rtl;
+    err.clear();
+    CHECK(!model::Pipeline::create("tb", cfg, be, false, err));
+    CHECK(err.find("parser.impl = \"rtl\"") == 0);  // no RTL parser, or its width
+    cfg.mac.width_bytes = 64;
+    cfg.icrc.impl = model::BlockImpl::rtl;
+    err.clear();
+    CHECK(model::Pipeline::create("tb", cfg, be, false, err) != nullptr);
+    CHECK(err.empty());
 }
 
 TEST_CASE("pipeline: two devices simulate independently in one process", "[model][pipeline]") {

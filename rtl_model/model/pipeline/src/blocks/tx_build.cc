@@ -1,5 +1,7 @@
 #include "blocks/tx_build.h"
 
+#include <cstdio>
+
 #include "icrc_engine_rtl.h"
 
 namespace simnic::model {
@@ -22,17 +24,29 @@ void TxBuildBlock::main() {
         {
             sim::BusyScope busy(st);
             std::vector<uint8_t>& b = f.f.bytes;
-            wait_ps(nic.cycles(nic.cfg.beats(uint32_t(b.size()))));
+            // The C++ model: the frame's beats, then icrc.latency_cycles.
+            uint64_t in_cycles = nic.cfg.beats(uint32_t(b.size())), latency = nic.cfg.icrc.latency_cycles;
             if (nic.icrc_rtl && b.size() >= 4) {
+                // The RTL's ICRC goes on the frame, checked against the one
+                // the datapath computed; its own cycles set the timing.
                 const uint32_t carried = uint32_t(b[b.size() - 4]) | uint32_t(b[b.size() - 3]) << 8 |
                                          uint32_t(b[b.size() - 2]) << 16 | uint32_t(b[b.size() - 1]) << 24;
                 const std::vector<rtl::IcrcResult> r = nic.icrc_rtl->run({b});
                 if (!r.empty() && !r[0].err) {
-                    if (r[0].icrc != carried) ++nic.icrc_rtl_mismatch;
+                    in_cycles = r[0].last_beat_cycle - r[0].first_beat_cycle + 1;
+                    latency = nic.icrc_rtl_latency = r[0].valid_cycle - r[0].last_beat_cycle;
+                    if (r[0].icrc != carried) {
+                        ++nic.icrc_rtl_mismatch;
+                        char w[64];
+                        std::snprintf(w, sizeof w, "TX ICRC from the RTL %08x, from the datapath %08x", r[0].icrc,
+                                      carried);
+                        nic.rtl_mismatch("tx_build", w, b);
+                    }
                     for (int k = 0; k < 4; ++k) b[b.size() - 4 + size_t(k)] = uint8_t(r[0].icrc >> (8 * k));
                 }
             }
-            f.ready_ps = now_ps() + nic.cycles(nic.cfg.icrc.latency_cycles);
+            wait_ps(nic.cycles(in_cycles));
+            f.ready_ps = now_ps() + nic.cycles(latency);
         }
         const uint64_t ready = f.ready_ps;
         nic.txb_to_mac.write(std::move(f), &st);
