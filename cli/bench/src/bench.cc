@@ -46,9 +46,11 @@ constexpr uint8_t log2_ceil(uint64_t v) {
     while ((uint64_t{1} << l) < v) ++l;
     return l;
 }
-// Every WQE carries one SGE and no inline data: the strides the verbs
-// provider would choose for those caps (hw-spec 5.6.7).
-constexpr uint8_t kLogSqStride = std::max(hw::kMinLogSqStride, log2_ceil(hw::send_wqe_max_size(1, 0)));
+// Every WQE carries one SGE, or (--inline) its data inline: the strides
+// the verbs provider would choose for those caps (hw-spec 5.6.7).
+constexpr uint8_t log_sq_stride(uint32_t max_inline) {
+    return std::max(hw::kMinLogSqStride, log2_ceil(hw::send_wqe_max_size(1, max_inline)));
+}
 constexpr uint8_t kLogRqStride = std::max(hw::kMinLogRqStride, log2_ceil(hw::recv_wqe_size(1)));
 
 // Anonymous memory of this process: the host memory the device DMAs.
@@ -144,6 +146,7 @@ private:
     uint64_t posted_ = 0, done_ = 0, errors_ = 0, last_cqe_cycle_ = 0;
     uint64_t warmup_ = 0, total_ = 0;  // messages before the measurement; in all
     uint32_t rd_atomic_ = 16;          // the QPs' max_rd_atomic and max_dest_rd_atomic
+    uint32_t max_inline_ = 0;          // the QPs' max_inline (--inline: the message size)
     bool measuring_ = false;
     uint64_t c0_ = 0, done0_ = 0;  // at the measurement's start
     std::string trace_err_;
@@ -199,7 +202,7 @@ bool Bench::host_setup(std::string& err) {
     log_cq_ = uint8_t(log2_ceil(2 * depth + 1));
     // Each ring on its own 4 KiB-aligned range (hw-spec: ring bases are aligned).
     auto page = [](size_t n) { return (n + 4095) & ~size_t(4095); };
-    const size_t sq_bytes = page(size_t(1) << (log_q_ + kLogSqStride));
+    const size_t sq_bytes = page(size_t(1) << (log_q_ + log_sq_stride(max_inline_)));
     const size_t rq_bytes = page(size_t(1) << (log_q_ + kLogRqStride));
     const size_t cq_bytes = page((size_t(1) << log_cq_) * hw::kCqeSize);
     const size_t per_qp = sq_bytes + rq_bytes + cq_bytes;
@@ -232,9 +235,15 @@ bool Bench::host_setup(std::string& err) {
     send_.raddr = {remote, rkey_};
     send_.num_sge = 1;
     send_.sge[0] = {local, spec_.size, lkey_};
+    if (max_inline_) {
+        send_.num_sge = 0;
+        send_.inline_data = true;
+        send_.inline_bytes = mem_.p + data_off_;
+        send_.inline_len = spec_.size;
+    }
     recv_.num_sge = 1;
     recv_.sge[0] = {remote, spec_.size, lkey_};
-    if (hw::send_wqe_size(send_, hw::QpType::Rc) > (1u << kLogSqStride) ||
+    if (hw::send_wqe_size(send_, hw::QpType::Rc) > (1u << log_sq_stride(max_inline_)) ||
         hw::recv_wqe_size(recv_.num_sge) > (1u << kLogRqStride)) {
         err = "the bench's WQEs do not fit their strides";
         return false;
@@ -243,7 +252,7 @@ bool Bench::host_setup(std::string& err) {
     qps_.resize(spec_.qps);
     size_t off = 0;
     for (Qp& q : qps_) {
-        q.sq = WorkRing{mem_.p + off, log_q_, kLogSqStride};
+        q.sq = WorkRing{mem_.p + off, log_q_, log_sq_stride(max_inline_)};
         off += sq_bytes;
         q.rq = WorkRing{mem_.p + off, log_q_, kLogRqStride};
         off += rq_bytes;
@@ -285,6 +294,7 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     hw::set(in, c::log_rq_stride, q.rq.log_stride);
     hw::set(in, c::max_send_sge, 1);
     hw::set(in, c::max_recv_sge, 1);
+    hw::set(in, c::max_inline, max_inline_);
     if (!cmd(hw::CmdOpcode::CreateQp, in, sizeof in, hw::cmd_handle::kSize, &o, err)) return false;
     q.qpn = handle(o);
 
@@ -388,6 +398,18 @@ bool Bench::run(BenchResult& out, std::string& err) {
     if (spec_.op == BenchOp::Read)
         rd_atomic_ = std::clamp<uint32_t>(spec_.depth, 16,
                                           std::min(hw::caps_default::max_qp_init_rd_atom, hw::caps_default::max_qp_rd_atom));
+    if (spec_.inline_data) {
+        if (spec_.op == BenchOp::Read) {
+            err = "--inline: an RDMA READ sends no data, so none to carry inline (SEND and WRITE only)";
+            return false;
+        }
+        if (spec_.size > hw::kMaxInline) {
+            err = "--inline: " + std::to_string(spec_.size) + " bytes do not fit inline (the device's max_inline is " +
+                  std::to_string(hw::kMaxInline) + ")";
+            return false;
+        }
+        max_inline_ = spec_.size;
+    }
     if (spec_.messages == 0)
         spec_.messages = std::max<uint64_t>(uint64_t(spec_.qps) * spec_.depth * 4,
                                             std::min<uint64_t>(2000, (uint64_t(256) << 20) / spec_.size));

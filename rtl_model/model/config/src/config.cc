@@ -31,6 +31,7 @@ struct Table {
 constexpr Table kTables[] = {
     {"clock", "The pipeline clock."},
     {"mac", "The Ethernet MAC: the datapath width and the port's line."},
+    {"doorbell", "Doorbells: how work reaches the device from the host."},
     {"parser", "Packet parser: splits a received frame into its RoCE v2 headers."},
     {"icrc", "ICRC: checks the invariant CRC of received frames, computes it for sent ones."},
     {"qpc_cache", "On-chip cache of QP contexts (hw-spec 9.2); a miss reads the QPC by DMA."},
@@ -85,6 +86,19 @@ constexpr Key kKeys[] = {
                    "The port's line rate; at most width_bytes * 8 * clock.freq_mhz / 1000"),
     SIMNIC_CFG_KEY(mac, ifg_bytes, 0, 255, 0, "bytes",
                    "Preamble, SFD and inter-frame gap a frame adds on the line (Ethernet: 8 + 12)"),
+    SIMNIC_CFG_KEY(mac, phy_latency_ns, 0, 100000, 0, "ns",
+                   "PHY, PCS and FEC latency in each direction, TX and RX each; 0: not modelled"),
+    SIMNIC_CFG_KEY(mac, cable_ns, 0, 1000000, 0, "ns",
+                   "Propagation on the cable to the peer, about 5 ns per metre (loopback and bench); 0: none"),
+
+    SIMNIC_CFG_KEY(doorbell, mmio_ns, 0, 100000, 0, "ns",
+                   "The CPU's posted MMIO write of a doorbell reaching the device; 0: there when rung"),
+    SIMNIC_CFG_KEY(doorbell, wqe_by_mmio_bytes, 0, 4096, 0, "bytes",
+                   "A send doorbell whose WQEs total at most this carries them (WQE by MMIO): no WQE fetch; "
+                   "0: always fetched"),
+    SIMNIC_CFG_KEY(doorbell, recv_wqe_prefetch, 0, 1, 0, "",
+                   "1: receive WQEs are read by DMA when posted, ahead of the SEND that uses them; 0: when it "
+                   "arrives"),
 
     SIMNIC_CFG_KEY(parser, impl, 0, 0, 0, "", "Implementation: the C++ model or the Verilated RTL"),
     SIMNIC_CFG_KEY(parser, latency_cycles, 0, 1024, 0, "cycles",
@@ -126,6 +140,9 @@ constexpr Key kKeys[] = {
 
     SIMNIC_CFG_KEY(cq, cqe_bytes, hw::kCqeSize, 256, kPow2, "bytes",
                    "Bytes written per CQE: the hw-spec 7.1 CQE, or more for padded writes"),
+    SIMNIC_CFG_KEY(cq, poll_ns, 0, 1000000, 0, "ns",
+                   "A CQE visible in host memory to the application's poll returning it (message latency and "
+                   "the bench's host); 0: at once"),
 
     SIMNIC_CFG_KEY(eq, eqe_bytes, hw::kEqeSize, 256, kPow2, "bytes",
                    "Bytes written per EQE: the hw-spec 8.1 EQE, or more for padded writes"),

@@ -21,7 +21,10 @@ using sim::wait_ps;
 using sim::wait_until;
 
 Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
-    : cfg(c), be(b), loopback(lb), period_ps(uint64_t(c.clock_period_ps() + 0.5)), dma(c.dma),
+    : cfg(c), be(b), loopback(lb), period_ps(uint64_t(c.clock_period_ps() + 0.5)),
+      rx_path_ps(uint64_t(c.mac.phy_latency_ns) * 1000 *
+                     (lb ? 2 : 1) + (lb ? uint64_t(c.mac.cable_ns) * 1000 : 0)),
+      dma(c.dma),
       qpc(c.qpc_cache), mpt(c.mpt_cache), mtt(c.mtt_cache) {
     if (cfg.icrc.impl == BlockImpl::rtl) icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();
 #ifdef SIMNIC_HAVE_RTL_PARSER
@@ -129,6 +132,7 @@ void Nic::reset_stats() {
     mpt.reset_stats();
     mtt.reset_stats();
     rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = icrc_rx_rtl_mismatch = 0;
+    recv_wqe_prefetch_hits = recv_wqe_prefetch_misses = wqe_by_mmio = 0;
     rx_drops_parser_reason.fill(0);
     tx_frames = tx_wire_bytes = tx_payload_bytes = rx_frames = 0;
     // A frame on the line now opens the new span (mac.tx_throughput).
@@ -199,7 +203,7 @@ void Nic::wave_undeclare() {
 }
 
 size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
-                        uint64_t& writes_done, bool block_on_reads) {
+                        uint64_t& writes_done, bool block_on_reads, uint32_t qpn) {
     for (; i < rec.ops.size() && is_memory_op(rec.ops[i].kind); ++i) {
         const Op& o = rec.ops[i];
         switch (o.kind) {
@@ -207,6 +211,20 @@ size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& 
             case Op::Kind::Mpt: lookup(mpt, o.id, st); break;
             case Op::Kind::Mtt: lookup(mtt, o.id, st); break;
             case Op::Kind::DmaRead: {
+                if (o.purpose == DmaPurpose::RecvWqe && cfg.doorbell.recv_wqe_prefetch) {
+                    rq_stride[qpn] = o.bytes;
+                    auto p = rq_prefetched.find(qpn);
+                    if (p != rq_prefetched.end() && !p->second.empty()) {
+                        // Read when it was posted: waited for only if that
+                        // read is still on its way.
+                        const uint64_t on_chip = p->second.front();
+                        p->second.pop_front();
+                        ++recv_wqe_prefetch_hits;
+                        sim::stall_until(st, on_chip);
+                        break;
+                    }
+                    ++recv_wqe_prefetch_misses;
+                }
                 const uint64_t t0 = now_ps();
                 const uint64_t t = dma.read(t0, o.bytes, o.purpose);
                 // Payload for a frame overlaps with what follows; anything the

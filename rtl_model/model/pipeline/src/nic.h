@@ -99,6 +99,7 @@ struct Nic {
     Datapath& be;
     const bool loopback;
     const uint64_t period_ps;
+    const uint64_t rx_path_ps;  // PHYs and cable in front of MAC RX (mac_rx.cc)
     uint64_t cycles(uint64_t n) const { return n * period_ps; }
 
     DmaEngine dma;
@@ -255,7 +256,17 @@ struct Nic {
     // raised to the arrival time of payload reads (not waited for);
     // `writes_done` to the visibility of payload writes.
     size_t play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
-                       uint64_t& writes_done, bool block_on_reads);
+                       uint64_t& writes_done, bool block_on_reads, uint32_t qpn = 0);
+
+    // Receive-WQE prefetch (doorbell.recv_wqe_prefetch): per QP, when each
+    // receive WQE posted and not yet used is on chip, in posting order; and
+    // the RQ producer index last rung, to count what a doorbell posts. A
+    // receive WQE read with none prefetched (an SRQ, a WQE posted before
+    // the QP was seen) is a DMA read as without prefetch.
+    std::unordered_map<uint32_t, std::deque<uint64_t>> rq_prefetched;
+    std::unordered_map<uint32_t, uint32_t> rq_rung;
+    std::unordered_map<uint32_t, uint32_t> rq_stride;  // a receive WQE's bytes, learnt from the datapath's reads
+    uint64_t recv_wqe_prefetch_hits = 0, recv_wqe_prefetch_misses = 0, wqe_by_mmio = 0;
 };
 
 // What every block is: a module of the NIC's simulation, wired to the Nic

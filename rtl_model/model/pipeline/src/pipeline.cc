@@ -182,6 +182,9 @@ void Pipeline::fw_command(uint16_t opcode) {
 void Pipeline::qp_reset(uint32_t qpn) {
     SimGuard g(impl_->ctx);
     impl_->nic->rtq_drop(qpn);
+    // Its receive ring starts over: nothing prefetched is valid.
+    impl_->nic->rq_prefetched.erase(qpn);
+    impl_->nic->rq_rung.erase(qpn);
 }
 
 uint64_t Pipeline::run() {
@@ -338,6 +341,11 @@ std::vector<ModelStat> Pipeline::stats() const {
             s.push_back({std::string("rx.drops_parser.") + lower(roce::kParseVerdictIds[v]),
                          double(n.rx_drops_parser_reason[v]), ""});
     s.push_back({"rx.drops_icrc", double(n.rx_drops_icrc), ""});
+    if (n.cfg.doorbell.wqe_by_mmio_bytes) s.push_back({"doorbell.wqe_by_mmio", double(n.wqe_by_mmio), ""});
+    if (n.cfg.doorbell.recv_wqe_prefetch) {
+        s.push_back({"doorbell.recv_wqe_prefetch_hits", double(n.recv_wqe_prefetch_hits), ""});
+        s.push_back({"doorbell.recv_wqe_prefetch_misses", double(n.recv_wqe_prefetch_misses), ""});
+    }
     if (n.icrc_rtl) {
         s.push_back({"rtl.icrc_mismatches", double(n.icrc_rtl_mismatch), ""});
         s.push_back({"rtl.icrc_rx_mismatches", double(n.icrc_rx_rtl_mismatch), ""});

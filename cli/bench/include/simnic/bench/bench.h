@@ -46,6 +46,10 @@ struct BenchSpec {
     uint32_t depth = 16;      // messages outstanding per QP
     uint64_t messages = 0;    // measured, in all; 0: enough for a steady state
     std::optional<uint64_t> warmup;  // messages before the measurement; none: qps * depth
+    // SENDs and WRITEs carry their data in the WQE (IBV_SEND_INLINE): the
+    // QPs' max_inline is the size (at most hw::kMaxInline), the send queue's
+    // stride grows to hold it, and the device reads no payload.
+    bool inline_data = false;
     ModelConfig cfg;
     // A waveform (Pipeline::trace) of the measurement: from its start (or
     // from cycle trace_from) for trace_cycles cycles (0: to its end).

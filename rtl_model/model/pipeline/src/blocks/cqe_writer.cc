@@ -13,7 +13,9 @@ using sim::wait_until;
 void CqeWriterBlock::visible() {
     for (;;) {
         auto [t, c] = nic.cqe_visible.read();
-        wait_until(t);
+        // The application's poll finds it cq.poll_ns after it is visible:
+        // its message is complete for the application then.
+        wait_until(t + uint64_t(nic.cfg.cq.poll_ns) * 1000);
         if (c.is_send) {
             auto it = nic.wqe_start.find(wqe_key(c.qpn, c.wqe_index));
             if (it != nic.wqe_start.end()) {

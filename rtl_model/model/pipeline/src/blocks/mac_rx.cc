@@ -11,6 +11,13 @@ void MacRxBlock::main() {
     for (;;) {
         uint64_t in = 0;
         std::vector<uint8_t> fr = nic.wire_in.read(&in);
+        // The way from the peer's MAC to this one (mac.phy_latency_ns,
+        // mac.cable_ns): this port's RX PHY; looped back, also its own TX
+        // PHY and the cable. Frames arrive in order, each this late: it adds
+        // to their latency, not to the time between them. (From a real
+        // wire, the peer's TX PHY and the cable are the peer's and the
+        // kernel's.)
+        sim::wait_until(in + nic.rx_path_ps);
         sim::BlockStats& st = nic.blk[Nic::kMacRx];
         auto t = std::make_shared<Txn>();
         t->kind = Txn::Kind::Rx;

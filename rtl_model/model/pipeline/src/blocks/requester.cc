@@ -38,7 +38,7 @@ void RequesterBlock::main() {
                 continue;
             }
             if (is_memory_op(o.kind)) {
-                i = nic.play_memory(rec, i, st, payload_ready, writes_done, false);
+                i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t->qpn);
                 continue;
             }
             switch (o.kind) {

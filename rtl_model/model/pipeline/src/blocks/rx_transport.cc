@@ -10,7 +10,7 @@ using sim::now_ps;
 using sim::wait_ps;
 using sim::wait_until;
 
-void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
+uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
     OpRecord& rec = t.rec;
     // Request packets the completer releases (the send window reopened, a
     // retransmission) belong to the requester's stream: they go behind the
@@ -49,16 +49,17 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         }
         seg = i + 1;
     }
-    uint64_t payload_ready = now_ps(), writes_done = now_ps();
+    uint64_t payload_ready = now_ps(), writes_done = now_ps(), out_ready = 0;
     for (size_t i = 0; i < rec.ops.size();) {
         const Op& o = rec.ops[i];
         if (is_memory_op(o.kind)) {
-            i = nic.play_memory(rec, i, st, payload_ready, writes_done, false);
+            i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t.qpn);
             continue;
         }
         switch (o.kind) {
             case Op::Kind::TxFrame: {
                 FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
+                out_ready = std::max(out_ready, f.ready_ps);
                 nic.rxt_to_txb.write(std::move(f), &st);
                 payload_ready = now_ps();
                 break;
@@ -75,6 +76,7 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         ++i;
     }
     if (resume) nic.wqe_to_req.write(resume, &st);
+    return out_ready;
 }
 
 void RxTransportBlock::main() {
@@ -86,6 +88,7 @@ void RxTransportBlock::main() {
         const bool request = roce::opcode_info(t->opcode).has(roce::kRequest);
         const int blk = request ? Nic::kResponder : Nic::kCompleter;
         sim::BlockStats& st = nic.blk[blk];
+        uint64_t out_ready = 0;
         busy.lock();
         {
             sim::BusyScope b(st);
@@ -100,10 +103,12 @@ void RxTransportBlock::main() {
                             has_aeth && (at == roce::AethType::Nak || at == roce::AethType::RnrNak));
             }
             wait_ps(nic.cycles(request ? nic.cfg.responder.cycles_per_packet : nic.cfg.completer.cycles_per_packet));
-            play(*t, st);
+            out_ready = play(*t, st);
         }
         busy.unlock();
-        nic.stage_sample(blk, in, now_ps());
+        // Until its last frame is handed on with its payload in (a READ
+        // response's data read from host memory), as for the requester.
+        nic.stage_sample(blk, in, std::max(now_ps(), out_ready));
     }
 }
 
@@ -112,16 +117,17 @@ void RxTransportBlock::timers() {
         uint64_t in = 0;
         TxnPtr t = nic.timer_in.read(&in);
         sim::BlockStats& st = nic.blk[Nic::kCompleter];
+        uint64_t out_ready = 0;
         busy.lock();
         {
             sim::BusyScope b(st);
             nic.lookup(nic.qpc, t->qpn, st);
             nic.be.exec_timer(t->qpn, t->timer, t->rec);
             wait_ps(nic.cycles(nic.cfg.completer.cycles_per_packet));
-            play(*t, st);
+            out_ready = play(*t, st);
         }
         busy.unlock();
-        nic.stage_sample(Nic::kCompleter, in, now_ps());
+        nic.stage_sample(Nic::kCompleter, in, std::max(now_ps(), out_ready));
     }
 }
 

@@ -38,6 +38,24 @@ struct MacConfig {
     std::uint32_t width_bytes = 64;  // datapath width: bytes per cycle (a power of two)
     double line_rate_gbps = 100;     // the port's line rate, Gb/s
     std::uint32_t ifg_bytes = 20;    // preamble + SFD + inter-frame gap per frame, bytes
+    // PHY, PCS and FEC latency in each direction (TX and RX each), ns; 0: not modelled.
+    std::uint32_t phy_latency_ns = 0;
+    // Propagation on the cable to the peer (about 5 ns per metre), ns; 0: not modelled.
+    std::uint32_t cable_ns = 0;
+};
+
+// How work reaches the device from the host.
+struct DoorbellConfig {
+    // The CPU's posted MMIO write of a doorbell reaching the device, ns;
+    // 0: the doorbell is there when rung (one cycle to take it).
+    std::uint32_t mmio_ns = 0;
+    // A send doorbell whose WQEs total at most this many bytes carries them
+    // in its MMIO write (as a BlueFlame / WQE-by-MMIO doorbell): no WQE
+    // fetch by DMA. 0: every WQE is fetched.
+    std::uint32_t wqe_by_mmio_bytes = 0;
+    // Receive WQEs are read by DMA when their doorbell rings, ahead of the
+    // SEND that consumes them (1), instead of when it arrives (0).
+    std::uint32_t recv_wqe_prefetch = 0;
 };
 
 // [parser], [icrc]: a block that exists both in C++ and in RTL.
@@ -82,6 +100,9 @@ struct StageConfig {
 // [cq]
 struct CqConfig {
     std::uint32_t cqe_bytes = hw::kCqeSize;  // bytes written per CQE (hw-spec 7.1)
+    // A CQE visible in host memory to the application's poll returning it
+    // (the poll loop's turn and the cache miss on the CQE's line), ns; 0: at once.
+    std::uint32_t poll_ns = 0;
 };
 
 // [eq]
@@ -107,6 +128,7 @@ struct WireConfig {
 struct ModelConfig {
     ClockConfig clock;
     MacConfig mac;
+    DoorbellConfig doorbell;
     // Packet parser: headers out 4 cycles after the packet's last beat.
     BlockConfig parser{BlockImpl::cpp, /*latency_cycles=*/4};
     // ICRC check/insert: 7 cycles, as the RTL engine (rtl_model/rtl/icrc).
