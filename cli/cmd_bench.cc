@@ -1,21 +1,23 @@
 // `simnic bench`: a model device under a synthetic workload, without
-// applications (cli/bench). Prints modelled throughput, latency,
-// cache hit rates and the simulation speed; --sweep runs one parameter over
-// a list of values (optionally per --series value) and writes a CSV and an
-// SVG plot of throughput and QPC hit rate against it.
+// applications (cli/bench). Prints modelled throughput, latency, the time
+// spent in each stage, cache hit rates and the simulation speed, after a
+// warm-up; --trace records the measurement's waveform; --sweep runs one
+// parameter over a list of values (optionally per --series value) and
+// writes a CSV of every measured column and an SVG plot of the columns
+// --y and --y2 name (throughput and QPC hit rate unless told).
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <toml++/toml.h>
-
 #include "commands.h"
 #include "simnic/bench/bench.h"
+#include "simnic/bench/sweep.h"
 #include "simnic/model/plot.h"
 
 namespace simnic::cli {
@@ -25,8 +27,13 @@ struct BenchArgs {
     std::string op = "write", config, sweep, series, csv, plot;
     uint32_t size = 65536, qps = 1, depth = 16;
     uint64_t messages = 0;
+    std::optional<uint64_t> warmup;  // none: qps * depth
     std::vector<std::string> sets;
-    bool json = false, all = false;
+    std::string y = "gbps", y2 = "qpc_hit_pct";
+    std::string trace;
+    std::optional<uint64_t> trace_from;
+    uint64_t trace_cycles = 0;
+    bool json = false, all = false, inline_data = false;
 };
 
 bool read_file(const std::string& path, std::string& text, std::string& err) {
@@ -41,41 +48,12 @@ bool read_file(const std::string& path, std::string& text, std::string& err) {
     return true;
 }
 
-// The configuration: the file's keys, then each key=value on top, checked
-// by the same parser as `link add ... config`.
+// The configuration: the file's keys, then each TABLE.KEY=VALUE on top,
+// checked by the same parser as `link add ... config`; every problem is
+// reported, an override's by its place on the command line ("--set #2").
 bool build_config(const std::string& file_text, const std::string& origin, const std::vector<std::string>& sets,
                   model::ModelConfig& cfg, std::string& err) {
-    toml::table root;
-    try {
-        root = toml::parse(file_text, origin);
-        for (const std::string& kv : sets) {
-            const size_t eq = kv.find('='), dot = kv.find('.');
-            if (eq == std::string::npos || dot == std::string::npos || dot > eq) {
-                err = "--set '" + kv + "': expected TABLE.KEY=VALUE, e.g. qpc_cache.entries=64";
-                return false;
-            }
-            const std::string table = kv.substr(0, dot), key = kv.substr(dot + 1, eq - dot - 1);
-            std::string value = kv.substr(eq + 1);
-            // Bare words are strings (impl=rtl).
-            if (!value.empty() && (std::isalpha(static_cast<unsigned char>(value[0])) != 0) && value != "true" &&
-                value != "false")
-                value = "\"" + value + "\"";
-            toml::table one = toml::parse("v = " + value, "--set " + kv);
-            if (!root.contains(table)) root.insert(table, toml::table{});
-            toml::table* t = root[table].as_table();
-            if (!t) {
-                err = "--set '" + kv + "': " + table + " is not a table";
-                return false;
-            }
-            t->insert_or_assign(key, *one.get("v"));
-        }
-    } catch (const toml::parse_error& e) {
-        err = std::string(e.description());
-        return false;
-    }
-    std::stringstream ss;
-    ss << root;
-    return model::parse_config(ss.str(), origin, cfg, err);
+    return model::parse_config(file_text, origin, sets, cfg, err);
 }
 
 std::vector<std::string> split(const std::string& s, char c) {
@@ -110,10 +88,6 @@ bool expand(const std::string& list, std::vector<std::string>& out, std::string&
     return true;
 }
 
-struct Point {
-    std::string series, value;
-    model::BenchResult r;
-};
 
 // Applies PARAM=VALUE: a workload parameter (qps, size, depth, messages, op)
 // or a configuration key (TABLE.KEY).
@@ -141,12 +115,17 @@ bool apply(const std::string& param, const std::string& value, BenchArgs& a, std
     } else if (param == "messages") {
         if (!num(v)) return false;
         a.messages = v;
+    } else if (param == "warmup") {
+        char* e = nullptr;
+        v = std::strtoull(value.c_str(), &e, 10);
+        if (value.empty() || *e != 0) return err = "warmup = '" + value + "' is not an integer", false;
+        a.warmup = v;
     } else if (param == "op") {
         a.op = value;
     } else if (param.find('.') != std::string::npos) {
         sets.push_back(param + "=" + value);
     } else {
-        err = "unknown parameter '" + param + "' (qps, size, depth, messages, op, or a config key TABLE.KEY)";
+        err = "unknown parameter '" + param + "' (qps, size, depth, messages, warmup, op, or a config key TABLE.KEY)";
         return false;
     }
     return true;
@@ -163,13 +142,46 @@ bool run_one(const BenchArgs& a, const std::string& file_text, const std::vector
     spec.qps = a.qps;
     spec.depth = a.depth;
     spec.messages = a.messages;
-    if (!build_config(file_text, a.config.empty() ? "--set" : a.config, sets, spec.cfg, err)) return false;
+    spec.warmup = a.warmup;
+    spec.inline_data = a.inline_data;
+    if (!a.trace.empty()) {
+        const size_t dot = a.trace.rfind('.');
+        spec.trace_path = a.trace;
+        spec.trace_format = dot == std::string::npos ? "" : a.trace.substr(dot + 1);
+        spec.trace_from = a.trace_from;
+        spec.trace_cycles = a.trace_cycles;
+        if (spec.trace_format != "vcd" && spec.trace_format != "fst") {
+            err = "--trace " + a.trace + ": the file name must end in .vcd or .fst";
+            return false;
+        }
+    }
+    if (!build_config(file_text, a.config.empty() ? "<defaults>" : a.config, sets, spec.cfg, err)) return false;
     return model::run_bench(spec, r, err);
 }
 
+// The per-stage figures of a result (Pipeline::stats "stage.*"), in block order.
+void print_stages(const model::BenchResult& r) {
+    std::printf("  %-28s %10s %10s %10s %10s %10s\n", "time in each stage (ns)", "items", "min", "median", "p99",
+                "max");
+    for (size_t i = 0; i < r.stats.size(); ++i) {
+        const std::string& n = r.stats[i].name;
+        if (n.rfind("stage.", 0) != 0 || n.size() < 8 || n.compare(n.size() - 8, 8, ".samples") != 0) continue;
+        if (i + 4 >= r.stats.size()) break;
+        std::printf("    %-26s %10.0f %10.1f %10.1f %10.1f %10.1f\n", n.substr(6, n.size() - 14).c_str(),
+                    r.stats[i].value, r.stats[i + 1].value, r.stats[i + 2].value, r.stats[i + 3].value,
+                    r.stats[i + 4].value);
+    }
+}
+
 void print_result(const BenchArgs& a, const model::BenchResult& r) {
-    std::printf("simnic bench: %s %u B, %u QP(s), depth %u, %llu messages\n", a.op.c_str(), a.size, a.qps, a.depth,
-                (unsigned long long)r.messages);
+    std::printf("simnic bench: %s %u B%s, %u QP(s), depth %u, %llu messages", a.op.c_str(), a.size,
+                a.inline_data ? " inline" : "", a.qps, a.depth, (unsigned long long)r.messages);
+    if (r.warmup) std::printf(" after %llu of warm-up", (unsigned long long)r.warmup);
+    std::printf("\n");
+    if (r.rd_atomic && r.rd_atomic < a.depth)
+        std::printf("  %-28s %u per QP (max_rd_atomic, the device's limit); the rest of the depth waits in the send "
+                    "queue\n",
+                    "READs in flight", r.rd_atomic);
     std::printf("  %-28s %.2f Gb/s (%.1f%% of the line)\n", "modelled throughput", r.gbps, r.line_utilisation);
     std::printf("  %-28s %.3f M/s\n", "message rate", r.msg_rate_mps);
     std::printf("  %-28s min %.0f / median %.0f / p99 %.0f ns\n", "message latency", r.lat_min_ns, r.lat_median_ns,
@@ -178,6 +190,7 @@ void print_result(const BenchArgs& a, const model::BenchResult& r) {
     std::printf("  %-28s %llu cycles = %.1f us\n", "simulated", (unsigned long long)r.sim_cycles, r.sim_ns / 1000.0);
     std::printf("  %-28s %.0f cycles/s (%.3f s wall)\n", "simulation speed", r.cycles_per_s, r.wall_s);
     if (r.errors) std::printf("  %-28s %llu\n", "error completions", (unsigned long long)r.errors);
+    print_stages(r);
 }
 
 int run_bench_cmd(BenchArgs a) {
@@ -196,10 +209,14 @@ int run_bench_cmd(BenchArgs a) {
         if (a.json) {
             std::printf("{\"gbps\": %.4f, \"line_utilisation\": %.3f, \"messages\": %llu, \"errors\": %llu, "
                         "\"lat_min_ns\": %.1f, \"lat_median_ns\": %.1f, \"lat_p99_ns\": %.1f, \"qpc_hit\": %.3f, "
-                        "\"mpt_hit\": %.3f, \"mtt_hit\": %.3f, \"sim_cycles\": %llu, \"cycles_per_s\": %.0f}\n",
+                        "\"mpt_hit\": %.3f, \"mtt_hit\": %.3f, \"sim_cycles\": %llu, \"cycles_per_s\": %.0f, "
+                        "\"warmup\": %llu, \"rd_atomic\": %u, \"stats\": {",
                         r.gbps, r.line_utilisation, (unsigned long long)r.messages, (unsigned long long)r.errors,
                         r.lat_min_ns, r.lat_median_ns, r.lat_p99_ns, r.qpc_hit, r.mpt_hit, r.mtt_hit,
-                        (unsigned long long)r.sim_cycles, r.cycles_per_s);
+                        (unsigned long long)r.sim_cycles, r.cycles_per_s, (unsigned long long)r.warmup, r.rd_atomic);
+            for (size_t i = 0; i < r.stats.size(); ++i)
+                std::printf("%s\"%s\": %.6g", i ? ", " : "", r.stats[i].name.c_str(), r.stats[i].value);
+            std::printf("}}\n");
         } else {
             print_result(a, r);
             if (a.all)
@@ -217,6 +234,12 @@ int run_bench_cmd(BenchArgs a) {
     const std::string param = a.sweep.substr(0, eq);
     std::vector<std::string> values, series_values{""};
     std::string series_param;
+    const std::vector<std::string> y_cols = split(a.y, ',');
+    const std::vector<std::string> y2_cols = a.y2 == "none" ? std::vector<std::string>{} : split(a.y2, ',');
+    if (y_cols.empty()) {
+        std::fprintf(stderr, "simnic bench: --y needs a column\n");
+        return 2;
+    }
     if (!expand(a.sweep.substr(eq + 1), values, err)) {
         std::fprintf(stderr, "simnic bench: --sweep: %s\n", err.c_str());
         return 2;
@@ -229,7 +252,7 @@ int run_bench_cmd(BenchArgs a) {
         }
         series_param = a.series.substr(0, e2);
     }
-    std::vector<Point> pts;
+    std::vector<model::SweepPoint> pts;
     std::printf("%-14s %-14s %10s %8s %10s %8s %12s\n", param.c_str(), series_param.empty() ? "" : series_param.c_str(),
                 "Gb/s", "line%", "p50 ns", "qpc hit%", "cycles/s");
     for (const std::string& sv : series_values) {
@@ -240,7 +263,7 @@ int run_bench_cmd(BenchArgs a) {
                 std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
                 return 2;
             }
-            Point p{sv, v, {}};
+            model::SweepPoint p{v, sv, {}};
             if (!run_one(b, file_text, s2, p.r, err)) {
                 std::fprintf(stderr, "simnic bench: %s=%s: %s\n", param.c_str(), v.c_str(), err.c_str());
                 return 1;
@@ -249,49 +272,27 @@ int run_bench_cmd(BenchArgs a) {
                         p.r.line_utilisation, p.r.lat_median_ns, p.r.qpc_hit, p.r.cycles_per_s);
             std::fflush(stdout);
             pts.push_back(std::move(p));
+            // A column to plot that no run measures is found after the first.
+            if (pts.size() == 1) {
+                model::SweepPlotSpec probe{"", param, series_param, values, series_values, y_cols, y2_cols};
+                model::PlotSpec unused;
+                if (!model::sweep_plot(probe, pts, unused, err)) {
+                    std::fprintf(stderr, "simnic bench: --y/--y2: %s\n", err.c_str());
+                    return 2;
+                }
+            }
         }
     }
     const std::string csv_path = a.csv.empty() ? "bench-" + param + ".csv" : a.csv;
     const std::string svg_path = a.plot.empty() ? "bench-" + param + ".svg" : a.plot;
-    std::vector<std::vector<std::string>> rows;
-    char buf[64];
-    auto f = [&](double d) {
-        std::snprintf(buf, sizeof buf, "%.4f", d);
-        return std::string(buf);
-    };
-    for (const Point& p : pts)
-        rows.push_back({p.value, p.series, f(p.r.gbps), f(p.r.line_utilisation), f(p.r.lat_median_ns),
-                        f(p.r.lat_p99_ns), f(p.r.qpc_hit), f(p.r.mpt_hit), f(p.r.mtt_hit),
-                        std::to_string(p.r.messages), f(p.r.cycles_per_s)});
-    const std::string csv = model::render_csv({param, series_param.empty() ? "series" : series_param, "gbps",
-                                               "line_utilisation_pct", "latency_median_ns", "latency_p99_ns",
-                                               "qpc_hit_pct", "mpt_hit_pct", "mtt_hit_pct", "messages",
-                                               "sim_cycles_per_s"},
-                                              rows);
+    const model::SweepTable t = model::sweep_table(param, series_param, pts);
+    const std::string csv = model::render_csv(t.header, t.rows);
     model::PlotSpec ps;
-    ps.title = "simnic bench: " + a.op + " " + std::to_string(a.size) + " B";
-    ps.x.label = param;
-    bool numeric = true;
-    for (const std::string& v : values) numeric = numeric && std::strtod(v.c_str(), nullptr) > 0;
-    ps.x.log = numeric && values.size() > 2 &&
-               std::strtod(values.back().c_str(), nullptr) / std::strtod(values.front().c_str(), nullptr) >= 16;
-    ps.y_left.label = "throughput (Gb/s)";
-    ps.y_right.label = "QPC hit rate (%)";
-    for (const std::string& sv : series_values) {
-        model::Series thr, hit;
-        const std::string tag = series_param.empty() ? "" : " (" + series_param + "=" + sv + ")";
-        thr.name = "throughput" + tag;
-        hit.name = "QPC hit rate" + tag;
-        for (size_t i = 0; i < pts.size(); ++i) {
-            if (pts[i].series != sv) continue;
-            const double x = numeric ? std::strtod(pts[i].value.c_str(), nullptr) : double(thr.x.size() + 1);
-            thr.x.push_back(x);
-            thr.y.push_back(pts[i].r.gbps);
-            hit.x.push_back(x);
-            hit.y.push_back(pts[i].r.qpc_hit);
-        }
-        ps.left.push_back(thr);
-        ps.right.push_back(hit);
+    const model::SweepPlotSpec spec{"simnic bench: " + a.op + " " + std::to_string(a.size) + " B", param, series_param,
+                                    values, series_values, y_cols, y2_cols};
+    if (!model::sweep_plot(spec, pts, ps, err)) {
+        std::fprintf(stderr, "simnic bench: --y/--y2: %s\n", err.c_str());
+        return 2;
     }
     std::ofstream(csv_path) << csv;
     std::ofstream(svg_path) << model::render_svg(ps);
@@ -308,13 +309,25 @@ Runner add_bench_command(CLI::App& app) {
     sub->add_option("--size", a->size, "message size in bytes (default 65536)")->check(CLI::Range(1u, 1u << 30));
     sub->add_option("--qps", a->qps, "number of QPs (default 1)")->check(CLI::Range(1u, 65536u));
     sub->add_option("--depth", a->depth, "messages outstanding per QP (default 16)")->check(CLI::Range(1u, 4096u));
-    sub->add_option("--messages", a->messages, "messages in all (default: enough for a steady state)");
+    sub->add_option("--messages", a->messages, "messages measured, in all (default: enough for a steady state)");
+    sub->add_option("--warmup", a->warmup,
+                    "messages run before the measurement starts, so that caches are warm and the pipeline full "
+                    "(default: qps * depth; 0: measure from the first doorbell)");
+    sub->add_flag("--inline", a->inline_data,
+                  "SENDs and WRITEs carry their data in the WQE (IBV_SEND_INLINE; size up to the device's max_inline)");
     sub->add_option("--config", a->config, "model configuration (TOML, as for link add ... config)");
     sub->add_option("--set", a->sets, "override a configuration key: TABLE.KEY=VALUE (repeatable)");
     sub->add_option("--sweep", a->sweep, "PARAM=LIST: run over qps, size, depth or a config key; LIST is a,b,c or A..B");
     sub->add_option("--series", a->series, "PARAM=LIST: one curve per value (e.g. qpc_cache.entries=256,4096)");
     sub->add_option("--csv", a->csv, "CSV output of a sweep (default bench-PARAM.csv)");
     sub->add_option("--plot", a->plot, "SVG plot of a sweep (default bench-PARAM.svg)");
+    sub->add_option("--y", a->y,
+                    "columns on the plot's left axis, comma-separated (default gbps; any CSV column: "
+                    "latency_median_ns, stage.parser.p99, block.requester.utilisation, ...)");
+    sub->add_option("--y2", a->y2, "columns on the right axis (default qpc_hit_pct; none: no right axis)");
+    sub->add_option("--trace", a->trace, "waveform of the measurement (single run): FILE.vcd or FILE.fst");
+    sub->add_option("--trace-from", a->trace_from, "first cycle of the waveform (default: the measurement's start)");
+    sub->add_option("--trace-cycles", a->trace_cycles, "cycles of waveform (default: to the end of the run)");
     sub->add_flag("-j,--json", a->json, "JSON output (single run)");
     sub->add_flag("-s,--stats", a->all, "also print every pipeline statistic (single run)");
     return [a] { return run_bench_cmd(*a); };

@@ -203,9 +203,11 @@ int run_resource(const ResourceArgs& a) {
     return 0;
 }
 
-int run_stats(const std::string& device, bool json) {
+int run_stats(const std::string& device, bool json, bool reset) {
     Json reply;
-    if (!ask(Json{{"op", "stats"}, {"device", device}}, reply)) return 1;
+    Json req{{"op", "stats"}, {"device", device}};
+    if (reset) req["reset"] = true;
+    if (!ask(req, reply)) return 1;
     if (!reply.contains("stats")) {
         std::fprintf(stderr, "simnic: no device %s\n", device.c_str());
         return 1;
@@ -230,6 +232,7 @@ int run_stats(const std::string& device, bool json) {
             std::printf("  %-36s %s%s%s\n", m.value("name", "").c_str(), num, unit.empty() ? "" : " ", unit.c_str());
         }
         if (reply.contains("trace")) std::printf("  %-36s %s\n", "trace", reply["trace"].get<std::string>().c_str());
+        if (reset) std::printf("  (the model's figures were reset after this reading)\n");
     }
     return 0;
 }
@@ -250,10 +253,14 @@ Runner add_resource_command(CLI::App& app) {
 Runner add_stats_command(CLI::App& app) {
     auto device = std::make_shared<std::string>();
     auto json = std::make_shared<bool>(false);
+    auto reset = std::make_shared<bool>(false);
     CLI::App* sub = app.add_subcommand("stats", "Show a device's counters: packets, bytes, retransmits, NAKs, ICRC errors");
     sub->add_option("name", *device, "device name")->required();
     sub->add_flag("-j,--json", *json, "JSON output");
-    return [device, json] { return run_stats(*device, *json); };
+    sub->add_flag("--reset", *reset,
+                  "a model device: reset its pipeline figures right after reading them (the STATS_BLOCK "
+                  "counters, like rxe's hw counters, run on)");
+    return [device, json, reset] { return run_stats(*device, *json, *reset); };
 }
 
 }  // namespace simnic::cli

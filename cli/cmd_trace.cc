@@ -1,11 +1,15 @@
 // `simnic trace NAME vcd|fst FILE [--from CYCLE] [--cycles N]`: a waveform of
-// a model device's pipeline handshakes (every channel between two blocks:
-// valid, ready, fill level and the QPN, PSN, opcode and length of the item
-// in flight), for gtkwave. `simnic trace NAME stop` closes it early.
+// a model device's pipeline (every channel between two blocks: valid, ready,
+// transfers, fill level and the QPN, PSN, opcode and length of the item at
+// its head; each block's busy and stall; cache hit and miss strobes; DMA
+// tags in flight; the retransmit queue; the cycle), for gtkwave; the list is
+// in docs/model.md. `simnic trace NAME stop` closes it early. A --from in
+// the past is refused by the device.
 #include <unistd.h>
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "commands.h"
@@ -18,7 +22,8 @@ using control::Json;
 
 struct TraceArgs {
     std::string device, format, file;
-    uint64_t from = 0, cycles = 100000;
+    std::optional<uint64_t> from;  // none: now
+    uint64_t cycles = 100000;
 };
 
 int run_trace(const TraceArgs& a) {
@@ -37,11 +42,11 @@ int run_trace(const TraceArgs& a) {
         char buf[4096];
         req["file"] = (a.file[0] == '/' || !getcwd(buf, sizeof buf)) ? a.file : std::string(buf) + "/" + a.file;
         req["format"] = a.format;
-        req["from"] = a.from;
+        if (a.from) req["from"] = *a.from;
         req["cycles"] = a.cycles;
     }
     Json reply;
-    if (call_daemon(req, false, reply) != CallResult::Ok) return 1;
+    if (call_daemon(req, false, reply) != CallResult::Ok) return 1;  // the daemon's reason is printed
     std::printf("%s: trace %s\n", a.device.c_str(), reply.value("trace", "").c_str());
     return 0;
 }
@@ -55,7 +60,7 @@ Runner add_trace_command(CLI::App& app) {
     sub->add_option("name", a->device, "model device")->required();
     sub->add_option("format", a->format, "vcd, fst or stop")->required();
     sub->add_option("file", a->file, "waveform file");
-    sub->add_option("--from", a->from, "first cycle (default: now)");
+    sub->add_option("--from", a->from, "first cycle, not in the past (default: now)");
     sub->add_option("--cycles", a->cycles, "cycles to record (default 100000)")->check(CLI::PositiveNumber);
     return [a] { return run_trace(*a); };
 }

@@ -57,6 +57,7 @@ constexpr FieldSpec kLinkAdd[] = {
 constexpr FieldSpec kName[] = {name_f("name", Req, kMaxDeviceNameBytes)};
 constexpr FieldSpec kOptName[] = {name_f("name", Opt, kMaxDeviceNameBytes)};
 constexpr FieldSpec kDevice[] = {name_f("device", Req, kMaxDeviceNameBytes)};
+constexpr FieldSpec kStats[] = {name_f("device", Req, kMaxDeviceNameBytes), bool_f("reset", Opt)};
 constexpr FieldSpec kOptDevice[] = {name_f("device", Opt, kMaxDeviceNameBytes)};
 constexpr FieldSpec kTrace[] = {
     name_f("device", Req, kMaxDeviceNameBytes),
@@ -108,7 +109,7 @@ const std::vector<OpSpec> kOps = {
     op("link_show", kOptName),
     op("resource_counts", kDevice),
     op("resources", kOptDevice),
-    op("stats", kDevice),
+    op("stats", kStats),
     op("trace", kTrace),
     op("open_context", kDevice),
     op("add_shm", kAddShm, 1, 1),  // the sealed memfd

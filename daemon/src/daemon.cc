@@ -444,7 +444,8 @@ Json Server::Impl::stats(Call& c) {
     r["stats"] = st;
     // A model device adds its pipeline's figures, in simulated time.
     Json model = Json::array();
-    for (const model::ModelStat& m : rt->second->model_stats())
+    // "reset": the model's figures start again (read and reset at once).
+    for (const model::ModelStat& m : rt->second->model_stats(c.req.flag("reset")))
         model.push_back(Json{{"name", m.name}, {"value", m.value}, {"unit", m.unit}});
     if (!model.empty()) {
         r["model"] = model;
@@ -578,7 +579,9 @@ Json Server::Impl::trace(Call& c) {
         return r;
     }
     std::string err;
-    if (!rt->second->trace(q.str("file"), q.str("format"), q.uint("from"), q.uint("cycles"), err))
+    std::optional<uint64_t> from;  // absent: now
+    if (q.has("from")) from = q.uint("from");
+    if (!rt->second->trace(q.str("file"), q.str("format"), from, q.uint("cycles"), err))
         return reply_error(EINVAL, err);
     Json r = reply_ok();
     r["trace"] = rt->second->trace_state();

@@ -432,13 +432,17 @@ std::vector<std::pair<std::string, uint64_t>> DeviceRuntime::stats() const {
     return soft_engine::read_stats(impl_->bar.p);
 }
 
-std::vector<model::ModelStat> DeviceRuntime::model_stats() const {
+std::vector<model::ModelStat> DeviceRuntime::model_stats(bool reset) const {
     std::vector<model::ModelStat> r;
-    if (model::Pipeline* p = impl_->pipe) impl_->engine->exclusive([&] { r = p->stats(); });
+    if (model::Pipeline* p = impl_->pipe)
+        impl_->engine->exclusive([&] {
+            r = p->stats();
+            if (reset) p->reset_stats();
+        });
     return r;
 }
-bool DeviceRuntime::trace(const std::string& file, const std::string& format, uint64_t from, uint64_t cycles,
-                          std::string& err) {
+bool DeviceRuntime::trace(const std::string& file, const std::string& format, std::optional<uint64_t> from,
+                          uint64_t cycles, std::string& err) {
     model::Pipeline* p = impl_->pipe;
     if (!p) {
         err = "not a model device (only model devices have a pipeline to trace)";

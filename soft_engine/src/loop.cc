@@ -17,6 +17,7 @@ void SoftEngine::Impl::loop() {
     constexpr uint64_t kSpinNs = 200'000;  // stay awake this long after the last work
     uint64_t last_work = mono_ns();
     epoll_event evs[32];
+    bool simulating = false;  // a model device's pipeline has work left
     while (!stop.load(std::memory_order_relaxed)) {
         bool work = false;
         {
@@ -24,8 +25,11 @@ void SoftEngine::Impl::loop() {
             work |= drain_fifos();
             work |= rx_batch();
             work |= run_timers(mono_ns());
-            // A model device simulates what came in until it is idle again.
-            if (pipe && work) pipe->run();
+            // A model device simulates what came in, a quantum of its time
+            // per pass: what it sends goes out at the end of the pass, and
+            // what comes back is taken in by the next.
+            if (pipe && (work || simulating)) simulating = pipe->run_quantum();
+            work |= simulating;
             drop_read_ahead();
             wc_flush();
             tx_flush();

@@ -3,7 +3,9 @@
 #  - `link add ... type model config FILE` rejects a bad config with a clear
 #    message and accepts a good one;
 #  - ibv_rc_pingpong runs against it, `simnic stats` shows the pipeline's
-#    figures in simulated time, and `simnic trace` writes VCD and FST files;
+#    figures in simulated time (per-stage times included) and resets them,
+#    `simnic trace` writes VCD and FST files with every signal group and
+#    refuses a window that starts in the past;
 #  - differential: the same workload on a soft and a model device gives the
 #    same packets (opcodes and lengths), every one with a valid ICRC.
 #
@@ -54,7 +56,8 @@ pingpong "$DEV"
 sim trace "$DEV" stop >/dev/null || fail "simnic trace stop"
 stats=$(sim stats "$DEV")
 echo "$stats" | grep -q "model (simulated time)" || fail "stats has no model section"
-for k in sim.cycles block.parser.utilisation cache.qpc.hit_rate dma.read_latency_avg latency.median mac.tx_throughput; do
+for k in sim.cycles sim.stats_cycles block.parser.utilisation cache.qpc.hit_rate dma.read_latency_avg latency.median \
+  mac.tx_throughput stage.parser.median stage.responder.p99 chan.mac_rx_to_parser.transfers; do
   echo "$stats" | grep -q "$k" || fail "stats lacks $k"
 done
 cycles=$(echo "$stats" | awk '$1=="sim.cycles"{print $2}')
@@ -68,6 +71,20 @@ grep -q '^\$enddefinitions' "$work/out/wave.vcd" || fail "VCD has no definitions
 grep -q 'mac_rx_to_parser' "$work/out/wave.vcd" || fail "VCD lacks the parser's input channel"
 changes=$(grep -c '^#' "$work/out/wave.vcd")
 [ "$changes" -gt 100 ] || fail "VCD has only $changes time steps"
+for sig in ' cycle ' ' busy ' ' stall ' ' tags_in_flight ' ' rtq_entries_used ' ' hit ' ' count '; do
+  grep -q "\$var wire [0-9]* [^ ]*$sig" "$work/out/wave.vcd" || fail "VCD lacks signal$sig"
+done
+# A waveform cannot start in the past: refused, with the reason.
+out=$(sim trace "$DEV" vcd "$work/out/past.vcd" --from 1 2>&1) && fail "a waveform starting in the past was accepted"
+echo "$out" | grep -q "cannot start in the past" || fail "no reason given for refusing --from 1: $out"
+# stats --reset: read, then every figure starts again (the clock runs on).
+sim stats "$DEV" --reset | grep -q "reset after this reading" || fail "stats --reset did not say it reset"
+after=$(sim stats "$DEV")
+for k in block.parser.items latency.messages mac.tx_frames sim.stats_cycles; do
+  v=$(echo "$after" | awk -v k=$k '$1==k{print $2}')
+  [ "$v" = 0 ] || fail "$k is $v after stats --reset"
+done
+[ "$(echo "$after" | awk '$1=="sim.cycles"{print $2}')" = "$cycles" ] || fail "sim.cycles changed by a reset"
 sim trace "$DEV" fst "$work/out/wave.fst" --cycles 100000 || fail "simnic trace fst"
 pingpong "$DEV"
 sim trace "$DEV" stop >/dev/null

@@ -46,9 +46,11 @@ constexpr uint8_t log2_ceil(uint64_t v) {
     while ((uint64_t{1} << l) < v) ++l;
     return l;
 }
-// Every WQE carries one SGE and no inline data: the strides the verbs
-// provider would choose for those caps (hw-spec 5.6.7).
-constexpr uint8_t kLogSqStride = std::max(hw::kMinLogSqStride, log2_ceil(hw::send_wqe_max_size(1, 0)));
+// Every WQE carries one SGE, or (--inline) its data inline: the strides
+// the verbs provider would choose for those caps (hw-spec 5.6.7).
+constexpr uint8_t log_sq_stride(uint32_t max_inline) {
+    return std::max(hw::kMinLogSqStride, log2_ceil(hw::send_wqe_max_size(1, max_inline)));
+}
 constexpr uint8_t kLogRqStride = std::max(hw::kMinLogRqStride, log2_ceil(hw::recv_wqe_size(1)));
 
 // Anonymous memory of this process: the host memory the device DMAs.
@@ -118,6 +120,8 @@ private:
     void post_send(Qp& q);
     void post_recv(Qp& q);
     void on_cqe(uint32_t cqn);
+    void begin_measurement();
+    bool arm_trace();
 
     BenchSpec spec_;
     // The device.
@@ -140,6 +144,12 @@ private:
     std::vector<Qp> qps_;
     std::unordered_map<uint32_t, size_t> by_cqn_;
     uint64_t posted_ = 0, done_ = 0, errors_ = 0, last_cqe_cycle_ = 0;
+    uint64_t warmup_ = 0, total_ = 0;  // messages before the measurement; in all
+    uint32_t rd_atomic_ = 16;          // the QPs' max_rd_atomic and max_dest_rd_atomic
+    uint32_t max_inline_ = 0;          // the QPs' max_inline (--inline: the message size)
+    bool measuring_ = false;
+    uint64_t c0_ = 0, done0_ = 0;  // at the measurement's start
+    std::string trace_err_;
 };
 
 bool Bench::device_setup(std::string& err) {
@@ -192,7 +202,7 @@ bool Bench::host_setup(std::string& err) {
     log_cq_ = uint8_t(log2_ceil(2 * depth + 1));
     // Each ring on its own 4 KiB-aligned range (hw-spec: ring bases are aligned).
     auto page = [](size_t n) { return (n + 4095) & ~size_t(4095); };
-    const size_t sq_bytes = page(size_t(1) << (log_q_ + kLogSqStride));
+    const size_t sq_bytes = page(size_t(1) << (log_q_ + log_sq_stride(max_inline_)));
     const size_t rq_bytes = page(size_t(1) << (log_q_ + kLogRqStride));
     const size_t cq_bytes = page((size_t(1) << log_cq_) * hw::kCqeSize);
     const size_t per_qp = sq_bytes + rq_bytes + cq_bytes;
@@ -225,9 +235,15 @@ bool Bench::host_setup(std::string& err) {
     send_.raddr = {remote, rkey_};
     send_.num_sge = 1;
     send_.sge[0] = {local, spec_.size, lkey_};
+    if (max_inline_) {
+        send_.num_sge = 0;
+        send_.inline_data = true;
+        send_.inline_bytes = mem_.p + data_off_;
+        send_.inline_len = spec_.size;
+    }
     recv_.num_sge = 1;
     recv_.sge[0] = {remote, spec_.size, lkey_};
-    if (hw::send_wqe_size(send_, hw::QpType::Rc) > (1u << kLogSqStride) ||
+    if (hw::send_wqe_size(send_, hw::QpType::Rc) > (1u << log_sq_stride(max_inline_)) ||
         hw::recv_wqe_size(recv_.num_sge) > (1u << kLogRqStride)) {
         err = "the bench's WQEs do not fit their strides";
         return false;
@@ -236,7 +252,7 @@ bool Bench::host_setup(std::string& err) {
     qps_.resize(spec_.qps);
     size_t off = 0;
     for (Qp& q : qps_) {
-        q.sq = WorkRing{mem_.p + off, log_q_, kLogSqStride};
+        q.sq = WorkRing{mem_.p + off, log_q_, log_sq_stride(max_inline_)};
         off += sq_bytes;
         q.rq = WorkRing{mem_.p + off, log_q_, kLogRqStride};
         off += rq_bytes;
@@ -278,6 +294,7 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     hw::set(in, c::log_rq_stride, q.rq.log_stride);
     hw::set(in, c::max_send_sge, 1);
     hw::set(in, c::max_recv_sge, 1);
+    hw::set(in, c::max_inline, max_inline_);
     if (!cmd(hw::CmdOpcode::CreateQp, in, sizeof in, hw::cmd_handle::kSize, &o, err)) return false;
     q.qpn = handle(o);
 
@@ -296,7 +313,7 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     hw::encode_av(at + f::av_dgid.offset, av);
     hw::set(at, f::path_mtu, uint8_t(hw::Mtu::M4096));
     hw::set(at, f::dest_qp_num, q.qpn);  // connected to itself
-    hw::set(at, f::max_dest_rd_atomic, 16);
+    hw::set(at, f::max_dest_rd_atomic, rd_atomic_);
     hw::set(at, f::min_rnr_timer, 1);
     if (!modify(q.qpn, m::kAv | m::kPathMtu | m::kDestQpn | m::kRqPsn | m::kMaxDestRdAtomic | m::kMinRnrTimer,
                 hw::QpState::Rtr, at, err))
@@ -305,7 +322,7 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     hw::set(at, f::timeout, 14);
     hw::set(at, f::retry_cnt, 7);
     hw::set(at, f::rnr_retry, 7);
-    hw::set(at, f::max_rd_atomic, 16);
+    hw::set(at, f::max_rd_atomic, rd_atomic_);
     return modify(q.qpn, m::kSqPsn | m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kMaxQpRdAtomic,
                   hw::QpState::Rts, at, err);
 }
@@ -344,7 +361,8 @@ void Bench::on_cqe(uint32_t cqn) {
             --q.outstanding;
             if (ok) ++done_;
             last_cqe_cycle_ = pipe_->cycle();
-            if (ok && posted_ < spec_.messages) post_send(q);
+            if (!measuring_ && done_ + errors_ >= warmup_) begin_measurement();
+            if (ok && posted_ < total_) post_send(q);
         } else if (ok && spec_.op == BenchOp::Send) {
             post_recv(q);
         }
@@ -352,41 +370,87 @@ void Bench::on_cqe(uint32_t cqn) {
     ctx_->ring_doorbell(hw::DbKind::Cq, q.cqn, q.cq_ci);
 }
 
+// The measurement starts: the figures so far (the warm-up's) are dropped,
+// the caches keep what they hold. Called before the first doorbell (no
+// warm-up) or inside the simulation, when the warm-up's last message
+// completes.
+void Bench::begin_measurement() {
+    measuring_ = true;
+    pipe_->reset_stats();
+    c0_ = pipe_->cycle();
+    done0_ = done_;
+    if (!spec_.trace_path.empty() && !spec_.trace_from && !arm_trace()) spec_.trace_path.clear();
+}
+
+bool Bench::arm_trace() {
+    // A window to the end of the run unless told: the run closes it.
+    const uint64_t cycles = spec_.trace_cycles ? spec_.trace_cycles : uint64_t(1) << 40;
+    return pipe_->trace(spec_.trace_path, spec_.trace_format, spec_.trace_from, cycles, trace_err_);
+}
+
 bool Bench::run(BenchResult& out, std::string& err) {
     if (spec_.qps == 0 || spec_.depth == 0 || spec_.size == 0) {
         err = "qps, depth and size must be at least 1";
         return false;
     }
-    if (spec_.op == BenchOp::Read && spec_.depth > 16) spec_.depth = 16;  // max_rd_atomic
+    // A READ holds one of its QP's max_rd_atomic credits until its response
+    // is in; the rest of a deeper queue waits in the send queue.
+    if (spec_.op == BenchOp::Read)
+        rd_atomic_ = std::clamp<uint32_t>(spec_.depth, 16,
+                                          std::min(hw::caps_default::max_qp_init_rd_atom, hw::caps_default::max_qp_rd_atom));
+    if (spec_.inline_data) {
+        if (spec_.op == BenchOp::Read) {
+            err = "--inline: an RDMA READ sends no data, so none to carry inline (SEND and WRITE only)";
+            return false;
+        }
+        if (spec_.size > hw::kMaxInline) {
+            err = "--inline: " + std::to_string(spec_.size) + " bytes do not fit inline (the device's max_inline is " +
+                  std::to_string(hw::kMaxInline) + ")";
+            return false;
+        }
+        max_inline_ = spec_.size;
+    }
     if (spec_.messages == 0)
         spec_.messages = std::max<uint64_t>(uint64_t(spec_.qps) * spec_.depth * 4,
                                             std::min<uint64_t>(2000, (uint64_t(256) << 20) / spec_.size));
+    warmup_ = spec_.warmup ? *spec_.warmup : uint64_t(spec_.qps) * spec_.depth;
+    total_ = warmup_ + spec_.messages;
     if (!device_setup(err) || !host_setup(err)) return false;
     pipe_->on_cqe([this](uint32_t cqn) { on_cqe(cqn); });
     pipe_->run();  // setup's doorbell-free commands leave nothing to do, but be sure
-    pipe_->reset_stats();
-    const uint64_t c0 = pipe_->cycle();
+    if (!spec_.trace_path.empty() && spec_.trace_from && !arm_trace()) {
+        err = trace_err_;
+        return false;
+    }
+    if (warmup_ == 0) begin_measurement();
     // Fill every QP's queue, round robin, so no QP starts far ahead.
     for (uint32_t k = 0; k < spec_.depth; ++k)
         for (Qp& q : qps_) {
             if (spec_.op == BenchOp::Send) post_recv(q);
-            if (posted_ < spec_.messages) post_send(q);
+            if (posted_ < total_) post_send(q);
         }
     const uint64_t w0 = base::mono_ns();
     pipe_->run();
     out.wall_s = double(base::mono_ns() - w0) / 1e9;
-    out.messages = done_;
+    if (!spec_.trace_path.empty()) pipe_->trace_stop();
+    if (!trace_err_.empty()) {
+        err = trace_err_;
+        return false;
+    }
+    out.warmup = warmup_;
+    out.rd_atomic = spec_.op == BenchOp::Read ? rd_atomic_ : 0;
+    out.messages = done_ - done0_;
     out.errors = errors_;
-    if (done_ + errors_ != posted_) {
+    if (done_ + errors_ != posted_ || !measuring_) {
         err = "the workload stalled: " + std::to_string(done_) + " of " + std::to_string(posted_) +
               " messages completed";
         return false;
     }
     const double period_ps = spec_.cfg.clock_period_ps();
-    out.sim_cycles = last_cqe_cycle_ - c0;
+    out.sim_cycles = last_cqe_cycle_ - c0_;
     out.sim_ns = double(out.sim_cycles) * period_ps / 1000.0;
-    out.gbps = out.sim_ns > 0 ? double(done_) * spec_.size * 8.0 / out.sim_ns : 0;
-    out.msg_rate_mps = out.sim_ns > 0 ? double(done_) / out.sim_ns * 1000.0 : 0;
+    out.gbps = out.sim_ns > 0 ? double(out.messages) * spec_.size * 8.0 / out.sim_ns : 0;
+    out.msg_rate_mps = out.sim_ns > 0 ? double(out.messages) / out.sim_ns * 1000.0 : 0;
     out.stats = pipe_->stats();
     for (const ModelStat& s : out.stats) {
         if (s.name == "latency.min") out.lat_min_ns = s.value;

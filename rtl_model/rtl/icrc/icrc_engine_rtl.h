@@ -15,6 +15,7 @@ struct IcrcResult {
     uint32_t icrc = 0;          // m_icrc_o: the computed ICRC
     bool ok = false;            // m_icrc_ok_o: equals the carried ICRC
     bool err = false;           // m_err_o: not IP, bad IHL or too short
+    uint64_t first_beat_cycle = 0;  // cycle whose edge took the frame's first beat
     uint64_t last_beat_cycle = 0;  // cycle whose edge took the frame's last beat
     uint64_t valid_cycle = 0;      // cycle whose edge raised m_valid_o
 };

@@ -18,6 +18,8 @@ public:
     // Clock edges from the one that takes a frame's last beat to the one
     // after which its header vector is valid (roce_parser.sv, Latency).
     static constexpr uint64_t kLatency = 3;
+    // The longest latency a parser swapped in for this one may have.
+    static constexpr uint64_t kMaxLatency = 1024;
 
     RoceParserRtl();
     ~RoceParserRtl();
@@ -30,9 +32,13 @@ public:
     // given, receives the cycles the frame took, from the edge that took its
     // first beat through the edge after which the record was valid:
     // max(1, ceil(len / 64)) + kLatency. Equals parse_header_vector(frame,
-    // len) field for field (tb/ checks this). Throws std::runtime_error if
-    // the RTL never answers.
-    roce::HeaderVector parse(const uint8_t* frame, size_t len, uint64_t* cycles_out = nullptr);
+    // len) field for field (tb/ checks this). `in_cycles_out`, if given,
+    // receives the part of those cycles that took the beats in (the first
+    // beat's edge through the last one's, input stalls included): the rest
+    // is the RTL's latency. Throws std::runtime_error if the RTL never
+    // answers.
+    roce::HeaderVector parse(const uint8_t* frame, size_t len, uint64_t* cycles_out = nullptr,
+                             uint64_t* in_cycles_out = nullptr);
 
     // Clock cycles simulated so far, reset included.
     uint64_t cycles() const;

@@ -13,7 +13,9 @@
 //                                                         "pds":..,"srqs":..,"ahs":..,"contexts":..}
 //   {"op":"resources"[,"device":N]}                    -> {"ok":true,"devices":[{"name":..,"qps":..,
 //                                                         ..,"qp_list":[..],"gids":[..]}]}
-//   {"op":"stats","device":N}                          -> {"ok":true,"stats":{counter:value,..}}
+//   {"op":"stats","device":N[,"reset":true]}          -> {"ok":true,"stats":{counter:value,..}
+//                                                         [,"model":[..],"trace":..]} (reset: a
+//                                                         model device's figures start again)
 //   {"op":"shutdown"}
 //   {"op":"open_context","device":N}                  -> {"ok":true,"ctx_id":..,"boot_domain":..,
 //                                                         "daemon_pid":..} + fds [context page,

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <array>
 #include <string>
 #include <utility>
@@ -154,10 +155,12 @@ public:
     std::vector<std::pair<uint32_t, std::array<uint8_t, 16>>> gids() const;
     // STATS_BLOCK counters (hw-spec 2.6) by field name, for `stats`.
     std::vector<std::pair<std::string, uint64_t>> stats() const;
-    // A model device's pipeline figures (empty for a soft device) and its
-    // waveform window (see model::Pipeline::trace).
-    std::vector<model::ModelStat> model_stats() const;
-    bool trace(const std::string& file, const std::string& format, uint64_t from, uint64_t cycles,
+    // A model device's pipeline figures (empty for a soft device); with
+    // `reset`, the figures are reset right after they are read, in one step
+    // (no sample falls between). And its waveform window (see
+    // model::Pipeline::trace; `from` none: now).
+    std::vector<model::ModelStat> model_stats(bool reset = false) const;
+    bool trace(const std::string& file, const std::string& format, std::optional<uint64_t> from, uint64_t cycles,
                std::string& err);
     void trace_stop();
     std::string trace_state() const;

@@ -31,6 +31,7 @@ struct Table {
 constexpr Table kTables[] = {
     {"clock", "The pipeline clock."},
     {"mac", "The Ethernet MAC: the datapath width and the port's line."},
+    {"doorbell", "Doorbells: how work reaches the device from the host."},
     {"parser", "Packet parser: splits a received frame into its RoCE v2 headers."},
     {"icrc", "ICRC: checks the invariant CRC of received frames, computes it for sent ones."},
     {"qpc_cache", "On-chip cache of QP contexts (hw-spec 9.2); a miss reads the QPC by DMA."},
@@ -43,6 +44,7 @@ constexpr Table kTables[] = {
     {"cq", "Completion queues."},
     {"eq", "Event queues."},
     {"fw", "Firmware on the management core: executes commands (hw-spec 5)."},
+    {"wire", "How the simulation meets a device's real wire (not used by simnic bench)."},
 };
 
 using U32Ref = std::uint32_t& (*)(ModelConfig&);
@@ -84,6 +86,19 @@ constexpr Key kKeys[] = {
                    "The port's line rate; at most width_bytes * 8 * clock.freq_mhz / 1000"),
     SIMNIC_CFG_KEY(mac, ifg_bytes, 0, 255, 0, "bytes",
                    "Preamble, SFD and inter-frame gap a frame adds on the line (Ethernet: 8 + 12)"),
+    SIMNIC_CFG_KEY(mac, phy_latency_ns, 0, 100000, 0, "ns",
+                   "PHY, PCS and FEC latency in each direction, TX and RX each; 0: not modelled"),
+    SIMNIC_CFG_KEY(mac, cable_ns, 0, 1000000, 0, "ns",
+                   "Propagation on the cable to the peer, about 5 ns per metre (loopback and bench); 0: none"),
+
+    SIMNIC_CFG_KEY(doorbell, mmio_ns, 0, 100000, 0, "ns",
+                   "The CPU's posted MMIO write of a doorbell reaching the device; 0: there when rung"),
+    SIMNIC_CFG_KEY(doorbell, wqe_by_mmio_bytes, 0, 4096, 0, "bytes",
+                   "A send doorbell whose WQEs total at most this carries them (WQE by MMIO): no WQE fetch; "
+                   "0: always fetched"),
+    SIMNIC_CFG_KEY(doorbell, recv_wqe_prefetch, 0, 1, 0, "",
+                   "1: receive WQEs are read by DMA when posted, ahead of the SEND that uses them; 0: when it "
+                   "arrives"),
 
     SIMNIC_CFG_KEY(parser, impl, 0, 0, 0, "", "Implementation: the C++ model or the Verilated RTL"),
     SIMNIC_CFG_KEY(parser, latency_cycles, 0, 1024, 0, "cycles",
@@ -125,6 +140,9 @@ constexpr Key kKeys[] = {
 
     SIMNIC_CFG_KEY(cq, cqe_bytes, hw::kCqeSize, 256, kPow2, "bytes",
                    "Bytes written per CQE: the hw-spec 7.1 CQE, or more for padded writes"),
+    SIMNIC_CFG_KEY(cq, poll_ns, 0, 1000000, 0, "ns",
+                   "A CQE visible in host memory to the application's poll returning it (message latency and "
+                   "the bench's host); 0: at once"),
 
     SIMNIC_CFG_KEY(eq, eqe_bytes, hw::kEqeSize, 256, kPow2, "bytes",
                    "Bytes written per EQE: the hw-spec 8.1 EQE, or more for padded writes"),
@@ -132,6 +150,11 @@ constexpr Key kKeys[] = {
     SIMNIC_CFG_KEY(fw, core_mhz, 1, 5000, 0, "MHz", "The management core's clock"),
     SIMNIC_CFG_KEY(fw, command_cycles, 1, 1000000000, 0, "cycles",
                    "Core cycles the firmware spends per command"),
+
+    SIMNIC_CFG_KEY(wire, quantum_cycles, 0, 1 << 24, 0, "cycles",
+                   "Cycles simulated between looks at the wire: what the device sends, and receives back "
+                   "through the kernel, crosses at most this late; 0: simulate until idle first, so TX "
+                   "and RX of a device talking to itself through the kernel take turns"),
 };
 
 #undef SIMNIC_CFG_CACHE_KEYS
@@ -268,7 +291,8 @@ struct CrossError {
     std::vector<std::string> keys;  // the keys involved, for the position
 };
 
-std::optional<CrossError> cross_check(const ModelConfig& c) {
+std::vector<CrossError> cross_check(const ModelConfig& c) {
+    std::vector<CrossError> out;
     const std::pair<const char*, CacheConfig ModelConfig::*> caches[] = {
         {"qpc_cache", &ModelConfig::qpc_cache},
         {"mpt_cache", &ModelConfig::mpt_cache},
@@ -278,19 +302,19 @@ std::optional<CrossError> cross_check(const ModelConfig& c) {
         const CacheConfig& cc = c.*member;
         if (cc.ways != 0 && cc.entries % cc.ways != 0) {
             std::string e = std::string(name) + ".entries", w = std::string(name) + ".ways";
-            return CrossError{e + " = " + std::to_string(cc.entries) + " is not a multiple of " +
-                                  w + " = " + std::to_string(cc.ways),
-                              {e, w}};
+            out.push_back(CrossError{e + " = " + std::to_string(cc.entries) + " is not a multiple of " + w + " = " +
+                                         std::to_string(cc.ways),
+                                     {e, w}});
         }
     }
     if (c.mac.line_rate_gbps > c.raw_mac_gbps()) {
-        return CrossError{"mac.line_rate_gbps = " + real_text(c.mac.line_rate_gbps) +
-                              " exceeds the raw MAC rate of " + real_text(c.raw_mac_gbps()) +
-                              " Gb/s (mac.width_bytes " + std::to_string(c.mac.width_bytes) +
-                              " * 8 bits * clock.freq_mhz " + real_text(c.clock.freq_mhz) + " MHz)",
-                          {"mac.line_rate_gbps", "mac.width_bytes", "clock.freq_mhz"}};
+        out.push_back(CrossError{"mac.line_rate_gbps = " + real_text(c.mac.line_rate_gbps) +
+                                     " exceeds the raw MAC rate of " + real_text(c.raw_mac_gbps()) +
+                                     " Gb/s (mac.width_bytes " + std::to_string(c.mac.width_bytes) +
+                                     " * 8 bits * clock.freq_mhz " + real_text(c.clock.freq_mhz) + " MHz)",
+                                 {"mac.line_rate_gbps", "mac.width_bytes", "clock.freq_mhz"}});
     }
-    return std::nullopt;
+    return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -360,14 +384,30 @@ std::string located(const std::string& origin, Pos p, const std::string& msg) {
     return s + ": " + msg;
 }
 
-// The first problem in document order (toml++ tables iterate by key, not by
-// position).
-struct FirstProblem {
-    Pos pos;
-    std::string msg;
+// Every problem found, reported in document order (toml++ tables iterate
+// by key, not by position), then the overrides' in their order.
+struct Problems {
+    struct One {
+        Pos pos;
+        std::string where;  // "origin:line:column" or "--set #N"
+        std::string msg;
+    };
+    std::vector<One> file, later;
 
-    void add(Pos p, std::string m) {
-        if (msg.empty() || before(p, pos)) pos = p, msg = std::move(m);
+    void add(const std::string& origin, Pos p, std::string m) {
+        std::string w = origin;
+        if (p.line) w += ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
+        file.push_back({p, std::move(w), std::move(m)});
+    }
+    void add(std::string where, std::string m) { later.push_back({Pos{}, std::move(where), std::move(m)}); }
+    bool empty() const { return file.empty() && later.empty(); }
+    // One line per problem.
+    std::string text() {
+        std::stable_sort(file.begin(), file.end(), [](const One& a, const One& b) { return before(a.pos, b.pos); });
+        std::string s;
+        for (const auto* v : {&file, &later})
+            for (const One& o : *v) s += (s.empty() ? "" : "\n") + o.where + ": " + o.msg;
+        return s;
     }
 };
 
@@ -438,8 +478,12 @@ bool operator==(const ModelConfig& a, const ModelConfig& b) {
     return true;
 }
 
-bool parse_config(std::string_view text, const std::string& origin_in, ModelConfig& out,
-                  std::string& err) {
+bool parse_config(std::string_view text, const std::string& origin, ModelConfig& out, std::string& err) {
+    return parse_config(text, origin, {}, out, err);
+}
+
+bool parse_config(std::string_view text, const std::string& origin_in, const std::vector<std::string>& overrides,
+                  ModelConfig& out, std::string& err) {
     const std::string origin = origin_in.empty() ? "<config>" : origin_in;
     toml::table root;
     try {
@@ -452,8 +496,14 @@ bool parse_config(std::string_view text, const std::string& origin_in, ModelConf
     }
 
     ModelConfig c;
-    std::map<std::string, Pos> set_at;  // full key -> where the file sets it
-    FirstProblem problem;
+    // Full key -> who set it last: the file's position, or an override.
+    struct Setter {
+        bool by_override = false;
+        Pos pos;
+        std::string where;  // an override's label
+    };
+    std::map<std::string, Setter> set_at;
+    Problems problems;
     for (auto&& [tkey, tnode] : root) {
         const std::string tname(tkey.str());
         if (!find_table(tname)) {
@@ -464,23 +514,21 @@ bool parse_config(std::string_view text, const std::string& origin_in, ModelConf
                     std::size_t d = edit_distance(tname, t.name);
                     if (d < near_d) near_d = d, near = t.name;
                 }
-                problem.add(pos_of(tkey.source()),
-                            "unknown table [" + tname + "] (" +
-                                (near.empty() ? "tables: " + table_list()
-                                              : "did you mean [" + near + "]?") +
-                                ")");
+                problems.add(origin, pos_of(tkey.source()),
+                             "unknown table [" + tname + "] (" +
+                                 (near.empty() ? "tables: " + table_list() : "did you mean [" + near + "]?") + ")");
             } else {
                 std::string s = suggest_key(tname, tname);
-                problem.add(pos_of(tkey.source()),
-                            "unknown key '" + tname + "' outside any table" +
-                                (s.empty() ? "" : " (did you mean '" + s + "'?)"));
+                problems.add(origin, pos_of(tkey.source()),
+                             "unknown key '" + tname + "' outside any table" +
+                                 (s.empty() ? "" : " (did you mean '" + s + "'?)"));
             }
             continue;
         }
         const toml::table* tbl = tnode.as_table();
         if (!tbl) {
-            problem.add(pos_of(tnode.source()), "'" + tname + "' must be a table ([" + tname +
-                                                    "]), got " + node_text(tnode));
+            problems.add(origin, pos_of(tnode.source()),
+                         "'" + tname + "' must be a table ([" + tname + "]), got " + node_text(tnode));
             continue;
         }
         for (auto&& [kkey, knode] : *tbl) {
@@ -488,29 +536,78 @@ bool parse_config(std::string_view text, const std::string& origin_in, ModelConf
             const Key* k = find_key(tname, kname);
             if (!k) {
                 std::string s = suggest_key(tname + "." + kname, kname);
-                problem.add(pos_of(kkey.source()),
-                            "unknown key '" + tname + "." + kname + "'" +
-                                (s.empty() ? "" : " (did you mean '" + s + "'?)"));
+                problems.add(origin, pos_of(kkey.source()),
+                             "unknown key '" + tname + "." + kname + "'" +
+                                 (s.empty() ? "" : " (did you mean '" + s + "'?)"));
                 continue;
             }
             std::string e = set_value(*k, knode, c);
             if (!e.empty())
-                problem.add(pos_of(knode.source()), e);
+                problems.add(origin, pos_of(knode.source()), e);
             else
-                set_at[full_name(*k)] = pos_of(knode.source());
+                set_at[full_name(*k)] = Setter{false, pos_of(knode.source()), {}};
         }
     }
-    if (!problem.msg.empty()) {
-        err = located(origin, problem.pos, problem.msg);
-        return false;
-    }
-    if (auto x = cross_check(c)) {
-        Pos p;
-        for (const std::string& key : x->keys) {
-            auto it = set_at.find(key);
-            if (it != set_at.end() && (p.line == 0 || before(it->second, p))) p = it->second;
+    // The overrides, in order, each named by its place on the command line.
+    for (std::size_t i = 0; i < overrides.size(); ++i) {
+        const std::string& kv = overrides[i];
+        const std::string where = "--set #" + std::to_string(i + 1);
+        const std::size_t eq = kv.find('=');
+        const std::string full = kv.substr(0, eq);
+        const std::size_t dot = full.find('.');
+        if (eq == std::string::npos || dot == std::string::npos || dot == 0 || dot + 1 == full.size()) {
+            problems.add(where, "'" + kv + "': expected TABLE.KEY=VALUE, e.g. qpc_cache.entries=64");
+            continue;
         }
-        err = located(origin, p, x->msg);
+        const std::string tname = full.substr(0, dot), kname = full.substr(dot + 1);
+        const Key* k = find_key(tname, kname);
+        if (!k) {
+            std::string s = suggest_key(full, kname);
+            problems.add(where, "unknown key '" + full + "'" + (s.empty() ? "" : " (did you mean '" + s + "'?)"));
+            continue;
+        }
+        std::string value = kv.substr(eq + 1);
+        // A bare word is a string (parser.impl=rtl), as a shell user types it.
+        if (!value.empty() && std::isalpha(static_cast<unsigned char>(value[0])) && value != "true" &&
+            value != "false" && value != "nan" && value != "inf")
+            value = quoted(value);
+        toml::table one;
+        try {
+            one = toml::parse("v = " + value, where);
+        } catch (const toml::parse_error& e) {
+            std::string d(e.description());
+            std::replace(d.begin(), d.end(), '\n', ' ');
+            problems.add(where, full + ": '" + kv.substr(eq + 1) + "' is not a TOML value (" + d + ")");
+            continue;
+        }
+        const toml::node* v = one.get("v");
+        std::string e = v ? set_value(*k, *v, c) : full + ": no value";
+        if (!e.empty())
+            problems.add(where, e);
+        else
+            set_at[full] = Setter{true, {}, where};
+    }
+    // Each rule across keys, cited where its earliest-set key was set (the
+    // file before the overrides).
+    if (problems.empty()) {
+        for (const CrossError& x : cross_check(c)) {
+            const Setter* first = nullptr;
+            for (const std::string& key : x.keys) {
+                auto it = set_at.find(key);
+                if (it == set_at.end()) continue;
+                const Setter& s = it->second;
+                if (!first || (first->by_override && !s.by_override) ||
+                    (!first->by_override && !s.by_override && before(s.pos, first->pos)))
+                    first = &s;
+            }
+            if (first && first->by_override)
+                problems.add(first->where, x.msg);
+            else
+                problems.add(origin, first ? first->pos : Pos{}, x.msg);
+        }
+    }
+    if (!problems.empty()) {
+        err = problems.text();
         return false;
     }
     out = c;
@@ -539,6 +636,8 @@ bool load_config(const std::string& path, ModelConfig& out, std::string& err) {
 
 bool validate_config(const ModelConfig& cfg, std::string& err) {
     auto& m = const_cast<ModelConfig&>(cfg);  // read-only use of the accessors
+    std::string all;
+    auto add = [&](const std::string& e) { all += (all.empty() ? "" : "\n") + e; };
     for (const Key& k : kKeys) {
         double v;
         if (auto* u = std::get_if<U32Ref>(&k.ref))
@@ -548,16 +647,14 @@ bool validate_config(const ModelConfig& cfg, std::string& err) {
         else
             continue;  // an enum holds only valid values
         std::string e = range_error(k, v, value_text(k, cfg, true));
-        if (!e.empty()) {
-            err = e;
-            return false;
-        }
+        if (!e.empty()) add(e);
     }
-    if (auto x = cross_check(cfg)) {
-        err = x->msg;
-        return false;
-    }
-    return true;
+    // The rules across keys assume each key in range.
+    if (all.empty())
+        for (const CrossError& x : cross_check(cfg)) add(x.msg);
+    if (all.empty()) return true;
+    err = all;
+    return false;
 }
 
 std::string render_config(const ModelConfig& cfg) {

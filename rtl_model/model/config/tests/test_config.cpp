@@ -50,6 +50,14 @@ TEST_CASE("model config: defaults are the documented values and valid", "[model]
     CHECK(c.mac.width_bytes == 64);
     CHECK(c.mac.line_rate_gbps == 100);
     CHECK(c.mac.ifg_bytes == 20);
+    // Latencies a designer adds (docs/model.md, Where the nanoseconds go):
+    // off by default, so the figures stay those of the pipeline alone.
+    CHECK(c.mac.phy_latency_ns == 0);
+    CHECK(c.mac.cable_ns == 0);
+    CHECK(c.doorbell.mmio_ns == 0);
+    CHECK(c.doorbell.wqe_by_mmio_bytes == 0);
+    CHECK(c.doorbell.recv_wqe_prefetch == 0);
+    CHECK(c.cq.poll_ns == 0);
     CHECK(c.parser.impl == BlockImpl::cpp);
     CHECK(c.parser.latency_cycles == 4);
     CHECK(c.icrc.impl == BlockImpl::cpp);
@@ -90,7 +98,8 @@ TEST_CASE("model config: defaults are the documented values and valid", "[model]
 TEST_CASE("model config: the key set is exactly the documented one, in table order", "[model][config]") {
     const char* expected[] = {
         "clock.freq_mhz",
-        "mac.width_bytes", "mac.line_rate_gbps", "mac.ifg_bytes",
+        "mac.width_bytes", "mac.line_rate_gbps", "mac.ifg_bytes", "mac.phy_latency_ns", "mac.cable_ns",
+        "doorbell.mmio_ns", "doorbell.wqe_by_mmio_bytes", "doorbell.recv_wqe_prefetch",
         "parser.impl", "parser.latency_cycles",
         "icrc.impl", "icrc.latency_cycles",
         "qpc_cache.entries", "qpc_cache.ways", "qpc_cache.hit_cycles", "qpc_cache.entry_bytes",
@@ -102,9 +111,10 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "requester.cycles_per_packet", "requester.retransmit_queue_entries",
         "responder.cycles_per_packet",
         "completer.cycles_per_packet",
-        "cq.cqe_bytes",
+        "cq.cqe_bytes", "cq.poll_ns",
         "eq.eqe_bytes",
         "fw.core_mhz", "fw.command_cycles",
+        "wire.quantum_cycles",
     };
     auto d = describe(ModelConfig{});
     REQUIRE(d.size() == std::size(expected));
@@ -135,7 +145,8 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
     SECTION("every key changed") {
         ModelConfig c;
         c.clock.freq_mhz = 322.265625;
-        c.mac = {256, 400, 24};
+        c.mac = {256, 400, 24, 90, 15};
+        c.doorbell = {120, 64, 1};
         c.parser = {BlockImpl::rtl, 9};
         c.icrc = {BlockImpl::rtl, 3};
         c.qpc_cache = {512, 8, 3, 512};
@@ -145,9 +156,10 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.requester = {3, 2048};
         c.responder = {4};
         c.completer = {5};
-        c.cq = {128};
+        c.cq = {128, 40};
         c.eq = {64};
         c.fw = {1200.5, 1500};
+        c.wire = {0};
         std::string err;
         INFO(err);
         REQUIRE(validate_config(c, err));
@@ -252,8 +264,8 @@ TEST_CASE("model config: unknown tables", "[model][config]") {
     CHECK(error_of("[qpc_cach]\nways = 2\n") ==
           "t.toml:1:2: unknown table [qpc_cach] (did you mean [qpc_cache]?)");
     CHECK(error_of("[sim]\nmax_idle_gap_us = 1000\n") ==
-          "t.toml:1:2: unknown table [sim] (tables: clock, mac, parser, icrc, qpc_cache, "
-          "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw)");
+          "t.toml:1:2: unknown table [sim] (tables: clock, mac, doorbell, parser, icrc, qpc_cache, "
+          "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw, wire)");
     CHECK(error_of("mac = 5\n") == "t.toml:1:7: 'mac' must be a table ([mac]), got an integer 5");
     CHECK(error_of("[[mac]]\nwidth_bytes = 64\n").find("'mac' must be a table ([mac]), got an array") !=
           std::string::npos);
@@ -350,14 +362,70 @@ TEST_CASE("model config: TOML syntax errors are one line with a position", "[mod
     CHECK(e.find('\n') == std::string::npos);
 }
 
-TEST_CASE("model config: the first problem in the file is reported; a failed parse leaves the output alone", "[model][config]") {
+TEST_CASE("model config: every problem is reported, in file order; a failed parse leaves the output alone",
+          "[model][config]") {
     // toml++ iterates keys alphabetically; the report follows the file.
-    CHECK(error_of("[mac]\nzzz = 1\n[dma]\naaa = 2\n") == "t.toml:2:1: unknown key 'mac.zzz'");
+    CHECK(error_of("[mac]\nzzz = 1\n[dma]\naaa = 2\n") ==
+          "t.toml:2:1: unknown key 'mac.zzz'\nt.toml:4:1: unknown key 'dma.aaa'");
+    CHECK(error_of("[dma]\noutstanding_reads = 0\nbandwidth_gbps = 0\n[qpc_cach]\n") ==
+          "t.toml:2:21: dma.outstanding_reads = 0 is out of range (allowed: 1..1024 requests)\n"
+          "t.toml:3:18: dma.bandwidth_gbps = 0 is out of range (allowed: 1..4096 Gb/s)\n"
+          "t.toml:4:2: unknown table [qpc_cach] (did you mean [qpc_cache]?)");
+    // Every rule across keys that fails.
+    CHECK(error_of("[qpc_cache]\nways = 512\n[mac]\nline_rate_gbps = 200\n") ==
+          "t.toml:2:8: qpc_cache.entries = 256 is not a multiple of qpc_cache.ways = 512\n"
+          "t.toml:4:18: mac.line_rate_gbps = 200 exceeds the raw MAC rate of 128 Gb/s "
+          "(mac.width_bytes 64 * 8 bits * clock.freq_mhz 250 MHz)");
     ModelConfig c;
     c.fw.command_cycles = 7;
     std::string err;
     CHECK_FALSE(parse_config("[fw]\ncommand_cycles = 3\ncore_mhz = 0\n", "t.toml", c, err));
     CHECK(c.fw.command_cycles == 7);
+
+    ModelConfig v;
+    v.dma.bandwidth_gbps = 0;
+    v.mac.width_bytes = 48;
+    CHECK_FALSE(validate_config(v, err));
+    CHECK(err == "mac.width_bytes = 48 is not a power of two (allowed: 8..256 bytes, a power of two)\n"
+                 "dma.bandwidth_gbps = 0 is out of range (allowed: 1..4096 Gb/s)");
+}
+
+TEST_CASE("model config: overrides apply over the file and are cited by their place", "[model][config]") {
+    ModelConfig c;
+    std::string err;
+    REQUIRE(parse_config("[qpc_cache]\nentries = 64\n", "f.toml",
+                         {"qpc_cache.entries=128", "parser.impl=rtl", "mac.line_rate_gbps=25.5", "icrc.impl=\"rtl\""},
+                         c, err));
+    CHECK(c.qpc_cache.entries == 128);
+    CHECK(c.parser.impl == BlockImpl::rtl);
+    CHECK(c.icrc.impl == BlockImpl::rtl);
+    CHECK(c.mac.line_rate_gbps == 25.5);
+
+    // The first override is #1, and every bad one is reported after the file's problems.
+    c = ModelConfig{};
+    CHECK_FALSE(parse_config("[mac]\nwidth_bytes = 7\n", "f.toml",
+                             {"qpc_cache.entries=0", "mac.ifg_bytes=20", "qpc_cache.wayz=4", "nodot=1", "mac.width_bytes",
+                              "dma.bandwidth_gbps=[1", "parser.impl=vhdl"},
+                             c, err));
+    CHECK(err ==
+          "f.toml:2:15: mac.width_bytes = 7 is out of range (allowed: 8..256 bytes, a power of two)\n"
+          "--set #1: qpc_cache.entries = 0 is out of range (allowed: 1..1048576 entries)\n"
+          "--set #3: unknown key 'qpc_cache.wayz' (did you mean 'qpc_cache.ways'?)\n"
+          "--set #4: 'nodot=1': expected TABLE.KEY=VALUE, e.g. qpc_cache.entries=64\n"
+          "--set #5: 'mac.width_bytes': expected TABLE.KEY=VALUE, e.g. qpc_cache.entries=64\n"
+          "--set #6: dma.bandwidth_gbps: '[1' is not a TOML value (" +
+              err.substr(err.find("is not a TOML value (") + 21, err.find(")\n--set #7") - err.find("is not a TOML value (") - 21) +
+              ")\n"
+          "--set #7: parser.impl = \"vhdl\" is not a valid choice (allowed: \"cpp\" or \"rtl\")");
+    CHECK(c == ModelConfig{});
+
+    // A rule across keys names the override that broke it.
+    CHECK_FALSE(parse_config("", "f.toml", {"mac.ifg_bytes=8", "mac.width_bytes=32"}, c, err));
+    CHECK(err == "--set #2: mac.line_rate_gbps = 100 exceeds the raw MAC rate of 64 Gb/s "
+                 "(mac.width_bytes 32 * 8 bits * clock.freq_mhz 250 MHz)");
+    // ... or the file, when the file set one of its keys.
+    CHECK_FALSE(parse_config("[qpc_cache]\nentries = 100\n", "f.toml", {"qpc_cache.ways=8"}, c, err));
+    CHECK(err == "f.toml:2:11: qpc_cache.entries = 100 is not a multiple of qpc_cache.ways = 8");
 }
 
 TEST_CASE("model config: load_config reads a file and names it in errors", "[model][config]") {

@@ -8,12 +8,6 @@ namespace simnic::model {
 DmaEngine::DmaEngine(const DmaConfig& cfg)
     : cfg_(cfg), ps_per_byte_(8000.0 / cfg.bandwidth_gbps), tag_free_(std::max<uint32_t>(1, cfg.outstanding_reads), 0) {}
 
-uint64_t DmaEngine::link_ps(uint32_t bytes) const {
-    const uint32_t mps = std::max<uint32_t>(1, cfg_.max_payload_bytes);
-    const uint32_t tlps = std::max<uint32_t>(1, (bytes + mps - 1) / mps);
-    return uint64_t(std::ceil((double(bytes) + double(tlps) * cfg_.tlp_overhead_bytes) * ps_per_byte_));
-}
-
 uint64_t DmaEngine::read(uint64_t now, uint32_t bytes, DmaPurpose p) {
     st_.read_bytes[size_t(p)] += bytes;
     ++st_.reads;
@@ -35,6 +29,10 @@ uint64_t DmaEngine::read(uint64_t now, uint32_t bytes, DmaPurpose p) {
         in_free_ = end;
         st_.in_busy_ps += xfer;
         *tag = end;
+        if (__builtin_expect(obs_ != nullptr, 0)) {  // a waveform is armed
+            obs_->tag_held(issue, end);
+            obs_->link_in(start, end);
+        }
         done = std::max(done, end);
         ++st_.read_requests;
         left -= r;
@@ -51,6 +49,7 @@ uint64_t DmaEngine::write(uint64_t now, uint32_t bytes, DmaPurpose p) {
     const uint64_t start = std::max(now, out_free_);
     out_free_ = start + xfer;
     st_.out_busy_ps += xfer;
+    if (__builtin_expect(obs_ != nullptr, 0)) obs_->link_out(start, out_free_);
     return out_free_ + uint64_t(cfg_.write_latency_ns) * 1000;
 }
 

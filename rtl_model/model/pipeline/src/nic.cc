@@ -5,6 +5,7 @@
 #include "nic.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "simnic/roce/rules.h"
 
@@ -20,7 +21,10 @@ using sim::wait_ps;
 using sim::wait_until;
 
 Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
-    : cfg(c), be(b), loopback(lb), period_ps(uint64_t(c.clock_period_ps() + 0.5)), dma(c.dma),
+    : cfg(c), be(b), loopback(lb), period_ps(uint64_t(c.clock_period_ps() + 0.5)),
+      rx_path_ps(uint64_t(c.mac.phy_latency_ns) * 1000 *
+                     (lb ? 2 : 1) + (lb ? uint64_t(c.mac.cable_ns) * 1000 : 0)),
+      dma(c.dma),
       qpc(c.qpc_cache), mpt(c.mpt_cache), mtt(c.mtt_cache) {
     if (cfg.icrc.impl == BlockImpl::rtl) icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();
 #ifdef SIMNIC_HAVE_RTL_PARSER
@@ -28,6 +32,27 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
 #endif
 }
 Nic::~Nic() = default;
+
+sim::Probe probe_frame(const std::vector<uint8_t>& frame) {
+    const roce::HeaderVector hv = roce::parse_header_vector(frame.data(), frame.size());
+    if (!hv.accepted()) return sim::Probe{0, 0, 0, uint32_t(frame.size())};
+    return sim::Probe{hv.dqpn, hv.psn, hv.opcode, uint32_t(frame.size())};
+}
+
+void Nic::rtl_mismatch(const char* block, const std::string& what, const std::vector<uint8_t>& frame) {
+    if (rtl_mismatch_log.size() >= kRtlMismatchDumps) return;
+    std::string d = std::string(block) + " at cycle " + std::to_string(now_ps() / period_ps) + ": " + what +
+                    "; frame (" + std::to_string(frame.size()) + " bytes):";
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < frame.size(); ++i) {
+        if (i % 32 == 0) d += "\n   ";
+        d += ' ';
+        d += hex[frame[i] >> 4];
+        d += hex[frame[i] & 15];
+    }
+    std::fprintf(stderr, "simnic model: RTL mismatch in %s\n", d.c_str());
+    rtl_mismatch_log.push_back(std::move(d));
+}
 
 const char* Nic::block_name(int b) {
     static const char* const n[kNumBlocks] = {"doorbell", "requester", "tx_build", "mac_tx",
@@ -60,6 +85,7 @@ void Nic::rtq_take(uint32_t qpn, uint32_t psn) {
         if (p == psn) return;  // a retransmission: its entry is still held
     q.push_back(psn);
     rtq_peak = std::max(rtq_peak, ++rtq_used);
+    show_rtq();
 }
 
 void Nic::rtq_ack(uint32_t qpn, uint32_t psn, bool nak) {
@@ -74,6 +100,7 @@ void Nic::rtq_ack(uint32_t qpn, uint32_t psn, bool nak) {
     if (freed) {
         rtq_used -= freed;
         rtq_freed.notify(sc_core::SC_ZERO_TIME);
+        show_rtq();
     }
 }
 
@@ -83,36 +110,100 @@ void Nic::rtq_drop(uint32_t qpn) {
     rtq_used -= it->second.size();
     rtq.erase(it);
     rtq_freed.notify(sc_core::SC_ZERO_TIME);
+    show_rtq();
 }
 
 void Nic::reset_stats() {
+    const uint64_t now = sim::now_ps();
+    stats_since_ps = now;
     rtq_peak = rtq_used;
     rtq_wait_ps = 0;
     rtq_overflows = 0;
-    for (auto& s : blk) s = sim::BlockStats{};
+    for (auto& s : blk) s.reset(now);
+    for (auto& h : stage) h.clear();
+    each_chan([](auto& c) { c.reset_count(); });
+    if (tap.on())
+        for (const CacheSignals& c : cache_sig) {
+            tap.set(now, c.hits, 0);
+            tap.set(now, c.misses, 0);
+        }
     dma.reset_stats();
     qpc.reset_stats();
     mpt.reset_stats();
     mtt.reset_stats();
-    rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = 0;
+    rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = icrc_rx_rtl_mismatch = 0;
+    recv_wqe_prefetch_hits = recv_wqe_prefetch_misses = wqe_by_mmio = 0;
     rx_drops_parser_reason.fill(0);
     tx_frames = tx_wire_bytes = tx_payload_bytes = rx_frames = 0;
-    first_tx_ps = last_tx_ps = 0;
+    // A frame on the line now opens the new span (mac.tx_throughput).
+    first_tx_ps = blk[kMacTx].busy_depth ? now : 0;
+    last_tx_ps = 0;
     eqes = fw_commands = 0;
     latency_ps.clear();
 }
 
 void Nic::lookup(TableCache& cache, uint32_t key, sim::BlockStats& st) {
     wait_ps(cycles(cache.config().hit_cycles));
-    if (cache.access(key)) return;
-    const uint64_t t0 = now_ps();
-    const uint64_t t = dma.read(t0, cache.config().entry_bytes, DmaPurpose::Context);
-    st.stall_ps += t - t0;
-    wait_until(t);
+    const bool hit = cache.access(key);
+    if (tap.on()) {
+        const CacheSignals& c = cache_sig[&cache == &qpc ? 0 : &cache == &mpt ? 1 : 2];
+        const uint64_t t = now_ps();
+        tap.pulse(t, hit ? c.hit : c.miss, period_ps);
+        tap.set(t, hit ? c.hits : c.misses, hit ? cache.stats().hits : cache.stats().misses);
+    }
+    if (hit) return;
+    sim::stall_until(st, dma.read(now_ps(), cache.config().entry_bytes, DmaPurpose::Context));
+}
+
+void Nic::wave_declare() {
+    const uint64_t now = now_ps();
+    each_chan([this](auto& c) { c.declare(tap); });
+    for (int b = 0; b < kNumBlocks; ++b) {
+        sim::BlockStats& s = blk[b];
+        const std::string scope = std::string("nic.") + block_name(b);
+        s.busy_sig = tap.declare(scope, "busy", 1, s.busy_depth ? 1 : 0);
+        s.stall_sig = tap.declare(scope, "stall", 1, s.stall_depth ? 1 : 0);
+        s.tap = &tap;
+    }
+    const std::pair<const char*, TableCache*> caches[3] = {{"qpc_cache", &qpc}, {"mpt_cache", &mpt},
+                                                           {"mtt_cache", &mtt}};
+    for (int i = 0; i < 3; ++i) {
+        const std::string scope = std::string("nic.") + caches[i].first;
+        const TableCache::Stats& cs = caches[i].second->stats();
+        cache_sig[i].hit = tap.declare(scope, "hit", 1, 0);
+        cache_sig[i].miss = tap.declare(scope, "miss", 1, 0);
+        cache_sig[i].hits = tap.declare(scope, "hits", 32, cs.hits & 0xFFFFFFFF);
+        cache_sig[i].misses = tap.declare(scope, "misses", 32, cs.misses & 0xFFFFFFFF);
+    }
+    // What is in flight already: tags and link transfers that end later.
+    uint64_t tags = 0;
+    for (uint64_t t : dma.tag_free()) tags += t > now;
+    dma_sig.tap = &tap;
+    dma_sig.tags = tap.declare("nic.dma", "tags_in_flight", 16, tags);
+    dma_sig.in = tap.declare("nic.dma", "link_in_busy", 1, dma.link_in_free() > now);
+    dma_sig.out = tap.declare("nic.dma", "link_out_busy", 1, dma.link_out_free() > now);
+    for (uint64_t t : dma.tag_free())
+        if (t > now) tap.add_at(t, dma_sig.tags, -1);
+    if (dma.link_in_free() > now) tap.add_at(dma.link_in_free(), dma_sig.in, -1);
+    if (dma.link_out_free() > now) tap.add_at(dma.link_out_free(), dma_sig.out, -1);
+    dma.observe(&dma_sig);
+    sig_rtq = tap.declare("nic.requester", "rtq_entries_used", 24, rtq_used);
+}
+
+void Nic::wave_undeclare() {
+    each_chan([](auto& c) { c.undeclare(); });
+    for (sim::BlockStats& s : blk) {
+        s.tap = nullptr;
+        s.busy_sig = s.stall_sig = sim::Tap::kNone;
+    }
+    for (CacheSignals& c : cache_sig) c = CacheSignals{};
+    dma.observe(nullptr);
+    dma_sig = DmaSignals{};
+    sig_rtq = sim::Tap::kNone;
 }
 
 size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
-                        uint64_t& writes_done, bool block_on_reads) {
+                        uint64_t& writes_done, bool block_on_reads, uint32_t qpn) {
     for (; i < rec.ops.size() && is_memory_op(rec.ops[i].kind); ++i) {
         const Op& o = rec.ops[i];
         switch (o.kind) {
@@ -120,6 +211,20 @@ size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& 
             case Op::Kind::Mpt: lookup(mpt, o.id, st); break;
             case Op::Kind::Mtt: lookup(mtt, o.id, st); break;
             case Op::Kind::DmaRead: {
+                if (o.purpose == DmaPurpose::RecvWqe && cfg.doorbell.recv_wqe_prefetch) {
+                    rq_stride[qpn] = o.bytes;
+                    auto p = rq_prefetched.find(qpn);
+                    if (p != rq_prefetched.end() && !p->second.empty()) {
+                        // Read when it was posted: waited for only if that
+                        // read is still on its way.
+                        const uint64_t on_chip = p->second.front();
+                        p->second.pop_front();
+                        ++recv_wqe_prefetch_hits;
+                        sim::stall_until(st, on_chip);
+                        break;
+                    }
+                    ++recv_wqe_prefetch_misses;
+                }
                 const uint64_t t0 = now_ps();
                 const uint64_t t = dma.read(t0, o.bytes, o.purpose);
                 // Payload for a frame overlaps with what follows; anything the
@@ -128,8 +233,7 @@ size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& 
                 if (!block_on_reads && o.purpose == DmaPurpose::Payload) {
                     payload_ready = std::max(payload_ready, t);
                 } else {
-                    st.stall_ps += t - t0;
-                    wait_until(t);
+                    sim::stall_until(st, t);
                 }
                 break;
             }

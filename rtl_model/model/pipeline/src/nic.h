@@ -16,6 +16,7 @@
 #include "sim.h"
 #include "simnic/roce/opcode.h"
 #include "simnic/model/dma_engine.h"
+#include "simnic/model/histogram.h"
 #include "simnic/model/pipeline.h"
 #include "simnic/model/table_cache.h"
 #include "simnic/roce/header_vector.h"
@@ -73,12 +74,22 @@ inline bool is_rc_request(uint8_t opcode) {
     return opcode < 0x20 && roce::opcode_info(opcode).has(roce::kRequest);
 }
 
-inline sim::Probe probe_of(const Txn& t) {
-    return sim::Probe{t.qpn, t.psn, t.opcode, uint32_t(t.frame.size())};
+// What each channel shows of the item at its head on the waveform (qpn,
+// psn, opcode, bytes), computed only while a waveform is armed. The QPN is
+// the QP the item is for: the sending QP of a frame on its way out, the
+// destination QP of one received, the QP of a doorbell, timer or CQE.
+sim::Probe probe_frame(const std::vector<uint8_t>& frame);  // its BTH, read by the packet core
+inline sim::Probe probe_txn(const TxnPtr& t) {
+    if (t->kind == Txn::Kind::Rx) return probe_frame(t->frame);
+    return sim::Probe{t->qpn, t->psn, t->opcode, uint32_t(t->frame.size())};
 }
-inline sim::Probe probe_of(const FrameTok& f) {
+inline sim::Probe probe_tok(const FrameTok& f) {
     return sim::Probe{f.f.qpn, f.f.psn, f.f.opcode, uint32_t(f.f.bytes.size())};
 }
+inline sim::Probe probe_cqe(const CqeTok& c) { return sim::Probe{c.qpn, 0, 0, 0}; }
+inline sim::Probe probe_visible(const std::pair<uint64_t, CqeTok>& c) { return probe_cqe(c.second); }
+inline sim::Probe probe_eqe(const uint32_t& type) { return sim::Probe{0, 0, type, 0}; }
+inline sim::Probe probe_cmd(const uint16_t& opcode) { return sim::Probe{0, 0, opcode, 0}; }
 
 struct Nic {
     Nic(const ModelConfig& c, Datapath& b, bool lb);
@@ -88,6 +99,7 @@ struct Nic {
     Datapath& be;
     const bool loopback;
     const uint64_t period_ps;
+    const uint64_t rx_path_ps;  // PHYs and cable in front of MAC RX (mac_rx.cc)
     uint64_t cycles(uint64_t n) const { return n * period_ps; }
 
     DmaEngine dma;
@@ -97,21 +109,28 @@ struct Nic {
     std::shared_ptr<rtl::RoceParserRtl> parser_rtl;  // shared: complete only in builds with the RTL parser
 
     // Inputs are unbounded: they come from outside the simulation.
-    sim::Chan<TxnPtr> db_in{"doorbell_in", size_t(1) << 30};
-    sim::Chan<TxnPtr> wqe_to_req{"wqe_fetch_to_requester", 16};
-    sim::Chan<FrameTok> req_to_txb{"requester_to_tx_build", 16};
-    sim::Chan<FrameTok> rxt_to_txb{"rx_transport_to_tx_build", 16};
-    sim::Chan<FrameTok> txb_to_mac{"tx_build_to_mac_tx", 8};
-    sim::Chan<std::vector<uint8_t>> wire_in{"wire_to_mac_rx", size_t(1) << 30};
-    sim::Chan<TxnPtr> mac_to_parser{"mac_rx_to_parser", 8};
-    sim::Chan<TxnPtr> parser_to_icrc{"parser_to_icrc_check", 8};
-    sim::Chan<TxnPtr> rx_in{"to_rx_transport", 16};
-    sim::Chan<TxnPtr> timer_in{"timer_in", size_t(1) << 30};
-    sim::Chan<CqeTok> cq_in{"to_cqe_writer", 64};
-    sim::Chan<uint32_t> eq_in{"to_eqe_writer", 64};
-    sim::Chan<uint16_t> fw_in{"fw_commands", size_t(1) << 30};
+    sim::Chan<TxnPtr> db_in{"doorbell_in", size_t(1) << 30, probe_txn};
+    sim::Chan<TxnPtr> wqe_to_req{"wqe_fetch_to_requester", 16, probe_txn};
+    sim::Chan<FrameTok> req_to_txb{"requester_to_tx_build", 16, probe_tok};
+    sim::Chan<FrameTok> rxt_to_txb{"rx_transport_to_tx_build", 16, probe_tok};
+    sim::Chan<FrameTok> txb_to_mac{"tx_build_to_mac_tx", 8, probe_tok};
+    sim::Chan<std::vector<uint8_t>> wire_in{"wire_to_mac_rx", size_t(1) << 30, probe_frame};
+    sim::Chan<TxnPtr> mac_to_parser{"mac_rx_to_parser", 8, probe_txn};
+    sim::Chan<TxnPtr> parser_to_icrc{"parser_to_icrc_check", 8, probe_txn};
+    sim::Chan<TxnPtr> rx_in{"to_rx_transport", 16, probe_txn};
+    sim::Chan<TxnPtr> timer_in{"timer_in", size_t(1) << 30, probe_txn};
+    sim::Chan<CqeTok> cq_in{"to_cqe_writer", 64, probe_cqe};
+    sim::Chan<uint32_t> eq_in{"to_eqe_writer", 64, probe_eqe};
+    sim::Chan<uint16_t> fw_in{"fw_commands", size_t(1) << 30, probe_cmd};
     // CQEs written, in order of visibility (posted writes do not block).
-    sim::Chan<std::pair<uint64_t, CqeTok>> cqe_visible{"cqe_visible", size_t(1) << 30};
+    sim::Chan<std::pair<uint64_t, CqeTok>> cqe_visible{"cqe_visible", size_t(1) << 30, probe_visible};
+
+    // Every channel, in the order work flows.
+    template <typename F>
+    void each_chan(F&& f) {
+        f(db_in); f(wqe_to_req); f(req_to_txb); f(rxt_to_txb); f(txb_to_mac); f(wire_in); f(mac_to_parser);
+        f(parser_to_icrc); f(rx_in); f(timer_in); f(cq_in); f(eq_in); f(fw_in); f(cqe_visible);
+    }
 
     // Per-block counters, in the order stats() lists them.
     enum Blk {
@@ -121,13 +140,36 @@ struct Nic {
     sim::BlockStats blk[kNumBlocks];
     static const char* block_name(int b);
 
+    // The time each item spends in each block: from when it is there for the
+    // block (written into its input, or its previous stage's result is out,
+    // whichever is later) to when its result is there for the next stage
+    // (written into the block's output, or the result is out, whichever is
+    // later). Along an item's path the stages add up to its time through
+    // the device. What an item is per block: docs/model.md, Statistics.
+    Histogram stage[kNumBlocks];
+    void stage_sample(int b, uint64_t in_ps, uint64_t out_ps) { stage[b].add(out_ps > in_ps ? out_ps - in_ps : 0); }
+    uint64_t stats_since_ps = 0;  // the last reset_stats(): the window of every rate
+
     // Counters that are not per block.
     uint64_t rx_drops_parser = 0, rx_drops_icrc = 0, icrc_rtl_mismatch = 0, parser_rtl_mismatch = 0;
+    // RX frames whose ICRC verdict from the RTL (which the pipeline follows)
+    // differs from the C++ packet core's.
+    uint64_t icrc_rx_rtl_mismatch = 0;
+    // The RTL blocks' own latency, last frame's edges from its last beat in
+    // to its result out (the stage's timing with impl = rtl, instead of the
+    // configured latency_cycles).
+    uint64_t parser_rtl_latency = 0, icrc_rtl_latency = 0;
+    // The first mismatches between an RTL block and its C++ twin, each with
+    // its frame (also on stderr as they happen): what a designer debugs from.
+    static constexpr size_t kRtlMismatchDumps = 4;
+    std::vector<std::string> rtl_mismatch_log;
+    void rtl_mismatch(const char* block, const std::string& what, const std::vector<uint8_t>& frame);
     // The parser's drops by reason (index: roce::ParseVerdict; Accept stays 0).
     std::array<uint64_t, roce::kNumParseVerdicts> rx_drops_parser_reason{};
     uint64_t tx_frames = 0, tx_wire_bytes = 0, tx_payload_bytes = 0, rx_frames = 0;
     uint64_t first_tx_ps = 0, last_tx_ps = 0, mac_tx_free_ps = 0, mac_rx_free_ps = 0;
     uint64_t eqes = 0, fw_commands = 0;
+    uint64_t wire_frames = 0;  // handed to the wire (Datapath::wire_tx), never reset
     uint64_t busy_since_ps = 0;  // for the simulation-speed figure
 
     // Message latency: WQE fetched -> its send CQE visible.
@@ -168,6 +210,34 @@ struct Nic {
     static uint64_t db_key(uint8_t kind, uint32_t num) { return uint64_t{kind} << 32 | num; }
 
     void reset_stats();
+
+    // The waveform's signals beyond the channels' (declared when a waveform
+    // is armed, Tap::kNone otherwise): per block busy and stall, per cache a
+    // strobe per hit and per miss and their running counts, the DMA tags in
+    // flight and the PCIe links busy, the retransmit queue's entries in use.
+    void wave_declare();
+    void wave_undeclare();
+    struct CacheSignals {
+        uint32_t hit = sim::Tap::kNone, miss = sim::Tap::kNone, hits = sim::Tap::kNone, misses = sim::Tap::kNone;
+    };
+    CacheSignals cache_sig[3];  // qpc, mpt, mtt
+    uint32_t sig_rtq = sim::Tap::kNone;
+    struct DmaSignals final : DmaEngine::Observer {
+        sim::Tap* tap = nullptr;
+        uint32_t tags = sim::Tap::kNone, in = sim::Tap::kNone, out = sim::Tap::kNone;
+        void tag_held(uint64_t a, uint64_t b) override { interval(tags, a, b); }
+        void link_in(uint64_t a, uint64_t b) override { interval(in, a, b); }
+        void link_out(uint64_t a, uint64_t b) override { interval(out, a, b); }
+        void interval(uint32_t sig, uint64_t a, uint64_t b) {
+            if (b <= a) return;
+            tap->add_at(a, sig, 1);
+            tap->add_at(b, sig, -1);
+        }
+    } dma_sig;
+    void show_rtq() {
+        if (tap.on()) tap.set(sim::now_ps(), sig_rtq, rtq_used);
+    }
+
     // A send WQE entered the requester at `t`. Unsignaled WQEs never get a
     // CQE to close their entry, so the table is bounded: past kMaxWqeStarts
     // it starts over (a few latency samples are lost, memory is not).
@@ -186,7 +256,17 @@ struct Nic {
     // raised to the arrival time of payload reads (not waited for);
     // `writes_done` to the visibility of payload writes.
     size_t play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
-                       uint64_t& writes_done, bool block_on_reads);
+                       uint64_t& writes_done, bool block_on_reads, uint32_t qpn = 0);
+
+    // Receive-WQE prefetch (doorbell.recv_wqe_prefetch): per QP, when each
+    // receive WQE posted and not yet used is on chip, in posting order; and
+    // the RQ producer index last rung, to count what a doorbell posts. A
+    // receive WQE read with none prefetched (an SRQ, a WQE posted before
+    // the QP was seen) is a DMA read as without prefetch.
+    std::unordered_map<uint32_t, std::deque<uint64_t>> rq_prefetched;
+    std::unordered_map<uint32_t, uint32_t> rq_rung;
+    std::unordered_map<uint32_t, uint32_t> rq_stride;  // a receive WQE's bytes, learnt from the datapath's reads
+    uint64_t recv_wqe_prefetch_hits = 0, recv_wqe_prefetch_misses = 0, wqe_by_mmio = 0;
 };
 
 // What every block is: a module of the NIC's simulation, wired to the Nic

@@ -11,6 +11,11 @@
 #include "simnic/base/clock.h"
 #include "sim_context.h"
 
+#include "icrc_engine_rtl.h"
+#ifdef SIMNIC_HAVE_RTL_PARSER
+#include "roce_parser_rtl.h"
+#endif
+
 // libsystemc calls sc_main from its own main(); simnic's programs have their
 // own main, so this definition only satisfies the link.
 int sc_main(int, char**) { return 0; }
@@ -38,23 +43,16 @@ struct Pipeline::Impl {
     std::unique_ptr<Nic> nic;
     std::vector<std::unique_ptr<sc_core::sc_module>> blocks;
     uint64_t sim_wall_ns = 0, sim_ps_run = 0;  // for the simulation speed
+    uint64_t quanta = 0;                       // quanta simulated by run_quantum() since the last reset
     std::string trace_path, trace_fmt;
     uint64_t trace_from_cycle = 0, trace_to_cycle = 0;
     enum class TraceState { Idle, Armed, Recording, Done } trace_state = TraceState::Idle;
 
     uint64_t now_ps() const { return ctx->time_stamp().value(); }
 
-    template <typename T>
-    void each_chan(T&& f) {
-        Nic& n = *nic;
-        f(n.db_in); f(n.wqe_to_req); f(n.req_to_txb); f(n.rxt_to_txb); f(n.txb_to_mac);
-        f(n.wire_in); f(n.mac_to_parser); f(n.parser_to_icrc); f(n.rx_in); f(n.timer_in);
-        f(n.cq_in); f(n.eq_in); f(n.fw_in); f(n.cqe_visible);
-    }
-
     void trace_close() {
-        each_chan([](auto& c) { c.undeclare(); });
-        if (auto w = nic->tap.take()) {
+        nic->wave_undeclare();
+        if (auto w = nic->tap.finish(now_ps())) {
             std::string err;
             w->close(err);
         }
@@ -76,6 +74,23 @@ std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelC
         err = "parser.impl = \"rtl\": this build has no Verilated parser";
         return nullptr;
     }
+#endif
+    // A Verilated block moves the beats it was built for: in a datapath of
+    // another width its cycles would be another design's. Refused rather
+    // than silently rescaled.
+    auto width_ok = [&](const char* key, const char* what, size_t rtl_bytes) {
+        if (cfg.mac.width_bytes == rtl_bytes) return true;
+        err = std::string(key) + " = \"rtl\": the Verilated " + what + " moves " + std::to_string(rtl_bytes) +
+              " bytes per cycle (DataWidth " + std::to_string(rtl_bytes * 8) + "), the datapath mac.width_bytes = " +
+              std::to_string(cfg.mac.width_bytes) + "; set mac.width_bytes = " + std::to_string(rtl_bytes) +
+              " or build the RTL at DataWidth " + std::to_string(cfg.mac.width_bytes * 8) + " (docs/model.md, Your own RTL)";
+        return false;
+    };
+    if (cfg.icrc.impl == BlockImpl::rtl && !width_ok("icrc.impl", "ICRC engine", rtl::IcrcEngineRtl::kBeatBytes))
+        return nullptr;
+#ifdef SIMNIC_HAVE_RTL_PARSER
+    if (cfg.parser.impl == BlockImpl::rtl && !width_ok("parser.impl", "parser", rtl::RoceParserRtl::kBeatBytes))
+        return nullptr;
 #endif
     // SystemC prints a banner on its first use unless told not to.
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
@@ -136,7 +151,7 @@ void Pipeline::doorbell(const Doorbell& db) {
     t->qpn = db.num;
     auto ep = impl_->nic->db_epoch.find(Nic::db_key(db.kind, db.num));
     if (ep != impl_->nic->db_epoch.end()) t->db_epoch = ep->second;
-    impl_->nic->db_in.push_input(t, probe_of(*t));
+    impl_->nic->db_in.push_input(t);
 }
 
 void Pipeline::forget_doorbells(uint8_t kind, uint32_t num) {
@@ -146,7 +161,7 @@ void Pipeline::forget_doorbells(uint8_t kind, uint32_t num) {
 
 void Pipeline::rx_frame(const uint8_t* frame, size_t len) {
     SimGuard g(impl_->ctx);
-    impl_->nic->wire_in.push_input(std::vector<uint8_t>(frame, frame + len), sim::Probe{0, 0, 0, uint32_t(len)});
+    impl_->nic->wire_in.push_input(std::vector<uint8_t>(frame, frame + len));
 }
 
 void Pipeline::timer(uint32_t qpn, uint8_t timer) {
@@ -156,17 +171,20 @@ void Pipeline::timer(uint32_t qpn, uint8_t timer) {
     t->t_in = impl_->now_ps();
     t->qpn = qpn;
     t->timer = timer;
-    impl_->nic->timer_in.push_input(t, probe_of(*t));
+    impl_->nic->timer_in.push_input(t);
 }
 
 void Pipeline::fw_command(uint16_t opcode) {
     SimGuard g(impl_->ctx);
-    impl_->nic->fw_in.push_input(opcode, sim::Probe{0, 0, opcode, 0});
+    impl_->nic->fw_in.push_input(opcode);
 }
 
 void Pipeline::qp_reset(uint32_t qpn) {
     SimGuard g(impl_->ctx);
     impl_->nic->rtq_drop(qpn);
+    // Its receive ring starts over: nothing prefetched is valid.
+    impl_->nic->rq_prefetched.erase(qpn);
+    impl_->nic->rq_rung.erase(qpn);
 }
 
 uint64_t Pipeline::run() {
@@ -191,6 +209,49 @@ uint64_t Pipeline::run() {
     return (t1 - t0) / m.nic->period_ps;
 }
 
+bool Pipeline::run_quantum() {
+    Impl& m = *impl_;
+    const uint64_t q = m.nic->cfg.wire.quantum_cycles;
+    if (q == 0 || m.nic->loopback) {
+        run();
+        return false;
+    }
+    SimGuard g(m.ctx);
+    const uint64_t t0 = m.now_ps();
+    const uint64_t w0 = base::mono_ns();
+    // Quantum after quantum until idle, or until frames left for the wire:
+    // those may come back (the device's own, through the kernel) or be
+    // answered, so the engine takes its turn at the port first. Work that
+    // never reaches the wire (firmware commands queued up, a long local
+    // burst) still runs to the end at once, as run() does.
+    while (sc_core::sc_pending_activity(m.ctx)) {
+        const uint64_t sent = m.nic->wire_frames;
+        const uint64_t now = m.now_ps();
+        uint64_t d = q * m.nic->period_ps;
+        // Nothing happens before the next event: go there. (A quantum that
+        // ends before it would not move the clock: SC_EXIT_ON_STARVATION
+        // stays at the last event.)
+        d = std::max<uint64_t>(d, sc_core::sc_time_to_pending_activity(m.ctx).value());
+        sc_core::sc_starvation_policy policy = sc_core::SC_EXIT_ON_STARVATION;
+        // A waveform window closes on time: the clock goes to its end.
+        if (m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) {
+            const uint64_t to = m.trace_to_cycle * m.nic->period_ps;
+            if (to > now && to - now < d) {
+                d = to - now;
+                policy = sc_core::SC_RUN_TO_TIME;
+            }
+        }
+        sc_core::sc_start(sc_core::sc_time(double(d), sc_core::SC_PS), policy);
+        m.trace_update();
+        ++m.quanta;
+        if (m.nic->wire_frames != sent) break;
+    }
+    const bool more = sc_core::sc_pending_activity(m.ctx);
+    m.sim_wall_ns += base::mono_ns() - w0;
+    m.sim_ps_run += m.now_ps() - t0;
+    return more;
+}
+
 uint64_t Pipeline::cycle() const { return impl_->now_ps() / impl_->nic->period_ps; }
 
 void Pipeline::on_cqe(std::function<void(uint32_t)> f) {
@@ -201,7 +262,7 @@ void Pipeline::on_cqe(std::function<void(uint32_t)> f) {
 void Pipeline::reset_stats() {
     SimGuard g(impl_->ctx);
     impl_->nic->reset_stats();
-    impl_->sim_wall_ns = impl_->sim_ps_run = 0;
+    impl_->sim_wall_ns = impl_->sim_ps_run = impl_->quanta = 0;
 }
 
 std::vector<ModelStat> Pipeline::stats() const {
@@ -209,10 +270,18 @@ std::vector<ModelStat> Pipeline::stats() const {
     const Impl& m = *impl_;
     const Nic& n = *m.nic;
     std::vector<ModelStat> s;
-    const uint64_t now = m.now_ps();
-    const double cyc = double(now / n.period_ps);
-    s.push_back({"sim.cycles", cyc, "cycles"});
-    s.push_back({"sim.time", double(now) / 1000.0, "ns"});
+    const uint64_t now_abs = m.now_ps();
+    // Every rate and utilisation is over the time since the last reset.
+    const uint64_t now = now_abs - std::min(now_abs, n.stats_since_ps);
+    s.push_back({"sim.cycles", double(now_abs / n.period_ps), "cycles"});
+    s.push_back({"sim.time", double(now_abs) / 1000.0, "ns"});
+    s.push_back({"sim.stats_cycles", double(now / n.period_ps), "cycles"});
+    if (!n.loopback) {
+        // A device with a wire: how often it looked at it (docs/model.md,
+        // "Simulated time"), and how late a frame may cross it.
+        s.push_back({"wire.quantum_cycles", double(n.cfg.wire.quantum_cycles), "cycles"});
+        s.push_back({"wire.quanta", double(m.quanta), ""});
+    }
     s.push_back({"sim.speed", m.sim_wall_ns ? double(m.sim_ps_run / n.period_ps) * 1e9 / double(m.sim_wall_ns) : 0,
                  "cycles/s"});
     for (int b = 0; b < Nic::kNumBlocks; ++b) {
@@ -222,6 +291,20 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({p + ".utilisation", now ? 100.0 * double(bs.busy_ps) / double(now) : 0, "%"});
         s.push_back({p + ".stall_cycles", double(bs.stall_ps / n.period_ps), "cycles"});
     }
+    // The time items spend in each block (Nic::stage), where items passed.
+    for (int b = 0; b < Nic::kNumBlocks; ++b) {
+        const Histogram& h = n.stage[b];
+        if (!h.count()) continue;
+        const std::string p = std::string("stage.") + Nic::block_name(b);
+        s.push_back({p + ".samples", double(h.count()), ""});
+        s.push_back({p + ".min", double(h.min()) / 1000.0, "ns"});
+        s.push_back({p + ".median", double(h.quantile(0.5)) / 1000.0, "ns"});
+        s.push_back({p + ".p99", double(h.quantile(0.99)) / 1000.0, "ns"});
+        s.push_back({p + ".max", double(h.max()) / 1000.0, "ns"});
+    }
+    // Items taken from each channel.
+    const_cast<Nic&>(n).each_chan(
+        [&](auto& c) { s.push_back({"chan." + c.name() + ".transfers", double(c.taken()), ""}); });
     auto cache = [&](const char* name, const TableCache& c) {
         const std::string p = std::string("cache.") + name;
         s.push_back({p + ".hits", double(c.stats().hits), ""});
@@ -258,8 +341,20 @@ std::vector<ModelStat> Pipeline::stats() const {
             s.push_back({std::string("rx.drops_parser.") + lower(roce::kParseVerdictIds[v]),
                          double(n.rx_drops_parser_reason[v]), ""});
     s.push_back({"rx.drops_icrc", double(n.rx_drops_icrc), ""});
-    if (n.icrc_rtl) s.push_back({"rtl.icrc_mismatches", double(n.icrc_rtl_mismatch), ""});
-    if (n.parser_rtl) s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});
+    if (n.cfg.doorbell.wqe_by_mmio_bytes) s.push_back({"doorbell.wqe_by_mmio", double(n.wqe_by_mmio), ""});
+    if (n.cfg.doorbell.recv_wqe_prefetch) {
+        s.push_back({"doorbell.recv_wqe_prefetch_hits", double(n.recv_wqe_prefetch_hits), ""});
+        s.push_back({"doorbell.recv_wqe_prefetch_misses", double(n.recv_wqe_prefetch_misses), ""});
+    }
+    if (n.icrc_rtl) {
+        s.push_back({"rtl.icrc_mismatches", double(n.icrc_rtl_mismatch), ""});
+        s.push_back({"rtl.icrc_rx_mismatches", double(n.icrc_rx_rtl_mismatch), ""});
+        s.push_back({"rtl.icrc_latency", double(n.icrc_rtl_latency), "cycles"});
+    }
+    if (n.parser_rtl) {
+        s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});
+        s.push_back({"rtl.parser_latency", double(n.parser_rtl_latency), "cycles"});
+    }
     std::vector<uint64_t> lat = n.latency_ps;
     s.push_back({"latency.messages", double(lat.size()), ""});
     if (!lat.empty()) {
@@ -279,8 +374,8 @@ std::vector<ModelStat> Pipeline::stats() const {
     return s;
 }
 
-bool Pipeline::trace(const std::string& path, const std::string& format, uint64_t from, uint64_t cycles,
-                     std::string& err) {
+bool Pipeline::trace(const std::string& path, const std::string& format, std::optional<uint64_t> from,
+                     uint64_t cycles, std::string& err) {
     SimGuard g(impl_->ctx);
     Impl& m = *impl_;
     WaveWriter::Format f;
@@ -292,14 +387,24 @@ bool Pipeline::trace(const std::string& path, const std::string& format, uint64_
         err = "--cycles must be at least 1";
         return false;
     }
+    Nic& n = *m.nic;
+    const uint64_t now_c = m.now_ps() / n.period_ps;
+    // Simulated time only moves on: what is past cannot be recorded.
+    if (from && *from < now_c) {
+        err = "--from " + std::to_string(*from) + ": the device is at cycle " + std::to_string(now_c) +
+              " already, and a waveform cannot start in the past (leave --from out to start now, or give a "
+              "cycle from " + std::to_string(now_c) + " on)";
+        return false;
+    }
     if (m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) m.trace_close();
     auto w = WaveWriter::open(path, f, err);
     if (!w) return false;
-    Nic& n = *m.nic;
-    const uint64_t now_c = m.now_ps() / n.period_ps;
-    const uint64_t start = std::max(from, now_c);
-    n.tap.start(std::move(w), start * n.period_ps, (start + cycles) * n.period_ps);
-    m.each_chan([&](auto& c) { c.declare(n.tap); });
+    // From now: this very instant, so that a waveform armed with a
+    // statistics reset covers exactly what the statistics count.
+    const uint64_t start = from ? *from : now_c;
+    const uint64_t from_ps = from ? *from * n.period_ps : m.now_ps();
+    n.tap.start(std::move(w), from_ps, (start + cycles) * n.period_ps, n.period_ps);
+    n.wave_declare();
     m.trace_path = path;
     m.trace_fmt = format;
     m.trace_from_cycle = start;

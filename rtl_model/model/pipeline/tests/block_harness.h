@@ -94,15 +94,6 @@ private:
     std::function<void()> body_;
 };
 
-// What a channel shows on the waveform about an item (unused by the tests,
-// but Chan::write wants one).
-inline sim::Probe probe_for(const TxnPtr& t) { return t ? probe_of(*t) : sim::Probe{}; }
-inline sim::Probe probe_for(const FrameTok& f) { return probe_of(f); }
-template <typename T>
-sim::Probe probe_for(const T&) {
-    return sim::Probe{};
-}
-
 template <typename Block>
 class BlockBench {
 public:
@@ -140,8 +131,7 @@ public:
         thread("driver_" + ch.name(), [&ch, q] {
             for (auto& [at, v] : *q) {
                 sim::wait_until(at);
-                const sim::Probe p = probe_for(v);
-                ch.write(std::move(v), p, nullptr);
+                ch.write(std::move(v), nullptr);
             }
         });
     }

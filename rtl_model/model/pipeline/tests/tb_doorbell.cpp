@@ -33,12 +33,18 @@ TxnPtr doorbell(hw::DbKind kind, uint32_t num, uint32_t index, uint64_t t_in = 0
 
 // The datapath's part: an SQ doorbell makes `wqes` WQEs runnable, each
 // fetched by DMA; other doorbells fetch nothing.
+// An SQ doorbell makes `wqes` WQEs runnable, each a frame to send; other
+// doorbells leave nothing for the requester.
 void datapath(tb::FakeDatapath& be, uint32_t wqes) {
     be.on_doorbell = [wqes](const Doorbell& db, OpRecord& rec) {
         if (db.kind != uint8_t(hw::DbKind::Sq)) return;
         for (uint32_t i = 0; i < wqes; ++i) {
             rec.add(Op::Kind::DmaRead, 0, kWqeBytes, 0, DmaPurpose::WqeFetch);
             rec.add(Op::Kind::WqeFetched, db.num, 0, db.index - wqes + i);
+        }
+        for (uint32_t i = 0; i < wqes; ++i) {
+            rec.add(Op::Kind::TxFrame, 0, 0, uint32_t(rec.frames.size()));
+            rec.frames.push_back(TxFrameRec{});
         }
     };
 }
@@ -128,20 +134,98 @@ TEST_CASE("doorbell: the WQEs of one doorbell are fetched back to back, it goes 
     CHECK(b.nic().dma.stats().tag_wait_ps > 0);
 }
 
-TEST_CASE("doorbell: CQ and SRQ doorbells cost one cycle, no QPC lookup", "[model][block][doorbell]") {
+TEST_CASE("doorbell: CQ and SRQ doorbells cost one cycle, no QPC lookup, and leave the requester's queue alone",
+          "[model][block][doorbell]") {
     const ModelConfig cfg;
     const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
     tb::BlockBench<DoorbellBlock> b(cfg);
     datapath(b.be, 1);
-    b.drive(b.nic().db_in, {{0, doorbell(hw::DbKind::Cq, 3, 0)}, {0, doorbell(hw::DbKind::Srq, 4, 0)}});
+    b.nic().qpc.access(5);  // the RQ doorbell's QP: a hit
+    const uint64_t lookups0 = b.nic().qpc.stats().hits + b.nic().qpc.stats().misses;
+    b.drive(b.nic().db_in, {{0, doorbell(hw::DbKind::Cq, 3, 0)},
+                            {0, doorbell(hw::DbKind::Srq, 4, 0)},
+                            {0, doorbell(hw::DbKind::Rq, 5, 1)}});
+    const auto& out = b.watch(b.nic().wqe_to_req);
+    b.run();
+    // Applied, one cycle each (the RQ doorbell: and its QPC lookup)...
+    REQUIRE(b.be.doorbells.size() == 3);
+    CHECK(b.be.doorbells[0].t_ps == P);
+    CHECK(b.be.doorbells[1].t_ps == 2 * P);
+    CHECK(b.nic().stage[Nic::kDoorbell].count() == 3);
+    // ... and gone: nothing for the requester, so no place in its queue.
+    CHECK(out.empty());
+    CHECK(b.nic().qpc.stats().hits + b.nic().qpc.stats().misses == lookups0 + 1);
+    CHECK(b.nic().blk[Nic::kDoorbell].stall_ps == 0);
+}
+
+TEST_CASE("doorbell: with doorbell.mmio_ns a doorbell is taken that much after it is rung",
+          "[model][block][doorbell]") {
+    ModelConfig cfg;
+    cfg.doorbell.mmio_ns = 150;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    tb::BlockBench<DoorbellBlock> b(cfg);
+    datapath(b.be, 1);
+    b.nic().qpc.access(9);
+    // Rung back to back: each arrives 150 ns later, in order, one cycle apart.
+    b.drive(b.nic().db_in, {{0, doorbell(hw::DbKind::Sq, 9, 1)}, {0, doorbell(hw::DbKind::Sq, 9, 2)}});
     const auto& out = b.watch(b.nic().wqe_to_req);
     b.run();
     REQUIRE(out.size() == 2);
-    CHECK(out[0].t_ps == P);
-    CHECK(out[1].t_ps == 2 * P);
-    CHECK(out[1].item->ready_ps == 2 * P);  // nothing to fetch
-    CHECK(b.nic().qpc.stats().hits + b.nic().qpc.stats().misses == 0);
-    CHECK(b.nic().blk[Nic::kDoorbell].stall_ps == 0);
+    const uint64_t hit = cfg.qpc_cache.hit_cycles * P;
+    CHECK(out[0].t_ps == 150000 + P + hit);
+    CHECK(out[1].t_ps == 150000 + 2 * (P + hit));
+}
+
+TEST_CASE("doorbell: a send doorbell that carries its WQEs fetches none", "[model][block][doorbell]") {
+    ModelConfig cfg;
+    cfg.doorbell.wqe_by_mmio_bytes = 2 * kWqeBytes;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    for (uint32_t wqes : {2u, 3u}) {
+        INFO(wqes << " WQEs");
+        tb::BlockBench<DoorbellBlock> b(cfg);
+        datapath(b.be, wqes);
+        b.nic().qpc.access(9);
+        b.drive(b.nic().db_in, 0, doorbell(hw::DbKind::Sq, 9, wqes));
+        const auto& out = b.watch(b.nic().wqe_to_req);
+        b.run();
+        REQUIRE(out.size() == 1);
+        const uint64_t taken = P + cfg.qpc_cache.hit_cycles * P;
+        if (wqes * kWqeBytes <= cfg.doorbell.wqe_by_mmio_bytes) {
+            CHECK(out[0].item->ready_ps == taken);  // they came with the doorbell
+            CHECK(b.nic().dma.stats().reads == 0);
+            CHECK(b.nic().wqe_by_mmio == 1);
+        } else {
+            CHECK(out[0].item->ready_ps > taken + cfg.dma.read_latency_ns * 1000);  // more than it carries: fetched
+            CHECK(b.nic().dma.stats().reads == wqes);
+            CHECK(b.nic().wqe_by_mmio == 0);
+        }
+    }
+}
+
+TEST_CASE("doorbell: with receive-WQE prefetch an RQ doorbell reads the WQEs it posts", "[model][block][doorbell]") {
+    ModelConfig cfg;
+    cfg.doorbell.recv_wqe_prefetch = 1;
+    tb::BlockBench<DoorbellBlock> b(cfg);
+    datapath(b.be, 1);
+    Nic& n = b.nic();
+    n.qpc.access(5);  // the QPC hits: the only reads are the WQEs'
+    // Three WQEs posted, then two more: one read each, back to back.
+    b.drive(n.db_in, {{0, doorbell(hw::DbKind::Rq, 5, 3)}, {0, doorbell(hw::DbKind::Rq, 5, 5)}});
+    b.run();
+    REQUIRE(n.rq_prefetched[5].size() == 5);
+    CHECK(n.dma.stats().reads == 5);
+    CHECK(n.dma.stats().read_bytes[size_t(DmaPurpose::RecvWqe)] == 5 * DoorbellBlock::kRecvWqeBytes);
+    const uint64_t first = n.rq_prefetched[5].front();
+    CHECK(first >= cfg.dma.read_latency_ns * 1000);
+    CHECK(std::is_sorted(n.rq_prefetched[5].begin(), n.rq_prefetched[5].end()));
+    // Without prefetch: none.
+    tb::BlockBench<DoorbellBlock> off{ModelConfig{}};
+    datapath(off.be, 1);
+    off.nic().qpc.access(5);
+    off.drive(off.nic().db_in, 0, doorbell(hw::DbKind::Rq, 5, 3));
+    off.run();
+    CHECK(off.nic().dma.stats().reads == 0);
+    CHECK(off.nic().rq_prefetched.empty());
 }
 
 TEST_CASE("doorbell: a doorbell whose object was destroyed on its way is dropped, not applied",
@@ -165,5 +249,5 @@ TEST_CASE("doorbell: a doorbell whose object was destroyed on its way is dropped
     CHECK(b.be.doorbells[0].item.kind == uint8_t(hw::DbKind::Cq));
     CHECK(b.be.doorbells[0].item.index == 1);
     CHECK(b.be.doorbells[1].item.kind == uint8_t(hw::DbKind::Srq));
-    CHECK(out.size() == 2);
+    CHECK(out.empty());  // applied, and nothing for the requester
 }

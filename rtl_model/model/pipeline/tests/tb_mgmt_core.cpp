@@ -34,7 +34,7 @@ TEST_CASE("mgmt_core: a command costs command_cycles / core_mhz", "[model][block
         CHECK(st.items == 2);
         CHECK(st.busy_ps == 2 * cmd);
         // One that reaches the idle core starts at once.
-        b.nic().fw_in.push_input(uint16_t(3), sim::Probe{});
+        b.nic().fw_in.push_input(uint16_t(3));
         CHECK(b.run() == 3 * cmd);
         CHECK(b.nic().fw_commands == 3);
         CHECK(st.busy_ps == 3 * cmd);

@@ -142,7 +142,7 @@ TEST_CASE("rx_transport: request packets the completer releases go to the reques
     // The requester already has work queued: the released packets go behind it.
     auto queued = std::make_shared<Txn>();
     queued->qpn = 9;
-    b.nic().wqe_to_req.push_input(queued, sim::Probe{});
+    b.nic().wqe_to_req.push_input(queued);
     b.drive(b.nic().rx_in, 0, packet(RC_ACKNOWLEDGE, 7, 19));
     const auto& to_txb = b.watch(b.nic().rxt_to_txb);
     const auto& cqes = b.watch(b.nic().cq_in);

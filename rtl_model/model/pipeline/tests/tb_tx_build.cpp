@@ -6,6 +6,7 @@
 // stalls the block, which counts the stall.
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <vector>
 
 #include "block_harness.h"
@@ -74,9 +75,9 @@ TEST_CASE("tx_build: responses go before queued requests", "[model][block][tx_bu
     const ModelConfig cfg;
     tb::BlockBench<TxBuildBlock> b(cfg);
     // Both queued before the block looks.
-    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 10), sim::Probe{});
-    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 11), sim::Probe{});
-    b.nic().rxt_to_txb.push_input(tok(tb::bytes_frame(62), 0, 90), sim::Probe{});
+    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 10));
+    b.nic().req_to_txb.push_input(tok(tb::bytes_frame(1000), 0, 11));
+    b.nic().rxt_to_txb.push_input(tok(tb::bytes_frame(62), 0, 90));
     const auto& out = b.watch(b.nic().txb_to_mac);
     b.run();
     REQUIRE(out.size() == 3);
@@ -87,8 +88,10 @@ TEST_CASE("tx_build: responses go before queued requests", "[model][block][tx_bu
     CHECK(out[1].t_ps == beats_ps(cfg, 62) + beats_ps(cfg, 1000));
 }
 
-TEST_CASE("tx_build: with icrc.impl = rtl the ICRC on the frame is compute_icrc's, at the same timing",
+TEST_CASE("tx_build: with icrc.impl = rtl the ICRC on the frame is compute_icrc's, at the RTL's own timing",
           "[model][block][tx_build][rtl]") {
+    // The engine answers 7 edges after the last beat, the default
+    // icrc.latency_cycles; with impl = rtl a configured 30 is not used.
     using namespace roce::op;
     // Frames as the datapath built them, two with their ICRC left out (zero).
     std::vector<std::vector<uint8_t>> good = {tb::roce_frame(RC_RDMA_WRITE_ONLY, 0x11, 1, 1024),
@@ -98,9 +101,11 @@ TEST_CASE("tx_build: with icrc.impl = rtl the ICRC on the frame is compute_icrc'
     for (size_t i : {size_t(0), size_t(2)})
         for (size_t k = 1; k <= 4; ++k) in[i][in[i].size() - k] = 0;
 
+    std::vector<std::string> dumps;
     auto run = [&](BlockImpl impl, uint64_t* mismatches) {
         ModelConfig cfg;
         cfg.icrc.impl = impl;
+        if (impl == BlockImpl::rtl) cfg.icrc.latency_cycles = 30;
         tb::BlockBench<TxBuildBlock> b(cfg);
         std::vector<std::pair<uint64_t, FrameTok>> v;
         for (size_t i = 0; i < in.size(); ++i) v.emplace_back(0, tok(in[i], 0, uint32_t(i)));
@@ -108,6 +113,7 @@ TEST_CASE("tx_build: with icrc.impl = rtl the ICRC on the frame is compute_icrc'
         const auto& out = b.watch(b.nic().txb_to_mac);
         b.run();
         *mismatches = b.nic().icrc_rtl_mismatch;
+        if (impl == BlockImpl::rtl) dumps = b.nic().rtl_mismatch_log;
         std::vector<tb::Seen<FrameTok>> copy = out;
         return copy;
     };
@@ -128,6 +134,11 @@ TEST_CASE("tx_build: with icrc.impl = rtl the ICRC on the frame is compute_icrc'
     }
     CHECK(rtl_mm == 2);  // the two the datapath left out
     CHECK(cpp_mm == 0);
+    // Each dumped with its frame, as the datapath built it.
+    REQUIRE(dumps.size() == 2);
+    CHECK(dumps[0].find("tx_build") == 0);
+    CHECK(dumps[0].find("from the datapath 00000000") != std::string::npos);
+    CHECK(dumps[1].find("(" + std::to_string(in[2].size()) + " bytes)") != std::string::npos);
 }
 
 TEST_CASE("tx_build: a full MAC queue stalls the block and the stall is counted",

@@ -193,6 +193,12 @@ std::string xml_escape(const std::string& text) {
 
 AxisScale axis_scale(double data_lo, double data_hi, const Axis& axis) {
     AxisScale sc;
+    if (!axis.categories.empty()) {
+        sc.lo = 0.5;
+        sc.hi = double(axis.categories.size()) + 0.5;
+        for (size_t i = 1; i <= axis.categories.size(); ++i) sc.ticks.push_back(double(i));
+        return sc;
+    }
     bool log = axis.log;
     bool fix_lo = std::isfinite(axis.min) && (!log || axis.min > 0);
     bool fix_hi = std::isfinite(axis.max) && (!log || axis.max > 0);
@@ -255,7 +261,14 @@ AxisScale axis_scale(double data_lo, double data_hi, const Axis& axis) {
     return sc;
 }
 
-std::string render_svg(const PlotSpec& spec) {
+std::string render_svg(const PlotSpec& spec_in) {
+    // A categorical x axis is linear in the categories' positions.
+    PlotSpec named;
+    if (!spec_in.x.categories.empty()) {
+        named = spec_in;
+        named.x.log = false;
+    }
+    const PlotSpec& spec = spec_in.x.categories.empty() ? spec_in : named;
     const double W = std::max(spec.width, 200);
     const double H = std::max(spec.height, 150);
     const bool has_right = !spec.right.empty();
@@ -282,7 +295,9 @@ std::string render_svg(const PlotSpec& spec) {
         return s.ticks.size() >= 2 ? s.ticks[1] - s.ticks[0] : (s.hi - s.lo);
     };
     std::vector<std::string> xl, ll, rl;
-    for (double t : xs.ticks) xl.push_back(tick_label(t, spec.x.log, step_of(xs)));
+    for (double t : xs.ticks)
+        xl.push_back(spec.x.categories.empty() ? tick_label(t, spec.x.log, step_of(xs))
+                                               : xml_escape(spec.x.categories[size_t(t) - 1]));
     for (double t : ls.ticks) ll.push_back(tick_label(t, spec.y_left.log, step_of(ls)));
     for (double t : rs.ticks) rl.push_back(tick_label(t, spec.y_right.log, step_of(rs)));
 

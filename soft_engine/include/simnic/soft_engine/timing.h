@@ -121,6 +121,16 @@ public:
     virtual void forget_doorbells(uint8_t kind, uint32_t num) = 0;
     // Runs the model until it has no work. Returns the time units advanced.
     virtual uint64_t run() = 0;
+    // Runs the model until it has no work, or until frames it sent to the
+    // wire may be answered (the model cuts its time in quanta for that);
+    // true if work is left. The engine looks at its port in between, so
+    // that what a device sent comes back (through the kernel, from a peer)
+    // while it is still busy, not only once it went idle. Without quanta:
+    // run() to idle.
+    virtual bool run_quantum() {
+        run();
+        return false;
+    }
 };
 
 // Builds the timing model of a device around the engine's datapath; null

@@ -11,9 +11,22 @@
 // simulated time), consumes it and posts the next WQE, keeping `depth`
 // messages outstanding per QP. Each QP is an RC QP connected to itself, so
 // `qps` QPs are `qps` QPC entries.
+//
+// Warm-up: the first `warmup` messages run exactly as the measured ones,
+// back to back with them, but the pipeline's figures are reset when the
+// last of them completes: the caches are warm and the pipeline full when
+// the measurement starts, so the figures are the steady state's (cold
+// misses and the ramp excluded). With warmup 0 the measurement starts at
+// the first doorbell, as it did before warm-up existed.
+//
+// READs: at most max_rd_atomic of a QP's READs are in flight (IBA
+// 9.4.4.1). The bench sets it to the depth, at least 16 and at most the
+// device's max_qp_init_rd_atom (128); deeper READ queues wait in the send
+// queue, as on hardware. BenchResult::rd_atomic says what was used.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,14 +44,26 @@ struct BenchSpec {
     uint32_t size = 65536;    // bytes per message
     uint32_t qps = 1;
     uint32_t depth = 16;      // messages outstanding per QP
-    uint64_t messages = 0;    // in all; 0: enough for a steady state
+    uint64_t messages = 0;    // measured, in all; 0: enough for a steady state
+    std::optional<uint64_t> warmup;  // messages before the measurement; none: qps * depth
+    // SENDs and WRITEs carry their data in the WQE (IBV_SEND_INLINE): the
+    // QPs' max_inline is the size (at most hw::kMaxInline), the send queue's
+    // stride grows to hold it, and the device reads no payload.
+    bool inline_data = false;
     ModelConfig cfg;
+    // A waveform (Pipeline::trace) of the measurement: from its start (or
+    // from cycle trace_from) for trace_cycles cycles (0: to its end).
+    std::string trace_path, trace_format;
+    std::optional<uint64_t> trace_from;
+    uint64_t trace_cycles = 0;
 };
 
 struct BenchResult {
-    uint64_t messages = 0;       // completed successfully
+    uint64_t warmup = 0;         // messages run before the measurement
+    uint32_t rd_atomic = 0;      // READs: the QPs' max_rd_atomic (0 for other ops)
+    uint64_t messages = 0;       // completed successfully in the measurement
     uint64_t errors = 0;         // completions with an error status
-    double sim_ns = 0;           // first doorbell to last completion
+    double sim_ns = 0;           // measurement start to last completion
     uint64_t sim_cycles = 0;
     double gbps = 0;             // payload delivered per simulated second
     double line_utilisation = 0; // MAC TX: frame bytes + gaps over line rate, %

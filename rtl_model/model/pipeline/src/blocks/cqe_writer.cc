@@ -13,7 +13,9 @@ using sim::wait_until;
 void CqeWriterBlock::visible() {
     for (;;) {
         auto [t, c] = nic.cqe_visible.read();
-        wait_until(t);
+        // The application's poll finds it cq.poll_ns after it is visible:
+        // its message is complete for the application then.
+        wait_until(t + uint64_t(nic.cfg.cq.poll_ns) * 1000);
         if (c.is_send) {
             auto it = nic.wqe_start.find(wqe_key(c.qpn, c.wqe_index));
             if (it != nic.wqe_start.end()) {
@@ -27,12 +29,14 @@ void CqeWriterBlock::visible() {
 
 void CqeWriterBlock::main() {
     for (;;) {
-        CqeTok c = nic.cq_in.read();
+        uint64_t in = 0;
+        CqeTok c = nic.cq_in.read(&in);
         sim::BlockStats& st = nic.blk[Nic::kCqeWriter];
         sim::BusyScope busy(st);
         wait_ps(nic.cycles(1));
         const uint64_t t = std::max(nic.dma.write(now_ps(), nic.cfg.cq.cqe_bytes, DmaPurpose::Cqe), c.not_before_ps);
-        nic.cqe_visible.push_input({t, c}, sim::Probe{c.qpn});
+        nic.cqe_visible.push_input({t, c});
+        nic.stage_sample(Nic::kCqeWriter, in, t);
     }
 }
 

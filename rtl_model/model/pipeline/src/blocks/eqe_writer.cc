@@ -7,10 +7,11 @@ using sim::wait_ps;
 
 void EqeWriterBlock::main() {
     for (;;) {
-        nic.eq_in.read();
+        uint64_t in = 0;
+        nic.eq_in.read(&in);
         sim::BusyScope busy(nic.blk[Nic::kEqeWriter]);
         wait_ps(nic.cycles(1));
-        nic.dma.write(now_ps(), nic.cfg.eq.eqe_bytes, DmaPurpose::Eqe);
+        nic.stage_sample(Nic::kEqeWriter, in, nic.dma.write(now_ps(), nic.cfg.eq.eqe_bytes, DmaPurpose::Eqe));
         ++nic.eqes;
     }
 }

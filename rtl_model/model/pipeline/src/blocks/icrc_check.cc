@@ -1,5 +1,7 @@
 #include "blocks/icrc_check.h"
 
+#include <string>
+
 #include "icrc_engine_rtl.h"
 #include "simnic/roce/packet.h"
 
@@ -11,30 +13,49 @@ using sim::wait_until;
 
 void IcrcCheckBlock::main() {
     for (;;) {
-        TxnPtr t = nic.parser_to_icrc.read();
+        uint64_t pushed = 0;
+        TxnPtr t = nic.parser_to_icrc.read(&pushed);
+        const uint64_t in = std::max(pushed, t->ready_ps);
         wait_until(t->ready_ps);
         sim::BlockStats& st = nic.blk[Nic::kIcrcCheck];
         bool ok = false;
         {
             sim::BusyScope busy(st);
             const std::vector<uint8_t>& b = t->frame;
-            wait_ps(nic.cycles(nic.cfg.beats(uint32_t(b.size()))));
+            // The C++ model: the frame's beats, then icrc.latency_cycles.
+            uint64_t in_cycles = nic.cfg.beats(uint32_t(b.size())), latency = nic.cfg.icrc.latency_cycles;
+            roce::Packet p;
+            roce::DecodeOptions o;
+            o.check_ip_checksum = false;
+            const bool cpp_ok = roce::decode_frame(b.data(), b.size(), p, o).error != roce::DecodeError::BadIcrc;
+            ok = cpp_ok;
             if (nic.icrc_rtl) {
+                // The RTL's verdict is the one the pipeline follows, and its
+                // own cycles set the timing (beats taken, then its latency);
+                // the C++ verdict is the reference it is checked against.
                 const std::vector<rtl::IcrcResult> r = nic.icrc_rtl->run({b});
                 ok = !r.empty() && r[0].ok && !r[0].err;
-            } else {
-                roce::Packet p;
-                roce::DecodeOptions o;
-                o.check_ip_checksum = false;
-                ok = roce::decode_frame(b.data(), b.size(), p, o).error != roce::DecodeError::BadIcrc;
+                if (!r.empty() && !r[0].err) {
+                    in_cycles = r[0].last_beat_cycle - r[0].first_beat_cycle + 1;
+                    latency = nic.icrc_rtl_latency = r[0].valid_cycle - r[0].last_beat_cycle;
+                }
+                if (ok != cpp_ok) {
+                    ++nic.icrc_rx_rtl_mismatch;
+                    nic.rtl_mismatch("icrc_check", std::string("RTL verdict ") + (ok ? "good" : "bad") +
+                                                       ", C++ verdict " + (cpp_ok ? "good" : "bad"),
+                                     b);
+                }
             }
-            t->ready_ps = now_ps() + nic.cycles(nic.cfg.icrc.latency_cycles);
+            wait_ps(nic.cycles(in_cycles));
+            t->ready_ps = now_ps() + nic.cycles(latency);
         }
         if (!ok) {
+            nic.stage_sample(Nic::kIcrcCheck, in, t->ready_ps);
             ++nic.rx_drops_icrc;
             continue;
         }
-        nic.rx_in.write(t, probe_of(*t), &st.stall_ps);
+        nic.rx_in.write(t, &st);
+        nic.stage_sample(Nic::kIcrcCheck, in, std::max(now_ps(), t->ready_ps));
     }
 }
 

@@ -9,7 +9,15 @@ using sim::wait_ps;
 
 void MacRxBlock::main() {
     for (;;) {
-        std::vector<uint8_t> fr = nic.wire_in.read();
+        uint64_t in = 0;
+        std::vector<uint8_t> fr = nic.wire_in.read(&in);
+        // The way from the peer's MAC to this one (mac.phy_latency_ns,
+        // mac.cable_ns): this port's RX PHY; looped back, also its own TX
+        // PHY and the cable. Frames arrive in order, each this late: it adds
+        // to their latency, not to the time between them. (From a real
+        // wire, the peer's TX PHY and the cable are the peer's and the
+        // kernel's.)
+        sim::wait_until(in + nic.rx_path_ps);
         sim::BlockStats& st = nic.blk[Nic::kMacRx];
         auto t = std::make_shared<Txn>();
         t->kind = Txn::Kind::Rx;
@@ -22,7 +30,8 @@ void MacRxBlock::main() {
             t->frame = std::move(fr);
             t->ready_ps = now_ps();
         }
-        nic.mac_to_parser.write(t, probe_of(*t), &st.stall_ps);
+        nic.mac_to_parser.write(t, &st);
+        nic.stage_sample(Nic::kMacRx, in, now_ps());
     }
 }
 

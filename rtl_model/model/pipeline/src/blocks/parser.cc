@@ -1,5 +1,7 @@
 #include "blocks/parser.h"
 
+#include <string>
+
 #include "simnic/roce/header_vector.h"
 #ifdef SIMNIC_HAVE_RTL_PARSER
 #include "roce_parser_rtl.h"
@@ -12,22 +14,44 @@ using sim::wait_ps;
 
 void ParserBlock::main() {
     for (;;) {
-        TxnPtr t = nic.mac_to_parser.read();
+        uint64_t pushed = 0;
+        TxnPtr t = nic.mac_to_parser.read(&pushed);
+        const uint64_t in = std::max(pushed, t->ready_ps);
         sim::BlockStats& st = nic.blk[Nic::kParser];
         roce::HeaderVector hv;
         {
             sim::BusyScope busy(st);
-            wait_ps(nic.cycles(nic.cfg.beats(uint32_t(t->frame.size()))));
+            // The C++ twin: the frame's beats, then parser.latency_cycles.
+            uint64_t in_cycles = nic.cfg.beats(uint32_t(t->frame.size())), latency = nic.cfg.parser.latency_cycles;
 #ifdef SIMNIC_HAVE_RTL_PARSER
             if (nic.parser_rtl) {
-                hv = nic.parser_rtl->parse(t->frame.data(), t->frame.size(), nullptr);
-                if (!(hv == roce::parse_header_vector(t->frame.data(), t->frame.size()))) ++nic.parser_rtl_mismatch;
+                // The RTL sets the stage's timing with its own cycles: the
+                // edges that took the beats in (its input stalls included),
+                // then its own latency to the header vector; the configured
+                // latency is not used. Its record is the one the pipeline
+                // follows, checked against the C++ twin's.
+                uint64_t total = 0;
+                hv = nic.parser_rtl->parse(t->frame.data(), t->frame.size(), &total, &in_cycles);
+                latency = nic.parser_rtl_latency = total - in_cycles;
+                const roce::HeaderVector want = roce::parse_header_vector(t->frame.data(), t->frame.size());
+                if (!(hv == want)) {
+                    ++nic.parser_rtl_mismatch;
+                    nic.rtl_mismatch("parser", "RTL verdict " + std::to_string(int(hv.verdict)) + " opcode " +
+                                                   std::to_string(hv.opcode) + " dqpn " + std::to_string(hv.dqpn) +
+                                                   " psn " + std::to_string(hv.psn) + ", C++ verdict " +
+                                                   std::to_string(int(want.verdict)) + " opcode " +
+                                                   std::to_string(want.opcode) + " dqpn " +
+                                                   std::to_string(want.dqpn) + " psn " + std::to_string(want.psn),
+                                     t->frame);
+                }
             } else
 #endif
                 hv = roce::parse_header_vector(t->frame.data(), t->frame.size());
-            t->ready_ps = now_ps() + nic.cycles(nic.cfg.parser.latency_cycles);
+            wait_ps(nic.cycles(in_cycles));
+            t->ready_ps = now_ps() + nic.cycles(latency);
         }
         if (!hv.accepted()) {
+            nic.stage_sample(Nic::kParser, in, t->ready_ps);
             ++nic.rx_drops_parser;
             if (size_t(hv.verdict) < nic.rx_drops_parser_reason.size()) ++nic.rx_drops_parser_reason[size_t(hv.verdict)];
             continue;
@@ -36,7 +60,8 @@ void ParserBlock::main() {
         t->opcode = hv.opcode;
         t->psn = hv.psn;
         t->aeth_syndrome = hv.aeth_syndrome;
-        nic.parser_to_icrc.write(t, probe_of(*t), &st.stall_ps);
+        nic.parser_to_icrc.write(t, &st);
+        nic.stage_sample(Nic::kParser, in, std::max(now_ps(), t->ready_ps));
     }
 }
 

@@ -12,12 +12,12 @@ using sim::wait_until;
 
 void RequesterBlock::main() {
     for (;;) {
-        TxnPtr t = nic.wqe_to_req.read();
+        uint64_t pushed = 0;
+        TxnPtr t = nic.wqe_to_req.read(&pushed);
         sim::BlockStats& st = nic.blk[Nic::kRequester];
-        if (t->ready_ps > now_ps()) {
-            st.stall_ps += t->ready_ps - now_ps();  // its WQEs are still on the way
-            wait_until(t->ready_ps);
-        }
+        // When the requester could start on the next packet (the stage time).
+        uint64_t start = std::max(pushed, t->ready_ps);
+        sim::stall_until(st, t->ready_ps);  // its WQEs are still on the way
         OpRecord& rec = t->rec;
         size_t requests = 0;
         for (const TxFrameRec& fr : rec.frames)
@@ -26,9 +26,8 @@ void RequesterBlock::main() {
         // (the transport counts them against its own window): holding them
         // back could hold back the ACK that frees the queue.
         if (requests && !t->resume) {
-            const uint64_t t0 = now_ps();
+            sim::StallScope waiting(&st);
             nic.rtq_admit(requests);  // room in the retransmit queue
-            st.stall_ps += now_ps() - t0;
         }
         sim::BusyScope busy(st);
         uint64_t payload_ready = now_ps(), writes_done = now_ps();
@@ -39,7 +38,7 @@ void RequesterBlock::main() {
                 continue;
             }
             if (is_memory_op(o.kind)) {
-                i = nic.play_memory(rec, i, st, payload_ready, writes_done, false);
+                i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t->qpn);
                 continue;
             }
             switch (o.kind) {
@@ -50,16 +49,16 @@ void RequesterBlock::main() {
                     const TxFrameRec& fr = rec.frames[o.aux];
                     if (is_rc_request(fr.opcode)) nic.rtq_take(fr.qpn, fr.psn);
                     FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
-                    const sim::Probe p = probe_of(f);
-                    nic.req_to_txb.write(std::move(f), p, &st.stall_ps);
-                    payload_ready = now_ps();
+                    const uint64_t ready = f.ready_ps;
+                    nic.req_to_txb.write(std::move(f), &st);
+                    nic.stage_sample(Nic::kRequester, start, std::max(now_ps(), ready));
+                    start = payload_ready = now_ps();
                     break;
                 }
                 case Op::Kind::Cqe:
-                    nic.cq_in.write(CqeTok{o.id, t->db.num, o.aux, o.is_send, writes_done}, sim::Probe{t->db.num},
-                                    &st.stall_ps);
+                    nic.cq_in.write(CqeTok{o.id, t->db.num, o.aux, o.is_send, writes_done}, &st);
                     break;
-                case Op::Kind::Eqe: nic.eq_in.write(o.id, sim::Probe{o.id}, &st.stall_ps); break;
+                case Op::Kind::Eqe: nic.eq_in.write(o.id, &st); break;
                 default: break;
             }
             ++i;

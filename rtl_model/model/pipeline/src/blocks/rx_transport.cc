@@ -10,7 +10,7 @@ using sim::now_ps;
 using sim::wait_ps;
 using sim::wait_until;
 
-void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
+uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
     OpRecord& rec = t.rec;
     // Request packets the completer releases (the send window reopened, a
     // retransmission) belong to the requester's stream: they go behind the
@@ -49,25 +49,25 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         }
         seg = i + 1;
     }
-    uint64_t payload_ready = now_ps(), writes_done = now_ps();
+    uint64_t payload_ready = now_ps(), writes_done = now_ps(), out_ready = 0;
     for (size_t i = 0; i < rec.ops.size();) {
         const Op& o = rec.ops[i];
         if (is_memory_op(o.kind)) {
-            i = nic.play_memory(rec, i, st, payload_ready, writes_done, false);
+            i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t.qpn);
             continue;
         }
         switch (o.kind) {
             case Op::Kind::TxFrame: {
                 FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
-                const sim::Probe p = probe_of(f);
-                nic.rxt_to_txb.write(std::move(f), p, &st.stall_ps);
+                out_ready = std::max(out_ready, f.ready_ps);
+                nic.rxt_to_txb.write(std::move(f), &st);
                 payload_ready = now_ps();
                 break;
             }
             case Op::Kind::Cqe:
-                nic.cq_in.write(CqeTok{o.id, t.qpn, o.aux, o.is_send, writes_done}, sim::Probe{t.qpn}, &st.stall_ps);
+                nic.cq_in.write(CqeTok{o.id, t.qpn, o.aux, o.is_send, writes_done}, &st);
                 break;
-            case Op::Kind::Eqe: nic.eq_in.write(o.id, sim::Probe{o.id}, &st.stall_ps); break;
+            case Op::Kind::Eqe: nic.eq_in.write(o.id, &st); break;
             case Op::Kind::WqeFetched:
                 if (o.id) nic.note_wqe_start(o.id, o.aux, now_ps());
                 break;
@@ -75,15 +75,20 @@ void RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         }
         ++i;
     }
-    if (resume) nic.wqe_to_req.write(resume, probe_of(*resume), &st.stall_ps);
+    if (resume) nic.wqe_to_req.write(resume, &st);
+    return out_ready;
 }
 
 void RxTransportBlock::main() {
     for (;;) {
-        TxnPtr t = nic.rx_in.read();
+        uint64_t pushed = 0;
+        TxnPtr t = nic.rx_in.read(&pushed);
+        const uint64_t in = std::max(pushed, t->ready_ps);
         wait_until(t->ready_ps);
         const bool request = roce::opcode_info(t->opcode).has(roce::kRequest);
-        sim::BlockStats& st = nic.blk[request ? Nic::kResponder : Nic::kCompleter];
+        const int blk = request ? Nic::kResponder : Nic::kCompleter;
+        sim::BlockStats& st = nic.blk[blk];
+        uint64_t out_ready = 0;
         busy.lock();
         {
             sim::BusyScope b(st);
@@ -98,25 +103,31 @@ void RxTransportBlock::main() {
                             has_aeth && (at == roce::AethType::Nak || at == roce::AethType::RnrNak));
             }
             wait_ps(nic.cycles(request ? nic.cfg.responder.cycles_per_packet : nic.cfg.completer.cycles_per_packet));
-            play(*t, st);
+            out_ready = play(*t, st);
         }
         busy.unlock();
+        // Until its last frame is handed on with its payload in (a READ
+        // response's data read from host memory), as for the requester.
+        nic.stage_sample(blk, in, std::max(now_ps(), out_ready));
     }
 }
 
 void RxTransportBlock::timers() {
     for (;;) {
-        TxnPtr t = nic.timer_in.read();
+        uint64_t in = 0;
+        TxnPtr t = nic.timer_in.read(&in);
         sim::BlockStats& st = nic.blk[Nic::kCompleter];
+        uint64_t out_ready = 0;
         busy.lock();
         {
             sim::BusyScope b(st);
             nic.lookup(nic.qpc, t->qpn, st);
             nic.be.exec_timer(t->qpn, t->timer, t->rec);
             wait_ps(nic.cycles(nic.cfg.completer.cycles_per_packet));
-            play(*t, st);
+            out_ready = play(*t, st);
         }
         busy.unlock();
+        nic.stage_sample(Nic::kCompleter, in, std::max(now_ps(), out_ready));
     }
 }
 

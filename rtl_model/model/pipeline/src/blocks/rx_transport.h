@@ -39,7 +39,8 @@ struct RxTransportBlock : BlockBase {
     }
     void main();
     void timers();
-    void play(Txn& t, sim::BlockStats& st);
+    // Plays the record; returns when its last frame's payload is in (0: no frame).
+    uint64_t play(Txn& t, sim::BlockStats& st);
     sc_core::sc_mutex busy;  // the responder and completer share one datapath
 };
 

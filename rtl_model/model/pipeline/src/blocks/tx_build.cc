@@ -1,5 +1,7 @@
 #include "blocks/tx_build.h"
 
+#include <cstdio>
+
 #include "icrc_engine_rtl.h"
 
 namespace simnic::model {
@@ -14,29 +16,41 @@ void TxBuildBlock::main() {
         // peer's requester is waiting on them.
         while (nic.rxt_to_txb.empty() && nic.req_to_txb.empty())
             sc_core::wait(nic.rxt_to_txb.data_event() | nic.req_to_txb.data_event());
-        FrameTok f = !nic.rxt_to_txb.empty() ? nic.rxt_to_txb.read() : nic.req_to_txb.read();
+        uint64_t pushed = 0;
+        FrameTok f = !nic.rxt_to_txb.empty() ? nic.rxt_to_txb.read(&pushed) : nic.req_to_txb.read(&pushed);
         sim::BlockStats& st = nic.blk[Nic::kTxBuild];
-        if (f.ready_ps > now_ps()) {
-            st.stall_ps += f.ready_ps - now_ps();  // payload still on its way from host memory
-            wait_until(f.ready_ps);
-        }
+        const uint64_t in = std::max(pushed, f.ready_ps);
+        sim::stall_until(st, f.ready_ps);  // payload still on its way from host memory
         {
             sim::BusyScope busy(st);
             std::vector<uint8_t>& b = f.f.bytes;
-            wait_ps(nic.cycles(nic.cfg.beats(uint32_t(b.size()))));
+            // The C++ model: the frame's beats, then icrc.latency_cycles.
+            uint64_t in_cycles = nic.cfg.beats(uint32_t(b.size())), latency = nic.cfg.icrc.latency_cycles;
             if (nic.icrc_rtl && b.size() >= 4) {
+                // The RTL's ICRC goes on the frame, checked against the one
+                // the datapath computed; its own cycles set the timing.
                 const uint32_t carried = uint32_t(b[b.size() - 4]) | uint32_t(b[b.size() - 3]) << 8 |
                                          uint32_t(b[b.size() - 2]) << 16 | uint32_t(b[b.size() - 1]) << 24;
                 const std::vector<rtl::IcrcResult> r = nic.icrc_rtl->run({b});
                 if (!r.empty() && !r[0].err) {
-                    if (r[0].icrc != carried) ++nic.icrc_rtl_mismatch;
+                    in_cycles = r[0].last_beat_cycle - r[0].first_beat_cycle + 1;
+                    latency = nic.icrc_rtl_latency = r[0].valid_cycle - r[0].last_beat_cycle;
+                    if (r[0].icrc != carried) {
+                        ++nic.icrc_rtl_mismatch;
+                        char w[64];
+                        std::snprintf(w, sizeof w, "TX ICRC from the RTL %08x, from the datapath %08x", r[0].icrc,
+                                      carried);
+                        nic.rtl_mismatch("tx_build", w, b);
+                    }
                     for (int k = 0; k < 4; ++k) b[b.size() - 4 + size_t(k)] = uint8_t(r[0].icrc >> (8 * k));
                 }
             }
-            f.ready_ps = now_ps() + nic.cycles(nic.cfg.icrc.latency_cycles);
+            wait_ps(nic.cycles(in_cycles));
+            f.ready_ps = now_ps() + nic.cycles(latency);
         }
-        const sim::Probe p = probe_of(f);
-        nic.txb_to_mac.write(std::move(f), p, &st.stall_ps);
+        const uint64_t ready = f.ready_ps;
+        nic.txb_to_mac.write(std::move(f), &st);
+        nic.stage_sample(Nic::kTxBuild, in, std::max(now_ps(), ready));
     }
 }
 

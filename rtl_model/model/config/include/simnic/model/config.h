@@ -38,6 +38,24 @@ struct MacConfig {
     std::uint32_t width_bytes = 64;  // datapath width: bytes per cycle (a power of two)
     double line_rate_gbps = 100;     // the port's line rate, Gb/s
     std::uint32_t ifg_bytes = 20;    // preamble + SFD + inter-frame gap per frame, bytes
+    // PHY, PCS and FEC latency in each direction (TX and RX each), ns; 0: not modelled.
+    std::uint32_t phy_latency_ns = 0;
+    // Propagation on the cable to the peer (about 5 ns per metre), ns; 0: not modelled.
+    std::uint32_t cable_ns = 0;
+};
+
+// How work reaches the device from the host.
+struct DoorbellConfig {
+    // The CPU's posted MMIO write of a doorbell reaching the device, ns;
+    // 0: the doorbell is there when rung (one cycle to take it).
+    std::uint32_t mmio_ns = 0;
+    // A send doorbell whose WQEs total at most this many bytes carries them
+    // in its MMIO write (as a BlueFlame / WQE-by-MMIO doorbell): no WQE
+    // fetch by DMA. 0: every WQE is fetched.
+    std::uint32_t wqe_by_mmio_bytes = 0;
+    // Receive WQEs are read by DMA when their doorbell rings, ahead of the
+    // SEND that consumes them (1), instead of when it arrives (0).
+    std::uint32_t recv_wqe_prefetch = 0;
 };
 
 // [parser], [icrc]: a block that exists both in C++ and in RTL.
@@ -82,6 +100,9 @@ struct StageConfig {
 // [cq]
 struct CqConfig {
     std::uint32_t cqe_bytes = hw::kCqeSize;  // bytes written per CQE (hw-spec 7.1)
+    // A CQE visible in host memory to the application's poll returning it
+    // (the poll loop's turn and the cache miss on the CQE's line), ns; 0: at once.
+    std::uint32_t poll_ns = 0;
 };
 
 // [eq]
@@ -95,9 +116,19 @@ struct FwConfig {
     std::uint32_t command_cycles = 2000;  // core cycles per firmware command
 };
 
+// [wire]: how the simulation meets a device's real wire (the kernel's UDP
+// on its netdev). Not used by `simnic bench`, whose MAC TX feeds MAC RX.
+struct WireConfig {
+    // Cycles simulated between two looks at the wire: frames sent go out,
+    // frames received (from a peer, or the device's own coming back through
+    // the kernel) come in, at most this late. 0: simulate until idle first.
+    std::uint32_t quantum_cycles = 1024;
+};
+
 struct ModelConfig {
     ClockConfig clock;
     MacConfig mac;
+    DoorbellConfig doorbell;
     // Packet parser: headers out 4 cycles after the packet's last beat.
     BlockConfig parser{BlockImpl::cpp, /*latency_cycles=*/4};
     // ICRC check/insert: 7 cycles, as the RTL engine (rtl_model/rtl/icrc).
@@ -115,6 +146,7 @@ struct ModelConfig {
     CqConfig cq;
     EqConfig eq;
     FwConfig fw;
+    WireConfig wire;
 
     // Derived values.
     double clock_period_ps() const { return 1e6 / clock.freq_mhz; }
@@ -140,13 +172,23 @@ inline bool operator!=(const ModelConfig& a, const ModelConfig& b) { return !(a 
 
 // Parses TOML `text`: starts from the defaults and overrides what the text
 // sets. `origin` names the text in messages (a file name). On failure returns
-// false, leaves `out` unchanged and sets `err` to one line,
-// "origin:line:column: message" (the position where toml++ has one).
+// false, leaves `out` unchanged and sets `err` to every problem found, one
+// line each, in document order: "origin:line:column: message" (the position
+// where toml++ has one). A TOML syntax error stops the parse: it is the only
+// line then.
 bool parse_config(std::string_view text, const std::string& origin, ModelConfig& out,
                   std::string& err);
+// The same, then `overrides` on top, in order: each "TABLE.KEY=VALUE" as
+// `simnic bench --set` takes it (VALUE is TOML; a bare word is a string, so
+// parser.impl=rtl works). A problem with the Nth override is reported as
+// "--set #N: message", after the text's; a rule across keys (cache ways,
+// the line rate) is cited where the first of its keys was set.
+bool parse_config(std::string_view text, const std::string& origin,
+                  const std::vector<std::string>& overrides, ModelConfig& out, std::string& err);
 // Reads and parses the file at `path` (as parse_config, origin = path).
 bool load_config(const std::string& path, ModelConfig& out, std::string& err);
-// Checks ranges and cross-field rules of a configuration built in code.
+// Checks ranges and cross-field rules of a configuration built in code;
+// every problem, one line each.
 bool validate_config(const ModelConfig& cfg, std::string& err);
 
 // The whole configuration as TOML, a comment per key (meaning, unit, allowed

@@ -14,7 +14,9 @@
 // wait until then, which keeps the model fast and this class testable alone.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -35,8 +37,28 @@ public:
     // A posted write of `bytes` at `now_ps`; returns when it is visible.
     uint64_t write(uint64_t now_ps, uint32_t bytes, DmaPurpose p);
 
+    // Sees when each read request holds its tag and when each link carries
+    // data (the waveform's DMA signals); every interval is [from, to) in ps,
+    // and may lie ahead of the caller's current time.
+    class Observer {
+    public:
+        virtual ~Observer() = default;
+        virtual void tag_held(uint64_t from_ps, uint64_t to_ps) = 0;
+        virtual void link_in(uint64_t from_ps, uint64_t to_ps) = 0;
+        virtual void link_out(uint64_t from_ps, uint64_t to_ps) = 0;
+    };
+    void observe(Observer* o) { obs_ = o; }
+    // Per tag, when it is free again (ps); and when each link is free again.
+    const std::vector<uint64_t>& tag_free() const { return tag_free_; }
+    uint64_t link_in_free() const { return in_free_; }
+    uint64_t link_out_free() const { return out_free_; }
+
     // Link time of `bytes` of data cut into TLPs of at most max_payload_bytes.
-    uint64_t link_ps(uint32_t bytes) const;
+    uint64_t link_ps(uint32_t bytes) const {
+        const uint32_t mps = std::max<uint32_t>(1, cfg_.max_payload_bytes);
+        const uint32_t tlps = std::max<uint32_t>(1, (bytes + mps - 1) / mps);
+        return uint64_t(std::ceil((double(bytes) + double(tlps) * cfg_.tlp_overhead_bytes) * ps_per_byte_));
+    }
 
     struct Stats {
         std::array<uint64_t, size_t(DmaPurpose::kCount)> read_bytes{}, write_bytes{};
@@ -54,6 +76,7 @@ private:
     std::vector<uint64_t> tag_free_;  // per tag: when it is free again
     uint64_t in_free_ = 0, out_free_ = 0;
     Stats st_;
+    Observer* obs_ = nullptr;
 };
 
 const char* to_string(DmaPurpose p);

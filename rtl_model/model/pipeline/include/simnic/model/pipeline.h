@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,11 @@ public:
     void forget_doorbells(uint8_t kind, uint32_t num) override;
     // Simulates until no block has work. Returns simulated cycles advanced.
     uint64_t run() override;
+    // Simulates in quanta of wire.quantum_cycles until idle, or until the
+    // end of a quantum in which frames left for the wire (until idle when 0,
+    // or without a wire); true if work is left. docs/model.md, "Simulated
+    // time and wall-clock time".
+    bool run_quantum() override;
     // Simulates at most `cycles` more (the bench uses run()).
     uint64_t cycle() const;
 
@@ -91,10 +97,12 @@ public:
     // Resets every counter and histogram (not the caches' contents).
     void reset_stats();
 
-    // Waveform of the blocks' handshakes from cycle `from` (0: now) for
-    // `cycles` cycles, into `path` ("vcd" or "fst"). The file is complete
-    // when the window has been simulated or at trace_stop()/destruction.
-    bool trace(const std::string& path, const std::string& format, uint64_t from, uint64_t cycles,
+    // Waveform of the blocks' handshakes from cycle `from` (none: now) for
+    // `cycles` cycles, into `path` ("vcd" or "fst"): the signals are listed
+    // in docs/model.md (Waveforms). A `from` before the current cycle is
+    // refused: simulated time does not go back. The file is complete when
+    // the window has been simulated or at trace_stop()/destruction.
+    bool trace(const std::string& path, const std::string& format, std::optional<uint64_t> from, uint64_t cycles,
                std::string& err);
     // "idle", "armed FILE from N", "recording FILE until N", "done FILE"
     std::string trace_state() const;

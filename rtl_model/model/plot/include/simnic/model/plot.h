@@ -30,6 +30,10 @@ struct Axis {
     // next power of ten (log).
     double min = std::numeric_limits<double>::quiet_NaN();
     double max = std::numeric_limits<double>::quiet_NaN();
+    // Named values (x axis only): point x = i + 1 is categories[i]; the axis
+    // then spans 0.5..N+0.5 with a tick labelled with each name (`log`, min
+    // and max do not apply).
+    std::vector<std::string> categories = {};
 };
 
 struct PlotSpec {
