@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# `simnic doctor` (issue 16) against each problem of the tutorial's
+# troubleshooting chains (its chapter 6), made to happen: no daemon, a daemon
+# that died, no such device, a netdev down and one without an address (a
+# veth pair), UDP 4791 dropped on the real path (the tutorial's
+# iptables rule, an nftables one, a blackhole policy rule),
+# objects left by a killed process, a wrong GID index, and a doctor started
+# with and without simnic exec. Where the tutorial names the symptom an
+# application shows for the cause, the application shows it here too.
+#
+# The whole test runs in a network namespace of its own (and a user
+# namespace when not root), so that its filters and interfaces touch nothing
+# else.
+#   test_doctor.sh SIMNIC LIBSIMNIC_VERBS DOCTOR_ORPHAN
+set -u
+if [ -z "${SIMNIC_DOCTOR_NS:-}" ]; then
+  export SIMNIC_DOCTOR_NS=1
+  if [ "$(id -u)" -eq 0 ]; then exec unshare --net "$0" "$@"; fi
+  exec unshare --user --map-root-user --net "$0" "$@"
+fi
+SIMNIC=$1 LIB=$2 ORPHAN=$3
+. "$(dirname "$0")/lib.sh"
+sys_init --as-caller doctor
+ip link set lo up
+
+cleanup() {
+  [ -n "${holder:-}" ] && kill "$holder" 2>/dev/null
+  "$SIMNIC" daemon --stop >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# doctor ARGS...: runs simnic doctor; $out its output, $rc its status.
+doctor() { out=$("$SIMNIC" doctor "$@" 2>&1); rc=$?; }
+# has STATUS ID[ DEVICE] PATTERN: a line of $out says it, e.g.
+#   has FAIL "netdev d0dev" "is DOWN"
+has() {
+  local st=$1 label=$2 pat=$3 line
+  line=$(grep -E "^$st +$label +" <<<"$out")
+  [ -n "$line" ] && [[ "$line" =~ $pat ]] || fail "expected '$st $label ... /$pat/' in:"$'\n'"$out"
+}
+status_is() { [ "$rc" -eq "$1" ] || fail "doctor exited $rc, expected $1:"$'\n'"$out"; }
+
+# --- 1. No daemon (tutorial 2.4: nothing to talk to) -----------------------
+doctor
+status_is 1
+has OK runtime_dir "$SIMNIC_RUNTIME_DIR"
+has FAIL daemon "no simnic daemon is running"
+grep -q 'fix: simnic link add rxe_lo type soft netdev lo' <<<"$out" || fail "no fix for a missing daemon: $out"
+has SKIP device "no daemon"
+doctor --json
+status_is 1
+python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ok"] is False
+c=[x for x in d["checks"] if x["check"]=="daemon"][0]; assert c["status"]=="FAIL" and "fix" in c, c' <<<"$out" ||
+  fail "--json: $out"
+
+# --- 2. A healthy device on lo ---------------------------------------------
+"$SIMNIC" link add rxe_lo type soft netdev lo || { echo "FAIL: link add rxe_lo"; exit 1; }
+doctor rxe_lo
+status_is 0
+has OK daemon "pid [0-9]+ answers"
+has OK "device rxe_lo" "type soft, on netdev lo"
+has OK "port rxe_lo" "state ACTIVE"
+has OK "netdev rxe_lo" "lo is UP"
+has OK "address rxe_lo" "127.0.0.1"
+has OK "mtu rxe_lo" "MTU 65536 gives active_mtu 4096"
+has OK "gid rxe_lo" "RoCE v2 over IPv4 is index 1 \(::ffff:127.0.0.1\)"
+has OK "udp4791 rxe_lo" "reaches rxe_lo"
+has OK "stale rxe_lo" "belongs to a running process"
+has OK ptrace ""
+# The same answer ibv_devinfo gives for active_mtu.
+"$SIMNIC" exec -- ibv_devinfo -d rxe_lo | grep -Eq 'active_mtu:\s+4096' || fail "ibv_devinfo's active_mtu is not 4096"
+
+# --- 3. With and without simnic exec -----------------------------------------
+has NOTE exec "not started under simnic exec: a program started this way sees no simnic device"
+out=$("$SIMNIC" exec -- "$SIMNIC" doctor rxe_lo 2>&1); rc=$?
+status_is 0
+has OK exec "runs under simnic exec"
+# The symptom the note names: without simnic exec there is no simnic device.
+apps=$(ibv_devices 2>&1)
+grep -q rxe_lo <<<"$apps" && fail "ibv_devices without simnic exec lists rxe_lo: $apps"
+"$SIMNIC" exec -- ibv_devices | grep -q rxe_lo || fail "ibv_devices under simnic exec does not list rxe_lo"
+
+# --- 4. No such device ---------------------------------------------------------
+doctor nosuch
+status_is 1
+has FAIL "device nosuch" "no simnic device nosuch \(devices: rxe_lo\)"
+
+# --- 5. A wrong GID index (tutorial 3.3): the QP cannot reach RTR -------------
+port=$(free_port)
+timeout 20 "$SIMNIC" exec -- ibv_rc_pingpong -d rxe_lo -g 7 -p "$port" >"$work/srv7" 2>&1 &
+srv=$!
+wait_listen "$port" "$srv"
+timeout 20 "$SIMNIC" exec -- ibv_rc_pingpong -d rxe_lo -g 7 -p "$port" 127.0.0.1 >"$work/cli7" 2>&1 &&
+  fail "ibv_rc_pingpong -g 7 worked: $(cat "$work/cli7")"
+kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
+grep -Eiq 'gid|RTR' "$work/cli7" || fail "ibv_rc_pingpong -g 7 says: $(cat "$work/cli7")"
+doctor rxe_lo
+has OK "gid rxe_lo" "ibv_rc_pingpong -g 1"
+
+# --- 6. UDP 4791 dropped (tutorial 6.4, step 2) --------------------------------
+# 6a. The tutorial's cause: a firewall rule that drops UDP 4791 on INPUT.
+if command -v iptables >/dev/null; then
+  iptables -I INPUT -p udp --dport 4791 -j DROP || fail "iptables rule"
+  doctor rxe_lo --probe-timeout 500
+  status_is 1
+  has FAIL "udp4791 rxe_lo" "never reached rxe_lo: something drops UDP 4791"
+  grep -q 'iptables -I INPUT -p udp --dport 4791 -j ACCEPT' <<<"$out" || fail "no firewall fix: $out"
+  # The symptom (tutorial 6.4): the pingpong hangs. Its QPs retry for ever
+  # (retry_cnt 7 means that to rxe, and to simnic), so the client is still
+  # waiting when its timeout ends it, and the device counts the timeouts.
+  port=$(free_port)
+  timeout 15 "$SIMNIC" exec -- ibv_rc_pingpong -d rxe_lo -g 1 -n 5 -p "$port" >"$work/srvd" 2>&1 &
+  srv=$!
+  wait_listen "$port" "$srv"
+  timeout 3 "$SIMNIC" exec -- ibv_rc_pingpong -d rxe_lo -g 1 -n 5 -p "$port" 127.0.0.1 >"$work/clid" 2>&1
+  [ $? -eq 124 ] || fail "ibv_rc_pingpong did not hang behind the drop: $(cat "$work/clid")"
+  kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
+  "$SIMNIC" stats rxe_lo | grep -Eq 'timeouts +[1-9]' || fail "no timeouts counted: $("$SIMNIC" stats rxe_lo)"
+  # The tutorial's fix, in front of the DROP.
+  iptables -I INPUT -p udp --dport 4791 -j ACCEPT
+  doctor rxe_lo
+  has OK "udp4791 rxe_lo" "reaches rxe_lo"
+  iptables -F INPUT
+else
+  echo "note: iptables not installed (scripts/setup.sh installs it): the firewall rule case did not run"
+fi
+
+# 6b. The tutorial's own cause, a firewall rule, when nftables is installed.
+if command -v nft >/dev/null; then
+  nft add table inet simnic_doctor &&
+    nft add chain inet simnic_doctor input '{ type filter hook input priority 0; }' &&
+    nft add rule inet simnic_doctor input udp dport 4791 drop || fail "nft rule"
+  doctor rxe_lo --probe-timeout 500
+  has FAIL "udp4791 rxe_lo" "never reached"
+  nft delete table inet simnic_doctor
+else
+  echo "note: nft not installed: the firewall rule case ran as the tc filter only"
+fi
+
+# 6c. A policy rule that blackholes UDP 4791 before the local table: the
+# kernel refuses at once.
+ip rule add pref 100 table local && ip rule del pref 0 &&
+  ip rule add pref 10 ipproto udp dport 4791 blackhole || fail "ip rule"
+doctor rxe_lo
+status_is 1
+has FAIL "udp4791 rxe_lo" "the kernel refuses to send UDP to 127.0.0.1:4791"
+ip rule del pref 10; ip rule add pref 0 table local; ip rule del pref 100
+
+# --- 7. Objects of a process that is gone (tutorial 6.5) ------------------------
+# Into a file: the child keeps the parent's stdout, and a $(...) would wait
+# for it.
+"$SIMNIC" exec -- "$ORPHAN" rxe_lo >"$work/orphan" 2>&1
+line=$(cat "$work/orphan")
+owner=$(sed -n 's/^owner \([0-9]*\) holder.*/\1/p' <<<"$line")
+holder=$(sed -n 's/.* holder \([0-9]*\)$/\1/p' <<<"$line")
+[ -n "$owner" ] && [ -n "$holder" ] || fail "doctor_orphan: $line"
+doctor rxe_lo
+status_is 1
+has FAIL "stale rxe_lo" "pid $owner is gone but 1 CQ, 1 PD, 1 QP of it remain on rxe_lo"
+grep -q 'ss -xp' <<<"$out" || fail "no fix for stale objects: $out"
+kill "$holder"; wait "$holder" 2>/dev/null; holder=
+for _ in $(seq 50); do
+  doctor rxe_lo
+  [ "$rc" -eq 0 ] && break
+  sleep 0.1
+done
+has OK "stale rxe_lo" "belongs to a running process"
+
+# --- 8. A netdev down, and one without an address (tutorial 6.3) ---------------
+# A veth pair in the test's namespace: d0 carries the device, d0p is the
+# other end of the cable.
+ip link add d0 type veth peer name d0p && ip addr add 10.77.0.1/24 dev d0 && ip link set d0p up &&
+  ip link set d0 up || { echo "FAIL: veth d0"; exit 1; }
+"$SIMNIC" link add dd type soft netdev d0 || fail "link add dd"
+doctor dd
+status_is 0
+has OK "gid dd" "index 1 \(::ffff:10.77.0.1\)"
+has OK "udp4791 dd" "reaches dd"
+ip link set d0 down
+doctor dd
+status_is 1
+has FAIL "port dd" "state DOWN"
+has FAIL "netdev dd" "netdev d0 is DOWN"
+grep -q 'fix: ip link set d0 up' <<<"$out" || fail "no fix for a netdev down: $out"
+ip link set d0 up
+# UP, but the other end of the cable is down: no carrier.
+ip link set d0p down
+doctor dd
+status_is 1
+has FAIL "netdev dd" "netdev d0 is UP but has no carrier"
+ip link set d0p up
+for _ in $(seq 50); do doctor dd; [ "$rc" -eq 0 ] && break; sleep 0.1; done
+status_is 0
+ip addr flush dev d0
+doctor dd
+status_is 1
+has FAIL "address dd" "netdev d0 has no IPv4 address"
+# A device cannot be made on a netdev without an address, as the tutorial
+# found (no IPv4 GID): link add says so.
+"$SIMNIC" link delete dd || fail "link delete dd"
+msg=$("$SIMNIC" link add dd type soft netdev d0 2>&1) && fail "link add on d0 without an address worked"
+grep -q 'no IPv4 address' <<<"$msg" || fail "link add on d0 without an address says: $msg"
+
+# --- 9. A daemon that died -----------------------------------------------------
+pid=$(daemon_pid)
+kill -9 "$pid"
+for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+doctor
+status_is 1
+has FAIL daemon "the daemon that ran here is gone"
+
+sys_finish cli.doctor
