@@ -183,6 +183,9 @@ status_is 1
 has FAIL "port dd" "state DOWN"
 has FAIL "netdev dd" "netdev d0 is DOWN"
 grep -q 'fix: ip link set d0 up' <<<"$out" || fail "no fix for a netdev down: $out"
+# The symptom (tutorial 4.1, 6.3): ibv_devinfo shows PORT_DOWN, as the port
+# follows the netdev's events.
+"$SIMNIC" exec -- ibv_devinfo -d dd | grep -q 'PORT_DOWN' || fail "ibv_devinfo: $("$SIMNIC" exec -- ibv_devinfo -d dd)"
 ip link set d0 up
 # UP, but the other end of the cable is down: no carrier.
 ip link set d0p down
@@ -196,6 +199,19 @@ ip addr flush dev d0
 doctor dd
 status_is 1
 has FAIL "address dd" "netdev d0 has no IPv4 address"
+# The tutorial's "empty GID table": the netdev has no address (flush took
+# the IPv6 link-local one too), so the only GID left is the default one at
+# index 0, which ib_core derives from the MAC, not from an address; none is
+# RoCE v2 over IPv4.
+has FAIL "gid dd" "1 GID\(s\), none RoCE v2 over IPv4"
+gids=$("$SIMNIC" resource show gid -d dd)
+[[ "$gids" =~ ^link\ dd/1\ index\ 0\ gid\ fe80::[0-9a-f:]+\ type\ RoCEv2$ ]] ||
+  fail "GIDs of d0 without addresses: $gids"
+# An address again: the IPv4 GID comes back at index 1.
+ip addr add 10.77.0.1/24 dev d0
+for _ in $(seq 50); do doctor dd; [[ "$out" == *"OK    gid dd"* ]] && break; sleep 0.1; done
+has OK "gid dd" "index 1 \(::ffff:10.77.0.1\)"
+ip addr flush dev d0
 # A device cannot be made on a netdev without an address, as the tutorial
 # found (no IPv4 GID): link add says so.
 "$SIMNIC" link delete dd || fail "link delete dd"
