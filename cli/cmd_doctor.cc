@@ -48,6 +48,8 @@ Runner add_doctor_command(CLI::App& app) {
         "doctor", "Check the daemon, a device, its netdev, GIDs, UDP 4791, simnic exec, ptrace and stale objects");
     sub->add_option("device", args->opt.device, "only this device (default: every device)");
     sub->add_flag("-j,--json", args->json, "JSON output");
+    sub->add_option("--peer", args->opt.peer,
+                    "another host's RoCE address: probe UDP 4791 to it and back (its CM answers a request)");
     sub->add_option("--probe-timeout", args->opt.probe_timeout_ms,
                     "how long the UDP 4791 probe waits for the device to count it, in ms (default 1000)");
     return [args] { return run_doctor(*args); };

@@ -254,10 +254,21 @@ private:
         } else {
             Check& c = add("udp4791", dev, Status::Skip, "");
             const auto& a = nd->ipv4[0];
-            probe_udp4791(dev, (unsigned(a[0]) << 24) | (unsigned(a[1]) << 16) | (unsigned(a[2]) << 8) | a[3],
-                          opt_.probe_timeout_ms, c);
+            const unsigned self = (unsigned(a[0]) << 24) | (unsigned(a[1]) << 16) | (unsigned(a[2]) << 8) | a[3];
+            probe_udp4791(dev, self, 0, opt_.probe_timeout_ms, c);
             if (c.status == Status::Ok && l.value("loopback", std::string()) == "on")
                 c.what += " (loopback on: its frames to itself skip the kernel)";
+            if (c.status == Status::Ok && netdev != "lo" && opt_.peer.empty())
+                c.what += "; a firewall rule for " + netdev + " alone is not on this path: --peer ADDR probes "
+                          "the way to another host";
+            in_addr pa{};
+            if (!opt_.peer.empty() && inet_pton(AF_INET, opt_.peer.c_str(), &pa) == 1) {
+                Check& pc = add("udp4791", dev, Status::Skip, "");
+                probe_udp4791(dev, self, ntohl(pa.s_addr), opt_.probe_timeout_ms, pc);
+            } else if (!opt_.peer.empty()) {
+                add("udp4791", dev, Status::Fail, "--peer " + opt_.peer + " is not an IPv4 address",
+                    "give the peer's address on its RoCE netdev, e.g. --peer 192.168.1.11");
+            }
         }
     }
 

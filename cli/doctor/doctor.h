@@ -38,6 +38,7 @@ struct Check {
 
 struct Options {
     std::string device;       // empty: every device the daemon has
+    std::string peer;         // another host's RoCE address (IPv4) to probe UDP 4791 with; empty: none
     int probe_timeout_ms = 1000;
 };
 
@@ -47,8 +48,10 @@ std::vector<Check> run(const Options& opt);
 // The UDP 4791 probe on its own (probe.cc): sends a RoCE v2 packet the
 // device drops (a SEND to a QPN no device hands out) from `ipv4` (host byte
 // order) to `ipv4`:4791 through the kernel, the path every frame of the
-// device takes, and watches the device's receive counters. Fills `c`.
-void probe_udp4791(const std::string& device, unsigned ipv4, int timeout_ms, Check& c);
+// device takes, and watches the device's receive counters. With `peer`
+// (non-zero), a CM request to that address instead, whose answer comes back
+// to the device. Addresses in host byte order. Fills `c`.
+void probe_udp4791(const std::string& device, unsigned ipv4, unsigned peer, int timeout_ms, Check& c);
 
 // One request to the running daemon (none is started); false with `err` set
 // when there is no answer or the answer is an error.

@@ -4,7 +4,8 @@
 # that died, no such device, a netdev down and one without an address (a
 # veth pair), UDP 4791 dropped on the real path (the tutorial's
 # iptables rule, an nftables one, a blackhole policy rule),
-# objects left by a killed process, a wrong GID index, and a doctor started
+# objects left by a killed process, a wrong GID index, a peer's firewall
+# and a peer without a device (--peer), and a doctor started
 # with and without simnic exec. Where the tutorial names the symptom an
 # application shows for the cause, the application shows it here too.
 #
@@ -25,6 +26,10 @@ ip link set lo up
 
 cleanup() {
   [ -n "${holder:-}" ] && kill "$holder" 2>/dev/null
+  if [ -n "${peer_ns:-}" ]; then
+    ip netns exec "$peer_ns" env SIMNIC_RUNTIME_DIR="$work/rt-peer" "$SIMNIC" daemon --stop >/dev/null 2>&1
+    ip netns del "$peer_ns" 2>/dev/null
+  fi
   "$SIMNIC" daemon --stop >/dev/null 2>&1
   rm -rf "$work"
 }
@@ -117,6 +122,22 @@ if command -v iptables >/dev/null; then
   [ $? -eq 124 ] || fail "ibv_rc_pingpong did not hang behind the drop: $(cat "$work/clid")"
   kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
   "$SIMNIC" stats rxe_lo | grep -Eq 'timeouts +[1-9]' || fail "no timeouts counted: $("$SIMNIC" stats rxe_lo)"
+  # perftest hangs the same way; rping's connection request is never
+  # answered, and it waits for the CM's timeouts.
+  port=$(free_port)
+  timeout 15 "$SIMNIC" exec -- ib_write_bw -d rxe_lo -n 5 -p "$port" >"$work/srvbw" 2>&1 &
+  srv=$!
+  wait_listen "$port" "$srv"
+  timeout 3 "$SIMNIC" exec -- ib_write_bw -d rxe_lo -n 5 -p "$port" 127.0.0.1 >"$work/clibw" 2>&1
+  [ $? -eq 124 ] || fail "ib_write_bw did not hang behind the drop: $(cat "$work/clibw")"
+  kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
+  port=$(free_port)
+  timeout 15 "$SIMNIC" exec -- rping -s -a 127.0.0.1 -p "$port" -C 1 >"$work/srvrp" 2>&1 &
+  srv=$!
+  sleep 1
+  timeout 3 "$SIMNIC" exec -- rping -c -a 127.0.0.1 -p "$port" -C 1 -v >"$work/clirp" 2>&1
+  [ $? -eq 124 ] || fail "rping did not hang behind the drop: $(cat "$work/clirp")"
+  kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
   # The tutorial's fix, in front of the DROP.
   iptables -I INPUT -p udp --dport 4791 -j ACCEPT
   doctor rxe_lo
@@ -218,7 +239,56 @@ ip addr flush dev d0
 msg=$("$SIMNIC" link add dd type soft netdev d0 2>&1) && fail "link add on d0 without an address worked"
 grep -q 'no IPv4 address' <<<"$msg" || fail "link add on d0 without an address says: $msg"
 
-# --- 9. A daemon that died -----------------------------------------------------
+# --- 9. Two hosts: the probe to a peer (--peer) ---------------------------------
+# The peer is a network namespace of its own behind a veth pair, with a
+# daemon and a device of its own. Its CM answers the probe's DREQ with a
+# DREP, which comes back to pa.
+if command -v iptables >/dev/null && ip netns add "simnic-doctor-$$"; then
+  peer_ns=simnic-doctor-$$
+  in_peer() { ip netns exec "$peer_ns" env SIMNIC_RUNTIME_DIR="$work/rt-peer" "$@"; }
+  mkdir -m 700 "$work/rt-peer"
+  ip link add p0 type veth peer name p1 && ip link set p1 netns "$peer_ns" &&
+    ip addr add 10.88.0.1/24 dev p0 && ip link set p0 up &&
+    ip -n "$peer_ns" addr add 10.88.0.2/24 dev p1 && ip -n "$peer_ns" link set p1 up &&
+    ip -n "$peer_ns" link set lo up || fail "veth to the peer"
+  "$SIMNIC" link add pa type soft netdev p0 || fail "link add pa"
+  in_peer "$SIMNIC" link add pb type soft netdev p1 || fail "link add pb in the peer"
+  doctor pa --peer 10.88.0.2
+  status_is 0
+  has OK "udp4791 pa" "the peer 10.88.0.2 answers a CM request sent from 10.88.0.1 to 10.88.0.2:4791"
+  # The tutorial's firewall, on the peer: this host's own probe passes, the
+  # peer's finds it.
+  ip netns exec "$peer_ns" iptables -I INPUT -p udp --dport 4791 -j DROP || fail "iptables in the peer"
+  doctor pa --peer 10.88.0.2 --probe-timeout 500
+  status_is 1
+  has OK "udp4791 pa" "reaches pa"
+  has FAIL "udp4791 pa" "got no answer back to pa"
+  ip netns exec "$peer_ns" iptables -F INPUT
+  # A rule for p0 alone here: the local probe goes through lo and cannot see
+  # it (doctor says so), the peer's does.
+  iptables -I INPUT -i p0 -p udp --dport 4791 -j DROP || fail "iptables -i p0"
+  doctor pa --probe-timeout 500
+  has OK "udp4791 pa" "--peer ADDR probes the way to another host"
+  doctor pa --peer 10.88.0.2 --probe-timeout 500
+  status_is 1
+  has FAIL "udp4791 pa" "got no answer back to pa"
+  iptables -F INPUT
+  # No RoCE device on the peer: nothing answers.
+  in_peer "$SIMNIC" link delete pb
+  doctor pa --peer 10.88.0.2 --probe-timeout 500
+  status_is 1
+  has FAIL "udp4791 pa" "the peer has no RoCE device"
+  doctor pa --peer not-an-address
+  has FAIL "udp4791 pa" "is not an IPv4 address"
+  in_peer "$SIMNIC" daemon --stop
+  "$SIMNIC" link delete pa
+  ip netns del "$peer_ns"
+  peer_ns=
+else
+  echo "note: no iptables, or ip netns add failed (not root?): the --peer case did not run"
+fi
+
+# --- 10. A daemon that died -----------------------------------------------------
 pid=$(daemon_pid)
 kill -9 "$pid"
 for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
