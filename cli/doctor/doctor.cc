@@ -7,6 +7,7 @@
 #include "doctor.h"
 
 #include <arpa/inet.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -383,7 +384,15 @@ private:
                 "Yama ptrace_scope " + scope + ": no process may reach another's memory until reboot",
                 "set kernel.yama.ptrace_scope=1 in /etc/sysctl.d and reboot");
         }
-        // process_vm_* also needs the same uid and a dumpable target.
+        // process_vm_* also needs a dumpable target: a process that made
+        // itself not dumpable, or runs a set-user-ID program, is out of
+        // reach whatever ptrace_scope says.
+        if (prctl(PR_GET_DUMPABLE) != 1)
+            add("ptrace", "", Status::Fail,
+                "this process is not dumpable (a set-user-ID or set-group-ID program, or prctl(PR_SET_DUMPABLE, "
+                "0)): the daemon cannot reach the memory of a program in this state, so its transfers fail",
+                "run RDMA programs without set-user-ID bits, and do not clear PR_SET_DUMPABLE in them");
+        // process_vm_* also needs the same uid.
         if (daemon_pid_ != 0) {
             std::ifstream in("/proc/" + std::to_string(daemon_pid_) + "/status");
             std::string line;

@@ -98,8 +98,8 @@ srv=$!
 wait_listen "$port" "$srv"
 timeout 20 "$SIMNIC" exec -- ibv_rc_pingpong -d rxe_lo -g 7 -p "$port" 127.0.0.1 >"$work/cli7" 2>&1 &&
   fail "ibv_rc_pingpong -g 7 worked: $(cat "$work/cli7")"
-kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
-grep -Eiq 'gid|RTR' "$work/cli7" || fail "ibv_rc_pingpong -g 7 says: $(cat "$work/cli7")"
+wait "$srv" 2>/dev/null && fail "the server with -g 7 worked"
+grep -q 'Failed to modify QP to RTR' "$work/srv7" || fail "ibv_rc_pingpong -g 7 (server) says: $(cat "$work/srv7")"
 doctor rxe_lo
 has OK "gid rxe_lo" "ibv_rc_pingpong -g 1"
 
@@ -288,7 +288,19 @@ else
   echo "note: no iptables, or ip netns add failed (not root?): the --peer case did not run"
 fi
 
-# --- 10. A daemon that died -----------------------------------------------------
+# --- 10. A program the daemon cannot reach: not dumpable ------------------------
+# A set-user-ID copy of simnic, run by root as nobody: the kernel makes the
+# process not dumpable, as it does any set-user-ID program.
+cp "$SIMNIC" "$work/simnic-suid" && chown nobody "$work/simnic-suid" && chmod 4755 "$work/simnic-suid"
+out=$(SIMNIC_RUNTIME_DIR=$work/none "$work/simnic-suid" doctor 2>&1); rc=$?
+if [ "$(stat -c %U "$work/simnic-suid")" = nobody ] && [ "$(id -u)" -eq 0 ]; then
+  status_is 1
+  has FAIL ptrace "this process is not dumpable"
+fi
+out=$("$SIMNIC" doctor 2>&1)
+grep -q 'not dumpable' <<<"$out" && fail "an ordinary doctor says it is not dumpable: $out"
+
+# --- 11. A daemon that died -----------------------------------------------------
 pid=$(daemon_pid)
 kill -9 "$pid"
 for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
