@@ -21,5 +21,6 @@ Runner add_stats_command(CLI::App& app);
 Runner add_trace_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 Runner add_wire_command(CLI::App& app);
+Runner add_doctor_command(CLI::App& app);
 
 }  // namespace simnic::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     add(simnic::cli::add_trace_command);
     add(simnic::cli::add_bench_command);
     add(simnic::cli::add_wire_command);
+    add(simnic::cli::add_doctor_command);
 
     try {
         app.parse(argc, argv);

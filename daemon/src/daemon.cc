@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <linux/rtnetlink.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -90,6 +91,7 @@ struct Server::Impl {
     Json dispatch(int fd, RawMessage& m, std::vector<int>& out_fds);
     void drop(int fd);
     void stop_devices();
+    void on_netdev_change();
     void save_state();
 
     Json ping(Call& c);
@@ -122,6 +124,9 @@ struct Server::Impl {
     RuntimePaths paths_;
     ServerOptions opt_;
     int lock_fd_ = -1, listen_fd_ = -1, epoll_fd_ = -1, signal_fd_ = -1;
+    // rtnetlink's link and address notifications: a netdev went up or down
+    // or changed its addresses, and the devices on it follow (-1: none).
+    int netlink_fd_ = -1;
     // Held open so that, out of descriptors, the daemon can still accept a
     // connection to tell its client so (accept4 fails with EMFILE while the
     // listening socket stays readable: without this, epoll would spin).
@@ -155,7 +160,7 @@ Server::Impl::~Impl() {
         unlink(paths_.socket.c_str());
         unlink(paths_.state.c_str());
     }
-    for (int fd : {epoll_fd_, signal_fd_, spare_fd_})
+    for (int fd : {epoll_fd_, signal_fd_, spare_fd_, netlink_fd_})
         if (fd >= 0) close(fd);
     if (lock_fd_ >= 0) close(lock_fd_);  // releases the flock
 }
@@ -211,6 +216,21 @@ std::string Server::Impl::start() {
     if (!cm_->ok()) return std::string("CM agent: ") + std::strerror(errno);
     watched.push_back(cm_->rx_fd());
     watched.push_back(cm_->timer_fd());
+    // No privileges needed to listen; without it devices keep the netdev's
+    // state of their creation, as before.
+    netlink_fd_ = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+    if (netlink_fd_ >= 0) {
+        sockaddr_nl nl{};
+        nl.nl_family = AF_NETLINK;
+        nl.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+        if (bind(netlink_fd_, reinterpret_cast<sockaddr*>(&nl), sizeof nl) == 0) {
+            watched.push_back(netlink_fd_);
+        } else {
+            log("rtnetlink: %s (devices will not follow their netdev's changes)", std::strerror(errno));
+            close(netlink_fd_);
+            netlink_fd_ = -1;
+        }
+    }
     for (int fd : watched) {
         epoll_event ev{};
         ev.events = EPOLLIN;
@@ -256,6 +276,8 @@ int Server::Impl::run_once(int timeout_ms) {
             cm_->on_rx();
         } else if (fd == cm_->timer_fd()) {
             cm_->on_timer();
+        } else if (fd == netlink_fd_) {
+            on_netdev_change();
         } else if (auto db = conn_of_doorbell_.find(fd); db != conn_of_doorbell_.end()) {
             const CtxBinding& b = ctx_of_conn_.at(db->second);
             if (auto rt = runtimes_.find(b.device); rt != runtimes_.end()) rt->second->command_doorbell(b.ctx_id);
@@ -269,6 +291,16 @@ int Server::Impl::run_once(int timeout_ms) {
         }
     }
     return n;
+}
+
+// Some netdev changed: which one does not matter (a few ioctls per device),
+// and an overrun socket (ENOBUFS) means the same. Drain, then let every
+// netdev-bound device read its netdev again.
+void Server::Impl::on_netdev_change() {
+    alignas(nlmsghdr) char buf[8192];
+    while (recv(netlink_fd_, buf, sizeof buf, 0) > 0 || errno == ENOBUFS) {
+    }
+    for (auto& [name, rt] : runtimes_) rt->refresh_netdev();
 }
 
 void Server::Impl::refuse(int fd, int err, const std::string& why) {

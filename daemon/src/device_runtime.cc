@@ -374,6 +374,12 @@ size_t DeviceRuntime::shm_count(uint16_t ctx_id) const {
     return it == impl_->ctxs.end() ? 0 : it->second->shm.size();
 }
 
+void DeviceRuntime::refresh_netdev() {
+    if (impl_->dev.wire.on()) return;
+    impl_->fw->refresh_netdev();
+    impl_->refresh_bar();
+}
+
 void DeviceRuntime::device_fatal() {
     std::vector<uint16_t> ids;
     {

@@ -82,6 +82,11 @@ public:
     // (hw-spec 8.2) to every context, so that each driver learns it from
     // the device before its connection closes.
     void device_fatal();
+    // The netdev changed (the daemon heard it from rtnetlink): read it again,
+    // as rxe does on its netdev events, so that the port's state, MTU and
+    // GID table in BAR0 follow it (PORT_ACTIVE / PORT_ERR and GID_CHANGE go
+    // to every context). Nothing for a device on a wire.
+    void refresh_netdev();
 
     // Counts for `simnic resource show` and tests.
     struct Counts {
