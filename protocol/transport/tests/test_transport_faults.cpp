@@ -153,6 +153,8 @@ TEST_CASE("faults: a gap draws a PSN sequence NAK and a resend from the gap", "[
     // 104 then opens a second one at 103.
     if (dropped) CHECK(naks == std::vector<uint32_t>{0x102});
     else CHECK(naks == std::vector<uint32_t>{0x102, 0x103});
+    // Each NAK'd gap counted once (the device's out_of_seq_requests).
+    CHECK(f.b().counters.n[Counter::OutOfSeqRequest] == int(naks.size()));
     // The resend starts mid-message with a MIDDLE (no RETH) at the NAK'd PSN.
     bool resent = false;
     for (size_t i = 1; i < log.size() && !resent; ++i)
@@ -308,6 +310,10 @@ TEST_CASE("faults: duplicate SEND packets are acknowledged, not delivered twice"
     REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
     CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
     CHECK(bytes(f.b(), dst.addr, 3000) == bytes(f.a(), src.addr, 3000));
+    // The responder counts each duplicate (the device's duplicate_requests;
+    // before, nothing did and the counter stayed 0 whatever the wire did).
+    CHECK(f.b().counters.n[Counter::DuplicateRequest] >= 1);
+    CHECK(f.b().counters.n[Counter::OutOfSeqRequest] == 0);
 }
 
 TEST_CASE("faults: UC drops a message that lost a packet, and never resends",
