@@ -103,6 +103,10 @@ struct Id {
     Mad last_mad{};
     uint64_t deadline = 0, interval = 0;
     uint32_t retries_left = 0;
+    // Destroyed by its application while its DREQ waits for the DREP: kept,
+    // unseen by the application, to resend the DREQ until the peer answers
+    // or the retries run out.
+    bool orphan = false;
 };
 
 struct Agent::Impl {
@@ -118,11 +122,11 @@ struct Agent::Impl {
 
     Id* find(uint32_t h) {
         auto it = ids.find(h);
-        return it == ids.end() ? nullptr : &it->second;
+        return it == ids.end() || it->second.orphan ? nullptr : &it->second;
     }
     const Id* find(uint32_t h) const {
         auto it = ids.find(h);
-        return it == ids.end() ? nullptr : &it->second;
+        return it == ids.end() || it->second.orphan ? nullptr : &it->second;
     }
     Id* by_local_comm(uint32_t comm) {
         if (comm == 0) return nullptr;
@@ -168,6 +172,7 @@ struct Agent::Impl {
     }
 
     void event(const Id& id, EventType t, int status = 0, const ConnParam* p = nullptr) {
+        if (id.orphan) return;
         Event e;
         e.type = t;
         e.id = id.handle;
@@ -245,7 +250,7 @@ struct Agent::Impl {
     void on_dreq(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad, const MadHdr& h);
     void on_drep(const uint8_t* mad);
 
-    void destroy(Id& id);
+    bool destroy(Id& id);
 };
 
 Agent::Agent(Hooks& hooks, Timing timing) : impl_(std::make_unique<Impl>(hooks, timing)) {}
@@ -518,32 +523,43 @@ int Agent::disconnect(uint32_t h) {
 }
 
 // What ib_cm sends when an ID goes away in each state, so that the peer
-// learns of it rather than waiting out its timers.
-void Agent::Impl::destroy(Id& id) {
+// learns of it rather than waiting out its timers. A connection's DREQ
+// (destroyed established, or while its DREQ is out) is resent until the DREP
+// comes or the retries run out, as IBA 12.9.6 has the CM do; ib_cm stops
+// resending when the ID is destroyed, so that one lost DREQ leaves the peer
+// connected to nobody (rping's server waiting for ever after its client,
+// which destroys its ID right after rdma_disconnect, lost the DREQ on a lossy
+// wire). True if the ID must stay, as an orphan, for that.
+bool Agent::Impl::destroy(Id& id) {
     switch (id.state) {
         case State::ReqSent: send_rej(id, RejReason::Timeout, RejMsg::Req); break;
         case State::ReqRcvd: send_rej(id, RejReason::ConsumerReject, RejMsg::Req); break;
         case State::RepSent: send_rej(id, RejReason::ConsumerReject, RejMsg::Rep); break;
         case State::RepRcvd: send_rej(id, RejReason::ConsumerReject, RejMsg::Rep); break;
-        case State::Established: send_dreq(id, false); break;
+        case State::Established:
+            id.state = State::DreqSent;
+            send_dreq(id, true);
+            break;
         case State::DreqRcvd: send_drep(id); break;
         default: break;
     }
+    if (id.state != State::DreqSent) return false;
+    id.orphan = true;
+    id.channel = 0;
+    return true;
 }
 
 int Agent::destroy_id(uint32_t h) {
     Id* id = impl_->find(h);
     if (!id) return EINVAL;
-    impl_->destroy(*id);
-    impl_->ids.erase(h);
+    if (!impl_->destroy(*id)) impl_->ids.erase(h);
     return 0;
 }
 
 void Agent::destroy_channel(uint64_t channel) {
     for (auto it = impl_->ids.begin(); it != impl_->ids.end();) {
-        if (it->second.channel == channel) {
-            impl_->destroy(it->second);
-            it = impl_->ids.erase(it);
+        if (it->second.channel == channel && !it->second.orphan) {
+            it = impl_->destroy(it->second) ? std::next(it) : impl_->ids.erase(it);
         } else {
             ++it;
         }
@@ -619,11 +635,15 @@ uint64_t Agent::channel_of(uint32_t h) const {
     return id ? id->channel : 0;
 }
 
-size_t Agent::id_count() const { return impl_->ids.size(); }
+size_t Agent::id_count() const {
+    size_t n = 0;
+    for (const auto& [h, id] : impl_->ids) n += !id.orphan;
+    return n;
+}
 
 size_t Agent::id_count(uint64_t channel) const {
     size_t n = 0;
-    for (const auto& [h, id] : impl_->ids) n += id.channel == channel;
+    for (const auto& [h, id] : impl_->ids) n += id.channel == channel && !id.orphan;
     return n;
 }
 
@@ -829,12 +849,17 @@ void Agent::Impl::on_drep(const uint8_t* mad) {
     if (!id || id->state != State::DreqSent || id->remote_comm_id != d.local_comm_id) return;
     id->deadline = 0;
     id->state = State::TimeWait;
+    if (id->orphan) {
+        ids.erase(id->handle);
+        return;
+    }
     const ConnParam p = param_of(d.private_data.data(), kDrepPrivateBytes, 0, 0, 0, 0, 0, false, 0);
     event(*id, EventType::Disconnected, 0, &p);
 }
 
 uint64_t Agent::on_timer() {
     const uint64_t now = impl_->hooks.now_ms();
+    std::vector<uint32_t> done;  // orphans whose DREQ ran out of retries
     for (auto& [h, id] : impl_->ids) {
         if (id.deadline == 0 || id.deadline > now) continue;
         if (id.state == State::AddrQuery) {
@@ -867,11 +892,13 @@ uint64_t Agent::on_timer() {
                 break;
             case State::DreqSent:
                 id.state = State::TimeWait;
+                if (id.orphan) done.push_back(h);
                 impl_->event(id, EventType::Disconnected, -ETIMEDOUT);
                 break;
             default: break;
         }
     }
+    for (uint32_t h : done) impl_->ids.erase(h);
     return next_deadline();
 }
 

@@ -304,6 +304,36 @@ TEST_CASE("a DREQ nobody answers ends in DISCONNECTED with ETIMEDOUT", "[cm][age
     CHECK(d[0].status == -ETIMEDOUT);
 }
 
+// Found on a lossy wire (testbench/system/test_faults.sh, rping -V): rping's
+// client destroys its ID right after rdma_disconnect; ib_cm would stop
+// resending the DREQ then, and one lost DREQ leaves the server connected to
+// nobody, waiting for ever. The destroyed ID lives on, unseen, resending.
+TEST_CASE("a destroyed ID keeps resending its DREQ until the DREP comes", "[cm][agent]") {
+    for (const bool disconnect_first : {true, false}) {
+        DYNAMIC_SECTION((disconnect_first ? "rdma_disconnect, then destroy" : "destroyed while established")) {
+            Pair t;
+            t.establish();
+            int lost = 0;
+            t.net.lose = [&lost](cm::AttrId a) { return a == cm::AttrId::DisconnectRequest && lost++ < 2; };
+            if (disconnect_first) REQUIRE(t.client.agent->disconnect(t.cid) == 0);
+            REQUIRE(t.client.agent->destroy_id(t.cid) == 0);
+            CHECK(t.client.agent->id_count() == 0);  // gone for the application
+            CHECK(t.client.agent->state_name(t.cid).empty());
+            for (int i = 0; i < 3; ++i) t.net.advance(t.net.timing.dreq_ms);
+            t.net.run();
+            CHECK(lost >= 3);  // two lost, a later one arrived
+            REQUIRE(t.server.of(cm::EventType::Disconnected).size() == 1);
+            REQUIRE(t.server.agent->disconnect(t.sid) == 0);  // its DREP
+            t.net.run();
+            CHECK(t.client.of(cm::EventType::Disconnected).empty());  // no event for a destroyed ID
+            const size_t sent = t.net.log.size();
+            for (uint32_t i = 0; i <= t.net.timing.max_retries; ++i) t.net.advance(t.net.timing.dreq_ms);
+            CHECK(t.net.log.size() == sent);  // answered: no more DREQs
+            CHECK(t.client.agent->next_deadline() == 0);
+        }
+    }
+}
+
 TEST_CASE("an application that dies: its connection's peer gets DREQ, its listener goes", "[cm][agent]") {
     Pair t;
     t.establish();
@@ -311,7 +341,8 @@ TEST_CASE("an application that dies: its connection's peer gets DREQ, its listen
     t.net.run();
     CHECK(t.server.agent->id_count() == 0);
     REQUIRE(t.client.of(cm::EventType::Disconnected).size() == 1);
-    // The client answers; the DREP finds no ID and is dropped.
+    // The client answers; the DREP ends the server's orphaned ID (kept only
+    // to resend its DREQ).
     REQUIRE(t.client.agent->disconnect(t.cid) == 0);
     t.net.run();
     CHECK(t.net.log.back() == cm::AttrId::DisconnectReply);

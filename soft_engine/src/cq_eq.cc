@@ -214,6 +214,11 @@ void EngineQp::post(tp::CqSide side, const tp::Completion& c, bool solicited) {
         fault = hw::ErrorCause::CqOverflow;
 }
 
+void EngineQp::count(tp::Counter c) {
+    eng.stat(c == tp::Counter::DuplicateRequest ? hw::stats_block::duplicate_requests
+                                                : hw::stats_block::out_of_seq_requests);
+}
+
 void EngineQp::async_event(hw::EventType ev) {
     // aux: the error cause for error events, 0 otherwise (hw-spec 8.1).
     eng.post_event(ctx, ev, qpn, hw::is_error_event(ev) ? uint32_t(cause) : 0);

@@ -131,7 +131,7 @@ hw::ErrorCause cause_of(hw::WcStatus s);
 // completions and events in cq_eq.cc, the wire in net.cc, timers in
 // timers.cc.
 struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, tp::WirePort,
-                        tp::TimerPort, tp::EventPort {
+                        tp::TimerPort, tp::EventPort, tp::CounterPort {
     EngineQp(SoftEngine::Impl& e, uint32_t n) : eng(e), qpn(n) {}
     SoftEngine::Impl& eng;
     uint32_t qpn;
@@ -185,6 +185,8 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     void cancel(tp::QpTimer t) override;
     // EventPort
     void async_event(hw::EventType ev) override;
+    // CounterPort
+    void count(tp::Counter c) override;
 
     tp::TransportEnv env() {
         tp::TransportEnv e;
@@ -194,6 +196,7 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
         e.wire = this;
         e.timers = this;
         e.events = this;
+        e.counters = this;
         return e;
     }
 };

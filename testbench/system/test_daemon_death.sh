@@ -67,8 +67,20 @@ write_bw_*)
   for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ":$PORT " && break; sleep 0.1; done
   run timeout 60 ib_write_bw -d "$DEV" -p "$PORT" -F -D 30 127.0.0.1 >"$work/client.out" 2>&1 &
   client_pid=$!
-  sleep 3
-  [ "$(sim resource show qp | grep -c 'state RTS')" -ge 1 ] || fail "no QP in RTS 3 s into the run"
+  # The pair is running once the client's QP is in RTS (perftest's passive
+  # server stays in RTR). On a loaded machine perftest takes more than the
+  # 3 s the test used to sleep to get there, the check then failed or the
+  # daemon went before the run had begun (the flake of
+  # daemon_death.write_bw_stop); so wait for it, then a second of traffic.
+  t_start=$(now_ms)
+  for _ in $(seq 300); do
+    [ "$(sim resource show qp | grep -c 'state RTS')" -ge 1 ] && break
+    kill -0 "$client_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ "$(sim resource show qp | grep -c 'state RTS')" -ge 1 ] || fail "no QP in RTS 30 s into the run"
+  echo "the client's QP in RTS after $(( $(now_ms) - t_start )) ms"
+  sleep 1
   t0=$(now_ms)
   go_away
   wait "$client_pid"; client_rc=$?; t_client=$(( $(now_ms) - t0 )); client_pid=

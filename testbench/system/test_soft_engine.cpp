@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -408,4 +409,175 @@ TEST_CASE("a CQ doorbell past the producer index is ignored", "[soft_engine]") {
     CHECK(s.wr_id == 31);
     CHECK(s.status == uint32_t(hw::WcStatus::Success));
     CHECK(std::memcmp(r.ptr(0), r.ptr(8192), 4096) == 0);
+}
+
+// A hostile application (issue 12, section 2), with the host driver's own
+// interface: a second context on the device rings doorbells for the first
+// one's QPs and CQs (and for numbers nobody has) by the hundred thousand,
+// creates a QP whose rings lie in memory it has not mapped, writes garbage
+// WQEs and rings them, registers memory it does not own, and shares a memfd
+// of the wrong size. Each is refused or contained to that context; the first
+// context's traffic goes on byte for byte and its CQs see nothing of it.
+TEST_CASE("a hostile context is refused or contained, and the other context works on", "[soft_engine][hostile]") {
+    Rig r;
+    int err = 0;
+    auto evil = host::open_context("setest", err);
+    REQUIRE(evil);
+    uint8_t none[4] = {};
+    const uint32_t pdn = cmd(*evil, hw::CmdOpcode::AllocPd, none);
+
+    // Doorbells for another context's QPs and CQs, and for no object at all.
+    for (uint32_t i = 0; i < 100000; ++i) {
+        const uint32_t n = i % 4;
+        const uint32_t num = n == 0 ? r.a.qpn : n == 1 ? r.b.qpn : n == 2 ? r.a.cq.cqn : 0xFFFFFF - i % 977;
+        const hw::DbKind kind = n == 2 ? hw::DbKind::Cq : (i & 8) ? hw::DbKind::Rq : hw::DbKind::Sq;
+        evil->ring_doorbell(kind, num, i * 2654435761u, 0);
+    }
+
+    // A QP whose rings lie in memory this process does not have: refused, or
+    // a QP whose first WQE fetch fails and which goes to ERROR alone.
+    uint8_t cqin[hw::cmd_create_cq_in::kSize] = {};
+    Mem evil_cq_ring{(1u << kLogCq) * hw::cqe::kSize};
+    hw::set(cqin, hw::cmd_create_cq_in::log_size, kLogCq);
+    hw::set(cqin, hw::cmd_create_cq_in::domain_id, evil->boot_domain());
+    hw::set(cqin, hw::cmd_create_cq_in::base, evil_cq_ring.addr());
+    const uint32_t evil_cqn = cmd(*evil, hw::CmdOpcode::CreateCq, cqin);
+    auto create_qp = [&](uint64_t sq, uint64_t rq, host::CmdOutcome& o) {
+        namespace c = hw::cmd_create_qp_in;
+        uint8_t in[c::kSize] = {};
+        hw::set(in, c::qp_type, uint8_t(hw::QpType::Rc));
+        hw::set(in, c::pdn, pdn);
+        hw::set(in, c::send_cqn, evil_cqn);
+        hw::set(in, c::recv_cqn, evil_cqn);
+        hw::set(in, c::domain_id, evil->boot_domain());
+        hw::set(in, c::sq_base, sq);
+        hw::set(in, c::rq_base, rq);
+        hw::set(in, c::log_sq_size, kLogQ);
+        hw::set(in, c::log_sq_stride, kLogSqStride);
+        hw::set(in, c::log_rq_size, kLogQ);
+        hw::set(in, c::log_rq_stride, kLogRqStride);
+        hw::set(in, c::max_send_sge, 4);
+        hw::set(in, c::max_recv_sge, 4);
+        REQUIRE(evil->command(hw::CmdOpcode::CreateQp, in, sizeof in, hw::cmd_handle::kSize, o) == 0);
+    };
+    host::CmdOutcome o;
+    create_qp(0x1000, 0x2000, o);  // page 1: never mapped in a process
+    if (o.status == hw::CmdStatus::Ok) {
+        const uint32_t qpn = uint32_t(hw::get(o.out.data(), o.out.size(), hw::cmd_handle::handle));
+        evil->ring_doorbell(hw::DbKind::Sq, qpn, 1);
+        evil->ring_doorbell(hw::DbKind::Rq, qpn, 1);
+    }
+    // The other context's SQ as this one's rings: its memory is in another
+    // process, so this names the address in the hostile process, which holds
+    // nothing there (or something of its own): never the other's queue.
+    create_qp(r.a.sq.addr(), r.a.rq.addr(), o);
+
+    // Garbage WQEs in its own SQ, rung: completions with errors on its own
+    // CQ (or none), never on the other context's.
+    Mem sq{(1u << kLogQ) << kLogSqStride}, rq{(1u << kLogQ) << kLogRqStride};
+    create_qp(sq.addr(), rq.addr(), o);
+    REQUIRE(o.status == hw::CmdStatus::Ok);
+    const uint32_t gqpn = uint32_t(hw::get(o.out.data(), o.out.size(), hw::cmd_handle::handle));
+    const Qp* peer = &r.b;
+    {
+        namespace m = hw::qp_attr_mask;
+        namespace f = hw::qp_attr;
+        uint8_t at[f::kSize] = {};
+        hw::set(at, f::qpn, gqpn);
+        hw::set(at, f::port_num, 1);
+        hw::set(at, f::qp_access_flags, hw::access::kRemoteWrite);
+        hw::set(at, f::attr_mask, m::kState | m::kPkeyIndex | m::kPort | m::kAccessFlags);
+        hw::set(at, f::qp_state, uint8_t(hw::QpState::Init));
+        REQUIRE(evil->command(hw::CmdOpcode::ModifyQp, at, f::kSize, 0, o) == 0);
+        REQUIRE(o.status == hw::CmdStatus::Ok);
+        std::memset(at, 0, sizeof at);
+        const uint8_t dgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+        hw::set(at, f::qpn, gqpn);
+        hw::set_bytes(at, f::kSize, f::av_dgid, dgid, 16);
+        hw::set(at, f::av_sgid_index, 1);
+        hw::set(at, f::av_hop_limit, 64);
+        hw::set(at, f::av_grh, 1);
+        hw::set(at, f::path_mtu, uint8_t(hw::Mtu::M1024));
+        hw::set(at, f::dest_qp_num, peer->qpn);  // aims at the other context's QP
+        hw::set(at, f::rq_psn, 0x100);
+        hw::set(at, f::max_dest_rd_atomic, 1);
+        hw::set(at, f::min_rnr_timer, 1);
+        hw::set(at, f::attr_mask, m::kState | m::kAv | m::kPathMtu | m::kDestQpn | m::kRqPsn | m::kMaxDestRdAtomic |
+                                      m::kMinRnrTimer);
+        hw::set(at, f::qp_state, uint8_t(hw::QpState::Rtr));
+        REQUIRE(evil->command(hw::CmdOpcode::ModifyQp, at, f::kSize, 0, o) == 0);
+        REQUIRE(o.status == hw::CmdStatus::Ok);
+        std::memset(at, 0, sizeof at);
+        hw::set(at, f::qpn, gqpn);
+        hw::set(at, f::sq_psn, 0x5000);
+        hw::set(at, f::timeout, 10);
+        hw::set(at, f::retry_cnt, 1);
+        hw::set(at, f::rnr_retry, 1);
+        hw::set(at, f::max_rd_atomic, 1);
+        hw::set(at, f::attr_mask,
+                m::kState | m::kSqPsn | m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kMaxQpRdAtomic);
+        hw::set(at, f::qp_state, uint8_t(hw::QpState::Rts));
+        REQUIRE(evil->command(hw::CmdOpcode::ModifyQp, at, f::kSize, 0, o) == 0);
+        REQUIRE(o.status == hw::CmdStatus::Ok);
+    }
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < sq.len; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        sq.p[i] = uint8_t(x);
+    }
+    evil->ring_doorbell(hw::DbKind::Sq, gqpn, 1u << kLogQ);
+
+    // Memory it does not own, registered: refused, or a key whose use fails.
+    {
+        uint8_t mr[hw::cmd_reg_mr_in::kSize] = {};
+        hw::set(mr, hw::cmd_reg_mr_in::pdn, pdn);
+        hw::set(mr, hw::cmd_reg_mr_in::access, hw::access::kAll);
+        hw::set(mr, hw::cmd_reg_mr_in::domain_id, evil->boot_domain());
+        hw::set(mr, hw::cmd_reg_mr_in::iova, 0x1000);
+        hw::set(mr, hw::cmd_reg_mr_in::length, 1 << 20);
+        hw::set(mr, hw::cmd_reg_mr_in::host_addr, 0x1000);
+        REQUIRE(evil->command(hw::CmdOpcode::RegMr, mr, sizeof mr, hw::cmd_reg_mr_out::kSize, o) == 0);
+    }
+    // A memfd of the wrong size to share: refused.
+    {
+        const int fd = memfd_create("simnic-hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        REQUIRE(fd >= 0);
+        REQUIRE(ftruncate(fd, 4096) == 0);
+        uint32_t handle = 0;
+        CHECK(evil->share_memory(fd, 1 << 20, handle) != 0);
+        close(fd);
+    }
+
+    // The other context: SEND, WRITE and READ as before, and its CQs hold
+    // its own completions only.
+    for (int round = 0; round < 20; ++round) {
+        fill(r.ptr(0), 3000, uint8_t(round));
+        r.post_recv(r.b, 100 + round, r.va(100000), 4000);
+        r.post_send(r.a, {hw::WrOpcode::Send, 200u + round, r.va(0), 3000});
+        Rig::Cqe s = r.poll(r.a.cq);
+        CHECK(s.wr_id == 200u + round);
+        CHECK(s.status == 0);
+        Rig::Cqe v = r.poll(r.b.cq);
+        CHECK(v.wr_id == 100u + round);
+        CHECK(v.status == 0);
+        CHECK(v.byte_len == 3000);
+        CHECK(std::memcmp(r.ptr(0), r.ptr(100000), 3000) == 0);
+        r.post_send(r.a, {hw::WrOpcode::RdmaWrite, 300u + round, r.va(0), 3000, r.va(200000), r.rkey});
+        s = r.poll(r.a.cq);
+        CHECK(s.status == 0);
+        CHECK(std::memcmp(r.ptr(0), r.ptr(200000), 3000) == 0);
+    }
+    CHECK(hw::cqe_peek(r.a.cq.ring.p, r.a.cq.ci, kLogCq) == nullptr);
+    CHECK(hw::cqe_peek(r.b.cq.ring.p, r.b.cq.ci, kLogCq) == nullptr);
+    // Its objects go with it; the other context's two QPs stay.
+    evil.reset();
+    uint32_t qps = 0;
+    for (int i = 0; i < 50; ++i) {
+        const control::Json c = r.d.request(control::Json{{"op", "resource_counts"}, {"device", r.d.device()}});
+        REQUIRE(c.value("ok", false));
+        qps = c["qps"].get<uint32_t>();
+        if (qps == 2) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    CHECK(qps == 2);
 }

@@ -85,7 +85,10 @@ std::string FaultRule::describe() const {
     if (dup) o << " dup " << pct(dup);
     if (reorder) o << " reorder " << pct(reorder);
     if (corrupt) o << " corrupt " << pct(corrupt);
-    if (delay_ns || jitter_ns) o << " delay " << delay_ns / 1000 << "+" << jitter_ns / 1000 << "us";
+    if (delay_ns || jitter_ns) {
+        o << " delay " << delay_ns / 1000 << "+" << jitter_ns / 1000 << "us";
+        if (delayed < 1) o << " for " << pct(delayed);
+    }
     return o.str();
 }
 
@@ -112,9 +115,10 @@ bool parse_rule(const std::string& text, FaultRule& r, std::string& err) {
         else if (k == "corrupt") ok = parse_rate(v, r.corrupt);
         else if (k == "delay") ok = parse_time_ns(v, r.delay_ns);
         else if (k == "jitter") ok = parse_time_ns(v, r.jitter_ns);
+        else if (k == "delayed") ok = parse_rate(v, r.delayed);
         else if (k == "hold") ok = parse_time_ns(v, r.reorder_hold_ns);
         else {
-            err = "unknown key '" + k + "' (from, to, drop, dup, reorder, corrupt, delay, jitter, hold)";
+            err = "unknown key '" + k + "' (from, to, drop, dup, reorder, corrupt, delay, jitter, delayed, hold)";
             return false;
         }
         if (!ok) {
@@ -173,7 +177,10 @@ Decision FaultInjector::decide(const uint8_t* frame, size_t len) {
             d.flip_bit = size_t(bit % ((len - kEthHdr) * 8));
             ++c.corrupted;
         }
-        d.delay_ns = r.delay_ns + jitter;
+        // A draw of its own only when a share is asked for: rules without
+        // `delayed` keep the decisions their seed always gave.
+        const bool late = r.delayed >= 1 || std::uniform_real_distribution<double>(0.0, 1.0)(g) < r.delayed;
+        d.delay_ns = late ? r.delay_ns + jitter : 0;
         if (d.delay_ns) ++c.delayed;
         return d;
     }

@@ -60,6 +60,29 @@ TEST_CASE("wire faults: rules parse rates, times and directions; mistakes are re
     CHECK_FALSE(parse_rule("drop=60%,dup=50%", bad, err));
 }
 
+TEST_CASE("wire faults: delayed= makes only that share of frames late, by delay + jitter") {
+    FaultRule r = rule("delay=20ms,jitter=1ms,delayed=5%");
+    CHECK(r.delayed == Approx(0.05));
+    CHECK(r.describe() == "from any to any: delay 20000+1000us for 5%");
+    std::string err;
+    FaultRule bad;
+    CHECK_FALSE(parse_rule("delay=1ms,delayed=150%", bad, err));
+    FaultInjector inj({r}, 9);
+    const std::vector<uint8_t> f = frame(2, 1);
+    constexpr int kN = 100'000;
+    int late = 0;
+    for (int i = 0; i < kN; ++i) {
+        const Decision d = inj.decide(f.data(), f.size());
+        if (d.delay_ns == 0) continue;
+        ++late;
+        CHECK(d.delay_ns >= 20'000'000);
+        CHECK(d.delay_ns <= 21'000'000);
+    }
+    const double sd = std::sqrt(kN * 0.05 * 0.95);
+    CHECK(std::abs(late - kN * 0.05) < 5 * sd);
+    CHECK(inj.counters()[0].delayed == uint64_t(late));
+}
+
 TEST_CASE("wire faults: each fault happens at its rate, and the exclusive ones never together") {
     FaultInjector inj({rule("drop=5%,dup=3%,reorder=2%,corrupt=1%,delay=10us,jitter=10us")}, 42);
     const std::vector<uint8_t> f = frame(2, 1);

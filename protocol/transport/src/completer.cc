@@ -124,8 +124,10 @@ CompState Completer::check_psn(Pass& p) {
     }
     const int diff = psn_diff(psn, qp_.comp.psn);
     if (diff < 0) {
-        // Most likely the answer to a resent request.
-        if (psn == e->last_psn) return CompState::CompAck;
+        // Most likely the answer to a resent request. An atomic's carries
+        // its value, to be placed before the WQE completes.
+        if (psn == e->last_psn)
+            return p.pkt->hdr.bth.opcode == op::RC_ATOMIC_ACKNOWLEDGE ? CompState::CheckAck : CompState::CompAck;
         if (p.pkt->hdr.bth.opcode == op::RC_ACKNOWLEDGE &&
             (qp_.comp.opcode == op::RC_RDMA_READ_RESPONSE_FIRST ||
              qp_.comp.opcode == op::RC_RDMA_READ_RESPONSE_MIDDLE))
@@ -259,8 +261,15 @@ CompState Completer::atomic(Pass& p) {
 
 CompState Completer::write_send(Pass& p) {
     const SqEntry* e = qp_.sq.head();
-    if (e->state == WqeState::Pending && e->last_psn == p.pkt->hdr.bth.psn)
+    if (e->state == WqeState::Pending && e->last_psn == p.pkt->hdr.bth.psn) {
+        // A plain ACK at a READ's or an atomic's PSN (the responder's answer
+        // to a duplicate SEND or WRITE before it, C9-105) says the request
+        // arrived, not what it returned: the WQE waits for its response (or
+        // the replay of it that the resend brings), as it is never
+        // acknowledged implicitly.
+        if (hw::is_read_or_atomic(e->wr.opcode)) return CompState::Done;
         return CompState::CompAck;
+    }
     return CompState::UpdateComp;
 }
 

@@ -85,9 +85,13 @@ RespState Responder::chk_psn(Pass& p) {
                 // resends the expected PSN.
                 if (sequence_ == Sequence::NakSent) return RespState::Cleanup;
                 sequence_ = Sequence::NakSent;
+                if (qp_.env.counters) qp_.env.counters->count(Counter::OutOfSeqRequest);
                 return RespState::ErrPsnOutOfSeq;
             }
-            if (diff < 0) return RespState::DuplicateRequest;
+            if (diff < 0) {
+                if (qp_.env.counters) qp_.env.counters->count(Counter::DuplicateRequest);
+                return RespState::DuplicateRequest;
+            }
             sequence_ = Sequence::InSequence;
             break;
         case hw::QpType::Uc:

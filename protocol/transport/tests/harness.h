@@ -230,6 +230,12 @@ private:
     Clock& clock_;
 };
 
+// The counters a node's transport reports (the device's stats block).
+struct Counters : CounterPort {
+    void count(Counter c) override { ++n[c]; }
+    std::map<Counter, int> n;
+};
+
 enum class Fault { Pass, Drop, Duplicate, Delay };
 
 struct Frame {
@@ -257,6 +263,7 @@ struct Node {
     Events events;
     Timers timers;
     WireTap wire;
+    Counters counters;
     std::unique_ptr<Qp> qp;
 
     TransportEnv env() {
@@ -267,6 +274,7 @@ struct Node {
         e.wire = &wire;
         e.timers = &timers;
         e.events = &events;
+        e.counters = &counters;
         return e;
     }
     void post_recv(uint64_t wr_id, std::vector<Sge> sges) {

@@ -153,6 +153,8 @@ TEST_CASE("faults: a gap draws a PSN sequence NAK and a resend from the gap", "[
     // 104 then opens a second one at 103.
     if (dropped) CHECK(naks == std::vector<uint32_t>{0x102});
     else CHECK(naks == std::vector<uint32_t>{0x102, 0x103});
+    // Each NAK'd gap counted once (the device's out_of_seq_requests).
+    CHECK(f.b().counters.n[Counter::OutOfSeqRequest] == int(naks.size()));
     // The resend starts mid-message with a MIDDLE (no RETH) at the NAK'd PSN.
     bool resent = false;
     for (size_t i = 1; i < log.size() && !resent; ++i)
@@ -238,6 +240,59 @@ TEST_CASE("faults: a duplicate atomic is answered from the saved result", "[tran
     }
 }
 
+// Found by testbench/system/faults_app.cpp on a wire that corrupted 5% of the
+// frames (a CMP_SWAP completed with its result buffer never written). A
+// WRITE and an atomic both executed, both their acknowledgements lost: the
+// requester resends the WRITE and the atomic. The responder answers the
+// duplicate WRITE with a plain ACK carrying the last PSN it executed, the
+// atomic's (IBA C9-105), and the atomic's saved result after it. A plain ACK
+// cannot complete an atomic or a READ, which wait for their data (IBA
+// o9-28: they are never implicitly acknowledged): the completer must wait
+// for the ATOMIC ACKNOWLEDGE and place its value.
+TEST_CASE("faults: a plain ACK covering an atomic's PSN does not complete it without its value",
+          "[transport]") {
+    for (const bool cas : {false, true}) {
+        DYNAMIC_SECTION((cas ? "CMP_SWAP" : "FETCH_ADD")) {
+            Fabric f;
+            Buf src = make_buf(f.a(), 64, kAllAccess, 5);
+            Buf dst = make_buf(f.b(), 64, kAllAccess);
+            Buf target = make_buf(f.b(), 8, kAllAccess);
+            Buf result = make_buf(f.a(), 8, kAllAccess);
+            uint64_t v = 40, junk = 0xEEEEEEEEEEEEEEEEull;
+            std::memcpy(f.b().mem.ptr(target.addr), &v, 8);
+            std::memcpy(f.a().mem.ptr(result.addr), &junk, 8);
+            auto drop_ack = nth(opcode_is(op::RC_ACKNOWLEDGE), 0, Fault::Drop);
+            auto drop_atomic_ack = nth(opcode_is(op::RC_ATOMIC_ACKNOWLEDGE), 0, Fault::Drop);
+            f.fault = [=](const roce::Packet& p, size_t i) {
+                return drop_ack(p, i) == Fault::Drop || drop_atomic_ack(p, i) == Fault::Drop ? Fault::Drop
+                                                                                            : Fault::Pass;
+            };
+            auto w = wqe(hw::WrOpcode::RdmaWrite, 1, {src.sge()});
+            w.remote_addr = dst.addr;
+            w.rkey = dst.mr->rkey;
+            REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+            auto a = wqe(cas ? hw::WrOpcode::AtomicCmpAndSwp : hw::WrOpcode::AtomicFetchAndAdd, 2, {result.sge()});
+            a.remote_addr = target.addr;
+            a.rkey = target.mr->rkey;
+            a.compare_add = cas ? 40 : 2;
+            a.swap = 42;
+            REQUIRE(f.a().qp->post_send(a) == PostStatus::Ok);
+            f.run();
+            CHECK(f.b().mem.atomics_applied == 1);
+            uint64_t now, orig;
+            std::memcpy(&now, f.b().mem.ptr(target.addr), 8);
+            std::memcpy(&orig, f.a().mem.ptr(result.addr), 8);
+            CHECK(now == 42);
+            CHECK(orig == 40);
+            auto sc = f.a().cq.side(CqSide::Send);
+            REQUIRE(sc.size() == 2);
+            CHECK(sc[0].wc.status == hw::WcStatus::Success);
+            CHECK(sc[1].wc.status == hw::WcStatus::Success);
+            CHECK(f.a().qp->state() == hw::QpState::Rts);
+        }
+    }
+}
+
 TEST_CASE("faults: duplicate SEND packets are acknowledged, not delivered twice",
           "[transport]") {
     Fabric f;
@@ -255,6 +310,10 @@ TEST_CASE("faults: duplicate SEND packets are acknowledged, not delivered twice"
     REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
     CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
     CHECK(bytes(f.b(), dst.addr, 3000) == bytes(f.a(), src.addr, 3000));
+    // The responder counts each duplicate (the device's duplicate_requests;
+    // before, nothing did and the counter stayed 0 whatever the wire did).
+    CHECK(f.b().counters.n[Counter::DuplicateRequest] >= 1);
+    CHECK(f.b().counters.n[Counter::OutOfSeqRequest] == 0);
 }
 
 TEST_CASE("faults: UC drops a message that lost a packet, and never resends",

@@ -31,6 +31,8 @@ struct FaultRule {
     double corrupt = 0;  // one bit after the Ethernet header is flipped
     uint64_t delay_ns = 0;   // every frame of the rule waits this long ...
     uint64_t jitter_ns = 0;  // ... plus a uniform extra in [0, jitter_ns]
+    double delayed = 1;      // the share of the rule's frames that wait (1: all): a late
+                             // frame among timely ones, as a congested switch port makes
     uint64_t reorder_hold_ns = 1'000'000;
 
     bool matches(const uint8_t* frame, size_t len) const;
@@ -38,7 +40,7 @@ struct FaultRule {
 };
 
 // Parses "[from=MAC,][to=MAC,]drop=1%,dup=0.5%,reorder=1%,corrupt=0.1%,
-// delay=50us,jitter=20us,hold=2ms". Rates take a trailing % (else a fraction
+// delay=50us,jitter=20us,delayed=5%,hold=2ms". Rates take a trailing % (else a fraction
 // of 1); times take ns, us, ms or s. False and `err` on anything else.
 bool parse_rule(const std::string& text, FaultRule& rule, std::string& err);
 

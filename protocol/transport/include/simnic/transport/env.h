@@ -136,7 +136,20 @@ public:
     virtual void state(Unit u, const char* name) = 0;
 };
 
-// The ports of one QP. All but `trace` must be set.
+// ---- Optional counters of what the transport saw (the device's stats) ----
+
+enum class Counter : uint8_t {
+    DuplicateRequest,  // a request with a PSN already executed (rxe: RXE_CNT_DUP_REQ)
+    OutOfSeqRequest,   // a gap in request PSNs, NAK'd (rxe: RXE_CNT_OUT_OF_SEQ_REQ)
+};
+
+class CounterPort {
+public:
+    virtual ~CounterPort() = default;
+    virtual void count(Counter c) = 0;
+};
+
+// The ports of one QP. All but `trace` and `counters` must be set.
 struct TransportEnv {
     MemoryPort* mem = nullptr;
     RecvQueuePort* rq = nullptr;
@@ -145,6 +158,7 @@ struct TransportEnv {
     TimerPort* timers = nullptr;
     EventPort* events = nullptr;
     TracePort* trace = nullptr;
+    CounterPort* counters = nullptr;
 };
 
 }  // namespace simnic::transport

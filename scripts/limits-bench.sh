@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Issue 12, section 5 by hand: 10,000 QPs and 100,000 MRs at once on one soft
+# device, all usable; the daemon's memory per QP and per MR, creation and
+# teardown times; then the per-object limits and their errors.
+#   scripts/limits-bench.sh [BUILD_DIR] [QPS] [MRS]
+set -u
+B=$(cd "${1:-build}" && pwd)
+H=$(cd "$(dirname "$0")/../testbench/system" && pwd)
+SIMNIC_LIMITS_QPS=${2:-10000} SIMNIC_LIMITS_MRS=${3:-100000} \
+  "$H/run_limits.sh" "$B/cli/simnic" "$B/verbs_provider/libsimnic-verbs.so" "$B/testbench/system/simnic_limits_app"

@@ -1,0 +1,232 @@
+// Limits and exhaustion (issue 12, section 5), from an ordinary libibverbs
+// program on one device ($SIMNIC_TEST_DEVICE, through verbs_app.h):
+//   - every per-object limit the device advertises is reachable, one more
+//     fails with rxe's errno (EINVAL), and the device stays healthy;
+//   - [scale]: $SIMNIC_LIMITS_QPS QPs and $SIMNIC_LIMITS_MRS MRs at once
+//     (10,000 and 100,000 by hand; fewer in CI), all usable, with the
+//     daemon's memory per QP and per MR printed (its VmRSS, from
+//     $SIMNIC_DAEMON_PID) and given back when they go.
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "verbs_app.h"
+
+using namespace simnic::tb;
+
+namespace {
+
+long rss_kib() {
+    const char* pid = std::getenv("SIMNIC_DAEMON_PID");
+    if (!pid) return -1;
+    std::ifstream f(std::string("/proc/") + pid + "/status");
+    std::string k;
+    long v = -1;
+    while (f >> k) {
+        if (k == "VmRSS:") {
+            f >> v;
+            return v;
+        }
+        f.ignore(1 << 20, '\n');
+    }
+    return -1;
+}
+
+double secs(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int env_int(const char* n, int d) {
+    const char* v = std::getenv(n);
+    return v && *v ? std::atoi(v) : d;
+}
+
+// An RC QP whose caps are `cap`; nullptr (errno set) if refused.
+ibv_qp* try_qp(VerbsDevice& d, ibv_cq* cq, ibv_qp_cap cap) {
+    ibv_qp_init_attr ia{};
+    ia.send_cq = ia.recv_cq = cq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap = cap;
+    errno = 0;
+    return ibv_create_qp(d.pd, &ia);
+}
+
+// The device still creates, connects and uses a QP pair: a SEND between two
+// fresh QPs arrives.
+void still_healthy(VerbsDevice& d) {
+    ibv_cq* cq = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    ibv_qp_cap cap{};
+    cap.max_send_wr = cap.max_recv_wr = 4;
+    cap.max_send_sge = cap.max_recv_sge = 1;
+    ibv_qp* a = create_qp(d.pd, IBV_QPT_RC, cq, cap);
+    ibv_qp* b = create_qp(d.pd, IBV_QPT_RC, cq, cap);
+    connect_qp(d, a, IBV_QPT_RC, b->qp_num);
+    connect_qp(d, b, IBV_QPT_RC, a->qp_num);
+    Mr src(d.pd, 64, IBV_ACCESS_LOCAL_WRITE, 7), dst(d.pd, 64, IBV_ACCESS_LOCAL_WRITE, 0);
+    ibv_sge rs = dst.sge(0, 64), ss = src.sge(0, 64);
+    post_recv(b, rs, 1);
+    ibv_send_wr w = send_wr(2, IBV_WR_SEND, &ss);
+    post_send(a, w);
+    for (int i = 0; i < 2; ++i) {
+        ibv_wc wc = poll_one(cq, "healthy");
+        INFO(wc_str(wc));
+        CHECK(wc.status == IBV_WC_SUCCESS);
+    }
+    CHECK(dst.buf == src.buf);
+    CHECK(ibv_destroy_qp(a) == 0);
+    CHECK(ibv_destroy_qp(b) == 0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("limits: each advertised per-object limit is reachable, one more fails with EINVAL", "[limits]") {
+    VerbsDevice d;
+    const ibv_device_attr& at = d.attr;
+    std::printf("advertised: max_qp %d max_qp_wr %d max_sge %d max_cq %d max_cqe %d max_mr %d max_mr_size %llu "
+                "max_pd %d max_qp_rd_atom %d max_srq %d max_srq_wr %d max_ah %d\n",
+                at.max_qp, at.max_qp_wr, at.max_sge, at.max_cq, at.max_cqe, at.max_mr,
+                (unsigned long long)at.max_mr_size, at.max_pd, at.max_qp_rd_atom, at.max_srq, at.max_srq_wr, at.max_ah);
+    SECTION("CQ entries") {
+        ibv_cq* cq = ibv_create_cq(d.ctx, at.max_cqe, nullptr, nullptr, 0);
+        REQUIRE(cq != nullptr);
+        CHECK(cq->cqe >= at.max_cqe);
+        CHECK(ibv_destroy_cq(cq) == 0);
+        errno = 0;
+        CHECK(ibv_create_cq(d.ctx, at.max_cqe + 1, nullptr, nullptr, 0) == nullptr);
+        CHECK(errno == EINVAL);
+    }
+    SECTION("QP work requests and scatter/gather entries") {
+        ibv_cq* cq = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
+        REQUIRE(cq != nullptr);
+        ibv_qp_cap cap{};
+        cap.max_send_wr = cap.max_recv_wr = std::uint32_t(at.max_qp_wr);
+        cap.max_send_sge = cap.max_recv_sge = std::uint32_t(at.max_sge);
+        ibv_qp* qp = try_qp(d, cq, cap);
+        INFO("errno " << errno);
+        REQUIRE(qp != nullptr);
+        CHECK(ibv_destroy_qp(qp) == 0);
+        for (int which = 0; which < 4; ++which) {
+            ibv_qp_cap c{};
+            c.max_send_wr = c.max_recv_wr = 4;
+            c.max_send_sge = c.max_recv_sge = 1;
+            if (which == 0) c.max_send_wr = std::uint32_t(at.max_qp_wr) + 1;
+            if (which == 1) c.max_recv_wr = std::uint32_t(at.max_qp_wr) + 1;
+            if (which == 2) c.max_send_sge = std::uint32_t(at.max_sge) + 1;
+            if (which == 3) c.max_recv_sge = std::uint32_t(at.max_sge) + 1;
+            INFO("cap " << which);
+            ibv_qp* bad = try_qp(d, cq, c);
+            CHECK(bad == nullptr);
+            CHECK(errno == EINVAL);
+            if (bad) ibv_destroy_qp(bad);
+        }
+        CHECK(ibv_destroy_cq(cq) == 0);
+    }
+    SECTION("outstanding READs and atomics") {
+        ibv_cq* cq = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
+        ibv_qp_cap cap{};
+        cap.max_send_wr = cap.max_recv_wr = 4;
+        cap.max_send_sge = cap.max_recv_sge = 1;
+        ibv_qp* a = create_qp(d.pd, IBV_QPT_RC, cq, cap);
+        ibv_qp* b = create_qp(d.pd, IBV_QPT_RC, cq, cap);
+        qp_to_init(a, IBV_QPT_RC);
+        qp_to_rtr(d, a, IBV_QPT_RC, b->qp_num);
+        ibv_qp_attr x{};
+        x.qp_state = IBV_QPS_RTS;
+        x.sq_psn = 1;
+        x.timeout = 14;
+        x.retry_cnt = 7;
+        x.rnr_retry = 7;
+        x.max_rd_atomic = std::uint8_t(std::min(at.max_qp_init_rd_atom, 255));
+        const int mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                         IBV_QP_MAX_QP_RD_ATOMIC;
+        CHECK(ibv_modify_qp(a, &x, mask) == 0);
+        CHECK(ibv_destroy_qp(a) == 0);
+        CHECK(ibv_destroy_qp(b) == 0);
+        CHECK(ibv_destroy_cq(cq) == 0);
+    }
+    SECTION("MR size") {
+        // A region larger than max_mr_size is refused before any memory is
+        // looked at (rxe: EINVAL).
+        if (at.max_mr_size < (1ull << 46)) {
+            void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            errno = 0;
+            ibv_mr* mr = ibv_reg_mr(d.pd, p, at.max_mr_size + 1, IBV_ACCESS_LOCAL_WRITE);
+            CHECK(mr == nullptr);
+            CHECK(errno != 0);
+            if (mr) ibv_dereg_mr(mr);
+            munmap(p, 4096);
+        }
+    }
+    still_healthy(d);
+}
+
+TEST_CASE("limits: thousands of QPs and MRs at once, the daemon's memory per object", "[scale]") {
+    VerbsDevice d;
+    const int nqp = env_int("SIMNIC_LIMITS_QPS", 1000), nmr = env_int("SIMNIC_LIMITS_MRS", 10000);
+    const long rss0 = rss_kib();
+    ibv_cq* cq = ibv_create_cq(d.ctx, 1024, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    std::vector<ibv_qp*> qps;
+    qps.reserve(std::size_t(nqp));
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < nqp; ++i) {
+        ibv_qp_cap cap{};
+        cap.max_send_wr = cap.max_recv_wr = 16;
+        cap.max_send_sge = cap.max_recv_sge = 1;
+        ibv_qp* q = try_qp(d, cq, cap);
+        INFO("QP " << i << " errno " << errno);
+        REQUIRE(q != nullptr);
+        qps.push_back(q);
+    }
+    const double t_qp = secs(t0);
+    const long rss1 = rss_kib();
+    // MRs over one buffer, a page each (distinct regions, as an application
+    // registering many buffers has).
+    const std::size_t page = 4096;
+    void* buf = mmap(nullptr, std::size_t(nmr) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(buf != MAP_FAILED);
+    std::vector<ibv_mr*> mrs;
+    mrs.reserve(std::size_t(nmr));
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < nmr; ++i) {
+        ibv_mr* mr = ibv_reg_mr(d.pd, static_cast<char*>(buf) + std::size_t(i) * page, page,
+                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        INFO("MR " << i << " errno " << errno);
+        REQUIRE(mr != nullptr);
+        mrs.push_back(mr);
+    }
+    const double t_mr = secs(t0);
+    const long rss2 = rss_kib();
+    // All usable: the first and the last QP connected to each other, a
+    // WRITE through the last MR's rkey and a SEND through the first's lkey.
+    ibv_qp *a = qps.front(), *b = qps.back();
+    connect_qp(d, a, IBV_QPT_RC, b->qp_num);
+    connect_qp(d, b, IBV_QPT_RC, a->qp_num);
+    char* last = static_cast<char*>(buf) + std::size_t(nmr - 1) * page;
+    char* first = static_cast<char*>(buf);
+    std::memset(first, 0x5a, 256);
+    ibv_sge s{reinterpret_cast<std::uintptr_t>(first), 256, mrs.front()->lkey};
+    ibv_send_wr w = rdma_wr(1, IBV_WR_RDMA_WRITE, &s, reinterpret_cast<std::uintptr_t>(last), mrs.back()->rkey);
+    post_send(a, w);
+    ibv_wc wc = poll_one(cq, "WRITE through the last MR");
+    INFO(wc_str(wc));
+    CHECK(wc.status == IBV_WC_SUCCESS);
+    CHECK(std::memcmp(first, last, 256) == 0);
+    t0 = std::chrono::steady_clock::now();
+    for (ibv_mr* mr : mrs) REQUIRE(ibv_dereg_mr(mr) == 0);
+    for (ibv_qp* q : qps) REQUIRE(ibv_destroy_qp(q) == 0);
+    const double t_free = secs(t0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+    munmap(buf, std::size_t(nmr) * page);
+    const long rss3 = rss_kib();
+    std::printf("scale: %d QPs created in %.2f s (%.0f us each), %d MRs in %.2f s (%.0f us each), all freed in %.2f s\n",
+                nqp, t_qp, t_qp / nqp * 1e6, nmr, t_mr, t_mr / nmr * 1e6, t_free);
+    if (rss0 > 0)
+        std::printf("daemon VmRSS: %ld KiB before, %ld with the QPs (%.2f KiB per QP), %ld with the MRs too "
+                    "(%.3f KiB per MR), %ld after freeing\n",
+                    rss0, rss1, double(rss1 - rss0) / nqp, rss2, double(rss2 - rss1) / nmr, rss3);
+    still_healthy(d);
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# A soak (issue 12, section 6): for DURATION seconds, on a `simnic wire` that
+# drops, duplicates and reorders 0.5% of frames each, between device wa (soft)
+# and wb ($SIMNIC_DEVICE_TYPE, default model), all at once and over again:
+#   - simnic_faults_app's RC case (SEND, WRITE, READ, both atomics: exactly
+#     once, byte for byte) and its UD case, each round checked;
+#   - rping -C 20 -V pairs (data checked);
+#   - ib_write_bw pairs SIGKILLed 1-3 s in (their QPs must go with them);
+#   - optionally ($SIMNIC_SOAK_BUSY=N) N busy loops keeping the CPUs late.
+# Then: no checked flow failed, every killed process's objects are gone and
+# the devices hold nothing (`simnic resource show`), the daemon's RSS after
+# the first quarter (warm-up) grew by less than 8 MiB, the devices' and the
+# wire's counters agree that traffic and faults happened.
+#
+#   test_soak.sh DURATION SIMNIC LIBSIMNIC_VERBS FAULTS_APP
+set -u
+DURATION=$1 SIMNIC=$2 LIB=$3 APP=$4
+HERE=$(cd "$(dirname "$0")" && pwd)
+TYPE_B=${SIMNIC_DEVICE_TYPE:-model}
+SEED=${SIMNIC_SOAK_SEED:-$((1 + RANDOM))}
+. "$HERE/lib.sh"
+sys_init soak SIMNIC LIB APP
+sys_dir out
+OUT=$work/out
+run() { "${AS[@]}" env LD_PRELOAD="$LIB" "$@"; }
+busy=() flows=()
+cleanup() {
+  for p in "${busy[@]}" "${flows[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  [ -n "${wire_pid:-}" ] && kill "$wire_pid" 2>/dev/null
+  sys_cleanup
+}
+trap cleanup EXIT
+RANDOM=$SEED
+
+"${AS[@]}" "$SIMNIC" wire --ready-file "$OUT/wire.ready" --stats "$OUT/wire.json" --seed "$SEED" \
+  --fault drop=0.5%,dup=0.5%,reorder=0.5% -q &
+wire_pid=$!
+for _ in $(seq 50); do [ -s "$OUT/wire.ready" ] && break; sleep 0.1; done
+WIRE=$(awk '{print $2}' "$OUT/wire.ready")
+[ -n "$WIRE" ] || { echo "FAIL: the wire did not start"; exit 1; }
+sim link add wa type soft wire "127.0.0.1:$WIRE" addr 10.0.0.10/24 || { echo "FAIL: link add wa"; exit 1; }
+devs+=(wa)
+sim link add wb type "$TYPE_B" wire "127.0.0.1:$WIRE" addr 10.0.0.11/24 || { echo "FAIL: link add wb"; exit 1; }
+devs+=(wb)
+dpid=$(daemon_pid)
+rss() { awk '$1 == "VmRSS:" {print $2}' "/proc/$dpid/status" 2>/dev/null; }
+for _ in $(seq "${SIMNIC_SOAK_BUSY:-0}"); do
+  (while :; do :; done) &
+  busy+=($!)
+done
+echo "soak: ${DURATION}s, wire 127.0.0.1:$WIRE seed $SEED, wa soft, wb $TYPE_B, ${#busy[@]} busy loops, daemon $dpid"
+
+end=$(( $(date +%s) + DURATION ))
+warm=$(( $(date +%s) + DURATION / 4 ))
+rss_warm=
+TCP=$(free_port 4000)
+counts_file=$OUT/counts
+: >"$counts_file"
+# A checked flow: runs CMD until the end, counting rounds; a failure is kept.
+flow() {
+  local name=$1 n=0
+  shift
+  while [ "$(date +%s)" -lt "$end" ]; do
+    if "$@" >"$OUT/$name.last" 2>&1; then n=$((n + 1)); else
+      cp "$OUT/$name.last" "$OUT/$name.failed.$n"
+      echo "$name failed" >>"$counts_file"
+    fi
+  done
+  echo "$name $n" >>"$counts_file"
+}
+app_case() {
+  "${AS[@]}" env SIMNIC_TEST_DEVICE=wa SIMNIC_TEST_PEER=wb SIMNIC_FAULTS_ITERS=20 SIMNIC_FAULTS_KIND=dup \
+    timeout 120 "$SIMNIC" exec -- "$APP" -w NoTests "$1"
+}
+rping_pair() {
+  local port=$((TCP + RANDOM % 1000)) sp rc
+  run timeout 60 rping -s -a 10.0.0.10 -p "$port" -C 20 -V >"$OUT/rping.s" 2>&1 &
+  sp=$!
+  for _ in $(seq 30); do
+    sleep 0.2
+    run timeout 60 rping -c -I 10.0.0.11 -a 10.0.0.10 -p "$port" -C 20 -V >"$OUT/rping.c" 2>&1
+    rc=$?
+    grep -q "REJECTED, error 8" "$OUT/rping.c" || break
+  done
+  wait "$sp" && [ "$rc" -eq 0 ]
+}
+# No `timeout` nor function in front: $! must be ib_write_bw itself (setpriv
+# and env exec it), or the SIGKILL would miss it.
+killed_pair() {
+  local port=$((TCP + 1000 + RANDOM % 1000)) sp cp
+  "${AS[@]}" env LD_PRELOAD="$LIB" ib_write_bw -d wa -p "$port" -D 10 >/dev/null 2>&1 &
+  sp=$!
+  sleep 0.3
+  "${AS[@]}" env LD_PRELOAD="$LIB" ib_write_bw -d wb -p "$port" -D 10 127.0.0.1 >/dev/null 2>&1 &
+  cp=$!
+  sleep "$((1 + RANDOM % 3))"
+  kill -KILL "$cp" "$sp" 2>/dev/null
+  wait "$cp" "$sp" 2>/dev/null
+  return 0
+}
+flow rc app_case "faults: RC*" &
+flows+=($!)
+flow ud app_case "faults: UD*" &
+flows+=($!)
+flow rping rping_pair &
+flows+=($!)
+flow killed killed_pair &
+flows+=($!)
+while [ "$(date +%s)" -lt "$end" ]; do
+  if [ -z "$rss_warm" ] && [ "$(date +%s)" -ge "$warm" ]; then rss_warm=$(rss); fi
+  sleep 1
+done
+wait "${flows[@]}"
+flows=()
+for p in "${busy[@]}"; do kill "$p" 2>/dev/null; done
+busy=()
+rss_end=$(rss)
+cat "$counts_file"
+grep -q failed "$counts_file" && for f in "$OUT"/*.failed.*; do echo "--- $f:"; tail -30 "$f"; fail "$(basename "$f")"; done
+for k in rc ud rping killed; do grep -Eq "^$k [1-9]" "$counts_file" || fail "flow $k never completed a round"; done
+[ "$(daemon_pid)" = "$dpid" ] && kill -0 "$dpid" 2>/dev/null || fail "the daemon died"
+wait_no_qps || fail "QPs left behind (a stuck or leaked QP): $(sim resource show qp)"
+nothing_left "after the soak" qps cqs mrs pds
+echo "daemon VmRSS: ${rss_warm:-?} KiB after warm-up, ${rss_end:-?} KiB at the end"
+[ -n "$rss_warm" ] && [ -n "$rss_end" ] && [ $((rss_end - rss_warm)) -lt 8192 ] || fail "the daemon's RSS grew from ${rss_warm:-?} to ${rss_end:-?} KiB"
+for d in wa wb; do echo "$d: $(sim stats "$d" | awk '$1 ~ /^(tx_packets|rx_packets|retransmits|timeouts|duplicate_requests)$/ {printf "%s %s ", $1, $2}')"; done
+python3 - "$OUT/wire.json" <<'PY' || fail "wire counters"
+import json, sys
+s = json.load(open(sys.argv[1])); f = s["faults"][0]
+print(f"wire: {s['frames_in']} frames, {f['dropped']} dropped, {f['duplicated']} duplicated, {f['reordered']} reordered")
+sys.exit(not (s["frames_in"] > 0 and f["dropped"] > 0))
+PY
+sys_finish "soak ${DURATION}s ($TYPE_B)"
