@@ -620,6 +620,13 @@ int Agent::req_defaults(uint32_t h, uint8_t& rr, uint8_t& idp) const {
     return 0;
 }
 
+int Agent::migrate(uint32_t h, uint64_t channel) {
+    Id* id = impl_->find(h);
+    if (!id || channel == 0) return EINVAL;
+    id->channel = channel;
+    return 0;
+}
+
 uint64_t Agent::channel_of(uint32_t h) const {
     const Id* id = impl_->find(h);
     return id ? id->channel : 0;
