@@ -84,6 +84,12 @@ struct Id {
     std::string device;  // empty: wildcard or not bound yet
     SockAddr src, dst;
     bool bound = false;
+    // A connection a listener's REQ made: it shares the listener's port and
+    // holds none itself (the kernel's rdma_cm puts only IDs that bound or
+    // resolved an address in a port's bind list, as an accepted TCP socket
+    // shares its listener's port), so the port is free once the listener
+    // goes, whatever its connections do.
+    bool accepted = false;
     // The connection (valid from REQ_SENT / REQ_RCVD on).
     uint32_t local_comm_id = 0, remote_comm_id = 0;
     uint64_t tid = 0, remote_guid = 0;
@@ -155,7 +161,7 @@ struct Agent::Impl {
 
     bool port_in_use(const Id& self, const SockAddr& a) const {
         for (const auto& [h, o] : ids) {
-            if (&o == &self || !o.bound || o.ps != self.ps || o.src.port != a.port || o.src.v6 != a.v6) continue;
+            if (&o == &self || !o.bound || o.accepted || o.ps != self.ps || o.src.port != a.port || o.src.v6 != a.v6) continue;
             if (o.src.any() || a.any() || o.src.addr == a.addr) return true;
         }
         return false;
@@ -630,6 +636,13 @@ int Agent::req_defaults(uint32_t h, uint8_t& rr, uint8_t& idp) const {
     return 0;
 }
 
+int Agent::migrate(uint32_t h, uint64_t channel) {
+    Id* id = impl_->find(h);
+    if (!id || channel == 0) return EINVAL;
+    id->channel = channel;
+    return 0;
+}
+
 uint64_t Agent::channel_of(uint32_t h) const {
     const Id* id = impl_->find(h);
     return id ? id->channel : 0;
@@ -709,6 +722,7 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
     child.state = State::ReqRcvd;
     child.device = device;
     child.bound = true;
+    child.accepted = true;
     child.src.v6 = c.ip_version == 6;
     child.src.addr = r.primary_remote_gid;
     child.src.port = listener->src.port;

@@ -90,6 +90,7 @@ constexpr FieldSpec kCreateId[] = {
     uint_f("ps", Req, 0, kU16),
 };
 constexpr FieldSpec kId[] = {uint_f("id", Req, 0, kU32)};
+constexpr FieldSpec kMigrate[] = {uint_f("id", Req, 0, kU32), uint_f("channel", Req, 1, kU64)};
 constexpr FieldSpec kBind[] = {uint_f("id", Req, 0, kU32), object_f("addr", Req, kAddr)};
 constexpr FieldSpec kResolveAddr[] = {
     uint_f("id", Req, 0, kU32),
@@ -126,6 +127,7 @@ const std::vector<OpSpec> kOps = {
     op("cm_disconnect", kId),
     op("cm_destroy_id", kId),
     op("cm_query", kId),
+    op("cm_migrate", kMigrate),
     op("cm_init_qp_attr", kInitQpAttr),
     op("cm_req_defaults", kId),
 };

@@ -361,6 +361,14 @@ Json CmService::handle(int fd, const Request& req) {
         e = agent_->destroy_id(id);
         arm_timer();
         return e ? reply_error(e, "cm_destroy_id: " + std::string(std::strerror(e))) : reply_ok();
+    } else if (op == "cm_migrate") {
+        // rdma_migrate_id: to another event channel of the same process.
+        const uint64_t c = req.uint("channel");
+        if (!own(c)) return reply_error(EINVAL, "cm_migrate: no event channel " + std::to_string(c) + " of this process");
+        if (agent_->id_count(c) >= max_ids_per_channel_)
+            return reply_error(ENOMEM, "cm_migrate: the event channel already has " +
+                                           std::to_string(max_ids_per_channel_) + " IDs (the most one may)");
+        e = agent_->migrate(id, c);
     } else if (op == "cm_init_qp_attr") {
         cm::QpAttr a;
         e = agent_->init_qp_attr(id, hw::QpState(req.uint("state")), a);

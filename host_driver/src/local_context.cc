@@ -96,8 +96,10 @@ public:
     std::uint16_t boot_domain() const override { return boot_; }
 
     // In order, to the device's engine if it has one (DoorbellSink).
-    void ring_doorbell(hw::DbKind kind, std::uint32_t num, std::uint32_t index,
-                       std::uint8_t cq_cmd) override {
+    // (An arm's `cq_seen` does not reach an in-process engine: it takes
+    // the arm as from the register, cq_seen = cq_ci.)
+    void ring_doorbell(hw::DbKind kind, std::uint32_t num, std::uint32_t index, std::uint8_t cq_cmd,
+                       std::uint32_t /*cq_seen*/) override {
         if (doorbells_) doorbells_(ctx_id_, kind, num, index, cq_cmd);
     }
 

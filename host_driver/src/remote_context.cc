@@ -210,7 +210,7 @@ public:
         return 0;
     }
 
-    void ring_doorbell(hw::DbKind kind, uint32_t num, uint32_t index, uint8_t cq_cmd) override {
+    void ring_doorbell(hw::DbKind kind, uint32_t num, uint32_t index, uint8_t cq_cmd, uint32_t cq_seen) override {
         // 1. The register, for the record (hw-spec 3.1).
         namespace db = hw::db_regs;
         uint32_t reg = 0;
@@ -239,6 +239,7 @@ public:
                             (uint32_t{cq_cmd & 3u} << fe::cq_cmd.lo);
         hw::mmio_store32(e, fe::num.offset, w1);
         hw::mmio_store32(e, fe::index.offset, index);
+        hw::mmio_store32(e, fe::cq_seen.offset, kind == hw::DbKind::Cq && (cq_cmd & 3u) ? cq_seen : index);
         hw::mmio_store32(e, fe::seq.offset, i + 1);
         // 4. Wake the engine only if it sleeps.
         __atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -19,7 +19,7 @@ struct Recording {
 
 void SoftEngine::Impl::exec_doorbell(const Doorbell& db, OpRecord& r) {
     Recording g(*this, r);
-    doorbell(db.ctx, hw::DbKind(db.kind), db.num, db.index, db.cq_cmd);
+    doorbell(db.ctx, hw::DbKind(db.kind), db.num, db.index, db.cq_cmd, db.cq_seen);
 }
 
 void SoftEngine::Impl::exec_rx(const uint8_t* frame, size_t len, OpRecord& r) {

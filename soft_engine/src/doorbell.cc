@@ -16,12 +16,13 @@ EngineQp* SoftEngine::Impl::qp_of_ctx(uint16_t ctx, uint32_t qpn) {
     return it->second.get();
 }
 
-void SoftEngine::Impl::doorbell(uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index, uint32_t cq_cmd) {
+void SoftEngine::Impl::doorbell(uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index, uint32_t cq_cmd,
+                                uint32_t cq_seen) {
     switch (kind) {
         case hw::DbKind::Sq: sq_doorbell(ctx, num, index); return;
         case hw::DbKind::Rq: rq_doorbell(ctx, num, index); return;
         case hw::DbKind::Srq: srq_doorbell(ctx, num, index); return;
-        case hw::DbKind::Cq: cq_doorbell(ctx, num, index, cq_cmd); return;
+        case hw::DbKind::Cq: cq_doorbell(ctx, num, index, cq_cmd, cq_seen); return;
     }
     stat(hw::stats_block::dma_faults);
 }
@@ -37,13 +38,14 @@ bool SoftEngine::Impl::drain_fifos() {
             if (hw::mmio_load32(pg, base + hw::db_fifo_entry::seq.offset) != c.fifo_ci + 1) break;
             const uint32_t w1 = hw::mmio_load32(pg, base + hw::db_fifo_entry::num.offset);
             const uint32_t idx = hw::mmio_load32(pg, base + hw::db_fifo_entry::index.offset);
+            const uint32_t seen = hw::mmio_load32(pg, base + hw::db_fifo_entry::cq_seen.offset);
             auto fld = [w1](hw::Field f) { return (w1 >> f.lo) & uint32_t(hw::mask_of(f.width)); };
             if (pipe)
                 pipe->doorbell(Doorbell{id, uint8_t(fld(hw::db_fifo_entry::kind)), fld(hw::db_fifo_entry::num), idx,
-                                        fld(hw::db_fifo_entry::cq_cmd)});
+                                        fld(hw::db_fifo_entry::cq_cmd), seen});
             else
                 doorbell(id, hw::DbKind(fld(hw::db_fifo_entry::kind)), fld(hw::db_fifo_entry::num), idx,
-                         fld(hw::db_fifo_entry::cq_cmd));
+                         fld(hw::db_fifo_entry::cq_cmd), seen);
             ++c.fifo_ci;
             hw::mmio_store32(pg, hw::kCtxDbFifo + hw::db_fifo_regs::fifo_ci.offset, c.fifo_ci);
             any = true;

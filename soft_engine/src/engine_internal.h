@@ -256,7 +256,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         auto it = ctxs.find(ctx);
         return it != ctxs.end() && it->second.gone;
     }
-    void doorbell(uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index, uint32_t cq_cmd);
+    void doorbell(uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index, uint32_t cq_cmd, uint32_t cq_seen);
     bool drain_fifos();
     bool fifos_pending();
     void set_sleeping(uint32_t v);
@@ -327,7 +327,8 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     void cq_error(uint8_t* e, uint32_t cqn);
     bool write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t wqe_index, bool is_send, bool solicited);
     void wake_cq_waiters();
-    void cq_doorbell(uint16_t ctx, uint32_t cqn, uint32_t ci, uint32_t cmd);
+    // `seen`: the producer index the driver saw when it armed (hw-spec 7.3).
+    void cq_doorbell(uint16_t ctx, uint32_t cqn, uint32_t ci, uint32_t cmd, uint32_t seen);
     bool cq_copy_entries(const uint8_t* cqc, uint16_t new_domain, uint64_t new_base, uint8_t new_log_size);
 
     // ---- QPs (qp.cc) ----

@@ -53,7 +53,7 @@ void SoftEngine::Impl::loop() {
             std::lock_guard<std::recursive_mutex> lk(mu);
             set_sleeping(1);
             __atomic_thread_fence(__ATOMIC_SEQ_CST);
-            if (fifos_pending() || !loop_q.empty()) {
+            if (fifos_pending() || !loop_q.empty() || port->rx_pending()) {
                 set_sleeping(0);
                 continue;
             }

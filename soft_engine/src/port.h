@@ -100,6 +100,9 @@ public:
     // ---- arriving ----
     // Hands `sink` a bounded batch of what has arrived; true if anything.
     virtual bool receive(PortSink& sink) = 0;
+    // True if the port holds received frames that receive() has not handed
+    // on yet (the engine must not sleep on the descriptors then).
+    virtual bool rx_pending() const { return false; }
     // Descriptors readable when something arrives: the engine's sleep waits
     // on them (it never reads them itself).
     virtual std::vector<int> fds() const = 0;

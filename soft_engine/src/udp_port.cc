@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <unordered_map>
 
 #include "port.h"
@@ -67,8 +68,9 @@ public:
     std::optional<roce::MacAddr> neighbour(const IpAddr&) override { return std::nullopt; }
     void prepare(roce::Packet& pkt) override;
     bool send(const OutFrame& f) override;
-    void flush() override { tx_.flush(); }
+    void flush() override;
     bool receive(PortSink& sink) override;
+    bool rx_pending() const override { return !backlog_.empty(); }
     std::vector<int> fds() const override;
 
 private:
@@ -89,6 +91,9 @@ private:
     int tx_sock6(size_t idx, uint16_t sport);
     void receive4(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in& src, PortSink& sink);
     void receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& src, size_t idx, PortSink& sink);
+    // One datagram of socket `sk` (0: IPv4, then local6_[sk - 1]).
+    void deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const sockaddr_storage& src, PortSink& sink);
+    void stash_arrivals();
 
     PortSent sent_;
     uint32_t local_ip_ = 0;  // host order
@@ -101,6 +106,23 @@ private:
     static constexpr size_t kRxCtl = 256;
     std::vector<std::vector<uint8_t>> rx_bufs_;  // recvmmsg's buffers, IP + UDP header room first
     std::vector<char> rx_ctl_;
+    // The device's receive ring beyond the sockets' buffers: datagrams taken
+    // off the sockets while a burst is being sent (stash_arrivals), in
+    // arrival order, handed to the engine before anything read later.
+    struct Stashed {
+        size_t sk = 0;
+        std::vector<uint8_t> buf;  // header room, then the n bytes of payload
+        size_t n = 0;
+        sockaddr_storage src{};
+        std::vector<char> ctl;
+    };
+    std::deque<Stashed> backlog_;
+    size_t backlog_bytes_ = 0;
+    size_t sent_since_rx_ = 0;  // frames sent since the sockets were last read
+    // At most this much waits in the backlog: beyond it the sockets' own
+    // buffers overflow, as a NIC's receive ring does.
+    static constexpr size_t kBacklogBytes = 256u << 20;
+    static constexpr size_t kRoom = roce::kIpv6HdrBytes + roce::kUdpHdrBytes;
 };
 
 UdpPort::~UdpPort() {
@@ -308,8 +330,57 @@ bool UdpPort::send(const OutFrame& of) {
     it.dst_len = to_len;
     it.data.assign(f + bth, f + end);
     it.counted = it.data.size();
-    if (tx_.pending() >= TxQueue::kBatch) tx_.flush();
+    ++sent_since_rx_;
+    if (tx_.pending() >= TxQueue::kBatch) flush();
     return true;
+}
+
+void UdpPort::flush() {
+    tx_.flush();
+    // The engine may send much more than a batch before it reads again (a
+    // READ response of many packets, a deep queue of UC or UD SENDs, each
+    // QP's step flushed on its own), and it may be sending to this very
+    // device: on lo the kernel puts each datagram straight into the
+    // receiving socket, whose buffer (rmem_max) holds a few MB, and beyond
+    // that drops them (UDP RcvbufErrors). UC messages were then lost for
+    // ever (ib_send_bw -c UC waited for them) and a large READ waited for
+    // the retransmit timer at every burst (ib_read_lat -a from 4 MB on).
+    // Taking what arrived off the sockets once a batch has gone since the
+    // last read makes the device's receive ring as deep as its own bursts,
+    // as rxe's in-kernel loopback is; a latency test's lone packets cost
+    // no extra system call.
+    if (sent_since_rx_ >= TxQueue::kBatch) {
+        sent_since_rx_ = 0;
+        stash_arrivals();
+    }
+}
+
+void UdpPort::stash_arrivals() {
+    static thread_local std::vector<uint8_t> buf(kRoom + 65536);
+    char ctl[kRxCtl];
+    for (size_t sk = 0; sk <= local6_.size(); ++sk) {
+        const int fd = sk == 0 ? rx_fd_ : local6_[sk - 1].rx_fd;
+        if (fd < 0) continue;
+        while (backlog_bytes_ < kBacklogBytes) {
+            Stashed st;
+            iovec iv{buf.data() + kRoom, buf.size() - kRoom};
+            msghdr mh{};
+            mh.msg_name = &st.src;
+            mh.msg_namelen = sizeof st.src;
+            mh.msg_iov = &iv;
+            mh.msg_iovlen = 1;
+            mh.msg_control = ctl;
+            mh.msg_controllen = sizeof ctl;
+            const ssize_t m = recvmsg(fd, &mh, MSG_DONTWAIT);
+            if (m < 0) break;
+            st.sk = sk;
+            st.n = size_t(m);
+            st.buf.assign(buf.data(), buf.data() + kRoom + st.n);
+            st.ctl.assign(ctl, ctl + mh.msg_controllen);
+            backlog_bytes_ += st.buf.size();
+            backlog_.push_back(std::move(st));
+        }
+    }
 }
 
 // ---- arriving ----
@@ -394,13 +465,33 @@ void UdpPort::receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& s
     sink.rx_ip(ip, hdr + n);
 }
 
+void UdpPort::deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const sockaddr_storage& src, PortSink& sink) {
+    if (sk == 0)
+        receive4(pay, n, mh, reinterpret_cast<const sockaddr_in&>(src), sink);
+    else
+        receive6(pay, n, mh, reinterpret_cast<const sockaddr_in6&>(src), sk - 1, sink);
+}
+
 bool UdpPort::receive(PortSink& sink) {
+    bool got = false;
+    sent_since_rx_ = 0;
+    // What was stashed while sending comes first: it arrived first. Bounded
+    // as a socket's share below is; delivering may send, and stash more.
+    for (int k = 0; k < 4 * kRxBatch && !backlog_.empty(); ++k) {
+        Stashed st = std::move(backlog_.front());
+        backlog_.pop_front();
+        backlog_bytes_ -= st.buf.size();
+        msghdr mh{};
+        mh.msg_control = st.ctl.empty() ? nullptr : st.ctl.data();
+        mh.msg_controllen = st.ctl.size();
+        deliver(st.sk, st.buf.data() + kRoom, st.n, mh, st.src, sink);
+        got = true;
+    }
+    if (!backlog_.empty()) return got;  // the sockets' turn comes after the backlog's
     // One recvmmsg takes up to kRxBatch datagrams: a system call per batch,
     // not per packet. Each buffer keeps room for the IP and UDP headers the
     // kernel took off (IPv6's are the larger), which are rebuilt in front of
     // the payload.
-    constexpr size_t kRoom = roce::kIpv6HdrBytes + roce::kUdpHdrBytes;
-    bool got = false;
     if (rx_bufs_.empty()) {
         rx_bufs_.assign(kRxBatch, std::vector<uint8_t>(kRoom + 65536));
         rx_ctl_.resize(kRxBatch * kRxCtl);
@@ -427,15 +518,8 @@ bool UdpPort::receive(PortSink& sink) {
             const int m = recvmmsg(fd, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
             if (m <= 0) break;
             got = true;
-            for (int i = 0; i < m; ++i) {
-                uint8_t* pay = rx_bufs_[size_t(i)].data() + kRoom;
-                if (sk == 0)
-                    receive4(pay, msgs[i].msg_len, msgs[i].msg_hdr, *reinterpret_cast<const sockaddr_in*>(&srcs[i]),
-                             sink);
-                else
-                    receive6(pay, msgs[i].msg_len, msgs[i].msg_hdr,
-                             *reinterpret_cast<const sockaddr_in6*>(&srcs[i]), sk - 1, sink);
-            }
+            for (int i = 0; i < m; ++i)
+                deliver(sk, rx_bufs_[size_t(i)].data() + kRoom, msgs[i].msg_len, msgs[i].msg_hdr, srcs[i], sink);
             if (m < kRxBatch) break;
         }
     }

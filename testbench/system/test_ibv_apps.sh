@@ -54,6 +54,24 @@ ud_pingpong)        pingpong ibv_ud_pingpong ;;
 srq_pingpong)       pingpong ibv_srq_pingpong ;;
 ib_send_bw|ib_write_bw|ib_read_bw|ib_atomic_bw) perftest "$CASE" -n 200 ;;
 ib_send_lat|ib_write_lat|ib_read_lat|ib_atomic_lat) perftest "$CASE" -n 200 ;;
+# perftest beyond its defaults (issue 11). -e: completion events on two CQs
+# sharing one channel, re-armed before they are polled (the device must arm
+# as rxe does: the next CQE only).
+ib_send_lat_events) perftest ib_send_lat -n 200 -e ;;
+ib_send_bw_events)  perftest ib_send_bw -n 200 -e ;;
+# -R: the QPs through rdma_cm, and perftest's own exchange too, both
+# listening on the same port one after the other (an accepted connection
+# holds no port).
+ib_send_bw_rdma_cm)  perftest ib_send_bw -n 200 -R ;;
+ib_write_lat_rdma_cm) perftest ib_write_lat -n 200 -R ;;
+# -a: every size up to 8 MB; a READ response of 2048 packets is a burst the
+# device sends to itself on lo.
+ib_read_lat_all)  perftest ib_read_lat -n 20 -a; expect_sizes=23 ;;
+ib_write_bw_all)  perftest ib_write_bw -n 20 -a; expect_sizes=23 ;;
+# UC: a lost packet loses its message for good, and the server waits for
+# every message: nothing may be dropped between the device and itself.
+ib_send_bw_uc)    perftest ib_send_bw -n 200 -c UC ;;
+ib_write_bw_uc)   perftest ib_write_bw -n 200 -c UC ;;
 kill_mid_transfer)
   # A client killed with SIGKILL in the middle of a long ib_write_bw: its
   # objects must go, and the device must keep serving others.
@@ -110,6 +128,12 @@ else
   [ "$client_rc" -eq 0 ] || fail "client exited $client_rc"
   [ "$server_rc" -eq 0 ] || fail "server exited $server_rc"
   grep -Eq -- "$expect" "$work/client.out" || fail "client report lacks /$expect/"
+  # -a: one line per size, 2 B to 8 MB.
+  if [ -n "${expect_sizes:-}" ]; then
+    n=$(grep -Ec -- "$expect" "$work/client.out")
+    [ "$n" -eq "$expect_sizes" ] || fail "client reported $n sizes, expected $expect_sizes"
+    grep -Eq '^ *8388608 ' "$work/client.out" || fail "no 8 MB line in the client's report"
+  fi
 fi
 
 # Both processes are gone: the device must hold nothing of theirs.

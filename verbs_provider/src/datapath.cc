@@ -253,13 +253,17 @@ void detail::fill_cq_ex(SimCq& cq, std::uint64_t wc_flags) {
 
 int detail::op_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
     SimCq& cq = *cq_of(ibcq);
-    std::uint32_t ci;
+    std::uint32_t ci, seen;
     {
         std::lock_guard<std::mutex> lk(cq.mu);
         ci = cq.ci;
+        // The CQEs already ours: the application polls them after arming;
+        // only later ones are "the next" (hw-spec 7.3, rxe's rule).
+        const std::uint32_t n = 1u << cq.log_size;
+        for (seen = ci; seen - ci < n && hw::cqe_peek(cq.ring, seen, cq.log_size); ++seen) {}
     }
     const auto cmd = solicited_only ? hw::CqArm::Solicited : hw::CqArm::Next;
-    cq.ctx->hc->ring_doorbell(hw::DbKind::Cq, cq.cqn, ci, static_cast<std::uint8_t>(cmd));
+    cq.ctx->hc->ring_doorbell(hw::DbKind::Cq, cq.cqn, ci, static_cast<std::uint8_t>(cmd), seen);
     return 0;
 }
 

@@ -34,13 +34,17 @@
 // simnic does; otherwise every call goes on to the real librdmacm
 // (dlvsym(RTLD_NEXT)), i.e. the kernel's rdma_cm. Objects of the other kind
 // are always passed on, so a call never mixes them. The calls simnic does
-// not implement (multicast, rdma_create_ep, ID migration, SRQs through the
-// CM, ECE, rdma_notify) fail on simnic objects with ENOSYS; nothing prints.
+// not implement (multicast and UD service ID resolution, ECE, rdma_notify)
+// fail on simnic objects with ENOSYS; nothing prints. The synchronous API
+// (rdma_create_ep, rdma_get_request), rdma_migrate_id, the CQs
+// rdma_create_qp makes when given none, and SRQs through the CM are done as
+// librdmacm does them.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -118,6 +122,9 @@ struct Id {
     // (g_mu): rdma_destroy_id waits until they match, as librdmacm's does.
     uint64_t events_reported = 0, events_completed = 0;
     bool removal_reported = false;  // DEVICE_REMOVAL given after the daemon went (g_mu)
+    // rdma_create_ep with RAI_PASSIVE: the QP attributes each connection
+    // rdma_get_request hands out gets (librdmacm's ucma_passive_ep).
+    std::unique_ptr<ibv_qp_init_attr> qp_init_attr;
 };
 
 struct Ev {
@@ -316,6 +323,42 @@ Id* new_id(Chan* c, uint32_t handle, void* context, rdma_port_space ps) {
     return i;
 }
 
+// The CQs and completion channels librdmacm makes for a QP created without
+// them (ucma_create_cqs): one of each per side, the ID as the CQ's context;
+// they live in id->send_cq/recv_cq and their channels, and go with the QP.
+int create_cqs(Id* i, uint32_t send_size, uint32_t recv_size);
+void destroy_cqs(Id* i) {
+    rdma_cm_id& id = i->id;
+    if (id.recv_cq) {
+        sv::destroy_cq(id.recv_cq);
+        if (id.send_cq && id.send_cq != id.recv_cq) sv::destroy_cq(id.send_cq);
+    } else if (id.send_cq) {
+        sv::destroy_cq(id.send_cq);
+    }
+    id.recv_cq = id.send_cq = nullptr;
+    if (id.recv_cq_channel) {
+        sv::destroy_comp_channel(id.recv_cq_channel);
+        if (id.send_cq_channel && id.send_cq_channel != id.recv_cq_channel)
+            sv::destroy_comp_channel(id.send_cq_channel);
+    } else if (id.send_cq_channel) {
+        sv::destroy_comp_channel(id.send_cq_channel);
+    }
+    id.recv_cq_channel = id.send_cq_channel = nullptr;
+}
+int create_cqs(Id* i, uint32_t send_size, uint32_t recv_size) {
+    rdma_cm_id& id = i->id;
+    auto one = [&](uint32_t size, ibv_comp_channel*& ch, ibv_cq*& cq) {
+        if (!size) return true;
+        if (!(ch = sv::create_comp_channel(id.verbs))) return false;
+        cq = sv::create_cq(id.verbs, int(size), &id, ch, 0);
+        return cq != nullptr;
+    };
+    if (one(recv_size, id.recv_cq_channel, id.recv_cq) && one(send_size, id.send_cq_channel, id.send_cq)) return 0;
+    const int e = errno;
+    destroy_cqs(i);
+    return fail(e);
+}
+
 // rdma_init_qp_attr for our IDs.
 int init_qp_attr(Id* i, ibv_qp_attr* a, int* mask) {
     Json r;
@@ -432,6 +475,35 @@ Ev* removal_event(Chan* c) {
     return nullptr;
 }
 
+Chan* new_channel();
+
+// rdma_migrate_id: the ID's events go to `to` from now on (the daemon's
+// cm_migrate); a synchronous ID's own channel goes, and `own` says whether
+// `to` is the ID's own (librdmacm makes one for a synchronous ID).
+int migrate(Id* i, Chan* to, bool own) {
+    Json r;
+    if (!id_call(i, Json{{"op", "cm_migrate"}, {"channel", to->id}}, r)) return -1;
+    Chan* from = i->chan;
+    const bool was_own = i->own_chan;
+    if (was_own && i->id.event) {
+        rdma_ack_cm_event(i->id.event);
+        i->id.event = nullptr;
+    }
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        g_by_handle.erase({from, i->handle});
+        g_by_handle[{to, i->handle}] = i;
+        i->chan = to;
+        i->id.channel = &to->ch;
+        i->own_chan = own;
+        // As librdmacm's: return once the events handed out on the old
+        // channel for this ID were acked (none can be waiting here but a
+        // synchronous ID's, acked above).
+    }
+    if (was_own) rdma_destroy_event_channel(&from->ch);
+    return 0;
+}
+
 // Reads one event of a simnic channel (blocking unless the fd is
 // O_NONBLOCK) and does librdmacm's part of it.
 int get_event(Chan* c, rdma_cm_event** out) {
@@ -480,9 +552,22 @@ int get_event(Chan* c, rdma_cm_event** out) {
                 continue;  // its listener is gone: the daemon rejects it when the ID is destroyed
             }
             id = new_id(c, m.value("id", 0u), listen->id.context, listen->id.ps);
+            id->id.qp_type = listen->id.qp_type;
             id->resp_res = param.value("responder_resources", uint8_t{0});
             id->init_depth = param.value("initiator_depth", uint8_t{0});
             ev->ev.listen_id = &listen->id;
+            // A synchronous listener's connections are synchronous too, each
+            // on a channel of its own (librdmacm's ucma_process_conn_req).
+            if (listen->own_chan) {
+                Chan* own = new_channel();
+                if (!own || migrate(id, own, true)) {
+                    if (own) rdma_destroy_event_channel(&own->ch);
+                    Json r;
+                    id_call(id, Json{{"op", "cm_reject"}, {"private_data", ""}}, r);
+                    delete ev;
+                    continue;
+                }
+            }
         }
         if (!id) {
             delete ev;  // for an ID destroyed meanwhile
@@ -702,49 +787,62 @@ int rdma_listen(rdma_cm_id* id, int backlog) {
 int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_create_qp, "RDMACM_1.0", -1, id, pd, qp_init_attr);
-    if (!i->id.verbs || !qp_init_attr) return fail(EINVAL);
-    if (!pd) {
-        // librdmacm's default: one PD per device context.
-        std::lock_guard<std::mutex> lk(g_mu);
-        ibv_pd*& d = g_default_pd[i->id.verbs];
-        if (!d) d = sv::alloc_pd(i->id.verbs);
-        pd = d;
-    }
-    if (!pd) return -1;
-    if (pd->context != i->id.verbs) return fail(EINVAL);
-    ibv_qp* qp = sv::create_qp(pd, qp_init_attr);
-    if (!qp) return -1;
-    i->id.qp = qp;
-    i->id.pd = pd;
-    if (modify_to(i, IBV_QPS_INIT)) {
-        const int e = errno;
-        sv::destroy_qp(qp);
-        i->id.qp = nullptr;
-        return fail(e);
-    }
+    if (!qp_init_attr) return fail(EINVAL);
+    // librdmacm: rdma_create_qp is rdma_create_qp_ex with the PD.
+    ibv_qp_init_attr_ex ax{};
+    std::memcpy(&ax, qp_init_attr, sizeof *qp_init_attr);
+    ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ax.pd = pd;
+    if (rdma_create_qp_ex(id, &ax)) return -1;
+    qp_init_attr->send_cq = ax.send_cq;
+    qp_init_attr->recv_cq = ax.recv_cq;
+    qp_init_attr->srq = ax.srq;
+    qp_init_attr->cap = ax.cap;
     return 0;
 }
 
 int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_create_qp_ex, "RDMACM_1.0", -1, id, attr);
-    if (!attr || !i->id.verbs) return fail(EINVAL);
+    if (!attr || !i->id.verbs || i->id.qp) return fail(EINVAL);
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-        std::lock_guard<std::mutex> lk(g_mu);
-        ibv_pd*& d = g_default_pd[i->id.verbs];
-        if (!d) d = sv::alloc_pd(i->id.verbs);
+        // The ID's PD (rdma_create_ep's), else librdmacm's default: one PD
+        // per device context.
+        ibv_pd* d = i->id.pd;
+        if (!d) {
+            std::lock_guard<std::mutex> lk(g_mu);
+            ibv_pd*& dd = g_default_pd[i->id.verbs];
+            if (!dd) dd = sv::alloc_pd(i->id.verbs);
+            d = dd;
+        }
         if (!d) return -1;
         attr->pd = d;
         attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+    } else if (attr->pd->context != i->id.verbs) {
+        return fail(EINVAL);
     }
+    if ((i->id.recv_cq && attr->recv_cq && i->id.recv_cq != attr->recv_cq) ||
+        (i->id.send_cq && attr->send_cq && i->id.send_cq != attr->send_cq))
+        return fail(EINVAL);
+    if (create_cqs(i, attr->send_cq || i->id.send_cq ? 0 : attr->cap.max_send_wr,
+                   attr->recv_cq || i->id.recv_cq ? 0 : attr->cap.max_recv_wr))
+        return -1;
+    if (!attr->send_cq) attr->send_cq = i->id.send_cq;
+    if (!attr->recv_cq) attr->recv_cq = i->id.recv_cq;
+    if (i->id.srq && !attr->srq) attr->srq = i->id.srq;
     ibv_qp* qp = sv::create_qp_ex(i->id.verbs, attr);
-    if (!qp) return -1;
+    if (!qp) {
+        const int e = errno;
+        destroy_cqs(i);
+        return fail(e);
+    }
     i->id.qp = qp;
     i->id.pd = attr->pd;
     if (modify_to(i, IBV_QPS_INIT)) {
         const int e = errno;
         sv::destroy_qp(qp);
         i->id.qp = nullptr;
+        destroy_cqs(i);
         return fail(e);
     }
     return 0;
@@ -759,6 +857,7 @@ void rdma_destroy_qp(rdma_cm_id* id) {
     }
     if (i->id.qp) sv::destroy_qp(i->id.qp);
     i->id.qp = nullptr;
+    destroy_cqs(i);  // those rdma_create_qp made, as librdmacm's
 }
 
 int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
@@ -956,8 +1055,13 @@ int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo*
         std::memcpy(sa, a->ai_addr, a->ai_addrlen);
         r->ai_flags = hints ? hints->ai_flags : 0;
         r->ai_family = a->ai_family;
-        r->ai_qp_type = IBV_QPT_RC;
-        r->ai_port_space = RDMA_PS_TCP;
+        // As librdmacm's ucma_set_hints: the port space and QP type asked
+        // for, each following from the other, RC over TCP's by default.
+        int ps = hints ? hints->ai_port_space : 0, qpt = hints ? hints->ai_qp_type : 0;
+        if (!ps) ps = qpt == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+        if (!qpt) qpt = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+        r->ai_qp_type = qpt;
+        r->ai_port_space = ps;
         if (passive) {
             r->ai_src_len = a->ai_addrlen;
             r->ai_src_addr = sa;
@@ -998,12 +1102,157 @@ void rdma_freeaddrinfo(rdma_addrinfo* res) {
     }
 }
 
-// ---- what simnic's CM does not do: ENOSYS on simnic objects ----
-
 int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
-    if (!ours_locked(id)) REAL(rdma_migrate_id, "RDMACM_1.0", -1, id, channel);
-    return fail(ENOSYS);
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_migrate_id, "RDMACM_1.0", -1, id, channel);
+    Chan* to;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        to = our_chan(channel);
+    }
+    if (channel && !to) return fail(EINVAL);  // not one of simnic's channels
+    if (!channel && i->own_chan) return fail(EINVAL);  // librdmacm: already synchronous
+    const bool own = !to;
+    if (own && !(to = new_channel())) return -1;
+    if (migrate(i, to, own)) {
+        const int e = errno;
+        if (own) rdma_destroy_event_channel(&to->ch);
+        return fail(e);
+    }
+    return 0;
 }
+
+// ---- the synchronous API (librdmacm's rdma_create_ep and friends) ----
+
+int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** id) {
+    Id* l = ours_locked(listen);
+    if (!l) REAL(rdma_get_request, "RDMACM_1.0", -1, listen, id);
+    if (!l->own_chan || !id) return fail(EINVAL);  // only a synchronous listener
+    if (l->id.event) {
+        rdma_ack_cm_event(l->id.event);
+        l->id.event = nullptr;
+    }
+    rdma_cm_event* ev = nullptr;
+    if (get_event_on(l->chan, &ev)) return -1;
+    int e = 0;
+    if (ev->event == RDMA_CM_EVENT_REJECTED)
+        e = ECONNREFUSED;
+    else if (ev->status)
+        e = ev->status < 0 ? -ev->status : ev->status;
+    else if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+        e = EINVAL;
+    if (!e && l->qp_init_attr) {
+        ibv_qp_init_attr attr = *l->qp_init_attr;
+        if (rdma_create_qp(ev->id, l->id.pd, &attr)) e = errno;
+    }
+    if (e) {
+        l->id.event = ev;  // acked by the listener's next call, as librdmacm does
+        return fail(e);
+    }
+    *id = ev->id;
+    ev->id->event = ev;  // acked by the connection's next synchronous call
+    return 0;
+}
+
+int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
+    if (!simnic_mode()) REAL(rdma_create_ep, "RDMACM_1.0", -1, id, res, pd, qp_init_attr);
+    if (!id || !res) return fail(EINVAL);
+    rdma_cm_id* cid = nullptr;
+    if (rdma_create_id(nullptr, &cid, nullptr, rdma_port_space(res->ai_port_space))) return -1;
+    Id* i = ours_locked(cid);
+    i->id.qp_type = ibv_qp_type(res->ai_qp_type);
+    int e = 0;
+    if (res->ai_flags & RAI_PASSIVE) {
+        // librdmacm's ucma_passive_ep: bound now; rdma_get_request makes
+        // each connection's QP with these attributes.
+        if (rdma_bind_addr(cid, res->ai_src_addr)) {
+            e = errno;
+        } else {
+            if (pd) i->id.pd = pd;
+            if (qp_init_attr) {
+                i->qp_init_attr = std::make_unique<ibv_qp_init_attr>(*qp_init_attr);
+                i->qp_init_attr->qp_type = ibv_qp_type(res->ai_qp_type);
+            }
+        }
+    } else if (rdma_resolve_addr(cid, res->ai_src_addr, res->ai_dst_addr, 2000) || rdma_resolve_route(cid, 2000)) {
+        e = errno;
+    } else if (qp_init_attr) {
+        qp_init_attr->qp_type = ibv_qp_type(res->ai_qp_type);
+        if (rdma_create_qp(cid, pd, qp_init_attr)) e = errno;
+    }
+    if (e) {
+        rdma_destroy_ep(cid);
+        return fail(e);
+    }
+    *id = cid;
+    return 0;
+}
+
+void rdma_destroy_ep(rdma_cm_id* id) {
+    if (ours_locked(id)) {
+        if (id->qp) rdma_destroy_qp(id);
+        if (id->srq) rdma_destroy_srq(id);
+        rdma_destroy_id(id);  // frees the saved QP attributes with the ID
+        return;
+    }
+    static sv::Real<decltype(rdma_destroy_ep)> real("rdma_destroy_ep", "RDMACM_1.0");
+    if (auto* p = real.get()) p(id);
+}
+
+// SRQs through the CM (basic ones: a simnic device has no XRC).
+int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_create_srq_ex, "RDMACM_1.0", -1, id, attr);
+    if (!attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) || !i->id.verbs) return fail(EINVAL);
+    if (attr->srq_type != IBV_SRQT_BASIC) return fail(EOPNOTSUPP);
+    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+        ibv_pd* d = i->id.pd;
+        if (!d) {
+            std::lock_guard<std::mutex> lk(g_mu);
+            ibv_pd*& dd = g_default_pd[i->id.verbs];
+            if (!dd) dd = sv::alloc_pd(i->id.verbs);
+            d = dd;
+        }
+        if (!d) return -1;
+        attr->pd = d;
+        attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+    }
+    ibv_srq_init_attr basic{};
+    basic.srq_context = attr->srq_context;
+    basic.attr = attr->attr;
+    ibv_srq* srq = sv::create_srq(attr->pd, &basic);
+    if (!srq) return -1;
+    attr->attr = basic.attr;
+    if (!i->id.pd) i->id.pd = attr->pd;
+    i->id.srq = srq;
+    return 0;
+}
+
+int rdma_create_srq(rdma_cm_id* id, ibv_pd* pd, ibv_srq_init_attr* attr) {
+    if (!ours_locked(id)) REAL(rdma_create_srq, "RDMACM_1.0", -1, id, pd, attr);
+    if (!attr) return fail(EINVAL);
+    ibv_srq_init_attr_ex ax{};
+    ax.attr = attr->attr;
+    ax.srq_context = attr->srq_context;
+    ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+    ax.srq_type = IBV_SRQT_BASIC;
+    ax.pd = pd;
+    if (rdma_create_srq_ex(id, &ax)) return -1;
+    attr->attr = ax.attr;
+    return 0;
+}
+
+void rdma_destroy_srq(rdma_cm_id* id) {
+    if (Id* i = ours_locked(id)) {
+        if (i->id.srq) sv::destroy_srq(i->id.srq);
+        i->id.srq = nullptr;
+        return;
+    }
+    static sv::Real<decltype(rdma_destroy_srq)> real("rdma_destroy_srq", "RDMACM_1.0");
+    if (auto* p = real.get()) p(id);
+}
+
+// ---- what simnic's CM does not do yet: ENOSYS on simnic objects ----
 
 int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
     if (!ours_locked(id)) REAL(rdma_notify, "RDMACM_1.0", -1, id, event);
@@ -1023,42 +1272,6 @@ int rdma_join_multicast_ex(rdma_cm_id* id, rdma_cm_join_mc_attr_ex* mc_join_attr
 int rdma_leave_multicast(rdma_cm_id* id, sockaddr* addr) {
     if (!ours_locked(id)) REAL(rdma_leave_multicast, "RDMACM_1.0", -1, id, addr);
     return fail(ENOSYS);
-}
-
-int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** id) {
-    if (!ours_locked(listen)) REAL(rdma_get_request, "RDMACM_1.0", -1, listen, id);
-    return fail(ENOSYS);
-}
-
-int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
-    if (!simnic_mode()) REAL(rdma_create_ep, "RDMACM_1.0", -1, id, res, pd, qp_init_attr);
-    return fail(ENOSYS);
-}
-
-void rdma_destroy_ep(rdma_cm_id* id) {
-    if (ours_locked(id)) {
-        rdma_destroy_qp(id);
-        rdma_destroy_id(id);
-        return;
-    }
-    static sv::Real<decltype(rdma_destroy_ep)> real("rdma_destroy_ep", "RDMACM_1.0");
-    if (auto* p = real.get()) p(id);
-}
-
-int rdma_create_srq(rdma_cm_id* id, ibv_pd* pd, ibv_srq_init_attr* attr) {
-    if (!ours_locked(id)) REAL(rdma_create_srq, "RDMACM_1.0", -1, id, pd, attr);
-    return fail(ENOSYS);
-}
-
-int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
-    if (!ours_locked(id)) REAL(rdma_create_srq_ex, "RDMACM_1.0", -1, id, attr);
-    return fail(ENOSYS);
-}
-
-void rdma_destroy_srq(rdma_cm_id* id) {
-    if (ours_locked(id)) return;  // rdma_create_srq never made one
-    static sv::Real<decltype(rdma_destroy_srq)> real("rdma_destroy_srq", "RDMACM_1.0");
-    if (auto* p = real.get()) p(id);
 }
 
 int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) {

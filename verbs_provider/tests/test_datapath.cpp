@@ -60,9 +60,9 @@ public:
     }
     void arm_events() override { in_->arm_events(); }
     std::uint16_t boot_domain() const override { return in_->boot_domain(); }
-    void ring_doorbell(hw::DbKind k, std::uint32_t n, std::uint32_t i, std::uint8_t c) override {
+    void ring_doorbell(hw::DbKind k, std::uint32_t n, std::uint32_t i, std::uint8_t c, std::uint32_t s) override {
         dbs.push_back({k, n, i, c});
-        in_->ring_doorbell(k, n, i, c);
+        in_->ring_doorbell(k, n, i, c, s);
     }
     const Cmd& last(hw::CmdOpcode op) const {
         for (auto it = cmds.rbegin(); it != cmds.rend(); ++it)

@@ -177,6 +177,8 @@ public:
     int establish(uint32_t id);  // active side, QP in RTS: send the RTU
     int disconnect(uint32_t id);
     int destroy_id(uint32_t id);
+    // rdma_migrate_id: the ID's later events go to `channel`.
+    int migrate(uint32_t id, uint64_t channel);
     void destroy_channel(uint64_t channel);
     int init_qp_attr(uint32_t id, hw::QpState state, QpAttr& out) const;
     // The ID's device and addresses (empty device: not bound to one).

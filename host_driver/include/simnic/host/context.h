@@ -95,9 +95,11 @@ public:
 
     // Rings a doorbell (hw-spec 3.1, delivered as 3.4 says): `index` is the
     // new producer index (SQ, RQ, SRQ) or consumer index (CQ); `cq_cmd` only
-    // for CQ doorbells. No system call unless the engine sleeps.
+    // for CQ doorbells, and with an arm `cq_seen`, the producer index the
+    // driver saw when it armed (hw-spec 7.3). No system call unless the
+    // engine sleeps.
     virtual void ring_doorbell(hw::DbKind kind, std::uint32_t num, std::uint32_t index,
-                               std::uint8_t cq_cmd = 0) = 0;
+                               std::uint8_t cq_cmd = 0, std::uint32_t cq_seen = 0) = 0;
 
     // Sleeps until the device writes a CQE to any CQ of this context, or for
     // at most `timeout_ns` (hw-spec 3.5). `empty()` is asked once more after

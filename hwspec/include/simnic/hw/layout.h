@@ -885,7 +885,8 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(num, 0x04, 0, 24)                   \
     F(kind, 0x04, 24, 4)                  \
     F(cq_cmd, 0x04, 28, 2)                \
-    F(index, 0x08, 0, 32)
+    F(index, 0x08, 0, 32)                 \
+    F(cq_seen, 0x0C, 0, 32)
 
 // DB_FIFO_REGS (hw-spec.md 3.4)
 #define SIMNIC_HW_DB_FIFO_REGS_FIELDS(F) \

@@ -83,6 +83,7 @@ struct Doorbell {
     uint32_t num = 0;
     uint32_t index = 0;
     uint32_t cq_cmd = 0;
+    uint32_t cq_seen = 0;  // CQ arm: the producer index the driver saw (hw-spec 7.3)
 };
 
 // The functional datapath, as a timing model's stages call it (the engine
