@@ -259,6 +259,15 @@ CompState Completer::atomic(Pass& p) {
 
 CompState Completer::write_send(Pass& p) {
     const SqEntry* e = qp_.sq.head();
+    // A plain ACK never completes a READ or an atomic: their data comes in
+    // their own responses. One can carry such a request's PSN: a responder
+    // answers a duplicate SEND or WRITE with an ACK for the last PSN it
+    // executed (C9-105, as rxe's duplicate_request), which may be an atomic
+    // whose ATOMIC ACKNOWLEDGE was lost. Completing the atomic on that ACK
+    // left its result buffer unwritten (found by simnic-workload under 3%
+    // loss); ignoring it lets the retransmit timer fetch the saved result.
+    // rxe's completer (do_write_send) has the same gap.
+    if (hw::is_read_or_atomic(e->wr.opcode)) return CompState::Done;
     if (e->state == WqeState::Pending && e->last_psn == p.pkt->hdr.bth.psn)
         return CompState::CompAck;
     return CompState::UpdateComp;
