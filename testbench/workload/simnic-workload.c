@@ -47,6 +47,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -412,15 +413,20 @@ static void idle(unsigned *spins) {
 
 enum { M_HELLO = 1, M_CASE, M_QPINFO, M_READY, M_DONE, M_RESULT, M_END };
 
-static void xfer(int fd, void *buf, size_t len, int sending) {
+static int xfer_try(int fd, void *buf, size_t len, int sending) {
     uint8_t *p = buf;
     while (len) {
         ssize_t n = sending ? write(fd, p, len) : read(fd, p, len);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) die("the TCP side channel failed (%s)", n ? strerror(errno) : "peer closed");
+        if (n <= 0) return n ? -errno : -EPIPE;
         p += n;
         len -= (size_t)n;
     }
+    return 0;
+}
+static void xfer(int fd, void *buf, size_t len, int sending) {
+    int e = xfer_try(fd, buf, len, sending);
+    if (e) die("the TCP side channel failed (%s)", e == -EPIPE ? "peer closed" : strerror(-e));
 }
 static void send_msg(int fd, uint32_t type, const void *p, uint32_t len) {
     uint32_t h[2] = {type, len};
@@ -436,17 +442,23 @@ static uint32_t recv_msg(int fd, uint32_t type, void *p, uint32_t cap) {
     return h[1];
 }
 
-static int tcp_connect(const char *host, int port) {
+/* Connects and reads the server's HELLO into `hello`. A forwarded port (the
+ * rig's, QEMU's user network) accepts and then closes while nothing listens
+ * behind it yet: that counts as not yet listening. */
+static int tcp_connect(const char *host, int port, void *hello, uint32_t len) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     if (inet_pton(AF_INET, host, &a.sin_addr) != 1) die("bad server address %s", host);
-    for (int i = 0; i < 150; i++) {
+    for (int i = 0; i < 300; i++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+        uint32_t h[2];
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && !xfer_try(fd, h, sizeof h, 0)) {
+            if (h[0] != M_HELLO || h[1] != len) die("%s:%d is not a simnic-workload server", host, port);
+            xfer(fd, hello, len, 0);
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             return fd;
         }
         close(fd);
-        usleep(200000);
+        usleep(100000);
     }
     die("cannot connect to %s:%d", host, port);
 }
@@ -1681,6 +1693,7 @@ int main(int argc, char **argv) {
         die("an override is beyond the program's limits (batch %d, sges %d, qps %d, depth %d, msgs %d, size %u)",
             MAX_BATCH, MAX_SGE, MAX_QPS, MAX_DEPTH, MAX_MSGS, MAX_SIZE);
 
+    signal(SIGPIPE, SIG_IGN); /* a peer gone mid-write is an error, not a death */
     struct dev d;
     memset(&d, 0, sizeof d);
     dev_open(&d, devname, ibport, gidx);
@@ -1710,9 +1723,8 @@ int main(int argc, char **argv) {
     }
 
     if (!have_seeds && !integ && integ_only < 0) { integ = 1; }
-    int fd = tcp_connect(server, tcp);
     struct caps theirs, both;
-    recv_msg(fd, M_HELLO, &theirs, sizeof theirs);
+    int fd = tcp_connect(server, tcp, &theirs, sizeof theirs);
     send_msg(fd, M_HELLO, &d.caps, sizeof d.caps);
     both = d.caps;
 #define MIN_INTO(f) if (theirs.f < both.f) both.f = theirs.f
