@@ -538,6 +538,8 @@ def group_kernel61(rig, rep):
             check_rxe_loopback, rig)
     rep.run("rping both ways between a simnic device on the wire and vm0's kernel rxe",
             check_wire_rping, rig)
+    rep.run("simnic-workload: integrity set and seeds, kernel rxe <-> soft and model devices",
+            check_wire_workload, rig, "6.1")
     rep.run("exec against a killed VM", check_exec_dead_vm, rig)
     rep.run("stop leaves nothing behind", stop_clean, rig)
 
@@ -549,6 +551,8 @@ def group_kernel612(rig, rep):
     rep.run("rxe0 active with 6.12's FLUSH and ATOMIC_WRITE capabilities", check_caps_612, rig)
     rep.run("ibv_rc_pingpong between two 6.12 VMs across the wire", check_pingpong_on_wire, rig)
     rep.run("control NIC on 6.12", check_control_nic, rig)
+    rep.run("simnic-workload: integrity set and seeds, kernel rxe <-> soft and model devices",
+            check_wire_workload, rig, "6.12")
     rep.run("stop leaves nothing behind", stop_clean, rig)
 
 
@@ -608,7 +612,7 @@ def stop_clean(rig):
 
 
 # Paths the simnic tests need (--simnic, --verbs, --wire-check).
-TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None)
+TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None, workload=None)
 
 
 def check_wire_rping(rig):
@@ -694,6 +698,113 @@ def check_wire_rping(rig):
     if r.returncode != 0:
         raise Fail("the wire's capture breaks rxe's rules")
 
+
+
+# simnic-workload against kernel rxe: the integrity set and a few seeds (a
+# small payload budget per seed: TCG is slow), for each device type, simnic
+# as requester and as responder.
+WORKLOAD_SEEDS = "1-3"
+WORKLOAD_BUDGET = 65536
+WORKLOAD_VM_PORT = 18530  # forwarded to the host
+
+
+def workload_result(kernel, peer, role, out, name):
+    """Appends a results.jsonl line (docs: tools/COVERIFY-RESULTS.md) for a
+    run whose client ran in the VM (the host's client writes its own)."""
+    last = [l for l in out.splitlines() if l.startswith("simnic-workload: ")]
+    line = last[-1] if last else "simnic-workload: FAIL: no summary"
+    ok = line.startswith("simnic-workload: pass:")
+    rdir = os.environ.get("SIMNIC_COVERIFY_RESULTS", "coverify")
+    os.makedirs(rdir, exist_ok=True)
+    with open(os.path.join(rdir, "results.jsonl"), "a") as f:
+        f.write(json.dumps({"kind": "workload", "name": name, "target": f"rxe-{kernel}", "peer": peer,
+                            "mtu": 1024, "role": role, "result": "pass" if ok else "fail",
+                            "detail": line.split(": ", 2)[-1], "reason": ""}) + "\n")
+    return ok
+
+
+def check_wire_workload(rig, kernel):
+    """simnic-workload (testbench/workload) between vm0's kernel rxe and a
+    simnic device on the rig's wire (issue 10 §3's integrity program, §6's
+    randomized workloads): the integrity set (SEND, SEND_IMM, WRITE,
+    WRITE_IMM, READ, both atomics at sizes across the MTU, 1-4 SGEs; RC, UC,
+    UD) and seeds 1-3, byte for byte on both sides; for a soft and a model
+    device, each as requester (client on the host) and as responder (server
+    on the host, the VM's client connecting back over the control NIC)."""
+    if not (TOOLS.simnic and TOOLS.verbs and TOOLS.workload):
+        raise Fail("the workload check needs --simnic, --verbs and --workload")
+    port = rig.status()["wire"]["port"]
+    host_port = int(rig.cmd("port", 0, WORKLOAD_VM_PORT, check=0).stdout.strip())
+    rt = tempfile.mkdtemp(prefix="simnic-rig-rt-")
+    os.chmod(rt, 0o700)
+    env = dict(os.environ, SIMNIC_RUNTIME_DIR=rt)
+    app_env = dict(env, LD_PRELOAD=TOOLS.verbs)
+    rdir = os.environ.get("SIMNIC_COVERIFY_RESULTS", "coverify")
+    os.makedirs(rdir, exist_ok=True)
+    results = os.path.join(rdir, "results.jsonl")
+    name = f"integrity set + seeds {WORKLOAD_SEEDS}"
+    args = ["--integrity", "--seeds", WORKLOAD_SEEDS, "--budget", str(WORKLOAD_BUDGET)]
+
+    def sim(*a):
+        r = subprocess.run([TOOLS.simnic] + [str(x) for x in a], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=60)
+        if r.returncode != 0:
+            raise Fail(f"simnic {' '.join(map(str, a))}: {r.stdout}")
+        return r.stdout
+
+    def summary(out):
+        lines = [l for l in out.splitlines() if l.startswith("simnic-workload: ") or " FAIL" in l or
+                 l.startswith("  ")]
+        return "\n".join(lines[-8:])
+
+    failures = []
+    server = None
+    try:
+        for i, dtype in enumerate(("soft", "model")):
+            dev = f"rw{i}"
+            sim("link", "add", dev, "type", dtype, "wire", f"127.0.0.1:{port}", "addr", f"10.0.0.{100 + i}/24")
+            # 1. rxe responds (server in the VM), simnic requests.
+            t0 = time.monotonic()
+            server = rig.popen("exec", "--timeout", 150, 0,
+                               f"simnic-workload -d rxe0 -g 1 -p {WORKLOAD_VM_PORT}")
+            client = subprocess.run([TOOLS.workload, "-d", dev, "-g", "1", "-p", str(host_port)] + args +
+                                    ["--results", results, "--target", f"rxe-{kernel}", "--peer", dtype,
+                                     "--role", "simnic-client", "--name", name, "127.0.0.1"],
+                                    env=app_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, timeout=180)
+            sout, _ = server.communicate(timeout=150)
+            server = None
+            print(f"{dtype} requests, rxe responds ({time.monotonic() - t0:.1f} s): rc {client.returncode}\n"
+                  f"{summary(client.stdout)}\nrxe server: {summary(sout) or sout.strip()[-300:]}")
+            if client.returncode != 0 or "cases served" not in sout:
+                failures.append(f"{dtype} requester against rxe")
+            # 2. simnic responds (server on the host), rxe requests.
+            t0 = time.monotonic()
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                p = s.getsockname()[1]
+            server = subprocess.Popen([TOOLS.workload, "-d", dev, "-g", "1", "-p", str(p)], env=app_env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            time.sleep(0.3)
+            client = rig.cmd("exec", "--timeout", 150, 0,
+                             f"simnic-workload -d rxe0 -g 1 -p {p} {' '.join(args)} 10.0.2.2", timeout=180)
+            sout, _ = server.communicate(timeout=60)
+            server = None
+            ok = workload_result(kernel, dtype, "simnic-server", client.stdout, name)
+            print(f"rxe requests, {dtype} responds ({time.monotonic() - t0:.1f} s): rc {client.returncode}\n"
+                  f"{summary(client.stdout) or client.stdout.strip()[-300:]}\n{dtype} server: {sout.strip()[-300:]}")
+            if client.returncode != 0 or not ok:
+                failures.append(f"rxe requester against {dtype}")
+        print(sim("stats", "rw0").strip().replace("\n", " ")[:400])
+    finally:
+        if server is not None and server.poll() is None:
+            server.kill()
+            server.wait()
+        subprocess.run([TOOLS.simnic, "daemon", "--stop"], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30)
+        shutil.rmtree(rt, ignore_errors=True)
+    if failures:
+        raise Fail("simnic-workload failed: " + "; ".join(failures))
 
 
 def check_no_simnic(rig):
@@ -814,9 +925,11 @@ def main():
                     help="seconds before the group gives up and cleans up")
     ap.add_argument("--verbs", help="libsimnic-verbs.so (the wire rping check)")
     ap.add_argument("--wire-check", help="testbench/system/wire_check.py (the wire rping check)")
+    ap.add_argument("--workload", help="simnic-workload (the workload check)")
     ap.add_argument("group", choices=sorted(GROUPS))
     a = ap.parse_args()
     TOOLS.simnic, TOOLS.verbs, TOOLS.wire_check = a.simnic, a.verbs, a.wire_check
+    TOOLS.workload = a.workload
     if a.simnic:
         os.environ["SIMNIC"] = os.path.abspath(a.simnic)
 
