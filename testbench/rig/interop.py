@@ -23,7 +23,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 # The simnic devices of a group, by type: (link name, address, MAC). A MAC of
@@ -39,62 +38,11 @@ class Fail(Exception):
     """A check failed (rig_tests.py reports it)."""
 
 
-# Appended to a VM-side server's command: prints LISTENING once a TCP socket
-# listens on the port (IPv4 or IPv6), then waits for the server.
+# Run in the VM beside a server: returns once a TCP socket listens on the
+# port (IPv4 or IPv6), exit code 1 after 15 s without.
 LISTEN_WAIT = ("n=0; while ! cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | "
-               "grep -q ':{port:04X} [0-9A-F]*:[0-9A-F]* 0A' && [ $n -lt 300 ]; do "
-               "sleep 0.05; n=$((n+1)); done; echo LISTENING; wait $!")
-
-
-class VmCommand:
-    """A command running in vm0 through `simnic-rig exec`, its output read as
-    it comes (so that the host can wait for a word in it)."""
-
-    def __init__(self, rig, timeout, cmd):
-        argv = [sys.executable, rig.rig, "--state", rig.state, "exec", "--timeout", str(timeout),
-                "0", cmd]
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        self.buf = b""
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        while True:
-            b = os.read(self.p.stdout.fileno(), 4096)
-            if not b:
-                return
-            with self.lock:
-                self.buf += b
-
-    def output(self):
-        with self.lock:
-            return self.buf.decode(errors="replace")
-
-    def wait_for(self, word, seconds):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            with self.lock:
-                if word in self.buf:
-                    return True
-            if self.p.poll() is not None and not self.reader.is_alive():
-                return word in self.buf
-            time.sleep(0.05)
-        return False
-
-    def finish(self, seconds):
-        """(exit code, output) once the command ends (killed after `seconds`)."""
-        try:
-            self.p.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        self.reader.join(10)
-        return self.p.returncode, self.output()
-
-    def kill(self):
-        if self.p.poll() is None:
-            self.p.kill()
-            self.p.wait()
+               "grep -q ':{port:04X} [0-9A-F]*:[0-9A-F]* 0A'; do "
+               "[ $n -lt 300 ] || exit 1; sleep 0.05; n=$((n+1)); done")
 
 
 # --------------------------------------------------------------------------
@@ -392,7 +340,8 @@ class Matrix:
                              timeout=timeout + 30)
             out["client"] = (c.returncode, c.stdout + c.stderr)
             try:
-                sout, _ = server.communicate(timeout=30)
+                # A server whose client failed may wait for ever.
+                sout, _ = server.communicate(timeout=30 if c.returncode == 0 else 3)
             except subprocess.TimeoutExpired:
                 server.kill()
                 sout, _ = server.communicate()
@@ -401,18 +350,26 @@ class Matrix:
             hport = self.rig.cmd("port", 0, VM_PORT, check=0).stdout.strip()
             # QEMU accepts the host's connection before the VM's server
             # listens (and then resets it): the client starts once the VM
-            # says its server listens.
-            server = VmCommand(self.rig, timeout, f"{srv} & {LISTEN_WAIT.format(port=VM_PORT)}")
+            # says that its server listens. (exec's output comes when the
+            # command ends, so a second exec waits for the socket.)
+            server = self.rig.popen("exec", "--timeout", timeout, 0, srv)
             try:
-                if not server.wait_for(b"LISTENING", 30):
-                    raise Fail(f"the VM's server did not listen within 30 s: {server.output()}")
-                rc, cout = self.host.run(f"{cli} -p {hport} 127.0.0.1", timeout)
-                out["client"] = (rc, cout)
-                if rc != 0:
+                w = self.rig.cmd("exec", "--timeout", 30, 0, LISTEN_WAIT.format(port=VM_PORT),
+                                 timeout=60)
+                if w.returncode != 0:
+                    out["client"] = (-1, f"the VM's server did not listen within 30 s: {w.stdout}")
                     self.kill_vm_tool(srv)
-                out["server"] = server.finish(timeout + 30)
+                else:
+                    rc, cout = self.host.run(f"{cli} -p {hport} 127.0.0.1", timeout)
+                    out["client"] = (rc, cout)
+                    if rc != 0:
+                        self.kill_vm_tool(srv)
+                sout, _ = server.communicate(timeout=timeout + 30)
+                out["server"] = (server.returncode, sout)
             finally:
-                server.kill()
+                if server.poll() is None:
+                    server.kill()
+                    server.wait()
         return out
 
     def kill_vm_tool(self, cmd):
@@ -435,7 +392,8 @@ class Matrix:
                 time.sleep(0.5)
             out["client"] = (c.returncode, c.stdout + c.stderr)
             try:
-                sout, _ = server.communicate(timeout=30)
+                # A server whose client failed may wait for ever.
+                sout, _ = server.communicate(timeout=30 if c.returncode == 0 else 3)
             except subprocess.TimeoutExpired:
                 server.kill()
                 sout, _ = server.communicate()
@@ -446,7 +404,9 @@ class Matrix:
             try:
                 time.sleep(1.0)
                 for _ in range(30):
-                    rc, cout = self.host.run(f"{cli} -v -c -a {VM_IP} -p {port}", timeout)
+                    # -I: the device to use (the CM would take the first
+                    # device on the VM's subnet, whichever type it is).
+                    rc, cout = self.host.run(f"{cli} -v -c -I {addr} -a {VM_IP} -p {port}", timeout)
                     if "REJECTED" not in cout:
                         break
                     time.sleep(0.5)
