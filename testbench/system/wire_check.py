@@ -16,6 +16,9 @@ simnic's packet core (Python's zlib for the ICRC):
     has told the peer's MAC for its address (ARP precedes RoCE); with
     --arp-for, only for flows to or from that address (the rig's VMs know
     each other from static neighbour entries and never ARP for each other);
+  - AckReq on the last packet of every RC request message, inside one only
+    after more than 64 packets without (rxe's RXE_MAX_PKT_PER_ACK), never on
+    UC packets or responses (UD SENDs on QP1 carry it); ACK syndrome 0x1F;
   - UDP source ports: RC/UC frames from the fold of the QPN product (rxe's
     rule for a QP given an address vector without a flow label), UD frames
     (and QP1's) from 0xC000 + hash_32(own QPN, 14). With --cm (rdma_cm
@@ -27,6 +30,16 @@ import struct
 import sys
 import zlib
 
+
+# RC request opcodes that end a message (SEND/WRITE LAST and ONLY, with
+# immediate or invalidate, READ request, both atomics, 6.12's FLUSH and
+# ATOMIC WRITE), the other RC requests, and the opcodes with an AETH.
+RC_LAST = {0x02, 0x03, 0x04, 0x05, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x13, 0x14, 0x16, 0x17, 0x1C, 0x1D}
+RC_NOT_LAST = {0x00, 0x01, 0x06, 0x07}
+AETH_OPCODES = {0x0D, 0x0F, 0x10, 0x11, 0x12}
+# rxe asks for an ACK inside a long message too, once more than this many
+# packets went without (RXE_MAX_PKT_PER_ACK; simnic's kMaxPktsPerAck).
+MAX_PKTS_PER_ACK = 64
 
 # How far behind the highest ID of its flow a frame's ID may be (overtaken
 # by frames of other QPs between the ID and the wire; seen: 1-4).
@@ -130,8 +143,12 @@ def main():
         opcode = d[bth]
         dqpn = struct.unpack(">I", b"\x00" + d[bth + 5:bth + 8])[0]
         src_qp = struct.unpack(">I", b"\x00" + d[bth + 17:bth + 20])[0] if opcode >> 5 == 3 else None
+        psn = struct.unpack(">I", d[bth + 8:bth + 12])[0] & 0xFFFFFF
+        ack_req = bool(d[bth + 8] & 0x80)
+        syndrome = d[bth + 12] if opcode in AETH_OPCODES and end >= bth + 16 + 4 else None
         roce.append((n, ts, d[l3 + 12:l3 + 16], d[l3 + 16:l3 + 20], d[6:12], d[0:6], ipid,
-                     struct.unpack(">H", d[l4:l4 + 2])[0], opcode, dqpn, src_qp))
+                     struct.unpack(">H", d[l4:l4 + 2])[0], opcode, dqpn, src_qp, psn, ack_req,
+                     syndrome))
     if not roce:
         sys.exit("FAIL: no RoCE frames")
 
@@ -168,8 +185,44 @@ def main():
                 close_ones += step == 1
         recent[key] = (recent.get(key, []) + [f[6]])[-64:]
         high[key] = f
-    if close and close_ones < 0.9 * close:
+    # (a rule about most frames: a handful of close pairs says nothing)
+    if close >= 10 and close_ones < 0.9 * close:
         sys.exit(f"FAIL: only {close_ones} of {close} frames under 1 ms apart are one ID apart")
+
+    # Acknowledgement (docs/rxe-wire-rules.md, "Acknowledgement"): AckReq on
+    # the last packet of every RC request message; inside a message only
+    # after more than MAX_PKTS_PER_ACK packets without it (counted per flow,
+    # and not checked again after a resend until the next AckReq); never on
+    # UC or on responses; a positive ACK's syndrome is 0x1F.
+    last_ack, acks_inside, syndromes = {}, 0, 0
+    for f in roce:
+        op, flow = f[8], (f[2], f[3], f[9])
+        if op in RC_LAST or op in RC_NOT_LAST:
+            # A flow's first packet starts the count (a QP's life begins
+            # with the capture's run); a resend makes it unknown.
+            prev = last_ack.get(flow, ((f[11] - 1) & 0xFFFFFF, f[11]))
+            if prev is not None and ((f[11] - prev[1]) & 0xFFFFFF) >= 0x800000:
+                last_ack[flow] = prev = None  # a resend: the count starts over unknown
+            if op in RC_LAST and not f[12]:
+                sys.exit(f"FAIL: frame {f[0]}: RC opcode 0x{op:02x} ends a message without AckReq")
+            if op in RC_NOT_LAST and f[12]:
+                since = None if prev is None else (f[11] - prev[0]) & 0xFFFFFF
+                if since is not None and since <= MAX_PKTS_PER_ACK:
+                    sys.exit(f"FAIL: frame {f[0]}: AckReq inside a message {since} packets after the "
+                             f"last (PSN {f[11]:#x}); rxe asks after more than {MAX_PKTS_PER_ACK}")
+                acks_inside += 1
+            if f[12]:
+                last_ack[flow] = (f[11], f[11])
+            elif prev is not None:
+                last_ack[flow] = (prev[0], f[11])
+            else:
+                last_ack[flow] = None
+        elif f[12] and not (op >> 5 == 3 and f[10] == 1):
+            sys.exit(f"FAIL: frame {f[0]}: opcode 0x{op:02x} with AckReq")
+        if op == 0x11 and f[13] is not None and f[13] >> 5 == 0:
+            syndromes += 1
+            if f[13] != 0x1F:
+                sys.exit(f"FAIL: frame {f[0]}: ACK syndrome 0x{f[13]:02x}, rxe sends 0x1F")
 
     # ARP before RoCE: the sender knew its peer's MAC from an earlier ARP frame.
     seen = set()
@@ -200,7 +253,8 @@ def main():
                          f"and any of {sorted(back)}")
             checked += 1
     print(f"ok: {n} frames, {len(roce)} RoCE with valid ICRCs, DF, TTL 64; IP IDs count up per flow "
-          f"({steps} steps, {close_ones}/{close} one apart within 1 ms, {behind} overtaken); {len(arp)} ARP frames, each peer "
+          f"({steps} steps, {close_ones}/{close} one apart within 1 ms, {behind} overtaken); AckReq as rxe "
+          f"({acks_inside} inside messages), {syndromes} ACKs with syndrome 0x1F; {len(arp)} ARP frames, each peer "
           f"told before its first RoCE frame; {checked} source ports by rxe's rules")
 
 
