@@ -192,23 +192,31 @@ class Capture:
         self.offset = end
 
     def check(self, addr, cm):
-        """Checks the frames since mark(): (ok, summary, frames)."""
+        """Checks the frames since mark(): (ok, summary, frames, path of the
+        run's capture; the caller keeps or removes it)."""
         time.sleep(0.3)
         hdr, recs, end = pcap_records(self.pcap, self.offset)
         fd, path = tempfile.mkstemp(suffix=".pcap", prefix="interop-run-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(hdr)
-                for h, d in self.arp + recs:
-                    f.write(h + d)
-            argv = [sys.executable, self.wire_check, "--arp-for", addr] + (["--cm"] if cm else [])
-            r = subprocess.run(argv + [path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, timeout=120)
-        finally:
-            os.unlink(path)
+        with os.fdopen(fd, "wb") as f:
+            f.write(hdr)
+            for h, d in self.arp + recs:
+                f.write(h + d)
+        argv = [sys.executable, self.wire_check, "--arp-for", addr] + (["--cm"] if cm else [])
+        r = subprocess.run(argv + [path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=120)
         self.arp += [r for r in recs if is_arp(r[1])]
         self.offset = end
-        return r.returncode == 0, r.stdout.strip(), recs
+        return r.returncode == 0, r.stdout.strip(), recs, path
+
+
+def keep_capture(path, name):
+    """Moves a failed run's capture beside results.jsonl (captures/NAME.pcap)
+    and returns its path there."""
+    d = os.path.join(os.path.dirname(results_path()), "captures")
+    os.makedirs(d, exist_ok=True)
+    dst = os.path.join(d, "".join(c if c.isalnum() or c in "-." else "_" for c in name) + ".pcap")
+    shutil.move(path, dst)
+    return dst
 
 
 # --------------------------------------------------------------------------
@@ -316,12 +324,17 @@ class Matrix:
         else:
             out = self.run_verbs(srv, cli, role, timeout)
         errors = self.verdict(test, out)
-        ok_wire, summary, frames = self.capture.check(addr, test.kind == "rping")
+        ok_wire, summary, frames, pcap = self.capture.check(addr, test.kind == "rping")
         n_from, n_to = roce_count(frames, addr)
         if not ok_wire:
             errors.append(f"wire: {summary}")
         elif not n_from or not n_to:
             errors.append(f"wire: {n_from} RoCE frames from simnic, {n_to} to it")
+        if errors:
+            kept = keep_capture(pcap, f"{self.series}-{test.name}-{typ}-{mtu}-{role}")
+            errors.append(f"capture {kept}")
+        else:
+            os.unlink(pcap)
         dt = time.monotonic() - t0
         detail = (f"{dt:.1f} s; {n_from} frames from simnic, {n_to} to it"
                   + ("; " + "; ".join(errors) if errors else ""))

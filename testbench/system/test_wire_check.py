@@ -3,7 +3,8 @@
 rxe's source ports). IP identification, on UD SEND ONLY frames whose IDs
 count up: a frame a few IDs behind the highest (overtaken by another QP's
 frames, as kernel rxe's fq_codel and the model's pipeline do) passes; a
-repeated ID, one too far behind, and a flow starting at 0 fail.
+repeated ID, an ID below an earlier one of the same QP, and a flow starting
+at 0 fail; two QPs' frames interleaved far from their IDs' order pass.
 Acknowledgement, on an RC SEND and its ACK: AckReq on the last packet, and
 inside a message only after more than 64 packets without; ACK syndrome
 0x1F."""
@@ -39,9 +40,9 @@ def qpn_sport(a, b):
     return 0xC000 | ((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14))
 
 
-def roce_ud(ipid):
-    deth = struct.pack(">II", 0x11111111, QPN)
-    return roce(0x64, 0x11, 7, False, ipid, deth + bytes(range(16)), ud_sport(QPN))
+def roce_ud(ipid, qpn=QPN):
+    deth = struct.pack(">II", 0x11111111, qpn)
+    return roce(0x64, 0x11, 7, False, ipid, deth + bytes(range(16)), ud_sport(qpn))
 
 
 def roce(opcode, dqpn, psn, ack_req, ipid, rest, sport, a_to_b=True):
@@ -98,13 +99,16 @@ def check(ids=None, frames=None):
 def main():
     cases = [
         ("in order", list(range(0x100, 0x120)), 0, "0 overtaken"),
-        # (a long run in order after, as most of a real flow is)
-        ("frames 1-3 behind (overtaken)", [0x100, 0x101, 0x105, 0x102, 0x103, 0x104]
-         + list(range(0x106, 0x140)), 0, "3 overtaken"),
-        ("across the 16-bit wrap", list(range(0xFFF0, 0x10000)) + [0x0001, 0x0000]
-         + list(range(2, 0x20)), 0, "1 overtaken"),
+        ("across the 16-bit wrap, 0 included", list(range(0xFFF0, 0x10000)) + list(range(0, 0x20)), 0,
+         "47/47 one apart"),
         ("a repeated ID", [0x100, 0x101, 0x102, 0x101, 0x103], 1, "repeats"),
-        ("a frame 20 behind", [0x100, 0x120, 0x10C], 1, "IP identification 0x010c after 0x0120"),
+        ("a frame 12 behind from the same QP", [0x100, 0x120, 0x10C], 1,
+         "IP identification 0x010c after 0x0120 from the same source port"),
+        # Two QPs whose frames interleave after their IDs were drawn in
+        # bursts of 20 (fq_codel serving two flows in turn): far behind the
+        # pair's highest, in order per QP.
+        ("two QPs' bursts interleaved", [roce_ud(0x100 + i, 0x11) if k == 0 else roce_ud(0x114 + i, 0x12)
+                                         for i in range(20) for k in (0, 1)], 0, "19 overtaken"),
         ("a flow starting at 0", [0, 1, 2], 1, "IP identification 0 "),
     ]
     cases += [

@@ -6,12 +6,12 @@ simnic's packet core (Python's zlib for the ICRC):
   - every RoCE v2 frame (IPv4, UDP 4791) has a valid ICRC, DF set, TTL 64,
     TOS 0 and UDP checksum 0;
   - per source and destination the IP identification counts up from a
-    non-zero start: never a repeat (so never 0 twice: a 16-bit field of a
-    wider counter passes 0 now and then), a frame at most 16 behind the
-    highest ID so far (several QPs' frames overtake each other between the
-    ID and the wire), and exactly 1 between frames less than a millisecond
-    apart in at least 90% of cases (the kernel's rule: one per packet, a jump
-    below the jiffies of a pause);
+    non-zero start and never repeats (so never 0 twice: a 16-bit field of a
+    wider counter passes 0 now and then); per UDP source port (per QP) it
+    only goes up (the frames of several QPs overtake each other between the
+    ID and the wire); exactly 1 between consecutive frames of one source
+    port less than a millisecond apart in at least 90% of cases
+    (the kernel's rule: one per packet, a jump below the jiffies of a pause);
   - before a device's first RoCE frame to a peer, an ARP frame on the wire
     has told the peer's MAC for its address (ARP precedes RoCE); with
     --arp-for, only for flows to or from that address (the rig's VMs know
@@ -40,11 +40,6 @@ AETH_OPCODES = {0x0D, 0x0F, 0x10, 0x11, 0x12}
 # rxe asks for an ACK inside a long message too, once more than this many
 # packets went without (RXE_MAX_PKT_PER_ACK; simnic's kMaxPktsPerAck).
 MAX_PKTS_PER_ACK = 64
-
-# How far behind the highest ID of its flow a frame's ID may be (overtaken
-# by frames of other QPs between the ID and the wire; seen: 1-4).
-MAX_OVERTAKEN = 16
-
 
 def frames(path):
     with open(path, "rb") as f:
@@ -153,38 +148,46 @@ def main():
         sys.exit("FAIL: no RoCE frames")
 
     # IP identification, per source and destination. The sender draws the ID
-    # when it builds a packet; packets of different QPs (different UDP source
-    # ports) can then overtake each other on the way to the wire (kernel rxe:
-    # the netdev's fq_codel queues each UDP flow on its own and serves them in
-    # turn), so an ID may come a little after a higher one: never a repeat,
-    # never more than MAX_OVERTAKEN behind the highest so far.
-    high, recent, steps, close, close_ones, behind = {}, {}, 0, 0, 0, 0
+    # when it builds a packet, from one counter per source and destination;
+    # packets of different QPs (different UDP source ports) can then overtake
+    # each other on the way to the wire (kernel rxe: the netdev's fq_codel
+    # queues each UDP flow on its own and serves them in turn), by as many
+    # frames as a QP had queued. So: never a repeat per source and
+    # destination, strictly increasing per source port; and exactly one apart
+    # in most close pairs of consecutive frames from one port.
+    high, recent, last, steps, close, close_ones, behind = {}, {}, {}, 0, 0, 0, 0
     for f in roce:
-        key = (f[2], f[3])
+        key, qkey = (f[2], f[3]), (f[2], f[3], f[7])
         # The counter is 32 bits wide and the field 16: it passes 0 once in
         # 65536 packets (the kernel does not skip it for IPv4), so only a
         # flow's first ID must not be 0 (a netdev-bound device's are all 0).
-        if key not in high and f[6] == 0:
+        if key not in recent and f[6] == 0:
             sys.exit(f"FAIL: frame {f[0]}: IP identification 0 ({ip(f[2])} -> {ip(f[3])})")
+        if f[6] in recent.get(key, ()):
+            sys.exit(f"FAIL: frame {f[0]}: IP identification 0x{f[6]:04x} repeats within "
+                     f"{len(recent[key])} frames ({ip(f[2])} -> {ip(f[3])})")
+        recent[key] = (recent.get(key, []) + [f[6]])[-1024:]
         if key in high:
-            p = high[key]
-            if f[6] in recent[key]:
-                sys.exit(f"FAIL: frame {f[0]}: IP identification 0x{f[6]:04x} repeats within "
-                         f"{len(recent[key])} frames ({ip(f[2])} -> {ip(f[3])})")
-            step = (f[6] - p[6]) & 0xFFFF
-            if step >= 0x8000:
-                if 0x10000 - step > MAX_OVERTAKEN:
-                    sys.exit(f"FAIL: frame {f[0]}: IP identification 0x{f[6]:04x} after 0x{p[6]:04x} "
-                             f"({ip(f[2])} -> {ip(f[3])})")
+            if (f[6] - high[key][6]) & 0xFFFF >= 0x8000:
                 behind += 1
-                recent[key] = (recent[key] + [f[6]])[-64:]
-                continue
+            else:
+                high[key] = f
+        else:
+            high[key] = f
+        # One apart: between consecutive frames of the pair from one port.
+        p = last.get(key)
+        if p is not None and p[7] == f[7] and (f[6] - p[6]) & 0xFFFF < 0x8000:
             steps += 1
             if f[1] - p[1] < 1000:
                 close += 1
-                close_ones += step == 1
-        recent[key] = (recent.get(key, []) + [f[6]])[-64:]
-        high[key] = f
+                close_ones += (f[6] - p[6]) & 0xFFFF == 1
+        last[key] = f
+        if qkey in high:
+            p = high[qkey]
+            if (f[6] - p[6]) & 0xFFFF >= 0x8000:
+                sys.exit(f"FAIL: frame {f[0]}: IP identification 0x{f[6]:04x} after 0x{p[6]:04x} "
+                         f"from the same source port {f[7]} ({ip(f[2])} -> {ip(f[3])})")
+        high[qkey] = f
     # (a rule about most frames: a handful of close pairs says nothing)
     if close >= 10 and close_ones < 0.9 * close:
         sys.exit(f"FAIL: only {close_ones} of {close} frames under 1 ms apart are one ID apart")
