@@ -17,6 +17,7 @@ life cycle and the per-check report."""
 import datetime
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -73,14 +74,17 @@ def _pt(tool, extra):
 # three full packets and a partial one at either MTU).
 TESTS = [
     Test("ibv_rc_pingpong 1 byte", _pp("ibv_rc_pingpong", 1, 10, "-m {mtu}"), iters=10),
+    # Not under faults: the pingpongs end without a handshake, so when the
+    # last ACK is lost the sender retries into the peer's destroyed QP, for
+    # ever (retry_cnt 7, which rxe and simnic read as "no limit").
     Test("ibv_rc_pingpong multi-packet", _pp("ibv_rc_pingpong", "{multi}", 10, "-m {mtu}"),
-         iters=10, faults=True),
+         iters=10),
     Test("ibv_rc_pingpong 1 MiB", _pp("ibv_rc_pingpong", 1 << 20, 2, "-m {mtu}"), iters=2),
     Test("ibv_uc_pingpong", _pp("ibv_uc_pingpong", "{multi}", 10, "-m {mtu}"), iters=10),
     Test("ibv_ud_pingpong", _pp("ibv_ud_pingpong", "{mtu}", 10), iters=10),
     Test("ibv_srq_pingpong -q 4", _pp("ibv_srq_pingpong", "{multi}", 10, "-q 4 -m {mtu}"),
          iters=10),
-    Test("ib_send_bw", _pt("ib_send_bw", "-n 20 -s {multi}"), check="#bytes"),
+    Test("ib_send_bw", _pt("ib_send_bw", "-n 20 -s {multi}"), check="#bytes", faults=True),
     Test("ib_write_bw", _pt("ib_write_bw", "-n 20 -s {multi}"), check="#bytes", faults=True),
     Test("ib_write_bw -q 4", _pt("ib_write_bw", "-q 4 -n 10 -s {multi}"), check="#bytes"),
     Test("ib_read_bw", _pt("ib_read_bw", "-n 20 -s {multi}"), check="#bytes", faults=True),
@@ -336,7 +340,11 @@ class Matrix:
         else:
             os.unlink(pcap)
         dt = time.monotonic() - t0
+        m = re.search(r"(\d+) overtaken\).*\((\d+) inside messages\)", summary)
+        if ok_wire and m:
+            summary = f"IDs overtaken {m.group(1)}, AckReq inside messages {m.group(2)}"
         detail = (f"{dt:.1f} s; {n_from} frames from simnic, {n_to} to it"
+                  + (f"; wire ok ({summary})" if ok_wire else "")
                   + ("; " + "; ".join(errors) if errors else ""))
         return not errors, detail, out
 
