@@ -13,6 +13,12 @@ groups:
              completes and the wire's counters show the faults
   lifecycle  start's errors (no simnic, a bad fault rule, busy ports, a boot
              timeout) and the reaper of --lifetime
+  interop61  the interop matrix (interop.py) against one 6.1 VM: every test with
+             soft and model, simnic as server and client, MTU 1024 and 4096,
+             each run's wire capture checked; results.jsonl rows
+  interop612 the same against 6.12
+  interop_faults  the RC tests of the matrix against 6.1 with 1% and 5% loss,
+             reordering and duplication on the wire
 """
 
 import argparse
@@ -30,11 +36,13 @@ import threading
 import time
 import uuid
 
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import interop  # noqa: E402  (beside this file)
+
 HERE = os.path.dirname(os.path.realpath(__file__))
 
 
-class Fail(Exception):
-    pass
+Fail = interop.Fail
 
 
 class Rig:
@@ -612,7 +620,16 @@ def stop_clean(rig):
 
 
 # Paths the simnic tests need (--simnic, --verbs, --wire-check).
+<<<<<<< HEAD
 TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None, workload=None)
+=======
+TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None, only=None)
+
+
+def selected(tests):
+    """The interop tests --only picks (a regular expression on their names)."""
+    return [t for t in tests if not TOOLS.only or re.search(TOOLS.only, t.name)]
+>>>>>>> interop
 
 
 def check_wire_rping(rig):
@@ -700,6 +717,7 @@ def check_wire_rping(rig):
 
 
 
+<<<<<<< HEAD
 # simnic-workload against kernel rxe: the integrity set and a few seeds (a
 # small payload budget per seed: TCG is slow), for each device type, simnic
 # as requester and as responder.
@@ -805,6 +823,110 @@ def check_wire_workload(rig, kernel):
         shutil.rmtree(rt, ignore_errors=True)
     if failures:
         raise Fail("simnic-workload failed: " + "; ".join(failures))
+=======
+# --------------------------------------------------------------------------
+# The interop matrix (issue 10 sections 3 and 5): interop.py holds the tests
+
+ROLES = ("simnic-server", "simnic-client")
+
+
+def interop_tools():
+    if not (TOOLS.simnic and TOOLS.verbs and TOOLS.wire_check):
+        raise Fail("the interop groups need --simnic, --verbs and --wire-check")
+
+
+def set_mtu(rig, host, mtu, devices=None):
+    """The VM's eth0 at the netdev MTU that gives IB MTU `mtu` (rxe follows
+    NETDEV_CHANGEMTU), and the simnic devices re-added with the same."""
+    want = interop.NETDEV_MTU[mtu]
+    r = rig.cmd("exec", 0, f"ip link set eth0 mtu {want} && sleep 0.5 && "
+                "ibv_devinfo -d rxe0 | grep active_mtu", check=0)
+    if f"{mtu} (" not in r.stdout:
+        raise Fail(f"rxe0 did not follow eth0 to MTU {want}: {r.stdout}")
+    print(f"vm0: eth0 mtu {want}: {r.stdout.strip()}")
+    print(host.add_links(mtu, devices))
+
+
+def group_interop(rig, rep, series):
+    interop_tools()
+    rep.run(f"start one {series} VM on the simnic wire", start, rig, "--kernel", series,
+            "--vms", 1, "--mtu", 9000, "--lifetime", 1500, fatal=True)
+    st = rig.status()
+    host = interop.Host(TOOLS.simnic, TOOLS.verbs, st["wire"]["port"])
+    m = interop.Matrix(rig, host, interop.Capture(st["wire"]["pcap"], TOOLS.wire_check),
+                       st["kernel"], series)
+    try:
+        for mtu in (1024, 4096):
+            rep.run(f"MTU {mtu}: eth0 {interop.NETDEV_MTU[mtu]} in the VM, soft and model on the wire",
+                    set_mtu, rig, host, mtu, fatal=True)
+            for t in selected(interop.TESTS):
+                rep.run(f"{t.name}, MTU {mtu}: soft and model, simnic server and client",
+                        m.run_test, t, ("soft", "model"), (mtu,), ROLES, print)
+    finally:
+        host.close()
+    print("runs: " + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(m.counts.items())))
+    rep.run("stop leaves nothing behind", stop_clean, rig)
+
+
+# The fault group: one rate per device pair, each device with rules of its
+# own in both directions (its frames and the VM's frames to it).
+FAULT_RATES = ("1%", "5%")
+FAULT_SEED_INTEROP = 11
+
+
+def fault_devices():
+    devs = {}
+    for i, rate in enumerate(FAULT_RATES):
+        for j, typ in enumerate(("soft", "model")):
+            n = 2 * i + j
+            devs[f"{typ}@{rate}"] = (f"f{typ}{n}", f"10.0.0.{110 + n}", f"02:00:00:00:0a:{n + 1:02x}")
+    return devs
+
+
+def fault_label(rate):
+    return f"{rate} loss, reorder, dup"
+
+
+def group_interop_faults(rig, rep):
+    interop_tools()
+    devs = fault_devices()
+    rules = []
+    for key, (_, _, mac) in devs.items():
+        rate = key.split("@")[1]
+        for d in ("from", "to"):
+            rules += ["--fault", f"{d}={mac},drop={rate},dup={rate},reorder={rate}"]
+    rep.run(f"start one 6.1 VM on a wire with {len(rules) // 2} fault rules --seed "
+            f"{FAULT_SEED_INTEROP}", start, rig, "--vms", 1, "--lifetime", 1200, "--seed",
+            FAULT_SEED_INTEROP, *rules, fatal=True)
+    st = rig.status()
+    host = interop.Host(TOOLS.simnic, TOOLS.verbs, st["wire"]["port"])
+    m = interop.Matrix(rig, host, interop.Capture(st["wire"]["pcap"], TOOLS.wire_check),
+                       st["kernel"], "6.1", devs)
+    try:
+        rep.run("soft and model devices at each rate on the wire", lambda: print(
+            host.add_links(1024, devs)), fatal=True)
+        for rate in FAULT_RATES:
+            for t in [t for t in selected(interop.TESTS) if t.faults]:
+                rep.run(f"{t.name} under {fault_label(rate)}: soft and model, simnic server and "
+                        "client", m.run_test, t, (f"soft@{rate}", f"model@{rate}"), (1024,), ROLES,
+                        print, fault_label(rate))
+        rep.run("the injector dropped, duplicated and reordered at each rate",
+                check_interop_faults_happened, rig, devs)
+    finally:
+        host.close()
+    print("runs: " + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(m.counts.items())))
+    rep.run("stop leaves nothing behind", stop_clean, rig)
+
+
+def check_interop_faults_happened(rig, devs):
+    c = rig.status()["wire"]["counters"]
+    for f in c["faults"]:
+        print(f"  {f}")
+        if f["frames"] >= 200 and (f["dropped"] < 1 or f["duplicated"] < 1 or f["reordered"] < 1):
+            raise Fail(f"a rule saw {f['frames']} frames and did not act on them: {f}")
+    if sum(f["dropped"] for f in c["faults"]) < 10:
+        raise Fail(f"too few drops overall: {c}")
+>>>>>>> interop
 
 
 def check_no_simnic(rig):
@@ -913,8 +1035,11 @@ def group_lifecycle(rig, rep):
 
 
 GROUPS = {"kernel61": group_kernel61, "kernel612": group_kernel612, "faults": group_faults,
-          "lifecycle": group_lifecycle}
-KERNEL_OF = {"kernel612": "6.12"}
+          "lifecycle": group_lifecycle,
+          "interop61": lambda rig, rep: group_interop(rig, rep, "6.1"),
+          "interop612": lambda rig, rep: group_interop(rig, rep, "6.12"),
+          "interop_faults": group_interop_faults}
+KERNEL_OF = {"kernel612": "6.12", "interop612": "6.12"}
 
 
 def main():
@@ -925,11 +1050,20 @@ def main():
                     help="seconds before the group gives up and cleans up")
     ap.add_argument("--verbs", help="libsimnic-verbs.so (the wire rping check)")
     ap.add_argument("--wire-check", help="testbench/system/wire_check.py (the wire rping check)")
+<<<<<<< HEAD
     ap.add_argument("--workload", help="simnic-workload (the workload check)")
     ap.add_argument("group", choices=sorted(GROUPS))
     a = ap.parse_args()
     TOOLS.simnic, TOOLS.verbs, TOOLS.wire_check = a.simnic, a.verbs, a.wire_check
     TOOLS.workload = a.workload
+=======
+    ap.add_argument("--only", help="interop groups: only the tests whose names match this "
+                    "regular expression (for working on one)")
+    ap.add_argument("group", choices=sorted(GROUPS))
+    a = ap.parse_args()
+    TOOLS.simnic, TOOLS.verbs, TOOLS.wire_check = a.simnic, a.verbs, a.wire_check
+    TOOLS.only = a.only
+>>>>>>> interop
     if a.simnic:
         os.environ["SIMNIC"] = os.path.abspath(a.simnic)
 

@@ -291,6 +291,8 @@ TEST_CASE("faults: a plain ACK covering an atomic's PSN does not complete it wit
             CHECK(f.a().qp->state() == hw::QpState::Rts);
         }
     }
+}
+
 TEST_CASE("faults: a plain ACK for an atomic's PSN does not complete it", "[transport]") {
     // The responder answers a duplicate SEND with an ACK for the last PSN it
     // executed (C9-105): here the FETCH_ADD after the SEND, whose ATOMIC
