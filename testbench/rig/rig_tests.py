@@ -620,16 +620,12 @@ def stop_clean(rig):
 
 
 # Paths the simnic tests need (--simnic, --verbs, --wire-check).
-<<<<<<< HEAD
-TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None, workload=None)
-=======
-TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None, only=None)
+TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None, workload=None, only=None)
 
 
 def selected(tests):
     """The interop tests --only picks (a regular expression on their names)."""
     return [t for t in tests if not TOOLS.only or re.search(TOOLS.only, t.name)]
->>>>>>> interop
 
 
 def check_wire_rping(rig):
@@ -717,7 +713,6 @@ def check_wire_rping(rig):
 
 
 
-<<<<<<< HEAD
 # simnic-workload against kernel rxe: the integrity set and a few seeds (a
 # small payload budget per seed: TCG is slow), for each device type, simnic
 # as requester and as responder.
@@ -823,7 +818,6 @@ def check_wire_workload(rig, kernel):
         shutil.rmtree(rt, ignore_errors=True)
     if failures:
         raise Fail("simnic-workload failed: " + "; ".join(failures))
-=======
 # --------------------------------------------------------------------------
 # The interop matrix (issue 10 sections 3 and 5): interop.py holds the tests
 
@@ -926,7 +920,6 @@ def check_interop_faults_happened(rig, devs):
             raise Fail(f"a rule saw {f['frames']} frames and did not act on them: {f}")
     if sum(f["dropped"] for f in c["faults"]) < 10:
         raise Fail(f"too few drops overall: {c}")
->>>>>>> interop
 
 
 def check_no_simnic(rig):
@@ -1050,20 +1043,14 @@ def main():
                     help="seconds before the group gives up and cleans up")
     ap.add_argument("--verbs", help="libsimnic-verbs.so (the wire rping check)")
     ap.add_argument("--wire-check", help="testbench/system/wire_check.py (the wire rping check)")
-<<<<<<< HEAD
     ap.add_argument("--workload", help="simnic-workload (the workload check)")
-    ap.add_argument("group", choices=sorted(GROUPS))
-    a = ap.parse_args()
-    TOOLS.simnic, TOOLS.verbs, TOOLS.wire_check = a.simnic, a.verbs, a.wire_check
-    TOOLS.workload = a.workload
-=======
     ap.add_argument("--only", help="interop groups: only the tests whose names match this "
                     "regular expression (for working on one)")
     ap.add_argument("group", choices=sorted(GROUPS))
     a = ap.parse_args()
     TOOLS.simnic, TOOLS.verbs, TOOLS.wire_check = a.simnic, a.verbs, a.wire_check
     TOOLS.only = a.only
->>>>>>> interop
+    TOOLS.workload = a.workload
     if a.simnic:
         os.environ["SIMNIC"] = os.path.abspath(a.simnic)
 
