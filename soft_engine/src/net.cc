@@ -214,6 +214,14 @@ void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted
                 if ((syn & 0x1F) < 4) stat(f[syn & 0x1F]);
             }
         }
+        // The port's only P_Key is the default full-member 0xFFFF: a BTH
+        // P_Key matches it when its low 15 bits are all ones (IBA 10.9.3,
+        // either side a full member). rxe drops the rest before the QP
+        // sees them (rxe_recv.c, check_keys), whatever the QP.
+        if ((pkt.hdr.bth.pkey & 0x7FFF) != 0x7FFF) {
+            stat(hw::stats_block::rx_drops_pkey);
+            return;
+        }
         if (pkt.hdr.bth.dqpn == kGsiQpn) {
             gsi_receive(pkt);
             return;

@@ -18,7 +18,7 @@
 //   now      {}                               the injector's clock
 // Times are nanoseconds on CLOCK_REALTIME since the injector started: a
 // frame's arrival is the kernel's receive timestamp (SO_TIMESTAMPNS), a
-// send's the moment after sendto() returned.
+// send's the moment before sendto() was called.
 //
 // A packet ("pkt") names headers as the packet core does: "dst_ip", "dst_mac",
 // "src_ip", "ip_id", "ttl", "tos", "sport", "dport" and the transport headers
@@ -521,9 +521,12 @@ private:
         f.resize(len);
         // A sending MAC pads short frames to the Ethernet minimum.
         if (f.size() < roce::kEthMinFrameBytes) f.resize(roce::kEthMinFrameBytes, 0);
+        // The send's time is taken before sendto(): an answer (stamped by
+        // the kernel on arrival) can come back before sendto() returns to a
+        // process that lost the CPU meanwhile.
+        const uint64_t t = now();
         if (::send(fd_, f.data(), f.size(), 0) != ssize_t(f.size()))
             throw Error("send: " + std::string(std::strerror(errno)));
-        const uint64_t t = now();
         return {{"ok", true}, {"t_ns", t}, {"len", f.size()}, {"hex", hex(f.data(), f.size())}};
     }
 

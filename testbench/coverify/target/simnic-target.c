@@ -189,7 +189,17 @@ static int fail(struct req *r, int e, const char *fmt, ...) {
     return -1;
 }
 
-static const char *wc_status_name(enum ibv_wc_status s) { return ibv_wc_status_str(s); }
+/* The enum's own names (IBV_WC_ less), which scenarios write. */
+static const char *wc_status_name(enum ibv_wc_status s) {
+    static const char *n[] = {
+        "SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR",
+        "WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR",
+        "REM_ACCESS_ERR", "REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR",
+        "REM_INV_RD_REQ_ERR", "REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR",
+        "RESP_TIMEOUT_ERR", "GENERAL_ERR", "TM_ERR", "TM_RNDV_INCOMPLETE",
+    };
+    return (unsigned)s < sizeof n / sizeof n[0] ? n[s] : ibv_wc_status_str(s);
+}
 
 static const char *wc_opcode_name(enum ibv_wc_opcode o) {
     switch (o) {
