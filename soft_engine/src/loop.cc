@@ -23,12 +23,9 @@ void SoftEngine::Impl::loop() {
             std::lock_guard<std::recursive_mutex> lk(mu);
             work |= drain_fifos();
             // A model device simulates the doorbells before the frames of
-            // the same pass: a doorbell in the FIFO was rung before the
-            // frames now waiting were read, and on a loaded machine the two
-            // often meet in one pass. Simulated together, a frame's receive
-            // path overtook the doorbell block and a SEND found an RQ whose
-            // WQE had been posted a millisecond earlier empty (an RNR NAK;
-            // found by the differential scenarios, qp_rtr and qp_sqd).
+            // the same pass: simulated together, a frame's receive path
+            // overtakes the doorbell block (and doorbells_before_rx takes
+            // those rung while this runs).
             if (pipe && work) pipe->run();
             work |= rx_batch();
             work |= run_timers(mono_ns());

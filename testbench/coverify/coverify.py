@@ -1026,7 +1026,8 @@ def run_target(tname, scenarios, tools, args, out_dir, workdir):
     except Exception as e:  # noqa: BLE001 - the target never came up: every scenario fails
         target.stop()
         for sc in scenarios:
-            results.append((sc, "fail", f"target did not start: {e}", "", None, 0.0))
+            if sc.runs_on(tname):
+                results.append((sc, "fail", f"target did not start: {e}", "", None, 0.0))
         return results
     log(f"== {tname}: up in {time.monotonic() - t0:.1f} s")
     try:
