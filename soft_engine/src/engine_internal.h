@@ -386,6 +386,10 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::deque<std::vector<uint8_t>> loop_q;
     std::vector<std::vector<uint8_t>> loop_spare;
     uint32_t port_quiet = 0, port_skip = 0;  // receive passes that found nothing
+    bool rx_doorbells_taken = false;  // this pass's FIFOs looked at after a frame was read
+    bool rx_doorbells_found = false;  // ... and they held doorbells
+    std::vector<std::vector<uint8_t>> rx_held;  // a model device's frames of this pass
+    void doorbells_before_rx();
     void transmit(EngineQp& q, roce::Packet& pkt);
     void send_frame(const uint8_t* frame, size_t len);
     void tx_flush() {

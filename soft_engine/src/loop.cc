@@ -23,6 +23,11 @@ void SoftEngine::Impl::loop() {
         {
             std::lock_guard<std::recursive_mutex> lk(mu);
             work |= drain_fifos();
+            // A model device simulates the doorbells before the frames of
+            // the same pass: simulated together, a frame's receive path
+            // overtakes the doorbell block (and doorbells_before_rx takes
+            // those rung while this runs).
+            if (pipe && work) pipe->run();
             work |= rx_batch();
             work |= run_timers(mono_ns());
             // A model device simulates what came in, a quantum of its time

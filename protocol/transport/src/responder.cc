@@ -490,8 +490,12 @@ RespState Responder::error_state(RespState s, Pass& p) {
                                   hw::EventType::QpReqErr);
         case RespState::ErrLength:
             // The requester sees an invalid request; our receive WQE, if the
-            // message overflowed it, a local length error (IBA C10-... ; rxe
-            // reports REM_INV_REQ_ERR here).
+            // message overflowed it, a local length error (IBA 9.7.5.2.2).
+            // Deliberately not rxe: kernel rxe (6.1 and 6.12) NAKs an
+            // overflowing SEND with a remote operational error and completes
+            // the receive with LOC_QP_OP_ERR, its copy_data() never giving
+            // the -ENOSPC that would select its length path
+            // (docs/rxe-wire-rules.md#verbs-answers, coverify recv_too_small).
             if (!rc) break;
             return class_ac_error(p, NakCode::InvalidRequest, hw::WcStatus::LocLenErr,
                                   hw::EventType::QpReqErr);
