@@ -177,7 +177,7 @@ bool has_stat(const model::Pipeline& p, const std::string& name) {
 
 TEST_CASE("pipeline: the time a frame spends in each stage adds up to its time through the device",
           "[model][pipeline][stats]") {
-    const std::vector<std::vector<uint8_t>> frames = golden("rc_pingpong_s10000.pcap");
+    const std::vector<std::vector<uint8_t>> frames = golden("6.1", "rc_pingpong_s10000.pcap");
     const std::vector<uint8_t>& f = frames[5];
     model::ModelConfig cfg;
     FakeDatapath be;
@@ -206,7 +206,7 @@ TEST_CASE("pipeline: the time a frame spends in each stage adds up to its time t
 }
 
 TEST_CASE("pipeline: statistics reset; a waveform cannot start in the past", "[model][pipeline][stats][trace]") {
-    const std::vector<std::vector<uint8_t>> frames = golden("rc_pingpong.pcap");
+    const std::vector<std::vector<uint8_t>> frames = golden("6.1", "rc_pingpong.pcap");
     FakeDatapath be;
     std::string err;
     auto p = model::Pipeline::create("tb", model::ModelConfig{}, be, false, err);
@@ -272,7 +272,7 @@ struct AnsweringDatapath final : model::Datapath {
 
 TEST_CASE("pipeline: a device with a wire simulates in quanta, and stops where frames left for it",
           "[model][pipeline][quantum]") {
-    const std::vector<std::vector<uint8_t>> frames = golden("rc_pingpong.pcap");
+    const std::vector<std::vector<uint8_t>> frames = golden("6.1", "rc_pingpong.pcap");
     auto make = [&](uint32_t quantum, AnsweringDatapath& be) {
         model::ModelConfig cfg;
         cfg.wire.quantum_cycles = quantum;
