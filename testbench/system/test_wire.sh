@@ -219,7 +219,9 @@ case_unanswered() {
   # (a second) is over; the tool reports it and exits.
   python3 "$HERE/wire_probe.py" peer "$TCP" ::ffff:10.0.0.98 &
   pids+=($!)
-  sleep 0.5
+  # The peer listens before the client connects (a fixed sleep was too
+  # short on a loaded machine).
+  for _ in $(seq 100); do [ -n "$(ss -Hltn "sport = :$TCP")" ] && break; sleep 0.1; done
   local t0 t1 rc
   t0=$(date +%s%N)
   run timeout 30 ibv_rc_pingpong -g 1 -d wa -p "$TCP" 127.0.0.1 >"$OUT/client.out" 2>&1
