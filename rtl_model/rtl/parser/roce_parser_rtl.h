@@ -14,6 +14,11 @@ namespace simnic::rtl {
 
 class RoceParserRtl {
 public:
+    // Which design: roce_parser.sv, or one of the worked examples of
+    // bringing one's own (examples/: two more output register slices; a
+    // planted bug in the PSN of SEND Only packets). Same ports, same driver.
+    enum class Design { Reference, ExampleSlow, ExampleBuggy };
+
     static constexpr size_t kBeatBytes = 64;
     // Clock edges from the one that takes a frame's last beat to the one
     // after which its header vector is valid (roce_parser.sv, Latency).
@@ -21,7 +26,7 @@ public:
     // The longest latency a parser swapped in for this one may have.
     static constexpr uint64_t kMaxLatency = 1024;
 
-    RoceParserRtl();
+    explicit RoceParserRtl(Design d = Design::Reference);
     ~RoceParserRtl();
     RoceParserRtl(const RoceParserRtl&) = delete;
     RoceParserRtl& operator=(const RoceParserRtl&) = delete;
@@ -43,8 +48,10 @@ public:
     // Clock cycles simulated so far, reset included.
     uint64_t cycles() const;
 
-private:
+    // The driver of one design (roce_parser_rtl.cc).
     struct Impl;
+
+private:
     std::unique_ptr<Impl> impl_;
 };
 

@@ -64,7 +64,9 @@ struct Key {
     const char* doc;
 };
 
-constexpr const char* kImplNames[] = {"cpp", "rtl"};  // indexed by BlockImpl
+// Indexed by BlockImpl; a key's `max` is the last one it accepts (the
+// examples are parsers).
+constexpr const char* kImplNames[] = {"cpp", "rtl", "rtl_example_slow", "rtl_example_buggy"};
 
 #define SIMNIC_CFG_KEY(t, k, ...) \
     Key{#t, #k, Ref{+[](ModelConfig& c) -> decltype((c.t.k)) { return c.t.k; }}, __VA_ARGS__}
@@ -100,11 +102,12 @@ constexpr Key kKeys[] = {
                    "1: receive WQEs are read by DMA when posted, ahead of the SEND that uses them; 0: when it "
                    "arrives"),
 
-    SIMNIC_CFG_KEY(parser, impl, 0, 0, 0, "", "Implementation: the C++ model or the Verilated RTL"),
+    SIMNIC_CFG_KEY(parser, impl, 0, 3, 0, "",
+                   "Implementation: the C++ model, the Verilated RTL, or a worked example of one's own RTL"),
     SIMNIC_CFG_KEY(parser, latency_cycles, 0, 1024, 0, "cycles",
                    "A frame's last beat in to its headers out (C++ model; RTL has its own timing)"),
 
-    SIMNIC_CFG_KEY(icrc, impl, 0, 0, 0, "", "Implementation: the C++ model or the Verilated RTL"),
+    SIMNIC_CFG_KEY(icrc, impl, 0, 1, 0, "", "Implementation: the C++ model or the Verilated RTL"),
     SIMNIC_CFG_KEY(icrc, latency_cycles, 0, 1024, 0, "cycles",
                    "A frame's last beat in to its ICRC out (C++ model; RTL has its own timing)"),
 
@@ -213,7 +216,8 @@ std::string impl_text(BlockImpl i) { return kImplNames[static_cast<int>(i)]; }
 std::string allowed(const Key& k) {
     if (std::holds_alternative<ImplRef>(k.ref)) {
         std::string s;
-        for (const char* n : kImplNames) s += std::string(s.empty() ? "" : " or ") + '"' + n + '"';
+        for (std::size_t i = 0; i <= std::size_t(k.max) && i < std::size(kImplNames); ++i)
+            s += std::string(s.empty() ? "" : " or ") + '"' + kImplNames[i] + '"';
         return s;
     }
     std::string s = number_text(k, k.min) + ".." + number_text(k, k.max);
@@ -441,7 +445,7 @@ std::string set_value(const Key& k, const toml::node& n, ModelConfig& c) {
     if (!n.is_string())
         return full_name(k) + ": expected a string (" + allowed(k) + "), got " + node_text(n);
     const std::string& s = n.as_string()->get();
-    for (std::size_t i = 0; i < std::size(kImplNames); ++i) {
+    for (std::size_t i = 0; i <= std::size_t(k.max) && i < std::size(kImplNames); ++i) {
         if (s == kImplNames[i]) {
             (*std::get<ImplRef>(k.ref))(c) = static_cast<BlockImpl>(i);
             return {};
@@ -644,8 +648,14 @@ bool validate_config(const ModelConfig& cfg, std::string& err) {
             v = (*u)(m);
         else if (auto* r = std::get_if<RealRef>(&k.ref))
             v = (*r)(m);
-        else
-            continue;  // an enum holds only valid values
+        else {
+            // An enum holds a named value; not every key takes every one.
+            const auto i = static_cast<std::size_t>((*std::get<ImplRef>(k.ref))(m));
+            if (i > std::size_t(k.max))
+                add(full_name(k) + " = " + value_text(k, cfg, true) + " is not a valid choice (allowed: " + allowed(k) +
+                    ")");
+            continue;
+        }
         std::string e = range_error(k, v, value_text(k, cfg, true));
         if (!e.empty()) add(e);
     }

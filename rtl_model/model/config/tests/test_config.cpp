@@ -279,11 +279,24 @@ TEST_CASE("model config: wrong types", "[model][config]") {
     CHECK(error_of("[dma]\noutstanding_reads = true\n") ==
           "t.toml:2:21: dma.outstanding_reads: expected an integer, got a boolean true");
     CHECK(error_of("[parser]\nimpl = 1\n") ==
-          "t.toml:2:8: parser.impl: expected a string (\"cpp\" or \"rtl\"), got an integer 1");
+          "t.toml:2:8: parser.impl: expected a string (\"cpp\" or \"rtl\" or \"rtl_example_slow\" or "
+          "\"rtl_example_buggy\"), got an integer 1");
     CHECK(error_of("[clock]\nfreq_mhz = \"250\"\n") ==
           "t.toml:2:12: clock.freq_mhz: expected a number, got a string \"250\"");
     CHECK(error_of("[clock]\nfreq_mhz = [250]\n") ==
           "t.toml:2:12: clock.freq_mhz: expected a number, got an array");
+}
+
+TEST_CASE("model config: the parser's worked examples of one's own RTL are parser choices only", "[model][config]") {
+    CHECK(parsed("[parser]\nimpl = \"rtl_example_slow\"\n").parser.impl == BlockImpl::rtl_example_slow);
+    CHECK(parsed("[parser]\nimpl = \"rtl_example_buggy\"\n").parser.impl == BlockImpl::rtl_example_buggy);
+    CHECK(error_of("[icrc]\nimpl = \"rtl_example_slow\"\n") ==
+          "t.toml:2:8: icrc.impl = \"rtl_example_slow\" is not a valid choice (allowed: \"cpp\" or \"rtl\")");
+    ModelConfig c;
+    c.icrc.impl = BlockImpl::rtl_example_buggy;  // set in code
+    std::string err;
+    CHECK(!validate_config(c, err));
+    CHECK(err == "icrc.impl = \"rtl_example_buggy\" is not a valid choice (allowed: \"cpp\" or \"rtl\")");
 }
 
 TEST_CASE("model config: values out of range, not a power of two, not a choice", "[model][config]") {
@@ -416,7 +429,8 @@ TEST_CASE("model config: overrides apply over the file and are cited by their pl
           "--set #6: dma.bandwidth_gbps: '[1' is not a TOML value (" +
               err.substr(err.find("is not a TOML value (") + 21, err.find(")\n--set #7") - err.find("is not a TOML value (") - 21) +
               ")\n"
-          "--set #7: parser.impl = \"vhdl\" is not a valid choice (allowed: \"cpp\" or \"rtl\")");
+          "--set #7: parser.impl = \"vhdl\" is not a valid choice (allowed: \"cpp\" or \"rtl\" or "
+          "\"rtl_example_slow\" or \"rtl_example_buggy\")");
     CHECK(c == ModelConfig{});
 
     // A rule across keys names the override that broke it.

@@ -28,7 +28,11 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
       qpc(c.qpc_cache), mpt(c.mpt_cache), mtt(c.mtt_cache) {
     if (cfg.icrc.impl == BlockImpl::rtl) icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();
 #ifdef SIMNIC_HAVE_RTL_PARSER
-    if (cfg.parser.impl == BlockImpl::rtl) parser_rtl = std::make_shared<rtl::RoceParserRtl>();
+    if (is_rtl(cfg.parser.impl))
+        parser_rtl = std::make_shared<rtl::RoceParserRtl>(
+            cfg.parser.impl == BlockImpl::rtl_example_slow    ? rtl::RoceParserRtl::Design::ExampleSlow
+            : cfg.parser.impl == BlockImpl::rtl_example_buggy ? rtl::RoceParserRtl::Design::ExampleBuggy
+                                                              : rtl::RoceParserRtl::Design::Reference);
 #endif
 }
 Nic::~Nic() = default;

@@ -70,8 +70,8 @@ std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelC
                                            bool loopback, std::string& err) {
     if (!validate_config(cfg, err)) return nullptr;
 #ifndef SIMNIC_HAVE_RTL_PARSER
-    if (cfg.parser.impl == BlockImpl::rtl) {
-        err = "parser.impl = \"rtl\": this build has no Verilated parser";
+    if (is_rtl(cfg.parser.impl)) {
+        err = std::string("parser.impl = \"") + to_string(cfg.parser.impl) + "\": this build has no Verilated parser";
         return nullptr;
     }
 #endif
@@ -89,7 +89,7 @@ std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelC
     if (cfg.icrc.impl == BlockImpl::rtl && !width_ok("icrc.impl", "ICRC engine", rtl::IcrcEngineRtl::kBeatBytes))
         return nullptr;
 #ifdef SIMNIC_HAVE_RTL_PARSER
-    if (cfg.parser.impl == BlockImpl::rtl && !width_ok("parser.impl", "parser", rtl::RoceParserRtl::kBeatBytes))
+    if (is_rtl(cfg.parser.impl) && !width_ok("parser.impl", "parser", rtl::RoceParserRtl::kBeatBytes))
         return nullptr;
 #endif
     // SystemC prints a banner on its first use unless told not to.

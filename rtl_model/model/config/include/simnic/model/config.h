@@ -25,7 +25,12 @@ namespace simnic::model {
 enum class BlockImpl : std::uint8_t {
     cpp,  // the C++ (SystemC) model of the block
     rtl,  // the block's Verilog RTL, run through Verilator
+    // The parser only: the worked examples of one's own RTL
+    // (rtl_model/rtl/parser/examples): a slower one, one with a planted bug.
+    rtl_example_slow,
+    rtl_example_buggy,
 };
+inline bool is_rtl(BlockImpl i) { return i != BlockImpl::cpp; }
 const char* to_string(BlockImpl impl);
 
 // [clock]
