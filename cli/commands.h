@@ -22,5 +22,7 @@ Runner add_trace_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 Runner add_wire_command(CLI::App& app);
 Runner add_doctor_command(CLI::App& app);
+Runner add_completion_command(CLI::App& app);
+Runner add_man_command(CLI::App& app);
 
 }  // namespace simnic::cli

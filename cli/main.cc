@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
     add(simnic::cli::add_bench_command);
     add(simnic::cli::add_wire_command);
     add(simnic::cli::add_doctor_command);
+    add(simnic::cli::add_completion_command);
+    add(simnic::cli::add_man_command);
 
     try {
         app.parse(argc, argv);
