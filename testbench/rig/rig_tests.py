@@ -853,7 +853,7 @@ def group_interop(rig, rep, series):
         for mtu in (1024, 4096):
             rep.run(f"MTU {mtu}: eth0 {interop.NETDEV_MTU[mtu]} in the VM, soft and model on the wire",
                     set_mtu, rig, host, mtu, fatal=True)
-            for t in selected(interop.TESTS):
+            for t in selected(interop.matrix_tests()):
                 rep.run(f"{t.name}, MTU {mtu}: soft and model, simnic server and client",
                         m.run_test, t, ("soft", "model"), (mtu,), ROLES, print)
     finally:
@@ -900,7 +900,7 @@ def group_interop_faults(rig, rep):
         rep.run("soft and model devices at each rate on the wire", lambda: print(
             host.add_links(1024, devs)), fatal=True)
         for rate in FAULT_RATES:
-            for t in [t for t in selected(interop.TESTS) if t.faults]:
+            for t in [t for t in selected(interop.matrix_tests()) if t.faults]:
                 rep.run(f"{t.name} under {fault_label(rate)}: soft and model, simnic server and "
                         "client", m.run_test, t, (f"soft@{rate}", f"model@{rate}"), (1024,), ROLES,
                         print, fault_label(rate))

@@ -16,6 +16,7 @@ struct Completer::Pass {
     const roce::Packet* pkt = nullptr;  // cleared once the packet is consumed
     uint32_t mask = 0;
     bool timeout = false;
+    bool timeout_retry = false;  // the pass began at the retransmit timer (rxe: comp.timeout_retry)
     hw::WcStatus status = hw::WcStatus::Success;  // for the Error state
 };
 
@@ -29,6 +30,7 @@ void Completer::process(const roce::Packet& pkt) {
 void Completer::on_retransmit_timeout() {
     Pass p;
     p.timeout = true;
+    p.timeout_retry = true;
     drive(p);
 }
 
@@ -299,9 +301,15 @@ CompState Completer::error_retry(Pass& p) {
     // Already waiting out an RNR NAK: the resend it schedules covers this
     // (the requests sent after the NAK'd one draw a PSN sequence NAK).
     if (qp_.req.retry == ReqRetry::RnrWait) return CompState::Done;
+    // One retry sequence at a time: the resend it began answers this trigger
+    // too; only the timer starts another before a response moves us on.
+    if (qp_.comp.started_retry && !p.timeout_retry) return CompState::Done;
     if (qp_.comp.retry_cnt > 0) {
         if (qp_.cfg.retry_cnt != 7) --qp_.comp.retry_cnt;  // 7: for ever
-        if (roce::psn_before(qp_.comp.psn, qp_.req.psn)) qp_.req.retry = ReqRetry::Now;
+        if (roce::psn_before(qp_.comp.psn, qp_.req.psn)) {
+            qp_.req.retry = ReqRetry::Now;
+            qp_.comp.started_retry = true;
+        }
         return CompState::Done;
     }
     p.status = hw::WcStatus::RetryExcErr;

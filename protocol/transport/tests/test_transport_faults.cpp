@@ -537,3 +537,57 @@ TEST_CASE("faults: RNR NAK on the last packet of a WRITE with immediate", "[tran
     CHECK(rc[0].wc.imm_data == 9);
     CHECK(bytes(f.b(), wdst.addr, 3000) == bytes(f.a(), src.addr, 3000));
 }
+
+// Found by the rig (rig.interop_faults): under 5% loss, a simnic requester
+// of ib_read_bw sent 5987 frames where kernel rxe in the same role sent 65.
+// Every response past a READ whose answer was lost started a new go-back-N
+// sequence, each resending the whole window. rxe starts one retry sequence
+// and ignores further triggers until a response moves the QP forward or the
+// retransmit timer fires (rxe_comp.c: comp.started_retry, comp.timeout_retry).
+TEST_CASE("faults: responses past a lost READ response start one retry, not one each",
+          "[transport]") {
+    Fabric f;
+    Buf remote = make_buf(f.b(), 4 * 512, kAllAccess, 7);
+    Buf local = make_buf(f.a(), 4 * 512, kAllAccess);
+    // The first READ's only response is lost; the other three arrive, each
+    // with a PSN past the first READ's.
+    f.fault = nth(opcode_is(op::RC_RDMA_READ_RESPONSE_ONLY), 0, Fault::Drop);
+    for (int i = 0; i < 4; ++i) {
+        auto w = wqe(hw::WrOpcode::RdmaRead, i, {local.sge(512 * i, 512)});
+        w.remote_addr = remote.addr + 512 * i;
+        w.rkey = remote.mr->rkey;
+        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+    }
+    f.run();
+    CHECK(f.timer_fires == 0);  // the first response past the loss triggers the retry
+    // The four READs, then the four again from the lost one: one sequence.
+    CHECK(count_log(f, opcode_is(op::RC_RDMA_READ_REQUEST)) == 8);
+    auto s = f.a().cq.side(CqSide::Send);
+    REQUIRE(s.size() == 4);
+    for (auto& c : s) CHECK(c.wc.status == hw::WcStatus::Success);
+    CHECK(bytes(f.a(), local.addr, 4 * 512) == bytes(f.b(), remote.addr, 4 * 512));
+}
+
+TEST_CASE("faults: a duplicated PSN sequence NAK starts one retry", "[transport]") {
+    Fabric f;
+    Buf src = make_buf(f.a(), 5000, kAllAccess, 2);
+    Buf dst = make_buf(f.b(), 5000, kAllAccess);
+    auto w = wqe(hw::WrOpcode::RdmaWrite, 1, {src.sge()});
+    w.remote_addr = dst.addr;
+    w.rkey = dst.mr->rkey;
+    // A MIDDLE is lost, and the wire doubles the NAK it draws.
+    auto drop = nth(opcode_is(op::RC_RDMA_WRITE_MIDDLE), 1, Fault::Drop);
+    auto dup = nth([](const roce::Packet& p) { return is_nak(p, roce::AethType::Nak); }, 0,
+                   Fault::Duplicate);
+    f.fault = [=](const roce::Packet& p, size_t n) {
+        Fault d = drop(p, n);
+        return d != Fault::Pass ? d : dup(p, n);
+    };
+    REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+    f.run();
+    // 5 packets, then 3 resent from the NAK'd PSN, once.
+    CHECK(count_log(f, [](const roce::Packet& p) { return p.hdr.bth.dqpn == 0x12; }) == 5 + 3);
+    REQUIRE(f.a().cq.side(CqSide::Send).size() == 1);
+    CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
+    CHECK(bytes(f.b(), dst.addr, 5000) == bytes(f.a(), src.addr, 5000));
+}

@@ -87,6 +87,11 @@ struct CompleterState {
     int opcode = -1;       // last READ response opcode of an unfinished READ, or -1
     uint8_t retry_cnt = 0; // left for this WQE
     uint8_t rnr_retry = 0;
+    // A retry sequence has begun: until a response moves the QP forward
+    // (reset_retry_counters), only the retransmit timer may begin another,
+    // not every NAK, duplicate or response past a lost READ answer that
+    // follows (rxe_comp.c: comp.started_retry).
+    bool started_retry = false;
 };
 
 // A receive WQE the responder took from the RQ/SRQ, and where the message
@@ -127,6 +132,7 @@ public:
     void reset_retry_counters() {
         comp.retry_cnt = cfg.retry_cnt;
         comp.rnr_retry = cfg.rnr_retry;
+        comp.started_retry = false;
     }
     void arm_retransmit_timer();
     // Move the QP to ERR and flush both queues (IBV_WC_WR_FLUSH_ERR), as
