@@ -87,6 +87,9 @@ struct CompleterState {
     int opcode = -1;       // last READ response opcode of an unfinished READ, or -1
     uint8_t retry_cnt = 0; // left for this WQE
     uint8_t rnr_retry = 0;
+    // A resend is under way: until a response shows progress, only the
+    // retransmit timer starts another (rxe's comp.started_retry).
+    bool started_retry = false;
 };
 
 // A receive WQE the responder took from the RQ/SRQ, and where the message
@@ -127,6 +130,7 @@ public:
     void reset_retry_counters() {
         comp.retry_cnt = cfg.retry_cnt;
         comp.rnr_retry = cfg.rnr_retry;
+        comp.started_retry = false;
     }
     void arm_retransmit_timer();
     // Move the QP to ERR and flush both queues (IBV_WC_WR_FLUSH_ERR), as
