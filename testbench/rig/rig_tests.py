@@ -742,8 +742,12 @@ def check_wire_workload(rig, kernel):
     rdir = os.environ.get("SIMNIC_COVERIFY_RESULTS", "coverify")
     os.makedirs(rdir, exist_ok=True)
     results = os.path.join(rdir, "results.jsonl")
-    name = f"integrity set + seeds {WORKLOAD_SEEDS}"
-    args = ["--integrity", "--seeds", WORKLOAD_SEEDS, "--budget", str(WORKLOAD_BUDGET)]
+    name = f"integrity set + seeds {WORKLOAD_SEEDS} (UC/UD loss ok)"
+    # --loss-ok: UC and UD from the host into a TCG VM lose frames in bursts
+    # (a 128-packet UC SEND, every time; RC shows the same drops as
+    # retransmissions with a loss-free wire): a lost UC or UD message may be
+    # missing, nothing else may be wrong. RC stays exact.
+    args = ["--integrity", "--seeds", WORKLOAD_SEEDS, "--budget", str(WORKLOAD_BUDGET), "--loss-ok"]
 
     def sim(*a):
         r = subprocess.run([TOOLS.simnic] + [str(x) for x in a], env=env, stdout=subprocess.PIPE,
