@@ -58,6 +58,7 @@ WIRE=$(awk '{print $2}' "$work/wire.ready")
 loss=()
 [ ${#FAULTS[@]} -gt 0 ] && loss=(--dup-ok)
 res=()
+[ -n "$RESULTS" ] && mkdir -p "$(dirname "$RESULTS")"
 [ -n "$RESULTS" ] && res=(--results "$RESULTS")
 failed=0
 # pair SERVER CLIENT CLIENT_TYPE SERVER_TYPE

@@ -755,8 +755,14 @@ def check_wire_workload(rig, kernel):
     rdir = os.environ.get("SIMNIC_COVERIFY_RESULTS", "coverify")
     os.makedirs(rdir, exist_ok=True)
     results = os.path.join(rdir, "results.jsonl")
-    name = f"integrity set + seeds {WORKLOAD_SEEDS}"
-    args = ["--integrity", "--seeds", WORKLOAD_SEEDS, "--budget", str(WORKLOAD_BUDGET)]
+    name = f"integrity set + seeds {WORKLOAD_SEEDS} (UC/UD loss ok)"
+    # --loss-ok: UC and UD from the host into a TCG VM lose frames in bursts
+    # (a 128-packet UC SEND, every time; RC shows the same drops as
+    # retransmissions with a loss-free wire). The guest's eth0 counts no
+    # drop while rxe0 counts out-of-sequence requests: they go before the
+    # guest, in QEMU's socket under TCG. A lost UC or UD message may be
+    # missing, nothing else may be wrong. RC stays exact.
+    args = ["--integrity", "--seeds", WORKLOAD_SEEDS, "--budget", str(WORKLOAD_BUDGET), "--loss-ok"]
 
     def sim(*a):
         r = subprocess.run([TOOLS.simnic] + [str(x) for x in a], env=env, stdout=subprocess.PIPE,
@@ -809,6 +815,11 @@ def check_wire_workload(rig, kernel):
             if client.returncode != 0 or not ok:
                 failures.append(f"rxe requester against {dtype}")
         print(sim("stats", "rw0").strip().replace("\n", " ")[:400])
+        # Where UC and UD lost frames: the VM's NIC and rxe's counters.
+        r = rig.cmd("exec", "--timeout", 30, 0,
+                    "cat /sys/class/net/eth0/statistics/rx_dropped /sys/class/net/eth0/statistics/rx_missed_errors; "
+                    "cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep . *", timeout=60)
+        print("vm0 eth0 rx_dropped, rx_missed; rxe0 counters: " + " ".join(r.stdout.split()))
     finally:
         if server is not None and server.poll() is None:
             server.kill()

@@ -338,6 +338,41 @@ TEST_CASE("faults: a plain ACK for an atomic's PSN does not complete it", "[tran
     CHECK(f.b().mem.atomics_applied == 1);
 }
 
+TEST_CASE("faults: one resend at a time: each ACK past a waiting atomic does not resend again",
+          "[transport]") {
+    // A FETCH_ADD whose ATOMIC ACKNOWLEDGE is lost, then 40 SENDs: each
+    // SEND's ACK passes the atomic still waiting for its data, and asks for
+    // a resend. One resend answers them all (rxe's comp.started_retry);
+    // before, each started another, resending the window 40 times.
+    Fabric f;
+    Buf src = make_buf(f.a(), 64, kAllAccess, 3);
+    Buf dst = make_buf(f.b(), 64 * 40, kAllAccess);
+    Buf target = make_buf(f.b(), 8, kAllAccess);
+    Buf result = make_buf(f.a(), 8, kAllAccess);
+    uint64_t v = 7;
+    std::memcpy(f.b().mem.ptr(target.addr), &v, 8);
+    for (uint32_t i = 0; i < 40; ++i) f.b().post_recv(i, {dst.sge(64 * i, 64)});
+    f.fault = nth(opcode_is(op::RC_ATOMIC_ACKNOWLEDGE), 0, Fault::Drop);
+    auto w = wqe(hw::WrOpcode::AtomicFetchAndAdd, 1, {result.sge()});
+    w.remote_addr = target.addr;
+    w.rkey = target.mr->rkey;
+    w.compare_add = 1;
+    REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+    for (int i = 0; i < 40; ++i)
+        REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 100 + i, {src.sge()})) == PostStatus::Ok);
+    f.run();
+    CHECK(count_log(f, opcode_is(op::RC_FETCH_ADD)) == 2);
+    CHECK(count_log(f, opcode_is(op::RC_SEND_ONLY)) <= 80);  // the window once more, at most
+    auto s = f.a().cq.side(CqSide::Send);
+    REQUIRE(s.size() == 41);
+    for (auto& c : s) CHECK(c.wc.status == hw::WcStatus::Success);
+    uint64_t orig;
+    std::memcpy(&orig, f.a().mem.ptr(result.addr), 8);
+    CHECK(orig == 7);
+    CHECK(f.b().mem.atomics_applied == 1);
+    CHECK(f.b().cq.side(CqSide::Recv).size() == 40);
+}
+
 TEST_CASE("faults: duplicate SEND packets are acknowledged, not delivered twice",
           "[transport]") {
     Fabric f;

@@ -9,6 +9,7 @@
 
 #include "blocks.h"
 #include "simnic/base/clock.h"
+#include "simnic/hw/layout.h"
 #include "sim_context.h"
 
 #include "icrc_engine_rtl.h"
@@ -151,6 +152,18 @@ void Pipeline::doorbell(const Doorbell& db) {
     t->qpn = db.num;
     auto ep = impl_->nic->db_epoch.find(Nic::db_key(db.kind, db.num));
     if (ep != impl_->nic->db_epoch.end()) t->db_epoch = ep->second;
+    // A receive queue's producer index is a register that the RX path reads
+    // when a packet comes: a frame arriving after the doorbell finds the
+    // WQEs it announced however long the doorbell block takes to get to it
+    // (rxe's post_recv is as immediate). Taken in the block instead, a UD or
+    // UC SEND that arrived while the block worked through other doorbells
+    // met an empty RQ and was dropped (found by simnic-workload: a receiver
+    // posts, tells its peer over TCP, the peer's first SENDs vanish). The
+    // block still spends the doorbell's cycles and QPC lookup.
+    if (db.kind == uint8_t(hw::DbKind::Rq) || db.kind == uint8_t(hw::DbKind::Srq)) {
+        impl_->nic->be.exec_doorbell(t->db, t->rec);
+        t->executed = true;
+    }
     impl_->nic->db_in.push_input(t);
 }
 

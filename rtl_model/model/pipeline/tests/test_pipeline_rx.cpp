@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "simnic/hw/layout.h"
 #include "simnic/model/pipeline.h"
 #include "simnic/roce/packet.h"
 #include "simnic/roce/pcap_io.h"
@@ -319,4 +320,40 @@ TEST_CASE("pipeline: a device with a wire simulates in quanta, and stops where f
     for (int i = 0; i < 5; ++i) q->fw_command(0x51);
     CHECK_FALSE(q->run_quantum());
     CHECK(q->cycle() == 5 * 1000);  // 5 commands of 4 us at 250 MHz
+}
+
+TEST_CASE("pipeline: a receive doorbell takes effect before a frame that comes after it",
+          "[model][pipeline]") {
+    // The RX path reads a QP's RQ producer index when a packet arrives; a
+    // doorbell rung before the packet came must be in it, even with the
+    // doorbell block busy with a queue of other doorbells (here 32 SQ
+    // doorbells of distinct QPs, each a QPC miss). Else a UD or UC SEND
+    // meets an empty RQ and is dropped (found by simnic-workload).
+    struct Ordered final : model::Datapath {
+        std::vector<std::string> log;
+        void exec_doorbell(const model::Doorbell& db, model::OpRecord&) override {
+            log.push_back(db.kind == uint8_t(hw::DbKind::Rq) ? "rq" : "db");
+        }
+        void exec_rx(const uint8_t*, size_t, model::OpRecord&) override { log.push_back("rx"); }
+        void exec_timer(uint32_t, uint8_t, model::OpRecord&) override {}
+        void wire_tx(const uint8_t*, size_t) override {}
+    } be;
+    model::ModelConfig cfg;
+    std::string err;
+    auto p = model::Pipeline::create("tb", cfg, be, false, err);
+    REQUIRE(p);
+    for (uint32_t q = 0; q < 32; ++q) p->doorbell(model::Doorbell{0, uint8_t(hw::DbKind::Sq), 100 + q, 1, 0});
+    p->doorbell(model::Doorbell{0, uint8_t(hw::DbKind::Rq), 17, 1, 0});
+    const auto frames = golden("6.1", "ud_pingpong.pcap");
+    REQUIRE(!frames.empty());
+    p->rx_frame(frames[0].data(), frames[0].size());
+    p->run();
+    const auto rq = std::find(be.log.begin(), be.log.end(), "rq");
+    const auto rx = std::find(be.log.begin(), be.log.end(), "rx");
+    REQUIRE(rq != be.log.end());
+    REQUIRE(rx != be.log.end());
+    CHECK(rq < rx);
+    // Executed once, not again when the block reaches it.
+    CHECK(std::count(be.log.begin(), be.log.end(), "rq") == 1);
+    CHECK(std::count(be.log.begin(), be.log.end(), "db") == 32);
 }

@@ -51,7 +51,7 @@ void DoorbellBlock::main() {
             auto ep = nic.db_epoch.find(Nic::db_key(t->db.kind, t->db.num));
             if (ep != nic.db_epoch.end() && ep->second != t->db_epoch) continue;  // its object is gone
             if (t->db.kind == kDbSq || t->db.kind == kDbRq) nic.lookup(nic.qpc, t->db.num, st);
-            nic.be.exec_doorbell(t->db, t->rec);
+            if (!t->executed) nic.be.exec_doorbell(t->db, t->rec);
             // WQE fetch: every WQE read of this doorbell is issued back to
             // back, and the next doorbell's right after: fetches overlap (up
             // to the DMA engine's tags). The requester starts on this
