@@ -22,10 +22,7 @@ for type in soft model; do
       [ "$kind" = timers ] && { [ "$pct" = 1 ] || continue; c=timers; }
       log=$OUT/$type.$c.log
       t0=$(date +%s)
-      # The model: the retransmit timer's case only, as in CI (its RNR
-      # resends are an open bug: docs/reliability.md).
       SIMNIC_DEVICE_TYPE=$type SIMNIC_TIMER_SLACK_MS=$([ "$type" = model ] && echo 200 || echo 50) \
-        SIMNIC_TIMERS=$([ "$type" = model ] && echo retransmit) \
         "$T" "$c" "$B/cli/simnic" "$B/verbs_provider/libsimnic-verbs.so" "$B/testbench/system/simnic_faults_app" >"$log" 2>&1
       rc=$?
       printf '%-6s %-11s %s %4ss  %s\n' "$type" "$c" "$([ $rc -eq 0 ] && echo pass || echo FAIL)" $(( $(date +%s) - t0 )) \

@@ -506,6 +506,11 @@ TEST_CASE("timers: RNR waits follow min_rnr_timer, rnr_retry bounds them", "[tim
         ibv_qp* qb = make_qp(p.b, cb, IBV_QPT_RC, 16);
         Rel ra, rb;
         ra.rnr_retry = std::uint8_t(c.rnr_retry);
+        // A retransmit timer (268 ms) that cannot run out first: on a loaded
+        // machine a 4 ms one fired before the first RNR NAK was processed,
+        // the resent SEND drew a second NAK, and that NAK took an RNR retry
+        // of its own (as in rxe), so the QP failed one wait early.
+        ra.timeout = 16;
         rb.min_rnr_timer = std::uint8_t(c.code);
         bring_up(p.a, p.b, qa, IBV_QPT_RC, qb->qp_num, ra);
         bring_up(p.b, p.a, qb, IBV_QPT_RC, qa->qp_num, rb);
