@@ -23,6 +23,7 @@
 
 #include "commands.h"
 #include "daemon_call.h"
+#include "simnic/control/runtime.h"
 #include "simnic/daemon/daemon.h"
 #include "simnic/model/config.h"
 
@@ -220,7 +221,20 @@ Runner add_daemon_command(CLI::App& app) {
     return [opt, stop] {
         if (*stop) {
             Json reply;  // nothing running is nothing to stop
-            return call_daemon(Json{{"op", "shutdown"}}, false, reply) == CallResult::Failed ? 1 : 0;
+            const CallResult r = call_daemon(Json{{"op", "shutdown"}}, false, reply);
+            if (r != CallResult::Ok) return r == CallResult::Failed ? 1 : 0;
+            // The daemon answers before it has told its applications and
+            // exited: wait until it is gone (its lock free), so that the next
+            // command starts a fresh daemon instead of reaching the stopping
+            // one ("lost the simnic daemon: connection closed", seen in
+            // daemon_death.write_bw_stop under load).
+            const control::RuntimePaths paths = control::runtime_paths();
+            for (int i = 0; i < 1000 && control::daemon_lock_held(paths); ++i) usleep(10000);
+            if (control::daemon_lock_held(paths)) {
+                std::fprintf(stderr, "simnic: the daemon was asked to stop and still runs after 10 s\n");
+                return 1;
+            }
+            return 0;
         }
         int ready_fd = -1;
         if (const char* s = std::getenv("SIMNIC_READY_FD")) {

@@ -166,6 +166,35 @@ TEST_CASE("limits: each advertised per-object limit is reachable, one more fails
 TEST_CASE("limits: thousands of QPs and MRs at once, the daemon's memory per object", "[scale]") {
     VerbsDevice d;
     const int nqp = env_int("SIMNIC_LIMITS_QPS", 1000), nmr = env_int("SIMNIC_LIMITS_MRS", 10000);
+    // Contexts: each is a connection, a command ring and a BAR window in the
+    // daemon. 50 more, each with a PD, then closed.
+    {
+        const long before = rss_kib();
+        std::vector<ibv_context*> ctxs;
+        int n = 0;
+        ibv_device** list = ibv_get_device_list(&n);
+        REQUIRE(list != nullptr);
+        ibv_device* dev = nullptr;
+        for (int i = 0; i < n; ++i)
+            if (std::strcmp(ibv_get_device_name(list[i]), ibv_get_device_name(d.ctx->device)) == 0) dev = list[i];
+        REQUIRE(dev != nullptr);
+        std::vector<ibv_pd*> pds;
+        for (int i = 0; i < 50; ++i) {
+            ibv_context* c = ibv_open_device(dev);
+            INFO("context " << i << " errno " << errno);
+            REQUIRE(c != nullptr);
+            ctxs.push_back(c);
+            pds.push_back(ibv_alloc_pd(c));
+            REQUIRE(pds.back() != nullptr);
+        }
+        const long with = rss_kib();
+        for (std::size_t i = 0; i < ctxs.size(); ++i) {
+            CHECK(ibv_dealloc_pd(pds[i]) == 0);
+            CHECK(ibv_close_device(ctxs[i]) == 0);
+        }
+        ibv_free_device_list(list);
+        if (before > 0) std::printf("daemon VmRSS: %.1f KiB per context (50 opened)\n", double(with - before) / 50);
+    }
     const long rss0 = rss_kib();
     ibv_cq* cq = ibv_create_cq(d.ctx, 1024, nullptr, nullptr, 0);
     REQUIRE(cq != nullptr);

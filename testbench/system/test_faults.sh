@@ -81,30 +81,57 @@ app_run() {
 # Server on wa, client on wb (TCP over lo, RoCE over the wire); both must
 # succeed within the limit.
 server_client() {
-  local name=$1 sp rc
+  local name=$1 sp cp rc
   shift
   run timeout 300 "$@" -d wa >"$OUT/$name.server" 2>&1 &
   sp=$!
   pids+=("$sp")
   wait_listen "$TCP" "$sp" || true
+  if [ "$name" = rc_pingpong ]; then
+    # ibv_rc_pingpong's sides each exit once their last completions came,
+    # without waiting for the ACK of their last SEND to reach the other:
+    # when the wire loses it, that other side resends into a QP that no
+    # longer exists, for ever at retry_cnt 7 (as with kernel rxe, whose
+    # completer never counts 7 down). So once one side has ended well (its
+    # data checked by -c), the other is given 20 s; if it still runs, it must
+    # be that case (its peer QP gone, its device resending), and it is let go.
+    run timeout 300 "$@" -d wb 127.0.0.1 >"$OUT/$name.client" 2>&1 &
+    cp=$!
+    pids+=("$cp")
+    while kill -0 "$sp" 2>/dev/null && kill -0 "$cp" 2>/dev/null; do sleep 0.1; done
+    for _ in $(seq 200); do
+      kill -0 "$sp" 2>/dev/null || kill -0 "$cp" 2>/dev/null || break
+      sleep 0.1
+    done
+    for side in server client; do
+      local pid=$sp dev=wa
+      [ "$side" = client ] && pid=$cp dev=wb
+      if kill -0 "$pid" 2>/dev/null; then
+        local re0 re1 nqp
+        re0=$(sim stats "$dev" | awk '$1 == "retransmits" {print $2}')
+        sleep 1
+        re1=$(sim stats "$dev" | awk '$1 == "retransmits" {print $2}')
+        nqp=$(sim resource show qp | grep -c "comm ibv_rc_pingpong")
+        if [ "$nqp" = 1 ] && [ "$re1" -gt "$re0" ]; then
+          echo "rc_pingpong: the $side still resends its last SEND to a peer that has exited (stopped)"
+          kill "$pid"
+          wait "$pid"
+          continue
+        fi
+        fail "rc_pingpong: the $side hangs ($nqp QPs, retransmits $re0 -> $re1)"
+        kill "$pid"
+      fi
+      wait "$pid"
+      rc=$?
+      [ "$rc" -eq 0 ] || fail "rc_pingpong $side exited $rc: $(tail -5 "$OUT/$name.$side")"
+    done
+    TCP=$((TCP + 1))
+    return
+  fi
   run timeout 300 "$@" -d wb 127.0.0.1 >"$OUT/$name.client" 2>&1
   rc=$?
   [ "$rc" -eq 0 ] || fail "$name client exited $rc: $(tail -5 "$OUT/$name.client")"
-  # ibv_rc_pingpong's client exits once the server's last SEND arrived,
-  # without waiting for its ACK to get there: when the wire loses that ACK,
-  # the server resends into a QP that no longer exists, for ever at
-  # retry_cnt 7 (as with kernel rxe, whose completer never counts 7 down).
-  # Its client has checked every byte; the server is given 20 s, then let go.
-  local stopped=0
-  if [ "$name" = rc_pingpong ] && [ "$rc" -eq 0 ]; then
-    for _ in $(seq 200); do kill -0 "$sp" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$sp" 2>/dev/null; then
-      echo "rc_pingpong: the client completed; the server still waits for the ACK of its last SEND (stopped)"
-      kill "$sp"
-      stopped=1
-    fi
-  fi
-  wait "$sp" || [ "$stopped" = 1 ] || fail "$name server failed: $(tail -5 "$OUT/$name.server")"
+  wait "$sp" || fail "$name server failed: $(tail -5 "$OUT/$name.server")"
   TCP=$((TCP + 1))
 }
 bw_line() { grep -A1 "BW average" "$OUT/$1.client" | tail -1; }
@@ -120,7 +147,7 @@ else
   # Unmodified tools. perftest's QP timeout 10 (4.2 ms) instead of its 14
   # (67 ms): the same recovery, sooner.
   server_client rc_pingpong ibv_rc_pingpong -g 1 -c -n "$C" -s 4096 -p "$TCP"
-  grep -q "$C iters in" "$OUT/rc_pingpong.client" || fail "ibv_rc_pingpong: no result"
+  grep -q "$C iters in" "$OUT/rc_pingpong.client" "$OUT/rc_pingpong.server" || fail "ibv_rc_pingpong: no result"
   for t in write read send; do
     server_client "ib_${t}_bw" "ib_${t}_bw" -s 8192 -n "$N" -u 10 --report_gbits -p "$TCP"
     bw_line "ib_${t}_bw" | awk '$1 == 8192 {ok=1} END {exit !ok}' || fail "ib_${t}_bw: no result"

@@ -82,7 +82,10 @@ rping_pair() {
     rc=$?
     grep -q "REJECTED, error 8" "$OUT/rping.c" || break
   done
-  wait "$sp" && [ "$rc" -eq 0 ]
+  wait "$sp" && [ "$rc" -eq 0 ] && return 0
+  # What the flow keeps of a failed round: both sides' output.
+  echo "rping client exited $rc"; cat "$OUT/rping.c"; echo "--- server:"; cat "$OUT/rping.s"
+  return 1
 }
 # No `timeout` nor function in front: $! must be ib_write_bw itself (setpriv
 # and env exec it), or the SIGKILL would miss it.
