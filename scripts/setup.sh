@@ -13,6 +13,8 @@ PACKAGES=(
   # RDMA userspace: libibverbs and librdmacm with the tools users run
   libibverbs-dev librdmacm-dev ibverbs-utils ibverbs-providers rdmacm-utils perftest
   infiniband-diags
+  # UCX and Open MPI over simnic devices (testbench/system/test_ucx.sh, test_mpi.sh)
+  ucx-utils openmpi-bin libopenmpi-dev
   # tests, captures and libraries
   catch2 libpcap-dev zlib1g-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   tshark tcpdump iproute2 python3

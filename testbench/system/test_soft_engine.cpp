@@ -581,3 +581,57 @@ TEST_CASE("a hostile context is refused or contained, and the other context work
     }
     CHECK(qps == 2);
 }
+
+// hw-spec 7.3, rxe's rxe_req_notify_cq: an arm asks for an event for the
+// next CQE after the driver armed. The arm reaches the engine through the
+// doorbell FIFO with cq_seen, the producer index the driver saw: a CQE in
+// [ci, cq_seen) raises nothing (the application polls it), one written
+// after raises the event, at once if it is already there when the arm
+// arrives.
+TEST_CASE("a CQ arm fires for CQEs the driver had not seen when it armed, not for those it had", "[soft_engine]") {
+    Rig r;
+    // Completion events for A's CQ (other EQEs are not this test's).
+    auto completions = [&r] {
+        int n = 0;
+        hw::Eqe e;
+        while (r.ctx->next_event(e))
+            if (e.event_type == hw::EventType::Completion && e.obj_num == r.a.cq.cqn) ++n;
+        return n;
+    };
+    auto write = [&r](uint64_t wr_id) {
+        INFO("WRITE " << wr_id);
+        uint32_t i = r.a.cq.ci;
+        while (hw::cqe_peek(r.a.cq.ring.p, i, kLogCq)) ++i;  // the CQEs already there
+        r.post_send(r.a, {hw::WrOpcode::RdmaWrite, wr_id, r.va(0), 64, r.va(8192), r.rkey});
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!hw::cqe_peek(r.a.cq.ring.p, i, kLogCq)) {  // and this one's
+            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            std::this_thread::yield();
+        }
+    };
+    // Events drain as the engine writes them; give it time to write one.
+    auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
+    const uint8_t next = uint8_t(hw::CqArm::Next);
+
+    // A CQE the driver saw when it armed: no event.
+    write(41);
+    settle();
+    completions();
+    r.ctx->ring_doorbell(hw::DbKind::Cq, r.a.cq.cqn, r.a.cq.ci, next, r.a.cq.ci + 1);
+    settle();
+    CHECK(completions() == 0);
+    // The next CQE fires the arm, once.
+    write(42);
+    settle();
+    CHECK(completions() == 1);
+    write(43);
+    settle();
+    CHECK(completions() == 0);  // disarmed
+    // Two CQEs wait, the driver saw one: the other was written after it
+    // armed, as far as the driver knows, so the arm fires at once.
+    r.ctx->ring_doorbell(hw::DbKind::Cq, r.a.cq.cqn, r.a.cq.ci, next, r.a.cq.ci + 1);
+    settle();
+    CHECK(completions() == 1);
+    // The CQEs are all there to poll.
+    for (uint64_t id : {41, 42, 43}) CHECK(r.poll(r.a.cq).wr_id == id);
+}

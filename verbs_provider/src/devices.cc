@@ -378,6 +378,35 @@ bool sysfs_text(SimDevice& d, bool ibdev_dir, const std::string& file, std::stri
     int err = 0;
     std::unique_ptr<host::Context> hc = open_host(d, err);
     if (!hc) return false;
+    // ports/P/gid_attrs/{types,ndevs}/I: each GID's RoCE version and netdev,
+    // which UCX reads to pick its GID (kernel: show_port_gid_attr_*). An
+    // unused index has a type (IB/RoCE v1, as ibv_query_gid_type says) and
+    // no netdev.
+    unsigned port = 0, index = 0;
+    char kind[8] = {};
+    int used = 0;
+    if (std::sscanf(file.c_str(), "ports/%u/gid_attrs/%7[a-z]/%u%n", &port, kind, &index, &used) == 3 &&
+        std::size_t(used) == file.size() && (std::strcmp(kind, "types") == 0 || std::strcmp(kind, "ndevs") == 0)) {
+        namespace q = hw::cmd_query_gid_in;
+        std::array<std::uint8_t, q::kSize> in{};
+        if (port > 0xFF || index > 0xFFFF) return false;
+        hw::set(in.data(), in.size(), q::port_num, port);
+        hw::set(in.data(), in.size(), q::index, index);
+        host::CmdOutcome r;
+        if (hc->command(hw::CmdOpcode::QueryGid, in.data(), in.size(), hw::gid_entry::kSize, r) != 0 ||
+            r.status != hw::CmdStatus::Ok || r.out.size() < hw::gid_entry::kSize)
+            return false;
+        const bool valid = hw::get(r.out.data(), r.out.size(), hw::gid_entry::valid) != 0;
+        if (kind[0] == 'n') {
+            if (!valid || d.netdev.empty()) return false;
+            text = d.netdev;
+        } else {
+            const bool v2 = valid && hw::get(r.out.data(), r.out.size(), hw::gid_entry::gid_type) ==
+                                         static_cast<std::uint64_t>(hw::GidType::RoceV2);
+            text = v2 ? "RoCE v2" : "IB/RoCE v1";
+        }
+        return true;
+    }
     std::array<std::uint8_t, hw::id_block::kSize> id{};
     if (!read_id_block(*hc, id)) return false;
     auto g = [&id](hw::Field f) { return hw::get(id.data(), id.size(), f); };
@@ -396,6 +425,32 @@ bool sysfs_text(SimDevice& d, bool ibdev_dir, const std::string& file, std::stri
 }
 
 }  // namespace
+
+bool sysfs_path_text(const char* path, std::string& text) {
+    if (path == nullptr) return false;
+    SimDevice* dev = nullptr;
+    std::string file;
+    {
+        Registry& r = registry();
+        std::lock_guard<std::mutex> lk(r.mu);
+        for (auto& d : r.devices) {
+            const std::size_t n = std::strlen(d->ibdev.ibdev_path);
+            if (std::strncmp(path, d->ibdev.ibdev_path, n) == 0 && path[n] == '/') {
+                dev = d.get();
+                file = path + n + 1;
+                break;
+            }
+        }
+    }
+    if (dev == nullptr) return false;
+    if (!sysfs_text(*dev, true, file, text)) {
+        errno = ENOENT;
+        text.clear();
+        return true;
+    }
+    text += '\n';
+    return true;
+}
 
 bool read_sysfs_file(const char* dir, const char* file, char* buf, std::size_t size, int& ret) {
     if (dir == nullptr || file == nullptr) return false;

@@ -48,6 +48,11 @@ __be64 device_guid(ibv_device* dev);
 // answers as kernel rxe's sysfs would: returns true and sets `ret` to the
 // length read (or -1 with errno ENOENT for a file rxe does not have).
 bool read_sysfs_file(const char* dir, const char* file, char* buf, std::size_t size, int& ret);
+// A simnic device's file under /sys/class/infiniband/<name>/ by its path:
+// false if the path is not one of a simnic device (call the C library);
+// else true with `text` its contents, newline included, or empty with errno
+// ENOENT for a file kernel rxe does not have.
+bool sysfs_path_text(const char* path, std::string& text);
 
 // ---- contexts ----
 bool is_context(const ibv_context* ctx);
