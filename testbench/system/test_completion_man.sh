@@ -41,7 +41,7 @@ expect "--help --json --peer --probe-timeout" doctor --
 expect "show" resource s
 "$SIMNIC" link add rxe_lo type soft netdev lo || fail "link add"
 expect "rxe_lo" doctor rx
-expect "--help -h --json -j rxe_lo" stats ""
+expect "--help -h --json -j --reset rxe_lo" stats ""
 expect "rxe_lo" link show r
 "$SIMNIC" completion zsh >/dev/null 2>&1 && fail "completion zsh did not fail"
 
