@@ -25,7 +25,10 @@ sys_dir out
 OUT=$work/out
 RESULTS=()
 if [ -n "${SIMNIC_COVERIFY_RESULTS:-}" ]; then
+  # The results file is shared with the other harnesses, which may have
+  # made it as root; the program runs as the test's unprivileged user.
   mkdir -p "$SIMNIC_COVERIFY_RESULTS" && chmod 777 "$SIMNIC_COVERIFY_RESULTS" 2>/dev/null
+  touch "$SIMNIC_COVERIFY_RESULTS/results.jsonl" && chmod 666 "$SIMNIC_COVERIFY_RESULTS/results.jsonl" 2>/dev/null
   RESULTS=(--results "$SIMNIC_COVERIFY_RESULTS/results.jsonl")
 fi
 server_pid=
