@@ -127,7 +127,10 @@ for _ in 1 2 3; do
   case "$CASE" in *_rdma_cm) ;; *) break ;; esac
   grep -q "RDMA_CM_EVENT_REJECTED; error: 8" "$work/client.out" || break
   echo "perftest -R: the client was quicker than its server's second listen; again"
+  # timeout's child is the tool: stop the tool itself, then its wrappers.
+  pkill -KILL -f -- "${server[*]}\$"
   kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null
+  wait_no_qps
   PORT=$((PORT + 1)); perftest "${server[0]}" "${server[@]:6}"
   app timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
   server_pid=$!
