@@ -111,6 +111,16 @@ int open_sysfs(const char* path, int flags, int& fd) {
     return 1;
 }
 
+// Goes on to the C library's definition; ENOSYS if no later object has one.
+template <typename F, typename... A>
+int forward(F real, A... a) {
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real(a...);
+}
+
 mode_t mode_arg(int flags, va_list ap) {
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? mode_t(va_arg(ap, int)) : 0;
 }
@@ -127,11 +137,7 @@ int stat(const char* path, struct stat* st) {
         return 0;
     }
     static auto real = next<int (*)(const char*, struct stat*)>("stat");
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real(path, st);
+    return forward(real, path, st);
 }
 
 // x86-64: struct stat64 is struct stat.
@@ -144,11 +150,7 @@ int lstat(const char* path, struct stat* st) {
         return 0;
     }
     static auto real = next<int (*)(const char*, struct stat*)>("lstat");
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real(path, st);
+    return forward(real, path, st);
 }
 
 int lstat64(const char* path, struct stat64* st) { return lstat(path, reinterpret_cast<struct stat*>(st)); }
@@ -169,22 +171,14 @@ int access(const char* path, int mode) {
     int r;
     if (node_access(path, mode, r)) return r;
     static auto real = next<int (*)(const char*, int)>("access");
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real(path, mode);
+    return forward(real, path, mode);
 }
 
 int eaccess(const char* path, int mode) {
     int r;
     if (node_access(path, mode, r)) return r;
     static auto real = next<int (*)(const char*, int)>("eaccess");
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real(path, mode);
+    return forward(real, path, mode);
 }
 
 int euidaccess(const char* path, int mode) { return eaccess(path, mode); }
@@ -193,11 +187,7 @@ int faccessat(int dirfd, const char* path, int mode, int flags) {
     int r;
     if (path[0] == '/' && node_access(path, mode, r)) return r;
     static auto real = next<int (*)(int, const char*, int, int)>("faccessat");
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real(dirfd, path, mode, flags);
+    return forward(real, dirfd, path, mode, flags);
 }
 
 int open(const char* path, int flags, ...) {
@@ -208,11 +198,7 @@ int open(const char* path, int flags, ...) {
     int fd;
     if (open_sysfs(path, flags, fd)) return fd;
     static auto real = next<int (*)(const char*, int, ...)>("open");
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real(path, flags, mode);
+    return forward(real, path, flags, mode);
 }
 
 int open64(const char* path, int flags, ...) {
@@ -223,11 +209,7 @@ int open64(const char* path, int flags, ...) {
     int fd;
     if (open_sysfs(path, flags, fd)) return fd;
     static auto real = next<int (*)(const char*, int, ...)>("open64");
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real(path, flags, mode);
+    return forward(real, path, flags, mode);
 }
 
 }  // extern "C"
