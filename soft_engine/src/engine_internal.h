@@ -166,6 +166,7 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     // MemoryPort
     tp::MemStatus check(tp::KeyKind kind, uint32_t key, uint64_t addr, uint64_t len, uint32_t access) override;
     tp::MemStatus read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) override;
+    tp::MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left) override;
     tp::MemStatus write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                         uint32_t access) override;
     tp::MemStatus atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_t swap_add, uint64_t compare,
@@ -265,8 +266,10 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::unordered_map<uint64_t, std::pair<uint8_t*, uint64_t>> shm_views;  // (ctx, handle) -> mapping
     bool host_dom(uint32_t dom, HostDom& h);
     bool domain_pid(uint32_t dom, pid_t& pid);
+    // `gather_left`: for a requester's gather, the bytes of its SGE left
+    // from `va` (the most read-ahead may fetch); 0 for every other access.
     tp::MemStatus mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf, size_t len,
-                         uint32_t access, bool wr);
+                         uint32_t access, bool wr, uint64_t gather_left = 0);
     std::vector<iovec> iov;  // mem_io's translation
     // Read-ahead of a requester's gather (see host_memory.cc).
     static constexpr size_t kReadAhead = 64 * 1024;

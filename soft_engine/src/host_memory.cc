@@ -55,7 +55,12 @@ bool SoftEngine::Impl::domain_pid(uint32_t dom, pid_t& pid) {
 // WQE's data at any time before it completes, and the application may
 // change the buffer only after a completion the engine writes; the copy
 // is dropped on every CQE, every write to host memory and whenever the
-// engine's lock is released, so it never outlives that window.
+// engine's lock is released, so it never outlives that window. It never
+// reaches past the SGE (`room` is bounded by it): the bytes after it may
+// be the buffer of a WQE not yet posted, which the application is still
+// filling. (Reading to the end of the MR instead sent stale bytes: UCX
+// fills its bounce buffers, consecutive in one MR, while earlier ones are
+// on the wire, and a later WQE of the same pass took the stale copy.)
 bool SoftEngine::Impl::read_ahead(const EngineQp& q, uint32_t key, uint64_t va, void* dst, size_t len,
                                   uint64_t room) {
     if (ra.valid && ra.ctx == q.ctx && ra.key == key && va >= ra.va && va - ra.va + len <= ra.len) {
@@ -114,7 +119,7 @@ bool SoftEngine::Impl::wc_add(const EngineQp& q, pid_t pid, const iovec& dst, co
 }
 
 tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf,
-                                       size_t len, uint32_t access, bool wr) {
+                                       size_t len, uint32_t access, bool wr, uint64_t gather_left) {
     pid_t pid = 0;
     uint64_t room = 0;
     const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov, false, &room);
@@ -128,7 +133,7 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
             return tp::MemStatus::Ok;
     }
     wc_flush();  // a read (or an uncombined write) sees every earlier write
-    if (!wr && !pipe && kind == tp::KeyKind::Lkey && access == 0 && read_ahead(q, key, va, buf, len, room))
+    if (!wr && !pipe && gather_left >= len && read_ahead(q, key, va, buf, len, std::min(room, gather_left)))
         return tp::MemStatus::Ok;
     if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
         note_dma_failure(q.ctx);
@@ -157,6 +162,9 @@ void SoftEngine::Impl::note_dma_failure(uint16_t ctx) {
 
 tp::MemStatus EngineQp::read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) {
     return eng.mem_io(*this, kind, key, addr, dst, len, access, false);
+}
+tp::MemStatus EngineQp::gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left) {
+    return eng.mem_io(*this, tp::KeyKind::Lkey, lkey, addr, dst, len, 0, false, sge_left);
 }
 tp::MemStatus EngineQp::write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                               uint32_t access) {

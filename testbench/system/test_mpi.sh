@@ -32,7 +32,7 @@ HOME=$work/home UCX_NET_DEVICES=$DEV:1 UCX_TLS=rc_verbs,ud_verbs,self UCX_UD_VER
   -x LD_PRELOAD -x SIMNIC_RUNTIME_DIR -x HOME -x UCX_NET_DEVICES -x UCX_TLS -x UCX_UD_VERBS_ETH_DGID_CHECK \
   "$MPI_APP" >"$work/mpi.out" 2>&1
 rc=$?
-[ "$rc" -eq 0 ] || fail "mpirun exited $rc"
+[ "$rc" -eq 0 ] || { fail "mpirun exited $rc"; sim stats "$DEV" | grep -v ' 0$'; }
 grep -q '^mpi_app: ok$' "$work/mpi.out" || fail "mpi_app did not finish"
 [ "$(grep -c '^pingpong ' "$work/mpi.out")" -eq 12 ] || fail "not every ping-pong size ran"
 after=$(packets)

@@ -132,6 +132,17 @@ public:
         if (s == MemStatus::Ok && len) std::memcpy(dst, ptr(translated_), len);
         return s;
     }
+    // Every requester gather, as the core described it.
+    struct Gather {
+        uint64_t addr;
+        size_t len;
+        uint64_t sge_left;
+    };
+    std::vector<Gather> gathers;
+    MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left) override {
+        gathers.push_back({addr, len, sge_left});
+        return read(KeyKind::Lkey, lkey, addr, dst, len, 0);
+    }
     MemStatus write(KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                     uint32_t access) override {
         MemStatus s = check(kind, key, addr, len, access);

@@ -55,6 +55,27 @@ TEST_CASE("transport: RC SEND across MTU boundaries and SGEs", "[transport]") {
     }
 }
 
+// What a port may fetch ahead of a packet is bounded by what the core says is
+// left of the SGE (MemoryPort::gather): past it lies memory the WQE does not
+// own. Three packets at MTU 1024 from SGEs of 1500 and 1000 bytes.
+TEST_CASE("transport: a gather names the bytes left of its SGE", "[transport]") {
+    Fabric f;
+    Buf src = make_buf(f.a(), 2500, kAllAccess, 5);
+    Buf dst = make_buf(f.b(), 2500, kAllAccess);
+    f.b().post_recv(1, {dst.sge()});
+    REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 7, {src.sge(0, 1500), src.sge(1500, 1000)})) ==
+            PostStatus::Ok);
+    f.run();
+    const auto& g = f.a().mem.gathers;
+    REQUIRE(g.size() == 4);
+    const uint64_t a = src.addr;
+    CHECK((g[0].addr == a && g[0].len == 1024 && g[0].sge_left == 1500));
+    CHECK((g[1].addr == a + 1024 && g[1].len == 476 && g[1].sge_left == 476));
+    CHECK((g[2].addr == a + 1500 && g[2].len == 548 && g[2].sge_left == 1000));
+    CHECK((g[3].addr == a + 2048 && g[3].len == 452 && g[3].sge_left == 452));
+    CHECK(bytes(f.b(), dst.addr, 2500) == bytes(f.a(), src.addr, 2500));
+}
+
 TEST_CASE("transport: SEND with immediate, solicited, unsignaled", "[transport]") {
     Fabric f;
     Buf src = make_buf(f.a(), 2000, kAllAccess, 9);

@@ -42,6 +42,15 @@ public:
                            uint32_t access) = 0;
     virtual MemStatus write(KeyKind kind, uint32_t key, uint64_t addr, const void* src,
                             size_t len, uint32_t access) = 0;
+    // A requester's gather of one packet's bytes from an SGE of the WQE it is
+    // sending: `sge_left` bytes of that SGE remain from `addr` on (len of
+    // them wanted now). Only those belong to the WQE: the application may
+    // rewrite the bytes past them (another WQE's buffer, not yet posted) at
+    // any time, so a port that fetches ahead fetches no further than that.
+    virtual MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left) {
+        (void)sge_left;
+        return read(KeyKind::Lkey, lkey, addr, dst, len, 0);
+    }
     // A 64-bit atomic on [addr, addr + 8) under an rkey with REMOTE_ATOMIC. The
     // engine makes it atomic against every other atomic of the device. The
     // core has already checked 8-byte alignment.
