@@ -18,13 +18,20 @@ std::string send_message(int fd, const Json& msg, const std::vector<int>& fds) {
     const std::string s = msg.dump(-1, ' ', false, Json::error_handler_t::replace);
     if (s.size() > kMaxMessageBytes) return "message too large";
     if (fds.size() > kMaxFdsPerMessage) return "too many descriptors";
-    iovec iov{const_cast<char*>(s.data()), s.size()};
+    const int e = send_raw(fd, s, fds);
+    if (e != 0) return std::string("send: ") + std::strerror(e);
+    return {};
+}
+
+int send_raw(int fd, const std::string& bytes, const std::vector<int>& fds, int flags) {
+    iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
     msghdr mh{};
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)] = {};
+    // cmsghdr-aligned room for every descriptor (none: no control message).
+    std::vector<cmsghdr> ctl((CMSG_SPACE(sizeof(int) * fds.size()) + sizeof(cmsghdr) - 1) / sizeof(cmsghdr));
     if (!fds.empty()) {
-        mh.msg_control = ctl;
+        mh.msg_control = ctl.data();
         mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
         cmsghdr* c = CMSG_FIRSTHDR(&mh);
         c->cmsg_level = SOL_SOCKET;
@@ -33,10 +40,10 @@ std::string send_message(int fd, const Json& msg, const std::vector<int>& fds) {
         std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
     }
     ssize_t n;
-    do n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+    do n = sendmsg(fd, &mh, flags | MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
-    if (n < 0) return std::string("send: ") + std::strerror(errno);
-    return {};
+    if (n < 0) return errno;
+    return n == static_cast<ssize_t>(bytes.size()) ? 0 : EMSGSIZE;
 }
 
 int recv_raw(int fd, RawMessage& m, int timeout_ms) {

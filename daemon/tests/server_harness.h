@@ -84,21 +84,7 @@ public:
 
     // Sends raw bytes with descriptors on `fd`. False if the send failed.
     static bool send_raw(int fd, const std::string& bytes, const std::vector<int>& fds = {}) {
-        iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
-        msghdr mh{};
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        std::vector<char> ctl(CMSG_SPACE(sizeof(int) * (fds.empty() ? 1 : fds.size())));
-        if (!fds.empty()) {
-            mh.msg_control = ctl.data();
-            mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-            cmsghdr* c = CMSG_FIRSTHDR(&mh);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-            std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-        }
-        return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(bytes.size());
+        return control::send_raw(fd, bytes, fds, MSG_DONTWAIT) == 0;
     }
 
     // Every message waiting on `fd` (replies, CM events), parsed; the

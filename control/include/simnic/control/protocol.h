@@ -60,6 +60,11 @@ struct RawMessage {
     bool too_long = false;   // the message was longer than kMaxMessageBytes: `bytes` is cut
     bool too_many_fds = false;  // more than kMaxFdsPerMessage: the kernel closed the rest
 };
+// Sends `bytes` as one message with `fds` (SCM_RIGHTS), as they are: no size
+// or descriptor limit, so that tests and fuzzers can send what send_message
+// refuses to. `flags` are sendmsg's (MSG_NOSIGNAL is always added). 0, or
+// sendmsg's errno (EMSGSIZE also when only part went out).
+int send_raw(int fd, const std::string& bytes, const std::vector<int>& fds = {}, int flags = 0);
 // 0 with `m` filled; ETIMEDOUT; ECONNRESET when the peer closed (a zero-length
 // read, which SOCK_SEQPACKET cannot tell from an empty message); or recvmsg's
 // errno. Descriptors are taken even when the message is bad.
