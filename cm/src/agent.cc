@@ -80,6 +80,9 @@ struct Id {
     uint32_t handle = 0;
     uint64_t channel = 0;
     uint16_t ps = kPsTcp;
+    // The UDP port space: SIDR instead of a connection (REQ_SENT and
+    // REQ_RCVD are the SIDR_REQ's, ESTABLISHED the answered SIDR).
+    bool ud() const { return ps == kPsUdp; }
     State state = State::Idle;
     std::string device;  // empty: wildcard or not bound yet
     SockAddr src, dst;
@@ -255,6 +258,20 @@ struct Agent::Impl {
     void on_rej(const uint8_t* mad);
     void on_dreq(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad, const MadHdr& h);
     void on_drep(const uint8_t* mad);
+    void on_sidr_req(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad,
+                     const MadHdr& h);
+    void on_sidr_rep(const uint8_t* mad);
+
+    void send_sidr_rep(Id& id, SidrStatus st, uint32_t qpn, const std::vector<uint8_t>& priv) {
+        SidrRep r;
+        r.request_id = id.remote_comm_id;
+        r.status = st;
+        r.qpn = st == SidrStatus::Success ? qpn : 0;
+        r.service_id = service_id(id.ps, id.src.port);
+        r.qkey = st == SidrStatus::Success ? kUdpQkey : 0;
+        std::copy(priv.begin(), priv.end(), r.private_data.begin());
+        send(id, encode(hdr(id.tid), r), 0);
+    }
 
     bool destroy(Id& id);
 };
@@ -275,8 +292,9 @@ void Agent::remove_port(const std::string& device) {
 }
 
 int Agent::create_id(uint64_t channel, uint16_t ps, uint32_t& out) {
-    // RC connections only: UD port spaces need SIDR, which simnic does not do.
-    if (ps != kPsTcp && ps != kPsIb) return EPROTONOSUPPORT;
+    // RC connections, and UD through SIDR (RDMA_PS_UDP). RDMA_PS_IPOIB
+    // belongs to IPoIB, which RoCE has not.
+    if (ps != kPsTcp && ps != kPsIb && ps != kPsUdp) return EPROTONOSUPPORT;
     Id id;
     id.handle = impl_->next_handle++;
     id.channel = channel;
@@ -394,10 +412,40 @@ int Agent::listen(uint32_t h) {
     return 0;
 }
 
+// rdma_cm's header, first in the private data of a REQ or SIDR_REQ.
+static CmaHdr cma_hdr_of(const Id& id) {
+    CmaHdr c;
+    c.ip_version = id.dst.v6 ? 6 : 4;
+    c.src_port = id.src.port;
+    // cma_hdr's IPv4 addresses sit in the last four bytes, after zeros.
+    c.src_addr = id.sgid;
+    c.dst_addr = id.dgid;
+    if (!id.dst.v6) {
+        std::fill(c.src_addr.begin(), c.src_addr.begin() + 12, 0);
+        std::fill(c.dst_addr.begin(), c.dst_addr.begin() + 12, 0);
+    }
+    return c;
+}
+
 int Agent::connect(uint32_t h, const ConnParam& p) {
     Id* id = impl_->find(h);
     if (!id) return EINVAL;
     if (id->state != State::RouteResolved) return EINVAL;
+    if (id->ud()) {
+        // SIDR (cma_resolve_ib_udp): the request ID is the ID's
+        // communication ID; retransmitted until the SIDR_REP comes.
+        if (p.private_data.size() > kSidrReqPrivateBytes - kCmaHdrBytes) return EINVAL;
+        id->local_comm_id = impl_->new_comm_id();
+        id->tid = Impl::kTidHigh | id->local_comm_id;
+        SidrReq r;
+        r.request_id = id->local_comm_id;
+        r.service_id = service_id(id->ps, id->dst.port);
+        put_cma_hdr(r.private_data.data(), cma_hdr_of(*id));
+        std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHdrBytes);
+        id->state = State::ReqSent;
+        impl_->send(*id, encode(impl_->hdr(id->tid), r), impl_->timing.sidr_ms);
+        return 0;
+    }
     if (p.private_data.size() > kReqPrivateBytes - kCmaHdrBytes) return EINVAL;
     auto port = impl_->ports.find(id->device);
     if (port == impl_->ports.end()) return ENODEV;
@@ -432,17 +480,7 @@ int Agent::connect(uint32_t h, const ConnParam& p) {
     r.primary_flow_label = id->flow_label;
     r.primary_hop_limit = kHopLimit;
     r.primary_local_ack_timeout = kLocalAckTimeout;
-    CmaHdr c;
-    c.ip_version = id->dst.v6 ? 6 : 4;
-    c.src_port = id->src.port;
-    // cma_hdr's IPv4 addresses sit in the last four bytes, after zeros.
-    c.src_addr = id->sgid;
-    c.dst_addr = id->dgid;
-    if (!id->dst.v6) {
-        std::fill(c.src_addr.begin(), c.src_addr.begin() + 12, 0);
-        std::fill(c.dst_addr.begin(), c.dst_addr.begin() + 12, 0);
-    }
-    put_cma_hdr(r.private_data.data(), c);
+    put_cma_hdr(r.private_data.data(), cma_hdr_of(*id));
     std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHdrBytes);
     id->state = State::ReqSent;
     impl_->send(*id, encode(impl_->hdr(id->tid), r), impl_->timing.req_ms);
@@ -453,6 +491,14 @@ int Agent::accept(uint32_t h, const ConnParam& p) {
     Id* id = impl_->find(h);
     if (!id) return EINVAL;
     if (id->state != State::ReqRcvd) return EINVAL;
+    if (id->ud()) {
+        // The SIDR_REP with our QP and rdma_cm's UDP Q_Key; nothing follows.
+        if (p.private_data.size() > kSidrRepPrivateBytes) return EINVAL;
+        id->local_qpn = p.qp_num & roce::kPsnMask;
+        impl_->send_sidr_rep(*id, SidrStatus::Success, id->local_qpn, p.private_data);
+        id->state = State::Established;
+        return 0;
+    }
     if (p.private_data.size() > kRepPrivateBytes) return EINVAL;
     auto port = impl_->ports.find(id->device);
     if (port == impl_->ports.end()) return ENODEV;
@@ -481,6 +527,14 @@ int Agent::accept(uint32_t h, const ConnParam& p) {
 int Agent::reject(uint32_t h, const std::vector<uint8_t>& priv) {
     Id* id = impl_->find(h);
     if (!id) return EINVAL;
+    if (id->ud()) {
+        // rdma_reject of a SIDR_REQ: a SIDR_REP that says so.
+        if (id->state != State::ReqRcvd) return EINVAL;
+        if (priv.size() > kSidrRepPrivateBytes) return EINVAL;
+        impl_->send_sidr_rep(*id, SidrStatus::Rejected, 0, priv);
+        id->state = State::Error;
+        return 0;
+    }
     if (priv.size() > kRejPrivateBytes) return EINVAL;
     RejMsg what;
     if (id->state == State::ReqRcvd) what = RejMsg::Req;
@@ -537,6 +591,12 @@ int Agent::disconnect(uint32_t h) {
 // which destroys its ID right after rdma_disconnect, lost the DREQ on a lossy
 // wire). True if the ID must stay, as an orphan, for that.
 bool Agent::Impl::destroy(Id& id) {
+    if (id.ud()) {
+        // A SIDR_REQ left unanswered is refused (ib_cm's
+        // cm_reject_sidr_req); one we sent is simply no longer waited for.
+        if (id.state == State::ReqRcvd) send_sidr_rep(id, SidrStatus::Rejected, 0, {});
+        return false;
+    }
     switch (id.state) {
         case State::ReqSent: send_rej(id, RejReason::Timeout, RejMsg::Req); break;
         case State::ReqRcvd: send_rej(id, RejReason::ConsumerReject, RejMsg::Req); break;
@@ -578,6 +638,20 @@ int Agent::init_qp_attr(uint32_t h, hw::QpState st, QpAttr& a) const {
     if (!id) return EINVAL;
     a = QpAttr{};
     a.state = st;
+    if (id->ud()) {
+        // rdma_cm's UD QP (cma_ib_init_qp_attr, ucma_init_ud_qp): the
+        // port, P_Key index and the UDP Q_Key at INIT; RTR and RTS need
+        // nothing but the state and the SQ PSN, 0.
+        switch (st) {
+            case hw::QpState::Init:
+                a.mask = m::kState | m::kPkeyIndex | m::kPort | m::kQkey;
+                a.qkey = kUdpQkey;
+                return 0;
+            case hw::QpState::Rtr: a.mask = m::kState; return 0;
+            case hw::QpState::Rts: a.mask = m::kState | m::kSqPsn; return 0;
+            default: return EINVAL;
+        }
+    }
     const bool connected = id->state == State::ReqRcvd || id->state == State::RepSent ||
                            id->state == State::RepRcvd || id->state == State::Established;
     switch (st) {
@@ -679,6 +753,8 @@ void Agent::on_mad(const std::string& device, const Gid& src, const Gid& dst, co
         case AttrId::DisconnectRequest: impl_->on_dreq(device, src, dst, mad, h); break;
         case AttrId::DisconnectReply: impl_->on_drep(mad); break;
         case AttrId::MsgRcptAck: break;  // simnic answers in time; an MRA changes nothing here
+        case AttrId::SidrRequest: impl_->on_sidr_req(device, src, dst, mad, h); break;
+        case AttrId::SidrReply: impl_->on_sidr_rep(mad); break;
     }
 }
 
@@ -869,6 +945,108 @@ void Agent::Impl::on_drep(const uint8_t* mad) {
     }
     const ConnParam p = param_of(d.private_data.data(), kDrepPrivateBytes, 0, 0, 0, 0, 0, false, 0);
     event(*id, EventType::Disconnected, 0, &p);
+}
+
+void Agent::Impl::on_sidr_req(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad,
+                              const MadHdr& h) {
+    const SidrReq r = decode_sidr_req(mad);
+    // A repeated SIDR_REQ: answer again what we answered, or stay silent
+    // while the application decides.
+    for (auto& [hd, id] : ids) {
+        if (id.ud() && id.remote_comm_id == r.request_id && id.dgid == from &&
+            (id.state == State::ReqRcvd || id.state == State::Established)) {
+            if (id.state == State::Established) hooks.send_mad(id.device, id.sgid, id.dgid, id.last_mad);
+            return;
+        }
+    }
+    CmaHdr c;
+    Id* listener = nullptr;
+    if (get_cma_hdr(r.private_data.data(), c)) {
+        for (auto& [hd, id] : ids) {
+            if (id.state != State::Listen || !id.ud() || service_id(id.ps, id.src.port) != r.service_id) continue;
+            if (!id.device.empty() && id.device != device) continue;
+            if (!id.src.any() && id.src.addr != to) continue;
+            listener = &id;
+            break;
+        }
+    }
+    if (!listener) {
+        // No one serves this service ID (ib_cm: IB_SIDR_UNSUPPORTED).
+        SidrRep j;
+        j.request_id = r.request_id;
+        j.status = SidrStatus::Unsupported;
+        j.service_id = r.service_id;
+        hooks.send_mad(device, to, from, encode(hdr(h.tid), j));
+        return;
+    }
+    Id child;
+    child.handle = next_handle++;
+    child.channel = listener->channel;
+    child.ps = listener->ps;
+    child.state = State::ReqRcvd;
+    child.device = device;
+    child.bound = true;
+    child.accepted = true;
+    child.src.v6 = c.ip_version == 6;
+    child.src.addr = to;
+    child.src.port = listener->src.port;
+    child.dst.v6 = child.src.v6;
+    child.dst.addr = from;
+    child.dst.port = c.src_port;
+    child.remote_comm_id = r.request_id;
+    child.tid = h.tid;
+    child.sgid = to;
+    child.dgid = from;
+    uint32_t idx = 0;
+    if (port_of(child.sgid, &idx)) child.sgid_index = idx;
+    const uint32_t handle = child.handle, lh = listener->handle;
+    Id& nid = ids.emplace(handle, std::move(child)).first->second;
+    Event e;
+    e.type = EventType::ConnectRequest;
+    e.id = handle;
+    e.listen_id = lh;
+    e.device = device;
+    e.src = nid.src;
+    e.dst = nid.dst;
+    e.param.private_data.assign(r.private_data.begin() + kCmaHdrBytes, r.private_data.end());
+    hooks.deliver(nid.channel, e);
+}
+
+void Agent::Impl::on_sidr_rep(const uint8_t* mad) {
+    const SidrRep r = decode_sidr_rep(mad);
+    Id* id = by_local_comm(r.request_id);
+    if (!id || !id->ud() || id->state != State::ReqSent) return;
+    id->deadline = 0;
+    Event e;
+    e.id = id->handle;
+    e.device = id->device;
+    e.src = id->src;
+    e.dst = id->dst;
+    e.param.private_data.assign(r.private_data.begin(), r.private_data.end());
+    if (r.status != SidrStatus::Success) {
+        // cma_sidr_rep_handler: UNREACHABLE with the SIDR status.
+        id->state = State::Error;
+        e.type = EventType::Unreachable;
+        e.status = int(r.status);
+    } else if (r.qkey != kUdpQkey) {
+        // cma_set_qkey: the port space's Q_Key or nothing.
+        id->state = State::Error;
+        e.type = EventType::AddrError;
+        e.status = -EINVAL;
+    } else {
+        id->state = State::Established;
+        id->remote_qpn = r.qpn;
+        e.type = EventType::Established;
+        e.param.qp_num = r.qpn;
+        e.param.qkey = r.qkey;
+        QpAttr av;
+        av.dgid = id->dgid;
+        av.flow_label = id->flow_label;
+        av.sgid_index = uint8_t(id->sgid_index);
+        av.hop_limit = kHopLimit;
+        e.ah = av;
+    }
+    if (!id->orphan) hooks.deliver(id->channel, e);
 }
 
 uint64_t Agent::on_timer() {

@@ -60,6 +60,15 @@ constexpr Field local_comm_id{0, 0, 32}, remote_comm_id{4, 0, 32}, msg_rejected{
     rejected_info_length{9, 0, 7}, reason{10, 0, 16};
 constexpr size_t ari = 12, private_data = 84;
 }  // namespace rej
+namespace sidr_req {
+constexpr Field request_id{0, 0, 32}, pkey{4, 0, 16}, service_id{8, 0, 64};
+constexpr size_t private_data = 16;
+}  // namespace sidr_req
+namespace sidr_rep {
+constexpr Field request_id{0, 0, 32}, status{4, 0, 8}, info_length{5, 0, 8}, qpn{8, 0, 24}, service_id{12, 0, 64},
+    qkey{20, 0, 32};
+constexpr size_t info = 24, private_data = 96;
+}  // namespace sidr_rep
 // RTU, DREQ and DREP start with the two communication IDs.
 constexpr Field local_comm_id{0, 0, 32}, remote_comm_id{4, 0, 32};
 constexpr Field dreq_remote_qpn{8, 0, 24};
@@ -72,6 +81,9 @@ static_assert(rej::ari + kRejAriBytes == rej::private_data);
 static_assert(rtu_private + kRtuPrivateBytes == kMadBytes - kMadHdrBytes);
 static_assert(dreq_private + kDreqPrivateBytes == kMadBytes - kMadHdrBytes);
 static_assert(drep_private + kDrepPrivateBytes == kMadBytes - kMadHdrBytes);
+static_assert(sidr_req::private_data + kSidrReqPrivateBytes == kMadBytes - kMadHdrBytes);
+static_assert(sidr_rep::private_data + kSidrRepPrivateBytes == kMadBytes - kMadHdrBytes);
+static_assert(sidr_rep::info + kSidrRepInfoBytes == sidr_rep::private_data);
 
 // The MAD common header (IBA 13.4.2).
 constexpr Field h_base_version{0, 0, 8}, h_mgmt_class{1, 0, 8}, h_class_version{2, 0, 8}, h_method{3, 0, 8},
@@ -107,6 +119,8 @@ const char* to_string(AttrId a) {
         case AttrId::ReadyToUse: return "RTU";
         case AttrId::DisconnectRequest: return "DREQ";
         case AttrId::DisconnectReply: return "DREP";
+        case AttrId::SidrRequest: return "SIDR_REQ";
+        case AttrId::SidrReply: return "SIDR_REP";
     }
     return "?";
 }
@@ -142,7 +156,9 @@ MadError decode_hdr(const uint8_t* mad, size_t len, MadHdr& h) {
         case AttrId::ConnectReply:
         case AttrId::ReadyToUse:
         case AttrId::DisconnectRequest:
-        case AttrId::DisconnectReply: return MadError::Ok;
+        case AttrId::DisconnectReply:
+        case AttrId::SidrRequest:
+        case AttrId::SidrReply: return MadError::Ok;
     }
     return MadError::UnknownAttr;
 }
@@ -375,6 +391,54 @@ bool get_cma_hdr(const uint8_t* p, CmaHdr& h) {
     return h.cma_version == 0 && (h.ip_version == 4 || h.ip_version == 6);
 }
 
+Mad encode(const MadHdr& h, const SidrReq& r) {
+    Mad m = with_hdr(h, AttrId::SidrRequest);
+    uint8_t* p = m.data() + kMadHdrBytes;
+    put(p, sidr_req::request_id, r.request_id);
+    put(p, sidr_req::pkey, r.pkey);
+    put(p, sidr_req::service_id, r.service_id);
+    std::memcpy(p + sidr_req::private_data, r.private_data.data(), kSidrReqPrivateBytes);
+    return m;
+}
+
+SidrReq decode_sidr_req(const uint8_t* mad) {
+    const uint8_t* p = mad + kMadHdrBytes;
+    SidrReq r;
+    r.request_id = uint32_t(get(p, sidr_req::request_id));
+    r.pkey = uint16_t(get(p, sidr_req::pkey));
+    r.service_id = get(p, sidr_req::service_id);
+    copy_out(r.private_data, p + sidr_req::private_data);
+    return r;
+}
+
+Mad encode(const MadHdr& h, const SidrRep& r) {
+    Mad m = with_hdr(h, AttrId::SidrReply);
+    uint8_t* p = m.data() + kMadHdrBytes;
+    put(p, sidr_rep::request_id, r.request_id);
+    put(p, sidr_rep::status, uint8_t(r.status));
+    put(p, sidr_rep::info_length, r.info_length);
+    put(p, sidr_rep::qpn, r.qpn);
+    put(p, sidr_rep::service_id, r.service_id);
+    put(p, sidr_rep::qkey, r.qkey);
+    std::memcpy(p + sidr_rep::info, r.info.data(), kSidrRepInfoBytes);
+    std::memcpy(p + sidr_rep::private_data, r.private_data.data(), kSidrRepPrivateBytes);
+    return m;
+}
+
+SidrRep decode_sidr_rep(const uint8_t* mad) {
+    const uint8_t* p = mad + kMadHdrBytes;
+    SidrRep r;
+    r.request_id = uint32_t(get(p, sidr_rep::request_id));
+    r.status = SidrStatus(get(p, sidr_rep::status));
+    r.info_length = uint8_t(get(p, sidr_rep::info_length));
+    r.qpn = uint32_t(get(p, sidr_rep::qpn));
+    r.service_id = get(p, sidr_rep::service_id);
+    r.qkey = uint32_t(get(p, sidr_rep::qkey));
+    copy_out(r.info, p + sidr_rep::info);
+    copy_out(r.private_data, p + sidr_rep::private_data);
+    return r;
+}
+
 std::string describe(const uint8_t* mad, size_t len) {
     MadHdr h;
     const MadError e = decode_hdr(mad, len, h);
@@ -400,6 +464,18 @@ std::string describe(const uint8_t* mad, size_t len) {
             const Rej r = decode_rej(mad);
             std::snprintf(b, sizeof b, "%s comm 0x%08x remote 0x%08x reason %u", name, r.local_comm_id,
                           r.remote_comm_id, r.reason);
+            break;
+        }
+        case AttrId::SidrRequest: {
+            const SidrReq r = decode_sidr_req(mad);
+            std::snprintf(b, sizeof b, "%s req 0x%08x sid 0x%016llx", name, r.request_id,
+                          static_cast<unsigned long long>(r.service_id));
+            break;
+        }
+        case AttrId::SidrReply: {
+            const SidrRep r = decode_sidr_rep(mad);
+            std::snprintf(b, sizeof b, "%s req 0x%08x status %u qpn 0x%06x qkey 0x%08x", name, r.request_id,
+                          unsigned(r.status), r.qpn, r.qkey);
             break;
         }
         default:

@@ -61,7 +61,7 @@ struct Sent {
 
 struct Net {
     uint64_t now = 1000;
-    cm::Timing timing{100, 50, 3};
+    cm::Timing timing{100, 50, 3, 80};
     std::deque<Sent> wire;
     std::vector<cm::AttrId> log;  // every MAD put on the wire, lost or not
     std::vector<cm::Mad> mads;    // the same MADs
@@ -397,7 +397,7 @@ TEST_CASE("address errors: unknown local address, port clashes, state checks", "
     CHECK(t.server.agent->bind(b, cm::ipv4_addr(0, kPort)) == EADDRINUSE);
     CHECK(t.server.agent->connect(b, cm::ConnParam{}) == EINVAL);
     uint32_t u = 0;
-    CHECK(t.server.agent->create_id(1, 0x0111 /* RDMA_PS_UDP */, u) == EPROTONOSUPPORT);
+    CHECK(t.server.agent->create_id(1, 0x0002 /* RDMA_PS_IPOIB: no IPoIB on RoCE */, u) == EPROTONOSUPPORT);
     cm::QpAttr q;
     CHECK(t.server.agent->init_qp_attr(a, hw::QpState::Rtr, q) == EINVAL);
 }
@@ -445,4 +445,157 @@ TEST_CASE("the address query waits for the neighbour: ADDR_RESOLVED when it answ
     CHECK(client.agent->state_name(b) == "ADDR_QUERY");
     CHECK(client.agent->destroy_id(b) == 0);
     CHECK(client.agent->next_deadline() == 0);
+}
+
+// ---- UD: service ID resolution (SIDR) for rdma_cm's UDP port space ----
+
+namespace {
+
+struct UdPair : Pair {
+    void listen_ud() {
+        REQUIRE(server.agent->create_id(1, cm::kPsUdp, listen_id) == 0);
+        REQUIRE(server.agent->bind(listen_id, cm::ipv4_addr(0, kPort)) == 0);
+        REQUIRE(server.agent->listen(listen_id) == 0);
+    }
+    void resolve_ud(std::vector<uint8_t> priv = {}) {
+        REQUIRE(client.agent->create_id(2, cm::kPsUdp, cid) == 0);
+        REQUIRE(client.agent->resolve_addr(cid, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
+        REQUIRE(client.agent->resolve_route(cid) == 0);
+        cm::ConnParam p;
+        p.private_data = std::move(priv);
+        REQUIRE(client.agent->connect(cid, p) == 0);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("SIDR: rdma_connect on a UDP ID learns the server's QPN, Q_Key and address vector", "[cm][agent][sidr]") {
+    UdPair t;
+    t.listen_ud();
+    t.resolve_ud({0xa1, 0xa2, 0xa3});
+    t.net.run();
+    const auto req = t.server.of(cm::EventType::ConnectRequest);
+    REQUIRE(req.size() == 1);
+    CHECK(req[0].listen_id == t.listen_id);
+    REQUIRE(req[0].param.private_data.size() >= 3);
+    CHECK(req[0].param.private_data[0] == 0xa1);  // the application's, after rdma_cm's header
+    CHECK(req[0].param.private_data[2] == 0xa3);
+    CHECK(req[0].src.port == kPort);
+    CHECK(req[0].dst.addr == cm::ipv4_gid(kClientIp));
+    t.sid = req[0].id;
+    CHECK(t.client.of(cm::EventType::Established).empty());  // nothing before the answer
+    cm::ConnParam p;
+    p.qp_num = 0x33;
+    REQUIRE(t.server.agent->accept(t.sid, p) == 0);
+    t.net.run();
+    const auto est = t.client.of(cm::EventType::Established);
+    REQUIRE(est.size() == 1);
+    CHECK(est[0].status == 0);
+    CHECK(est[0].param.qp_num == 0x33);
+    CHECK(est[0].param.qkey == cm::kUdpQkey);
+    REQUIRE(est[0].ah.has_value());
+    CHECK(est[0].ah->dgid == cm::ipv4_gid(kServerIp));
+    CHECK(est[0].ah->sgid_index == 1);
+    CHECK(est[0].ah->hop_limit == cm::kHopLimit);
+    // Nothing more on either side: no RTU, no ESTABLISHED for the server.
+    using A = cm::AttrId;
+    CHECK(t.net.log == std::vector<A>{A::SidrRequest, A::SidrReply});
+    CHECK(t.server.of(cm::EventType::Established).empty());
+    CHECK(t.client.agent->next_deadline() == 0);
+    // The SIDR_REQ's service ID and the SIDR_REP's fields on the wire.
+    const cm::SidrReq sq = cm::decode_sidr_req(t.net.mads[0].data());
+    CHECK(sq.service_id == cm::service_id(cm::kPsUdp, kPort));
+    const cm::SidrRep sp = cm::decode_sidr_rep(t.net.mads[1].data());
+    CHECK(sp.request_id == sq.request_id);
+    CHECK(sp.status == cm::SidrStatus::Success);
+    CHECK(sp.service_id == sq.service_id);
+    // Both QPs: INIT with rdma_cm's UDP Q_Key, then RTR and RTS on their own.
+    cm::QpAttr init, rtr, rts;
+    REQUIRE(t.client.agent->init_qp_attr(t.cid, hw::QpState::Init, init) == 0);
+    CHECK(init.mask == (hw::qp_attr_mask::kState | hw::qp_attr_mask::kPkeyIndex | hw::qp_attr_mask::kPort |
+                        hw::qp_attr_mask::kQkey));
+    CHECK(init.qkey == cm::kUdpQkey);
+    REQUIRE(t.server.agent->init_qp_attr(t.sid, hw::QpState::Rtr, rtr) == 0);
+    CHECK(rtr.mask == hw::qp_attr_mask::kState);
+    REQUIRE(t.server.agent->init_qp_attr(t.sid, hw::QpState::Rts, rts) == 0);
+    CHECK(rts.mask == (hw::qp_attr_mask::kState | hw::qp_attr_mask::kSqPsn));
+    CHECK(rts.sq_psn == 0);
+    // Destroying either ID sends nothing.
+    REQUIRE(t.client.agent->destroy_id(t.cid) == 0);
+    REQUIRE(t.server.agent->destroy_id(t.sid) == 0);
+    t.net.run();
+    CHECK(t.net.log.size() == 2);
+}
+
+TEST_CASE("SIDR: rejected, unknown service, lost and repeated requests", "[cm][agent][sidr]") {
+    using A = cm::AttrId;
+    SECTION("rdma_reject answers with status Rejected: UNREACHABLE") {
+        UdPair t;
+        t.listen_ud();
+        t.resolve_ud();
+        t.net.run();
+        REQUIRE(t.server.of(cm::EventType::ConnectRequest).size() == 1);
+        REQUIRE(t.server.agent->reject(t.server.of(cm::EventType::ConnectRequest)[0].id, {}) == 0);
+        t.net.run();
+        const auto u = t.client.of(cm::EventType::Unreachable);
+        REQUIRE(u.size() == 1);
+        CHECK(u[0].status == int(cm::SidrStatus::Rejected));
+        CHECK(t.client.of(cm::EventType::Established).empty());
+    }
+    SECTION("nobody listens on the service ID (or only an RC listener): status Unsupported") {
+        UdPair t;
+        t.listen();  // an RC listener on the same port number
+        t.resolve_ud();
+        t.net.run();
+        CHECK(t.server.of(cm::EventType::ConnectRequest).empty());
+        const auto u = t.client.of(cm::EventType::Unreachable);
+        REQUIRE(u.size() == 1);
+        CHECK(u[0].status == int(cm::SidrStatus::Unsupported));
+        CHECK(t.net.log == std::vector<A>{A::SidrRequest, A::SidrReply});
+    }
+    SECTION("a lost SIDR_REQ is sent again after the SIDR timeout, and a lost SIDR_REP answered again") {
+        UdPair t;
+        t.listen_ud();
+        int lost_req = 0, lost_rep = 0;
+        t.net.lose = [&](cm::AttrId a) {
+            return (a == A::SidrRequest && lost_req++ == 0) || (a == A::SidrReply && lost_rep++ == 0);
+        };
+        t.resolve_ud();
+        t.net.run();
+        CHECK(t.server.of(cm::EventType::ConnectRequest).empty());
+        t.net.advance(t.net.timing.sidr_ms - 1);
+        CHECK(t.net.log.size() == 1);
+        t.net.advance(1);
+        REQUIRE(t.server.of(cm::EventType::ConnectRequest).size() == 1);
+        cm::ConnParam p;
+        p.qp_num = 0x44;
+        REQUIRE(t.server.agent->accept(t.server.of(cm::EventType::ConnectRequest)[0].id, p) == 0);
+        t.net.run();  // the SIDR_REP is lost
+        CHECK(t.client.of(cm::EventType::Established).empty());
+        t.net.advance(t.net.timing.sidr_ms);  // the repeat gets the same answer, no new ID
+        REQUIRE(t.client.of(cm::EventType::Established).size() == 1);
+        CHECK(t.client.of(cm::EventType::Established)[0].param.qp_num == 0x44);
+        CHECK(t.server.of(cm::EventType::ConnectRequest).size() == 1);
+    }
+    SECTION("a SIDR_REQ nobody answers ends in UNREACHABLE with ETIMEDOUT") {
+        UdPair t;
+        t.listen_ud();
+        t.net.lose = [](cm::AttrId) { return true; };
+        t.resolve_ud();
+        for (uint32_t i = 0; i <= t.net.timing.max_retries; ++i) t.net.advance(t.net.timing.sidr_ms);
+        const auto u = t.client.of(cm::EventType::Unreachable);
+        REQUIRE(u.size() == 1);
+        CHECK(u[0].status == -ETIMEDOUT);
+        CHECK(t.net.log.size() == 1 + t.net.timing.max_retries);
+    }
+    SECTION("a server that destroys the request's ID without answering refuses it") {
+        UdPair t;
+        t.listen_ud();
+        t.resolve_ud();
+        t.net.run();
+        REQUIRE(t.server.agent->destroy_id(t.server.of(cm::EventType::ConnectRequest)[0].id) == 0);
+        t.net.run();
+        REQUIRE(t.client.of(cm::EventType::Unreachable).size() == 1);
+        CHECK(t.client.of(cm::EventType::Unreachable)[0].status == int(cm::SidrStatus::Rejected));
+    }
 }

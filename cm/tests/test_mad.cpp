@@ -210,3 +210,50 @@ TEST_CASE("bad MADs are refused with the reason", "[cm][mad]") {
     m[17] = 0x19;  // LAP, which simnic does not speak
     CHECK(cm::decode_hdr(m.data(), m.size(), h) == cm::MadError::UnknownAttr);
 }
+
+TEST_CASE("SIDR_REQ and SIDR_REP layouts: fields where IBA 12.11 puts them", "[cm][mad][sidr]") {
+    cm::MadHdr h;
+    h.tid = 0x0000000100000042ull;
+    cm::SidrReq q;
+    q.request_id = 0x01020304;
+    q.service_id = cm::service_id(cm::kPsUdp, 7174);
+    q.private_data[0] = 0xaa;
+    const cm::Mad mq = cm::encode(h, q);
+    CHECK(mq[17] == 0x17);  // attribute ID SIDR_REQ
+    const uint8_t* p = mq.data() + cm::kMadHdrBytes;
+    CHECK(p[0] == 0x01);
+    CHECK(p[3] == 0x04);
+    CHECK((p[4] == 0xff && p[5] == 0xff));  // P_Key
+    CHECK(p[12] == 0x01);                   // service ID 0x0000000001111c06: UDP port space
+    CHECK(p[13] == 0x11);
+    CHECK(p[14] == 0x1c);
+    CHECK(p[15] == 0x06);
+    CHECK(p[16] == 0xaa);  // private data
+    cm::MadHdr back;
+    REQUIRE(cm::decode_hdr(mq.data(), mq.size(), back) == cm::MadError::Ok);
+    const cm::SidrReq q2 = cm::decode_sidr_req(mq.data());
+    CHECK(q2.request_id == q.request_id);
+    CHECK(q2.service_id == q.service_id);
+    CHECK(cm::encode(back, q2) == mq);
+
+    cm::SidrRep r;
+    r.request_id = 0x01020304;
+    r.status = cm::SidrStatus::Rejected;
+    r.qpn = 0xabcdef;
+    r.service_id = q.service_id;
+    r.qkey = cm::kUdpQkey;
+    r.private_data[0] = 0xbb;
+    const cm::Mad mr = cm::encode(h, r);
+    CHECK(mr[17] == 0x18);  // SIDR_REP
+    p = mr.data() + cm::kMadHdrBytes;
+    CHECK(p[4] == 2);  // status
+    CHECK((p[8] == 0xab && p[9] == 0xcd && p[10] == 0xef && p[11] == 0));  // QPN, then reserved
+    CHECK(p[19] == 0x06);                                                  // service ID's last byte
+    CHECK((p[20] == 0x01 && p[23] == 0x67));                                // Q_Key
+    CHECK(p[96] == 0xbb);  // private data after the 72-byte ClassPortInfo
+    const cm::SidrRep r2 = cm::decode_sidr_rep(mr.data());
+    CHECK(r2.qpn == r.qpn);
+    CHECK(r2.qkey == r.qkey);
+    CHECK(r2.status == r.status);
+    CHECK(cm::encode(h, r2) == mr);
+}

@@ -38,7 +38,32 @@ struct SockAddr {
 SockAddr ipv4_addr(uint32_t host_order_ip, uint16_t port);
 Gid ipv4_gid(uint32_t host_order_ip);
 
+// What init_qp_attr fills (rdma_init_qp_attr's ibv_qp_attr), in the verbs'
+// numbering: hw::qp_attr_mask bits, hw::QpState, hw::access flags.
+struct QpAttr {
+    uint32_t mask = 0;
+    hw::QpState state = hw::QpState::Init;
+    uint32_t access_flags = 0;
+    uint16_t pkey_index = 0;
+    uint8_t port_num = 1;
+    uint8_t path_mtu = 0;  // IB MTU code
+    uint32_t dest_qpn = 0, rq_psn = 0, sq_psn = 0;
+    uint32_t qkey = 0;  // UD
+    uint8_t max_dest_rd_atomic = 0, max_rd_atomic = 0, min_rnr_timer = 0;
+    uint8_t timeout = 0, retry_cnt = 0, rnr_retry = 0;
+    // The address vector (GRH): RoCE always has one.
+    Gid dgid{};
+    uint32_t flow_label = 0;
+    uint8_t sgid_index = 0, hop_limit = 0, traffic_class = 0, sl = 0;
+};
+
 // rdma_cm's event numbering (enum rdma_cm_event_type).
+//
+// The UDP port space (RDMA_PS_UDP) has no connection: rdma_connect resolves
+// the peer's service ID to its QP with SIDR (IBA 12.11) and the answer comes
+// as ESTABLISHED carrying the peer's QPN, Q_Key and the address vector to it
+// (rdma_ud_param); the passive side sees CONNECT_REQUEST and answers with
+// rdma_accept or rdma_reject, and nothing follows.
 enum class EventType : uint8_t {
     AddrResolved = 0,
     AddrError = 1,
@@ -65,6 +90,7 @@ struct ConnParam {
     uint8_t rnr_retry_count = 7;
     bool srq = false;
     uint32_t qp_num = 0;
+    uint32_t qkey = 0;  // UD: the peer's Q_Key (rdma_ud_param.qkey)
 };
 
 struct Event {
@@ -75,24 +101,10 @@ struct Event {
     std::string device;       // the ID's device, once it has one
     SockAddr src, dst;        // the ID's addresses
     ConnParam param;          // connection events: the peer's parameters
-};
-
-// What init_qp_attr fills (rdma_init_qp_attr's ibv_qp_attr), in the verbs'
-// numbering: hw::qp_attr_mask bits, hw::QpState, hw::access flags.
-struct QpAttr {
-    uint32_t mask = 0;
-    hw::QpState state = hw::QpState::Init;
-    uint32_t access_flags = 0;
-    uint16_t pkey_index = 0;
-    uint8_t port_num = 1;
-    uint8_t path_mtu = 0;  // IB MTU code
-    uint32_t dest_qpn = 0, rq_psn = 0, sq_psn = 0;
-    uint8_t max_dest_rd_atomic = 0, max_rd_atomic = 0, min_rnr_timer = 0;
-    uint8_t timeout = 0, retry_cnt = 0, rnr_retry = 0;
-    // The address vector (GRH): RoCE always has one.
-    Gid dgid{};
-    uint32_t flow_label = 0;
-    uint8_t sgid_index = 0, hop_limit = 0, traffic_class = 0, sl = 0;
+    // UD ESTABLISHED: the address vector to the peer (rdma_ud_param.ah_attr);
+    // only the AV fields of the QpAttr (dgid, flow_label, sgid_index,
+    // hop_limit, traffic_class, sl) mean anything.
+    std::optional<QpAttr> ah;
 };
 
 // A device as the agent sees it.
@@ -133,6 +145,7 @@ struct Timing {
     uint64_t req_ms = 6144;   // REQ and REP: 2 * 4.096us<<18 + 4.096us<<20
     uint64_t dreq_ms = 2048;  // DREQ: 4.096us<<19 (the local ACK timeout)
     uint32_t max_retries = 15;
+    uint64_t sidr_ms = 4096;  // SIDR_REQ: rdma_cm's 1 << (CMA_CM_RESPONSE_TIMEOUT - 8) ms
 };
 
 // rdma_cm's constants on RoCE, as the kernel's REQs carry them.

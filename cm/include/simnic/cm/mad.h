@@ -30,7 +30,8 @@ inline constexpr uint32_t kGsiQkey = 0x80010000;
 using Mad = std::array<uint8_t, kMadBytes>;
 using Gid = std::array<uint8_t, 16>;
 
-// CM attribute IDs (IBA 16.7.2 table 214, those rdma_cm's RC connections use).
+// CM attribute IDs (IBA 16.7.2 table 214, those rdma_cm's RC connections
+// and UD service ID resolution use).
 enum class AttrId : uint16_t {
     ConnectRequest = 0x0010,     // REQ
     MsgRcptAck = 0x0011,         // MRA
@@ -39,6 +40,8 @@ enum class AttrId : uint16_t {
     ReadyToUse = 0x0014,         // RTU
     DisconnectRequest = 0x0015,  // DREQ
     DisconnectReply = 0x0016,    // DREP
+    SidrRequest = 0x0017,        // SIDR_REQ
+    SidrReply = 0x0018,          // SIDR_REP
 };
 const char* to_string(AttrId a);
 
@@ -62,6 +65,9 @@ inline constexpr size_t kRejPrivateBytes = 148;
 inline constexpr size_t kRejAriBytes = 72;
 inline constexpr size_t kDreqPrivateBytes = 220;
 inline constexpr size_t kDrepPrivateBytes = 224;
+inline constexpr size_t kSidrReqPrivateBytes = 216;
+inline constexpr size_t kSidrRepPrivateBytes = 136;
+inline constexpr size_t kSidrRepInfoBytes = 72;
 
 // ConnectRequest (IBA 12.6.5). Only the primary path: rdma_cm on RoCE sends
 // no alternate path and leaves its fields zero.
@@ -165,6 +171,31 @@ struct Drep {
     std::array<uint8_t, kDrepPrivateBytes> private_data{};
 };
 
+// ServiceIDResolutionRequest (IBA 12.11.1): a UD peer asks which QP (and
+// Q_Key) serves a service ID. rdma_cm's UDP port space sends one from
+// rdma_connect, its cma header first in the private data, as in a REQ.
+struct SidrReq {
+    uint32_t request_id = 0;
+    uint16_t pkey = 0xffff;
+    uint64_t service_id = 0;
+    std::array<uint8_t, kSidrReqPrivateBytes> private_data{};
+};
+
+// The SIDR_REP status (IBA 12.11.2 table 119).
+enum class SidrStatus : uint8_t { Success = 0, Unsupported = 1, Rejected = 2, NoQp = 3, Redirect = 4 };
+
+// ServiceIDResolutionResponse (12.11.2).
+struct SidrRep {
+    uint32_t request_id = 0;
+    SidrStatus status = SidrStatus::Success;
+    uint8_t info_length = 0;
+    uint32_t qpn = 0;
+    uint64_t service_id = 0;
+    uint32_t qkey = 0;
+    std::array<uint8_t, kSidrRepInfoBytes> info{};
+    std::array<uint8_t, kSidrRepPrivateBytes> private_data{};
+};
+
 // Why a MAD was not accepted.
 enum class MadError : uint8_t { Ok, TooShort, NotCm, BadVersion, UnknownAttr };
 const char* to_string(MadError e);
@@ -178,6 +209,8 @@ Mad encode(const MadHdr& hdr, const Rtu& m);
 Mad encode(const MadHdr& hdr, const Rej& m);
 Mad encode(const MadHdr& hdr, const Dreq& m);
 Mad encode(const MadHdr& hdr, const Drep& m);
+Mad encode(const MadHdr& hdr, const SidrReq& m);
+Mad encode(const MadHdr& hdr, const SidrRep& m);
 // The message body of a MAD whose header decoded (len >= kMadBytes).
 Req decode_req(const uint8_t* mad);
 Rep decode_rep(const uint8_t* mad);
@@ -185,6 +218,8 @@ Rtu decode_rtu(const uint8_t* mad);
 Rej decode_rej(const uint8_t* mad);
 Dreq decode_dreq(const uint8_t* mad);
 Drep decode_drep(const uint8_t* mad);
+SidrReq decode_sidr_req(const uint8_t* mad);
+SidrRep decode_sidr_rep(const uint8_t* mad);
 
 // ---- rdma_cm's header in a REQ's private data ----
 // rdma_cm (RDMA_PS_TCP and friends) puts the IP addresses and its source
@@ -193,6 +228,9 @@ Drep decode_drep(const uint8_t* mad);
 // destination port.
 inline constexpr size_t kCmaHdrBytes = 36;
 inline constexpr uint16_t kPsTcp = 0x0106;
+inline constexpr uint16_t kPsUdp = 0x0111;
+// The Q_Key rdma_cm gives every QP of the UDP port space (RDMA_UDP_QKEY).
+inline constexpr uint32_t kUdpQkey = 0x01234567;
 inline constexpr uint64_t service_id(uint16_t port_space, uint16_t port) {
     return uint64_t{port_space} << 16 | port;
 }
