@@ -44,7 +44,8 @@ Json param_json(const cm::ConnParam& p) {
                 {"retry_count", p.retry_count},
                 {"rnr_retry_count", p.rnr_retry_count},
                 {"srq", p.srq},
-                {"qp_num", p.qp_num}};
+                {"qp_num", p.qp_num},
+                {"qkey", p.qkey}};
 }
 
 cm::ConnParam param_from(const Request& j) {
@@ -70,6 +71,7 @@ Json qp_attr_json(const cm::QpAttr& a) {
                 {"dest_qpn", a.dest_qpn},
                 {"rq_psn", a.rq_psn},
                 {"sq_psn", a.sq_psn},
+                {"qkey", a.qkey},
                 {"max_dest_rd_atomic", a.max_dest_rd_atomic},
                 {"max_rd_atomic", a.max_rd_atomic},
                 {"min_rnr_timer", a.min_rnr_timer},
@@ -176,6 +178,7 @@ void CmService::deliver(uint64_t channel, const cm::Event& ev) {
     Json m{{"event", uint8_t(ev.type)}, {"id", ev.id},           {"listen_id", ev.listen_id},
            {"status", ev.status},       {"device", ev.device},   {"src", addr_json(ev.src)},
            {"dst", addr_json(ev.dst)},  {"param", param_json(ev.param)}};
+    if (ev.ah) m["ah"] = qp_attr_json(*ev.ah);  // UD ESTABLISHED: rdma_ud_param.ah_attr
     // The channel's socket buffer holds hundreds of events; an application
     // that lets more pile up loses the excess, as a full ucma queue would block.
     send_message(it->second.fd, m);

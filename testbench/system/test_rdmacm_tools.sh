@@ -11,8 +11,11 @@
 # (rdma_migrate_id), the rdma_verbs.h helpers (rdma_reg_msgs,
 # rdma_post_recv, rdma_get_recv_comp...). cmtime connects and disconnects
 # many IDs at once, its QPs created without CQs; its server runs until it
-# is stopped, as it does on the kernel's rdma_cm. Each case checks both ends'
-# exit status and report, then that the device holds nothing once they are
+# is stopped, as it does on the kernel's rdma_cm. udaddy is UD through
+# rdma_cm: each client ID resolves the server's QP with SIDR (rdma_connect on
+# RDMA_PS_UDP) and sends to the address vector ESTABLISHED carries; the
+# server answers each message through ibv_create_ah_from_wc. Each case
+# checks both ends' exit status and report, then that the device holds nothing once they are
 # gone.
 set -u
 CASE=$1 SIMNIC=$2 LIB=$3
@@ -35,6 +38,12 @@ rdma_xserver)
   client=(rdma_xclient -s 127.0.0.1 -p "$PORT")
   expect_server='rdma_xserver: end 0' expect_client='rdma_xclient: end 0'
   ;;
+udaddy)
+  # Two IDs, 50 messages each way on each (udaddy's fixed port 7174).
+  server=(udaddy -b 127.0.0.1 -c 2 -C 50)
+  client=(udaddy -s 127.0.0.1 -c 2 -C 50)
+  expect_server='^return status 0' expect_client='^return status 0'
+  ;;
 cmtime)
   # 50 connections: each step's line is "name : total/connection times".
   server=(cmtime -b 127.0.0.1 -p "$PORT")
@@ -51,12 +60,12 @@ app timeout 60 stdbuf -oL "${server[@]}" >"$work/server.out" 2>&1 &
 server_pid=$!
 # The server listens once its CM ID does; nothing shows it on lo (no TCP):
 # the client is run again while its REQ finds no listener (ECONNREFUSED, a
-# REJ "invalid service ID").
+# REJ "invalid service ID"; for udaddy UNREACHABLE, a SIDR_REP "unsupported").
 for _ in $(seq 30); do
   app timeout 60 stdbuf -oL "${client[@]}" >"$work/client.out" 2>&1
   client_rc=$?
   [ "$client_rc" -eq 0 ] && break
-  grep -Eqi "refused|REJECTED" "$work/client.out" || break
+  grep -Eqi "refused|REJECTED|UNREACHABLE" "$work/client.out" || break
   sleep 0.2
 done
 [ "$client_rc" -eq 0 ] || fail "client exited $client_rc"

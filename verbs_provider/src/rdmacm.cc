@@ -80,7 +80,8 @@ static_assert(int(scm::EventType::ConnectRequest) == RDMA_CM_EVENT_CONNECT_REQUE
 static_assert(int(scm::EventType::ConnectResponse) == RDMA_CM_EVENT_CONNECT_RESPONSE);
 static_assert(int(scm::EventType::Established) == RDMA_CM_EVENT_ESTABLISHED);
 static_assert(int(scm::EventType::DeviceRemoval) == RDMA_CM_EVENT_DEVICE_REMOVAL);
-static_assert(scm::kPsTcp == RDMA_PS_TCP && scm::kPsIb == RDMA_PS_IB);
+static_assert(scm::kPsTcp == RDMA_PS_TCP && scm::kPsIb == RDMA_PS_IB && scm::kPsUdp == RDMA_PS_UDP);
+static_assert(scm::kUdpQkey == RDMA_UDP_QKEY);
 
 namespace {
 
@@ -316,7 +317,8 @@ Id* new_id(Chan* c, uint32_t handle, void* context, rdma_port_space ps) {
     i->id.channel = &c->ch;
     i->id.context = context;
     i->id.ps = ps;
-    i->id.qp_type = IBV_QPT_RC;
+    // librdmacm's rule: the UDP and IPoIB port spaces are UD.
+    i->id.qp_type = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
     std::lock_guard<std::mutex> lk(g_mu);
     g_ids.insert(i);
     g_by_handle[{c, handle}] = i;
@@ -375,6 +377,7 @@ int init_qp_attr(Id* i, ibv_qp_attr* a, int* mask) {
     a->dest_qp_num = x.value("dest_qpn", 0u);
     a->rq_psn = x.value("rq_psn", 0u);
     a->sq_psn = x.value("sq_psn", 0u);
+    a->qkey = x.value("qkey", 0u);
     a->max_dest_rd_atomic = x.value("max_dest_rd_atomic", uint8_t{0});
     a->max_rd_atomic = x.value("max_rd_atomic", uint8_t{0});
     a->min_rnr_timer = x.value("min_rnr_timer", uint8_t{0});
@@ -506,6 +509,29 @@ int migrate(Id* i, Chan* to, bool own) {
 
 // Reads one event of a simnic channel (blocking unless the fd is
 // O_NONBLOCK) and does librdmacm's part of it.
+// The UDP port space's events carry rdma_ud_param: on ESTABLISHED (the
+// SIDR_REP) the peer's QPN, Q_Key and the address vector to it, for
+// ibv_create_ah.
+void fill_ud_param(Ev* ev, const Json& param, const Json& m) {
+    rdma_ud_param& ud = ev->ev.param.ud;
+    ud.private_data = ev->priv.empty() ? nullptr : ev->priv.data();
+    ud.private_data_len = uint8_t(std::min<size_t>(ev->priv.size(), 255));
+    ud.qp_num = param.value("qp_num", 0u);
+    ud.qkey = param.value("qkey", 0u);
+    if (!m.contains("ah")) return;
+    const Json& a = m["ah"];
+    std::vector<uint8_t> g;
+    ctl::from_hex(a.value("dgid", ""), g);
+    if (g.size() == 16) std::memcpy(ud.ah_attr.grh.dgid.raw, g.data(), 16);
+    ud.ah_attr.is_global = 1;
+    ud.ah_attr.grh.flow_label = a.value("flow_label", 0u);
+    ud.ah_attr.grh.sgid_index = a.value("sgid_index", uint8_t{0});
+    ud.ah_attr.grh.hop_limit = a.value("hop_limit", uint8_t{64});
+    ud.ah_attr.grh.traffic_class = a.value("traffic_class", uint8_t{0});
+    ud.ah_attr.sl = a.value("sl", uint8_t{0});
+    ud.ah_attr.port_num = 1;
+}
+
 int get_event(Chan* c, rdma_cm_event** out) {
     for (;;) {
         const int fl = fcntl(c->ch.fd, F_GETFL);
@@ -575,30 +601,35 @@ int get_event(Chan* c, rdma_cm_event** out) {
         }
         update(id, m);
         ev->ev.id = &id->id;
-        rdma_conn_param& cp = ev->ev.param.conn;
-        cp.private_data = ev->priv.empty() ? nullptr : ev->priv.data();
-        cp.private_data_len = uint8_t(std::min<size_t>(ev->priv.size(), 255));
-        cp.responder_resources = param.value("responder_resources", uint8_t{0});
-        cp.initiator_depth = param.value("initiator_depth", uint8_t{0});
-        cp.flow_control = param.value("flow_control", uint8_t{0});
-        cp.retry_count = param.value("retry_count", uint8_t{0});
-        cp.rnr_retry_count = param.value("rnr_retry_count", uint8_t{0});
-        cp.srq = param.value("srq", false) ? 1 : 0;
-        cp.qp_num = param.value("qp_num", 0u);
-        if (ev->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE && id->id.qp) {
-            // librdmacm finishes the connection itself when it owns the QP:
-            // RTR and RTS from the REP, the RTU, and ESTABLISHED for the app.
-            Json r;
-            if (to_rts(id, -1, -1) == 0 && id_call(id, Json{{"op", "cm_establish"}}, r)) {
-                ev->ev.event = RDMA_CM_EVENT_ESTABLISHED;
-            } else {
-                ev->ev.status = -errno;
-                ev->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
+        if (id->id.qp_type == IBV_QPT_UD) {
+            fill_ud_param(ev, param, m);
+            if (ev->ev.event == RDMA_CM_EVENT_UNREACHABLE) modify_err(id);
+        } else {
+            rdma_conn_param& cp = ev->ev.param.conn;
+            cp.private_data = ev->priv.empty() ? nullptr : ev->priv.data();
+            cp.private_data_len = uint8_t(std::min<size_t>(ev->priv.size(), 255));
+            cp.responder_resources = param.value("responder_resources", uint8_t{0});
+            cp.initiator_depth = param.value("initiator_depth", uint8_t{0});
+            cp.flow_control = param.value("flow_control", uint8_t{0});
+            cp.retry_count = param.value("retry_count", uint8_t{0});
+            cp.rnr_retry_count = param.value("rnr_retry_count", uint8_t{0});
+            cp.srq = param.value("srq", false) ? 1 : 0;
+            cp.qp_num = param.value("qp_num", 0u);
+            if (ev->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE && id->id.qp) {
+                // librdmacm finishes the connection itself when it owns the QP:
+                // RTR and RTS from the REP, the RTU, and ESTABLISHED for the app.
+                Json r;
+                if (to_rts(id, -1, -1) == 0 && id_call(id, Json{{"op", "cm_establish"}}, r)) {
+                    ev->ev.event = RDMA_CM_EVENT_ESTABLISHED;
+                } else {
+                    ev->ev.status = -errno;
+                    ev->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
+                    modify_err(id);
+                    id_call(id, Json{{"op", "cm_reject"}, {"private_data", ""}}, r);
+                }
+            } else if (ev->ev.event == RDMA_CM_EVENT_REJECTED || ev->ev.event == RDMA_CM_EVENT_UNREACHABLE) {
                 modify_err(id);
-                id_call(id, Json{{"op", "cm_reject"}, {"private_data", ""}}, r);
             }
-        } else if (ev->ev.event == RDMA_CM_EVENT_REJECTED || ev->ev.event == RDMA_CM_EVENT_UNREACHABLE) {
-            modify_err(id);
         }
         {
             std::lock_guard<std::mutex> lk(g_mu);
@@ -838,7 +869,10 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
     }
     i->id.qp = qp;
     i->id.pd = attr->pd;
-    if (modify_to(i, IBV_QPS_INIT)) {
+    // A UD QP is ready to send at once (librdmacm's ucma_init_ud_qp); an
+    // RC QP waits in INIT for its connection.
+    if (modify_to(i, IBV_QPS_INIT) ||
+        (qp->qp_type == IBV_QPT_UD && (modify_to(i, IBV_QPS_RTR) || modify_to(i, IBV_QPS_RTS)))) {
         const int e = errno;
         sv::destroy_qp(qp);
         i->id.qp = nullptr;
@@ -880,7 +914,7 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     int rr = conn_param ? conn_param->responder_resources : i->resp_res;
     int idp = conn_param ? conn_param->initiator_depth : i->init_depth;
     cap_rd(i, rr, idp);
-    if (i->id.qp && to_rts(i, rr, idp)) {
+    if (i->id.qp && i->id.qp_type != IBV_QPT_UD && to_rts(i, rr, idp)) {
         const int e = errno;
         Json r;
         id_call(i, Json{{"op", "cm_reject"}, {"private_data", ""}}, r);
