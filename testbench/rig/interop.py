@@ -56,7 +56,7 @@ class Test:
     def __init__(self, name, cmd, kind="verbs", check=None, iters=None, faults=False):
         self.name = name
         self.cmd = cmd            # format string, server side
-        self.kind = kind          # verbs (TCP exchange) | rping (rdma_cm)
+        self.kind = kind          # verbs (TCP exchange) | rping, udaddy (rdma_cm)
         self.check = check        # a word that must show in the client's output
         self.iters = iters        # the pingpongs: "N iters in" in both outputs
         self.faults = faults      # also run under the fault injector (RC only)
@@ -95,6 +95,9 @@ TESTS = [
     Test("ib_send_lat", _pt("ib_send_lat", "-n 20 -s 64"), check="#bytes"),
     Test("ib_read_lat", _pt("ib_read_lat", "-n 20 -s {multi}"), check="#bytes"),
     Test("rping -C 10 -V", "rping -C 10 -V -S {multi}", kind="rping", faults=True),
+    # UD through rdma_cm: SIDR against the kernel's ib_cm, then UD SENDs
+    # each way (the server answers through ibv_create_ah_from_wc).
+    Test("udaddy -c 2 -C 20", "udaddy -c 2 -C 20", kind="udaddy", check="data transfers complete"),
 ]
 
 # The data-integrity program across the wire (issue 10 section 3, last item)
@@ -343,10 +346,12 @@ class Matrix:
         self.capture.mark()
         if test.kind == "rping":
             out = self.run_rping(srv, cli, addr, role, timeout)
+        elif test.kind == "udaddy":
+            out = self.run_udaddy(srv, cli, addr, role, timeout)
         else:
             out = self.run_verbs(srv, cli, role, timeout)
         errors = self.verdict(test, out)
-        ok_wire, summary, frames, pcap = self.capture.check(addr, test.kind == "rping")
+        ok_wire, summary, frames, pcap = self.capture.check(addr, test.kind in ("rping", "udaddy"))
         n_from, n_to = roce_count(frames, addr)
         if not ok_wire:
             errors.append(f"wire: {summary}")
@@ -447,6 +452,48 @@ class Matrix:
                     # device on the VM's subnet, whichever type it is).
                     rc, cout = self.host.run(f"{cli} -v -c -I {addr} -a {VM_IP} -p {port}", timeout)
                     if "REJECTED" not in cout:
+                        break
+                    time.sleep(0.5)
+                out["client"] = (rc, cout)
+                if rc != 0:
+                    self.kill_vm_tool(srv)
+                sout, _ = server.communicate(timeout=timeout + 30)
+                out["server"] = (server.returncode, sout)
+            finally:
+                if server.poll() is None:
+                    server.kill()
+                    server.wait()
+        return out
+
+    def run_udaddy(self, srv, cli, addr, role, timeout):
+        """udaddy has no port option (rdma_cm port 7174 on both sides, in
+        the host's agent and the VM's kernel, which do not share one); -b
+        binds the server, and the host's client, to the device's address.
+        A client that finds no listener yet gets UNREACHABLE (a SIDR_REP
+        "unsupported") and is run again."""
+        out = {}
+        if role == "simnic-server":
+            server = self.host.popen(f"{srv} -b {addr}")
+            time.sleep(0.5)
+            for _ in range(10):
+                c = self.rig.cmd("exec", "--timeout", timeout, 0, f"{cli} -s {addr}", timeout=timeout + 30)
+                if "UNREACHABLE" not in c.stdout + c.stderr:
+                    break
+                time.sleep(0.5)
+            out["client"] = (c.returncode, c.stdout + c.stderr)
+            try:
+                sout, _ = server.communicate(timeout=30 if c.returncode == 0 else 3)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                sout, _ = server.communicate()
+            out["server"] = (server.returncode, sout)
+        else:
+            server = self.rig.popen("exec", "--timeout", timeout, 0, f"{srv} -b {VM_IP}")
+            try:
+                time.sleep(1.0)
+                for _ in range(30):
+                    rc, cout = self.host.run(f"{cli} -s {VM_IP} -b {addr}", timeout)
+                    if "UNREACHABLE" not in cout:
                         break
                     time.sleep(0.5)
                 out["client"] = (rc, cout)

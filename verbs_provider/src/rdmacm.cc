@@ -1102,6 +1102,17 @@ int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo*
         } else {
             r->ai_dst_len = a->ai_addrlen;
             r->ai_dst_addr = sa;
+            // The source the hints name goes with an active result, as
+            // librdmacm copies it (udaddy -b, rdma_client -b): without it
+            // the CM picks the route's source, which on a host with two
+            // devices on one subnet may be the other device.
+            if (hints && hints->ai_src_addr && hints->ai_src_len) {
+                r->ai_src_addr = static_cast<sockaddr*>(malloc(hints->ai_src_len));
+                if (r->ai_src_addr) {
+                    std::memcpy(r->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
+                    r->ai_src_len = hints->ai_src_len;
+                }
+            }
         }
         *tail = r;
         tail = &r->ai_next;
