@@ -9,6 +9,9 @@
 // address says which):
 //   simnic link add sim0 type soft wire 127.0.0.1:47000 addr 10.0.0.10/24 [addr fd00::10/64]
 //                        [mac 02:00:00:00:00:10] [mtu 1500]
+// `persist` (a word of its own, anywhere after NAME) keeps the device: every
+// daemon that starts later creates it again (control/persisted.h), until
+// `simnic link delete NAME`.
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +26,7 @@
 
 #include "commands.h"
 #include "daemon_call.h"
+#include "simnic/control/persisted.h"
 #include "simnic/control/runtime.h"
 #include "simnic/daemon/daemon.h"
 #include "simnic/model/config.h"
@@ -38,9 +42,20 @@ struct LinkArgs {
 };
 
 constexpr const char* kAddUsage =
-    "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE] [loopback on|off]\n"
+    "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE] [loopback on|off] [persist]\n"
     "       simnic link add NAME type soft|model wire HOST:PORT addr A.B.C.D/N [addr X::Y/N] [mac M] [mtu N]\n"
-    "                       [pcap FILE] [config FILE]\n";
+    "                       [pcap FILE] [config FILE] [persist]\n"
+    "  persist: create the device again whenever a daemon starts, until `simnic link delete NAME`\n";
+
+// True if the running daemon (started now if none runs, which re-creates
+// the kept devices) has a device `name`.
+bool daemon_has(const std::string& name) {
+    Json reply;
+    if (call_daemon(Json{{"op", "link_show"}}, true, reply) != CallResult::Ok) return false;
+    for (const Json& l : reply.value("links", Json::array()))
+        if (l.value("ifname", "") == name) return true;
+    return false;
+}
 
 int link_add(const LinkArgs& a) {
     if (a.words.empty()) {
@@ -48,8 +63,14 @@ int link_add(const LinkArgs& a) {
         return 2;
     }
     Json req{{"op", "link_add"}, {"name", a.words[0]}};
+    bool persist = false;
     for (size_t i = 1; i < a.words.size(); i += 2) {
         const std::string& k = a.words[i];
+        if (k == "persist") {
+            persist = true;
+            --i;  // a word without a value
+            continue;
+        }
         if (i + 1 >= a.words.size()) {
             std::fprintf(stderr, "simnic link add: '%s' needs a value\n", k.c_str());
             return 2;
@@ -117,8 +138,22 @@ int link_add(const LinkArgs& a) {
         std::fprintf(stderr, "simnic link add: a device on a wire needs its IPv4 address: addr A.B.C.D/N\n");
         return 2;
     }
+    if (persist) {
+        // The same device kept before: a daemon starting now creates it
+        // from the list, and asking again changes nothing.
+        std::string ignored;
+        for (const Json& kept : control::load_persisted(ignored))
+            if (kept == req && daemon_has(a.words[0])) return 0;
+    }
     Json reply;
-    return call_daemon(req, true, reply) == CallResult::Ok ? 0 : 1;
+    if (call_daemon(req, true, reply) != CallResult::Ok) return 1;
+    if (persist) {
+        if (std::string e = control::persist_device(req); !e.empty()) {
+            std::fprintf(stderr, "simnic: %s created, but not kept: %s\n", a.words[0].c_str(), e.c_str());
+            return 1;
+        }
+    }
+    return 0;
 }
 
 int link_show(const LinkArgs& a) {
@@ -172,12 +207,20 @@ int link_delete(const LinkArgs& a) {
         std::fprintf(stderr, "usage: simnic link delete NAME\n");
         return 2;
     }
-    Json reply;
-    switch (call_daemon(Json{{"op", "link_del"}, {"name", a.words[0]}}, false, reply)) {
-        case CallResult::Ok: return 0;
-        case CallResult::Failed: return 1;
-        case CallResult::NoDaemon: break;
+    // A kept device is forgotten whether or not it runs now.
+    bool kept = false;
+    if (std::string e = control::forget_device(a.words[0], kept); !e.empty()) {
+        std::fprintf(stderr, "simnic: cannot forget the kept device %s: %s\n", a.words[0].c_str(), e.c_str());
+        return 1;
     }
+    Json reply;
+    const CallResult r = call_daemon(Json{{"op", "link_del"}, {"name", a.words[0]}}, false, reply);
+    if (r == CallResult::Ok) return 0;
+    if (kept) {
+        std::fprintf(stderr, "simnic: forgot the kept device %s (it was not running)\n", a.words[0].c_str());
+        return 0;
+    }
+    if (r == CallResult::Failed) return 1;
     std::fprintf(stderr, "simnic: no simnic daemon is running (simnic link add starts one)\n");
     return 1;
 }
@@ -215,10 +258,18 @@ Runner add_link_command(CLI::App& app) {
 Runner add_daemon_command(CLI::App& app) {
     auto opt = std::make_shared<daemon::DaemonOptions>();
     auto stop = std::make_shared<bool>(false);
+    auto start = std::make_shared<bool>(false);
     CLI::App* sub = app.add_subcommand("daemon", "Run the simnic daemon (normally started on demand by simnic link add)");
     sub->add_flag("-f,--foreground", opt->foreground, "stay in the foreground and log to stderr");
     sub->add_flag("--stop", *stop, "stop the running daemon (its devices go with it)");
-    return [opt, stop] {
+    sub->add_flag("--start", *start,
+                  "start a daemon in the background unless one runs, and return once it answers "
+                  "(with its kept devices created)");
+    return [opt, stop, start] {
+        if (*start) {
+            Json reply;
+            return call_daemon(Json{{"op", "ping"}}, true, reply) == CallResult::Ok ? 0 : 1;
+        }
         if (*stop) {
             Json reply;  // nothing running is nothing to stop
             const CallResult r = call_daemon(Json{{"op", "shutdown"}}, false, reply);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cm_service.h"
+#include "simnic/control/persisted.h"
 #include "simnic/control/protocol.h"
 #include "simnic/control/runtime.h"
 #include "simnic/control/schema.h"
@@ -715,6 +716,18 @@ Json Server::Impl::open_context(Call& c) {
 Server::Server(const RuntimePaths& paths, ServerOptions opt) : impl_(std::make_unique<Impl>(paths, std::move(opt))) {}
 Server::~Server() = default;
 std::string Server::start() { return impl_->start(); }
+
+control::Json Server::add_device(const control::Json& link_add) {
+    std::string why;
+    int err = 0;
+    if (link_add.value("op", "") != "link_add") return reply_error(EINVAL, "not a link_add request");
+    const OpSpec* op = check_request(link_add, 0, why, err);
+    if (!op) return reply_error(err, why);
+    const Request req(link_add, *op);
+    std::vector<int> none_in, none_out;
+    Impl::Call c{-1, req, none_in, none_out};
+    return impl_->link_add(c);
+}
 int Server::run_once(int timeout_ms) { return impl_->run_once(timeout_ms); }
 bool Server::stop_requested() const { return impl_->stop_; }
 std::uint64_t Server::internal_errors() const { return impl_->internal_errors_; }
@@ -772,6 +785,16 @@ int run_daemon(const DaemonOptions& opt, int ready_fd) {
         return 1;
     }
     logf("listening on %s", paths.socket.c_str());
+    // The kept devices (`simnic link add ... persist`), before the daemon
+    // says it is ready, so that the command that started it finds them.
+    std::string bad;
+    for (const control::Json& req : control::load_persisted(bad)) {
+        const control::Json r = d.add_device(req);
+        const std::string name = req.value("name", "");
+        if (r.value("ok", false)) logf("kept device %s created again", name.c_str());
+        else logf("kept device %s not created: %s", name.c_str(), r.value("error", std::string("?")).c_str());
+    }
+    if (!bad.empty()) logf("%s", bad.c_str());
     if (ready_fd >= 0) {
         const char c = 1;
         if (write(ready_fd, &c, 1) != 1) logf("cannot signal readiness");
