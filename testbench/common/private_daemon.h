@@ -27,6 +27,8 @@ public:
         REQUIRE(mkdtemp(tmpl.data()));
         dir_ = tmpl;
         setenv("SIMNIC_RUNTIME_DIR", dir_.c_str(), 1);
+        // No kept devices of the user's (simnic link add ... persist).
+        setenv("SIMNIC_CONFIG_DIR", (dir_ + "/no-kept-devices").c_str(), 1);
         const char* e = std::getenv("SIMNIC_EXE");
         INFO("SIMNIC_EXE must name the simnic executable");
         REQUIRE(e);

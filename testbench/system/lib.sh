@@ -75,6 +75,8 @@ sys_init() {
   fi
   sys_dir rt
   export SIMNIC_RUNTIME_DIR=$work/rt
+  # No kept devices of the user's (simnic link add ... persist) in a test's daemon.
+  export SIMNIC_CONFIG_DIR=$work/no-kept-devices
   [ -n "${LIB:-}" ] && export SIMNIC_VERBS_LIB=$LIB
   return 0
 }
