@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "progress.h"
 #include "simnic/bench/bench.h"
 #include "simnic/bench/sweep.h"
 #include "simnic/model/plot.h"
@@ -253,6 +254,9 @@ int run_bench_cmd(BenchArgs a) {
         series_param = a.series.substr(0, e2);
     }
     std::vector<model::SweepPoint> pts;
+    // Each run takes seconds: say which one is running (terminal only).
+    Progress progress;
+    const size_t total = values.size() * series_values.size();
     std::printf("%-14s %-14s %10s %8s %10s %8s %12s\n", param.c_str(), series_param.empty() ? "" : series_param.c_str(),
                 "Gb/s", "line%", "p50 ns", "qpc hit%", "cycles/s");
     for (const std::string& sv : series_values) {
@@ -264,7 +268,12 @@ int run_bench_cmd(BenchArgs a) {
                 return 2;
             }
             model::SweepPoint p{v, sv, {}};
-            if (!run_one(b, file_text, s2, p.r, err)) {
+            progress.update(true, "simnic bench: run %zu of %zu: %s=%s%s%s", pts.size() + 1, total, param.c_str(),
+                            v.c_str(), series_param.empty() ? "" : (" " + series_param + "=").c_str(),
+                            series_param.empty() ? "" : sv.c_str());
+            const bool ran = run_one(b, file_text, s2, p.r, err);
+            progress.clear();
+            if (!ran) {
                 std::fprintf(stderr, "simnic bench: %s=%s: %s\n", param.c_str(), v.c_str(), err.c_str());
                 return 1;
             }

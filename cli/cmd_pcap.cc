@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "progress.h"
 #include "simnic/roce/describe.h"
 #include "simnic/roce/pcap_io.h"
 
@@ -42,9 +43,12 @@ int run_pcap(const PcapArgs& a) {
     roce::Packet pkt;
     uint64_t first_ts = 0;
     long n = 0, good = 0, bad_icrc = 0, malformed = 0, other = 0;
+    // On a terminal while the lines go elsewhere (a file, a pager).
+    Progress progress(false);
     while ((a.count < 0 || n < a.count) && reader->next(rec)) {
         if (n == 0) first_ts = rec.ts_us;
         ++n;
+        progress.update(false, "simnic pcap: %ld packets, %ld bad ICRC, %ld malformed", n, bad_icrc, malformed);
         const roce::DecodeResult r = reader->decode(rec, pkt);
         const double t = double(rec.ts_us - first_ts) / 1e6;
         if (is_other_traffic(r.error)) {
@@ -58,6 +62,7 @@ int run_pcap(const PcapArgs& a) {
         const std::string text = a.verbose ? roce::describe_verbose(pkt, r) : roce::describe_brief(pkt, r);
         std::printf("%ld %.6f %s\n", n, t, text.c_str());
     }
+    progress.clear();
     if (!reader->error().empty()) {
         std::fprintf(stderr, "simnic pcap: %s: %s\n", a.file.c_str(), reader->error().c_str());
         return 2;
