@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 12, section 5 by hand: 10,000 QPs and 100,000 MRs at once on one soft
 # device, all usable; the daemon's memory per QP and per MR, creation and
-# teardown times; then the per-object limits and their errors.
+# teardown times; then the per-object limits and their errors. QPS or MRS
+# "max": the device's advertised max_qp / max_mr, and one more refused.
 #   scripts/limits-bench.sh [BUILD_DIR] [QPS] [MRS]
 set -u
 B=$(cd "${1:-build}" && pwd)

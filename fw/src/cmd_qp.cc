@@ -427,6 +427,10 @@ void Firmware::destroy_qp(Ctx& c, std::uint32_t qpn) {
         srq_en = e[qc::srq_en] != 0;
         e.clear();  // qpn = 0: free; the number is reused only after the allocator wraps
     }
+    // Its block of QPCs goes back once every QPC in it is free (the engine
+    // dropped this QP under the fence above, and the others before).
+    tables_.release(Table::Qpc, qpn,
+                    [](const std::uint8_t* q) { return hw::get(q, entry_size(Table::Qpc), qc::qpn) == 0; });
     pd_ref(pdn, -1);
     cq_ref(scq, -1);
     cq_ref(rcq, -1);

@@ -215,6 +215,32 @@ TEST_CASE("QP: create checks and QPN numbering", "[fw][life][qp]") {
     CHECK(d.handle_cmd(CmdOpcode::DestroySrq, srq).ok());
 }
 
+// QPNs are cyclic over max_qp (a million on a real device): the QPC blocks
+// that numbers already passed must go back when their QPs do, or a daemon
+// that creates and destroys QPs for hours grows until the numbers wrap.
+TEST_CASE("QP: the QPC memory of destroyed QPs goes back", "[fw][life][qp]") {
+    Dev d;
+    const std::uint32_t pd = d.alloc_pd(), cq = d.create_cq();
+    const std::uint32_t per = MemTableStore::kChunkEntries;
+    std::vector<std::uint32_t> qps;
+    for (std::uint32_t i = 0; i < 2 * per + 10; ++i) qps.push_back(d.create_qp(QpType::Rc, pd, cq));
+    CHECK(d.store->chunks_held(hw::Table::Qpc) == 3);
+    // One QP left in the first block keeps it; the second block goes.
+    for (std::size_t i = 1; i < qps.size() - 5; ++i) REQUIRE(d.handle_cmd(CmdOpcode::DestroyQp, qps[i]).ok());
+    CHECK(d.store->chunks_held(hw::Table::Qpc) == 2);
+    CHECK(d.qpc_get(qps[0], hw::qpc::qpn) == qps[0]);  // the survivors' QPCs are intact
+    CHECK(d.qpc_get(qps.back(), hw::qpc::qpn) == qps.back());
+    REQUIRE(d.handle_cmd(CmdOpcode::DestroyQp, qps[0]).ok());
+    CHECK(d.store->chunks_held(hw::Table::Qpc) == 1);
+    // A new QP takes the next number (cyclic, as before) and works.
+    const std::uint32_t next = d.create_qp(QpType::Rc, pd, cq);
+    CHECK(next == qps.back() + 1);
+    CHECK(d.handle_cmd(CmdOpcode::QueryQp, next).ok());
+    for (std::size_t i = qps.size() - 5; i < qps.size(); ++i) REQUIRE(d.handle_cmd(CmdOpcode::DestroyQp, qps[i]).ok());
+    REQUIRE(d.handle_cmd(CmdOpcode::DestroyQp, next).ok());
+    CHECK(d.store->chunks_held(hw::Table::Qpc) == 0);
+}
+
 TEST_CASE("Limits: a full table gives NO_RESOURCES (ENOMEM)", "[fw][life]") {
     Dev d(small_limits(), [](auto& cap) {
         hw::set(cap.data(), cap.size(), hw::cap_block::max_pd, 3);

@@ -27,6 +27,10 @@ void SoftEngine::Impl::exec_rx(const uint8_t* frame, size_t len, OpRecord& r) {
     if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, false, frame);
 }
 
+void SoftEngine::Impl::rx_dropped(bool bad_icrc) {
+    stat(bad_icrc ? hw::stats_block::icrc_errors : hw::stats_block::rx_drops_bad_hdr);
+}
+
 void SoftEngine::Impl::exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) {
     Recording g(*this, r);
     auto it = qps.find(qpn);

@@ -3,7 +3,8 @@
 //   - every per-object limit the device advertises is reachable, one more
 //     fails with rxe's errno (EINVAL), and the device stays healthy;
 //   - [scale]: $SIMNIC_LIMITS_QPS QPs and $SIMNIC_LIMITS_MRS MRs at once
-//     (10,000 and 100,000 by hand; fewer in CI), all usable, with the
+//     (10,000 and 100,000 by hand; fewer in CI; "max": the advertised
+//     max_qp / max_mr, then one more refused), all usable, with the
 //     daemon's memory per QP and per MR printed (its VmRSS, from
 //     $SIMNIC_DAEMON_PID) and given back when they go.
 #include <sys/mman.h>
@@ -165,7 +166,14 @@ TEST_CASE("limits: each advertised per-object limit is reachable, one more fails
 
 TEST_CASE("limits: thousands of QPs and MRs at once, the daemon's memory per object", "[scale]") {
     VerbsDevice d;
-    const int nqp = env_int("SIMNIC_LIMITS_QPS", 1000), nmr = env_int("SIMNIC_LIMITS_MRS", 10000);
+    // "max": the device's advertised max_qp / max_mr, and then one more
+    // must be refused with the device healthy after (issue 12: every
+    // advertised limit reachable and enforced).
+    auto count = [&d](const char* n, int dflt, int advertised) {
+        const char* v = std::getenv(n);
+        return v && std::strcmp(v, "max") == 0 ? advertised : env_int(n, dflt);
+    };
+    const int nqp = count("SIMNIC_LIMITS_QPS", 1000, d.attr.max_qp), nmr = count("SIMNIC_LIMITS_MRS", 10000, d.attr.max_mr);
     // Contexts: each is a connection, a command ring and a BAR window in the
     // daemon. 50 more, each with a PD, then closed.
     {
@@ -211,6 +219,18 @@ TEST_CASE("limits: thousands of QPs and MRs at once, the daemon's memory per obj
         qps.push_back(q);
     }
     const double t_qp = secs(t0);
+    if (nqp == d.attr.max_qp) {
+        errno = 0;
+        ibv_qp_cap cap{};
+        cap.max_send_wr = cap.max_recv_wr = 1;
+        cap.max_send_sge = cap.max_recv_sge = 1;
+        ibv_qp* over = try_qp(d, cq, cap);
+        const int e = errno;
+        std::printf("max_qp %d reached; one more: %s (errno %d)\n", nqp, over ? "created" : "refused", e);
+        CHECK(over == nullptr);
+        CHECK(e != 0);
+        if (over) ibv_destroy_qp(over);
+    }
     const long rss1 = rss_kib();
     // MRs over one buffer, a page each (distinct regions, as an application
     // registering many buffers has).
@@ -228,6 +248,15 @@ TEST_CASE("limits: thousands of QPs and MRs at once, the daemon's memory per obj
         mrs.push_back(mr);
     }
     const double t_mr = secs(t0);
+    if (nmr == d.attr.max_mr) {
+        errno = 0;
+        ibv_mr* over = ibv_reg_mr(d.pd, buf, page, IBV_ACCESS_LOCAL_WRITE);
+        const int e = errno;
+        std::printf("max_mr %d reached; one more: %s (errno %d)\n", nmr, over ? "registered" : "refused", e);
+        CHECK(over == nullptr);
+        CHECK(e != 0);
+        if (over) ibv_dereg_mr(over);
+    }
     const long rss2 = rss_kib();
     // All usable: the first and the last QP connected to each other, a
     // WRITE through the last MR's rkey and a SEND through the first's lkey.

@@ -31,6 +31,9 @@ public:
 
     std::uint32_t capacity(Table t) const override;
     std::uint8_t* entry(Table t, std::uint32_t index) override;
+    bool release(Table t, std::uint32_t index, bool (*is_free)(const std::uint8_t* entry)) override;
+    // Blocks of table t holding memory now.
+    std::uint32_t chunks_held(Table t) const;
 
     static constexpr std::uint32_t kChunkEntries = 1024;
 

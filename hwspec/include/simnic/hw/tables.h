@@ -53,9 +53,21 @@ public:
     // Entries in table t (valid indices are 0 .. capacity - 1).
     virtual std::uint32_t capacity(Table t) const = 0;
     // The entry_size(t) bytes of entry `index`, or nullptr if out of range.
-    // The pointer stays valid for the store's lifetime. A never-written
-    // entry reads as zeros.
+    // The pointer stays valid for the store's lifetime, or until release()
+    // gives back its entry's memory. A never-written entry reads as zeros.
     virtual std::uint8_t* entry(Table t, std::uint32_t index) = 0;
+    // The firmware freed entry `index`. A store that holds entries in
+    // blocks may give back the block around it when `is_free` holds for
+    // every entry of the block (its entries read as zeros again after).
+    // Only for blocks no engine reads any more: the caller holds every
+    // entry of the block free, and a freed QPC is never read by the
+    // engine. Returns whether memory was given back.
+    virtual bool release(Table t, std::uint32_t index, bool (*is_free)(const std::uint8_t* entry)) {
+        (void)t;
+        (void)index;
+        (void)is_free;
+        return false;
+    }
 };
 
 // Event delivery. The firmware and the engine build complete EQE images

@@ -5,7 +5,9 @@
 // helpers they share (table lookups, playing a record's memory ops).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,6 +70,95 @@ inline bool is_memory_op(Op::Kind k) {
 }
 // Key of a send WQE in Nic::wqe_start.
 inline uint64_t wqe_key(uint32_t qpn, uint32_t index) { return (uint64_t(qpn) << 32) | index; }
+
+// When each send WQE entered the requester, until its CQE closes the entry
+// (the message latency). Kept per QP so that a QP that goes to reset or
+// error, or is destroyed, takes its entries with it (drop_qp): unsignaled
+// WQEs never get a CQE, and QPNs are handed out cyclically over a million
+// numbers, so a table keyed by (QPN, index) alone grew for as long as the
+// device lived (the soak's daemon RSS). Past kMaxEntries in all it starts
+// over: a few latency samples are lost, memory is not.
+class WqeStartTable {
+public:
+    static constexpr size_t kMaxEntries = size_t(1) << 16;
+    uint64_t& operator[](uint64_t key) {
+        if (size_ >= kMaxEntries) clear();
+        auto [it, fresh] = by_qp_[uint32_t(key >> 32)].try_emplace(uint32_t(key), 0);
+        size_ += fresh;
+        return it->second;
+    }
+    const uint64_t& at(uint64_t key) const { return by_qp_.at(uint32_t(key >> 32)).at(uint32_t(key)); }
+    size_t count(uint64_t key) const {
+        auto q = by_qp_.find(uint32_t(key >> 32));
+        return q == by_qp_.end() ? 0 : q->second.count(uint32_t(key));
+    }
+    // Takes the entry of `key` into `t`; false if there is none.
+    bool take(uint64_t key, uint64_t& t) {
+        auto q = by_qp_.find(uint32_t(key >> 32));
+        if (q == by_qp_.end()) return false;
+        auto e = q->second.find(uint32_t(key));
+        if (e == q->second.end()) return false;
+        t = e->second;
+        q->second.erase(e);
+        --size_;
+        if (q->second.empty()) by_qp_.erase(q);
+        return true;
+    }
+    void drop_qp(uint32_t qpn) {
+        auto q = by_qp_.find(qpn);
+        if (q == by_qp_.end()) return;
+        size_ -= q->second.size();
+        by_qp_.erase(q);
+    }
+    void clear() {
+        by_qp_.clear();
+        size_ = 0;
+    }
+    size_t size() const { return size_; }
+    size_t qps() const { return by_qp_.size(); }
+
+private:
+    std::unordered_map<uint32_t, std::unordered_map<uint32_t, uint64_t>> by_qp_;
+    size_t size_ = 0;
+};
+
+// The message latencies behind latency.{median,p99}: every sample up to
+// kCapacity, then a uniform sample of all of them (reservoir sampling, with
+// a fixed-seed generator so runs repeat), with the count, minimum and
+// maximum exact. A vector of every sample, capped at 4 Mi entries, made a
+// model device that runs for hours grow its daemon by 32 MiB.
+class LatencySamples {
+public:
+    static constexpr size_t kCapacity = size_t(1) << 16;
+    void add(uint64_t ps) {
+        ++count_;
+        min_ = std::min(min_, ps);
+        max_ = std::max(max_, ps);
+        if (kept_.size() < kCapacity) {
+            kept_.push_back(ps);
+            return;
+        }
+        rng_ ^= rng_ << 13;  // xorshift64
+        rng_ ^= rng_ >> 7;
+        rng_ ^= rng_ << 17;
+        if (const uint64_t j = rng_ % count_; j < kCapacity) kept_[size_t(j)] = ps;
+    }
+    void clear() {
+        kept_.clear();
+        count_ = max_ = 0;
+        min_ = UINT64_MAX;
+        rng_ = kSeed;
+    }
+    uint64_t count() const { return count_; }
+    uint64_t min() const { return min_; }
+    uint64_t max() const { return max_; }
+    const std::vector<uint64_t>& kept() const { return kept_; }
+
+private:
+    static constexpr uint64_t kSeed = 0x9E3779B97F4A7C15ull;
+    std::vector<uint64_t> kept_;
+    uint64_t count_ = 0, min_ = UINT64_MAX, max_ = 0, rng_ = kSeed;
+};
 
 // An RC request packet: what holds a retransmit-queue entry (RC opcodes
 // are 0x00-0x1F).
@@ -174,8 +265,8 @@ struct Nic {
     uint64_t busy_since_ps = 0;  // for the simulation-speed figure
 
     // Message latency: WQE fetched -> its send CQE visible.
-    std::unordered_map<uint64_t, uint64_t> wqe_start;
-    std::vector<uint64_t> latency_ps;
+    WqeStartTable wqe_start;
+    LatencySamples latency_ps;
     std::function<void(uint32_t)> on_cqe;
 
     // The requester's retransmit queue (requester.retransmit_queue_entries):
@@ -208,6 +299,12 @@ struct Nic {
     // Each doorbell carries its object's epoch from when it was rung, and a
     // destroy moves the epoch on (key: kind << 32 | number).
     std::unordered_map<uint64_t, uint32_t> db_epoch;
+    // Doorbells rung (Pipeline::doorbell) and not yet taken by the doorbell
+    // block. When none is left, no doorbell can carry an old epoch, so the
+    // epochs start over (db_epoch cleared): otherwise the table keeps an
+    // entry for every QP, CQ and SRQ number ever destroyed, and QPNs are
+    // handed out cyclically over a million numbers.
+    uint64_t db_in_flight = 0;
     static uint64_t db_key(uint8_t kind, uint32_t num) { return uint64_t{kind} << 32 | num; }
 
     void reset_stats();
@@ -239,14 +336,8 @@ struct Nic {
         if (tap.on()) tap.set(sim::now_ps(), sig_rtq, rtq_used);
     }
 
-    // A send WQE entered the requester at `t`. Unsignaled WQEs never get a
-    // CQE to close their entry, so the table is bounded: past kMaxWqeStarts
-    // it starts over (a few latency samples are lost, memory is not).
-    static constexpr size_t kMaxWqeStarts = size_t(1) << 18;
-    void note_wqe_start(uint32_t qpn, uint32_t index, uint64_t t) {
-        if (wqe_start.size() >= kMaxWqeStarts) wqe_start.clear();
-        wqe_start[(uint64_t(qpn) << 32) | index] = t;
-    }
+    // A send WQE entered the requester at `t`.
+    void note_wqe_start(uint32_t qpn, uint32_t index, uint64_t t) { wqe_start[wqe_key(qpn, index)] = t; }
 
     // Helpers the blocks share.
     // A table lookup through `cache`: hit_cycles, plus the entry's DMA read

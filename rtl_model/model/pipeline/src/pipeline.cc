@@ -164,6 +164,7 @@ void Pipeline::doorbell(const Doorbell& db) {
         impl_->nic->be.exec_doorbell(t->db, t->rec);
         t->executed = true;
     }
+    ++impl_->nic->db_in_flight;
     impl_->nic->db_in.push_input(t);
 }
 
@@ -198,6 +199,9 @@ void Pipeline::qp_reset(uint32_t qpn) {
     // Its receive ring starts over: nothing prefetched is valid.
     impl_->nic->rq_prefetched.erase(qpn);
     impl_->nic->rq_rung.erase(qpn);
+    impl_->nic->rq_stride.erase(qpn);
+    // Its send WQEs will never complete with a latency to sample.
+    impl_->nic->wqe_start.drop_qp(qpn);
 }
 
 uint64_t Pipeline::run() {
@@ -368,15 +372,15 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});
         s.push_back({"rtl.parser_latency", double(n.parser_rtl_latency), "cycles"});
     }
-    std::vector<uint64_t> lat = n.latency_ps;
-    s.push_back({"latency.messages", double(lat.size()), ""});
+    std::vector<uint64_t> lat = n.latency_ps.kept();
+    s.push_back({"latency.messages", double(n.latency_ps.count()), ""});
     if (!lat.empty()) {
         std::sort(lat.begin(), lat.end());
         auto q = [&](double f) { return double(lat[std::min(lat.size() - 1, size_t(f * double(lat.size())))]) / 1000.0; };
-        s.push_back({"latency.min", double(lat.front()) / 1000.0, "ns"});
+        s.push_back({"latency.min", double(n.latency_ps.min()) / 1000.0, "ns"});
         s.push_back({"latency.median", q(0.5), "ns"});
         s.push_back({"latency.p99", q(0.99), "ns"});
-        s.push_back({"latency.max", double(lat.back()) / 1000.0, "ns"});
+        s.push_back({"latency.max", double(n.latency_ps.max()) / 1000.0, "ns"});
     }
     s.push_back({"requester.rtq_entries_used", double(n.rtq_used), ""});
     s.push_back({"requester.rtq_entries_peak", double(n.rtq_peak), ""});

@@ -79,6 +79,9 @@ public:
         if (on_timer) on_timer(qpn, timer, rec);
     }
     void wire_tx(const uint8_t* f, size_t n) override { wire.push_back({sim::now_ps(), std::vector<uint8_t>(f, f + n)}); }
+    // Frames the parser (bad header) or the ICRC check dropped.
+    void rx_dropped(bool bad_icrc) override { ++(bad_icrc ? dropped_icrc : dropped_hdr); }
+    uint64_t dropped_hdr = 0, dropped_icrc = 0;
 };
 
 // A test process: an SC_THREAD that runs `body` once.

@@ -4,6 +4,8 @@
 // sample (visible - WQE start) is taken for a send CQE and on_cqe is called.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "block_harness.h"
@@ -53,8 +55,8 @@ TEST_CASE("cqe_writer: a CQE is visible after its DMA write, latency = visible -
         CHECK(seen[1].second == 5);
         CHECK(seen[2].second == 4);
         // One latency sample: the send CQE whose WQE start is known.
-        REQUIRE(b.nic().latency_ps.size() == 1);
-        CHECK(b.nic().latency_ps[0] == visible[0] - wqe_started);
+        REQUIRE(b.nic().latency_ps.count() == 1);
+        CHECK(b.nic().latency_ps.kept()[0] == visible[0] - wqe_started);
         CHECK(b.nic().wqe_start.count(wqe_key(7, 11)) == 0);  // taken
         const sim::BlockStats& st = b.nic().blk[Nic::kCqeWriter];
         CHECK(st.items == 3);
@@ -78,6 +80,45 @@ TEST_CASE("cqe_writer: a CQE is not visible before the payload writes it complet
     b.run();
     REQUIRE(seen.size() == 1);
     CHECK(seen[0] == payload_visible);
-    REQUIRE(b.nic().latency_ps.size() == 1);
-    CHECK(b.nic().latency_ps[0] == payload_visible - start);
+    REQUIRE(b.nic().latency_ps.count() == 1);
+    CHECK(b.nic().latency_ps.kept()[0] == payload_visible - start);
+}
+
+// A device that runs for hours (the soak) must not grow with the messages it
+// carried or the QPs it had: the latency samples are a bounded reservoir
+// with exact count, minimum and maximum, and a QP's WQE starts go with it.
+TEST_CASE("cqe_writer: latency samples and WQE starts stay bounded", "[model][block][cqe_writer]") {
+    LatencySamples lat;
+    const uint64_t n = 3 * LatencySamples::kCapacity + 17;
+    for (uint64_t i = 0; i < n; ++i) lat.add(1000 + i);
+    CHECK(lat.count() == n);
+    CHECK(lat.min() == 1000);
+    CHECK(lat.max() == 1000 + n - 1);
+    REQUIRE(lat.kept().size() == LatencySamples::kCapacity);
+    // A uniform sample of 1000..1000+n-1: its median near the middle, and
+    // samples from the last third kept too (not only the first ones).
+    std::vector<uint64_t> v = lat.kept();
+    std::sort(v.begin(), v.end());
+    const double mid = 1000.0 + double(n) / 2;
+    CHECK(std::abs(double(v[v.size() / 2]) - mid) < 0.02 * double(n));
+    CHECK(v.back() > 1000 + 2 * n / 3);
+    lat.clear();
+    CHECK(lat.count() == 0);
+    CHECK(lat.kept().empty());
+
+    WqeStartTable t;
+    for (uint32_t qpn = 100; qpn < 110; ++qpn)
+        for (uint32_t i = 0; i < 50; ++i) t[wqe_key(qpn, i)] = qpn * 1000 + i;
+    CHECK(t.size() == 500);
+    uint64_t when = 0;
+    REQUIRE(t.take(wqe_key(105, 7), when));
+    CHECK(when == 105007);
+    CHECK_FALSE(t.take(wqe_key(105, 7), when));
+    t.drop_qp(103);  // reset, error or destroyed: unsignaled WQEs never close their entries
+    CHECK(t.size() == 449);  // 500, one taken, 50 dropped
+    CHECK(t.count(wqe_key(103, 0)) == 0);
+    CHECK(t.qps() == 9);
+    // Unsignaled WQEs of QPs that stay: the table starts over at its bound.
+    for (uint32_t i = 0; i < WqeStartTable::kMaxEntries; ++i) t[wqe_key(200 + i / 1000, i % 1000)] = i;
+    CHECK(t.size() <= WqeStartTable::kMaxEntries);
 }

@@ -27,6 +27,8 @@ struct FakeDatapath final : model::Datapath {
     std::vector<std::vector<uint8_t>> wire;
     void exec_doorbell(const model::Doorbell&, model::OpRecord&) override {}
     void exec_rx(const uint8_t* f, size_t n, model::OpRecord&) override { rx.emplace_back(f, f + n); }
+    void rx_dropped(bool bad_icrc) override { ++(bad_icrc ? dropped_icrc : dropped_hdr); }
+    uint64_t dropped_hdr = 0, dropped_icrc = 0;
     void exec_timer(uint32_t, uint8_t, model::OpRecord&) override {}
     void wire_tx(const uint8_t* f, size_t n) override { wire.emplace_back(f, f + n); }
 };
@@ -57,6 +59,7 @@ struct Run {
     std::vector<std::vector<uint8_t>> rx;
     uint64_t cycles = 0;
     double drops_parser = 0, drops_parser_ip_length = 0, drops_icrc = 0, rtl_mismatch = 0, rtl_icrc_rx_mismatch = 0;
+    uint64_t told_hdr = 0, told_icrc = 0;  // the drops the datapath was told of (its stats block's)
 };
 
 Run run(model::BlockImpl impl, const std::vector<std::vector<uint8_t>>& frames, uint32_t parser_latency = 4) {
@@ -75,6 +78,8 @@ Run run(model::BlockImpl impl, const std::vector<std::vector<uint8_t>>& frames, 
     r.drops_parser = stat(*p, "rx.drops_parser");
     r.drops_parser_ip_length = stat(*p, "rx.drops_parser.ip_length");
     r.drops_icrc = stat(*p, "rx.drops_icrc");
+    r.told_hdr = be.dropped_hdr;
+    r.told_icrc = be.dropped_icrc;
     if (impl == model::BlockImpl::rtl) {
         r.rtl_mismatch = stat(*p, "rtl.parser_mismatches");
         r.rtl_icrc_rx_mismatch = stat(*p, "rtl.icrc_rx_mismatches");
@@ -102,6 +107,10 @@ TEST_CASE("pipeline RX: golden frames reach the transport stage, bad ones are dr
     CHECK(cpp.drops_icrc == 1);
     CHECK(cpp.drops_parser == 1);
     CHECK(cpp.drops_parser_ip_length == 1);  // the IP header says there is more
+    // The engine hears of each drop, for the device's rx_drops_bad_hdr and
+    // icrc_errors (what `simnic stats` shows for a soft device too).
+    CHECK(cpp.told_hdr == 1);
+    CHECK(cpp.told_icrc == 1);
     for (size_t i = 0; i < good && i < cpp.rx.size(); ++i) CHECK(cpp.rx[i] == frames[i]);
     // Every frame crosses the MAC at line rate at least.
     CHECK(cpp.cycles > good);
@@ -111,6 +120,8 @@ TEST_CASE("pipeline RX: golden frames reach the transport stage, bad ones are dr
     CHECK(rtl.drops_icrc == 1);
     CHECK(rtl.drops_parser == 1);
     CHECK(rtl.drops_parser_ip_length == 1);
+    CHECK(rtl.told_hdr == 1);
+    CHECK(rtl.told_icrc == 1);
     CHECK(rtl.rtl_mismatch == 0);
     CHECK(rtl.rtl_icrc_rx_mismatch == 0);  // the bad ICRC included: both drop it
     // The RTL blocks bring their own timing: the parser's 3 cycles of
@@ -266,6 +277,7 @@ struct AnsweringDatapath final : model::Datapath {
         rec.add(model::Op::Kind::TxFrame, 0, 60, uint32_t(rec.frames.size()));
         rec.frames.push_back(std::move(f));
     }
+    void rx_dropped(bool) override {}
     void exec_timer(uint32_t, uint8_t, model::OpRecord&) override {}
     void wire_tx(const uint8_t*, size_t) override { wire_at_cycle.push_back(p->cycle()); }
 };
@@ -335,6 +347,7 @@ TEST_CASE("pipeline: a receive doorbell takes effect before a frame that comes a
             log.push_back(db.kind == uint8_t(hw::DbKind::Rq) ? "rq" : "db");
         }
         void exec_rx(const uint8_t*, size_t, model::OpRecord&) override { log.push_back("rx"); }
+        void rx_dropped(bool) override {}
         void exec_timer(uint32_t, uint8_t, model::OpRecord&) override {}
         void wire_tx(const uint8_t*, size_t) override {}
     } be;

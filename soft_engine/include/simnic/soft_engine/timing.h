@@ -95,6 +95,12 @@ public:
     virtual void exec_doorbell(const Doorbell& db, OpRecord& rec) = 0;
     // An Ethernet frame that passed the parser and the ICRC check.
     virtual void exec_rx(const uint8_t* frame, size_t len, OpRecord& rec) = 0;
+    // A frame the model's RX dropped before exec_rx: its parser found a bad
+    // header (`bad_icrc` false) or its ICRC check a bad ICRC. The engine
+    // counts it in the device's statistics block under the names the soft
+    // path's decode failures have (rx_drops_bad_hdr, icrc_errors), so that
+    // `simnic stats` means the same on both device types.
+    virtual void rx_dropped(bool bad_icrc) = 0;
     virtual void exec_timer(uint32_t qpn, uint8_t timer, OpRecord& rec) = 0;
     // A frame leaves MAC TX (the engine puts it on the wire).
     virtual void wire_tx(const uint8_t* frame, size_t len) = 0;

@@ -17,11 +17,8 @@ void CqeWriterBlock::visible() {
         // its message is complete for the application then.
         wait_until(t + uint64_t(nic.cfg.cq.poll_ns) * 1000);
         if (c.is_send) {
-            auto it = nic.wqe_start.find(wqe_key(c.qpn, c.wqe_index));
-            if (it != nic.wqe_start.end()) {
-                if (nic.latency_ps.size() < (size_t(1) << 22)) nic.latency_ps.push_back(now_ps() - it->second);
-                nic.wqe_start.erase(it);
-            }
+            if (uint64_t started = 0; nic.wqe_start.take(wqe_key(c.qpn, c.wqe_index), started))
+                nic.latency_ps.add(now_ps() - started);
         }
         if (nic.on_cqe) nic.on_cqe(c.cqn);
     }

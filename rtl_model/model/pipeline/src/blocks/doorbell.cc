@@ -49,7 +49,9 @@ void DoorbellBlock::main() {
             sim::BusyScope busy(st);
             wait_ps(nic.cycles(1));  // the doorbell write itself
             auto ep = nic.db_epoch.find(Nic::db_key(t->db.kind, t->db.num));
-            if (ep != nic.db_epoch.end() && ep->second != t->db_epoch) continue;  // its object is gone
+            const bool gone = ep != nic.db_epoch.end() && ep->second != t->db_epoch;
+            if (nic.db_in_flight && --nic.db_in_flight == 0) nic.db_epoch.clear();  // none can be stale now
+            if (gone) continue;  // its object is gone
             if (t->db.kind == kDbSq || t->db.kind == kDbRq) nic.lookup(nic.qpc, t->db.num, st);
             if (!t->executed) nic.be.exec_doorbell(t->db, t->rec);
             // WQE fetch: every WQE read of this doorbell is issued back to

@@ -52,6 +52,7 @@ void IcrcCheckBlock::main() {
         if (!ok) {
             nic.stage_sample(Nic::kIcrcCheck, in, t->ready_ps);
             ++nic.rx_drops_icrc;
+            nic.be.rx_dropped(true);
             continue;
         }
         nic.rx_in.write(t, &st);

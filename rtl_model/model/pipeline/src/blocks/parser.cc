@@ -53,6 +53,7 @@ void ParserBlock::main() {
         if (!hv.accepted()) {
             nic.stage_sample(Nic::kParser, in, t->ready_ps);
             ++nic.rx_drops_parser;
+            nic.be.rx_dropped(false);
             if (size_t(hv.verdict) < nic.rx_drops_parser_reason.size()) ++nic.rx_drops_parser_reason[size_t(hv.verdict)];
             continue;
         }
