@@ -85,23 +85,9 @@ void event_loop(SimContext* c) {
     if (hfd < 0) return;
     const int lost = c->hc->lost_fd();
     for (;;) {
-        // Drain, arm, and drain again, before every sleep including the
-        // first: an EQE written before the arm took effect raised no
-        // interrupt (hw-spec 8.3: arming "at once if pi != ci" is the
-        // driver's check). The thread may start long after the context
-        // opened, with events already queued. Repeat until arming finds the
-        // queue empty, so no event waits for a later one to wake us.
-        hw::Eqe e;
-        bool found = true;
-        while (found) {
-            while (c->hc->next_event(e)) dispatch(*c, e);
-            c->hc->arm_events();
-            found = false;
-            while (c->hc->next_event(e)) {
-                dispatch(*c, e);
-                found = true;
-            }
-        }
+        // Before every sleep including the first: the thread may start long
+        // after the context opened, with events already queued.
+        take_events(*c);
         if (c->fatal.load(std::memory_order_acquire)) return;
         pollfd p[3] = {{hfd, POLLIN, 0}, {c->stop_fd, POLLIN, 0}, {lost, POLLRDHUP, 0}};
         [[maybe_unused]] const int n = ::poll(p, lost >= 0 ? 3 : 2, -1);
@@ -109,18 +95,41 @@ void event_loop(SimContext* c) {
         if ((p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) ||
             (lost >= 0 && (p[2].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))) {
             // What the device wrote before it went is still ours to read.
-            while (c->hc->next_event(e)) dispatch(*c, e);
+            take_events(*c);
             device_fatal(*c);
             return;
-        }
-        if (p[0].revents & POLLIN) {
-            std::uint64_t v = 0;
-            [[maybe_unused]] const ssize_t r = ::read(hfd, &v, sizeof v);
         }
     }
 }
 
 }  // namespace
+
+bool detail::take_events(SimContext& c) {
+    std::lock_guard<std::mutex> lk(c.eq_mu);
+    // The interrupt first: one raised after this read (by an EQE after the
+    // arm below) leaves event_fd() readable for the next wait.
+    std::uint64_t v = 0;
+    [[maybe_unused]] const ssize_t r = ::read(c.hc->event_fd(), &v, sizeof v);
+    // Drain, arm, and drain again: an EQE written before the arm took effect
+    // raised no interrupt (hw-spec 8.3: arming "at once if pi != ci" is the
+    // driver's check). Repeat until arming finds the queue empty, so no
+    // event waits for a later one to wake anyone.
+    hw::Eqe e;
+    bool any = false, found = true;
+    while (found) {
+        while (c.hc->next_event(e)) {
+            dispatch(c, e);
+            any = true;
+        }
+        c.hc->arm_events();
+        found = false;
+        while (c.hc->next_event(e)) {
+            dispatch(c, e);
+            any = found = true;
+        }
+    }
+    return any;
+}
 
 int detail::start_events(SimContext& c) {
     c.async.fd = ::eventfd(0, EFD_CLOEXEC);
@@ -214,8 +223,34 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
         errno = EINVAL;
         return -1;
     }
+    SimChannel* ch = channel_of(channel);
+    SimContext& c = *ch->ctx;
+    const int hfd = c.hc->event_fd();
     SimCq* got = nullptr;
-    const int e = channel_of(channel)->events.pop(got);
+    int e;
+    // The waiting thread takes the device's interrupt itself, as a kernel
+    // driver's completion handler runs where the interrupt lands, instead
+    // of waiting for the context's event thread to take it and then wake
+    // this one: one wake-up per completion event instead of two, which on
+    // a machine with fewer cores than busy threads is most of an event-
+    // driven round trip. The event thread still takes what nobody waits for
+    // (async events, channels polled with poll()), and whichever thread
+    // comes second finds the EQ empty (take_events).
+    for (;;) {
+        if ((e = ch->events.try_pop(got)) != EAGAIN) break;
+        const int fl = ::fcntl(ch->events.fd, F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK)) break;
+        const bool irq = hfd >= 0 && !c.fatal.load(std::memory_order_acquire);
+        if (irq) {
+            take_events(c);
+            if ((e = ch->events.try_pop(got)) != EAGAIN) break;
+        }
+        pollfd p[2] = {{ch->events.fd, POLLIN, 0}, {hfd, POLLIN, 0}};
+        if (::poll(p, irq ? 2 : 1, -1) < 0 && errno != EINTR) {
+            e = errno;
+            break;
+        }
+    }
     if (e != 0) {
         errno = e;
         return -1;
