@@ -114,6 +114,14 @@ struct SimContext {
     // eq_mu: the EQ's one consumer at a time (take_events), which is the
     // event thread or a thread waiting in ibv_get_cq_event.
     std::mutex eq_mu;
+    // Threads blocked in ibv_get_cq_event, which take the interrupt
+    // themselves; while there are any, the event thread leaves it to them
+    // (event_loop). irq_far: the event thread is looking away for longer
+    // than its first glance, and the last waiter to leave tells it so
+    // through irq_back_fd.
+    std::atomic<int> irq_waiters{0};
+    std::atomic<bool> irq_far{false};
+    int irq_back_fd = -1;
     FdQueue<ibv_async_event> async;
     std::thread ev_thread;
     int stop_fd = -1;
