@@ -77,6 +77,19 @@ public:
         iovec l{const_cast<uint8_t*>(src), len}, r{reinterpret_cast<void*>(addr), len};
         return len == 0 || process_vm_writev(pid_, &l, 1, &r, 1, 0) == static_cast<ssize_t>(len);
     }
+    // An entry whose owner dword (at `owner_off`) must land after its body:
+    // one system call on x86, where the kernel copies the remote iovecs one
+    // after the other and stores become visible in program order (as the
+    // soft engine writes CQEs); two elsewhere.
+    bool write_entry(uint64_t addr, const uint8_t* src, size_t owner_off) {
+#if defined(__x86_64__) || defined(__i386__)
+        iovec l{const_cast<uint8_t*>(src), owner_off + 4};
+        iovec r[2] = {{reinterpret_cast<void*>(addr), owner_off}, {reinterpret_cast<void*>(addr + owner_off), 4}};
+        return process_vm_writev(pid_, &l, 1, r, 2, 0) == static_cast<ssize_t>(owner_off + 4);
+#else
+        return write(addr, src, owner_off) && write(addr + owner_off, src + owner_off, 4);
+#endif
+    }
 
 private:
     pid_t pid_;
@@ -154,7 +167,7 @@ struct DeviceRuntime::Impl final : hw::EventSink {
         const uint64_t slot = hw::reg_get(pg, eq, hw::eq_regs::base) + hw::ring_entry_offset(hw::kEqRing, pi, log);
         ProcessMemory mem(static_cast<pid_t>(c.pid));
         const uint32_t owner_off = hw::kEqRing.owner.offset;
-        if (!mem.write(slot, e.data(), owner_off) || !mem.write(slot + owner_off, e.data() + owner_off, 4)) return;
+        if (!mem.write_entry(slot, e.data(), owner_off)) return;
         hw::mmio_store32(pg, eq + hw::eq_regs::pi.offset, pi + 1);
         // Store-load ordering with the driver's arm (see its arm_events()).
         __atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -8,6 +8,7 @@
 // ring and the mailboxes are in this process's memory, CMDQ_REGS.pi is the
 // doorbell, and completion is the entry's owner bit going to 0.
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -91,6 +92,12 @@ public:
         close(fds[0]);
         close(fds[1]);
         irq_fd_ = fds[2];
+        // Non-blocking (event_fd()): the provider's event thread and a thread
+        // waiting in ibv_get_cq_event both wait for the interrupt, and the one
+        // that reads it second must not block. The flag is the open file's,
+        // shared with the daemon, whose writes never block on an eventfd
+        // that is read.
+        fcntl(irq_fd_, F_SETFL, fcntl(irq_fd_, F_GETFL) | O_NONBLOCK);
         db_fd_ = fds[3];
         engine_fd_ = fds[4];
         if (pg == MAP_FAILED || bar == MAP_FAILED) {
@@ -243,7 +250,13 @@ public:
         hw::mmio_store32(e, fe::seq.offset, i + 1);
         // 4. Wake the engine only if it sleeps.
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (hw::mmio_load32(page_, f + hw::db_fifo_regs::engine_sleeping.offset)) {
+        // Of several doorbells rung while it sleeps (a SEND, its receive and
+        // the CQ's arm), only the one that swaps ENGINE_SLEEPING to 0 makes
+        // the system call: the others find the engine already being woken.
+        auto* sleeping = reinterpret_cast<uint32_t*>(page_ + f + hw::db_fifo_regs::engine_sleeping.offset);
+        uint32_t expected = 1;
+        if (__atomic_load_n(sleeping, __ATOMIC_SEQ_CST) == 1 &&
+            __atomic_compare_exchange_n(sleeping, &expected, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
             const uint64_t one = 1;
             if (write(engine_fd_, &one, sizeof one) != sizeof one) { /* counter full: already signalled */ }
         }

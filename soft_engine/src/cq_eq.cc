@@ -51,9 +51,19 @@ void SoftEngine::Impl::post_event(uint16_t ctx, hw::EventType type, uint32_t obj
     v.event_type = type;
     v.obj_num = obj;  // the codec keeps the field's 24 bits
     v.aux = aux;
-    uint8_t e[hw::eqe::kSize];
-    hw::encode_eqe(v, e);
-    cfg.events->post_eqe(ctx, e, sizeof e);
+    std::array<uint8_t, hw::eqe::kSize> e;
+    hw::encode_eqe(v, e.data());
+    if (defer_eqes) {
+        deferred_eqes.emplace_back(ctx, e);
+        return;
+    }
+    cfg.events->post_eqe(ctx, e.data(), e.size());
+}
+
+void SoftEngine::Impl::post_deferred_eqes() {
+    defer_eqes = false;
+    for (const auto& [ctx, e] : deferred_eqes) cfg.events->post_eqe(ctx, e.data(), e.size());
+    deferred_eqes.clear();
 }
 
 void SoftEngine::Impl::cq_error(uint8_t* e, uint32_t cqn) {

@@ -327,6 +327,15 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::unordered_map<uint32_t, CqState> cqs;
     std::vector<uint16_t> cqe_ctxs;  // contexts with cqe_written set
     void post_event(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux = 0);
+    // The EQEs of the engine thread's pass (loop.cc), posted at its end,
+    // after the pass's frames are sent: an EQE may raise an interrupt, whose
+    // woken application thread, on a machine with fewer cores than busy
+    // threads, takes the engine's core at once (wake-up preemption) and
+    // would hold back the rest of the pass, such as the frame the peer
+    // waits for. Outside a pass (commands, destroys) EQEs go out at once.
+    bool defer_eqes = false;
+    std::vector<std::pair<uint16_t, std::array<uint8_t, hw::eqe::kSize>>> deferred_eqes;
+    void post_deferred_eqes();
     void cq_error(uint8_t* e, uint32_t cqn);
     bool write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t wqe_index, bool is_send, bool solicited);
     void wake_cq_waiters();

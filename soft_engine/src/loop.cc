@@ -1,6 +1,7 @@
 // The engine thread (one per device): each pass takes the doorbells, the
 // received frames and the due timers under the device lock, then ends the
-// batch (posted writes out, frames sent, sleeping drivers woken). It spins
+// batch (posted writes out, frames sent, sleeping drivers woken, EQEs and
+// their interrupts last). It spins
 // briefly after work and then sleeps in epoll (hw-spec 3.4), so that an idle
 // device costs nothing.
 #include <sys/epoll.h>
@@ -22,6 +23,7 @@ void SoftEngine::Impl::loop() {
         bool work = false;
         {
             std::lock_guard<std::recursive_mutex> lk(mu);
+            defer_eqes = true;
             work |= drain_fifos();
             // A model device simulates the doorbells before the frames of
             // the same pass: simulated together, a frame's receive path
@@ -39,6 +41,7 @@ void SoftEngine::Impl::loop() {
             wc_flush();
             tx_flush();
             wake_cq_waiters();
+            post_deferred_eqes();
         }
         while (fence_waiters.load(std::memory_order_acquire) > 0) std::this_thread::yield();
         const uint64_t now = mono_ns();

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <new>
+#include <optional>
 
 namespace simnic::verbs {
 
@@ -84,52 +85,82 @@ void event_loop(SimContext* c) {
     const int hfd = c->hc->event_fd();
     if (hfd < 0) return;
     const int lost = c->hc->lost_fd();
+    int away_ms = 0;  // 0: watching the interrupt
     for (;;) {
-        // Drain, arm, and drain again, before every sleep including the
-        // first: an EQE written before the arm took effect raised no
-        // interrupt (hw-spec 8.3: arming "at once if pi != ci" is the
-        // driver's check). The thread may start long after the context
-        // opened, with events already queued. Repeat until arming finds the
-        // queue empty, so no event waits for a later one to wake us.
-        hw::Eqe e;
-        bool found = true;
-        while (found) {
-            while (c->hc->next_event(e)) dispatch(*c, e);
-            c->hc->arm_events();
-            found = false;
-            while (c->hc->next_event(e)) {
-                dispatch(*c, e);
-                found = true;
-            }
-        }
+        // Before every sleep including the first: the thread may start long
+        // after the context opened, with events already queued.
+        take_events(*c);
         if (c->fatal.load(std::memory_order_acquire)) return;
-        pollfd p[3] = {{hfd, POLLIN, 0}, {c->stop_fd, POLLIN, 0}, {lost, POLLRDHUP, 0}};
-        [[maybe_unused]] const int n = ::poll(p, lost >= 0 ? 3 : 2, -1);
+        // While threads wait in ibv_get_cq_event, leave the interrupt to
+        // them: woken beside them on every interrupt, this thread would take
+        // a core from them and from the engine. It looks again after 1 ms,
+        // then after twice as long each time they still wait (up to 1 s: an
+        // application blocked for long costs about nothing), and at once
+        // when the last of them leaves after it looked away for longer than
+        // the first 1 ms: events nobody waits for (async events, channels
+        // polled with poll()) are late by 1 ms at most.
+        const bool leave = c->irq_waiters.load(std::memory_order_seq_cst) > 0;
+        away_ms = leave ? (away_ms == 0 ? 1 : std::min(away_ms * 2, 1000)) : 0;
+        c->irq_far.store(away_ms > 1, std::memory_order_seq_cst);
+        if (leave && c->irq_waiters.load(std::memory_order_seq_cst) == 0) continue;  // gone meanwhile
+        pollfd p[4] = {{leave ? -1 : hfd, POLLIN, 0},
+                       {c->stop_fd, POLLIN, 0},
+                       {lost, POLLRDHUP, 0},
+                       {c->irq_back_fd, POLLIN, 0}};
+        [[maybe_unused]] const int n = ::poll(p, 4, leave ? away_ms : -1);
         if (p[1].revents != 0) return;
+        if (p[3].revents & POLLIN) {
+            std::uint64_t v = 0;
+            [[maybe_unused]] const ssize_t r = ::read(c->irq_back_fd, &v, sizeof v);
+        }
         if ((p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) ||
             (lost >= 0 && (p[2].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))) {
             // What the device wrote before it went is still ours to read.
-            while (c->hc->next_event(e)) dispatch(*c, e);
+            take_events(*c);
             device_fatal(*c);
             return;
-        }
-        if (p[0].revents & POLLIN) {
-            std::uint64_t v = 0;
-            [[maybe_unused]] const ssize_t r = ::read(hfd, &v, sizeof v);
         }
     }
 }
 
 }  // namespace
 
+bool detail::take_events(SimContext& c) {
+    std::lock_guard<std::mutex> lk(c.eq_mu);
+    // The interrupt first: one raised after this read (by an EQE after the
+    // arm below) leaves event_fd() readable for the next wait.
+    std::uint64_t v = 0;
+    [[maybe_unused]] const ssize_t r = ::read(c.hc->event_fd(), &v, sizeof v);
+    // Drain, arm, and drain again: an EQE written before the arm took effect
+    // raised no interrupt (hw-spec 8.3: arming "at once if pi != ci" is the
+    // driver's check). Repeat until arming finds the queue empty, so no
+    // event waits for a later one to wake anyone.
+    hw::Eqe e;
+    bool any = false, found = true;
+    while (found) {
+        while (c.hc->next_event(e)) {
+            dispatch(c, e);
+            any = true;
+        }
+        c.hc->arm_events();
+        found = false;
+        while (c.hc->next_event(e)) {
+            dispatch(c, e);
+            any = found = true;
+        }
+    }
+    return any;
+}
+
 int detail::start_events(SimContext& c) {
     c.async.fd = ::eventfd(0, EFD_CLOEXEC);
     c.stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (c.async.fd < 0 || c.stop_fd < 0) {
+    c.irq_back_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c.async.fd < 0 || c.stop_fd < 0 || c.irq_back_fd < 0) {
         const int e = errno;
-        if (c.async.fd >= 0) ::close(c.async.fd);
-        if (c.stop_fd >= 0) ::close(c.stop_fd);
-        c.async.fd = c.stop_fd = -1;
+        for (int fd : {c.async.fd, c.stop_fd, c.irq_back_fd})
+            if (fd >= 0) ::close(fd);
+        c.async.fd = c.stop_fd = c.irq_back_fd = -1;
         return e;
     }
     if (c.hc->event_fd() < 0) return 0;  // no interrupt: no thread
@@ -138,7 +169,8 @@ int detail::start_events(SimContext& c) {
     } catch (...) {
         ::close(c.async.fd);
         ::close(c.stop_fd);
-        c.async.fd = c.stop_fd = -1;
+        ::close(c.irq_back_fd);
+        c.async.fd = c.stop_fd = c.irq_back_fd = -1;
         return EAGAIN;
     }
     return 0;
@@ -152,7 +184,8 @@ void detail::stop_events(SimContext& c) {
     }
     if (c.stop_fd >= 0) ::close(c.stop_fd);
     if (c.async.fd >= 0) ::close(c.async.fd);
-    c.stop_fd = c.async.fd = -1;
+    if (c.irq_back_fd >= 0) ::close(c.irq_back_fd);
+    c.stop_fd = c.async.fd = c.irq_back_fd = -1;
 }
 
 // Drops queued async events naming `match` (the object is being destroyed).
@@ -214,8 +247,48 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
         errno = EINVAL;
         return -1;
     }
+    SimChannel* ch = channel_of(channel);
+    SimContext& c = *ch->ctx;
+    const int hfd = c.hc->event_fd();
     SimCq* got = nullptr;
-    const int e = channel_of(channel)->events.pop(got);
+    int e;
+    // The waiting thread takes the device's interrupt itself, as a kernel
+    // driver's completion handler runs where the interrupt lands, instead
+    // of waiting for the context's event thread to take it and then wake
+    // this one: one wake-up per completion event instead of two, which on
+    // a machine with fewer cores than busy threads is most of an event-
+    // driven round trip. The event thread still takes what nobody waits for
+    // (async events, channels polled with poll()), and whichever thread
+    // comes second finds the EQ empty (take_events); while this one waits,
+    // the event thread leaves the interrupt to it (event_loop).
+    struct Waiting {
+        SimContext& c;
+        explicit Waiting(SimContext& cc) : c(cc) { c.irq_waiters.fetch_add(1, std::memory_order_seq_cst); }
+        ~Waiting() {
+            if (c.irq_waiters.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+                c.irq_far.exchange(false, std::memory_order_seq_cst)) {
+                const std::uint64_t one = 1;
+                [[maybe_unused]] const ssize_t w = ::write(c.irq_back_fd, &one, sizeof one);
+            }
+        }
+    };
+    std::optional<Waiting> waiting;
+    for (;;) {
+        if ((e = ch->events.try_pop(got)) != EAGAIN) break;
+        const int fl = ::fcntl(ch->events.fd, F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK)) break;
+        const bool irq = hfd >= 0 && !c.fatal.load(std::memory_order_acquire);
+        if (irq && !waiting) waiting.emplace(c);
+        if (irq) {
+            take_events(c);
+            if ((e = ch->events.try_pop(got)) != EAGAIN) break;
+        }
+        pollfd p[2] = {{ch->events.fd, POLLIN, 0}, {hfd, POLLIN, 0}};
+        if (::poll(p, irq ? 2 : 1, -1) < 0 && errno != EINTR) {
+            e = errno;
+            break;
+        }
+    }
     if (e != 0) {
         errno = e;
         return -1;

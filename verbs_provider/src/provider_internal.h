@@ -85,6 +85,8 @@ struct FdQueue {
     // 0, or an errno (EAGAIN when empty and non-blocking, EIO when empty
     // and closed).
     int pop(T& out);
+    // pop() that never waits: EAGAIN when empty.
+    int try_pop(T& out);
     template <typename P>
     void purge(P pred);
     // Wakes every blocked pop(); see above.
@@ -109,6 +111,17 @@ struct SimContext {
     // the device frees the PDs themselves (obj_mu).
     std::set<struct SimPd*> pds;
     // Events: the thread waiting on hc->event_fd(), the async queue.
+    // eq_mu: the EQ's one consumer at a time (take_events), which is the
+    // event thread or a thread waiting in ibv_get_cq_event.
+    std::mutex eq_mu;
+    // Threads blocked in ibv_get_cq_event, which take the interrupt
+    // themselves; while there are any, the event thread leaves it to them
+    // (event_loop). irq_far: the event thread is looking away for longer
+    // than its first glance, and the last waiter to leave tells it so
+    // through irq_back_fd.
+    std::atomic<int> irq_waiters{0};
+    std::atomic<bool> irq_far{false};
+    int irq_back_fd = -1;
     FdQueue<ibv_async_event> async;
     std::thread ev_thread;
     int stop_fd = -1;
@@ -198,18 +211,21 @@ void FdQueue<T>::drain_locked() {
 }
 
 template <typename T>
+int FdQueue<T>::try_pop(T& out) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!q.empty()) {
+        out = q.front();
+        q.pop_front();
+        if (q.empty()) drain_locked();
+        return 0;
+    }
+    return closed ? EIO : EAGAIN;
+}
+
+template <typename T>
 int FdQueue<T>::pop(T& out) {
     for (;;) {
-        {
-            std::lock_guard<std::mutex> lk(mu);
-            if (!q.empty()) {
-                out = q.front();
-                q.pop_front();
-                if (q.empty()) drain_locked();
-                return 0;
-            }
-            if (closed) return EIO;
-        }
+        if (const int e = try_pop(out); e != EAGAIN) return e;
         const int fl = ::fcntl(fd, F_GETFL);
         if (fl >= 0 && (fl & O_NONBLOCK)) return EAGAIN;
         pollfd p{fd, POLLIN, 0};
@@ -348,6 +364,10 @@ void purge_async(SimContext& c, const void* match);
 // connection close, or a DEVICE_FATAL event): marks the context, queues
 // IBV_EVENT_DEVICE_FATAL and closes its event queues. Once only.
 void device_fatal(SimContext& c);
+// events.cc: takes the device's interrupt (a non-blocking read of
+// hc->event_fd()), then dispatches every EQE and re-arms the EQ, under
+// eq_mu; false if another thread is doing it (it will dispatch what is there).
+bool take_events(SimContext& c);
 // fatal.cc: with the device gone, the next CQE of `cq` (under cq.mu, its
 // ring empty at ci): a flush error for the oldest work request still
 // outstanding on a QP completing there, written into the ring as the device

@@ -345,8 +345,14 @@ bool encode_frame(Packet& p, std::vector<uint8_t>& out, const EncodeOptions& opt
     const size_t len = pay + p.payload_len + p.hdr.bth.pad + kIcrcBytes;
     if (len - l3 > 0xffff) return false;
     const size_t wire_len = opt.pad_to_eth_min && len < kEthMinFrameBytes ? kEthMinFrameBytes : len;
-    out.assign(wire_len, 0);
+    // Every byte is zero unless written below (reserved fields, the pad,
+    // the Ethernet padding). The payload is left out of the zeroing, as its
+    // copy overwrites it: zeroing a 4 KiB payload first was a tenth of
+    // `simnic bench`'s instructions (callgrind).
+    out.resize(wire_len);
     uint8_t* f = out.data();
+    std::memset(f, 0, pay);
+    std::memset(f + pay + p.payload_len, 0, wire_len - pay - p.payload_len);
 
     // Ethernet; the ethertype follows the IP version so the frame decodes.
     p.eth.ethertype = p.ip_version == IpVersion::V4 ? kEtherTypeIpv4 : kEtherTypeIpv6;

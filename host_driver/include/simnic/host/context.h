@@ -70,9 +70,11 @@ public:
     // cannot go away (an in-process context).
     virtual int lost_fd() const { return -1; }
 
-    // Events (hw-spec 8). event_fd() becomes readable (an eventfd counter)
+    // Events (hw-spec 8). event_fd() becomes readable (an eventfd counter,
+    // non-blocking: several threads may wait on it and only one reads it)
     // when an EQE arrives while the EQ is armed; next_event() pops one EQE,
-    // decoded; arm_events() requests the next interrupt.
+    // decoded; arm_events() requests the next interrupt. One consumer at a
+    // time: the caller serialises next_event() and arm_events().
     virtual int event_fd() const = 0;
     virtual bool next_event(hw::Eqe& eqe) = 0;
     virtual void arm_events() = 0;

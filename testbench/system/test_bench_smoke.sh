@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# scripts/bench-soft.sh --quick runs and prints every row of issue 14's table
+# with a figure and a verdict, and every limit with a number. It asserts
+# nothing about speed: the figures are whatever this machine gives now.
+#   test_bench_smoke.sh SCRIPT SIMNIC LIBSIMNIC_VERBS SIMNIC_BENCH_LIMITS
+set -u
+SCRIPT=$1
+export SIMNIC=$2 SIMNIC_VERBS_LIB=$3 SIMNIC_BENCH_LIMITS=$4
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+out=$("$SCRIPT" --quick 2>&1) || fail "bench-soft.sh exited with $?"
+echo "$out"
+for l in "busy-polling: half round trip" "blocking: half round trip" "UDP one way over lo" "memcpy, one thread"; do
+  grep -E "$l.* [0-9.]+ (us|Gb/s) " <<<"$out" >/dev/null || fail "no figure for the limit '$l'"
+done
+rows=("ib_send_lat -s 2, typical" "ib_read_lat -s 2, typical" "ib_send_lat -s 2 -e, typical"
+      "ibv_rc_pingpong -s 64 -e, half RTT" "ib_write_bw -s 65536  " "ib_send_bw -s 65536" "ib_read_bw -s 65536"
+      "ibv_rc_pingpong -g 1 \(4 KiB\)" "ib_write_bw -s 65536 -q 2" "ib_write_bw -s 65536 -q 4"
+      "ib_write_bw -s 65536 -q 8" "ib_write_bw, 2 pairs at once \(sum\)")
+for set in soft loopback; do
+  for r in "${rows[@]}"; do
+    grep -E "^$r +$set +[0-9.]+ .*(PASS|MISS)$" <<<"$out" >/dev/null || fail "row '$r' on $set: no figure and verdict"
+  done
+done
+for r in "idle device, daemon CPU +soft" "ib_send_lat -s 2, typical +model" "ib_write_bw -s 65536 \(MTU 4096\) +model" \
+         "simnic bench, RTL parser \+ ICRC +model"; do
+  grep -E "^$r +[0-9.]+ .*(PASS|MISS)$" <<<"$out" >/dev/null || fail "row '$r': no figure and verdict"
+done
+grep -E "^ib_write_bw -s 65536 \(MTU 1024\) +model +(- +skipped|[0-9.]+ .*(PASS|MISS)$)" <<<"$out" >/dev/null ||
+  fail "row 'MTU 1024' on model: neither skipped nor a figure and verdict"
+grep -E "^[0-9]+ PASS, [0-9]+ MISS" <<<"$out" >/dev/null || fail "no summary line"
+[ "$failures" -eq 0 ] || { echo "bench.smoke: $failures checks failed"; exit 1; }
+echo "bench.smoke: passed"
