@@ -31,11 +31,11 @@ using namespace simnic::roce;
 
 // SystemVerilog names of the extension headers, in Ext order.
 constexpr std::array<const char*, kNumExt> kExtIds = {
-    "DETH", "RETH", "ATOMIC_ETH", "AETH", "ATOMIC_ACK_ETH", "IMM_DT", "IETH",
+    "DETH", "FETH", "RETH", "ATOMIC_ETH", "AETH", "ATOMIC_ACK_ETH", "IMM_DT", "IETH",
 };
 // The struct members holding each extension header's offset, in Ext order.
 constexpr std::array<const char*, kNumExt> kExtOffMembers = {
-    "deth_off", "reth_off", "atomic_eth_off", "aeth_off", "atomic_ack_eth_off", "imm_dt_off",
+    "deth_off", "feth_off", "reth_off", "atomic_eth_off", "aeth_off", "atomic_ack_eth_off", "imm_dt_off",
     "ieth_off",
 };
 static_assert(static_cast<size_t>(Ext::IETH) + 1 == kNumExt, "Ext and the name lists disagree");
