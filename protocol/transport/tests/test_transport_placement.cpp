@@ -307,3 +307,30 @@ TEST_CASE("placement: a duplicate FLUSH is answered again", "[transport][placeme
     CHECK(answers(f, op::RC_RDMA_READ_RESPONSE_ONLY) == 2);
     CHECK(f.b().qp->responder().msn() == 1);
 }
+
+TEST_CASE("placement: an ATOMIC WRITE or FLUSH reaching a UC QP is not for it", "[transport][placement]") {
+    // 0x1C and 0x1D are RC opcodes: a UC QP drops them unanswered (rxe's
+    // check_type_state), and stays as it was.
+    Fabric f(hw::QpType::Uc);
+    Buf target = make_buf(f.b(), 16, kAllAccess);
+    const uint8_t value[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (uint8_t opcode : {op::RC_ATOMIC_WRITE, op::RC_FLUSH}) {
+        roce::Packet p;
+        p.hdr.bth.opcode = opcode;
+        p.hdr.bth.dqpn = 0x12;
+        p.hdr.bth.psn = 0x200;
+        p.hdr.bth.ack_req = true;
+        p.hdr.reth = {target.addr, target.mr->rkey, 8};
+        p.hdr.feth.placement = roce::feth::kPlacementGlobal;
+        if (opcode == op::RC_ATOMIC_WRITE) {
+            p.payload = value;
+            p.payload_len = 8;
+        }
+        f.b().qp->on_packet(p);
+    }
+    f.run();
+    CHECK(f.log.empty());
+    CHECK(bytes(f.b(), target.addr, 16) == std::vector<uint8_t>(16, 0));
+    CHECK(f.b().qp->state() == hw::QpState::Rts);
+    CHECK(f.b().qp->responder().msn() == 0);
+}
