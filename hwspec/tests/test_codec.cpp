@@ -397,7 +397,15 @@ TEST_CASE("opcodes and QP types: hw-spec 6.3", "[hwspec][codec][wqe]") {
         CHECK(hw::wqe_opcode_allowed(T::Uc, o) == table[v][1]);
         CHECK(hw::wqe_opcode_allowed(T::Ud, o) == table[v][2]);
     }
+    // FLUSH (14) and ATOMIC_WRITE (15): RC only.
+    for (O o : {O::Flush, O::AtomicWrite}) {
+        CHECK(hw::wqe_opcode_known(o));
+        CHECK(hw::wqe_opcode_allowed(T::Rc, o));
+        CHECK_FALSE(hw::wqe_opcode_allowed(T::Uc, o));
+        CHECK_FALSE(hw::wqe_opcode_allowed(T::Ud, o));
+    }
     for (unsigned v = 10; v < 256; ++v) {
+        if (v == 14 || v == 15) continue;
         CHECK_FALSE(hw::wqe_opcode_known(static_cast<O>(v)));
         CHECK_FALSE(hw::wqe_opcode_allowed(T::Rc, static_cast<O>(v)));
     }
@@ -607,5 +615,96 @@ TEST_CASE("EQE: round trip, owner left to the ring writer, phase wrap", "[hwspec
         REQUIRE(got != nullptr);
         CHECK(hw::decode_eqe(got).obj_num == p);
         CHECK(hw::eqe_peek(ring.data(), p + 1, kLog) == nullptr);  // the next is an old pass's
+    }
+}
+
+// IBA 1.5's memory placement extensions (hw-spec 6.2, 6.3): ATOMIC_WRITE is
+// CTRL, RADDR and exactly 8 inline bytes; FLUSH is CTRL (the FETH bits in
+// imm_inv) and RADDR (the range's length in flush_len), no data.
+TEST_CASE("send WQE: ATOMIC_WRITE and FLUSH", "[hwspec][codec][wqe]") {
+    CHECK(hw::wqe_opcode_allowed(hw::QpType::Rc, hw::WrOpcode::AtomicWrite));
+    CHECK(hw::wqe_opcode_allowed(hw::QpType::Rc, hw::WrOpcode::Flush));
+    for (hw::QpType t : {hw::QpType::Uc, hw::QpType::Ud}) {
+        CHECK_FALSE(hw::wqe_opcode_allowed(t, hw::WrOpcode::AtomicWrite));
+        CHECK_FALSE(hw::wqe_opcode_allowed(t, hw::WrOpcode::Flush));
+    }
+    const hw::SqLimits rc = limits(hw::QpType::Rc, 64);
+    std::uint8_t slot[64];
+    hw::SendWqe back;
+
+    SECTION("ATOMIC_WRITE: bytes where 6.2 puts them, whatever max_inline") {
+        const std::uint8_t value[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        hw::SendWqe w;
+        w.opcode = hw::WrOpcode::AtomicWrite;
+        w.wr_id = 5;
+        w.signaled = true;
+        w.raddr = {0x7f0012345678ull, 0xabcd};
+        w.inline_data = true;
+        w.inline_bytes = value;
+        w.inline_len = 8;
+        REQUIRE(hw::send_wqe_size(w, hw::QpType::Rc) == 32 + 16 + 16);
+        REQUIRE(hw::encode_send(w, hw::QpType::Rc, slot, sizeof slot) == hw::WqeFault::None);
+        CHECK(slot[0] == 15);
+        CHECK((slot[1] & (1 << 3)) != 0);  // inline_data
+        CHECK(le(slot + 0x10, 4) == 8);  // total_len
+        CHECK(le(slot + 0x20, 8) == 0x7f0012345678ull);
+        CHECK(le(slot + 0x28, 4) == 0xabcd);
+        CHECK(le(slot + 0x30, 4) == 8);  // INLINE_SEG.byte_count
+        CHECK(std::memcmp(slot + 0x34, value, 8) == 0);
+        REQUIRE(hw::decode_send(slot, hw::SqLimits{hw::QpType::Rc, 64, 1, 0}, back) == hw::WqeFault::None);
+        CHECK(back.raddr.remote_va == w.raddr.remote_va);
+        CHECK(back.raddr.rkey == w.raddr.rkey);
+        REQUIRE(back.inline_len == 8);
+        CHECK(std::memcmp(back.inline_bytes, value, 8) == 0);
+        // A misaligned target is the responder's to refuse, not the codec's.
+        put_le(slot + 0x20, 8, 0x1004);
+        CHECK(hw::decode_send(slot, rc, back) == hw::WqeFault::None);
+        // Not 8 bytes, or not inline: refused, with LOC_QP_OP_ERR.
+        w.inline_len = 4;
+        CHECK(hw::encode_send(w, hw::QpType::Rc, slot, sizeof slot) == hw::WqeFault::PlacementData);
+        w.inline_len = 8;
+        REQUIRE(hw::encode_send(w, hw::QpType::Rc, slot, sizeof slot) == hw::WqeFault::None);
+        put_le(slot + 0x30, 4, 4);
+        put_le(slot + 0x10, 4, 4);
+        CHECK(hw::decode_send(slot, rc, back) == hw::WqeFault::PlacementData);
+        hw::SendWqe sg = w;
+        sg.inline_data = false;
+        sg.num_sge = 1;
+        sg.sge[0] = {0x100, 8, 2};
+        CHECK(hw::encode_send(sg, hw::QpType::Rc, slot, sizeof slot) == hw::WqeFault::PlacementData);
+        slot[1] &= static_cast<std::uint8_t>(~(1 << 3));  // a WQE that says SGE instead
+        CHECK(hw::decode_send(slot, rc, back) == hw::WqeFault::PlacementData);
+        CHECK(hw::wqe_fault_status(hw::WqeFault::PlacementData) == hw::WcStatus::LocQpOpErr);
+    }
+    SECTION("FLUSH: FETH bits in imm_inv, the length in RADDR.flush_len") {
+        hw::SendWqe w;
+        w.opcode = hw::WrOpcode::Flush;
+        w.wr_id = 6;
+        w.imm_inv = hw::wqe_flush_feth(1, 1);
+        w.raddr = {0x2000, 0x77, 4096};
+        REQUIRE(hw::send_wqe_size(w, hw::QpType::Rc) == 32 + 16);
+        REQUIRE(hw::encode_send(w, hw::QpType::Rc, slot, sizeof slot) == hw::WqeFault::None);
+        CHECK(slot[0] == 14);
+        CHECK(le(slot + 0x04, 4) == 0x11);
+        CHECK(le(slot + 0x10, 4) == 0);  // no data
+        CHECK(le(slot + 0x2C, 4) == 4096);
+        REQUIRE(hw::decode_send(slot, rc, back) == hw::WqeFault::None);
+        CHECK(back.raddr.flush_len == 4096);
+        CHECK(hw::wqe_flush_placement(back.imm_inv) == 1);
+        CHECK(hw::wqe_flush_selectivity(back.imm_inv) == 1);
+        CHECK(hw::wqe_flush_feth(2, 0) == 0x02);
+        // Data on a FLUSH: refused.
+        w.inline_data = true;
+        CHECK(hw::encode_send(w, hw::QpType::Rc, slot, sizeof slot) == hw::WqeFault::InlineNotAllowed);
+        w.inline_data = false;
+        w.num_sge = 1;
+        w.sge[0] = {0x100, 8, 2};
+        CHECK(hw::encode_send(w, hw::QpType::Rc, slot, sizeof slot) == hw::WqeFault::PlacementData);
+        w.num_sge = 0;
+        REQUIRE(hw::encode_send(w, hw::QpType::Rc, slot, sizeof slot) == hw::WqeFault::None);
+        slot[2] = 1;  // num_sge 1, the SGE past the RADDR
+        put_le(slot + 0x10, 4, 8);
+        put_le(slot + 0x38, 4, 8);
+        CHECK(hw::decode_send(slot, rc, back) == hw::WqeFault::PlacementData);
     }
 }

@@ -39,8 +39,15 @@ hw::WcStatus SoftEngine::Impl::decode_send(EngineQp& q, tp::SendWqe& w) {
     if (h.fence) w.send_flags |= hw::send_flags::kFence;
     if (h.signaled) w.send_flags |= hw::send_flags::kSignaled;
     if (h.solicited) w.send_flags |= hw::send_flags::kSolicited;
-    if (h.opcode == hw::WrOpcode::LocalInv || h.opcode == hw::WrOpcode::SendWithInv) w.invalidate_rkey = h.imm_inv;
-    else if (h.opcode != hw::WrOpcode::BindMw) w.imm_data = h.imm_inv;
+    if (h.opcode == hw::WrOpcode::LocalInv || h.opcode == hw::WrOpcode::SendWithInv) {
+        w.invalidate_rkey = h.imm_inv;
+    } else if (h.opcode == hw::WrOpcode::Flush) {
+        w.flush_placement = hw::wqe_flush_placement(h.imm_inv);
+        w.flush_selectivity = hw::wqe_flush_selectivity(h.imm_inv);
+        w.flush_len = h.raddr.flush_len;
+    } else if (h.opcode != hw::WrOpcode::BindMw) {
+        w.imm_data = h.imm_inv;
+    }
     // A UD WQE naming an AH: the AH must be this context's and PD's. The
     // check comes before the data's, so a bad AH is LOC_QP_OP_ERR whatever
     // the lengths say.

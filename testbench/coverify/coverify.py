@@ -709,6 +709,9 @@ class Run:
         if "bad_icrc" in a:
             a.pop("bad_icrc")
             mutate["bad_icrc"] = True
+        if "icrc_headers_as_payload" in a:
+            a.pop("icrc_headers_as_payload")
+            mutate["icrc_headers_as_payload"] = True
         if step.words[1:] == ["bad_icrc"]:
             mutate["bad_icrc"] = True
         if a:

@@ -159,6 +159,10 @@ TEST_CASE("tshark dissects every opcode simnic writes as RoCE v2 with simnic's f
         CHECK(num(r, "infiniband.bth.destqp") == b.dqpn);
         CHECK(num(r, "infiniband.bth.a") == b.ack_req);
         CHECK(num(r, "infiniband.bth.psn") == b.psn);
+        // Debian 12's Wireshark (4.0) knows no opcode of IBA 1.5's memory
+        // placement extensions (FLUSH, ATOMIC WRITE): it stops after their
+        // BTH, showing neither their headers nor the ICRC.
+        if (b.opcode == op::RC_FLUSH || b.opcode == op::RC_ATOMIC_WRITE) continue;
         // tshark shows the ICRC as the big-endian reading of the last four
         // bytes; simnic carries it least significant byte first.
         CHECK(num(r, "infiniband.invariant.crc") == __builtin_bswap32(p.icrc));

@@ -515,6 +515,145 @@ TEST_CASE("RC: atomics return the original value and update the remote one", "[v
     expect_no_completion(p.b.cq, "responder CQ");
 }
 
+// ATOMIC_WRITE (IBA 1.5's memory placement extensions; kernel rxe from 6.2,
+// rdma-core 44's ibv_wr_atomic_write): 8 bytes placed at an 8-byte aligned
+// address at once, completed as IBV_WC_ATOMIC_WRITE. FLUSH has no verb in
+// rdma-core 44 and the device offers no FLUSH right (hw-spec 6.3).
+TEST_CASE("RC: ATOMIC_WRITE places 8 bytes, in order, through both posting APIs", "[verbs][rc][atomic_write]") {
+    Device d;
+    ibv_device_attr_ex ex{};
+    REQUIRE(ibv_query_device_ex(d.ctx, nullptr, &ex) == 0);
+    CHECK((ex.device_cap_flags_ex & (1ull << 40)) != 0);  // ATOMIC_WRITE
+    CHECK((ex.device_cap_flags_ex & (3ull << 38)) == 0);  // no FLUSH_GLOBAL/PERSISTENT
+    Pair p(d, IBV_QPT_RC);
+    Buffer remote(d, 64), local(d, 64);
+    std::mt19937 rng(40);
+    remote.fill(0, 64, rng);
+    auto put = [&](std::size_t off, std::uint64_t v) { std::memcpy(remote.exp(off), &v, 8); };
+
+    // ibv_wr_atomic_write: the value is copied at the call.
+    ibv_qp_ex* qx = ibv_qp_to_qp_ex(p.a.qp);
+    REQUIRE(qx != nullptr);
+    std::uint64_t v1 = 0x1122334455667788ULL;
+    ibv_wr_start(qx);
+    qx->wr_id = 1;
+    qx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_atomic_write(qx, remote.mr->rkey, remote.addr(8), &v1);
+    v1 = 0;  // too late to change what goes out
+    REQUIRE(ibv_wr_complete(qx) == 0);
+    const ibv_wc wc = expect_wc(p.a.cq, "ibv_wr_atomic_write", 1, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
+    CHECK(wc.qp_num == p.a.qpn());
+    put(8, 0x1122334455667788ULL);
+    remote.verify("remote after ATOMIC_WRITE");
+
+    // ibv_post_send with IBV_WR_ATOMIC_WRITE: the 8 bytes of its one SGE.
+    const std::uint64_t v2 = 0xfeedfacecafebeefULL;
+    std::memcpy(local.data(), &v2, 8);
+    std::memcpy(local.exp(), &v2, 8);
+    ibv_sge sg = local.sge(0, 8);
+    ibv_send_wr wr = rdma_wr(2, IBV_WR_ATOMIC_WRITE, &sg, remote.addr(16), remote.mr->rkey);
+    post_send(p.a.qp, wr);
+    expect_wc(p.a.cq, "post_send ATOMIC_WRITE", 2, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
+    put(16, v2);
+    remote.verify("remote after post_send ATOMIC_WRITE");
+
+    // In order with the other operations of the QP: a WRITE, an
+    // ATOMIC_WRITE over part of it, a FETCH_ADD that must see the
+    // ATOMIC_WRITE's value, and a READ of the whole.
+    std::uint8_t pattern[32];
+    for (auto& b : pattern) b = static_cast<std::uint8_t>(rng());
+    std::memcpy(local.data() + 32, pattern, 32);
+    std::memcpy(local.exp(32), pattern, 32);
+    const std::uint64_t v3 = 1000;
+    ibv_wr_start(qx);
+    qx->wr_id = 4;
+    qx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_rdma_write(qx, remote.mr->rkey, remote.addr(32));
+    ibv_wr_set_sge(qx, local.mr->lkey, local.addr(32), 32);
+    qx->wr_id = 5;
+    ibv_wr_atomic_write(qx, remote.mr->rkey, remote.addr(40), &v3);
+    qx->wr_id = 6;
+    ibv_wr_atomic_fetch_add(qx, remote.mr->rkey, remote.addr(40), 5);
+    ibv_wr_set_sge(qx, local.mr->lkey, local.addr(8), 8);
+    REQUIRE(ibv_wr_complete(qx) == 0);
+    expect_wc(p.a.cq, "WRITE", 4, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+    expect_wc(p.a.cq, "ATOMIC_WRITE after the WRITE", 5, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
+    expect_wc(p.a.cq, "FETCH_ADD after the ATOMIC_WRITE", 6, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD);
+    std::memcpy(remote.exp(32), pattern, 32);
+    put(40, v3 + 5);
+    remote.verify("remote after WRITE, ATOMIC_WRITE, FETCH_ADD");
+    std::memcpy(local.exp(8), &v3, 8);  // FETCH_ADD returned the ATOMIC_WRITE's value
+    local.verify("FETCH_ADD result");
+    expect_no_completion(p.b.cq, "responder CQ");
+}
+
+TEST_CASE("RC: ATOMIC_WRITE errors: misaligned, bad rkey, no remote write, bad length, not RC",
+          "[verbs][rc][atomic_write][error]") {
+    Device d;
+    const std::uint64_t v = 0x0102030405060708ULL;
+    auto one = [&](Pair& p, std::uint32_t rkey, std::uint64_t va) {
+        ibv_qp_ex* qx = ibv_qp_to_qp_ex(p.a.qp);
+        REQUIRE(qx != nullptr);
+        ibv_wr_start(qx);
+        qx->wr_id = 9;
+        qx->wr_flags = IBV_SEND_SIGNALED;
+        ibv_wr_atomic_write(qx, rkey, va, &v);
+        REQUIRE(ibv_wr_complete(qx) == 0);
+    };
+    SECTION("misaligned address: remote invalid request, memory unchanged") {
+        Pair p(d, IBV_QPT_RC);
+        Buffer remote(d, 64);
+        one(p, remote.mr->rkey, remote.addr(4));
+        expect_wc(p.a.cq, "misaligned ATOMIC_WRITE", 9, IBV_WC_REM_INV_REQ_ERR, IBV_WC_ATOMIC_WRITE);
+        remote.verify("remote after a misaligned ATOMIC_WRITE");
+    }
+    SECTION("bad rkey: remote access error") {
+        Pair p(d, IBV_QPT_RC);
+        Buffer remote(d, 64);
+        one(p, remote.mr->rkey ^ 0x5a5a00, remote.addr(8));
+        expect_wc(p.a.cq, "ATOMIC_WRITE with a bad rkey", 9, IBV_WC_REM_ACCESS_ERR, IBV_WC_ATOMIC_WRITE);
+        remote.verify("remote after a bad rkey");
+    }
+    SECTION("MR without REMOTE_WRITE: remote access error") {
+        Pair p(d, IBV_QPT_RC);
+        Buffer remote(d, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+        one(p, remote.mr->rkey, remote.addr(8));
+        expect_wc(p.a.cq, "ATOMIC_WRITE without REMOTE_WRITE", 9, IBV_WC_REM_ACCESS_ERR, IBV_WC_ATOMIC_WRITE);
+        remote.verify("remote without REMOTE_WRITE");
+    }
+    SECTION("not 8 bytes: ibv_post_send refuses it") {
+        Pair p(d, IBV_QPT_RC);
+        Buffer remote(d, 64), local(d, 64);
+        ibv_sge sg = local.sge(0, 4);
+        ibv_send_wr wr = rdma_wr(9, IBV_WR_ATOMIC_WRITE, &sg, remote.addr(8), remote.mr->rkey);
+        ibv_send_wr* bad = nullptr;
+        CHECK(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL);
+        CHECK(bad == &wr);
+        expect_no_completion(p.a.cq, "a refused WR");
+    }
+    SECTION("UD QP: refused at posting (RC only, as rxe's opcode table)") {
+        Pair p(d, IBV_QPT_UD);  // in RTS: a SEND would be accepted
+        ibv_qp_ex* qx = ibv_qp_to_qp_ex(p.a.qp);
+        REQUIRE(qx != nullptr);
+        ibv_wr_start(qx);
+        qx->wr_id = 9;
+        ibv_wr_atomic_write(qx, 0x1234, 0x1000, &v);
+        CHECK(ibv_wr_complete(qx) == EINVAL);
+        expect_no_completion(p.a.cq, "a refused WR");
+    }
+    SECTION("FLUSH rights: not offered, so not granted") {
+        std::vector<std::uint8_t> m(64);
+        errno = 0;
+        // IBV_ACCESS_FLUSH_GLOBAL (1 << 8) in later rdma-core releases: the
+        // device has no FLUSH capability, so EOPNOTSUPP (ib_core's answer
+        // from 6.2 for such a device).
+        ibv_mr* mr = ibv_reg_mr(d.pd, m.data(), m.size(), IBV_ACCESS_LOCAL_WRITE | (1 << 8));
+        CHECK(mr == nullptr);
+        CHECK(errno == EOPNOTSUPP);
+        if (mr) ibv_dereg_mr(mr);
+    }
+}
+
 TEST_CASE("RC: inline SEND is copied at post time", "[verbs][rc][inline]") {
     Device d;
     Pair p(d, IBV_QPT_RC, 7, 64);

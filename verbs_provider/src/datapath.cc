@@ -324,6 +324,16 @@ int set_inline(const SimQp& qp, hw::SendWqe& w, std::uint8_t* buf, const ibv_dat
     return 0;
 }
 
+// ATOMIC_WRITE's value: 8 bytes copied into `buf` (the WQE points at it
+// until encoded), inline whatever the QP's max_inline (hw-spec 6.2).
+void set_atomic_write_value(hw::SendWqe& w, std::uint8_t* buf, const void* value) {
+    std::memcpy(buf, value, 8);
+    w.inline_data = true;
+    w.num_sge = 0;
+    w.inline_bytes = buf;
+    w.inline_len = 8;
+}
+
 std::uint32_t ah_number(ibv_ah* ah) { return outer<SimAh>(ah)->ahn; }
 
 // Writes `w` into SQ slot `slot`; the checks above leave the codec nothing
@@ -343,6 +353,10 @@ int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* slot) {
     if (inl && !hw::wqe_inline_allowed(o)) return EINVAL;
     if (hw::is_local_op(o) && wr.num_sge != 0) return EINVAL;
     if (hw::is_atomic(o) && wr.num_sge != 1) return EINVAL;
+    // ATOMIC_WRITE: the 8 bytes come from its one SGE and travel inline in
+    // the WQE (rxe's provider copies them the same way); FLUSH has no
+    // IBV_WR_ value in rdma-core 44 and is not reachable from here.
+    if (o == hw::WrOpcode::AtomicWrite && (wr.num_sge != 1 || wr.sg_list[0].length != 8)) return EINVAL;
     if (qp.type == IBV_QPT_UD && (wr.wr.ud.ah == nullptr || !is_context(wr.wr.ud.ah->context)))
         return EINVAL;
     std::uint32_t imm = 0;
@@ -357,8 +371,14 @@ int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* slot) {
     if (hw::is_atomic(o)) {
         w.raddr = {wr.wr.atomic.remote_addr, wr.wr.atomic.rkey};
         w.atomic = {wr.wr.atomic.compare_add, wr.wr.atomic.swap};
-    } else if (hw::is_rdma(o)) {
+    } else if (hw::is_rdma(o) || o == hw::WrOpcode::AtomicWrite) {
         w.raddr = {wr.wr.rdma.remote_addr, wr.wr.rdma.rkey};
+    }
+    if (o == hw::WrOpcode::AtomicWrite) {
+        std::array<std::uint8_t, 8> value;
+        set_atomic_write_value(w, value.data(),
+                               reinterpret_cast<const void*>(static_cast<std::uintptr_t>(wr.sg_list[0].addr)));
+        return encode(qp, w, slot);
     }
     if (qp.type == IBV_QPT_UD) w.ud = {ah_number(wr.wr.ud.ah), wr.wr.ud.remote_qpn, wr.wr.ud.remote_qkey};
     const auto n = static_cast<std::size_t>(wr.num_sge);
@@ -594,8 +614,17 @@ void ex_local_inv(ibv_qp_ex* q, std::uint32_t rkey) { ex_begin(q, IBV_WR_LOCAL_I
 // Operations this device lacks (hw-spec 6.3): the batch fails at wr_complete.
 void ex_send_tso(ibv_qp_ex* q, void*, std::uint16_t, std::uint16_t) { exq(q).ex_err = EOPNOTSUPP; }
 void ex_set_xrc_srqn(ibv_qp_ex* q, std::uint32_t) { exq(q).ex_err = EOPNOTSUPP; }
-void ex_atomic_write(ibv_qp_ex* q, std::uint32_t, std::uint64_t, const void*) {
-    exq(q).ex_err = EOPNOTSUPP;
+// ATOMIC_WRITE: the 8 bytes at `value` are copied now, as rxe's provider
+// does; they travel inline in the WQE.
+void ex_atomic_write(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va, const void* value) {
+    ex_rdma(q, IBV_WR_ATOMIC_WRITE, rkey, va, 0);
+    SimQp& qp = exq(q);
+    if (qp.ex_wqe == nullptr) return;
+    if (value == nullptr) {
+        qp.ex_err = EINVAL;
+        return;
+    }
+    set_atomic_write_value(qp.ex_wr, qp.ex_inline.data(), value);
 }
 
 }  // namespace

@@ -142,6 +142,13 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
         errno = EOPNOTSUPP;
         return nullptr;
     }
+    // FLUSH_GLOBAL / FLUSH_PERSISTENT (0x100 / 0x200; later rdma-core names
+    // them): the device offers neither (hw-spec 6.3), and ib_core refuses
+    // them then (ib_check_mr_access, from 6.2) with EOPNOTSUPP.
+    if (access & (hw::access::kFlushGlobal | hw::access::kFlushPersistent)) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
     const bool zero_based = (access & IBV_ACCESS_ZERO_BASED) != 0;
     if (zero_based) iova = 0;
     namespace m = hw::cmd_reg_mr_in;

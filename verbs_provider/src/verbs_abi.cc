@@ -32,6 +32,10 @@ static_assert(v(hw::WrOpcode::AtomicFetchAndAdd) == IBV_WR_ATOMIC_FETCH_AND_ADD)
 static_assert(v(hw::WrOpcode::LocalInv) == IBV_WR_LOCAL_INV);
 static_assert(v(hw::WrOpcode::BindMw) == IBV_WR_BIND_MW);
 static_assert(v(hw::WrOpcode::SendWithInv) == IBV_WR_SEND_WITH_INV);
+static_assert(v(hw::WrOpcode::AtomicWrite) == IBV_WR_ATOMIC_WRITE);
+// FLUSH: rdma-core 44 has no IBV_WR_FLUSH; 14 is the kernel's
+// IB_UVERBS_WR_FLUSH, which later rdma-core releases take.
+static_assert(v(hw::WrOpcode::Flush) == IBV_WR_DRIVER1 + 3);
 
 // ibv_send_flags. CTRL_SEG carries them as separate bits (fence, signaled,
 // solicited, inline_data), so these are the verbs' word, not a field value.
@@ -72,6 +76,9 @@ static_assert(v(hw::WcOpcode::CompSwap) == IBV_WC_COMP_SWAP);
 static_assert(v(hw::WcOpcode::FetchAdd) == IBV_WC_FETCH_ADD);
 static_assert(v(hw::WcOpcode::BindMw) == IBV_WC_BIND_MW);
 static_assert(v(hw::WcOpcode::LocalInv) == IBV_WC_LOCAL_INV);
+static_assert(v(hw::WcOpcode::AtomicWrite) == IBV_WC_ATOMIC_WRITE);
+// FLUSH: IB_UVERBS_WC_FLUSH, after IBV_WC_TSO (rdma-core 44 does not name it).
+static_assert(v(hw::WcOpcode::Flush) == IBV_WC_TSO + 1);
 static_assert(v(hw::WcOpcode::Recv) == IBV_WC_RECV);
 static_assert(v(hw::WcOpcode::RecvRdmaWithImm) == IBV_WC_RECV_RDMA_WITH_IMM);
 

@@ -82,6 +82,8 @@ std::string describe_brief(const Packet& p, const DecodeResult& r) {
     if (b.ack_req) s += " A";
     if (b.se) s += " SE";
     if (info.has(Ext::DETH)) appendf(s, " DETH qkey=0x%x srcqp=0x%06x", p.hdr.deth.qkey, p.hdr.deth.src_qp);
+    if (info.has(Ext::FETH))
+        appendf(s, " FETH sel=%u plt=%u", unsigned{p.hdr.feth.selectivity}, unsigned{p.hdr.feth.placement});
     if (info.has(Ext::RETH))
         appendf(s, " RETH va=0x%" PRIx64 " rkey=0x%x len=%u", p.hdr.reth.va, p.hdr.reth.rkey,
                 p.hdr.reth.dma_len);
@@ -129,6 +131,9 @@ std::string describe_verbose(const Packet& p, const DecodeResult& r) {
     const TransportHdrs& h = p.hdr;
     if (info.has(Ext::DETH))
         appendf(s, "  DETH: qkey 0x%08x resv 0x%02x srcqp 0x%06x\n", h.deth.qkey, h.deth.resv8, h.deth.src_qp);
+    if (info.has(Ext::FETH))
+        appendf(s, "  FETH: resv 0x%07x selectivity %u placement %u\n", h.feth.resv,
+                unsigned{h.feth.selectivity}, unsigned{h.feth.placement});
     if (info.has(Ext::RETH))
         appendf(s, "  RETH: va 0x%016" PRIx64 " rkey 0x%08x dmalen %u\n", h.reth.va, h.reth.rkey, h.reth.dma_len);
     if (info.has(Ext::AtomicETH))

@@ -77,6 +77,12 @@ void read_ext(const OpcodeInfo& info, const uint8_t* bth, TransportHdrs& h) {
         h.deth.resv8 = p[4];
         h.deth.src_qp = load_be24(p + 5);
     }
+    if (info.has(Ext::FETH)) {
+        const uint32_t v = load_be32(bth + info.offset(Ext::FETH));
+        h.feth.placement = static_cast<uint8_t>(v & 0xf);
+        h.feth.selectivity = static_cast<uint8_t>((v >> 4) & 3);
+        h.feth.resv = v >> 6;
+    }
     if (info.has(Ext::RETH)) {
         const uint8_t* p = bth + info.offset(Ext::RETH);
         h.reth.va = load_be64(p);
@@ -107,6 +113,9 @@ void write_ext(const OpcodeInfo& info, uint8_t* bth, const TransportHdrs& h) {
         p[4] = h.deth.resv8;
         store_be24(p + 5, h.deth.src_qp);
     }
+    if (info.has(Ext::FETH))
+        store_be32(bth + info.offset(Ext::FETH),
+                   (h.feth.resv << 6) | (uint32_t{h.feth.selectivity & 3u} << 4) | (h.feth.placement & 0xfu));
     if (info.has(Ext::RETH)) {
         uint8_t* p = bth + info.offset(Ext::RETH);
         store_be64(p, h.reth.va);

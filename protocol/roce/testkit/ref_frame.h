@@ -23,16 +23,17 @@ namespace simnic::tb::ref {
 
 enum RefExt : uint32_t {
     kDeth = 1u << 0,       // 8 bytes
-    kReth = 1u << 1,       // 16 bytes
-    kAtomicEth = 1u << 2,  // 28 bytes
-    kAeth = 1u << 3,       // 4 bytes
-    kAtomicAck = 1u << 4,  // 8 bytes
-    kImm = 1u << 5,        // 4 bytes
-    kIeth = 1u << 6,       // 4 bytes
+    kFeth = 1u << 1,       // 4 bytes (IBA 1.5 memory placement extensions: FLUSH)
+    kReth = 1u << 2,       // 16 bytes
+    kAtomicEth = 1u << 3,  // 28 bytes
+    kAeth = 1u << 4,       // 4 bytes
+    kAtomicAck = 1u << 5,  // 8 bytes
+    kImm = 1u << 6,        // 4 bytes
+    kIeth = 1u << 7,       // 4 bytes
 };
 
 enum class Role { First, Middle, Last, Only };
-enum class Kind { Send, Write, ReadReq, ReadResp, Ack, AtomicAck, Atomic };
+enum class Kind { Send, Write, ReadReq, ReadResp, Ack, AtomicAck, Atomic, AtomicWrite, Flush };
 
 struct RefOpcode {
     uint8_t opcode;
@@ -70,6 +71,10 @@ inline const std::vector<RefOpcode>& ref_opcodes() {
         {0x14, "RC_FETCH_ADD", kAtomicEth, false, Role::Only, Kind::Atomic, 40},
         {0x16, "RC_SEND_LAST_WITH_INVALIDATE", kIeth, true, Role::Last, Kind::Send, 16},
         {0x17, "RC_SEND_ONLY_WITH_INVALIDATE", kIeth, true, Role::Only, Kind::Send, 16},
+        // IBA 1.5 (memory placement extensions): FLUSH is BTH, FETH, RETH;
+        // ATOMIC WRITE is BTH, RETH and an 8-byte payload.
+        {0x1c, "RC_FLUSH", kFeth | kReth, false, Role::Only, Kind::Flush, 32},
+        {0x1d, "RC_ATOMIC_WRITE", kReth, true, Role::Only, Kind::AtomicWrite, 28},
         {0x20, "UC_SEND_FIRST", 0, true, Role::First, Kind::Send, 12},
         {0x21, "UC_SEND_MIDDLE", 0, true, Role::Middle, Kind::Send, 12},
         {0x22, "UC_SEND_LAST", 0, true, Role::Last, Kind::Send, 12},
@@ -138,6 +143,7 @@ struct RefPacket {
     uint32_t qkey = 0;
     uint8_t resv8 = 0;
     uint32_t src_qp = 0;
+    uint32_t feth = 0;  // the whole word: reserved, selectivity (5..4), placement (3..0)
     uint64_t reth_va = 0;
     uint32_t reth_rkey = 0, reth_len = 0;
     uint64_t atomic_va = 0;
@@ -244,6 +250,7 @@ inline void ref_put_exts(std::vector<uint8_t>& b, const RefPacket& s, uint32_t e
         b.push_back(s.resv8);
         put24(b, s.src_qp);
     }
+    if (exts & kFeth) put32(b, s.feth);
     if (exts & kReth) {
         put64(b, s.reth_va);
         put32(b, s.reth_rkey);

@@ -68,6 +68,7 @@ void fill_exts(RefPacket& s, Mix& rng) {
         s.qkey = 0x11111111;  // rxe's ib_send_bw / ud_pingpong default Q_Key
         s.src_qp = 0x000013;
     }
+    if (ro->exts & ref::kFeth) s.feth = 0x11;  // whole MR, global visibility
     if (ro->exts & ref::kReth) {
         s.reth_va = 0x00007f3a'12345000ull + (rng.next() & 0xff0);
         s.reth_rkey = 0x00001a2b;

@@ -83,6 +83,7 @@ ref::RefPacket random_packet(uint8_t opcode, std::mt19937_64& rng) {
     s.qkey = r32();
     s.resv8 = static_cast<uint8_t>(rng());
     s.src_qp = r32() & 0xffffff;
+    s.feth = r32();  // reserved bits too: they must survive the round trip
     s.reth_va = rng();
     s.reth_rkey = r32();
     s.reth_len = r32();

@@ -80,7 +80,7 @@ void check_against_ref(const HeaderVector& h, const ref::RefVector& v) {
     REQUIRE(ro != nullptr);
     // The mask names exactly the headers IBA lists for the opcode, and the
     // payload rule.
-    CHECK((h.op_mask & 0x7f) == ro->exts);
+    CHECK((h.op_mask & 0xff) == ro->exts);
     CHECK(((h.op_mask & kPayload) != 0) == ro->payload);
     const bool deth = ro->exts & ref::kDeth, reth = ro->exts & ref::kReth,
                atomic = ro->exts & ref::kAtomicEth, aeth = ro->exts & ref::kAeth,

@@ -64,6 +64,7 @@ inline roce::Packet to_packet(const RefPacket& s) {
     b.resv7 = s.resv7;
     b.psn = s.psn;
     p.hdr.deth = {s.qkey, s.resv8, s.src_qp};
+    p.hdr.feth = {static_cast<uint8_t>(s.feth & 0xf), static_cast<uint8_t>((s.feth >> 4) & 3), s.feth >> 6};
     p.hdr.reth = {s.reth_va, s.reth_rkey, s.reth_len};
     p.hdr.atomic = {s.atomic_va, s.atomic_rkey, s.swap_add, s.compare};
     p.hdr.aeth = {s.syndrome, s.msn};
@@ -136,6 +137,11 @@ inline void check_fields(const roce::Packet& p, const RefPacket& s, const RefFra
         CHECK(p.hdr.deth.qkey == s.qkey);
         CHECK(unsigned(p.hdr.deth.resv8) == s.resv8);
         CHECK(p.hdr.deth.src_qp == s.src_qp);
+    }
+    if (ro->exts & ref::kFeth) {
+        CHECK(unsigned(p.hdr.feth.placement) == (s.feth & 0xf));
+        CHECK(unsigned(p.hdr.feth.selectivity) == ((s.feth >> 4) & 3));
+        CHECK(p.hdr.feth.resv == s.feth >> 6);
     }
     if (ro->exts & ref::kReth) {
         CHECK(p.hdr.reth.va == s.reth_va);

@@ -165,9 +165,16 @@ CompState Completer::check_ack(Pass& p) {
                 p.status = hw::WcStatus::BadRespErr;
                 return CompState::Error;
             }
+            // ATOMIC WRITE is answered by a READ RESPONSE ONLY without
+            // payload, and completes as a WRITE does (rxe's check_ack);
+            // FLUSH's answer goes the READ way, placing nothing.
+            if (opc == op::RC_RDMA_READ_RESPONSE_ONLY && e->wr.opcode == hw::WrOpcode::AtomicWrite) {
+                qp_.reset_retry_counters();
+                return CompState::WriteSend;
+            }
             [[fallthrough]];
         case op::RC_RDMA_READ_RESPONSE_MIDDLE:
-            if (e->wr.opcode != hw::WrOpcode::RdmaRead) {
+            if (e->wr.opcode != hw::WrOpcode::RdmaRead && e->wr.opcode != hw::WrOpcode::Flush) {
                 p.status = hw::WcStatus::BadRespErr;
                 return CompState::Error;
             }

@@ -12,6 +12,8 @@ hw::WcOpcode wc_opcode_of(hw::WrOpcode op) {
         case hw::WrOpcode::AtomicFetchAndAdd: return hw::WcOpcode::FetchAdd;
         case hw::WrOpcode::LocalInv: return hw::WcOpcode::LocalInv;
         case hw::WrOpcode::BindMw: return hw::WcOpcode::BindMw;
+        case hw::WrOpcode::Flush: return hw::WcOpcode::Flush;
+        case hw::WrOpcode::AtomicWrite: return hw::WcOpcode::AtomicWrite;
         case hw::WrOpcode::Send:
         case hw::WrOpcode::SendWithImm:
         case hw::WrOpcode::SendWithInv: return hw::WcOpcode::Send;

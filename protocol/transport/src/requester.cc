@@ -13,8 +13,8 @@ using roce::psn_diff;
 
 namespace {
 
-// rxe's opcode table (rxe_wr_opcode_info): LOCAL_INV on RC only, BIND_MW on
-// RC and UC.
+// rxe's opcode table (rxe_wr_opcode_info): LOCAL_INV, FLUSH and
+// ATOMIC_WRITE on RC only, BIND_MW on RC and UC.
 bool opcode_allowed(hw::QpType t, hw::WrOpcode o) {
     switch (t) {
         case hw::QpType::Rc:
@@ -60,6 +60,8 @@ uint8_t request_opcode(hw::QpType t, hw::WrOpcode o, uint32_t k, uint32_t n) {
         case hw::WrOpcode::RdmaRead: return op::RC_RDMA_READ_REQUEST;
         case hw::WrOpcode::AtomicCmpAndSwp: return op::RC_COMPARE_SWAP;
         case hw::WrOpcode::AtomicFetchAndAdd: return op::RC_FETCH_ADD;
+        case hw::WrOpcode::Flush: return op::RC_FLUSH;
+        case hw::WrOpcode::AtomicWrite: return op::RC_ATOMIC_WRITE;
         case hw::WrOpcode::LocalInv:
         case hw::WrOpcode::BindMw: return 0;
     }
@@ -79,6 +81,12 @@ PostStatus Requester::post(const SendWqe& wqe) {
     if (qp_.cfg.type == hw::QpType::Ud && len > qp_.mtu()) return PostStatus::BadLength;
     if (hw::is_atomic(wqe.opcode) && (wqe.is_inline() || len != 8)) return PostStatus::BadLength;
     if (wqe.opcode == hw::WrOpcode::RdmaRead && wqe.is_inline()) return PostStatus::BadLength;
+    // ATOMIC_WRITE carries exactly its 8 bytes, inline (ibv_wr_atomic_write
+    // copies them from the caller); FLUSH carries none.
+    if (wqe.opcode == hw::WrOpcode::AtomicWrite && (!wqe.is_inline() || len != 8))
+        return PostStatus::BadLength;
+    if (wqe.opcode == hw::WrOpcode::Flush && (wqe.is_inline() || wqe.sg.num_sge != 0))
+        return PostStatus::BadLength;
     if (hw::is_local_op(wqe.opcode) && (wqe.is_inline() || wqe.sg.num_sge != 0))
         return PostStatus::InvalidOpcode;  // a local operation carries no data
     SqEntry e;
@@ -105,7 +113,7 @@ bool Requester::start_wqe(SqEntry& e) {
     }
     const uint64_t len = e.wr.length();
     const uint32_t mtu = qp_.mtu();
-    e.npkts = hw::is_atomic(e.wr.opcode) ? 1 : std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu - 1) / mtu));
+    e.npkts = hw::is_atomic(e.wr.opcode) || hw::is_placement(e.wr.opcode) ? 1 : std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu - 1) / mtu));
     e.first_psn = qp_.req.psn;
     e.last_psn = psn_add(e.first_psn, e.npkts - 1);
     e.state = WqeState::Processing;
@@ -199,11 +207,16 @@ void Requester::send_packet(SqEntry& e) {
         h.deth.qkey = (qk & 0x80000000u) ? qp.cfg.qkey : qk;
         h.deth.src_qp = qp.cfg.qpn;
     }
+    if (info.has(roce::Ext::FETH)) {
+        h.feth.placement = e.wr.flush_placement;
+        h.feth.selectivity = e.wr.flush_selectivity;
+    }
     if (info.has(roce::Ext::RETH)) {
         const uint64_t off = uint64_t{k} * mtu;
         h.reth.va = e.wr.remote_addr + off;
         h.reth.rkey = e.wr.rkey;
-        h.reth.dma_len = static_cast<uint32_t>(len - (read ? off : 0));
+        h.reth.dma_len = info.has(roce::kFlush) ? e.wr.flush_len
+                                                : static_cast<uint32_t>(len - (read ? off : 0));
     }
     if (info.has(roce::Ext::AtomicETH)) {
         h.atomic.va = e.wr.remote_addr;

@@ -52,6 +52,8 @@ RespState Responder::step(RespState s, Pass& p) {
         case RespState::Execute: return execute(p);
         case RespState::ReadReply: return read_reply(p);
         case RespState::AtomicReply: return atomic_reply(p);
+        case RespState::AtomicWriteReply: return atomic_write_reply(p);
+        case RespState::ProcessFlush: return process_flush(p);
         case RespState::Complete: return complete(p);
         case RespState::Acknowledge: return acknowledge(p);
         case RespState::DuplicateRequest: return duplicate_request(p);
@@ -134,10 +136,19 @@ RespState Responder::chk_op_valid(Pass& p) {
     const uint32_t acc = qp_.cfg.access_flags;
     switch (qp_.cfg.type) {
         case hw::QpType::Rc:
+            // ATOMIC WRITE needs the QP's REMOTE_WRITE, as a WRITE does;
+            // FLUSH the right of each placement type it asks for (rxe's
+            // check_qp_attr_access).
             if (((p.mask & roce::kRead) && !(acc & hw::access::kRemoteRead)) ||
-                ((p.mask & roce::kWrite) && !(acc & hw::access::kRemoteWrite)) ||
+                ((p.mask & (roce::kWrite | roce::kAtomicWrite)) && !(acc & hw::access::kRemoteWrite)) ||
                 ((p.mask & roce::kAtomic) && !(acc & hw::access::kRemoteAtomic)))
                 return RespState::ErrUnsupportedOpcode;
+            if (p.mask & roce::kFlush) {
+                const uint8_t plt = p.pkt->hdr.feth.placement;
+                if (((plt & roce::feth::kPlacementGlobal) && !(acc & hw::access::kFlushGlobal)) ||
+                    ((plt & roce::feth::kPlacementPersistent) && !(acc & hw::access::kFlushPersistent)))
+                    return RespState::ErrUnsupportedOpcode;
+            }
             break;
         case hw::QpType::Uc:
             if ((p.mask & roce::kWrite) && !(acc & hw::access::kRemoteWrite)) {
@@ -154,7 +165,10 @@ RespState Responder::chk_op_valid(Pass& p) {
 }
 
 RespState Responder::chk_resource(Pass& p) {
-    if (p.mask & (roce::kRead | roce::kAtomic))
+    // ATOMIC WRITE takes a responder resource as READs and atomics do (its
+    // replay state). FLUSH keeps one too; rxe does not count it here, but a
+    // QP with max_dest_rd_atomic 0 has none to keep, so it is refused alike.
+    if (p.mask & (roce::kRead | roce::kAtomic | roce::kAtomicWrite | roce::kFlush))
         return res_.empty() ? RespState::ErrTooManyRdmaAtmReq : RespState::ChkLength;
     if ((p.mask & roce::kUsesRecvWqe) && !qp_.recv) {
         const RecvWqe* w = qp_.env.rq->peek();
@@ -179,7 +193,8 @@ RespState Responder::chk_length(Pass& p) {
             if (len == 0 || len > mtu) return RespState::ErrLength;
         }
     }
-    if ((p.mask & (roce::kWrite | roce::kRead)) && (p.mask & roce::kHasReth) &&
+    if ((p.mask & (roce::kWrite | roce::kRead | roce::kAtomicWrite | roce::kFlush)) &&
+        (p.mask & roce::kHasReth) &&
         p.pkt->hdr.reth.dma_len > (1u << 31))
         return RespState::ErrLength;
     return RespState::ChkRkey;
@@ -188,15 +203,26 @@ RespState Responder::chk_length(Pass& p) {
 RespState Responder::chk_rkey(Pass& p) {
     const auto& h = p.pkt->hdr;
     uint32_t access = 0;
-    if (p.mask & (roce::kRead | roce::kWrite)) {
+    bool whole_mr = false;
+    if (p.mask & (roce::kRead | roce::kWrite | roce::kAtomicWrite)) {
         if (p.mask & roce::kHasReth) {
             va_ = h.reth.va;
             rkey_ = h.reth.rkey;
             resid_ = length_ = h.reth.dma_len;
-            // A zero-length READ or WRITE needs no valid address or key.
-            if (h.reth.dma_len == 0) return RespState::Execute;
+            // A zero-length READ or WRITE needs no valid address or key
+            // (C9-88); an ATOMIC WRITE always does.
+            if (h.reth.dma_len == 0 && !(p.mask & roce::kAtomicWrite)) return RespState::Execute;
         }
         access = (p.mask & roce::kRead) ? hw::access::kRemoteRead : hw::access::kRemoteWrite;
+    } else if (p.mask & roce::kFlush) {
+        va_ = h.reth.va;
+        rkey_ = h.reth.rkey;
+        resid_ = length_ = h.reth.dma_len;
+        if (h.feth.placement & roce::feth::kPlacementGlobal) access |= hw::access::kFlushGlobal;
+        if (h.feth.placement & roce::feth::kPlacementPersistent) access |= hw::access::kFlushPersistent;
+        // A FLUSH of the whole MR needs a valid key with the rights, not a
+        // range: its RETH's address and length mean nothing.
+        whole_mr = h.feth.selectivity == roce::feth::kSelectMr;
     } else if (p.mask & roce::kAtomic) {
         va_ = h.atomic.va;
         rkey_ = h.atomic.rkey;
@@ -205,9 +231,10 @@ RespState Responder::chk_rkey(Pass& p) {
     } else {
         return RespState::Execute;
     }
-    if (qp_.env.mem->check(KeyKind::Rkey, rkey_, va_, resid_, access) != MemStatus::Ok)
+    const MemStatus st = qp_.env.mem->check(KeyKind::Rkey, rkey_, va_, whole_mr ? 0 : resid_, access);
+    if (st != MemStatus::Ok && !(whole_mr && st == MemStatus::OutOfBounds))
         return RespState::ErrRkeyViolation;
-    if (p.mask & roce::kWrite) {
+    if (p.mask & (roce::kWrite | roce::kAtomicWrite)) {
         // The packet must carry exactly what the RETH still announces.
         const size_t len = p.pkt->payload_len;
         if (resid_ > qp_.mtu() ? len != qp_.mtu() : len != resid_) return RespState::ErrLength;
@@ -278,6 +305,10 @@ RespState Responder::execute(Pass& p) {
         return RespState::ReadReply;
     } else if (p.mask & roce::kAtomic) {
         return RespState::AtomicReply;
+    } else if (p.mask & roce::kAtomicWrite) {
+        return RespState::AtomicWriteReply;
+    } else if (p.mask & roce::kFlush) {
+        return RespState::ProcessFlush;
     }
     if (p.mask & roce::kHasIeth) {
         if (qp_.env.mem->invalidate(pkt.hdr.ieth_rkey) != MemStatus::Ok)
@@ -362,6 +393,43 @@ RespState Responder::atomic_reply(Pass& p) {
     return RespState::Acknowledge;
 }
 
+// The memory placement extensions' requests: executed once, remembered in a
+// responder resource, and answered (here or from duplicate_request) by
+// acknowledge().
+RespState Responder::atomic_write_reply(Pass& p) {
+    if (!p.res) {
+        // IBA A19.4.2: the 8 bytes land at an 8-byte aligned address, all
+        // at once. The write is one 8-byte access of the engine, atomic
+        // against the device's other atomics as CMP_SWAP and FETCH_ADD are.
+        if (va_ & 7) return RespState::ErrMisalignedAtomic;
+        if (qp_.env.mem->write(KeyKind::Rkey, rkey_, va_, p.pkt->payload, 8,
+                               hw::access::kRemoteWrite) != MemStatus::Ok)
+            return RespState::ErrRkeyViolation;
+        p.res = &prepare_resource(RespResource::Type::AtomicWrite, p.pkt->hdr.bth.psn, 1);
+        msn_ = psn_add(msn_, 1);
+        psn_ = psn_add(p.pkt->hdr.bth.psn, 1);
+        ack_psn_ = psn_;
+        opcode_ = p.pkt->hdr.bth.opcode;
+    }
+    return RespState::Acknowledge;
+}
+
+RespState Responder::process_flush(Pass& p) {
+    if (!p.res) {
+        // Every earlier request of the QP was executed before this one, and
+        // the engine's writes reach host memory before it answers: the
+        // range is globally visible already. No simnic memory is
+        // persistent, and no MR grants FLUSH_PERSISTENT, so a persistence
+        // flush never gets here on a device.
+        p.res = &prepare_resource(RespResource::Type::Flush, p.pkt->hdr.bth.psn, 1);
+        msn_ = psn_add(msn_, 1);
+        psn_ = psn_add(p.pkt->hdr.bth.psn, 1);
+        ack_psn_ = psn_;
+        opcode_ = p.pkt->hdr.bth.opcode;
+    }
+    return RespState::Acknowledge;
+}
+
 RespState Responder::complete(Pass& p) {
     const roce::Packet& pkt = *p.pkt;
     if (qp_.recv) {
@@ -392,6 +460,10 @@ RespState Responder::acknowledge(Pass& p) {
     if (!qp_.is_rc()) return RespState::Cleanup;
     if (p.mask & roce::kAtomic)
         send_ack(op::RC_ATOMIC_ACKNOWLEDGE, kAckSyndrome, p.pkt->hdr.bth.psn, p.res->orig);
+    else if (p.mask & (roce::kAtomicWrite | roce::kFlush))
+        // rxe's send_read_response_ack: an RDMA READ RESPONSE ONLY without
+        // payload, whether or not the request asked for an ACK.
+        send_ack(op::RC_RDMA_READ_RESPONSE_ONLY, kAckSyndrome, p.pkt->hdr.bth.psn);
     else if (p.pkt->hdr.bth.ack_req)
         send_ack(op::RC_ACKNOWLEDGE, kAckSyndrome, p.pkt->hdr.bth.psn);
     return RespState::Cleanup;
@@ -422,6 +494,16 @@ RespState Responder::duplicate_request(Pass& p) {
         r->resid = len;
         p.res = r;
         return RespState::ReadReply;
+    }
+    if (p.mask & (roce::kAtomicWrite | roce::kFlush)) {
+        // Answered again, not executed again (oA19-14, oA19-15).
+        const auto want = (p.mask & roce::kFlush) ? RespResource::Type::Flush
+                                                  : RespResource::Type::AtomicWrite;
+        if (r->type != want) return RespState::Cleanup;
+        r->replay = true;
+        r->cur_psn = h.bth.psn;
+        p.res = r;
+        return RespState::Acknowledge;
     }
     if (r->type != RespResource::Type::Atomic) return RespState::Cleanup;
     r->replay = true;
@@ -542,6 +624,8 @@ const char* to_string(RespState s) {
         case RespState::Execute: return "EXECUTE";
         case RespState::ReadReply: return "READ_REPLY";
         case RespState::AtomicReply: return "ATOMIC_REPLY";
+        case RespState::AtomicWriteReply: return "ATOMIC_WRITE_REPLY";
+        case RespState::ProcessFlush: return "PROCESS_FLUSH";
         case RespState::Complete: return "COMPLETE";
         case RespState::Acknowledge: return "ACKNOWLEDGE";
         case RespState::Cleanup: return "CLEANUP";

@@ -31,8 +31,11 @@
 // purpose: "opcode" (a raw BTH opcode byte, for opcodes the packet core does
 // not know; the ICRC is recomputed), "pad" (a BTH pad count other than the
 // one the payload needs, ICRC recomputed), "bad_icrc", "truncate" (drop N
-// bytes from the end, the IP and UDP lengths left as they were) or
-// "shorten" (drop N bytes and make the IP and UDP lengths agree).
+// bytes from the end, the IP and UDP lengths left as they were),
+// "shorten" (drop N bytes and make the IP and UDP lengths agree) or
+// "icrc_headers_as_payload" (the ICRC of a receiver whose opcode table gives
+// the opcode no payload offset: the right ICRC, continued over the bytes
+// from the BTH to the ICRC once more, as if they were the payload).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -500,6 +503,11 @@ private:
             put_icrc(f, p, len);
         }
         if (m.value("bad_icrc", false)) f[len - 1] ^= 0x5a;
+        if (m.value("icrc_headers_as_payload", false)) {
+            uint32_t c = roce::compute_icrc(f.data(), len, p.l3_off, p.l4_off, p.ip_version);
+            c = roce::crc32(c, f.data() + p.bth_off, len - 4 - p.bth_off);
+            for (int i = 0; i < 4; ++i) f[len - 4 + size_t(i)] = uint8_t(c >> (8 * i));
+        }
         if (m.contains("truncate")) {
             len -= std::min<size_t>(len - roce::kEthHdrBytes, size_t(num(m["truncate"])));
         }

@@ -116,8 +116,11 @@ namespace caps_default {
 constexpr std::uint64_t max_mr_size = 0xFFFFFFFFFFFFFFFFull;
 constexpr std::uint64_t page_size_cap = 0xFFFFF000ull;
 // BAD_PKEY_CNTR, BAD_QKEY_CNTR, PORT_ACTIVE_EVENT, SYS_IMAGE_GUID,
-// RC_RNR_NAK_GEN, MEM_WINDOW, MEM_WINDOW_TYPE_2B.
-constexpr std::uint64_t device_cap_flags = 0x1021C06;
+// RC_RNR_NAK_GEN, MEM_WINDOW, MEM_WINDOW_TYPE_2B, and ATOMIC_WRITE (bit 40,
+// the kernel's IB_UVERBS_DEVICE_ATOMIC_WRITE, as rxe from 6.2). Not rxe
+// 6.12's FLUSH_GLOBAL (bit 38) and FLUSH_PERSISTENT (bit 39): no MR or QP
+// of this revision can hold those rights (hw-spec 6.3).
+constexpr std::uint64_t device_cap_flags = 0x1021C06ull | 1ull << 40;
 constexpr std::uint32_t max_qp = 1048560;
 constexpr std::uint32_t max_qp_wr = 1048576;
 constexpr std::uint32_t max_sge = kMaxSge;
@@ -485,7 +488,8 @@ constexpr int status_errno(CmdStatus s) noexcept {
 // RADDR_SEG (hw-spec.md 6.2)
 #define SIMNIC_HW_RADDR_SEG_FIELDS(F) \
     F(remote_va, 0x00, 0, 64)         \
-    F(rkey, 0x08, 0, 32)
+    F(rkey, 0x08, 0, 32)              \
+    F(flush_len, 0x0C, 0, 32)
 
 // ATOMIC_SEG (hw-spec.md 6.2)
 #define SIMNIC_HW_ATOMIC_SEG_FIELDS(F) \

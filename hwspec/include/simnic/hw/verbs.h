@@ -24,7 +24,10 @@ namespace simnic::hw {
 // ---------------------------------------------------------------------------
 
 // ibv_wr_opcode: CTRL_SEG.opcode. The values simnic executes; the others
-// (TSO, ATOMIC_WRITE, FLUSH, ...) fail with LOC_QP_OP_ERR.
+// (TSO, DRIVER1, ...) fail with LOC_QP_OP_ERR. FLUSH and ATOMIC_WRITE are
+// IBA 1.5's memory placement extensions (kernel rxe from 6.2): rdma-core 44
+// has IBV_WR_ATOMIC_WRITE but not yet IBV_WR_FLUSH, whose value is the
+// kernel's IB_UVERBS_WR_FLUSH.
 enum class WrOpcode : std::uint8_t {
     RdmaWrite = 0,
     RdmaWriteWithImm = 1,
@@ -36,6 +39,8 @@ enum class WrOpcode : std::uint8_t {
     LocalInv = 7,
     BindMw = 8,
     SendWithInv = 9,
+    Flush = 14,
+    AtomicWrite = 15,
 };
 
 // RDMA WRITE (with or without immediate) and RDMA READ: with the atomics, the
@@ -50,6 +55,10 @@ constexpr bool is_atomic(WrOpcode o) noexcept {
     return o == WrOpcode::AtomicCmpAndSwp || o == WrOpcode::AtomicFetchAndAdd;
 }
 constexpr bool is_read_or_atomic(WrOpcode o) noexcept { return o == WrOpcode::RdmaRead || is_atomic(o); }
+// ATOMIC_WRITE and FLUSH: one packet each with a RETH, answered by an RDMA
+// READ RESPONSE without payload. Neither takes a max_rd_atomic credit at the
+// requester (rxe's WR_ATOMIC_OR_READ_MASK leaves them out).
+constexpr bool is_placement(WrOpcode o) noexcept { return o == WrOpcode::Flush || o == WrOpcode::AtomicWrite; }
 // Operations the requester performs itself, sending no packet (rxe's
 // WR_LOCAL_OP_MASK); their WQEs carry no data.
 constexpr bool is_local_op(WrOpcode o) noexcept { return o == WrOpcode::LocalInv || o == WrOpcode::BindMw; }
@@ -136,6 +145,8 @@ enum class WcOpcode : std::uint8_t {
     FetchAdd = 4,
     BindMw = 5,
     LocalInv = 6,
+    Flush = 8,        // IB_UVERBS_WC_FLUSH; rdma-core 44 does not name it yet
+    AtomicWrite = 9,  // IBV_WC_ATOMIC_WRITE
     Recv = 128,
     RecvRdmaWithImm = 129,
 };
@@ -225,6 +236,13 @@ constexpr std::uint8_t kZeroBased = 1u << 5;  // BIND_SEG only: a zero-based win
 constexpr std::uint8_t kRemote = kRemoteWrite | kRemoteRead | kRemoteAtomic;
 constexpr std::uint8_t kAll = 0x0F;      // QP access flags, and what MODIFY_QP accepts
 constexpr std::uint8_t kAllMr = 0x1F;    // what REG_MR and REREG_MR accept
+// FLUSH's rights (IBA 1.5; rxe from 6.2): the placement types a FLUSH may
+// ask of an MR and a QP. The device's tables (MPT_ENTRY.access,
+// QP_ATTR.qp_access_flags) hold 8 bits, so no MR or QP of a simnic device
+// grants them yet, and a FLUSH to it is refused as rxe refuses one to a QP
+// without them. The transport core checks them all the same.
+constexpr std::uint32_t kFlushGlobal = 1u << 8;
+constexpr std::uint32_t kFlushPersistent = 1u << 9;
 }  // namespace access
 
 // ibv_mw_type: CMD_ALLOC_MW_IN.type (MPT_ENTRY.kind encodes it, layout.h).

@@ -36,9 +36,10 @@ struct DataSeg {  // DATA_SEG: one SGE
     std::uint32_t lkey = 0;
 };
 
-struct RaddrSeg {  // RADDR_SEG: RDMA and atomics
+struct RaddrSeg {  // RADDR_SEG: RDMA, atomics, ATOMIC_WRITE and FLUSH
     std::uint64_t remote_va = 0;
     std::uint32_t rkey = 0;
+    std::uint32_t flush_len = 0;  // FLUSH only: the length of the range
 };
 
 struct AtomicSeg {  // ATOMIC_SEG
@@ -81,13 +82,25 @@ struct AddressVector {
 // Opcodes (hw-spec.md 6.2, 6.3), on top of the vocabulary's classes
 // (verbs.h: is_rdma, is_atomic, is_send, is_local_op).
 // ---------------------------------------------------------------------------
-constexpr bool wqe_has_raddr(WrOpcode o) noexcept { return is_rdma(o) || is_atomic(o); }
+constexpr bool wqe_has_raddr(WrOpcode o) noexcept { return is_rdma(o) || is_atomic(o) || is_placement(o); }
 constexpr bool wqe_opcode_known(WrOpcode o) noexcept {
     return is_send(o) || wqe_has_raddr(o) || is_local_op(o);
 }
-// Inline data is not allowed for RDMA READ and the atomics (6.2).
+// Inline data is not allowed for RDMA READ, the atomics and FLUSH (6.2);
+// ATOMIC_WRITE's 8 bytes are always inline.
 constexpr bool wqe_inline_allowed(WrOpcode o) noexcept {
-    return o != WrOpcode::RdmaRead && !is_atomic(o) && !is_local_op(o);
+    return o != WrOpcode::RdmaRead && !is_atomic(o) && !is_local_op(o) && o != WrOpcode::Flush;
+}
+// FLUSH's FETH in CTRL_SEG.imm_inv (6.2): placement type in bits 3..0,
+// selectivity level in bits 5..4, as on the wire.
+constexpr std::uint32_t wqe_flush_feth(std::uint8_t placement, std::uint8_t selectivity) noexcept {
+    return (std::uint32_t{selectivity} & 3u) << 4 | (std::uint32_t{placement} & 0xfu);
+}
+constexpr std::uint8_t wqe_flush_placement(std::uint32_t imm_inv) noexcept {
+    return static_cast<std::uint8_t>(imm_inv & 0xfu);
+}
+constexpr std::uint8_t wqe_flush_selectivity(std::uint32_t imm_inv) noexcept {
+    return static_cast<std::uint8_t>((imm_inv >> 4) & 3u);
 }
 // The QP types of hw-spec 6.3 (rxe's opcode table).
 constexpr bool wqe_opcode_allowed(QpType t, WrOpcode o) noexcept {
@@ -104,6 +117,8 @@ constexpr bool wqe_opcode_allowed(QpType t, WrOpcode o) noexcept {
         case WrOpcode::AtomicCmpAndSwp:
         case WrOpcode::AtomicFetchAndAdd:
         case WrOpcode::LocalInv:
+        case WrOpcode::Flush:
+        case WrOpcode::AtomicWrite:
             return t == QpType::Rc;
     }
     return false;
@@ -123,6 +138,7 @@ enum class WqeFault : std::uint8_t {
     AtomicUnaligned,   // atomic remote_va not 8-byte aligned
     AtomicResult,      // atomic without exactly one 8-byte result SGE
     LengthMismatch,    // total_len is not the SGE sum / the inline byte count
+    PlacementData,     // ATOMIC_WRITE without exactly 8 inline bytes, FLUSH with data
 };
 
 // hw-spec 6.2, engine checks: a length that disagrees is LOC_LEN_ERR, every
@@ -146,6 +162,7 @@ constexpr const char* to_string(WqeFault f) noexcept {
         case WqeFault::InlineTooLong: return "inline data above max_inline";
         case WqeFault::AtomicUnaligned: return "atomic remote_va not 8-byte aligned";
         case WqeFault::AtomicResult: return "atomic result is not one 8-byte SGE";
+        case WqeFault::PlacementData: return "ATOMIC_WRITE without 8 inline bytes, or FLUSH with data";
         case WqeFault::LengthMismatch: return "total_len differs from the data length";
     }
     return "?";
@@ -194,7 +211,8 @@ constexpr auto field_map_of(const DataSeg*) noexcept {
 }
 constexpr auto field_map_of(const RaddrSeg*) noexcept {
     return field_map(raddr_seg::kSize, member_field(&RaddrSeg::remote_va, raddr_seg::remote_va),
-                     member_field(&RaddrSeg::rkey, raddr_seg::rkey));
+                     member_field(&RaddrSeg::rkey, raddr_seg::rkey),
+                     member_field(&RaddrSeg::flush_len, raddr_seg::flush_len));
 }
 constexpr auto field_map_of(const AtomicSeg*) noexcept {
     return field_map(atomic_seg::kSize, member_field(&AtomicSeg::compare_add, atomic_seg::compare_add),
@@ -336,6 +354,8 @@ inline WqeFault encode_send(const SendWqe& w, QpType qp_type, std::uint8_t* slot
     if (is_local_op(o) && (w.inline_data || w.num_sge != 0)) return WqeFault::LocalOpData;
     if (w.inline_data && !wqe_inline_allowed(o)) return WqeFault::InlineNotAllowed;
     if (w.inline_data && w.inline_len > kMaxInline) return WqeFault::InlineTooLong;
+    if (o == WrOpcode::AtomicWrite && !(w.inline_data && w.inline_len == 8)) return WqeFault::PlacementData;
+    if (o == WrOpcode::Flush && w.num_sge != 0) return WqeFault::PlacementData;
     if (!w.inline_data && w.num_sge > kMaxSge) return WqeFault::TooManySge;
     if (send_wqe_size(w, qp_type) > stride) return WqeFault::Truncated;
     using wqe_detail::put;
@@ -423,17 +443,20 @@ inline WqeFault decode_send(const std::uint8_t* slot, const SqLimits& lim, SendW
             off += av::kSize;
         }
     }
+    if (o == WrOpcode::AtomicWrite && !inl) return WqeFault::PlacementData;
     if (inl) {
         if (!wqe_inline_allowed(o)) return WqeFault::InlineNotAllowed;
         if (!room(inline_seg::kSize)) return WqeFault::Truncated;
         const auto n = static_cast<std::uint32_t>(get(slot + off, inline_seg::kSize, inline_seg::byte_count));
         off += inline_seg::kSize;
-        if (n > lim.max_inline || n > kMaxInline) return WqeFault::InlineTooLong;
+        // ATOMIC_WRITE's 8 bytes are inline whatever the QP's max_inline.
+        if ((n > lim.max_inline && o != WrOpcode::AtomicWrite) || n > kMaxInline) return WqeFault::InlineTooLong;
         if (!room(n)) return WqeFault::Truncated;
         w.inline_data = true;
         w.inline_bytes = slot + off;
         w.inline_len = n;
-        return n == total ? WqeFault::None : WqeFault::LengthMismatch;
+        if (n != total) return WqeFault::LengthMismatch;
+        return o == WrOpcode::AtomicWrite && n != 8 ? WqeFault::PlacementData : WqeFault::None;
     }
     if (nsge > lim.max_sge || nsge > kMaxSge) return WqeFault::TooManySge;
     std::uint64_t sum = 0;
@@ -444,6 +467,7 @@ inline WqeFault decode_send(const std::uint8_t* slot, const SqLimits& lim, SendW
         sum += w.sge[i].length;
     }
     if (is_atomic(o)) return nsge == 1 && sum == 8 ? WqeFault::None : WqeFault::AtomicResult;
+    if (o == WrOpcode::Flush && nsge != 0) return WqeFault::PlacementData;
     return sum == total ? WqeFault::None : WqeFault::LengthMismatch;
 }
 

@@ -95,6 +95,14 @@ struct Reth {
     uint32_t dma_len = 0;
 };
 
+// FETH (FLUSH): placement type and selectivity level; the other bits are
+// reserved and kept for a byte-exact round trip.
+struct Feth {
+    uint8_t placement = 0;  // bits 3..0 (roce::feth::kPlacement*)
+    uint8_t selectivity = 0;  // bits 5..4 (roce::feth::kSelect*)
+    uint32_t resv = 0;  // bits 31..6, shifted down
+};
+
 struct AtomicEth {
     uint64_t va = 0;
     uint32_t rkey = 0;
@@ -134,6 +142,7 @@ struct AtomicAckEth {
 struct TransportHdrs {
     Bth bth;
     Deth deth;
+    Feth feth;
     Reth reth;
     AtomicEth atomic;
     Aeth aeth;

@@ -13,13 +13,15 @@
 
 namespace simnic::roce {
 
-// Extension headers, in the order IBA places them after the BTH.
-enum class Ext : uint8_t { DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH };
-inline constexpr size_t kNumExt = 7;
+// Extension headers, in the order IBA places them after the BTH. FETH (IBA
+// 1.5's memory placement extensions: FLUSH) comes before the RETH.
+enum class Ext : uint8_t { DETH, FETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH };
+inline constexpr size_t kNumExt = 8;
 
 inline constexpr size_t kBthBytes = 12;
 inline constexpr std::array<uint8_t, kNumExt> kExtBytes = {
     8,   // DETH: Q_Key, reserved, source QP
+    4,   // FETH: reserved, selectivity level, placement type
     16,  // RETH: virtual address, R_Key, DMA length
     28,  // AtomicETH: virtual address, R_Key, swap/add data, compare data
     4,   // AETH: syndrome, MSN
@@ -29,30 +31,39 @@ inline constexpr std::array<uint8_t, kNumExt> kExtBytes = {
 };
 
 // Flag bits of an opcode's mask.
+// The header bits are ext_flag(Ext), in Ext order.
 enum OpFlag : uint32_t {
     kHasDeth = 1u << 0,
-    kHasReth = 1u << 1,
-    kHasAtomicEth = 1u << 2,
-    kHasAeth = 1u << 3,
-    kHasAtomicAckEth = 1u << 4,
-    kHasImmDt = 1u << 5,
-    kHasIeth = 1u << 6,
-    kPayload = 1u << 7,    // carries a payload (possibly of zero bytes)
-    kRequest = 1u << 8,    // sent by the requester
-    kResponse = 1u << 9,   // sent by the responder (ACK, READ response, atomic ACK)
-    kSend = 1u << 10,
-    kWrite = 1u << 11,
-    kRead = 1u << 12,
-    kAtomic = 1u << 13,
-    kFirst = 1u << 14,     // first packet of a multi-packet message
-    kMiddle = 1u << 15,
-    kLast = 1u << 16,
+    kHasFeth = 1u << 1,
+    kHasReth = 1u << 2,
+    kHasAtomicEth = 1u << 3,
+    kHasAeth = 1u << 4,
+    kHasAtomicAckEth = 1u << 5,
+    kHasImmDt = 1u << 6,
+    kHasIeth = 1u << 7,
+    kPayload = 1u << 8,    // carries a payload (possibly of zero bytes)
+    kRequest = 1u << 9,    // sent by the requester
+    kResponse = 1u << 10,  // sent by the responder (ACK, READ response, atomic ACK)
+    kSend = 1u << 11,
+    kWrite = 1u << 12,
+    kRead = 1u << 13,
+    kAtomic = 1u << 14,    // CMP_SWAP and FETCH_ADD (AtomicETH, answered with an ATOMIC ACK)
+    kFirst = 1u << 15,     // first packet of a multi-packet message
+    kMiddle = 1u << 16,
+    kLast = 1u << 17,
     kOnly = kFirst | kLast,  // a one-packet message is both first and last
-    kUsesRecvWqe = 1u << 17, // consumes a receive WQE at the responder
-    kCompletes = 1u << 18,   // the message completes at this packet
+    kUsesRecvWqe = 1u << 18, // consumes a receive WQE at the responder
+    kCompletes = 1u << 19,   // the message completes at this packet
+    // IBA 1.5's memory placement extensions (rxe from 6.2). Neither is a
+    // WRITE nor an atomic to the checks that test those bits: each has rules
+    // of its own (rxe's RXE_ATOMIC_WRITE_MASK and RXE_FLUSH_MASK).
+    kAtomicWrite = 1u << 20, // ATOMIC WRITE: RETH and 8 bytes placed at once
+    kFlush = 1u << 21,       // FLUSH: FETH and RETH, no payload
 };
 
 constexpr uint32_t ext_flag(Ext e) { return 1u << static_cast<unsigned>(e); }
+static_assert(ext_flag(Ext::FETH) == kHasFeth && ext_flag(Ext::IETH) == kHasIeth &&
+              ext_flag(Ext::IETH) < kPayload, "header bits are ext_flag(Ext), below the other flags");
 
 enum class Transport : uint8_t { RC = 0, UC = 1, RD = 2, UD = 3 };
 
@@ -94,6 +105,8 @@ enum : uint8_t {
     RC_FETCH_ADD = 0x14,
     RC_SEND_LAST_WITH_INVALIDATE = 0x16,
     RC_SEND_ONLY_WITH_INVALIDATE = 0x17,
+    RC_FLUSH = 0x1c,         // IBA 1.5 memory placement extensions (rxe: 6.2 on)
+    RC_ATOMIC_WRITE = 0x1d,
     UC_SEND_FIRST = 0x20,
     UC_SEND_MIDDLE = 0x21,
     UC_SEND_LAST = 0x22,
@@ -182,6 +195,11 @@ constexpr std::array<OpcodeInfo, 256> build_table() {
                                                   send | kHasIeth | kLast | kCompletes);
     t[op::RC_SEND_ONLY_WITH_INVALIDATE] = make_op("RC_SEND_ONLY_WITH_INVALIDATE",
                                                   send | kHasIeth | kOnly | kCompletes);
+    // Both are answered with an RDMA READ RESPONSE ONLY without payload
+    // (rxe's send_read_response_ack), not with an ACK.
+    t[op::RC_FLUSH] = make_op("RC_FLUSH", req | kFlush | kHasFeth | kHasReth | kOnly);
+    t[op::RC_ATOMIC_WRITE] =
+        make_op("RC_ATOMIC_WRITE", req | kAtomicWrite | kHasReth | kPayload | kOnly);
     t[op::UD_SEND_ONLY] = make_op("UD_SEND_ONLY", send | kHasDeth | kOnly | kCompletes);
     t[op::UD_SEND_ONLY_WITH_IMMEDIATE] =
         make_op("UD_SEND_ONLY_WITH_IMMEDIATE", send | kHasDeth | imm | kOnly | kCompletes);
@@ -200,5 +218,18 @@ static_assert(kOpcodeTable[op::RC_ATOMIC_ACKNOWLEDGE].hdr_bytes == 12 + 4 + 8);
 static_assert(kOpcodeTable[op::RC_COMPARE_SWAP].hdr_bytes == 12 + 28);
 static_assert(kOpcodeTable[op::UD_SEND_ONLY_WITH_IMMEDIATE].offset(Ext::ImmDt) == 12 + 8);
 static_assert(!kOpcodeTable[0x15].valid(), "0x15 is reserved");
+static_assert(kOpcodeTable[op::RC_FLUSH].offset(Ext::FETH) == 12 &&
+              kOpcodeTable[op::RC_FLUSH].offset(Ext::RETH) == 12 + 4 &&
+              kOpcodeTable[op::RC_FLUSH].hdr_bytes == 12 + 4 + 16);
+static_assert(kOpcodeTable[op::RC_ATOMIC_WRITE].hdr_bytes == 12 + 16);
+
+// FETH (IBA 1.5, 9.2.x): the low byte holds the selectivity level in bits
+// 5..4 and the placement type in bits 3..0; the rest is reserved.
+namespace feth {
+inline constexpr uint8_t kPlacementGlobal = 1;      // global visibility
+inline constexpr uint8_t kPlacementPersistent = 2;  // persistence
+inline constexpr uint8_t kSelectRange = 0;          // the RETH's range
+inline constexpr uint8_t kSelectMr = 1;             // the whole MR (the RETH's VA and length unused)
+}  // namespace feth
 
 }  // namespace simnic::roce

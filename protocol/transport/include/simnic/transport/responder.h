@@ -27,6 +27,8 @@ enum class RespState : uint8_t {
     Execute,
     ReadReply,
     AtomicReply,
+    AtomicWriteReply,
+    ProcessFlush,
     Complete,
     Acknowledge,
     Cleanup,
@@ -54,8 +56,10 @@ const char* iba_error_class(RespState s);
 // A READ or atomic the responder has executed, kept so that a duplicate can
 // be answered again (IBA 9.7.5.1.3): READs are re-executed from their RETH,
 // atomics replay the original value instead of being applied twice.
+// ATOMIC_WRITE and FLUSH keep one too (rxe_prepare_res): a duplicate is
+// answered again without being executed again.
 struct RespResource {
-    enum class Type : uint8_t { None, Read, Atomic } type = Type::None;
+    enum class Type : uint8_t { None, Read, Atomic, AtomicWrite, Flush } type = Type::None;
     uint32_t first_psn = 0;
     uint32_t last_psn = 0;
     uint32_t cur_psn = 0;
@@ -97,6 +101,8 @@ private:
     RespState execute(Pass& p);
     RespState read_reply(Pass& p);
     RespState atomic_reply(Pass& p);
+    RespState atomic_write_reply(Pass& p);
+    RespState process_flush(Pass& p);
     RespState complete(Pass& p);
     RespState acknowledge(Pass& p);
     RespState duplicate_request(Pass& p);

@@ -69,6 +69,12 @@ struct SendWqe {
     uint32_t rkey = 0;
     uint64_t compare_add = 0;  // CMP_AND_SWP: compare; FETCH_AND_ADD: add
     uint64_t swap = 0;         // CMP_AND_SWP: swap
+    // FLUSH: the range's length (the RETH's DMA length) and the FETH's
+    // placement type and selectivity level (roce::feth). ATOMIC_WRITE's 8
+    // bytes are its inline data.
+    uint32_t flush_len = 0;
+    uint8_t flush_placement = 0;
+    uint8_t flush_selectivity = 0;
     // WITH_IMM (host order; the wire carries it big-endian) or WITH_INV
     uint32_t imm_data = 0;
     uint32_t invalidate_rkey = 0;  // SEND_WITH_INV, LOCAL_INV
