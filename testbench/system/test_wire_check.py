@@ -7,7 +7,9 @@ repeated ID, an ID below an earlier one of the same QP, and a flow starting
 at 0 fail; two QPs' frames interleaved far from their IDs' order pass.
 Acknowledgement, on an RC SEND and its ACK: AckReq on the last packet, and
 inside a message only after more than 64 packets without; ACK syndrome
-0x1F."""
+0x1F. One QP's ACK may reach the wire behind a request it built later
+(rxe's requester and responder are two tasks); a request behind a later
+request may not."""
 
 import os
 import struct
@@ -82,6 +84,21 @@ def rc_exchange(send_ack_req=True, syndrome=0x1F, middle_ack_req_at=None, n_midd
     return frames
 
 
+def request_and_response(second_is_ack=True):
+    """QP 0x11 on A sends a SEND ONLY (ID 0x201) and, built a moment
+    earlier by its responder, the ACK of B's SEND (ID 0x200), which reaches
+    the wire after it: one port, two roles. With second_is_ack False both
+    are requests, and the second one's ID is below the first's."""
+    port = qpn_sport(0x11, 0x12)
+    aeth = bytes([0x1F]) + (1).to_bytes(3, "big")
+    frames = [roce(0x04, 0x11, 50, True, 0x500, bytes(16), port, a_to_b=False),
+              roce(0x04, 0x12, 100, True, 0x201, bytes(16), port)]
+    frames.append(roce(0x11, 0x12, 50, False, 0x200, aeth, port) if second_is_ack
+                  else roce(0x04, 0x12, 101, True, 0x200, bytes(16), port))
+    frames.append(roce(0x11, 0x11, 100 if second_is_ack else 101, False, 0x501, aeth, port, a_to_b=False))
+    return frames
+
+
 def check(ids=None, frames=None):
     frames = [arp_reply(MAC_B, IP_B, MAC_A, IP_A), arp_reply(MAC_A, IP_A, MAC_B, IP_B)] + (
         frames if frames is not None else [roce_ud(i) for i in ids])
@@ -120,6 +137,11 @@ def main():
          0, "(1 inside messages)"),
         ("AckReq inside a message after 10 packets", rc_exchange(n_middle=80, middle_ack_req_at=10),
          1, "AckReq inside a message"),
+        # rxe's requester and responder are two tasks: one QP's ACK may
+        # reach the wire after a request built after it; two requests may not.
+        ("a QP's ACK behind its own later request", request_and_response(), 0, "1 overtaken"),
+        ("a QP's request behind its own later request", request_and_response(False), 1,
+         "from the same source port 49"),
     ]
     bad = 0
     for what, ids, want_rc, want in cases:

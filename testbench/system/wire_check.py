@@ -37,6 +37,9 @@ import zlib
 RC_LAST = {0x02, 0x03, 0x04, 0x05, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x13, 0x14, 0x16, 0x17, 0x1C, 0x1D}
 RC_NOT_LAST = {0x00, 0x01, 0x06, 0x07}
 AETH_OPCODES = {0x0D, 0x0F, 0x10, 0x11, 0x12}
+# What an RC responder sends: READ RESPONSE FIRST/MIDDLE/LAST/ONLY, ACK,
+# ATOMIC ACKNOWLEDGE.
+RESPONSE_OPCODES = {0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12}
 # rxe asks for an ACK inside a long message too, once more than this many
 # packets went without (RXE_MAX_PKT_PER_ACK; simnic's kMaxPktsPerAck).
 MAX_PKTS_PER_ACK = 64
@@ -152,12 +155,17 @@ def main():
     # packets of different QPs (different UDP source ports) can then overtake
     # each other on the way to the wire (kernel rxe: the netdev's fq_codel
     # queues each UDP flow on its own and serves them in turn), by as many
-    # frames as a QP had queued. So: never a repeat per source and
-    # destination, strictly increasing per source port; and exactly one apart
-    # in most close pairs of consecutive frames from one port.
+    # frames as a QP had queued. One QP's requests and its responses (ACKs,
+    # READ and atomic responses) leave from the same port but are built by
+    # two tasks (rxe_requester, rxe_responder) that may run at once on two
+    # CPUs: between them too a frame can overtake (seen: kernel 6.1's rping
+    # between the rig's two VMs, 0xabac after 0xabad). So: never a repeat
+    # per source and destination, strictly increasing per source port and
+    # role; and exactly one apart in most close pairs of consecutive frames
+    # from one port.
     high, recent, last, steps, close, close_ones, behind = {}, {}, {}, 0, 0, 0, 0
     for f in roce:
-        key, qkey = (f[2], f[3]), (f[2], f[3], f[7])
+        key, qkey = (f[2], f[3]), (f[2], f[3], f[7], f[8] in RESPONSE_OPCODES)
         # The counter is 32 bits wide and the field 16: it passes 0 once in
         # 65536 packets (the kernel does not skip it for IPv4), so only a
         # flow's first ID must not be 0 (a netdev-bound device's are all 0).
@@ -186,7 +194,8 @@ def main():
             p = high[qkey]
             if (f[6] - p[6]) & 0xFFFF >= 0x8000:
                 sys.exit(f"FAIL: frame {f[0]}: IP identification 0x{f[6]:04x} after 0x{p[6]:04x} "
-                         f"from the same source port {f[7]} ({ip(f[2])} -> {ip(f[3])})")
+                         f"from the same source port {f[7]}, both {'responses' if qkey[3] else 'requests'} "
+                         f"({ip(f[2])} -> {ip(f[3])})")
         high[qkey] = f
     # (a rule about most frames: a handful of close pairs says nothing)
     if close >= 10 and close_ones < 0.9 * close:
