@@ -18,7 +18,10 @@ groups:
              each run's wire capture checked; results.jsonl rows
   interop612 the same against 6.12
   interop_faults  the RC tests of the matrix against 6.1 with 1% and 5% loss,
-             reordering and duplication on the wire
+             reordering and duplication on the wire; simnic-workload under
+             drop, duplication, reordering, corruption and delay (RC exact,
+             UC and UD losing whole messages and nothing else)
+  interop_faults612  the same against 6.12
 """
 
 import argparse
@@ -620,7 +623,8 @@ def stop_clean(rig):
 
 
 # Paths the simnic tests need (--simnic, --verbs, --wire-check).
-TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None, workload=None, only=None)
+TOOLS = argparse.Namespace(simnic=None, verbs=None, wire_check=None, workload=None, only=None,
+                           fault_rates=None, fault_types=None, fault_scale=None, budget=500)
 
 
 def selected(tests):
@@ -736,6 +740,69 @@ def workload_result(kernel, peer, role, out, name):
     return ok
 
 
+def workload_summary(out):
+    lines = [l for l in out.splitlines() if l.startswith("simnic-workload: ") or " FAIL" in l or
+             l.startswith("  ")]
+    return "\n".join(lines[-8:])
+
+
+def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env):
+    """simnic-workload between vm0's kernel rxe and the simnic device `dev`
+    (of type `dtype`) on the rig's wire, each side once as requester: first
+    simnic requests (client on the host, server in the VM), then rxe requests
+    (server on the host, the VM's client connecting back over the control
+    NIC). Both append a results.jsonl row named `name`. Returns the failures
+    and the two verdict lines."""
+    rdir = os.environ.get("SIMNIC_COVERIFY_RESULTS", "coverify")
+    os.makedirs(rdir, exist_ok=True)
+    results = os.path.join(rdir, "results.jsonl")
+    host_port = int(rig.cmd("port", 0, WORKLOAD_VM_PORT, check=0).stdout.strip())
+    failures, verdicts = [], []
+    server = None
+    try:
+        # 1. rxe responds (server in the VM), simnic requests.
+        t0 = time.monotonic()
+        server = rig.popen("exec", "--timeout", 200, 0,
+                           f"simnic-workload -d rxe0 -g 1 -p {WORKLOAD_VM_PORT}")
+        client = subprocess.run([TOOLS.workload, "-d", dev, "-g", "1", "-p", str(host_port)] + args +
+                                ["--results", results, "--target", f"rxe-{kernel}", "--peer", dtype,
+                                 "--role", "simnic-client", "--name", name, "127.0.0.1"],
+                                env=app_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, timeout=230)
+        sout, _ = server.communicate(timeout=200)
+        server = None
+        print(f"{dtype} requests, rxe responds ({time.monotonic() - t0:.1f} s): rc {client.returncode}\n"
+              f"{workload_summary(client.stdout)}\nrxe server: "
+              f"{workload_summary(sout) or sout.strip()[-300:]}")
+        verdicts.append(workload_summary(client.stdout).splitlines()[-1:])
+        if client.returncode != 0 or "cases served" not in sout:
+            failures.append(f"{dtype} requester against rxe")
+        # 2. simnic responds (server on the host), rxe requests.
+        t0 = time.monotonic()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            p = s.getsockname()[1]
+        server = subprocess.Popen([TOOLS.workload, "-d", dev, "-g", "1", "-p", str(p)], env=app_env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(0.3)
+        client = rig.cmd("exec", "--timeout", 200, 0,
+                         f"simnic-workload -d rxe0 -g 1 -p {p} {' '.join(args)} 10.0.2.2", timeout=230)
+        sout, _ = server.communicate(timeout=60)
+        server = None
+        ok = workload_result(kernel, dtype, "simnic-server", client.stdout, name)
+        print(f"rxe requests, {dtype} responds ({time.monotonic() - t0:.1f} s): rc {client.returncode}\n"
+              f"{workload_summary(client.stdout) or client.stdout.strip()[-300:]}\n"
+              f"{dtype} server: {sout.strip()[-300:]}")
+        verdicts.append(workload_summary(client.stdout).splitlines()[-1:])
+        if client.returncode != 0 or not ok:
+            failures.append(f"rxe requester against {dtype}")
+    finally:
+        if server is not None and server.poll() is None:
+            server.kill()
+            server.wait()
+    return failures, verdicts
+
+
 def check_wire_workload(rig, kernel):
     """simnic-workload (testbench/workload) between vm0's kernel rxe and a
     simnic device on the rig's wire (issue 10 §3's integrity program, §6's
@@ -747,14 +814,10 @@ def check_wire_workload(rig, kernel):
     if not (TOOLS.simnic and TOOLS.verbs and TOOLS.workload):
         raise Fail("the workload check needs --simnic, --verbs and --workload")
     port = rig.status()["wire"]["port"]
-    host_port = int(rig.cmd("port", 0, WORKLOAD_VM_PORT, check=0).stdout.strip())
     rt = tempfile.mkdtemp(prefix="simnic-rig-rt-")
     os.chmod(rt, 0o700)
     env = dict(os.environ, SIMNIC_RUNTIME_DIR=rt)
     app_env = dict(env, LD_PRELOAD=TOOLS.verbs)
-    rdir = os.environ.get("SIMNIC_COVERIFY_RESULTS", "coverify")
-    os.makedirs(rdir, exist_ok=True)
-    results = os.path.join(rdir, "results.jsonl")
     name = f"integrity set + seeds {WORKLOAD_SEEDS} (UC/UD loss ok)"
     # --loss-ok: UC and UD from the host into a TCG VM lose frames in bursts
     # (a 128-packet UC SEND, every time; RC shows the same drops as
@@ -771,49 +834,12 @@ def check_wire_workload(rig, kernel):
             raise Fail(f"simnic {' '.join(map(str, a))}: {r.stdout}")
         return r.stdout
 
-    def summary(out):
-        lines = [l for l in out.splitlines() if l.startswith("simnic-workload: ") or " FAIL" in l or
-                 l.startswith("  ")]
-        return "\n".join(lines[-8:])
-
     failures = []
-    server = None
     try:
         for i, dtype in enumerate(("soft", "model")):
             dev = f"rw{i}"
             sim("link", "add", dev, "type", dtype, "wire", f"127.0.0.1:{port}", "addr", f"10.0.0.{100 + i}/24")
-            # 1. rxe responds (server in the VM), simnic requests.
-            t0 = time.monotonic()
-            server = rig.popen("exec", "--timeout", 150, 0,
-                               f"simnic-workload -d rxe0 -g 1 -p {WORKLOAD_VM_PORT}")
-            client = subprocess.run([TOOLS.workload, "-d", dev, "-g", "1", "-p", str(host_port)] + args +
-                                    ["--results", results, "--target", f"rxe-{kernel}", "--peer", dtype,
-                                     "--role", "simnic-client", "--name", name, "127.0.0.1"],
-                                    env=app_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, timeout=180)
-            sout, _ = server.communicate(timeout=150)
-            server = None
-            print(f"{dtype} requests, rxe responds ({time.monotonic() - t0:.1f} s): rc {client.returncode}\n"
-                  f"{summary(client.stdout)}\nrxe server: {summary(sout) or sout.strip()[-300:]}")
-            if client.returncode != 0 or "cases served" not in sout:
-                failures.append(f"{dtype} requester against rxe")
-            # 2. simnic responds (server on the host), rxe requests.
-            t0 = time.monotonic()
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                p = s.getsockname()[1]
-            server = subprocess.Popen([TOOLS.workload, "-d", dev, "-g", "1", "-p", str(p)], env=app_env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            time.sleep(0.3)
-            client = rig.cmd("exec", "--timeout", 150, 0,
-                             f"simnic-workload -d rxe0 -g 1 -p {p} {' '.join(args)} 10.0.2.2", timeout=180)
-            sout, _ = server.communicate(timeout=60)
-            server = None
-            ok = workload_result(kernel, dtype, "simnic-server", client.stdout, name)
-            print(f"rxe requests, {dtype} responds ({time.monotonic() - t0:.1f} s): rc {client.returncode}\n"
-                  f"{summary(client.stdout) or client.stdout.strip()[-300:]}\n{dtype} server: {sout.strip()[-300:]}")
-            if client.returncode != 0 or not ok:
-                failures.append(f"rxe requester against {dtype}")
+            failures += workload_both_ways(rig, kernel, dev, dtype, args, name, app_env)[0]
         print(sim("stats", "rw0").strip().replace("\n", " ")[:400])
         # Where UC and UD lost frames: the VM's NIC and rxe's counters.
         r = rig.cmd("exec", "--timeout", 30, 0,
@@ -821,14 +847,13 @@ def check_wire_workload(rig, kernel):
                     "cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep . *", timeout=60)
         print("vm0 eth0 rx_dropped, rx_missed; rxe0 counters: " + " ".join(r.stdout.split()))
     finally:
-        if server is not None and server.poll() is None:
-            server.kill()
-            server.wait()
         subprocess.run([TOOLS.simnic, "daemon", "--stop"], env=env, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, timeout=30)
         shutil.rmtree(rt, ignore_errors=True)
     if failures:
         raise Fail("simnic-workload failed: " + "; ".join(failures))
+
+
 # --------------------------------------------------------------------------
 # The interop matrix (issue 10 sections 3 and 5): interop.py holds the tests
 
@@ -873,15 +898,15 @@ def group_interop(rig, rep, series):
     rep.run("stop leaves nothing behind", stop_clean, rig)
 
 
-# The fault group: one rate per device pair, each device with rules of its
+# The fault groups: one rate per device pair, each device with rules of its
 # own in both directions (its frames and the VM's frames to it).
 FAULT_RATES = ("1%", "5%")
 FAULT_SEED_INTEROP = 11
 
 
-def fault_devices():
+def fault_devices(rates):
     devs = {}
-    for i, rate in enumerate(FAULT_RATES):
+    for i, rate in enumerate(rates):
         for j, typ in enumerate(("soft", "model")):
             n = 2 * i + j
             devs[f"{typ}@{rate}"] = (f"f{typ}{n}", f"10.0.0.{110 + n}", f"02:00:00:00:0a:{n + 1:02x}")
@@ -892,45 +917,127 @@ def fault_label(rate):
     return f"{rate} loss, reorder, dup"
 
 
-def group_interop_faults(rig, rep):
+# The integrity program under faults (issue 10 §5): every fault the wire
+# has, per direction, on devices of their own (keys TYPE@RATE@rc|ucud).
+#   rc    drop, duplicate, reorder, corrupt and delay: RC exact, every
+#         message once, byte for byte, on both sides.
+#   ucud  the same without duplication: UC and UD lose the message a lost or
+#         corrupted frame belonged to, and nothing else may go wrong: every
+#         message that arrives is one of those sent, whole and once
+#         (simnic-workload --loss-ok). A duplicated frame may legitimately
+#         arrive twice on UD (no PSN check) and on UC (a new message starts
+#         at any FIRST or ONLY packet, IBA 9.7.5.1), so the wire does not
+#         duplicate here and "never twice" stays checked.
+# A delayed frame waits 2 ms (TCG's timers are coarse; shorter delays are
+# hidden in its jitter). Corruption flips one bit after the Ethernet header:
+# the ICRC, the IP header checksum or an address catches it, or the bit is
+# one rxe ignores (TTL, TOS, the UDP checksum that RoCE leaves 0).
+WORKLOAD_FAULT_SEEDS = {"ci": "1-2", "full": "1-12"}
+WORKLOAD_FAULT_BUDGET = {"ci": 32768, "full": 131072}
+
+
+def workload_fault_rules(rate, kind):
+    dup = f"dup={rate}," if kind == "rc" else ""
+    return f"drop={rate},{dup}reorder={rate},corrupt={rate},delay=2ms,delayed={rate}"
+
+
+def workload_fault_devices(rates, types):
+    devs = {}
+    for i, rate in enumerate(rates):
+        for j, typ in enumerate(types):
+            for k, kind in enumerate(("rc", "ucud")):
+                n = 4 * i + 2 * j + k
+                devs[f"{typ}@{rate}@{kind}"] = (f"w{typ[0]}{kind}{i}", f"10.0.0.{130 + n}",
+                                                f"02:00:00:00:0b:{n + 1:02x}")
+    return devs
+
+
+def workload_fault_runs(rate, kind, scale):
+    """(the row's name, simnic-workload's arguments) of one device kind."""
+    seeds = WORKLOAD_FAULT_SEEDS[scale]
+    budget = str(WORKLOAD_FAULT_BUDGET[scale])
+    faults = f"{rate} drop, {'dup, ' if kind == 'rc' else ''}reorder, corrupt, 2 ms delay"
+    if kind == "rc":
+        return (f"RC integrity + seeds {seeds} ({faults})",
+                ["--integrity-only", "RC", "--seeds", seeds, "--qp-type", "RC", "--budget", budget])
+    return (f"UC, UD integrity + seeds {seeds}, a lost frame loses its message ({faults})",
+            ["--integrity-only", "UC,UD", "--seeds", seeds, "--qp-type", "UC", "--budget", budget,
+             "--loss-ok"])
+
+
+def group_interop_faults(rig, rep, series):
     interop_tools()
-    devs = fault_devices()
+    rates = tuple(TOOLS.fault_rates or FAULT_RATES)
+    wtypes = tuple(TOOLS.fault_types or ("soft",))
+    scale = TOOLS.fault_scale or "ci"
+    devs = fault_devices(rates)
+    wdevs = workload_fault_devices(rates, wtypes) if TOOLS.workload else {}
     rules = []
     for key, (_, _, mac) in devs.items():
         rate = key.split("@")[1]
         for d in ("from", "to"):
             rules += ["--fault", f"{d}={mac},drop={rate},dup={rate},reorder={rate}"]
-    rep.run(f"start one 6.1 VM on a wire with {len(rules) // 2} fault rules --seed "
-            f"{FAULT_SEED_INTEROP}", start, rig, "--vms", 1, "--lifetime", 1200, "--seed",
-            FAULT_SEED_INTEROP, *rules, fatal=True)
+    for key, (_, _, mac) in wdevs.items():
+        _, rate, kind = key.split("@")
+        for d in ("from", "to"):
+            rules += ["--fault", f"{d}={mac},{workload_fault_rules(rate, kind)}"]
+    rep.run(f"start one {series} VM on a wire with {len(rules) // 2} fault rules --seed "
+            f"{FAULT_SEED_INTEROP}", start, rig, "--kernel", series, "--vms", 1, "--lifetime",
+            max(1500, int(TOOLS.budget) + 60),
+            "--seed", FAULT_SEED_INTEROP, *rules, fatal=True)
     st = rig.status()
     host = interop.Host(TOOLS.simnic, TOOLS.verbs, st["wire"]["port"])
     m = interop.Matrix(rig, host, interop.Capture(st["wire"]["pcap"], TOOLS.wire_check),
-                       st["kernel"], "6.1", devs)
+                       st["kernel"], series, devs)
     try:
         rep.run("soft and model devices at each rate on the wire", lambda: print(
-            host.add_links(1024, devs)), fatal=True)
-        for rate in FAULT_RATES:
+            host.add_links(1024, {**devs, **wdevs})), fatal=True)
+        for rate in rates:
             for t in [t for t in selected(interop.matrix_tests()) if t.faults]:
                 rep.run(f"{t.name} under {fault_label(rate)}: soft and model, simnic server and "
                         "client", m.run_test, t, (f"soft@{rate}", f"model@{rate}"), (1024,), ROLES,
                         print, fault_label(rate))
-        rep.run("the injector dropped, duplicated and reordered at each rate",
-                check_interop_faults_happened, rig, devs)
+        for rate in rates:
+            for typ in wtypes:
+                for kind in ("rc", "ucud"):
+                    name, args = workload_fault_runs(rate, kind, scale)
+                    rep.run(f"simnic-workload {name}: rxe <-> {typ}, each side requesting",
+                            check_workload_faults, rig, host, series, wdevs, f"{typ}@{rate}@{kind}",
+                            name, args)
+        rep.run("the injector dropped, duplicated, reordered, corrupted and delayed at each rate",
+                check_interop_faults_happened, rig, devs, wdevs)
     finally:
         host.close()
     print("runs: " + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(m.counts.items())))
     rep.run("stop leaves nothing behind", stop_clean, rig)
 
 
-def check_interop_faults_happened(rig, devs):
+def check_workload_faults(rig, host, series, wdevs, key, name, args):
+    dev = wdevs[key][0]
+    failures, verdicts = workload_both_ways(rig, series, dev, key.split("@")[0], args, name,
+                                            host.app_env)
+    print(f"{dev}: " + host.sim("stats", dev).strip().replace("\n", " ")[:600])
+    if failures:
+        raise Fail("simnic-workload failed: " + "; ".join(failures))
+
+
+def check_interop_faults_happened(rig, devs, wdevs):
     c = rig.status()["wire"]["counters"]
+    total = {}
     for f in c["faults"]:
         print(f"  {f}")
-        if f["frames"] >= 200 and (f["dropped"] < 1 or f["duplicated"] < 1 or f["reordered"] < 1):
+        for k in ("frames", "dropped", "duplicated", "reordered", "corrupted", "delayed"):
+            total[k] = total.get(k, 0) + f.get(k, 0)
+        if f["frames"] >= 200 and (f["dropped"] < 1 or f["reordered"] < 1 or
+                                   (" dup " in f["rule"] and f["duplicated"] < 1) or
+                                   (" corrupt " in f["rule"] and f["corrupted"] < 1) or
+                                   (" delay " in f["rule"] and f["delayed"] < 1)):
             raise Fail(f"a rule saw {f['frames']} frames and did not act on them: {f}")
-    if sum(f["dropped"] for f in c["faults"]) < 10:
+    print("all rules: " + ", ".join(f"{v} {k}" for k, v in total.items()))
+    if total.get("dropped", 0) < 10:
         raise Fail(f"too few drops overall: {c}")
+    if wdevs and total.get("corrupted", 0) < 1:
+        raise Fail(f"no frame corrupted: {c}")
 
 
 def check_no_simnic(rig):
@@ -1042,8 +1149,9 @@ GROUPS = {"kernel61": group_kernel61, "kernel612": group_kernel612, "faults": gr
           "lifecycle": group_lifecycle,
           "interop61": lambda rig, rep: group_interop(rig, rep, "6.1"),
           "interop612": lambda rig, rep: group_interop(rig, rep, "6.12"),
-          "interop_faults": group_interop_faults}
-KERNEL_OF = {"kernel612": "6.12", "interop612": "6.12"}
+          "interop_faults": lambda rig, rep: group_interop_faults(rig, rep, "6.1"),
+          "interop_faults612": lambda rig, rep: group_interop_faults(rig, rep, "6.12")}
+KERNEL_OF = {"kernel612": "6.12", "interop612": "6.12", "interop_faults612": "6.12"}
 
 
 def main():
@@ -1057,10 +1165,20 @@ def main():
     ap.add_argument("--workload", help="simnic-workload (the workload check)")
     ap.add_argument("--only", help="interop groups: only the tests whose names match this "
                     "regular expression (for working on one)")
+    ap.add_argument("--fault-rates", help="interop_faults groups: the rates, e.g. 1%%,5%%,10%% "
+                    "(default 1%%,5%%)")
+    ap.add_argument("--fault-types", help="interop_faults groups: the device types the workload "
+                    "runs on under faults, e.g. soft,model (default soft)")
+    ap.add_argument("--fault-scale", choices=("ci", "full"),
+                    help="interop_faults groups: the workload's seeds and budget (default ci)")
     ap.add_argument("group", choices=sorted(GROUPS))
     a = ap.parse_args()
     TOOLS.simnic, TOOLS.verbs, TOOLS.wire_check = a.simnic, a.verbs, a.wire_check
     TOOLS.only = a.only
+    TOOLS.fault_rates = a.fault_rates and a.fault_rates.split(",")
+    TOOLS.fault_types = a.fault_types and a.fault_types.split(",")
+    TOOLS.fault_scale = a.fault_scale
+    TOOLS.budget = a.budget
     TOOLS.workload = a.workload
     if a.simnic:
         os.environ["SIMNIC"] = os.path.abspath(a.simnic)

@@ -1587,7 +1587,7 @@ static void usage(void) {
          "  --seed N | --seeds A-B     seeded random cases (default: none unless --integrity)\n"
          "  --integrity                the fixed integrity set (RC, UC, UD; all operations,\n"
          "                             sizes across the MTU, 1-4 SGEs)\n"
-         "  --integrity-only RC|UC|UD  one integrity case\n"
+         "  --integrity-only RC|UC|UD[,...]  only these integrity cases\n"
          "  --integrity-seed N         the seed of the integrity set's payloads (default 1)\n"
          "  --loss-ok                  UC/UD: a lost message may be missing (a lossy wire)\n"
          "  --dup-ok                   --loss-ok, and UC/UD: a message may arrive twice (a wire that duplicates)\n"
@@ -1606,6 +1606,17 @@ static int qpt_parse(const char *s) {
     for (int t = 0; t < 3; t++)
         if (!strcasecmp(s, qpt_name[t])) return t;
     die("unknown QP type %s (RC, UC, UD)", s);
+}
+
+/* "RC", "UC,UD", ...: a mask of QP types (bit t for qpt_name[t]). */
+static int qpt_mask_parse(const char *s) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    int mask = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        mask |= 1 << qpt_parse(t);
+    if (!mask) die("--integrity-only wants RC, UC, UD or a list of them");
+    return mask;
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -1657,7 +1668,7 @@ int main(int argc, char **argv) {
             break;
         }
         case O_INTEG: integ = 1; break;
-        case O_INTEG_ONLY: integ_only = qpt_parse(optarg); break;
+        case O_INTEG_ONLY: integ_only = qpt_mask_parse(optarg); break;
         case O_LOSS: loss_ok |= LOSS_OK; break;
         case O_DUP: loss_ok |= LOSS_OK | DUP_OK; break;
         case O_SHRINK: do_shrink = 1; break;
@@ -1745,7 +1756,7 @@ int main(int argc, char **argv) {
     int n = 0;
     if (integ || integ_only >= 0)
         for (int t = 0; t < 3; t++)
-            if (integ_only < 0 || integ_only == t) integrity_case(integ_seed, &both, t, &o, &list[n++]);
+            if (integ_only < 0 || (integ_only >> t & 1)) integrity_case(integ_seed, &both, t, &o, &list[n++]);
     int seeds_at = n;
     for (uint64_t s = seed_lo; have_seeds && s <= seed_hi && n < (int)(sizeof list / sizeof list[0]); s++)
         case_from_seed(s, &both, budget, &o, &list[n++]);
