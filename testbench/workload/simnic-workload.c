@@ -765,16 +765,19 @@ struct client_opts {
     int corrupt_seen;
 };
 
-/* A case is stuck when no completion came for this many seconds (--stall):
- * on a lossy wire a slow case that still completes is not stuck (RC's
- * go-back-N over a TCG VM can take minutes for a 128 KiB message at 5%). */
+/* A QP is stuck when it has work outstanding and no completion came for
+ * this many seconds (--stall): on a lossy wire a slow case that still
+ * completes is not stuck (RC's go-back-N over a TCG VM can take minutes for
+ * a 128 KiB message at 5%). Per QP, so that one stuck QP is not hidden by
+ * another's progress. */
 static double g_stall = 20.0;
 
 /* Runs one case's traffic on the client; returns with every WQE completed or
- * after g_stall seconds without a completion. */
+ * one of its QPs is stuck. */
 static void client_traffic(const struct wl_case *c, struct side_qp *s, struct plan_qp *plan, const struct qpinfo *them,
                            struct verdict *v) {
-    double last_completion = now_s();
+    double last_completion[MAX_QPS];
+    for (uint32_t q = 0; q < MAX_QPS; q++) last_completion[q] = now_s();
     uint32_t posted[MAX_QPS] = {0}, done[MAX_QPS] = {0}, posts[MAX_QPS] = {0};
     int dead[MAX_QPS] = {0};
     static const enum ibv_wc_opcode want_opc[OP_COUNT] = {
@@ -810,7 +813,7 @@ static void client_traffic(const struct wl_case *c, struct side_qp *s, struct pl
             struct ibv_wc wc[16];
             int n = ibv_poll_cq(s[q].scq, 16, wc);
             if (n < 0) { failf(v, "QP %u: ibv_poll_cq failed", q); dead[q] = 1; continue; }
-            if (n > 0) last_completion = now_s();
+            if (n > 0 || posted[q] == done[q]) last_completion[q] = now_s();
             for (int j = 0; j < n; j++) {
                 progress = 1;
                 v->completions++;
@@ -849,7 +852,10 @@ static void client_traffic(const struct wl_case *c, struct side_qp *s, struct pl
             for (uint32_t q = 0; q < c->nqps; q++) left += posted[q] != done[q];
             if (!left) break;
         }
-        if (now_s() - last_completion > g_stall) {
+        int stuck = 0;
+        for (uint32_t q = 0; q < c->nqps; q++)
+            stuck |= posted[q] != done[q] && now_s() - last_completion[q] > g_stall;
+        if (stuck) {
             for (uint32_t q = 0; q < c->nqps; q++)
                 if (done[q] < plan[q].n)
                     failf(v, "seed %llu QP %u: stuck: %u of %u messages completed (%u posted), none for %.0f s",
@@ -1595,7 +1601,7 @@ static void usage(void) {
          "  --integrity-seed N         the seed of the integrity set's payloads (default 1)\n"
          "  --loss-ok                  UC/UD: a lost message may be missing (a lossy wire)\n"
          "  --dup-ok                   --loss-ok, and UC/UD: a message may arrive twice (a wire that duplicates)\n"
-         "  --stall S                  a case is stuck after S seconds without a completion (default 20)\n"
+         "  --stall S                  a QP with work outstanding is stuck after S seconds without a completion (default 20)\n"
          "  --shrink                   shrink the first failing case and print it\n"
          "  --budget BYTES             payload bytes per drawn case (default 1 MiB)\n"
          "  --qp-type RC|UC|UD --mtu N --qps N --msgs N --max-size N --ops LIST\n"
