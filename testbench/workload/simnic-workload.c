@@ -765,10 +765,19 @@ struct client_opts {
     int corrupt_seen;
 };
 
+/* A QP is stuck when it has work outstanding and no completion came for
+ * this many seconds (--stall): on a lossy wire a slow case that still
+ * completes is not stuck (RC's go-back-N over a TCG VM can take minutes for
+ * a 128 KiB message at 5%). Per QP, so that one stuck QP is not hidden by
+ * another's progress. */
+static double g_stall = 20.0;
+
 /* Runs one case's traffic on the client; returns with every WQE completed or
- * the deadline passed. */
+ * one of its QPs is stuck. */
 static void client_traffic(const struct wl_case *c, struct side_qp *s, struct plan_qp *plan, const struct qpinfo *them,
-                           struct verdict *v, double deadline) {
+                           struct verdict *v) {
+    double last_completion[MAX_QPS];
+    for (uint32_t q = 0; q < MAX_QPS; q++) last_completion[q] = now_s();
     uint32_t posted[MAX_QPS] = {0}, done[MAX_QPS] = {0}, posts[MAX_QPS] = {0};
     int dead[MAX_QPS] = {0};
     static const enum ibv_wc_opcode want_opc[OP_COUNT] = {
@@ -804,6 +813,7 @@ static void client_traffic(const struct wl_case *c, struct side_qp *s, struct pl
             struct ibv_wc wc[16];
             int n = ibv_poll_cq(s[q].scq, 16, wc);
             if (n < 0) { failf(v, "QP %u: ibv_poll_cq failed", q); dead[q] = 1; continue; }
+            if (n > 0 || posted[q] == done[q]) last_completion[q] = now_s();
             for (int j = 0; j < n; j++) {
                 progress = 1;
                 v->completions++;
@@ -842,11 +852,14 @@ static void client_traffic(const struct wl_case *c, struct side_qp *s, struct pl
             for (uint32_t q = 0; q < c->nqps; q++) left += posted[q] != done[q];
             if (!left) break;
         }
-        if (now_s() > deadline) {
+        int stuck = 0;
+        for (uint32_t q = 0; q < c->nqps; q++)
+            stuck |= posted[q] != done[q] && now_s() - last_completion[q] > g_stall;
+        if (stuck) {
             for (uint32_t q = 0; q < c->nqps; q++)
                 if (done[q] < plan[q].n)
-                    failf(v, "seed %llu QP %u: stuck: %u of %u messages completed (%u posted)",
-                          (unsigned long long)c->seed, q, done[q], plan[q].n, posted[q]);
+                    failf(v, "seed %llu QP %u: stuck: %u of %u messages completed (%u posted), none for %.0f s",
+                          (unsigned long long)c->seed, q, done[q], plan[q].n, posted[q], g_stall);
             break;
         }
         if (progress) spins = 0; else idle(&spins);
@@ -902,10 +915,7 @@ static int client_case(int fd, struct dev *d, const struct wl_case *c, struct ve
                         s[q].buf[pm->local.p[pm->local.n - 1].off + pm->local.p[pm->local.n - 1].len / 2] ^= 0x5a;
                 }
             }
-        uint64_t total = 0;
-        for (uint32_t q = 0; q < c->nqps; q++)
-            for (uint32_t k = 0; k < plan[q].n; k++) total += plan[q].msg[k].m.size;
-        client_traffic(c, s, plan, them, v, now_s() + 20.0 + (double)total / 2e6);
+        client_traffic(c, s, plan, them, v);
         /* The requester's memory: READ targets, atomic results, all gaps. */
         for (uint32_t q = 0; q < c->nqps; q++) {
             uint8_t *want = malloc(s[q].len);
@@ -1587,10 +1597,11 @@ static void usage(void) {
          "  --seed N | --seeds A-B     seeded random cases (default: none unless --integrity)\n"
          "  --integrity                the fixed integrity set (RC, UC, UD; all operations,\n"
          "                             sizes across the MTU, 1-4 SGEs)\n"
-         "  --integrity-only RC|UC|UD  one integrity case\n"
+         "  --integrity-only RC|UC|UD[,...]  only these integrity cases\n"
          "  --integrity-seed N         the seed of the integrity set's payloads (default 1)\n"
          "  --loss-ok                  UC/UD: a lost message may be missing (a lossy wire)\n"
          "  --dup-ok                   --loss-ok, and UC/UD: a message may arrive twice (a wire that duplicates)\n"
+         "  --stall S                  a QP with work outstanding is stuck after S seconds without a completion (default 20)\n"
          "  --shrink                   shrink the first failing case and print it\n"
          "  --budget BYTES             payload bytes per drawn case (default 1 MiB)\n"
          "  --qp-type RC|UC|UD --mtu N --qps N --msgs N --max-size N --ops LIST\n"
@@ -1606,6 +1617,17 @@ static int qpt_parse(const char *s) {
     for (int t = 0; t < 3; t++)
         if (!strcasecmp(s, qpt_name[t])) return t;
     die("unknown QP type %s (RC, UC, UD)", s);
+}
+
+/* "RC", "UC,UD", ...: a mask of QP types (bit t for qpt_name[t]). */
+static int qpt_mask_parse(const char *s) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    int mask = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        mask |= 1 << qpt_parse(t);
+    if (!mask) die("--integrity-only wants RC, UC, UD or a list of them");
+    return mask;
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -1628,7 +1650,7 @@ int main(int argc, char **argv) {
                           .max_size = -1, .qp_only = -1, .from = -1, .count = -1, .size_cap = -1, .corrupt = -1};
     enum { O_SEED = 256, O_SEEDS, O_INTEG, O_INTEG_ONLY, O_LOSS, O_DUP, O_SHRINK, O_BUDGET, O_QPT, O_MTU, O_QPS, O_MSGS,
            O_MAXSIZE, O_OPS, O_BATCH, O_DEPTH, O_SGES, O_QP, O_FROM, O_COUNT, O_ONLYOPS, O_SIZECAP, O_CORRUPT,
-           O_RESULTS, O_NAME, O_INTEG_SEED, O_TARGET, O_PEER, O_ROLE };
+           O_RESULTS, O_NAME, O_INTEG_SEED, O_TARGET, O_PEER, O_ROLE, O_STALL };
     static const struct option lo[] = {
         {"seed", 1, 0, O_SEED}, {"seeds", 1, 0, O_SEEDS}, {"integrity", 0, 0, O_INTEG},
         {"integrity-only", 1, 0, O_INTEG_ONLY}, {"loss-ok", 0, 0, O_LOSS}, {"dup-ok", 0, 0, O_DUP}, {"shrink", 0, 0, O_SHRINK},
@@ -1637,7 +1659,8 @@ int main(int argc, char **argv) {
         {"depth", 1, 0, O_DEPTH}, {"sges", 1, 0, O_SGES}, {"qp", 1, 0, O_QP}, {"from", 1, 0, O_FROM},
         {"count", 1, 0, O_COUNT}, {"only-ops", 1, 0, O_ONLYOPS}, {"size-cap", 1, 0, O_SIZECAP},
         {"inject-corrupt", 1, 0, O_CORRUPT}, {"results", 1, 0, O_RESULTS}, {"integrity-seed", 1, 0, O_INTEG_SEED}, {"name", 1, 0, O_NAME},
-        {"target", 1, 0, O_TARGET}, {"peer", 1, 0, O_PEER}, {"role", 1, 0, O_ROLE}, {"help", 0, 0, 'h'},
+        {"target", 1, 0, O_TARGET}, {"peer", 1, 0, O_PEER}, {"role", 1, 0, O_ROLE}, {"stall", 1, 0, O_STALL},
+        {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "d:g:i:p:vh", lo, NULL)) != -1) {
@@ -1657,7 +1680,7 @@ int main(int argc, char **argv) {
             break;
         }
         case O_INTEG: integ = 1; break;
-        case O_INTEG_ONLY: integ_only = qpt_parse(optarg); break;
+        case O_INTEG_ONLY: integ_only = qpt_mask_parse(optarg); break;
         case O_LOSS: loss_ok |= LOSS_OK; break;
         case O_DUP: loss_ok |= LOSS_OK | DUP_OK; break;
         case O_SHRINK: do_shrink = 1; break;
@@ -1683,6 +1706,7 @@ int main(int argc, char **argv) {
         case O_TARGET: target = optarg; break;
         case O_PEER: peer = optarg; break;
         case O_ROLE: role = optarg; break;
+        case O_STALL: g_stall = atof(optarg); break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
@@ -1745,7 +1769,7 @@ int main(int argc, char **argv) {
     int n = 0;
     if (integ || integ_only >= 0)
         for (int t = 0; t < 3; t++)
-            if (integ_only < 0 || integ_only == t) integrity_case(integ_seed, &both, t, &o, &list[n++]);
+            if (integ_only < 0 || (integ_only >> t & 1)) integrity_case(integ_seed, &both, t, &o, &list[n++]);
     int seeds_at = n;
     for (uint64_t s = seed_lo; have_seeds && s <= seed_hi && n < (int)(sizeof list / sizeof list[0]); s++)
         case_from_seed(s, &both, budget, &o, &list[n++]);

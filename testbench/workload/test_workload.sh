@@ -12,8 +12,9 @@
 #   broken      the checker catches a corrupted byte (a WRITE's, a READ's, an
 #               atomic's), the shrinker cuts a failing case down to one
 #               message, and the command it prints fails the same way again
-#   faults      a wire dropping and reordering 2% (then duplicating too): RC
-#               exact, UC and UD lose messages and nothing else
+#   faults      a wire dropping and reordering 2% (then duplicating too, then
+#               corrupting and delaying): RC exact, UC and UD lose messages
+#               and nothing else
 # Results go to $SIMNIC_COVERIFY_RESULTS/results.jsonl (kind workload) when
 # that is set.
 set -u
@@ -179,6 +180,17 @@ case_faults() {
   must_pass dup
   stop_wire
   echo "wire: dropped $(wire_stat dropped), duplicated $(wire_stat duplicated) frames"
+  # Corruption and late frames without duplication: a UC or UD message
+  # whose frame was lost or spoiled is missing, and no other arrives twice
+  # (--loss-ok without --dup-ok) or differs.
+  start_wire drop=2%,reorder=2%,corrupt=3%,delay=2ms,delayed=2%
+  workload wa wb ucud --integrity-only UC,UD --seeds 15-16 --qp-type UC --loss-ok "${RESULTS[@]}" \
+    --target model --peer soft --name "UC, UD integrity + seeds 15-16, 2% drop, reorder, delay, 3% corrupt"
+  must_pass ucud
+  grep -q "pass: 4 cases" "$OUT/ucud.out" || fail "--integrity-only UC,UD with 2 seeds should run 4 cases"
+  stop_wire
+  echo "wire: dropped $(wire_stat dropped), corrupted $(wire_stat corrupted), delayed $(wire_stat delayed) frames"
+  [ "$(wire_stat corrupted)" -gt 0 ] || fail "the wire corrupted nothing"
 }
 
 "case_$CASE"

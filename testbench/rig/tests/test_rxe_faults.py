@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The rig's recognisers of kernel rxe's faults (rig_tests.py:
+rxe_read_replay_only, rxe_atomic_plain_ack_only) on hand-made captures: each
+recognises its fault only when every error of the run is that fault and the
+wire shows it, so that a simnic bug is never recorded as rxe's difference.
+No VM, standard library only."""
+
+import os
+import socket
+import struct
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
+import rig_tests  # noqa: E402
+
+RXE, DEV = "10.0.0.1", "10.0.0.130"
+READ_REQ, READ_FIRST, READ_ONLY, ACK, CAS = 0x0C, 0x0D, 0x10, 0x11, 0x13
+
+
+def frame(src, dst, op, psn, syn=None, rlen=None):
+    """An Ethernet/IPv4/UDP 4791 frame with a BTH, then an AETH (syndrome) or
+    a RETH (length), padded; only the fields the recognisers read."""
+    bth = bytes([op, 0, 0xFF, 0xFF]) + struct.pack(">II", 0x11, psn & 0xFFFFFF)
+    ext = b""
+    if syn is not None:
+        ext = bytes([syn]) + b"\0\0\1"
+    elif rlen is not None:
+        ext = struct.pack(">QII", 0x1000, 0x201, rlen)
+    payload = bth + ext + b"\0" * 16
+    udp = struct.pack(">HHHH", 0xC000, 4791, 8 + len(payload), 0) + payload
+    ip = (bytes([0x45, 0]) + struct.pack(">H", 20 + len(udp)) + b"\0\0\x40\0\x40\x11\0\0"
+          + socket.inet_aton(src) + socket.inet_aton(dst))
+    return (b"", b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + udp)
+
+
+READ_FAIL = ("seed 1: FAIL: ...\n  seed 1 QP 1: message 0 (read 2048 B, 3 SGEs) completed with remote "
+             "access error (vendor error 0x4); the responder: ...\n  rerun: simnic-workload ...\n")
+STUCK_FAIL = "seed 1: FAIL: ...\n  seed 1 QP 0: stuck: 13 of 18 messages completed (18 posted), none for 20 s\n"
+CAS_FAIL = ("seed 1: FAIL: ...\n  seed 1 QP 1: message 4 (cas) returned 0xc98c240143d78b32, want "
+            "0x0136f6ff26cd2db5: the buffer's old content: nothing was written\n")
+
+
+class ReadReplay(unittest.TestCase):
+    def test_refused_replay_of_a_served_read(self):
+        frames = [frame(DEV, RXE, READ_REQ, 183, rlen=2048), frame(RXE, DEV, READ_FIRST, 183, syn=0x1F),
+                  frame(DEV, RXE, READ_REQ, 183, rlen=2048), frame(RXE, DEV, ACK, 183, syn=0x62)]
+        self.assertIn("refused", rig_tests.rxe_read_replay_only(READ_FAIL, frames, RXE, DEV))
+
+    def test_a_nak_for_a_read_never_served_is_not_rxes_fault(self):
+        frames = [frame(DEV, RXE, READ_REQ, 183, rlen=2048), frame(RXE, DEV, ACK, 183, syn=0x62)]
+        self.assertEqual(rig_tests.rxe_read_replay_only(READ_FAIL, frames, RXE, DEV), "")
+
+    def test_ignored_empty_read(self):
+        frames = []
+        for _ in range(4):
+            frames += [frame(DEV, RXE, READ_REQ, 630, rlen=0), frame(DEV, RXE, READ_REQ, 631, rlen=1),
+                       frame(RXE, DEV, READ_ONLY, 631, syn=0x1F)]
+        self.assertIn("never answered", rig_tests.rxe_read_replay_only(STUCK_FAIL, frames, RXE, DEV))
+
+    def test_an_answered_empty_read_does_not_explain_a_stuck_qp(self):
+        frames = []
+        for _ in range(4):
+            frames += [frame(DEV, RXE, READ_REQ, 630, rlen=0), frame(RXE, DEV, READ_ONLY, 630, syn=0x1F),
+                       frame(DEV, RXE, READ_REQ, 631, rlen=1), frame(RXE, DEV, READ_ONLY, 631, syn=0x1F)]
+        self.assertEqual(rig_tests.rxe_read_replay_only(STUCK_FAIL, frames, RXE, DEV), "")
+
+    def test_any_other_error_makes_it_a_failure(self):
+        frames = [frame(DEV, RXE, READ_REQ, 183, rlen=2048), frame(RXE, DEV, READ_FIRST, 183, syn=0x1F),
+                  frame(RXE, DEV, ACK, 183, syn=0x62)]
+        out = READ_FAIL + "  seed 2 QP 0: message 3 (send 8 B, 1 SGEs): payload differs at byte 2\n"
+        self.assertEqual(rig_tests.rxe_read_replay_only(out, frames, RXE, DEV), "")
+        self.assertEqual(rig_tests.rxe_read_replay_only("simnic-workload: FAIL\n", frames, RXE, DEV), "")
+
+
+class AtomicPlainAck(unittest.TestCase):
+    def test_plain_ack_at_the_atomics_psn(self):
+        frames = [frame(RXE, DEV, CAS, 191), frame(DEV, RXE, ACK, 191, syn=0x1F)]
+        self.assertIn("without their ATOMIC ACKNOWLEDGE",
+                      rig_tests.rxe_atomic_plain_ack_only(CAS_FAIL, frames, RXE, DEV))
+
+    def test_no_such_ack_on_the_wire(self):
+        frames = [frame(RXE, DEV, CAS, 191), frame(DEV, RXE, ACK, 190, syn=0x1F),
+                  frame(DEV, RXE, ACK, 191, syn=0x60)]  # a NAK at its PSN is no ACK
+        self.assertEqual(rig_tests.rxe_atomic_plain_ack_only(CAS_FAIL, frames, RXE, DEV), "")
+
+    def test_a_wrong_atomic_result_is_a_failure(self):
+        frames = [frame(RXE, DEV, CAS, 191), frame(DEV, RXE, ACK, 191, syn=0x1F)]
+        out = CAS_FAIL.replace("the buffer's old content: nothing was written", "another message's")
+        self.assertEqual(rig_tests.rxe_atomic_plain_ack_only(out, frames, RXE, DEV), "")
+
+
+if __name__ == "__main__":
+    unittest.main()
