@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -241,6 +242,22 @@ def keep_capture(path, name):
 # --------------------------------------------------------------------------
 # The host side: a private simnic daemon with the devices on the rig's wire
 
+class ToolProcess(subprocess.Popen):
+    """A host-side tool run under timeout(1), in a process group of its own:
+    kill() ends the tool as well as timeout. (Killing timeout alone left the
+    tool running with the output pipe open, and communicate() then waited
+    for ever: seen when a 1 MiB ibv_rc_pingpong's client failed.)"""
+
+    def __init__(self, argv, **kw):
+        super().__init__(argv, start_new_session=True, **kw)
+
+    def kill(self):
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 class Host:
     def __init__(self, simnic, verbs, wire_port):
         self.simnic = simnic
@@ -275,8 +292,8 @@ class Host:
         return self.next_port
 
     def popen(self, cmd):
-        return subprocess.Popen(["timeout", "150"] + cmd.split(), env=self.app_env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return ToolProcess(["timeout", "150"] + cmd.split(), env=self.app_env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def run(self, cmd, timeout=150):
         r = subprocess.run(["timeout", str(timeout)] + cmd.split(), env=self.app_env,
