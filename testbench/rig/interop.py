@@ -435,15 +435,38 @@ class Matrix:
         self.rig.cmd("exec", 0, f"kill $(pidof {tool}) 2>/dev/null; true", timeout=60)
 
     def run_rping(self, srv, cli, addr, role, timeout):
-        out = {}
+        # -I on the host's client: the device to use (the CM would take the
+        # first device on the VM's subnet, whichever type it is).
         if role == "simnic-server":
             port = self.host.port()
-            server = self.host.popen(f"{srv} -s -a {addr} -p {port}")
+            return self.run_cm_pair(role, timeout, f"{srv} -s -a {addr} -p {port}",
+                                    f"{cli} -v -c -a {addr} -p {port}", "REJECTED")
+        port = 7174 + self.host.port() % 100
+        return self.run_cm_pair(role, timeout, f"{srv} -s -a {VM_IP} -p {port}",
+                                f"{cli} -v -c -I {addr} -a {VM_IP} -p {port}", "REJECTED")
+
+    def run_udaddy(self, srv, cli, addr, role, timeout):
+        """udaddy has no port option (rdma_cm port 7174 on both sides, in
+        the host's agent and the VM's kernel, which do not share one); -b
+        binds the server, and the host's client, to the device's address.
+        A client that finds no listener yet gets UNREACHABLE (a SIDR_REP
+        "unsupported")."""
+        if role == "simnic-server":
+            return self.run_cm_pair(role, timeout, f"{srv} -b {addr}", f"{cli} -s {addr}", "UNREACHABLE")
+        return self.run_cm_pair(role, timeout, f"{srv} -b {VM_IP}", f"{cli} -s {VM_IP} -b {addr}",
+                                "UNREACHABLE")
+
+    def run_cm_pair(self, role, timeout, server_cmd, client_cmd, no_listener):
+        """An rdma_cm tool pair: the server on the host (simnic-server) or in
+        the VM, the client on the other side, run again while its output
+        says `no_listener` (nothing shows when an rdma_cm server listens)."""
+        out = {}
+        if role == "simnic-server":
+            server = self.host.popen(server_cmd)
             time.sleep(0.5)
             for _ in range(10):
-                c = self.rig.cmd("exec", "--timeout", timeout, 0, f"{cli} -v -c -a {addr} -p {port}",
-                                 timeout=timeout + 30)
-                if "REJECTED" not in c.stdout + c.stderr:
+                c = self.rig.cmd("exec", "--timeout", timeout, 0, client_cmd, timeout=timeout + 30)
+                if no_listener not in c.stdout + c.stderr:
                     break
                 time.sleep(0.5)
             out["client"] = (c.returncode, c.stdout + c.stderr)
@@ -455,62 +478,17 @@ class Matrix:
                 sout, _ = server.communicate()
             out["server"] = (server.returncode, sout)
         else:
-            port = 7174 + self.host.port() % 100
-            server = self.rig.popen("exec", "--timeout", timeout, 0, f"{srv} -s -a {VM_IP} -p {port}")
+            server = self.rig.popen("exec", "--timeout", timeout, 0, server_cmd)
             try:
                 time.sleep(1.0)
                 for _ in range(30):
-                    # -I: the device to use (the CM would take the first
-                    # device on the VM's subnet, whichever type it is).
-                    rc, cout = self.host.run(f"{cli} -v -c -I {addr} -a {VM_IP} -p {port}", timeout)
-                    if "REJECTED" not in cout:
+                    rc, cout = self.host.run(client_cmd, timeout)
+                    if no_listener not in cout:
                         break
                     time.sleep(0.5)
                 out["client"] = (rc, cout)
                 if rc != 0:
-                    self.kill_vm_tool(srv)
-                sout, _ = server.communicate(timeout=timeout + 30)
-                out["server"] = (server.returncode, sout)
-            finally:
-                if server.poll() is None:
-                    server.kill()
-                    server.wait()
-        return out
-
-    def run_udaddy(self, srv, cli, addr, role, timeout):
-        """udaddy has no port option (rdma_cm port 7174 on both sides, in
-        the host's agent and the VM's kernel, which do not share one); -b
-        binds the server, and the host's client, to the device's address.
-        A client that finds no listener yet gets UNREACHABLE (a SIDR_REP
-        "unsupported") and is run again."""
-        out = {}
-        if role == "simnic-server":
-            server = self.host.popen(f"{srv} -b {addr}")
-            time.sleep(0.5)
-            for _ in range(10):
-                c = self.rig.cmd("exec", "--timeout", timeout, 0, f"{cli} -s {addr}", timeout=timeout + 30)
-                if "UNREACHABLE" not in c.stdout + c.stderr:
-                    break
-                time.sleep(0.5)
-            out["client"] = (c.returncode, c.stdout + c.stderr)
-            try:
-                sout, _ = server.communicate(timeout=30 if c.returncode == 0 else 3)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                sout, _ = server.communicate()
-            out["server"] = (server.returncode, sout)
-        else:
-            server = self.rig.popen("exec", "--timeout", timeout, 0, f"{srv} -b {VM_IP}")
-            try:
-                time.sleep(1.0)
-                for _ in range(30):
-                    rc, cout = self.host.run(f"{cli} -s {VM_IP} -b {addr}", timeout)
-                    if "UNREACHABLE" not in cout:
-                        break
-                    time.sleep(0.5)
-                out["client"] = (rc, cout)
-                if rc != 0:
-                    self.kill_vm_tool(srv)
+                    self.kill_vm_tool(server_cmd)
                 sout, _ = server.communicate(timeout=timeout + 30)
                 out["server"] = (server.returncode, sout)
             finally:
