@@ -251,6 +251,48 @@ struct Agent::Impl {
         return p;
     }
 
+    // A listener's new ID for a request (REQ or SIDR_REQ) that arrived on
+    // `device` for `local` from `peer`: REQ_RCVD, on the listener's port.
+    Id new_child(const Id& listener, const std::string& device, const CmaHdr& c, const Gid& local,
+                 const Gid& peer, uint32_t remote_comm_id, uint64_t tid) {
+        Id child;
+        child.handle = next_handle++;
+        child.channel = listener.channel;
+        child.ps = listener.ps;
+        child.state = State::ReqRcvd;
+        child.device = device;
+        child.bound = true;
+        child.accepted = true;
+        child.src.v6 = c.ip_version == 6;
+        child.src.addr = local;
+        child.src.port = listener.src.port;
+        child.dst.v6 = child.src.v6;
+        child.dst.addr = peer;
+        child.dst.port = c.src_port;
+        child.remote_comm_id = remote_comm_id;
+        child.tid = tid;
+        child.sgid = local;
+        child.dgid = peer;
+        uint32_t idx = 0;
+        if (port_of(child.sgid, &idx)) child.sgid_index = idx;
+        return child;
+    }
+
+    // Keeps `child` and tells its listener's application: CONNECT_REQUEST.
+    void offer(Id child, uint32_t listen_id, ConnParam param) {
+        const uint32_t handle = child.handle;
+        Id& nid = ids.emplace(handle, std::move(child)).first->second;
+        Event e;
+        e.type = EventType::ConnectRequest;
+        e.id = handle;
+        e.listen_id = listen_id;
+        e.device = nid.device;
+        e.src = nid.src;
+        e.dst = nid.dst;
+        e.param = std::move(param);
+        hooks.deliver(nid.channel, e);
+    }
+
     // ---- received MADs ----
     void on_req(const std::string& device, const Gid& from, const uint8_t* mad, const MadHdr& h);
     void on_rep(const uint8_t* mad);
@@ -791,23 +833,8 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
         hooks.send_mad(device, r.primary_remote_gid, from, encode(hdr(h.tid), j));
         return;
     }
-    Id child;
-    child.handle = next_handle++;
-    child.channel = listener->channel;
-    child.ps = listener->ps;
-    child.state = State::ReqRcvd;
-    child.device = device;
-    child.bound = true;
-    child.accepted = true;
-    child.src.v6 = c.ip_version == 6;
-    child.src.addr = r.primary_remote_gid;
-    child.src.port = listener->src.port;
-    child.dst.v6 = child.src.v6;
-    child.dst.addr = r.primary_local_gid;
-    child.dst.port = c.src_port;
+    Id child = new_child(*listener, device, c, r.primary_remote_gid, r.primary_local_gid, r.local_comm_id, h.tid);
     child.local_comm_id = new_comm_id();
-    child.remote_comm_id = r.local_comm_id;
-    child.tid = h.tid;
     child.remote_guid = r.local_ca_guid;
     child.remote_qpn = r.local_qpn;
     // The REQ's starting PSN is where our sends begin; our receive queue's
@@ -824,23 +851,10 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
     child.retry_count = r.retry_count;
     child.rnr_retry_count = r.rnr_retry_count;
     child.flow_label = r.primary_flow_label;
-    child.sgid = r.primary_remote_gid;
-    child.dgid = r.primary_local_gid;
-    uint32_t idx = 0;
-    if (port_of(child.sgid, &idx)) child.sgid_index = idx;
-    const uint32_t handle = child.handle, lh = listener->handle;
-    Id& nid = ids.emplace(handle, std::move(child)).first->second;
-    Event e;
-    e.type = EventType::ConnectRequest;
-    e.id = handle;
-    e.listen_id = lh;
-    e.device = device;
-    e.src = nid.src;
-    e.dst = nid.dst;
-    e.param = param_of(r.private_data.data() + kCmaHdrBytes, kReqPrivateBytes - kCmaHdrBytes, nid.responder_resources,
-                       nid.initiator_depth, r.end_to_end_flow_control, r.retry_count, r.rnr_retry_count, r.srq,
-                       r.local_qpn);
-    hooks.deliver(nid.channel, e);
+    ConnParam p = param_of(r.private_data.data() + kCmaHdrBytes, kReqPrivateBytes - kCmaHdrBytes,
+                           child.responder_resources, child.initiator_depth, r.end_to_end_flow_control,
+                           r.retry_count, r.rnr_retry_count, r.srq, r.local_qpn);
+    offer(std::move(child), listener->handle, std::move(p));
 }
 
 void Agent::Impl::on_rep(const uint8_t* mad) {
@@ -979,37 +993,9 @@ void Agent::Impl::on_sidr_req(const std::string& device, const Gid& from, const 
         hooks.send_mad(device, to, from, encode(hdr(h.tid), j));
         return;
     }
-    Id child;
-    child.handle = next_handle++;
-    child.channel = listener->channel;
-    child.ps = listener->ps;
-    child.state = State::ReqRcvd;
-    child.device = device;
-    child.bound = true;
-    child.accepted = true;
-    child.src.v6 = c.ip_version == 6;
-    child.src.addr = to;
-    child.src.port = listener->src.port;
-    child.dst.v6 = child.src.v6;
-    child.dst.addr = from;
-    child.dst.port = c.src_port;
-    child.remote_comm_id = r.request_id;
-    child.tid = h.tid;
-    child.sgid = to;
-    child.dgid = from;
-    uint32_t idx = 0;
-    if (port_of(child.sgid, &idx)) child.sgid_index = idx;
-    const uint32_t handle = child.handle, lh = listener->handle;
-    Id& nid = ids.emplace(handle, std::move(child)).first->second;
-    Event e;
-    e.type = EventType::ConnectRequest;
-    e.id = handle;
-    e.listen_id = lh;
-    e.device = device;
-    e.src = nid.src;
-    e.dst = nid.dst;
-    e.param.private_data.assign(r.private_data.begin() + kCmaHdrBytes, r.private_data.end());
-    hooks.deliver(nid.channel, e);
+    ConnParam p;
+    p.private_data.assign(r.private_data.begin() + kCmaHdrBytes, r.private_data.end());
+    offer(new_child(*listener, device, c, to, from, r.request_id, h.tid), listener->handle, std::move(p));
 }
 
 void Agent::Impl::on_sidr_rep(const uint8_t* mad) {
