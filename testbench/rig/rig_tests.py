@@ -1145,7 +1145,8 @@ def group_interop_faults(rig, rep, series):
             "--seed", FAULT_SEED_INTEROP, *rules, fatal=True)
     st = rig.status()
     host = interop.Host(TOOLS.simnic, TOOLS.verbs, st["wire"]["port"])
-    m = interop.Matrix(rig, host, interop.Capture(st["wire"]["pcap"], TOOLS.wire_check),
+    m = interop.Matrix(rig, host, interop.Capture(st["wire"]["pcap"], TOOLS.wire_check,
+                                                  st["wire"].get("pcap_delivered")),
                        st["kernel"], series, devs)
     try:
         rep.run("soft and model devices at each rate on the wire", lambda: print(

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """The rig's recognisers of kernel rxe's faults (rig_tests.py:
-rxe_read_replay_only, rxe_atomic_plain_ack_only) on hand-made captures: each
-recognises its fault only when every error of the run is that fault and the
-wire shows it, so that a simnic bug is never recorded as rxe's difference.
-No VM, standard library only."""
+rxe_read_replay_only, rxe_atomic_plain_ack_only) and of a DREQ the wire's
+faults dropped (interop.Capture.lost_dreq) on hand-made captures: each
+recognises its case only when the wire shows it, so that a simnic bug is never
+recorded as rxe's difference or as the wire's loss. No VM, standard library
+only."""
 
 import os
+import shutil
 import socket
 import struct
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
+import interop  # noqa: E402
 import rig_tests  # noqa: E402
 
 RXE, DEV = "10.0.0.1", "10.0.0.130"
@@ -88,6 +92,62 @@ class AtomicPlainAck(unittest.TestCase):
         frames = [frame(RXE, DEV, CAS, 191), frame(DEV, RXE, ACK, 191, syn=0x1F)]
         out = CAS_FAIL.replace("the buffer's old content: nothing was written", "another message's")
         self.assertEqual(rig_tests.rxe_atomic_plain_ack_only(out, frames, RXE, DEV), "")
+
+
+def cm_frame(src, dst, attr, klass=0x07, qpn=1):
+    """A CM MAD (UD SEND ONLY to QP1, DETH, MAD header) of attribute `attr`."""
+    bth = bytes([0x64, 0, 0xFF, 0xFF, 0]) + qpn.to_bytes(3, "big") + struct.pack(">I", 5)
+    deth = struct.pack(">II", 0x80010000, 1)
+    mad = bytes([1, klass, 2, 3]) + b"\0" * 12 + struct.pack(">H", attr) + b"\0" * 238
+    payload = bth + deth + mad
+    udp = struct.pack(">HHHH", 0xC000, 4791, 8 + len(payload), 0) + payload
+    ip = (bytes([0x45, 0]) + struct.pack(">H", 20 + len(udp)) + b"\0\0\x40\0\x40\x11\0\0"
+          + socket.inet_aton(src) + socket.inet_aton(dst))
+    return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + udp
+
+
+def write_pcap(path, frames):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for d in frames:
+            f.write(struct.pack("<IIII", 0, 0, len(d), len(d)) + d)
+
+
+class LostDreq(unittest.TestCase):
+    """A DREQ that the wire carried toward the device and its faults dropped
+    is the one case in which an rping server may be stopped after a good run."""
+
+    def capture(self, sent, delivered, before=()):
+        d = tempfile.mkdtemp(prefix="lost-dreq-")
+        self.addCleanup(shutil.rmtree, d)
+        c = interop.Capture(os.path.join(d, "wire.pcap"), "", os.path.join(d, "delivered.pcap"))
+        write_pcap(c.pcap, list(before))
+        write_pcap(c.delivered, list(before))
+        c.mark()  # what came before belongs to an earlier run
+        write_pcap(c.pcap, list(before) + sent)
+        write_pcap(c.delivered, list(before) + delivered)
+        return c
+
+    def test_dropped_dreq(self):
+        dreq = cm_frame(RXE, DEV, interop.CM_ATTR_DREQ)
+        self.assertTrue(self.capture([dreq], [], before=[dreq]).lost_dreq(DEV))
+
+    def test_delivered_dreq_is_no_excuse(self):
+        dreq = cm_frame(RXE, DEV, interop.CM_ATTR_DREQ)
+        # Sent twice (a duplicate), one copy dropped: the device had it.
+        self.assertFalse(self.capture([dreq, dreq], [dreq]).lost_dreq(DEV))
+
+    def test_no_dreq_on_the_wire(self):
+        drep = cm_frame(RXE, DEV, 0x0016)
+        not_cm = cm_frame(RXE, DEV, interop.CM_ATTR_DREQ, klass=0x01)
+        not_qp1 = cm_frame(RXE, DEV, interop.CM_ATTR_DREQ, qpn=0x11)
+        other = cm_frame(RXE, "10.0.0.99", interop.CM_ATTR_DREQ)
+        self.assertFalse(self.capture([drep, not_cm, not_qp1, other], []).lost_dreq(DEV))
+
+    def test_without_a_delivered_capture(self):
+        c = self.capture([cm_frame(RXE, DEV, interop.CM_ATTR_DREQ)], [])
+        c.delivered = None
+        self.assertFalse(c.lost_dreq(DEV))
 
 
 if __name__ == "__main__":
