@@ -124,6 +124,46 @@ def known_difference(name, errors):
     return ""
 
 
+# Kernel rxe's requester can stop in the middle of a message for good: every
+# PSN it sent acknowledged, the message not finished, nothing more sent, so
+# that no retransmit timer runs either (docs/rxe-wire-rules.md#rxe-req-stall).
+RXE_REQ_STALL = "docs/rxe-wire-rules.md#rxe-req-stall"
+MID_MESSAGE = (0x00, 0x01, 0x06, 0x07)  # RC SEND and RDMA WRITE FIRST, MIDDLE
+
+
+def rxe_requester_stall(frames, rxe_ip, dev_ip, now, quiet_s=30.0):
+    """What shows, in a run's frames ((pcap record header, frame) pairs),
+    that rxe_ip's requester stopped mid-message toward dev_ip with all it
+    sent acknowledged and has been silent toward dev_ip for quiet_s seconds
+    before `now` (seconds since the epoch, the pcap's clock), or ''."""
+    rxe, dev = socket.inet_aton(rxe_ip), socket.inet_aton(dev_ip)
+    last = None      # (time, opcode, PSN) of rxe's last frame to the device
+    acked = None     # the PSN of the device's last positive ACK
+    nak_after = False
+    for h, d in frames:
+        if len(d) < 58 or d[12:14] != b"\x08\x00" or d[23] != 17:
+            continue
+        bth = 14 + (d[14] & 15) * 4 + 8
+        if struct.unpack(">H", d[bth - 6:bth - 4])[0] != 4791:
+            continue
+        op, psn = d[bth], struct.unpack(">I", d[bth + 8:bth + 12])[0] & 0xFFFFFF
+        if d[26:30] == rxe and d[30:34] == dev:
+            sec, usec = struct.unpack("<II", h[:8])
+            last = (sec + usec / 1e6, op, psn)
+            nak_after = False
+        elif d[26:30] == dev and d[30:34] == rxe and op == 0x11 and len(d) > bth + 12:
+            if d[bth + 12] >> 5 == 0:
+                acked = psn
+            else:
+                nak_after = True
+    if last is None or last[1] not in MID_MESSAGE or acked != last[2] or nak_after:
+        return ""
+    if now - last[0] < quiet_s:
+        return ""
+    return (f"rxe stopped sending in the middle of a message (its last frame opcode 0x{last[1]:02x}, "
+            f"PSN {last[2]}, acknowledged) and sent nothing more for {now - last[0]:.0f} s")
+
+
 def matrix_tests():
     """The tests a group runs."""
     return TESTS
@@ -401,6 +441,10 @@ class Matrix:
             out = self.run_verbs(srv, cli, role, timeout)
         errors = self.verdict(test, out)
         ok_wire, summary, frames, pcap = self.capture.check(addr, test.kind in ("rping", "udaddy"))
+        if errors and ok_wire:
+            stall = rxe_requester_stall(frames, VM_IP, addr, time.time())
+            if stall:
+                out["differs"] = (RXE_REQ_STALL, stall)
         n_from, n_to = roce_count(frames, addr)
         if not ok_wire:
             errors.append(f"wire: {summary}")
@@ -418,6 +462,7 @@ class Matrix:
         detail = (f"{dt:.1f} s; {n_from} frames from simnic, {n_to} to it"
                   + (f"; wire ok ({summary})" if ok_wire else "")
                   + (f"; {out['note']}" if "note" in out else "")
+                  + (f"; {out['differs'][1]}" if "differs" in out else "")
                   + ("; " + "; ".join(errors) if errors else ""))
         return errors, detail, out
 
@@ -576,7 +621,7 @@ class Matrix:
             for typ in devices:
                 for role in roles:
                     errors, detail, out = self.run_one(test, typ, mtu, role)
-                    reason = known_difference(test.name, errors)
+                    reason = out["differs"][0] if "differs" in out else known_difference(test.name, errors)
                     ok = not errors or bool(reason)
                     res = "pass" if not errors else "differs" if reason else "fail"
                     record(kind="interop", name=test.name + (f" ({label})" if label else ""),
@@ -587,7 +632,8 @@ class Matrix:
                     log(f"  {'ok  ' if ok else 'FAIL'} {typ:5} mtu {mtu} {role:13} {detail}")
                     if not ok:
                         failed.append(f"{typ} mtu {mtu} {role}")
-                        for side, (rc, text) in out.items():
+                        for side in ("client", "server"):
+                            rc, text = out[side]
                             log(f"    {side} (rc {rc}):\n      " + "\n      ".join(
                                 l[:160] for l in text.strip().splitlines()[-12:]))
         if failed:
