@@ -758,12 +758,13 @@ READ_ERR = re.compile(r"message \d+ \(read \d+ B[^)]*\) completed with remote ac
 STUCK_ERR = re.compile(r"^seed \d+ QP \d+: stuck: ")
 
 
-def roce_headers(frames, src_ip, dst_ip):
+def roce_headers(frames, src_ip, dst_ip, with_index=False):
     """(opcode, PSN, AETH syndrome or None, RETH length or None) of the
-    RoCE v2 frames from src_ip to dst_ip, in order."""
+    RoCE v2 frames from src_ip to dst_ip, in order; with_index: each tuple
+    starts with the frame's index in `frames`."""
     out = []
     src, dst = socket.inet_aton(src_ip), socket.inet_aton(dst_ip)
-    for _, d in frames:
+    for i, (_, d) in enumerate(frames):
         if len(d) < 58 or d[12:14] != b"\x08\x00" or d[23] != 17 or d[26:30] != src or d[30:34] != dst:
             continue
         udp = 14 + (d[14] & 15) * 4
@@ -773,7 +774,7 @@ def roce_headers(frames, src_ip, dst_ip):
         op, psn = d[bth], struct.unpack(">I", d[bth + 8:bth + 12])[0] & 0xFFFFFF
         syn = d[bth + 12] if op in (0x0D, 0x0F, 0x10, 0x11, 0x12) else None
         rlen = struct.unpack(">I", d[bth + 24:bth + 28])[0] if op == 0x0C else None
-        out.append((op, psn, syn, rlen))
+        out.append(((i,) if with_index else ()) + (op, psn, syn, rlen))
     return out
 
 
@@ -789,22 +790,33 @@ def refused_read_replays(frames, rxe_ip, dev_ip):
     return refused
 
 
-def ignored_empty_reads(frames, rxe_ip, dev_ip):
-    """PSNs of zero-length READs that dev_ip sent at least four times and
-    rxe_ip answered at most once, while it answered resent READs behind
-    them (within 128 PSNs) more often."""
-    sent, empty = {}, set()
-    for op, psn, _, rlen in roce_headers(frames, dev_ip, rxe_ip):
-        if op == 0x0C:
-            sent[psn] = sent.get(psn, 0) + 1
-            if rlen == 0:
-                empty.add(psn)
+def ignored_empty_reads(frames, rxe_ip, dev_ip, quiet_s=15.0):
+    """PSNs of zero-length READs that dev_ip sent at least four times over
+    quiet_s seconds (simnic-workload calls a QP stuck after 20) with no
+    answer from rxe_ip in between, while rxe_ip answered resent READs behind
+    them (within 128 PSNs) more than once: each such READ held its QP."""
+    def when(i):
+        sec, usec = struct.unpack("<II", frames[i][0][:8])
+        return sec + usec / 1e6
+
+    events = [(i, "sent", psn) for i, op, psn, _, rlen in roce_headers(frames, dev_ip, rxe_ip, True)
+              if op == 0x0C and rlen == 0]
     answered = {}
-    for op, psn, _, _ in roce_headers(frames, rxe_ip, dev_ip):
+    for i, op, psn, _, _ in roce_headers(frames, rxe_ip, dev_ip, with_index=True):
         if op in (0x0D, 0x10):
             answered[psn] = answered.get(psn, 0) + 1
-    return [p for p in sorted(empty) if sent[p] >= 4 and answered.get(p, 0) <= 1 and any(
-        answered.get((p + k) & 0xFFFFFF, 0) >= 2 for k in range(1, 128))]
+            events.append((i, "answered", psn))
+    unanswered, ignored = {}, set()  # PSN -> [time of the first send since an answer, sends]
+    for i, what, psn in sorted(events):
+        if what == "answered":
+            unanswered.pop(psn, None)
+            continue
+        run = unanswered.setdefault(psn, [when(i), 0])
+        run[1] += 1
+        if run[1] >= 4 and when(i) - run[0] >= quiet_s:
+            ignored.add(psn)
+    return [p for p in sorted(ignored)
+            if any(answered.get((p + k) & 0xFFFFFF, 0) >= 2 for k in range(1, 128))]
 
 
 def rxe_read_replay_only(out, frames, rxe_ip, dev_ip):
@@ -822,15 +834,24 @@ def rxe_read_replay_only(out, frames, rxe_ip, dev_ip):
             shown.append("refused")
         elif STUCK_ERR.search(e) and ignored:
             shown.append("ignored")
+        elif STUCK_ERR.search(e) and refused:
+            # rxe's responder moves its QP to the error state with that NAK
+            # and then drops every request: the READ before the refused one
+            # is resent for ever.
+            shown.append("refused")
         else:
             return ""
+    # Each failed QP needs a fault of its own on the wire (PSNs are per QP).
+    if len(shown) > len(ignored) + len(refused):
+        return ""
     what = []
-    if "refused" in shown:
+    if refused:
         what.append(f"rxe refused its own replay of {len(refused)} READ(s) it had served (NAK remote "
                     f"access error at PSN {', '.join(map(str, refused[:4]))})")
-    if "ignored" in shown:
-        what.append(f"rxe never answered {len(ignored)} resent zero-length READ(s) (PSN "
-                    f"{', '.join(map(str, ignored[:4]))}) while answering the READs behind them")
+    if ignored:
+        what.append(f"rxe left {len(ignored)} zero-length READ(s) unanswered through 4 or more resends "
+                    f"over 15 s or more (PSN {', '.join(map(str, ignored[:4]))}) while answering the "
+                    "READs behind them")
     return "; ".join(what)
 
 
@@ -872,6 +893,15 @@ def keep_workload_capture(pcap, offset, name):
     return interop.keep_capture(tmp, name)
 
 
+def print_vm_kernel_log(rig):
+    """Prints what vm0's kernel logged about rxe (its WARN_ON_ONCEs show
+    where its requester or completer went wrong) after a failed run."""
+    r = rig.cmd("exec", "--timeout", 20, 0, "dmesg | grep -i -A12 'rxe\\|WARNING' | tail -n 60",
+                timeout=60, check=None)
+    text = r.stdout.strip()
+    print("vm0 kernel log (rxe, warnings):\n  " + ("\n  ".join(text.splitlines()) if text else "(nothing)"))
+
+
 def workload_summary(out):
     lines = [l for l in out.splitlines() if l.startswith("simnic-workload: ") or " FAIL" in l or
              l.startswith("  ")]
@@ -887,6 +917,8 @@ def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None
     and the two verdict lines."""
     host_port = int(rig.cmd("port", 0, WORKLOAD_VM_PORT, check=0).stdout.strip())
     pcap = rig.status()["wire"]["pcap"]
+    delivered = rig.status()["wire"].get("pcap_delivered")
+    delivered = delivered if delivered and os.path.exists(delivered) else None
     failures, verdicts = [], []
     server = None
     try:
@@ -922,6 +954,7 @@ def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None
             s.bind(("127.0.0.1", 0))
             p = s.getsockname()[1]
         _, _, offset = interop.pcap_records(pcap)
+        doffset = interop.pcap_records(delivered)[2] if delivered else 0
         server = subprocess.Popen([TOOLS.workload, "-d", dev, "-g", "1", "-p", str(p)], env=app_env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(0.3)
@@ -945,6 +978,10 @@ def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None
         if client.returncode != 0 or not ok:
             print("capture " + keep_workload_capture(pcap, offset, f"{kernel}-workload-{dtype}-"
                                                      f"{dev}-simnic-server"))
+            if delivered:
+                print("as delivered " + keep_workload_capture(delivered, doffset, f"{kernel}-workload-"
+                                                              f"{dtype}-{dev}-simnic-server-delivered"))
+            print_vm_kernel_log(rig)
             if not note:
                 failures.append(f"rxe requester against {dtype}")
     finally:

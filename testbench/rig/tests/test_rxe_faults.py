@@ -45,6 +45,12 @@ CAS_FAIL = ("seed 1: FAIL: ...\n  seed 1 QP 1: message 4 (cas) returned 0xc98c24
             "0x0136f6ff26cd2db5: the buffer's old content: nothing was written\n")
 
 
+def resent(burst, times=4, every=6.0):
+    """`burst` sent `times` times, `every` seconds apart (a requester's
+    resends after its timer), as timed pcap records."""
+    return [timed(k * every, d) for k in range(times) for _, d in burst]
+
+
 class ReadReplay(unittest.TestCase):
     def test_refused_replay_of_a_served_read(self):
         frames = [frame(DEV, RXE, READ_REQ, 183, rlen=2048), frame(RXE, DEV, READ_FIRST, 183, syn=0x1F),
@@ -56,17 +62,38 @@ class ReadReplay(unittest.TestCase):
         self.assertEqual(rig_tests.rxe_read_replay_only(READ_FAIL, frames, RXE, DEV), "")
 
     def test_ignored_empty_read(self):
-        frames = []
-        for _ in range(4):
-            frames += [frame(DEV, RXE, READ_REQ, 630, rlen=0), frame(DEV, RXE, READ_REQ, 631, rlen=1),
-                       frame(RXE, DEV, READ_ONLY, 631, syn=0x1F)]
-        self.assertIn("never answered", rig_tests.rxe_read_replay_only(STUCK_FAIL, frames, RXE, DEV))
+        frames = resent([frame(DEV, RXE, READ_REQ, 630, rlen=0), frame(DEV, RXE, READ_REQ, 631, rlen=1),
+                         frame(RXE, DEV, READ_ONLY, 631, syn=0x1F)])
+        self.assertIn("unanswered through 4 or more resends", rig_tests.rxe_read_replay_only(STUCK_FAIL, frames, RXE, DEV))
+
+    def test_two_stuck_qps_need_two_ignored_reads(self):
+        frames = resent([frame(DEV, RXE, READ_REQ, 630, rlen=0), frame(DEV, RXE, READ_REQ, 631, rlen=1),
+                         frame(RXE, DEV, READ_ONLY, 631, syn=0x1F)])
+        two = STUCK_FAIL + STUCK_FAIL.replace("seed 1", "seed 2")
+        self.assertEqual(rig_tests.rxe_read_replay_only(two, frames, RXE, DEV), "")
+
+    def test_resends_answered_within_seconds_are_no_fault(self):
+        # Seen in a real run: eight resends in 30 ms, then the answer; the
+        # same PSN had been a SEND of an earlier case (PSNs repeat across
+        # simnic-workload's cases).
+        frames = resent([frame(DEV, RXE, READ_REQ, 630, rlen=0), frame(DEV, RXE, READ_REQ, 631, rlen=1),
+                         frame(RXE, DEV, READ_ONLY, 631, syn=0x1F)], times=8, every=0.004)
+        frames.append(timed(0.04, frame(RXE, DEV, READ_ONLY, 630, syn=0x1F)[1]))
+        self.assertEqual(rig_tests.rxe_read_replay_only(STUCK_FAIL, frames, RXE, DEV), "")
+
+    def test_a_stuck_qp_behind_a_refused_replay(self):
+        # rxe's NAK moves its QP to the error state; the READ before the
+        # refused one is then resent for ever.
+        frames = resent([frame(DEV, RXE, READ_REQ, 182, rlen=0), frame(DEV, RXE, READ_REQ, 183, rlen=2048),
+                         frame(RXE, DEV, READ_FIRST, 183, syn=0x1F), frame(DEV, RXE, READ_REQ, 183, rlen=2048),
+                         frame(RXE, DEV, ACK, 183, syn=0x62)], times=1)
+        self.assertIn("refused", rig_tests.rxe_read_replay_only(STUCK_FAIL, frames, RXE, DEV))
+        two = STUCK_FAIL + STUCK_FAIL.replace("seed 1", "seed 2")
+        self.assertEqual(rig_tests.rxe_read_replay_only(two, frames, RXE, DEV), "")
 
     def test_an_answered_empty_read_does_not_explain_a_stuck_qp(self):
-        frames = []
-        for _ in range(4):
-            frames += [frame(DEV, RXE, READ_REQ, 630, rlen=0), frame(RXE, DEV, READ_ONLY, 630, syn=0x1F),
-                       frame(DEV, RXE, READ_REQ, 631, rlen=1), frame(RXE, DEV, READ_ONLY, 631, syn=0x1F)]
+        frames = resent([frame(DEV, RXE, READ_REQ, 630, rlen=0), frame(RXE, DEV, READ_ONLY, 630, syn=0x1F),
+                         frame(DEV, RXE, READ_REQ, 631, rlen=1), frame(RXE, DEV, READ_ONLY, 631, syn=0x1F)])
         self.assertEqual(rig_tests.rxe_read_replay_only(STUCK_FAIL, frames, RXE, DEV), "")
 
     def test_any_other_error_makes_it_a_failure(self):
