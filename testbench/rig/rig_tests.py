@@ -880,6 +880,45 @@ def rxe_atomic_plain_ack_only(out, frames, rxe_ip, dev_ip):
             f"{len(acked)} atomic(s) ({', '.join(map(str, acked[:4]))}), each answering a duplicate")
 
 
+# Kernel rxe's completer can reach its error state with a WQE whose status
+# is still success (a response packet out of the order it expects, after
+# READ responses were resent and reordered): it warns (WARN_ON_ONCE in
+# rxe_completer), completes that WQE as if it had succeeded and moves the QP
+# to ERROR, so the requester's first error is a flushed WQE
+# (docs/rxe-wire-rules.md#rxe-completer-warn).
+RXE_COMPLETER_WARN = "docs/rxe-wire-rules.md#rxe-completer-warn"
+FLUSH_ERR = re.compile(r"^seed \d+ QP \d+: message \d+ \([^)]*\) completed with Work Request Flushed Error")
+COMPLETER_WARN = re.compile(r"WARNING: CPU: \d+ PID: \d+ at drivers/infiniband/sw/rxe/rxe_comp\.c:(\d+) "
+                            r"rxe_completer")
+
+
+def rxe_completer_warn_only(out, kernel_log):
+    """What shows that every error of an rxe-requester run is a QP that
+    rxe's completer moved to ERROR past its own warning, or ''. `kernel_log`:
+    the VM's kernel messages since the run began (warn-once flags cleared)."""
+    errors = [l.strip() for l in out.splitlines()
+              if l.startswith("  ") and not l.startswith("  rerun:")]
+    warns = COMPLETER_WARN.findall(kernel_log)
+    if not errors or not warns or len(errors) > len(warns) or \
+            not all(FLUSH_ERR.search(e) for e in errors):
+        return ""
+    return (f"rxe's completer warned {len(warns)} time(s) (rxe_comp.c:{warns[0]}, an error state with a "
+            f"successful WQE) and flushed the QP's work without an error completion")
+
+
+def reset_vm_kernel_log(rig):
+    """Empties vm0's kernel log and re-arms its warn-once warnings, so that
+    what a run makes rxe warn about shows in that run's log."""
+    rig.cmd("exec", "--timeout", 20, 0,
+            "mount -t debugfs none /sys/kernel/debug 2>/dev/null; "
+            "echo 1 > /sys/kernel/debug/clear_warn_once 2>/dev/null; dmesg -c > /dev/null; true",
+            timeout=60)
+
+
+def vm_kernel_log(rig):
+    return rig.cmd("exec", "--timeout", 20, 0, "dmesg", timeout=60).stdout
+
+
 def keep_workload_capture(pcap, offset, name):
     """Writes the wire's frames since `offset` beside results.jsonl
     (captures/NAME.pcap, as interop.keep_capture does for the matrix) and
@@ -893,13 +932,16 @@ def keep_workload_capture(pcap, offset, name):
     return interop.keep_capture(tmp, name)
 
 
-def print_vm_kernel_log(rig):
-    """Prints what vm0's kernel logged about rxe (its WARN_ON_ONCEs show
-    where its requester or completer went wrong) after a failed run."""
-    r = rig.cmd("exec", "--timeout", 20, 0, "dmesg | grep -i -A12 'rxe\\|WARNING' | tail -n 60",
-                timeout=60, check=None)
-    text = r.stdout.strip()
-    print("vm0 kernel log (rxe, warnings):\n  " + ("\n  ".join(text.splitlines()) if text else "(nothing)"))
+def print_kernel_log(text):
+    """Prints vm0's kernel log lines about rxe, and each warning whole."""
+    keep, inside = [], False
+    for line in text.splitlines():
+        inside = inside or "WARNING:" in line
+        if inside or "rxe" in line:
+            keep.append(line)
+        if "end trace" in line:
+            inside = False
+    print("vm0 kernel log (rxe, warnings):\n  " + ("\n  ".join(keep[-40:]) if keep else "(nothing)"))
 
 
 def workload_summary(out):
@@ -955,6 +997,7 @@ def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None
             p = s.getsockname()[1]
         _, _, offset = interop.pcap_records(pcap)
         doffset = interop.pcap_records(delivered)[2] if delivered else 0
+        reset_vm_kernel_log(rig)
         server = subprocess.Popen([TOOLS.workload, "-d", dev, "-g", "1", "-p", str(p)], env=app_env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(0.3)
@@ -962,13 +1005,17 @@ def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None
                          f"simnic-workload -d rxe0 -g 1 -p {p} {' '.join(args)} 10.0.2.2", timeout=230)
         sout, _ = server.communicate(timeout=60)
         server = None
-        note = ""
-        if client.returncode != 0 and dev_ip:
+        note, reason, klog = "", "", ""
+        if client.returncode != 0:
+            klog = vm_kernel_log(rig)
+            note = rxe_completer_warn_only(client.stdout, klog)
+            reason = RXE_COMPLETER_WARN if note else ""
+        if client.returncode != 0 and dev_ip and not note:
             time.sleep(0.3)
             note = rxe_atomic_plain_ack_only(client.stdout, interop.pcap_records(pcap, offset)[1],
                                              interop.VM_IP, dev_ip)
-        ok = workload_result(kernel, dtype, "simnic-server", client.stdout, name,
-                             RXE_ATOMIC_ACK if note else "", note)
+            reason = RXE_ATOMIC_ACK if note else ""
+        ok = workload_result(kernel, dtype, "simnic-server", client.stdout, name, reason, note)
         print(f"rxe requests, {dtype} responds ({time.monotonic() - t0:.1f} s): rc {client.returncode}\n"
               f"{workload_summary(client.stdout) or client.stdout.strip()[-300:]}\n"
               f"{dtype} server: {sout.strip()[-300:]}")
@@ -981,7 +1028,7 @@ def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None
             if delivered:
                 print("as delivered " + keep_workload_capture(delivered, doffset, f"{kernel}-workload-"
                                                               f"{dtype}-{dev}-simnic-server-delivered"))
-            print_vm_kernel_log(rig)
+            print_kernel_log(klog)
             if not note:
                 failures.append(f"rxe requester against {dtype}")
     finally:

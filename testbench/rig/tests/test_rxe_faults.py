@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The rig's recognisers of kernel rxe's faults (rig_tests.py:
-rxe_read_replay_only, rxe_atomic_plain_ack_only) and of a DREQ the wire's
+rxe_read_replay_only, rxe_atomic_plain_ack_only, rxe_completer_warn_only;
+interop.rxe_requester_stall) and of a DREQ the wire's
 faults dropped (interop.Capture.lost_dreq) on hand-made captures: each
 recognises its case only when the wire shows it, so that a simnic bug is never
 recorded as rxe's difference or as the wire's loss. No VM, standard library
@@ -119,6 +120,36 @@ class AtomicPlainAck(unittest.TestCase):
         frames = [frame(RXE, DEV, CAS, 191), frame(DEV, RXE, ACK, 191, syn=0x1F)]
         out = CAS_FAIL.replace("the buffer's old content: nothing was written", "another message's")
         self.assertEqual(rig_tests.rxe_atomic_plain_ack_only(out, frames, RXE, DEV), "")
+
+
+FLUSH_FAIL = ("seed 2: FAIL: ...\n  seed 2 QP 0: message 4 (write 73 B, 2 SGEs) completed with Work Request "
+              "Flushed Error (vendor error 0x0); the responder: seed 2 QP 0: 0 of 6 receives completed 10 s "
+              "after the requester finished\n  rerun: simnic-workload ...\n")
+KERNEL_WARN = """[   60.285100] WARNING: CPU: 0 PID: 184 at drivers/infiniband/sw/rxe/rxe_comp.c:827 rxe_completer+0xbd7/0xe30 [rdma_rxe]
+[   60.287014] Workqueue: rxe_wq do_work [rdma_rxe]
+[   60.289370] ---[ end trace 0000000000000000 ]---
+"""
+
+
+class CompleterWarn(unittest.TestCase):
+    """rxe's completer in its error state with a successful WQE (seen in
+    rig.interop_faults612: the VM's kernel warned, the QP's work flushed)."""
+
+    def test_flush_after_the_warning(self):
+        note = rig_tests.rxe_completer_warn_only(FLUSH_FAIL, KERNEL_WARN)
+        self.assertIn("rxe_comp.c:827", note)
+
+    def test_no_warning_no_excuse(self):
+        self.assertEqual(rig_tests.rxe_completer_warn_only(FLUSH_FAIL, "[ 1.0] rdma_rxe: loaded\n"), "")
+
+    def test_any_other_error_is_a_failure(self):
+        other = FLUSH_FAIL.replace("Work Request Flushed Error", "remote access error")
+        self.assertEqual(rig_tests.rxe_completer_warn_only(other, KERNEL_WARN), "")
+
+    def test_one_warning_per_failed_qp(self):
+        two = FLUSH_FAIL + FLUSH_FAIL.replace("seed 2", "seed 1")
+        self.assertEqual(rig_tests.rxe_completer_warn_only(two, KERNEL_WARN), "")
+        self.assertIn("warned 2 time(s)", rig_tests.rxe_completer_warn_only(two, KERNEL_WARN * 2))
 
 
 def cm_frame(src, dst, attr, klass=0x07, qpn=1):
