@@ -14,9 +14,19 @@
 # is stopped, as it does on the kernel's rdma_cm. udaddy is UD through
 # rdma_cm: each client ID resolves the server's QP with SIDR (rdma_connect on
 # RDMA_PS_UDP) and sends to the address vector ESTABLISHED carries; the
-# server answers each message through ibv_create_ah_from_wc. Each case
-# checks both ends' exit status and report, then that the device holds nothing once they are
-# gone.
+# server answers each message through ibv_create_ah_from_wc. ucmatose is
+# the asynchronous API with several connections at once, its -m case moving
+# each ID to a new event channel (rdma_migrate_id).
+#
+# rstream, riostream and rcopy are rsockets, the socket API librdmacm
+# builds on rdma_cm IDs made without a channel and the QPs it makes for
+# them: data moves as RDMA WRITE with immediate into the peer's ring (and
+# riostream's riowrite straight into its riomap'd buffer), inline when
+# small, completions through a completion channel, connections driven with
+# the channel's fd non-blocking. rstream and riostream check every byte
+# (-T v: verify); rcopy's copy is compared with its source.
+# Each case checks both ends' exit status and report, then that the device
+# holds nothing once they are gone.
 set -u
 CASE=$1 SIMNIC=$2 LIB=$3
 DEV=simcm_lo
@@ -43,6 +53,45 @@ udaddy)
   server=(udaddy -b 127.0.0.1 -c 2 -C 50)
   client=(udaddy -s 127.0.0.1 -c 2 -C 50)
   expect_server='^return status 0' expect_client='^return status 0'
+  ;;
+ucmatose | ucmatose_migrate)
+  # Three connections, 20 messages of 1000 bytes each way on each.
+  opts=(-p "$PORT" -c 3 -C 20 -S 1000)
+  [ "$CASE" = ucmatose_migrate ] && opts+=(-m)
+  server=(ucmatose -b 127.0.0.1 "${opts[@]}")
+  client=(ucmatose -s 127.0.0.1 "${opts[@]}")
+  expect_server='^return status 0' expect_client='^return status 0'
+  ;;
+rstream | rstream_nonblocking | rstream_resolve)
+  # Blocking calls, 64 KiB transfers; non-blocking (MSG_DONTWAIT), 4 KiB;
+  # the addresses from rdma_getaddrinfo, 1000 bytes. Each transfer's bytes
+  # verified. The report: name bytes xfers iters ...
+  case $CASE in
+  rstream) opts=(-T b -S 65536 -C 50) report='^custom +64k +50 +1 ' ;;
+  rstream_nonblocking) opts=(-T n -S 4096 -C 200) report='^custom +4k +200 +1 ' ;;
+  rstream_resolve) opts=(-T r -S 1000 -C 200) report='^custom +1000 +200 +1 ' ;;
+  esac
+  server=(rstream -b 127.0.0.1 -p "$PORT" -T v "${opts[@]}")
+  client=(rstream -s 127.0.0.1 -p "$PORT" -T v "${opts[@]}")
+  expect_server=$report expect_client=$report
+  ;;
+riostream)
+  # riowrite into the peer's riomap'd buffer, 64 KiB, 20 transfers twice.
+  server=(riostream -b 127.0.0.1 -p "$PORT" -T v -S 65536 -C 20 -I 2)
+  client=(riostream -s 127.0.0.1 -p "$PORT" -T v -S 65536 -C 20 -I 2)
+  expect_server='^custom +64k +20 +2 ' expect_client='^custom +64k +20 +2 '
+  ;;
+rcopy)
+  # A file of 3 MB and 5 bytes (no whole number of pages or of rcopy's
+  # 1 MiB chunks), random bytes, copied to the server's side; the server
+  # waits for the next file until it is stopped.
+  sys_dir out
+  head -c 3145733 /dev/urandom >"$work/src.bin"
+  chmod 644 "$work/src.bin"
+  server=(rcopy -p "$PORT")
+  client=(rcopy "$work/src.bin" "127.0.0.1:$work/out/dst.bin" -p "$PORT")
+  expect_server='' expect_client='^3145733 bytes in '
+  server_stays=1
   ;;
 cmtime)
   # 50 connections: each step's line is "name : total/connection times".
@@ -84,6 +133,9 @@ else
   grep -Eq -- "$expect_server" "$work/server.out" || fail "server report lacks /$expect_server/"
 fi
 server_pid=
+if [ "$CASE" = rcopy ]; then
+  cmp "$work/src.bin" "$work/out/dst.bin" || fail "rcopy's copy differs from its source"
+fi
 
 # The daemon learns of each process's end from its closed connection.
 for _ in $(seq 50); do

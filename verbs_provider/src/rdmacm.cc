@@ -50,6 +50,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -111,11 +112,46 @@ struct Chan {
     bool lost = false;       // the daemon closed the connection: it is gone (g_mu)
 };
 
+// librdmacm's own code reads an ID's private part in two places: rsockets
+// (rsocket.c, compiled into librdmacm) calls ucma_complete and
+// ucma_max_qpsize, functions internal to librdmacm, so the calls never reach
+// this library; they read the rdma_cm_id they are given as librdmacm's
+// struct cma_id_private (cma.c): the ID's cma_device, for the most work
+// requests a QP of its device takes (max_qpsize, rsockets' queue sizes),
+// and `sync`, nonzero for an ID made without a channel, whose calls wait
+// for their event (else ucma_complete returns at once, and an rconnect
+// finishes before its connection does). So an Id begins as that structure
+// does. These are the layouts of rdma-core v30 (2020, when cma_device
+// gained its list entry) to today; Debian 12 has v44.
+struct CmaDevice {  // struct cma_device, up to max_qpsize
+    ibv_device* dev = nullptr;
+    void* entry[2] = {};  // a list_node
+    ibv_context* verbs = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_xrcd* xrcd = nullptr;
+    void* port = nullptr;
+    uint64_t guid = 0;
+    int port_cnt = 0;
+    int refcnt = 0;
+    int max_qpsize = 0;  // the device's max_qp_wr
+};
+static_assert(offsetof(CmaDevice, max_qpsize) == 72, "cma_device.max_qpsize (rdma-core v30+)");
+struct CmaIdPrivate {  // struct cma_id_private after its rdma_cm_id, up to sync
+    CmaDevice* cma_dev = nullptr;
+    void* connect = nullptr;
+    size_t connect_len = 0;
+    int events_completed = 0;
+    int connect_error = 0;
+    int sync = 0;  // Id::own_chan, as librdmacm sees it
+};
+static_assert(offsetof(CmaIdPrivate, sync) == 32, "cma_id_private.sync (rdma-core v30+)");
+
 struct Id {
     rdma_cm_id id{};  // first: the application holds &id
+    CmaIdPrivate lib;  // second: what librdmacm's internal functions read (above)
     uint32_t handle = 0;
     Chan* chan = nullptr;
-    bool own_chan = false;  // created for a synchronous ID (channel NULL)
+    bool own_chan = false;  // created for a synchronous ID (channel NULL); set through set_own_chan
     std::string device;
     // rdma_accept(id, NULL)'s defaults, from the CONNECT_REQUEST.
     uint8_t resp_res = 0, init_depth = 0;
@@ -126,6 +162,11 @@ struct Id {
     // rdma_create_ep with RAI_PASSIVE: the QP attributes each connection
     // rdma_get_request hands out gets (librdmacm's ucma_passive_ep).
     std::unique_ptr<ibv_qp_init_attr> qp_init_attr;
+
+    void set_own_chan(bool own) {
+        own_chan = own;
+        lib.sync = own;
+    }
 };
 
 struct Ev {
@@ -156,6 +197,8 @@ std::set<rdma_addrinfo*>& g_addrinfos = forever<std::set<rdma_addrinfo*>>();
 // One context per device, for the process's life.
 std::map<std::string, ibv_context*>& g_contexts = forever<std::map<std::string, ibv_context*>>();
 std::map<ibv_context*, ibv_pd*>& g_default_pd = forever<std::map<ibv_context*, ibv_pd*>>();
+// Each device's cma_device as librdmacm's internal functions read it (Id::lib).
+std::map<std::string, CmaDevice*>& g_cma_devs = forever<std::map<std::string, CmaDevice*>>();
 std::unique_ptr<ctl::Client>& g_ctl = forever<std::unique_ptr<ctl::Client>>();
 int g_mode = -1;  // -1 undecided, 0 the real librdmacm, 1 simnic
 
@@ -278,6 +321,23 @@ ibv_context* context_of(const std::string& device) {
     return nullptr;
 }
 
+// The cma_device of a device whose context the process holds.
+CmaDevice* cma_device_of(const std::string& device, ibv_context* verbs) {
+    ibv_device_attr a{};
+    if (!verbs || sv::query_device(verbs, &a) != 0) return nullptr;
+    std::lock_guard<std::mutex> lk(g_mu);
+    CmaDevice*& d = g_cma_devs[device];
+    if (!d) {
+        d = new CmaDevice;
+        d->dev = verbs->device;
+        d->verbs = verbs;
+        d->guid = a.node_guid;
+        d->port_cnt = a.phys_port_cnt;
+        d->max_qpsize = a.max_qp_wr;
+    }
+    return d;
+}
+
 // An ID's device and addresses as the daemon reports them.
 void update(Id* i, const Json& j) {
     if (j.contains("src")) json_to_addr(j["src"], i->id.route.addr.src_storage);
@@ -287,6 +347,7 @@ void update(Id* i, const Json& j) {
         i->device = dev;
         i->id.verbs = context_of(dev);
         i->id.port_num = 1;
+        i->lib.cma_dev = cma_device_of(dev, i->id.verbs);
     }
     // The GIDs of the route, as librdmacm's RoCE addresses carry them.
     auto gid_of = [](const sockaddr_storage& s, ibv_gid& g) {
@@ -498,7 +559,7 @@ int migrate(Id* i, Chan* to, bool own) {
         g_by_handle[{to, i->handle}] = i;
         i->chan = to;
         i->id.channel = &to->ch;
-        i->own_chan = own;
+        i->set_own_chan(own);
         // As librdmacm's: return once the events handed out on the old
         // channel for this ID were acked (none can be waiting here but a
         // synchronous ID's, acked above).
@@ -752,7 +813,7 @@ int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, 
         return -1;
     }
     Id* i = new_id(c, r.value("id", 0u), context, ps);
-    i->own_chan = own;
+    i->set_own_chan(own);
     *id = &i->id;
     return 0;
 }
