@@ -321,6 +321,17 @@ ibv_context* context_of(const std::string& device) {
     return nullptr;
 }
 
+// librdmacm's PD of a device: one per device context, which every ID bound
+// to the device carries (id->pd) and which a QP or SRQ made through the CM
+// without a PD of its own gets. (librdmacm frees it with the device's last
+// ID; here it lives as long as the process's context does.)
+ibv_pd* default_pd(ibv_context* verbs) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    ibv_pd*& pd = g_default_pd[verbs];
+    if (!pd) pd = sv::alloc_pd(verbs);
+    return pd;
+}
+
 // The cma_device of a device whose context the process holds.
 CmaDevice* cma_device_of(const std::string& device, ibv_context* verbs) {
     ibv_device_attr a{};
@@ -348,6 +359,10 @@ void update(Id* i, const Json& j) {
         i->id.verbs = context_of(dev);
         i->id.port_num = 1;
         i->lib.cma_dev = cma_device_of(dev, i->id.verbs);
+        // As librdmacm's ucma_get_device: an ID has its device's PD from the
+        // moment it has the device, so that memory can be registered for
+        // it (rdma_reg_msgs) before its QP exists, as datagram rsockets do.
+        if (i->id.verbs && !i->id.pd) i->id.pd = default_pd(i->id.verbs);
     }
     // The GIDs of the route, as librdmacm's RoCE addresses carry them.
     auto gid_of = [](const sockaddr_storage& s, ibv_gid& g) {
@@ -898,15 +913,8 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
     if (!i) REAL(rdma_create_qp_ex, "RDMACM_1.0", -1, id, attr);
     if (!attr || !i->id.verbs || i->id.qp) return fail(EINVAL);
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-        // The ID's PD (rdma_create_ep's), else librdmacm's default: one PD
-        // per device context.
-        ibv_pd* d = i->id.pd;
-        if (!d) {
-            std::lock_guard<std::mutex> lk(g_mu);
-            ibv_pd*& dd = g_default_pd[i->id.verbs];
-            if (!dd) dd = sv::alloc_pd(i->id.verbs);
-            d = dd;
-        }
+        // The ID's PD (rdma_create_ep's, else its device's).
+        ibv_pd* d = i->id.pd ? i->id.pd : default_pd(i->id.verbs);
         if (!d) return -1;
         attr->pd = d;
         attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
@@ -1312,13 +1320,7 @@ int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
     if (!attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) || !i->id.verbs) return fail(EINVAL);
     if (attr->srq_type != IBV_SRQT_BASIC) return fail(EOPNOTSUPP);
     if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
-        ibv_pd* d = i->id.pd;
-        if (!d) {
-            std::lock_guard<std::mutex> lk(g_mu);
-            ibv_pd*& dd = g_default_pd[i->id.verbs];
-            if (!dd) dd = sv::alloc_pd(i->id.verbs);
-            d = dd;
-        }
+        ibv_pd* d = i->id.pd ? i->id.pd : default_pd(i->id.verbs);
         if (!d) return -1;
         attr->pd = d;
         attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
