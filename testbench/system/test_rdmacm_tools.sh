@@ -81,6 +81,17 @@ riostream)
   client=(riostream -s 127.0.0.1 -p "$PORT" -T v -S 65536 -C 20 -I 2)
   expect_server='^custom +64k +20 +2 ' expect_client='^custom +64k +20 +2 '
   ;;
+rspreload)
+  # An unmodified TCP program on rsockets through librdmacm's librspreload
+  # (socket, connect, send... taken over): rstream -T s, its plain-sockets
+  # mode. librspreload falls back to a TCP socket when rsocket fails, so the
+  # device's counters must show the bytes (below).
+  rsp=$(pkg-config --variable=libdir librdmacm 2>/dev/null)/rsocket/librspreload.so
+  [ -f "$rsp" ] || rsp=/usr/lib/$(gcc -print-multiarch 2>/dev/null)/rsocket/librspreload.so
+  server=(env LD_PRELOAD="$LIB:$rsp" rstream -T s -b 127.0.0.1 -p "$PORT" -T v -S 65536 -C 50)
+  client=(env LD_PRELOAD="$LIB:$rsp" rstream -T s -s 127.0.0.1 -p "$PORT" -T v -S 65536 -C 50)
+  expect_server='^custom +64k +50 +1 ' expect_client='^custom +64k +50 +1 '
+  ;;
 rcopy)
   # A file of 3 MB and 5 bytes (no whole number of pages or of rcopy's
   # 1 MiB chunks), random bytes, copied to the server's side; the server
@@ -135,6 +146,12 @@ fi
 server_pid=
 if [ "$CASE" = rcopy ]; then
   cmp "$work/src.bin" "$work/out/dst.bin" || fail "rcopy's copy differs from its source"
+fi
+if [ "$CASE" = rspreload ]; then
+  # 50 transfers of 64 KiB each way (and more, for headers and acks) went
+  # through the device, not over TCP.
+  rx=$(sim stats "$DEV" 2>&1 | awk '$1 == "rx_bytes" {print $2}')
+  [ "${rx:-0}" -ge $((2 * 50 * 65536)) ] || fail "the device received ${rx:-no} bytes: not rsockets"
 fi
 
 # The daemon learns of each process's end from its closed connection.
