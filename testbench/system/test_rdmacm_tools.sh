@@ -37,6 +37,13 @@ PORT=$(free_port 1)
 trap 'sys_cleanup server_pid' EXIT
 
 server_stays=0
+# ready: what the server prints once it listens (rsockets' tools print it
+# after rlisten); the client starts then. Their connects are non-blocking,
+# and one that finds no listener fails in rpoll with POLLERR, which says
+# nothing of a REJ.
+ready=''
+# case_env: the environment both ends run in (VAR=value...).
+case_env=()
 case $CASE in
 rdma_server)
   server=(rdma_server -p "$PORT")
@@ -73,24 +80,36 @@ rstream | rstream_nonblocking | rstream_resolve)
   esac
   server=(rstream -b 127.0.0.1 -p "$PORT" -T v "${opts[@]}")
   client=(rstream -s 127.0.0.1 -p "$PORT" -T v "${opts[@]}")
-  expect_server=$report expect_client=$report
+  expect_server=$report expect_client=$report ready='^name '
   ;;
 riostream)
   # riowrite into the peer's riomap'd buffer, 64 KiB, 20 transfers twice.
   server=(riostream -b 127.0.0.1 -p "$PORT" -T v -S 65536 -C 20 -I 2)
   client=(riostream -s 127.0.0.1 -p "$PORT" -T v -S 65536 -C 20 -I 2)
-  expect_server='^custom +64k +20 +2 ' expect_client='^custom +64k +20 +2 '
+  expect_server='^custom +64k +20 +2 ' expect_client='^custom +64k +20 +2 ' ready='^name '
   ;;
-rspreload)
+rspreload | rspreload_fork)
   # An unmodified TCP program on rsockets through librdmacm's librspreload
   # (socket, connect, send... taken over): rstream -T s, its plain-sockets
   # mode. librspreload falls back to a TCP socket when rsocket fails, so the
-  # device's counters must show the bytes (below).
+  # device's counters must show the bytes (below). In the fork case the
+  # server forks for each connection (rstream -T f) and librspreload's fork
+  # support (RDMAV_FORK_SAFE=1) connects over TCP first, then moves the
+  # connection to rsockets in the child.
   rsp=$(pkg-config --variable=libdir librdmacm 2>/dev/null)/rsocket/librspreload.so
   [ -f "$rsp" ] || rsp=/usr/lib/$(gcc -print-multiarch 2>/dev/null)/rsocket/librspreload.so
-  server=(env LD_PRELOAD="$LIB:$rsp" rstream -T s -b 127.0.0.1 -p "$PORT" -T v -S 65536 -C 50)
-  client=(env LD_PRELOAD="$LIB:$rsp" rstream -T s -s 127.0.0.1 -p "$PORT" -T v -S 65536 -C 50)
-  expect_server='^custom +64k +50 +1 ' expect_client='^custom +64k +50 +1 '
+  case_env=(LD_PRELOAD="$LIB:$rsp")
+  srv_mode=s
+  if [ "$CASE" = rspreload_fork ]; then
+    case_env+=(RDMAV_FORK_SAFE=1) srv_mode=f
+    # The forked server takes librspreload's named semaphore (POSIX, in
+    # /dev/shm, never unlinked); one another user made cannot be opened, and
+    # the connection then stays on TCP. The test removes it if it made it.
+    [ -e /dev/shm/sem.rsocket_fork ] || trap 'sys_cleanup server_pid; rm -f /dev/shm/sem.rsocket_fork' EXIT
+  fi
+  server=(rstream -T "$srv_mode" -b 127.0.0.1 -p "$PORT" -T v -S 65536 -C 50)
+  client=(rstream -T s -s 127.0.0.1 -p "$PORT" -T v -S 65536 -C 50)
+  expect_server='^custom +64k +50 +1 ' expect_client='^custom +64k +50 +1 ' ready='^name '
   ;;
 rcopy)
   # A file of 3 MB and 5 bytes (no whole number of pages or of rcopy's
@@ -101,7 +120,7 @@ rcopy)
   chmod 644 "$work/src.bin"
   server=(rcopy -p "$PORT")
   client=(rcopy "$work/src.bin" "127.0.0.1:$work/out/dst.bin" -p "$PORT")
-  expect_server='' expect_client='^3145733 bytes in '
+  expect_server='' expect_client='^3145733 bytes in ' ready='waiting for connection'
   server_stays=1
   ;;
 cmtime)
@@ -116,13 +135,21 @@ esac
 
 link_add "$DEV"
 
-app timeout 60 stdbuf -oL "${server[@]}" >"$work/server.out" 2>&1 &
+# (env before stdbuf: stdbuf adds its library to LD_PRELOAD.)
+app timeout 60 env "${case_env[@]}" stdbuf -oL "${server[@]}" >"$work/server.out" 2>&1 &
 server_pid=$!
+if [ -n "$ready" ]; then
+  for _ in $(seq 100); do
+    grep -Eq -- "$ready" "$work/server.out" && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+fi
 # The server listens once its CM ID does; nothing shows it on lo (no TCP):
 # the client is run again while its REQ finds no listener (ECONNREFUSED, a
 # REJ "invalid service ID"; for udaddy UNREACHABLE, a SIDR_REP "unsupported").
 for _ in $(seq 30); do
-  app timeout 60 stdbuf -oL "${client[@]}" >"$work/client.out" 2>&1
+  app timeout 60 env "${case_env[@]}" stdbuf -oL "${client[@]}" >"$work/client.out" 2>&1
   client_rc=$?
   [ "$client_rc" -eq 0 ] && break
   grep -Eqi "refused|REJECTED|UNREACHABLE" "$work/client.out" || break
@@ -147,7 +174,7 @@ server_pid=
 if [ "$CASE" = rcopy ]; then
   cmp "$work/src.bin" "$work/out/dst.bin" || fail "rcopy's copy differs from its source"
 fi
-if [ "$CASE" = rspreload ]; then
+if [ "$CASE" = rspreload ] || [ "$CASE" = rspreload_fork ]; then
   # 50 transfers of 64 KiB each way (and more, for headers and acks) went
   # through the device, not over TCP.
   rx=$(sim stats "$DEV" 2>&1 | awk '$1 == "rx_bytes" {print $2}')
