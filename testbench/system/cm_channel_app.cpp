@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -212,4 +214,45 @@ TEST_CASE("an ID bound to a device carries the device's PD", "[cm]") {
     rdma_dereg_mr(mr);
     rdma_destroy_qp(bound);
     rdma_destroy_id(bound);
+}
+
+// A process that forks after using rdma_cm: the child makes its own event
+// channel and IDs, as with the kernel's rdma_cm (librspreload's fork support
+// does: its child makes the rsocket the connection moves to). The child's
+// requests must be its own: made over a connection its parent opened, the
+// daemon took them for the parent's (SO_PEERCRED) and refused the child's
+// channel (EINVAL).
+TEST_CASE("a forked child makes IDs of its own after its parent did", "[cm]") {
+    rdma_event_channel* ch = rdma_create_event_channel();
+    REQUIRE(ch != nullptr);
+    rdma_cm_id* parents = nullptr;
+    REQUIRE(rdma_create_id(ch, &parents, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in src = loopback(some_port());
+    REQUIRE(rdma_bind_addr(parents, reinterpret_cast<sockaddr*>(&src)) == 0);
+
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // The child's steps, each its own exit status (no Catch2 here).
+        rdma_event_channel* own = rdma_create_event_channel();
+        if (!own) _exit(10);
+        rdma_cm_id* id = nullptr;
+        if (rdma_create_id(own, &id, nullptr, RDMA_PS_TCP)) _exit(11);
+        sockaddr_in a = loopback(some_port());
+        if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&a))) _exit(12);
+        if (!id->verbs) _exit(13);
+        if (rdma_destroy_id(id)) _exit(14);
+        rdma_destroy_event_channel(own);
+        _exit(0);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+
+    // The parent's own ID is still its own.
+    sockaddr_in dst = loopback(some_port());
+    CHECK(rdma_resolve_addr(parents, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
+    rdma_destroy_id(parents);
+    rdma_destroy_event_channel(ch);
 }

@@ -200,6 +200,11 @@ std::map<ibv_context*, ibv_pd*>& g_default_pd = forever<std::map<ibv_context*, i
 // Each device's cma_device as librdmacm's internal functions read it (Id::lib).
 std::map<std::string, CmaDevice*>& g_cma_devs = forever<std::map<std::string, CmaDevice*>>();
 std::unique_ptr<ctl::Client>& g_ctl = forever<std::unique_ptr<ctl::Client>>();
+// The process that opened g_ctl. The daemon knows a request's process by
+// its connection (SO_PEERCRED, fixed at connect), so a child of fork() opens
+// its own: over its parent's, its requests would be the parent's, and its
+// own event channels not its own.
+pid_t g_ctl_pid = 0;
 int g_mode = -1;  // -1 undecided, 0 the real librdmacm, 1 simnic
 
 Chan* our_chan(const rdma_event_channel* c) {
@@ -237,13 +242,15 @@ std::unique_ptr<ctl::Client> connect_daemon(int& err) {
 // A request to the daemon; errno and false on failure.
 bool call(const Json& req, Json& reply) {
     std::lock_guard<std::mutex> lk(g_mu);
-    if (!g_ctl || !g_ctl->alive()) {
+    if (!g_ctl || !g_ctl->alive() || g_ctl_pid != getpid()) {
+        // (A child closes only its copy of its parent's connection.)
         int e = 0;
         g_ctl = connect_daemon(e);
         if (!g_ctl) {
             errno = e;
             return false;
         }
+        g_ctl_pid = getpid();
     }
     reply = g_ctl->request(req);
     if (!reply.value("ok", false)) {
