@@ -29,6 +29,11 @@
 //     that is bound to a device gets RDMA_CM_EVENT_DEVICE_REMOVAL, as rdma_cm
 //     reports a removed device, and then rdma_get_cm_event fails with ENODEV.
 //
+// rsockets (rsocket.c, inside librdmacm) runs on these IDs too: it calls
+// the entry points here, and two of librdmacm's internal functions that
+// read an ID as librdmacm lays it out, which an Id therefore mirrors
+// (CmaIdPrivate below).
+//
 // Which library serves a process is decided once, at its first event
 // channel (or ID, or address lookup): if the daemon has any simnic device,
 // simnic does; otherwise every call goes on to the real librdmacm
@@ -50,8 +55,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstddef>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <map>
