@@ -13,6 +13,13 @@ endmacro()
 simnic_require_pkg(SYSTEMC systemc libsystemc-dev)
 simnic_require_pkg(IBVERBS libibverbs libibverbs-dev)
 simnic_require_pkg(RDMACM librdmacm librdmacm-dev)
+# librdmacm's version is 1.3.<rdma-core's>. The preloaded library's rdma_cm
+# IDs mirror librdmacm's private ID layout, which rsockets' internal calls
+# read (verbs_provider/src/rdmacm.cc: CmaIdPrivate), as rdma-core has laid
+# it out since v30.
+if(RDMACM_VERSION VERSION_LESS 1.3.30)
+  message(FATAL_ERROR "librdmacm ${RDMACM_VERSION} is older than rdma-core v30's, whose ID layout simnic's rdma_cm mirrors")
+endif()
 simnic_require_pkg(PCAP libpcap libpcap-dev)
 simnic_require_pkg(ZLIB zlib zlib1g-dev)
 

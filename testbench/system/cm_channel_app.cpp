@@ -5,9 +5,12 @@
 // event thread goes on calling rdma_get_cm_event while its main thread
 // destroys the ID and the channel; it must wait, not fail.
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -171,5 +174,85 @@ TEST_CASE("a non-blocking channel with nothing queued says EAGAIN", "[cm]") {
     REQUIRE(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) == 0);
     CHECK(rdma_get_cm_event(ch, &ev) == -1);
     CHECK(errno == EAGAIN);
+    rdma_destroy_event_channel(ch);
+}
+
+// As librdmacm's ucma_get_device: an ID that has a device has the device's
+// PD too, so that memory is registered for it before its QP exists
+// (rdma_reg_msgs(id, ...), as datagram rsockets do: a null id->pd crashed
+// udpong inside ibv_reg_mr), and a QP made through the CM without a PD
+// gets that PD.
+TEST_CASE("an ID bound to a device carries the device's PD", "[cm]") {
+    rdma_cm_id* bound = nullptr;
+    REQUIRE(rdma_create_id(nullptr, &bound, nullptr, RDMA_PS_UDP) == 0);
+    CHECK(bound->pd == nullptr);  // no device yet
+    sockaddr_in src = loopback(some_port());
+    REQUIRE(rdma_bind_addr(bound, reinterpret_cast<sockaddr*>(&src)) == 0);
+    REQUIRE(bound->verbs != nullptr);
+    REQUIRE(bound->pd != nullptr);
+    CHECK(bound->pd->context == bound->verbs);
+    static char buf[4096];
+    ibv_mr* mr = rdma_reg_msgs(bound, buf, sizeof buf);
+    REQUIRE(mr != nullptr);
+    CHECK(mr->pd == bound->pd);
+    ibv_qp_init_attr attr{};
+    attr.qp_type = IBV_QPT_UD;
+    attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+    attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+    REQUIRE(rdma_create_qp(bound, nullptr, &attr) == 0);
+    CHECK(bound->qp->pd == bound->pd);
+
+    // An active ID has it once its address is resolved, the same PD: one
+    // per device in a process.
+    rdma_cm_id* active = nullptr;
+    REQUIRE(rdma_create_id(nullptr, &active, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in dst = loopback(some_port());
+    REQUIRE(rdma_resolve_addr(active, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
+    CHECK(active->pd == bound->pd);
+
+    rdma_destroy_id(active);
+    rdma_dereg_mr(mr);
+    rdma_destroy_qp(bound);
+    rdma_destroy_id(bound);
+}
+
+// A process that forks after using rdma_cm: the child makes its own event
+// channel and IDs, as with the kernel's rdma_cm (librspreload's fork support
+// does: its child makes the rsocket the connection moves to). The child's
+// requests must be its own: made over a connection its parent opened, the
+// daemon took them for the parent's (SO_PEERCRED) and refused the child's
+// channel (EINVAL).
+TEST_CASE("a forked child makes IDs of its own after its parent did", "[cm]") {
+    rdma_event_channel* ch = rdma_create_event_channel();
+    REQUIRE(ch != nullptr);
+    rdma_cm_id* parents = nullptr;
+    REQUIRE(rdma_create_id(ch, &parents, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in src = loopback(some_port());
+    REQUIRE(rdma_bind_addr(parents, reinterpret_cast<sockaddr*>(&src)) == 0);
+
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // The child's steps, each its own exit status (no Catch2 here).
+        rdma_event_channel* own = rdma_create_event_channel();
+        if (!own) _exit(10);
+        rdma_cm_id* id = nullptr;
+        if (rdma_create_id(own, &id, nullptr, RDMA_PS_TCP)) _exit(11);
+        sockaddr_in a = loopback(some_port());
+        if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&a))) _exit(12);
+        if (!id->verbs) _exit(13);
+        if (rdma_destroy_id(id)) _exit(14);
+        rdma_destroy_event_channel(own);
+        _exit(0);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+
+    // The parent's own ID is still its own.
+    sockaddr_in dst = loopback(some_port());
+    CHECK(rdma_resolve_addr(parents, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
+    rdma_destroy_id(parents);
     rdma_destroy_event_channel(ch);
 }

@@ -14,9 +14,19 @@
 # is stopped, as it does on the kernel's rdma_cm. udaddy is UD through
 # rdma_cm: each client ID resolves the server's QP with SIDR (rdma_connect on
 # RDMA_PS_UDP) and sends to the address vector ESTABLISHED carries; the
-# server answers each message through ibv_create_ah_from_wc. Each case
-# checks both ends' exit status and report, then that the device holds nothing once they are
-# gone.
+# server answers each message through ibv_create_ah_from_wc. ucmatose is
+# the asynchronous API with several connections at once, its -m case moving
+# each ID to a new event channel (rdma_migrate_id).
+#
+# rstream, riostream and rcopy are rsockets, the socket API librdmacm
+# builds on rdma_cm IDs made without a channel and the QPs it makes for
+# them: data moves as RDMA WRITE with immediate into the peer's ring (and
+# riostream's riowrite straight into its riomap'd buffer), inline when
+# small, completions through a completion channel, connections driven with
+# the channel's fd non-blocking. rstream and riostream check every byte
+# (-T v: verify); rcopy's copy is compared with its source.
+# Each case checks both ends' exit status and report, then that the device
+# holds nothing once they are gone.
 set -u
 CASE=$1 SIMNIC=$2 LIB=$3
 DEV=simcm_lo
@@ -27,6 +37,13 @@ PORT=$(free_port 1)
 trap 'sys_cleanup server_pid' EXIT
 
 server_stays=0
+# ready: what the server prints once it listens (rsockets' tools print it
+# after rlisten); the client starts then. Their connects are non-blocking,
+# and one that finds no listener fails in rpoll with POLLERR, which says
+# nothing of a REJ.
+ready=''
+# case_env: the environment both ends run in (VAR=value...).
+case_env=()
 case $CASE in
 rdma_server)
   server=(rdma_server -p "$PORT")
@@ -44,6 +61,80 @@ udaddy)
   client=(udaddy -s 127.0.0.1 -c 2 -C 50)
   expect_server='^return status 0' expect_client='^return status 0'
   ;;
+ucmatose | ucmatose_migrate)
+  # Three connections, 20 messages of 1000 bytes each way on each.
+  opts=(-p "$PORT" -c 3 -C 20 -S 1000)
+  [ "$CASE" = ucmatose_migrate ] && opts+=(-m)
+  server=(ucmatose -b 127.0.0.1 "${opts[@]}")
+  client=(ucmatose -s 127.0.0.1 "${opts[@]}")
+  expect_server='^return status 0' expect_client='^return status 0'
+  ;;
+rstream | rstream_nonblocking | rstream_resolve | rstream_async)
+  # Blocking calls, 64 KiB transfers; non-blocking (MSG_DONTWAIT), 4 KiB;
+  # the addresses from rdma_getaddrinfo, 1000 bytes; a server that waits in
+  # rpoll (blocking: on its completion channel's fd) before each accept,
+  # send and receive, 64 KiB. Each transfer's bytes verified. The report:
+  # name bytes xfers iters ...
+  # The async server's first rpoll, on its listener, takes 5 s: rsockets'
+  # own accept thread and rpoll wait on the listener's event channel at
+  # once, the thread takes the CONNECT_REQUEST, and rpoll, finding nothing
+  # to accept yet, waits on the drained channel until rsockets'
+  # wake_up_interval (5000 ms) has passed, whatever the device.
+  # (Not the client with -T a: it polls before its last receive, and when
+  # the server's last data and its DISCONNECT come in one CQ poll, rpoll
+  # says POLLIN|POLLHUP, which rstream takes for an error, on any device.)
+  srv_opts=()
+  case $CASE in
+  rstream) opts=(-T b -S 65536 -C 50) report='^custom +64k +50 +1 ' ;;
+  rstream_nonblocking) opts=(-T n -S 4096 -C 200) report='^custom +4k +200 +1 ' ;;
+  rstream_resolve) opts=(-T r -S 1000 -C 200) report='^custom +1000 +200 +1 ' ;;
+  rstream_async) opts=(-T b -S 65536 -C 50) srv_opts=(-T a) report='^custom +64k +50 +1 ' ;;
+  esac
+  server=(rstream -b 127.0.0.1 -p "$PORT" -T v "${opts[@]}" "${srv_opts[@]}")
+  client=(rstream -s 127.0.0.1 -p "$PORT" -T v "${opts[@]}")
+  expect_server=$report expect_client=$report ready='^name '
+  ;;
+riostream)
+  # riowrite into the peer's riomap'd buffer, 64 KiB, 20 transfers twice.
+  server=(riostream -b 127.0.0.1 -p "$PORT" -T v -S 65536 -C 20 -I 2)
+  client=(riostream -s 127.0.0.1 -p "$PORT" -T v -S 65536 -C 20 -I 2)
+  expect_server='^custom +64k +20 +2 ' expect_client='^custom +64k +20 +2 ' ready='^name '
+  ;;
+rspreload | rspreload_fork)
+  # An unmodified TCP program on rsockets through librdmacm's librspreload
+  # (socket, connect, send... taken over): rstream -T s, its plain-sockets
+  # mode. librspreload falls back to a TCP socket when rsocket fails, so the
+  # device's counters must show the bytes (below). In the fork case the
+  # server forks for each connection (rstream -T f) and librspreload's fork
+  # support (RDMAV_FORK_SAFE=1) connects over TCP first, then moves the
+  # connection to rsockets in the child.
+  rsp=$(pkg-config --variable=libdir librdmacm 2>/dev/null)/rsocket/librspreload.so
+  [ -f "$rsp" ] || rsp=/usr/lib/$(gcc -print-multiarch 2>/dev/null)/rsocket/librspreload.so
+  case_env=(LD_PRELOAD="$LIB:$rsp")
+  srv_mode=s
+  if [ "$CASE" = rspreload_fork ]; then
+    case_env+=(RDMAV_FORK_SAFE=1) srv_mode=f
+    # The forked server takes librspreload's named semaphore (POSIX, in
+    # /dev/shm, never unlinked); one another user made cannot be opened, and
+    # the connection then stays on TCP. The test removes it if it made it.
+    [ -e /dev/shm/sem.rsocket_fork ] || trap 'sys_cleanup server_pid; rm -f /dev/shm/sem.rsocket_fork' EXIT
+  fi
+  server=(rstream -T "$srv_mode" -b 127.0.0.1 -p "$PORT" -T v -S 65536 -C 50)
+  client=(rstream -T s -s 127.0.0.1 -p "$PORT" -T v -S 65536 -C 50)
+  expect_server='^custom +64k +50 +1 ' expect_client='^custom +64k +50 +1 ' ready='^name '
+  ;;
+rcopy)
+  # A file of 3 MB and 5 bytes (no whole number of pages or of rcopy's
+  # 1 MiB chunks), random bytes, copied to the server's side; the server
+  # waits for the next file until it is stopped.
+  sys_dir out
+  head -c 3145733 /dev/urandom >"$work/src.bin"
+  chmod 644 "$work/src.bin"
+  server=(rcopy -p "$PORT")
+  client=(rcopy "$work/src.bin" "127.0.0.1:$work/out/dst.bin" -p "$PORT")
+  expect_server='' expect_client='^3145733 bytes in ' ready='waiting for connection'
+  server_stays=1
+  ;;
 cmtime)
   # 50 connections: each step's line is "name : total/connection times".
   server=(cmtime -b 127.0.0.1 -p "$PORT")
@@ -56,13 +147,21 @@ esac
 
 link_add "$DEV"
 
-app timeout 60 stdbuf -oL "${server[@]}" >"$work/server.out" 2>&1 &
+# (env before stdbuf: stdbuf adds its library to LD_PRELOAD.)
+app timeout 60 env "${case_env[@]}" stdbuf -oL "${server[@]}" >"$work/server.out" 2>&1 &
 server_pid=$!
+if [ -n "$ready" ]; then
+  for _ in $(seq 100); do
+    grep -Eq -- "$ready" "$work/server.out" && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+fi
 # The server listens once its CM ID does; nothing shows it on lo (no TCP):
 # the client is run again while its REQ finds no listener (ECONNREFUSED, a
 # REJ "invalid service ID"; for udaddy UNREACHABLE, a SIDR_REP "unsupported").
 for _ in $(seq 30); do
-  app timeout 60 stdbuf -oL "${client[@]}" >"$work/client.out" 2>&1
+  app timeout 60 env "${case_env[@]}" stdbuf -oL "${client[@]}" >"$work/client.out" 2>&1
   client_rc=$?
   [ "$client_rc" -eq 0 ] && break
   grep -Eqi "refused|REJECTED|UNREACHABLE" "$work/client.out" || break
@@ -84,6 +183,15 @@ else
   grep -Eq -- "$expect_server" "$work/server.out" || fail "server report lacks /$expect_server/"
 fi
 server_pid=
+if [ "$CASE" = rcopy ]; then
+  cmp "$work/src.bin" "$work/out/dst.bin" || fail "rcopy's copy differs from its source"
+fi
+if [ "$CASE" = rspreload ] || [ "$CASE" = rspreload_fork ]; then
+  # 50 transfers of 64 KiB each way (and more, for headers and acks) went
+  # through the device, not over TCP.
+  rx=$(sim stats "$DEV" 2>&1 | awk '$1 == "rx_bytes" {print $2}')
+  [ "${rx:-0}" -ge $((2 * 50 * 65536)) ] || fail "the device received ${rx:-no} bytes: not rsockets"
+fi
 
 # The daemon learns of each process's end from its closed connection.
 for _ in $(seq 50); do

@@ -29,6 +29,11 @@
 //     that is bound to a device gets RDMA_CM_EVENT_DEVICE_REMOVAL, as rdma_cm
 //     reports a removed device, and then rdma_get_cm_event fails with ENODEV.
 //
+// rsockets (rsocket.c, inside librdmacm) runs on these IDs too: it calls
+// the entry points here, and two of librdmacm's internal functions that
+// read an ID as librdmacm lays it out, which an Id therefore mirrors
+// (CmaIdPrivate below).
+//
 // Which library serves a process is decided once, at its first event
 // channel (or ID, or address lookup): if the daemon has any simnic device,
 // simnic does; otherwise every call goes on to the real librdmacm
@@ -51,6 +56,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -111,11 +117,46 @@ struct Chan {
     bool lost = false;       // the daemon closed the connection: it is gone (g_mu)
 };
 
+// librdmacm's own code reads an ID's private part in two places: rsockets
+// (rsocket.c, compiled into librdmacm) calls ucma_complete and
+// ucma_max_qpsize, functions internal to librdmacm, so the calls never reach
+// this library; they read the rdma_cm_id they are given as librdmacm's
+// struct cma_id_private (cma.c): the ID's cma_device, for the most work
+// requests a QP of its device takes (max_qpsize, rsockets' queue sizes),
+// and `sync`, nonzero for an ID made without a channel, whose calls wait
+// for their event (else ucma_complete returns at once, and an rconnect
+// finishes before its connection does). So an Id begins as that structure
+// does. These are the layouts of rdma-core v30 (2020, when cma_device
+// gained its list entry) to today; Debian 12 has v44.
+struct CmaDevice {  // struct cma_device, up to max_qpsize
+    ibv_device* dev = nullptr;
+    void* entry[2] = {};  // a list_node
+    ibv_context* verbs = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_xrcd* xrcd = nullptr;
+    void* port = nullptr;
+    uint64_t guid = 0;
+    int port_cnt = 0;
+    int refcnt = 0;
+    int max_qpsize = 0;  // the device's max_qp_wr
+};
+static_assert(offsetof(CmaDevice, max_qpsize) == 72, "cma_device.max_qpsize (rdma-core v30+)");
+struct CmaIdPrivate {  // struct cma_id_private after its rdma_cm_id, up to sync
+    CmaDevice* cma_dev = nullptr;
+    void* connect = nullptr;
+    size_t connect_len = 0;
+    int events_completed = 0;
+    int connect_error = 0;
+    int sync = 0;  // Id::own_chan, as librdmacm sees it
+};
+static_assert(offsetof(CmaIdPrivate, sync) == 32, "cma_id_private.sync (rdma-core v30+)");
+
 struct Id {
     rdma_cm_id id{};  // first: the application holds &id
+    CmaIdPrivate lib;  // second: what librdmacm's internal functions read (above)
     uint32_t handle = 0;
     Chan* chan = nullptr;
-    bool own_chan = false;  // created for a synchronous ID (channel NULL)
+    bool own_chan = false;  // created for a synchronous ID (channel NULL); set through set_own_chan
     std::string device;
     // rdma_accept(id, NULL)'s defaults, from the CONNECT_REQUEST.
     uint8_t resp_res = 0, init_depth = 0;
@@ -126,6 +167,11 @@ struct Id {
     // rdma_create_ep with RAI_PASSIVE: the QP attributes each connection
     // rdma_get_request hands out gets (librdmacm's ucma_passive_ep).
     std::unique_ptr<ibv_qp_init_attr> qp_init_attr;
+
+    void set_own_chan(bool own) {
+        own_chan = own;
+        lib.sync = own;
+    }
 };
 
 struct Ev {
@@ -156,7 +202,14 @@ std::set<rdma_addrinfo*>& g_addrinfos = forever<std::set<rdma_addrinfo*>>();
 // One context per device, for the process's life.
 std::map<std::string, ibv_context*>& g_contexts = forever<std::map<std::string, ibv_context*>>();
 std::map<ibv_context*, ibv_pd*>& g_default_pd = forever<std::map<ibv_context*, ibv_pd*>>();
+// Each device's cma_device as librdmacm's internal functions read it (Id::lib).
+std::map<std::string, CmaDevice*>& g_cma_devs = forever<std::map<std::string, CmaDevice*>>();
 std::unique_ptr<ctl::Client>& g_ctl = forever<std::unique_ptr<ctl::Client>>();
+// The process that opened g_ctl. The daemon knows a request's process by
+// its connection (SO_PEERCRED, fixed at connect), so a child of fork() opens
+// its own: over its parent's, its requests would be the parent's, and its
+// own event channels not its own.
+pid_t g_ctl_pid = 0;
 int g_mode = -1;  // -1 undecided, 0 the real librdmacm, 1 simnic
 
 Chan* our_chan(const rdma_event_channel* c) {
@@ -194,13 +247,15 @@ std::unique_ptr<ctl::Client> connect_daemon(int& err) {
 // A request to the daemon; errno and false on failure.
 bool call(const Json& req, Json& reply) {
     std::lock_guard<std::mutex> lk(g_mu);
-    if (!g_ctl || !g_ctl->alive()) {
+    if (!g_ctl || !g_ctl->alive() || g_ctl_pid != getpid()) {
+        // (A child closes only its copy of its parent's connection.)
         int e = 0;
         g_ctl = connect_daemon(e);
         if (!g_ctl) {
             errno = e;
             return false;
         }
+        g_ctl_pid = getpid();
     }
     reply = g_ctl->request(req);
     if (!reply.value("ok", false)) {
@@ -278,6 +333,34 @@ ibv_context* context_of(const std::string& device) {
     return nullptr;
 }
 
+// librdmacm's PD of a device: one per device context, which every ID bound
+// to the device carries (id->pd) and which a QP or SRQ made through the CM
+// without a PD of its own gets. (librdmacm frees it with the device's last
+// ID; here it lives as long as the process's context does.)
+ibv_pd* default_pd(ibv_context* verbs) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    ibv_pd*& pd = g_default_pd[verbs];
+    if (!pd) pd = sv::alloc_pd(verbs);
+    return pd;
+}
+
+// The cma_device of a device whose context the process holds.
+CmaDevice* cma_device_of(const std::string& device, ibv_context* verbs) {
+    ibv_device_attr a{};
+    if (!verbs || sv::query_device(verbs, &a) != 0) return nullptr;
+    std::lock_guard<std::mutex> lk(g_mu);
+    CmaDevice*& d = g_cma_devs[device];
+    if (!d) {
+        d = new CmaDevice;
+        d->dev = verbs->device;
+        d->verbs = verbs;
+        d->guid = a.node_guid;
+        d->port_cnt = a.phys_port_cnt;
+        d->max_qpsize = a.max_qp_wr;
+    }
+    return d;
+}
+
 // An ID's device and addresses as the daemon reports them.
 void update(Id* i, const Json& j) {
     if (j.contains("src")) json_to_addr(j["src"], i->id.route.addr.src_storage);
@@ -287,6 +370,11 @@ void update(Id* i, const Json& j) {
         i->device = dev;
         i->id.verbs = context_of(dev);
         i->id.port_num = 1;
+        i->lib.cma_dev = cma_device_of(dev, i->id.verbs);
+        // As librdmacm's ucma_get_device: an ID has its device's PD from the
+        // moment it has the device, so that memory can be registered for
+        // it (rdma_reg_msgs) before its QP exists, as datagram rsockets do.
+        if (i->id.verbs && !i->id.pd) i->id.pd = default_pd(i->id.verbs);
     }
     // The GIDs of the route, as librdmacm's RoCE addresses carry them.
     auto gid_of = [](const sockaddr_storage& s, ibv_gid& g) {
@@ -498,7 +586,7 @@ int migrate(Id* i, Chan* to, bool own) {
         g_by_handle[{to, i->handle}] = i;
         i->chan = to;
         i->id.channel = &to->ch;
-        i->own_chan = own;
+        i->set_own_chan(own);
         // As librdmacm's: return once the events handed out on the old
         // channel for this ID were acked (none can be waiting here but a
         // synchronous ID's, acked above).
@@ -752,7 +840,7 @@ int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, 
         return -1;
     }
     Id* i = new_id(c, r.value("id", 0u), context, ps);
-    i->own_chan = own;
+    i->set_own_chan(own);
     *id = &i->id;
     return 0;
 }
@@ -837,15 +925,8 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
     if (!i) REAL(rdma_create_qp_ex, "RDMACM_1.0", -1, id, attr);
     if (!attr || !i->id.verbs || i->id.qp) return fail(EINVAL);
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-        // The ID's PD (rdma_create_ep's), else librdmacm's default: one PD
-        // per device context.
-        ibv_pd* d = i->id.pd;
-        if (!d) {
-            std::lock_guard<std::mutex> lk(g_mu);
-            ibv_pd*& dd = g_default_pd[i->id.verbs];
-            if (!dd) dd = sv::alloc_pd(i->id.verbs);
-            d = dd;
-        }
+        // The ID's PD (rdma_create_ep's, else its device's).
+        ibv_pd* d = i->id.pd ? i->id.pd : default_pd(i->id.verbs);
         if (!d) return -1;
         attr->pd = d;
         attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
@@ -1251,13 +1332,7 @@ int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
     if (!attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) || !i->id.verbs) return fail(EINVAL);
     if (attr->srq_type != IBV_SRQT_BASIC) return fail(EOPNOTSUPP);
     if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
-        ibv_pd* d = i->id.pd;
-        if (!d) {
-            std::lock_guard<std::mutex> lk(g_mu);
-            ibv_pd*& dd = g_default_pd[i->id.verbs];
-            if (!dd) dd = sv::alloc_pd(i->id.verbs);
-            d = dd;
-        }
+        ibv_pd* d = i->id.pd ? i->id.pd : default_pd(i->id.verbs);
         if (!d) return -1;
         attr->pd = d;
         attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
