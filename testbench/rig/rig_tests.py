@@ -866,20 +866,6 @@ ATOMIC_ERR = re.compile(r"message \d+ \((cas|faa)\) returned 0x[0-9a-f]+, want 0
                         r"the buffer's old content: nothing was written")
 
 
-def rxe_atomic_plain_ack_only(out, frames, rxe_ip, dev_ip):
-    """What shows that every error of an rxe-requester run is an atomic that
-    rxe completed on a plain ACK at its PSN, or ''."""
-    errors = [l.strip() for l in out.splitlines()
-              if l.startswith("  ") and not l.startswith("  rerun:")]
-    atomics = {psn for op, psn, _, _ in roce_headers(frames, rxe_ip, dev_ip) if op in (0x13, 0x14)}
-    acked = sorted({psn for op, psn, syn, _ in roce_headers(frames, dev_ip, rxe_ip)
-                    if op == 0x11 and syn is not None and syn >> 5 == 0 and psn in atomics})
-    if not errors or not acked or not all(ATOMIC_ERR.search(e) for e in errors):
-        return ""
-    return (f"rxe completed atomics without their ATOMIC ACKNOWLEDGE: plain ACKs at the PSNs of "
-            f"{len(acked)} atomic(s) ({', '.join(map(str, acked[:4]))}), each answering a duplicate")
-
-
 # Kernel rxe's completer can reach its error state with a WQE whose status
 # is still success (a response packet out of the order it expects, after
 # READ responses were resent and reordered): it warns (WARN_ON_ONCE in
@@ -892,18 +878,76 @@ COMPLETER_WARN = re.compile(r"WARNING: CPU: \d+ PID: \d+ at drivers/infiniband/s
                             r"rxe_completer")
 
 
-def rxe_completer_warn_only(out, kernel_log):
-    """What shows that every error of an rxe-requester run is a QP that
-    rxe's completer moved to ERROR past its own warning, or ''. `kernel_log`:
-    the VM's kernel messages since the run began (warn-once flags cleared)."""
+# Kernel rxe's requester can resend a different request at a PSN it used
+# before: a retry that starts past its oldest WQE's last PSN (a NAK sequence
+# error acknowledges that WQE's packets without completing it) sends a
+# zero-length tail of that WQE at the next PSN, and every request after it
+# one PSN late; the responder then finds a WRITE LAST or MIDDLE where a new
+# request belongs and answers NAK invalid request (C9-90), or takes a shifted
+# atomic for a duplicate (docs/rxe-wire-rules.md#rxe-retry-shift).
+RXE_RETRY_SHIFT = "docs/rxe-wire-rules.md#rxe-retry-shift"
+INV_REQ_ERR = re.compile(r"^seed \d+ QP \d+: message \d+ \([^)]*\) completed with remote invalid request error")
+ACK_OPCODES = (0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12)  # responses: never the requester's
+
+
+def shifted_resends(frames, rxe_ip, dev_ip):
+    """(destination QPN, PSN) pairs at which rxe_ip sent two different
+    requests (opcode, RETH or length) to dev_ip."""
+    rxe, dev = socket.inet_aton(rxe_ip), socket.inet_aton(dev_ip)
+    first, out = {}, set()
+    for _, d in frames:
+        if len(d) < 58 or d[12:14] != b"\x08\x00" or d[23] != 17 or d[26:30] != rxe or d[30:34] != dev:
+            continue
+        bth = 14 + (d[14] & 15) * 4 + 8
+        if bth + 12 > len(d) or struct.unpack(">H", d[bth - 6:bth - 4])[0] != 4791 or d[bth] in ACK_OPCODES:
+            continue
+        key = (int.from_bytes(d[bth + 5:bth + 8], "big"), struct.unpack(">I", d[bth + 8:bth + 12])[0] & 0xFFFFFF)
+        # The request as its sender built it: opcode, the RETH when there is
+        # one (VA, R_Key, length), the frame's length.
+        what = (d[bth], d[bth + 12:bth + 28] if d[bth] in (0x06, 0x0A, 0x0B, 0x0C) else b"", len(d))
+        if first.setdefault(key, what) != what:
+            out.add(key)
+    return sorted(out)
+
+
+def rxe_requester_faults(out, frames, rxe_ip, dev_ip, kernel_log):
+    """(reason, note) when every error of an rxe-requester run is one that a
+    fault of rxe's explains and the wire or the VM's kernel log shows it, one
+    fault per failed QP; ("", "") otherwise."""
     errors = [l.strip() for l in out.splitlines()
               if l.startswith("  ") and not l.startswith("  rerun:")]
+    if not errors:
+        return "", ""
     warns = COMPLETER_WARN.findall(kernel_log)
-    if not errors or not warns or len(errors) > len(warns) or \
-            not all(FLUSH_ERR.search(e) for e in errors):
-        return ""
-    return (f"rxe's completer warned {len(warns)} time(s) (rxe_comp.c:{warns[0]}, an error state with a "
-            f"successful WQE) and flushed the QP's work without an error completion")
+    atomics = {psn for op, psn, _, _ in roce_headers(frames, rxe_ip, dev_ip) if op in (0x13, 0x14)}
+    acked = sorted({psn for op, psn, syn, _ in roce_headers(frames, dev_ip, rxe_ip)
+                    if op == 0x11 and syn is not None and syn >> 5 == 0 and psn in atomics})
+    shifted_qps = sorted({q for q, _ in shifted_resends(frames, rxe_ip, dev_ip)})
+    used = {"warn": 0, "ack": 0, "shift": 0}
+    for e in errors:
+        if FLUSH_ERR.search(e) and used["warn"] < len(warns):
+            used["warn"] += 1
+        elif ATOMIC_ERR.search(e) and used["ack"] < len(acked):
+            used["ack"] += 1
+        elif (INV_REQ_ERR.search(e) or FLUSH_ERR.search(e) or ATOMIC_ERR.search(e)) and \
+                used["shift"] < len(shifted_qps):
+            used["shift"] += 1
+        else:
+            return "", ""
+    what, reasons = [], []
+    if used["shift"]:
+        reasons.append(RXE_RETRY_SHIFT)
+        what.append(f"rxe resent different requests at PSNs it had used on {len(shifted_qps)} QP(s) "
+                    f"(QPN {', '.join(map(str, shifted_qps[:4]))}), every later request one PSN late")
+    if used["warn"]:
+        reasons.append(RXE_COMPLETER_WARN)
+        what.append(f"rxe's completer warned {len(warns)} time(s) (rxe_comp.c:{warns[0]}, an error state "
+                    f"with a successful WQE) and flushed the QP's work without an error completion")
+    if used["ack"]:
+        reasons.append(RXE_ATOMIC_ACK)
+        what.append(f"rxe completed atomics without their ATOMIC ACKNOWLEDGE: plain ACKs at the PSNs of "
+                    f"{len(acked)} atomic(s) ({', '.join(map(str, acked[:4]))}), each answering a duplicate")
+    return reasons[0], "; ".join(what)
 
 
 def reset_vm_kernel_log(rig):
@@ -1006,15 +1050,11 @@ def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None
         sout, _ = server.communicate(timeout=60)
         server = None
         note, reason, klog = "", "", ""
-        if client.returncode != 0:
+        if client.returncode != 0 and dev_ip:
             klog = vm_kernel_log(rig)
-            note = rxe_completer_warn_only(client.stdout, klog)
-            reason = RXE_COMPLETER_WARN if note else ""
-        if client.returncode != 0 and dev_ip and not note:
             time.sleep(0.3)
-            note = rxe_atomic_plain_ack_only(client.stdout, interop.pcap_records(pcap, offset)[1],
-                                             interop.VM_IP, dev_ip)
-            reason = RXE_ATOMIC_ACK if note else ""
+            reason, note = rxe_requester_faults(client.stdout, interop.pcap_records(pcap, offset)[1],
+                                                interop.VM_IP, dev_ip, klog)
         ok = workload_result(kernel, dtype, "simnic-server", client.stdout, name, reason, note)
         print(f"rxe requests, {dtype} responds ({time.monotonic() - t0:.1f} s): rc {client.returncode}\n"
               f"{workload_summary(client.stdout) or client.stdout.strip()[-300:]}\n"

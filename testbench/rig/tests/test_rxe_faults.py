@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The rig's recognisers of kernel rxe's faults (rig_tests.py:
-rxe_read_replay_only, rxe_atomic_plain_ack_only, rxe_completer_warn_only;
+rxe_read_replay_only, rxe_requester_faults;
 interop.rxe_requester_stall) and of a DREQ the wire's
 faults dropped (interop.Capture.lost_dreq) on hand-made captures: each
 recognises its case only when the wire shows it, so that a simnic bug is never
@@ -108,18 +108,19 @@ class ReadReplay(unittest.TestCase):
 class AtomicPlainAck(unittest.TestCase):
     def test_plain_ack_at_the_atomics_psn(self):
         frames = [frame(RXE, DEV, CAS, 191), frame(DEV, RXE, ACK, 191, syn=0x1F)]
-        self.assertIn("without their ATOMIC ACKNOWLEDGE",
-                      rig_tests.rxe_atomic_plain_ack_only(CAS_FAIL, frames, RXE, DEV))
+        reason, note = rig_tests.rxe_requester_faults(CAS_FAIL, frames, RXE, DEV, "")
+        self.assertEqual(reason, rig_tests.RXE_ATOMIC_ACK)
+        self.assertIn("without their ATOMIC ACKNOWLEDGE", note)
 
     def test_no_such_ack_on_the_wire(self):
         frames = [frame(RXE, DEV, CAS, 191), frame(DEV, RXE, ACK, 190, syn=0x1F),
                   frame(DEV, RXE, ACK, 191, syn=0x60)]  # a NAK at its PSN is no ACK
-        self.assertEqual(rig_tests.rxe_atomic_plain_ack_only(CAS_FAIL, frames, RXE, DEV), "")
+        self.assertEqual(rig_tests.rxe_requester_faults(CAS_FAIL, frames, RXE, DEV, ""), ("", ""))
 
     def test_a_wrong_atomic_result_is_a_failure(self):
         frames = [frame(RXE, DEV, CAS, 191), frame(DEV, RXE, ACK, 191, syn=0x1F)]
         out = CAS_FAIL.replace("the buffer's old content: nothing was written", "another message's")
-        self.assertEqual(rig_tests.rxe_atomic_plain_ack_only(out, frames, RXE, DEV), "")
+        self.assertEqual(rig_tests.rxe_requester_faults(out, frames, RXE, DEV, ""), ("", ""))
 
 
 FLUSH_FAIL = ("seed 2: FAIL: ...\n  seed 2 QP 0: message 4 (write 73 B, 2 SGEs) completed with Work Request "
@@ -136,20 +137,59 @@ class CompleterWarn(unittest.TestCase):
     rig.interop_faults612: the VM's kernel warned, the QP's work flushed)."""
 
     def test_flush_after_the_warning(self):
-        note = rig_tests.rxe_completer_warn_only(FLUSH_FAIL, KERNEL_WARN)
+        reason, note = rig_tests.rxe_requester_faults(FLUSH_FAIL, [], RXE, DEV, KERNEL_WARN)
+        self.assertEqual(reason, rig_tests.RXE_COMPLETER_WARN)
         self.assertIn("rxe_comp.c:827", note)
 
     def test_no_warning_no_excuse(self):
-        self.assertEqual(rig_tests.rxe_completer_warn_only(FLUSH_FAIL, "[ 1.0] rdma_rxe: loaded\n"), "")
+        self.assertEqual(rig_tests.rxe_requester_faults(FLUSH_FAIL, [], RXE, DEV, "[ 1.0] rdma_rxe: loaded\n"),
+                         ("", ""))
 
     def test_any_other_error_is_a_failure(self):
         other = FLUSH_FAIL.replace("Work Request Flushed Error", "remote access error")
-        self.assertEqual(rig_tests.rxe_completer_warn_only(other, KERNEL_WARN), "")
+        self.assertEqual(rig_tests.rxe_requester_faults(other, [], RXE, DEV, KERNEL_WARN), ("", ""))
 
     def test_one_warning_per_failed_qp(self):
         two = FLUSH_FAIL + FLUSH_FAIL.replace("seed 2", "seed 1")
-        self.assertEqual(rig_tests.rxe_completer_warn_only(two, KERNEL_WARN), "")
-        self.assertIn("warned 2 time(s)", rig_tests.rxe_completer_warn_only(two, KERNEL_WARN * 2))
+        self.assertEqual(rig_tests.rxe_requester_faults(two, [], RXE, DEV, KERNEL_WARN), ("", ""))
+        self.assertIn("warned 2 time(s)", rig_tests.rxe_requester_faults(two, [], RXE, DEV, KERNEL_WARN * 2)[1])
+
+
+INVREQ_FAIL = ("seed 12: FAIL: ...\n  seed 12 QP 1: message 90 (write 4096 B, 1 SGEs) completed with remote "
+               "invalid request error (vendor error 0x0); the responder: seed 12 QP 1: receive 38 completed "
+               "with Work Request Flushed Error (vendor error 0x0)\n")
+SEND_ONLY, WRITE_FIRST, WRITE_LAST = 0x04, 0x06, 0x08
+
+
+class RetryShift(unittest.TestCase):
+    """rxe resending a different request at a PSN it had used (seen in the
+    6.1 fault matrix at 10%: a zero-length SEND ONLY at the PSN of a WRITE
+    FIRST, every later request one PSN late, then NAK invalid request)."""
+
+    def test_a_psn_that_carried_two_requests(self):
+        frames = [frame(RXE, DEV, WRITE_FIRST, 490, rlen=816), frame(RXE, DEV, WRITE_LAST, 491),
+                  frame(RXE, DEV, SEND_ONLY, 490), frame(RXE, DEV, WRITE_FIRST, 491, rlen=816),
+                  frame(DEV, RXE, ACK, 500, syn=0x61)]
+        self.assertEqual(rig_tests.shifted_resends(frames, RXE, DEV), [(0x11, 490), (0x11, 491)])
+        reason, note = rig_tests.rxe_requester_faults(INVREQ_FAIL, frames, RXE, DEV, "")
+        self.assertEqual(reason, rig_tests.RXE_RETRY_SHIFT)
+        self.assertIn("one PSN late", note)
+
+    def test_plain_resends_are_no_shift(self):
+        frames = [frame(RXE, DEV, WRITE_FIRST, 490, rlen=816), frame(RXE, DEV, WRITE_LAST, 491),
+                  frame(RXE, DEV, WRITE_FIRST, 490, rlen=816), frame(RXE, DEV, WRITE_LAST, 491),
+                  frame(DEV, RXE, ACK, 491, syn=0x1F), frame(DEV, RXE, ACK, 491, syn=0x1F)]
+        self.assertEqual(rig_tests.shifted_resends(frames, RXE, DEV), [])
+        self.assertEqual(rig_tests.rxe_requester_faults(INVREQ_FAIL, frames, RXE, DEV, ""), ("", ""))
+
+    def test_faults_together_one_per_failed_qp(self):
+        frames = [frame(RXE, DEV, WRITE_FIRST, 490, rlen=816), frame(RXE, DEV, SEND_ONLY, 490),
+                  frame(RXE, DEV, CAS, 191), frame(DEV, RXE, ACK, 191, syn=0x1F)]
+        reason, note = rig_tests.rxe_requester_faults(INVREQ_FAIL + CAS_FAIL, frames, RXE, DEV, "")
+        self.assertEqual(reason, rig_tests.RXE_RETRY_SHIFT)
+        self.assertIn("ATOMIC ACKNOWLEDGE", note)
+        # Two invalid requests, one QP shown shifted: not explained.
+        self.assertEqual(rig_tests.rxe_requester_faults(INVREQ_FAIL * 2, frames, RXE, DEV, ""), ("", ""))
 
 
 def cm_frame(src, dst, attr, klass=0x07, qpn=1):
