@@ -176,6 +176,7 @@ void SoftEngine::unfence(hw::Table t, uint32_t index) {
     if (t == hw::Table::Domain || t == hw::Table::Mtt) impl_->mpt_views.clear();
     if (t == hw::Table::Domain) impl_->shm_views.clear();
     if (t == hw::Table::Srqc) impl_->srqs.erase(index);
+    if (t == hw::Table::Mcg) impl_->reload_mcg(index);
     if (t == hw::Table::Cqc) {
         const uint8_t* e = impl_->entry(hw::Table::Cqc, index);
         if (!e || Impl::g(e, hw::Table::Cqc, hw::cqc::cqn) != index) impl_->cqs.erase(index);

@@ -11,8 +11,8 @@
 namespace simnic::hw {
 
 // Each table is an array of fixed-size entries indexed by object number.
-enum class Table : std::uint8_t { Qpc, Cqc, Srqc, Mpt, Mtt, Pd, Ah, Gid, Domain };
-inline constexpr std::size_t kTableCount = 9;
+enum class Table : std::uint8_t { Qpc, Cqc, Srqc, Mpt, Mtt, Pd, Ah, Gid, Domain, Mcg };
+inline constexpr std::size_t kTableCount = 10;
 
 // Entry size of each table, straight from layout.h (the one source of truth).
 constexpr std::uint32_t entry_size(Table t) noexcept {
@@ -26,6 +26,7 @@ constexpr std::uint32_t entry_size(Table t) noexcept {
         case Table::Ah: return ah_entry::kSize;
         case Table::Gid: return gid_entry::kSize;
         case Table::Domain: return domain_entry::kSize;
+        case Table::Mcg: return mcg_entry::kSize;
     }
     return 0;
 }
@@ -41,6 +42,7 @@ constexpr const char* table_name(Table t) noexcept {
         case Table::Ah: return "AH";
         case Table::Gid: return "GID";
         case Table::Domain: return "DOMAIN";
+        case Table::Mcg: return "MCG";
     }
     return "?";
 }
