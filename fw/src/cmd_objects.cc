@@ -723,6 +723,7 @@ void Firmware::destroy_ah(Ctx& c, std::uint32_t ahn) {
     Entry e(ent(Table::Ah, ahn), Table::Ah);
     const auto pdn = static_cast<std::uint32_t>(e[hw::ah_entry::pdn]);
     fence(Table::Ah, ahn);
+    if (engine_) engine_->ah_destroying(ahn);
     e.clear();
     unfence(Table::Ah, ahn);
     pd_ref(pdn, -1);

@@ -232,6 +232,21 @@ void SoftEngine::srq_destroying(uint32_t srqn) {
     impl_->srqs.erase(srqn);
 }
 
+// rxe's provider copies the address vector into each UD WQE, so an AH may
+// go as soon as the sends that name it are posted (mckey's sender posts its
+// messages, then destroys its AH and QP at once). Here a WQE names the AH,
+// and is read when the engine takes its doorbell: the doorbells rung before
+// the command are taken, and their WQEs sent, before the AH goes (PCIe
+// orders the driver's doorbell writes before its command doorbell). A model
+// device simulates them to the end first.
+void SoftEngine::ah_destroying(uint32_t) {
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    impl_->drain_fifos();
+    if (impl_->pipe) impl_->pipe->run();
+    impl_->wc_flush();
+    impl_->tx_flush();
+}
+
 bool SoftEngine::cq_copy_entries(const uint8_t* cqc, uint16_t new_domain, uint64_t new_base, uint8_t new_log_size) {
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
     return impl_->cq_copy_entries(cqc, new_domain, new_base, new_log_size);

@@ -102,6 +102,9 @@ public:
     virtual void qp_destroying(std::uint32_t /*qpn*/) {}
     virtual void cq_destroying(std::uint32_t /*cqn*/) {}
     virtual void srq_destroying(std::uint32_t /*srqn*/) {}
+    // An AH is about to be destroyed (inside the fence): UD WQEs posted
+    // before the command name it, and go out with it first.
+    virtual void ah_destroying(std::uint32_t /*ahn*/) {}
     virtual void mr_deregistering(std::uint32_t /*mpt_index*/) {}
     // RESIZE_CQ (inside the fence): copy CQEs [ci, pi) of the CQ described by
     // `cqc` (the current entry) to the same indices of the new ring, with
