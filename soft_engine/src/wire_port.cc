@@ -90,6 +90,7 @@ public:
     bool captures_sent() const override { return true; }
     void flush() override { tx_.flush(); }
     bool receive(PortSink& sink) override;
+    bool rx_pending() const override { return !looped_.empty(); }
     std::vector<int> fds() const override { return {fd_, timer_fd_}; }
     bool set_group(const IpAddr& group, bool join) override;
 
@@ -130,6 +131,11 @@ private:
     // takes (dev_mc_add, as rxe_mcast_add does).
     std::vector<IpAddr> groups_;
     std::vector<MacAddr> group_macs_;
+    // What this device sent to a group it is in: the hub never gives a
+    // frame back to its sender, but the host's own members get a copy, as
+    // the kernel loops a multicast packet back to its sender's host
+    // (ip_mc_output). Handed to the engine by the next receive().
+    std::vector<std::vector<uint8_t>> looped_;
     bool in_group(const IpAddr& a) const {
         return std::any_of(groups_.begin(), groups_.end(), [&](const IpAddr& g) {
             return g.version == a.version && (a.version == roce::IpVersion::V4 ? g.v4 == a.v4 : g.v6 == a.v6);
@@ -352,8 +358,15 @@ bool WirePort::send(const OutFrame& o) {
     }
     // To a group: its MAC, no neighbour to resolve (ip_eth_mc_map).
     if (o.v6 ? roce::is_ipv6_multicast(d.v6) : (d.v4 >> 28) == 0xE) {
+        const MacAddr gmac = o.v6 ? roce::ipv6_multicast_mac(d.v6) : roce::ipv4_multicast_mac(d.v4);
         std::lock_guard<std::mutex> lk(mu_);
-        queue_frame(o.data, end, o.v6 ? roce::ipv6_multicast_mac(d.v6) : roce::ipv4_multicast_mac(d.v4), counted);
+        queue_frame(o.data, end, gmac, counted);
+        if (in_group(d)) {
+            std::vector<uint8_t> f(o.data, o.data + end);
+            std::copy(gmac.begin(), gmac.end(), f.begin());
+            std::copy(mac_.begin(), mac_.end(), f.begin() + 6);
+            looped_.push_back(std::move(f));
+        }
         return true;
     }
     Key k{};
@@ -536,10 +549,16 @@ bool WirePort::receive(PortSink& sink) {
         armed_.store(0, std::memory_order_relaxed);  // timerfd fired: disarmed
         rearm_locked();
     }
+    bool got = !looped_.empty();
+    if (got) {
+        // Delivering may send, and loop more: those wait for the next call.
+        std::vector<std::vector<uint8_t>> mine;
+        mine.swap(looped_);
+        for (const auto& f : mine) sink.rx_frame(f.data(), f.size());
+    }
     if (rx_bufs_.empty()) rx_bufs_.assign(kRxBatch, std::vector<uint8_t>(65536));
     iovec ivs[kRxBatch];
     mmsghdr msgs[kRxBatch];
-    bool got = false;
     for (int round = 0; round < 4; ++round) {
         for (int i = 0; i < kRxBatch; ++i) {
             ivs[i] = iovec{rx_bufs_[size_t(i)].data(), rx_bufs_[size_t(i)].size()};

@@ -18,9 +18,10 @@
 #   unanswered    a peer that never answers ARP: the verb fails cleanly, and
 #                 so does rdma_cm's address query (ADDR_ERROR)
 #   cli           link add's errors, several devices on one wire, link show
-#   mckey         mckey's UD multicast from wb to a group wa joined: the
-#                 frames go to 239.1.2.3 and its MAC 01:00:5e:01:02:03,
-#                 which wa's filter takes while a QP is attached
+#   mckey         mckey's UD multicast from wb to a group a receiver on each
+#                 device joined: the frames go to 239.1.2.3 and its MAC
+#                 01:00:5e:01:02:03, which wa's filter takes while a QP is
+#                 attached; wb's receiver gets its own device's copies
 # The second device is of type $SIMNIC_DEVICE_TYPE (default soft): a model
 # device on the wire runs the same cases.
 set -u
@@ -177,17 +178,27 @@ case_rping() {
 
 case_mckey() {
   two_devices
+  # A receiver on each device, the sender on wb: wa's gets the frames from
+  # the wire, wb's its own device's copies (the hub never returns a frame to
+  # its sender; the device loops what it sends to a group it is in, as the
+  # kernel does for its host's members).
   run timeout 60 stdbuf -oL mckey -m 239.1.2.3 -b 10.0.0.10 >"$OUT/server.out" 2>&1 &
   local sp=$!
   pids+=("$sp")
+  run timeout 60 stdbuf -oL mckey -m 239.1.2.3 -b 10.0.0.11 >"$OUT/server_b.out" 2>&1 &
+  local sb=$!
+  pids+=("$sb")
   for _ in $(seq 100); do
-    grep -q '^mckey: joined dgid: ::ffff:239.1.2.3' "$OUT/server.out" && break
+    grep -q '^mckey: joined dgid: ::ffff:239.1.2.3' "$OUT/server.out" &&
+      grep -q '^mckey: joined dgid: ::ffff:239.1.2.3' "$OUT/server_b.out" && break
     sleep 0.1
   done
   run timeout 60 mckey -m 239.1.2.3 -s -b 10.0.0.11 >"$OUT/client.out" 2>&1 ||
     fail "mckey sender: $(cat "$OUT/client.out")"
-  wait "$sp" || fail "mckey receiver: $(cat "$OUT/server.out")"
-  grep -q '^data transfers complete' "$OUT/server.out" || fail "mckey receiver report: $(cat "$OUT/server.out")"
+  wait "$sp" || fail "mckey receiver on wa: $(cat "$OUT/server.out")"
+  grep -q '^data transfers complete' "$OUT/server.out" || fail "mckey receiver on wa: $(cat "$OUT/server.out")"
+  wait "$sb" || fail "mckey receiver on wb: $(cat "$OUT/server_b.out")"
+  grep -q '^data transfers complete' "$OUT/server_b.out" || fail "mckey receiver on wb: $(cat "$OUT/server_b.out")"
   [ "$(stat_of wa rx_packets)" -ge 10 ] || fail "wa received $(stat_of wa rx_packets) packets"
   sim link delete wa; sim link delete wb
   stop_wire
