@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "simnic/hw/layout.h"
 #include "simnic/roce/rules.h"
 
 namespace simnic::cm {
@@ -45,6 +46,8 @@ const char* to_string(EventType t) {
         case EventType::Established: return "ESTABLISHED";
         case EventType::Disconnected: return "DISCONNECTED";
         case EventType::DeviceRemoval: return "DEVICE_REMOVAL";
+        case EventType::MulticastJoin: return "MULTICAST_JOIN";
+        case EventType::MulticastError: return "MULTICAST_ERROR";
     }
     return "?";
 }
@@ -408,7 +411,9 @@ int Agent::resolve_addr(uint32_t h, const std::optional<SockAddr>& src, const So
     id->sgid = *from;
     id->sgid_index = idx;
     id->dgid = dst.addr;
-    if (!impl_->hooks.neighbour_ready(id->device, id->dgid)) {
+    // A group's link address follows from its IP address (arp_mc_map): there
+    // is no neighbour to wait for.
+    if (!hw::is_multicast_gid(id->dgid.data()) && !impl_->hooks.neighbour_ready(id->device, id->dgid)) {
         // The kernel's address query waits for the neighbour (addr_resolve
         // with resolve_neigh): so does this one, looking again every few
         // milliseconds until the timeout.
@@ -421,6 +426,28 @@ int Agent::resolve_addr(uint32_t h, const std::optional<SockAddr>& src, const So
     }
     id->state = State::AddrResolved;
     impl_->event(*id, EventType::AddrResolved);
+    return 0;
+}
+
+int Agent::join_multicast(uint32_t h, const SockAddr& group) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if ((id->state != State::AddrBound && id->state != State::AddrResolved) || id->device.empty()) return EINVAL;
+    if (!hw::is_multicast_gid(group.addr.data())) return EINVAL;
+    Event e;
+    e.type = EventType::MulticastJoin;
+    e.id = id->handle;
+    e.device = id->device;
+    e.src = id->src;
+    e.dst = id->dst;
+    e.param.qp_num = hw::kMulticastQpn;
+    e.param.qkey = kUdpQkey;  // RDMA_PS_UDP's (cma_set_qkey); IPoIB's would come from its SA
+    QpAttr av;
+    av.dgid = group.addr;  // cma_iboe_set_mgid: the IPv4-mapped or IPv6 group address
+    av.sgid_index = uint8_t(id->sgid_index);
+    av.hop_limit = kHopLimit;  // IPV6_DEFAULT_HOPLIMIT for RoCE v2
+    e.ah = av;
+    if (!id->orphan) impl_->hooks.deliver(id->channel, e);
     return 0;
 }
 

@@ -599,3 +599,45 @@ TEST_CASE("SIDR: rejected, unknown service, lost and repeated requests", "[cm][a
         CHECK(t.client.of(cm::EventType::Unreachable)[0].status == int(cm::SidrStatus::Rejected));
     }
 }
+
+// rdma_join_multicast on RoCE (cma_iboe_join_multicast): no MAD on the wire,
+// MULTICAST_JOIN at once with the group's address vector, QPN 0xFFFFFF and
+// RDMA_UDP_QKEY; an ID without an address, or a unicast group, is refused.
+TEST_CASE("join_multicast: MULTICAST_JOIN with the MGID as DGID, QPN 0xFFFFFF, RDMA_UDP_QKEY", "[cm][agent][mcast]") {
+    Net net;
+    Host h{net, "dev", kClientIp, 5};
+    uint32_t id = 0;
+    REQUIRE(h.agent->create_id(2, cm::kPsUdp, id) == 0);
+    const cm::SockAddr group = cm::ipv4_addr(0xEF010203, 0);  // 239.1.2.3
+    CHECK(h.agent->join_multicast(id, group) == EINVAL);       // no address yet
+    // mckey: rdma_resolve_addr to the group itself, bound to the device's address.
+    h.ready = [](const cm::Gid&) { return false; };  // a group has no neighbour to wait for
+    REQUIRE(h.agent->resolve_addr(id, cm::ipv4_addr(kClientIp, 0), group) == 0);
+    REQUIRE(h.of(cm::EventType::AddrResolved).size() == 1);
+    CHECK(h.asked.empty());
+    CHECK(h.agent->join_multicast(id, cm::ipv4_addr(0x0a000009, 0)) == EINVAL);  // 10.0.0.9
+    CHECK(h.agent->join_multicast(id, cm::ipv4_addr(0xF0000001, 0)) == EINVAL);  // 240.0.0.1
+    REQUIRE(h.agent->join_multicast(id, group) == 0);
+    const auto joins = h.of(cm::EventType::MulticastJoin);
+    REQUIRE(joins.size() == 1);
+    const cm::Event& e = joins[0];
+    CHECK(e.id == id);
+    CHECK(e.status == 0);
+    CHECK(e.device == "dev");
+    CHECK(e.param.qp_num == 0xFFFFFFu);
+    CHECK(e.param.qkey == 0x01234567u);
+    REQUIRE(e.ah);
+    const cm::Gid mgid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3};
+    CHECK(e.ah->dgid == mgid);
+    CHECK(e.ah->sgid_index == 1);  // the bound address's GID
+    CHECK(e.ah->hop_limit == 64);
+    CHECK(net.log.empty());  // nothing on the wire: RoCE has no SA
+    // An IPv6 group is its own MGID.
+    cm::SockAddr g6;
+    g6.v6 = true;
+    g6.addr = cm::Gid{0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3};
+    REQUIRE(h.agent->join_multicast(id, g6) == 0);
+    REQUIRE(h.of(cm::EventType::MulticastJoin).size() == 2);
+    CHECK(h.of(cm::EventType::MulticastJoin)[1].ah->dgid == g6.addr);
+    CHECK(std::string(cm::to_string(cm::EventType::MulticastJoin)) == "MULTICAST_JOIN");
+}

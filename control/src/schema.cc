@@ -119,6 +119,7 @@ const std::vector<OpSpec> kOps = {
     op("cm_bind", kBind),
     op("cm_resolve_addr", kResolveAddr),
     op("cm_resolve_route", kId),
+    op("cm_join", kBind),  // rdma_join_multicast: the ID and the group's address
     op("cm_listen", kId),
     op("cm_connect", kConnect),
     op("cm_accept", kConnect),

@@ -349,6 +349,10 @@ Json CmService::handle(int fd, const Request& req) {
         e = agent_->resolve_addr(id, src, d, uint32_t(req.uint("timeout_ms", cm::kAddrTimeoutMs)));
     } else if (op == "cm_resolve_route") {
         e = agent_->resolve_route(id);
+    } else if (op == "cm_join") {
+        cm::SockAddr g;
+        if (!addr_from(req.object("addr"), g)) return reply_error(EINVAL, "cm_join: bad address");
+        e = agent_->join_multicast(id, g);
     } else if (op == "cm_listen") {
         e = agent_->listen(id);
     } else if (op == "cm_connect" || op == "cm_accept") {

@@ -7,6 +7,7 @@
 #include "fw_internal.h"
 #include "simnic/fw/gid.h"
 #include "simnic/hw/wqe.h"
+#include "simnic/roce/neighbour.h"
 
 namespace simnic::fw {
 
@@ -639,6 +640,22 @@ bool Firmware::apply_av(In in, std::size_t n, const AvFields& s, std::uint8_t* d
         }
     }
     if (!dmac && is_link_local(dgid)) dmac = mac_from_link_local(dgid);
+    // A group's MAC follows from its address (ib_resolve_eth_dmac), with no
+    // neighbour to ask.
+    const bool multicast = hw::is_multicast_gid(dgid.data());
+    if (!dmac && multicast) {
+        roce::MacAddr m{};
+        if (net_type == static_cast<std::uint8_t>(hw::NetType::RoceV2Ipv4)) {
+            m = roce::ipv4_multicast_mac(std::uint32_t(dgid[12]) << 24 | std::uint32_t(dgid[13]) << 16 |
+                                         std::uint32_t(dgid[14]) << 8 | dgid[15]);
+        } else {
+            roce::Ipv6Addr a{};
+            std::copy(dgid.begin(), dgid.end(), a.begin());
+            m = roce::ipv6_multicast_mac(a);
+        }
+        dmac = Mac{};
+        std::copy(m.begin(), m.end(), dmac->begin());
+    }
     if (!dmac) dmac = netdev_.resolve_neighbor(dgid);
     if (!dmac) return fail(r, CmdStatus::Again, Syndrome::AvUnresolved);
 
@@ -648,7 +665,10 @@ bool Firmware::apply_av(In in, std::size_t n, const AvFields& s, std::uint8_t* d
     // DGID is link-local (ib_resolve_unicast_gid_dmac) and then replaces the
     // hop limit with the route's (ip_default_ttl, 64): rxe's frames carry TTL
     // 64 although ibv_rc_pingpong asks for 1 (the golden captures).
-    put(dst, dst_len, d.hop_limit, is_link_local(dgid) ? hw::get(in, n, s.hop_limit) : kRouteHopLimit);
+    // A multicast AV is not resolved through a route either: its hop limit
+    // stays.
+    put(dst, dst_len, d.hop_limit,
+        is_link_local(dgid) || multicast ? hw::get(in, n, s.hop_limit) : kRouteHopLimit);
     put(dst, dst_len, d.traffic_class, hw::get(in, n, s.traffic_class));
     put(dst, dst_len, d.sl, hw::get(in, n, s.sl));
     put(dst, dst_len, d.grh, 1);
@@ -703,6 +723,7 @@ void Firmware::destroy_ah(Ctx& c, std::uint32_t ahn) {
     Entry e(ent(Table::Ah, ahn), Table::Ah);
     const auto pdn = static_cast<std::uint32_t>(e[hw::ah_entry::pdn]);
     fence(Table::Ah, ahn);
+    if (engine_) engine_->ah_destroying(ahn);
     e.clear();
     unfence(Table::Ah, ahn);
     pd_ref(pdn, -1);

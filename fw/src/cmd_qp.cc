@@ -437,6 +437,7 @@ void Firmware::destroy_qp(Ctx& c, std::uint32_t qpn) {
     if (srq_en && --srq_refs_[srqn] == 0) srq_refs_.erase(srqn);
     if (--dom_refs_[dom] == 0) dom_refs_.erase(dom);
     orphan_mws(c, qpn);
+    mcg_drop_qp(qpn);  // rxe_drop_all_mcast_groups
     --live_qps_;
     c.qps.erase(qpn);
 }

@@ -115,6 +115,10 @@ Firmware::Firmware(const FwConfig& cfg, TableStore& tables, NetdevInfo& netdev,
     mw_ = LowestFree(mr_hi + 1,
                      lim(Table::Mpt, std::min<std::uint64_t>(mr_hi + cap(cb::max_mw), 0xFFFFFF)));
     ahn_ = LowestFree(1, lim(Table::Ah, cap(cb::max_ah)));
+    // MCG numbers from 0: every entry of the table is a group.
+    const std::uint32_t mcgs = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(cap(cb::max_mcast_grp), tables_.capacity(Table::Mcg)));
+    mcgn_ = mcgs ? LowestFree(0, mcgs - 1) : LowestFree(1, 0);
     dom_ = LowestFree(1, lim(Table::Domain, std::min<std::uint64_t>(cap(cb::max_domain), 0xFFFF)));
     mtt_ = base::RangeAllocator<std::uint32_t>(static_cast<std::uint32_t>(
         std::min<std::uint64_t>(cap(cb::max_mtt), tables_.capacity(Table::Mtt))));
@@ -221,6 +225,8 @@ constexpr CmdShape kShapes[] = {
     {CmdOpcode::DestroySrq, kHandle, 0},
     {CmdOpcode::CreateAh, hw::cmd_create_ah_in::kSize, kHandle},
     {CmdOpcode::DestroyAh, kHandle, 0},
+    {CmdOpcode::AttachMcast, hw::cmd_mcast_in::kSize, 0},
+    {CmdOpcode::DetachMcast, hw::cmd_mcast_in::kSize, 0},
 };
 
 const CmdShape* shape_of(std::uint16_t op) {
@@ -294,6 +300,8 @@ void Firmware::dispatch(Ctx& c, std::uint16_t id, std::uint16_t opcode, In in, s
         case CmdOpcode::DestroySrq: return cmd_destroy_srq(c, in, n, r);
         case CmdOpcode::CreateAh: return cmd_create_ah(c, id, in, n, r);
         case CmdOpcode::DestroyAh: return cmd_destroy_ah(c, in, n, r);
+        case CmdOpcode::AttachMcast: return cmd_attach_mcast(c, in, n, r);
+        case CmdOpcode::DetachMcast: return cmd_detach_mcast(c, in, n, r);
     }
     fail(r, CmdStatus::BadOpcode, Syndrome::BadOpcode);
 }
@@ -521,6 +529,8 @@ Firmware::Counts Firmware::counts() const {
         n.mws += static_cast<std::uint32_t>(c.mws.size());
     }
     n.mtts = mtt_.used();
+    n.mcgs = static_cast<std::uint32_t>(mcg_by_gid_.size());
+    n.mcg_attach = mcg_attach_;
     return n;
 }
 

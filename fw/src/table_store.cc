@@ -26,6 +26,7 @@ std::array<std::uint32_t, kTableCount> table_capacities(const std::uint8_t* cap,
     c[static_cast<std::size_t>(Table::Ah)] = plus1(g(cb::max_ah));
     c[static_cast<std::size_t>(Table::Gid)] = gid_tbl_len;
     c[static_cast<std::size_t>(Table::Domain)] = plus1(g(cb::max_domain));
+    c[static_cast<std::size_t>(Table::Mcg)] = g(cb::max_mcast_grp);
     return c;
 }
 

@@ -176,6 +176,7 @@ void SoftEngine::unfence(hw::Table t, uint32_t index) {
     if (t == hw::Table::Domain || t == hw::Table::Mtt) impl_->mpt_views.clear();
     if (t == hw::Table::Domain) impl_->shm_views.clear();
     if (t == hw::Table::Srqc) impl_->srqs.erase(index);
+    if (t == hw::Table::Mcg) impl_->reload_mcg(index);
     if (t == hw::Table::Cqc) {
         const uint8_t* e = impl_->entry(hw::Table::Cqc, index);
         if (!e || Impl::g(e, hw::Table::Cqc, hw::cqc::cqn) != index) impl_->cqs.erase(index);
@@ -229,6 +230,21 @@ void SoftEngine::srq_destroying(uint32_t srqn) {
     // would make the new SRQ's empty ring look posted.
     if (impl_->pipe) impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Srq), srqn);
     impl_->srqs.erase(srqn);
+}
+
+// rxe's provider copies the address vector into each UD WQE, so an AH may
+// go as soon as the sends that name it are posted (mckey's sender posts its
+// messages, then destroys its AH and QP at once). Here a WQE names the AH,
+// and is read when the engine takes its doorbell: the doorbells rung before
+// the command are taken, and their WQEs sent, before the AH goes (PCIe
+// orders the driver's doorbell writes before its command doorbell). A model
+// device simulates them to the end first.
+void SoftEngine::ah_destroying(uint32_t) {
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    impl_->drain_fifos();
+    if (impl_->pipe) impl_->pipe->run();
+    impl_->wc_flush();
+    impl_->tx_flush();
 }
 
 bool SoftEngine::cq_copy_entries(const uint8_t* cqc, uint16_t new_domain, uint64_t new_base, uint8_t new_log_size) {

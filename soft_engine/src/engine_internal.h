@@ -413,6 +413,21 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     void rx_ip(const uint8_t* ip, size_t len) override;
     void rx_frame(const uint8_t* frame, size_t len) override;
 
+    // ---- multicast (mcast.cc) ----
+    // The MCG table's valid entries (hw-spec 9.10) by MGID, each with its
+    // QPNs in slot order, as the firmware last released them; and each MCG
+    // number's MGID, to find what a freed entry was.
+    using Gid = std::array<uint8_t, 16>;
+    std::map<Gid, std::vector<uint32_t>> mcgs;
+    std::unordered_map<uint32_t, Gid> mcg_gids;
+    void reload_mcg(uint32_t index);
+    // The port joins or leaves the IP group of `mgid`; the engine's sleep
+    // then waits on the port's descriptors as they now are.
+    void port_group(const Gid& mgid, bool join);
+    // A packet to DestQP 0xFFFFFF: one copy to every QP attached to the
+    // group its destination address names (rxe_rcv_mcast_pkt).
+    void rx_multicast(const roce::Packet& pkt);
+
     // ---- QP1 (gsi.cc) ----
     // Its MADs come from and go to the daemon's CM agent (EngineConfig::gsi_rx,
     // SoftEngine::gsi_send).

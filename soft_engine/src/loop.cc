@@ -76,12 +76,19 @@ void SoftEngine::Impl::loop() {
         {
             std::lock_guard<std::recursive_mutex> lk(mu);
             set_sleeping(0);
-        }
-        for (int i = 0; i < n; ++i) {
-            const int fd = evs[i].data.fd;
-            if (std::find(port_fds.begin(), port_fds.end(), fd) != port_fds.end()) continue;  // rx_batch reads it
-            uint64_t v;
-            while (::read(fd, &v, sizeof v) == sizeof v) {}
+            // Only the engine's own event fds are drained here (rx_batch reads
+            // the port's). The port's set changes under this lock as groups
+            // are joined and left, and a socket closed meanwhile may have
+            // been reported with a number that now names something else.
+            for (int i = 0; i < n; ++i) {
+                const int fd = evs[i].data.fd;
+                const bool ours = fd == wake_fd || fd == timer_fd ||
+                                  std::any_of(ctxs.begin(), ctxs.end(),
+                                              [fd](const auto& c) { return c.second.engine_fd == fd; });
+                if (!ours) continue;
+                uint64_t v;
+                while (::read(fd, &v, sizeof v) == sizeof v) {}
+            }
         }
         last_work = mono_ns();
     }

@@ -257,6 +257,10 @@ void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted
             gsi_receive(pkt);
             return;
         }
+        if (pkt.hdr.bth.dqpn == hw::kMulticastQpn) {
+            rx_multicast(pkt);
+            return;
+        }
         auto it = qps.find(pkt.hdr.bth.dqpn);
         const hw::QpState st = it == qps.end() ? hw::QpState::Reset : it->second->state();
         if (st == hw::QpState::Reset || st == hw::QpState::Init || ctx_gone(it->second->ctx)) {

@@ -97,6 +97,17 @@ public:
     // Whatever send() queued leaves now (the end of each engine step).
     virtual void flush() = 0;
 
+    // ---- multicast groups ----
+    // The port joins (or leaves) IP multicast group `group`, so that what is
+    // sent to it arrives here too: IGMP/MLD membership on the netdev (the
+    // UDP port), the group's MAC in the port's filter (a port on a segment).
+    // False if it could not. The descriptors of fds() may change.
+    virtual bool set_group(const IpAddr& group, bool join) {
+        (void)group;
+        (void)join;
+        return false;
+    }
+
     // ---- arriving ----
     // Hands `sink` a bounded batch of what has arrived; true if anything.
     virtual bool receive(PortSink& sink) = 0;

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -72,6 +73,7 @@ public:
     bool receive(PortSink& sink) override;
     bool rx_pending() const override { return !backlog_.empty(); }
     std::vector<int> fds() const override;
+    bool set_group(const IpAddr& group, bool join) override;
 
 private:
     // RoCE v2 over IPv6: one socket per IPv6 address of the netdev (the GID
@@ -94,10 +96,28 @@ private:
     // One datagram of socket `sk` (0: IPv4, then local6_[sk - 1]).
     void deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const sockaddr_storage& src, PortSink& sink);
     void stash_arrivals();
+    // The receiving sockets, by index: 0 the IPv4 address's, 1 .. n those of
+    // local6_, then one per IPv4 multicast group joined (groups_).
+    size_t rx_socket_count() const { return 1 + local6_.size() + groups_.size(); }
+    int rx_socket(size_t sk) const {
+        if (sk == 0) return rx_fd_;
+        if (sk <= local6_.size()) return local6_[sk - 1].rx_fd;
+        return groups_[sk - 1 - local6_.size()].fd;
+    }
+    bool is_v6_socket(size_t sk) const { return sk >= 1 && sk <= local6_.size(); }
 
     PortSent sent_;
     uint32_t local_ip_ = 0;  // host order
+    unsigned ifindex_ = 0;   // the netdev's: multicast joins and sends go through it
     int rx_fd_ = -1;
+    // An IPv4 multicast group the port joined: a socket bound to the group's
+    // UDP 4791 (SO_REUSEADDR, so that every device of the host in the group
+    // gets its copy, as every rxe device does), member on the netdev.
+    struct Group {
+        uint32_t addr = 0;  // host order
+        int fd = -1;
+    };
+    std::vector<Group> groups_;
     std::vector<Local6> local6_;
     std::unordered_map<uint16_t, int> tx_socks_;   // sport -> socket
     std::unordered_map<uint32_t, int> tx_socks6_;  // (address index << 16 | sport) -> socket
@@ -127,6 +147,7 @@ private:
 
 UdpPort::~UdpPort() {
     if (rx_fd_ >= 0) close(rx_fd_);
+    for (const Group& gr : groups_) close(gr.fd);
     for (const Local6& l : local6_)
         if (l.rx_fd >= 0) close(l.rx_fd);
     for (auto& s6 : tx_socks6_)
@@ -156,6 +177,7 @@ bool UdpPort::open(const std::string& netdev, bool sockets, std::string& err) {
         err = "netdev " + netdev + " has no IPv4 address (the soft engine sends RoCE v2 over IPv4)";
         return false;
     }
+    ifindex_ = if_nametoindex(netdev.c_str());
     if (!sockets) return true;
     rx_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (rx_fd_ < 0) {
@@ -219,10 +241,47 @@ bool UdpPort::open(const std::string& netdev, bool sockets, std::string& err) {
 
 std::vector<int> UdpPort::fds() const {
     std::vector<int> r;
-    if (rx_fd_ >= 0) r.push_back(rx_fd_);
-    for (const Local6& l : local6_)
-        if (l.rx_fd >= 0) r.push_back(l.rx_fd);
+    for (size_t sk = 0; sk < rx_socket_count(); ++sk)
+        if (rx_socket(sk) >= 0) r.push_back(rx_socket(sk));
     return r;
+}
+
+// IGMP membership of the netdev (as rdma_cm's join has the kernel send for
+// rxe: cma_igmp_send), and a socket that receives the group's UDP 4791.
+// IPv6 groups are not joined in this revision.
+bool UdpPort::set_group(const IpAddr& group, bool join) {
+    if (group.version != roce::IpVersion::V4 || rx_fd_ < 0) return false;
+    auto it = std::find_if(groups_.begin(), groups_.end(), [&](const Group& gr) { return gr.addr == group.v4; });
+    if (!join) {
+        if (it == groups_.end()) return false;
+        close(it->fd);  // leaves the group, and the engine's epoll set
+        groups_.erase(it);
+        return true;
+    }
+    if (it != groups_.end()) return true;
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return false;
+    const int one = 1, big = 8 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+    setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof one);
+    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(roce::kRoceV2Port);
+    a.sin_addr.s_addr = htonl(group.v4);
+    ip_mreqn mr{};
+    mr.imr_multiaddr.s_addr = htonl(group.v4);
+    mr.imr_address.s_addr = htonl(local_ip_);
+    mr.imr_ifindex = int(ifindex_);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) != 0) {
+        close(fd);
+        return false;
+    }
+    groups_.push_back({group.v4, fd});
+    return true;
 }
 
 // ---- leaving ----
@@ -264,6 +323,15 @@ int UdpPort::tx_sock(uint16_t sport) {
         // ICRC covers (as rxe's packets have it).
         setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
         setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof ttl);
+        // A UD SEND to a multicast group leaves through the netdev with the
+        // same TTL (prepare), and reaches this host's members too.
+        ip_mreqn mif{};
+        mif.imr_address.s_addr = htonl(local_ip_);
+        mif.imr_ifindex = int(ifindex_);
+        const int loop = 1;
+        setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mif, sizeof mif);
+        setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof ttl);
+        setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop);
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_port = htons(sport);
@@ -358,8 +426,8 @@ void UdpPort::flush() {
 void UdpPort::stash_arrivals() {
     static thread_local std::vector<uint8_t> buf(kRoom + 65536);
     char ctl[kRxCtl];
-    for (size_t sk = 0; sk <= local6_.size(); ++sk) {
-        const int fd = sk == 0 ? rx_fd_ : local6_[sk - 1].rx_fd;
+    for (size_t sk = 0; sk < rx_socket_count(); ++sk) {
+        const int fd = rx_socket(sk);
         if (fd < 0) continue;
         while (backlog_bytes_ < kBacklogBytes) {
             Stashed st;
@@ -466,7 +534,7 @@ void UdpPort::receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& s
 }
 
 void UdpPort::deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const sockaddr_storage& src, PortSink& sink) {
-    if (sk == 0)
+    if (!is_v6_socket(sk))
         receive4(pay, n, mh, reinterpret_cast<const sockaddr_in&>(src), sink);
     else
         receive6(pay, n, mh, reinterpret_cast<const sockaddr_in6&>(src), sk - 1, sink);
@@ -499,9 +567,9 @@ bool UdpPort::receive(PortSink& sink) {
     sockaddr_storage srcs[kRxBatch];
     iovec ivs[kRxBatch];
     mmsghdr msgs[kRxBatch];
-    // Every socket of the port: IPv4, then each IPv6 address.
-    for (size_t sk = 0; sk <= local6_.size(); ++sk) {
-        const int fd = sk == 0 ? rx_fd_ : local6_[sk - 1].rx_fd;
+    // Every socket of the port: IPv4, then each IPv6 address, then each group.
+    for (size_t sk = 0; sk < rx_socket_count(); ++sk) {
+        const int fd = rx_socket(sk);
         if (fd < 0) continue;
         for (int round = 0; round < 4; ++round) {
             for (int i = 0; i < kRxBatch; ++i) {

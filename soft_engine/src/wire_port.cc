@@ -90,7 +90,9 @@ public:
     bool captures_sent() const override { return true; }
     void flush() override { tx_.flush(); }
     bool receive(PortSink& sink) override;
+    bool rx_pending() const override { return !looped_.empty(); }
     std::vector<int> fds() const override { return {fd_, timer_fd_}; }
+    bool set_group(const IpAddr& group, bool join) override;
 
 private:
     struct Addr6 {
@@ -124,6 +126,21 @@ private:
     MacAddr mac_{};
     std::vector<Addr6> addr6_;  // the link-local address first
     std::vector<MacAddr> mcast_;  // solicited-node MACs of addr6_, and all-nodes
+    // The multicast groups the device joined (set_group): their addresses,
+    // which RoCE v2 may be addressed to, and their MACs, which the filter
+    // takes (dev_mc_add, as rxe_mcast_add does).
+    std::vector<IpAddr> groups_;
+    std::vector<MacAddr> group_macs_;
+    // What this device sent to a group it is in: the hub never gives a
+    // frame back to its sender, but the host's own members get a copy, as
+    // the kernel loops a multicast packet back to its sender's host
+    // (ip_mc_output). Handed to the engine by the next receive().
+    std::vector<std::vector<uint8_t>> looped_;
+    bool in_group(const IpAddr& a) const {
+        return std::any_of(groups_.begin(), groups_.end(), [&](const IpAddr& g) {
+            return g.version == a.version && (a.version == roce::IpVersion::V4 ? g.v4 == a.v4 : g.v6 == a.v6);
+        });
+    }
     PortSent sent_;
     int fd_ = -1, timer_fd_ = -1;
     TxQueue tx_;
@@ -339,6 +356,19 @@ bool WirePort::send(const OutFrame& o) {
     } else {
         d.v4 = roce::load_be32(ip + 16);
     }
+    // To a group: its MAC, no neighbour to resolve (ip_eth_mc_map).
+    if (o.v6 ? roce::is_ipv6_multicast(d.v6) : (d.v4 >> 28) == 0xE) {
+        const MacAddr gmac = o.v6 ? roce::ipv6_multicast_mac(d.v6) : roce::ipv4_multicast_mac(d.v4);
+        std::lock_guard<std::mutex> lk(mu_);
+        queue_frame(o.data, end, gmac, counted);
+        if (in_group(d)) {
+            std::vector<uint8_t> f(o.data, o.data + end);
+            std::copy(gmac.begin(), gmac.end(), f.begin());
+            std::copy(mac_.begin(), mac_.end(), f.begin() + 6);
+            looped_.push_back(std::move(f));
+        }
+        return true;
+    }
     Key k{};
     if (!on_link(d, k)) {
         sent_(counted, false, nullptr, 0);
@@ -363,10 +393,32 @@ bool WirePort::send(const OutFrame& o) {
 
 // ---- arriving ----
 
+bool WirePort::set_group(const IpAddr& group, bool join) {
+    const MacAddr mac = group.version == roce::IpVersion::V4 ? roce::ipv4_multicast_mac(group.v4)
+                                                              : roce::ipv6_multicast_mac(group.v6);
+    if (join == in_group(group)) return join;
+    if (join) {
+        groups_.push_back(group);
+        group_macs_.push_back(mac);  // one per group: two groups may share a MAC
+        return true;
+    }
+    for (size_t i = 0; i < groups_.size(); ++i) {
+        const IpAddr& g = groups_[i];
+        if (g.version != group.version || (g.version == roce::IpVersion::V4 ? g.v4 != group.v4 : g.v6 != group.v6))
+            continue;
+        groups_.erase(groups_.begin() + long(i));
+        group_macs_.erase(group_macs_.begin() + long(i));
+        break;
+    }
+    return true;
+}
+
 bool WirePort::wanted(const uint8_t* dst) const {
     if (std::equal(mac_.begin(), mac_.end(), dst) || std::equal(roce::kBroadcastMac.begin(), roce::kBroadcastMac.end(), dst))
         return true;
     for (const MacAddr& m : mcast_)
+        if (std::equal(m.begin(), m.end(), dst)) return true;
+    for (const MacAddr& m : group_macs_)
         if (std::equal(m.begin(), m.end(), dst)) return true;
     return false;
 }
@@ -463,8 +515,10 @@ void WirePort::receive_frame(const uint8_t* f, size_t len, PortSink& sink) {
     if (et == roce::kEtherTypeIpv4) {
         if (room < roce::kIpv4HdrBytes || (ip[0] >> 4) != 4) return;
         const size_t ihl = size_t(ip[0] & 0xf) * 4, total = roce::load_be16(ip + 2);
+        IpAddr to;
+        to.v4 = roce::load_be32(ip + 16);
         if (ip[9] != roce::kIpProtoUdp || ihl < roce::kIpv4HdrBytes || total > room ||
-            total < ihl + roce::kUdpHdrBytes || roce::load_be32(ip + 16) != w_.ipv4 ||
+            total < ihl + roce::kUdpHdrBytes || (to.v4 != w_.ipv4 && !in_group(to)) ||
             roce::load_be16(ip + ihl + 2) != roce::kRoceV2Port)
             return;
         sink.rx_frame(f, roce::kEthHdrBytes + total);
@@ -474,7 +528,10 @@ void WirePort::receive_frame(const uint8_t* f, size_t len, PortSink& sink) {
         if (room < roce::kIpv6HdrBytes + roce::kUdpHdrBytes || (ip[0] >> 4) != 6) return;
         if (ip[6] == roce::kIpProtoIcmpv6) return on_nd(f, len);
         const size_t total = roce::kIpv6HdrBytes + roce::load_be16(ip + 4);
-        if (ip[6] != roce::kIpProtoUdp || total > room || local6(ip + 24) < 0 ||
+        IpAddr to;
+        to.version = roce::IpVersion::V6;
+        std::memcpy(to.v6.data(), ip + 24, 16);
+        if (ip[6] != roce::kIpProtoUdp || total > room || (local6(ip + 24) < 0 && !in_group(to)) ||
             roce::load_be16(ip + roce::kIpv6HdrBytes + 2) != roce::kRoceV2Port)
             return;
         sink.rx_frame(f, roce::kEthHdrBytes + total);
@@ -492,10 +549,16 @@ bool WirePort::receive(PortSink& sink) {
         armed_.store(0, std::memory_order_relaxed);  // timerfd fired: disarmed
         rearm_locked();
     }
+    bool got = !looped_.empty();
+    if (got) {
+        // Delivering may send, and loop more: those wait for the next call.
+        std::vector<std::vector<uint8_t>> mine;
+        mine.swap(looped_);
+        for (const auto& f : mine) sink.rx_frame(f.data(), f.size());
+    }
     if (rx_bufs_.empty()) rx_bufs_.assign(kRxBatch, std::vector<uint8_t>(65536));
     iovec ivs[kRxBatch];
     mmsghdr msgs[kRxBatch];
-    bool got = false;
     for (int round = 0; round < 4; ++round) {
         for (int i = 0; i < kRxBatch; ++i) {
             ivs[i] = iovec{rx_bufs_[size_t(i)].data(), rx_bufs_[size_t(i)].size()};

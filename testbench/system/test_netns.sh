@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two soft devices in two network namespaces joined by a veth pair, as two
 # hosts with an rxe device each: ibv_rc_pingpong and ib_write_bw across them,
-# then ibv_rc_pingpong over the link-local IPv6 GIDs (index 0), with tcpdump
+# then ibv_rc_pingpong over the link-local IPv6 GIDs (index 0), then mckey's
+# UD multicast from b to a group a joined, with tcpdump
 # on the wire showing RoCE v2 that simnic's packet core decodes
 # with valid ICRCs. Needs root (network namespaces); CI runs as root.
 #   test_netns.sh SIMNIC LIBSIMNIC_VERBS
@@ -75,6 +76,23 @@ gid0=$(in_a "$SIMNIC" resource show gid | awk '$4 == 0 {print $6}')
 pair ibv_rc_pingpong -g 0 -n 200
 grep -Eq '200 iters in' "$work/client.out" || fail "ibv_rc_pingpong -g 0 report: $(cat "$work/client.out")"
 
+# UD multicast through rdma_cm across the link (mckey, unmodified): the
+# receiver's QP on dev_a attached to 239.1.2.3 has namespace a's kernel join
+# the group on the veth (IGMP); the sender on dev_b sends its 10 messages to
+# the group address and multicast MAC, and the receiver gets every one.
+in_a timeout 60 "$SIMNIC" exec -- stdbuf -oL mckey -m 239.1.2.3 -b 10.201.0.1 >"$work/mc_recv.out" 2>&1 &
+mc_recv=$!
+for _ in $(seq 100); do
+  grep -q '^mckey: joined dgid: ::ffff:239.1.2.3' "$work/mc_recv.out" && break
+  sleep 0.1
+done
+ip -n "$nsa" maddr show dev "va$tag" | grep -q 'inet  *239.1.2.3$' ||
+  fail "va$tag is not in 239.1.2.3 while a QP is attached: $(ip -n "$nsa" maddr show dev "va$tag")"
+in_b timeout 60 "$SIMNIC" exec -- mckey -m 239.1.2.3 -s -b 10.201.0.2 >"$work/mc_send.out" 2>&1 ||
+  fail "mckey sender: $(cat "$work/mc_send.out")"
+wait "$mc_recv" || fail "mckey receiver: $(cat "$work/mc_recv.out")"
+grep -q '^data transfers complete' "$work/mc_recv.out" || fail "mckey receiver report: $(cat "$work/mc_recv.out")"
+
 sleep 1
 kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
 report=$("$SIMNIC" pcap --strict "$work/wire.pcap")
@@ -87,6 +105,8 @@ grep -q "RC_RDMA_WRITE_FIRST" <<<"$report" || fail "no RDMA WRITE on the wire"
 grep -q "RC_SEND_ONLY\|RC_SEND_FIRST" <<<"$report" || fail "no SEND on the wire"
 grep -q "10.201.0.2:[0-9]* > 10.201.0.1:4791" <<<"$report" || fail "no frames from b to a"
 grep -q "fe80::[0-9a-f:]*:[0-9]* > $ll_a:4791 " <<<"$report" || fail "no link-local IPv6 frames from b to a"
+[ "$(grep -c "10.201.0.2:[0-9]* > 239.1.2.3:4791 UD_SEND_ONLY_WITH_IMMEDIATE QP=0xffffff .* qkey=0x1234567 " <<<"$report")" -eq 10 ] ||
+  fail "not 10 multicast SENDs from b to 239.1.2.3: $(grep 239.1.2.3 <<<"$report")"
 
 echo "netns: $summary"
 sys_finish netns

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "simnic/control/client.h"
@@ -193,6 +194,7 @@ struct Rig {
         uint32_t imm = 0;
         uint32_t dest_qpn = 0;  // UD
         bool signaled = true;
+        const uint8_t* dgid = nullptr;  // UD: 16 bytes; null: ::ffff:127.0.0.1
     };
     void post_send(Qp& q, const Wr& r) {
         hw::SendWqe w;
@@ -205,6 +207,7 @@ struct Rig {
         if (type == hw::QpType::Ud) {  // UD_SEG with ah_num 0 and an inline AV to 127.0.0.1
             w.ud = {0, r.dest_qpn, kQkey};
             w.av.dgid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+            if (r.dgid) std::memcpy(w.av.dgid.data(), r.dgid, 16);
             w.av.sgid_index = 1;
             w.av.hop_limit = 64;
             w.av.grh = true;
@@ -443,6 +446,90 @@ TEST_CASE("a UD SEND up to the port's active MTU lands behind the 40-byte GRH", 
         CHECK(f.wr_id == uint64_t(90 + i));
         CHECK(f.status == uint32_t(hw::WcStatus::WrFlushErr));
     }
+    CHECK(device_stat(r, "dma_faults") == 0);
+}
+
+// UD multicast (hw-spec 5.6.12, 9.10): a SEND to DestQP 0xFFFFFF at the IPv4
+// group 239.1.2.3 reaches, through the host's IP multicast on lo, every QP
+// attached to the group's MGID, one copy each, byte for byte behind the GRH
+// (whose destination is the group); a QP that is not attached, or no longer
+// is, gets nothing; the last detach leaves the group.
+TEST_CASE("a multicast UD SEND reaches every attached QP once, and only those", "[soft_engine][mcast]") {
+    Rig r(hw::QpType::Ud);
+    Qp c;
+    r.create(c);
+    r.connect(c, c);  // UD: INIT, RTR, RTS
+    const uint8_t mgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3};
+    auto mcast = [&](hw::CmdOpcode op, uint32_t qpn) {
+        uint8_t in[hw::cmd_mcast_in::kSize] = {};
+        hw::set(in, hw::cmd_mcast_in::qpn, qpn);
+        hw::set_bytes(in, sizeof in, hw::cmd_mcast_in::mgid, mgid, 16);
+        host::CmdOutcome o;
+        REQUIRE(r.ctx->command(op, in, sizeof in, 0, o) == 0);
+        return o.status;
+    };
+    REQUIRE(mcast(hw::CmdOpcode::AttachMcast, r.b.qpn) == hw::CmdStatus::Ok);
+    REQUIRE(mcast(hw::CmdOpcode::AttachMcast, c.qpn) == hw::CmdStatus::Ok);
+    constexpr uint32_t kLen = 1000, kGrh = 40, kSlot = 8192;
+    fill(r.ptr(0), kLen, 11);
+    // Two receives on each QP: a second copy would land in the second one.
+    for (uint32_t i = 0; i < 2; ++i) {
+        std::memset(r.ptr(100000 + i * kSlot), 0xEE, kSlot);
+        std::memset(r.ptr(200000 + i * kSlot), 0xEE, kSlot);
+        std::memset(r.ptr(300000 + i * kSlot), 0xEE, kSlot);
+        r.post_recv(r.b, 10 + i, r.va(100000 + i * kSlot), kLen + kGrh);
+        r.post_recv(c, 20 + i, r.va(200000 + i * kSlot), kLen + kGrh);
+        r.post_recv(r.a, 30 + i, r.va(300000 + i * kSlot), kLen + kGrh);
+    }
+    Rig::Wr w;
+    w.wr_id = 1;
+    w.laddr = r.va(0);
+    w.len = kLen;
+    w.dest_qpn = hw::kMulticastQpn;
+    w.dgid = mgid;
+    r.post_send(r.a, w);
+    CHECK(r.poll(r.a.cq).status == 0);
+    for (auto [qp, base, id] : {std::tuple<Qp*, size_t, uint64_t>{&r.b, 100000, 10}, {&c, 200000, 20}}) {
+        const Rig::Cqe v = r.poll(qp->cq);
+        CHECK(v.status == 0);
+        CHECK(v.wr_id == id);
+        CHECK(v.byte_len == kLen + kGrh);
+        CHECK(v.qpn == qp->qpn);
+        CHECK(std::memcmp(r.ptr(0), r.ptr(base + kGrh), kLen) == 0);
+        // The GRH (an IPv4 header in its last 20 bytes) names the group as
+        // the destination.
+        CHECK(std::memcmp(r.ptr(base + 20 + 16), mgid + 12, 4) == 0);
+        CHECK(r.ptr(base + kSlot)[0] == 0xEE);  // no second copy
+    }
+    // The sender is not attached: its own receives stay posted.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    Rig::Cqe none;
+    CHECK_FALSE(r.try_poll(r.a.cq, none));
+    CHECK_FALSE(r.try_poll(r.b.cq, none));
+    CHECK_FALSE(r.try_poll(c.cq, none));
+
+    // c detached: the next SEND reaches b alone.
+    REQUIRE(mcast(hw::CmdOpcode::DetachMcast, c.qpn) == hw::CmdStatus::Ok);
+    CHECK(mcast(hw::CmdOpcode::DetachMcast, c.qpn) == hw::CmdStatus::BadParam);
+    w.wr_id = 2;
+    r.post_send(r.a, w);
+    CHECK(r.poll(r.a.cq).status == 0);
+    const Rig::Cqe v = r.poll(r.b.cq);
+    CHECK(v.wr_id == 11);
+    CHECK(std::memcmp(r.ptr(0), r.ptr(100000 + kSlot + kGrh), kLen) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK_FALSE(r.try_poll(c.cq, none));
+    CHECK(r.ptr(200000 + kSlot)[0] == 0xEE);
+
+    // The last detach: the group is gone, a SEND to it reaches nobody.
+    REQUIRE(mcast(hw::CmdOpcode::DetachMcast, r.b.qpn) == hw::CmdStatus::Ok);
+    r.post_recv(r.b, 12, r.va(100000), kLen + kGrh);
+    w.wr_id = 3;
+    r.post_send(r.a, w);
+    CHECK(r.poll(r.a.cq).status == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK_FALSE(r.try_poll(r.b.cq, none));
+    CHECK_FALSE(r.try_poll(c.cq, none));
     CHECK(device_stat(r, "dma_faults") == 0);
 }
 

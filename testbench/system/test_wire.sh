@@ -18,6 +18,10 @@
 #   unanswered    a peer that never answers ARP: the verb fails cleanly, and
 #                 so does rdma_cm's address query (ADDR_ERROR)
 #   cli           link add's errors, several devices on one wire, link show
+#   mckey         mckey's UD multicast from wb to a group a receiver on each
+#                 device joined: the frames go to 239.1.2.3 and its MAC
+#                 01:00:5e:01:02:03, which wa's filter takes while a QP is
+#                 attached; wb's receiver gets its own device's copies
 # The second device is of type $SIMNIC_DEVICE_TYPE (default soft): a model
 # device on the wire runs the same cases.
 set -u
@@ -170,6 +174,51 @@ case_rping() {
   "$CM_CHECK" "$OUT/wire.pcap" >"$OUT/cm.out" 2>&1 || fail "the CM on the wire: $(cat "$OUT/cm.out")"
   tail -1 "$OUT/cm.out"
   check_wire --cm
+}
+
+case_mckey() {
+  two_devices
+  # A receiver on each device, the sender on wb: wa's gets the frames from
+  # the wire, wb's its own device's copies (the hub never returns a frame to
+  # its sender; the device loops what it sends to a group it is in, as the
+  # kernel does for its host's members).
+  run timeout 60 stdbuf -oL mckey -m 239.1.2.3 -b 10.0.0.10 >"$OUT/server.out" 2>&1 &
+  local sp=$!
+  pids+=("$sp")
+  run timeout 60 stdbuf -oL mckey -m 239.1.2.3 -b 10.0.0.11 >"$OUT/server_b.out" 2>&1 &
+  local sb=$!
+  pids+=("$sb")
+  for _ in $(seq 100); do
+    grep -q '^mckey: joined dgid: ::ffff:239.1.2.3' "$OUT/server.out" &&
+      grep -q '^mckey: joined dgid: ::ffff:239.1.2.3' "$OUT/server_b.out" && break
+    sleep 0.1
+  done
+  run timeout 60 mckey -m 239.1.2.3 -s -b 10.0.0.11 >"$OUT/client.out" 2>&1 ||
+    fail "mckey sender: $(cat "$OUT/client.out")"
+  wait "$sp" || fail "mckey receiver on wa: $(cat "$OUT/server.out")"
+  grep -q '^data transfers complete' "$OUT/server.out" || fail "mckey receiver on wa: $(cat "$OUT/server.out")"
+  wait "$sb" || fail "mckey receiver on wb: $(cat "$OUT/server_b.out")"
+  grep -q '^data transfers complete' "$OUT/server_b.out" || fail "mckey receiver on wb: $(cat "$OUT/server_b.out")"
+  [ "$(stat_of wa rx_packets)" -ge 10 ] || fail "wa received $(stat_of wa rx_packets) packets"
+  sim link delete wa; sim link delete wb
+  stop_wire
+  "$SIMNIC" pcap --strict "$OUT/wire.pcap" >"$OUT/strict.out" || fail "simnic pcap --strict on the wire: $(tail -3 "$OUT/strict.out")"
+  [ "$(grep -c "10.0.0.11:[0-9]* > 239.1.2.3:4791 UD_SEND_ONLY_WITH_IMMEDIATE QP=0xffffff .* qkey=0x1234567 " "$OUT/strict.out")" -eq 10 ] ||
+    fail "not 10 multicast SENDs on the wire: $(grep 239.1.2.3 "$OUT/strict.out")"
+  # Every frame to the group carries the group's MAC (RFC 1112: 01:00:5e and
+  # the address's low 23 bits).
+  python3 - "$OUT/wire.pcap" <<'PY' || fail "a frame to 239.1.2.3 without the group's MAC"
+import struct, sys
+f = open(sys.argv[1], "rb"); f.read(24); n = 0
+while True:
+    h = f.read(16)
+    if len(h) < 16: break
+    d = f.read(struct.unpack("<IIII", h)[2])
+    if d[12:14] == b"\x08\x00" and d[30:34] == bytes([239, 1, 2, 3]):
+        n += 1
+        if d[0:6] != bytes.fromhex("01005e010203"): sys.exit(1)
+sys.exit(0 if n == 10 else 1)
+PY
 }
 
 case_neighbours() {

@@ -515,7 +515,7 @@ SIMNIC_ERRNO_VERB(ibv_resolve_eth_l2_from_gid, ours(context),
                   (context, attr, eth_mac, vid))
 
 // Multicast
-SIMNIC_ERRNO_VERB(ibv_attach_mcast, ours_obj(qp),
-                  (struct ibv_qp * qp, const union ibv_gid* gid, uint16_t lid), (qp, gid, lid))
-SIMNIC_ERRNO_VERB(ibv_detach_mcast, ours_obj(qp),
-                  (struct ibv_qp * qp, const union ibv_gid* gid, uint16_t lid), (qp, gid, lid))
+SIMNIC_FWD(int, ibv_attach_mcast, attach_mcast, ours_obj(qp),
+           (struct ibv_qp * qp, const union ibv_gid* gid, uint16_t lid), (qp, gid, lid), ENOSYS)
+SIMNIC_FWD(int, ibv_detach_mcast, detach_mcast, ours_obj(qp),
+           (struct ibv_qp * qp, const union ibv_gid* gid, uint16_t lid), (qp, gid, lid), ENOSYS)

@@ -827,6 +827,27 @@ int destroy_ah(ibv_ah* ah) {
     return 0;
 }
 
+// ---------------------------------------------------------------------------
+// Multicast (hw-spec 5.6.12)
+// ---------------------------------------------------------------------------
+namespace {
+
+int mcast(ibv_qp* qp, const ibv_gid* gid, hw::CmdOpcode op) {
+    SimContext* c = qp ? sim(qp->context) : nullptr;
+    if (c == nullptr || gid == nullptr) return EINVAL;
+    namespace m = hw::cmd_mcast_in;
+    std::array<std::uint8_t, m::kSize> in{};
+    hw::set(in.data(), in.size(), m::qpn, qp->qp_num);
+    hw::set_bytes(in.data(), in.size(), m::mgid, gid->raw, sizeof gid->raw);
+    host::CmdOutcome r;
+    return run_in(*c, op, in, 0, r);
+}
+
+}  // namespace
+
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t) { return mcast(qp, gid, hw::CmdOpcode::AttachMcast); }
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t) { return mcast(qp, gid, hw::CmdOpcode::DetachMcast); }
+
 int init_ah_from_wc(ibv_context* ctx, std::uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
                     ibv_ah_attr* ah) {
     if (sim(ctx) == nullptr || wc == nullptr || ah == nullptr) {

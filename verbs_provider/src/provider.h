@@ -158,6 +158,10 @@ ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp);
 // ---- address handles ----
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
 int destroy_ah(ibv_ah* ah);
+// ibv_attach_mcast / ibv_detach_mcast (hw-spec 5.6.12): 0 or an errno. On
+// RoCE the LID is not used.
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
 int init_ah_from_wc(ibv_context* ctx, std::uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
                     ibv_ah_attr* ah_attr);
 ibv_ah* create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, std::uint8_t port_num);

@@ -39,8 +39,7 @@
 // simnic does; otherwise every call goes on to the real librdmacm
 // (dlvsym(RTLD_NEXT)), i.e. the kernel's rdma_cm. Objects of the other kind
 // are always passed on, so a call never mixes them. The calls simnic does
-// not implement (multicast and UD service ID resolution, ECE, rdma_notify)
-// fail on simnic objects with ENOSYS; nothing prints. The synchronous API
+// not implement (ECE, rdma_notify) fail on simnic objects with ENOSYS; nothing prints. The synchronous API
 // (rdma_create_ep, rdma_get_request), rdma_migrate_id, the CQs
 // rdma_create_qp makes when given none, and SRQs through the CM are done as
 // librdmacm does them.
@@ -167,6 +166,16 @@ struct Id {
     // rdma_create_ep with RAI_PASSIVE: the QP attributes each connection
     // rdma_get_request hands out gets (librdmacm's ucma_passive_ep).
     std::unique_ptr<ibv_qp_init_attr> qp_init_attr;
+    // The multicast groups joined (librdmacm's mc_list, g_mu): the address
+    // as given, the join's context, its flags, and the MGID the join event
+    // reported (zero until then).
+    struct Mc {
+        sockaddr_storage addr{};
+        void* context = nullptr;
+        uint32_t join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+        ibv_gid mgid{};
+    };
+    std::vector<Mc> mcs;
 
     void set_own_chan(bool own) {
         own_chan = own;
@@ -620,6 +629,52 @@ void fill_ud_param(Ev* ev, const Json& param, const Json& m) {
     ud.ah_attr.port_num = 1;
 }
 
+// The MGID rdma_cm makes of a group address on RoCE v2 (cma_iboe_set_mgid):
+// an IPv4 group a.b.c.d is ::ffff:a.b.c.d, an IPv6 group itself.
+bool mgid_of(const sockaddr_storage& a, ibv_gid& g) {
+    std::memset(&g, 0, sizeof g);
+    if (a.ss_family == AF_INET) {
+        g.raw[10] = g.raw[11] = 0xff;
+        std::memcpy(g.raw + 12, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, 4);
+        return true;
+    }
+    if (a.ss_family == AF_INET6) {
+        std::memcpy(g.raw, &reinterpret_cast<const sockaddr_in6&>(a).sin6_addr, 16);
+        return true;
+    }
+    return false;
+}
+
+// librdmacm's part of a join's event (ucma_process_join): the join's
+// context as private data, and the ID's QP attached to the group unless the
+// join was send-only; a failed attach turns the event into MULTICAST_ERROR.
+void process_join(Id* id, Ev* ev) {
+    rdma_ud_param& ud = ev->ev.param.ud;
+    ud.private_data = nullptr;
+    ud.private_data_len = 0;
+    ud.ah_attr.dlid = 0;  // RoCE: no multicast LID
+    uint32_t flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+    ibv_gid mgid = ud.ah_attr.grh.dgid;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        for (Id::Mc& mc : id->mcs) {
+            ibv_gid g;
+            if (!mgid_of(mc.addr, g) || std::memcmp(g.raw, mgid.raw, 16) != 0) continue;
+            ud.private_data = mc.context;
+            flags = mc.join_flags;
+            mc.mgid = mgid;
+            break;
+        }
+    }
+    if (ev->ev.event != RDMA_CM_EVENT_MULTICAST_JOIN || !id->id.qp ||
+        flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+        return;
+    if (const int e = sv::attach_mcast(id->id.qp, &mgid, 0)) {
+        ev->ev.event = RDMA_CM_EVENT_MULTICAST_ERROR;
+        ev->ev.status = e;
+    }
+}
+
 int get_event(Chan* c, rdma_cm_event** out) {
     for (;;) {
         const int fl = fcntl(c->ch.fd, F_GETFL);
@@ -689,7 +744,10 @@ int get_event(Chan* c, rdma_cm_event** out) {
         }
         update(id, m);
         ev->ev.id = &id->id;
-        if (id->id.qp_type == IBV_QPT_UD) {
+        if (ev->ev.event == RDMA_CM_EVENT_MULTICAST_JOIN || ev->ev.event == RDMA_CM_EVENT_MULTICAST_ERROR) {
+            fill_ud_param(ev, param, m);
+            process_join(id, ev);
+        } else if (id->id.qp_type == IBV_QPT_UD) {
             fill_ud_param(ev, param, m);
             if (ev->ev.event == RDMA_CM_EVENT_UNREACHABLE) modify_err(id);
         } else {
@@ -1372,25 +1430,95 @@ void rdma_destroy_srq(rdma_cm_id* id) {
     if (auto* p = real.get()) p(id);
 }
 
+// ---- multicast (librdmacm's rdma_join_multicast2, rdma_leave_multicast) ----
+
+namespace {
+
+bool same_addr(const sockaddr_storage& a, const sockaddr* b) {
+    if (a.ss_family != b->sa_family) return false;
+    if (a.ss_family == AF_INET)
+        return reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr ==
+               reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
+    return std::memcmp(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr,
+                       &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, 16) == 0;
+}
+
+// The join: remembered on the ID first (its event finds the context there),
+// then asked of the daemon's CM, whose MULTICAST_JOIN follows on the channel.
+int join(Id* i, const sockaddr* addr, uint32_t flags, void* context) {
+    Json a, r;
+    if (!addr || !addr_to_json(addr, a)) return fail(addr ? EAFNOSUPPORT : EINVAL);
+    Id::Mc mc;
+    std::memcpy(&mc.addr, addr, addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+    mc.context = context;
+    mc.join_flags = flags;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        i->mcs.push_back(mc);
+    }
+    if (id_call(i, Json{{"op", "cm_join"}, {"addr", a}}, r)) return complete(i);
+    const int e = errno;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        for (auto it = i->mcs.end(); it != i->mcs.begin();) {
+            --it;
+            if (it->context == context && same_addr(it->addr, addr)) {
+                i->mcs.erase(it);
+                break;
+            }
+        }
+    }
+    return fail(e);
+}
+
+}  // namespace
+
+int rdma_join_multicast(rdma_cm_id* id, sockaddr* addr, void* context) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_join_multicast, "RDMACM_1.0", -1, id, addr, context);
+    return join(i, addr, RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
+}
+
+int rdma_join_multicast_ex(rdma_cm_id* id, rdma_cm_join_mc_attr_ex* mc_join_attr, void* context) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_join_multicast_ex, "RDMACM_1.1", -1, id, mc_join_attr, context);
+    if (!mc_join_attr) return fail(EINVAL);
+    if (mc_join_attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED) return fail(ENOTSUP);
+    if (!(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS)) return fail(EINVAL);
+    if (!(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) ||
+        mc_join_attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED)
+        return fail(EINVAL);
+    return join(i, mc_join_attr->addr, mc_join_attr->join_flags, context);
+}
+
+// The QP leaves the group (unless the join was send-only); on RoCE nothing
+// else holds the membership, which the device drops with its last QP.
+int rdma_leave_multicast(rdma_cm_id* id, sockaddr* addr) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_leave_multicast, "RDMACM_1.0", -1, id, addr);
+    if (!addr) return fail(EINVAL);
+    Id::Mc mc;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        auto it = std::find_if(i->mcs.begin(), i->mcs.end(), [&](const Id::Mc& m) { return same_addr(m.addr, addr); });
+        if (it == i->mcs.end()) return fail(EADDRNOTAVAIL);
+        mc = *it;
+        i->mcs.erase(it);
+    }
+    if (id->qp && mc.join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) {
+        if (const int e = sv::detach_mcast(id->qp, &mc.mgid, 0)) {
+            std::lock_guard<std::mutex> lk(g_mu);
+            i->mcs.push_back(mc);
+            return fail(e);
+        }
+    }
+    return 0;
+}
+
 // ---- what simnic's CM does not do yet: ENOSYS on simnic objects ----
 
 int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
     if (!ours_locked(id)) REAL(rdma_notify, "RDMACM_1.0", -1, id, event);
-    return fail(ENOSYS);
-}
-
-int rdma_join_multicast(rdma_cm_id* id, sockaddr* addr, void* context) {
-    if (!ours_locked(id)) REAL(rdma_join_multicast, "RDMACM_1.0", -1, id, addr, context);
-    return fail(ENOSYS);
-}
-
-int rdma_join_multicast_ex(rdma_cm_id* id, rdma_cm_join_mc_attr_ex* mc_join_attr, void* context) {
-    if (!ours_locked(id)) REAL(rdma_join_multicast_ex, "RDMACM_1.1", -1, id, mc_join_attr, context);
-    return fail(ENOSYS);
-}
-
-int rdma_leave_multicast(rdma_cm_id* id, sockaddr* addr) {
-    if (!ours_locked(id)) REAL(rdma_leave_multicast, "RDMACM_1.0", -1, id, addr);
     return fail(ENOSYS);
 }
 

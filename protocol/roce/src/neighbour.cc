@@ -181,5 +181,8 @@ Ipv6Addr solicited_node(const Ipv6Addr& a) {
 }
 
 MacAddr ipv6_multicast_mac(const Ipv6Addr& a) { return MacAddr{0x33, 0x33, a[12], a[13], a[14], a[15]}; }
+MacAddr ipv4_multicast_mac(uint32_t group) {
+    return MacAddr{0x01, 0x00, 0x5e, uint8_t((group >> 16) & 0x7F), uint8_t(group >> 8), uint8_t(group)};
+}
 
 }  // namespace simnic::roce

@@ -77,6 +77,8 @@ enum class EventType : uint8_t {
     Established = 9,
     Disconnected = 10,
     DeviceRemoval = 11,
+    MulticastJoin = 12,
+    MulticastError = 13,
 };
 const char* to_string(EventType t);
 
@@ -183,6 +185,13 @@ public:
     int resolve_addr(uint32_t id, const std::optional<SockAddr>& src, const SockAddr& dst,
                      uint32_t timeout_ms = kAddrTimeoutMs);
     int resolve_route(uint32_t id);
+    // rdma_join_multicast on RoCE, which has no SA (cma_iboe_join_multicast):
+    // MULTICAST_JOIN at once, carrying the group's address vector (its MGID
+    // as the DGID: ::ffff:a.b.c.d for an IPv4 group), QPN 0xFFFFFF and the
+    // port space's Q_Key. The device joins the IP group when a QP is
+    // attached to the MGID (hw-spec 5.6.12). EINVAL unless the ID has an
+    // address on a device (bound or resolved) and `group` is multicast.
+    int join_multicast(uint32_t id, const SockAddr& group);
     int listen(uint32_t id);
     int connect(uint32_t id, const ConnParam& p);
     int accept(uint32_t id, const ConnParam& p);

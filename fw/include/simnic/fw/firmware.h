@@ -60,6 +60,8 @@ enum class Syndrome : std::uint32_t {
     CqTooFull = 90, CqCopyFault = 91,
     // memory windows, REREG_MR
     MwType = 92, MrHasMw = 93, ReregFlags = 94, ReregTranslation = 95,
+    // multicast
+    NotMulticast = 96, NotAttached = 97, McgFull = 98, McgAttachFull = 99,
     BadOpcode = 100,
 };
 
@@ -136,7 +138,7 @@ public:
     // ---- introspection (CLI `resource show`, tests) ----
     struct Counts {
         std::uint32_t qps = 0, cqs = 0, srqs = 0, mrs = 0, pds = 0, ahs = 0, domains = 0,
-                      mtts = 0, mws = 0;
+                      mtts = 0, mws = 0, mcgs = 0, mcg_attach = 0;
     };
     Counts counts() const;
     Counts counts(std::uint16_t ctx_id) const;
@@ -250,11 +252,19 @@ private:
     void cmd_destroy_srq(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_create_ah(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r);
     void cmd_destroy_ah(Ctx& c, In in, std::size_t n, Out& r);
+    bool mcast_args(Ctx& c, In in, std::size_t n, Out& r, std::uint32_t& qpn,
+                    std::array<std::uint8_t, 16>& mgid);
+    void cmd_attach_mcast(Ctx& c, In in, std::size_t n, Out& r);
+    void cmd_detach_mcast(Ctx& c, In in, std::size_t n, Out& r);
 
     // object teardown without checks (commands and destroy_context)
     void destroy_qp(Ctx& c, std::uint32_t qpn);
     void destroy_srq(Ctx& c, std::uint32_t srqn);
     void destroy_ah(Ctx& c, std::uint32_t ahn);
+    // Takes `qpn` out of MCG entry `mcg` (freeing the entry when it was the
+    // last QP); and out of every group it is in (DESTROY_QP).
+    void mcg_remove(std::uint32_t mcg, std::uint32_t qpn);
+    void mcg_drop_qp(std::uint32_t qpn);
     void dereg_mr(Ctx& c, std::uint32_t index);
     void dealloc_mw(Ctx& c, std::uint32_t index);
     // A destroyed QP's type 2 windows stay bound but grant nothing (bound_qpn 0).
@@ -303,6 +313,12 @@ private:
     // Exact reference counts the tables hold only saturated or not at all.
     std::unordered_map<std::uint32_t, std::uint32_t> cq_refs_, srq_refs_, dom_refs_;
     std::unordered_map<std::uint32_t, std::uint32_t> mr_mtt_;  // MPT index -> MTT count
+    // Multicast groups (hw-spec.md 9.10): MGID -> MCG number, the groups
+    // each QP is in, and the attachments over all groups.
+    LowestFree mcgn_;
+    std::map<std::array<std::uint8_t, 16>, std::uint32_t> mcg_by_gid_;
+    std::unordered_map<std::uint32_t, std::set<std::uint32_t>> qp_mcgs_;
+    std::uint32_t mcg_attach_ = 0;
 };
 
 }  // namespace simnic::fw

@@ -153,6 +153,21 @@ constexpr std::uint32_t port_cap_flags = 0x00010000;  // IBV_PORT_CM_SUP
 constexpr std::uint32_t max_msg_sz = 0x800000;
 }  // namespace caps_default
 
+// The multicast group table (hw-spec.md 9.10): an MCG entry holds the QPNs
+// of the group, as many as a group may have attached.
+constexpr std::uint32_t kMcgQpSlots = caps_default::max_mcast_qp_attach;
+constexpr std::uint32_t kMcgQpStride = 4;
+// The destination QPN of a multicast packet (IBA 9.8.3.3: the permissive QPN).
+constexpr std::uint32_t kMulticastQpn = 0xFFFFFF;
+// Whether the 16-byte GID `g` (wire order) names a multicast group: an IPv6
+// multicast address (ff00::/8), or an IPv4-mapped one (::ffff:224.0.0.0/4),
+// as the kernel's rdma_is_multicast_addr decides.
+constexpr bool is_multicast_gid(const std::uint8_t* g) noexcept {
+    bool mapped = g[10] == 0xFF && g[11] == 0xFF;
+    for (int i = 0; i < 10; ++i) mapped = mapped && g[i] == 0;
+    return mapped ? (g[12] & 0xF0) == 0xE0 : g[0] == 0xFF;
+}
+
 // ---------------------------------------------------------------------------
 // Device values of the hardware's own (the values libibverbs also defines
 // are in verbs.h).
@@ -225,6 +240,8 @@ enum class CmdOpcode : std::uint16_t {
     DestroySrq = 0x0063,
     CreateAh = 0x0070,
     DestroyAh = 0x0071,
+    AttachMcast = 0x0080,
+    DetachMcast = 0x0081,
 };
 
 enum class CmdStatus : std::uint8_t {
@@ -883,6 +900,19 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(av_static_rate, 0x24, 24, 8)           \
     F(av_dmac, 0x28, 0, 48)
 
+// CMD_MCAST_IN (hw-spec.md 5.6.12)
+#define SIMNIC_HW_CMD_MCAST_IN_FIELDS(F) \
+    F(qpn, 0x00, 0, 24)                  \
+    F(mgid, 0x10, 0, 128)
+
+// MCG_ENTRY (hw-spec.md 9.10): `qpn` is the first of kMcgQpSlots slots,
+// kMcgQpStride bytes apart.
+#define SIMNIC_HW_MCG_ENTRY_FIELDS(F) \
+    F(mgid, 0x00, 0, 128)             \
+    F(valid, 0x10, 0, 1)              \
+    F(num_qp, 0x14, 0, 32)            \
+    F(qpn, 0x20, 0, 24)
+
 // DB_FIFO_ENTRY (hw-spec.md 3.4)
 #define SIMNIC_HW_DB_FIFO_ENTRY_FIELDS(F) \
     F(seq, 0x00, 0, 32)                   \
@@ -935,6 +965,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(ah_entry, AH_ENTRY, 48)                         \
     L(gid_entry, GID_ENTRY, 32)                       \
     L(domain_entry, DOMAIN_ENTRY, 32)                 \
+    L(mcg_entry, MCG_ENTRY, 256)                      \
     L(cmd_handle, CMD_HANDLE, 4)                      \
     L(cmd_query_port_in, CMD_QUERY_PORT_IN, 4)        \
     L(cmd_query_gid_in, CMD_QUERY_GID_IN, 8)          \
@@ -952,7 +983,8 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(cmd_create_srq_in, CMD_CREATE_SRQ_IN, 32)       \
     L(cmd_modify_srq_in, CMD_MODIFY_SRQ_IN, 12)       \
     L(cmd_query_srq_out, CMD_QUERY_SRQ_OUT, 12)       \
-    L(cmd_create_ah_in, CMD_CREATE_AH_IN, 48)
+    L(cmd_create_ah_in, CMD_CREATE_AH_IN, 48)         \
+    L(cmd_mcast_in, CMD_MCAST_IN, 32)
 
 // Generators, undefined after use.
 #define SIMNIC_HW_FIELD_DEF(name, offset, lo, width) constexpr Field name{offset, lo, width};
@@ -1032,6 +1064,9 @@ static_assert(kCtxCqDoorbell % 8 == 0 && db_regs::cq_ci.offset == db_regs::cq_nu
 // Owner/phase bits live in the last dword the device writes.
 static_assert(cqe::owner.offset == cqe::kSize - 4, "CQE owner in last dword");
 static_assert(eqe::owner.offset == eqe::kSize - 4, "EQE owner in last dword");
+// An MCG entry holds max_mcast_qp_attach QPNs after its header.
+static_assert(mcg_entry::qpn.offset + kMcgQpSlots * kMcgQpStride == mcg_entry::kSize,
+              "MCG entry: QPN slots fill the entry");
 // Query outputs are images of register blocks.
 static_assert(qp_attr::kSize >= 0x5C, "QP_ATTR");
 

@@ -11,8 +11,8 @@
 namespace simnic::hw {
 
 // Each table is an array of fixed-size entries indexed by object number.
-enum class Table : std::uint8_t { Qpc, Cqc, Srqc, Mpt, Mtt, Pd, Ah, Gid, Domain };
-inline constexpr std::size_t kTableCount = 9;
+enum class Table : std::uint8_t { Qpc, Cqc, Srqc, Mpt, Mtt, Pd, Ah, Gid, Domain, Mcg };
+inline constexpr std::size_t kTableCount = 10;
 
 // Entry size of each table, straight from layout.h (the one source of truth).
 constexpr std::uint32_t entry_size(Table t) noexcept {
@@ -26,6 +26,7 @@ constexpr std::uint32_t entry_size(Table t) noexcept {
         case Table::Ah: return ah_entry::kSize;
         case Table::Gid: return gid_entry::kSize;
         case Table::Domain: return domain_entry::kSize;
+        case Table::Mcg: return mcg_entry::kSize;
     }
     return 0;
 }
@@ -41,6 +42,7 @@ constexpr const char* table_name(Table t) noexcept {
         case Table::Ah: return "AH";
         case Table::Gid: return "GID";
         case Table::Domain: return "DOMAIN";
+        case Table::Mcg: return "MCG";
     }
     return "?";
 }
@@ -100,6 +102,9 @@ public:
     virtual void qp_destroying(std::uint32_t /*qpn*/) {}
     virtual void cq_destroying(std::uint32_t /*cqn*/) {}
     virtual void srq_destroying(std::uint32_t /*srqn*/) {}
+    // An AH is about to be destroyed (inside the fence): UD WQEs posted
+    // before the command name it, and go out with it first.
+    virtual void ah_destroying(std::uint32_t /*ahn*/) {}
     virtual void mr_deregistering(std::uint32_t /*mpt_index*/) {}
     // RESIZE_CQ (inside the fence): copy CQEs [ci, pi) of the CQ described by
     // `cqc` (the current entry) to the same indices of the new ring, with

@@ -109,6 +109,9 @@ Ipv6Addr ipv6_link_local(const MacAddr& mac);
 Ipv6Addr solicited_node(const Ipv6Addr& a);
 // 33:33 and the low 32 bits of an IPv6 multicast address (RFC 2464 7).
 MacAddr ipv6_multicast_mac(const Ipv6Addr& a);
+// 01:00:5e and the low 23 bits of an IPv4 multicast address `group` (host
+// order; RFC 1112 6.4).
+MacAddr ipv4_multicast_mac(uint32_t group);
 inline bool is_ipv6_multicast(const Ipv6Addr& a) { return a[0] == 0xff; }
 inline bool is_ipv6_unspecified(const Ipv6Addr& a) {
     for (uint8_t b : a)
