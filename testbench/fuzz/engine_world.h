@@ -94,7 +94,7 @@ public:
     std::deque<In> rx;
     std::vector<std::vector<std::uint8_t>> sent;  // the last kKeep frames sent
     std::size_t sent_total = 0;
-    std::size_t delivered = 0;  // frames that reached the engine's rx_deliver
+    std::size_t delivered = 0;  // frames handed to the engine
     static constexpr std::size_t kKeep = 256;
 
     std::uint32_t ipv4() const override {
@@ -133,7 +133,7 @@ public:
                 ++delivered;
                 sink.rx_ip(in.frame.data() + roce::kEthHdrBytes, in.frame.size() - roce::kEthHdrBytes);
             } else {
-                if (in.frame.size() > roce::kEthHdrBytes) ++delivered;
+                ++delivered;
                 sink.rx_frame(in.frame.data(), in.frame.size());
             }
         }

@@ -215,6 +215,13 @@ Writer corrupt() {
     // Raw bytes.
     w.op(Raw).u8(1).u16(80);
     for (int i = 0; i < 80; ++i) w.u8(static_cast<std::uint8_t>(i * 13));
+    // Runts: an empty frame, a lone Ethernet header, a header and one byte
+    // (each counted once as a bad header, on a soft and a model device alike).
+    w.op(Raw).u8(0).u16(0);
+    w.op(Raw).u8(0).u16(14);
+    for (int i = 0; i < 14; ++i) w.u8(0);
+    w.op(Raw).u8(0).u16(15);
+    for (int i = 0; i < 15; ++i) w.u8(0x45);
     return w;
 }
 
