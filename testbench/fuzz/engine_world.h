@@ -499,8 +499,12 @@ struct EngineWorld {
         return handle_of(res);
     }
 
-    // A QP of `type` walked to `target`, with receive WQEs posted.
+    // A QP of `type` walked to `target`, with receive WQEs posted. The
+    // reference stays valid while the world has at most kMaxQps QPs.
+    static constexpr std::size_t kMaxQps = 256;
     QpInfo& add_qp(hw::QpType type, hw::QpState target, bool on_srq = false) {
+        if (qps.capacity() < kMaxQps) qps.reserve(kMaxQps);
+        if (qps.size() == kMaxQps) std::abort();
         QpInfo q;
         q.type = type;
         q.target = target;
