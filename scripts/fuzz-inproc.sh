@@ -15,7 +15,7 @@ seconds=${1:-600}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_engine_rx fuzz_model_rx fuzz_cm fuzz_decode fuzz_control)
-B=${BUILD_DIR:-build-fuzz}
+B=$(realpath -m "${BUILD_DIR:-build-fuzz}")
 C=${CORPUS_DIR:-/tmp/simnic-fuzz-corpus}
 jobs=${JOBS:-1}
 if [ ! -f "$B/CMakeCache.txt" ]; then
@@ -44,13 +44,20 @@ for t in "${targets[@]}"; do
   mkdir -p "$C/$t" "$C/$t.crashes"
   [ -n "$(ls -A "$C/$t")" ] || "$B/testbench/fuzz/$(seeds_of "$t")" "$C/$t"
   log="$C/$t.log"
-  if ! "$B/testbench/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
-      -jobs="$jobs" -workers="$jobs" -artifact_prefix="$C/$t.crashes/" "$C/$t" >"$log" 2>&1; then
+  # Several jobs: libFuzzer writes each one's log as fuzz-N.log in the
+  # current directory (here $C/$t.jobs).
+  par=()
+  if [ "$jobs" -gt 1 ]; then
+    mkdir -p "$C/$t.jobs"
+    par=(-jobs="$jobs" -workers="$jobs")
+  fi
+  if ! (cd "$C/$t.jobs" 2>/dev/null || cd "$C"; "$B/testbench/fuzz/$t" -max_total_time="$seconds" \
+      -rss_limit_mb=2048 -print_final_stats=1 "${par[@]}" -artifact_prefix="$C/$t.crashes/" "$C/$t") >"$log" 2>&1; then
     bad=$((bad + 1))
     echo "$t: FAILED, see $log and $C/$t.crashes"
   fi
-  echo "$t: $(grep -E '^#[0-9]+ +DONE' "$log" | tail -1)"
-  grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$log" | tr '\n' ' '
+  echo "$t: $(grep -hE 'DONE' "$log" "$C/$t.jobs"/fuzz-*.log 2>/dev/null | tail -1)"
+  grep -hE '^stat::(number_of_executed_units|average_exec_per_sec)' "$log" "$C/$t.jobs"/fuzz-*.log 2>/dev/null | tr '\n' ' '
   echo
 done
 [ "$bad" -eq 0 ]
