@@ -17,3 +17,13 @@ if(SIMNIC_SANITIZE)
                       -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+if(SIMNIC_FUZZ AND SIMNIC_SANITIZE)
+  # libFuzzer's coverage in all project code, not only in each fuzz target's
+  # own file: what a fuzzer exercises (the decoder, the engine, the CM, the
+  # daemon) lives in the libraries, and without their edges the fuzzer
+  # mutates blind. The callbacks resolve to libFuzzer's in the fuzz targets
+  # and to the sanitizer runtime's empty ones in every other executable
+  # (hence SIMNIC_SANITIZE).
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

@@ -328,11 +328,23 @@ void Agent::set_port(const Port& p) { impl_->ports[p.device] = p; }
 
 void Agent::remove_port(const std::string& device) {
     impl_->ports.erase(device);
-    for (auto& [h, id] : impl_->ids) {
-        if (id.device != device) continue;
+    for (auto it = impl_->ids.begin(); it != impl_->ids.end();) {
+        Id& id = it->second;
+        if (id.device != device) {
+            ++it;
+            continue;
+        }
+        // An orphan resending its DREQ has no device to send from now and
+        // no application to destroy it: it goes (kept in ERROR, it held its
+        // port for ever; found by fuzz_cm).
+        if (id.orphan) {
+            it = impl_->ids.erase(it);
+            continue;
+        }
         id.deadline = 0;
         id.state = State::Error;
         impl_->event(id, EventType::DeviceRemoval);
+        ++it;
     }
 }
 
@@ -967,6 +979,13 @@ void Agent::Impl::on_dreq(const std::string& device, const Gid& from, const Gid&
             // Both sides disconnect at once: answer, and we are done too.
             id->state = State::TimeWait;
             send_drep(*id);
+            if (id->orphan) {
+                // Its application destroyed it; it was kept only to resend
+                // the DREQ, which this DREQ answers as well as a DREP would.
+                // Kept, it would hold its port for ever (found by fuzz_cm).
+                ids.erase(id->handle);
+                break;
+            }
             event(*id, EventType::Disconnected, 0, &p);
             break;
         case State::TimeWait: send_drep(*id); break;  // our DREP was lost

@@ -334,6 +334,63 @@ TEST_CASE("a destroyed ID keeps resending its DREQ until the DREP comes", "[cm][
     }
 }
 
+// Found by fuzz_cm: the client destroys its established ID (an orphan
+// resending its DREQ) while the server disconnects too; the server's DREQ
+// crosses the client's. The orphan answered it and stayed in TIMEWAIT for
+// ever, holding its port: a later bind of that port failed with EADDRINUSE.
+TEST_CASE("a destroyed ID whose DREQ crosses the peer's goes, and frees its port", "[cm][agent]") {
+    Pair t;
+    t.listen();
+    REQUIRE(t.client.agent->create_id(2, cm::kPsTcp, t.cid) == 0);
+    const uint16_t kClientPort = 7175;
+    REQUIRE(t.client.agent->bind(t.cid, cm::ipv4_addr(kClientIp, kClientPort)) == 0);
+    REQUIRE(t.client.agent->resolve_addr(t.cid, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
+    REQUIRE(t.client.agent->resolve_route(t.cid) == 0);
+    cm::ConnParam p;
+    p.qp_num = 0x11;
+    REQUIRE(t.client.agent->connect(t.cid, p) == 0);
+    t.net.run();
+    t.accept();
+    t.net.run();
+    REQUIRE(t.client.agent->establish(t.cid) == 0);
+    t.net.run();
+    REQUIRE(t.server.agent->state_name(t.sid) == "ESTABLISHED");
+    // Both DREQs are on the wire before either arrives.
+    REQUIRE(t.client.agent->destroy_id(t.cid) == 0);
+    REQUIRE(t.server.agent->disconnect(t.sid) == 0);
+    t.net.run();
+    CHECK(t.server.of(cm::EventType::Disconnected).size() == 1);
+    CHECK(t.client.of(cm::EventType::Disconnected).empty());  // no event for a destroyed ID
+    CHECK(t.client.agent->next_deadline() == 0);
+    for (uint32_t i = 0; i <= t.net.timing.max_retries; ++i) t.net.advance(t.net.timing.dreq_ms);
+    uint32_t again = 0;
+    REQUIRE(t.client.agent->create_id(2, cm::kPsTcp, again) == 0);
+    CHECK(t.client.agent->bind(again, cm::ipv4_addr(kClientIp, kClientPort)) == 0);
+}
+
+// Found by fuzz_cm: a destroyed ID resending its DREQ when its device goes
+// away was kept in ERROR for ever, holding its port.
+TEST_CASE("a destroyed ID resending its DREQ goes with its device", "[cm][agent]") {
+    Pair t;
+    t.establish();
+    std::string dev;
+    cm::SockAddr src, dst;
+    REQUIRE(t.client.agent->query(t.cid, dev, src, dst) == 0);
+    t.net.lose = [](cm::AttrId a) { return a == cm::AttrId::DisconnectRequest; };
+    REQUIRE(t.client.agent->destroy_id(t.cid) == 0);
+    CHECK(t.client.agent->next_deadline() != 0);  // resending
+    t.client.agent->remove_port("cli");
+    CHECK(t.client.agent->next_deadline() == 0);
+    CHECK(t.client.events.size() == 3);  // ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_RESPONSE: none for the orphan
+    cm::Port p;
+    p.device = "cli";
+    p.gids = {{1, t.client.gid}};
+    t.client.agent->set_port(p);
+    uint32_t again = 0;
+    REQUIRE(t.client.agent->create_id(2, cm::kPsTcp, again) == 0);
+    CHECK(t.client.agent->bind(again, src) == 0);
+}
+
 TEST_CASE("an application that dies: its connection's peer gets DREQ, its listener goes", "[cm][agent]") {
     Pair t;
     t.establish();

@@ -29,13 +29,17 @@ void SoftEngine::Impl::wake() {
     if (::write(wake_fd, &one, sizeof one) != sizeof one) {}
 }
 
-std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::string& err) {
+namespace {
+
+// What every engine needs besides its port: the wake-up and timer
+// descriptors and the epoll set of its thread.
+std::unique_ptr<SoftEngine::Impl> new_impl(const EngineConfig& cfg, std::string& err) {
     if (!cfg.tables || !cfg.events) {
         err = "soft engine: no tables or event sink";
         return nullptr;
     }
-    auto impl = std::make_unique<Impl>(cfg);
-    Impl& m = *impl;
+    auto impl = std::make_unique<SoftEngine::Impl>(cfg);
+    SoftEngine::Impl& m = *impl;
     m.epfd = epoll_create1(EPOLL_CLOEXEC);
     m.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     m.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -43,34 +47,32 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         err = std::string("soft engine: ") + std::strerror(errno);
         return nullptr;
     }
-    // The port: a wire of frames if one is configured, else UDP 4791 on the
-    // netdev's addresses; a standalone device (no wire) takes the netdev's
-    // addresses only. The callback runs on the engine thread (or under its
-    // lock), where the capture is written.
-    Impl* mp = &m;
-    PortSent sent = [mp](size_t bytes, bool ok, const uint8_t* frame, size_t len) {
+    return impl;
+}
+
+// How a port reports what it sent: counted in STATS_BLOCK, and captured.
+// The callback runs on the engine thread (or under its lock), where the
+// capture is written.
+PortSent sent_counter(SoftEngine::Impl* mp) {
+    return [mp](size_t bytes, bool ok, const uint8_t* frame, size_t len) {
         if (!ok) return mp->stat(hw::stats_block::tx_drops);
         mp->stat(hw::stats_block::tx_packets);
         mp->stat(hw::stats_block::tx_bytes, bytes);
         if (frame && mp->pcap) mp->pcap->write(frame, len, wall_us());
     };
-    if (cfg.wire.on() && !cfg.standalone) {
-        // Nothing but this device answers for its addresses on the wire:
-        // frames to them take rxe's shortcut, always.
-        m.cfg.loopback = true;
-        m.port = open_wire_port(cfg.wire, std::move(sent), err);
-    } else {
-        m.port = open_udp_port(cfg.netdev, !cfg.standalone, std::move(sent), err);
-    }
-    if (!m.port) return nullptr;
+}
+
+// The rest of the device once it has its port: the timing model, the
+// capture, the descriptors the thread sleeps on.
+bool finish(SoftEngine::Impl& m, const EngineConfig& cfg, std::string& err) {
     if (cfg.bar) hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, m.port_mac, 6);
     if (cfg.timing) {
         m.pipe = cfg.timing(m, cfg.standalone, err);
-        if (!m.pipe) return nullptr;
+        if (!m.pipe) return false;
     }
     if (!cfg.pcap.empty()) {
         m.pcap = roce::PcapWriter::open(cfg.pcap, err);
-        if (!m.pcap) return nullptr;
+        if (!m.pcap) return false;
     }
     m.port_fds = m.port->fds();
     std::vector<int> watch{m.wake_fd, m.timer_fd};
@@ -82,8 +84,48 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         ev.data.fd = fd;
         epoll_ctl(m.epfd, EPOLL_CTL_ADD, fd, &ev);
     }
+    return true;
+}
+
+}  // namespace
+
+std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::string& err) {
+    auto impl = new_impl(cfg, err);
+    if (!impl) return nullptr;
+    Impl& m = *impl;
+    // The port: a wire of frames if one is configured, else UDP 4791 on the
+    // netdev's addresses; a standalone device (no wire) takes the netdev's
+    // addresses only.
+    if (cfg.wire.on() && !cfg.standalone) {
+        // Nothing but this device answers for its addresses on the wire:
+        // frames to them take rxe's shortcut, always.
+        m.cfg.loopback = true;
+        m.port = open_wire_port(cfg.wire, sent_counter(&m), err);
+    } else {
+        m.port = open_udp_port(cfg.netdev, !cfg.standalone, sent_counter(&m), err);
+    }
+    if (!m.port || !finish(m, cfg, err)) return nullptr;
     if (!cfg.standalone) m.thread = std::thread([&m] { m.loop(); });
     return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
+}
+
+std::unique_ptr<SoftEngine> SoftEngine::create_driven(const EngineConfig& cfg, std::unique_ptr<Port> port,
+                                                      std::string& err) {
+    auto impl = new_impl(cfg, err);
+    if (!impl) return nullptr;
+    impl->port = std::move(port);
+    if (!impl->port) {
+        err = "soft engine: no port";
+        return nullptr;
+    }
+    if (!finish(*impl, cfg, err)) return nullptr;
+    return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
+}
+
+bool SoftEngine::poll(uint64_t now_ns) {
+    bool simulating = false;
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    return impl_->pass(now_ns, simulating);
 }
 
 SoftEngine::SoftEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -216,6 +216,10 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     int epfd = -1, wake_fd = -1, timer_fd = -1;
     void wake();  // the engine thread, if it sleeps
     void loop();
+    // One pass of loop() under the device lock: doorbells, the port's
+    // frames, the timers due at `now`, the end of the batch. True if it did
+    // anything; `simulating`: a model device's pipeline has work left.
+    bool pass(uint64_t now, bool& simulating);
 
     // Statistics (hw-spec 2.6).
     void stat(hw::Field f, uint64_t n = 1) {

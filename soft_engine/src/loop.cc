@@ -14,6 +14,30 @@
 
 namespace simnic::soft_engine {
 
+bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
+    bool work = false;
+    defer_eqes = true;
+    work |= drain_fifos();
+    // A model device simulates the doorbells before the frames of the same
+    // pass: simulated together, a frame's receive path overtakes the
+    // doorbell block (and doorbells_before_rx takes those rung while this
+    // runs).
+    if (pipe && work) pipe->run();
+    work |= rx_batch();
+    work |= run_timers(now);
+    // A model device simulates what came in, a quantum of its time per pass:
+    // what it sends goes out at the end of the pass, and what comes back is
+    // taken in by the next.
+    if (pipe && (work || simulating)) simulating = pipe->run_quantum();
+    work |= simulating;
+    drop_read_ahead();
+    wc_flush();
+    tx_flush();
+    wake_cq_waiters();
+    post_deferred_eqes();
+    return work;
+}
+
 void SoftEngine::Impl::loop() {
     constexpr uint64_t kSpinNs = 200'000;  // stay awake this long after the last work
     uint64_t last_work = mono_ns();
@@ -23,25 +47,7 @@ void SoftEngine::Impl::loop() {
         bool work = false;
         {
             std::lock_guard<std::recursive_mutex> lk(mu);
-            defer_eqes = true;
-            work |= drain_fifos();
-            // A model device simulates the doorbells before the frames of
-            // the same pass: simulated together, a frame's receive path
-            // overtakes the doorbell block (and doorbells_before_rx takes
-            // those rung while this runs).
-            if (pipe && work) pipe->run();
-            work |= rx_batch();
-            work |= run_timers(mono_ns());
-            // A model device simulates what came in, a quantum of its time
-            // per pass: what it sends goes out at the end of the pass, and
-            // what comes back is taken in by the next.
-            if (pipe && (work || simulating)) simulating = pipe->run_quantum();
-            work |= simulating;
-            drop_read_ahead();
-            wc_flush();
-            tx_flush();
-            wake_cq_waiters();
-            post_deferred_eqes();
+            work = pass(mono_ns(), simulating);
         }
         while (fence_waiters.load(std::memory_order_acquire) > 0) std::this_thread::yield();
         const uint64_t now = mono_ns();

@@ -198,7 +198,13 @@ void SoftEngine::Impl::rx_frame(const uint8_t* frame, size_t len) {
         rx_held.emplace_back(frame, frame + len);
         return;
     }
-    if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, false, frame);
+    if (len <= roce::kEthHdrBytes) {
+        // A runt: counted, as a model device's MAC RX counts it (found by
+        // fuzz_engine_rx against fuzz_model_rx: only the model counted it).
+        stat(hw::stats_block::rx_drops_bad_hdr);
+        return;
+    }
+    rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, false, frame);
 }
 
 // One received RoCE packet (IPv4 or IPv6): capture, decode, count, and hand

@@ -231,6 +231,11 @@ RespState Responder::chk_rkey(Pass& p) {
     } else {
         return RespState::Execute;
     }
+    // An ATOMIC WRITE places exactly 8 bytes (IBA A19.4.2): a RETH or a
+    // payload of another length is an invalid request. Let through, 8 bytes
+    // were read from a shorter payload (past the end of the frame) and
+    // written where the key was checked for fewer (found by fuzz_engine_rx).
+    if ((p.mask & roce::kAtomicWrite) && (resid_ != 8 || p.pkt->payload_len != 8)) return RespState::ErrLength;
     const MemStatus st = qp_.env.mem->check(KeyKind::Rkey, rkey_, va_, whole_mr ? 0 : resid_, access);
     if (st != MemStatus::Ok && !(whole_mr && st == MemStatus::OutOfBounds))
         return RespState::ErrRkeyViolation;

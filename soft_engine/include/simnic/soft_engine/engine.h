@@ -29,6 +29,8 @@
 
 namespace simnic::soft_engine {
 
+class Port;  // the engine's port (src/port.h)
+
 // A port on an Ethernet segment of whole frames (`simnic wire`, the rig's
 // wire: one frame per UDP datagram to a hub) instead of the host's UDP
 // stack. The device is then a NIC on that segment: its own MAC and
@@ -84,6 +86,16 @@ public:
     // Binds the UDP port and starts the engine thread. Null and `err` on
     // failure (port 4791 taken, netdev without IPv4 address, ...).
     static std::unique_ptr<SoftEngine> create(const EngineConfig& cfg, std::string& err);
+    // The same device on `port` (src/port.h), with no thread: its driver
+    // runs the engine one pass at a time with poll(), in its own thread (the
+    // receive path's fuzzer, testbench/fuzz/fuzz_engine_rx.cc). The wire and
+    // netdev settings of `cfg` are unused.
+    static std::unique_ptr<SoftEngine> create_driven(const EngineConfig& cfg, std::unique_ptr<Port> port,
+                                                     std::string& err);
+    // One pass of the engine thread's loop: the doorbells, what the port
+    // holds, the timers due at `now_ns` (mono_ns's clock), the end of the
+    // batch. True if it did anything. Only on an engine from create_driven.
+    bool poll(std::uint64_t now_ns);
     ~SoftEngine() override;  // stops the thread
     SoftEngine(const SoftEngine&) = delete;
     SoftEngine& operator=(const SoftEngine&) = delete;
@@ -127,6 +139,7 @@ public:
                          std::uint8_t new_log_size) override;
 
     struct Impl;
+    Impl& impl() { return *impl_; }  // for drivers that include src/engine_internal.h
 
 private:
     explicit SoftEngine(std::unique_ptr<Impl> impl);
