@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "fuzz_bytes.h"
+
 namespace simnic::fuzz::cm_input {
 
 // The application's side (librdmacm's calls, as the daemon makes them) and
@@ -64,31 +66,11 @@ inline constexpr std::uint16_t kPorts[3] = {7471, 7472, 0};
 // Connect's explicit source port (so that a leaked ID holding it shows).
 inline constexpr std::uint16_t kActivePort = 7473;
 
-struct Reader {
-    const std::uint8_t* p;
-    std::size_t n, i = 0;
-    Reader(const std::uint8_t* d, std::size_t s) : p(d), n(s) {}
-    bool done() const { return i >= n; }
-    std::uint8_t u8() { return i < n ? p[i++] : 0; }
-    std::uint32_t u32() {
-        std::uint32_t v = 0;
-        for (int k = 0; k < 4; ++k) v = v << 8 | u8();
-        return v;
-    }
-};
+using Reader = ByteReader;
 
 // Builders for the seed program.
-struct Writer {
-    std::vector<std::uint8_t> b;
+struct Writer : ByteWriter<Writer> {
     Writer& op(Op o) { return u8(o); }
-    Writer& u8(std::uint8_t v) {
-        b.push_back(v);
-        return *this;
-    }
-    Writer& u32(std::uint32_t v) {
-        for (int k = 3; k >= 0; --k) b.push_back(static_cast<std::uint8_t>(v >> (8 * k)));
-        return *this;
-    }
     // A Mad step without patches, full length.
     Writer& mad(MadKind k, std::uint8_t sent, std::uint8_t flags = 0, std::uint32_t comm = 0x1000,
                 std::uint32_t qpn = 0x11, std::uint8_t a = 3, std::uint8_t b2 = 0, std::uint8_t c = 0,

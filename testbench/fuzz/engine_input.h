@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "fuzz_bytes.h"
+
 namespace simnic::fuzz::engine_input {
 
 enum Op : std::uint8_t {
@@ -57,26 +59,9 @@ inline constexpr std::uint8_t kF2Truncate = kF2Tver;
 inline constexpr int kMaxSteps = 64;
 inline constexpr std::size_t kMaxSentPerStep = 512;
 
-struct Reader {
-    const std::uint8_t* p;
-    std::size_t n, i = 0;
-    Reader(const std::uint8_t* d, std::size_t s) : p(d), n(s) {}
-    bool done() const { return i >= n; }
-    std::uint8_t u8() { return i < n ? p[i++] : 0; }
-    std::uint16_t u16() { return static_cast<std::uint16_t>(u8() << 8 | u8()); }
-    std::uint32_t u32() { return std::uint32_t{u16()} << 16 | u16(); }
-    std::uint64_t u64() { return std::uint64_t{u32()} << 32 | u32(); }
-};
+using Reader = ByteReader;
 
-struct Writer {
-    std::vector<std::uint8_t> b;
-    Writer& u8(std::uint8_t v) {
-        b.push_back(v);
-        return *this;
-    }
-    Writer& u16(std::uint16_t v) { return u8(static_cast<std::uint8_t>(v >> 8)).u8(static_cast<std::uint8_t>(v)); }
-    Writer& u32(std::uint32_t v) { return u16(static_cast<std::uint16_t>(v >> 16)).u16(static_cast<std::uint16_t>(v)); }
-    Writer& u64(std::uint64_t v) { return u32(static_cast<std::uint32_t>(v >> 32)).u32(static_cast<std::uint32_t>(v)); }
+struct Writer : ByteWriter<Writer> {
     Writer& op(Op o) { return u8(o); }
     struct F {
         std::uint8_t slot = 0, opcode = 0, psn_mode = 0;

@@ -4,9 +4,6 @@
 // both sides of SIDR, rejects on either side, retries running out, a DREQ
 // crossing ours after the application destroyed its ID, MADs of the
 // attributes simnic does not answer, a raw and a truncated one.
-#include <cstdio>
-#include <fstream>
-#include <string>
 #include <vector>
 
 #include "cm_input.h"
@@ -146,22 +143,10 @@ Writer raw() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
-        return 2;
-    }
     const std::vector<std::pair<const char*, Writer>> seeds = {
         {"passive_rc", passive_rc()},       {"active_rc", active_rc()}, {"crossing_dreq", crossing_dreq()},
         {"passive_dreq_crossing", passive_dreq_crossing()}, {"sidr_passive", sidr_passive()},
         {"sidr_active", sidr_active()},     {"rejects", rejects()},     {"timeouts", timeouts()},
         {"others", others()},               {"raw", raw()}};
-    for (const auto& [name, w] : seeds) {
-        std::ofstream f(std::string(argv[1]) + "/" + name, std::ios::binary);
-        f.write(reinterpret_cast<const char*>(w.b.data()), std::streamsize(w.b.size()));
-        if (!f) {
-            std::fprintf(stderr, "cannot write %s/%s\n", argv[1], name);
-            return 1;
-        }
-    }
-    return 0;
+    return simnic::fuzz::write_seed_files(argc, argv, seeds);
 }

@@ -7,9 +7,6 @@
 // SRQ too), frames for QPs in RTR, INIT, ERR and RESET and for no QP, keys
 // without the right, a deregistered MR, a QP destroyed while its frames
 // arrive, timers, a corrupted ICRC, raw bytes.
-#include <cstdio>
-#include <fstream>
-#include <string>
 #include <vector>
 
 #include "engine_input.h"
@@ -228,21 +225,9 @@ Writer corrupt() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
-        return 2;
-    }
     const std::vector<std::pair<const char*, Writer>> seeds = {
         {"rc_requests", rc_requests()}, {"rc_message", rc_message()}, {"rc_responses", rc_responses()},
         {"rc_naks", rc_naks()},         {"rights", rights()},         {"uc_ud", uc_ud()},
         {"states", states()},           {"destroyed", destroyed()},   {"corrupt", corrupt()}};
-    for (const auto& [name, w] : seeds) {
-        std::ofstream f(std::string(argv[1]) + "/" + name, std::ios::binary);
-        f.write(reinterpret_cast<const char*>(w.b.data()), static_cast<std::streamsize>(w.b.size()));
-        if (!f) {
-            std::fprintf(stderr, "cannot write %s/%s\n", argv[1], name);
-            return 1;
-        }
-    }
-    return 0;
+    return simnic::fuzz::write_seed_files(argc, argv, seeds);
 }
