@@ -124,6 +124,18 @@ def known_difference(name, errors):
     return ""
 
 
+def roce_v2(frames):
+    """(index, pcap record header, frame, BTH offset) of each IPv4 RoCE v2
+    frame (UDP port 4791) long enough for its BTH and ICRC, in order."""
+    for i, (h, d) in enumerate(frames):
+        if len(d) < 42 or d[12:14] != b"\x08\x00" or d[23] != 17:
+            continue
+        bth = 14 + (d[14] & 15) * 4 + 8
+        if len(d) < bth + 16 or struct.unpack(">H", d[bth - 6:bth - 4])[0] != 4791:
+            continue
+        yield i, h, d, bth
+
+
 # Kernel rxe's requester can stop in the middle of a message for good: every
 # PSN it sent acknowledged, the message not finished, nothing more sent, so
 # that no retransmit timer runs either (docs/rxe-wire-rules.md#rxe-req-stall).
@@ -140,18 +152,13 @@ def rxe_requester_stall(frames, rxe_ip, dev_ip, now, quiet_s=30.0):
     last = None      # (time, opcode, PSN) of rxe's last frame to the device
     acked = None     # the PSN of the device's last positive ACK
     nak_after = False
-    for h, d in frames:
-        if len(d) < 58 or d[12:14] != b"\x08\x00" or d[23] != 17:
-            continue
-        bth = 14 + (d[14] & 15) * 4 + 8
-        if struct.unpack(">H", d[bth - 6:bth - 4])[0] != 4791:
-            continue
+    for _, h, d, bth in roce_v2(frames):
         op, psn = d[bth], struct.unpack(">I", d[bth + 8:bth + 12])[0] & 0xFFFFFF
         if d[26:30] == rxe and d[30:34] == dev:
             sec, usec = struct.unpack("<II", h[:8])
             last = (sec + usec / 1e6, op, psn)
             nak_after = False
-        elif d[26:30] == dev and d[30:34] == rxe and op == 0x11 and len(d) > bth + 12:
+        elif d[26:30] == dev and d[30:34] == rxe and op == 0x11:
             if d[bth + 12] >> 5 == 0:
                 acked = psn
             else:
@@ -242,10 +249,9 @@ def cm_mads_to(frames, addr, attr):
     carry to `addr` (dotted IPv4)."""
     a = socket.inet_aton(addr)
     n = 0
-    for _, d in frames:
-        if len(d) < 42 or d[12:14] != b"\x08\x00" or d[23] != 17 or d[30:34] != a:
+    for _, _, d, bth in roce_v2(frames):
+        if d[30:34] != a:
             continue
-        bth = 14 + (d[14] & 15) * 4 + 8
         # UD SEND ONLY to QP1 (BTH byte 0 is 0x64, dest QP bytes 5..7),
         # then DETH (8 bytes), then the MAD: class 0x07 (CM), attribute at 16.
         mad = bth + 12 + 8

@@ -764,13 +764,9 @@ def roce_headers(frames, src_ip, dst_ip, with_index=False):
     starts with the frame's index in `frames`."""
     out = []
     src, dst = socket.inet_aton(src_ip), socket.inet_aton(dst_ip)
-    for i, (_, d) in enumerate(frames):
-        if len(d) < 58 or d[12:14] != b"\x08\x00" or d[23] != 17 or d[26:30] != src or d[30:34] != dst:
+    for i, _, d, bth in interop.roce_v2(frames):
+        if d[26:30] != src or d[30:34] != dst:
             continue
-        udp = 14 + (d[14] & 15) * 4
-        if struct.unpack(">H", d[udp + 2:udp + 4])[0] != 4791:
-            continue
-        bth = udp + 8
         op, psn = d[bth], struct.unpack(">I", d[bth + 8:bth + 12])[0] & 0xFFFFFF
         syn = d[bth + 12] if op in (0x0D, 0x0F, 0x10, 0x11, 0x12) else None
         rlen = struct.unpack(">I", d[bth + 24:bth + 28])[0] if op == 0x0C else None
@@ -895,11 +891,8 @@ def shifted_resends(frames, rxe_ip, dev_ip):
     requests (opcode, RETH or length) to dev_ip."""
     rxe, dev = socket.inet_aton(rxe_ip), socket.inet_aton(dev_ip)
     first, out = {}, set()
-    for _, d in frames:
-        if len(d) < 58 or d[12:14] != b"\x08\x00" or d[23] != 17 or d[26:30] != rxe or d[30:34] != dev:
-            continue
-        bth = 14 + (d[14] & 15) * 4 + 8
-        if bth + 12 > len(d) or struct.unpack(">H", d[bth - 6:bth - 4])[0] != 4791 or d[bth] in ACK_OPCODES:
+    for _, _, d, bth in interop.roce_v2(frames):
+        if d[26:30] != rxe or d[30:34] != dev or d[bth] in ACK_OPCODES:
             continue
         key = (int.from_bytes(d[bth + 5:bth + 8], "big"), struct.unpack(">I", d[bth + 8:bth + 12])[0] & 0xFFFFFF)
         # The request as its sender built it: opcode, the RETH when there is
