@@ -998,8 +998,8 @@ def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None
     NIC). Both append a results.jsonl row named `name`. Returns the failures
     and the two verdict lines."""
     host_port = int(rig.cmd("port", 0, WORKLOAD_VM_PORT, check=0).stdout.strip())
-    pcap = rig.status()["wire"]["pcap"]
-    delivered = rig.status()["wire"].get("pcap_delivered")
+    wire = rig.status()["wire"]
+    pcap, delivered = wire["pcap"], wire.get("pcap_delivered")
     delivered = delivered if delivered and os.path.exists(delivered) else None
     failures, verdicts = [], []
     server = None
