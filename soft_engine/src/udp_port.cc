@@ -42,6 +42,25 @@ int finish_tx_socket(int fd, sockaddr* addr, socklen_t len, in_port_t* port) {
     return -1;
 }
 
+// What every IPv4 socket that receives RoCE v2 has: the ancillary data the
+// receive path reads (destination address, TTL, TOS for ECN) and a deep
+// queue; and the UDP 4791 address it binds to (`addr` in host order).
+void set_rx_options(int fd) {
+    const int one = 1, big = 8 << 20;
+    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+    setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof one);
+    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+}
+
+sockaddr_in roce_v2_addr(uint32_t addr) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(roce::kRoceV2Port);
+    a.sin_addr.s_addr = htonl(addr);
+    return a;
+}
+
 // The UDP header in front of a received payload of n bytes (checksum 0: the
 // ICRC masks it and the kernel has checked it).
 void put_udp(uint8_t* udp, uint16_t sport, size_t n) {
@@ -184,15 +203,8 @@ bool UdpPort::open(const std::string& netdev, bool sockets, std::string& err) {
         err = std::string("socket: ") + std::strerror(errno);
         return false;
     }
-    const int one = 1, big = 8 << 20;
-    setsockopt(rx_fd_, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
-    setsockopt(rx_fd_, IPPROTO_IP, IP_RECVTTL, &one, sizeof one);
-    setsockopt(rx_fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
-    setsockopt(rx_fd_, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(roce::kRoceV2Port);
-    a.sin_addr.s_addr = htonl(local_ip_);
+    set_rx_options(rx_fd_);
+    sockaddr_in a = roce_v2_addr(local_ip_);
     // The message for a port-4791 socket that cannot bind `where`.
     auto bind_failed = [&](const std::string& where) {
         err = "cannot bind UDP " + where + ":4791 on " + netdev + ": " + std::strerror(errno) +
@@ -207,6 +219,7 @@ bool UdpPort::open(const std::string& netdev, bool sockets, std::string& err) {
         return bind_failed(ip);
     }
     // IPv6: the same port on every IPv6 address of the netdev.
+    const int one = 1, big = 8 << 20;
     for (Local6& l : local6_) {
         l.rx_fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (l.rx_fd < 0) continue;
@@ -261,16 +274,10 @@ bool UdpPort::set_group(const IpAddr& group, bool join) {
     if (it != groups_.end()) return true;
     const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return false;
-    const int one = 1, big = 8 << 20;
+    const int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
-    setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof one);
-    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(roce::kRoceV2Port);
-    a.sin_addr.s_addr = htonl(group.v4);
+    set_rx_options(fd);
+    sockaddr_in a = roce_v2_addr(group.v4);
     ip_mreqn mr{};
     mr.imr_multiaddr.s_addr = htonl(group.v4);
     mr.imr_address.s_addr = htonl(local_ip_);
