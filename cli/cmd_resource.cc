@@ -1,4 +1,4 @@
-// `simnic resource show [qp|cq|mr|mw|pd|srq|gid] [-d DEV] [-j]` and
+// `simnic resource show [qp|cq|mr|mw|pd|srq|cm_id|gid] [-d DEV] [-j]` and
 // `simnic stats NAME`: what the devices hold and count, shaped like iproute2's
 // `rdma resource` (its field names, in its order, for the fields simnic has).
 #include <cinttypes>
@@ -62,6 +62,13 @@ std::string qpn_ranges(const Json& qpns) {
 class Line {
 public:
     explicit Line(const std::string& dev) : text_("dev " + dev) { j_["ifname"] = dev; }
+    // An object of a port, not of the device: `link DEV/PORT`.
+    static Line link(const std::string& dev, unsigned port) {
+        Line l(dev);
+        l.text_ = "link " + dev + "/" + std::to_string(port);
+        l.j_["port"] = port;
+        return l;
+    }
     Line& num(const char* k, uint64_t v) {
         j_[k] = v;
         text_ += std::string(" ") + k + " " + std::to_string(v);
@@ -131,6 +138,45 @@ void list_objects(const std::string& what, const std::string& dev, const Json& d
     }
 }
 
+// rdma_cm's port spaces by name, as iproute2 prints them.
+const char* ps_name(unsigned ps) {
+    switch (ps) {
+        case 0x0002: return "IPOIB";
+        case 0x0106: return "TCP";
+        case 0x0111: return "UDP";
+        case 0x013F: return "IB";
+        default: return "?";
+    }
+}
+
+// `resource show cm_id`: rdma_cm's IDs, as `rdma resource show cm_id` lists
+// them (link, cm-idn, lqpn and qp-type once the ID has a QP, state, ps,
+// pid, comm, src-addr, dst-addr).
+void list_cm_ids(const std::string& dev, const Json& d, std::vector<Line>& out) {
+    if (!d.contains("cm_id_list")) return;
+    for (const Json& o : d["cm_id_list"]) {
+        Line l = Line::link(dev, 1);
+        l.num("cm-idn", o["cm-idn"].get<uint32_t>());
+        if (o.contains("lqpn")) {
+            l.num("lqpn", o["lqpn"].get<uint32_t>());
+            const char* t = o["ps"].get<unsigned>() == 0x0111 ? "UD" : "RC";
+            l.str("qp-type", t, t);
+        }
+        const std::string st = o["state"].get<std::string>();
+        l.str("state", st, st);
+        const char* ps = ps_name(o["ps"].get<unsigned>());
+        l.str("ps", ps, ps);
+        l.owner(o["pid"].get<uint32_t>());
+        for (const char* end : {"src", "dst"}) {
+            const std::string a = o[std::string(end) + "-addr"].get<std::string>();
+            const unsigned port = o[std::string(end) + "-port"].get<unsigned>();
+            const std::string text = (a.find(':') != std::string::npos ? "[" + a + "]" : a) + ":" + std::to_string(port);
+            l.str((std::string(end) + "-addr").c_str(), text, text);
+        }
+        out.push_back(l);
+    }
+}
+
 // Ask the running daemon; none running means no devices, not an error.
 bool ask(const Json& req, Json& reply) {
     switch (call_daemon(req, false, reply)) {
@@ -143,16 +189,16 @@ bool ask(const Json& req, Json& reply) {
 }
 
 int run_resource(const ResourceArgs& a) {
-    static const char* const kinds[] = {"", "qp", "cq", "mr", "mw", "pd", "srq", "gid"};
+    static const char* const kinds[] = {"", "qp", "cq", "mr", "mw", "pd", "srq", "cm_id", "gid"};
     bool known = false;
     for (const char* k : kinds) known |= a.what == k;
     if (!known) {
-        std::fprintf(stderr, "simnic resource show: unknown resource '%s' (qp, cq, mr, mw, pd, srq, gid)\n",
+        std::fprintf(stderr, "simnic resource show: unknown resource '%s' (qp, cq, mr, mw, pd, srq, cm_id, gid)\n",
                      a.what.c_str());
         return 2;
     }
     const bool listing =
-        a.what == "cq" || a.what == "mr" || a.what == "mw" || a.what == "pd" || a.what == "srq";
+        a.what == "cq" || a.what == "mr" || a.what == "mw" || a.what == "pd" || a.what == "srq" || a.what == "cm_id";
     Json req{{"op", "resources"}};
     if (!a.device.empty()) req["device"] = a.device;
     Json reply;
@@ -160,7 +206,10 @@ int run_resource(const ResourceArgs& a) {
     Json& devs = reply["devices"];
     if (listing) {
         std::vector<Line> lines;
-        for (const Json& d : devs) list_objects(a.what, d["name"].get<std::string>(), d, lines);
+        for (const Json& d : devs) {
+            if (a.what == "cm_id") list_cm_ids(d["name"].get<std::string>(), d, lines);
+            else list_objects(a.what, d["name"].get<std::string>(), d, lines);
+        }
         if (a.json) {
             nlohmann::ordered_json arr = nlohmann::ordered_json::array();
             for (const Line& l : lines) arr.push_back(l.json());
@@ -173,7 +222,7 @@ int run_resource(const ResourceArgs& a) {
     if (a.json) {
         // The summary, qp and gid views dump the device records as before.
         for (Json& d : devs)
-            for (const char* k : {"cq_list", "mr_list", "mw_list", "pd_list", "srq_list"}) d.erase(k);
+            for (const char* k : {"cq_list", "mr_list", "mw_list", "pd_list", "srq_list", "cm_id_list"}) d.erase(k);
         std::printf("%s\n", devs.dump().c_str());
         return 0;
     }
@@ -243,7 +292,7 @@ Runner add_resource_command(CLI::App& app) {
     auto args = std::make_shared<ResourceArgs>();
     CLI::App* sub = app.add_subcommand("resource", "Show what simnic devices hold (like `rdma resource`)");
     sub->require_subcommand(1);
-    CLI::App* show = sub->add_subcommand("show", "Show resources: [qp|cq|mr|mw|pd|srq|gid]");
+    CLI::App* show = sub->add_subcommand("show", "Show resources: [qp|cq|mr|mw|pd|srq|cm_id|gid]");
     show->add_option("what", args->what, "resource kind");
     show->add_option("-d,--dev", args->device, "only this device");
     show->add_flag("-j,--json", args->json, "JSON output");

@@ -820,6 +820,57 @@ std::string Agent::state_name(uint32_t h) const {
     return id ? state_str(id->state) : "";
 }
 
+// rdma_cm's name for the state an ID of ours is in (enum rdma_cm_state).
+static const char* rdma_cm_state(State s) {
+    switch (s) {
+        case State::Idle: return "IDLE";
+        case State::AddrBound: return "ADDR_BOUND";
+        case State::AddrQuery: return "ADDR_QUERY";
+        case State::AddrResolved: return "ADDR_RESOLVED";
+        case State::RouteResolved: return "ROUTE_RESOLVED";
+        case State::Listen: return "LISTEN";
+        case State::ReqSent:
+        case State::ReqRcvd:
+        case State::RepSent:
+        case State::RepRcvd:
+        case State::Established: return "CONNECT";
+        // rdma_cm leaves CONNECT for DISCONNECT on a DREQ either way, a REJ
+        // or an unreachable peer; only rdma_destroy_id ends it.
+        case State::DreqSent:
+        case State::DreqRcvd:
+        case State::TimeWait:
+        case State::Error: return "DISCONNECT";
+    }
+    return "?";
+}
+
+std::vector<Agent::IdInfo> Agent::list(const std::string& device) const {
+    std::vector<IdInfo> out;
+    for (const auto& [h, id] : impl_->ids) {
+        if (id.orphan) continue;
+        IdInfo info;
+        info.id = h;
+        info.channel = id.channel;
+        info.state = rdma_cm_state(id.state);
+        info.ps = id.ps;
+        info.src = id.src;
+        info.dst = id.dst;
+        info.qpn = id.local_qpn;
+        if (!id.device.empty()) {
+            if (!device.empty() && id.device != device) continue;
+            info.device = id.device;
+            out.push_back(info);
+        } else if (id.state == State::Listen) {
+            for (const auto& [name, port] : impl_->ports) {
+                if (!device.empty() && name != device) continue;
+                info.device = name;
+                out.push_back(info);
+            }
+        }
+    }
+    return out;
+}
+
 // ---- the wire ----
 
 void Agent::on_mad(const std::string& device, const Gid& src, const Gid& dst, const uint8_t* mad, size_t len) {

@@ -698,3 +698,56 @@ TEST_CASE("join_multicast: MULTICAST_JOIN with the MGID as DGID, QPN 0xFFFFFF, R
     CHECK(h.of(cm::EventType::MulticastJoin)[1].ah->dgid == g6.addr);
     CHECK(std::string(cm::to_string(cm::EventType::MulticastJoin)) == "MULTICAST_JOIN");
 }
+
+TEST_CASE("list: the IDs as rdma_cm reports them to `rdma resource show cm_id`", "[cm][agent]") {
+    Pair t;
+    uint32_t idle = 0;
+    REQUIRE(t.server.agent->create_id(1, cm::kPsUdp, idle) == 0);
+    CHECK(t.server.agent->list().empty());  // no device yet: not tracked
+    t.listen();
+    // A wildcard listener is on every device: here the one.
+    auto l = t.server.agent->list();
+    REQUIRE(l.size() == 1);
+    CHECK(l[0].id == t.listen_id);
+    CHECK(l[0].channel == 1);
+    CHECK(l[0].device == "srv");
+    CHECK(std::string(l[0].state) == "LISTEN");
+    CHECK(l[0].ps == cm::kPsTcp);
+    CHECK(l[0].src.port == kPort);
+    CHECK(l[0].src.any());
+    CHECK(l[0].qpn == 0);
+    CHECK(t.server.agent->list("other").empty());
+
+    t.connect();
+    t.net.run();
+    // Every step of connecting is CONNECT, the REQ's QP known on both sides
+    // once given (the server's at accept).
+    auto c = t.client.agent->list("cli");
+    REQUIRE(c.size() == 1);
+    CHECK(std::string(c[0].state) == "CONNECT");
+    CHECK(c[0].qpn == 0x11);
+    CHECK(c[0].dst.addr == cm::ipv4_gid(kServerIp));
+    CHECK(c[0].dst.port == kPort);
+    t.accept();
+    t.net.run();
+    REQUIRE(t.client.agent->establish(t.cid) == 0);
+    t.net.run();
+    l = t.server.agent->list();
+    REQUIRE(l.size() == 2);
+    CHECK(l[1].id == t.sid);
+    CHECK(std::string(l[1].state) == "CONNECT");
+    CHECK(l[1].qpn == 0x22);
+    CHECK(l[1].src.port == kPort);  // the listener's port
+    CHECK(l[1].dst.addr == cm::ipv4_gid(kClientIp));
+
+    // Disconnecting, then destroyed while its DREQ waits: gone from the list
+    // though the agent keeps it to resend the DREQ.
+    REQUIRE(t.server.agent->disconnect(t.sid) == 0);
+    CHECK(std::string(t.server.agent->list()[1].state) == "DISCONNECT");
+    t.net.lose = [](cm::AttrId a) { return a == cm::AttrId::DisconnectReply; };
+    t.net.run();
+    REQUIRE(t.server.agent->destroy_id(t.sid) == 0);
+    l = t.server.agent->list();
+    REQUIRE(l.size() == 1);
+    CHECK(l[0].id == t.listen_id);
+}

@@ -284,6 +284,31 @@ void CmService::drop(int fd) {
     }
 }
 
+Json CmService::cm_id_list(const std::string& device) const {
+    // An address as the kernel's sockaddr prints: IPv4 for an IPv4 ID.
+    auto text = [](const cm::SockAddr& a) {
+        char buf[INET6_ADDRSTRLEN] = {};
+        if (!a.v6) inet_ntop(AF_INET, a.addr.data() + 12, buf, sizeof buf);
+        else inet_ntop(AF_INET6, a.addr.data(), buf, sizeof buf);
+        return std::string(buf);
+    };
+    Json out = Json::array();
+    for (const cm::Agent::IdInfo& i : agent_->list(device)) {
+        auto ch = channels_.find(i.channel);
+        Json o{{"cm-idn", i.id},
+               {"state", i.state},
+               {"ps", i.ps},
+               {"pid", ch == channels_.end() ? 0 : ch->second.pid},
+               {"src-addr", text(i.src)},
+               {"src-port", i.src.port},
+               {"dst-addr", text(i.dst)},
+               {"dst-port", i.dst.port}};
+        if (i.qpn) o["lqpn"] = i.qpn;
+        out.push_back(o);
+    }
+    return out;
+}
+
 Json CmService::id_reply(uint32_t id) {
     Json r = reply_ok();
     std::string dev;

@@ -56,6 +56,10 @@ public:
     control::Json handle(int fd, const control::Request& req);
     // Connection `fd` closed.
     void drop(int fd);
+    // The rdma_cm IDs on `device`, for `simnic resource show cm_id`: one
+    // object each, its fields named as iproute2's `rdma resource` names
+    // them, with the process that owns its event channel.
+    control::Json cm_id_list(const std::string& device) const;
 
     // cm::Hooks
     void send_mad(const std::string& device, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) override;

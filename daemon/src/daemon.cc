@@ -672,6 +672,7 @@ Json Server::Impl::resources(Call& call) {
             gids.push_back(Json{{"index", idx}, {"gid", buf}});
         }
         d["gids"] = gids;
+        d["cm_id_list"] = cm_->cm_id_list(name);
         devs.push_back(d);
     }
     Json r = reply_ok();

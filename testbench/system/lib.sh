@@ -27,6 +27,13 @@
 #                          waits (up to 10 s) for a TCP socket listening on
 #                          PORT (in NETNS), i.e. for a server to be ready;
 #                          stops early if process PID has exited.
+#   wait_cm_listen PORT [PID]
+#                          waits (up to 10 s) for an rdma_cm ID listening on
+#                          PORT on a simnic device (`simnic resource show
+#                          cm_id`), i.e. for an RDMA CM server to be ready:
+#                          a client's REQ that comes sooner is rejected
+#                          (no one listens on its service ID); stops early if
+#                          process PID has exited.
 #   wait_no_qps            waits (up to 5 s) for the device to hold no QP: the
 #                          daemon learns of a process's end from its closed
 #                          connection.
@@ -128,6 +135,16 @@ wait_listen() {
   [ -n "$ns" ] && in_ns=(ip netns exec "$ns")
   for _ in $(seq 100); do
     "${in_ns[@]}" ss -ltn 2>/dev/null | grep -q ":$port " && return 0
+    [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+wait_cm_listen() {
+  local port=$1 pid=${2:-}
+  for _ in $(seq 100); do
+    sim resource show cm_id 2>/dev/null | grep -Eq " state LISTEN .* src-addr [^ ]*:$port( |$)" && return 0
     [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && return 1
     sleep 0.1
   done

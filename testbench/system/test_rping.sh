@@ -29,18 +29,10 @@ all_gone() {
 
 # client ARGS...: rping's client of the server on $PORT, its output in
 # $work/client.out (line by line, so that its progress can be followed), its
-# exit status returned. The server listens once its CM ID does; rping prints
-# nothing then, so the client is run again while its REQ is rejected for want
-# of a listener.
+# exit status returned. Run once the server listens (wait_cm_listen: rping
+# prints nothing then).
 client() {
-  local rc
-  for _ in $(seq 20); do
-    app timeout 60 stdbuf -oL rping -c -a 127.0.0.1 -p "$PORT" "$@" >"$work/client.out" 2>&1
-    rc=$?
-    grep -q "RDMA_CM_EVENT_REJECTED, error 8" "$work/client.out" || return "$rc"
-    sleep 0.2
-  done
-  return "$rc"
+  app timeout 60 stdbuf -oL rping -c -a 127.0.0.1 -p "$PORT" "$@" >"$work/client.out" 2>&1
 }
 
 link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/dev.pcap"
@@ -82,7 +74,11 @@ link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/dev.pcap"
 # 2. The tutorial's exchange.
 app timeout 60 rping -s -a 127.0.0.1 -p "$PORT" -C 10 -v >"$work/server.out" 2>&1 &
 server_pid=$!
-sleep 1
+wait_cm_listen "$PORT" "$server_pid" || fail "rping's server does not listen: $(cat "$work/server.out")"
+# Its ID, as `rdma resource show cm_id` shows kernel rdma_cm's.
+sim resource show cm_id >"$work/cm_id.out" 2>&1
+grep -Eq "^link $DEV/1 cm-idn [0-9]+ state LISTEN ps TCP pid [0-9]+ comm rping src-addr 127\.0\.0\.1:$PORT dst-addr " \
+  "$work/cm_id.out" || fail "resource show cm_id, the listener: $(cat "$work/cm_id.out")"
 client -C 10 -v
 client_rc=$?
 wait "$server_pid"; server_rc=$?; server_pid=
@@ -119,7 +115,7 @@ link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/kill.pcap"
 PORT=$((PORT + 1))
 app timeout 60 rping -s -a 127.0.0.1 -p "$PORT" -C 0 >"$work/server.out" 2>&1 &
 server_pid=$!
-sleep 0.3
+wait_cm_listen "$PORT" "$server_pid" || fail "rping's server does not listen: $(cat "$work/server.out")"
 rm -f "$work/client.out"  # case 2's, with its ten pings, is not this client's
 client -C 0 -v &
 client_pid=$!
@@ -128,12 +124,20 @@ for _ in $(seq 300); do
   sleep 0.1
 done
 [ "$(grep -c '^ping data' "$work/client.out")" -ge 5 ] || fail "the endless client did not get going: $(cat "$work/client.out")"
+# Connected: the listener, and the connection's two IDs (the server's, from
+# the listener's port, and the client's), each with its RC QP.
+sim resource show cm_id >"$work/cm_id.out" 2>&1
+[ "$(grep -Ec " lqpn [0-9]+ qp-type RC state CONNECT ps TCP pid [0-9]+ comm rping src-addr 127\.0\.0\.1:[0-9]+ dst-addr 127\.0\.0\.1:[0-9]+$" "$work/cm_id.out")" -eq 2 ] &&
+  grep -q " state LISTEN " "$work/cm_id.out" || fail "resource show cm_id, connected: $(cat "$work/cm_id.out")"
+grep -Eq " src-addr 127\.0\.0\.1:$PORT dst-addr 127\.0\.0\.1:[0-9]+$" "$work/cm_id.out" ||
+  fail "resource show cm_id: no server-side connection on port $PORT: $(cat "$work/cm_id.out")"
 pkill -KILL -f -- "^rping -s -a 127.0.0.1 -p $PORT -C 0$"
 wait "$server_pid" 2>/dev/null; server_pid=
 # The client stops soon (it is not left waiting out its timeout) ...
 wait "$client_pid"; client_rc=$?
 [ "$client_rc" -ne 124 ] || fail "the client hung after its server died"
 all_gone "after the killed server"
+[ -z "$(sim resource show cm_id 2>&1)" ] || fail "rdma_cm IDs left after the killed server: $(sim resource show cm_id 2>&1)"
 # ... because the daemon disconnected the dead server's connection: a DREQ
 # from the server's side (its REP's communication ID) is on the wire.
 sim link delete "$DEV" >/dev/null 2>&1

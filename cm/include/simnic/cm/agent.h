@@ -224,6 +224,26 @@ public:
     size_t id_count(uint64_t channel) const;
     std::string state_name(uint32_t id) const;
 
+    // One ID as the kernel's rdma_cm reports it to `rdma resource show
+    // cm_id`: its device, rdma_cm's state (RDMA_CM_*, not ib_cm's: every
+    // step of connecting is CONNECT, of disconnecting DISCONNECT), port
+    // space, addresses and QP. A listener on a wildcard address is reported
+    // once per device, as rdma_cm listens on each device for it.
+    struct IdInfo {
+        uint32_t id = 0;
+        uint64_t channel = 0;
+        std::string device;
+        const char* state = "";
+        uint16_t ps = 0;
+        SockAddr src, dst;
+        uint32_t qpn = 0;  // 0: no QP given yet
+    };
+    // The IDs on `device` (all devices if empty), in handle order; IDs not
+    // yet on a device and those destroyed but still disconnecting are left
+    // out, as the kernel tracks an ID from the time it has a device until
+    // its application destroys it.
+    std::vector<IdInfo> list(const std::string& device = {}) const;
+
     struct Impl;
 
 private:
