@@ -90,7 +90,12 @@ constexpr FieldSpec kCreateId[] = {
     uint_f("ps", Req, 0, kU16),
 };
 constexpr FieldSpec kId[] = {uint_f("id", Req, 0, kU32)};
-constexpr FieldSpec kMigrate[] = {uint_f("id", Req, 0, kU32), uint_f("channel", Req, 1, kU64)};
+// rdma_migrate_id: "hold" keeps the daemon's events for the ID's old and
+// new channels back until cm_release, while the process puts the ID's unread
+// events on the new channel (cm_requeue, cm_service.h).
+constexpr FieldSpec kMigrate[] = {uint_f("id", Req, 0, kU32), uint_f("channel", Req, 1, kU64), bool_f("hold", Opt)};
+constexpr FieldSpec kRequeue[] = {uint_f("channel", Req, 1, kU64), text_f("message", Req, kMaxEventBytes)};
+constexpr FieldSpec kRelease[] = {uint_f("from", Req, 1, kU64), uint_f("to", Req, 1, kU64)};
 constexpr FieldSpec kBind[] = {uint_f("id", Req, 0, kU32), object_f("addr", Req, kAddr)};
 constexpr FieldSpec kResolveAddr[] = {
     uint_f("id", Req, 0, kU32),
@@ -129,6 +134,8 @@ const std::vector<OpSpec> kOps = {
     op("cm_destroy_id", kId),
     op("cm_query", kId),
     op("cm_migrate", kMigrate),
+    op("cm_requeue", kRequeue),
+    op("cm_release", kRelease),
     op("cm_init_qp_attr", kInitQpAttr),
     op("cm_req_defaults", kId),
 };

@@ -179,9 +179,25 @@ void CmService::deliver(uint64_t channel, const cm::Event& ev) {
            {"status", ev.status},       {"device", ev.device},   {"src", addr_json(ev.src)},
            {"dst", addr_json(ev.dst)},  {"param", param_json(ev.param)}};
     if (ev.ah) m["ah"] = qp_attr_json(*ev.ah);  // UD ESTABLISHED: rdma_ud_param.ah_attr
+    if (holds_.count(channel)) {
+        held_[channel].push_back(std::move(m));
+        return;
+    }
     // The channel's socket buffer holds hundreds of events; an application
     // that lets more pile up loses the excess, as a full ucma queue would block.
     send_message(it->second.fd, m);
+}
+
+void CmService::release(uint64_t channel) {
+    auto h = holds_.find(channel);
+    if (h == holds_.end() || --h->second > 0) return;
+    holds_.erase(h);
+    auto kept = held_.find(channel);
+    if (kept == held_.end()) return;
+    auto ch = channels_.find(channel);
+    if (ch != channels_.end())
+        for (const Json& m : kept->second) send_message(ch->second.fd, m);
+    held_.erase(kept);
 }
 
 // A device on a wire reaches its segment's subnets, which the host's
@@ -277,6 +293,8 @@ uint32_t CmService::random32() {
 void CmService::drop(int fd) {
     for (auto it = channels_.begin(); it != channels_.end(); ++it) {
         if (it->second.fd != fd) continue;
+        holds_.erase(it->first);
+        held_.erase(it->first);
         agent_->destroy_channel(it->first);
         channels_.erase(it);
         arm_timer();
@@ -355,6 +373,24 @@ Json CmService::handle(int fd, const Request& req) {
         r["id"] = id;
         return r;
     }
+    if (op == "cm_requeue") {
+        const uint64_t c = req.uint("channel");
+        if (!own(c)) return reply_error(EINVAL, "cm_requeue: no event channel " + std::to_string(c) + " of this process");
+        const std::string& text = req.str("message");
+        Json m;
+        if (!parse_message(text, m).empty() || !m.is_object())
+            return reply_error(EINVAL, "cm_requeue: the message is not a JSON object");
+        send_raw(channels_[c].fd, text);
+        return reply_ok();
+    }
+    if (op == "cm_release") {
+        const uint64_t from = req.uint("from"), to = req.uint("to");
+        if (!own(from) || !own(to)) return reply_error(EINVAL, "cm_release: not event channels of this process");
+        if (!holds_.count(from) || !holds_.count(to)) return reply_error(EINVAL, "cm_release: nothing is held");
+        release(from);
+        release(to);
+        return reply_ok();
+    }
     const uint32_t id = static_cast<uint32_t>(req.uint("id"));
     if (!own(agent_->channel_of(id))) return reply_error(EINVAL, op + ": no CM ID " + std::to_string(id) + " of this process");
     int e = 0;
@@ -400,7 +436,17 @@ Json CmService::handle(int fd, const Request& req) {
         if (agent_->id_count(c) >= max_ids_per_channel_)
             return reply_error(ENOMEM, "cm_migrate: the event channel already has " +
                                            std::to_string(max_ids_per_channel_) + " IDs (the most one may)");
+        const uint64_t from = agent_->channel_of(id);
         e = agent_->migrate(id, c);
+        if (e) return reply_error(e, op + ": " + std::strerror(e));
+        Json r = id_reply(id);
+        if (req.flag("hold") && from != c) {
+            ++holds_[from];
+            ++holds_[c];
+            r["held_from"] = from;  // what the process hands cm_release
+        }
+        arm_timer();
+        return r;
     } else if (op == "cm_init_qp_attr") {
         cm::QpAttr a;
         e = agent_->init_qp_attr(id, hw::QpState(req.uint("state")), a);

@@ -13,6 +13,15 @@
 //        "cm_connect"|"cm_accept"|"cm_reject"|"cm_establish"|"cm_disconnect"|
 //        "cm_destroy_id"|"cm_query"|"cm_init_qp_attr"|"cm_req_defaults",
 //    "id":I, ...}                                      -> {"ok":..,"device":..,"src":..,"dst":..}
+//   rdma_migrate_id, which moves an ID's events not yet read along with it
+//   (the kernel's ucma_migrate_id), in three steps:
+//   {"op":"cm_migrate","id":I,"channel":C,"hold":true} moves the ID and from
+//     then on keeps back what the daemon has for the ID's old channel and C;
+//   {"op":"cm_requeue","channel":C,"message":TEXT}     puts an event the
+//     process read off the old channel (all are on its socket once cm_migrate
+//     is answered) on channel C, ahead of what is kept back;
+//   {"op":"cm_release","from":B,"to":C}                sends what was kept back.
+//   So every ID's events keep their order. A hold ends with the channel, too.
 // Each request's fields, types and limits are in the protocol's schema
 // (control/src/schema.cc); the daemon checks them before handle() runs.
 #pragma once
@@ -87,6 +96,11 @@ private:
     std::unique_ptr<cm::Agent> agent_;
     std::map<std::string, DeviceRuntime*> devices_;
     std::map<uint64_t, Channel> channels_;
+    // Channels whose events are kept back (cm_migrate's hold), how many
+    // holds each, and what was kept, in order.
+    std::map<uint64_t, unsigned> holds_;
+    std::map<uint64_t, std::vector<control::Json>> held_;
+    void release(uint64_t channel);
     uint64_t next_channel_ = 1;
     int rx_fd_ = -1, timer_fd_ = -1;
     std::mutex in_mu_;

@@ -134,6 +134,13 @@ public:
                 CmdOutcome& res) override {
         std::lock_guard<std::mutex> lock(mu_);
         if (!client_->alive()) return EIO;  // the device is gone: nobody would run it
+        // A child of the process that opened the context (fork) shares the
+        // register page but not the command ring and mailbox, which are the
+        // parent's private memory, where the device reads them: its command
+        // would run the parent's stale slot and leave the parent's ring out
+        // of step. As rdma-core says of a parent's verbs objects after fork:
+        // the child must not use them.
+        if (getpid() != owner_) return EIO;
         const size_t in_room = (in_len + 63) & ~size_t{63};
         if (in_room + out_cap > kMailboxBytes) return E2BIG;
         if (in_len) std::memcpy(mbox_.p, in, in_len);
@@ -158,16 +165,18 @@ public:
         // Wait for the owner bit to drop. The daemon advances CMDQ_REGS.ci and
         // wakes futex waiters on it after each command.
         const uint32_t ci_off = cq + hw::cmdq_regs::ci.offset;
-        int waited_ms = 0;
+        timespec start{}, now{};
+        clock_gettime(CLOCK_MONOTONIC, &start);
         while ((hw::mmio_load32(e, ce::status.offset) >> ce::owner.lo) & 1) {
             if (hw::reg_get(page_, cq, hw::cmdq_regs::fatal)) return EIO;
+            // Sleep until ci moves (at most 10 ms): the device wakes us when
+            // it finishes a command. Whatever ci says, the wait is bounded.
             const uint32_t ci = hw::mmio_load32(page_, ci_off);
-            if (ci == pi) {  // ours is not done: sleep until ci moves
-                timespec ts{0, 10 * 1000 * 1000};
-                syscall(SYS_futex, reinterpret_cast<uint32_t*>(page_ + ci_off), FUTEX_WAIT, ci, &ts, nullptr, 0);
-                waited_ms += 10;
-            }
-            if (waited_ms > kCommandTimeoutMs) return ETIMEDOUT;
+            timespec ts{0, 10 * 1000 * 1000};
+            syscall(SYS_futex, reinterpret_cast<uint32_t*>(page_ + ci_off), FUTEX_WAIT, ci, &ts, nullptr, 0);
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 > kCommandTimeoutMs)
+                return ETIMEDOUT;
             if (!client_->alive()) return EIO;
         }
         res.status = static_cast<hw::CmdStatus>(hw::get(e, ce::kSize, ce::status));
@@ -288,6 +297,7 @@ private:
     const uint8_t* bar_ = nullptr;
     int irq_fd_ = -1, db_fd_ = -1, engine_fd_ = -1;
     uint16_t boot_domain_ = 0;
+    pid_t owner_ = getpid();  // the process that opened the context
     bool enabled_ = false;
     DmaBuffer ring_, mbox_, eq_;
     std::mutex mu_;

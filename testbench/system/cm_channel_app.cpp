@@ -8,6 +8,7 @@
 #include <rdma/rdma_verbs.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -255,4 +256,139 @@ TEST_CASE("a forked child makes IDs of its own after its parent did", "[cm]") {
     CHECK(rdma_resolve_addr(parents, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
     rdma_destroy_id(parents);
     rdma_destroy_event_channel(ch);
+}
+
+namespace {
+
+// Whether `ch` has an event to read within `ms`.
+bool readable(rdma_event_channel* ch, int ms) {
+    pollfd p{ch->fd, POLLIN, 0};
+    return poll(&p, 1, ms) == 1;
+}
+
+// The next event on `ch` within 5 s, which must be `type`, acked.
+rdma_cm_id* take_event(rdma_event_channel* ch, rdma_cm_event_type type, rdma_cm_id** listen_id = nullptr) {
+    REQUIRE(readable(ch, 5000));
+    rdma_cm_event* ev = expect_event(ch, type);
+    rdma_cm_id* id = ev->id;
+    if (listen_id) *listen_id = ev->listen_id;
+    rdma_ack_cm_event(ev);
+    return id;
+}
+
+// An active ID on `ch` resolved to the listener on `port`, its REQ sent.
+rdma_cm_id* start_connect(rdma_event_channel* ch, uint16_t port, uint32_t qpn) {
+    rdma_cm_id* id = nullptr;
+    REQUIRE(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in a = loopback(port);
+    REQUIRE(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&a), 2000) == 0);
+    take_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+    REQUIRE(rdma_resolve_route(id, 2000) == 0);
+    take_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+    rdma_conn_param p{};
+    p.qp_num = qpn;
+    p.retry_count = 7;
+    p.rnr_retry_count = 7;
+    REQUIRE(rdma_connect(id, &p) == 0);
+    return id;
+}
+
+// The server's side of a connection whose CONNECT_REQUEST is the next event
+// on `srv`, then the client's: accepted and established (no QPs).
+rdma_cm_id* finish_connect(rdma_event_channel* srv, rdma_cm_id* client, uint32_t qpn) {
+    rdma_cm_id* server = take_event(srv, RDMA_CM_EVENT_CONNECT_REQUEST);
+    rdma_conn_param p{};
+    p.qp_num = qpn;
+    REQUIRE(rdma_accept(server, &p) == 0);
+    take_event(client->channel, RDMA_CM_EVENT_CONNECT_RESPONSE);
+    REQUIRE(rdma_establish(client) == 0);
+    REQUIRE(take_event(srv, RDMA_CM_EVENT_ESTABLISHED) == server);
+    return server;
+}
+
+rdma_cm_id* listen_on(rdma_event_channel* ch, uint16_t port) {
+    rdma_cm_id* l = nullptr;
+    REQUIRE(rdma_create_id(ch, &l, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in a = loopback(port);
+    REQUIRE(rdma_bind_addr(l, reinterpret_cast<sockaddr*>(&a)) == 0);
+    REQUIRE(rdma_listen(l, 4) == 0);
+    return l;
+}
+
+}  // namespace
+
+// ucmatose -m: events queued for an ID on its old channel, not yet read,
+// move with it (the kernel's ucma_migrate_id), and the other IDs' stay. They
+// used to stay behind, and were lost with the old channel (ucmatose's client
+// then waited for ever for a DISCONNECTED, under CPU load).
+TEST_CASE("rdma_migrate_id takes the ID's unread events along", "[cm][migrate]") {
+    const uint16_t port = some_port();
+    rdma_event_channel* chs = rdma_create_event_channel();
+    rdma_event_channel* chc = rdma_create_event_channel();
+    rdma_event_channel* chx = rdma_create_event_channel();
+    REQUIRE((chs && chc && chx));
+    rdma_cm_id* listener = listen_on(chs, port);
+    rdma_cm_id* c1 = start_connect(chc, port, 0x101);
+    rdma_cm_id* s1 = finish_connect(chs, c1, 0x201);
+    rdma_cm_id* c2 = start_connect(chc, port, 0x102);
+    rdma_cm_id* s2 = finish_connect(chs, c2, 0x202);
+    rdma_cm_id* c3 = start_connect(chx, port, 0x103);
+    rdma_cm_id* s3 = finish_connect(chs, c3, 0x203);
+    // The server ends all three; the DREQs cross the device in order, so
+    // once c3 (on a channel of its own) has its DISCONNECTED, c1's and c2's
+    // wait unread on chc.
+    REQUIRE(rdma_disconnect(s1) == 0);
+    REQUIRE(rdma_disconnect(s2) == 0);
+    REQUIRE(rdma_disconnect(s3) == 0);
+    REQUIRE(take_event(chx, RDMA_CM_EVENT_DISCONNECTED) == c3);
+
+    rdma_event_channel* chm = rdma_create_event_channel();
+    REQUIRE(chm != nullptr);
+    REQUIRE(rdma_migrate_id(c1, chm) == 0);
+    CHECK(c1->channel == chm);
+    // c1's event is on the new channel, which polls readable for it; c2's
+    // stays on the old one; then neither has more.
+    REQUIRE(take_event(chm, RDMA_CM_EVENT_DISCONNECTED) == c1);
+    REQUIRE(take_event(chc, RDMA_CM_EVENT_DISCONNECTED) == c2);
+    CHECK_FALSE(readable(chm, 100));
+    CHECK_FALSE(readable(chc, 0));
+
+    for (rdma_cm_id* id : {c1, c2, c3}) REQUIRE(rdma_disconnect(id) == 0);
+    for (rdma_cm_id* id : {s1, s2, s3}) REQUIRE(take_event(chs, RDMA_CM_EVENT_DISCONNECTED) == id);
+    for (rdma_cm_id* id : {c1, c2, c3, s1, s2, s3, listener}) REQUIRE(rdma_destroy_id(id) == 0);
+    for (rdma_event_channel* ch : {chs, chc, chx, chm}) rdma_destroy_event_channel(ch);
+}
+
+// A listener's queued CONNECT_REQUEST moves with it, and so does the ID it
+// brings: its later events (ESTABLISHED) come on the new channel.
+TEST_CASE("rdma_migrate_id of a listener takes its unread connection requests along", "[cm][migrate]") {
+    const uint16_t port = some_port();
+    rdma_event_channel* chs = rdma_create_event_channel();
+    rdma_event_channel* chc = rdma_create_event_channel();
+    rdma_event_channel* chn = rdma_create_event_channel();
+    REQUIRE((chs && chc && chn));
+    rdma_cm_id* listener = listen_on(chs, port);
+    rdma_cm_id* client = start_connect(chc, port, 0x111);
+    REQUIRE(readable(chs, 5000));  // the CONNECT_REQUEST, unread
+    REQUIRE(rdma_migrate_id(listener, chn) == 0);
+    rdma_destroy_event_channel(chs);
+    rdma_cm_id* from = nullptr;
+    REQUIRE(readable(chn, 5000));
+    rdma_cm_event* ev = expect_event(chn, RDMA_CM_EVENT_CONNECT_REQUEST);
+    rdma_cm_id* server = ev->id;
+    from = ev->listen_id;
+    rdma_ack_cm_event(ev);
+    CHECK(from == listener);
+    CHECK(server->channel == chn);
+    rdma_conn_param p{};
+    p.qp_num = 0x211;
+    REQUIRE(rdma_accept(server, &p) == 0);
+    take_event(chc, RDMA_CM_EVENT_CONNECT_RESPONSE);
+    REQUIRE(rdma_establish(client) == 0);
+    REQUIRE(take_event(chn, RDMA_CM_EVENT_ESTABLISHED) == server);
+    REQUIRE(rdma_disconnect(client) == 0);
+    REQUIRE(take_event(chn, RDMA_CM_EVENT_DISCONNECTED) == server);
+    for (rdma_cm_id* id : {client, server, listener}) REQUIRE(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(chc);
+    rdma_destroy_event_channel(chn);
 }

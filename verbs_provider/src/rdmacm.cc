@@ -114,6 +114,9 @@ struct Chan {
     int waiters = 0;
     bool destroyed = false;  // rdma_destroy_event_channel ran (g_mu)
     bool lost = false;       // the daemon closed the connection: it is gone (g_mu)
+    // One thread reads the socket at a time: get_event, or rdma_migrate_id
+    // taking an ID's unread events off it (move_unread_events).
+    std::mutex rd_mu;
 };
 
 // librdmacm's own code reads an ID's private part in two places: rsockets
@@ -580,9 +583,45 @@ Chan* new_channel();
 // rdma_migrate_id: the ID's events go to `to` from now on (the daemon's
 // cm_migrate); a synchronous ID's own channel goes, and `own` says whether
 // `to` is the ID's own (librdmacm makes one for a synchronous ID).
+// The channel whose socket this thread reads now (inside get_event, whose
+// read lock it holds).
+thread_local Chan* t_reading = nullptr;
+
+// rdma_migrate_id takes the ID's events that were queued and not yet read
+// along to the new channel, as the kernel's ucma_migrate_id does
+// (ucma_move_events), and with them any CONNECT_REQUEST a migrated listener
+// has queued, whose new ID moves too. The daemon holds both channels' new
+// events from cm_migrate on; by its answer every event it sent the old
+// channel before is on that socket (its one thread writes it first). That
+// socket is read to the end here and each event put back (cm_requeue) on
+// the new channel if it is a moving ID's, else on the old one, in order;
+// then the daemon sends what it held. Every ID's events keep their order.
+// Skipped when another thread is reading the old channel: it gets those
+// events there (get_event finds their ID wherever it went).
+void move_unread_events(Chan* from, Chan* to, uint32_t handle, bool held) {
+    std::unique_lock<std::mutex> rd(from->rd_mu, std::defer_lock);
+    const bool reader = t_reading == from || rd.try_lock();
+    std::vector<Json> unread;
+    for (Json m; reader && ctl::recv_message(from->ch.fd, m, 0).empty();)
+        if (m.is_object()) unread.push_back(std::move(m));
+    std::set<uint32_t> moving{handle};
+    Json r;
+    for (const Json& m : unread) {
+        const uint32_t id = m.value("id", 0u);
+        bool moves = moving.count(id) != 0;
+        if (!moves && m.value("event", 0) == RDMA_CM_EVENT_CONNECT_REQUEST && moving.count(m.value("listen_id", 0u)) &&
+            call(Json{{"op", "cm_migrate"}, {"id", id}, {"channel", to->id}}, r) && r.value("ok", false)) {
+            moving.insert(id);
+            moves = true;
+        }
+        call(Json{{"op", "cm_requeue"}, {"channel", moves ? to->id : from->id}, {"message", m.dump()}}, r);
+    }
+    if (held) call(Json{{"op", "cm_release"}, {"from", from->id}, {"to", to->id}}, r);
+}
+
 int migrate(Id* i, Chan* to, bool own) {
     Json r;
-    if (!id_call(i, Json{{"op", "cm_migrate"}, {"channel", to->id}}, r)) return -1;
+    if (!id_call(i, Json{{"op", "cm_migrate"}, {"channel", to->id}, {"hold", true}}, r)) return -1;
     Chan* from = i->chan;
     const bool was_own = i->own_chan;
     if (was_own && i->id.event) {
@@ -600,6 +639,7 @@ int migrate(Id* i, Chan* to, bool own) {
         // channel for this ID were acked (none can be waiting here but a
         // synchronous ID's, acked above).
     }
+    if (from != to) move_unread_events(from, to, i->handle, r.contains("held_from"));
     if (was_own) rdma_destroy_event_channel(&from->ch);
     return 0;
 }
@@ -676,6 +716,13 @@ void process_join(Id* id, Ev* ev) {
 }
 
 int get_event(Chan* c, rdma_cm_event** out) {
+    std::unique_lock<std::mutex> rd(c->rd_mu, std::defer_lock);
+    if (t_reading != c) rd.lock();
+    struct Reading {
+        Chan* prev;
+        explicit Reading(Chan* c) : prev(t_reading) { t_reading = c; }
+        ~Reading() { t_reading = prev; }
+    } reading(c);
     for (;;) {
         const int fl = fcntl(c->ch.fd, F_GETFL);
         const int timeout = fl >= 0 && (fl & O_NONBLOCK) ? 0 : -1;
@@ -708,8 +755,13 @@ int get_event(Chan* c, rdma_cm_event** out) {
         Id* listen = nullptr;
         {
             std::lock_guard<std::mutex> lk(g_mu);
-            auto it = g_by_handle.find({c, m.value("id", 0u)});
+            const uint32_t h = m.value("id", 0u);
+            auto it = g_by_handle.find({c, h});
             if (it != g_by_handle.end()) id = it->second;
+            // Migrated while another thread was reading this channel
+            // (move_unread_events leaves its earlier events here then).
+            for (auto o = g_by_handle.begin(); !id && h && o != g_by_handle.end(); ++o)
+                if (o->first.second == h) id = o->second;
             auto lt = g_by_handle.find({c, m.value("listen_id", 0u)});
             if (lt != g_by_handle.end()) listen = lt->second;
         }

@@ -57,6 +57,7 @@ inline constexpr std::size_t kMaxNetdevBytes = 15;      // IFNAMSIZ - 1
 inline constexpr std::size_t kMaxPathBytes = 4095;      // PATH_MAX - 1
 inline constexpr std::size_t kMaxConfigTextBytes = 64 * 1024;
 inline constexpr std::size_t kMaxPrivateDataBytes = 255;  // rdma_conn_param's private_data_len is a u8
+inline constexpr std::size_t kMaxEventBytes = 8192;       // one rdma_cm event message, as the daemon writes it
 inline constexpr std::uint64_t kMaxShmBytes = std::uint64_t{1} << 40;
 
 // Every op the daemon serves.
