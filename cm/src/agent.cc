@@ -127,6 +127,14 @@ struct Agent::Impl {
     std::map<std::string, Port> ports;
     std::map<uint32_t, Id> ids;
     uint32_t next_handle = 1;
+    size_t max_ids_per_channel = 0;  // 0: none
+    // Whether a listener's channel may take one more ID (for a request).
+    bool room_on(uint64_t channel) const {
+        if (max_ids_per_channel == 0) return true;
+        size_t n = 0;
+        for (const auto& [h, id] : ids) n += id.channel == channel && !id.orphan;
+        return n < max_ids_per_channel;
+    }
     // ib_cm's TID: the MAD agent's high half, the ID's communication ID low.
     static constexpr uint64_t kTidHigh = uint64_t{1} << 32;
 
@@ -803,6 +811,8 @@ uint64_t Agent::channel_of(uint32_t h) const {
     return id ? id->channel : 0;
 }
 
+void Agent::set_max_ids_per_channel(size_t n) { impl_->max_ids_per_channel = n; }
+
 size_t Agent::id_count() const {
     size_t n = 0;
     for (const auto& [h, id] : impl_->ids) n += !id.orphan;
@@ -923,6 +933,7 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
         hooks.send_mad(device, r.primary_remote_gid, from, encode(hdr(h.tid), j));
         return;
     }
+    if (!room_on(listener->channel)) return;  // its channel is full: the REQ's resend may find room
     Id child = new_child(*listener, device, c, r.primary_remote_gid, r.primary_local_gid, r.local_comm_id, h.tid);
     child.local_comm_id = new_comm_id();
     child.remote_guid = r.local_ca_guid;
@@ -1081,11 +1092,12 @@ void Agent::Impl::on_sidr_req(const std::string& device, const Gid& from, const 
             break;
         }
     }
-    if (!listener) {
-        // No one serves this service ID (ib_cm: IB_SIDR_UNSUPPORTED).
+    if (!listener || !room_on(listener->channel)) {
+        // No one serves this service ID (ib_cm: IB_SIDR_UNSUPPORTED), or its
+        // channel is full (ib_cm rejects a SIDR_REQ its handler failed).
         SidrRep j;
         j.request_id = r.request_id;
-        j.status = SidrStatus::Unsupported;
+        j.status = listener ? SidrStatus::Rejected : SidrStatus::Unsupported;
         j.service_id = r.service_id;
         hooks.send_mad(device, to, from, encode(hdr(h.tid), j));
         return;

@@ -751,3 +751,59 @@ TEST_CASE("list: the IDs as rdma_cm reports them to `rdma resource show cm_id`",
     REQUIRE(l.size() == 1);
     CHECK(l[0].id == t.listen_id);
 }
+
+TEST_CASE("a listener whose channel holds the most IDs it may drops further REQs; their resends find room later",
+          "[cm][agent][limits]") {
+    Pair t;
+    t.server.agent->set_max_ids_per_channel(2);  // the listener and one connection
+    t.listen();
+    t.connect();
+    t.net.run();
+    t.accept();
+    t.net.run();
+    REQUIRE(t.server.of(cm::EventType::ConnectRequest).size() == 1);
+    // A second client: its REQ is dropped unanswered (no REJ: ib_cm's
+    // answer to a REQ its rdma_cm had no memory for), and the agent keeps
+    // nothing of it.
+    uint32_t c2 = 0;
+    REQUIRE(t.client.agent->create_id(2, cm::kPsTcp, c2) == 0);
+    REQUIRE(t.client.agent->resolve_addr(c2, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
+    REQUIRE(t.client.agent->resolve_route(c2) == 0);
+    cm::ConnParam p;
+    p.qp_num = 0x33;
+    REQUIRE(t.client.agent->connect(c2, p) == 0);
+    const size_t sent = t.net.log.size();
+    t.net.run();
+    CHECK(t.server.of(cm::EventType::ConnectRequest).size() == 1);
+    CHECK(t.server.agent->id_count(1) == 2);
+    CHECK(t.net.log.size() == sent);  // nothing answered
+    CHECK(t.client.of(cm::EventType::Rejected).empty());
+    // The server's connection goes; the REQ's resend is taken.
+    REQUIRE(t.server.agent->destroy_id(t.sid) == 0);
+    t.net.run();
+    t.net.advance(t.net.timing.req_ms);
+    const auto reqs = t.server.of(cm::EventType::ConnectRequest);
+    REQUIRE(reqs.size() == 2);
+    CHECK(reqs[1].param.qp_num == 0x33);
+    CHECK(t.server.agent->id_count(1) == 2);
+}
+
+TEST_CASE("a SIDR_REQ for a listener whose channel is full is answered REJECT", "[cm][agent][sidr][limits]") {
+    Net net;
+    Host server{net, "srv", kServerIp, 7};
+    Host client{net, "cli", kClientIp, 99};
+    server.agent->set_max_ids_per_channel(1);  // the listener alone
+    uint32_t l = 0, c = 0;
+    REQUIRE(server.agent->create_id(1, cm::kPsUdp, l) == 0);
+    REQUIRE(server.agent->bind(l, cm::ipv4_addr(0, kPort)) == 0);
+    REQUIRE(server.agent->listen(l) == 0);
+    REQUIRE(client.agent->create_id(2, cm::kPsUdp, c) == 0);
+    REQUIRE(client.agent->resolve_addr(c, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
+    REQUIRE(client.agent->resolve_route(c) == 0);
+    REQUIRE(client.agent->connect(c, cm::ConnParam{}) == 0);
+    net.run();
+    CHECK(server.of(cm::EventType::ConnectRequest).empty());
+    const auto un = client.of(cm::EventType::Unreachable);
+    REQUIRE(un.size() == 1);
+    CHECK(un[0].status == int(cm::SidrStatus::Rejected));
+}

@@ -90,6 +90,7 @@ Json qp_attr_json(const cm::QpAttr& a) {
 
 CmService::CmService(size_t max_ids_per_channel) : max_ids_per_channel_(max_ids_per_channel) {
     agent_ = std::make_unique<cm::Agent>(*this);
+    agent_->set_max_ids_per_channel(max_ids_per_channel_);
     rx_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     std::random_device rd;

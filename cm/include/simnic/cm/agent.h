@@ -172,6 +172,12 @@ public:
     // Devices come and go with `simnic link add/delete`. Removing one sends
     // DEVICE_REMOVAL to the IDs on it.
     void set_port(const Port& p);
+    // The most IDs one event channel may hold (0: no limit), the daemon's
+    // bound on cm_create_id: a request that would make its listener's
+    // channel hold more is dropped unanswered, as ib_cm drops a REQ its
+    // rdma_cm could not take for want of memory (the peer's retransmission
+    // tries again), and a SIDR_REQ is answered REJECT.
+    void set_max_ids_per_channel(size_t n);
     void remove_port(const std::string& device);
 
     // ---- the application's calls (librdmacm's), on behalf of `channel` ----
