@@ -10,6 +10,7 @@
 // included, is compared with the expected image: the device must write the
 // bytes it was asked to and nothing else.
 #include <endian.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <time.h>
@@ -1212,4 +1213,199 @@ TEST_CASE("QP_LAST_WQE_REACHED when a QP on an SRQ is moved to ERR", "[verbs][ev
         drain_async(d.ctx, 20);
     }
     CHECK(ibv_destroy_srq(srq) == 0);
+}
+
+// IBV_EVENT_SRQ_LIMIT_REACHED (IBA 10.2.9.2; rxe's responder after it takes an
+// SRQ WQE): armed by ibv_modify_srq(IBV_SRQ_LIMIT), raised once when a WQE is
+// taken and fewer than srq_limit are left, which disarms the limit
+// (ibv_query_srq reads 0 from then on).
+TEST_CASE("SRQ_LIMIT_REACHED once fewer WQEs than srq_limit are left, then disarmed", "[verbs][events][srq]") {
+    Device d;
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 16;
+    sa.attr.max_sge = 1;
+    ibv_srq* srq = ibv_create_srq(d.pd, &sa);
+    REQUIRE(srq != nullptr);
+    {
+        Buffer src(d, 64), dst(d, 4 * 64);
+        std::mt19937 rng(29);
+        src.fill(0, 64, rng);
+        ibv_sge rs[4];
+        for (int i = 0; i < 4; ++i) {
+            rs[i] = dst.sge(static_cast<std::size_t>(i) * 64, 64);
+            ibv_recv_wr r = recv_wr(40 + static_cast<std::uint64_t>(i), &rs[i]);
+            ibv_recv_wr* bad = nullptr;
+            REQUIRE(ibv_post_srq_recv(srq, &r, &bad) == 0);
+        }
+        ibv_srq_attr lim{};
+        lim.srq_limit = 3;
+        REQUIRE(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT) == 0);
+        ibv_srq_attr q{};
+        REQUIRE(ibv_query_srq(srq, &q) == 0);
+        CHECK(q.srq_limit == 3);
+
+        Qp a(d, IBV_QPT_RC), b(d, IBV_QPT_RC, nullptr, 0, srq);
+        connect(a, b, 0x300, 0x400);
+        drain_async(d.ctx, 20);
+        ibv_sge sg = src.sge(0, 64);
+        auto send_one = [&](std::uint64_t id, std::uint64_t recv_id) {
+            ibv_send_wr wr = send_wr(id, IBV_WR_SEND, &sg);
+            post_send(a.qp, wr);
+            expect_wc(a.cq, "SEND to the SRQ QP", id, IBV_WC_SUCCESS, IBV_WC_SEND);
+            expect_wc(b.cq, "RECV from the SRQ", recv_id, IBV_WC_SUCCESS, IBV_WC_RECV);
+        };
+        // 4 WQEs, one taken: 3 left, not fewer than the limit.
+        send_one(1, 40);
+        CHECK(count_events(drain_async(d.ctx, 100), IBV_EVENT_SRQ_LIMIT_REACHED) == 0);
+        // 2 left: the event, naming this SRQ, and the limit disarmed.
+        send_one(2, 41);
+        const auto evs = wait_async(d.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 5000);
+        REQUIRE(!evs.empty());
+        REQUIRE(evs.back().event_type == IBV_EVENT_SRQ_LIMIT_REACHED);
+        CHECK(evs.back().element.srq == srq);
+        REQUIRE(ibv_query_srq(srq, &q) == 0);
+        CHECK(q.srq_limit == 0);
+        // Disarmed: 1 left raises nothing.
+        send_one(3, 42);
+        CHECK(count_events(drain_async(d.ctx, 100), IBV_EVENT_SRQ_LIMIT_REACHED) == 0);
+        for (std::size_t i = 0; i < 3; ++i) std::memcpy(dst.exp(i * 64), src.exp(), 64);
+        dst.verify("SRQ buffers");
+    }
+    CHECK(ibv_destroy_srq(srq) == 0);
+}
+
+// What rdma-core 44's rxe provider checks before anything is queued
+// (validate_send_wr, rxe_post_one_recv): more SGEs than the QP's caps and
+// inline data beyond max_inline_data are EINVAL. The WRs chained before the
+// refused one are posted; *bad_wr names the refused one; nothing of it runs.
+TEST_CASE("post_send and post_recv refuse more SGEs than the caps, inline data beyond max_inline_data",
+          "[verbs][qp]") {
+    Device d;
+    Pair p(d, IBV_QPT_RC, 7, 64);
+    ibv_qp_attr qa{};
+    ibv_qp_init_attr qi{};
+    REQUIRE(ibv_query_qp(p.a.qp, &qa, IBV_QP_CAP, &qi) == 0);
+    const ibv_qp_cap cap = qi.cap;
+    REQUIRE(cap.max_inline_data >= 64);
+    const std::size_t n = cap.max_inline_data + 64;
+    Buffer src(d, n), dst(d, n);
+    std::mt19937 rng(31);
+    src.fill(0, n, rng);
+
+    // SEND with one SGE too many, chained after a good one.
+    ibv_sge rsg = dst.sge(0, 64);
+    post_recv(p.b.qp, rsg, 70);
+    ibv_sge good_sg = src.sge(0, 64);
+    std::vector<ibv_sge> many(cap.max_send_sge + 1, src.sge(64, 1));
+    ibv_send_wr first = send_wr(1, IBV_WR_SEND, &good_sg);
+    ibv_send_wr second = send_wr(2, IBV_WR_SEND, many.data(), static_cast<int>(many.size()));
+    first.next = &second;
+    ibv_send_wr* bad = nullptr;
+    CHECK(ibv_post_send(p.a.qp, &first, &bad) == EINVAL);
+    CHECK(bad == &second);
+    expect_wc(p.a.cq, "the SEND chained before the refused one", 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+    expect_wc(p.b.cq, "its RECV", 70, IBV_WC_SUCCESS, IBV_WC_RECV);
+    std::memcpy(dst.exp(0), src.exp(0), 64);
+
+    // Inline data: max_inline_data bytes go, one more is refused.
+    ibv_sge big = src.sge(0, cap.max_inline_data + 1);
+    ibv_send_wr over = send_wr(3, IBV_WR_SEND, &big);
+    over.send_flags |= IBV_SEND_INLINE;
+    bad = nullptr;
+    CHECK(ibv_post_send(p.a.qp, &over, &bad) == EINVAL);
+    CHECK(bad == &over);
+    expect_no_completion(p.a.cq, "refused SEND WRs");
+    ibv_sge rall = dst.sge(0, n);
+    post_recv(p.b.qp, rall, 71);
+    ibv_sge fits = src.sge(0, cap.max_inline_data);
+    ibv_send_wr exact = send_wr(4, IBV_WR_SEND, &fits);
+    exact.send_flags |= IBV_SEND_INLINE;
+    post_send(p.a.qp, exact);
+    expect_wc(p.a.cq, "inline SEND of max_inline_data bytes", 4, IBV_WC_SUCCESS, IBV_WC_SEND);
+    const ibv_wc wc = expect_wc(p.b.cq, "its RECV", 71, IBV_WC_SUCCESS, IBV_WC_RECV);
+    CHECK(wc.byte_len == cap.max_inline_data);
+    std::memcpy(dst.exp(0), src.exp(0), cap.max_inline_data);
+
+    // A receive WR with one SGE too many.
+    std::vector<ibv_sge> rmany(cap.max_recv_sge + 1, dst.sge(0, 1));
+    ibv_recv_wr rover = recv_wr(72, rmany.data(), static_cast<int>(rmany.size()));
+    ibv_recv_wr* rbad = nullptr;
+    CHECK(ibv_post_recv(p.b.qp, &rover, &rbad) == EINVAL);
+    CHECK(rbad == &rover);
+    expect_no_completion(p.b.cq, "the refused receive WR");
+    src.verify("source");
+    dst.verify("destination");
+}
+
+// What neither rxe offers (rdma-core 44's provider has no op and libibverbs'
+// dummy ops answer, or verbs.h finds no op) nor a simnic device fails with
+// EOPNOTSUPP, and the context stays usable.
+TEST_CASE("verbs rxe does not offer fail with EOPNOTSUPP", "[verbs][unsupported]") {
+    Device d;
+    Buffer b(d, 4096);
+    errno = 0;
+    CHECK(ibv_import_pd(d.ctx, d.pd->handle) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    errno = 0;
+    CHECK(ibv_import_mr(d.pd, b.mr->handle) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    errno = 0;
+    CHECK(ibv_reg_dmabuf_mr(d.pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    // On-demand paging: ib_core's ib_check_mr_access refuses it for a device
+    // without ODP, with EOPNOTSUPP from 6.2 (EINVAL before).
+    errno = 0;
+    CHECK(ibv_reg_mr(d.pd, b.data(), 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    ibv_sge sg = b.sge(0, 4096);
+    CHECK(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sg, 1) == EOPNOTSUPP);
+    ibv_alloc_dm_attr dma{};
+    dma.length = 64;
+    errno = 0;
+    CHECK(ibv_alloc_dm(d.ctx, &dma) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    ibv_td_init_attr tda{};
+    errno = 0;
+    CHECK(ibv_alloc_td(d.ctx, &tda) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    ibv_parent_domain_init_attr pda{};
+    pda.pd = d.pd;
+    errno = 0;
+    CHECK(ibv_alloc_parent_domain(d.ctx, &pda) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    ibv_xrcd_init_attr xa{};
+    xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+    xa.fd = -1;
+    xa.oflags = O_CREAT;
+    errno = 0;
+    CHECK(ibv_open_xrcd(d.ctx, &xa) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    ibv_counters_init_attr ca{};
+    errno = 0;
+    CHECK(ibv_create_counters(d.ctx, &ca) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+    {
+        Qp q(d, IBV_QPT_UD);
+        ibv_wq_init_attr wa{};
+        wa.wq_type = IBV_WQT_RQ;
+        wa.max_wr = 1;
+        wa.max_sge = 1;
+        wa.pd = d.pd;
+        wa.cq = q.cq;
+        errno = 0;
+        CHECK(ibv_create_wq(d.ctx, &wa) == nullptr);
+        CHECK(errno == EOPNOTSUPP);
+        ibv_flow_attr fa{};
+        fa.size = sizeof fa;
+        fa.type = IBV_FLOW_ATTR_NORMAL;
+        fa.port = 1;
+        errno = 0;
+        CHECK(ibv_create_flow(q.qp, &fa) == nullptr);
+        CHECK(errno == EOPNOTSUPP);
+        ibv_ece ece{};
+        CHECK(ibv_query_ece(q.qp, &ece) == EOPNOTSUPP);
+    }
+    ibv_pd* pd = ibv_alloc_pd(d.ctx);
+    REQUIRE(pd != nullptr);
+    CHECK(ibv_dealloc_pd(pd) == 0);
 }
