@@ -212,15 +212,21 @@ void Switch::receive(std::uint32_t port, std::vector<std::uint8_t> bytes) {
 // Shared buffer first; a PFC priority past its xoff (or finding the shared
 // buffer full) goes into its headroom and pauses the upstream port. What
 // fits nowhere is dropped.
+//
+// The headroom is the excess of what the port and priority hold over its
+// share, not a set of frames: bytes that leave come off the headroom first.
+// (Counted per frame, the frames admitted after an XOFF, the last to leave,
+// kept the headroom full after the XON, and each pause cycle left less of
+// it for the next.)
 bool Switch::admit(Frame& f) {
     const std::uint64_t len = f.bytes.size();
     const SwitchPriorityConfig& pc = cfg_.priority[f.prio];
     Queue& in = q(f.in_port, f.prio);
-    if ((!pc.pfc || in.ingress + len <= pc.xoff_bytes) && shared_used_ + len <= shared_cap_) {
+    const std::uint64_t in_shared = in.ingress - in.headroom_used;
+    if ((!pc.pfc || in_shared + len <= pc.xoff_bytes) && shared_used_ + len <= shared_cap_) {
         shared_used_ += len;
         shared_peak_ = std::max(shared_peak_, shared_used_);
     } else if (pc.pfc && in.headroom_used + len <= pc.headroom_bytes) {
-        f.headroom = true;
         in.headroom_used += len;
         in.c.max_headroom_bytes = std::max(in.c.max_headroom_bytes, in.headroom_used);
     } else {
@@ -228,18 +234,17 @@ bool Switch::admit(Frame& f) {
     }
     in.ingress += len;
     in.c.max_ingress_bytes = std::max(in.c.max_ingress_bytes, in.ingress);
-    if (pc.pfc && !in.xoff && (in.ingress > pc.xoff_bytes || f.headroom)) send_pfc(f.in_port, f.prio, true);
+    if (pc.pfc && !in.xoff && (in.ingress > pc.xoff_bytes || in.headroom_used)) send_pfc(f.in_port, f.prio, true);
     return true;
 }
 
 void Switch::release(const Frame& f) {
     const std::uint64_t len = f.bytes.size();
     Queue& in = q(f.in_port, f.prio);
+    const std::uint64_t from_headroom = std::min(len, in.headroom_used);
+    in.headroom_used -= from_headroom;
+    shared_used_ -= len - from_headroom;
     in.ingress -= len;
-    if (f.headroom)
-        in.headroom_used -= len;
-    else
-        shared_used_ -= len;
     if (in.xoff && in.ingress <= cfg_.priority[f.prio].xon_bytes) send_pfc(f.in_port, f.prio, false);
 }
 

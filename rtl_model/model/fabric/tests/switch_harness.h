@@ -164,11 +164,12 @@ private:
     }
     void sunk(uint32_t p, std::vector<uint8_t>&& f) {
         PfcFrame pf;
-        if (decode_pfc(f.data(), f.size(), pf))
+        if (decode_pfc(f.data(), f.size(), pf)) {
             for (auto& s : sources_)
                 if (s->port == p) s->pfc_in.emplace_back(now_ps() + s->opt.cable_ps, pf);
+            wake_->notify(sc_core::SC_ZERO_TIME);  // paused sources look again
+        }
         out_[p].push_back(Seen{now_ps(), std::move(f)});
-        wake_->notify(sc_core::SC_ZERO_TIME);
     }
     // Applies the PFC frames that have reached the source by now.
     static void apply_pfc(Source& s, uint64_t now) {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -303,4 +304,46 @@ TEST_CASE("pfc: an XOFF names only the congested priority; another from the same
     CHECK(b.data_out(2).size() == 450);
     CHECK(b.sw().counters(0, 1).drops + b.sw().counters(0, 3).drops + b.sw().counters(1, 3).drops == 0);
     CHECK(b.sw().counters(0, 1).pause_sent == 0);
+}
+
+TEST_CASE("pfc: 8:1 incast on the default configuration: lossless, the egress at line rate; simulation speed",
+          "[model][switch][pfc]") {
+    // The defaults (priority 3 lossless and marked, 12 MiB, 100 Gb/s), nine
+    // ports, eight senders that honour PFC over 100 m of cable (500 ns) and
+    // do not react to ECN (no DCQCN yet): PFC alone keeps it lossless.
+    const SwitchConfig c = tb::small_switch(9);
+    tb::SwitchBench b(c);
+    tb::SourceOptions opt;
+    opt.cable_ps = 500'000;
+    const int n = 5000;
+    for (unsigned h = 1; h <= 8; ++h) b.source(h - 1, flow(h, 9, n, (h - 1) * kT / 8), opt);
+    const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t end = b.run();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    const auto out = b.data_out(8);
+    for (unsigned p = 0; p < 8; ++p)
+        UNSCOPED_INFO("port " << p << " drops " << b.sw().counters(p, 3).drops << " rx " << b.sw().counters(p, 3).rx_frames
+                      << " xoff " << b.sw().counters(p, 3).pause_sent << " xon " << b.sw().counters(p, 3).resume_sent
+                      << " ingress " << b.sw().ingress_bytes(p, 3) << " end " << end);
+    REQUIRE(out.size() == size_t(8 * n));
+    for (size_t j = 1; j < out.size(); ++j) REQUIRE(out[j].t_ps - out[j - 1].t_ps == kT);
+    uint64_t pauses = 0, marks = b.sw().counters(8, 3).ecn_marked, headroom = 0;
+    for (unsigned p = 0; p < 8; ++p) {
+        const PortPrioCounters& k = b.sw().counters(p, 3);
+        CHECK(k.drops == 0);
+        pauses += k.pause_sent;
+        headroom = std::max(headroom, k.max_headroom_bytes);
+        CHECK(k.max_headroom_bytes <= c.priority[3].headroom_bytes);
+    }
+    CHECK(pauses > 0);
+    CHECK(marks > 0);
+    // Each ingress is paused near its XOFF, so the queue settles near
+    // 8 * 256 KiB.
+    CHECK(b.sw().counters(8, 3).max_depth_bytes > 8 * c.priority[3].xoff_bytes);
+    CHECK(b.sw().counters(8, 3).max_depth_bytes < 8 * (c.priority[3].xoff_bytes + c.priority[3].headroom_bytes));
+    WARN("8:1 incast: " << 8 * n << " frames (" << 2 * 8 * n << " frame events in and out) in "
+                        << double(end) / 1e6 << " us simulated, " << wall * 1e3 << " ms wall: "
+                        << double(8 * n) / wall << " frames/s; " << pauses << " XOFFs, " << marks
+                        << " CE marks, headroom peak " << headroom << " bytes");
 }

@@ -119,13 +119,12 @@ private:
         std::vector<std::uint8_t> bytes;
         std::uint32_t in_port = 0, out_port = 0;
         std::uint8_t prio = 0;
-        bool headroom = false;  // admitted into its ingress's PFC headroom
     };
     // One (port, priority): its egress queue and its ingress accounting.
     struct Queue {
         std::deque<Frame> frames;  // egress: front is on the line or next
         std::uint64_t depth = 0;   // egress bytes
-        std::uint64_t ingress = 0, headroom_used = 0;  // as an ingress
+        std::uint64_t ingress = 0, headroom_used = 0;  // as an ingress: all it holds, the part beyond its share
         bool xoff = false;                // a pause is in force upstream
         std::uint64_t refresh_at = 0;     // ps: resend the XOFF (if still in force)
         std::uint64_t paused_until = 0;   // ps: egress paused by a received PFC frame
