@@ -16,6 +16,7 @@
 int sc_main(int, char**) { return 0; }
 
 using namespace simnic::model::fabric;
+namespace roce = simnic::roce;
 using tb::FrameSpec;
 
 namespace {
@@ -384,6 +385,39 @@ TEST_CASE("switch: forwarding by the static table, priority by DSCP, MAC control
     CHECK(b.sw().port_counters(0).no_route == 2);
     CHECK(b.sw().port_counters(0).mac_control == 1);
     CHECK(b.sw().port_counters(0).runts == 1);
+}
+
+TEST_CASE("switch: an 802.1Q-tagged frame is classified and marked by the IP header behind the tag",
+          "[model][switch][ecn]") {
+    SwitchConfig c = plain(2);
+    c.priority[6].ecn = true;
+    c.priority[6].kmin_bytes = c.priority[6].kmax_bytes = 0;
+    c.priority[6].pmax = 1;
+    tb::SwitchBench b(c);
+    roce::Packet p;
+    p.eth.dst = tb::host_mac(2);
+    p.eth.src = tb::host_mac(1);
+    p.eth.has_vlan = true;
+    p.eth.vlan_tci = 0x0005;  // PCP 0: the DSCP decides, not the PCP
+    p.ip4.tos = 48 << 2 | 0b10;
+    p.ip4.src = 0x0A000001;
+    p.ip4.dst = 0x0A000002;
+    p.hdr.bth.opcode = roce::op::RC_SEND_ONLY;
+    p.hdr.bth.dqpn = 0x11;
+    const uint8_t data[64] = {1, 2, 3};
+    p.payload = data;
+    p.payload_len = sizeof data;
+    std::vector<uint8_t> f;
+    REQUIRE(roce::encode_frame(p, f));
+    b.inject(0, {{0, f}});
+    b.run();
+    const auto out = b.data_out(1);
+    REQUIRE(out.size() == 1);
+    CHECK(b.sw().counters(1, 6).tx_frames == 1);
+    CHECK(b.sw().counters(1, 6).ecn_marked == 1);
+    const tb::Decoded d = tb::decode(out[0].bytes);
+    CHECK(d.ok);  // ICRC and the recomputed IPv4 checksum
+    CHECK(d.ecn == 3);
 }
 
 TEST_CASE("switch: the depth series as CSV", "[model][switch]") {
