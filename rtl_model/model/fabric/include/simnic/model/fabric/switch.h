@@ -24,7 +24,9 @@
 // the end of a frame, pause or refresh; no clock ticks.
 //
 // The module is created in whatever SystemC context is current (the fabric's,
-// or a testbench's) and must be created before the simulation starts.
+// or a testbench's) and must be created before the simulation starts. Times
+// are integer picoseconds: the context keeps SystemC's default resolution
+// of 1 ps, as the pipeline's does.
 #pragma once
 
 #include <systemc>
