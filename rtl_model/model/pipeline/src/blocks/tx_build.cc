@@ -15,7 +15,7 @@ void TxBuildBlock::main() {
         // Responses (ACKs, READ responses) first: they are short and the
         // peer's requester is waiting on them.
         while (nic.rxt_to_txb.empty() && nic.req_to_txb.empty())
-            sc_core::wait(nic.rxt_to_txb.data_event() | nic.req_to_txb.data_event());
+            sc_core::wait(either_);
         uint64_t pushed = 0;
         FrameTok f = !nic.rxt_to_txb.empty() ? nic.rxt_to_txb.read(&pushed) : nic.req_to_txb.read(&pushed);
         sim::BlockStats& st = nic.blk[Nic::kTxBuild];

@@ -25,8 +25,18 @@ namespace simnic::model {
 
 struct TxBuildBlock : BlockBase {
     SC_HAS_PROCESS(TxBuildBlock);
-    TxBuildBlock(sc_core::sc_module_name n, Nic& nic) : BlockBase(n, nic) { SC_THREAD(main); }
+    TxBuildBlock(sc_core::sc_module_name n, Nic& nic) : BlockBase(n, nic) {
+        either_ |= nic.rxt_to_txb.data_event();
+        either_ |= nic.req_to_txb.data_event();
+        SC_THREAD(main);
+    }
     void main();
+
+private:
+    // What main() waits on when both queues are empty. A member, built once:
+    // `wait(a | b)` makes a list on the heap that SystemC frees when the wait
+    // ends, and leaked it when a device was deleted with the thread waiting.
+    sc_core::sc_event_or_list either_;
 };
 
 }  // namespace simnic::model
