@@ -60,7 +60,10 @@ struct DcqcnConfig {
     double rai_bps = 40e6;
     // R_HAI, the hyper increase step: 400 Mb/s, ten times R_AI as in QCN
     // (IEEE 802.1Qau, DCQCN's ancestor); ours, to be checked against the
-    // paper. mlx5: rp_hai_rate.
+    // paper. Each hyper increase adds R_HAI once; QCN's hyperactive increase
+    // grows its step with the number of events past F (i R_HAI), which the
+    // paper may follow: check before comparing with its fluid model.
+    // mlx5: rp_hai_rate.
     double rhai_bps = 400e6;
 };
 
