@@ -104,6 +104,7 @@ void read_ext(const OpcodeInfo& info, const uint8_t* bth, TransportHdrs& h) {
     if (info.has(Ext::AtomicAckETH)) h.atomic_ack.orig = load_be64(bth + info.offset(Ext::AtomicAckETH));
     if (info.has(Ext::ImmDt)) h.imm = load_be32(bth + info.offset(Ext::ImmDt));
     if (info.has(Ext::IETH)) h.ieth_rkey = load_be32(bth + info.offset(Ext::IETH));
+    if (info.has(kCnp)) std::memcpy(h.cnp_resv.data(), bth + info.hdr_bytes - kCnpResvBytes, kCnpResvBytes);
 }
 
 void write_ext(const OpcodeInfo& info, uint8_t* bth, const TransportHdrs& h) {
@@ -137,6 +138,7 @@ void write_ext(const OpcodeInfo& info, uint8_t* bth, const TransportHdrs& h) {
     if (info.has(Ext::AtomicAckETH)) store_be64(bth + info.offset(Ext::AtomicAckETH), h.atomic_ack.orig);
     if (info.has(Ext::ImmDt)) store_be32(bth + info.offset(Ext::ImmDt), h.imm);
     if (info.has(Ext::IETH)) store_be32(bth + info.offset(Ext::IETH), h.ieth_rkey);
+    if (info.has(kCnp)) std::memcpy(bth + info.hdr_bytes - kCnpResvBytes, h.cnp_resv.data(), kCnpResvBytes);
 }
 
 DecodeResult fail(DecodeError e, size_t off) {

@@ -320,11 +320,16 @@ TEST_CASE("decode: unknown opcodes", "[decode]") {
     for (const ref::RefVector* v : base_vectors()) {
         for (unsigned opc = 0; opc < 256; ++opc) {
             if (ref::ref_opcode(static_cast<uint8_t>(opc))) continue;
+            // The CNP is in the table but not among the reference's QP
+            // transport opcodes (test_cnp_ecn.cpp checks it): it is known,
+            // whatever else a SEND's bytes make of it.
+            const bool cnp = opc == op::CNP;
             std::vector<uint8_t> b = v->built.bytes;
             b[v->built.bth] = static_cast<uint8_t>(opc);
             ref::ref_fix_icrc(b, v->built.l3, v->built.l4, v->spec.ipv6);
             INFO(v->name << " opcode 0x" << std::hex << opc);
-            CHECK(decode_err(b) == DecodeError::UnknownOpcode);
+            if (cnp) CHECK(decode_err(b) != DecodeError::UnknownOpcode);
+            else CHECK(decode_err(b) == DecodeError::UnknownOpcode);
         }
     }
 }

@@ -68,7 +68,9 @@ constexpr uint32_t kExtMask =
 
 }  // namespace
 
-TEST_CASE("opcode table: valid opcodes are exactly IBA's RC, UC and UD opcodes", "[opcode]") {
+// The CNP (0x81, RoCE v2 annex A17.9.3) is in the table too; test_cnp_ecn.cpp
+// checks its entry.
+TEST_CASE("opcode table: valid opcodes are exactly IBA's RC, UC and UD opcodes and the CNP", "[opcode]") {
     std::set<unsigned> valid;
     for (const auto& r : ref::ref_opcodes()) valid.insert(r.opcode);
     REQUIRE(valid.size() == 39);
@@ -78,6 +80,7 @@ TEST_CASE("opcode table: valid opcodes are exactly IBA's RC, UC and UD opcodes",
                       (v >= 0x20 && v <= 0x2b) ||
                       v == 0x64 || v == 0x65;
         CHECK(valid.count(v) == (expect ? 1u : 0u));
+        expect = expect || v == 0x81;
         CHECK(kOpcodeTable[v].valid() == expect);
         CHECK(opcode_info(static_cast<uint8_t>(v)).valid() == expect);
         if (!expect) CHECK(kOpcodeTable[v].name == nullptr);
@@ -89,7 +92,8 @@ TEST_CASE("opcode table: explicit invalid ranges", "[opcode]") {
     for (unsigned v = 0x18; v <= 0x1b; ++v) CHECK_FALSE(kOpcodeTable[v].valid());
     for (unsigned v = 0x1e; v <= 0x1f; ++v) CHECK_FALSE(kOpcodeTable[v].valid());
     for (unsigned v = 0x2c; v <= 0x63; ++v) CHECK_FALSE(kOpcodeTable[v].valid());
-    for (unsigned v = 0x66; v <= 0xff; ++v) CHECK_FALSE(kOpcodeTable[v].valid());
+    for (unsigned v = 0x66; v <= 0x80; ++v) CHECK_FALSE(kOpcodeTable[v].valid());
+    for (unsigned v = 0x82; v <= 0xff; ++v) CHECK_FALSE(kOpcodeTable[v].valid());
 }
 
 TEST_CASE("opcode table: headers, payload and role per opcode", "[opcode]") {

@@ -149,6 +149,9 @@ struct TransportHdrs {
     AtomicAckEth atomic_ack;
     uint32_t imm = 0;        // ImmDt, host order
     uint32_t ieth_rkey = 0;  // IETH
+    // A CNP's reserved bytes after the BTH (annex A17.9.3), kept so that a
+    // decoded CNP encodes back byte for byte; a sender leaves them zero.
+    std::array<uint8_t, 16> cnp_resv{};
 };
 
 }  // namespace simnic::roce

@@ -59,13 +59,24 @@ enum OpFlag : uint32_t {
     // of its own (rxe's RXE_ATOMIC_WRITE_MASK and RXE_FLUSH_MASK).
     kAtomicWrite = 1u << 20, // ATOMIC WRITE: RETH and 8 bytes placed at once
     kFlush = 1u << 21,       // FLUSH: FETH and RETH, no payload
+    // RoCE v2's Congestion Notification Packet (IBA annex A17.9.3): neither
+    // request nor response, for no QP's transport state machines; its BTH is
+    // followed by kCnpResvBytes reserved bytes, then the ICRC.
+    kCnp = 1u << 22,
 };
+
+// The CNP's reserved bytes after the BTH (annex A17.9.3: 16 bytes, sent as
+// zero). They are not an IBA extension header, so they have no Ext: the
+// table adds them to hdr_bytes after the extension headers.
+inline constexpr size_t kCnpResvBytes = 16;
 
 constexpr uint32_t ext_flag(Ext e) { return 1u << static_cast<unsigned>(e); }
 static_assert(ext_flag(Ext::FETH) == kHasFeth && ext_flag(Ext::IETH) == kHasIeth &&
               ext_flag(Ext::IETH) < kPayload, "header bits are ext_flag(Ext), below the other flags");
 
-enum class Transport : uint8_t { RC = 0, UC = 1, RD = 2, UD = 3 };
+// The opcode's top three bits (IBA 9.2, table 38); 100b is the CNP's
+// (RoCE v2 annex A17.9.3), which belongs to no QP transport.
+enum class Transport : uint8_t { RC = 0, UC = 1, RD = 2, UD = 3, CNP = 4 };
 
 struct OpcodeInfo {
     const char* name = nullptr;  // nullptr: opcode not supported
@@ -121,6 +132,7 @@ enum : uint8_t {
     UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE = 0x2b,
     UD_SEND_ONLY = 0x64,
     UD_SEND_ONLY_WITH_IMMEDIATE = 0x65,
+    CNP = 0x81,              // RoCE v2 annex A17.9.3: Congestion Notification Packet
 };
 }  // namespace op
 
@@ -140,6 +152,7 @@ constexpr OpcodeInfo make_op(const char* name, uint32_t mask) {
             off += kExtBytes[e];
         }
     }
+    if (mask & kCnp) off += kCnpResvBytes;
     info.hdr_bytes = static_cast<uint8_t>(off);
     return info;
 }
@@ -203,6 +216,8 @@ constexpr std::array<OpcodeInfo, 256> build_table() {
     t[op::UD_SEND_ONLY] = make_op("UD_SEND_ONLY", send | kHasDeth | kOnly | kCompletes);
     t[op::UD_SEND_ONLY_WITH_IMMEDIATE] =
         make_op("UD_SEND_ONLY_WITH_IMMEDIATE", send | kHasDeth | imm | kOnly | kCompletes);
+    // No payload: the 16 reserved bytes are part of its headers.
+    t[op::CNP] = make_op("CNP", kCnp);
     return t;
 }
 }  // namespace detail
@@ -222,6 +237,8 @@ static_assert(kOpcodeTable[op::RC_FLUSH].offset(Ext::FETH) == 12 &&
               kOpcodeTable[op::RC_FLUSH].offset(Ext::RETH) == 12 + 4 &&
               kOpcodeTable[op::RC_FLUSH].hdr_bytes == 12 + 4 + 16);
 static_assert(kOpcodeTable[op::RC_ATOMIC_WRITE].hdr_bytes == 12 + 16);
+static_assert(kOpcodeTable[op::CNP].hdr_bytes == 12 + 16 && !kOpcodeTable[op::CNP].has(kPayload));
+static_assert(opcode_transport(op::CNP) == Transport::CNP);
 
 // FETH (IBA 1.5, 9.2.x): the low byte holds the selectivity level in bits
 // 5..4 and the placement type in bits 3..0; the rest is reserved.

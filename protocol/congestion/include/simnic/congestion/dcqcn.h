@@ -1,0 +1,136 @@
+// DCQCN's reaction point (RP): the sender's per-QP rate control, as
+// published by Zhu et al., "Congestion Control for Large-Scale RDMA
+// Deployments", SIGCOMM 2015, section 3.2 (the paper's names: Rc, Rt,
+// alpha, g, K, T, B, F, R_AI, R_HAI).
+//
+// - On a CNP: Rt = Rc, Rc = Rc (1 - alpha/2), alpha = (1 - g) alpha + g;
+//   the timer, the byte counter and their counts restart.
+// - Every K without a CNP: alpha = (1 - g) alpha.
+// - Every T (the timer) and every B bytes sent (the byte counter) while
+//   rate-limited, one rate increase. Its stage follows from how often each
+//   has fired since the last CNP (T_cnt, BC): fast recovery while both are
+//   at most F (Rc = (Rt + Rc) / 2), hyper increase once both exceed F
+//   (Rt += R_HAI, then Rc = (Rt + Rc) / 2), additive increase in between
+//   (Rt += R_AI, then Rc = (Rt + Rc) / 2).
+// - Rc and Rt never exceed the line rate nor fall below min_rate. Once Rc is
+//   back at the line rate the QP is no longer rate-limited and the increase
+//   timer stops.
+//
+// Pure logic with no clock of its own: every call passes the time in
+// nanoseconds (monotonic; a time before the last one is taken as the last
+// one), so that the soft engine and the cycle model share it. One DcqcnRp
+// per QP; the requester's scheduler asks earliest_send_ns() before a packet
+// leaves and reports it with on_bytes_sent().
+#pragma once
+
+#include <cstdint>
+
+namespace simnic::congestion {
+
+// Every parameter, with its default and where the default comes from. The
+// defaults are the paper's (section 5's deployed values), not NVIDIA mlx5's:
+// mlx5 exposes the same knobs (drivers/infiniband/hw/mlx5/cong.c, named
+// below) but its defaults come from the device's firmware and are not
+// published with the driver, and the issue asks for DCQCN as published.
+// (The paper could not be consulted during this work: the values are the
+// paper's as commonly cited; R_HAI is ours, see below. docs/model.md.)
+struct DcqcnConfig {
+    // The port's line rate: Rc's and Rt's ceiling and their value before
+    // any CNP. 100 Gb/s: issue 15's experiments. Set by the engine.
+    double line_rate_bps = 100e9;
+    // Rc's and Rt's floor. Not in the paper (there Rc halves at most once
+    // per CNP and CNPs come at most every N); ours, 1 Mb/s, so that a
+    // storm of CNPs cannot stall a QP. mlx5: rp_min_rate.
+    double min_rate_bps = 1e6;
+    // g, the gain of the alpha estimate: 1/256 (paper). mlx5: rp_dce_tcp_g.
+    double g = 1.0 / 256;
+    // alpha before the first CNP: 1 (paper: the first CNP halves the rate).
+    // mlx5: rp_initial_alpha_value.
+    double initial_alpha = 1.0;
+    // K, the alpha timer: 55 us (paper). mlx5: rp_dce_tcp_rtt.
+    uint64_t alpha_timer_ns = 55'000;
+    // T, the rate increase timer: 55 us (paper). mlx5: rp_time_reset.
+    uint64_t rate_timer_ns = 55'000;
+    // B, the byte counter: 10 MB (paper), taken as 10 MiB. mlx5:
+    // rp_byte_reset. 0 turns the byte counter off.
+    uint64_t byte_counter_bytes = 10ull << 20;
+    // F, the fast recovery steps: 5 (paper). mlx5: rp_threshold.
+    unsigned fast_recovery_steps = 5;
+    // R_AI, the additive increase step: 40 Mb/s (paper). mlx5: rp_ai_rate.
+    double rai_bps = 40e6;
+    // R_HAI, the hyper increase step: 400 Mb/s, ten times R_AI as in QCN
+    // (IEEE 802.1Qau, DCQCN's ancestor); ours, to be checked against the
+    // paper. Each hyper increase adds R_HAI once; QCN's hyperactive increase
+    // grows its step with the number of events past F (i R_HAI), which the
+    // paper may follow: check before comparing with its fluid model.
+    // mlx5: rp_hai_rate.
+    double rhai_bps = 400e6;
+};
+
+// nullptr if the configuration is usable, else what is wrong with it.
+const char* check(const DcqcnConfig& cfg);
+
+// Which rate increase the next timer or byte counter event makes.
+enum class IncreaseStage : uint8_t { FastRecovery, Additive, Hyper };
+const char* to_string(IncreaseStage s);
+
+// For `simnic stats`: what the RP did.
+struct RpCounters {
+    uint64_t cnps_received = 0;
+    uint64_t alpha_decays = 0;          // K expiries without a CNP
+    uint64_t fast_recovery_steps = 0;
+    uint64_t additive_steps = 0;
+    uint64_t hyper_steps = 0;
+    uint64_t rate_limited_ns = 0;       // time spent with Rc below the line rate
+};
+
+class DcqcnRp {
+public:
+    // A QP that starts at line rate at `now_ns`. check(cfg) must pass.
+    explicit DcqcnRp(const DcqcnConfig& cfg = {}, uint64_t now_ns = 0);
+
+    // Runs the alpha timer and the rate increase timer up to `now_ns`.
+    void advance(uint64_t now_ns);
+    // A CNP for this QP arrived.
+    void on_cnp(uint64_t now_ns);
+    // A packet of `bytes` left at `now_ns` (the byte counter and the rate
+    // limiter count it).
+    void on_bytes_sent(uint64_t bytes, uint64_t now_ns);
+
+    // The rate limiter: the earliest time a packet of `bytes` may leave, so
+    // that each packet follows the previous one by its own size at Rc. No
+    // earlier than `now_ns`; at `now_ns` for the first packet.
+    uint64_t earliest_send_ns(uint64_t bytes, uint64_t now_ns) const;
+
+    double rate_bps() const { return rc_; }          // Rc
+    double target_rate_bps() const { return rt_; }   // Rt
+    double alpha() const { return alpha_; }
+    bool rate_limited() const { return limited_; }
+    // The stage of the next rate increase (FastRecovery when not limited).
+    IncreaseStage stage() const;
+    unsigned timer_count() const { return t_cnt_; }  // T_cnt since the last CNP
+    unsigned byte_count() const { return bc_; }      // BC since the last CNP
+    const RpCounters& counters() const { return counters_; }
+    const DcqcnConfig& config() const { return cfg_; }
+
+private:
+    void rate_increase();
+    void clamp();
+
+    DcqcnConfig cfg_;
+    double rc_;
+    double rt_;
+    double alpha_;
+    bool limited_ = false;
+    uint64_t now_ns_;
+    uint64_t next_alpha_ns_;
+    uint64_t next_rate_ns_ = 0;  // meaningful while limited_
+    uint64_t bytes_ = 0;         // toward the next byte counter event
+    unsigned t_cnt_ = 0;
+    unsigned bc_ = 0;
+    bool sent_any_ = false;
+    uint64_t last_send_ns_ = 0;
+    RpCounters counters_;
+};
+
+}  // namespace simnic::congestion
