@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "simnic/model/fabric/pfc.h"
+#include "simnic/roce/ecn.h"
 #include "simnic/roce/packet.h"
 
 namespace simnic::model::fabric {
@@ -311,16 +312,17 @@ void Switch::forward() {
 }
 
 // RED on the depth the frame finds (the frame on the line included, the
-// frame itself not): CE on ECT(0) and ECT(1) frames only. The IPv4 header
-// checksum is recomputed; the ICRC masks the traffic class, so it stays
-// valid (docs/wire-format.md).
+// frame itself not): CE on ECT(0) and ECT(1) frames only. The ICRC masks
+// the traffic class, so it stays valid (docs/wire-format.md).
 void Switch::mark_ecn(Frame& f, Queue& out) {
     const SwitchPriorityConfig& pc = cfg_.priority[f.prio];
     if (!pc.ecn) return;
     const L3 l3 = find_l3(f.bytes);
     if (!l3.version) return;
-    const std::uint8_t ecn = traffic_class(f.bytes, l3) & 3;
-    if (ecn == 0 || ecn == 3) return;  // not ECN-capable, or already CE
+    std::uint8_t* ip = &f.bytes[l3.off];
+    const std::size_t ip_len = f.bytes.size() - l3.off;
+    const std::optional<roce::Ecn> ecn = roce::read_ecn(ip, ip_len);
+    if (!ecn || *ecn == roce::Ecn::NotEct || *ecn == roce::Ecn::Ce) return;  // not ECN-capable, or already CE
     const std::uint64_t d = out.depth;
     bool mark;
     if (d < pc.kmin_bytes) {
@@ -334,20 +336,9 @@ void Switch::mark_ecn(Frame& f, Queue& out) {
         mark = double(rng_() >> 11) * 0x1.0p-53 < p;
     }
     if (!mark) return;
-    std::uint8_t* ip = &f.bytes[l3.off];
-    if (l3.version == 4) {
-        ip[1] |= 3;
-        const std::size_t ihl = std::size_t(ip[0] & 0x0F) * 4;
-        if (ihl >= roce::kIpv4HdrBytes && l3.off + ihl <= f.bytes.size()) {
-            ip[10] = ip[11] = 0;
-            const std::uint16_t c = roce::ipv4_checksum(ip, ihl);
-            ip[10] = std::uint8_t(c >> 8);
-            ip[11] = std::uint8_t(c);
-        }
-    } else {
-        ip[1] |= 0x30;  // the traffic class's low two bits
-    }
-    ++out.c.ecn_marked;
+    // The packet core's marking, as a switch does it: CE, the IPv4 header
+    // checksum updated (RFC 1624).
+    if (roce::mark_ce(ip, ip_len)) ++out.c.ecn_marked;
 }
 
 void Switch::sample_to(Queue& qu, std::uint64_t t, bool inclusive) {
