@@ -419,6 +419,92 @@ TEST_CASE("QPs: CREATE_QP sizes, rc_pingpong's transitions, QUERY_QP", "[verbs][
     CHECK(r.firmware->counts().qps == 0);
 }
 
+TEST_CASE("modify_qp: values wider than their QP_ATTR field are refused or kept as rxe does", "[verbs][qp]") {
+    // rxe (rxe_qp_chk_attr, rxe_qp_from_attr): timeout > 31 is EINVAL; PSNs
+    // keep their low 24 bits; retry_cnt, rnr_retry and min_rnr_timer are
+    // stored as given. None of them may reach the device as 0 because the
+    // QP_ATTR field is narrower than the verb's u8 or u32.
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    ibv_qp* qp = make_qp(r, cq);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    REQUIRE(sv::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+    ibv_gid gid{};
+    REQUIRE(sv::query_gid(r.ctx, 1, 1, &gid) == 0);
+    std::memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = qp->qp_num;
+    a.rq_psn = 0x1abcdef;  // bit 24 set: rxe keeps 0xabcdef
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 32 + 12;  // rxe's RNR NAK carries the low 5 bits: 12
+    a.ah_attr.is_global = 1;
+    a.ah_attr.grh.hop_limit = 1;
+    a.ah_attr.grh.dgid = gid;
+    a.ah_attr.grh.sgid_index = 1;
+    a.ah_attr.port_num = 1;
+    const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    REQUIRE(sv::modify_qp(qp, &a, rtr) == 0);
+    namespace q = hw::qp_attr;
+    {
+        const Cmd& m = r.rec->last(hw::CmdOpcode::ModifyQp);
+        CHECK(m.get(q::rq_psn) == 0xabcdef);
+        CHECK(m.get(q::min_rnr_timer) == 12);
+    }
+    std::memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 32;  // rxe: EINVAL, and nothing reaches the device
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = 0xff000456;
+    a.max_rd_atomic = 1;
+    const int rts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+    const std::size_t cmds = r.rec->cmds.size();
+    CHECK(sv::modify_qp(qp, &a, rts) == EINVAL);
+    CHECK(r.rec->cmds.size() == cmds);
+    CHECK(qp->state == IBV_QPS_RTR);
+    a.timeout = 255;
+    CHECK(sv::modify_qp(qp, &a, rts) == EINVAL);
+    // retry_cnt and rnr_retry above 7 (rxe counts them down from the u8):
+    // the 3-bit fields hold 7 at most. rnr_retry 7 means "retry for ever",
+    // which is where rxe ends too (its completer stops counting at 7);
+    // retry_cnt 7 is the most retries the device can make.
+    a.timeout = 31;
+    a.retry_cnt = 8;
+    a.rnr_retry = 200;
+    REQUIRE(sv::modify_qp(qp, &a, rts) == 0);
+    {
+        const Cmd& m = r.rec->last(hw::CmdOpcode::ModifyQp);
+        CHECK(m.get(q::timeout) == 31);
+        CHECK(m.get(q::retry_cnt) == 7);
+        CHECK(m.get(q::rnr_retry) == 7);
+        CHECK(m.get(q::sq_psn) == 0x000456);
+    }
+    ibv_qp_attr qa{};
+    ibv_qp_init_attr qi{};
+    REQUIRE(sv::query_qp(qp, &qa, 0, &qi) == 0);
+    CHECK(qa.qp_state == IBV_QPS_RTS);
+    CHECK(qa.sq_psn == 0x456);
+    CHECK(qa.rq_psn == 0xabcdef);
+    CHECK(qa.timeout == 31);
+    CHECK(qa.retry_cnt == 7);
+    CHECK(qa.rnr_retry == 7);
+    CHECK(qa.min_rnr_timer == 12);
+    // A state outside the enum does not fit the 4-bit field: EINVAL (rxe's
+    // ib_modify_qp_is_ok refuses it), never a move to RESET.
+    std::memset(&a, 0, sizeof a);
+    a.qp_state = static_cast<ibv_qp_state>(99);
+    CHECK(sv::modify_qp(qp, &a, IBV_QP_STATE) == EINVAL);
+    CHECK(qp->state == IBV_QPS_RTS);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("post_send below RTS: EINVAL, no WQE, no doorbell", "[verbs][wqe]") {
     // IB spec 10.3.1 (and rxe): send WRs are an immediate error in RESET,
     // INIT and RTR. The engine ignores SQ doorbells in RESET and INIT, so a
