@@ -468,7 +468,10 @@ int post_recv_on(SimContext& c, Wq& wq, std::uint32_t max_sge, hw::DbKind kind,
 
 int detail::op_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     SimQp& qp = *qp_of(ibqp);
-    if (qp.srq != nullptr) {
+    // A QP on an SRQ has no receive queue; a QP in RESET takes no receive WR
+    // (IBA C10-97.2.1; rdma-core's rxe_post_recv reads the same cached
+    // ibv_qp state). Both are immediate errors: nothing queued, no doorbell.
+    if (qp.srq != nullptr || ibqp->state == IBV_QPS_RESET) {
         if (bad) *bad = wr;
         return EINVAL;
     }

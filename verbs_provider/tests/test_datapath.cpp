@@ -662,6 +662,17 @@ TEST_CASE("post_recv and SRQs: RECV_WQE bytes, doorbells", "[verbs][wqe][srq]") 
         w[i].next = i < 2 ? &w[i + 1] : nullptr;
     }
     ibv_recv_wr* bad = nullptr;
+    // In RESET a receive WR is an immediate error (IBA C10-97.2.1), as in
+    // rdma-core's rxe_post_recv: EINVAL, nothing queued, no doorbell. (This
+    // case used to post in RESET and expect success, which rxe refuses.)
+    const std::size_t dbs = r.rec->dbs.size();
+    CHECK(qp->context->ops.post_recv(qp, &w[0], &bad) == EINVAL);
+    CHECK(bad == &w[0]);
+    CHECK(r.rec->dbs.size() == dbs);
+    ibv_qp_attr ia{};
+    ia.qp_state = IBV_QPS_INIT;
+    ia.port_num = 1;
+    REQUIRE(sv::modify_qp(qp, &ia, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
     CHECK(qp->context->ops.post_recv(qp, &w[0], &bad) == ENOMEM);  // RQ of 2
     CHECK(bad == &w[2]);
     REQUIRE(!r.rec->dbs.empty());
