@@ -309,6 +309,15 @@ int resize_cq(ibv_cq* ibcq, int cqe) {
     std::uint8_t* ring = c->queues.alloc(*c->hc, std::size_t{hw::cqe::kSize} << log, dom);
     if (ring == nullptr) return ENOMEM;
     std::lock_guard<std::mutex> lk(cq.mu);  // no polling while the ring changes
+    // rxe_cq_chk_attr: fewer entries than the CQEs now waiting is EINVAL. The
+    // bound is the cqe asked for, as rxe's; RESIZE_CQ checks only the ring.
+    std::uint32_t waiting = 0;
+    while (waiting < (1u << cq.log_size) && hw::cqe_peek(cq.ring, cq.ci + waiting, cq.log_size))
+        ++waiting;
+    if (static_cast<std::uint32_t>(cqe) < waiting) {
+        c->queues.free(ring);
+        return EINVAL;
+    }
     namespace rs = hw::cmd_resize_cq_in;
     std::array<std::uint8_t, rs::kSize> in{};
     hw::set(in.data(), in.size(), rs::cqn, cq.cqn);

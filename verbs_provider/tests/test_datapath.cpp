@@ -353,6 +353,27 @@ TEST_CASE("CQs: CREATE_CQ, poll_cq with the phase rule, batched CQ doorbell", "[
     CHECK(r.firmware->counts().cqs == 0);
 }
 
+TEST_CASE("resize_cq below the CQEs waiting: EINVAL, as rxe_cq_chk_attr", "[verbs][cq]") {
+    // rxe refuses a new size smaller than the CQEs now in the CQ (EINVAL),
+    // comparing with the cqe asked for, not with the ring it would get.
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 7, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    REQUIRE(cq->cqe == 7);
+    for (std::uint32_t i = 0; i < 5; ++i) put_cqe(cq, i, 100 + i, 0x99, true, i);
+    const std::size_t cmds = r.rec->cmds.size();
+    CHECK(sv::resize_cq(cq, 4) == EINVAL);  // a ring of 8 would hold them; rxe still refuses
+    CHECK(sv::resize_cq(cq, 2) == EINVAL);
+    CHECK(r.rec->cmds.size() == cmds);  // refused before RESIZE_CQ
+    CHECK(cq->cqe == 7);
+    ibv_wc wc;
+    REQUIRE(cq->context->ops.poll_cq(cq, 1, &wc) == 1);
+    CHECK(wc.wr_id == 100);
+    CHECK(sv::resize_cq(cq, 4) == 0);  // 4 waiting now
+    CHECK(cq->cqe == 7);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("QPs: CREATE_QP sizes, rc_pingpong's transitions, QUERY_QP", "[verbs][qp]") {
     Rig r;
     ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
