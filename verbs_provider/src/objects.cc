@@ -5,6 +5,7 @@
 #include "provider_internal.h"
 
 #include <endian.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -135,6 +136,14 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
                unsigned int access) {
     SimContext* c = pd ? sim(pd->context) : nullptr;
     if (c == nullptr || length == 0) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    // ib_uverbs_reg_mr, before any driver: the IOVA must sit at the address's
+    // offset within a host page. The device does not need it (REG_MR maps any
+    // IOVA), but an application that passed here would fail on rxe.
+    static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    if ((reinterpret_cast<std::uintptr_t>(addr) ^ iova) & (page - 1)) {
         errno = EINVAL;
         return nullptr;
     }

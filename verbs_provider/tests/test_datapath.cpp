@@ -271,18 +271,47 @@ TEST_CASE("MRs: REG_MR direct mode in the bootstrap domain", "[verbs][mr]") {
     CHECK(mr->addr == buf.data());
     CHECK(mr->length == buf.size());
     CHECK(r.firmware->counts().mrs == 1);
-    // iova2 with another IOVA; zero-based.
-    ibv_mr* mr2 = sv::reg_mr(r.pd, buf.data(), 100, 0x7000, IBV_ACCESS_LOCAL_WRITE);
+    // iova2 with another IOVA (at the address's offset within its page, as
+    // ib_uverbs requires: see "reg_mr_iova: ..." below).
+    const std::uint64_t iova = 0x7000 + (reinterpret_cast<std::uintptr_t>(buf.data()) & 0xFFF);
+    ibv_mr* mr2 = sv::reg_mr(r.pd, buf.data(), 100, iova, IBV_ACCESS_LOCAL_WRITE);
     REQUIRE(mr2 != nullptr);
-    CHECK(r.rec->last(hw::CmdOpcode::RegMr).get(m::iova) == 0x7000);
+    CHECK(r.rec->last(hw::CmdOpcode::RegMr).get(m::iova) == iova);
     CHECK(sv::dereg_mr(mr2) == 0);
     // IB rule: REMOTE_WRITE needs LOCAL_WRITE (firmware: BAD_PARAM -> EINVAL).
     errno = 0;
-    CHECK(sv::reg_mr(r.pd, buf.data(), 100, 0, IBV_ACCESS_REMOTE_WRITE) == nullptr);
+    CHECK(sv::reg_mr(r.pd, buf.data(), 100, reinterpret_cast<std::uintptr_t>(buf.data()),
+                     IBV_ACCESS_REMOTE_WRITE) == nullptr);
     CHECK(errno == EINVAL);
     CHECK(sv::dereg_mr(mr) == 0);
     CHECK(r.rec->last(hw::CmdOpcode::DeregMr).get(hw::cmd_handle::handle) != 0);
     CHECK(r.firmware->counts().mrs == 0);
+}
+
+TEST_CASE("reg_mr_iova: the IOVA at another offset within the page than the address is EINVAL", "[verbs][mr]") {
+    // ib_uverbs_reg_mr refuses, before the driver, a start and an hca_va whose
+    // offsets within a (host) page differ.
+    Rig r;
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    std::vector<std::uint8_t> buf(3 * page);
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(buf.data());
+    const std::uintptr_t off = a % page;
+    const std::size_t cmds = r.rec->cmds.size();
+    for (std::uint64_t iova : {std::uint64_t{0x7000} + off + 8, std::uint64_t{0x7000} + (off ^ 0x800),
+                               std::uint64_t{1} << 40}) {
+        if (iova % page == off) continue;  // the same offset after all
+        errno = 0;
+        CHECK(sv::reg_mr(r.pd, buf.data(), 100, iova, IBV_ACCESS_LOCAL_WRITE) == nullptr);
+        CHECK(errno == EINVAL);
+    }
+    CHECK(r.rec->cmds.size() == cmds);  // refused before REG_MR
+    // The same offset in another page, and a zero-based MR, are registered.
+    ibv_mr* mr = sv::reg_mr(r.pd, buf.data(), 100, (std::uint64_t{1} << 40) + off, IBV_ACCESS_LOCAL_WRITE);
+    REQUIRE(mr != nullptr);
+    CHECK(sv::dereg_mr(mr) == 0);
+    mr = sv::reg_mr(r.pd, buf.data(), 100, a, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED);
+    REQUIRE(mr != nullptr);
+    CHECK(sv::dereg_mr(mr) == 0);
 }
 
 TEST_CASE("CQs: CREATE_CQ, poll_cq with the phase rule, batched CQ doorbell", "[verbs][cq]") {
