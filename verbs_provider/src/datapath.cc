@@ -504,7 +504,7 @@ void ex_begin(ibv_qp_ex* q, ibv_wr_opcode op, std::uint32_t imm) {
         return;
     }
     if (qp.sq.full()) {
-        qp.ex_err = ENOMEM;
+        qp.ex_err = ENOSPC;  // rxe's check_qp_queue_full (ibv_post_send says ENOMEM)
         return;
     }
     qp.ex_wqe = qp.sq.slot(qp.sq.pi);
@@ -583,12 +583,15 @@ void ex_set_sge(ibv_qp_ex* q, std::uint32_t lkey, std::uint64_t addr, std::uint3
     SimQp& qp = exq(q);
     if (!ex_takes_data(qp)) return;
     const ibv_sge sge{addr, len, lkey};
-    if (const int e = set_sges(qp, qp.ex_wr, &sge, 1)) qp.ex_err = e;
+    if (set_sges(qp, qp.ex_wr, &sge, 1) != 0) qp.ex_err = ENOSPC;
 }
+// More SGEs than max_send_sge, or inline data beyond max_inline_data: the
+// ibv_wr_* setters of rdma-core's rxe provider answer ENOSPC where
+// ibv_post_send's checks answer EINVAL; set_sges and set_inline serve both.
 void ex_set_sge_list(ibv_qp_ex* q, std::size_t n, const ibv_sge* sg) {
     SimQp& qp = exq(q);
     if (!ex_takes_data(qp)) return;
-    if (const int e = set_sges(qp, qp.ex_wr, sg, n)) qp.ex_err = e;
+    if (set_sges(qp, qp.ex_wr, sg, n) != 0) qp.ex_err = ENOSPC;
 }
 void ex_set_inline_list(ibv_qp_ex* q, std::size_t n, const ibv_data_buf* b) {
     SimQp& qp = exq(q);
@@ -597,7 +600,7 @@ void ex_set_inline_list(ibv_qp_ex* q, std::size_t n, const ibv_data_buf* b) {
         qp.ex_err = EINVAL;
         return;
     }
-    if (const int e = set_inline(qp, qp.ex_wr, qp.ex_inline.data(), b, n)) qp.ex_err = e;
+    if (set_inline(qp, qp.ex_wr, qp.ex_inline.data(), b, n) != 0) qp.ex_err = ENOSPC;
 }
 void ex_set_inline(ibv_qp_ex* q, void* addr, std::size_t len) {
     const ibv_data_buf b{addr, len};

@@ -963,15 +963,66 @@ TEST_CASE("ibv_qp_ex: wr_start / wr_send / wr_set_sge / wr_complete", "[verbs][q
     CHECK(static_cast<int>(s1.opcode) == IBV_WR_RDMA_WRITE_WITH_IMM);
     CHECK(s1.imm_inv == 7);
     CHECK(s1.raddr.rkey == 0x44);
-    // Ring full: the batch fails and nothing is rung.
+    // Ring full: the batch fails and nothing is rung. ENOSPC, as rdma-core's
+    // rxe provider (check_qp_queue_full); this used to expect ENOMEM, which
+    // is ibv_post_send's answer, not the ibv_wr_* one.
     const auto dbs = r.rec->dbs.size();
     ibv_wr_start(x);
     ibv_wr_send(x);
     ibv_wr_set_sge(x, 1, 2, 3);
-    CHECK(ibv_wr_complete(x) == ENOMEM);
+    CHECK(ibv_wr_complete(x) == ENOSPC);
     CHECK(r.rec->dbs.size() == dbs);
     ibv_wr_start(x);
     ibv_wr_abort(x);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
+TEST_CASE("ibv_qp_ex: a full SQ, too many SGEs, inline data too long: ENOSPC at wr_complete", "[verbs][qpex]") {
+    // rdma-core 44's rxe provider: check_qp_queue_full, wr_set_sge_list beyond
+    // max_sge and wr_set_inline_data(_list) beyond max_inline set the batch's
+    // error to ENOSPC, which ibv_wr_complete returns; nothing is rung.
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 8, nullptr, nullptr, 0);
+    ibv_qp_init_attr_ex a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {4, 2, 1, 1, 16};
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    a.pd = r.pd;
+    a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+    ibv_qp* qp = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
+    REQUIRE(qp != nullptr);
+    connect_rc(r, qp);
+    ibv_qp_ex* x = sv::qp_to_qp_ex(qp);
+    REQUIRE(x != nullptr);
+    const auto dbs = r.rec->dbs.size();
+    std::vector<ibv_sge> sg(a.cap.max_send_sge + 1, ibv_sge{0x5000, 8, 0x33});
+    ibv_wr_start(x);
+    ibv_wr_rdma_write(x, 0x44, 0x6000);
+    ibv_wr_set_sge_list(x, sg.size(), sg.data());
+    CHECK(ibv_wr_complete(x) == ENOSPC);
+    std::vector<std::uint8_t> data(a.cap.max_inline_data + 1, 0x5a);
+    ibv_wr_start(x);
+    ibv_wr_send(x);
+    ibv_wr_set_inline_data(x, data.data(), data.size());
+    CHECK(ibv_wr_complete(x) == ENOSPC);
+    const ibv_data_buf halves[2] = {{data.data(), data.size() / 2},
+                                    {data.data() + data.size() / 2, data.size() - data.size() / 2}};
+    ibv_wr_start(x);
+    ibv_wr_send(x);
+    ibv_wr_set_inline_data_list(x, 2, halves);
+    CHECK(ibv_wr_complete(x) == ENOSPC);
+    CHECK(r.rec->dbs.size() == dbs);
+    // What fits goes: max_send_sge SGEs, max_inline_data bytes.
+    ibv_wr_start(x);
+    ibv_wr_rdma_write(x, 0x44, 0x6000);
+    ibv_wr_set_sge_list(x, a.cap.max_send_sge, sg.data());
+    ibv_wr_send(x);
+    ibv_wr_set_inline_data(x, data.data(), a.cap.max_inline_data);
+    CHECK(ibv_wr_complete(x) == 0);
+    CHECK(r.rec->dbs.size() == dbs + 1);
     CHECK(sv::destroy_qp(qp) == 0);
     CHECK(sv::destroy_cq(cq) == 0);
 }
