@@ -352,6 +352,9 @@ int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* slot) {
     // atomics no inline data.
     if (inl && !hw::wqe_inline_allowed(o)) return EINVAL;
     if (hw::is_local_op(o) && wr.num_sge != 0) return EINVAL;
+    // A bind has no immediate either: rdma-core 44's validate_send_wr refuses
+    // a non-zero imm_data (the union's bits, whatever the application meant).
+    if (op == IBV_WR_BIND_MW && wr.imm_data != 0) return EINVAL;
     if (hw::is_atomic(o) && wr.num_sge != 1) return EINVAL;
     // ATOMIC_WRITE: the 8 bytes come from its one SGE and travel inline in
     // the WQE (rxe's provider copies them the same way); FLUSH has no

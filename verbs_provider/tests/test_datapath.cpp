@@ -1437,6 +1437,15 @@ TEST_CASE("memory windows: ALLOC_MW, BIND_SEG bytes, LOCAL_INV, ibv_qp_ex, REREG
     badwr.bind_mw.bind_info.length = 8;  // no MR
     CHECK(qp->context->ops.post_send(qp, &badwr, &bad) == EINVAL);
     CHECK(r.rec->dbs.back().index == 3);
+    // A bind with an immediate: EINVAL, as rdma-core 44's validate_send_wr.
+    badwr = wr[0];
+    badwr.next = nullptr;
+    badwr.bind_mw.rkey = ibv_inc_rkey(badwr.bind_mw.rkey);
+    badwr.imm_data = htobe32(1);
+    bad = nullptr;
+    CHECK(qp->context->ops.post_send(qp, &badwr, &bad) == EINVAL);
+    CHECK(bad == &badwr);
+    CHECK(r.rec->dbs.back().index == 3);
 
     // ibv_qp_ex: wr_bind_mw and wr_local_inv; data on them fails the batch.
     ibv_qp_ex* x = sv::qp_to_qp_ex(qp);
