@@ -532,6 +532,20 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
+    // The ibv_wr_* operations each QP type has (rdma-core's rxe provider
+    // offers the same sets): asking for another is EOPNOTSUPP at creation,
+    // not an error at the first ibv_wr_complete.
+    constexpr std::uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    constexpr std::uint64_t kUcOps = kUdOps | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                                     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
+    constexpr std::uint64_t kRcOps = kUcOps | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                                     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
+                                     IBV_QP_EX_WITH_ATOMIC_WRITE;
+    const std::uint64_t ops = a->qp_type == IBV_QPT_RC ? kRcOps : a->qp_type == IBV_QPT_UC ? kUcOps : kUdOps;
+    if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~ops) != 0) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
     ibv_qp_cap& cap = a->cap;
     const auto max_wr = c->cap_get(hw::cap_block::max_qp_wr);
     const auto max_sge = std::min<std::uint64_t>(c->cap_get(hw::cap_block::max_sge), hw::kMaxSge);

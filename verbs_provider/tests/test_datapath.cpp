@@ -978,6 +978,56 @@ TEST_CASE("ibv_qp_ex: wr_start / wr_send / wr_set_sge / wr_complete", "[verbs][q
     CHECK(sv::destroy_cq(cq) == 0);
 }
 
+TEST_CASE("create_qp_ex: send_ops_flags beyond the QP type's set are EOPNOTSUPP", "[verbs][qpex]") {
+    // rdma-core 44's check_qp_init_attr: RC, UC and UD each have a set of
+    // ibv_wr_* operations (RXE_SUP_*_QP_SEND_OPS_FLAGS); a flag outside it
+    // refuses the QP with EOPNOTSUPP.
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 8, nullptr, nullptr, 0);
+    const std::uint64_t rc = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+                             IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+                             IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
+                             IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE;
+    const std::uint64_t uc = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW |
+                             IBV_QP_EX_WITH_SEND_WITH_INV;
+    const std::uint64_t ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    auto make = [&](ibv_qp_type t, std::uint64_t ops) {
+        ibv_qp_init_attr_ex a{};
+        a.send_cq = cq;
+        a.recv_cq = cq;
+        a.qp_type = t;
+        a.cap = {2, 2, 1, 1, 0};
+        a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        a.pd = r.pd;
+        a.send_ops_flags = ops;
+        errno = 0;
+        return verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
+    };
+    const struct {
+        ibv_qp_type type;
+        std::uint64_t ok;
+        std::uint64_t refused;
+    } cases[] = {
+        {IBV_QPT_RC, rc, IBV_QP_EX_WITH_TSO},
+        {IBV_QPT_UC, uc, IBV_QP_EX_WITH_RDMA_READ},
+        {IBV_QPT_UC, uc, IBV_QP_EX_WITH_ATOMIC_WRITE},
+        {IBV_QPT_UD, ud, IBV_QP_EX_WITH_RDMA_WRITE},
+        {IBV_QPT_UD, ud, IBV_QP_EX_WITH_BIND_MW},
+    };
+    for (const auto& k : cases) {
+        INFO("type " << k.type << " refused 0x" << std::hex << k.refused);
+        ibv_qp* qp = make(k.type, k.ok);
+        REQUIRE(qp != nullptr);
+        CHECK(sv::destroy_qp(qp) == 0);
+        CHECK(make(k.type, k.ok | k.refused) == nullptr);
+        CHECK(errno == EOPNOTSUPP);
+    }
+    CHECK(r.firmware->counts().qps == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("ibv_qp_ex: a full SQ, too many SGEs, inline data too long: ENOSPC at wr_complete", "[verbs][qpex]") {
     // rdma-core 44's rxe provider: check_qp_queue_full, wr_set_sge_list beyond
     // max_sge and wr_set_inline_data(_list) beyond max_inline set the batch's
