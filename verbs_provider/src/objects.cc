@@ -517,14 +517,18 @@ struct AhInNs {
 
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     SimContext* c = sim(ctx);
-    const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    const std::uint32_t known =
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     if (c == nullptr || a == nullptr || !(a->comp_mask & IBV_QP_INIT_ATTR_PD) ||
         a->pd == nullptr || a->pd->context != ctx || a->send_cq == nullptr ||
         (a->recv_cq == nullptr && a->srq == nullptr)) {
         errno = EINVAL;
         return nullptr;
     }
-    if ((a->comp_mask & ~known) != 0) {
+    // No create flag is supported (as on rxe); a CREATE_FLAGS mask with none
+    // set is accepted, as rdma-core's check_qp_init_attr does.
+    if ((a->comp_mask & ~known) != 0 ||
+        ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags != 0)) {
         errno = EOPNOTSUPP;
         return nullptr;
     }

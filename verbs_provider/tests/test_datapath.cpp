@@ -1028,6 +1028,33 @@ TEST_CASE("create_qp_ex: send_ops_flags beyond the QP type's set are EOPNOTSUPP"
     CHECK(sv::destroy_cq(cq) == 0);
 }
 
+TEST_CASE("create_qp_ex: a CREATE_FLAGS mask with no flag is accepted, any flag EOPNOTSUPP", "[verbs][qpex]") {
+    // rdma-core 44's check_qp_init_attr knows IBV_QP_INIT_ATTR_CREATE_FLAGS and
+    // refuses only the flags that are set (rxe supports none).
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 8, nullptr, nullptr, 0);
+    ibv_qp_init_attr_ex a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {2, 2, 1, 1, 0};
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    a.pd = r.pd;
+    errno = 0;
+    ibv_qp* qp = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
+    REQUIRE(qp != nullptr);
+    CHECK(sv::destroy_qp(qp) == 0);
+    for (std::uint32_t f : {std::uint32_t{IBV_QP_CREATE_SCATTER_FCS}, std::uint32_t{IBV_QP_CREATE_PCI_WRITE_END_PADDING},
+                            std::uint32_t{1u << 30}}) {
+        a.create_flags = f;
+        errno = 0;
+        CHECK(verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a) == nullptr);
+        CHECK(errno == EOPNOTSUPP);
+    }
+    CHECK(r.firmware->counts().qps == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("ibv_qp_ex: a full SQ, too many SGEs, inline data too long: ENOSPC at wr_complete", "[verbs][qpex]") {
     // rdma-core 44's rxe provider: check_qp_queue_full, wr_set_sge_list beyond
     // max_sge and wr_set_inline_data(_list) beyond max_inline set the batch's
