@@ -424,8 +424,10 @@ void Firmware::cmd_resize_cq(Ctx& c, In in, std::size_t n, Out& r) {
     Entry e(ent(Table::Cqc, cqn), Table::Cqc);
     const auto pi = static_cast<std::uint32_t>(e[cc::pi]), ci = static_cast<std::uint32_t>(e[cc::ci]);
     if (hw::ring_used(pi, ci) > pow2(log)) {
+        // A size the waiting CQEs do not fit in is a bad parameter, not a
+        // transient state: rxe_cq_chk_attr answers EINVAL.
         unfence(Table::Cqc, cqn);
-        fail(r, CmdStatus::Again, Syndrome::CqTooFull);
+        fail(r, CmdStatus::BadParam, Syndrome::CqTooFull);
         return;
     }
     if (engine_ && !engine_->cq_copy_entries(e.p, static_cast<std::uint16_t>(dom), base,

@@ -204,10 +204,10 @@ void Firmware::cmd_modify_qp(Ctx& c, In in, std::size_t n, Out& r) {
         fail(r, CmdStatus::BadAttrMask, Syndrome::MaskUnknown);
         return;
     }
-    if ((mask & am::kState) == 0) {
-        fail(r, CmdStatus::BadAttrMask, Syndrome::MaskNoState);
-        return;
-    }
+    // Without STATE the command is a transition from the current state to
+    // itself (IBA 11.2.1.2's table, as ib_modify_qp_is_ok reads it for rxe):
+    // the attributes that self-transition allows, none of a move's effects.
+    const bool moves = (mask & am::kState) != 0;
 
     // The engine may move the state (RTS->SQE/ERR, drain): read, check and
     // write the entry under the fence; tell the engine after releasing it.
@@ -221,7 +221,7 @@ void Firmware::cmd_modify_qp(Ctx& c, In in, std::size_t n, Out& r) {
 
         from = static_cast<QpState>(e[qc::state]);
         const auto type = static_cast<hw::QpType>(e[qc::qp_type]);
-        const std::uint64_t to_raw = g(qa::qp_state);
+        const std::uint64_t to_raw = moves ? g(qa::qp_state) : e[qc::state];
         if (!is_state(to_raw)) {
             return fail(r, CmdStatus::BadState, Syndrome::BadStateValue);
         }
@@ -236,7 +236,7 @@ void Firmware::cmd_modify_qp(Ctx& c, In in, std::size_t n, Out& r) {
         if ((mask & t.required) != t.required) {
             return fail(r, CmdStatus::BadAttrMask, Syndrome::AttrMissing);
         }
-        if (!t.allows(mask)) {
+        if (!t.allows(mask | am::kState)) {
             return fail(r, CmdStatus::BadAttrMask, Syndrome::AttrNotAllowed);
         }
         // A drain in progress blocks leaving SQD except to RESET/ERR (rxe does the
@@ -300,7 +300,7 @@ void Firmware::cmd_modify_qp(Ctx& c, In in, std::size_t n, Out& r) {
 
         // Effects (hw-spec.md 5.7). The firmware also initialises the runtime
         // fields a transition defines, under the fence (fw/README.md).
-        switch (to) {
+        switch (moves ? to : QpState::Init) {  // INIT: the state with no effects
             case QpState::Reset:
                 for (hw::Field f : {qc::sq_draining, qc::sq_pi, qc::sq_ci, qc::rq_pi, qc::rq_ci,
                                     qc::sq_psn, qc::rq_psn, qc::last_acked_psn, qc::msn, qc::ssn,

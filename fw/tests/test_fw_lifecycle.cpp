@@ -134,7 +134,8 @@ TEST_CASE("CQ: sizes, busy while a QP uses it, resize", "[fw][life][cq]") {
     CHECK(d.handle_cmd(CmdOpcode::DestroyCq, cq2).status == CmdStatus::Busy);
     CHECK(d.handle_cmd(CmdOpcode::DeallocPd, pd).status == CmdStatus::Busy);
 
-    // RESIZE_CQ: AGAIN while more CQEs are outstanding than the new ring holds.
+    // RESIZE_CQ: BAD_PARAM (EINVAL, as rxe_cq_chk_attr) while more CQEs are
+    // outstanding than the new ring holds.
     namespace rz = hw::cmd_resize_cq_in;
     auto resize = [&](std::uint32_t log) {
         return d.cmd(CmdOpcode::ResizeCq, Mbox(rz::kSize).set(rz::cqn, cq).set(rz::log_size, log)
@@ -143,9 +144,9 @@ TEST_CASE("CQ: sizes, busy while a QP uses it, resize", "[fw][life][cq]") {
     std::uint8_t* cqc = d.store->entry(Table::Cqc, cq);
     hw::set(cqc, hw::cqc::kSize, hw::cqc::pi, 40);
     hw::set(cqc, hw::cqc::kSize, hw::cqc::ci, 20);
-    const CmdResult again = resize(4);
-    CHECK(again.status == CmdStatus::Again);
-    CHECK(again.err() == 11);
+    const CmdResult full = resize(4);
+    CHECK(full.status == CmdStatus::BadParam);
+    CHECK(full.err() == EINVAL);
     CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::log_size) == 4);
     REQUIRE(resize(5).ok());
     CHECK(d.engine.cq_copies == 1);

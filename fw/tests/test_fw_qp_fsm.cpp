@@ -218,7 +218,34 @@ TEST_CASE("QP FSM: attribute mask rules", "[fw][qp]") {
     QpBench b;
     const std::uint32_t qpn = b.d.create_qp(QpType::Rc, b.pd, b.cq);
     const std::uint32_t init_req = am::kPkeyIndex | am::kPort | am::kAccessFlags;
-    CHECK(b.modify(qpn, init_req, QpState::Init).status == CmdStatus::BadAttrMask);  // no STATE
+    // No STATE in the mask: a transition from the current state to itself, as
+    // in ib_modify_qp_is_ok (rxe). qp_state is ignored (RTS here), the
+    // attributes the self-transition allows are applied, none of a
+    // transition's effects happen; where the self-transition is illegal
+    // (RTR), BAD_STATE (EINVAL).
+    CHECK(b.modify(qpn, 0, QpState::Rts).ok());  // RESET -> RESET
+    CHECK(b.d.qpc_get(qpn, hw::qpc::state) == static_cast<std::uint8_t>(QpState::Reset));
+    CHECK(b.modify(qpn, am::kTimeout, QpState::Rts).status == CmdStatus::BadAttrMask);  // not optional there
+    b.must(qpn, QpState::Init, QpType::Rc);
+    CHECK(b.d.qpc_get(qpn, hw::qpc::qp_access_flags) == (hw::access::kRemoteWrite | hw::access::kRemoteRead));
+    Mbox self = attrs(qpn, am::kAccessFlags, QpState::Rts, QpState::Init);
+    self.set(qa::qp_access_flags, hw::access::kRemoteAtomic);
+    CHECK(b.d.cmd(CmdOpcode::ModifyQp, self).ok());  // INIT -> INIT
+    CHECK(b.d.qpc_get(qpn, hw::qpc::state) == static_cast<std::uint8_t>(QpState::Init));
+    CHECK(b.d.qpc_get(qpn, hw::qpc::qp_access_flags) == hw::access::kRemoteAtomic);
+    b.must(qpn, QpState::Rtr, QpType::Rc);
+    const CmdResult rtr = b.modify(qpn, am::kMinRnrTimer, QpState::Rts);  // RTR -> RTR is not in the table
+    CHECK(rtr.status == CmdStatus::BadState);
+    CHECK(rtr.err() == EINVAL);
+    CHECK(b.d.qpc_get(qpn, hw::qpc::state) == static_cast<std::uint8_t>(QpState::Rtr));
+    b.must(qpn, QpState::Rts, QpType::Rc);
+    const auto acked = b.d.qpc_get(qpn, hw::qpc::last_acked_psn);
+    CHECK(b.modify(qpn, am::kMinRnrTimer, QpState::Err).ok());  // RTS -> RTS
+    CHECK(b.d.qpc_get(qpn, hw::qpc::state) == static_cast<std::uint8_t>(QpState::Rts));
+    CHECK(b.d.qpc_get(qpn, hw::qpc::min_rnr_timer) == 12);
+    CHECK(b.d.qpc_get(qpn, hw::qpc::last_acked_psn) == acked);
+    b.must(qpn, QpState::Err, QpType::Rc);
+    b.must(qpn, QpState::Reset, QpType::Rc);
     for (std::uint32_t bit : {am::kAltPath, am::kPathMigState, am::kCap, am::kRateLimit}) {
         const CmdResult r = b.modify(qpn, am::kState | init_req | bit, QpState::Init);
         CHECK(r.status == CmdStatus::NotSupported);

@@ -14,6 +14,7 @@
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -966,6 +967,79 @@ TEST_CASE("QP state errors", "[verbs][qp]") {
         CHECK(bad == &wr);
         expect_no_completion(q.cq, "post_send in RESET");
         b.verify("buffer");
+    }
+}
+
+TEST_CASE("modify_qp and post_recv answer as rxe: no STATE, wide values, RESET", "[verbs][qp]") {
+    Device d;
+    Qp q(d, IBV_QPT_RC);
+    SECTION("post_recv on a QP in RESET is an immediate error") {
+        // rdma-core's rxe_post_recv (IBA C10-97.2.1): EINVAL, nothing queued.
+        Buffer b(d, 64);
+        ibv_sge sg = b.sge(0, 64);
+        ibv_recv_wr wr{};
+        wr.wr_id = 12;
+        wr.sg_list = &sg;
+        wr.num_sge = 1;
+        ibv_recv_wr* bad = nullptr;
+        CHECK(ibv_post_recv(q.qp, &wr, &bad) == EINVAL);
+        q.to_init();
+        CHECK(ibv_post_recv(q.qp, &wr, &bad) == 0);
+    }
+    SECTION("no IBV_QP_STATE in the mask: the current state to itself") {
+        // ib_modify_qp_is_ok: INIT->INIT takes ACCESS_FLAGS; RTR->RTR is not
+        // in IBA's table.
+        q.to_init();
+        ibv_qp_attr a{};
+        a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+        CHECK(ibv_modify_qp(q.qp, &a, IBV_QP_ACCESS_FLAGS) == 0);
+        ibv_qp_attr qa{};
+        ibv_qp_init_attr ia{};
+        REQUIRE(ibv_query_qp(q.qp, &qa, IBV_QP_ACCESS_FLAGS, &ia) == 0);
+        CHECK(qa.qp_state == IBV_QPS_INIT);
+        CHECK(qa.qp_access_flags == IBV_ACCESS_REMOTE_READ);
+        q.to_rtr(q.qpn(), 0);
+        a.min_rnr_timer = 3;
+        CHECK(ibv_modify_qp(q.qp, &a, IBV_QP_MIN_RNR_TIMER) == EINVAL);
+        CHECK(q.state() == IBV_QPS_RTR);
+    }
+    SECTION("timeout above 31 is EINVAL; PSNs keep their low 24 bits") {
+        q.to_init();
+        q.to_rtr(q.qpn(), 0x1000042);  // rxe: rq_psn & BTH_PSN_MASK
+        ibv_qp_attr a{};
+        a.qp_state = IBV_QPS_RTS;
+        a.sq_psn = 0xff000123;
+        a.timeout = 32;
+        a.retry_cnt = 7;
+        a.rnr_retry = 7;
+        a.max_rd_atomic = 1;
+        const int mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                         IBV_QP_MAX_QP_RD_ATOMIC;
+        CHECK(ibv_modify_qp(q.qp, &a, mask) == EINVAL);
+        CHECK(q.state() == IBV_QPS_RTR);
+        a.timeout = 31;
+        REQUIRE(ibv_modify_qp(q.qp, &a, mask) == 0);
+        ibv_qp_attr qa{};
+        ibv_qp_init_attr ia{};
+        REQUIRE(ibv_query_qp(q.qp, &qa, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_TIMEOUT, &ia) == 0);
+        CHECK(qa.qp_state == IBV_QPS_RTS);
+        CHECK(qa.timeout == 31);
+        CHECK(qa.sq_psn == 0x123);
+        CHECK(qa.rq_psn == 0x42);
+    }
+    SECTION("reg_mr_iova: the IOVA at another page offset than the address is EINVAL") {
+        // ib_uverbs_reg_mr's rule, before any driver.
+        const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+        std::vector<std::uint8_t> m(3 * page);
+        const std::uint64_t off = reinterpret_cast<std::uintptr_t>(m.data()) % page;
+        errno = 0;
+        CHECK(ibv_reg_mr_iova(d.pd, m.data(), 64, (std::uint64_t{1} << 40) + (off + 8) % page,
+                              IBV_ACCESS_LOCAL_WRITE) == nullptr);
+        CHECK(errno == EINVAL);
+        ibv_mr* mr = ibv_reg_mr_iova(d.pd, m.data(), 64, (std::uint64_t{1} << 40) + off,
+                                     IBV_ACCESS_LOCAL_WRITE);
+        REQUIRE(mr != nullptr);
+        CHECK(ibv_dereg_mr(mr) == 0);
     }
 }
 

@@ -352,6 +352,9 @@ int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* slot) {
     // atomics no inline data.
     if (inl && !hw::wqe_inline_allowed(o)) return EINVAL;
     if (hw::is_local_op(o) && wr.num_sge != 0) return EINVAL;
+    // A bind has no immediate either: rdma-core 44's validate_send_wr refuses
+    // a non-zero imm_data (the union's bits, whatever the application meant).
+    if (op == IBV_WR_BIND_MW && wr.imm_data != 0) return EINVAL;
     if (hw::is_atomic(o) && wr.num_sge != 1) return EINVAL;
     // ATOMIC_WRITE: the 8 bytes come from its one SGE and travel inline in
     // the WQE (rxe's provider copies them the same way); FLUSH has no
@@ -468,7 +471,10 @@ int post_recv_on(SimContext& c, Wq& wq, std::uint32_t max_sge, hw::DbKind kind,
 
 int detail::op_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     SimQp& qp = *qp_of(ibqp);
-    if (qp.srq != nullptr) {
+    // A QP on an SRQ has no receive queue; a QP in RESET takes no receive WR
+    // (IBA C10-97.2.1; rdma-core's rxe_post_recv reads the same cached
+    // ibv_qp state). Both are immediate errors: nothing queued, no doorbell.
+    if (qp.srq != nullptr || ibqp->state == IBV_QPS_RESET) {
         if (bad) *bad = wr;
         return EINVAL;
     }
@@ -501,7 +507,7 @@ void ex_begin(ibv_qp_ex* q, ibv_wr_opcode op, std::uint32_t imm) {
         return;
     }
     if (qp.sq.full()) {
-        qp.ex_err = ENOMEM;
+        qp.ex_err = ENOSPC;  // rxe's check_qp_queue_full (ibv_post_send says ENOMEM)
         return;
     }
     qp.ex_wqe = qp.sq.slot(qp.sq.pi);
@@ -580,12 +586,15 @@ void ex_set_sge(ibv_qp_ex* q, std::uint32_t lkey, std::uint64_t addr, std::uint3
     SimQp& qp = exq(q);
     if (!ex_takes_data(qp)) return;
     const ibv_sge sge{addr, len, lkey};
-    if (const int e = set_sges(qp, qp.ex_wr, &sge, 1)) qp.ex_err = e;
+    if (set_sges(qp, qp.ex_wr, &sge, 1) != 0) qp.ex_err = ENOSPC;
 }
+// More SGEs than max_send_sge, or inline data beyond max_inline_data: the
+// ibv_wr_* setters of rdma-core's rxe provider answer ENOSPC where
+// ibv_post_send's checks answer EINVAL; set_sges and set_inline serve both.
 void ex_set_sge_list(ibv_qp_ex* q, std::size_t n, const ibv_sge* sg) {
     SimQp& qp = exq(q);
     if (!ex_takes_data(qp)) return;
-    if (const int e = set_sges(qp, qp.ex_wr, sg, n)) qp.ex_err = e;
+    if (set_sges(qp, qp.ex_wr, sg, n) != 0) qp.ex_err = ENOSPC;
 }
 void ex_set_inline_list(ibv_qp_ex* q, std::size_t n, const ibv_data_buf* b) {
     SimQp& qp = exq(q);
@@ -594,7 +603,7 @@ void ex_set_inline_list(ibv_qp_ex* q, std::size_t n, const ibv_data_buf* b) {
         qp.ex_err = EINVAL;
         return;
     }
-    if (const int e = set_inline(qp, qp.ex_wr, qp.ex_inline.data(), b, n)) qp.ex_err = e;
+    if (set_inline(qp, qp.ex_wr, qp.ex_inline.data(), b, n) != 0) qp.ex_err = ENOSPC;
 }
 void ex_set_inline(ibv_qp_ex* q, void* addr, std::size_t len) {
     const ibv_data_buf b{addr, len};

@@ -5,7 +5,9 @@
 #include "provider_internal.h"
 
 #include <endian.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -134,6 +136,14 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
                unsigned int access) {
     SimContext* c = pd ? sim(pd->context) : nullptr;
     if (c == nullptr || length == 0) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    // ib_uverbs_reg_mr, before any driver: the IOVA must sit at the address's
+    // offset within a host page. The device does not need it (REG_MR maps any
+    // IOVA), but an application that passed here would fail on rxe.
+    static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    if ((reinterpret_cast<std::uintptr_t>(addr) ^ iova) & (page - 1)) {
         errno = EINVAL;
         return nullptr;
     }
@@ -308,6 +318,15 @@ int resize_cq(ibv_cq* ibcq, int cqe) {
     std::uint8_t* ring = c->queues.alloc(*c->hc, std::size_t{hw::cqe::kSize} << log, dom);
     if (ring == nullptr) return ENOMEM;
     std::lock_guard<std::mutex> lk(cq.mu);  // no polling while the ring changes
+    // rxe_cq_chk_attr: fewer entries than the CQEs now waiting is EINVAL. The
+    // bound is the cqe asked for, as rxe's; RESIZE_CQ checks only the ring.
+    std::uint32_t waiting = 0;
+    while (waiting < (1u << cq.log_size) && hw::cqe_peek(cq.ring, cq.ci + waiting, cq.log_size))
+        ++waiting;
+    if (static_cast<std::uint32_t>(cqe) < waiting) {
+        c->queues.free(ring);
+        return EINVAL;
+    }
     namespace rs = hw::cmd_resize_cq_in;
     std::array<std::uint8_t, rs::kSize> in{};
     hw::set(in.data(), in.size(), rs::cqn, cq.cqn);
@@ -498,18 +517,36 @@ struct AhInNs {
 
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     SimContext* c = sim(ctx);
-    const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    const std::uint32_t known =
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     if (c == nullptr || a == nullptr || !(a->comp_mask & IBV_QP_INIT_ATTR_PD) ||
         a->pd == nullptr || a->pd->context != ctx || a->send_cq == nullptr ||
         (a->recv_cq == nullptr && a->srq == nullptr)) {
         errno = EINVAL;
         return nullptr;
     }
-    if ((a->comp_mask & ~known) != 0) {
+    // No create flag is supported (as on rxe); a CREATE_FLAGS mask with none
+    // set is accepted, as rdma-core's check_qp_init_attr does.
+    if ((a->comp_mask & ~known) != 0 ||
+        ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags != 0)) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
     if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    // The ibv_wr_* operations each QP type has (rdma-core's rxe provider
+    // offers the same sets): asking for another is EOPNOTSUPP at creation,
+    // not an error at the first ibv_wr_complete.
+    constexpr std::uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    constexpr std::uint64_t kUcOps = kUdOps | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                                     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
+    constexpr std::uint64_t kRcOps = kUcOps | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                                     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
+                                     IBV_QP_EX_WITH_ATOMIC_WRITE;
+    const std::uint64_t ops = a->qp_type == IBV_QPT_RC ? kRcOps : a->qp_type == IBV_QPT_UC ? kUcOps : kUdOps;
+    if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~ops) != 0) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
@@ -649,9 +686,27 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     SimQp& qp = *qp_of(ibqp);
     namespace a = hw::qp_attr;
     std::array<std::uint8_t, a::kSize> in{};
-    auto set = [&in](hw::Field f, std::uint64_t v) { hw::set(in.data(), in.size(), f, v); };
+    // hw::set refuses a value wider than its field and leaves the field 0; a
+    // dropped value would reach the device as 0 (a timeout of 0 is "no
+    // retransmit timer", a state of 0 is RESET). So every value that can be
+    // wider than its field is first refused or narrowed below as rxe does,
+    // and whatever still does not fit makes the verb fail instead of being
+    // sent as 0.
+    bool fits = true;
+    auto set = [&in, &fits](hw::Field f, std::uint64_t v) {
+        if (!hw::set(in.data(), in.size(), f, v)) fits = false;
+    };
     const auto m = static_cast<std::uint32_t>(mask);
     namespace k = hw::qp_attr_mask;
+    // rxe_qp_chk_attr: a timeout above 31 (4.096 us * 2^31) is EINVAL.
+    if ((m & k::kTimeout) && attr->timeout > 31) return EINVAL;
+    constexpr std::uint32_t kPsnMask = 0xFFFFFF;  // rxe_qp_from_attr: & BTH_PSN_MASK
+    // retry_cnt and rnr_retry are 3 bits in IBA and in QP_ATTR; rxe stores the
+    // u8 and counts it down. The nearest meaning the field holds is 7: for
+    // rnr_retry exactly rxe's (its completer stops counting at 7, so a count
+    // above 7 ends as "retry for ever"); for retry_cnt the most retries the
+    // device can make (rxe would make up to 255 before RETRY_EXC_ERR).
+    auto count3 = [](std::uint8_t v) { return std::min<std::uint8_t>(v, 7); };
     set(a::qpn, qp.qpn);
     set(a::attr_mask, m);
     if (m & k::kState) set(a::qp_state, attr->qp_state);
@@ -659,19 +714,26 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     if (m & k::kPathMtu) set(a::path_mtu, attr->path_mtu);
     if (m & k::kEnSqdAsyncNotify) set(a::en_sqd_async_notify, attr->en_sqd_async_notify ? 1 : 0);
     if (m & k::kQkey) set(a::qkey, attr->qkey);
-    if (m & k::kRqPsn) set(a::rq_psn, attr->rq_psn);
-    if (m & k::kSqPsn) set(a::sq_psn, attr->sq_psn);
-    if (m & k::kDestQpn) set(a::dest_qp_num, attr->dest_qp_num);
+    if (m & k::kRqPsn) set(a::rq_psn, attr->rq_psn & kPsnMask);
+    if (m & k::kSqPsn) set(a::sq_psn, attr->sq_psn & kPsnMask);
+    // rxe stores the u32 and its BTH builder keeps the low 24 bits.
+    if (m & k::kDestQpn) set(a::dest_qp_num, attr->dest_qp_num & 0xFFFFFF);
     if (m & k::kAccessFlags) set(a::qp_access_flags, attr->qp_access_flags);
     if (m & k::kPort) set(a::port_num, attr->port_num);
     if (m & k::kPkeyIndex) set(a::pkey_index, attr->pkey_index);
     if (m & k::kTimeout) set(a::timeout, attr->timeout);
-    if (m & k::kRetryCnt) set(a::retry_cnt, attr->retry_cnt);
-    if (m & k::kRnrRetry) set(a::rnr_retry, attr->rnr_retry);
-    if (m & k::kMinRnrTimer) set(a::min_rnr_timer, attr->min_rnr_timer);
+    if (m & k::kRetryCnt) set(a::retry_cnt, count3(attr->retry_cnt));
+    if (m & k::kRnrRetry) set(a::rnr_retry, count3(attr->rnr_retry));
+    // rxe's responder puts min_rnr_timer & ~AETH_TYPE_MASK into the RNR NAK's
+    // syndrome: on the wire only the low 5 bits count.
+    if (m & k::kMinRnrTimer) set(a::min_rnr_timer, attr->min_rnr_timer & 0x1F);
     if (m & k::kMaxQpRdAtomic) set(a::max_rd_atomic, attr->max_rd_atomic);
     if (m & k::kMaxDestRdAtomic) set(a::max_dest_rd_atomic, attr->max_dest_rd_atomic);
     if (m & k::kAv) put_av<QpAttrNs>(in.data(), in.size(), attr->ah_attr);
+    // What is left to not fit is a state, current state or path MTU outside
+    // its enum, or access bits beyond the 8 QP_ATTR has: input rxe refuses too
+    // (ib_modify_qp_is_ok, the MTU check) or the firmware would (bits 4..7).
+    if (!fits) return EINVAL;
     host::CmdOutcome r;
     const int e = (m & k::kAv) ? run_av(*c, hw::CmdOpcode::ModifyQp, in, 0, r)
                                : run_in(*c, hw::CmdOpcode::ModifyQp, in, 0, r);

@@ -271,18 +271,47 @@ TEST_CASE("MRs: REG_MR direct mode in the bootstrap domain", "[verbs][mr]") {
     CHECK(mr->addr == buf.data());
     CHECK(mr->length == buf.size());
     CHECK(r.firmware->counts().mrs == 1);
-    // iova2 with another IOVA; zero-based.
-    ibv_mr* mr2 = sv::reg_mr(r.pd, buf.data(), 100, 0x7000, IBV_ACCESS_LOCAL_WRITE);
+    // iova2 with another IOVA (at the address's offset within its page, as
+    // ib_uverbs requires: see "reg_mr_iova: ..." below).
+    const std::uint64_t iova = 0x7000 + (reinterpret_cast<std::uintptr_t>(buf.data()) & 0xFFF);
+    ibv_mr* mr2 = sv::reg_mr(r.pd, buf.data(), 100, iova, IBV_ACCESS_LOCAL_WRITE);
     REQUIRE(mr2 != nullptr);
-    CHECK(r.rec->last(hw::CmdOpcode::RegMr).get(m::iova) == 0x7000);
+    CHECK(r.rec->last(hw::CmdOpcode::RegMr).get(m::iova) == iova);
     CHECK(sv::dereg_mr(mr2) == 0);
     // IB rule: REMOTE_WRITE needs LOCAL_WRITE (firmware: BAD_PARAM -> EINVAL).
     errno = 0;
-    CHECK(sv::reg_mr(r.pd, buf.data(), 100, 0, IBV_ACCESS_REMOTE_WRITE) == nullptr);
+    CHECK(sv::reg_mr(r.pd, buf.data(), 100, reinterpret_cast<std::uintptr_t>(buf.data()),
+                     IBV_ACCESS_REMOTE_WRITE) == nullptr);
     CHECK(errno == EINVAL);
     CHECK(sv::dereg_mr(mr) == 0);
     CHECK(r.rec->last(hw::CmdOpcode::DeregMr).get(hw::cmd_handle::handle) != 0);
     CHECK(r.firmware->counts().mrs == 0);
+}
+
+TEST_CASE("reg_mr_iova: the IOVA at another offset within the page than the address is EINVAL", "[verbs][mr]") {
+    // ib_uverbs_reg_mr refuses, before the driver, a start and an hca_va whose
+    // offsets within a (host) page differ.
+    Rig r;
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    std::vector<std::uint8_t> buf(3 * page);
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(buf.data());
+    const std::uintptr_t off = a % page;
+    const std::size_t cmds = r.rec->cmds.size();
+    for (std::uint64_t iova : {std::uint64_t{0x7000} + off + 8, std::uint64_t{0x7000} + (off ^ 0x800),
+                               std::uint64_t{1} << 40}) {
+        if (iova % page == off) continue;  // the same offset after all
+        errno = 0;
+        CHECK(sv::reg_mr(r.pd, buf.data(), 100, iova, IBV_ACCESS_LOCAL_WRITE) == nullptr);
+        CHECK(errno == EINVAL);
+    }
+    CHECK(r.rec->cmds.size() == cmds);  // refused before REG_MR
+    // The same offset in another page, and a zero-based MR, are registered.
+    ibv_mr* mr = sv::reg_mr(r.pd, buf.data(), 100, (std::uint64_t{1} << 40) + off, IBV_ACCESS_LOCAL_WRITE);
+    REQUIRE(mr != nullptr);
+    CHECK(sv::dereg_mr(mr) == 0);
+    mr = sv::reg_mr(r.pd, buf.data(), 100, a, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED);
+    REQUIRE(mr != nullptr);
+    CHECK(sv::dereg_mr(mr) == 0);
 }
 
 TEST_CASE("CQs: CREATE_CQ, poll_cq with the phase rule, batched CQ doorbell", "[verbs][cq]") {
@@ -353,6 +382,27 @@ TEST_CASE("CQs: CREATE_CQ, poll_cq with the phase rule, batched CQ doorbell", "[
     CHECK(r.firmware->counts().cqs == 0);
 }
 
+TEST_CASE("resize_cq below the CQEs waiting: EINVAL, as rxe_cq_chk_attr", "[verbs][cq]") {
+    // rxe refuses a new size smaller than the CQEs now in the CQ (EINVAL),
+    // comparing with the cqe asked for, not with the ring it would get.
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 7, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    REQUIRE(cq->cqe == 7);
+    for (std::uint32_t i = 0; i < 5; ++i) put_cqe(cq, i, 100 + i, 0x99, true, i);
+    const std::size_t cmds = r.rec->cmds.size();
+    CHECK(sv::resize_cq(cq, 4) == EINVAL);  // a ring of 8 would hold them; rxe still refuses
+    CHECK(sv::resize_cq(cq, 2) == EINVAL);
+    CHECK(r.rec->cmds.size() == cmds);  // refused before RESIZE_CQ
+    CHECK(cq->cqe == 7);
+    ibv_wc wc;
+    REQUIRE(cq->context->ops.poll_cq(cq, 1, &wc) == 1);
+    CHECK(wc.wr_id == 100);
+    CHECK(sv::resize_cq(cq, 4) == 0);  // 4 waiting now
+    CHECK(cq->cqe == 7);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("QPs: CREATE_QP sizes, rc_pingpong's transitions, QUERY_QP", "[verbs][qp]") {
     Rig r;
     ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
@@ -417,6 +467,92 @@ TEST_CASE("QPs: CREATE_QP sizes, rc_pingpong's transitions, QUERY_QP", "[verbs][
     CHECK(r.rec->last(hw::CmdOpcode::DestroyQp).get(hw::cmd_handle::handle) != 0);
     CHECK(sv::destroy_cq(cq) == 0);
     CHECK(r.firmware->counts().qps == 0);
+}
+
+TEST_CASE("modify_qp: values wider than their QP_ATTR field are refused or kept as rxe does", "[verbs][qp]") {
+    // rxe (rxe_qp_chk_attr, rxe_qp_from_attr): timeout > 31 is EINVAL; PSNs
+    // keep their low 24 bits; retry_cnt, rnr_retry and min_rnr_timer are
+    // stored as given. None of them may reach the device as 0 because the
+    // QP_ATTR field is narrower than the verb's u8 or u32.
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    ibv_qp* qp = make_qp(r, cq);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    REQUIRE(sv::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+    ibv_gid gid{};
+    REQUIRE(sv::query_gid(r.ctx, 1, 1, &gid) == 0);
+    std::memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = qp->qp_num;
+    a.rq_psn = 0x1abcdef;  // bit 24 set: rxe keeps 0xabcdef
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 32 + 12;  // rxe's RNR NAK carries the low 5 bits: 12
+    a.ah_attr.is_global = 1;
+    a.ah_attr.grh.hop_limit = 1;
+    a.ah_attr.grh.dgid = gid;
+    a.ah_attr.grh.sgid_index = 1;
+    a.ah_attr.port_num = 1;
+    const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    REQUIRE(sv::modify_qp(qp, &a, rtr) == 0);
+    namespace q = hw::qp_attr;
+    {
+        const Cmd& m = r.rec->last(hw::CmdOpcode::ModifyQp);
+        CHECK(m.get(q::rq_psn) == 0xabcdef);
+        CHECK(m.get(q::min_rnr_timer) == 12);
+    }
+    std::memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 32;  // rxe: EINVAL, and nothing reaches the device
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = 0xff000456;
+    a.max_rd_atomic = 1;
+    const int rts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+    const std::size_t cmds = r.rec->cmds.size();
+    CHECK(sv::modify_qp(qp, &a, rts) == EINVAL);
+    CHECK(r.rec->cmds.size() == cmds);
+    CHECK(qp->state == IBV_QPS_RTR);
+    a.timeout = 255;
+    CHECK(sv::modify_qp(qp, &a, rts) == EINVAL);
+    // retry_cnt and rnr_retry above 7 (rxe counts them down from the u8):
+    // the 3-bit fields hold 7 at most. rnr_retry 7 means "retry for ever",
+    // which is where rxe ends too (its completer stops counting at 7);
+    // retry_cnt 7 is the most retries the device can make.
+    a.timeout = 31;
+    a.retry_cnt = 8;
+    a.rnr_retry = 200;
+    REQUIRE(sv::modify_qp(qp, &a, rts) == 0);
+    {
+        const Cmd& m = r.rec->last(hw::CmdOpcode::ModifyQp);
+        CHECK(m.get(q::timeout) == 31);
+        CHECK(m.get(q::retry_cnt) == 7);
+        CHECK(m.get(q::rnr_retry) == 7);
+        CHECK(m.get(q::sq_psn) == 0x000456);
+    }
+    ibv_qp_attr qa{};
+    ibv_qp_init_attr qi{};
+    REQUIRE(sv::query_qp(qp, &qa, 0, &qi) == 0);
+    CHECK(qa.qp_state == IBV_QPS_RTS);
+    CHECK(qa.sq_psn == 0x456);
+    CHECK(qa.rq_psn == 0xabcdef);
+    CHECK(qa.timeout == 31);
+    CHECK(qa.retry_cnt == 7);
+    CHECK(qa.rnr_retry == 7);
+    CHECK(qa.min_rnr_timer == 12);
+    // A state outside the enum does not fit the 4-bit field: EINVAL (rxe's
+    // ib_modify_qp_is_ok refuses it), never a move to RESET.
+    std::memset(&a, 0, sizeof a);
+    a.qp_state = static_cast<ibv_qp_state>(99);
+    CHECK(sv::modify_qp(qp, &a, IBV_QP_STATE) == EINVAL);
+    CHECK(qp->state == IBV_QPS_RTS);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
 }
 
 TEST_CASE("post_send below RTS: EINVAL, no WQE, no doorbell", "[verbs][wqe]") {
@@ -576,6 +712,17 @@ TEST_CASE("post_recv and SRQs: RECV_WQE bytes, doorbells", "[verbs][wqe][srq]") 
         w[i].next = i < 2 ? &w[i + 1] : nullptr;
     }
     ibv_recv_wr* bad = nullptr;
+    // In RESET a receive WR is an immediate error (IBA C10-97.2.1), as in
+    // rdma-core's rxe_post_recv: EINVAL, nothing queued, no doorbell. (This
+    // case used to post in RESET and expect success, which rxe refuses.)
+    const std::size_t dbs = r.rec->dbs.size();
+    CHECK(qp->context->ops.post_recv(qp, &w[0], &bad) == EINVAL);
+    CHECK(bad == &w[0]);
+    CHECK(r.rec->dbs.size() == dbs);
+    ibv_qp_attr ia{};
+    ia.qp_state = IBV_QPS_INIT;
+    ia.port_num = 1;
+    REQUIRE(sv::modify_qp(qp, &ia, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
     CHECK(qp->context->ops.post_recv(qp, &w[0], &bad) == ENOMEM);  // RQ of 2
     CHECK(bad == &w[2]);
     REQUIRE(!r.rec->dbs.empty());
@@ -816,15 +963,143 @@ TEST_CASE("ibv_qp_ex: wr_start / wr_send / wr_set_sge / wr_complete", "[verbs][q
     CHECK(static_cast<int>(s1.opcode) == IBV_WR_RDMA_WRITE_WITH_IMM);
     CHECK(s1.imm_inv == 7);
     CHECK(s1.raddr.rkey == 0x44);
-    // Ring full: the batch fails and nothing is rung.
+    // Ring full: the batch fails and nothing is rung. ENOSPC, as rdma-core's
+    // rxe provider (check_qp_queue_full); this used to expect ENOMEM, which
+    // is ibv_post_send's answer, not the ibv_wr_* one.
     const auto dbs = r.rec->dbs.size();
     ibv_wr_start(x);
     ibv_wr_send(x);
     ibv_wr_set_sge(x, 1, 2, 3);
-    CHECK(ibv_wr_complete(x) == ENOMEM);
+    CHECK(ibv_wr_complete(x) == ENOSPC);
     CHECK(r.rec->dbs.size() == dbs);
     ibv_wr_start(x);
     ibv_wr_abort(x);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
+TEST_CASE("create_qp_ex: send_ops_flags beyond the QP type's set are EOPNOTSUPP", "[verbs][qpex]") {
+    // rdma-core 44's check_qp_init_attr: RC, UC and UD each have a set of
+    // ibv_wr_* operations (RXE_SUP_*_QP_SEND_OPS_FLAGS); a flag outside it
+    // refuses the QP with EOPNOTSUPP.
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 8, nullptr, nullptr, 0);
+    const std::uint64_t rc = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+                             IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+                             IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
+                             IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE;
+    const std::uint64_t uc = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW |
+                             IBV_QP_EX_WITH_SEND_WITH_INV;
+    const std::uint64_t ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    auto make = [&](ibv_qp_type t, std::uint64_t ops) {
+        ibv_qp_init_attr_ex a{};
+        a.send_cq = cq;
+        a.recv_cq = cq;
+        a.qp_type = t;
+        a.cap = {2, 2, 1, 1, 0};
+        a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        a.pd = r.pd;
+        a.send_ops_flags = ops;
+        errno = 0;
+        return verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
+    };
+    const struct {
+        ibv_qp_type type;
+        std::uint64_t ok;
+        std::uint64_t refused;
+    } cases[] = {
+        {IBV_QPT_RC, rc, IBV_QP_EX_WITH_TSO},
+        {IBV_QPT_UC, uc, IBV_QP_EX_WITH_RDMA_READ},
+        {IBV_QPT_UC, uc, IBV_QP_EX_WITH_ATOMIC_WRITE},
+        {IBV_QPT_UD, ud, IBV_QP_EX_WITH_RDMA_WRITE},
+        {IBV_QPT_UD, ud, IBV_QP_EX_WITH_BIND_MW},
+    };
+    for (const auto& k : cases) {
+        INFO("type " << k.type << " refused 0x" << std::hex << k.refused);
+        ibv_qp* qp = make(k.type, k.ok);
+        REQUIRE(qp != nullptr);
+        CHECK(sv::destroy_qp(qp) == 0);
+        CHECK(make(k.type, k.ok | k.refused) == nullptr);
+        CHECK(errno == EOPNOTSUPP);
+    }
+    CHECK(r.firmware->counts().qps == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
+TEST_CASE("create_qp_ex: a CREATE_FLAGS mask with no flag is accepted, any flag EOPNOTSUPP", "[verbs][qpex]") {
+    // rdma-core 44's check_qp_init_attr knows IBV_QP_INIT_ATTR_CREATE_FLAGS and
+    // refuses only the flags that are set (rxe supports none).
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 8, nullptr, nullptr, 0);
+    ibv_qp_init_attr_ex a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {2, 2, 1, 1, 0};
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    a.pd = r.pd;
+    errno = 0;
+    ibv_qp* qp = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
+    REQUIRE(qp != nullptr);
+    CHECK(sv::destroy_qp(qp) == 0);
+    for (std::uint32_t f : {std::uint32_t{IBV_QP_CREATE_SCATTER_FCS}, std::uint32_t{IBV_QP_CREATE_PCI_WRITE_END_PADDING},
+                            std::uint32_t{1u << 30}}) {
+        a.create_flags = f;
+        errno = 0;
+        CHECK(verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a) == nullptr);
+        CHECK(errno == EOPNOTSUPP);
+    }
+    CHECK(r.firmware->counts().qps == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
+TEST_CASE("ibv_qp_ex: a full SQ, too many SGEs, inline data too long: ENOSPC at wr_complete", "[verbs][qpex]") {
+    // rdma-core 44's rxe provider: check_qp_queue_full, wr_set_sge_list beyond
+    // max_sge and wr_set_inline_data(_list) beyond max_inline set the batch's
+    // error to ENOSPC, which ibv_wr_complete returns; nothing is rung.
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 8, nullptr, nullptr, 0);
+    ibv_qp_init_attr_ex a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {4, 2, 1, 1, 16};
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    a.pd = r.pd;
+    a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+    ibv_qp* qp = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
+    REQUIRE(qp != nullptr);
+    connect_rc(r, qp);
+    ibv_qp_ex* x = sv::qp_to_qp_ex(qp);
+    REQUIRE(x != nullptr);
+    const auto dbs = r.rec->dbs.size();
+    std::vector<ibv_sge> sg(a.cap.max_send_sge + 1, ibv_sge{0x5000, 8, 0x33});
+    ibv_wr_start(x);
+    ibv_wr_rdma_write(x, 0x44, 0x6000);
+    ibv_wr_set_sge_list(x, sg.size(), sg.data());
+    CHECK(ibv_wr_complete(x) == ENOSPC);
+    std::vector<std::uint8_t> data(a.cap.max_inline_data + 1, 0x5a);
+    ibv_wr_start(x);
+    ibv_wr_send(x);
+    ibv_wr_set_inline_data(x, data.data(), data.size());
+    CHECK(ibv_wr_complete(x) == ENOSPC);
+    const ibv_data_buf halves[2] = {{data.data(), data.size() / 2},
+                                    {data.data() + data.size() / 2, data.size() - data.size() / 2}};
+    ibv_wr_start(x);
+    ibv_wr_send(x);
+    ibv_wr_set_inline_data_list(x, 2, halves);
+    CHECK(ibv_wr_complete(x) == ENOSPC);
+    CHECK(r.rec->dbs.size() == dbs);
+    // What fits goes: max_send_sge SGEs, max_inline_data bytes.
+    ibv_wr_start(x);
+    ibv_wr_rdma_write(x, 0x44, 0x6000);
+    ibv_wr_set_sge_list(x, a.cap.max_send_sge, sg.data());
+    ibv_wr_send(x);
+    ibv_wr_set_inline_data(x, data.data(), a.cap.max_inline_data);
+    CHECK(ibv_wr_complete(x) == 0);
+    CHECK(r.rec->dbs.size() == dbs + 1);
     CHECK(sv::destroy_qp(qp) == 0);
     CHECK(sv::destroy_cq(cq) == 0);
 }
@@ -1238,6 +1513,15 @@ TEST_CASE("memory windows: ALLOC_MW, BIND_SEG bytes, LOCAL_INV, ibv_qp_ex, REREG
     badwr.bind_mw.mw = mw2;
     badwr.bind_mw.bind_info.length = 8;  // no MR
     CHECK(qp->context->ops.post_send(qp, &badwr, &bad) == EINVAL);
+    CHECK(r.rec->dbs.back().index == 3);
+    // A bind with an immediate: EINVAL, as rdma-core 44's validate_send_wr.
+    badwr = wr[0];
+    badwr.next = nullptr;
+    badwr.bind_mw.rkey = ibv_inc_rkey(badwr.bind_mw.rkey);
+    badwr.imm_data = htobe32(1);
+    bad = nullptr;
+    CHECK(qp->context->ops.post_send(qp, &badwr, &bad) == EINVAL);
+    CHECK(bad == &badwr);
     CHECK(r.rec->dbs.back().index == 3);
 
     // ibv_qp_ex: wr_bind_mw and wr_local_inv; data on them fails the batch.
