@@ -7,5 +7,9 @@
 set -u
 B=$(cd "${1:-build}" && pwd)
 H=$(cd "$(dirname "$0")/../testbench/system" && pwd)
-SIMNIC_LIMITS_QPS=${2:-10000} SIMNIC_LIMITS_MRS=${3:-100000} \
+# The advertised max_qp (about a million) takes 20-30 minutes on a loaded
+# 2-core machine, and about 14 GB of the application's queue memory.
+timeout=1200
+[ "${2:-}" != max ] || timeout=3600
+SIMNIC_LIMITS_TIMEOUT=${SIMNIC_LIMITS_TIMEOUT:-$timeout} SIMNIC_LIMITS_QPS=${2:-10000} SIMNIC_LIMITS_MRS=${3:-100000} \
   "$H/run_limits.sh" "$B/cli/simnic" "$B/verbs_provider/libsimnic-verbs.so" "$B/testbench/system/simnic_limits_app"

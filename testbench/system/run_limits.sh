@@ -12,7 +12,7 @@ sys_init limits SIMNIC LIB EXE
 export SIMNIC_TEST_DEVICE=$DEV
 trap sys_cleanup EXIT
 link_add "$DEV"
-"${AS[@]}" env SIMNIC_DAEMON_PID="$(daemon_pid)" timeout 1200 "$SIMNIC" exec -- "$EXE" "$@"
+"${AS[@]}" env SIMNIC_DAEMON_PID="$(daemon_pid)" timeout "${SIMNIC_LIMITS_TIMEOUT:-1200}" "$SIMNIC" exec -- "$EXE" "$@"
 rc=$?
 [ "$rc" -eq 0 ] || fail "$(basename "$EXE") exited $rc"
 wait_no_qps || fail "QPs left behind"
