@@ -2,7 +2,8 @@
 # Runs simnic_limits_app (limits_app.cpp) through run_verbs_integrity.sh's
 # steps, with the private daemon's pid for its memory figures.
 #   run_limits.sh SIMNIC LIBSIMNIC_VERBS LIMITS_APP [CATCH ARGS...]
-# SIMNIC_LIMITS_QPS, SIMNIC_LIMITS_MRS: the [scale] case's counts.
+# SIMNIC_LIMITS_QPS, SIMNIC_LIMITS_MRS: the [scale] case's counts;
+# SIMNIC_LIMITS_TIMEOUT: seconds the program may take (default 1200).
 set -u
 SIMNIC=$1 LIB=$2 EXE=$3
 shift 3
