@@ -29,13 +29,12 @@ constexpr std::uint64_t kNapNs = 500'000;
 
 // ---- CQ polling ----
 void retire(SimCq& cq, const hw::Cqe& e) {
-    for (SimQp* qp : cq.qps) {
-        if (qp->qpn != e.qp_num) continue;
-        // Everything up to and including the completed WQE is free (6.1).
-        Wq& wq = e.is_send ? qp->sq : (qp->srq ? qp->srq->wq : qp->rq);
-        wq.ci.store(e.wqe_index + 1, std::memory_order_release);
-        return;
-    }
+    auto it = cq.qps.find(e.qp_num);
+    if (it == cq.qps.end()) return;
+    SimQp* qp = it->second;
+    // Everything up to and including the completed WQE is free (6.1).
+    Wq& wq = e.is_send ? qp->sq : (qp->srq ? qp->srq->wq : qp->rq);
+    wq.ci.store(e.wqe_index + 1, std::memory_order_release);
 }
 
 void translate(const hw::Cqe& c, ibv_wc& wc) {

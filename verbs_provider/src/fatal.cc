@@ -97,7 +97,7 @@ const std::uint8_t* flush_one(SimCq& cq, const SimQp& qp, Wq& wq, bool send) {
 }  // namespace
 
 const std::uint8_t* detail::flush_cqe(SimCq& cq) {
-    for (SimQp* qp : cq.qps) {
+    for (const auto& [qpn, qp] : cq.qps) {
         if (qp->scq == &cq)
             if (const std::uint8_t* e = flush_one(cq, *qp, qp->sq, true)) return e;
         if (qp->rcq == &cq && qp->srq == nullptr)

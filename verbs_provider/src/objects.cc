@@ -658,7 +658,7 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     cap.max_inline_data = qp->max_inline;
     for (SimCq* cq : {qp->scq, qp->rcq}) {
         std::lock_guard<std::mutex> lk(cq->mu);
-        if (std::find(cq->qps.begin(), cq->qps.end(), qp) == cq->qps.end()) cq->qps.push_back(qp);
+        cq->qps.emplace(qp->qpn, qp);
     }
     std::lock_guard<std::mutex> lk(c->obj_mu);
     c->qps[qp->qpn] = qp;
@@ -826,7 +826,7 @@ int destroy_qp(ibv_qp* ibqp) {
     }
     for (SimCq* cq : {qp->scq, qp->rcq}) {
         std::lock_guard<std::mutex> lk(cq->mu);
-        cq->qps.erase(std::remove(cq->qps.begin(), cq->qps.end(), qp), cq->qps.end());
+        cq->qps.erase(qp->qpn);
     }
     purge_async(*c, ibqp);
     pthread_cond_destroy(&ibqp->cond);

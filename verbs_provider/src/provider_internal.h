@@ -307,7 +307,10 @@ struct SimCq {
     std::mutex mu;           // poll_cq; held from start_poll to end_poll
     std::uint32_t ci = 0;    // under mu
     std::uint32_t empty_polls = 0;  // consecutive empty polls (under mu)
-    std::vector<SimQp*> qps; // QPs completing here (under mu)
+    // QPs completing here, by QPN (under mu): each CQE finds its QP in
+    // O(log n), and a QP comes and goes in O(log n) (a vector made a million
+    // QPs on one CQ quadratic to create and to destroy).
+    std::map<std::uint32_t, SimQp*> qps;
     // ibv_cq_ex polling, between start_poll and end_poll (under mu): the
     // CQE the iterator is on (ex_on false after next_poll found none), its
     // translation, and how many CQEs the batch consumed.
