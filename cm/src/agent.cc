@@ -129,12 +129,13 @@ struct Agent::Impl {
     uint32_t next_handle = 1;
     size_t max_ids_per_channel = 0;  // 0: none
     // Whether a listener's channel may take one more ID (for a request).
-    bool room_on(uint64_t channel) const {
-        if (max_ids_per_channel == 0) return true;
+    // The IDs an application holds on `channel` (orphans are the agent's).
+    size_t ids_on(uint64_t channel) const {
         size_t n = 0;
         for (const auto& [h, id] : ids) n += id.channel == channel && !id.orphan;
-        return n < max_ids_per_channel;
+        return n;
     }
+    bool room_on(uint64_t channel) const { return max_ids_per_channel == 0 || ids_on(channel) < max_ids_per_channel; }
     // ib_cm's TID: the MAD agent's high half, the ID's communication ID low.
     static constexpr uint64_t kTidHigh = uint64_t{1} << 32;
 
@@ -819,11 +820,7 @@ size_t Agent::id_count() const {
     return n;
 }
 
-size_t Agent::id_count(uint64_t channel) const {
-    size_t n = 0;
-    for (const auto& [h, id] : impl_->ids) n += id.channel == channel && !id.orphan;
-    return n;
-}
+size_t Agent::id_count(uint64_t channel) const { return impl_->ids_on(channel); }
 
 std::string Agent::state_name(uint32_t h) const {
     const Id* id = impl_->find(h);

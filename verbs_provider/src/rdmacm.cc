@@ -580,9 +580,6 @@ Ev* removal_event(Chan* c) {
 
 Chan* new_channel();
 
-// rdma_migrate_id: the ID's events go to `to` from now on (the daemon's
-// cm_migrate); a synchronous ID's own channel goes, and `own` says whether
-// `to` is the ID's own (librdmacm makes one for a synchronous ID).
 // The channel whose socket this thread reads now (inside get_event, whose
 // read lock it holds).
 thread_local Chan* t_reading = nullptr;
@@ -619,6 +616,9 @@ void move_unread_events(Chan* from, Chan* to, uint32_t handle, bool held) {
     if (held) call(Json{{"op", "cm_release"}, {"from", from->id}, {"to", to->id}}, r);
 }
 
+// rdma_migrate_id: the ID's events go to `to` from now on (the daemon's
+// cm_migrate); a synchronous ID's own channel goes, and `own` says whether
+// `to` is the ID's own (librdmacm makes one for a synchronous ID).
 int migrate(Id* i, Chan* to, bool own) {
     Json r;
     if (!id_call(i, Json{{"op", "cm_migrate"}, {"channel", to->id}, {"hold", true}}, r)) return -1;
