@@ -273,7 +273,7 @@ namespace {
 hw::QpType hw_type(const SimQp& qp) { return static_cast<hw::QpType>(qp.type); }
 
 // The opcode is one of hw-spec 6.3's, allowed on the QP's type.
-bool opcode_ok(const SimQp& qp, int op) {
+bool opcode_ok(const SimQp& qp, std::int64_t op) {
     return op >= 0 && op <= 0xFF && hw::wqe_opcode_allowed(hw_type(qp), static_cast<hw::WrOpcode>(op));
 }
 
@@ -342,7 +342,7 @@ int encode(const SimQp& qp, const hw::SendWqe& w, std::uint8_t* slot) {
 }
 
 int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* slot) {
-    const ibv_wr_opcode op = wr.opcode;
+    const std::int64_t op = c_enum(wr.opcode);
     if (!opcode_ok(qp, op)) return EINVAL;
     if (wr.num_sge < 0) return EINVAL;
     const auto o = static_cast<hw::WrOpcode>(op);
@@ -364,7 +364,7 @@ int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* slot) {
     std::uint32_t imm = 0;
     if (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM) imm = be32toh(wr.imm_data);
     if (op == IBV_WR_SEND_WITH_INV || op == IBV_WR_LOCAL_INV) imm = wr.invalidate_rkey;
-    hw::SendWqe w = begin_send(op, wr.send_flags, wr.wr_id, imm);
+    hw::SendWqe w = begin_send(static_cast<int>(op), wr.send_flags, wr.wr_id, imm);
     if (op == IBV_WR_BIND_MW) {
         if (const int e = set_bind(w, wr.bind_mw.mw, wr.bind_mw.rkey, wr.bind_mw.bind_info)) return e;
         return encode(qp, w, slot);

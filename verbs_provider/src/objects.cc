@@ -532,7 +532,8 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
-    if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD) {
+    const std::int64_t qpt = c_enum(a->qp_type);
+    if (qpt != IBV_QPT_RC && qpt != IBV_QPT_UC && qpt != IBV_QPT_UD) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
@@ -709,9 +710,11 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     auto count3 = [](std::uint8_t v) { return std::min<std::uint8_t>(v, 7); };
     set(a::qpn, qp.qpn);
     set(a::attr_mask, m);
-    if (m & k::kState) set(a::qp_state, attr->qp_state);
-    if (m & k::kCurState) set(a::cur_state, attr->cur_qp_state);
-    if (m & k::kPathMtu) set(a::path_mtu, attr->path_mtu);
+    // A negative value becomes too wide for its field, and so EINVAL below.
+    auto wide = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+    if (m & k::kState) set(a::qp_state, wide(c_enum(attr->qp_state)));
+    if (m & k::kCurState) set(a::cur_state, wide(c_enum(attr->cur_qp_state)));
+    if (m & k::kPathMtu) set(a::path_mtu, wide(c_enum(attr->path_mtu)));
     if (m & k::kEnSqdAsyncNotify) set(a::en_sqd_async_notify, attr->en_sqd_async_notify ? 1 : 0);
     if (m & k::kQkey) set(a::qkey, attr->qkey);
     if (m & k::kRqPsn) set(a::rq_psn, attr->rq_psn & kPsnMask);

@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -29,6 +30,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "simnic/hw/cqe.h"
@@ -37,6 +39,19 @@
 #include "simnic/hw/wqe.h"
 
 namespace simnic::verbs::detail {
+
+// An application written in C may store any int in an enum field of a verbs
+// struct (a qp_state of 99, an opcode of 200). In C++ loading such a value as
+// the enum is undefined (its range is that of the enumerators' bits), so
+// every enum the provider reads from application memory is read as the
+// integer it holds, and checked as an integer.
+template <typename E>
+std::int64_t c_enum(const E& field) {
+    static_assert(std::is_enum_v<E>);
+    std::underlying_type_t<E> v;
+    std::memcpy(&v, &field, sizeof v);
+    return static_cast<std::int64_t>(v);
+}
 
 // ---------------------------------------------------------------------------
 // Devices (their registry: devices.cc)

@@ -166,6 +166,15 @@ hw::RecvWqe received(const sv::QueueView& q, std::uint32_t slot) {
     return w;
 }
 
+// Puts an int into an enum field the way a C application may: by its bytes,
+// whatever the enum's enumerators (a C++ cast to an enum outside its range
+// would itself be undefined).
+template <typename E>
+void c_store(E& field, int v) {
+    static_assert(sizeof(E) == sizeof(int));
+    std::memcpy(&field, &v, sizeof v);
+}
+
 ibv_qp* make_qp(Rig& r, ibv_cq* cq, ibv_qp_type t = IBV_QPT_RC, std::uint32_t send_wr = 4,
                 std::uint32_t recv_wr = 8, ibv_srq* srq = nullptr) {
     ibv_qp_init_attr a{};
@@ -548,8 +557,14 @@ TEST_CASE("modify_qp: values wider than their QP_ATTR field are refused or kept 
     // A state outside the enum does not fit the 4-bit field: EINVAL (rxe's
     // ib_modify_qp_is_ok refuses it), never a move to RESET.
     std::memset(&a, 0, sizeof a);
-    a.qp_state = static_cast<ibv_qp_state>(99);
+    // Stored as a C caller stores it: the int's bytes, not a C++ enum cast.
+    c_store(a.qp_state, 99);
     CHECK(sv::modify_qp(qp, &a, IBV_QP_STATE) == EINVAL);
+    c_store(a.qp_state, -1);
+    CHECK(sv::modify_qp(qp, &a, IBV_QP_STATE) == EINVAL);
+    a.qp_state = IBV_QPS_RTS;
+    c_store(a.path_mtu, 200);
+    CHECK(sv::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU) == EINVAL);
     CHECK(qp->state == IBV_QPS_RTS);
     CHECK(sv::destroy_qp(qp) == 0);
     CHECK(sv::destroy_cq(cq) == 0);
@@ -687,6 +702,13 @@ TEST_CASE("post_send: WQE bytes per hw-spec 6.2, full ring, one doorbell", "[ver
     REQUIRE(cq->context->ops.poll_cq(cq, 1, &wc) == 1);
     CHECK(qp->context->ops.post_send(qp, &inv, &bad) == EINVAL);
     CHECK(bad == &inv);
+    // Nor is an opcode outside ibv_wr_opcode, as a C caller may store it.
+    ibv_send_wr junk{};
+    c_store(junk.opcode, 200);
+    CHECK(qp->context->ops.post_send(qp, &junk, &bad) == EINVAL);
+    c_store(junk.opcode, -3);
+    CHECK(qp->context->ops.post_send(qp, &junk, &bad) == EINVAL);
+    CHECK(bad == &junk);
     ibv_send_wr ok{};
     ok.opcode = IBV_WR_SEND;
     ok.wr_id = 77;
@@ -1047,6 +1069,14 @@ TEST_CASE("create_qp_ex: a CREATE_FLAGS mask with no flag is accepted, any flag 
     for (std::uint32_t f : {std::uint32_t{IBV_QP_CREATE_SCATTER_FCS}, std::uint32_t{IBV_QP_CREATE_PCI_WRITE_END_PADDING},
                             std::uint32_t{1u << 30}}) {
         a.create_flags = f;
+        errno = 0;
+        CHECK(verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a) == nullptr);
+        CHECK(errno == EOPNOTSUPP);
+    }
+    // A QP type outside ibv_qp_type, as a C caller may store it.
+    a.create_flags = 0;
+    for (int t : {99, -1, 0}) {
+        c_store(a.qp_type, t);
         errno = 0;
         CHECK(verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a) == nullptr);
         CHECK(errno == EOPNOTSUPP);
