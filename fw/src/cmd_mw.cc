@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// simnic firmware: memory windows and REREG_MR (hw-spec.md 5.6.10, 5.6.11,
-// 9.5). The firmware creates and destroys windows; binding and invalidating
+// simnic firmware: memory windows, REREG_MR and on-demand paging (hw-spec.md
+// 5.6.5, 5.6.10, 5.6.11, 5.6.13, 9.5). The firmware creates and destroys windows; binding and invalidating
 // them is the engine's (hw-spec.md 6.5), which writes their ENG fields.
 #include "fw_internal.h"
 
 namespace simnic::fw {
 
 namespace me = hw::mpt_entry;
+namespace cb = hw::cap_block;
 using hw::CmdStatus;
 
 namespace {
@@ -103,7 +104,7 @@ void Firmware::cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r) {
     const auto key = static_cast<std::uint32_t>(hw::get(in, n, q::lkey));
     const auto flags = static_cast<std::uint32_t>(hw::get(in, n, q::flags));
     const auto pdn = static_cast<std::uint32_t>(hw::get(in, n, q::pdn));
-    const auto access = static_cast<std::uint8_t>(hw::get(in, n, q::access));
+    auto access = static_cast<std::uint8_t>(hw::get(in, n, q::access));
     const std::uint32_t idx = hw::key_index(key);
     if (c.mrs.count(idx) == 0) {
         fail(r, CmdStatus::NoObject, Syndrome::NoMr);
@@ -128,6 +129,14 @@ void Firmware::cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r) {
         return;
     }
     if (flags & rf::kChangeAccess) {
+        // ON_DEMAND is the MR's paging mode, not a right: a new set of rights
+        // may repeat it, not add or drop it (that needs a new translation,
+        // which REREG_MR does not do).
+        if (((access & acc::kOnDemand) != 0) != (e[me::on_demand] != 0)) {
+            fail(r, CmdStatus::BadParam, Syndrome::OdpModeChange);
+            return;
+        }
+        access &= static_cast<std::uint8_t>(~acc::kOnDemand);
         if ((access & ~acc::kAllMr) != 0) {
             fail(r, CmdStatus::BadParam, Syndrome::AccessBits);
             return;
@@ -149,6 +158,84 @@ void Firmware::cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r) {
     put(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::lkey, key);
     put(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::rkey, key);
     r.out_bytes = hw::cmd_reg_mr_out::kSize;
+}
+
+// ---------------------------------------------------------------------------
+// On-demand paging (5.6.5, 5.6.13)
+// ---------------------------------------------------------------------------
+// An on-demand MR is a range of the process's address space, not a set of
+// pages: the device looks each page up when it touches it (the soft engine's
+// process_vm_readv/writev do exactly that), so nothing needs to be mapped at
+// registration. That holds for a PROCESS domain in direct mode only; an MTT
+// list or a shared mapping is a fixed translation.
+bool Firmware::check_on_demand(std::uint32_t dom, bool mtt_mode, bool zero_based, std::uint64_t iova,
+                               std::uint64_t length, std::uint64_t host, Out& r) {
+    namespace de = hw::domain_entry;
+    const std::uint64_t caps = cap(cb::odp_general_caps);
+    if ((caps & hw::caps_default::kOdpSupport) == 0)
+        return fail(r, CmdStatus::NotSupported, Syndrome::OdpUnsupported);
+    if (mtt_mode) return fail(r, CmdStatus::BadParam, Syndrome::OdpMttMode);
+    Entry d(ent(Table::Domain, dom), Table::Domain);
+    if (d[de::kind] != static_cast<std::uint8_t>(hw::DomainKind::Process))
+        return fail(r, CmdStatus::BadParam, Syndrome::OdpDomainKind);
+    // The implicit MR: the whole address space, as ibv_reg_mr(pd, NULL,
+    // SIZE_MAX, ON_DEMAND) asks. rxe_odp_mr_init_user's rules: the IOVA is 0
+    // and the device must offer IMPLICIT, else EINVAL.
+    if (host == 0 && length == ~std::uint64_t{0} &&
+        (iova != 0 || zero_based || (caps & hw::caps_default::kOdpSupportImplicit) == 0))
+        return fail(r, CmdStatus::BadParam, Syndrome::OdpImplicit);
+    return true;
+}
+
+// ADVISE_MR: one SGE of ibv_advise_mr. The device checks the key, the PD, the
+// MR's mode and rights and the range, and gives the host address the range
+// starts at; the driver then makes the pages present (it runs in the
+// process that owns them). rxe_ib_advise_mr's errors: an advice it does not
+// know EOPNOTSUPP, an lkey of no MR of the PD EINVAL, PREFETCH_WRITE on an MR
+// that cannot be written EPERM, a range outside the MR EFAULT
+// (ib_umem_odp_map_dma_and_lock).
+void Firmware::cmd_advise_mr(Ctx& c, In in, std::size_t n, Out& r) {
+    namespace a = hw::cmd_advise_mr_in;
+    namespace acc = hw::access;
+    const auto key = static_cast<std::uint32_t>(hw::get(in, n, a::lkey));
+    const auto pdn = static_cast<std::uint32_t>(hw::get(in, n, a::pdn));
+    const auto advice = static_cast<std::uint32_t>(hw::get(in, n, a::advice));
+    const std::uint64_t addr = hw::get(in, n, a::addr), len = hw::get(in, n, a::length);
+    if (advice > static_cast<std::uint32_t>(hw::MrAdvice::PrefetchNoFault)) {
+        fail(r, CmdStatus::NotSupported, Syndrome::AdviceValue);
+        return;
+    }
+    const std::uint32_t idx = hw::key_index(key);
+    if (c.mrs.count(idx) == 0) {
+        fail(r, CmdStatus::BadParam, Syndrome::NoMr);
+        return;
+    }
+    Entry e(ent(Table::Mpt, idx), Table::Mpt);
+    if (e[me::key] != key || !is_mr(e) || e[me::pdn] != pdn) {
+        fail(r, CmdStatus::BadParam, Syndrome::NoMr);
+        return;
+    }
+    // An MR the host pinned has all its pages already: there is nothing to
+    // advise (mlx5 refuses it too; rxe's prefetch assumes an ODP umem).
+    if (e[me::on_demand] == 0) {
+        fail(r, CmdStatus::BadParam, Syndrome::NotOnDemand);
+        return;
+    }
+    // ib_access_writable: the umem is writable with any of these rights.
+    constexpr std::uint8_t kWritable = acc::kLocalWrite | acc::kRemoteWrite | acc::kRemoteAtomic | acc::kMwBind;
+    if (advice == static_cast<std::uint32_t>(hw::MrAdvice::PrefetchWrite) && (e[me::access] & kWritable) == 0) {
+        fail(r, CmdStatus::Perm, Syndrome::AdviceAccess);
+        return;
+    }
+    const std::uint64_t start = e[me::zero_based] ? 0 : e[me::iova_start];
+    const std::uint64_t mlen = e[me::length];
+    if (addr < start || addr - start > mlen || len > mlen - (addr - start)) {
+        fail(r, CmdStatus::Fault, Syndrome::AdviceRange);
+        return;
+    }
+    put(r.out.data(), r.out.size(), hw::cmd_advise_mr_out::host_addr, e[me::host_addr] + (addr - start));
+    put(r.out.data(), r.out.size(), hw::cmd_advise_mr_out::domain_id, e[me::domain_id]);
+    r.out_bytes = hw::cmd_advise_mr_out::kSize;
 }
 
 }  // namespace simnic::fw

@@ -194,7 +194,9 @@ void Firmware::cmd_reg_mr(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r
     namespace me = hw::mpt_entry;
     namespace acc = hw::access;
     const auto pdn = static_cast<std::uint32_t>(hw::get(in, n, m::pdn));
-    const auto access = static_cast<std::uint8_t>(hw::get(in, n, m::access));
+    const auto access_in = static_cast<std::uint8_t>(hw::get(in, n, m::access));
+    const bool on_demand = (access_in & acc::kOnDemand) != 0;
+    const auto access = static_cast<std::uint8_t>(access_in & ~acc::kOnDemand);
     const auto log_ps = static_cast<std::uint32_t>(hw::get(in, n, m::log_page_size));
     const bool mtt_mode = hw::get(in, n, m::mtt_mode) != 0;
     const bool zero_based = hw::get(in, n, m::zero_based) != 0;
@@ -227,6 +229,7 @@ void Firmware::cmd_reg_mr(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r
         fail(r, CmdStatus::BadParam, Syndrome::ZeroBasedIova);
         return;
     }
+
     if (!owns_pd(c, pdn)) {
         fail(r, CmdStatus::NoObject, Syndrome::NoPd);
         return;
@@ -235,6 +238,7 @@ void Firmware::cmd_reg_mr(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r
         fail(r, CmdStatus::BadDomain, Syndrome::NoDomain);
         return;
     }
+    if (on_demand && !check_on_demand(dom, mtt_mode, zero_based, iova, length, host, r)) return;
     std::uint64_t page = 0;
     if (!mtt_mode) {
         if (!check_range(c, dom, host, length, r)) return;
@@ -297,6 +301,7 @@ void Firmware::cmd_reg_mr(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r
     e.set(me::pdn, pdn);
     e.set(me::mtt_mode, mtt_mode);
     e.set(me::zero_based, zero_based);
+    e.set(me::on_demand, on_demand);
     e.set(me::access, access);
     e.set(me::log_page_size, mtt_mode ? log_ps : 0);
     e.set(me::domain_id, dom);

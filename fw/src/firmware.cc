@@ -92,6 +92,10 @@ std::array<std::uint8_t, cb::kSize> default_cap_block(const DeviceLimits& lim) {
     s(cb::first_qpn, hw::kFirstUserQpn);
     s(cb::max_mtt, lim.max_mtt);
     s(cb::max_mbox_len, lim.max_mbox_len);
+    s(cb::odp_general_caps, d::odp_general_caps);
+    s(cb::odp_rc_caps, d::odp_rc_caps);
+    s(cb::odp_uc_caps, d::odp_uc_caps);
+    s(cb::odp_ud_caps, d::odp_ud_caps);
     return c;
 }
 
@@ -212,6 +216,7 @@ constexpr CmdShape kShapes[] = {
     {CmdOpcode::AllocMw, hw::cmd_alloc_mw_in::kSize, kHandle},
     {CmdOpcode::DeallocMw, kHandle, 0},
     {CmdOpcode::ReregMr, hw::cmd_rereg_mr_in::kSize, hw::cmd_reg_mr_out::kSize},
+    {CmdOpcode::AdviseMr, hw::cmd_advise_mr_in::kSize, hw::cmd_advise_mr_out::kSize},
     {CmdOpcode::CreateCq, hw::cmd_create_cq_in::kSize, kHandle},
     {CmdOpcode::ResizeCq, hw::cmd_resize_cq_in::kSize, 0},
     {CmdOpcode::DestroyCq, kHandle, 0},
@@ -287,6 +292,7 @@ void Firmware::dispatch(Ctx& c, std::uint16_t id, std::uint16_t opcode, In in, s
         case CmdOpcode::AllocMw: return cmd_alloc_mw(c, id, in, n, r);
         case CmdOpcode::DeallocMw: return cmd_dealloc_mw(c, in, n, r);
         case CmdOpcode::ReregMr: return cmd_rereg_mr(c, in, n, r);
+        case CmdOpcode::AdviseMr: return cmd_advise_mr(c, in, n, r);
         case CmdOpcode::CreateCq: return cmd_create_cq(c, id, in, n, r);
         case CmdOpcode::ResizeCq: return cmd_resize_cq(c, in, n, r);
         case CmdOpcode::DestroyCq: return cmd_destroy_cq(c, in, n, r);

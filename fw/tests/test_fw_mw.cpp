@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Memory windows and REREG_MR (hw-spec.md 5.6.10, 5.6.11, 9.5): the window's
+// Memory windows, REREG_MR and on-demand MRs (hw-spec.md 5.6.5, 5.6.10,
+// 5.6.11, 5.6.13, 9.5): the window's
 // MPT entry, its index range and keys, the PD reference, DEREG_MR refused
 // while a window is bound, DEALLOC_MW unbinding, QP destroy, context cleanup.
 #include "fw_test_util.h"
@@ -185,4 +186,113 @@ TEST_CASE("REREG_MR: PD and access only, as rxe", "[fw][mr][rereg]") {
     // A failed command changed nothing.
     CHECK(mpt(d, 1, me::pdn) == pd2);
     CHECK(mpt(d, 1, me::access) == (acc::kLocalWrite | acc::kRemoteWrite | acc::kMwBind));
+}
+
+// ---------------------------------------------------------------------------
+// On-demand paging (hw-spec.md 5.6.5, 5.6.13)
+// ---------------------------------------------------------------------------
+namespace {
+Mbox advise_in(std::uint32_t lkey, std::uint32_t pd, std::uint8_t advice, std::uint64_t addr, std::uint32_t len) {
+    namespace a = hw::cmd_advise_mr_in;
+    return Mbox(a::kSize).set(a::lkey, lkey).set(a::pdn, pd).set(a::advice, advice).set(a::addr, addr).set(a::length, len);
+}
+constexpr auto kPrefetch = static_cast<std::uint8_t>(hw::MrAdvice::Prefetch);
+constexpr auto kPrefetchWrite = static_cast<std::uint8_t>(hw::MrAdvice::PrefetchWrite);
+constexpr auto kNoFault = static_cast<std::uint8_t>(hw::MrAdvice::PrefetchNoFault);
+}  // namespace
+
+TEST_CASE("ODP: REG_MR of an on-demand MR, the implicit MR, and their rules", "[fw][odp]") {
+    Dev d;
+    auto cap = [&d](hw::Field f) { return hw::get(d.cfg.cap.data(), d.cfg.cap.size(), f); };
+    // The capability bits, as ibv_query_device_ex reports them.
+    CHECK(cap(hw::cap_block::odp_general_caps) == 0x3);  // SUPPORT | SUPPORT_IMPLICIT
+    CHECK(cap(hw::cap_block::odp_rc_caps) == 0x3F);
+    CHECK(cap(hw::cap_block::odp_uc_caps) == 0x27);
+    CHECK(cap(hw::cap_block::odp_ud_caps) == 0x23);
+    const std::uint32_t pd = d.alloc_pd();
+
+    // An explicit on-demand MR: the mode is MPT_ENTRY.on_demand, not a right.
+    const std::uint32_t odp = d.reg_mr(pd, acc::kLocalWrite | acc::kRemoteWrite | acc::kOnDemand);
+    CHECK(mpt(d, hw::key_index(odp), me::on_demand) == 1);
+    CHECK(mpt(d, hw::key_index(odp), me::access) == (acc::kLocalWrite | acc::kRemoteWrite));
+    const std::uint32_t pinned = d.reg_mr(pd, acc::kLocalWrite);
+    CHECK(mpt(d, hw::key_index(pinned), me::on_demand) == 0);
+
+    // The implicit MR: address 0, length 2^64 - 1, IOVA 0.
+    namespace m = hw::cmd_reg_mr_in;
+    auto implicit = [&](std::uint64_t iova) {
+        return d.mr_in(pd, acc::kLocalWrite | acc::kOnDemand, ~std::uint64_t{0}).set(m::iova, iova).set(m::host_addr, 0);
+    };
+    const CmdResult im = d.cmd(CmdOpcode::RegMr, implicit(0));
+    REQUIRE(im.ok());
+    const std::uint32_t ikey = static_cast<std::uint32_t>(out(im, hw::cmd_reg_mr_out::lkey));
+    CHECK(mpt(d, hw::key_index(ikey), me::length) == ~std::uint64_t{0});
+    CHECK(mpt(d, hw::key_index(ikey), me::on_demand) == 1);
+    // rxe_odp_mr_init_user: an implicit MR at another IOVA is EINVAL (and one
+    // on a device without IMPLICIT: the next test case).
+    CHECK(d.cmd(CmdOpcode::RegMr, implicit(0x1000)).status == CmdStatus::BadParam);
+    CHECK(d.cmd(CmdOpcode::RegMr, implicit(0).set(m::zero_based, 1)).status == CmdStatus::BadParam);
+    // An MTT list is a pinned translation: not on demand.
+    CHECK(d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kLocalWrite | acc::kOnDemand)
+                                       .set(m::mtt_mode, 1).set(m::log_page_size, 12).set(m::mtt_count, 1))
+              .status == CmdStatus::BadParam);
+    // Bit 7 is no right and no mode.
+    CHECK(d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kLocalWrite | 0x80)).status == CmdStatus::BadParam);
+
+    // REREG_MR's new rights may repeat the mode, not change it.
+    CHECK(d.cmd(CmdOpcode::ReregMr, rereg_in(odp, hw::rereg_flags::kChangeAccess, 0, acc::kLocalWrite)).status ==
+          CmdStatus::BadParam);
+    CHECK(d.cmd(CmdOpcode::ReregMr, rereg_in(pinned, hw::rereg_flags::kChangeAccess, 0,
+                                             acc::kLocalWrite | acc::kOnDemand))
+              .status == CmdStatus::BadParam);
+    REQUIRE(d.cmd(CmdOpcode::ReregMr, rereg_in(odp, hw::rereg_flags::kChangeAccess, 0,
+                                               acc::kLocalWrite | acc::kRemoteRead | acc::kOnDemand))
+                .ok());
+    CHECK(mpt(d, hw::key_index(odp), me::on_demand) == 1);
+    CHECK(mpt(d, hw::key_index(odp), me::access) == (acc::kLocalWrite | acc::kRemoteRead));
+}
+
+TEST_CASE("ODP: a device without ODP refuses on-demand MRs; without IMPLICIT, the implicit MR", "[fw][odp]") {
+    Dev none(small_limits(), [](auto& c) { REQUIRE(hw::set(c.data(), c.size(), hw::cap_block::odp_general_caps, 0)); });
+    const std::uint32_t pd = none.alloc_pd();
+    CHECK(none.cmd(CmdOpcode::RegMr, none.mr_in(pd, acc::kLocalWrite | acc::kOnDemand)).status ==
+          CmdStatus::NotSupported);
+    Dev explicit_only(small_limits(),
+                      [](auto& c) { REQUIRE(hw::set(c.data(), c.size(), hw::cap_block::odp_general_caps, 1)); });
+    const std::uint32_t pd2 = explicit_only.alloc_pd();
+    namespace m = hw::cmd_reg_mr_in;
+    CHECK(explicit_only.reg_mr(pd2, acc::kLocalWrite | acc::kOnDemand) != 0);
+    CHECK(explicit_only
+              .cmd(CmdOpcode::RegMr, explicit_only.mr_in(pd2, acc::kLocalWrite | acc::kOnDemand, ~std::uint64_t{0})
+                                         .set(m::iova, 0).set(m::host_addr, 0))
+              .status == CmdStatus::BadParam);
+}
+
+TEST_CASE("ODP: ADVISE_MR checks the key, PD, mode, rights and range, and gives the host address", "[fw][odp]") {
+    Dev d;
+    const std::uint32_t pd = d.alloc_pd(), pd2 = d.alloc_pd();
+    // mr_in's MRs: IOVA 0x7000 at host address 0x7000, 4096 bytes.
+    const std::uint32_t rw = d.reg_mr(pd, acc::kLocalWrite | acc::kOnDemand);
+    const std::uint32_t ro = d.reg_mr(pd, acc::kRemoteRead | acc::kOnDemand);
+    const std::uint32_t pinned = d.reg_mr(pd, acc::kLocalWrite);
+
+    const CmdResult ok = d.cmd(CmdOpcode::AdviseMr, advise_in(rw, pd, kPrefetchWrite, 0x7100, 0x200));
+    REQUIRE(ok.ok());
+    CHECK(out(ok, hw::cmd_advise_mr_out::host_addr) == 0x7100);
+    CHECK(out(ok, hw::cmd_advise_mr_out::domain_id) == d.boot);
+    // The whole MR, and an empty range at its end, are inside it.
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(rw, pd, kPrefetch, 0x7000, 4096)).ok());
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(rw, pd, kNoFault, 0x8000, 0)).ok());
+    // rxe_ib_advise_mr's answers.
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(rw, pd, 3, 0x7000, 8)).status == CmdStatus::NotSupported);
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(rw + 1, pd, kPrefetch, 0x7000, 8)).status == CmdStatus::BadParam);
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(rw, pd2, kPrefetch, 0x7000, 8)).status == CmdStatus::BadParam);
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(ro, pd, kPrefetchWrite, 0x7000, 8)).status == CmdStatus::Perm);
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(ro, pd, kPrefetch, 0x7000, 8)).ok());
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(rw, pd, kPrefetch, 0x6FFF, 8)).status == CmdStatus::Fault);
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(rw, pd, kPrefetch, 0x7FFF, 2)).status == CmdStatus::Fault);
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(rw, pd, kPrefetch, ~std::uint64_t{0}, 2)).status == CmdStatus::Fault);
+    // A pinned MR has nothing to advise.
+    CHECK(d.cmd(CmdOpcode::AdviseMr, advise_in(pinned, pd, kPrefetch, 0x7000, 8)).status == CmdStatus::BadParam);
+    CHECK(hw::status_errno(CmdStatus::Fault) == EFAULT);
 }

@@ -308,16 +308,18 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     struct MptView {
         bool valid = false, zero_based = false, mtt_mode = false;
         bool mw = false;  // a memory window: resolved through its MR (mw.h)
+        bool on_demand = false;  // MPT_ENTRY.on_demand: pages looked up at each access
         uint32_t key = 0, ctx = 0, pdn = 0, rights = 0, domain = 0, log_page = 0, mtt_base = 0, mtt_count = 0;
         uint64_t iova = 0, length = 0, host_addr = 0;
         pid_t pid = 0;  // of `domain`, 0 if it has none
     };
     std::unordered_map<uint32_t, MptView> mpt_views;
     const MptView* mpt_view(uint32_t idx);
-    // `quiet`: a read-ahead's look, which counts nothing.
+    // `quiet`: a read-ahead's look, which counts nothing. `on_demand`: set
+    // when the MR reached (through a window or not) is an on-demand one.
     tp::MemStatus translate(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, uint64_t len,
                             uint32_t access, pid_t* pid, std::vector<iovec>* out, bool quiet = false,
-                            uint64_t* room = nullptr);
+                            uint64_t* room = nullptr, bool* on_demand = nullptr);
     uint8_t* mpt_of(const EngineQp& q, uint32_t key);
     void count_mw(const EngineQp& q, uint32_t key, int delta);
     tp::MemStatus bind_mw(const EngineQp& q, const tp::MwBind& b);

@@ -122,13 +122,17 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
                                        size_t len, uint32_t access, bool wr, uint64_t gather_left) {
     pid_t pid = 0;
     uint64_t room = 0;
-    const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov, false, &room);
+    bool on_demand = false;
+    const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov, false, &room, &on_demand);
     if (st != tp::MemStatus::Ok || len == 0) return st;
     // The model charges every packet's own DMA: no read-ahead or write
-    // combining there.
+    // combining there. Nor into an on-demand MR: its pages may be absent,
+    // and a write that cannot fault them in must fail here, before the
+    // packet is acknowledged (a remote access error, as ODP hardware and
+    // rxe_odp answer), not later at the flush.
     if (wr) {
         drop_read_ahead();
-        if (!pipe && access != hw::access::kRemoteAtomic && iov.size() == 1 && len <= kCombineMax &&
+        if (!pipe && !on_demand && access != hw::access::kRemoteAtomic && iov.size() == 1 && len <= kCombineMax &&
             wc_add(q, pid, iov[0], buf, len))
             return tp::MemStatus::Ok;
     }

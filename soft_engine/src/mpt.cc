@@ -35,6 +35,7 @@ const SoftEngine::Impl::MptView* SoftEngine::Impl::mpt_view(uint32_t idx) {
     v.mtt_count = uint32_t(g(m, Table::Mpt, hw::mpt_entry::mtt_count));
     v.domain = uint32_t(g(m, Table::Mpt, hw::mpt_entry::domain_id));
     v.mw = mpt_is_mw(m);
+    v.on_demand = g(m, Table::Mpt, hw::mpt_entry::on_demand) != 0;
     if (!domain_pid(v.domain, v.pid)) v.pid = 0;
     return &mpt_views.emplace(idx, v).first->second;
 }
@@ -43,7 +44,7 @@ const SoftEngine::Impl::MptView* SoftEngine::Impl::mpt_view(uint32_t idx) {
 // [va, va + len) into `out`. `room`: the bytes of the MR from va on.
 tp::MemStatus SoftEngine::Impl::translate(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va,
                                           uint64_t len, uint32_t access, pid_t* pid, std::vector<iovec>* out,
-                                          bool quiet, uint64_t* room) {
+                                          bool quiet, uint64_t* room, bool* on_demand) {
     uint32_t idx = hw::key_index(key);
     const MptView* m = mpt_view(idx);
     if (rec && !quiet) rec->add(Op::Kind::Mpt, idx);
@@ -80,6 +81,7 @@ tp::MemStatus SoftEngine::Impl::translate(const EngineQp& q, tp::KeyKind kind, u
     const uint64_t start = zb ? 0 : iova;
     if (va < start || va + len < va || va + len > start + mlen) return refuse(tp::MemStatus::OutOfBounds);
     if (room) *room = start + mlen - va;
+    if (on_demand) *on_demand = m->on_demand;
     if (!pid) return tp::MemStatus::Ok;
     if (m->pid <= 0) {
         stat(hw::stats_block::dma_faults);

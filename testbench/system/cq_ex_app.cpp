@@ -149,7 +149,9 @@ TEST_CASE("ibv_query_device_ex: ibv_query_device's attributes and zeroed extensi
     CHECK(ex.device_cap_flags_ex >> 32 == 1u << 8);
     CHECK(ex.completion_timestamp_mask == 0);
     CHECK(ex.hca_core_clock == 0);
-    CHECK(ex.odp_caps.general_caps == 0);
+    // On-demand paging (hw-spec 2.4): SUPPORT and SUPPORT_IMPLICIT; no XRC.
+    CHECK(ex.odp_caps.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
+    CHECK(ex.xrc_odp_caps == 0);
     CHECK(ex.tso_caps.max_tso == 0);
     CHECK(ex.max_dm_size == 0);
     CHECK(ex.phys_port_cnt_ex == a.phys_port_cnt);

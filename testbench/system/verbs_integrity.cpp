@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1414,6 +1415,170 @@ TEST_CASE("post_send and post_recv refuse more SGEs than the caps, inline data b
 // What neither rxe offers (rdma-core 44's provider has no op and libibverbs'
 // dummy ops answer, or verbs.h finds no op) nor a simnic device fails with
 // EOPNOTSUPP, and the context stays usable.
+// ---- on-demand paging ----
+
+// A range of pages of this process, none mapped to begin with; map() and
+// unmap() change one page at a time. MAP_FIXED_NOREPLACE: a page is put only
+// where nothing is, so a hole another thread has filled in the meantime is
+// a test failure, never a clobbered mapping.
+struct PageRange {
+    std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    std::size_t n;
+    std::uint8_t* base = nullptr;
+    explicit PageRange(std::size_t pages) : n(pages) {
+        void* m = mmap(nullptr, n * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(m != MAP_FAILED);
+        base = static_cast<std::uint8_t*>(m);
+        REQUIRE(munmap(base, n * page) == 0);
+    }
+    ~PageRange() { munmap(base, n * page); }
+    std::uint8_t* at(std::size_t i, std::size_t off = 0) { return base + i * page + off; }
+    std::uint64_t addr(std::size_t i, std::size_t off = 0) { return reinterpret_cast<std::uintptr_t>(at(i, off)); }
+    void map(std::size_t i) {
+        void* m = mmap(at(i), page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        REQUIRE(m == at(i));
+    }
+    void unmap(std::size_t i) { REQUIRE(munmap(at(i), page) == 0); }
+};
+
+TEST_CASE("ODP: capabilities; pages mapped after registration are reached, unmapped ones are errors",
+          "[verbs][odp]") {
+    Device d;
+    ibv_device_attr_ex ax{};
+    REQUIRE(ibv_query_device_ex(d.ctx, nullptr, &ax) == 0);
+    CHECK((ax.odp_caps.general_caps & IBV_ODP_SUPPORT) != 0);
+    CHECK((ax.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT) != 0);
+    const std::uint32_t rc_need =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
+    CHECK((ax.odp_caps.per_transport_caps.rc_odp_caps & rc_need) == rc_need);
+
+    PageRange pr(4);
+    const std::size_t page = pr.page;
+    // Pinned, the range is refused (ib_umem_get: EFAULT); on demand it is not.
+    errno = 0;
+    CHECK(ibv_reg_mr(d.pd, pr.at(0), 4 * page, kAllAccess) == nullptr);
+    CHECK(errno == EFAULT);
+    ibv_mr* odp = ibv_reg_mr(d.pd, pr.at(0), 4 * page, kAllAccess | IBV_ACCESS_ON_DEMAND);
+    INFO("ibv_reg_mr(ON_DEMAND) errno " << errno);
+    REQUIRE(odp != nullptr);
+
+    // Pages 0 and 1 appear after the registration: WRITE, READ, SEND and an
+    // atomic reach them.
+    pr.map(0);
+    pr.map(1);
+    std::mt19937 rng(71);
+    Buffer src(d, 2 * page), back(d, 2 * page);
+    src.fill(0, 2 * page, rng);
+    {
+        Pair p(d, IBV_QPT_RC);
+        ibv_sge sg = src.sge(0, 2 * page);
+        ibv_send_wr w = rdma_wr(1, IBV_WR_RDMA_WRITE, &sg, pr.addr(0), odp->rkey);
+        post_send(p.a.qp, w);
+        expect_wc(p.a.cq, "WRITE into pages mapped after registration", 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+        CHECK(std::memcmp(pr.at(0), src.data(), 2 * page) == 0);
+        ibv_sge bs = back.sge(0, 1000);
+        std::memcpy(back.exp(0), pr.at(0, 100), 1000);
+        ibv_send_wr r = rdma_wr(2, IBV_WR_RDMA_READ, &bs, pr.addr(0, 100), odp->rkey);
+        post_send(p.a.qp, r);
+        expect_wc(p.a.cq, "READ from the ODP MR", 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+        back.verify("READ from the ODP MR");
+        // A receive into the ODP MR (its lkey), and a SEND gathered from it.
+        ibv_sge rs{pr.addr(1, 8), 300, odp->lkey};
+        post_recv(p.b.qp, rs, 3);
+        ibv_sge ss = src.sge(500, 300);
+        ibv_send_wr sw = send_wr(4, IBV_WR_SEND, &ss);
+        post_send(p.a.qp, sw);
+        expect_wc(p.a.cq, "SEND to an ODP receive", 4, IBV_WC_SUCCESS, IBV_WC_SEND);
+        expect_wc(p.b.cq, "ODP receive", 3, IBV_WC_SUCCESS, IBV_WC_RECV);
+        CHECK(std::memcmp(pr.at(1, 8), src.data() + 500, 300) == 0);
+        // Fetch-and-add on the ODP MR.
+        std::uint64_t before = 40, after = 0;
+        std::memcpy(pr.at(1, 512), &before, 8);
+        ibv_sge as = back.sge(0, 8);
+        ibv_send_wr aw = send_wr(5, IBV_WR_ATOMIC_FETCH_AND_ADD, &as);
+        aw.wr.atomic.remote_addr = pr.addr(1, 512);
+        aw.wr.atomic.rkey = odp->rkey;
+        aw.wr.atomic.compare_add = 2;
+        post_send(p.a.qp, aw);
+        expect_wc(p.a.cq, "atomic on the ODP MR", 5, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD);
+        std::memcpy(&after, pr.at(1, 512), 8);
+        CHECK(after == 42);
+        std::uint64_t orig = 0;
+        std::memcpy(&orig, back.data(), 8);
+        CHECK(orig == 40);
+        std::memcpy(back.exp(0), back.data(), 8);
+    }
+
+    // ibv_advise_mr: prefetch of a mapped page; of a hole, EFAULT when
+    // synchronous and best effort (0) when not.
+    ibv_sge mapped{pr.addr(0), static_cast<std::uint32_t>(page), odp->lkey};
+    ibv_sge hole{pr.addr(2), static_cast<std::uint32_t>(page), odp->lkey};
+    CHECK(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &mapped, 1) == 0);
+    CHECK(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &hole, 1) == EFAULT);
+    CHECK(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &hole, 1) == 0);
+
+    // Page 1 unmapped while registered: a WRITE into it is a remote access
+    // error (the device cannot fault it in), and nothing else is written.
+    pr.unmap(1);
+    {
+        Pair p(d, IBV_QPT_RC);
+        drain_async(d.ctx, 50);
+        ibv_sge sg = src.sge(0, 64);
+        ibv_send_wr w = rdma_wr(6, IBV_WR_RDMA_WRITE, &sg, pr.addr(1), odp->rkey);
+        post_send(p.a.qp, w);
+        expect_wc(p.a.cq, "WRITE into an unmapped ODP page", 6, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+    }
+    {
+        // A SEND gathered from the unmapped page: a local protection error.
+        Pair p(d, IBV_QPT_RC);
+        drain_async(d.ctx, 50);
+        ibv_sge sg{pr.addr(1), 64, odp->lkey};
+        ibv_send_wr w = send_wr(7, IBV_WR_SEND, &sg);
+        post_send(p.a.qp, w);
+        expect_wc(p.a.cq, "SEND from an unmapped ODP page", 7, IBV_WC_LOC_PROT_ERR, IBV_WC_SEND);
+    }
+    drain_async(d.ctx, 100);  // the QP errors of the two pairs above
+    // Mapped again, the page is reached again: the MR did not change.
+    pr.map(1);
+    {
+        Pair p(d, IBV_QPT_RC);
+        ibv_sge sg = src.sge(0, page);
+        ibv_send_wr w = rdma_wr(8, IBV_WR_RDMA_WRITE, &sg, pr.addr(1), odp->rkey);
+        post_send(p.a.qp, w);
+        expect_wc(p.a.cq, "WRITE into the page mapped again", 8, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+        CHECK(std::memcmp(pr.at(1), src.data(), page) == 0);
+    }
+    CHECK(ibv_dereg_mr(odp) == 0);
+
+    // The implicit MR: one key for the whole address space, here used to
+    // write into an ordinary heap buffer and to read from the stack.
+    ibv_mr* im = ibv_reg_mr(d.pd, nullptr, SIZE_MAX,
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                IBV_ACCESS_ON_DEMAND);
+    INFO("implicit ODP MR errno " << errno);
+    REQUIRE(im != nullptr);
+    {
+        Pair p(d, IBV_QPT_RC);
+        std::vector<std::uint8_t> heap(3000, 0x5C);
+        ibv_sge sg = src.sge(0, 2000);
+        ibv_send_wr w = rdma_wr(9, IBV_WR_RDMA_WRITE, &sg, reinterpret_cast<std::uintptr_t>(heap.data() + 500), im->rkey);
+        post_send(p.a.qp, w);
+        expect_wc(p.a.cq, "WRITE through the implicit MR", 9, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+        CHECK(std::memcmp(heap.data() + 500, src.data(), 2000) == 0);
+        CHECK(heap[499] == 0x5C);
+        CHECK(heap[2500] == 0x5C);
+        const std::uint64_t word = 0x0123456789abcdefull;
+        ibv_sge bs = back.sge(0, 8);
+        std::memcpy(back.exp(0), &word, 8);
+        ibv_send_wr r = rdma_wr(10, IBV_WR_RDMA_READ, &bs, reinterpret_cast<std::uintptr_t>(&word), im->rkey);
+        post_send(p.a.qp, r);
+        expect_wc(p.a.cq, "READ through the implicit MR", 10, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+        back.verify("READ through the implicit MR");
+    }
+    CHECK(ibv_dereg_mr(im) == 0);
+    src.verify("source of the ODP transfers");
+}
+
 TEST_CASE("verbs rxe does not offer fail with EOPNOTSUPP", "[verbs][unsupported]") {
     Device d;
     Buffer b(d, 4096);
@@ -1426,13 +1591,6 @@ TEST_CASE("verbs rxe does not offer fail with EOPNOTSUPP", "[verbs][unsupported]
     errno = 0;
     CHECK(ibv_reg_dmabuf_mr(d.pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE) == nullptr);
     CHECK(errno == EOPNOTSUPP);
-    // On-demand paging: ib_core's ib_check_mr_access refuses it for a device
-    // without ODP, with EOPNOTSUPP from 6.2 (EINVAL before).
-    errno = 0;
-    CHECK(ibv_reg_mr(d.pd, b.data(), 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) == nullptr);
-    CHECK(errno == EOPNOTSUPP);
-    ibv_sge sg = b.sge(0, 4096);
-    CHECK(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sg, 1) == EOPNOTSUPP);
     ibv_alloc_dm_attr dma{};
     dma.length = 64;
     errno = 0;

@@ -224,7 +224,7 @@ void fill_ops(ContextShell& s) {
     unsupported(o._compat_async_event);
 
     v.query_port = &op_query_port;
-    unsupported(v.advise_mr);
+    v.advise_mr = &advise_mr;
     unsupported(v.alloc_null_mr);
     unsupported(v.read_counters);
     unsupported(v.attach_counters_point_flow);
@@ -641,6 +641,11 @@ int device_attr(SimContext& c, ibv_device_attr_ex& ex) {
     fill_device_attr(cap, id, ex.orig_attr);
     ex.device_cap_flags_ex = hw::get(cap.data(), cap.size(), hw::cap_block::device_cap_flags);
     ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+    auto cb = [&cap](hw::Field f) { return static_cast<std::uint32_t>(hw::get(cap.data(), cap.size(), f)); };
+    ex.odp_caps.general_caps = cb(hw::cap_block::odp_general_caps);
+    ex.odp_caps.per_transport_caps.rc_odp_caps = cb(hw::cap_block::odp_rc_caps);
+    ex.odp_caps.per_transport_caps.uc_odp_caps = cb(hw::cap_block::odp_uc_caps);
+    ex.odp_caps.per_transport_caps.ud_odp_caps = cb(hw::cap_block::odp_ud_caps);
     return 0;
 }
 

@@ -105,16 +105,17 @@ int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, std::size_t length, 
     if ((flags & IBV_REREG_MR_CHANGE_PD) && (pd == nullptr || pd->context != mr->context)) e = EINVAL;
     if (e == 0 && (flags & IBV_REREG_MR_CHANGE_PD)) pdn = pd_number(pd);
     const auto acc = static_cast<unsigned>(access) & ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
-    // rxe: access bits it does not support are EOPNOTSUPP.
-    if (e == 0 && (flags & IBV_REREG_MR_CHANGE_ACCESS) && (acc & ~unsigned{hw::access::kAllMr}) != 0)
-        e = EOPNOTSUPP;
+    // rxe: access bits it does not support are EOPNOTSUPP. ON_DEMAND goes to
+    // the device, which takes it only where it repeats the MR's mode.
+    constexpr unsigned kKnown = unsigned{hw::access::kAllMr} | hw::access::kOnDemand;
+    if (e == 0 && (flags & IBV_REREG_MR_CHANGE_ACCESS) && (acc & ~kKnown) != 0) e = EOPNOTSUPP;
     if (e == 0) {
         namespace q = hw::cmd_rereg_mr_in;
         std::uint8_t in[q::kSize] = {};
         hw::set(in, q::lkey, mr->lkey);
         hw::set(in, q::flags, static_cast<std::uint32_t>(flags));
         hw::set(in, q::pdn, pdn);
-        hw::set(in, q::access, acc & hw::access::kAllMr);
+        hw::set(in, q::access, acc & kKnown);
         host::CmdOutcome r;
         e = run(mr->context, hw::CmdOpcode::ReregMr, in, sizeof in, hw::cmd_reg_mr_out::kSize, r);
     }

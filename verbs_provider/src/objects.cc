@@ -3,8 +3,11 @@
 // objects themselves are in provider_internal.h; their rings are used by
 // datapath.cc, their events by events.cc.
 #include "provider_internal.h"
+#include "simnic/host/user_pages.h"
 
 #include <endian.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -148,7 +151,11 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
         return nullptr;
     }
     access &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);  // hints, may be ignored
-    if (access & IBV_ACCESS_ON_DEMAND) {
+    // On-demand paging (hw-spec 5.6.5): ib_check_mr_access refuses it for a
+    // device without IBV_ODP_SUPPORT (EOPNOTSUPP from 6.2). The implicit MR
+    // (addr NULL, length SIZE_MAX) and the rest are REG_MR's to check.
+    const bool on_demand = (access & IBV_ACCESS_ON_DEMAND) != 0;
+    if (on_demand && (c->cap_get(hw::cap_block::odp_general_caps) & hw::caps_default::kOdpSupport) == 0) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
@@ -164,7 +171,8 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
     namespace m = hw::cmd_reg_mr_in;
     std::array<std::uint8_t, m::kSize> in{};
     hw::set(in.data(), in.size(), m::pdn, pd_number(pd));
-    hw::set(in.data(), in.size(), m::access, access & hw::access::kAllMr);  // MW_BIND included
+    // MW_BIND included; ON_DEMAND is bit 6 of the same field.
+    hw::set(in.data(), in.size(), m::access, access & (hw::access::kAllMr | hw::access::kOnDemand));
     hw::set(in.data(), in.size(), m::mtt_mode, 0);
     hw::set(in.data(), in.size(), m::zero_based, zero_based ? 1 : 0);
     hw::set(in.data(), in.size(), m::domain_id, c->hc->boot_domain());
@@ -178,9 +186,23 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
         errno = e;
         return nullptr;
     }
-    auto* mr = static_cast<ibv_mr*>(std::calloc(1, sizeof(ibv_mr)));
     const auto lkey = static_cast<std::uint32_t>(
         hw::get(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::lkey));
+    // A pinned MR's pages must exist now: ib_umem_get pins them after the
+    // access checks the device has just made, and a hole or a page without
+    // the rights is EFAULT. (ib_access_writable: any of these lets the
+    // device write.)
+    constexpr unsigned kWritable =
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND;
+    if (!on_demand) {
+        e = host::check_user_pages(addr, length, (access & kWritable) != 0);
+        if (e != 0) {
+            run_handle(*c, hw::CmdOpcode::DeregMr, lkey);
+            errno = e;
+            return nullptr;
+        }
+    }
+    auto* mr = static_cast<ibv_mr*>(std::calloc(1, sizeof(ibv_mr)));
     if (mr == nullptr) {
         run_handle(*c, hw::CmdOpcode::DeregMr, lkey);
         errno = ENOMEM;
@@ -195,6 +217,73 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
     mr->rkey = static_cast<std::uint32_t>(
         hw::get(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::rkey));
     return mr;
+}
+
+namespace {
+// Makes the pages of [addr, addr + len) of this process present, for reading
+// or for writing, as ODP hardware's prefetch has the kernel fault them in
+// (hmm_range_fault). 0 or EFAULT.
+int populate(std::uintptr_t addr, std::uint64_t len, bool write) {
+    if (len == 0) return 0;
+    static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const std::uintptr_t lo = addr & ~(page - 1);
+    const std::uintptr_t hi = (addr + len + page - 1) & ~(page - 1);
+    if (::madvise(reinterpret_cast<void*>(lo), hi - lo, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
+        return 0;
+    if (errno != EINVAL) return EFAULT;  // ENOMEM: a hole; EFAULT: a page that cannot be had
+    // A kernel before 5.14 has no MADV_POPULATE_*: read one byte of every
+    // page through process_vm_readv, which faults pages in as the device's
+    // own access would and reports a hole instead of raising SIGSEGV.
+    char byte = 0;
+    for (std::uintptr_t p = lo; p < hi; p += page) {
+        iovec l{&byte, 1}, r{reinterpret_cast<void*>(p), 1};
+        if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != 1) return EFAULT;
+    }
+    return 0;
+}
+}  // namespace
+
+int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, ibv_sge* sg_list,
+              std::uint32_t num_sge) {
+    SimContext* c = pd ? sim(pd->context) : nullptr;
+    // ib_uverbs' method: the flags it knows (FLUSH), and at least one SGE.
+    if (c == nullptr || (flags & ~std::uint32_t{IBV_ADVISE_MR_FLAG_FLUSH}) != 0 || sg_list == nullptr ||
+        num_sge == 0)
+        return EINVAL;
+    const std::int64_t adv = c_enum(advice);
+    // rxe_ib_advise_mr: an advice it does not know is EOPNOTSUPP.
+    if (adv < 0 || adv > static_cast<std::int64_t>(hw::MrAdvice::PrefetchNoFault)) return EOPNOTSUPP;
+    // Without FLUSH the prefetch is best effort, as rxe's queued work is: only
+    // an lkey that names no MR of the PD is reported (rxe checks it before
+    // queueing); a range the device refuses or pages that cannot be had are not.
+    const bool sync = (flags & IBV_ADVISE_MR_FLAG_FLUSH) != 0;
+    for (std::uint32_t i = 0; i < num_sge; ++i) {
+        namespace a = hw::cmd_advise_mr_in;
+        std::array<std::uint8_t, a::kSize> in{};
+        hw::set(in.data(), in.size(), a::lkey, sg_list[i].lkey);
+        hw::set(in.data(), in.size(), a::pdn, pd_number(pd));
+        hw::set(in.data(), in.size(), a::advice, static_cast<std::uint64_t>(adv));
+        hw::set(in.data(), in.size(), a::addr, sg_list[i].addr);
+        hw::set(in.data(), in.size(), a::length, sg_list[i].length);
+        host::CmdOutcome r;
+        const int e = run_in(*c, hw::CmdOpcode::AdviseMr, in, hw::cmd_advise_mr_out::kSize, r);
+        if (e != 0) {
+            if (sync || e == EINVAL || e == EOPNOTSUPP) return e;
+            continue;
+        }
+        if (r.out.size() < hw::cmd_advise_mr_out::kSize) return EIO;
+        namespace o = hw::cmd_advise_mr_out;
+        // NO_FAULT maps only the pages already present: the device looks
+        // pages up at each access, so there is nothing to do. The pages are
+        // this process's only when the MR is in its own bootstrap domain.
+        if (adv == static_cast<std::int64_t>(hw::MrAdvice::PrefetchNoFault) ||
+            hw::get(r.out.data(), r.out.size(), o::domain_id) != c->hc->boot_domain())
+            continue;
+        const int pe = populate(static_cast<std::uintptr_t>(hw::get(r.out.data(), r.out.size(), o::host_addr)),
+                                sg_list[i].length, adv == static_cast<std::int64_t>(hw::MrAdvice::PrefetchWrite));
+        if (pe != 0 && sync) return pe;
+    }
+    return 0;
 }
 
 int dereg_mr(ibv_mr* mr) {

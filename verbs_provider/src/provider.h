@@ -101,6 +101,11 @@ std::uint32_t pd_number(const ibv_pd* pd);
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
                unsigned int access);
 int dereg_mr(ibv_mr* mr);
+// ibv_advise_mr (ADVISE_MR per SGE, hw-spec 5.6.13): the device checks each
+// SGE; the pages of a prefetch are then made present here, in the process
+// that owns them.
+int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, ibv_sge* sg_list,
+              std::uint32_t num_sge);
 // ibv_rereg_mr (libibverbs' exported function, whose input checks it repeats):
 // 0, or an IBV_REREG_MR_ERR_* value with errno set. As rxe: CHANGE_PD and
 // CHANGE_ACCESS only; CHANGE_TRANSLATION fails with EOPNOTSUPP.

@@ -135,6 +135,23 @@ static_assert(hw::access::kZeroBased == IBV_ACCESS_ZERO_BASED);
 static_assert(hw::access::kAll == (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                                    IBV_ACCESS_REMOTE_ATOMIC));
 static_assert(hw::access::kAllMr == (hw::access::kAll | IBV_ACCESS_MW_BIND));
+// CMD_REG_MR_IN.access and CMD_REREG_MR_IN.access carry it as bit 6.
+static_assert(hw::access::kOnDemand == IBV_ACCESS_ON_DEMAND);
+
+// ibv_advise_mr_advice: CMD_ADVISE_MR_IN.advice.
+static_assert(v(hw::MrAdvice::Prefetch) == IBV_ADVISE_MR_ADVICE_PREFETCH);
+static_assert(v(hw::MrAdvice::PrefetchWrite) == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
+static_assert(v(hw::MrAdvice::PrefetchNoFault) == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT);
+
+// ibv_odp_general_caps and ibv_odp_transport_cap_bits: CAP_BLOCK.odp_*.
+static_assert(hw::caps_default::odp_general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
+static_assert(hw::caps_default::odp_rc_caps ==
+              (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+               IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV));
+static_assert(hw::caps_default::odp_uc_caps ==
+              (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV));
+static_assert(hw::caps_default::odp_ud_caps ==
+              (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV));
 
 // ibv_mw_type: CMD_ALLOC_MW_IN.type, and MPT_ENTRY.kind for a window.
 static_assert(v(hw::MwType::Type1) == IBV_MW_TYPE_1);

@@ -6,16 +6,19 @@
 // WQEs, CQEs and EQEs through its codec.
 #include <endian.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <thread>
 
 #include <cstring>
+#include <string>
 #include <memory>
 #include <vector>
 
 #include "local_device.h"
+#include "simnic/host/user_pages.h"
 #include "simnic/hw/cqe.h"
 #include "simnic/hw/field.h"
 #include "simnic/hw/layout.h"
@@ -295,6 +298,138 @@ TEST_CASE("MRs: REG_MR direct mode in the bootstrap domain", "[verbs][mr]") {
     CHECK(sv::dereg_mr(mr) == 0);
     CHECK(r.rec->last(hw::CmdOpcode::DeregMr).get(hw::cmd_handle::handle) != 0);
     CHECK(r.firmware->counts().mrs == 0);
+}
+
+TEST_CASE("reg_mr: a pinned MR needs its pages now (EFAULT), an on-demand one does not", "[verbs][mr][odp]") {
+    // ib_umem_get pins a pinned MR's pages at registration: a hole, a
+    // PROT_NONE page, or a read-only page asked to be writable is EFAULT,
+    // after the device's own checks. An ODP MR is a range of the address
+    // space, whatever is mapped there now.
+    Rig r;
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    auto* base = static_cast<std::uint8_t*>(
+        mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    REQUIRE(base != MAP_FAILED);
+    REQUIRE(munmap(base + page, page) == 0);                      // page 1: a hole
+    REQUIRE(mprotect(base + 2 * page, page, PROT_READ) == 0);     // page 2: read-only
+    REQUIRE(mprotect(base + 3 * page, page, PROT_NONE) == 0);     // page 3: a guard
+    auto reg = [&](std::uint8_t* p, std::size_t n, unsigned access) {
+        errno = 0;
+        return sv::reg_mr(r.pd, p, n, reinterpret_cast<std::uintptr_t>(p), access);
+    };
+    // Page 0 alone is fine; reaching into the hole is not.
+    ibv_mr* ok = reg(base, page, IBV_ACCESS_LOCAL_WRITE);
+    REQUIRE(ok != nullptr);
+    CHECK(sv::dereg_mr(ok) == 0);
+    CHECK(reg(base, page + 1, IBV_ACCESS_LOCAL_WRITE) == nullptr);
+    CHECK(errno == EFAULT);
+    CHECK(reg(base + page, page, 0) == nullptr);
+    CHECK(errno == EFAULT);
+    // The read-only page: readable by the device, not writable.
+    ibv_mr* ro = reg(base + 2 * page, page, IBV_ACCESS_REMOTE_READ);
+    REQUIRE(ro != nullptr);
+    CHECK(sv::dereg_mr(ro) == 0);
+    CHECK(reg(base + 2 * page, page, IBV_ACCESS_LOCAL_WRITE) == nullptr);
+    CHECK(errno == EFAULT);
+    CHECK(reg(base + 3 * page, 8, 0) == nullptr);
+    CHECK(errno == EFAULT);
+    // The device's checks come first (REMOTE_WRITE without LOCAL_WRITE).
+    CHECK(reg(base + page, page, IBV_ACCESS_REMOTE_WRITE) == nullptr);
+    CHECK(errno == EINVAL);
+    // Every refusal left nothing registered.
+    CHECK(r.firmware->counts().mrs == 0);
+
+    // On demand: all four pages, hole and guard included.
+    ibv_mr* odp = reg(base, 4 * page, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
+    REQUIRE(odp != nullptr);
+    namespace m = hw::cmd_reg_mr_in;
+    CHECK(r.rec->last(hw::CmdOpcode::RegMr).get(m::access) ==
+          (hw::access::kLocalWrite | hw::access::kRemoteWrite | hw::access::kOnDemand));
+    // The implicit MR: ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND).
+    ibv_mr* im = reg(nullptr, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+    REQUIRE(im != nullptr);
+    CHECK(im->addr == nullptr);
+    CHECK(im->length == SIZE_MAX);
+    CHECK(r.rec->last(hw::CmdOpcode::RegMr).get(m::length) == ~std::uint64_t{0});
+    CHECK(r.firmware->counts().mrs == 2);
+    CHECK(sv::dereg_mr(im) == 0);
+
+    // ibv_advise_mr on the ODP MR (its IOVA is its address).
+    const auto va = [&](std::size_t off) { return reinterpret_cast<std::uintptr_t>(base) + off; };
+    ibv_sge sge{va(0), static_cast<std::uint32_t>(page), odp->lkey};
+    verbs_context* vc = verbs_get_ctx(r.ctx);
+    REQUIRE(vc->advise_mr != nullptr);
+    CHECK(vc->advise_mr(r.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1) == 0);
+    unsigned char resident = 0;
+    REQUIRE(mincore(base, page, &resident) == 0);
+    CHECK((resident & 1) == 1);  // the prefetch made page 0 present
+    // Synchronous prefetch of the hole: EFAULT; asynchronous: best effort, 0.
+    ibv_sge hole{va(page), static_cast<std::uint32_t>(page), odp->lkey};
+    CHECK(vc->advise_mr(r.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &hole, 1) == EFAULT);
+    CHECK(vc->advise_mr(r.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &hole, 1) == 0);
+    CHECK(vc->advise_mr(r.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IBV_ADVISE_MR_FLAG_FLUSH, &hole, 1) == 0);
+    // Outside the MR: EFAULT (only when synchronous).
+    ibv_sge beyond{va(4 * page - 8), 16, odp->lkey};
+    CHECK(vc->advise_mr(r.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &beyond, 1) == EFAULT);
+    CHECK(vc->advise_mr(r.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &beyond, 1) == 0);
+    // uverbs' and rxe's input checks.
+    CHECK(vc->advise_mr(r.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 2, &sge, 1) == EINVAL);  // unknown flag
+    CHECK(vc->advise_mr(r.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 0) == EINVAL);  // no SGE
+    ibv_advise_mr_advice bad_advice;
+    const int three = 3;
+    std::memcpy(&bad_advice, &three, sizeof three);
+    CHECK(vc->advise_mr(r.pd, bad_advice, 0, &sge, 1) == EOPNOTSUPP);
+    ibv_sge stranger{va(0), 8, odp->lkey + 1};
+    CHECK(vc->advise_mr(r.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &stranger, 1) == EINVAL);
+    ibv_pd* pd2 = sv::alloc_pd(r.ctx);
+    REQUIRE(pd2 != nullptr);
+    CHECK(vc->advise_mr(pd2, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1) == EINVAL);  // another PD's MR
+    CHECK(sv::dealloc_pd(pd2) == 0);
+
+    // ibv_rereg_mr: the rights may repeat ON_DEMAND, not drop it.
+    CHECK(sv::rereg_mr(odp, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE) ==
+          IBV_REREG_MR_ERR_CMD);
+    CHECK(errno == EINVAL);
+    CHECK(sv::rereg_mr(odp, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) == 0);
+    CHECK(sv::dereg_mr(odp) == 0);
+    CHECK(r.firmware->counts().mrs == 0);
+    munmap(base, 4 * page);
+}
+
+TEST_CASE("query_device_ex: the ODP capabilities", "[verbs][odp]") {
+    Rig r;
+    ibv_device_attr_ex a{};
+    REQUIRE(sv::query_device_ex(r.ctx, nullptr, &a, sizeof a) == 0);
+    CHECK(a.odp_caps.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
+    CHECK(a.odp_caps.per_transport_caps.rc_odp_caps ==
+          (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+           IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV));
+    CHECK(a.odp_caps.per_transport_caps.ud_odp_caps ==
+          (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV));
+    CHECK(a.xrc_odp_caps == 0);
+}
+
+TEST_CASE("check_user_pages: walks the mappings as pinning would", "[verbs][mr]") {
+    const std::string maps =
+        "00001000-00003000 rw-p 00000000 00:00 0\n"
+        "00003000-00004000 r--p 00000000 00:00 0\n"
+        "00005000-00006000 ---p 00000000 00:00 0\n"
+        "00006000-00008000 rwxp 00000000 00:00 0          [stack]\n"
+        "garbage line\n";
+    auto chk = [&](std::uintptr_t a, std::size_t n, bool w) {
+        return host::check_user_pages(maps, reinterpret_cast<const void*>(a), n, w);
+    };
+    CHECK(chk(0x1000, 0x2000, true) == 0);
+    CHECK(chk(0x1000, 0x3000, false) == 0);       // across two mappings
+    CHECK(chk(0x1000, 0x3000, true) == EFAULT);   // the second is read-only
+    CHECK(chk(0x3800, 0x1000, false) == EFAULT);  // into the hole at 0x4000
+    CHECK(chk(0x5000, 1, false) == EFAULT);       // PROT_NONE
+    CHECK(chk(0x6000, 0x2000, true) == 0);
+    CHECK(chk(0x7FFF, 2, false) == EFAULT);       // past the last mapping
+    CHECK(chk(0x0, 1, false) == EFAULT);          // below the first
+    CHECK(chk(0x1000, 0, true) == 0);             // nothing asked
+    CHECK(chk(~std::uintptr_t{0}, 2, false) == EFAULT);  // wraps
 }
 
 TEST_CASE("reg_mr_iova: the IOVA at another offset within the page than the address is EINVAL", "[verbs][mr]") {

@@ -171,7 +171,10 @@ TEST_CASE("query_device: CAP_BLOCK and ID_BLOCK, rxe's values", "[verbs][query]"
     // Bit 40: ATOMIC_WRITE (IB_UVERBS_DEVICE_ATOMIC_WRITE; rdma-core 44 has no name for it).
     CHECK(ex.device_cap_flags_ex ==
           (0x1C06 | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | (1ull << 40)));
-    CHECK(ex.odp_caps.general_caps == 0);
+    // On-demand paging: the newest rxe's transport bits, UC's and IMPLICIT.
+    CHECK(ex.odp_caps.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
+    CHECK(ex.odp_caps.per_transport_caps.uc_odp_caps ==
+          (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV));
     CHECK(ex.completion_timestamp_mask == 0);
     CHECK(ex.hca_core_clock == 0);
     CHECK(ex.max_dm_size == 0);

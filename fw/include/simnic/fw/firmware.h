@@ -63,6 +63,9 @@ enum class Syndrome : std::uint32_t {
     // multicast
     NotMulticast = 96, NotAttached = 97, McgFull = 98, McgAttachFull = 99,
     BadOpcode = 100,
+    // on-demand paging (REG_MR, REREG_MR, ADVISE_MR)
+    OdpUnsupported = 110, OdpMttMode = 111, OdpDomainKind = 112, OdpImplicit = 113,
+    OdpModeChange = 114, NotOnDemand = 115, AdviceValue = 116, AdviceRange = 117, AdviceAccess = 118,
 };
 
 struct FwConfig {
@@ -239,6 +242,7 @@ private:
     void cmd_alloc_mw(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r);
     void cmd_dealloc_mw(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r);
+    void cmd_advise_mr(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_create_cq(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r);
     void cmd_resize_cq(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_destroy_cq(Ctx& c, In in, std::size_t n, Out& r);
@@ -280,6 +284,9 @@ private:
     // Domain checks for queue memory / MR pages: BAD_DOMAIN if not attached
     // to this context, BAD_PARAM if [addr, addr + len) wraps or leaves an SHM
     // mapping.
+    // REG_MR of an on-demand MR (hw-spec 5.6.5): the rules beyond a pinned one's.
+    bool check_on_demand(std::uint32_t dom, bool mtt_mode, bool zero_based, std::uint64_t iova,
+                         std::uint64_t length, std::uint64_t host, Out& r);
     bool check_range(const Ctx& c, std::uint32_t dom, std::uint64_t addr, std::uint64_t len,
                      Out& r);
     void pd_ref(std::uint32_t pdn, int delta);

@@ -151,6 +151,19 @@ constexpr std::uint32_t gid_tbl_len = 1024;
 constexpr std::uint32_t pkey_tbl_len = 1;
 constexpr std::uint32_t port_cap_flags = 0x00010000;  // IBV_PORT_CM_SUP
 constexpr std::uint32_t max_msg_sz = 0x800000;
+// On-demand paging (hw-spec 2.4, 5.6.5): the ibv_odp_general_caps and
+// ibv_odp_transport_cap_bits values. The transport bits are those of the
+// newest rxe (rxe_init_device_param: RC SEND, RECV, WRITE, READ, ATOMIC,
+// SRQ_RECV; UD SEND, RECV, SRQ_RECV), plus UC's SEND, RECV, WRITE and
+// SRQ_RECV, which rxe leaves out although its UC path is the RC path's: the
+// device's DMA is the same for every QP type. IMPLICIT (a whole-address-space
+// MR) is simnic's own; rxe does not have it.
+constexpr std::uint32_t kOdpSupport = 1u << 0;          // IBV_ODP_SUPPORT
+constexpr std::uint32_t kOdpSupportImplicit = 1u << 1;  // IBV_ODP_SUPPORT_IMPLICIT
+constexpr std::uint32_t odp_general_caps = kOdpSupport | kOdpSupportImplicit;
+constexpr std::uint32_t odp_rc_caps = 0x3F;        // SEND RECV WRITE READ ATOMIC SRQ_RECV
+constexpr std::uint32_t odp_uc_caps = 0x27;        // SEND RECV WRITE SRQ_RECV
+constexpr std::uint32_t odp_ud_caps = 0x23;        // SEND RECV SRQ_RECV
 }  // namespace caps_default
 
 // The multicast group table (hw-spec.md 9.10): an MCG entry holds the QPNs
@@ -227,6 +240,7 @@ enum class CmdOpcode : std::uint16_t {
     AllocMw = 0x0032,
     DeallocMw = 0x0033,
     ReregMr = 0x0034,
+    AdviseMr = 0x0035,
     CreateCq = 0x0040,
     ResizeCq = 0x0041,
     DestroyCq = 0x0042,
@@ -261,6 +275,7 @@ enum class CmdStatus : std::uint8_t {
     BadDomain = 0x0D,
     NotSupported = 0x0E,
     MwBound = 0x0F,
+    Fault = 0x10,
 };
 
 // errno the verbs layer returns for each status (Linux errno values).
@@ -282,6 +297,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
         case CmdStatus::BadDomain: return 14;     // EFAULT
         case CmdStatus::NotSupported: return 95;  // EOPNOTSUPP
         case CmdStatus::MwBound: return 22;       // EINVAL
+        case CmdStatus::Fault: return 14;         // EFAULT
     }
     return 5;  // unknown status: EIO
 }
@@ -362,7 +378,11 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(log_max_sq_stride, 0x8C, 16, 8)          \
     F(first_qpn, 0x90, 0, 24)                  \
     F(max_mtt, 0x94, 0, 32)                    \
-    F(max_mbox_len, 0x98, 0, 32)
+    F(max_mbox_len, 0x98, 0, 32)               \
+    F(odp_general_caps, 0x9C, 0, 8)            \
+    F(odp_rc_caps, 0x9C, 8, 8)                 \
+    F(odp_uc_caps, 0x9C, 16, 8)                \
+    F(odp_ud_caps, 0x9C, 24, 8)
 
 // PORT_BLOCK (hw-spec.md 2.5)
 #define SIMNIC_HW_PORT_BLOCK_FIELDS(F) \
@@ -674,6 +694,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(zero_based, 0x04, 26, 1)        \
     F(kind, 0x04, 27, 2)              \
     F(mw_state, 0x04, 29, 2)          \
+    F(on_demand, 0x04, 31, 1)         \
     F(access, 0x08, 0, 8)             \
     F(log_page_size, 0x08, 8, 6)      \
     F(domain_id, 0x0C, 0, 16)         \
@@ -779,6 +800,19 @@ constexpr int status_errno(CmdStatus s) noexcept {
 #define SIMNIC_HW_CMD_REG_MR_OUT_FIELDS(F) \
     F(lkey, 0x00, 0, 32)                   \
     F(rkey, 0x04, 0, 32)
+
+// CMD_ADVISE_MR_IN (hw-spec.md 5.6.13)
+#define SIMNIC_HW_CMD_ADVISE_MR_IN_FIELDS(F) \
+    F(lkey, 0x00, 0, 32)                     \
+    F(pdn, 0x04, 0, 24)                      \
+    F(advice, 0x08, 0, 8)                    \
+    F(addr, 0x10, 0, 64)                     \
+    F(length, 0x18, 0, 32)
+
+// CMD_ADVISE_MR_OUT (hw-spec.md 5.6.13)
+#define SIMNIC_HW_CMD_ADVISE_MR_OUT_FIELDS(F) \
+    F(host_addr, 0x00, 0, 64)                 \
+    F(domain_id, 0x08, 0, 16)
 
 // CMD_ALLOC_MW_IN (hw-spec.md 5.6.10)
 #define SIMNIC_HW_CMD_ALLOC_MW_IN_FIELDS(F) \
@@ -974,6 +1008,8 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(cmd_attach_domain_in, CMD_ATTACH_DOMAIN_IN, 32) \
     L(cmd_reg_mr_in, CMD_REG_MR_IN, 64)               \
     L(cmd_reg_mr_out, CMD_REG_MR_OUT, 8)              \
+    L(cmd_advise_mr_in, CMD_ADVISE_MR_IN, 32)         \
+    L(cmd_advise_mr_out, CMD_ADVISE_MR_OUT, 16)       \
     L(cmd_alloc_mw_in, CMD_ALLOC_MW_IN, 8)            \
     L(cmd_rereg_mr_in, CMD_REREG_MR_IN, 16)           \
     L(cmd_create_cq_in, CMD_CREATE_CQ_IN, 16)         \

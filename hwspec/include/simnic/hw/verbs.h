@@ -233,6 +233,10 @@ constexpr std::uint8_t kRemoteRead = 1u << 2;
 constexpr std::uint8_t kRemoteAtomic = 1u << 3;
 constexpr std::uint8_t kMwBind = 1u << 4;     // MRs only: memory windows may be bound to it
 constexpr std::uint8_t kZeroBased = 1u << 5;  // BIND_SEG only: a zero-based window
+// REG_MR and REREG_MR only: the MR's pages are looked up when the device
+// touches them, not pinned at registration (on-demand paging, hw-spec
+// 5.6.5). A mode of the MR, kept in MPT_ENTRY.on_demand, not a right.
+constexpr std::uint8_t kOnDemand = 1u << 6;
 constexpr std::uint8_t kRemote = kRemoteWrite | kRemoteRead | kRemoteAtomic;
 constexpr std::uint8_t kAll = 0x0F;      // QP access flags, and what MODIFY_QP accepts
 constexpr std::uint8_t kAllMr = 0x1F;    // what REG_MR and REREG_MR accept
@@ -244,6 +248,9 @@ constexpr std::uint8_t kAllMr = 0x1F;    // what REG_MR and REREG_MR accept
 constexpr std::uint32_t kFlushGlobal = 1u << 8;
 constexpr std::uint32_t kFlushPersistent = 1u << 9;
 }  // namespace access
+
+// ibv_advise_mr_advice: CMD_ADVISE_MR_IN.advice.
+enum class MrAdvice : std::uint8_t { Prefetch = 0, PrefetchWrite = 1, PrefetchNoFault = 2 };
 
 // ibv_mw_type: CMD_ALLOC_MW_IN.type (MPT_ENTRY.kind encodes it, layout.h).
 enum class MwType : std::uint8_t { Type1 = 1, Type2 = 2 };
