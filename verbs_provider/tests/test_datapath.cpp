@@ -317,6 +317,19 @@ TEST_CASE("reg_mr: a pinned MR needs its pages now (EFAULT), an on-demand one do
         errno = 0;
         return sv::reg_mr(r.pd, p, n, reinterpret_cast<std::uintptr_t>(p), access);
     };
+    // The two ways of reading the mappings (the ioctl of newer kernels, the
+    // text of older ones) agree on every case below.
+    for (bool w : {false, true})
+        for (std::size_t off : {std::size_t{0}, page - 8, page, 2 * page, 3 * page})
+            for (std::size_t n : {std::size_t{8}, page, 2 * page}) {
+                INFO("offset " << off << " length " << n << " writable " << w);
+                CHECK(host::check_user_pages(base + off, n, w) == host::check_user_pages_by_text(base + off, n, w));
+            }
+    CHECK(host::check_user_pages(base, page, true) == 0);
+    CHECK(host::check_user_pages_by_text(base, page, true) == 0);
+    CHECK(host::check_user_pages_by_text(base + 2 * page, page, false) == 0);
+    CHECK(host::check_user_pages_by_text(base + 2 * page, page, true) == EFAULT);
+    CHECK(host::check_user_pages_by_text(base + page, 8, false) == EFAULT);
     // Page 0 alone is fine; reaching into the hole is not.
     ibv_mr* ok = reg(base, page, IBV_ACCESS_LOCAL_WRITE);
     REQUIRE(ok != nullptr);
