@@ -800,6 +800,95 @@ TEST_CASE("post_recv and SRQs: RECV_WQE bytes, doorbells", "[verbs][wqe][srq]") 
     CHECK(sv::destroy_cq(cq) == 0);
 }
 
+// ibv_modify_srq with IBV_SRQ_MAX_WR resizes the SRQ as rxe does (its
+// provider remaps the queue the kernel resized): the WQEs posted and not
+// yet taken stay, in order, the new size takes WQEs at once; max_wr 0 or
+// above max_srq_wr, below the armed limit, or too small for the WQEs
+// queued is EINVAL and leaves the SRQ as it was. (Before the resize was
+// built every MAX_WR answered EOPNOTSUPP.)
+TEST_CASE("modify_srq MAX_WR: resize keeps the WQEs in order, EINVAL as rxe", "[verbs][wqe][srq]") {
+    Rig r;
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 8;
+    sa.attr.max_sge = 1;
+    ibv_srq* srq = sv::create_srq(r.pd, &sa);
+    REQUIRE(srq != nullptr);
+    ibv_sge sge{0x1000, 64, 0x11};
+    ibv_recv_wr w{};
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    auto post = [&](std::uint64_t id) {
+        w.wr_id = id;
+        return srq->context->ops.post_srq_recv(srq, &w, &bad);
+    };
+    for (std::uint64_t i = 0; i < 6; ++i) REQUIRE(post(100 + i) == 0);
+    // The device has taken the doorbell and the first two WQEs (this rig
+    // has no engine: its SRQC is written as the engine would).
+    std::uint8_t* srqc = r.store->entry(hw::Table::Srqc, srq->handle);
+    REQUIRE(hw::set(srqc, hw::srqc::kSize, hw::srqc::pi, 6));
+    REQUIRE(hw::set(srqc, hw::srqc::kSize, hw::srqc::ci, 2));
+    const std::uint64_t old_base = hw::get(srqc, hw::srqc::kSize, hw::srqc::base);
+
+    const auto cap = r.firmware->cap_block();
+    const std::uint32_t max_srq_wr =
+        static_cast<std::uint32_t>(hw::get(cap.data(), cap.size(), hw::cap_block::max_srq_wr));
+    ibv_srq_attr a{};
+    a.max_wr = 0;
+    CHECK(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == EINVAL);
+    a.max_wr = max_srq_wr + 1;
+    CHECK(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == EINVAL);
+    a.max_wr = 2;  // two entries do not hold the four WQEs queued (rxe's resize_finish)
+    CHECK(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == EINVAL);
+    a.srq_limit = 5;
+    REQUIRE(sv::modify_srq(srq, &a, IBV_SRQ_LIMIT) == 0);
+    a.max_wr = 4;  // below the armed limit 5
+    CHECK(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == EINVAL);
+    ibv_srq_attr q{};
+    REQUIRE(sv::query_srq(srq, &q) == 0);
+    CHECK(q.max_wr == 8);
+    CHECK(sv::srq_view(srq).entries == 8);
+    CHECK(hw::get(srqc, hw::srqc::kSize, hw::srqc::base) == old_base);
+
+    // Grow to 12 (16 entries) and disarm the limit in the same call.
+    a.max_wr = 12;
+    a.srq_limit = 0;
+    REQUIRE(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT) == 0);
+    const Cmd& m = r.rec->last(hw::CmdOpcode::ModifySrq);
+    CHECK(m.get(hw::cmd_modify_srq_in::max_wr) == 12);
+    CHECK(m.get(hw::cmd_modify_srq_in::log_size) == 4);
+    const sv::QueueView v = sv::srq_view(srq);
+    CHECK(v.entries == 16);
+    CHECK(reinterpret_cast<std::uintptr_t>(v.base) == m.get(hw::cmd_modify_srq_in::base));
+    CHECK(hw::get(srqc, hw::srqc::kSize, hw::srqc::base) == reinterpret_cast<std::uintptr_t>(v.base));
+    CHECK(hw::get(srqc, hw::srqc::kSize, hw::srqc::log_size) == 4);
+    CHECK(hw::get(srqc, hw::srqc::kSize, hw::srqc::ci) == 2);
+    // The WQEs the device has yet to take, at their indices, in order.
+    for (std::uint32_t i = 2; i < 6; ++i) CHECK(received(v, i).wr_id == 100 + i);
+    REQUIRE(sv::query_srq(srq, &q) == 0);
+    CHECK(q.max_wr == 16);
+    CHECK(q.srq_limit == 0);
+    // The new capacity takes WQEs: 10 more (16 posted, none completed
+    // here), the next ENOMEM; the old ring refused the third.
+    for (std::uint64_t i = 6; i < 16; ++i) CHECK(post(100 + i) == 0);
+    CHECK(post(116) == ENOMEM);
+    CHECK(r.rec->dbs.back().kind == hw::DbKind::Srq);
+    CHECK(r.rec->dbs.back().index == 16);
+    for (std::uint32_t i = 6; i < 16; ++i) CHECK(received(v, i).wr_id == 100 + i);
+
+    // Shrink across the ring's end: the device has taken up to 14, so two
+    // WQEs queued (14, 15) move to slots 2 and 3 of a 4-entry ring.
+    REQUIRE(hw::set(srqc, hw::srqc::kSize, hw::srqc::pi, 16));
+    REQUIRE(hw::set(srqc, hw::srqc::kSize, hw::srqc::ci, 14));
+    a.max_wr = 4;
+    REQUIRE(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == 0);
+    const sv::QueueView s4 = sv::srq_view(srq);
+    CHECK(s4.entries == 4);
+    CHECK(received(s4, 2).wr_id == 114);
+    CHECK(received(s4, 3).wr_id == 115);
+    CHECK(sv::destroy_srq(srq) == 0);
+}
+
 TEST_CASE("completion channels: COMPLETION EQEs wake the channel fd", "[verbs][events]") {
     Rig r;
     ibv_comp_channel* ch = sv::create_comp_channel(r.ctx);
