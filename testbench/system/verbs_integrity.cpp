@@ -1348,6 +1348,84 @@ TEST_CASE("SRQ_LIMIT_REACHED once fewer WQEs than srq_limit are left, then disar
     CHECK(ibv_destroy_srq(srq) == 0);
 }
 
+// ibv_modify_srq with IBV_SRQ_MAX_WR resizes the SRQ as rxe does: the WQEs
+// posted before the resize and not yet used stay and are used in order,
+// the new size takes more at once, and the messages sent before and after
+// the resize all land in their buffers. rxe_srq_chk_attr: above
+// max_srq_wr EINVAL; resize_finish: fewer entries than the WQEs queued
+// EINVAL. (simnic answered EOPNOTSUPP before.)
+TEST_CASE("ibv_modify_srq MAX_WR resizes the SRQ: WQEs posted before and after all used, in order",
+          "[verbs][srq]") {
+    Device d;
+    ibv_device_attr da{};
+    REQUIRE(ibv_query_device(d.ctx, &da) == 0);
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 4;
+    sa.attr.max_sge = 1;
+    ibv_srq* srq = ibv_create_srq(d.pd, &sa);
+    REQUIRE(srq != nullptr);
+    {
+        constexpr std::size_t kMsgs = 14, kLen = 64;
+        Buffer src(d, kMsgs * kLen), dst(d, kMsgs * kLen);
+        std::mt19937 rng(37);
+        src.fill(0, kMsgs * kLen, rng);
+        std::vector<ibv_sge> rs(kMsgs);
+        auto post_srq = [&](std::size_t i) {
+            rs[i] = dst.sge(i * kLen, kLen);
+            ibv_recv_wr r = recv_wr(60 + i, &rs[i]);
+            ibv_recv_wr* bad = nullptr;
+            return ibv_post_srq_recv(srq, &r, &bad);
+        };
+        for (std::size_t i = 0; i < 4; ++i) REQUIRE(post_srq(i) == 0);
+        CHECK(post_srq(4) == ENOMEM);  // 4 entries
+
+        Qp a(d, IBV_QPT_RC), b(d, IBV_QPT_RC, nullptr, 0, srq);
+        connect(a, b, 0x500, 0x600);
+        std::size_t sent = 0;
+        auto send_next = [&] {
+            ibv_sge sg = src.sge(sent * kLen, kLen);
+            ibv_send_wr wr = send_wr(1 + sent, IBV_WR_SEND, &sg);
+            post_send(a.qp, wr);
+            expect_wc(a.cq, "SEND to the SRQ QP", 1 + sent, IBV_WC_SUCCESS, IBV_WC_SEND);
+            const ibv_wc wc = expect_wc(b.cq, "RECV from the SRQ, in posting order", 60 + sent, IBV_WC_SUCCESS,
+                                        IBV_WC_RECV);
+            CHECK(wc.byte_len == kLen);
+            std::memcpy(dst.exp(sent * kLen), src.exp(sent * kLen), kLen);
+            ++sent;
+        };
+        send_next();  // WQE 0 used, 1..3 queued
+
+        ibv_srq_attr at{};
+        at.max_wr = static_cast<std::uint32_t>(da.max_srq_wr) + 1;
+        CHECK(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == EINVAL);
+        at.max_wr = 2;  // three WQEs queued
+        CHECK(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == EINVAL);
+        at.max_wr = 12;
+        REQUIRE(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == 0);
+        ibv_srq_attr q{};
+        REQUIRE(ibv_query_srq(srq, &q) == 0);
+        CHECK(q.max_wr >= 12);
+        // Eight posted after the resize: more than the old ring held.
+        for (std::size_t i = 4; i < 12; ++i) REQUIRE(post_srq(i) == 0);
+        while (sent < 12) send_next();  // 1..3 from before the resize, then 4..11
+
+        // Shrink: two queued, two entries.
+        REQUIRE(post_srq(12) == 0);
+        REQUIRE(post_srq(13) == 0);
+        at.max_wr = 1;
+        CHECK(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == EINVAL);
+        at.max_wr = 2;
+        REQUIRE(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == 0);
+        REQUIRE(ibv_query_srq(srq, &q) == 0);
+        CHECK(q.max_wr >= 2);
+        CHECK(q.max_wr < 12);
+        while (sent < kMsgs) send_next();
+        dst.verify("SRQ buffers across resizes");
+        drain_async(d.ctx, 20);
+    }
+    CHECK(ibv_destroy_srq(srq) == 0);
+}
+
 // What rdma-core 44's rxe provider checks before anything is queued
 // (validate_send_wr, rxe_post_one_recv): more SGEs than the QP's caps and
 // inline data beyond max_inline_data are EINVAL. The WRs chained before the
