@@ -1426,6 +1426,51 @@ TEST_CASE("ibv_modify_srq MAX_WR resizes the SRQ: WQEs posted before and after a
     CHECK(ibv_destroy_srq(srq) == 0);
 }
 
+// ibv_create_srq_ex naming a CQ for a basic SRQ: verbs.h hands it to the
+// provider's create_srq_ex (rdma-core 44's rxe: ibv_cmd_create_srq_ex),
+// which makes the basic SRQ (the CQ is not used by it); XRC without an
+// XRCD is EINVAL in libibverbs. (simnic answered EOPNOTSUPP before.)
+TEST_CASE("ibv_create_srq_ex: a basic SRQ with IBV_SRQ_INIT_ATTR_CQ takes receives", "[verbs][srq]") {
+    Device d;
+    ibv_cq* scq = ibv_create_cq(d.ctx, 4, nullptr, nullptr, 0);
+    REQUIRE(scq != nullptr);
+    ibv_srq_init_attr_ex x{};
+    x.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
+    x.srq_type = IBV_SRQT_BASIC;
+    x.pd = d.pd;
+    x.cq = scq;
+    x.attr.max_wr = 4;
+    x.attr.max_sge = 1;
+    ibv_srq* srq = ibv_create_srq_ex(d.ctx, &x);
+    REQUIRE(srq != nullptr);
+    CHECK(x.attr.max_wr >= 4);
+    ibv_srq_init_attr_ex xrc = x;
+    xrc.srq_type = IBV_SRQT_XRC;
+    errno = 0;
+    CHECK(ibv_create_srq_ex(d.ctx, &xrc) == nullptr);
+    CHECK(errno == EINVAL);
+    {
+        Buffer src(d, 64), dst(d, 64);
+        std::mt19937 rng(41);
+        src.fill(0, 64, rng);
+        ibv_sge rs = dst.sge(0, 64);
+        ibv_recv_wr r = recv_wr(90, &rs);
+        ibv_recv_wr* bad = nullptr;
+        REQUIRE(ibv_post_srq_recv(srq, &r, &bad) == 0);
+        Qp a(d, IBV_QPT_RC), b(d, IBV_QPT_RC, nullptr, 0, srq);
+        connect(a, b, 0x700, 0x800);
+        ibv_sge sg = src.sge(0, 64);
+        ibv_send_wr wr = send_wr(1, IBV_WR_SEND, &sg);
+        post_send(a.qp, wr);
+        expect_wc(a.cq, "SEND to the QP on the SRQ made by ibv_create_srq_ex", 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+        expect_wc(b.cq, "RECV from that SRQ", 90, IBV_WC_SUCCESS, IBV_WC_RECV);
+        std::memcpy(dst.exp(0), src.exp(), 64);
+        dst.verify("SRQ buffer");
+    }
+    CHECK(ibv_destroy_srq(srq) == 0);
+    CHECK(ibv_destroy_cq(scq) == 0);
+}
+
 // What rdma-core 44's rxe provider checks before anything is queued
 // (validate_send_wr, rxe_post_one_recv): more SGEs than the QP's caps and
 // inline data beyond max_inline_data are EINVAL. The WRs chained before the

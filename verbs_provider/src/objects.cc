@@ -428,6 +428,47 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     return &s->srq;
 }
 
+// ibv_create_srq_ex comes here for what verbs.h does not hand to
+// ibv_create_srq: a comp_mask beyond PD and TYPE (IBV_SRQ_INIT_ATTR_CQ,
+// say), no PD bit, or a type other than basic. rdma-core 44's rxe provider
+// passes it to ibv_cmd_create_srq_ex, whose checks are these; the kernel's
+// rxe creates basic SRQs only (EOPNOTSUPP). A CQ named for a basic SRQ is
+// not sent to the kernel (libibverbs only records it): the SRQ is the one
+// ibv_create_srq makes.
+ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr) {
+    if (sim(ctx) == nullptr || attr == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    const std::uint32_t mask = attr->comp_mask;
+    if (mask >= IBV_SRQ_INIT_ATTR_RESERVED) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    if ((mask & IBV_SRQ_INIT_ATTR_PD) == 0) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    const std::int64_t type = (mask & IBV_SRQ_INIT_ATTR_TYPE) ? c_enum(attr->srq_type) : std::int64_t{IBV_SRQT_BASIC};
+    // libibverbs' own checks of the other types, before the kernel sees them.
+    if ((type == IBV_SRQT_XRC && ((mask & IBV_SRQ_INIT_ATTR_XRCD) == 0 || (mask & IBV_SRQ_INIT_ATTR_CQ) == 0)) ||
+        (type == IBV_SRQT_TM && ((mask & IBV_SRQ_INIT_ATTR_CQ) == 0 || (mask & IBV_SRQ_INIT_ATTR_TM) == 0 ||
+                                 attr->tm_cap.max_num_tags == 0))) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (type != IBV_SRQT_BASIC) {
+        errno = EOPNOTSUPP;  // rxe_create_srq: basic SRQs only
+        return nullptr;
+    }
+    ibv_srq_init_attr basic{};
+    basic.srq_context = attr->srq_context;
+    basic.attr = attr->attr;
+    ibv_srq* srq = create_srq(attr->pd, &basic);
+    if (srq != nullptr) attr->attr = basic.attr;  // max_wr, max_sge as created
+    return srq;
+}
+
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
     SimContext* c = srq ? sim(srq->context) : nullptr;
     if (c == nullptr || attr == nullptr) return EINVAL;

@@ -889,6 +889,85 @@ TEST_CASE("modify_srq MAX_WR: resize keeps the WQEs in order, EINVAL as rxe", "[
     CHECK(sv::destroy_srq(srq) == 0);
 }
 
+// ibv_create_srq_ex with more of ibv_srq_init_attr_ex than PD and TYPE
+// reaches the provider (verbs.h); rdma-core 44's rxe passes it on to
+// ibv_cmd_create_srq_ex: a basic SRQ is created whatever CQ is named (the
+// CQ is not sent to the kernel), a comp_mask bit beyond TM EOPNOTSUPP, no
+// PD EINVAL, XRC/TM without what they need EINVAL, XRC/TM otherwise
+// EOPNOTSUPP (kernel rxe: basic SRQs only). (simnic answered EOPNOTSUPP
+// for all before.)
+TEST_CASE("create_srq_ex: a basic SRQ with IBV_SRQ_INIT_ATTR_CQ is created, other types refused as rxe",
+          "[verbs][srq]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    int token = 0;
+    ibv_srq_init_attr_ex x{};
+    x.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
+    x.srq_type = IBV_SRQT_BASIC;
+    x.pd = r.pd;
+    x.cq = cq;
+    x.srq_context = &token;
+    x.attr.max_wr = 5;
+    x.attr.max_sge = 2;
+    x.attr.srq_limit = 1;
+    ibv_srq* srq = sv::create_srq_ex(r.ctx, &x);
+    REQUIRE(srq != nullptr);
+    CHECK(x.attr.max_wr == 8);
+    CHECK(x.attr.max_sge == 2);
+    CHECK(srq->srq_context == &token);
+    CHECK(srq->pd == r.pd);
+    CHECK(r.rec->last(hw::CmdOpcode::CreateSrq).get(hw::cmd_create_srq_in::srq_limit) == 1);
+    ibv_srq_attr q{};
+    REQUIRE(sv::query_srq(srq, &q) == 0);
+    CHECK(q.max_wr == 8);
+    CHECK(q.srq_limit == 1);
+    ibv_sge sge{0x1000, 64, 0x11};
+    ibv_recv_wr w{};
+    w.wr_id = 77;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    CHECK(srq->context->ops.post_srq_recv(srq, &w, &bad) == 0);
+    CHECK(received(sv::srq_view(srq), 0).wr_id == 77);
+    // Without the TYPE bit the type is basic, as libibverbs reads it.
+    ibv_srq_init_attr_ex y = x;
+    y.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ;
+    y.srq_type = static_cast<ibv_srq_type>(IBV_SRQT_XRC);
+    ibv_srq* srq2 = sv::create_srq_ex(r.ctx, &y);
+    REQUIRE(srq2 != nullptr);
+    CHECK(sv::destroy_srq(srq2) == 0);
+
+    auto refused = [&](ibv_srq_init_attr_ex a) {
+        errno = 0;
+        ibv_srq* s = sv::create_srq_ex(r.ctx, &a);
+        if (s != nullptr) sv::destroy_srq(s);
+        return s == nullptr ? errno : 0;
+    };
+    ibv_srq_init_attr_ex e = x;
+    e.comp_mask |= IBV_SRQ_INIT_ATTR_RESERVED;
+    CHECK(refused(e) == EOPNOTSUPP);
+    e = x;
+    e.comp_mask &= ~std::uint32_t{IBV_SRQ_INIT_ATTR_PD};
+    CHECK(refused(e) == EINVAL);
+    e = x;
+    e.srq_type = IBV_SRQT_XRC;  // no XRCD
+    CHECK(refused(e) == EINVAL);
+    e.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD;
+    CHECK(refused(e) == EOPNOTSUPP);
+    e = x;
+    e.srq_type = IBV_SRQT_TM;  // no TM attributes
+    CHECK(refused(e) == EINVAL);
+    e.comp_mask |= IBV_SRQ_INIT_ATTR_TM;
+    e.tm_cap.max_num_tags = 4;
+    CHECK(refused(e) == EOPNOTSUPP);
+    e = x;
+    e.attr.max_wr = 0;  // the basic SRQ's own checks, as ibv_create_srq's
+    CHECK(refused(e) == EINVAL);
+    CHECK(sv::destroy_srq(srq) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("completion channels: COMPLETION EQEs wake the channel fd", "[verbs][events]") {
     Rig r;
     ibv_comp_channel* ch = sv::create_comp_channel(r.ctx);
