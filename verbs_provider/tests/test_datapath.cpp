@@ -604,6 +604,87 @@ TEST_CASE("post_send below RTS: EINVAL, no WQE, no doorbell", "[verbs][wqe]") {
     CHECK(sv::destroy_cq(cq) == 0);
 }
 
+// rdma-core 44's validate_send_wr refuses an atomic whose remote address is
+// not 8-byte aligned, or whose SGEs hold fewer than 8 bytes: EINVAL at
+// ibv_post_send, *bad_wr the atomic, nothing of it posted, the WRs before
+// it posted. (simnic used to post the misaligned one and fail the QP.)
+// rxe's wr_atomic_* check neither: ibv_wr_complete answers 0, as here.
+TEST_CASE("post_send: an atomic at a misaligned address or with fewer than 8 bytes is EINVAL, as rxe",
+          "[verbs][wqe]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    ibv_qp* qp = make_qp(r, cq, IBV_QPT_RC, 16);  // room for every WQE posted here
+    connect_rc(r, qp);
+    ibv_sge asge{0x3000, 8, 0x99};
+    ibv_send_wr ok{};
+    ok.wr_id = 1;
+    ok.opcode = IBV_WR_SEND;
+    ibv_send_wr at{};
+    at.wr_id = 2;
+    at.sg_list = &asge;
+    at.num_sge = 1;
+    at.wr.atomic.rkey = 7;
+    ibv_send_wr* bad = nullptr;
+    for (const ibv_wr_opcode op : {IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD}) {
+        for (const std::uint64_t va : {0xBEEF0001ull, 0xBEEF0004ull, 0xBEEF0007ull}) {
+            CAPTURE(op, va);
+            const std::size_t dbs = r.rec->dbs.size();
+            at.opcode = op;
+            at.wr.atomic.remote_addr = va;
+            ok.next = &at;
+            bad = nullptr;
+            CHECK(qp->context->ops.post_send(qp, &ok, &bad) == EINVAL);
+            CHECK(bad == &at);
+            // The SEND before it went alone.
+            REQUIRE(r.rec->dbs.size() == dbs + 1);
+            const std::uint32_t pi = r.rec->dbs.back().index;
+            const sv::QueueView sq = sv::sq_view(qp);
+            CHECK(static_cast<int>(sent(sq, (pi - 1) % sq.entries).opcode) == IBV_WR_SEND);
+        }
+        // Fewer than 8 bytes for the result.
+        at.wr.atomic.remote_addr = 0xBEEF0008;
+        asge.length = 4;
+        const std::size_t dbs = r.rec->dbs.size();
+        CHECK(qp->context->ops.post_send(qp, &at, &bad) == EINVAL);
+        CHECK(bad == &at);
+        CHECK(r.rec->dbs.size() == dbs);
+        asge.length = 8;
+        // Aligned, 8 bytes: posted.
+        CHECK(qp->context->ops.post_send(qp, &at, &bad) == 0);
+        CHECK(r.rec->dbs.size() == dbs + 1);
+        const sv::QueueView sq = sv::sq_view(qp);
+        const hw::SendWqe posted = sent(sq, (r.rec->dbs.back().index - 1) % sq.entries);
+        CHECK(static_cast<int>(posted.opcode) == static_cast<int>(op));
+        CHECK(posted.raddr.remote_va == 0xBEEF0008);
+    }
+    CHECK(sv::destroy_qp(qp) == 0);
+
+    // ibv_wr_atomic_*: rxe's wr_atomic_cmp_swp/fetch_add check nothing, so
+    // ibv_wr_complete answers 0 and the WQE is posted (the responder's NAK
+    // fails it on rxe, the engine's WQE check here: "Differences found" 9).
+    ibv_qp_init_attr_ex a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {4, 2, 1, 1, 0};
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    a.pd = r.pd;
+    a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+    ibv_qp* xq = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
+    REQUIRE(xq != nullptr);
+    connect_rc(r, xq);
+    ibv_qp_ex* x = sv::qp_to_qp_ex(xq);
+    REQUIRE(x != nullptr);
+    const std::size_t dbs = r.rec->dbs.size();
+    ibv_wr_start(x);
+    ibv_wr_atomic_cmp_swp(x, 7, 0xBEEF0004, 1, 2);
+    ibv_wr_set_sge(x, 0x99, 0x3000, 8);
+    CHECK(ibv_wr_complete(x) == 0);
+    CHECK(r.rec->dbs.size() == dbs + 1);
+    CHECK(sv::destroy_qp(xq) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("post_send: WQE bytes per hw-spec 6.2, full ring, one doorbell", "[verbs][wqe]") {
     Rig r;
     ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
