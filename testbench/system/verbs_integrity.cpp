@@ -514,6 +514,34 @@ TEST_CASE("RC: atomics return the original value and update the remote one", "[v
         CHECK(remote_u64(8) == s);
         remote.verify("remote after CMP_AND_SWAP");
     }
+    SECTION("misaligned or short: EINVAL at posting, as rxe's validate_send_wr; the QP goes on") {
+        for (const ibv_wr_opcode op : {IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP}) {
+            for (const std::size_t roff : {9, 12, 15}) {
+                CAPTURE(op, roff);
+                ibv_sge sg = result.sge(16, 8);
+                ibv_send_wr wr = send_wr(5, op, &sg);
+                wr.wr.atomic.remote_addr = remote.addr(roff);
+                wr.wr.atomic.rkey = remote.mr->rkey;
+                ibv_send_wr* bad = nullptr;
+                CHECK(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL);
+                CHECK(bad == &wr);
+            }
+            ibv_sge short_sg = result.sge(16, 4);
+            ibv_send_wr wr = send_wr(6, op, &short_sg);
+            wr.wr.atomic.remote_addr = remote.addr(8);
+            wr.wr.atomic.rkey = remote.mr->rkey;
+            ibv_send_wr* bad = nullptr;
+            CHECK(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL);
+            CHECK(bad == &wr);
+        }
+        expect_no_completion(p.a.cq, "refused atomics");
+        remote.verify("remote untouched by refused atomics");
+        result.verify("result buffer untouched by refused atomics");
+        // Nothing was posted, so the QP is still in RTS and executes the next.
+        atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 16, 1, 0, 7);
+        returned(16, v0);
+        CHECK(remote_u64(8) == v0 + 1);
+    }
     expect_no_completion(p.b.cq, "responder CQ");
 }
 
