@@ -541,29 +541,87 @@ void Firmware::cmd_create_srq(Ctx& c, std::uint16_t id, In in, std::size_t n, Ou
 void Firmware::cmd_modify_srq(Ctx& c, In in, std::size_t n, Out& r) {
     namespace q = hw::cmd_modify_srq_in;
     namespace sc = hw::srqc;
+    namespace am = hw::srq_attr_mask;
     const auto srqn = static_cast<std::uint32_t>(hw::get(in, n, q::srqn));
     const std::uint64_t mask = hw::get(in, n, q::attr_mask), limit = hw::get(in, n, q::srq_limit);
     if (c.srqs.count(srqn) == 0) {
         fail(r, CmdStatus::NoObject, Syndrome::NoSrq);
         return;
     }
-    if (mask & hw::srq_attr_mask::kMaxWr) {
-        fail(r, CmdStatus::NotSupported, Syndrome::SrqResize);
-        return;
-    }
-    if (mask & ~std::uint64_t{hw::srq_attr_mask::kLimit}) {
+    if (mask & ~std::uint64_t{am::kLimit | am::kMaxWr}) {
         fail(r, CmdStatus::BadParam, Syndrome::SrqMask);
         return;
     }
-    if ((mask & hw::srq_attr_mask::kLimit) == 0) return;
     Entry e(ent(Table::Srqc, srqn), Table::Srqc);
-    if (limit >= pow2(e[sc::log_size])) {
+    // rxe_srq_chk_attr refuses any change to an SRQ in error.
+    if (mask != 0 && e[sc::error]) {
+        fail(r, CmdStatus::BadParam, Syndrome::SrqError);
+        return;
+    }
+    const bool resize = (mask & am::kMaxWr) != 0;
+    std::uint64_t log = e[sc::log_size];
+    std::uint64_t base = 0;
+    std::uint32_t dom = 0;
+    if (resize) {
+        // The driver has written the WQEs posted and not yet taken to the
+        // same indices of the new ring (5.6.8); the firmware checks the
+        // request as rxe_srq_chk_attr does and swaps the rings.
+        const std::uint64_t max_wr = hw::get(in, n, q::max_wr);
+        log = hw::get(in, n, q::log_size);
+        base = hw::get(in, n, q::base);
+        dom = static_cast<std::uint32_t>(hw::get(in, n, q::domain_id));
+        if (max_wr == 0 || pow2(log) < max_wr) {
+            fail(r, CmdStatus::BadParam, Syndrome::QueueSize);
+            return;
+        }
+        if (max_wr > cap(cb::max_srq_wr) || pow2(log) > cap(cb::max_srq_wr)) {
+            fail(r, CmdStatus::ExceedsCap, Syndrome::QueueSize);
+            return;
+        }
+        // rxe: max_wr below the armed limit is EINVAL (a limit that has
+        // fired, read back as 0, does not count).
+        if (e[sc::limit_armed] && max_wr < e[sc::srq_limit]) {
+            fail(r, CmdStatus::BadParam, Syndrome::SrqBelowLimit);
+            return;
+        }
+        if (base % pow2(e[sc::log_stride]) != 0) {
+            fail(r, CmdStatus::BadParam, Syndrome::Alignment);
+            return;
+        }
+        if (!check_range(c, dom, base, pow2(log + e[sc::log_stride]), r)) return;
+    }
+    // The limit must stay below the ring's size (the new one when both
+    // change), whether it is set now or stays armed.
+    const bool armed_after = (mask & am::kLimit) ? limit != 0 : e[sc::limit_armed] != 0;
+    const std::uint64_t limit_after = (mask & am::kLimit) ? limit : e[sc::srq_limit];
+    if (armed_after && limit_after >= pow2(log)) {
         fail(r, CmdStatus::BadParam, Syndrome::SrqLimit);
         return;
     }
+    if (mask == 0) return;
     fence(Table::Srqc, srqn);
-    e.set(sc::srq_limit, limit);
-    e.set(sc::limit_armed, limit != 0);
+    if (resize) {
+        if (engine_) engine_->srq_resizing(srqn);
+        const auto pi = static_cast<std::uint32_t>(e[sc::pi]), ci = static_cast<std::uint32_t>(e[sc::ci]);
+        if (hw::ring_used(pi, ci) > pow2(log)) {
+            // rxe's resize_finish: fewer entries than the WQEs queued is EINVAL.
+            unfence(Table::Srqc, srqn);
+            fail(r, CmdStatus::BadParam, Syndrome::SrqTooFull);
+            return;
+        }
+        // The indices go on unchanged: the engine takes WQE `ci` from the
+        // new ring next, and the CQEs' wqe_index count on.
+        const auto old_dom = static_cast<std::uint32_t>(e[sc::domain_id]);
+        e.set(sc::base, base);
+        e.set(sc::log_size, log);
+        e.set(sc::domain_id, dom);
+        ++dom_refs_[dom];
+        if (--dom_refs_[old_dom] == 0) dom_refs_.erase(old_dom);
+    }
+    if (mask & am::kLimit) {
+        e.set(sc::srq_limit, limit);
+        e.set(sc::limit_armed, limit != 0);
+    }
     unfence(Table::Srqc, srqn);
 }
 

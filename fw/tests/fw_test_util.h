@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "simnic/fw/firmware.h"
@@ -96,6 +97,16 @@ public:
         CHECK(depth > 0);
         destroyed_qps.push_back(qpn);
     }
+    // MODIFY_SRQ resizing: inside the fence; applies `srq_doorbell_pi` (a
+    // doorbell the engine had not taken yet) when set.
+    void srq_resizing(std::uint32_t srqn) override {
+        CHECK(depth > 0);
+        ++srq_resizes;
+        if (srq_doorbell_pi) {
+            std::uint8_t* e = store_->entry(Table::Srqc, srqn);
+            hw::set(e, hw::srqc::kSize, hw::srqc::pi, *srq_doorbell_pi);
+        }
+    }
     bool cq_copy_entries(const std::uint8_t*, std::uint16_t, std::uint64_t, std::uint8_t) override {
         ++cq_copies;
         return copy_ok;
@@ -106,7 +117,8 @@ public:
     };
     std::vector<Mod> modified;
     std::vector<std::uint32_t> destroyed_qps;
-    int fences = 0, depth = 0, cq_copies = 0;
+    int fences = 0, depth = 0, cq_copies = 0, srq_resizes = 0;
+    std::optional<std::uint32_t> srq_doorbell_pi;
     bool drain_at_once = true, copy_ok = true;
 
 private:

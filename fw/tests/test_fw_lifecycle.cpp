@@ -205,14 +205,104 @@ TEST_CASE("QP: create checks and QPN numbering", "[fw][life][qp]") {
     CHECK(out(qs, hw::cmd_query_srq_out::max_sge) == 3);
     CHECK(out(qs, hw::cmd_query_srq_out::srq_limit) == 4);
     namespace ms = hw::cmd_modify_srq_in;
+    // MAX_WR 0 (rxe_srq_chk_attr: EINVAL); the resize itself: "SRQ: MODIFY_SRQ resize ...".
     CHECK(d.cmd(CmdOpcode::ModifySrq, Mbox(ms::kSize).set(ms::srqn, srq).set(ms::attr_mask, 1)).status ==
-          CmdStatus::NotSupported);
+          CmdStatus::BadParam);
     CHECK(d.cmd(CmdOpcode::ModifySrq, Mbox(ms::kSize).set(ms::srqn, srq).set(ms::attr_mask, 2).set(ms::srq_limit, 64)).status ==
           CmdStatus::BadParam);
     REQUIRE(d.cmd(CmdOpcode::ModifySrq, Mbox(ms::kSize).set(ms::srqn, srq).set(ms::attr_mask, 2).set(ms::srq_limit, 0)).ok());
     CHECK(out(d.handle_cmd(CmdOpcode::QuerySrq, srq), hw::cmd_query_srq_out::srq_limit) == 0);
     CHECK(d.cmd(CmdOpcode::CreateSrq, Mbox(srq_in).set(s::max_sge, 28)).status == CmdStatus::ExceedsCap);
     CHECK(d.cmd(CmdOpcode::CreateSrq, Mbox(srq_in).set(s::srq_limit, 64)).status == CmdStatus::BadParam);
+    CHECK(d.handle_cmd(CmdOpcode::DestroySrq, srq).ok());
+}
+
+// MODIFY_SRQ with MAX_WR (5.6.8): rxe_srq_chk_attr's checks and
+// resize_finish's (the WQEs queued must fit), then the SRQC names the new
+// ring with the indices unchanged; the doorbell the engine had not taken
+// when the command came counts.
+TEST_CASE("SRQ: MODIFY_SRQ resize checks and swaps the ring, indices kept", "[fw][life][srq]") {
+    Dev d;
+    namespace s = hw::cmd_create_srq_in;
+    namespace ms = hw::cmd_modify_srq_in;
+    namespace sc = hw::srqc;
+    const std::uint32_t pd = d.alloc_pd();
+    const std::uint32_t srq = d.ok_handle(d.cmd(CmdOpcode::CreateSrq, Mbox(s::kSize)
+                                                                         .set(s::pdn, pd)
+                                                                         .set(s::domain_id, d.boot)
+                                                                         .set(s::base, 0x400000)
+                                                                         .set(s::log_size, 3)
+                                                                         .set(s::log_stride, 6)
+                                                                         .set(s::max_sge, 3)));
+    std::uint8_t* ctx = d.store->entry(hw::Table::Srqc, srq);
+    auto srqc = [&](hw::Field f) { return hw::get(ctx, sc::kSize, f); };
+    // The engine has taken 3 WQEs of 5 announced; a doorbell for 7 waits.
+    REQUIRE(hw::set(ctx, sc::kSize, sc::pi, 5));
+    REQUIRE(hw::set(ctx, sc::kSize, sc::ci, 3));
+    d.engine.srq_doorbell_pi = 7;
+    auto resize = [&](std::uint64_t max_wr, std::uint64_t log, std::uint64_t base) {
+        return Mbox(ms::kSize)
+            .set(ms::srqn, srq)
+            .set(ms::attr_mask, hw::srq_attr_mask::kMaxWr)
+            .set(ms::max_wr, max_wr)
+            .set(ms::log_size, log)
+            .set(ms::domain_id, d.boot)
+            .set(ms::base, base);
+    };
+    auto modify = [&](const Mbox& m) { return d.cmd(CmdOpcode::ModifySrq, m); };
+    const std::uint64_t cap_wr = hw::get(d.fw->cap_block().data(), hw::cap_block::kSize, hw::cap_block::max_srq_wr);
+    CHECK(modify(resize(0, 2, 0x500000)).status == CmdStatus::BadParam);
+    CHECK(modify(resize(cap_wr + 1, 21, 0x500000)).status == CmdStatus::ExceedsCap);
+    CHECK(modify(resize(5, 2, 0x500000)).status == CmdStatus::BadParam);  // 4 entries for 5
+    CHECK(modify(resize(4, 2, 0x500020)).status == CmdStatus::BadParam);  // not at a stride
+    CHECK(modify(resize(4, 2, 0x500000).set(ms::domain_id, 7)).status == CmdStatus::BadDomain);
+    CHECK(modify(Mbox(resize(4, 2, 0x500000)).set(ms::attr_mask, 4)).status == CmdStatus::BadParam);
+    CHECK(d.engine.srq_resizes == 0);
+    // Below the armed limit: EINVAL, as rxe (max_wr < srq->limit).
+    REQUIRE(modify(Mbox(ms::kSize).set(ms::srqn, srq).set(ms::attr_mask, hw::srq_attr_mask::kLimit).set(ms::srq_limit, 6))
+                .ok());
+    CHECK(modify(resize(5, 3, 0x500000)).status == CmdStatus::BadParam);
+    REQUIRE(modify(Mbox(ms::kSize).set(ms::srqn, srq).set(ms::attr_mask, hw::srq_attr_mask::kLimit).set(ms::srq_limit, 0))
+                .ok());
+    // Four WQEs queued once the waiting doorbell is taken: two entries do
+    // not hold them (rxe's resize_finish: EINVAL), and nothing changes.
+    CHECK(modify(resize(2, 1, 0x500000)).status == CmdStatus::BadParam);
+    CHECK(d.engine.srq_resizes == 1);
+    CHECK(srqc(sc::pi) == 7);
+    CHECK(srqc(sc::base) == 0x400000);
+    CHECK(srqc(sc::log_size) == 3);
+    // Four entries do: the SRQC names the new ring, same indices.
+    const int fences = d.engine.fences;
+    REQUIRE(modify(resize(3, 2, 0x500000)).ok());
+    CHECK(d.engine.fences == fences + 1);
+    CHECK(d.engine.depth == 0);
+    CHECK(srqc(sc::base) == 0x500000);
+    CHECK(srqc(sc::log_size) == 2);
+    CHECK(srqc(sc::domain_id) == d.boot);
+    CHECK(srqc(sc::log_stride) == 6);
+    CHECK(srqc(sc::max_sge) == 3);
+    CHECK(srqc(sc::pi) == 7);
+    CHECK(srqc(sc::ci) == 3);
+    CHECK(out(d.handle_cmd(CmdOpcode::QuerySrq, srq), hw::cmd_query_srq_out::max_wr) == 4);
+    // Both at once: the limit is checked against the new size and armed.
+    CHECK(modify(Mbox(resize(100, 7, 0x600000))
+                     .set(ms::attr_mask, hw::srq_attr_mask::kMaxWr | hw::srq_attr_mask::kLimit)
+                     .set(ms::srq_limit, 128))
+              .status == CmdStatus::BadParam);
+    REQUIRE(modify(Mbox(resize(100, 7, 0x600000))
+                       .set(ms::attr_mask, hw::srq_attr_mask::kMaxWr | hw::srq_attr_mask::kLimit)
+                       .set(ms::srq_limit, 64))
+                .ok());
+    const CmdResult q = d.handle_cmd(CmdOpcode::QuerySrq, srq);
+    CHECK(out(q, hw::cmd_query_srq_out::max_wr) == 128);
+    CHECK(out(q, hw::cmd_query_srq_out::srq_limit) == 64);
+    CHECK(srqc(sc::base) == 0x600000);
+    CHECK(modify(resize(50, 6, 0x500000)).status == CmdStatus::BadParam);  // below the armed 64
+    // An SRQ in error takes no change (rxe_srq_chk_attr).
+    REQUIRE(hw::set(ctx, sc::kSize, sc::error, 1));
+    CHECK(modify(resize(128, 7, 0x500000)).status == CmdStatus::BadParam);
+    CHECK(modify(Mbox(ms::kSize).set(ms::srqn, srq).set(ms::attr_mask, hw::srq_attr_mask::kLimit).set(ms::srq_limit, 1))
+              .status == CmdStatus::BadParam);
     CHECK(d.handle_cmd(CmdOpcode::DestroySrq, srq).ok());
 }
 

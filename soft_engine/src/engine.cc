@@ -274,6 +274,16 @@ void SoftEngine::srq_destroying(uint32_t srqn) {
     impl_->srqs.erase(srqn);
 }
 
+// MODIFY_SRQ resizing: the producer index the firmware checks must be the
+// driver's last doorbell, which may still wait in a FIFO (PCIe orders it
+// before the command). A model device executes SRQ doorbells as it takes
+// them (Pipeline::doorbell), so none is left on its way after this. The
+// WQE peeked from the old ring goes at unfence (srqs.erase).
+void SoftEngine::srq_resizing(uint32_t) {
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    impl_->drain_fifos();
+}
+
 // rxe's provider copies the address vector into each UD WQE, so an AH may
 // go as soon as the sends that name it are posted (mckey's sender posts its
 // messages, then destroys its AH and QP at once). Here a WQE names the AH,

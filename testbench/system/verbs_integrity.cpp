@@ -515,6 +515,34 @@ TEST_CASE("RC: atomics return the original value and update the remote one", "[v
         CHECK(remote_u64(8) == s);
         remote.verify("remote after CMP_AND_SWAP");
     }
+    SECTION("misaligned or short: EINVAL at posting, as rxe's validate_send_wr; the QP goes on") {
+        for (const ibv_wr_opcode op : {IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP}) {
+            for (const std::size_t roff : {9, 12, 15}) {
+                CAPTURE(op, roff);
+                ibv_sge sg = result.sge(16, 8);
+                ibv_send_wr wr = send_wr(5, op, &sg);
+                wr.wr.atomic.remote_addr = remote.addr(roff);
+                wr.wr.atomic.rkey = remote.mr->rkey;
+                ibv_send_wr* bad = nullptr;
+                CHECK(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL);
+                CHECK(bad == &wr);
+            }
+            ibv_sge short_sg = result.sge(16, 4);
+            ibv_send_wr wr = send_wr(6, op, &short_sg);
+            wr.wr.atomic.remote_addr = remote.addr(8);
+            wr.wr.atomic.rkey = remote.mr->rkey;
+            ibv_send_wr* bad = nullptr;
+            CHECK(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL);
+            CHECK(bad == &wr);
+        }
+        expect_no_completion(p.a.cq, "refused atomics");
+        remote.verify("remote untouched by refused atomics");
+        result.verify("result buffer untouched by refused atomics");
+        // Nothing was posted, so the QP is still in RTS and executes the next.
+        atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 16, 1, 0, 7);
+        returned(16, v0);
+        CHECK(remote_u64(8) == v0 + 1);
+    }
     expect_no_completion(p.b.cq, "responder CQ");
 }
 
@@ -1347,6 +1375,129 @@ TEST_CASE("SRQ_LIMIT_REACHED once fewer WQEs than srq_limit are left, then disar
         dst.verify("SRQ buffers");
     }
     CHECK(ibv_destroy_srq(srq) == 0);
+}
+
+// ibv_modify_srq with IBV_SRQ_MAX_WR resizes the SRQ as rxe does: the WQEs
+// posted before the resize and not yet used stay and are used in order,
+// the new size takes more at once, and the messages sent before and after
+// the resize all land in their buffers. rxe_srq_chk_attr: above
+// max_srq_wr EINVAL; resize_finish: fewer entries than the WQEs queued
+// EINVAL. (simnic answered EOPNOTSUPP before.)
+TEST_CASE("ibv_modify_srq MAX_WR resizes the SRQ: WQEs posted before and after all used, in order",
+          "[verbs][srq]") {
+    Device d;
+    ibv_device_attr da{};
+    REQUIRE(ibv_query_device(d.ctx, &da) == 0);
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 4;
+    sa.attr.max_sge = 1;
+    ibv_srq* srq = ibv_create_srq(d.pd, &sa);
+    REQUIRE(srq != nullptr);
+    {
+        constexpr std::size_t kMsgs = 14, kLen = 64;
+        Buffer src(d, kMsgs * kLen), dst(d, kMsgs * kLen);
+        std::mt19937 rng(37);
+        src.fill(0, kMsgs * kLen, rng);
+        std::vector<ibv_sge> rs(kMsgs);
+        auto post_srq = [&](std::size_t i) {
+            rs[i] = dst.sge(i * kLen, kLen);
+            ibv_recv_wr r = recv_wr(60 + i, &rs[i]);
+            ibv_recv_wr* bad = nullptr;
+            return ibv_post_srq_recv(srq, &r, &bad);
+        };
+        for (std::size_t i = 0; i < 4; ++i) REQUIRE(post_srq(i) == 0);
+        CHECK(post_srq(4) == ENOMEM);  // 4 entries
+
+        Qp a(d, IBV_QPT_RC), b(d, IBV_QPT_RC, nullptr, 0, srq);
+        connect(a, b, 0x500, 0x600);
+        std::size_t sent = 0;
+        auto send_next = [&] {
+            ibv_sge sg = src.sge(sent * kLen, kLen);
+            ibv_send_wr wr = send_wr(1 + sent, IBV_WR_SEND, &sg);
+            post_send(a.qp, wr);
+            expect_wc(a.cq, "SEND to the SRQ QP", 1 + sent, IBV_WC_SUCCESS, IBV_WC_SEND);
+            const ibv_wc wc = expect_wc(b.cq, "RECV from the SRQ, in posting order", 60 + sent, IBV_WC_SUCCESS,
+                                        IBV_WC_RECV);
+            CHECK(wc.byte_len == kLen);
+            std::memcpy(dst.exp(sent * kLen), src.exp(sent * kLen), kLen);
+            ++sent;
+        };
+        send_next();  // WQE 0 used, 1..3 queued
+
+        ibv_srq_attr at{};
+        at.max_wr = static_cast<std::uint32_t>(da.max_srq_wr) + 1;
+        CHECK(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == EINVAL);
+        at.max_wr = 2;  // three WQEs queued
+        CHECK(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == EINVAL);
+        at.max_wr = 12;
+        REQUIRE(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == 0);
+        ibv_srq_attr q{};
+        REQUIRE(ibv_query_srq(srq, &q) == 0);
+        CHECK(q.max_wr >= 12);
+        // Eight posted after the resize: more than the old ring held.
+        for (std::size_t i = 4; i < 12; ++i) REQUIRE(post_srq(i) == 0);
+        while (sent < 12) send_next();  // 1..3 from before the resize, then 4..11
+
+        // Shrink: two queued, two entries.
+        REQUIRE(post_srq(12) == 0);
+        REQUIRE(post_srq(13) == 0);
+        at.max_wr = 1;
+        CHECK(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == EINVAL);
+        at.max_wr = 2;
+        REQUIRE(ibv_modify_srq(srq, &at, IBV_SRQ_MAX_WR) == 0);
+        REQUIRE(ibv_query_srq(srq, &q) == 0);
+        CHECK(q.max_wr >= 2);
+        CHECK(q.max_wr < 12);
+        while (sent < kMsgs) send_next();
+        dst.verify("SRQ buffers across resizes");
+        drain_async(d.ctx, 20);
+    }
+    CHECK(ibv_destroy_srq(srq) == 0);
+}
+
+// ibv_create_srq_ex naming a CQ for a basic SRQ: verbs.h hands it to the
+// provider's create_srq_ex (rdma-core 44's rxe: ibv_cmd_create_srq_ex),
+// which makes the basic SRQ (the CQ is not used by it); XRC without an
+// XRCD is EINVAL in libibverbs. (simnic answered EOPNOTSUPP before.)
+TEST_CASE("ibv_create_srq_ex: a basic SRQ with IBV_SRQ_INIT_ATTR_CQ takes receives", "[verbs][srq]") {
+    Device d;
+    ibv_cq* scq = ibv_create_cq(d.ctx, 4, nullptr, nullptr, 0);
+    REQUIRE(scq != nullptr);
+    ibv_srq_init_attr_ex x{};
+    x.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
+    x.srq_type = IBV_SRQT_BASIC;
+    x.pd = d.pd;
+    x.cq = scq;
+    x.attr.max_wr = 4;
+    x.attr.max_sge = 1;
+    ibv_srq* srq = ibv_create_srq_ex(d.ctx, &x);
+    REQUIRE(srq != nullptr);
+    CHECK(x.attr.max_wr >= 4);
+    ibv_srq_init_attr_ex xrc = x;
+    xrc.srq_type = IBV_SRQT_XRC;
+    errno = 0;
+    CHECK(ibv_create_srq_ex(d.ctx, &xrc) == nullptr);
+    CHECK(errno == EINVAL);
+    {
+        Buffer src(d, 64), dst(d, 64);
+        std::mt19937 rng(41);
+        src.fill(0, 64, rng);
+        ibv_sge rs = dst.sge(0, 64);
+        ibv_recv_wr r = recv_wr(90, &rs);
+        ibv_recv_wr* bad = nullptr;
+        REQUIRE(ibv_post_srq_recv(srq, &r, &bad) == 0);
+        Qp a(d, IBV_QPT_RC), b(d, IBV_QPT_RC, nullptr, 0, srq);
+        connect(a, b, 0x700, 0x800);
+        ibv_sge sg = src.sge(0, 64);
+        ibv_send_wr wr = send_wr(1, IBV_WR_SEND, &sg);
+        post_send(a.qp, wr);
+        expect_wc(a.cq, "SEND to the QP on the SRQ made by ibv_create_srq_ex", 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+        expect_wc(b.cq, "RECV from that SRQ", 90, IBV_WC_SUCCESS, IBV_WC_RECV);
+        std::memcpy(dst.exp(0), src.exp(), 64);
+        dst.verify("SRQ buffer");
+    }
+    CHECK(ibv_destroy_srq(srq) == 0);
+    CHECK(ibv_destroy_cq(scq) == 0);
 }
 
 // What rdma-core 44's rxe provider checks before anything is queued

@@ -355,6 +355,10 @@ int build_send(SimQp& qp, const ibv_send_wr& wr, std::uint8_t* slot) {
     // a non-zero imm_data (the union's bits, whatever the application meant).
     if (op == IBV_WR_BIND_MW && wr.imm_data != 0) return EINVAL;
     if (hw::is_atomic(o) && wr.num_sge != 1) return EINVAL;
+    // rdma-core 44's validate_send_wr: an atomic whose remote address is not
+    // 8-byte aligned, or with fewer than 8 bytes for its result, is EINVAL
+    // at posting. (Posted, the engine's WQE check would fail it and the QP.)
+    if (hw::is_atomic(o) && (wr.wr.atomic.remote_addr % 8 != 0 || wr.sg_list[0].length < 8)) return EINVAL;
     // ATOMIC_WRITE: the 8 bytes come from its one SGE and travel inline in
     // the WQE (rxe's provider copies them the same way); FLUSH has no
     // IBV_WR_ value in rdma-core 44 and is not reachable from here.

@@ -256,7 +256,7 @@ void fill_ops(ContextShell& s) {
     unsupported(v.open_qp);
     v.create_qp_ex = &op_create_qp_ex;
     unsupported(v.get_srq_num);
-    unsupported(v.create_srq_ex);
+    v.create_srq_ex = &create_srq_ex;
     unsupported(v.open_xrcd);
     unsupported(v.close_xrcd);
     v.sz = sizeof(verbs_context);

@@ -517,16 +517,95 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     return &s->srq;
 }
 
+// ibv_create_srq_ex comes here for what verbs.h does not hand to
+// ibv_create_srq: a comp_mask beyond PD and TYPE (IBV_SRQ_INIT_ATTR_CQ,
+// say), no PD bit, or a type other than basic. rdma-core 44's rxe provider
+// passes it to ibv_cmd_create_srq_ex, whose checks are these; the kernel's
+// rxe creates basic SRQs only (EOPNOTSUPP). A CQ named for a basic SRQ is
+// not sent to the kernel (libibverbs only records it): the SRQ is the one
+// ibv_create_srq makes.
+ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr) {
+    if (sim(ctx) == nullptr || attr == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    const std::uint32_t mask = attr->comp_mask;
+    if (mask >= IBV_SRQ_INIT_ATTR_RESERVED) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    if ((mask & IBV_SRQ_INIT_ATTR_PD) == 0) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    const std::int64_t type = (mask & IBV_SRQ_INIT_ATTR_TYPE) ? c_enum(attr->srq_type) : std::int64_t{IBV_SRQT_BASIC};
+    // libibverbs' own checks of the other types, before the kernel sees them.
+    if ((type == IBV_SRQT_XRC && ((mask & IBV_SRQ_INIT_ATTR_XRCD) == 0 || (mask & IBV_SRQ_INIT_ATTR_CQ) == 0)) ||
+        (type == IBV_SRQT_TM && ((mask & IBV_SRQ_INIT_ATTR_CQ) == 0 || (mask & IBV_SRQ_INIT_ATTR_TM) == 0 ||
+                                 attr->tm_cap.max_num_tags == 0))) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (type != IBV_SRQT_BASIC) {
+        errno = EOPNOTSUPP;  // rxe_create_srq: basic SRQs only
+        return nullptr;
+    }
+    ibv_srq_init_attr basic{};
+    basic.srq_context = attr->srq_context;
+    basic.attr = attr->attr;
+    ibv_srq* srq = create_srq(attr->pd, &basic);
+    if (srq != nullptr) attr->attr = basic.attr;  // max_wr, max_sge as created
+    return srq;
+}
+
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
     SimContext* c = srq ? sim(srq->context) : nullptr;
     if (c == nullptr || attr == nullptr) return EINVAL;
+    SimSrq& s = *srq_of(srq);
     namespace sm = hw::cmd_modify_srq_in;
     std::array<std::uint8_t, sm::kSize> in{};
-    hw::set(in.data(), in.size(), sm::srqn, srq_of(srq)->srqn);
+    hw::set(in.data(), in.size(), sm::srqn, s.srqn);
     hw::set(in.data(), in.size(), sm::attr_mask, static_cast<std::uint32_t>(mask));
     hw::set(in.data(), in.size(), sm::srq_limit, attr->srq_limit);
     host::CmdOutcome r;
-    return run_in(*c, hw::CmdOpcode::ModifySrq, in, 0, r);
+    if ((mask & IBV_SRQ_MAX_WR) == 0) return run_in(*c, hw::CmdOpcode::ModifySrq, in, 0, r);
+
+    // Resize (hw-spec 5.6.8), as rxe's provider remaps its queue: a new ring
+    // holds the WQEs posted and not yet taken at the indices they have in
+    // the old one, MODIFY_SRQ swaps the rings, and the old ring goes once
+    // the command has answered (the engine no longer reads it then).
+    // rxe_srq_chk_attr: max_wr 0 or above max_srq_wr is EINVAL.
+    if (attr->max_wr == 0 || attr->max_wr > c->cap_get(hw::cap_block::max_srq_wr)) return EINVAL;
+    Wq& wq = s.wq;
+    Wq next;  // the new ring's geometry; only base, log_size and slot() used
+    next.log_size = log2_ceil(attr->max_wr);
+    next.log_stride = wq.log_stride;
+    std::uint16_t dom = 0;
+    next.base = c->queues.alloc(*c->hc, next.bytes(), dom);
+    if (next.base == nullptr) return ENOMEM;
+    std::lock_guard<std::mutex> lk(wq.mu);  // no posting while the ring changes
+    // The WQEs from the consumer index this side knows (it lags the
+    // device's: it moves as completions are polled) to the producer index.
+    // When more than the new ring holds, the newest that fit: if the device
+    // has taken fewer than that, MODIFY_SRQ finds them not fitting (EINVAL).
+    const std::uint32_t ci = wq.ci.load(std::memory_order_acquire);
+    const std::uint32_t from =
+        hw::ring_used(wq.pi, ci) > next.entries() ? wq.pi - next.entries() : ci;
+    for (std::uint32_t i = from; i != wq.pi; ++i) std::memcpy(next.slot(i), wq.slot(i), wq.stride());
+    std::atomic_thread_fence(std::memory_order_release);
+    hw::set(in.data(), in.size(), sm::max_wr, attr->max_wr);
+    hw::set(in.data(), in.size(), sm::log_size, next.log_size);
+    hw::set(in.data(), in.size(), sm::domain_id, dom);
+    hw::set(in.data(), in.size(), sm::base, reinterpret_cast<std::uintptr_t>(next.base));
+    const int e = run_in(*c, hw::CmdOpcode::ModifySrq, in, 0, r);
+    if (e != 0) {
+        c->queues.free(next.base);
+        return e;
+    }
+    c->queues.free(wq.base);
+    wq.base = next.base;
+    wq.log_size = next.log_size;
+    return 0;
 }
 
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr) {

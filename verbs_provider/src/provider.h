@@ -148,6 +148,7 @@ const ibv_context* async_event_context(const ibv_async_event* event);
 
 // ---- SRQs ----
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
 int destroy_srq(ibv_srq* srq);

@@ -752,6 +752,87 @@ TEST_CASE("post_send below RTS: EINVAL, no WQE, no doorbell", "[verbs][wqe]") {
     CHECK(sv::destroy_cq(cq) == 0);
 }
 
+// rdma-core 44's validate_send_wr refuses an atomic whose remote address is
+// not 8-byte aligned, or whose SGEs hold fewer than 8 bytes: EINVAL at
+// ibv_post_send, *bad_wr the atomic, nothing of it posted, the WRs before
+// it posted. (simnic used to post the misaligned one and fail the QP.)
+// rxe's wr_atomic_* check neither: ibv_wr_complete answers 0, as here.
+TEST_CASE("post_send: an atomic at a misaligned address or with fewer than 8 bytes is EINVAL, as rxe",
+          "[verbs][wqe]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    ibv_qp* qp = make_qp(r, cq, IBV_QPT_RC, 16);  // room for every WQE posted here
+    connect_rc(r, qp);
+    ibv_sge asge{0x3000, 8, 0x99};
+    ibv_send_wr ok{};
+    ok.wr_id = 1;
+    ok.opcode = IBV_WR_SEND;
+    ibv_send_wr at{};
+    at.wr_id = 2;
+    at.sg_list = &asge;
+    at.num_sge = 1;
+    at.wr.atomic.rkey = 7;
+    ibv_send_wr* bad = nullptr;
+    for (const ibv_wr_opcode op : {IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD}) {
+        for (const std::uint64_t va : {0xBEEF0001ull, 0xBEEF0004ull, 0xBEEF0007ull}) {
+            CAPTURE(op, va);
+            const std::size_t dbs = r.rec->dbs.size();
+            at.opcode = op;
+            at.wr.atomic.remote_addr = va;
+            ok.next = &at;
+            bad = nullptr;
+            CHECK(qp->context->ops.post_send(qp, &ok, &bad) == EINVAL);
+            CHECK(bad == &at);
+            // The SEND before it went alone.
+            REQUIRE(r.rec->dbs.size() == dbs + 1);
+            const std::uint32_t pi = r.rec->dbs.back().index;
+            const sv::QueueView sq = sv::sq_view(qp);
+            CHECK(static_cast<int>(sent(sq, (pi - 1) % sq.entries).opcode) == IBV_WR_SEND);
+        }
+        // Fewer than 8 bytes for the result.
+        at.wr.atomic.remote_addr = 0xBEEF0008;
+        asge.length = 4;
+        const std::size_t dbs = r.rec->dbs.size();
+        CHECK(qp->context->ops.post_send(qp, &at, &bad) == EINVAL);
+        CHECK(bad == &at);
+        CHECK(r.rec->dbs.size() == dbs);
+        asge.length = 8;
+        // Aligned, 8 bytes: posted.
+        CHECK(qp->context->ops.post_send(qp, &at, &bad) == 0);
+        CHECK(r.rec->dbs.size() == dbs + 1);
+        const sv::QueueView sq = sv::sq_view(qp);
+        const hw::SendWqe posted = sent(sq, (r.rec->dbs.back().index - 1) % sq.entries);
+        CHECK(static_cast<int>(posted.opcode) == static_cast<int>(op));
+        CHECK(posted.raddr.remote_va == 0xBEEF0008);
+    }
+    CHECK(sv::destroy_qp(qp) == 0);
+
+    // ibv_wr_atomic_*: rxe's wr_atomic_cmp_swp/fetch_add check nothing, so
+    // ibv_wr_complete answers 0 and the WQE is posted (the responder's NAK
+    // fails it on rxe, the engine's WQE check here: "Differences found" 9).
+    ibv_qp_init_attr_ex a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {4, 2, 1, 1, 0};
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    a.pd = r.pd;
+    a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+    ibv_qp* xq = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
+    REQUIRE(xq != nullptr);
+    connect_rc(r, xq);
+    ibv_qp_ex* x = sv::qp_to_qp_ex(xq);
+    REQUIRE(x != nullptr);
+    const std::size_t dbs = r.rec->dbs.size();
+    ibv_wr_start(x);
+    ibv_wr_atomic_cmp_swp(x, 7, 0xBEEF0004, 1, 2);
+    ibv_wr_set_sge(x, 0x99, 0x3000, 8);
+    CHECK(ibv_wr_complete(x) == 0);
+    CHECK(r.rec->dbs.size() == dbs + 1);
+    CHECK(sv::destroy_qp(xq) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("post_send: WQE bytes per hw-spec 6.2, full ring, one doorbell", "[verbs][wqe]") {
     Rig r;
     ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
@@ -945,6 +1026,174 @@ TEST_CASE("post_recv and SRQs: RECV_WQE bytes, doorbells", "[verbs][wqe][srq]") 
     CHECK(sv::destroy_qp(sqp) == 0);
     CHECK(sv::destroy_srq(srq) == 0);
     CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
+// ibv_modify_srq with IBV_SRQ_MAX_WR resizes the SRQ as rxe does (its
+// provider remaps the queue the kernel resized): the WQEs posted and not
+// yet taken stay, in order, the new size takes WQEs at once; max_wr 0 or
+// above max_srq_wr, below the armed limit, or too small for the WQEs
+// queued is EINVAL and leaves the SRQ as it was. (Before the resize was
+// built every MAX_WR answered EOPNOTSUPP.)
+TEST_CASE("modify_srq MAX_WR: resize keeps the WQEs in order, EINVAL as rxe", "[verbs][wqe][srq]") {
+    Rig r;
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 8;
+    sa.attr.max_sge = 1;
+    ibv_srq* srq = sv::create_srq(r.pd, &sa);
+    REQUIRE(srq != nullptr);
+    ibv_sge sge{0x1000, 64, 0x11};
+    ibv_recv_wr w{};
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    auto post = [&](std::uint64_t id) {
+        w.wr_id = id;
+        return srq->context->ops.post_srq_recv(srq, &w, &bad);
+    };
+    for (std::uint64_t i = 0; i < 6; ++i) REQUIRE(post(100 + i) == 0);
+    // The device has taken the doorbell and the first two WQEs (this rig
+    // has no engine: its SRQC is written as the engine would).
+    std::uint8_t* srqc = r.store->entry(hw::Table::Srqc, srq->handle);
+    REQUIRE(hw::set(srqc, hw::srqc::kSize, hw::srqc::pi, 6));
+    REQUIRE(hw::set(srqc, hw::srqc::kSize, hw::srqc::ci, 2));
+    const std::uint64_t old_base = hw::get(srqc, hw::srqc::kSize, hw::srqc::base);
+
+    const auto cap = r.firmware->cap_block();
+    const std::uint32_t max_srq_wr =
+        static_cast<std::uint32_t>(hw::get(cap.data(), cap.size(), hw::cap_block::max_srq_wr));
+    ibv_srq_attr a{};
+    a.max_wr = 0;
+    CHECK(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == EINVAL);
+    a.max_wr = max_srq_wr + 1;
+    CHECK(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == EINVAL);
+    a.max_wr = 2;  // two entries do not hold the four WQEs queued (rxe's resize_finish)
+    CHECK(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == EINVAL);
+    a.srq_limit = 5;
+    REQUIRE(sv::modify_srq(srq, &a, IBV_SRQ_LIMIT) == 0);
+    a.max_wr = 4;  // below the armed limit 5
+    CHECK(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == EINVAL);
+    ibv_srq_attr q{};
+    REQUIRE(sv::query_srq(srq, &q) == 0);
+    CHECK(q.max_wr == 8);
+    CHECK(sv::srq_view(srq).entries == 8);
+    CHECK(hw::get(srqc, hw::srqc::kSize, hw::srqc::base) == old_base);
+
+    // Grow to 12 (16 entries) and disarm the limit in the same call.
+    a.max_wr = 12;
+    a.srq_limit = 0;
+    REQUIRE(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT) == 0);
+    const Cmd& m = r.rec->last(hw::CmdOpcode::ModifySrq);
+    CHECK(m.get(hw::cmd_modify_srq_in::max_wr) == 12);
+    CHECK(m.get(hw::cmd_modify_srq_in::log_size) == 4);
+    const sv::QueueView v = sv::srq_view(srq);
+    CHECK(v.entries == 16);
+    CHECK(reinterpret_cast<std::uintptr_t>(v.base) == m.get(hw::cmd_modify_srq_in::base));
+    CHECK(hw::get(srqc, hw::srqc::kSize, hw::srqc::base) == reinterpret_cast<std::uintptr_t>(v.base));
+    CHECK(hw::get(srqc, hw::srqc::kSize, hw::srqc::log_size) == 4);
+    CHECK(hw::get(srqc, hw::srqc::kSize, hw::srqc::ci) == 2);
+    // The WQEs the device has yet to take, at their indices, in order.
+    for (std::uint32_t i = 2; i < 6; ++i) CHECK(received(v, i).wr_id == 100 + i);
+    REQUIRE(sv::query_srq(srq, &q) == 0);
+    CHECK(q.max_wr == 16);
+    CHECK(q.srq_limit == 0);
+    // The new capacity takes WQEs: 10 more (16 posted, none completed
+    // here), the next ENOMEM; the old ring refused the third.
+    for (std::uint64_t i = 6; i < 16; ++i) CHECK(post(100 + i) == 0);
+    CHECK(post(116) == ENOMEM);
+    CHECK(r.rec->dbs.back().kind == hw::DbKind::Srq);
+    CHECK(r.rec->dbs.back().index == 16);
+    for (std::uint32_t i = 6; i < 16; ++i) CHECK(received(v, i).wr_id == 100 + i);
+
+    // Shrink across the ring's end: the device has taken up to 14, so two
+    // WQEs queued (14, 15) move to slots 2 and 3 of a 4-entry ring.
+    REQUIRE(hw::set(srqc, hw::srqc::kSize, hw::srqc::pi, 16));
+    REQUIRE(hw::set(srqc, hw::srqc::kSize, hw::srqc::ci, 14));
+    a.max_wr = 4;
+    REQUIRE(sv::modify_srq(srq, &a, IBV_SRQ_MAX_WR) == 0);
+    const sv::QueueView s4 = sv::srq_view(srq);
+    CHECK(s4.entries == 4);
+    CHECK(received(s4, 2).wr_id == 114);
+    CHECK(received(s4, 3).wr_id == 115);
+    CHECK(sv::destroy_srq(srq) == 0);
+}
+
+// ibv_create_srq_ex with more of ibv_srq_init_attr_ex than PD and TYPE
+// reaches the provider (verbs.h); rdma-core 44's rxe passes it on to
+// ibv_cmd_create_srq_ex: a basic SRQ is created whatever CQ is named (the
+// CQ is not sent to the kernel), a comp_mask bit beyond TM EOPNOTSUPP, no
+// PD EINVAL, XRC/TM without what they need EINVAL, XRC/TM otherwise
+// EOPNOTSUPP (kernel rxe: basic SRQs only). (simnic answered EOPNOTSUPP
+// for all before.)
+TEST_CASE("create_srq_ex: a basic SRQ with IBV_SRQ_INIT_ATTR_CQ is created, other types refused as rxe",
+          "[verbs][srq]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    int token = 0;
+    ibv_srq_init_attr_ex x{};
+    x.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
+    x.srq_type = IBV_SRQT_BASIC;
+    x.pd = r.pd;
+    x.cq = cq;
+    x.srq_context = &token;
+    x.attr.max_wr = 5;
+    x.attr.max_sge = 2;
+    x.attr.srq_limit = 1;
+    ibv_srq* srq = sv::create_srq_ex(r.ctx, &x);
+    REQUIRE(srq != nullptr);
+    CHECK(x.attr.max_wr == 8);
+    CHECK(x.attr.max_sge == 2);
+    CHECK(srq->srq_context == &token);
+    CHECK(srq->pd == r.pd);
+    CHECK(r.rec->last(hw::CmdOpcode::CreateSrq).get(hw::cmd_create_srq_in::srq_limit) == 1);
+    ibv_srq_attr q{};
+    REQUIRE(sv::query_srq(srq, &q) == 0);
+    CHECK(q.max_wr == 8);
+    CHECK(q.srq_limit == 1);
+    ibv_sge sge{0x1000, 64, 0x11};
+    ibv_recv_wr w{};
+    w.wr_id = 77;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    CHECK(srq->context->ops.post_srq_recv(srq, &w, &bad) == 0);
+    CHECK(received(sv::srq_view(srq), 0).wr_id == 77);
+    // Without the TYPE bit the type is basic, as libibverbs reads it.
+    ibv_srq_init_attr_ex y = x;
+    y.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ;
+    y.srq_type = static_cast<ibv_srq_type>(IBV_SRQT_XRC);
+    ibv_srq* srq2 = sv::create_srq_ex(r.ctx, &y);
+    REQUIRE(srq2 != nullptr);
+    CHECK(sv::destroy_srq(srq2) == 0);
+
+    auto refused = [&](ibv_srq_init_attr_ex a) {
+        errno = 0;
+        ibv_srq* s = sv::create_srq_ex(r.ctx, &a);
+        if (s != nullptr) sv::destroy_srq(s);
+        return s == nullptr ? errno : 0;
+    };
+    ibv_srq_init_attr_ex e = x;
+    e.comp_mask |= IBV_SRQ_INIT_ATTR_RESERVED;
+    CHECK(refused(e) == EOPNOTSUPP);
+    e = x;
+    e.comp_mask &= ~std::uint32_t{IBV_SRQ_INIT_ATTR_PD};
+    CHECK(refused(e) == EINVAL);
+    e = x;
+    e.srq_type = IBV_SRQT_XRC;  // no XRCD
+    CHECK(refused(e) == EINVAL);
+    e.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD;
+    CHECK(refused(e) == EOPNOTSUPP);
+    e = x;
+    e.srq_type = IBV_SRQT_TM;  // no TM attributes
+    CHECK(refused(e) == EINVAL);
+    e.comp_mask |= IBV_SRQ_INIT_ATTR_TM;
+    e.tm_cap.max_num_tags = 4;
+    CHECK(refused(e) == EOPNOTSUPP);
+    e = x;
+    e.attr.max_wr = 0;  // the basic SRQ's own checks, as ibv_create_srq's
+    CHECK(refused(e) == EINVAL);
+    CHECK(sv::destroy_srq(srq) == 0);
     CHECK(sv::destroy_cq(cq) == 0);
 }
 

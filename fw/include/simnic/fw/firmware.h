@@ -47,7 +47,7 @@ enum class Syndrome : std::uint32_t {
     TooLong = 49,
     // queues
     Alignment = 50, QueueSize = 51, Stride = 52, SgeCount = 53, InlineSize = 54,
-    SrqLimit = 55, QpType = 56, SrqPd = 57, SrqResize = 58, SrqMask = 59,
+    SrqLimit = 55, QpType = 56, SrqPd = 57, SrqMask = 59,
     // MODIFY_QP
     MaskNoState = 60, MaskUnknown = 61, MaskUnsupported = 62, AttrMissing = 63,
     AttrNotAllowed = 64, IllegalTransition = 65, CurStateMismatch = 66, SqDraining = 67,
@@ -57,7 +57,7 @@ enum class Syndrome : std::uint32_t {
     // life cycles
     PdBusy = 80, CqBusy = 81, SrqBusy = 82, DomainBusy = 83, BootDomain = 84, WrongPid = 85,
     ShmHandle = 86, ShmLength = 87, DomainKind = 88,
-    CqTooFull = 90, CqCopyFault = 91,
+    CqTooFull = 90, CqCopyFault = 91, SrqTooFull = 100, SrqBelowLimit = 101, SrqError = 102,
     // memory windows, REREG_MR
     MwType = 92, MrHasMw = 93, ReregFlags = 94, ReregTranslation = 95,
     // multicast

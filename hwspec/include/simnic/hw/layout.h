@@ -911,7 +911,11 @@ constexpr int status_errno(CmdStatus s) noexcept {
 #define SIMNIC_HW_CMD_MODIFY_SRQ_IN_FIELDS(F) \
     F(srqn, 0x00, 0, 24)                      \
     F(attr_mask, 0x04, 0, 32)                 \
-    F(srq_limit, 0x08, 0, 32)
+    F(srq_limit, 0x08, 0, 32)                 \
+    F(max_wr, 0x0C, 0, 32)                    \
+    F(domain_id, 0x10, 0, 16)                 \
+    F(log_size, 0x10, 16, 5)                  \
+    F(base, 0x18, 0, 64)
 
 // CMD_QUERY_SRQ_OUT (hw-spec.md 5.6.8)
 #define SIMNIC_HW_CMD_QUERY_SRQ_OUT_FIELDS(F) \
@@ -1017,7 +1021,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(cmd_create_qp_in, CMD_CREATE_QP_IN, 64)         \
     L(qp_attr, QP_ATTR, 96)                           \
     L(cmd_create_srq_in, CMD_CREATE_SRQ_IN, 32)       \
-    L(cmd_modify_srq_in, CMD_MODIFY_SRQ_IN, 12)       \
+    L(cmd_modify_srq_in, CMD_MODIFY_SRQ_IN, 32)       \
     L(cmd_query_srq_out, CMD_QUERY_SRQ_OUT, 12)       \
     L(cmd_create_ah_in, CMD_CREATE_AH_IN, 48)         \
     L(cmd_mcast_in, CMD_MCAST_IN, 32)

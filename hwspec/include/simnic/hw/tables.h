@@ -102,6 +102,10 @@ public:
     virtual void qp_destroying(std::uint32_t /*qpn*/) {}
     virtual void cq_destroying(std::uint32_t /*cqn*/) {}
     virtual void srq_destroying(std::uint32_t /*srqn*/) {}
+    // MODIFY_SRQ with MAX_WR (inside the fence, before the firmware reads
+    // the SRQC's indices): take the SRQ doorbells rung before the command,
+    // so that the producer index the checks read is the driver's.
+    virtual void srq_resizing(std::uint32_t /*srqn*/) {}
     // An AH is about to be destroyed (inside the fence): UD WQEs posted
     // before the command name it, and go out with it first.
     virtual void ah_destroying(std::uint32_t /*ahn*/) {}

@@ -134,6 +134,7 @@ public:
     void qp_destroying(std::uint32_t qpn) override;
     void cq_destroying(std::uint32_t cqn) override;
     void srq_destroying(std::uint32_t srqn) override;
+    void srq_resizing(std::uint32_t srqn) override;
     void ah_destroying(std::uint32_t ahn) override;
     bool cq_copy_entries(const std::uint8_t* cqc, std::uint16_t new_domain, std::uint64_t new_base,
                          std::uint8_t new_log_size) override;
