@@ -310,7 +310,11 @@ TEST_CASE("reg_mr: a pinned MR needs its pages now (EFAULT), an on-demand one do
     auto* base = static_cast<std::uint8_t*>(
         mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     REQUIRE(base != MAP_FAILED);
-    REQUIRE(munmap(base + page, page) == 0);                      // page 1: a hole
+    // Page 1 is no memory to the device: PROT_NONE, which pinning and
+    // process_vm_* treat as a hole does, but which no allocation of another
+    // thread can take in the meantime (a munmapped page can be, and under
+    // ASan it was).
+    REQUIRE(mprotect(base + page, page, PROT_NONE) == 0);         // page 1: not accessible
     REQUIRE(mprotect(base + 2 * page, page, PROT_READ) == 0);     // page 2: read-only
     REQUIRE(mprotect(base + 3 * page, page, PROT_NONE) == 0);     // page 3: a guard
     auto reg = [&](std::uint8_t* p, std::size_t n, unsigned access) {
@@ -330,7 +334,14 @@ TEST_CASE("reg_mr: a pinned MR needs its pages now (EFAULT), an on-demand one do
     CHECK(host::check_user_pages_by_text(base + 2 * page, page, false) == 0);
     CHECK(host::check_user_pages_by_text(base + 2 * page, page, true) == EFAULT);
     CHECK(host::check_user_pages_by_text(base + page, 8, false) == EFAULT);
-    // Page 0 alone is fine; reaching into the hole is not.
+    // A true hole: the page at 0x1000 lies below vm.mmap_min_addr and is
+    // never mapped.
+    auto* const never = reinterpret_cast<std::uint8_t*>(std::uintptr_t{0x1000});
+    CHECK(host::check_user_pages(never, 8, false) == EFAULT);
+    CHECK(host::check_user_pages_by_text(never, 8, false) == EFAULT);
+    CHECK(reg(never, 8, 0) == nullptr);
+    CHECK(errno == EFAULT);
+    // Page 0 alone is fine; reaching into page 1 is not.
     ibv_mr* ok = reg(base, page, IBV_ACCESS_LOCAL_WRITE);
     REQUIRE(ok != nullptr);
     CHECK(sv::dereg_mr(ok) == 0);
