@@ -24,6 +24,7 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
     : cfg(c), be(b), loopback(lb), period_ps(uint64_t(c.clock_period_ps() + 0.5)),
       rx_path_ps(uint64_t(c.mac.phy_latency_ns) * 1000 *
                      (lb ? 2 : 1) + (lb ? uint64_t(c.mac.cable_ns) * 1000 : 0)),
+      cut_through(c.pipeline.cut_through != 0),
       dma(c.dma),
       qpc(c.qpc_cache), mpt(c.mpt_cache), mtt(c.mtt_cache) {
     if (cfg.icrc.impl == BlockImpl::rtl) icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();

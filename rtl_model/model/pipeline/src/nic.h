@@ -37,6 +37,11 @@ struct Txn {
     Kind kind = Kind::Doorbell;
     uint64_t t_in = 0;      // ps, when it entered
     uint64_t ready_ps = 0;  // ps, when the previous block's result is out (pipelined latency)
+    // With pipeline.cut_through, a received frame streams through MAC RX,
+    // the parser and the ICRC check: ready_ps is when its last beat is out
+    // of the previous block, head_ps when its first beat is, hdr_ps when
+    // the parser's header vector is.
+    uint64_t head_ps = 0, hdr_ps = 0;
     Doorbell db;
     std::vector<uint8_t> frame;
     uint32_t qpn = 0;
@@ -54,7 +59,8 @@ using TxnPtr = std::shared_ptr<Txn>;
 // A frame on its way out, and when its payload is in the device.
 struct FrameTok {
     TxFrameRec f;
-    uint64_t ready_ps = 0;
+    uint64_t ready_ps = 0;  // when its payload is in; out of TX build: when its last beat is out
+    uint64_t head_ps = 0;   // pipeline.cut_through, out of TX build: when its first beat is out
 };
 
 struct CqeTok {
@@ -193,6 +199,7 @@ struct Nic {
     const uint64_t period_ps;
     const uint64_t rx_path_ps;  // PHYs and cable in front of MAC RX (mac_rx.cc)
     uint64_t cycles(uint64_t n) const { return n * period_ps; }
+    const bool cut_through;  // pipeline.cut_through
 
     DmaEngine dma;
     TableCache qpc, mpt, mtt;
