@@ -31,8 +31,9 @@ void MacRxBlock::main() {
             // TX hands it over as it starts sending, so the line time counts
             // once; from a real wire the frame came whole and the line time
             // is the peer's serialisation, as store-and-forward.)
-            const uint64_t s = now_ps();
-            t->ready_ps = s + dur;
+            // Kept here: once handed on, the parser moves the frame's times on.
+            const uint64_t s = now_ps(), tail = s + dur;
+            t->ready_ps = tail;
             t->head_ps = nic.cfg.beats(len) <= 1
                              ? t->ready_ps
                              : s + std::max<uint64_t>(nic.cycles(1),
@@ -46,9 +47,9 @@ void MacRxBlock::main() {
                 t->frame = std::move(fr);
                 sim::wait_until(t->head_ps);
                 nic.mac_to_parser.write(t, &st);
-                sim::wait_until(t->ready_ps);
+                sim::wait_until(tail);
             }
-            nic.stage_sample(Nic::kMacRx, tail_in, std::max(now_ps(), t->ready_ps));
+            nic.stage_sample(Nic::kMacRx, tail_in, std::max(now_ps(), tail));
             continue;
         }
         {
