@@ -34,7 +34,7 @@ struct BenchArgs {
     std::string trace;
     std::optional<uint64_t> trace_from;
     uint64_t trace_cycles = 0;
-    bool json = false, all = false, inline_data = false;
+    bool json = false, all = false, inline_data = false, events = false;
 };
 
 bool read_file(const std::string& path, std::string& text, std::string& err) {
@@ -145,6 +145,7 @@ bool run_one(const BenchArgs& a, const std::string& file_text, const std::vector
     spec.messages = a.messages;
     spec.warmup = a.warmup;
     spec.inline_data = a.inline_data;
+    spec.events = a.events;
     if (!a.trace.empty()) {
         const size_t dot = a.trace.rfind('.');
         spec.trace_path = a.trace;
@@ -175,8 +176,8 @@ void print_stages(const model::BenchResult& r) {
 }
 
 void print_result(const BenchArgs& a, const model::BenchResult& r) {
-    std::printf("simnic bench: %s %u B%s, %u QP(s), depth %u, %llu messages", a.op.c_str(), a.size,
-                a.inline_data ? " inline" : "", a.qps, a.depth, (unsigned long long)r.messages);
+    std::printf("simnic bench: %s %u B%s%s, %u QP(s), depth %u, %llu messages", a.op.c_str(), a.size,
+                a.inline_data ? " inline" : "", a.events ? " events" : "", a.qps, a.depth, (unsigned long long)r.messages);
     if (r.warmup) std::printf(" after %llu of warm-up", (unsigned long long)r.warmup);
     std::printf("\n");
     if (r.rd_atomic && r.rd_atomic < a.depth)
@@ -324,6 +325,9 @@ Runner add_bench_command(CLI::App& app) {
                     "(default: qps * depth; 0: measure from the first doorbell)");
     sub->add_flag("--inline", a->inline_data,
                   "SENDs and WRITEs carry their data in the WQE (IBV_SEND_INLINE; size up to the device's max_inline)");
+    sub->add_flag("--events", a->events,
+                  "the host sleeps on its CQs (armed with ibv_req_notify_cq) and is woken by their MSI-X "
+                  "interrupts (cq.msix_ns) instead of polling");
     sub->add_option("--config", a->config, "model configuration (TOML, as for link add ... config)");
     sub->add_option("--set", a->sets, "override a configuration key: TABLE.KEY=VALUE (repeatable)");
     sub->add_option("--sweep", a->sweep, "PARAM=LIST: run over qps, size, depth or a config key; LIST is a,b,c or A..B");

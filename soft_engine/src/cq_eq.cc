@@ -45,7 +45,9 @@ bool write_cqe_ordered(const HostDom& dom, uint64_t slot, uint8_t* b, uint32_t o
 }  // namespace
 
 void SoftEngine::Impl::post_event(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux) {
-    if (rec) rec->add(Op::Kind::Eqe, uint32_t(type));
+    // The object goes with it: a completion event's CQN is where the model
+    // device's interrupt wakes the application (cq.msix_ns).
+    if (rec) rec->add(Op::Kind::Eqe, uint32_t(type), 0, obj);
     wc_flush();
     hw::Eqe v;
     v.event_type = type;

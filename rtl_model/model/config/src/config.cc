@@ -32,6 +32,7 @@ constexpr Table kTables[] = {
     {"clock", "The pipeline clock."},
     {"mac", "The Ethernet MAC: the datapath width and the port's line."},
     {"doorbell", "Doorbells: how work reaches the device from the host."},
+    {"pipeline", "How frames move between the stages."},
     {"parser", "Packet parser: splits a received frame into its RoCE v2 headers."},
     {"icrc", "ICRC: checks the invariant CRC of received frames, computes it for sent ones."},
     {"qpc_cache", "On-chip cache of QP contexts (hw-spec 9.2); a miss reads the QPC by DMA."},
@@ -102,6 +103,10 @@ constexpr Key kKeys[] = {
                    "1: receive WQEs are read by DMA when posted, ahead of the SEND that uses them; 0: when it "
                    "arrives"),
 
+    SIMNIC_CFG_KEY(pipeline, cut_through, 0, 1, 0, "",
+                   "1: cut-through from TX build through the line to the ICRC check (a stage starts on a "
+                   "frame's first beat; delivery still waits for the ICRC verdict); 0: store-and-forward"),
+
     SIMNIC_CFG_KEY(parser, impl, 0, 3, 0, "",
                    "Implementation: the C++ model, the Verilated RTL, or a worked example of one's own RTL"),
     SIMNIC_CFG_KEY(parser, latency_cycles, 0, 1024, 0, "cycles",
@@ -146,6 +151,9 @@ constexpr Key kKeys[] = {
     SIMNIC_CFG_KEY(cq, poll_ns, 0, 1000000, 0, "ns",
                    "A CQE visible in host memory to the application's poll returning it (message latency and "
                    "the bench's host); 0: at once"),
+    SIMNIC_CFG_KEY(cq, msix_ns, 0, 1000000, 0, "ns",
+                   "A CQ armed for events: the MSI-X interrupt after its completion EQE to the application "
+                   "woken in ibv_get_cq_event; 0: at once"),
 
     SIMNIC_CFG_KEY(eq, eqe_bytes, hw::kEqeSize, 256, kPow2, "bytes",
                    "Bytes written per EQE: the hw-spec 8.1 EQE, or more for padded writes"),

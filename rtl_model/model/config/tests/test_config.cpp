@@ -58,6 +58,9 @@ TEST_CASE("model config: defaults are the documented values and valid", "[model]
     CHECK(c.doorbell.wqe_by_mmio_bytes == 0);
     CHECK(c.doorbell.recv_wqe_prefetch == 0);
     CHECK(c.cq.poll_ns == 0);
+    CHECK(c.cq.msix_ns == 0);
+    // Store-and-forward by default: the figures in docs/model.md assume it.
+    CHECK(c.pipeline.cut_through == 0);
     CHECK(c.parser.impl == BlockImpl::cpp);
     CHECK(c.parser.latency_cycles == 4);
     CHECK(c.icrc.impl == BlockImpl::cpp);
@@ -100,6 +103,7 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "clock.freq_mhz",
         "mac.width_bytes", "mac.line_rate_gbps", "mac.ifg_bytes", "mac.phy_latency_ns", "mac.cable_ns",
         "doorbell.mmio_ns", "doorbell.wqe_by_mmio_bytes", "doorbell.recv_wqe_prefetch",
+        "pipeline.cut_through",
         "parser.impl", "parser.latency_cycles",
         "icrc.impl", "icrc.latency_cycles",
         "qpc_cache.entries", "qpc_cache.ways", "qpc_cache.hit_cycles", "qpc_cache.entry_bytes",
@@ -111,7 +115,7 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "requester.cycles_per_packet", "requester.retransmit_queue_entries",
         "responder.cycles_per_packet",
         "completer.cycles_per_packet",
-        "cq.cqe_bytes", "cq.poll_ns",
+        "cq.cqe_bytes", "cq.poll_ns", "cq.msix_ns",
         "eq.eqe_bytes",
         "fw.core_mhz", "fw.command_cycles",
         "wire.quantum_cycles",
@@ -147,6 +151,7 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.clock.freq_mhz = 322.265625;
         c.mac = {256, 400, 24, 90, 15};
         c.doorbell = {120, 64, 1};
+        c.pipeline = {1};
         c.parser = {BlockImpl::rtl, 9};
         c.icrc = {BlockImpl::rtl, 3};
         c.qpc_cache = {512, 8, 3, 512};
@@ -156,7 +161,7 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.requester = {3, 2048};
         c.responder = {4};
         c.completer = {5};
-        c.cq = {128, 40};
+        c.cq = {128, 40, 3000};
         c.eq = {64};
         c.fw = {1200.5, 1500};
         c.wire = {0};
@@ -264,7 +269,7 @@ TEST_CASE("model config: unknown tables", "[model][config]") {
     CHECK(error_of("[qpc_cach]\nways = 2\n") ==
           "t.toml:1:2: unknown table [qpc_cach] (did you mean [qpc_cache]?)");
     CHECK(error_of("[sim]\nmax_idle_gap_us = 1000\n") ==
-          "t.toml:1:2: unknown table [sim] (tables: clock, mac, doorbell, parser, icrc, qpc_cache, "
+          "t.toml:1:2: unknown table [sim] (tables: clock, mac, doorbell, pipeline, parser, icrc, qpc_cache, "
           "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw, wire)");
     CHECK(error_of("mac = 5\n") == "t.toml:1:7: 'mac' must be a table ([mac]), got an integer 5");
     CHECK(error_of("[[mac]]\nwidth_bytes = 64\n").find("'mac' must be a table ([mac]), got an array") !=

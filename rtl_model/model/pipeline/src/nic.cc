@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "simnic/hw/verbs.h"
 #include "simnic/roce/rules.h"
 
 #include "icrc_engine_rtl.h"
@@ -24,6 +25,7 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
     : cfg(c), be(b), loopback(lb), period_ps(uint64_t(c.clock_period_ps() + 0.5)),
       rx_path_ps(uint64_t(c.mac.phy_latency_ns) * 1000 *
                      (lb ? 2 : 1) + (lb ? uint64_t(c.mac.cable_ns) * 1000 : 0)),
+      cut_through(c.pipeline.cut_through != 0),
       dma(c.dma),
       qpc(c.qpc_cache), mpt(c.mpt_cache), mtt(c.mtt_cache) {
     if (cfg.icrc.impl == BlockImpl::rtl) icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();
@@ -143,6 +145,7 @@ void Nic::reset_stats() {
     first_tx_ps = blk[kMacTx].busy_depth ? now : 0;
     last_tx_ps = 0;
     eqes = fw_commands = 0;
+    interrupts = interrupt_wake_ps = 0;
     latency_ps.clear();
 }
 
@@ -157,6 +160,30 @@ void Nic::lookup(TableCache& cache, uint32_t key, sim::BlockStats& st) {
     }
     if (hit) return;
     sim::stall_until(st, dma.read(now_ps(), cache.config().entry_bytes, DmaPurpose::Context));
+}
+
+size_t Nic::play_completion(const OpRecord& rec, size_t i, uint32_t qpn, uint64_t writes_done,
+                             sim::BlockStats& st) {
+    const Op& o = rec.ops[i];
+    auto completion_event = [&](size_t k, uint32_t cqn) {
+        return k < rec.ops.size() && rec.ops[k].kind == Op::Kind::Eqe &&
+               rec.ops[k].id == uint32_t(hw::EventType::Completion) && rec.ops[k].aux == cqn;
+    };
+    if (o.kind == Op::Kind::Cqe) {
+        CqeTok c{o.id, qpn, o.aux, o.is_send, writes_done};
+        // The datapath posts an armed CQ's event right after the CQE.
+        c.event = completion_event(i + 1, o.id);
+        cq_in.write(c, &st);
+        return c.event ? i + 1 : i;
+    }
+    if (completion_event(i, o.aux)) {
+        CqeTok c{o.aux, qpn, 0, false, writes_done};
+        c.event = c.event_only = true;
+        cq_in.write(c, &st);
+        return i;
+    }
+    eq_in.write(o.id, &st);
+    return i;
 }
 
 void Nic::wave_declare() {

@@ -37,6 +37,11 @@ struct Txn {
     Kind kind = Kind::Doorbell;
     uint64_t t_in = 0;      // ps, when it entered
     uint64_t ready_ps = 0;  // ps, when the previous block's result is out (pipelined latency)
+    // With pipeline.cut_through, a received frame streams through MAC RX,
+    // the parser and the ICRC check: ready_ps is when its last beat is out
+    // of the previous block, head_ps when its first beat is, hdr_ps when
+    // the parser's header vector is.
+    uint64_t head_ps = 0, hdr_ps = 0;
     Doorbell db;
     std::vector<uint8_t> frame;
     uint32_t qpn = 0;
@@ -54,13 +59,21 @@ using TxnPtr = std::shared_ptr<Txn>;
 // A frame on its way out, and when its payload is in the device.
 struct FrameTok {
     TxFrameRec f;
-    uint64_t ready_ps = 0;
+    uint64_t ready_ps = 0;  // when its payload is in; out of TX build: when its last beat is out
+    uint64_t head_ps = 0;   // pipeline.cut_through, out of TX build: when its first beat is out
 };
 
 struct CqeTok {
     uint32_t cqn = 0, qpn = 0, wqe_index = 0;
     bool is_send = false;
     uint64_t not_before_ps = 0;  // payload writes this CQE must follow
+    // The CQ was armed (ibv_req_notify_cq): a completion event follows the
+    // CQE, its EQE and MSI-X message written behind it, and the application
+    // sees the CQE when the interrupt has woken it (cq.msix_ns).
+    bool event = false;
+    // The event alone, without a CQE: an arm that found CQEs the
+    // application had not seen fires at once.
+    bool event_only = false;
 };
 
 // The memory ops of a record: table lookups and DMA transfers.
@@ -193,6 +206,7 @@ struct Nic {
     const uint64_t period_ps;
     const uint64_t rx_path_ps;  // PHYs and cable in front of MAC RX (mac_rx.cc)
     uint64_t cycles(uint64_t n) const { return n * period_ps; }
+    const bool cut_through;  // pipeline.cut_through
 
     DmaEngine dma;
     TableCache qpc, mpt, mtt;
@@ -268,6 +282,18 @@ struct Nic {
     WqeStartTable wqe_start;
     LatencySamples latency_ps;
     std::function<void(uint32_t)> on_cqe;
+    // MSI-X interrupts of CQs armed for events: the application blocked on
+    // the CQ's completion channel woken (cq.msix_ns after the interrupt's
+    // message is in host memory), in order; on_cq_event is called then.
+    sim::Chan<std::pair<uint64_t, CqeTok>> cq_wake{"cq_event_wake", size_t(1) << 30, probe_visible};
+    std::function<void(uint32_t)> on_cq_event;
+    uint64_t interrupts = 0;
+    uint64_t interrupt_wake_ps = 0;  // sum over interrupts: the CQE (or event) written to the application woken
+    // Plays a record's Cqe and Eqe ops at i: a CQE, with the completion
+    // event that follows it when its CQ was armed, goes to the CQE writer,
+    // an event without a CQE too; other events to the EQE writer. Returns
+    // the index of the last op used.
+    size_t play_completion(const OpRecord& rec, size_t i, uint32_t qpn, uint64_t writes_done, sim::BlockStats& st);
 
     // The requester's retransmit queue (requester.retransmit_queue_entries):
     // the RC request packets sent and not yet acknowledged, per QP in PSN

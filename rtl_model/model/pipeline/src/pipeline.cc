@@ -276,6 +276,11 @@ void Pipeline::on_cqe(std::function<void(uint32_t)> f) {
     impl_->nic->on_cqe = std::move(f);
 }
 
+void Pipeline::on_cq_event(std::function<void(uint32_t)> f) {
+    SimGuard g(impl_->ctx);
+    impl_->nic->on_cq_event = std::move(f);
+}
+
 void Pipeline::reset_stats() {
     SimGuard g(impl_->ctx);
     impl_->nic->reset_stats();
@@ -387,6 +392,11 @@ std::vector<ModelStat> Pipeline::stats() const {
     s.push_back({"requester.rtq_full_wait", double(n.rtq_wait_ps / n.period_ps), "cycles"});
     s.push_back({"requester.rtq_overflows", double(n.rtq_overflows), ""});
     s.push_back({"eq.eqes", double(n.eqes), ""});
+    // MSI-X interrupts of CQs armed for events, and their mean time from the
+    // CQE written (in host memory) to the application woken.
+    s.push_back({"cq.interrupts", double(n.interrupts), ""});
+    s.push_back({"cq.interrupt_wake_avg",
+                 n.interrupts ? double(n.interrupt_wake_ps) / double(n.interrupts) / 1000.0 : 0, "ns"});
     s.push_back({"fw.commands", double(n.fw_commands), ""});
     return s;
 }

@@ -37,7 +37,7 @@ struct Op {
         WqeFetched,  // id = qpn, aux = WQE ring index (a send WQE entered the requester)
         TxFrame,   // aux = index into OpRecord::frames
         Cqe,       // id = cqn, aux = WQE index, is_send
-        Eqe,       // id = event type
+        Eqe,       // id = event type, aux = the object (a completion event's CQN)
     };
     Kind kind;
     DmaPurpose purpose = DmaPurpose::Payload;

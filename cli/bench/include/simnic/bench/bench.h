@@ -50,6 +50,11 @@ struct BenchSpec {
     // QPs' max_inline is the size (at most hw::kMaxInline), the send queue's
     // stride grows to hold it, and the device reads no payload.
     bool inline_data = false;
+    // The host sleeps on its CQs instead of polling them: each CQ is armed
+    // (ibv_req_notify_cq, next completion), and the host reacts only when
+    // the CQ's MSI-X interrupt wakes it (cq.msix_ns), drains the CQ, re-arms
+    // it and posts, as an application on a completion channel does.
+    bool events = false;
     ModelConfig cfg;
     // A waveform (Pipeline::trace) of the measurement: from its start (or
     // from cycle trace_from) for trace_cycles cycles (0: to its end).

@@ -11,6 +11,13 @@
 // device, Nic::wqe_start) and calls Nic::on_cqe: the bench's host model
 // reacts there, as a host polling the CQ would.
 //
+// A CQE whose CQ was armed for events (ibv_req_notify_cq; CqeTok::event)
+// is followed by its completion EQE and the MSI-X message, posted behind
+// it; a third thread wakes the application cq.msix_ns after the message is
+// in host memory, takes the latency sample then (the application sees the
+// CQE when woken) and calls Nic::on_cq_event. An arm that finds CQEs
+// already there raises the event alone (CqeTok::event_only).
+//
 // Why it costs what it costs: the block itself is busy one cycle per CQE;
 // what the host waits for is the PCIe write.
 //
@@ -27,9 +34,13 @@ struct CqeWriterBlock : BlockBase {
     CqeWriterBlock(sc_core::sc_module_name n, Nic& nic) : BlockBase(n, nic) {
         SC_THREAD(main);
         SC_THREAD(visible);
+        SC_THREAD(woken);
     }
+    // An MSI-X message: one DWORD of data (PCIe MSI-X, its table's Message Data).
+    static constexpr uint32_t kMsixMessageBytes = 4;
     void main();
     void visible();
+    void woken();
 };
 
 }  // namespace simnic::model

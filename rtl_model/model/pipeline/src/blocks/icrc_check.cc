@@ -15,8 +15,10 @@ void IcrcCheckBlock::main() {
     for (;;) {
         uint64_t pushed = 0;
         TxnPtr t = nic.parser_to_icrc.read(&pushed);
-        const uint64_t in = std::max(pushed, t->ready_ps);
-        wait_until(t->ready_ps);
+        // Cut-through: the ICRC check starts on the frame's first beat;
+        // the stage is what it adds to the frame's last beat.
+        const uint64_t in = nic.cut_through ? t->ready_ps : std::max(pushed, t->ready_ps);
+        wait_until(nic.cut_through ? t->head_ps : t->ready_ps);
         sim::BlockStats& st = nic.blk[Nic::kIcrcCheck];
         bool ok = false;
         {
@@ -46,8 +48,18 @@ void IcrcCheckBlock::main() {
                                      b);
                 }
             }
-            wait_ps(nic.cycles(in_cycles));
-            t->ready_ps = now_ps() + nic.cycles(latency);
+            if (nic.cut_through) {
+                // The CRC runs over the beats as they come; the verdict is
+                // out `latency` after the last. The frame goes to the
+                // transport only with its verdict (and its header vector):
+                // its payload waits on chip until then, so a frame with a
+                // bad ICRC is never delivered, as with store-and-forward.
+                wait_until(std::max(now_ps() + nic.cycles(in_cycles), t->ready_ps + nic.cycles(1)));
+                t->ready_ps = std::max(now_ps() + nic.cycles(latency), t->hdr_ps);
+            } else {
+                wait_ps(nic.cycles(in_cycles));
+                t->ready_ps = now_ps() + nic.cycles(latency);
+            }
         }
         if (!ok) {
             nic.stage_sample(Nic::kIcrcCheck, in, t->ready_ps);

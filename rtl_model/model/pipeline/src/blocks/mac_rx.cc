@@ -22,10 +22,39 @@ void MacRxBlock::main() {
         auto t = std::make_shared<Txn>();
         t->kind = Txn::Kind::Rx;
         t->t_in = now_ps();
+        const uint32_t len = uint32_t(fr.size());
+        const uint64_t dur = std::max<uint64_t>(nic.cycles(nic.cfg.beats(len)), uint64_t(nic.cfg.line_time_ps(len) + 0.5));
+        if (nic.cut_through) {
+            // The frame goes on to the parser beat by beat: its first beat is
+            // out when the line has brought its first width_bytes (at least a
+            // cycle), its last when the whole frame is in. (Looped back, MAC
+            // TX hands it over as it starts sending, so the line time counts
+            // once; from a real wire the frame came whole and the line time
+            // is the peer's serialisation, as store-and-forward.)
+            // Kept here: once handed on, the parser moves the frame's times on.
+            const uint64_t s = now_ps(), tail = s + dur;
+            t->ready_ps = tail;
+            t->head_ps = nic.cfg.beats(len) <= 1
+                             ? t->ready_ps
+                             : s + std::max<uint64_t>(nic.cycles(1),
+                                                      uint64_t(nic.cfg.mac.width_bytes * 8000.0 / nic.cfg.mac.line_rate_gbps + 0.5));
+            // The stage: what MAC RX adds to the frame's last bit, which a
+            // looped-back frame had on the line when MAC TX finished it.
+            const uint64_t tail_in = nic.loopback ? in + dur : in;
+            {
+                sim::BusyScope busy(st);
+                ++nic.rx_frames;
+                t->frame = std::move(fr);
+                sim::wait_until(t->head_ps);
+                nic.mac_to_parser.write(t, &st);
+                sim::wait_until(tail);
+            }
+            nic.stage_sample(Nic::kMacRx, tail_in, std::max(now_ps(), tail));
+            continue;
+        }
         {
             sim::BusyScope busy(st);
-            const uint32_t len = uint32_t(fr.size());
-            wait_ps(std::max<uint64_t>(nic.cycles(nic.cfg.beats(len)), uint64_t(nic.cfg.line_time_ps(len) + 0.5)));
+            wait_ps(dur);
             ++nic.rx_frames;
             t->frame = std::move(fr);
             t->ready_ps = now_ps();

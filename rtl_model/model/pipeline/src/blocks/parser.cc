@@ -1,5 +1,6 @@
 #include "blocks/parser.h"
 
+#include <algorithm>
 #include <string>
 
 #include "simnic/roce/header_vector.h"
@@ -11,12 +12,29 @@ namespace simnic::model {
 
 using sim::now_ps;
 using sim::wait_ps;
+using sim::wait_until;
+
+namespace {
+
+// What the stages after the parser read from its header vector.
+void fill_txn(Txn& t, const roce::HeaderVector& hv) {
+    t.qpn = hv.dqpn;
+    t.opcode = hv.opcode;
+    t.psn = hv.psn;
+    t.aeth_syndrome = hv.aeth_syndrome;
+}
+
+}  // namespace
 
 void ParserBlock::main() {
     for (;;) {
         uint64_t pushed = 0;
         TxnPtr t = nic.mac_to_parser.read(&pushed);
-        const uint64_t in = std::max(pushed, t->ready_ps);
+        // Cut-through: the frame's first beat is there (head_ps), its last
+        // comes later (ready_ps); the stage is what the parser adds to the
+        // frame's last beat, so that the stages still add up.
+        const uint64_t in = nic.cut_through ? t->ready_ps : std::max(pushed, t->ready_ps);
+        if (nic.cut_through) sim::wait_until(t->head_ps);
         sim::BlockStats& st = nic.blk[Nic::kParser];
         roce::HeaderVector hv;
         {
@@ -47,8 +65,37 @@ void ParserBlock::main() {
             } else
 #endif
                 hv = roce::parse_header_vector(t->frame.data(), t->frame.size());
-            wait_ps(nic.cycles(in_cycles));
-            t->ready_ps = now_ps() + nic.cycles(latency);
+            if (nic.cut_through) {
+                // The header vector is out `latency` after the header's
+                // beats (a malformed frame is judged on all of them); the
+                // beats go on to the ICRC check as they come, one cycle
+                // behind, the first now.
+                const uint64_t s = now_ps();
+                const uint64_t hdr_beats =
+                    hv.accepted() ? std::min<uint64_t>(in_cycles, nic.cfg.beats(hv.payload_off)) : in_cycles;
+                t->hdr_ps = s + nic.cycles(hdr_beats + latency);
+                const uint64_t tail = std::max(s + nic.cycles(in_cycles), t->ready_ps + nic.cycles(1));
+                if (!hv.accepted()) {
+                    wait_until(tail);
+                    t->ready_ps = t->hdr_ps;
+                } else {
+                    t->head_ps = s + nic.cycles(1);
+                    t->ready_ps = tail;
+                    fill_txn(*t, hv);
+                    sim::wait_until(t->head_ps);
+                    nic.parser_to_icrc.write(t, &st);
+                    sim::wait_until(tail);
+                }
+            } else {
+                wait_ps(nic.cycles(in_cycles));
+                t->ready_ps = now_ps() + nic.cycles(latency);
+            }
+        }
+        if (nic.cut_through && hv.accepted()) {
+            // Its last beat out (the ICRC check has the frame by now and
+            // moves its times on): what the parser added to the frame.
+            nic.stage_sample(Nic::kParser, in, now_ps());
+            continue;
         }
         if (!hv.accepted()) {
             nic.stage_sample(Nic::kParser, in, t->ready_ps);
@@ -57,10 +104,7 @@ void ParserBlock::main() {
             if (size_t(hv.verdict) < nic.rx_drops_parser_reason.size()) ++nic.rx_drops_parser_reason[size_t(hv.verdict)];
             continue;
         }
-        t->qpn = hv.dqpn;
-        t->opcode = hv.opcode;
-        t->psn = hv.psn;
-        t->aeth_syndrome = hv.aeth_syndrome;
+        fill_txn(*t, hv);
         nic.parser_to_icrc.write(t, &st);
         nic.stage_sample(Nic::kParser, in, std::max(now_ps(), t->ready_ps));
     }

@@ -56,9 +56,7 @@ void RequesterBlock::main() {
                     break;
                 }
                 case Op::Kind::Cqe:
-                    nic.cq_in.write(CqeTok{o.id, t->db.num, o.aux, o.is_send, writes_done}, &st);
-                    break;
-                case Op::Kind::Eqe: nic.eq_in.write(o.id, &st); break;
+                case Op::Kind::Eqe: i = nic.play_completion(rec, i, t->db.num, writes_done, st); break;
                 default: break;
             }
             ++i;

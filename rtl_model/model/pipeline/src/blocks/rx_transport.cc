@@ -65,9 +65,7 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
                 break;
             }
             case Op::Kind::Cqe:
-                nic.cq_in.write(CqeTok{o.id, t.qpn, o.aux, o.is_send, writes_done}, &st);
-                break;
-            case Op::Kind::Eqe: nic.eq_in.write(o.id, &st); break;
+            case Op::Kind::Eqe: i = nic.play_completion(rec, i, t.qpn, writes_done, st); break;
             case Op::Kind::WqeFetched:
                 if (o.id) nic.note_wqe_start(o.id, o.aux, now_ps());
                 break;

@@ -21,6 +21,7 @@ void TxBuildBlock::main() {
         sim::BlockStats& st = nic.blk[Nic::kTxBuild];
         const uint64_t in = std::max(pushed, f.ready_ps);
         sim::stall_until(st, f.ready_ps);  // payload still on its way from host memory
+        uint64_t ready = 0;
         {
             sim::BusyScope busy(st);
             std::vector<uint8_t>& b = f.f.bytes;
@@ -45,11 +46,23 @@ void TxBuildBlock::main() {
                     for (int k = 0; k < 4; ++k) b[b.size() - 4 + size_t(k)] = uint8_t(r[0].icrc >> (8 * k));
                 }
             }
-            wait_ps(nic.cycles(in_cycles));
-            f.ready_ps = now_ps() + nic.cycles(latency);
+            if (nic.cut_through) {
+                // The frame streams on to MAC TX: its first beat is out a
+                // cycle after it started, its last after all its beats and
+                // the ICRC that goes at its end.
+                const uint64_t s = now_ps();
+                f.head_ps = s + nic.cycles(1);
+                f.ready_ps = s + nic.cycles(in_cycles + latency);
+                ready = f.ready_ps;
+                wait_ps(nic.cycles(1));
+                nic.txb_to_mac.write(std::move(f), &st);
+                wait_until(s + nic.cycles(in_cycles));  // the rest of its beats
+            } else {
+                wait_ps(nic.cycles(in_cycles));
+                f.ready_ps = ready = now_ps() + nic.cycles(latency);
+            }
         }
-        const uint64_t ready = f.ready_ps;
-        nic.txb_to_mac.write(std::move(f), &st);
+        if (!nic.cut_through) nic.txb_to_mac.write(std::move(f), &st);
         nic.stage_sample(Nic::kTxBuild, in, std::max(now_ps(), ready));
     }
 }

@@ -63,6 +63,15 @@ struct DoorbellConfig {
     std::uint32_t recv_wqe_prefetch = 0;
 };
 
+// [pipeline]: how frames move between the stages.
+struct PipelineConfig {
+    // 1: cut-through where real pipelines stream a frame (TX build -> MAC
+    // TX -> the line -> MAC RX -> parser -> ICRC check): a stage starts on a
+    // frame when its first beat is there. 0: store-and-forward, every stage
+    // starts on a frame when all of it is there.
+    std::uint32_t cut_through = 0;
+};
+
 // [parser], [icrc]: a block that exists both in C++ and in RTL.
 struct BlockConfig {
     BlockImpl impl = BlockImpl::cpp;  // which implementation runs
@@ -108,6 +117,11 @@ struct CqConfig {
     // A CQE visible in host memory to the application's poll returning it
     // (the poll loop's turn and the cache miss on the CQE's line), ns; 0: at once.
     std::uint32_t poll_ns = 0;
+    // A CQ armed for events (ibv_req_notify_cq): the MSI-X interrupt that
+    // follows the completion event's EQE, to the application blocked in
+    // ibv_get_cq_event being woken (the interrupt's delivery, the driver's
+    // handler, the wake-up of the completion channel's reader), ns; 0: at once.
+    std::uint32_t msix_ns = 0;
 };
 
 // [eq]
@@ -134,6 +148,7 @@ struct ModelConfig {
     ClockConfig clock;
     MacConfig mac;
     DoorbellConfig doorbell;
+    PipelineConfig pipeline;
     // Packet parser: headers out 4 cycles after the packet's last beat.
     BlockConfig parser{BlockImpl::cpp, /*latency_cycles=*/4};
     // ICRC check/insert: 7 cycles, as the RTL engine (rtl_model/rtl/icrc).

@@ -89,6 +89,9 @@ public:
     // visible in host memory) after each CQE write; the bench's host model
     // reacts to completions here and may call doorbell().
     void on_cqe(std::function<void(uint32_t cqn)> f);
+    // Called when a CQ's MSI-X interrupt has woken the application
+    // (cq.msix_ns, then cq.poll_ns for its poll), in simulated time.
+    void on_cq_event(std::function<void(uint32_t cqn)> f);
 
     // Statistics: simulated cycles and time, per-block utilisation and
     // stalls, cache hit rates, DMA bytes and latency, message latency
