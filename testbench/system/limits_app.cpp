@@ -132,9 +132,10 @@ void still_healthy(VerbsDevice& d) {
 // succeeding; then one more must fail with `want_errno` (rxe's errno for a
 // full pool), and all are destroyed with `destroy`, the device's count back
 // where it was. Prints the times and the memory each object took, in the
-// daemon and in this process (its rings, its copies of the objects).
+// daemon and in this process (its rings, its copies of the objects), and
+// returns this process's KiB per object.
 template <class Make, class Destroy>
-void reach_limit(const char* limit, const char* kind, int advertised, int want_errno, Make make,
+double reach_limit(const char* limit, const char* kind, int advertised, int want_errno, Make make,
                  Destroy destroy) {
     using T = decltype(make());
     const long held0 = device_count(kind);
@@ -184,6 +185,7 @@ void reach_limit(const char* limit, const char* kind, int advertised, int want_e
     std::printf("%s: all destroyed in %.1f s; daemon VmRSS %ld -> %ld KiB (%.3f KiB per object), %ld after; "
                 "this process %ld -> %ld KiB (%.3f KiB per object), %ld after\n",
                 limit, t_free, d0, d1, double(d1 - d0) / double(n), d2, p0, p1, double(p1 - p0) / double(n), p2);
+    return double(p1 - p0) / double(n);
 }
 
 }  // namespace
@@ -450,22 +452,26 @@ TEST_CASE("limits: the advertised max_pd PDs, one more EINVAL", "[.][max_pd]") {
 
 TEST_CASE("limits: the advertised max_cq CQs, one more EINVAL", "[.][max_cq]") {
     VerbsDevice d;
-    // The smallest CQ (cqe 1): its ring is 2 CQEs.
-    reach_limit("max_cq", "cqs", d.attr.max_cq, EINVAL,
-                [&] { return ibv_create_cq(d.ctx, 1, nullptr, nullptr, 0); }, ibv_destroy_cq);
+    // The smallest CQ (cqe 1): its ring is 2 CQEs, 128 bytes. A page each
+    // (4 KiB) made a million of them 4 GiB of this process's memory.
+    const double kib = reach_limit("max_cq", "cqs", d.attr.max_cq, EINVAL,
+                                   [&] { return ibv_create_cq(d.ctx, 1, nullptr, nullptr, 0); }, ibv_destroy_cq);
+    CHECK(kib < 2.0);  // a page each: more than 4
     still_healthy(d);
 }
 
 TEST_CASE("limits: the advertised max_srq SRQs, one more EINVAL", "[.][max_srq]") {
     VerbsDevice d;
-    reach_limit("max_srq", "srqs", d.attr.max_srq, EINVAL,
-                [&] {
-                    ibv_srq_init_attr ia{};
-                    ia.attr.max_wr = 1;
-                    ia.attr.max_sge = 1;
-                    return ibv_create_srq(d.pd, &ia);
-                },
-                ibv_destroy_srq);
+    // One WQE of one SGE: a ring far smaller than a page (see max_cq).
+    const double kib = reach_limit("max_srq", "srqs", d.attr.max_srq, EINVAL,
+                                   [&] {
+                                       ibv_srq_init_attr ia{};
+                                       ia.attr.max_wr = 1;
+                                       ia.attr.max_sge = 1;
+                                       return ibv_create_srq(d.pd, &ia);
+                                   },
+                                   ibv_destroy_srq);
+    CHECK(kib < 2.0);  // a page each: more than 4
     still_healthy(d);
 }
 
