@@ -54,13 +54,15 @@ bool QueueArena::init_locked(host::Context& hc) {
     return true;
 }
 
-std::optional<std::size_t> QueueArena::alloc_slot_locked(std::size_t bytes, std::size_t& len) {
+std::size_t QueueArena::slot_size(std::size_t bytes) {
+    std::size_t len = kMinSlot;
+    while (len < bytes) len <<= 1;
+    return len;
+}
+
+std::optional<std::size_t> QueueArena::alloc_slot_locked(std::size_t len) {
     int k = 0;
-    len = kMinSlot;
-    while (len < bytes) {
-        len <<= 1;
-        ++k;
-    }
+    for (std::size_t l = kMinSlot; l < len; l <<= 1) ++k;
     SlotClass& sc = slots_[static_cast<std::size_t>(k)];
     if (sc.partial.empty()) {
         const std::optional<std::size_t> page = free_.alloc(kPage);
@@ -98,16 +100,15 @@ void QueueArena::free_slot_locked(std::size_t off, std::size_t len) {
 }
 
 std::uint8_t* QueueArena::alloc(host::Context& hc, std::size_t bytes, std::uint16_t& domain, bool shared) {
-    std::size_t len = (bytes + kPage - 1) / kPage * kPage;
+    // Up to half a page: a slot of the next power of two, aligned to its
+    // size (in the arena or out of it); larger: whole pages.
+    const bool small = bytes > 0 && bytes <= kPage / 2;
+    const std::size_t len = small ? slot_size(bytes) : (bytes + kPage - 1) / kPage * kPage;
     {
         std::lock_guard<std::mutex> lk(mu_);
         if (shared && !tried_) init_locked(hc);
         if (shared && base_) {
-            std::optional<std::size_t> off;
-            if (bytes > 0 && bytes <= kPage / 2)
-                off = alloc_slot_locked(bytes, len);
-            else
-                off = free_.alloc(len);
+            const std::optional<std::size_t> off = small ? alloc_slot_locked(len) : free_.alloc(len);
             if (off) {
                 used_[*off] = len;
                 domain = domain_;
@@ -119,7 +120,7 @@ std::uint8_t* QueueArena::alloc(host::Context& hc, std::size_t bytes, std::uint1
         }
     }
     void* p = nullptr;
-    if (posix_memalign(&p, kPage, len) != 0) return nullptr;
+    if (posix_memalign(&p, small ? len : kPage, len) != 0) return nullptr;
     std::memset(p, 0, len);
     domain = hc.boot_domain();
     return static_cast<std::uint8_t*>(p);

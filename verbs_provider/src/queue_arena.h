@@ -14,7 +14,8 @@
 // with few WRs: 128 bytes for the smallest CQ) shares a page with rings of its
 // size class, each at an offset that is a multiple of its size: a page each
 // made a million small CQs take 4 GiB of the application's memory for 128 MiB
-// of rings. The page goes back once its last ring is freed.
+// of rings. The page goes back once its last ring is freed. Out of the arena
+// (ordinary memory) such a ring is aligned to its slot's size, not a page.
 #pragma once
 
 #include <cstddef>
@@ -55,7 +56,8 @@ private:
         std::map<std::size_t, std::uint64_t> pages;  // page offset -> slots in use (a bit each)
         std::set<std::size_t> partial;               // pages with a free slot
     };
-    std::optional<std::size_t> alloc_slot_locked(std::size_t bytes, std::size_t& len);
+    static std::size_t slot_size(std::size_t bytes);
+    std::optional<std::size_t> alloc_slot_locked(std::size_t len);
     void free_slot_locked(std::size_t off, std::size_t len);
     std::array<SlotClass, kClasses> slots_;
     std::mutex mu_;
