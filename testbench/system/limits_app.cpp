@@ -353,7 +353,7 @@ TEST_CASE("limits: thousands of QPs and MRs at once, the daemon's memory per obj
         ibv_free_device_list(list);
         if (before > 0) std::printf("daemon VmRSS: %.1f KiB per context (50 opened)\n", double(with - before) / 50);
     }
-    const long rss0 = rss_kib();
+    const long rss0 = rss_kib(), self0 = rss_kib_of("self");
     ibv_cq* cq = ibv_create_cq(d.ctx, 1024, nullptr, nullptr, 0);
     REQUIRE(cq != nullptr);
     std::vector<ibv_qp*> qps;
@@ -381,7 +381,7 @@ TEST_CASE("limits: thousands of QPs and MRs at once, the daemon's memory per obj
         CHECK(e == EINVAL);  // rxe's full QP pool (__rxe_add_to_pool), 6.1 and 6.12
         if (over) ibv_destroy_qp(over);
     }
-    const long rss1 = rss_kib();
+    const long rss1 = rss_kib(), self1 = rss_kib_of("self");
     // MRs over one buffer, a page each (distinct regions, as an application
     // registering many buffers has).
     const std::size_t page = 4096;
@@ -436,6 +436,8 @@ TEST_CASE("limits: thousands of QPs and MRs at once, the daemon's memory per obj
         std::printf("daemon VmRSS: %ld KiB before, %ld with the QPs (%.2f KiB per QP), %ld with the MRs too "
                     "(%.3f KiB per MR), %ld after freeing\n",
                     rss0, rss1, double(rss1 - rss0) / nqp, rss2, double(rss2 - rss1) / nmr, rss3);
+    std::printf("this process: VmRSS %ld KiB before the QPs, %ld with them (%.2f KiB per QP: its rings)\n", self0, self1,
+                double(self1 - self0) / nqp);
     still_healthy(d);
 }
 
