@@ -444,8 +444,8 @@ TEST_CASE("limits: thousands of QPs and MRs at once, the daemon's memory per obj
 // The advertised object counts, each reached and one more refused with the
 // errno rxe gives when the object's pool is full: __rxe_add_to_pool answers
 // EINVAL for PDs, CQs, SRQs, AHs and MWs (rxe_pool.c, 6.1 and 6.12). Hidden:
-// max_ah and max_mw run in CI by tag (limits.max_ah, limits.max_mw), the
-// others from scripts/limits-bench.sh (about a million objects each).
+// max_ah runs in CI by tag (limits.max_ah), the others from
+// scripts/limits-bench.sh (half a million to a million objects each).
 TEST_CASE("limits: the advertised max_pd PDs, one more EINVAL", "[.][max_pd]") {
     VerbsDevice d;
     reach_limit("max_pd", "pds", d.attr.max_pd, EINVAL, [&] { return ibv_alloc_pd(d.ctx); }, ibv_dealloc_pd);
