@@ -17,6 +17,6 @@ link_add "$DEV"
 rc=$?
 [ "$rc" -eq 0 ] || fail "$(basename "$EXE") exited $rc"
 wait_no_qps || fail "QPs left behind"
-nothing_left "after exit" qps cqs mrs pds
+nothing_left "after exit" qps cqs mrs pds srqs ahs mws
 sim resource show -j
 sys_finish "$(basename "$EXE")"

@@ -34,7 +34,7 @@ ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
     hw::set(in, a::pdn, pd_number(pd));
     hw::set(in, a::type, static_cast<std::uint64_t>(type));
     host::CmdOutcome r;
-    int e = run(pd->context, hw::CmdOpcode::AllocMw, in, sizeof in, hw::cmd_handle::kSize, r);
+    int e = pool_full_errno(run(pd->context, hw::CmdOpcode::AllocMw, in, sizeof in, hw::cmd_handle::kSize, r), r);
     if (e == 0 && r.out.size() < hw::cmd_handle::kSize) e = EIO;
     if (e != 0) {
         errno = e;

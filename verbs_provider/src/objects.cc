@@ -31,7 +31,7 @@ ibv_pd* alloc_pd(ibv_context* ctx) {
         return nullptr;
     }
     host::CmdOutcome r;
-    const int e = run(*c, hw::CmdOpcode::AllocPd, nullptr, 0, hw::cmd_handle::kSize, r);
+    const int e = pool_full_errno(run(*c, hw::CmdOpcode::AllocPd, nullptr, 0, hw::cmd_handle::kSize, r), r);
     if (e != 0) {
         errno = e;
         return nullptr;
@@ -338,7 +338,7 @@ ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel*
     hw::set(in.data(), in.size(), ci::domain_id, dom);
     hw::set(in.data(), in.size(), ci::base, reinterpret_cast<std::uintptr_t>(ring));
     host::CmdOutcome r;
-    e = run_in(*c, hw::CmdOpcode::CreateCq, in, hw::cmd_handle::kSize, r);
+    e = pool_full_errno(run_in(*c, hw::CmdOpcode::CreateCq, in, hw::cmd_handle::kSize, r), r);
     std::uint32_t cqn = 0;
     if (e == 0) e = out_handle(r, cqn);
     if (e != 0) {
@@ -495,7 +495,7 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     hw::set(in.data(), in.size(), si::max_sge, sge);
     hw::set(in.data(), in.size(), si::srq_limit, attr->attr.srq_limit);
     host::CmdOutcome r;
-    int e = run_in(*c, hw::CmdOpcode::CreateSrq, in, hw::cmd_handle::kSize, r);
+    int e = pool_full_errno(run_in(*c, hw::CmdOpcode::CreateSrq, in, hw::cmd_handle::kSize, r), r);
     if (e == 0) e = out_handle(r, s->srqn);
     if (e != 0) {
         c->queues.free(s->wq.base);
@@ -797,7 +797,7 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a) {
     set(q::max_recv_sge, qp->max_recv_sge);
     set(q::max_inline, qp->max_inline);
     host::CmdOutcome r;
-    int e = run_in(*c, hw::CmdOpcode::CreateQp, in, hw::cmd_handle::kSize, r);
+    int e = pool_full_errno(run_in(*c, hw::CmdOpcode::CreateQp, in, hw::cmd_handle::kSize, r), r);
     if (e == 0) e = out_handle(r, qp->qpn);
     if (e != 0) {
         c->queues.free(qp->sq.base);
@@ -1031,7 +1031,7 @@ ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
     hw::set(in.data(), in.size(), h::port_num, attr->port_num);
     put_av<AhInNs>(in.data(), in.size(), *attr);
     host::CmdOutcome r;
-    int e = run_av(*c, hw::CmdOpcode::CreateAh, in, hw::cmd_handle::kSize, r);
+    int e = pool_full_errno(run_av(*c, hw::CmdOpcode::CreateAh, in, hw::cmd_handle::kSize, r), r);
     std::uint32_t ahn = 0;
     if (e == 0) e = out_handle(r, ahn);
     if (e != 0) {

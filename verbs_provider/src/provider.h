@@ -172,6 +172,17 @@ int init_ah_from_wc(ibv_context* ctx, std::uint8_t port_num, ibv_wc* wc, ibv_grh
                     ibv_ah_attr* ah_attr);
 ibv_ah* create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, std::uint8_t port_num);
 
+// A command creating a PD, CQ, SRQ, QP, AH or MW that the device refused
+// with NO_RESOURCES (its table for the object is full: hw-spec 5.5) fails as
+// rxe's verb does when the object's pool is full: __rxe_add_to_pool answers
+// EINVAL (rxe_pool.c in 6.1 and 6.12; the PD and CQ pools of 6.1 are bounded
+// by max_pd and max_cq from 6.1.9), not the ENOMEM that NO_RESOURCES means
+// elsewhere. MRs keep ENOMEM: 6.1 takes them from rxe_alloc, which fails
+// with ENOMEM (6.12 says EINVAL).
+inline int pool_full_errno(int e, const host::CmdOutcome& r) {
+    return e != 0 && r.status == hw::CmdStatus::NoResources ? EINVAL : e;
+}
+
 // ---- ring geometry (tests) ----
 struct QueueView {
     std::uint8_t* base;

@@ -54,13 +54,62 @@ bool QueueArena::init_locked(host::Context& hc) {
     return true;
 }
 
+std::size_t QueueArena::slot_size(std::size_t bytes) {
+    std::size_t len = kMinSlot;
+    while (len < bytes) len <<= 1;
+    return len;
+}
+
+std::optional<std::size_t> QueueArena::alloc_slot_locked(std::size_t len) {
+    int k = 0;
+    for (std::size_t l = kMinSlot; l < len; l <<= 1) ++k;
+    SlotClass& sc = slots_[static_cast<std::size_t>(k)];
+    if (sc.partial.empty()) {
+        const std::optional<std::size_t> page = free_.alloc(kPage);
+        if (!page) return std::nullopt;
+        sc.pages[*page] = 0;
+        sc.partial.insert(*page);
+    }
+    const std::size_t page = *sc.partial.begin();
+    std::uint64_t& used = sc.pages[page];
+    const std::size_t per_page = kPage / len;
+    std::size_t slot = 0;
+    while (used >> slot & 1) ++slot;
+    used |= std::uint64_t{1} << slot;
+    const std::uint64_t full = per_page == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << per_page) - 1;
+    if (used == full) sc.partial.erase(page);
+    return page + slot * len;
+}
+
+void QueueArena::free_slot_locked(std::size_t off, std::size_t len) {
+    int k = 0;
+    for (std::size_t l = kMinSlot; l < len; l <<= 1) ++k;
+    SlotClass& sc = slots_[static_cast<std::size_t>(k)];
+    const std::size_t page = off / kPage * kPage;
+    auto it = sc.pages.find(page);
+    if (it == sc.pages.end()) return;
+    it->second &= ~(std::uint64_t{1} << ((off - page) / len));
+    if (it->second != 0) {
+        sc.partial.insert(page);
+        return;
+    }
+    sc.pages.erase(it);
+    sc.partial.erase(page);
+    madvise(base_ + page, kPage, MADV_REMOVE);  // the page goes back to the system
+    free_.free(page, kPage);
+}
+
 std::uint8_t* QueueArena::alloc(host::Context& hc, std::size_t bytes, std::uint16_t& domain, bool shared) {
-    const std::size_t len = (bytes + kPage - 1) / kPage * kPage;
+    // Up to half a page: a slot of the next power of two, aligned to its
+    // size (in the arena or out of it); larger: whole pages.
+    const bool small = bytes > 0 && bytes <= kPage / 2;
+    const std::size_t len = small ? slot_size(bytes) : (bytes + kPage - 1) / kPage * kPage;
     {
         std::lock_guard<std::mutex> lk(mu_);
         if (shared && !tried_) init_locked(hc);
         if (shared && base_) {
-            if (const std::optional<std::size_t> off = free_.alloc(len)) {
+            const std::optional<std::size_t> off = small ? alloc_slot_locked(len) : free_.alloc(len);
+            if (off) {
                 used_[*off] = len;
                 domain = domain_;
                 // Freed pages were returned (zero), new ones are zero; a
@@ -71,7 +120,7 @@ std::uint8_t* QueueArena::alloc(host::Context& hc, std::size_t bytes, std::uint1
         }
     }
     void* p = nullptr;
-    if (posix_memalign(&p, kPage, len) != 0) return nullptr;
+    if (posix_memalign(&p, small ? len : kPage, len) != 0) return nullptr;
     std::memset(p, 0, len);
     domain = hc.boot_domain();
     return static_cast<std::uint8_t*>(p);
@@ -89,6 +138,10 @@ void QueueArena::free(std::uint8_t* p) {
     if (u == used_.end()) return;  // not ours: never hand it to free()
     const std::size_t len = u->second;
     used_.erase(u);
+    if (len < kPage) {
+        free_slot_locked(off, len);
+        return;
+    }
     madvise(p, len, MADV_REMOVE);  // the pages go back to the system
     free_.free(off, len);
 }

@@ -9,12 +9,22 @@
 // pages exist once a ring touches them and go back when it is freed. When
 // the arena cannot be made (no memfd, a device without SHM support, a full
 // arena), rings fall back to ordinary memory in the boot domain.
+//
+// A ring smaller than a page (a CQ of a few entries, an SRQ or a QP's queue
+// with few WRs: 128 bytes for the smallest CQ) shares a page with rings of its
+// size class, each at an offset that is a multiple of its size: a page each
+// made a million small CQs take 7 GiB of the application's memory (a page in
+// the arena, a page-aligned allocation past it) for 128 MiB of rings. The page goes back once its last ring is freed. Out of the arena
+// (ordinary memory) such a ring is aligned to its slot's size, not a page.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 
 #include "simnic/base/range_allocator.h"
 #include "simnic/host/context.h"
@@ -39,6 +49,17 @@ public:
 
 private:
     bool init_locked(host::Context& hc);
+    // Small rings: size classes of 64 .. 2048 bytes (a power of two each).
+    static constexpr std::size_t kMinSlot = 64;
+    static constexpr int kClasses = 6;
+    struct SlotClass {
+        std::map<std::size_t, std::uint64_t> pages;  // page offset -> slots in use (a bit each)
+        std::set<std::size_t> partial;               // pages with a free slot
+    };
+    static std::size_t slot_size(std::size_t bytes);
+    std::optional<std::size_t> alloc_slot_locked(std::size_t len);
+    void free_slot_locked(std::size_t off, std::size_t len);
+    std::array<SlotClass, kClasses> slots_;
     std::mutex mu_;
     bool tried_ = false;
     std::uint8_t* base_ = nullptr;

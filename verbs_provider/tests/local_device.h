@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cerrno>
 #include <functional>
 #include <memory>
@@ -20,10 +21,15 @@
 namespace simnic::verbs::test {
 
 struct LocalDevice {
+    using CapBlock = std::array<std::uint8_t, hw::cap_block::kSize>;
     // `name` bound to eth0; rxe_limits: the default CAP_BLOCK (rxe's
-    // values), otherwise fw_test_util.h's small tables.
-    explicit LocalDevice(std::string name = "sim0", bool rxe_limits = true) : dev_name(std::move(name)) {
+    // values), otherwise fw_test_util.h's small tables; `edit_cap` changes
+    // the CAP_BLOCK before the tables are sized from it.
+    explicit LocalDevice(std::string name = "sim0", bool rxe_limits = true,
+                         const std::function<void(CapBlock&)>& edit_cap = nullptr)
+        : dev_name(std::move(name)) {
         cfg.cap = rxe_limits ? fw::default_cap_block() : fw::default_cap_block(fw::test::small_limits());
+        if (edit_cap) edit_cap(cfg.cap);
         store = std::make_unique<fw::MemTableStore>(fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
         firmware = std::make_unique<fw::Firmware>(cfg, *store, netdev, sink);
         DeviceSource src;

@@ -353,6 +353,81 @@ TEST_CASE("PDs through ALLOC_PD / DEALLOC_PD, status to errno", "[verbs][pd]") {
     CHECK(rig.firmware->counts().mrs == 0);
 }
 
+TEST_CASE("a full object table: EINVAL as rxe's full pool, ENOMEM for an MR", "[verbs][limits]") {
+    // Tables of one or two objects each. rxe's __rxe_add_to_pool answers
+    // EINVAL for a PD, CQ, SRQ, QP and MW past the advertised count; 6.1's
+    // rxe_alloc answers ENOMEM for an MR. The firmware says NO_RESOURCES for
+    // all of them (simnic_fw_tests "Limits: ...").
+    simnic::verbs::test::LocalDevice dev("sim0", true, [](auto& cap) {
+        namespace cb = simnic::hw::cap_block;
+        simnic::hw::set(cap.data(), cap.size(), cb::max_pd, 2);
+        simnic::hw::set(cap.data(), cap.size(), cb::max_cq, 1);
+        simnic::hw::set(cap.data(), cap.size(), cb::max_srq, 1);
+        simnic::hw::set(cap.data(), cap.size(), cb::max_qp, 1);
+        simnic::hw::set(cap.data(), cap.size(), cb::max_mr, 1);
+        simnic::hw::set(cap.data(), cap.size(), cb::max_mw, 1);
+    });
+    ibv_context* ctx = dev.open();
+    ibv_device_attr attr{};
+    REQUIRE(sv::query_device(ctx, &attr) == 0);
+    CHECK(attr.max_pd == 2);
+    ibv_pd* pd = sv::alloc_pd(ctx);
+    ibv_pd* pd2 = sv::alloc_pd(ctx);
+    REQUIRE(pd != nullptr);
+    REQUIRE(pd2 != nullptr);
+    errno = 0;
+    CHECK(sv::alloc_pd(ctx) == nullptr);
+    CHECK(errno == EINVAL);
+    ibv_cq* cq = sv::create_cq(ctx, 1, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    errno = 0;
+    CHECK(sv::create_cq(ctx, 1, nullptr, nullptr, 0) == nullptr);
+    CHECK(errno == EINVAL);
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 1;
+    sa.attr.max_sge = 1;
+    ibv_srq* srq = sv::create_srq(pd, &sa);
+    REQUIRE(srq != nullptr);
+    errno = 0;
+    CHECK(sv::create_srq(pd, &sa) == nullptr);
+    CHECK(errno == EINVAL);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = qa.recv_cq = cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
+    qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+    ibv_qp* qp = sv::create_qp(pd, &qa);
+    REQUIRE(qp != nullptr);
+    errno = 0;
+    CHECK(sv::create_qp(pd, &qa) == nullptr);
+    CHECK(errno == EINVAL);
+    ibv_mw* mw = sv::alloc_mw(pd, IBV_MW_TYPE_2);
+    REQUIRE(mw != nullptr);
+    errno = 0;
+    CHECK(sv::alloc_mw(pd, IBV_MW_TYPE_2) == nullptr);
+    CHECK(errno == EINVAL);
+    static char buf[2][4096];
+    ibv_mr* mr = sv::reg_mr(pd, buf[0], sizeof buf[0], reinterpret_cast<std::uintptr_t>(buf[0]), IBV_ACCESS_LOCAL_WRITE);
+    REQUIRE(mr != nullptr);
+    errno = 0;
+    CHECK(sv::reg_mr(pd, buf[1], sizeof buf[1], reinterpret_cast<std::uintptr_t>(buf[1]), IBV_ACCESS_LOCAL_WRITE) ==
+          nullptr);
+    CHECK(errno == ENOMEM);
+    // Each freed: one more fits again.
+    CHECK(sv::dereg_mr(mr) == 0);
+    CHECK(sv::dealloc_mw(mw) == 0);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_srq(srq) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+    cq = sv::create_cq(ctx, 1, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    CHECK(sv::destroy_cq(cq) == 0);
+    CHECK(sv::dealloc_pd(pd2) == 0);
+    CHECK(sv::dealloc_pd(pd) == 0);
+    sv::close_device(ctx);
+    CHECK(dev.firmware->counts().pds == 0);
+}
+
 TEST_CASE("verbs this device lacks fail cleanly", "[verbs][ops]") {
     Rig rig;
     ibv_context* ctx = rig.open();
