@@ -72,6 +72,11 @@ ib_write_bw_all)  perftest ib_write_bw -n 20 -a; expect_sizes=23 ;;
 # every message: nothing may be dropped between the device and itself.
 ib_send_bw_uc)    perftest ib_send_bw -n 200 -c UC ;;
 ib_write_bw_uc)   perftest ib_write_bw -n 200 -c UC ;;
+# --odp: perftest's buffers registered on demand (IBV_ACCESS_ON_DEMAND),
+# after it checks the device's odp_caps for the transport and operation.
+ib_write_bw_odp)  perftest ib_write_bw -n 200 --odp ;;
+ib_read_bw_odp)   perftest ib_read_bw -n 200 --odp ;;
+ib_send_lat_odp)  perftest ib_send_lat -n 200 --odp ;;
 kill_mid_transfer)
   # A client killed with SIGKILL in the middle of a long ib_write_bw: its
   # objects must go, and the device must keep serving others.
