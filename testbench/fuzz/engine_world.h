@@ -601,7 +601,9 @@ struct EngineWorld {
         a = reg_mr(8192, ac::kLocalWrite | ac::kRemoteWrite | ac::kRemoteRead | ac::kRemoteAtomic);
         b = reg_mr(4096, ac::kRemoteRead);
         c = reg_mr(4096, ac::kLocalWrite);
-        e = reg_mr(4096, ac::kLocalWrite | ac::kRemoteWrite);
+        // E is an on-demand MR (hw-spec 5.6.5): its writes are not combined,
+        // and the guard holds it to the same range and rights.
+        e = reg_mr(4096, ac::kLocalWrite | ac::kRemoteWrite | ac::kOnDemand);
         r = reg_mr(4096, ac::kLocalWrite);
         d = reg_mr(4096, ac::kLocalWrite | ac::kRemoteWrite | ac::kRemoteRead);
         if (!cmd(hw::CmdOpcode::DeregMr, Mbox(hw::cmd_handle::kSize).set(hw::cmd_handle::handle, d.key)).ok())
@@ -610,7 +612,7 @@ struct EngineWorld {
         g.allow(a.p, a.len, true, true, "MR A (every right)");
         g.allow(b.p, b.len, true, false, "MR B (REMOTE_READ only)");
         g.allow(c.p, c.len, false, true, "MR C (LOCAL_WRITE, the receive buffers)");
-        g.allow(e.p, e.len, false, true, "MR E (LOCAL_WRITE and REMOTE_WRITE)");
+        g.allow(e.p, e.len, false, true, "MR E (LOCAL_WRITE and REMOTE_WRITE, on demand)");
         // R and D: no range at all.
         for (int i = 0; i < 8; ++i) post_srq_recv();
         return error.empty();
