@@ -142,7 +142,29 @@ int run_exec(const ExecArgs& a) {
     return errno == ENOENT ? 127 : 126;
 }
 
+// CMD's words, taken from argv before CLI11 parses it (take_exec_command).
+std::vector<std::string>& exec_cmd() {
+    static std::vector<std::string> cmd;
+    return cmd;
+}
+
 }  // namespace
+
+int take_exec_command(int argc, char** argv) {
+    // CLI11 (2.1) would unbracket and split CMD's words ("[a,b]" becomes a
+    // and b: its syntax for a list) and move CMD's own options out of order,
+    // so it never sees them: CMD starts after "--", or at the first word that
+    // is not one of exec's options; from there on every word is CMD's, byte
+    // for byte.
+    if (argc < 2 || std::strcmp(argv[1], "exec") != 0) return argc;
+    for (int i = 2; i < argc; ++i) {
+        const bool dashdash = std::strcmp(argv[i], "--") == 0;
+        if (!dashdash && argv[i][0] == '-') continue;  // exec's own option (or one CLI11 refuses)
+        exec_cmd().assign(argv + i + (dashdash ? 1 : 0), argv + argc);
+        return i;
+    }
+    return argc;
+}
 
 Runner add_exec_command(CLI::App& app) {
     auto args = std::make_shared<ExecArgs>();
@@ -150,18 +172,10 @@ Runner add_exec_command(CLI::App& app) {
     sub->add_flag("--print-env", args->print_env, "print the environment simnic exec sets, as shell exports");
     sub->add_flag("--no-check", args->no_check,
                   "run CMD even if no daemon runs or the device it names (-d) is not there");
+    // For the help only: take_exec_command keeps CMD's words from CLI11.
     sub->add_option("cmd", args->cmd, "the command and its arguments");
-    sub->prefix_command();  // everything after the options is CMD's, even its own options
-    return [args, sub] {
-        // CLI11 (2.1) puts CMD's words in `cmd` and leaves behind a stray "--"
-        // after `simnic exec -- CMD ...`; without the "--", CMD's own options
-        // land in remaining() out of order with its other arguments, so they
-        // cannot be put back: ask for the "--".
-        const std::vector<std::string> rest = sub->remaining();
-        if (!(rest.empty() || (rest.size() == 1 && rest[0] == "--"))) {
-            std::fprintf(stderr, "usage: simnic exec -- CMD [ARGS...] (the -- is needed when CMD has options)\n");
-            return 2;
-        }
+    return [args] {
+        args->cmd = exec_cmd();
         return run_exec(*args);
     };
 }

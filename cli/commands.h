@@ -25,4 +25,9 @@ Runner add_doctor_command(CLI::App& app);
 Runner add_completion_command(CLI::App& app);
 Runner add_man_command(CLI::App& app);
 
+// For `simnic exec`: keeps CMD's words (after "--", or from the first word
+// that is not an exec option) from CLI11, which would rewrite them; returns
+// the argc CLI11 is to parse.
+int take_exec_command(int argc, char** argv);
+
 }  // namespace simnic::cli

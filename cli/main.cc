@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     add(simnic::cli::add_man_command);
 
     try {
-        app.parse(argc, argv);
+        app.parse(simnic::cli::take_exec_command(argc, argv), argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }

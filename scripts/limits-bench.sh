@@ -7,8 +7,9 @@
 # Issue 11: "max" and an object instead (pd, cq, srq, ah, mw): exactly the
 # advertised max_pd / max_cq / max_srq / max_ah / max_mw of it, one more
 # refused with rxe's errno (EINVAL), all destroyed; times and memory per
-# object (limits_app.cpp's [max_OBJECT] case).
-#   scripts/limits-bench.sh [BUILD_DIR] max pd|cq|srq|ah|mw
+# object (limits_app.cpp's [max_OBJECT] case). "max srq_wr": one SRQ of
+# max_srq_wr WQEs of max_srq_sge SGEs each, one WQE or SGE more refused.
+#   scripts/limits-bench.sh [BUILD_DIR] max pd|cq|srq|ah|mw|srq_wr
 set -u
 B=$(cd "${1:-build}" && pwd)
 H=$(cd "$(dirname "$0")/../testbench/system" && pwd)
@@ -16,8 +17,8 @@ run() {
   "$H/run_limits.sh" "$B/cli/simnic" "$B/verbs_provider/libsimnic-verbs.so" "$B/testbench/system/simnic_limits_app" "$@"
 }
 case "${2:-}:${3:-}" in
-  max:pd | max:cq | max:srq | max:ah | max:mw)
-    SIMNIC_LIMITS_TIMEOUT=${SIMNIC_LIMITS_TIMEOUT:-3600} run "*[max_$3]"  # not "[...]": simnic exec drops the brackets
+  max:pd | max:cq | max:srq | max:ah | max:mw | max:srq_wr)
+    SIMNIC_LIMITS_TIMEOUT=${SIMNIC_LIMITS_TIMEOUT:-3600} run "[max_$3]"
     exit ;;
 esac
 # The advertised max_qp (about a million) takes about 70 s on a loaded

@@ -11,7 +11,8 @@
 //     exactly the advertised number of the object on the device, one more
 //     refused with rxe's errno, all destroyed and the device's count (the
 //     daemon's resource_counts) back where it was, with
-//     the times and the memory per object of the daemon and of this process.
+//     the times and the memory per object of the daemon and of this process;
+//   - [max_srq_wr] (hidden): one SRQ of max_srq_wr WQEs of max_srq_sge SGEs.
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -90,6 +91,10 @@ int env_int(const char* n, int d) {
 }
 
 // An RC QP whose caps are `cap`; nullptr (errno set) if refused.
+// The device's max_inline (CAP_BLOCK, hw-spec 2.4), the most inline bytes a
+// QP may ask for: verbs do not advertise it.
+constexpr std::uint32_t kMaxInlineData = 512;
+
 ibv_qp* try_qp(VerbsDevice& d, ibv_cq* cq, ibv_qp_cap cap) {
     ibv_qp_init_attr ia{};
     ia.send_cq = ia.recv_cq = cq;
@@ -194,9 +199,10 @@ TEST_CASE("limits: each advertised per-object limit is reachable, one more fails
     VerbsDevice d;
     const ibv_device_attr& at = d.attr;
     std::printf("advertised: max_qp %d max_qp_wr %d max_sge %d max_cq %d max_cqe %d max_mr %d max_mr_size %llu "
-                "max_pd %d max_qp_rd_atom %d max_srq %d max_srq_wr %d max_ah %d\n",
+                "max_pd %d max_qp_rd_atom %d max_srq %d max_srq_wr %d max_srq_sge %d max_ah %d\n",
                 at.max_qp, at.max_qp_wr, at.max_sge, at.max_cq, at.max_cqe, at.max_mr,
-                (unsigned long long)at.max_mr_size, at.max_pd, at.max_qp_rd_atom, at.max_srq, at.max_srq_wr, at.max_ah);
+                (unsigned long long)at.max_mr_size, at.max_pd, at.max_qp_rd_atom, at.max_srq, at.max_srq_wr,
+                at.max_srq_sge, at.max_ah);
     SECTION("CQ entries") {
         ibv_cq* cq = ibv_create_cq(d.ctx, at.max_cqe, nullptr, nullptr, 0);
         REQUIRE(cq != nullptr);
@@ -230,6 +236,67 @@ TEST_CASE("limits: each advertised per-object limit is reachable, one more fails
             CHECK(errno == EINVAL);
             if (bad) ibv_destroy_qp(bad);
         }
+        CHECK(ibv_destroy_cq(cq) == 0);
+    }
+    SECTION("SRQ work requests and scatter/gather entries") {
+        // rxe_srq_chk_init: max_wr above max_srq_wr or max_sge above
+        // max_srq_sge is EINVAL. max_srq_wr WQEs of one SGE each are tens of
+        // MiB of this process's ring; with max_srq_sge SGEs each too, hundreds
+        // ([max_srq_wr], by hand).
+        ibv_srq_init_attr ia{};
+        ia.attr.max_wr = std::uint32_t(at.max_srq_wr);
+        ia.attr.max_sge = 1;
+        const long p0 = rss_kib_of("self");
+        ibv_srq* srq = ibv_create_srq(d.pd, &ia);
+        INFO("errno " << errno);
+        REQUIRE(srq != nullptr);
+        CHECK(ia.attr.max_wr >= std::uint32_t(at.max_srq_wr));
+        std::printf("SRQ of max_srq_wr %d WQEs of 1 SGE: this process's VmRSS %ld -> %ld KiB\n", at.max_srq_wr, p0,
+                    rss_kib_of("self"));
+        CHECK(ibv_destroy_srq(srq) == 0);
+        ia = {};
+        ia.attr.max_wr = 4;
+        ia.attr.max_sge = std::uint32_t(at.max_srq_sge);
+        srq = ibv_create_srq(d.pd, &ia);
+        REQUIRE(srq != nullptr);
+        CHECK(ia.attr.max_sge >= std::uint32_t(at.max_srq_sge));
+        CHECK(ibv_destroy_srq(srq) == 0);
+        for (int which = 0; which < 2; ++which) {
+            ia = {};
+            ia.attr.max_wr = which == 0 ? std::uint32_t(at.max_srq_wr) + 1 : 4;
+            ia.attr.max_sge = which == 1 ? std::uint32_t(at.max_srq_sge) + 1 : 1;
+            INFO((which == 0 ? "max_srq_wr + 1" : "max_srq_sge + 1"));
+            errno = 0;
+            ibv_srq* bad = ibv_create_srq(d.pd, &ia);
+            CHECK(bad == nullptr);
+            CHECK(errno == EINVAL);
+            if (bad) ibv_destroy_srq(bad);
+        }
+    }
+    SECTION("QP inline data") {
+        // rxe_qp_chk_cap: max_inline_data above the device's is EINVAL.
+        // ibv_device_attr has no field for it (rxe's RXE_MAX_INLINE_DATA
+        // neither): the device's CAP_BLOCK max_inline (hw-spec 2.4).
+        ibv_cq* cq = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
+        REQUIRE(cq != nullptr);
+        ibv_qp_cap cap{};
+        cap.max_send_wr = cap.max_recv_wr = 4;
+        cap.max_send_sge = cap.max_recv_sge = 1;
+        cap.max_inline_data = kMaxInlineData;
+        ibv_qp_init_attr ia{};
+        ia.send_cq = ia.recv_cq = cq;
+        ia.qp_type = IBV_QPT_RC;
+        ia.cap = cap;
+        ibv_qp* qp = ibv_create_qp(d.pd, &ia);
+        INFO("errno " << errno);
+        REQUIRE(qp != nullptr);
+        CHECK(ia.cap.max_inline_data >= kMaxInlineData);
+        CHECK(ibv_destroy_qp(qp) == 0);
+        cap.max_inline_data = kMaxInlineData + 1;
+        ibv_qp* bad = try_qp(d, cq, cap);
+        CHECK(bad == nullptr);
+        CHECK(errno == EINVAL);
+        if (bad) ibv_destroy_qp(bad);
         CHECK(ibv_destroy_cq(cq) == 0);
     }
     SECTION("outstanding READs and atomics") {
@@ -474,6 +541,37 @@ TEST_CASE("limits: the advertised max_srq SRQs, one more EINVAL", "[.][max_srq]"
                                    },
                                    ibv_destroy_srq);
     CHECK(kib < 2.0);  // a page each: more than 4
+    still_healthy(d);
+}
+
+// An SRQ of max_srq_wr WQEs of max_srq_sge SGEs each (hundreds of MiB of
+// this process's ring: scripts/limits-bench.sh BUILD max srq_wr), and one
+// WQE or SGE more refused with rxe's EINVAL (rxe_srq_chk_init).
+TEST_CASE("limits: an SRQ of max_srq_wr WQEs of max_srq_sge SGEs, one more EINVAL", "[.][max_srq_wr]") {
+    VerbsDevice d;
+    ibv_srq_init_attr ia{};
+    ia.attr.max_wr = std::uint32_t(d.attr.max_srq_wr);
+    ia.attr.max_sge = std::uint32_t(d.attr.max_srq_sge);
+    const long p0 = rss_kib_of("self");
+    const auto t0 = std::chrono::steady_clock::now();
+    ibv_srq* srq = ibv_create_srq(d.pd, &ia);
+    INFO("errno " << errno);
+    REQUIRE(srq != nullptr);
+    CHECK(ia.attr.max_wr >= std::uint32_t(d.attr.max_srq_wr));
+    CHECK(ia.attr.max_sge >= std::uint32_t(d.attr.max_srq_sge));
+    std::printf("max_srq_wr: an SRQ of %d WQEs of %d SGEs in %.2f s; this process's VmRSS %ld -> %ld KiB\n",
+                d.attr.max_srq_wr, d.attr.max_srq_sge, secs(t0), p0, rss_kib_of("self"));
+    CHECK(ibv_destroy_srq(srq) == 0);
+    for (int which = 0; which < 2; ++which) {
+        ia = {};
+        ia.attr.max_wr = std::uint32_t(d.attr.max_srq_wr) + (which == 0 ? 1 : 0);
+        ia.attr.max_sge = std::uint32_t(d.attr.max_srq_sge) + (which == 1 ? 1 : 0);
+        errno = 0;
+        ibv_srq* bad = ibv_create_srq(d.pd, &ia);
+        CHECK(bad == nullptr);
+        CHECK(errno == EINVAL);
+        if (bad) ibv_destroy_srq(bad);
+    }
     still_healthy(d);
 }
 
