@@ -51,7 +51,6 @@ bool parse_line(std::string_view line, Vma& m) {
     return m.hi > m.lo;
 }
 
-
 // Walks mapping lines in address order over [start, last]: `next` is the
 // first byte not yet found in a mapping. Returns 0 once the range is
 // covered, EFAULT at the first gap or mapping without the rights, and
@@ -102,6 +101,44 @@ int query_walk(int fd, std::uintptr_t start, std::uintptr_t last, bool writable)
     }
 }
 
+// The text of the maps file, read a block at a time and no further than the
+// range's end, through walk().
+int text_walk(int fd, std::uintptr_t start, std::uintptr_t last, bool writable) {
+    std::string buf;
+    std::size_t used = 0;  // bytes of buf already walked
+    std::uintptr_t next = start;
+    char block[4096];
+    while (true) {
+        const ssize_t n = ::read(fd, block, sizeof block);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return EFAULT;  // the mappings ended before the range did
+        buf.erase(0, used);
+        buf.append(block, std::size_t(n));
+        std::string_view v = buf;
+        const int e = walk(v, next, last, writable);
+        if (e != EAGAIN) return e;
+        used = buf.size() - v.size();
+    }
+}
+
+// Both ways of reading /proc/self/maps, behind the same checks of the range;
+// `query`: ask with PROCMAP_QUERY first, and read the text only on a kernel
+// without it (the ioctl leaves the file's offset at 0).
+int check_maps(const void* addr, std::size_t len, bool writable, bool query) {
+    const auto start = reinterpret_cast<std::uintptr_t>(addr);
+    if (len == 0) return 0;
+    if (bad_range(start, len)) return EFAULT;
+    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    // Without /proc (a chroot, a restricted container) nothing can be told:
+    // registration goes on, and a missing page fails at its first access.
+    if (fd < 0) return 0;
+    const std::uintptr_t last = start + (len - 1);
+    int e = query ? query_walk(fd, start, last, writable) : EAGAIN;
+    if (e == EAGAIN) e = text_walk(fd, start, last, writable);
+    ::close(fd);
+    return e;
+}
+
 }  // namespace
 
 int check_user_pages(std::string_view maps, const void* addr, std::size_t len, bool writable) {
@@ -117,46 +154,11 @@ int check_user_pages(std::string_view maps, const void* addr, std::size_t len, b
 }
 
 int check_user_pages(const void* addr, std::size_t len, bool writable) {
-    const auto start = reinterpret_cast<std::uintptr_t>(addr);
-    if (len == 0) return 0;
-    if (bad_range(start, len)) return EFAULT;
-    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    // Without /proc (a chroot, a restricted container) nothing can be told:
-    // registration goes on, and a missing page fails at its first access.
-    if (fd < 0) return 0;
-    const int qe = query_walk(fd, start, start + (len - 1), writable);
-    ::close(fd);
-    // An older kernel: the text.
-    return qe != EAGAIN ? qe : check_user_pages_by_text(addr, len, writable);
+    return check_maps(addr, len, writable, true);
 }
 
 int check_user_pages_by_text(const void* addr, std::size_t len, bool writable) {
-    const auto start = reinterpret_cast<std::uintptr_t>(addr);
-    if (len == 0) return 0;
-    if (bad_range(start, len)) return EFAULT;
-    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    // Read a block at a time, and no further than the range's end.
-    std::string buf;
-    std::size_t used = 0;  // bytes of buf already walked
-    std::uintptr_t next = start;
-    int e = EAGAIN;
-    char block[4096];
-    while (e == EAGAIN) {
-        const ssize_t n = ::read(fd, block, sizeof block);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            e = EFAULT;  // the mappings ended before the range did
-            break;
-        }
-        buf.erase(0, used);
-        buf.append(block, std::size_t(n));
-        std::string_view v = buf;
-        e = walk(v, next, start + (len - 1), writable);
-        used = buf.size() - v.size();
-    }
-    ::close(fd);
-    return e;
+    return check_maps(addr, len, writable, false);
 }
 
 }  // namespace simnic::host
