@@ -195,6 +195,20 @@ ibv_qp* make_qp(Rig& r, ibv_cq* cq, ibv_qp_type t = IBV_QPT_RC, std::uint32_t se
     return qp;
 }
 
+// create_qp_ex's input for a QP of type `t` on `cq` (both directions) in the
+// rig's PD, with `cap` and the ibv_wr_* operations `ops` (SEND_OPS_FLAGS).
+ibv_qp_init_attr_ex qp_ex_attr(Rig& r, ibv_cq* cq, ibv_qp_type t, std::uint64_t ops, ibv_qp_cap cap) {
+    ibv_qp_init_attr_ex a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = t;
+    a.cap = cap;
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    a.pd = r.pd;
+    a.send_ops_flags = ops;
+    return a;
+}
+
 // ibv_rc_pingpong's three transitions, with the GRH AV of `-g 1` pointing
 // at our own GID 1 (loopback, so firmware resolves the MAC).
 void connect_rc(Rig& r, ibv_qp* qp) {
@@ -821,14 +835,7 @@ TEST_CASE("post_send: an atomic at a misaligned address or with fewer than 8 byt
     // ibv_wr_atomic_*: rxe's wr_atomic_cmp_swp/fetch_add check nothing, so
     // ibv_wr_complete answers 0 and the WQE is posted (the responder's NAK
     // fails it on rxe, the engine's WQE check here: "Differences found" 9).
-    ibv_qp_init_attr_ex a{};
-    a.send_cq = cq;
-    a.recv_cq = cq;
-    a.qp_type = IBV_QPT_RC;
-    a.cap = {4, 2, 1, 1, 0};
-    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    a.pd = r.pd;
-    a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+    ibv_qp_init_attr_ex a = qp_ex_attr(r, cq, IBV_QPT_RC, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, {4, 2, 1, 1, 0});
     ibv_qp* xq = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
     REQUIRE(xq != nullptr);
     connect_rc(r, xq);
@@ -1357,14 +1364,7 @@ TEST_CASE("AHs and UD sends: CREATE_AH, UD_SEG", "[verbs][ah]") {
 TEST_CASE("ibv_qp_ex: wr_start / wr_send / wr_set_sge / wr_complete", "[verbs][qpex]") {
     Rig r;
     ibv_cq* cq = sv::create_cq(r.ctx, 4, nullptr, nullptr, 0);
-    ibv_qp_init_attr_ex a{};
-    a.send_cq = cq;
-    a.recv_cq = cq;
-    a.qp_type = IBV_QPT_RC;
-    a.cap = {2, 2, 1, 1, 0};
-    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    a.pd = r.pd;
-    a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+    ibv_qp_init_attr_ex a = qp_ex_attr(r, cq, IBV_QPT_RC, IBV_QP_EX_WITH_SEND, {2, 2, 1, 1, 0});
     ibv_qp* qp = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
     REQUIRE(qp != nullptr);
     connect_rc(r, qp);
@@ -1424,14 +1424,7 @@ TEST_CASE("create_qp_ex: send_ops_flags beyond the QP type's set are EOPNOTSUPP"
                              IBV_QP_EX_WITH_SEND_WITH_INV;
     const std::uint64_t ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
     auto make = [&](ibv_qp_type t, std::uint64_t ops) {
-        ibv_qp_init_attr_ex a{};
-        a.send_cq = cq;
-        a.recv_cq = cq;
-        a.qp_type = t;
-        a.cap = {2, 2, 1, 1, 0};
-        a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-        a.pd = r.pd;
-        a.send_ops_flags = ops;
+        ibv_qp_init_attr_ex a = qp_ex_attr(r, cq, t, ops, {2, 2, 1, 1, 0});
         errno = 0;
         return verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
     };
@@ -1499,14 +1492,8 @@ TEST_CASE("ibv_qp_ex: a full SQ, too many SGEs, inline data too long: ENOSPC at 
     // error to ENOSPC, which ibv_wr_complete returns; nothing is rung.
     Rig r;
     ibv_cq* cq = sv::create_cq(r.ctx, 8, nullptr, nullptr, 0);
-    ibv_qp_init_attr_ex a{};
-    a.send_cq = cq;
-    a.recv_cq = cq;
-    a.qp_type = IBV_QPT_RC;
-    a.cap = {4, 2, 1, 1, 16};
-    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    a.pd = r.pd;
-    a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+    ibv_qp_init_attr_ex a =
+        qp_ex_attr(r, cq, IBV_QPT_RC, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE, {4, 2, 1, 1, 16});
     ibv_qp* qp = verbs_get_ctx(r.ctx)->create_qp_ex(r.ctx, &a);
     REQUIRE(qp != nullptr);
     connect_rc(r, qp);
