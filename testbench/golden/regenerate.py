@@ -31,8 +31,10 @@ RIG = os.path.join(HERE, "..", "rig", "simnic-rig")
 SERVER_IP = "10.0.0.1"
 
 # (case, server command, client command, how to wait for the server:
-#  ("tcp", port) or ("proc", name)). {ip} is the server's IP; {mtu} the IB
-# MTU in bytes; {sizes} the write-with-immediate sizes for this MTU.
+#  ("tcp", port), ("proc", name) or ("none", "") [, "client fails": the
+#  client must exit non-zero; "server stays": the server serves until it is
+#  stopped, once the client is done]). {ip} is the server's IP; {mtu} the IB MTU in
+# bytes; {sizes} the write-with-immediate sizes for this MTU.
 PERF = "-d rxe0 -x 1 -F"
 CASES = [
     ("rc_pingpong", "ibv_rc_pingpong -g 1 -m {mtu} -n 4",
@@ -62,6 +64,20 @@ CASES = [
      f"ib_atomic_bw {PERF} -n 16 -A FETCH_AND_ADD {{ip}}", ("tcp", 18515)),
     ("rping", "rping -s -a {ip} -C 3 -S 100 -v",
      "rping -c -a {ip} -C 3 -S 100 -v", ("proc", "rping")),
+    # The rdmacm-utils tools whose CM MADs simnic's CM is compared with
+    # (testbench/system/cm_compare.cpp): RC connections through the
+    # asynchronous API (ucmatose, two at once; cmtime, four) and the
+    # synchronous one (rdma_server/rdma_client), UD service ID resolution
+    # (udaddy: SIDR_REQ/SIDR_REP), and the two refusals of a peer with no
+    # listener (a REJ to a REQ, a SIDR_REP "unsupported" to a SIDR_REQ),
+    # whose clients fail by design.
+    ("ucmatose", "ucmatose -b {ip} -c 2 -C 4", "ucmatose -s {ip} -c 2 -C 4",
+     ("proc", "ucmatose")),
+    ("cmtime", "cmtime -b {ip} -c 4", "cmtime -s {ip} -c 4", ("proc", "cmtime"), "server stays"),
+    ("rdma_client", "rdma_server -s {ip}", "rdma_client -s {ip}", ("proc", "rdma_server")),
+    ("udaddy", "udaddy -b {ip} -c 2 -C 4", "udaddy -s {ip} -c 2 -C 4", ("proc", "udaddy")),
+    ("cm_reject", "true", "rping -c -a {ip} -p 7999 -C 1", ("none", ""), "client fails"),
+    ("sidr_reject", "true", "udaddy -s {ip} -c 1 -C 1", ("none", ""), "client fails"),
 ]
 IB_MTU = {1500: 1024, 9000: 4096}
 KERNELS = ("6.1", "6.12")
@@ -114,6 +130,8 @@ def is_roce(frame):
 
 def wait_server(state, how):
     kind, what = how
+    if kind == "none":
+        return
     if kind == "tcp":
         cmd = (f"i=0; while [ $i -lt 400 ]; do netstat -ltn 2>/dev/null | grep -q ':{what} ' "
                f"&& exit 0; i=$((i+1)); sleep 0.05; done; exit 1")
@@ -125,7 +143,7 @@ def wait_server(state, how):
         time.sleep(2.0)  # rdma_listen follows soon after the process starts
 
 
-def run_case(state, pcap, case, scmd, ccmd, how):
+def run_case(state, pcap, case, scmd, ccmd, how, client_fails=False, server_stays=False):
     before = len(read_records(pcap))
     server = subprocess.Popen([sys.executable, RIG, "--state", state, "exec", "--timeout", "120",
                                "0", scmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -133,12 +151,14 @@ def run_case(state, pcap, case, scmd, ccmd, how):
     try:
         wait_server(state, how)
         client = rig(state, "exec", "--timeout", 120, 1, ccmd, timeout=180, check=False)
+        if server_stays and client.returncode == 0:
+            rig(state, "exec", 0, f"kill $(pidof {scmd.split()[0]})")
         sout, _ = server.communicate(timeout=150)
     finally:
         if server.poll() is None:
             server.kill()
             server.wait()
-    if client.returncode != 0 or server.returncode != 0:
+    if (client.returncode == 0) == client_fails or (server.returncode != 0 and not server_stays):
         raise RuntimeError(f"{case}: client rc {client.returncode}, server rc "
                            f"{server.returncode}\n--- client\n{client.stdout}{client.stderr}"
                            f"\n--- server\n{sout}")
@@ -194,13 +214,15 @@ def main():
                     raise RuntimeError(f"vm{vm}: active_mtu {m and m.group(1)}, wanted {ib_mtu}")
             pcap = rig(state, "pcap").stdout.strip()
             sizes = "64,3000,0" if ib_mtu == 1024 else "64,10000,0"
-            for case, scmd, ccmd, how in CASES:
+            for case, scmd, ccmd, how, *expect in CASES:
                 if only and case not in only:
                     continue
                 fmt = dict(ip=SERVER_IP, mtu=ib_mtu, sizes=sizes)
                 scmd_f, ccmd_f = scmd.format(**fmt), ccmd.format(**fmt)
                 t0 = time.monotonic()
-                recs, out = run_case(state, pcap, case, scmd_f, ccmd_f, how)
+                recs, out = run_case(state, pcap, case, scmd_f, ccmd_f, how,
+                                     client_fails="client fails" in expect,
+                                     server_stays="server stays" in expect)
                 rel = f"{sub}/{case}.pcap"
                 write_records(os.path.join(a.out, rel), recs)
                 nroce = sum(1 for r in recs if is_roce(r[2]))

@@ -27,8 +27,17 @@
 # (-T v: verify); rcopy's copy is compared with its source.
 # Each case checks both ends' exit status and report, then that the device
 # holds nothing once they are gone.
+#
+# The rdma_cm tools' CM MADs, captured on the device, are compared with those
+# kernel ib_cm sent for the same tool between two kernel-rxe VMs (the golden
+# captures of 6.1 and 6.12, testbench/golden/*/mtu4096: lo's active MTU is
+# 4096) by CM_COMPARE, field by field but for the IDs, QPNs, PSNs and
+# addresses of each run. udaddy first asks with no server listening: the
+# SIDR_REP "unsupported" that answers is compared with the kernel's.
+#
+#   test_rdmacm_tools.sh CASE SIMNIC LIBSIMNIC_VERBS CM_COMPARE GOLDEN_DIR
 set -u
-CASE=$1 SIMNIC=$2 LIB=$3
+CASE=$1 SIMNIC=$2 LIB=$3 COMPARE=$4 GOLDEN=$5
 DEV=simcm_lo
 . "$(dirname "$0")/lib.sh"
 sys_init rdmacm SIMNIC LIB
@@ -37,6 +46,8 @@ PORT=$(free_port 1)
 trap 'sys_cleanup server_pid' EXIT
 
 server_stays=0
+# golden: the golden capture of the same tool's CM exchange, if any.
+golden=''
 # The client starts once the server listens. For the rdma_cm tools that is
 # when the daemon shows their ID in LISTEN on listen_port (a REQ that comes
 # sooner is rejected: no one listens on its service ID; with several
@@ -52,6 +63,7 @@ listen_port=$PORT
 case_env=()
 case $CASE in
 rdma_server)
+  golden=rdma_client
   server=(rdma_server -p "$PORT")
   client=(rdma_client -s 127.0.0.1 -p "$PORT")
   expect_server='rdma_server: end 0' expect_client='rdma_client: end 0'
@@ -62,6 +74,7 @@ rdma_xserver)
   expect_server='rdma_xserver: end 0' expect_client='rdma_xclient: end 0'
   ;;
 udaddy)
+  golden=udaddy
   # Two IDs, 50 messages each way on each (udaddy's fixed port 7174).
   server=(udaddy -b 127.0.0.1 -c 2 -C 50)
   listen_port=7174
@@ -69,6 +82,7 @@ udaddy)
   expect_server='^return status 0' expect_client='^return status 0'
   ;;
 ucmatose | ucmatose_migrate)
+  golden=ucmatose
   # Three connections, 20 messages of 1000 bytes each way on each.
   opts=(-p "$PORT" -c 3 -C 20 -S 1000)
   [ "$CASE" = ucmatose_migrate ] && opts+=(-m)
@@ -143,6 +157,7 @@ rcopy)
   server_stays=1
   ;;
 cmtime)
+  golden=cmtime
   # 50 connections: each step's line is "name : total/connection times".
   server=(cmtime -b 127.0.0.1 -p "$PORT")
   client=(cmtime -s 127.0.0.1 -p "$PORT" -c 50)
@@ -152,7 +167,19 @@ cmtime)
 *) echo "unknown case $CASE"; exit 2 ;;
 esac
 
-link_add "$DEV"
+if [ "$CASE" = udaddy ]; then
+  # Nobody listens yet: SIDR_REP with status 1 (unsupported), UNREACHABLE.
+  link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/rej.pcap"
+  app timeout 30 udaddy -s 127.0.0.1 -c 1 -C 1 >"$work/rej.out" 2>&1 && fail "udaddy without a server succeeded"
+  grep -q "RDMA_CM_EVENT_UNREACHABLE" "$work/rej.out" || fail "no UNREACHABLE without a server: $(cat "$work/rej.out")"
+  sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
+  compare_cm_mads "$SIMNIC_RUNTIME_DIR/rej.pcap" sidr_reject
+fi
+if [ -n "$golden" ]; then
+  link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/dev.pcap"
+else
+  link_add "$DEV"
+fi
 
 # (env before stdbuf: stdbuf adds its library to LD_PRELOAD.)
 app timeout 60 env "${case_env[@]}" stdbuf -oL "${server[@]}" >"$work/server.out" 2>&1 &
@@ -210,11 +237,16 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 nothing_left "after exit" qps cqs mrs pds
+if [ -n "$golden" ]; then
+  sim link delete "$DEV" >/dev/null 2>&1
+  compare_cm_mads "$SIMNIC_RUNTIME_DIR/dev.pcap" "$golden"
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "--- server (${server[*]}):"; cat "$work/server.out"
   echo "--- client (${client[*]}):"; cat "$work/client.out"
 else
   cat "$work/client.out"
+  for f in "$work"/compare-*.out; do [ -f "$f" ] && tail -1 "$f"; done
 fi
 sys_finish "$CASE"

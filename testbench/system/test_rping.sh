@@ -3,17 +3,21 @@
 # (section 4.3), as an ordinary user: when ctest runs as root the test drops
 # to `nobody` for everything it starts.
 #
-#   test_rping.sh SIMNIC LIBSIMNIC_VERBS CM_PCAP_CHECK
+#   test_rping.sh SIMNIC LIBSIMNIC_VERBS CM_PCAP_CHECK CM_COMPARE GOLDEN_DIR
 #
 # 1. No server: the client's REQ is rejected (invalid service ID).
 # 2. Server and client, -C 10 -v: both succeed, every ping line carries
 #    rping's data; the device's capture (and tcpdump's on lo, when root)
 #    shows the CM MADs in rxe's order with valid ICRCs and the RC traffic on
 #    the flow label's UDP port (cm_pcap_check); nothing is left behind.
+#    The MADs of cases 1 and 2 are those kernel ib_cm sends for the same
+#    exchanges between two kernel-rxe VMs (CM_COMPARE against the golden
+#    captures cm_reject and rping of 6.1 and 6.12, all but each run's IDs,
+#    QPNs, PSNs and addresses).
 # 3. A server killed mid-run: the daemon sends the DREQ for it, the client
 #    stops instead of waiting out its timers; nothing is left behind.
 set -u
-SIMNIC=$1 LIB=$2 CHECK=$3
+SIMNIC=$1 LIB=$2 CHECK=$3 COMPARE=$4 GOLDEN=$5
 DEV=simrping_lo
 PORT=$((20000 + RANDOM % 20000))
 . "$(dirname "$0")/lib.sh"
@@ -104,6 +108,8 @@ all_gone "after rping"
 sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
 "$CHECK" "$SIMNIC_RUNTIME_DIR/dev.pcap" >"$work/check.out" 2>&1 || fail "device capture: $(cat "$work/check.out")"
 "$SIMNIC" pcap --strict "$SIMNIC_RUNTIME_DIR/dev.pcap" >/dev/null || fail "simnic pcap --strict on the device capture"
+compare_cm_mads "$work/rej.pcap" cm_reject
+compare_cm_mads "$SIMNIC_RUNTIME_DIR/dev.pcap" rping
 if [ -n "${dump_pid:-}" ]; then
   stop_dump
   "$CHECK" "$work/lo.pcap" >"$work/check_lo.out" 2>&1 ||
@@ -150,6 +156,7 @@ if [ "$failures" -ne 0 ]; then
   echo "--- client:"; cat "$work/client.out"
 else
   cat "$work/check.out"
+  for f in "$work"/compare-*.out; do tail -1 "$f"; done
   [ -f "$work/check_lo.out" ] && { echo "tcpdump -i lo:"; tail -1 "$work/check_lo.out"; }
 fi
 sys_finish rping

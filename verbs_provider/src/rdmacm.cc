@@ -542,12 +542,31 @@ Json param_json(const rdma_conn_param* p, uint32_t qpn, bool srq) {
 }
 
 // The device's limits on RDMA READ/atomic depth, which librdmacm applies.
-void cap_rd(Id* i, int& rr, int& idp) {
+// An RC connection's RDMA read depths as librdmacm settles them (cma.c:
+// ucma_valid_param, rdma_connect, rdma_accept). No conn_param, or
+// RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH (0xFF), asks for the device's
+// maximum: rdma_connect(id, NULL) offers max_qp_rd_atom and
+// max_qp_init_rd_atom (kernel ib_cm's REQ from rdma_client carries 128 and
+// 128 on rxe), rdma_accept no more than the REQ offered (`offered_*`, the
+// peer's values as the CONNECT_REQUEST gave them). A value above the
+// device's maximum is EINVAL, as is a missing conn_param on an ID without a
+// QP; other port spaces than TCP are not checked.
+bool rd_depths(Id* i, const rdma_conn_param* cp, int offered_rr, int offered_idp, int& rr, int& idp) {
     ibv_device_attr a{};
-    if (i->id.verbs && sv::query_device(i->id.verbs, &a) == 0) {
-        rr = std::min(rr, a.max_qp_rd_atom);
-        idp = std::min(idp, a.max_qp_init_rd_atom);
+    a.max_qp_rd_atom = a.max_qp_init_rd_atom = 0xFF;
+    if (i->id.verbs) sv::query_device(i->id.verbs, &a);
+    if (i->id.ps == RDMA_PS_TCP) {
+        if (!i->id.qp && !cp) return false;
+        if (cp && cp->responder_resources != RDMA_MAX_RESP_RES && cp->responder_resources > a.max_qp_rd_atom)
+            return false;
+        if (cp && cp->initiator_depth != RDMA_MAX_INIT_DEPTH && cp->initiator_depth > a.max_qp_init_rd_atom)
+            return false;
     }
+    rr = cp && cp->responder_resources != RDMA_MAX_RESP_RES ? cp->responder_resources
+                                                              : std::min(offered_rr, a.max_qp_rd_atom);
+    idp = cp && cp->initiator_depth != RDMA_MAX_INIT_DEPTH ? cp->initiator_depth
+                                                            : std::min(offered_idp, a.max_qp_init_rd_atom);
+    return true;
 }
 
 // A thread waiting on a channel the application destroyed waits on: the
@@ -1088,8 +1107,8 @@ void rdma_destroy_qp(rdma_cm_id* id) {
 int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_connect, "RDMACM_1.0", -1, id, conn_param);
-    int rr = conn_param ? conn_param->responder_resources : 0, idp = conn_param ? conn_param->initiator_depth : 0;
-    cap_rd(i, rr, idp);
+    int rr = 0, idp = 0;
+    if (!rd_depths(i, conn_param, 0xFF, 0xFF, rr, idp)) return fail(EINVAL);
     Json p = param_json(conn_param, i->id.qp ? i->id.qp->qp_num : conn_param ? conn_param->qp_num : 0,
                         i->id.qp ? i->id.srq != nullptr || i->id.qp->srq != nullptr : conn_param && conn_param->srq);
     p["responder_resources"] = rr;
@@ -1102,9 +1121,8 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
 int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_accept, "RDMACM_1.0", -1, id, conn_param);
-    int rr = conn_param ? conn_param->responder_resources : i->resp_res;
-    int idp = conn_param ? conn_param->initiator_depth : i->init_depth;
-    cap_rd(i, rr, idp);
+    int rr = 0, idp = 0;
+    if (!rd_depths(i, conn_param, i->resp_res, i->init_depth, rr, idp)) return fail(EINVAL);
     if (i->id.qp && i->id.qp_type != IBV_QPT_UD && to_rts(i, rr, idp)) {
         const int e = errno;
         Json r;
