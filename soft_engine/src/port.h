@@ -30,6 +30,10 @@ struct IpAddr {
     uint32_t v4 = 0;
     roce::Ipv6Addr v6{};
 };
+// The same address: the same version, and the field of that version equal.
+inline bool operator==(const IpAddr& a, const IpAddr& b) {
+    return a.version == b.version && (a.version == roce::IpVersion::V4 ? a.v4 == b.v4 : a.v6 == b.v6);
+}
 
 // A frame on its way out: an Ethernet frame as roce::encode_frame built it
 // (ICRC included), already checked, with its IP packet located.

@@ -4,7 +4,8 @@
 // UDP headers the engine encoded the same way (rxe's DF, ID 0, TTL 64: the
 // frame on the wire is the one the ICRC covers); the frames of one engine
 // step leave together (tx_queue.h). One socket per local address receives,
-// and the headers the kernel took off are rebuilt in front of each payload.
+// and the headers the kernel took off are rebuilt in front of each payload;
+// one more socket per multicast group the port joined, IPv4 or IPv6.
 // The kernel resolves neighbours and writes the link header.
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,23 +43,59 @@ int finish_tx_socket(int fd, sockaddr* addr, socklen_t len, in_port_t* port) {
     return -1;
 }
 
-// What every IPv4 socket that receives RoCE v2 has: the ancillary data the
-// receive path reads (destination address, TTL, TOS for ECN) and a deep
-// queue; and the UDP 4791 address it binds to (`addr` in host order).
-void set_rx_options(int fd) {
+// A socket that receives RoCE v2 over IPv4 or IPv6 (a local address's, a
+// group's), not yet bound: the ancillary data the receive path reads
+// (destination address, TTL or hop limit, TOS or traffic class for ECN) and
+// a deep queue. -1 if there is none.
+int rx_socket_of(roce::IpVersion v) {
     const int one = 1, big = 8 << 20;
-    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
-    setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof one);
-    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    const bool v6 = v == roce::IpVersion::V6;
+    const int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    if (v6) {
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof one);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
+    } else {
+        setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+        setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof one);
+        setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    }
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    return fd;
 }
 
-sockaddr_in roce_v2_addr(uint32_t addr) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(roce::kRoceV2Port);
-    a.sin_addr.s_addr = htonl(addr);
-    return a;
+// UDP 4791 of `a` (IPv6: `scope` is the interface of a link-local address
+// or of a group of link-local scope; other addresses ignore it).
+socklen_t roce_v2_addr(const IpAddr& a, uint32_t scope, sockaddr_storage& out) {
+    out = sockaddr_storage{};
+    if (a.version == roce::IpVersion::V6) {
+        auto* a6 = reinterpret_cast<sockaddr_in6*>(&out);
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons(roce::kRoceV2Port);
+        std::memcpy(&a6->sin6_addr, a.v6.data(), 16);
+        a6->sin6_scope_id = scope;
+        return sizeof *a6;
+    }
+    auto* a4 = reinterpret_cast<sockaddr_in*>(&out);
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(roce::kRoceV2Port);
+    a4->sin_addr.s_addr = htonl(a.v4);
+    return sizeof *a4;
+}
+
+IpAddr ip_v4(uint32_t a) {
+    IpAddr r;
+    r.v4 = a;
+    return r;
+}
+
+IpAddr ip_v6(const roce::Ipv6Addr& a) {
+    IpAddr r;
+    r.version = roce::IpVersion::V6;
+    r.v6 = a;
+    return r;
 }
 
 // The UDP header in front of a received payload of n bytes (checksum 0: the
@@ -110,32 +147,39 @@ private:
     }
     int tx_sock(uint16_t sport);
     int tx_sock6(size_t idx, uint16_t sport);
-    void receive4(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in& src, PortSink& sink);
-    void receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& src, size_t idx, PortSink& sink);
-    // One datagram of socket `sk` (0: IPv4, then local6_[sk - 1]).
+    void receive4(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in& src, uint32_t dst, PortSink& sink);
+    void receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& src, const uint8_t* dst, PortSink& sink);
+    // One datagram of socket `sk` (see rx_socket).
     void deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const sockaddr_storage& src, PortSink& sink);
     void stash_arrivals();
     // The receiving sockets, by index: 0 the IPv4 address's, 1 .. n those of
-    // local6_, then one per IPv4 multicast group joined (groups_).
+    // local6_, then one per multicast group joined (groups_).
     size_t rx_socket_count() const { return 1 + local6_.size() + groups_.size(); }
     int rx_socket(size_t sk) const {
         if (sk == 0) return rx_fd_;
         if (sk <= local6_.size()) return local6_[sk - 1].rx_fd;
         return groups_[sk - 1 - local6_.size()].fd;
     }
-    bool is_v6_socket(size_t sk) const { return sk >= 1 && sk <= local6_.size(); }
+    // The address a datagram of socket `sk` went to, unless its packet
+    // information says otherwise.
+    IpAddr rx_socket_addr(size_t sk) const {
+        if (sk == 0) return ip_v4(local_ip_);
+        if (sk <= local6_.size()) return ip_v6(local6_[sk - 1].addr);
+        return groups_[sk - 1 - local6_.size()].addr;
+    }
 
     PortSent sent_;
     uint32_t local_ip_ = 0;  // host order
     unsigned ifindex_ = 0;   // the netdev's: multicast joins and sends go through it
     int rx_fd_ = -1;
-    // An IPv4 multicast group the port joined: a socket bound to the group's
-    // UDP 4791 (SO_REUSEADDR, so that every device of the host in the group
-    // gets its copy, as every rxe device does), member on the netdev.
+    // A multicast group the port joined (IPv4 or IPv6): a socket bound to the
+    // group's UDP 4791 (SO_REUSEADDR, so that every device of the host in the
+    // group gets its copy, as every rxe device does), member on the netdev.
     struct Group {
-        uint32_t addr = 0;  // host order
+        IpAddr addr;
         int fd = -1;
     };
+    int group_socket(const IpAddr& group) const;
     std::vector<Group> groups_;
     std::vector<Local6> local6_;
     std::unordered_map<uint16_t, int> tx_socks_;   // sport -> socket
@@ -198,13 +242,13 @@ bool UdpPort::open(const std::string& netdev, bool sockets, std::string& err) {
     }
     ifindex_ = if_nametoindex(netdev.c_str());
     if (!sockets) return true;
-    rx_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    rx_fd_ = rx_socket_of(roce::IpVersion::V4);
     if (rx_fd_ < 0) {
         err = std::string("socket: ") + std::strerror(errno);
         return false;
     }
-    set_rx_options(rx_fd_);
-    sockaddr_in a = roce_v2_addr(local_ip_);
+    sockaddr_storage a{};
+    const socklen_t a_len = roce_v2_addr(ip_v4(local_ip_), 0, a);
     // The message for a port-4791 socket that cannot bind `where`.
     auto bind_failed = [&](const std::string& where) {
         err = "cannot bind UDP " + where + ":4791 on " + netdev + ": " + std::strerror(errno) +
@@ -213,30 +257,22 @@ bool UdpPort::open(const std::string& netdev, bool sockets, std::string& err) {
                                    : "");
         return false;
     };
-    if (bind(rx_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (bind(rx_fd_, reinterpret_cast<sockaddr*>(&a), a_len) != 0) {
         char ip[INET_ADDRSTRLEN] = {};
-        inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+        inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, ip, sizeof ip);
         return bind_failed(ip);
     }
     // IPv6: the same port on every IPv6 address of the netdev.
-    const int one = 1, big = 8 << 20;
+    const int one = 1;
     for (Local6& l : local6_) {
-        l.rx_fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        l.rx_fd = rx_socket_of(roce::IpVersion::V6);
         if (l.rx_fd < 0) continue;
-        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
-        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof one);
-        setsockopt(l.rx_fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
-        setsockopt(l.rx_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
         // An address still in duplicate address detection (a link just
         // brought up) is "tentative" and cannot be bound without this.
         setsockopt(l.rx_fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
-        sockaddr_in6 a6{};
-        a6.sin6_family = AF_INET6;
-        a6.sin6_port = htons(roce::kRoceV2Port);
-        std::memcpy(&a6.sin6_addr, l.addr.data(), 16);
-        a6.sin6_scope_id = l.scope;
-        if (bind(l.rx_fd, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) {
+        sockaddr_storage a6{};
+        const socklen_t a6_len = roce_v2_addr(ip_v6(l.addr), l.scope, a6);
+        if (bind(l.rx_fd, reinterpret_cast<sockaddr*>(&a6), a6_len) != 0) {
             if (errno != EADDRINUSE) {
                 // This address cannot carry RoCE (it went away, say): the
                 // device serves the others; a GID naming it gets no answer.
@@ -245,7 +281,7 @@ bool UdpPort::open(const std::string& netdev, bool sockets, std::string& err) {
                 continue;
             }
             char ip[INET6_ADDRSTRLEN] = {};
-            inet_ntop(AF_INET6, &a6.sin6_addr, ip, sizeof ip);
+            inet_ntop(AF_INET6, l.addr.data(), ip, sizeof ip);
             return bind_failed(std::string("[") + ip + "]");
         }
     }
@@ -259,12 +295,14 @@ std::vector<int> UdpPort::fds() const {
     return r;
 }
 
-// IGMP membership of the netdev (as rdma_cm's join has the kernel send for
-// rxe: cma_igmp_send), and a socket that receives the group's UDP 4791.
-// IPv6 groups are not joined in this revision.
+// The membership of the netdev in the group (IGMP for IPv4, as rdma_cm's
+// join has the kernel send for rxe, cma_igmp_send; MLD for IPv6, the
+// netdev then also taking the group's 33:33 MAC, as rxe_mcast_add has it
+// take), and a socket that receives the group's UDP 4791: one per group,
+// kept while the engine holds the group (its first attached QP to its last).
 bool UdpPort::set_group(const IpAddr& group, bool join) {
-    if (group.version != roce::IpVersion::V4 || rx_fd_ < 0) return false;
-    auto it = std::find_if(groups_.begin(), groups_.end(), [&](const Group& gr) { return gr.addr == group.v4; });
+    if (rx_fd_ < 0) return false;
+    auto it = std::find_if(groups_.begin(), groups_.end(), [&](const Group& gr) { return gr.addr == group; });
     if (!join) {
         if (it == groups_.end()) return false;
         close(it->fd);  // leaves the group, and the engine's epoll set
@@ -272,23 +310,39 @@ bool UdpPort::set_group(const IpAddr& group, bool join) {
         return true;
     }
     if (it != groups_.end()) return true;
-    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    const int fd = group_socket(group);
     if (fd < 0) return false;
+    groups_.push_back({group, fd});
+    return true;
+}
+
+// A socket bound to the group's UDP 4791 and member of it on the netdev,
+// or -1. Only the membership request differs between IPv4 and IPv6.
+int UdpPort::group_socket(const IpAddr& group) const {
+    const int fd = rx_socket_of(group.version);
+    if (fd < 0) return -1;
     const int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    set_rx_options(fd);
-    sockaddr_in a = roce_v2_addr(group.v4);
-    ip_mreqn mr{};
-    mr.imr_multiaddr.s_addr = htonl(group.v4);
-    mr.imr_address.s_addr = htonl(local_ip_);
-    mr.imr_ifindex = int(ifindex_);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) != 0) {
-        close(fd);
-        return false;
+    sockaddr_storage a{};
+    const socklen_t a_len = roce_v2_addr(group, ifindex_, a);
+    bool member = false;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), a_len) == 0) {
+        if (group.version == roce::IpVersion::V6) {
+            ipv6_mreq mr{};
+            std::memcpy(&mr.ipv6mr_multiaddr, group.v6.data(), 16);
+            mr.ipv6mr_interface = ifindex_;
+            member = setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof mr) == 0;
+        } else {
+            ip_mreqn mr{};
+            mr.imr_multiaddr.s_addr = htonl(group.v4);
+            mr.imr_address.s_addr = htonl(local_ip_);
+            mr.imr_ifindex = int(ifindex_);
+            member = setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) == 0;
+        }
     }
-    groups_.push_back({group.v4, fd});
-    return true;
+    if (member) return fd;
+    close(fd);
+    return -1;
 }
 
 // ---- leaving ----
@@ -309,6 +363,11 @@ int UdpPort::tx_sock6(size_t idx, uint16_t sport) {
         setsockopt(fd, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, &zero, sizeof zero);
         setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
         setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
+        // A UD SEND to a multicast group: as tx_sock's for IPv4.
+        const int ifindex = int(ifindex_);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof ifindex);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &hops, sizeof hops);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &one, sizeof one);
         sockaddr_in6 a6{};
         a6.sin6_family = AF_INET6;
         a6.sin6_port = htons(sport);
@@ -460,12 +519,12 @@ void UdpPort::stash_arrivals() {
 
 // ---- arriving ----
 
-// One IPv4 datagram: the IPv4 and UDP headers the sender's kernel put in
+// One IPv4 datagram, to `dst` (host order) unless its packet information
+// names another address: the IPv4 and UDP headers the sender's kernel put in
 // front, rebuilt from what recvmsg tells (rxe: DF, ID 0; the ICRC masks TTL,
 // TOS and the checksums).
-void UdpPort::receive4(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in& src, PortSink& sink) {
+void UdpPort::receive4(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in& src, uint32_t dst, PortSink& sink) {
     constexpr size_t kHdr = roce::kIpv4HdrBytes + roce::kUdpHdrBytes;
-    uint32_t dst = local_ip_;
     uint8_t ttl = 64, tos = 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != IPPROTO_IP) continue;
@@ -506,11 +565,12 @@ void UdpPort::receive4(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in& sr
     sink.rx_ip(ip, total);
 }
 
-// One IPv6 datagram, to local6_[idx]: its IPv6 and UDP headers (the ICRC
-// masks traffic class, flow label, hop limit and the UDP checksum; the
-// socket API does not give the flow label, which stays 0 here).
-void UdpPort::receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& src, size_t idx, PortSink& sink) {
-    const uint8_t* dst = local6_[idx].addr.data();
+// One IPv6 datagram, to `dst` unless its packet information names another
+// address: its IPv6 and UDP headers (the ICRC masks traffic class, flow
+// label, hop limit and the UDP checksum; the socket API does not give the
+// flow label, which stays 0 here).
+void UdpPort::receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& src, const uint8_t* dst,
+                       PortSink& sink) {
     in6_pktinfo pi{};
     int hops = 64, tclass = 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
@@ -541,10 +601,11 @@ void UdpPort::receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& s
 }
 
 void UdpPort::deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const sockaddr_storage& src, PortSink& sink) {
-    if (!is_v6_socket(sk))
-        receive4(pay, n, mh, reinterpret_cast<const sockaddr_in&>(src), sink);
+    const IpAddr to = rx_socket_addr(sk);
+    if (to.version == roce::IpVersion::V4)
+        receive4(pay, n, mh, reinterpret_cast<const sockaddr_in&>(src), to.v4, sink);
     else
-        receive6(pay, n, mh, reinterpret_cast<const sockaddr_in6&>(src), sk - 1, sink);
+        receive6(pay, n, mh, reinterpret_cast<const sockaddr_in6&>(src), to.v6.data(), sink);
 }
 
 bool UdpPort::receive(PortSink& sink) {

@@ -137,9 +137,7 @@ private:
     // (ip_mc_output). Handed to the engine by the next receive().
     std::vector<std::vector<uint8_t>> looped_;
     bool in_group(const IpAddr& a) const {
-        return std::any_of(groups_.begin(), groups_.end(), [&](const IpAddr& g) {
-            return g.version == a.version && (a.version == roce::IpVersion::V4 ? g.v4 == a.v4 : g.v6 == a.v6);
-        });
+        return std::find(groups_.begin(), groups_.end(), a) != groups_.end();
     }
     PortSent sent_;
     int fd_ = -1, timer_fd_ = -1;
@@ -402,14 +400,9 @@ bool WirePort::set_group(const IpAddr& group, bool join) {
         group_macs_.push_back(mac);  // one per group: two groups may share a MAC
         return true;
     }
-    for (size_t i = 0; i < groups_.size(); ++i) {
-        const IpAddr& g = groups_[i];
-        if (g.version != group.version || (g.version == roce::IpVersion::V4 ? g.v4 != group.v4 : g.v6 != group.v6))
-            continue;
-        groups_.erase(groups_.begin() + long(i));
-        group_macs_.erase(group_macs_.begin() + long(i));
-        break;
-    }
+    const auto i = std::find(groups_.begin(), groups_.end(), group) - groups_.begin();
+    groups_.erase(groups_.begin() + i);
+    group_macs_.erase(group_macs_.begin() + i);
     return true;
 }
 

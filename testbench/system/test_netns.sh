@@ -2,7 +2,8 @@
 # Two soft devices in two network namespaces joined by a veth pair, as two
 # hosts with an rxe device each: ibv_rc_pingpong and ib_write_bw across them,
 # then ibv_rc_pingpong over the link-local IPv6 GIDs (index 0), then mckey's
-# UD multicast from b to a group a joined, with tcpdump
+# UD multicast from b to a group a joined, IPv4 (239.1.2.3) and IPv6
+# (ff0e::1:2:3, from the veths' unique local addresses), with tcpdump
 # on the wire showing RoCE v2 that simnic's packet core decodes
 # with valid ICRCs. Needs root (network namespaces); CI runs as root.
 #   test_netns.sh SIMNIC LIBSIMNIC_VERBS
@@ -32,6 +33,9 @@ ip netns add "$nsa" && ip netns add "$nsb" || { echo "FAIL: ip netns add"; exit 
 ip link add "va$tag" type veth peer name "vb$tag" || { echo "FAIL: veth"; exit 1; }
 ip link set "va$tag" netns "$nsa"; ip link set "vb$tag" netns "$nsb"
 ip -n "$nsa" addr add 10.201.0.1/24 dev "va$tag"; ip -n "$nsb" addr add 10.201.0.2/24 dev "vb$tag"
+# Unique local IPv6 addresses for the IPv6 multicast case (no duplicate
+# address detection: the device binds them at once).
+ip -n "$nsa" addr add fd00:201::1/64 dev "va$tag" nodad; ip -n "$nsb" addr add fd00:201::2/64 dev "vb$tag" nodad
 for ns in "$nsa" "$nsb"; do ip -n "$ns" link set lo up; done
 ip -n "$nsa" link set "va$tag" up; ip -n "$nsb" link set "vb$tag" up
 
@@ -93,6 +97,32 @@ in_b timeout 60 "$SIMNIC" exec -- mckey -m 239.1.2.3 -s -b 10.201.0.2 >"$work/mc
 wait "$mc_recv" || fail "mckey receiver: $(cat "$work/mc_recv.out")"
 grep -q '^data transfers complete' "$work/mc_recv.out" || fail "mckey receiver report: $(cat "$work/mc_recv.out")"
 
+# The same with an IPv6 group: the receiver's QP attached to ff0e::1:2:3 has
+# dev_a's port join it on the veth (MLD: `ip -6 maddr`), the sender's 10
+# messages go to the group over IPv6 with the group's MAC (33:33 and its low
+# 32 bits), and the membership goes with the receiver's last QP.
+GROUP6=ff0e::1:2:3
+in_group6() { ip -n "$nsa" -6 maddr show dev "va$tag" | grep -q "inet6  *$GROUP6\$"; }
+in_group6 && fail "va$tag is in $GROUP6 before anyone joined"
+in_a timeout 60 "$SIMNIC" exec -- stdbuf -oL mckey -m "$GROUP6" -b fd00:201::1 >"$work/mc6_recv.out" 2>&1 &
+mc_recv=$!
+for _ in $(seq 100); do
+  grep -q "^mckey: joined dgid: $GROUP6 " "$work/mc6_recv.out" && break
+  sleep 0.1
+done
+grep -q "^mckey: joined dgid: $GROUP6 mlid 0x0 sl 0" "$work/mc6_recv.out" ||
+  fail "IPv6 receiver's join event: $(cat "$work/mc6_recv.out")"
+in_group6 || fail "va$tag is not in $GROUP6 while a QP is attached: $(ip -n "$nsa" -6 maddr show dev "va$tag")"
+in_b timeout 60 "$SIMNIC" exec -- mckey -m "$GROUP6" -s -b fd00:201::2 >"$work/mc6_send.out" 2>&1 ||
+  fail "IPv6 mckey sender: $(cat "$work/mc6_send.out")"
+wait "$mc_recv" || fail "IPv6 mckey receiver: $(cat "$work/mc6_recv.out")"
+grep -q '^data transfers complete' "$work/mc6_recv.out" || fail "IPv6 mckey receiver report: $(cat "$work/mc6_recv.out")"
+for _ in $(seq 50); do
+  in_group6 || break
+  sleep 0.1
+done
+in_group6 && fail "va$tag still in $GROUP6 after its last QP left: $(ip -n "$nsa" -6 maddr show dev "va$tag")"
+
 sleep 1
 kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
 report=$("$SIMNIC" pcap --strict "$work/wire.pcap")
@@ -107,6 +137,10 @@ grep -q "10.201.0.2:[0-9]* > 10.201.0.1:4791" <<<"$report" || fail "no frames fr
 grep -q "fe80::[0-9a-f:]*:[0-9]* > $ll_a:4791 " <<<"$report" || fail "no link-local IPv6 frames from b to a"
 [ "$(grep -c "10.201.0.2:[0-9]* > 239.1.2.3:4791 UD_SEND_ONLY_WITH_IMMEDIATE QP=0xffffff .* qkey=0x1234567 " <<<"$report")" -eq 10 ] ||
   fail "not 10 multicast SENDs from b to 239.1.2.3: $(grep 239.1.2.3 <<<"$report")"
+[ "$(grep -c "fd00:201::2:[0-9]* > $GROUP6:4791 UD_SEND_ONLY_WITH_IMMEDIATE QP=0xffffff .* qkey=0x1234567 " <<<"$report")" -eq 10 ] ||
+  fail "not 10 multicast SENDs from b to $GROUP6: $(grep "$GROUP6" <<<"$report")"
+n6=$(tcpdump -nn -e -r "$work/wire.pcap" "ip6 dst $GROUP6" 2>/dev/null | grep -c "> 33:33:00:02:00:03, ethertype IPv6")
+[ "$n6" -eq 10 ] || fail "not 10 frames to $GROUP6's MAC 33:33:00:02:00:03: $n6"
 
 echo "netns: $summary"
 sys_finish netns

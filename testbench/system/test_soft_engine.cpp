@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -531,6 +533,69 @@ TEST_CASE("a multicast UD SEND reaches every attached QP once, and only those", 
     CHECK_FALSE(r.try_poll(r.b.cq, none));
     CHECK_FALSE(r.try_poll(c.cq, none));
     CHECK(device_stat(r, "dma_faults") == 0);
+}
+
+// The members of /proc/net/igmp6 on `dev`: each line is "index name group
+// users flags timer", the group as 32 hex digits.
+std::vector<std::string> ipv6_groups(const std::string& dev) {
+    std::vector<std::string> out;
+    std::FILE* f = std::fopen("/proc/net/igmp6", "r");
+    if (!f) return out;
+    char name[64], group[64];
+    int idx = 0;
+    while (std::fscanf(f, "%d %63s %63s %*[^\n]", &idx, name, group) == 3)
+        if (dev == name) out.push_back(group);
+    std::fclose(f);
+    return out;
+}
+
+// An IPv6 group (hw-spec 5.6.12): the port of a device on a netdev (lo
+// here) has the netdev join it (MLD, so /proc/net/igmp6 and `ip -6 maddr`
+// list it) with the group's first attached QP, keeps it while any QP is
+// attached, and leaves with the last one's detach, as for an IPv4 group.
+// (IPv6 multicast does not loop through lo: the delivery of the group's
+// packets is netns.two_devices', over a veth pair.)
+TEST_CASE("an IPv6 group is joined on the netdev with its first QP and left with its last", "[soft_engine][mcast]") {
+    Rig r(hw::QpType::Ud);
+    const uint8_t mgid[16] = {0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x5e, 0x11, 0, 0x06};
+    const std::string group = "ff0e000000000000000000015e110006";  // as /proc/net/igmp6 writes it
+    auto mcast = [&](hw::CmdOpcode op, uint32_t qpn) {
+        uint8_t in[hw::cmd_mcast_in::kSize] = {};
+        hw::set(in, hw::cmd_mcast_in::qpn, qpn);
+        hw::set_bytes(in, sizeof in, hw::cmd_mcast_in::mgid, mgid, 16);
+        host::CmdOutcome o;
+        REQUIRE(r.ctx->command(op, in, sizeof in, 0, o) == 0);
+        return o.status;
+    };
+    auto joined = [&] {
+        const std::vector<std::string> g = ipv6_groups("lo");
+        return std::find(g.begin(), g.end(), group) != g.end();
+    };
+    // The port follows the MCG table when the firmware releases its fence on
+    // the entry; a context's end reaches the daemon through its closed
+    // connection, later: up to 5 s for the membership to be as `want`.
+    auto settle = [&](bool want) {
+        for (int i = 0; i < 500 && joined() != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return joined();
+    };
+    REQUIRE_FALSE(joined());
+    REQUIRE(mcast(hw::CmdOpcode::AttachMcast, r.a.qpn) == hw::CmdStatus::Ok);
+    CHECK(settle(true));
+    REQUIRE(mcast(hw::CmdOpcode::AttachMcast, r.b.qpn) == hw::CmdStatus::Ok);
+    CHECK(settle(true));
+    // One membership for the group, whatever the number of its QPs.
+    const std::vector<std::string> g = ipv6_groups("lo");
+    CHECK(std::count(g.begin(), g.end(), group) == 1);
+    REQUIRE(mcast(hw::CmdOpcode::DetachMcast, r.a.qpn) == hw::CmdStatus::Ok);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(joined());  // b is still attached
+    REQUIRE(mcast(hw::CmdOpcode::DetachMcast, r.b.qpn) == hw::CmdStatus::Ok);
+    CHECK_FALSE(settle(false));
+    // Attached again, then the QP destroyed with the context: left again.
+    REQUIRE(mcast(hw::CmdOpcode::AttachMcast, r.b.qpn) == hw::CmdStatus::Ok);
+    CHECK(settle(true));
+    r.ctx.reset();
+    CHECK_FALSE(settle(false));
 }
 
 // A CQ doorbell whose consumer index is past the CQ's producer index (one

@@ -216,6 +216,15 @@ TEST_CASE("IPv6 address helpers: EUI-64 link-local, solicited-node group, multic
     CHECK(solicited_node(kAskerLl) == Ipv6Addr{0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff, 0x12, 0x34, 0x56});
     CHECK(ipv6_multicast_mac(solicited_node(kAskerLl)) == MacAddr{0x33, 0x33, 0xff, 0x12, 0x34, 0x56});
     CHECK(ipv6_multicast_mac(kIpv6AllNodes) == MacAddr{0x33, 0x33, 0, 0, 0, 0x01});
+    // A RoCE group of global scope, ff0e::1:2:3: its low 32 bits, whatever
+    // the scope and the upper 96 bits (ib_resolve_eth_dmac, ipv6_eth_mc_map).
+    const Ipv6Addr group{0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0x02, 0, 0x03};
+    CHECK(ipv6_multicast_mac(group) == MacAddr{0x33, 0x33, 0, 0x02, 0, 0x03});
+    Ipv6Addr other_scope = group;
+    other_scope[1] = 0x05;
+    other_scope[11] = 0x07;
+    CHECK(ipv6_multicast_mac(other_scope) == ipv6_multicast_mac(group));
+    CHECK(is_ipv6_multicast(group));
     CHECK(is_ipv6_link_local(kAskerLl));
     CHECK_FALSE(is_ipv6_link_local(kTarget));
     CHECK(is_ipv6_multicast(kIpv6AllNodes));
