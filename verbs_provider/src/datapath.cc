@@ -571,7 +571,10 @@ void ex_fetch_add(ibv_qp_ex* q, std::uint32_t rkey, std::uint64_t va, std::uint6
 void ex_set_ud_addr(ibv_qp_ex* q, ibv_ah* ah, std::uint32_t qpn, std::uint32_t qkey) {
     SimQp& qp = exq(q);
     if (qp.ex_wqe == nullptr) return;
-    if (qp.type != IBV_QPT_UD || ah == nullptr) {
+    // As build_send: an AH that is not a simnic one has no AH number to read
+    // (EINVAL); another simnic context's is the engine's to refuse (its AH
+    // check completes the WQE with LOC_QP_OP_ERR, as rxe_get_av's PD check).
+    if (qp.type != IBV_QPT_UD || ah == nullptr || !is_context(ah->context)) {
         qp.ex_err = EINVAL;
         return;
     }
