@@ -307,7 +307,7 @@ struct Agent::Impl {
 
     // ---- received MADs ----
     void on_req(const std::string& device, const Gid& from, const uint8_t* mad, const MadHdr& h);
-    void on_rep(const uint8_t* mad);
+    void on_rep(const uint8_t* mad, const MadHdr& h);
     void on_rtu(const uint8_t* mad);
     void on_rej(const uint8_t* mad);
     void on_dreq(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad, const MadHdr& h);
@@ -570,10 +570,13 @@ int Agent::connect(uint32_t h, const ConnParam& p) {
     r.primary_flow_label = id->flow_label;
     r.primary_hop_limit = kHopLimit;
     r.primary_local_ack_timeout = kLocalAckTimeout;
+    r.vendor_id = p.ece_vendor_id & kVendorIdMask;
     put_cma_hdr(r.private_data.data(), cma_hdr_of(*id));
     std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHdrBytes);
     id->state = State::ReqSent;
-    impl_->send(*id, encode(impl_->hdr(id->tid), r), impl_->timing.req_ms);
+    MadHdr mh = impl_->hdr(id->tid);
+    mh.attr_mod = p.ece_options;  // ECE's options (cm_format_mad_ece_hdr)
+    impl_->send(*id, encode(mh, r), impl_->timing.req_ms);
     return 0;
 }
 
@@ -608,15 +611,23 @@ int Agent::accept(uint32_t h, const ConnParam& p) {
     r.rnr_retry_count = id->rnr_retry_count;
     r.srq = p.srq;
     r.local_ca_guid = port->second.node_guid;
+    r.vendor_id = p.ece_vendor_id & kVendorIdMask;
     std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin());
     id->state = State::RepSent;
-    impl_->send(*id, encode(impl_->hdr(id->tid), r), impl_->timing.req_ms);
+    MadHdr mh = impl_->hdr(id->tid);
+    mh.attr_mod = p.ece_options;  // ECE's options (cm_format_mad_ece_hdr)
+    impl_->send(*id, encode(mh, r), impl_->timing.req_ms);
     return 0;
 }
 
-int Agent::reject(uint32_t h, const std::vector<uint8_t>& priv) {
+int Agent::reject(uint32_t h, const std::vector<uint8_t>& priv, uint8_t reason) {
     Id* id = impl_->find(h);
     if (!id) return EINVAL;
+    // ucma_reject: no reason is the consumer's own; the only other one an
+    // application may give is rdma_reject_ece's.
+    if (reason == 0) reason = uint8_t(RejReason::ConsumerReject);
+    if (reason != uint8_t(RejReason::ConsumerReject) && reason != uint8_t(RejReason::VendorOptionNotSupported))
+        return EINVAL;
     if (id->ud()) {
         // rdma_reject of a SIDR_REQ: a SIDR_REP that says so.
         if (id->state != State::ReqRcvd) return EINVAL;
@@ -634,7 +645,7 @@ int Agent::reject(uint32_t h, const std::vector<uint8_t>& priv) {
     r.local_comm_id = id->local_comm_id;
     r.remote_comm_id = id->remote_comm_id;
     r.msg_rejected = what;
-    r.reason = uint16_t(RejReason::ConsumerReject);
+    r.reason = reason;
     std::copy(priv.begin(), priv.end(), r.private_data.begin());
     impl_->send(*id, encode(impl_->hdr(id->tid), r), 0);
     id->state = State::Error;
@@ -651,6 +662,39 @@ int Agent::establish(uint32_t h) {
     id->state = State::Established;
     impl_->send(*id, encode(impl_->hdr(id->tid), r), 0);
     return 0;
+}
+
+int Agent::notify(uint32_t h, uint32_t event) {
+    // ib_event_type's (and ibv_event_type's) numbers of the two events
+    // ib_cm_notify knows.
+    constexpr uint32_t kCommEst = 4, kPathMig = 6;
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    // ucma_notify: an ID without a device; rdma_notify: one without an ib_cm
+    // ID of its own (not yet connecting, or a UD ID, whose SIDR ib_cm ID is
+    // idle once answered; a listener's is in LISTEN, which ib_cm refuses too).
+    if (id->device.empty() || id->ud()) return EINVAL;
+    if (event == kCommEst) {
+        // cm_establish: REP_SENT (or MRA_REP_RCVD, which simnic never enters).
+        if (id->state == State::Established) return EISCONN;
+        if (id->state != State::RepSent) return EINVAL;
+        // The QP saw the peer's first packet before the RTU (an application
+        // calls this on IBV_EVENT_COMM_EST): established now, the REP no
+        // longer resent (cm_establish_handler cancels it); a late RTU is
+        // dropped as for any established connection.
+        id->deadline = 0;
+        id->state = State::Established;
+        const ConnParam p = impl_->param_of(nullptr, 0, id->responder_resources, id->initiator_depth, 0,
+                                            id->retry_count, id->rnr_retry_count, false, id->remote_qpn);
+        impl_->event(*id, EventType::Established, 0, &p);
+        return 0;
+    }
+    if (event == kPathMig) {
+        // cm_migrate: only an established connection with no path load in
+        // progress (rdma_cm on RoCE loads none).
+        return id->state == State::Established ? 0 : EINVAL;
+    }
+    return EINVAL;
 }
 
 int Agent::disconnect(uint32_t h) {
@@ -886,7 +930,7 @@ void Agent::on_mad(const std::string& device, const Gid& src, const Gid& dst, co
     if (!impl_->ports.count(device)) return;
     switch (AttrId(h.attr_id)) {
         case AttrId::ConnectRequest: impl_->on_req(device, src, mad, h); break;
-        case AttrId::ConnectReply: impl_->on_rep(mad); break;
+        case AttrId::ConnectReply: impl_->on_rep(mad, h); break;
         case AttrId::ReadyToUse: impl_->on_rtu(mad); break;
         case AttrId::ConnectReject: impl_->on_rej(mad); break;
         case AttrId::DisconnectRequest: impl_->on_dreq(device, src, dst, mad, h); break;
@@ -952,10 +996,12 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
     ConnParam p = param_of(r.private_data.data() + kCmaHdrBytes, kReqPrivateBytes - kCmaHdrBytes,
                            child.responder_resources, child.initiator_depth, r.end_to_end_flow_control,
                            r.retry_count, r.rnr_retry_count, r.srq, r.local_qpn);
+    p.ece_vendor_id = r.vendor_id;  // cm_format_req_event, cma_set_req_event_data
+    p.ece_options = h.attr_mod;
     offer(std::move(child), listener->handle, std::move(p));
 }
 
-void Agent::Impl::on_rep(const uint8_t* mad) {
+void Agent::Impl::on_rep(const uint8_t* mad, const MadHdr& h) {
     const Rep r = decode_rep(mad);
     Id* id = by_local_comm(r.remote_comm_id);
     if (!id) return;
@@ -976,8 +1022,10 @@ void Agent::Impl::on_rep(const uint8_t* mad) {
     id->responder_resources = r.initiator_depth;
     id->rnr_retry_count = r.rnr_retry_count;
     id->state = State::RepRcvd;
-    const ConnParam p = param_of(r.private_data.data(), kRepPrivateBytes, r.initiator_depth, r.responder_resources,
-                                 r.end_to_end_flow_control, 0, r.rnr_retry_count, r.srq, r.local_qpn);
+    ConnParam p = param_of(r.private_data.data(), kRepPrivateBytes, r.initiator_depth, r.responder_resources,
+                           r.end_to_end_flow_control, 0, r.rnr_retry_count, r.srq, r.local_qpn);
+    p.ece_vendor_id = r.vendor_id;  // cm_format_rep_event, cma_set_rep_event_data
+    p.ece_options = h.attr_mod;
     event(*id, EventType::ConnectResponse, 0, &p);
 }
 

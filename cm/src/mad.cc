@@ -37,7 +37,7 @@ void put(uint8_t* msg, Field f, uint64_t v) {
 
 // ---- field tables (IBA 12.6), offsets within the message ----
 namespace req {
-constexpr Field local_comm_id{0, 0, 32}, service_id{8, 0, 64}, local_ca_guid{16, 0, 64}, local_qkey{28, 0, 32},
+constexpr Field local_comm_id{0, 0, 32}, vendor_id{5, 0, 24}, service_id{8, 0, 64}, local_ca_guid{16, 0, 64}, local_qkey{28, 0, 32},
     local_qpn{32, 0, 24}, responder_resources{35, 0, 8}, local_eecn{36, 0, 24}, initiator_depth{39, 0, 8},
     remote_eecn{40, 0, 24}, remote_cm_response_timeout{43, 0, 5}, transport_service_type{43, 5, 2},
     end_to_end_flow_control{43, 7, 1}, starting_psn{44, 0, 24}, local_cm_response_timeout{47, 0, 5},
@@ -53,6 +53,8 @@ constexpr Field local_comm_id{0, 0, 32}, remote_comm_id{4, 0, 32}, local_qkey{8,
     local_eecn{16, 0, 24}, starting_psn{20, 0, 24}, responder_resources{24, 0, 8}, initiator_depth{25, 0, 8},
     target_ack_delay{26, 0, 5}, failover_accepted{26, 5, 2}, end_to_end_flow_control{26, 7, 1},
     rnr_retry_count{27, 0, 3}, srq{27, 3, 1}, local_ca_guid{28, 0, 64};
+// The VendorID's three bytes fill the byte after each 24-bit field.
+constexpr Field vendor_id_h{15, 0, 8}, vendor_id_m{19, 0, 8}, vendor_id_l{23, 0, 8};
 constexpr size_t private_data = 36;
 }  // namespace rep
 namespace rej {
@@ -168,6 +170,7 @@ Mad encode(const MadHdr& h, const Req& r) {
     uint8_t* p = m.data() + kMadHdrBytes;
     using namespace req;
     put(p, req::local_comm_id, r.local_comm_id);
+    put(p, req::vendor_id, r.vendor_id & kVendorIdMask);
     put(p, req::service_id, r.service_id);
     put(p, local_ca_guid, r.local_ca_guid);
     put(p, local_qkey, r.local_qkey);
@@ -209,6 +212,7 @@ Req decode_req(const uint8_t* mad) {
     using namespace req;
     Req r;
     r.local_comm_id = uint32_t(get(p, req::local_comm_id));
+    r.vendor_id = uint32_t(get(p, req::vendor_id));
     r.service_id = get(p, req::service_id);
     r.local_ca_guid = get(p, local_ca_guid);
     r.local_qkey = uint32_t(get(p, local_qkey));
@@ -263,6 +267,9 @@ Mad encode(const MadHdr& h, const Rep& r) {
     put(p, rnr_retry_count, r.rnr_retry_count);
     put(p, srq, r.srq);
     put(p, local_ca_guid, r.local_ca_guid);
+    put(p, vendor_id_h, r.vendor_id >> 16 & 0xFF);
+    put(p, vendor_id_m, r.vendor_id >> 8 & 0xFF);
+    put(p, vendor_id_l, r.vendor_id & 0xFF);
     std::memcpy(p + rep::private_data, r.private_data.data(), kRepPrivateBytes);
     return m;
 }
@@ -285,6 +292,7 @@ Rep decode_rep(const uint8_t* mad) {
     r.rnr_retry_count = uint8_t(get(p, rnr_retry_count));
     r.srq = get(p, srq);
     r.local_ca_guid = get(p, local_ca_guid);
+    r.vendor_id = uint32_t(get(p, vendor_id_h) << 16 | get(p, vendor_id_m) << 8 | get(p, vendor_id_l));
     copy_out(r.private_data, p + rep::private_data);
     return r;
 }
@@ -439,6 +447,15 @@ SidrRep decode_sidr_rep(const uint8_t* mad) {
     return r;
 }
 
+namespace {
+// A REQ's or REP's ECE, when it carries one (rping's carry none).
+void append_ece(char* b, size_t size, uint32_t vendor_id, uint32_t options) {
+    if (vendor_id == 0 && options == 0) return;
+    const size_t n = std::strlen(b);
+    std::snprintf(b + n, size - n, " ece 0x%06x/0x%08x", vendor_id, options);
+}
+}  // namespace
+
 std::string describe(const uint8_t* mad, size_t len) {
     MadHdr h;
     const MadError e = decode_hdr(mad, len, h);
@@ -452,12 +469,14 @@ std::string describe(const uint8_t* mad, size_t len) {
             std::snprintf(b, sizeof b, "%s comm 0x%08x sid 0x%016llx qpn 0x%06x psn 0x%06x mtu %u fl 0x%05x", name,
                           r.local_comm_id, static_cast<unsigned long long>(r.service_id), r.local_qpn,
                           r.starting_psn, r.path_mtu, r.primary_flow_label);
+            append_ece(b, sizeof b, r.vendor_id, h.attr_mod);
             break;
         }
         case AttrId::ConnectReply: {
             const Rep r = decode_rep(mad);
             std::snprintf(b, sizeof b, "%s comm 0x%08x remote 0x%08x qpn 0x%06x psn 0x%06x", name, r.local_comm_id,
                           r.remote_comm_id, r.local_qpn, r.starting_psn);
+            append_ece(b, sizeof b, r.vendor_id, h.attr_mod);
             break;
         }
         case AttrId::ConnectReject: {

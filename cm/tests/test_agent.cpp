@@ -807,3 +807,126 @@ TEST_CASE("a SIDR_REQ for a listener whose channel is full is answered REJECT", 
     REQUIRE(un.size() == 1);
     CHECK(un[0].status == int(cm::SidrStatus::Rejected));
 }
+
+TEST_CASE("ECE: connect and accept send it in the REQ and REP; CONNECT_REQUEST and CONNECT_RESPONSE report the peer's",
+          "[cm][agent][ece]") {
+    Pair t;
+    t.listen();
+    REQUIRE(t.client.agent->create_id(2, cm::kPsTcp, t.cid) == 0);
+    REQUIRE(t.client.agent->resolve_addr(t.cid, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
+    REQUIRE(t.client.agent->resolve_route(t.cid) == 0);
+    cm::ConnParam p;
+    p.qp_num = 0x11;
+    p.ece_vendor_id = 0x02c9;  // librdmacm's local_ece
+    p.ece_options = 0x5;
+    REQUIRE(t.client.agent->connect(t.cid, p) == 0);
+    t.net.run();
+    REQUIRE(t.net.mads.size() == 1);
+    cm::MadHdr h;
+    REQUIRE(cm::decode_hdr(t.net.mads[0].data(), cm::kMadBytes, h) == cm::MadError::Ok);
+    CHECK(h.attr_mod == 0x5);
+    CHECK(cm::decode_req(t.net.mads[0].data()).vendor_id == 0x02c9);
+    const auto req = t.server.of(cm::EventType::ConnectRequest);
+    REQUIRE(req.size() == 1);
+    CHECK(req[0].param.ece_vendor_id == 0x02c9);
+    CHECK(req[0].param.ece_options == 0x5);
+
+    // librdmacm answers with the REQ's vendor ID and its own options.
+    t.sid = req[0].id;
+    cm::ConnParam a;
+    a.qp_num = 0x22;
+    a.ece_vendor_id = 0x02c9;
+    a.ece_options = 0x1;
+    REQUIRE(t.server.agent->accept(t.sid, a) == 0);
+    t.net.run();
+    REQUIRE(t.net.mads.size() == 2);
+    REQUIRE(cm::decode_hdr(t.net.mads[1].data(), cm::kMadBytes, h) == cm::MadError::Ok);
+    CHECK(h.attr_mod == 0x1);
+    CHECK(cm::decode_rep(t.net.mads[1].data()).vendor_id == 0x02c9);
+    const auto rsp = t.client.of(cm::EventType::ConnectResponse);
+    REQUIRE(rsp.size() == 1);
+    CHECK(rsp[0].param.ece_vendor_id == 0x02c9);
+    CHECK(rsp[0].param.ece_options == 0x1);
+    // A retransmitted REP is the same MAD, ECE and all.
+    t.net.lose = [](cm::AttrId) { return true; };
+    t.net.advance(t.net.timing.req_ms);
+    REQUIRE(t.net.mads.size() == 3);
+    CHECK(t.net.mads[2] == t.net.mads[1]);
+}
+
+TEST_CASE("rdma_reject_ece: REJ with reason 35 and REJECTED with status 35; only 0, 28 and 35 are taken",
+          "[cm][agent][ece]") {
+    Pair t;
+    t.listen();
+    t.connect();
+    t.net.run();
+    const auto req = t.server.of(cm::EventType::ConnectRequest);
+    REQUIRE(req.size() == 1);
+    t.sid = req[0].id;
+    CHECK(t.server.agent->reject(t.sid, {}, 8) == EINVAL);  // ucma_reject takes no other reason
+    CHECK(t.server.agent->reject(t.sid, {}, 36) == EINVAL);
+    CHECK(t.server.agent->state_name(t.sid) == "REQ_RCVD");
+    REQUIRE(t.server.agent->reject(t.sid, {0xab}, uint8_t(cm::RejReason::VendorOptionNotSupported)) == 0);
+    t.net.run();
+    REQUIRE(t.net.log.back() == cm::AttrId::ConnectReject);
+    const cm::Rej j = cm::decode_rej(t.net.mads.back().data());
+    CHECK(j.reason == 35);
+    CHECK(j.msg_rejected == cm::RejMsg::Req);
+    CHECK(j.private_data[0] == 0xab);
+    const auto rej = t.client.of(cm::EventType::Rejected);
+    REQUIRE(rej.size() == 1);
+    CHECK(rej[0].status == 35);
+
+    // rdma_reject: no reason given is the consumer's (28).
+    Pair u;
+    u.listen();
+    u.connect();
+    u.net.run();
+    u.sid = u.server.of(cm::EventType::ConnectRequest).at(0).id;
+    REQUIRE(u.server.agent->reject(u.sid, {}) == 0);
+    u.net.run();
+    CHECK(cm::decode_rej(u.net.mads.back().data()).reason == 28);
+    REQUIRE(u.client.of(cm::EventType::Rejected).size() == 1);
+    CHECK(u.client.of(cm::EventType::Rejected)[0].status == 28);
+}
+
+TEST_CASE("rdma_notify: COMM_EST establishes a connection whose RTU is late; EISCONN once established, EINVAL before",
+          "[cm][agent][notify]") {
+    constexpr uint32_t kCommEst = 4, kPathMig = 6, kQpFatal = 1;
+    Pair t;
+    t.listen();
+    // Not connecting: the listener (no device of its own) and an ID with
+    // only an address.
+    CHECK(t.server.agent->notify(t.listen_id, kCommEst) == EINVAL);
+    t.connect();
+    CHECK(t.client.agent->notify(t.cid, kCommEst) == EINVAL);  // REQ_SENT
+    t.net.run();
+    t.accept();
+    CHECK(t.server.agent->notify(t.sid, kQpFatal) == EINVAL);
+    CHECK(t.server.agent->notify(t.sid, kPathMig) == EINVAL);  // not established yet
+    // The RTU is lost: the server's QP saw the client's first packet and the
+    // application says so.
+    t.net.lose = [](cm::AttrId a) { return a == cm::AttrId::ReadyToUse; };
+    t.net.run();
+    REQUIRE(t.client.agent->establish(t.cid) == 0);
+    t.net.run();
+    REQUIRE(t.server.of(cm::EventType::Established).empty());
+    CHECK(t.server.agent->state_name(t.sid) == "REP_SENT");
+    REQUIRE(t.server.agent->notify(t.sid, kCommEst) == 0);
+    CHECK(t.server.agent->state_name(t.sid) == "ESTABLISHED");
+    const auto est = t.server.of(cm::EventType::Established);
+    REQUIRE(est.size() == 1);
+    CHECK(est[0].id == t.sid);
+    CHECK(est[0].status == 0);
+    // The REP is no longer resent.
+    const size_t sent = t.net.mads.size();
+    t.net.advance(t.net.timing.req_ms * 2);
+    CHECK(t.net.mads.size() == sent);
+    CHECK(t.server.agent->notify(t.sid, kCommEst) == EISCONN);
+    CHECK(t.client.agent->notify(t.cid, kCommEst) == EISCONN);
+    CHECK(t.server.agent->notify(t.sid, kPathMig) == 0);
+    CHECK(t.server.of(cm::EventType::Established).size() == 1);
+    // Disconnecting: no longer.
+    REQUIRE(t.client.agent->disconnect(t.cid) == 0);
+    CHECK(t.client.agent->notify(t.cid, kCommEst) == EINVAL);
+}

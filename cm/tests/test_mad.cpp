@@ -105,6 +105,9 @@ TEST_CASE("golden rping: REQ fields are rdma_cm's and re-encode byte for byte", 
         CHECK(r.path_mtu == (std::string(f).find("4096") != std::string::npos ? 5 : 3));
         CHECK(r.primary_local_lid == 0xffff);
         CHECK(r.primary_remote_lid == 0xffff);
+        // rping sets no ECE: vendor ID and options (the attribute modifier) zero.
+        CHECK(r.vendor_id == 0);
+        CHECK(h.attr_mod == 0);
         CHECK(r.primary_hop_limit == 64);
         CHECK(r.primary_local_ack_timeout == local_ack_timeout_of(f));
         CHECK(ip_of(r.primary_local_gid) == 0x0a000002);
@@ -145,6 +148,8 @@ TEST_CASE("golden rping: REP, RTU, DREQ, DREP link to the REQ and re-encode byte
         CHECK(rep.target_ack_delay == 15);
         CHECK(rep.rnr_retry_count == 7);
         CHECK(rep.local_qpn != 0);
+        CHECK(rep.vendor_id == 0);  // no ECE
+        CHECK(h.attr_mod == 0);
         CHECK(std::memcmp(cm::encode(h, rep).data(), mads[1].mad.data(), cm::kMadBytes) == 0);
 
         REQUIRE(cm::decode_hdr(mads[2].mad.data(), cm::kMadBytes, h) == cm::MadError::Ok);
@@ -195,6 +200,71 @@ TEST_CASE("REJ layout: reason and rejected message where IBA puts them", "[cm][m
     CHECK(back.reason == 8);
     CHECK(back.msg_rejected == cm::RejMsg::Rep);
     CHECK(back.remote_comm_id == 0x0a0b0c0d);
+}
+
+TEST_CASE("ECE: REQ and REP carry the vendor ID and options where ib_cm puts them", "[cm][mad][ece]") {
+    // cm_format_req / cm_format_rep (kernel 5.8 on): the options are the MAD
+    // header's attribute modifier; the REQ's vendor ID is the 24 bits after
+    // LocalCommunicationID's reserved byte, the REP's three bytes each follow
+    // LocalQPN, LocalEECN and StartingPSN. The fields around them keep their
+    // values.
+    cm::MadHdr h;
+    h.attr_mod = 0xa1b2c3d4;
+    cm::Req r;
+    r.local_comm_id = 0x01020304;
+    r.vendor_id = 0xfe15b3;
+    r.service_id = 0x0000000001061c06ull;
+    const cm::Mad mq = cm::encode(h, r);
+    CHECK(mq[20] == 0xa1);
+    CHECK(mq[23] == 0xd4);
+    const uint8_t* q = mq.data() + cm::kMadHdrBytes;
+    CHECK(q[3] == 0x04);
+    CHECK(q[4] == 0x00);  // reserved
+    CHECK(q[5] == 0xfe);
+    CHECK(q[6] == 0x15);
+    CHECK(q[7] == 0xb3);
+    CHECK(q[14] == 0x1c);
+    cm::MadHdr hq;
+    REQUIRE(cm::decode_hdr(mq.data(), mq.size(), hq) == cm::MadError::Ok);
+    CHECK(hq.attr_mod == 0xa1b2c3d4);
+    const cm::Req rq = cm::decode_req(mq.data());
+    CHECK(rq.vendor_id == 0xfe15b3);
+    CHECK(rq.local_comm_id == 0x01020304);
+    CHECK(rq.service_id == r.service_id);
+    // Only 24 bits travel.
+    r.vendor_id = 0x12fe15b3;
+    CHECK(cm::decode_req(cm::encode(h, r).data()).vendor_id == 0xfe15b3);
+
+    cm::Rep p;
+    p.local_qpn = 0x000011;
+    p.local_eecn = 0;
+    p.starting_psn = 0xabcdef;
+    p.vendor_id = 0xfe15b3;
+    p.responder_resources = 1;
+    const cm::Mad mp = cm::encode(h, p);
+    CHECK(mp[20] == 0xa1);
+    const uint8_t* b = mp.data() + cm::kMadHdrBytes;
+    CHECK(b[14] == 0x11);
+    CHECK(b[15] == 0xfe);  // VendorID[23:16]
+    CHECK(b[19] == 0x15);  // VendorID[15:8]
+    CHECK(b[20] == 0xab);
+    CHECK(b[22] == 0xef);
+    CHECK(b[23] == 0xb3);  // VendorID[7:0]
+    CHECK(b[24] == 1);
+    const cm::Rep rp = cm::decode_rep(mp.data());
+    CHECK(rp.vendor_id == 0xfe15b3);
+    CHECK(rp.local_qpn == 0x11);
+    CHECK(rp.starting_psn == 0xabcdef);
+    CHECK(cm::describe(mp.data(), mp.size()).find("ece 0xfe15b3/0xa1b2c3d4") != std::string::npos);
+}
+
+TEST_CASE("REJ layout: the reason rdma_reject_ece sends, vendor option not supported (35)", "[cm][mad][ece]") {
+    cm::Rej j;
+    j.reason = uint16_t(cm::RejReason::VendorOptionNotSupported);
+    const cm::Mad m = cm::encode(cm::MadHdr{}, j);
+    CHECK(m[cm::kMadHdrBytes + 10] == 0);
+    CHECK(m[cm::kMadHdrBytes + 11] == 35);
+    CHECK(cm::decode_rej(m.data()).reason == 35);
 }
 
 TEST_CASE("bad MADs are refused with the reason", "[cm][mad]") {

@@ -84,6 +84,8 @@ constexpr FieldSpec kConnParam[] = {
     uint_f("rnr_retry_count", Opt, 0, 7),
     bool_f("srq", Opt),
     uint_f("qp_num", Opt, 0, 0xFFFFFF),
+    uint_f("ece_vendor_id", Opt, 0, kU32),  // ucma's ece: the REQ/REP keeps 24 bits
+    uint_f("ece_options", Opt, 0, kU32),
 };
 constexpr FieldSpec kCreateId[] = {
     uint_f("channel", Req, 1, kU64),
@@ -104,7 +106,13 @@ constexpr FieldSpec kResolveAddr[] = {
     uint_f("timeout_ms", Opt, 0, kU32),  // rdma_resolve_addr's timeout
 };
 constexpr FieldSpec kConnect[] = {uint_f("id", Req, 0, kU32), object_f("param", Req, kConnParam)};
-constexpr FieldSpec kReject[] = {uint_f("id", Req, 0, kU32), hex_f("private_data", Opt, 0, kMaxPrivateDataBytes)};
+constexpr FieldSpec kReject[] = {
+    uint_f("id", Req, 0, kU32),
+    hex_f("private_data", Opt, 0, kMaxPrivateDataBytes),
+    uint_f("reason", Opt, 0, 0xFF),  // ucma's: 0 (consumer defined) or 35 (rdma_reject_ece); the agent checks
+};
+// rdma_notify: an enum ibv_event_type.
+constexpr FieldSpec kNotify[] = {uint_f("id", Req, 0, kU32), uint_f("event", Req, 0, kU32)};
 constexpr FieldSpec kInitQpAttr[] = {uint_f("id", Req, 0, kU32), uint_f("state", Req, 0, 6)};  // RESET..ERR
 
 const std::vector<OpSpec> kOps = {
@@ -130,6 +138,7 @@ const std::vector<OpSpec> kOps = {
     op("cm_accept", kConnect),
     op("cm_reject", kReject),
     op("cm_establish", kId),
+    op("cm_notify", kNotify),
     op("cm_disconnect", kId),
     op("cm_destroy_id", kId),
     op("cm_query", kId),

@@ -45,7 +45,9 @@ Json param_json(const cm::ConnParam& p) {
                 {"rnr_retry_count", p.rnr_retry_count},
                 {"srq", p.srq},
                 {"qp_num", p.qp_num},
-                {"qkey", p.qkey}};
+                {"qkey", p.qkey},
+                {"ece_vendor_id", p.ece_vendor_id},
+                {"ece_options", p.ece_options}};
 }
 
 cm::ConnParam param_from(const Request& j) {
@@ -58,6 +60,8 @@ cm::ConnParam param_from(const Request& j) {
     p.rnr_retry_count = static_cast<uint8_t>(j.uint("rnr_retry_count", 7));
     p.srq = j.flag("srq");
     p.qp_num = static_cast<uint32_t>(j.uint("qp_num"));
+    p.ece_vendor_id = static_cast<uint32_t>(j.uint("ece_vendor_id"));
+    p.ece_options = static_cast<uint32_t>(j.uint("ece_options"));
     return p;
 }
 
@@ -421,9 +425,11 @@ Json CmService::handle(int fd, const Request& req) {
         const cm::ConnParam p = param_from(req.object("param"));
         e = op == "cm_connect" ? agent_->connect(id, p) : agent_->accept(id, p);
     } else if (op == "cm_reject") {
-        e = agent_->reject(id, req.bytes("private_data"));
+        e = agent_->reject(id, req.bytes("private_data"), static_cast<uint8_t>(req.uint("reason")));
     } else if (op == "cm_establish") {
         e = agent_->establish(id);
+    } else if (op == "cm_notify") {
+        e = agent_->notify(id, static_cast<uint32_t>(req.uint("event")));
     } else if (op == "cm_disconnect") {
         e = agent_->disconnect(id);
     } else if (op == "cm_destroy_id") {

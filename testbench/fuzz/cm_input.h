@@ -31,6 +31,7 @@ enum Op : std::uint8_t {
                      // [patches n] n x [offset] [byte] [truncate]
     Time,            // [ms / 8]
     RemovePort,      // [device]: the device goes away (and comes back at the next step)
+    Notify,          // [id] [event: an ibv_event_type, COMM_EST 4 and PATH_MIG 6 the ones it knows]
     kOpCount
 };
 

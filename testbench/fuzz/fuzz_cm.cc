@@ -422,6 +422,11 @@ void run(World& w, Reader& in) {
                 break;
             }
             case Establish: ag.establish(w.id(in.u8())); break;
+            case Notify: {
+                const std::uint32_t id = w.id(in.u8());
+                ag.notify(id, in.u8() % 8);
+                break;
+            }
             case Disconnect: ag.disconnect(w.id(in.u8())); break;
             case Destroy: ag.destroy_id(w.id(in.u8())); break;
             case DestroyChannel: ag.destroy_channel(w.channel(in.u8())); break;

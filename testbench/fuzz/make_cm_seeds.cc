@@ -27,6 +27,23 @@ Writer passive_rc() {
     return w;
 }
 
+// rdma_notify: the RTU is late, the application reports the QP's first
+// packet (COMM_EST), then the RTU comes and changes nothing.
+Writer passive_notify() {
+    Writer w;
+    w.op(Create).u8(0).u8(0);
+    w.op(Listen).u8(0).u8(0).u8(0);
+    w.mad(Req, 0, kFlagWrongIds, 0x1002, 0x13, 0x34, 0x04, 1, 1);  // -> handle 1
+    w.op(Notify).u8(1).u8(4);                                       // REQ_RCVD: EINVAL
+    w.op(Accept).u8(1).u8(0x22).u8(1).u8(1).u8(0);                 // REP: sent 0
+    w.op(Notify).u8(1).u8(4);                                       // ESTABLISHED
+    w.op(Notify).u8(1).u8(4);                                       // EISCONN
+    w.op(Notify).u8(1).u8(6);
+    w.mad(Rtu, 0);
+    w.op(Time).u8(200);
+    return w;
+}
+
 Writer active_rc() {
     Writer w;
     w.op(Create).u8(0).u8(1);
@@ -147,6 +164,6 @@ int main(int argc, char** argv) {
         {"passive_rc", passive_rc()},       {"active_rc", active_rc()}, {"crossing_dreq", crossing_dreq()},
         {"passive_dreq_crossing", passive_dreq_crossing()}, {"sidr_passive", sidr_passive()},
         {"sidr_active", sidr_active()},     {"rejects", rejects()},     {"timeouts", timeouts()},
-        {"others", others()},               {"raw", raw()}};
+        {"others", others()},               {"raw", raw()},             {"passive_notify", passive_notify()}};
     return simnic::fuzz::write_seed_files(argc, argv, seeds);
 }

@@ -101,7 +101,9 @@ int main(int argc, char** argv) {
     write({send(0, Json{{"op", "cm_channel"}}), send(0, Json{{"op", "cm_channel"}}),
            send(1, Json{{"op", "cm_reject"}, {"id", 3}, {"private_data", std::string(300, 'a')}}),
            send(1, Json{{"op", "cm_accept"}, {"id", 3}, {"param", param}}),
-           send(1, Json{{"op", "cm_req_defaults"}, {"id", 3}}), send(1, Json{{"op", "cm_establish"}, {"id", 3}})});
+           send(1, Json{{"op", "cm_req_defaults"}, {"id", 3}}), send(1, Json{{"op", "cm_establish"}, {"id", 3}}),
+           send(1, Json{{"op", "cm_notify"}, {"id", 3}, {"event", 4}}),
+           send(1, Json{{"op", "cm_reject"}, {"id", 3}, {"reason", 35}})});
     // Malformed as a person would type it.
     write({raw(0, "{\"op\":123}"), raw(0, "[]"), raw(0, "{\"op\":\"ping\",\"op\":\"shutdown\"}"), raw(0, "")});
     write({raw(0, "{\"op\":\"ping\"}", {FdKind::DevNull, FdKind::DevNull, FdKind::DevNull, FdKind::DevNull,

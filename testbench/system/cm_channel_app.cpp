@@ -392,3 +392,334 @@ TEST_CASE("rdma_migrate_id of a listener takes its unread connection requests al
     rdma_destroy_event_channel(chc);
     rdma_destroy_event_channel(chn);
 }
+
+// rdma_notify as the kernel's rdma_cm and ib_cm answer it (ucma_notify,
+// ib_cm_notify, cm_establish): IBV_EVENT_COMM_EST (a QP's first packet came
+// before the RTU) makes a connection whose REP waits for its RTU
+// ESTABLISHED, with the event; EISCONN once established; EINVAL for an ID
+// without a device, without a connection, or before its REP, and for events
+// other than COMM_EST and PATH_MIG.
+TEST_CASE("rdma_notify: COMM_EST establishes the passive side before the RTU; EISCONN after, EINVAL before",
+          "[cm][notify]") {
+    const uint16_t port = some_port();
+    rdma_event_channel* chs = rdma_create_event_channel();
+    rdma_event_channel* chc = rdma_create_event_channel();
+    REQUIRE((chs && chc));
+    rdma_cm_id* idle = nullptr;
+    REQUIRE(rdma_create_id(chc, &idle, nullptr, RDMA_PS_TCP) == 0);
+    errno = 0;
+    CHECK(rdma_notify(idle, IBV_EVENT_COMM_EST) == -1);  // no device
+    CHECK(errno == EINVAL);
+    sockaddr_in a = loopback(some_port());
+    REQUIRE(rdma_bind_addr(idle, reinterpret_cast<sockaddr*>(&a)) == 0);
+    errno = 0;
+    CHECK(rdma_notify(idle, IBV_EVENT_COMM_EST) == -1);  // a device, no connection
+    CHECK(errno == EINVAL);
+
+    rdma_cm_id* listener = listen_on(chs, port);
+    errno = 0;
+    CHECK(rdma_notify(listener, IBV_EVENT_COMM_EST) == -1);
+    CHECK(errno == EINVAL);
+    rdma_cm_id* client = start_connect(chc, port, 0x123);
+    rdma_cm_id* server = take_event(chs, RDMA_CM_EVENT_CONNECT_REQUEST);
+    errno = 0;
+    CHECK(rdma_notify(server, IBV_EVENT_COMM_EST) == -1);  // REQ received, no REP yet
+    CHECK(errno == EINVAL);
+    rdma_conn_param p{};
+    p.qp_num = 0x456;
+    REQUIRE(rdma_accept(server, &p) == 0);
+    errno = 0;
+    CHECK(rdma_notify(server, IBV_EVENT_QP_FATAL) == -1);
+    CHECK(errno == EINVAL);
+    errno = 0;
+    CHECK(rdma_notify(server, IBV_EVENT_PATH_MIG) == -1);  // not established
+    CHECK(errno == EINVAL);
+    // The client has not sent its RTU (it has not even read the REP).
+    REQUIRE(rdma_notify(server, IBV_EVENT_COMM_EST) == 0);
+    REQUIRE(take_event(chs, RDMA_CM_EVENT_ESTABLISHED) == server);
+    errno = 0;
+    CHECK(rdma_notify(server, IBV_EVENT_COMM_EST) == -1);
+    CHECK(errno == EISCONN);
+    CHECK(rdma_notify(server, IBV_EVENT_PATH_MIG) == 0);
+
+    take_event(chc, RDMA_CM_EVENT_CONNECT_RESPONSE);
+    errno = 0;
+    CHECK(rdma_notify(client, IBV_EVENT_COMM_EST) == -1);  // REP received, no RTU sent
+    CHECK(errno == EINVAL);
+    REQUIRE(rdma_establish(client) == 0);
+    errno = 0;
+    CHECK(rdma_notify(client, IBV_EVENT_COMM_EST) == -1);
+    CHECK(errno == EISCONN);
+    // The late RTU makes no second ESTABLISHED.
+    CHECK_FALSE(readable(chs, 300));
+
+    REQUIRE(rdma_disconnect(client) == 0);
+    REQUIRE(take_event(chs, RDMA_CM_EVENT_DISCONNECTED) == server);
+    errno = 0;
+    CHECK(rdma_notify(server, IBV_EVENT_COMM_EST) == -1);  // disconnecting
+    CHECK(errno == EINVAL);
+    for (rdma_cm_id* id : {client, server, listener, idle}) REQUIRE(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(chs);
+    rdma_destroy_event_channel(chc);
+}
+
+// ECE through rdma_cm (librdmacm 44 and the kernel's ucma, rdma_cm and
+// ib_cm): the active side's rdma_set_local_ece goes in the REQ and
+// rdma_get_remote_ece reads it on the CONNECT_REQUEST's ID; the passive side
+// answers with the REQ's vendor ID and its own options, which the active
+// side reads after CONNECT_RESPONSE. Only IDs without a QP: librdmacm's
+// rdma_create_qp puts the QP's ECE in place of what was set, none on rxe
+// (ibv_query_ece: EOPNOTSUPP) and on simnic, and with a QP both calls are
+// EINVAL.
+TEST_CASE("ECE: set on each side, read on the other; with rdma_create_qp's QP none goes", "[cm][ece]") {
+    const uint16_t port = some_port();
+    rdma_event_channel* chs = rdma_create_event_channel();
+    rdma_event_channel* chc = rdma_create_event_channel();
+    REQUIRE((chs && chc));
+    rdma_cm_id* listener = listen_on(chs, port);
+    rdma_cm_id* client = nullptr;
+    REQUIRE(rdma_create_id(chc, &client, nullptr, RDMA_PS_TCP) == 0);
+    ibv_ece bad{};
+    errno = 0;
+    CHECK(rdma_set_local_ece(client, nullptr) == -1);
+    CHECK(errno == EINVAL);
+    errno = 0;
+    CHECK(rdma_set_local_ece(client, &bad) == -1);  // no vendor ID
+    CHECK(errno == EINVAL);
+    bad.vendor_id = 0x15b3;
+    bad.comp_mask = 1;
+    errno = 0;
+    CHECK(rdma_set_local_ece(client, &bad) == -1);
+    CHECK(errno == EINVAL);
+    ibv_ece mine{};
+    mine.vendor_id = 0x15b3;
+    mine.options = 0x3;
+    REQUIRE(rdma_set_local_ece(client, &mine) == 0);
+    ibv_ece got{};
+    got.comp_mask = 7;
+    REQUIRE(rdma_get_remote_ece(client, &got) == 0);  // nothing from the peer yet
+    CHECK(got.vendor_id == 0);
+    CHECK(got.options == 0);
+    CHECK(got.comp_mask == 0);
+
+    sockaddr_in a = loopback(port);
+    REQUIRE(rdma_resolve_addr(client, nullptr, reinterpret_cast<sockaddr*>(&a), 2000) == 0);
+    take_event(chc, RDMA_CM_EVENT_ADDR_RESOLVED);
+    REQUIRE(rdma_resolve_route(client, 2000) == 0);
+    take_event(chc, RDMA_CM_EVENT_ROUTE_RESOLVED);
+    rdma_conn_param p{};
+    p.qp_num = 0x321;
+    REQUIRE(rdma_connect(client, &p) == 0);
+    rdma_cm_id* server = take_event(chs, RDMA_CM_EVENT_CONNECT_REQUEST);
+    got = ibv_ece{};
+    REQUIRE(rdma_get_remote_ece(server, &got) == 0);
+    CHECK(got.vendor_id == 0x15b3);
+    CHECK(got.options == 0x3);
+    // The REP carries the REQ's vendor ID back, whatever the passive side
+    // set, and the passive side's options.
+    ibv_ece theirs{};
+    theirs.vendor_id = 0x02c9;
+    theirs.options = 0x1;
+    REQUIRE(rdma_set_local_ece(server, &theirs) == 0);
+    p.qp_num = 0x654;
+    REQUIRE(rdma_accept(server, &p) == 0);
+    take_event(chc, RDMA_CM_EVENT_CONNECT_RESPONSE);
+    got = ibv_ece{};
+    REQUIRE(rdma_get_remote_ece(client, &got) == 0);
+    CHECK(got.vendor_id == 0x15b3);
+    CHECK(got.options == 0x1);
+    REQUIRE(rdma_establish(client) == 0);
+    REQUIRE(take_event(chs, RDMA_CM_EVENT_ESTABLISHED) == server);
+    got = ibv_ece{};
+    REQUIRE(rdma_get_remote_ece(server, &got) == 0);  // still the REQ's
+    CHECK(got.vendor_id == 0x15b3);
+    CHECK(got.options == 0x3);
+    REQUIRE(rdma_disconnect(client) == 0);
+    REQUIRE(take_event(chs, RDMA_CM_EVENT_DISCONNECTED) == server);
+    REQUIRE(rdma_destroy_id(server) == 0);
+    REQUIRE(rdma_destroy_id(client) == 0);
+
+    // With a QP made by rdma_create_qp: the QP has no ECE, so the REQ
+    // carries none, and the ID's ECE calls are refused.
+    client = nullptr;
+    REQUIRE(rdma_create_id(chc, &client, nullptr, RDMA_PS_TCP) == 0);
+    REQUIRE(rdma_set_local_ece(client, &mine) == 0);
+    REQUIRE(rdma_resolve_addr(client, nullptr, reinterpret_cast<sockaddr*>(&a), 2000) == 0);
+    take_event(chc, RDMA_CM_EVENT_ADDR_RESOLVED);
+    REQUIRE(rdma_resolve_route(client, 2000) == 0);
+    take_event(chc, RDMA_CM_EVENT_ROUTE_RESOLVED);
+    ibv_qp_init_attr qa{};
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+    qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+    REQUIRE(rdma_create_qp(client, nullptr, &qa) == 0);
+    ibv_ece q{};
+    CHECK(ibv_query_ece(client->qp, &q) == EOPNOTSUPP);
+    errno = 0;
+    CHECK(rdma_set_local_ece(client, &mine) == -1);
+    CHECK(errno == EINVAL);
+    errno = 0;
+    CHECK(rdma_get_remote_ece(client, &got) == -1);
+    CHECK(errno == EINVAL);
+    REQUIRE(rdma_connect(client, nullptr) == 0);
+    server = take_event(chs, RDMA_CM_EVENT_CONNECT_REQUEST);
+    got.vendor_id = got.options = 0xff;
+    REQUIRE(rdma_get_remote_ece(server, &got) == 0);
+    CHECK(got.vendor_id == 0);
+    CHECK(got.options == 0);
+    REQUIRE(rdma_reject(server, nullptr, 0) == 0);
+    take_event(chc, RDMA_CM_EVENT_REJECTED);
+    REQUIRE(rdma_destroy_id(server) == 0);
+    rdma_destroy_qp(client);
+    for (rdma_cm_id* id : {client, listener}) REQUIRE(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(chs);
+    rdma_destroy_event_channel(chc);
+}
+
+// rdma_reject_ece: a REJ whose reason is IBA's "vendor option not supported";
+// the active side's REJECTED carries it as its status (cma_ib_handler), with
+// the private data.
+TEST_CASE("rdma_reject_ece: the active side is REJECTED with status 35", "[cm][ece]") {
+    const uint16_t port = some_port();
+    rdma_event_channel* chs = rdma_create_event_channel();
+    rdma_event_channel* chc = rdma_create_event_channel();
+    REQUIRE((chs && chc));
+    rdma_cm_id* listener = listen_on(chs, port);
+    rdma_cm_id* client = start_connect(chc, port, 0x777);
+    rdma_cm_id* server = take_event(chs, RDMA_CM_EVENT_CONNECT_REQUEST);
+    const char why[] = "ece";
+    REQUIRE(rdma_reject_ece(server, why, sizeof why) == 0);
+    REQUIRE(readable(chc, 5000));
+    rdma_cm_event* ev = expect_event(chc, RDMA_CM_EVENT_REJECTED);
+    CHECK(ev->id == client);
+    CHECK(ev->status == 35);  // IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED
+    REQUIRE(ev->param.conn.private_data != nullptr);
+    REQUIRE(ev->param.conn.private_data_len >= sizeof why);
+    CHECK(std::memcmp(ev->param.conn.private_data, why, sizeof why) == 0);
+    rdma_ack_cm_event(ev);
+
+    // rdma_reject: the consumer's reason, 28.
+    rdma_cm_id* client2 = start_connect(chc, port, 0x778);
+    rdma_cm_id* server2 = take_event(chs, RDMA_CM_EVENT_CONNECT_REQUEST);
+    REQUIRE(rdma_reject(server2, nullptr, 0) == 0);
+    REQUIRE(readable(chc, 5000));
+    ev = expect_event(chc, RDMA_CM_EVENT_REJECTED);
+    CHECK(ev->id == client2);
+    CHECK(ev->status == 28);  // IB_CM_REJ_CONSUMER_DEFINED
+    rdma_ack_cm_event(ev);
+    for (rdma_cm_id* id : {client, server, client2, server2, listener}) REQUIRE(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(chs);
+    rdma_destroy_event_channel(chc);
+}
+
+namespace {
+
+// One completion of `cq` within 5 s.
+ibv_wc poll_wc(ibv_cq* cq) {
+    ibv_wc wc{};
+    for (int i = 0; i < 5000; ++i) {
+        const int n = ibv_poll_cq(cq, 1, &wc);
+        REQUIRE(n >= 0);
+        if (n == 1) return wc;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    FAIL("no completion within 5 s");
+    return wc;
+}
+
+}  // namespace
+
+// SRQs through the CM (librdmacm's rdma_create_srq_ex): on the ID's PD,
+// used by the QP rdma_create_qp makes next, and a SEND from the peer lands
+// in one of its receives. An XRC SRQ is refused (no XRC on rxe or simnic:
+// EOPNOTSUPP), as is one without a type (EINVAL).
+TEST_CASE("rdma_create_srq: the ID's SRQ takes the QP's receives; XRC refused", "[cm][srq]") {
+    const uint16_t port = some_port();
+    rdma_event_channel* chs = rdma_create_event_channel();
+    rdma_event_channel* chc = rdma_create_event_channel();
+    REQUIRE((chs && chc));
+    rdma_cm_id* listener = listen_on(chs, port);
+    rdma_cm_id* client = nullptr;
+    REQUIRE(rdma_create_id(chc, &client, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in a = loopback(port);
+    REQUIRE(rdma_resolve_addr(client, nullptr, reinterpret_cast<sockaddr*>(&a), 2000) == 0);
+    take_event(chc, RDMA_CM_EVENT_ADDR_RESOLVED);
+    REQUIRE(rdma_resolve_route(client, 2000) == 0);
+    take_event(chc, RDMA_CM_EVENT_ROUTE_RESOLVED);
+    ibv_qp_init_attr qa{};
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+    qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+    qa.sq_sig_all = 1;
+    REQUIRE(rdma_create_qp(client, nullptr, &qa) == 0);
+    REQUIRE(rdma_connect(client, nullptr) == 0);
+    rdma_cm_id* server = take_event(chs, RDMA_CM_EVENT_CONNECT_REQUEST);
+
+    ibv_srq_init_attr_ex xa{};
+    xa.attr.max_wr = 4;
+    xa.attr.max_sge = 1;
+    xa.comp_mask = IBV_SRQ_INIT_ATTR_PD;
+    errno = 0;
+    CHECK(rdma_create_srq_ex(server, &xa) == -1);  // no type
+    CHECK(errno == EINVAL);
+    xa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
+    xa.srq_type = IBV_SRQT_XRC;
+    errno = 0;
+    CHECK(rdma_create_srq_ex(server, &xa) == -1);
+    CHECK(errno == EOPNOTSUPP);
+    CHECK(server->srq == nullptr);
+
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 4;
+    sa.attr.max_sge = 1;
+    REQUIRE(rdma_create_srq(server, nullptr, &sa) == 0);
+    REQUIRE(server->srq != nullptr);
+    CHECK(server->srq->pd == server->pd);
+    ibv_qp_init_attr sqa{};
+    sqa.qp_type = IBV_QPT_RC;
+    sqa.cap.max_send_wr = 4;
+    sqa.cap.max_send_sge = 1;
+    sqa.cap.max_recv_wr = 4;  // the size of the receive CQ rdma_create_qp makes (the SRQ's WQEs complete there)
+    REQUIRE(rdma_create_qp(server, nullptr, &sqa) == 0);
+    CHECK(server->qp->srq == server->srq);
+    CHECK(sqa.srq == server->srq);
+
+    static char rbuf[64], sbuf[64];
+    ibv_mr* rmr = rdma_reg_msgs(server, rbuf, sizeof rbuf);
+    ibv_mr* smr = rdma_reg_msgs(client, sbuf, sizeof sbuf);
+    REQUIRE((rmr && smr));
+    ibv_sge sge{reinterpret_cast<uintptr_t>(rbuf), sizeof rbuf, rmr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = 0x5151;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    REQUIRE(ibv_post_srq_recv(server->srq, &wr, &bad) == 0);
+
+    REQUIRE(rdma_accept(server, nullptr) == 0);
+    take_event(chc, RDMA_CM_EVENT_ESTABLISHED);
+    REQUIRE(take_event(chs, RDMA_CM_EVENT_ESTABLISHED) == server);
+
+    std::strcpy(sbuf, "through the SRQ");
+    REQUIRE(rdma_post_send(client, nullptr, sbuf, 16, smr, 0) == 0);
+    const ibv_wc swc = poll_wc(client->send_cq);
+    CHECK(swc.status == IBV_WC_SUCCESS);
+    const ibv_wc rwc = poll_wc(server->recv_cq);
+    CHECK(rwc.status == IBV_WC_SUCCESS);
+    CHECK(rwc.wr_id == 0x5151);
+    CHECK(rwc.opcode == IBV_WC_RECV);
+    CHECK(rwc.byte_len == 16);
+    CHECK(std::strcmp(rbuf, "through the SRQ") == 0);
+
+    REQUIRE(rdma_disconnect(client) == 0);
+    REQUIRE(take_event(chs, RDMA_CM_EVENT_DISCONNECTED) == server);
+    rdma_dereg_mr(rmr);
+    rdma_dereg_mr(smr);
+    rdma_destroy_qp(server);
+    rdma_destroy_srq(server);
+    CHECK(server->srq == nullptr);
+    rdma_destroy_qp(client);
+    for (rdma_cm_id* id : {client, server, listener}) REQUIRE(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(chs);
+    rdma_destroy_event_channel(chc);
+}

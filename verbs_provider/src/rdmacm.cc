@@ -38,11 +38,12 @@
 // channel (or ID, or address lookup): if the daemon has any simnic device,
 // simnic does; otherwise every call goes on to the real librdmacm
 // (dlvsym(RTLD_NEXT)), i.e. the kernel's rdma_cm. Objects of the other kind
-// are always passed on, so a call never mixes them. The calls simnic does
-// not implement (ECE, rdma_notify) fail on simnic objects with ENOSYS; nothing prints. The synchronous API
+// are always passed on, so a call never mixes them. The synchronous API
 // (rdma_create_ep, rdma_get_request), rdma_migrate_id, the CQs
-// rdma_create_qp makes when given none, and SRQs through the CM are done as
-// librdmacm does them.
+// rdma_create_qp makes when given none, SRQs through the CM, ECE
+// (rdma_set_local_ece and friends, with ibv_query_ece/ibv_set_ece on the QP,
+// which a simnic QP answers EOPNOTSUPP as rxe's does) and rdma_notify are
+// done as librdmacm does them.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -162,6 +163,10 @@ struct Id {
     std::string device;
     // rdma_accept(id, NULL)'s defaults, from the CONNECT_REQUEST.
     uint8_t resp_res = 0, init_depth = 0;
+    // ECE as librdmacm keeps it (cma_id_private's local_ece, remote_ece):
+    // what rdma_set_local_ece set, or the QP's (ibv_query_ece) once
+    // rdma_create_qp made one; what the peer's REQ or REP carried.
+    ibv_ece local_ece{}, remote_ece{};
     // Events handed to the application for this ID, and those it acked
     // (g_mu): rdma_destroy_id waits until they match, as librdmacm's does.
     uint64_t events_reported = 0, events_completed = 0;
@@ -541,6 +546,67 @@ Json param_json(const rdma_conn_param* p, uint32_t qpn, bool srq) {
     return j;
 }
 
+// librdmacm's ECE at the QP's creation (init_ece, then set_local_ece after
+// the QP is in INIT): the QP's own ECE replaces what rdma_set_local_ece set
+// (nothing, {0, 0}, when the provider has no ECE: EOPNOTSUPP, as rxe's and
+// simnic's); a QP made for a CONNECT_REQUEST that carried ECE is told the
+// peer's options if the vendors match, else to use none.
+int init_ece(Id* i, ibv_qp* qp) {
+    ibv_ece ece{};
+    int e = ibv_query_ece(qp, &ece);
+    if (e && e != EOPNOTSUPP) return fail(e);
+    i->local_ece.vendor_id = ece.vendor_id;
+    i->local_ece.options = ece.options;
+    if (!i->remote_ece.vendor_id) return 0;
+    if (i->remote_ece.vendor_id != i->local_ece.vendor_id) {
+        ece.vendor_id = i->local_ece.vendor_id;
+        ece.options = 0;
+    } else {
+        ece.vendor_id = i->remote_ece.vendor_id;
+        ece.options = i->remote_ece.options;
+    }
+    e = ibv_set_ece(qp, &ece);
+    return e && e != EOPNOTSUPP ? fail(e) : 0;
+}
+
+int set_local_ece(Id* i, ibv_qp* qp) {
+    if (!i->remote_ece.vendor_id) return 0;
+    ibv_ece ece{};
+    const int e = ibv_query_ece(qp, &ece);
+    if (e && e != EOPNOTSUPP) return fail(e);
+    i->local_ece.options = ece.options;
+    return 0;
+}
+
+// librdmacm's ucma_process_conn_resp_ece, before the QP goes to RTR and RTS
+// on CONNECT_RESPONSE: a REP without ECE tells the QP to use none; one with
+// a vendor other than ours is an error (EINVAL, the QP to ERR).
+int conn_resp_ece_before(Id* i, const ibv_ece& remote) {
+    ibv_ece ece = remote;
+    if (!remote.vendor_id) {
+        ece.vendor_id = i->local_ece.vendor_id;
+        ece.options = 0;
+    } else if (remote.vendor_id != i->local_ece.vendor_id) {
+        modify_err(i);
+        return fail(EINVAL);
+    }
+    i->remote_ece.vendor_id = remote.vendor_id;
+    const int e = ibv_set_ece(i->id.qp, &ece);
+    return e && e != EOPNOTSUPP ? fail(e) : 0;
+}
+
+// ... and after: the options the QP settled on are ours (none without ECE).
+int conn_resp_ece_after(Id* i) {
+    ibv_ece ece{};
+    const int e = ibv_query_ece(i->id.qp, &ece);
+    if (e && e != EOPNOTSUPP) {
+        modify_err(i);
+        return fail(e);
+    }
+    i->local_ece.options = e == EOPNOTSUPP ? 0 : ece.options;
+    return 0;
+}
+
 // The device's limits on RDMA READ/atomic depth, which librdmacm applies.
 // An RC connection's RDMA read depths as librdmacm settles them (cma.c:
 // ucma_valid_param, rdma_connect, rdma_accept). No conn_param, or
@@ -795,6 +861,8 @@ int get_event(Chan* c, rdma_cm_event** out) {
             id->id.qp_type = listen->id.qp_type;
             id->resp_res = param.value("responder_resources", uint8_t{0});
             id->init_depth = param.value("initiator_depth", uint8_t{0});
+            id->remote_ece.vendor_id = param.value("ece_vendor_id", 0u);
+            id->remote_ece.options = param.value("ece_options", 0u);
             ev->ev.listen_id = &listen->id;
             // A synchronous listener's connections are synchronous too, each
             // on a channel of its own (librdmacm's ucma_process_conn_req).
@@ -832,11 +900,17 @@ int get_event(Chan* c, rdma_cm_event** out) {
             cp.rnr_retry_count = param.value("rnr_retry_count", uint8_t{0});
             cp.srq = param.value("srq", false) ? 1 : 0;
             cp.qp_num = param.value("qp_num", 0u);
-            if (ev->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE && id->id.qp) {
+            ibv_ece remote{};
+            remote.vendor_id = param.value("ece_vendor_id", 0u);
+            remote.options = param.value("ece_options", 0u);
+            if (ev->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE && !id->id.qp) {
+                id->remote_ece = remote;  // for rdma_get_remote_ece
+            } else if (ev->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE) {
                 // librdmacm finishes the connection itself when it owns the QP:
                 // RTR and RTS from the REP, the RTU, and ESTABLISHED for the app.
                 Json r;
-                if (to_rts(id, -1, -1) == 0 && id_call(id, Json{{"op", "cm_establish"}}, r)) {
+                if (conn_resp_ece_before(id, remote) == 0 && to_rts(id, -1, -1) == 0 &&
+                    id_call(id, Json{{"op", "cm_establish"}}, r) && conn_resp_ece_after(id) == 0) {
                     ev->ev.event = RDMA_CM_EVENT_ESTABLISHED;
                 } else {
                     ev->ev.status = -errno;
@@ -1081,8 +1155,9 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
     i->id.pd = attr->pd;
     // A UD QP is ready to send at once (librdmacm's ucma_init_ud_qp); an
     // RC QP waits in INIT for its connection.
-    if (modify_to(i, IBV_QPS_INIT) ||
-        (qp->qp_type == IBV_QPT_UD && (modify_to(i, IBV_QPS_RTR) || modify_to(i, IBV_QPS_RTS)))) {
+    if (init_ece(i, qp) || modify_to(i, IBV_QPS_INIT) ||
+        (qp->qp_type == IBV_QPT_UD && (modify_to(i, IBV_QPS_RTR) || modify_to(i, IBV_QPS_RTS))) ||
+        set_local_ece(i, qp)) {
         const int e = errno;
         sv::destroy_qp(qp);
         i->id.qp = nullptr;
@@ -1113,6 +1188,9 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
                         i->id.qp ? i->id.srq != nullptr || i->id.qp->srq != nullptr : conn_param && conn_param->srq);
     p["responder_resources"] = rr;
     p["initiator_depth"] = idp;
+    // ucma_copy_ece_param_to_kern_req: our ECE.
+    p["ece_vendor_id"] = i->local_ece.vendor_id;
+    p["ece_options"] = i->local_ece.options;
     Json r;
     if (!id_call(i, Json{{"op", "cm_connect"}, {"param", p}}, r)) return -1;
     return complete(i);
@@ -1134,6 +1212,9 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     p["responder_resources"] = rr;
     p["initiator_depth"] = idp;
     if (!conn_param) p["rnr_retry_count"] = 7;
+    // ucma_copy_ece_param_to_kern_rep: the REQ's vendor back, our options.
+    p["ece_vendor_id"] = i->remote_ece.vendor_id;
+    p["ece_options"] = i->local_ece.options;
     Json r;
     if (!id_call(i, Json{{"op", "cm_accept"}, {"param", p}}, r)) {
         modify_err(i);
@@ -1142,12 +1223,20 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     return complete(i);
 }
 
+namespace {
+// librdmacm's reject_with_reason: 0 is rdma_reject's (the CM makes it
+// consumer defined), 35 rdma_reject_ece's.
+int reject_with_reason(Id* i, const void* private_data, uint8_t private_data_len, uint8_t reason) {
+    Json r;
+    const std::string pd = private_data ? ctl::to_hex(static_cast<const uint8_t*>(private_data), private_data_len) : "";
+    return id_call(i, Json{{"op", "cm_reject"}, {"private_data", pd}, {"reason", reason}}, r) ? 0 : -1;
+}
+}  // namespace
+
 int rdma_reject(rdma_cm_id* id, const void* private_data, uint8_t private_data_len) {
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_reject, "RDMACM_1.0", -1, id, private_data, private_data_len);
-    Json r;
-    const std::string pd = private_data ? ctl::to_hex(static_cast<const uint8_t*>(private_data), private_data_len) : "";
-    return id_call(i, Json{{"op", "cm_reject"}, {"private_data", pd}}, r) ? 0 : -1;
+    return reject_with_reason(i, private_data, private_data_len, 0);
 }
 
 int rdma_establish(rdma_cm_id* id) {
@@ -1585,26 +1674,48 @@ int rdma_leave_multicast(rdma_cm_id* id, sockaddr* addr) {
     return 0;
 }
 
-// ---- what simnic's CM does not do yet: ENOSYS on simnic objects ----
+// ---- rdma_notify and ECE ----
 
+// The CM's rdma_notify (the daemon's cm_notify: ucma_notify, rdma_notify,
+// ib_cm_notify): COMM_EST on a connection whose RTU has not come makes it
+// ESTABLISHED, whose event follows on the channel.
 int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
-    if (!ours_locked(id)) REAL(rdma_notify, "RDMACM_1.0", -1, id, event);
-    return fail(ENOSYS);
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_notify, "RDMACM_1.0", -1, id, event);
+    Json r;
+    return id_call(i, Json{{"op", "cm_notify"}, {"event", uint32_t(event)}}, r) ? 0 : -1;
 }
 
-int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) {
-    if (!ours_locked(id)) REAL(rdma_get_remote_ece, "RDMACM_1.3", -1, id, ece);
-    return fail(ENOSYS);
-}
-
+// librdmacm's checks: none once the ID has a QP (rdma_create_qp took the
+// QP's ECE), a vendor ID and no comp_mask.
 int rdma_set_local_ece(rdma_cm_id* id, ibv_ece* ece) {
-    if (!ours_locked(id)) REAL(rdma_set_local_ece, "RDMACM_1.3", -1, id, ece);
-    return fail(ENOSYS);
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_set_local_ece, "RDMACM_1.3", -1, id, ece);
+    if (i->id.qp || !ece || !ece->vendor_id || ece->comp_mask) return fail(EINVAL);
+    i->local_ece.vendor_id = ece->vendor_id;
+    i->local_ece.options = ece->options;
+    return 0;
 }
 
+// What the peer's REQ (CONNECT_REQUEST) or REP (CONNECT_RESPONSE) carried;
+// as librdmacm, only on an ID without a QP (with one, the QP has the
+// outcome: ibv_query_ece).
+int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) {
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_get_remote_ece, "RDMACM_1.3", -1, id, ece);
+    if (i->id.qp || !ece) return fail(EINVAL);
+    ece->vendor_id = i->remote_ece.vendor_id;
+    ece->options = i->remote_ece.options;
+    ece->comp_mask = 0;
+    return 0;
+}
+
+// A REJ whose reason is IBA's "vendor option not supported" (35), which the
+// active side's REJECTED carries as its status.
 int rdma_reject_ece(rdma_cm_id* id, const void* private_data, uint8_t private_data_len) {
-    if (!ours_locked(id)) REAL(rdma_reject_ece, "RDMACM_1.3", -1, id, private_data, private_data_len);
-    return fail(ENOSYS);
+    Id* i = ours_locked(id);
+    if (!i) REAL(rdma_reject_ece, "RDMACM_1.3", -1, id, private_data, private_data_len);
+    return reject_with_reason(i, private_data, private_data_len, uint8_t(scm::RejReason::VendorOptionNotSupported));
 }
 
 }  // extern "C"

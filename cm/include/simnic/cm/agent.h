@@ -93,6 +93,11 @@ struct ConnParam {
     bool srq = false;
     uint32_t qp_num = 0;
     uint32_t qkey = 0;  // UD: the peer's Q_Key (rdma_ud_param.qkey)
+    // ECE (ucma's struct rdma_ucm_ece): connect and accept send it in the
+    // REQ or REP (see mad.h); CONNECT_REQUEST and CONNECT_RESPONSE carry
+    // the peer's. Zero: none.
+    uint32_t ece_vendor_id = 0;
+    uint32_t ece_options = 0;  // the MAD's AttributeModifier
 };
 
 struct Event {
@@ -201,8 +206,19 @@ public:
     int listen(uint32_t id);
     int connect(uint32_t id, const ConnParam& p);
     int accept(uint32_t id, const ConnParam& p);
-    int reject(uint32_t id, const std::vector<uint8_t>& private_data);
+    // `reason` as ucma's rdma_reject takes it: 0 means IB_CM_REJ_CONSUMER_DEFINED
+    // (28); that and VendorOptionNotSupported (35, rdma_reject_ece) are the
+    // only ones allowed, others EINVAL. A UD ID's SIDR_REP says REJECT either way.
+    int reject(uint32_t id, const std::vector<uint8_t>& private_data, uint8_t reason = 0);
     int establish(uint32_t id);  // active side, QP in RTS: send the RTU
+    // rdma_notify (rdma_cm's, then ib_cm_notify), `event` in the verbs'
+    // numbering (enum ibv_event_type): COMM_EST while our REP waits for its
+    // RTU makes the connection ESTABLISHED now (the event follows, the REP
+    // is no longer resent, a late RTU changes nothing); on one already
+    // established EISCONN. PATH_MIG on an established connection: 0 (RoCE
+    // has no alternate path to move to). Anything else EINVAL, as are IDs
+    // without a device or without a connection (ib_cm ID) of their own.
+    int notify(uint32_t id, uint32_t event);
     int disconnect(uint32_t id);
     int destroy_id(uint32_t id);
     // rdma_migrate_id: the ID's later events go to `channel`.

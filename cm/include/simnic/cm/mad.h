@@ -69,10 +69,19 @@ inline constexpr size_t kSidrReqPrivateBytes = 216;
 inline constexpr size_t kSidrRepPrivateBytes = 136;
 inline constexpr size_t kSidrRepInfoBytes = 72;
 
+// Enhanced Connection Establishment (ECE, IBA 1.4's vendor options), as
+// the kernel's ib_cm carries it (cm_format_req, cm_format_rep): the vendor
+// ID in the REQ's or REP's VendorID field (24 bits), the options in the MAD
+// header's AttributeModifier (MadHdr::attr_mod). rdma_cm sends what
+// librdmacm gives it (rdma_set_local_ece, ucma's ece) and reports what came
+// with CONNECT_REQUEST and CONNECT_RESPONSE; zero is "no ECE".
+inline constexpr uint32_t kVendorIdMask = 0xFFFFFF;
+
 // ConnectRequest (IBA 12.6.5). Only the primary path: rdma_cm on RoCE sends
 // no alternate path and leaves its fields zero.
 struct Req {
     uint32_t local_comm_id = 0;
+    uint32_t vendor_id = 0;                  // ECE (24 bits)
     uint64_t service_id = 0;
     uint64_t local_ca_guid = 0;
     uint32_t local_qkey = 0;
@@ -112,6 +121,7 @@ struct Req {
 struct Rep {
     uint32_t local_comm_id = 0;
     uint32_t remote_comm_id = 0;
+    uint32_t vendor_id = 0;  // ECE (24 bits, in three bytes after LocalQPN, LocalEECN and StartingPSN)
     uint32_t local_qkey = 0;
     uint32_t local_qpn = 0;
     uint32_t local_eecn = 0;
@@ -143,6 +153,8 @@ enum class RejReason : uint16_t {
     StaleConnection = 10,
     ConsumerReject = 28,
     InvalidCommId = 33,
+    // rdma_reject_ece: the peer's ECE options are not acceptable.
+    VendorOptionNotSupported = 35,
 };
 
 // ConnectReject (12.6.7).
