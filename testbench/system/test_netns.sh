@@ -3,7 +3,9 @@
 # hosts with an rxe device each: ibv_rc_pingpong and ib_write_bw across them,
 # then ibv_rc_pingpong over the link-local IPv6 GIDs (index 0), then mckey's
 # UD multicast from b to a group a joined, IPv4 (239.1.2.3) and IPv6
-# (ff0e::1:2:3, from the veths' unique local addresses), with tcpdump
+# (ff0e::1:2:3, from the veths' unique local addresses), then the other
+# rdmacm-utils tools (rping, ucmatose, udaddy, rdma_server/rdma_client,
+# rdma_xserver/rdma_xclient, cmtime, rstream, riostream, rcopy), with tcpdump
 # on the wire showing RoCE v2 that simnic's packet core decodes
 # with valid ICRCs. Needs root (network namespaces); CI runs as root.
 #   test_netns.sh SIMNIC LIBSIMNIC_VERBS
@@ -122,6 +124,65 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 in_group6 && fail "va$tag still in $GROUP6 after its last QP left: $(ip -n "$nsa" -6 maddr show dev "va$tag")"
+
+# The rdmacm-utils tools across the link, as test_rdmacm_tools.sh runs them
+# on one host: the server on dev_a, bound to namespace a's address (or to
+# any), the client on dev_b; each end's report checked.
+#   cm_tool NAME READY STAYS EXPECT SERVER_ARGS... -- CLIENT_ARGS...
+# READY: port:N (an rdma_cm ID of the server LISTENs on N, by the daemon of
+# namespace a) or a pattern the server prints once it listens (rsockets);
+# STAYS 1: the server serves until it is stopped; EXPECT: a pattern the
+# client's report holds.
+cm_tool() {
+  local name=$1 ready=$2 stays=$3 expect=$4 srv=() cli=() a seen=0 server
+  shift 4
+  for a in "$@"; do
+    if [ "$a" = -- ]; then seen=1; elif [ $seen -eq 0 ]; then srv+=("$a"); else cli+=("$a"); fi
+  done
+  in_a timeout 60 "$SIMNIC" exec -- stdbuf -oL "${srv[@]}" >"$work/$name.server" 2>&1 &
+  server=$!
+  for _ in $(seq 100); do
+    if [[ "$ready" == port:* ]]; then
+      in_a "$SIMNIC" resource show cm_id 2>/dev/null | grep -Eq " state LISTEN .* src-addr [^ ]*:${ready#port:}( |$)" && break
+    else
+      grep -Eq -- "$ready" "$work/$name.server" && break
+    fi
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.1
+  done
+  in_b timeout 60 "$SIMNIC" exec -- "${cli[@]}" >"$work/$name.client" 2>&1 ||
+    fail "$name client: $(cat "$work/$name.client") / server: $(cat "$work/$name.server")"
+  grep -Eq -- "$expect" "$work/$name.client" || fail "$name client report lacks /$expect/: $(cat "$work/$name.client")"
+  if [ "$stays" -eq 1 ]; then
+    kill -0 "$server" 2>/dev/null || fail "$name server exited before it was stopped: $(cat "$work/$name.server")"
+    # $server is the subshell that runs in_a; its child (ip netns exec, env,
+    # then timeout, each exec'ing the next) passes SIGTERM on to the tool.
+    pkill -TERM -P "$server"
+    wait "$server" 2>/dev/null
+    # Its IDs go when the daemon sees its connection close, a moment later
+    # (the kernel's go with the process's last file): the next server binds
+    # the same port.
+    for _ in $(seq 50); do
+      [ -z "$(in_a "$SIMNIC" resource show cm_id 2>&1)" ] && break
+      sleep 0.1
+    done
+  else
+    wait "$server" || fail "$name server: $(cat "$work/$name.server")"
+  fi
+}
+A=10.201.0.1
+cm_tool rping port:7174 0 '^ping data: rdma-ping-9: ' rping -s -a $A -C 10 -- rping -c -a $A -C 10 -v
+cm_tool ucmatose port:7471 0 '^return status 0' ucmatose -b $A -c 2 -C 10 -- ucmatose -s $A -c 2 -C 10
+cm_tool udaddy port:7174 0 '^return status 0' udaddy -b $A -c 2 -C 10 -- udaddy -s $A -c 2 -C 10
+cm_tool rdma_server port:7471 0 'rdma_client: end 0' rdma_server -s $A -- rdma_client -s $A
+cm_tool rdma_xserver port:7471 0 'rdma_xclient: end 0' rdma_xserver -- rdma_xclient -s $A
+cm_tool cmtime port:7471 1 '^disconnect *:' cmtime -b $A -- cmtime -s $A -c 20
+cm_tool rstream '^name ' 0 '^custom +64k +50 +1 ' rstream -b $A -T v -S 65536 -C 50 -- rstream -s $A -T v -S 65536 -C 50
+cm_tool riostream '^name ' 0 '^custom +64k +20 +2 ' riostream -b $A -T v -S 65536 -C 20 -I 2 -- \
+  riostream -s $A -T v -S 65536 -C 20 -I 2
+head -c 1048583 /dev/urandom >"$work/src.bin"
+cm_tool rcopy 'waiting for connection' 1 '^1048583 bytes in ' rcopy -- rcopy "$work/src.bin" "$A:$work/dst.bin"
+cmp -s "$work/src.bin" "$work/dst.bin" || fail "rcopy's copy across the link differs from its source"
 
 sleep 1
 kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
