@@ -423,9 +423,10 @@ RespState Responder::process_flush(Pass& p) {
     if (!p.res) {
         // Every earlier request of the QP was executed before this one, and
         // the engine's writes reach host memory before it answers: the
-        // range is globally visible already. No simnic memory is
-        // persistent, and no MR grants FLUSH_PERSISTENT, so a persistence
-        // flush never gets here on a device.
+        // range is globally visible already. No simnic memory is persistent
+        // and REG_MR refuses FLUSH_PERSISTENT, but REREG_MR grants it as rxe
+        // does (hw-spec 5.6.11); such a flush is then answered as rxe answers
+        // one over memory that is not pmem, with nothing more to do.
         p.res = &prepare_resource(RespResource::Type::Flush, p.pkt->hdr.bth.psn, 1);
         msn_ = psn_add(msn_, 1);
         psn_ = psn_add(p.pkt->hdr.bth.psn, 1);

@@ -33,9 +33,12 @@ enum class AtomicOp : uint8_t { CompareSwap, FetchAdd };
 class MemoryPort {
 public:
     virtual ~MemoryPort() = default;
-    // Each call checks the key, the bounds and `access` (a mask of hw::access;
-    // 0 asks for local read, which every valid lkey grants) before it touches
-    // anything, and touches nothing when it refuses.
+    // Each call checks the key, then `access` (a mask of hw::access; 0 asks
+    // for local read, which every valid lkey grants), then the bounds, in
+    // that order (rxe's lookup_mr, then mr_check_range), before it touches
+    // anything, and touches nothing when it refuses. The order matters: a
+    // FLUSH of the whole MR takes OutOfBounds as a pass, so it must mean the
+    // key and the rights were good.
     virtual MemStatus check(KeyKind kind, uint32_t key, uint64_t addr, uint64_t len,
                             uint32_t access) = 0;
     virtual MemStatus read(KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len,
