@@ -482,9 +482,11 @@ TEST_CASE("FLUSH needs the right of each placement type in the QP and the MR", "
         // The whole MR: address and length mean nothing, only key and rights.
         post_flush(r, 2, rkey, r.va(0) + (1u << 20), 1u << 20, kGlobal, roce::feth::kSelectMr);
         expect(2, hw::WcStatus::Success);
+        CHECK(device_stat(r, "remote_access_err") == 0);  // nothing was refused
         // A range FLUSH past the MR's end is refused.
         post_flush(r, 3, rkey, r.va(4096 - 64), 128, kGlobal);
         expect(3, hw::WcStatus::RemAccessErr);
+        CHECK(device_stat(r, "remote_access_err") == 1);
     }
     SECTION("QP without FLUSH_GLOBAL: NAK invalid request") {
         const uint32_t rkey = reg_mr(r, acc::kLocalWrite | acc::kFlushGlobal);

@@ -236,9 +236,9 @@ RespState Responder::chk_rkey(Pass& p) {
     // were read from a shorter payload (past the end of the frame) and
     // written where the key was checked for fewer (found by fuzz_engine_rx).
     if ((p.mask & roce::kAtomicWrite) && (resid_ != 8 || p.pkt->payload_len != 8)) return RespState::ErrLength;
-    const MemStatus st = qp_.env.mem->check(KeyKind::Rkey, rkey_, va_, whole_mr ? 0 : resid_, access);
-    if (st != MemStatus::Ok && !(whole_mr && st == MemStatus::OutOfBounds))
-        return RespState::ErrRkeyViolation;
+    const MemStatus st = whole_mr ? qp_.env.mem->check_whole_mr(KeyKind::Rkey, rkey_, va_, access)
+                                  : qp_.env.mem->check(KeyKind::Rkey, rkey_, va_, resid_, access);
+    if (st != MemStatus::Ok) return RespState::ErrRkeyViolation;
     if (p.mask & (roce::kWrite | roce::kAtomicWrite)) {
         // The packet must carry exactly what the RETH still announces.
         const size_t len = p.pkt->payload_len;
