@@ -104,7 +104,7 @@ void Firmware::cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r) {
     const auto key = static_cast<std::uint32_t>(hw::get(in, n, q::lkey));
     const auto flags = static_cast<std::uint32_t>(hw::get(in, n, q::flags));
     const auto pdn = static_cast<std::uint32_t>(hw::get(in, n, q::pdn));
-    auto access = static_cast<std::uint8_t>(hw::get(in, n, q::access));
+    auto access = static_cast<std::uint32_t>(hw::get(in, n, q::access));
     const std::uint32_t idx = hw::key_index(key);
     if (c.mrs.count(idx) == 0) {
         fail(r, CmdStatus::NoObject, Syndrome::NoMr);
@@ -136,8 +136,8 @@ void Firmware::cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r) {
             fail(r, CmdStatus::BadParam, Syndrome::OdpModeChange);
             return;
         }
-        access &= static_cast<std::uint8_t>(~acc::kOnDemand);
-        if ((access & ~acc::kAllMr) != 0) {
+        access &= ~std::uint32_t{acc::kOnDemand};
+        if ((access & ~acc::kMrAccess) != 0) {
             fail(r, CmdStatus::BadParam, Syndrome::AccessBits);
             return;
         }
@@ -145,6 +145,11 @@ void Firmware::cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r) {
             fail(r, CmdStatus::BadParam, Syndrome::RemoteNeedsLocalWrite);
             return;
         }
+        // ib_uverbs_rereg_mr checks the device's FLUSH capabilities
+        // (ib_check_mr_access); rxe_rereg_user_mr then stores the rights
+        // without REG_MR's look at the pages, so FLUSH_PERSISTENT is granted
+        // here where REG_MR refuses it, as on rxe.
+        if (!check_flush_offered(access, r)) return;
     }
     fence(Table::Mpt, idx);
     const auto old_pdn = static_cast<std::uint32_t>(e[me::pdn]);
@@ -158,6 +163,19 @@ void Firmware::cmd_rereg_mr(Ctx& c, In in, std::size_t n, Out& r) {
     put(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::lkey, key);
     put(r.out.data(), r.out.size(), hw::cmd_reg_mr_out::rkey, key);
     r.out_bytes = hw::cmd_reg_mr_out::kSize;
+}
+
+// ib_check_mr_access's rule for FLUSH's rights, at REG_MR and REREG_MR.
+bool Firmware::check_flush_offered(std::uint32_t access, Out& r) {
+    namespace acc = hw::access;
+    namespace d = hw::caps_default;
+    const std::uint64_t caps = cap(hw::cap_block::device_cap_flags);
+    if (((access & acc::kFlushGlobal) && !(caps & d::kFlushGlobal)) ||
+        ((access & acc::kFlushPersistent) && !(caps & d::kFlushPersistent))) {
+        fail(r, CmdStatus::NotSupported, Syndrome::FlushNotOffered);
+        return false;
+    }
+    return true;
 }
 
 // ---------------------------------------------------------------------------

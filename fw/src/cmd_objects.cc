@@ -194,9 +194,9 @@ void Firmware::cmd_reg_mr(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r
     namespace me = hw::mpt_entry;
     namespace acc = hw::access;
     const auto pdn = static_cast<std::uint32_t>(hw::get(in, n, m::pdn));
-    const auto access_in = static_cast<std::uint8_t>(hw::get(in, n, m::access));
+    const auto access_in = static_cast<std::uint32_t>(hw::get(in, n, m::access));
     const bool on_demand = (access_in & acc::kOnDemand) != 0;
-    const auto access = static_cast<std::uint8_t>(access_in & ~acc::kOnDemand);
+    const std::uint32_t access = access_in & ~std::uint32_t{acc::kOnDemand};
     const auto log_ps = static_cast<std::uint32_t>(hw::get(in, n, m::log_page_size));
     const bool mtt_mode = hw::get(in, n, m::mtt_mode) != 0;
     const bool zero_based = hw::get(in, n, m::zero_based) != 0;
@@ -205,12 +205,19 @@ void Firmware::cmd_reg_mr(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r
     const std::uint64_t host = hw::get(in, n, m::host_addr);
     const auto mtt_count = static_cast<std::uint32_t>(hw::get(in, n, m::mtt_count));
 
-    if ((access & ~acc::kAllMr) != 0) {
+    if ((access & ~acc::kMrAccess) != 0) {
         fail(r, CmdStatus::BadParam, Syndrome::AccessBits);
         return;
     }
     if ((access & (acc::kRemoteWrite | acc::kRemoteAtomic)) != 0 && (access & acc::kLocalWrite) == 0) {
         fail(r, CmdStatus::BadParam, Syndrome::RemoteNeedsLocalWrite);
+        return;
+    }
+    if (!check_flush_offered(access, r)) return;
+    // rxe_mr_init_user: FLUSH_PERSISTENT only over persistent memory (pmem
+    // pages), else EINVAL. No memory a simnic device reaches is persistent.
+    if (access & acc::kFlushPersistent) {
+        fail(r, CmdStatus::BadParam, Syndrome::NotPersistent);
         return;
     }
     if (length == 0) {

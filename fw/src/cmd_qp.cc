@@ -267,9 +267,11 @@ void Firmware::cmd_modify_qp(Ctx& c, In in, std::size_t n, Out& r) {
             e.set(qc::pkey_index, g(qa::pkey_index));
         }
         if (mask & am::kAccessFlags) {
-            // Bits 0..3; LOCAL_WRITE (bit 0) is accepted and has no effect, as on
-            // rxe (perftest's SEND tests pass it). See fw/README.md.
-            if (g(qa::qp_access_flags) & ~std::uint64_t{hw::access::kAll}) {
+            // Bits 0..3, 8 and 9; LOCAL_WRITE (bit 0) is accepted and has no
+            // effect, as on rxe (perftest's SEND tests pass it). See
+            // fw/README.md. FLUSH_GLOBAL and FLUSH_PERSISTENT need no device
+            // capability here: rxe_qp_chk_attr takes every right it knows.
+            if (g(qa::qp_access_flags) & ~std::uint64_t{hw::access::kQpAccess}) {
                 return fail(r, CmdStatus::BadParam, Syndrome::QpAccess);
             }
             e.set(qc::qp_access_flags, g(qa::qp_access_flags));

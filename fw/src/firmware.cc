@@ -607,7 +607,7 @@ std::vector<Firmware::MrListing> Firmware::mr_list() const {
         l.iova = e[me::iova_start];
         l.length = e[me::length];
         l.pdn = static_cast<std::uint32_t>(e[me::pdn]);
-        l.access = static_cast<std::uint8_t>(e[me::access]);
+        l.access = static_cast<std::uint16_t>(e[me::access]);
         l.ctx_id = ctx;
         l.pid = ctxs_.at(ctx).pid;
         out.push_back(l);

@@ -207,7 +207,7 @@ struct Dev {
     std::uint32_t create_qp(hw::QpType type, std::uint32_t pd, std::uint32_t cq) {
         return ok_handle(cmd(hw::CmdOpcode::CreateQp, qp_in(type, pd, cq, cq)));
     }
-    Mbox mr_in(std::uint32_t pd, std::uint8_t access, std::uint64_t len = 4096) {
+    Mbox mr_in(std::uint32_t pd, std::uint32_t access, std::uint64_t len = 4096) {
         namespace m = hw::cmd_reg_mr_in;
         return Mbox(m::kSize)
             .set(m::pdn, pd)
@@ -218,7 +218,7 @@ struct Dev {
             .set(m::host_addr, 0x7000);
     }
     // REG_MR of mr_in(pd, access, len), which must succeed: the lkey.
-    std::uint32_t reg_mr(std::uint32_t pd, std::uint8_t access, std::uint64_t len = 4096) {
+    std::uint32_t reg_mr(std::uint32_t pd, std::uint32_t access, std::uint64_t len = 4096) {
         const CmdResult r = cmd(hw::CmdOpcode::RegMr, mr_in(pd, access, len));
         REQUIRE(r.ok());
         return static_cast<std::uint32_t>(out(r, hw::cmd_reg_mr_out::lkey));

@@ -21,7 +21,7 @@ Mbox mw_in(std::uint32_t pd, std::uint8_t type) {
 std::uint32_t alloc_mw(Dev& d, std::uint32_t pd, std::uint8_t type) {
     return hw::key_index(d.ok_handle(d.cmd(CmdOpcode::AllocMw, mw_in(pd, type))));
 }
-Mbox rereg_in(std::uint32_t lkey, std::uint32_t flags, std::uint32_t pd = 0, std::uint8_t access = 0) {
+Mbox rereg_in(std::uint32_t lkey, std::uint32_t flags, std::uint32_t pd = 0, std::uint32_t access = 0) {
     namespace q = hw::cmd_rereg_mr_in;
     return Mbox(q::kSize).set(q::lkey, lkey).set(q::flags, flags).set(q::pdn, pd).set(q::access, access);
 }
@@ -186,6 +186,63 @@ TEST_CASE("REREG_MR: PD and access only, as rxe", "[fw][mr][rereg]") {
     // A failed command changed nothing.
     CHECK(mpt(d, 1, me::pdn) == pd2);
     CHECK(mpt(d, 1, me::access) == (acc::kLocalWrite | acc::kRemoteWrite | acc::kMwBind));
+}
+
+// FLUSH's rights (hw-spec.md 5.6.5, 5.6.11; rxe 6.12 and ib_check_mr_access).
+TEST_CASE("FLUSH rights: REG_MR and REREG_MR keep them, with rxe's errors", "[fw][mr][flush]") {
+    namespace d_ = hw::caps_default;
+    namespace rf = hw::rereg_flags;
+    Dev d;
+    const std::uint64_t caps = hw::get(d.cfg.cap.data(), d.cfg.cap.size(), hw::cap_block::device_cap_flags);
+    CHECK((caps & (d_::kFlushGlobal | d_::kFlushPersistent)) == (d_::kFlushGlobal | d_::kFlushPersistent));
+    const std::uint32_t pd = d.alloc_pd();
+
+    // FLUSH_GLOBAL is kept in MPT_ENTRY.access beside the other rights.
+    const std::uint32_t g = d.reg_mr(pd, acc::kLocalWrite | acc::kRemoteRead | acc::kFlushGlobal);
+    CHECK(mpt(d, hw::key_index(g), me::access) == (acc::kLocalWrite | acc::kRemoteRead | acc::kFlushGlobal));
+    // FLUSH_PERSISTENT: only over persistent memory (rxe_mr_init_user,
+    // EINVAL), and none is.
+    const CmdResult p = d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kLocalWrite | acc::kFlushPersistent));
+    CHECK(p.status == CmdStatus::BadParam);
+    CHECK(p.err() == 22);  // EINVAL
+    // Bits above FLUSH_PERSISTENT are no rights.
+    CHECK(d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kLocalWrite | 0x400)).status == CmdStatus::BadParam);
+    // The IB rule still holds with FLUSH's rights.
+    CHECK(d.cmd(CmdOpcode::RegMr, d.mr_in(pd, acc::kRemoteWrite | acc::kFlushGlobal)).status == CmdStatus::BadParam);
+
+    // REREG_MR CHANGE_ACCESS stores the new rights without looking at the
+    // pages (rxe_rereg_user_mr): FLUSH_PERSISTENT is granted there.
+    REQUIRE(d.cmd(CmdOpcode::ReregMr, rereg_in(g, rf::kChangeAccess, 0,
+                                               acc::kLocalWrite | acc::kFlushGlobal | acc::kFlushPersistent))
+                .ok());
+    CHECK(mpt(d, hw::key_index(g), me::access) == (acc::kLocalWrite | acc::kFlushGlobal | acc::kFlushPersistent));
+    REQUIRE(d.cmd(CmdOpcode::ReregMr, rereg_in(g, rf::kChangeAccess, 0, acc::kLocalWrite)).ok());
+    CHECK(mpt(d, hw::key_index(g), me::access) == acc::kLocalWrite);
+    CHECK(d.cmd(CmdOpcode::ReregMr, rereg_in(g, rf::kChangeAccess, 0, acc::kLocalWrite | 0x800)).status ==
+          CmdStatus::BadParam);
+
+    // A device that does not advertise a FLUSH capability refuses that right
+    // (ib_check_mr_access: EOPNOTSUPP), at REG_MR and at REREG_MR.
+    Dev no_persist(small_limits(), [&](auto& c) {
+        REQUIRE(hw::set(c.data(), c.size(), hw::cap_block::device_cap_flags, caps & ~d_::kFlushPersistent));
+    });
+    const std::uint32_t pd2 = no_persist.alloc_pd();
+    const std::uint32_t k = no_persist.reg_mr(pd2, acc::kLocalWrite | acc::kFlushGlobal);
+    const CmdResult np = no_persist.cmd(
+        CmdOpcode::ReregMr, rereg_in(k, rf::kChangeAccess, 0, acc::kLocalWrite | acc::kFlushPersistent));
+    CHECK(np.status == CmdStatus::NotSupported);
+    CHECK(np.err() == 95);  // EOPNOTSUPP
+    // Before REG_MR's persistence check.
+    CHECK(no_persist.cmd(CmdOpcode::RegMr, no_persist.mr_in(pd2, acc::kLocalWrite | acc::kFlushPersistent)).status ==
+          CmdStatus::NotSupported);
+    Dev none(small_limits(), [&](auto& c) {
+        REQUIRE(hw::set(c.data(), c.size(), hw::cap_block::device_cap_flags,
+                        caps & ~(d_::kFlushGlobal | d_::kFlushPersistent)));
+    });
+    const std::uint32_t pd3 = none.alloc_pd();
+    CHECK(none.cmd(CmdOpcode::RegMr, none.mr_in(pd3, acc::kLocalWrite | acc::kFlushGlobal)).status ==
+          CmdStatus::NotSupported);
+    CHECK(none.reg_mr(pd3, acc::kLocalWrite | acc::kRemoteWrite) != 0);  // the other rights as before
 }
 
 // ---------------------------------------------------------------------------

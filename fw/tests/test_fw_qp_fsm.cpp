@@ -233,6 +233,14 @@ TEST_CASE("QP FSM: attribute mask rules", "[fw][qp]") {
     CHECK(b.d.cmd(CmdOpcode::ModifyQp, self).ok());  // INIT -> INIT
     CHECK(b.d.qpc_get(qpn, hw::qpc::state) == static_cast<std::uint8_t>(QpState::Init));
     CHECK(b.d.qpc_get(qpn, hw::qpc::qp_access_flags) == hw::access::kRemoteAtomic);
+    // FLUSH's rights are kept in the 16-bit field and returned by QUERY_QP
+    // (ibv_query_qp's qp_access_flags).
+    self.set(qa::qp_access_flags, hw::access::kRemoteWrite | hw::access::kFlushGlobal | hw::access::kFlushPersistent);
+    CHECK(b.d.cmd(CmdOpcode::ModifyQp, self).ok());
+    CHECK(b.d.qpc_get(qpn, hw::qpc::qp_access_flags) == 0x302);
+    const CmdResult qq = b.d.handle_cmd(CmdOpcode::QueryQp, qpn);
+    REQUIRE(qq.ok());
+    CHECK(out(qq, qa::qp_access_flags) == 0x302);
     b.must(qpn, QpState::Rtr, QpType::Rc);
     const CmdResult rtr = b.modify(qpn, am::kMinRnrTimer, QpState::Rts);  // RTR -> RTR is not in the table
     CHECK(rtr.status == CmdStatus::BadState);
@@ -322,6 +330,9 @@ TEST_CASE("QP FSM: value checks", "[fw][qp]") {
     CHECK(try_init([](Mbox& m) { m.set(qa::pkey_index, 1); }) == CmdStatus::BadParam);
     CHECK(try_init([](Mbox& m) { m.set(qa::qp_access_flags, 0x10); }) == CmdStatus::BadParam);
     CHECK(try_init([](Mbox& m) { m.set(qa::qp_access_flags, 0x0F); }) == CmdStatus::Ok);  // LOCAL_WRITE ok
+    // FLUSH_GLOBAL and FLUSH_PERSISTENT (rxe's RXE_ACCESS_SUPPORTED_QP); bit 10 is no right.
+    CHECK(try_init([](Mbox& m) { m.set(qa::qp_access_flags, 0x30F); }) == CmdStatus::Ok);
+    CHECK(try_init([](Mbox& m) { m.set(qa::qp_access_flags, 0x400); }) == CmdStatus::BadParam);
 
     // RTR->RTS: max_rd_atomic <= max_qp_init_rd_atom.
     const std::uint32_t qpn = b.qp_in(QpType::Rc, QpState::Rtr);

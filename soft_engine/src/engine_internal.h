@@ -165,6 +165,7 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
 
     // MemoryPort
     tp::MemStatus check(tp::KeyKind kind, uint32_t key, uint64_t addr, uint64_t len, uint32_t access) override;
+    tp::MemStatus check_whole_mr(tp::KeyKind kind, uint32_t key, uint64_t addr, uint32_t access) override;
     tp::MemStatus read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) override;
     tp::MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left) override;
     tp::MemStatus write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
@@ -317,9 +318,10 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     const MptView* mpt_view(uint32_t idx);
     // `quiet`: a read-ahead's look, which counts nothing. `on_demand`: set
     // when the MR reached (through a window or not) is an on-demand one.
+    // `whole_mr`: a FLUSH of the whole MR, which checks no range of the MR.
     tp::MemStatus translate(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, uint64_t len,
                             uint32_t access, pid_t* pid, std::vector<iovec>* out, bool quiet = false,
-                            uint64_t* room = nullptr, bool* on_demand = nullptr);
+                            uint64_t* room = nullptr, bool* on_demand = nullptr, bool whole_mr = false);
     uint8_t* mpt_of(const EngineQp& q, uint32_t key);
     void count_mw(const EngineQp& q, uint32_t key, int delta);
     tp::MemStatus bind_mw(const EngineQp& q, const tp::MwBind& b);

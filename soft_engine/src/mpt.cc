@@ -44,7 +44,7 @@ const SoftEngine::Impl::MptView* SoftEngine::Impl::mpt_view(uint32_t idx) {
 // [va, va + len) into `out`. `room`: the bytes of the MR from va on.
 tp::MemStatus SoftEngine::Impl::translate(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va,
                                           uint64_t len, uint32_t access, pid_t* pid, std::vector<iovec>* out,
-                                          bool quiet, uint64_t* room, bool* on_demand) {
+                                          bool quiet, uint64_t* room, bool* on_demand, bool whole_mr) {
     uint32_t idx = hw::key_index(key);
     const MptView* m = mpt_view(idx);
     if (rec && !quiet) rec->add(Op::Kind::Mpt, idx);
@@ -79,6 +79,7 @@ tp::MemStatus SoftEngine::Impl::translate(const EngineQp& q, tp::KeyKind kind, u
     const uint64_t mlen = m->length;
     const bool zb = m->zero_based;
     const uint64_t start = zb ? 0 : iova;
+    if (whole_mr) return tp::MemStatus::Ok;  // only a check: nothing is translated
     if (va < start || va + len < va || va + len > start + mlen) return refuse(tp::MemStatus::OutOfBounds);
     if (room) *room = start + mlen - va;
     if (on_demand) *on_demand = m->on_demand;
@@ -182,6 +183,11 @@ tp::MemStatus SoftEngine::Impl::invalidate(const EngineQp& q, uint32_t rkey) {
 tp::MemStatus EngineQp::check(tp::KeyKind kind, uint32_t key, uint64_t addr, uint64_t len, uint32_t access) {
     return eng.translate(*this, kind, key, addr, len, access, nullptr, nullptr);
 }
+
+tp::MemStatus EngineQp::check_whole_mr(tp::KeyKind kind, uint32_t key, uint64_t addr, uint32_t access) {
+    return eng.translate(*this, kind, key, addr, 0, access, nullptr, nullptr, false, nullptr, nullptr, true);
+}
+
 tp::MemStatus EngineQp::invalidate(uint32_t rkey) { return eng.invalidate(*this, rkey); }
 tp::MemStatus EngineQp::bind_mw(const tp::MwBind& b) { return eng.bind_mw(*this, b); }
 

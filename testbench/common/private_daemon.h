@@ -21,8 +21,10 @@ using control::runtime_paths;
 
 class PrivateDaemon {
 public:
-    // `device` on lo, in a directory /tmp/simnic-`tag`.XXXXXX.
-    PrivateDaemon(const std::string& device, const std::string& tag) : device_(device) {
+    // `device` on lo, in a directory /tmp/simnic-`tag`.XXXXXX; `type` is the
+    // engine (`simnic link add ... type`: soft or model).
+    PrivateDaemon(const std::string& device, const std::string& tag, const std::string& type = "soft")
+        : device_(device) {
         std::string tmpl = "/tmp/simnic-" + tag + ".XXXXXX";
         REQUIRE(mkdtemp(tmpl.data()));
         dir_ = tmpl;
@@ -33,7 +35,7 @@ public:
         INFO("SIMNIC_EXE must name the simnic executable");
         REQUIRE(e);
         exe_ = e;
-        const int rc = run(exe_ + " link add " + device_ + " type soft netdev lo");
+        const int rc = run(exe_ + " link add " + device_ + " type " + type + " netdev lo");
         if (rc != 0) {
             // The failed link add may have started a daemon: stop it, since
             // a failing constructor never reaches the destructor.

@@ -143,10 +143,11 @@ TEST_CASE("ibv_query_device_ex: ibv_query_device's attributes and zeroed extensi
     REQUIRE(ibv_query_device_ex(d.ctx, nullptr, &ex) == 0);
     CHECK(std::memcmp(&ex.orig_attr, &a, sizeof a) == 0);
     CHECK(ex.comp_mask == 0);
-    // The low 32 bits are ibv_device_attr's; bit 40 is ATOMIC_WRITE (the
-    // kernel's IB_UVERBS_DEVICE_ATOMIC_WRITE, as rxe 6.12 reports it).
+    // The low 32 bits are ibv_device_attr's; bits 38, 39 and 40 are
+    // FLUSH_GLOBAL, FLUSH_PERSISTENT and ATOMIC_WRITE (the kernel's
+    // IB_UVERBS_DEVICE_*, as rxe 6.12 reports them).
     CHECK((ex.device_cap_flags_ex & 0xFFFFFFFFu) == a.device_cap_flags);
-    CHECK(ex.device_cap_flags_ex >> 32 == 1u << 8);
+    CHECK(ex.device_cap_flags_ex >> 32 == 7u << 6);
     CHECK(ex.completion_timestamp_mask == 0);
     CHECK(ex.hca_core_clock == 0);
     // On-demand paging (hw-spec 2.4): SUPPORT and SUPPORT_IMPLICIT; no XRC.

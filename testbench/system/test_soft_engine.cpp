@@ -23,6 +23,7 @@
 #include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
 #include "simnic/hw/wqe.h"
+#include "simnic/roce/opcode.h"
 #include "private_daemon.h"
 
 using namespace simnic;
@@ -66,7 +67,7 @@ struct Qp {
 };
 
 struct Rig {
-    test::PrivateDaemon d{"setest", "se-test"};
+    test::PrivateDaemon d;
     std::unique_ptr<host::Context> ctx;
     uint32_t pdn = 0, lkey = 0, rkey = 0;
     Mem buf{1 << 20};
@@ -75,7 +76,9 @@ struct Rig {
     hw::QpType type;
     static constexpr uint32_t kQkey = 0x11111111;
 
-    explicit Rig(hw::QpType t = hw::QpType::Rc) : type(t) {
+    // `engine`: the device's (soft, or the cycle-level model).
+    explicit Rig(hw::QpType t = hw::QpType::Rc, const char* engine = "soft")
+        : d{"setest", "se-test", engine}, type(t) {
         int err = 0;
         ctx = host::open_context("setest", err);
         REQUIRE(ctx);
@@ -407,6 +410,117 @@ TEST_CASE("a bad rkey gives a remote access error and touches nothing", "[soft_e
     for (size_t i = 0; i < r.mr_off; ++i) REQUIRE(r.buf.p[i] == 0xA5);
     for (size_t i = 0; i < 4096; ++i) REQUIRE(r.buf.p[r.mr_off + r.mr_len + i] == 0x5A);
     for (size_t i = 8192; i < 8192 + 4096; ++i) REQUIRE(r.ptr(0)[i] == 0);
+}
+
+// FLUSH (hw-spec 6.3) through the device's tables: the rights of each
+// placement type it asks for come from QPC.qp_access_flags and
+// MPT_ENTRY.access, put there by MODIFY_QP, REG_MR and REREG_MR.
+namespace {
+
+// REG_MR of the Rig's MR range again, with `access`: its rkey.
+uint32_t reg_mr(Rig& r, uint32_t access) {
+    uint8_t in[hw::cmd_reg_mr_in::kSize] = {};
+    namespace m = hw::cmd_reg_mr_in;
+    hw::set(in, m::pdn, r.pdn);
+    hw::set(in, m::access, access);
+    hw::set(in, m::domain_id, r.ctx->boot_domain());
+    hw::set(in, m::iova, r.va(0));
+    hw::set(in, m::length, 4096);
+    hw::set(in, m::host_addr, r.va(0));
+    host::CmdOutcome o;
+    REQUIRE(r.ctx->command(hw::CmdOpcode::RegMr, in, sizeof in, hw::cmd_reg_mr_out::kSize, o) == 0);
+    INFO("REG_MR syndrome " << o.syndrome);
+    REQUIRE(o.status == hw::CmdStatus::Ok);
+    return uint32_t(hw::get(o.out.data(), o.out.size(), hw::cmd_reg_mr_out::rkey));
+}
+
+// B's QP, in RTS, grants `access` from now on (RTS -> RTS with ACCESS_FLAGS).
+void grant(Rig& r, uint32_t access) {
+    uint8_t at[hw::qp_attr::kSize] = {};
+    hw::set(at, hw::qp_attr::qp_access_flags, access);
+    r.modify(r.b.qpn, hw::qp_attr_mask::kAccessFlags, hw::QpState::Rts, at);
+}
+
+// A FLUSH WQE from A to B: no data, FETH in imm_inv, the range in RADDR_SEG.
+void post_flush(Rig& r, uint64_t wr_id, uint32_t rkey, uint64_t va, uint32_t len, uint8_t placement,
+                uint8_t selectivity = roce::feth::kSelectRange) {
+    hw::SendWqe w;
+    w.opcode = hw::WrOpcode::Flush;
+    w.signaled = true;
+    w.wr_id = wr_id;
+    w.imm_inv = hw::wqe_flush_feth(placement, selectivity);
+    w.raddr = {va, rkey, len};
+    w.num_sge = 0;
+    uint8_t* slot = r.a.sq.p + hw::ring_slot(r.a.sq_pi, kLogQ) * (size_t(1) << kLogSqStride);
+    REQUIRE(hw::encode_send(w, r.type, slot, 1u << kLogSqStride) == hw::WqeFault::None);
+    ++r.a.sq_pi;
+    r.ctx->ring_doorbell(hw::DbKind::Sq, r.a.qpn, r.a.sq_pi);
+}
+
+}  // namespace
+
+TEST_CASE("FLUSH needs the right of each placement type in the QP and the MR", "[soft_engine][flush]") {
+    namespace acc = hw::access;
+    constexpr uint8_t kGlobal = roce::feth::kPlacementGlobal, kPersistent = roce::feth::kPlacementPersistent;
+    constexpr uint32_t kQpRights = acc::kRemoteWrite | acc::kRemoteRead | acc::kRemoteAtomic;
+    // Both engines: the rights are the device tables', the checks the
+    // shared transport core's.
+    const char* engine = GENERATE("soft", "model");
+    INFO("engine " << engine);
+    Rig r(hw::QpType::Rc, engine);
+    auto expect = [&](uint64_t wr_id, hw::WcStatus st) {
+        const Rig::Cqe c = r.poll(r.a.cq);
+        CHECK(c.wr_id == wr_id);
+        CHECK(c.status == uint32_t(st));
+        CHECK(c.opcode == uint32_t(hw::WcOpcode::Flush));
+    };
+    SECTION("QP and MR with FLUSH_GLOBAL: a range and the whole MR are acknowledged") {
+        grant(r, kQpRights | acc::kFlushGlobal);
+        const uint32_t rkey = reg_mr(r, acc::kLocalWrite | acc::kFlushGlobal);
+        post_flush(r, 1, rkey, r.va(64), 128, kGlobal);
+        expect(1, hw::WcStatus::Success);
+        // The whole MR: address and length mean nothing, only key and rights.
+        post_flush(r, 2, rkey, r.va(0) + (1u << 20), 1u << 20, kGlobal, roce::feth::kSelectMr);
+        expect(2, hw::WcStatus::Success);
+        CHECK(device_stat(r, "remote_access_err") == 0);  // nothing was refused
+        // A range FLUSH past the MR's end is refused.
+        post_flush(r, 3, rkey, r.va(4096 - 64), 128, kGlobal);
+        expect(3, hw::WcStatus::RemAccessErr);
+        CHECK(device_stat(r, "remote_access_err") == 1);
+    }
+    SECTION("QP without FLUSH_GLOBAL: NAK invalid request") {
+        const uint32_t rkey = reg_mr(r, acc::kLocalWrite | acc::kFlushGlobal);
+        post_flush(r, 4, rkey, r.va(0), 64, kGlobal);
+        expect(4, hw::WcStatus::RemInvReqErr);
+    }
+    SECTION("QP without FLUSH_PERSISTENT, MR with it: NAK invalid request") {
+        grant(r, kQpRights | acc::kFlushGlobal);
+        const uint32_t rkey = reg_mr(r, acc::kLocalWrite | acc::kFlushGlobal);
+        uint8_t re[hw::cmd_rereg_mr_in::kSize] = {};
+        hw::set(re, hw::cmd_rereg_mr_in::lkey, rkey);
+        hw::set(re, hw::cmd_rereg_mr_in::flags, hw::rereg_flags::kChangeAccess);
+        hw::set(re, hw::cmd_rereg_mr_in::access, acc::kLocalWrite | acc::kFlushGlobal | acc::kFlushPersistent);
+        cmd(*r.ctx, hw::CmdOpcode::ReregMr, re, hw::cmd_reg_mr_out::kSize);
+        post_flush(r, 5, rkey, r.va(0), 64, kGlobal | kPersistent);
+        expect(5, hw::WcStatus::RemInvReqErr);
+    }
+    SECTION("MR without FLUSH_PERSISTENT: NAK remote access error, also for the whole MR") {
+        grant(r, kQpRights | acc::kFlushGlobal | acc::kFlushPersistent);
+        const uint32_t rkey = reg_mr(r, acc::kLocalWrite | acc::kFlushGlobal);
+        post_flush(r, 6, rkey, r.va(0), 0, kPersistent, roce::feth::kSelectMr);
+        expect(6, hw::WcStatus::RemAccessErr);
+    }
+    SECTION("MR granted FLUSH_PERSISTENT by REREG_MR: acknowledged") {
+        grant(r, kQpRights | acc::kFlushGlobal | acc::kFlushPersistent);
+        const uint32_t rkey = reg_mr(r, acc::kLocalWrite | acc::kFlushGlobal);
+        uint8_t re[hw::cmd_rereg_mr_in::kSize] = {};
+        hw::set(re, hw::cmd_rereg_mr_in::lkey, rkey);
+        hw::set(re, hw::cmd_rereg_mr_in::flags, hw::rereg_flags::kChangeAccess);
+        hw::set(re, hw::cmd_rereg_mr_in::access, acc::kLocalWrite | acc::kFlushGlobal | acc::kFlushPersistent);
+        cmd(*r.ctx, hw::CmdOpcode::ReregMr, re, hw::cmd_reg_mr_out::kSize);
+        post_flush(r, 7, rkey, r.va(0), 64, kGlobal | kPersistent);
+        expect(7, hw::WcStatus::Success);
+    }
 }
 
 // ibv_ud_pingpong sends 2048 bytes by default. A UD QP has no path MTU (no

@@ -549,13 +549,13 @@ TEST_CASE("RC: atomics return the original value and update the remote one", "[v
 // ATOMIC_WRITE (IBA 1.5's memory placement extensions; kernel rxe from 6.2,
 // rdma-core 44's ibv_wr_atomic_write): 8 bytes placed at an 8-byte aligned
 // address at once, completed as IBV_WC_ATOMIC_WRITE. FLUSH has no verb in
-// rdma-core 44 and the device offers no FLUSH right (hw-spec 6.3).
+// rdma-core 44; the device offers its rights as rxe 6.12 does (hw-spec 6.3).
 TEST_CASE("RC: ATOMIC_WRITE places 8 bytes, in order, through both posting APIs", "[verbs][rc][atomic_write]") {
     Device d;
     ibv_device_attr_ex ex{};
     REQUIRE(ibv_query_device_ex(d.ctx, nullptr, &ex) == 0);
     CHECK((ex.device_cap_flags_ex & (1ull << 40)) != 0);  // ATOMIC_WRITE
-    CHECK((ex.device_cap_flags_ex & (3ull << 38)) == 0);  // no FLUSH_GLOBAL/PERSISTENT
+    CHECK((ex.device_cap_flags_ex & (3ull << 38)) == (3ull << 38));  // FLUSH_GLOBAL/PERSISTENT
     Pair p(d, IBV_QPT_RC);
     Buffer remote(d, 64), local(d, 64);
     std::mt19937 rng(40);
@@ -672,16 +672,22 @@ TEST_CASE("RC: ATOMIC_WRITE errors: misaligned, bad rkey, no remote write, bad l
         CHECK(ibv_wr_complete(qx) == EINVAL);
         expect_no_completion(p.a.cq, "a refused WR");
     }
-    SECTION("FLUSH rights: not offered, so not granted") {
+    SECTION("FLUSH rights: FLUSH_GLOBAL granted, FLUSH_PERSISTENT only by rereg") {
         std::vector<std::uint8_t> m(64);
-        errno = 0;
-        // IBV_ACCESS_FLUSH_GLOBAL (1 << 8) in later rdma-core releases: the
-        // device has no FLUSH capability, so EOPNOTSUPP (ib_core's answer
-        // from 6.2 for such a device).
+        // IBV_ACCESS_FLUSH_GLOBAL / _PERSISTENT (1 << 8 / 1 << 9) in later
+        // rdma-core releases; libibverbs 44 passes them through.
         ibv_mr* mr = ibv_reg_mr(d.pd, m.data(), m.size(), IBV_ACCESS_LOCAL_WRITE | (1 << 8));
-        CHECK(mr == nullptr);
-        CHECK(errno == EOPNOTSUPP);
-        if (mr) ibv_dereg_mr(mr);
+        REQUIRE(mr != nullptr);
+        // rxe_mr_init_user: persistence only over pmem pages, else EINVAL.
+        errno = 0;
+        ibv_mr* p = ibv_reg_mr(d.pd, m.data(), m.size(), IBV_ACCESS_LOCAL_WRITE | (1 << 9));
+        CHECK(p == nullptr);
+        CHECK(errno == EINVAL);
+        if (p) ibv_dereg_mr(p);
+        // rxe_rereg_user_mr stores the rights without that look.
+        CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                           IBV_ACCESS_LOCAL_WRITE | (1 << 8) | (1 << 9)) == 0);
+        CHECK(ibv_dereg_mr(mr) == 0);
     }
 }
 

@@ -107,7 +107,7 @@ int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, std::size_t length, 
     const auto acc = static_cast<unsigned>(access) & ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
     // rxe: access bits it does not support are EOPNOTSUPP. ON_DEMAND goes to
     // the device, which takes it only where it repeats the MR's mode.
-    constexpr unsigned kKnown = unsigned{hw::access::kAllMr} | hw::access::kOnDemand;
+    constexpr unsigned kKnown = unsigned{hw::access::kMrAccess} | hw::access::kOnDemand;
     if (e == 0 && (flags & IBV_REREG_MR_CHANGE_ACCESS) && (acc & ~kKnown) != 0) e = EOPNOTSUPP;
     if (e == 0) {
         namespace q = hw::cmd_rereg_mr_in;

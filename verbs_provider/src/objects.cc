@@ -160,19 +160,16 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
         return nullptr;
     }
     // FLUSH_GLOBAL / FLUSH_PERSISTENT (0x100 / 0x200; later rdma-core names
-    // them): the device offers neither (hw-spec 6.3), and ib_core refuses
-    // them then (ib_check_mr_access, from 6.2) with EOPNOTSUPP.
-    if (access & (hw::access::kFlushGlobal | hw::access::kFlushPersistent)) {
-        errno = EOPNOTSUPP;
-        return nullptr;
-    }
+    // them, and libibverbs 44 passes them through): REG_MR takes them and
+    // refuses one the device does not offer with NOT_SUPPORTED, as
+    // ib_check_mr_access does with EOPNOTSUPP.
     const bool zero_based = (access & IBV_ACCESS_ZERO_BASED) != 0;
     if (zero_based) iova = 0;
     namespace m = hw::cmd_reg_mr_in;
     std::array<std::uint8_t, m::kSize> in{};
     hw::set(in.data(), in.size(), m::pdn, pd_number(pd));
-    // MW_BIND included; ON_DEMAND is bit 6 of the same field.
-    hw::set(in.data(), in.size(), m::access, access & (hw::access::kAllMr | hw::access::kOnDemand));
+    // MW_BIND and FLUSH's rights included; ON_DEMAND is bit 6 of the same field.
+    hw::set(in.data(), in.size(), m::access, access & (hw::access::kMrAccess | hw::access::kOnDemand));
     hw::set(in.data(), in.size(), m::mtt_mode, 0);
     hw::set(in.data(), in.size(), m::zero_based, zero_based ? 1 : 0);
     hw::set(in.data(), in.size(), m::domain_id, c->hc->boot_domain());
@@ -902,8 +899,9 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     if (m & k::kMaxDestRdAtomic) set(a::max_dest_rd_atomic, attr->max_dest_rd_atomic);
     if (m & k::kAv) put_av<QpAttrNs>(in.data(), in.size(), attr->ah_attr);
     // What is left to not fit is a state, current state or path MTU outside
-    // its enum, or access bits beyond the 8 QP_ATTR has: input rxe refuses too
-    // (ib_modify_qp_is_ok, the MTU check) or the firmware would (bits 4..7).
+    // its enum, or access bits beyond the 16 QP_ATTR has: input rxe refuses too
+    // (ib_modify_qp_is_ok, the MTU check) or the firmware would (bits 4..7,
+    // 10..15).
     if (!fits) return EINVAL;
     host::CmdOutcome r;
     const int e = (m & k::kAv) ? run_av(*c, hw::CmdOpcode::ModifyQp, in, 0, r)

@@ -314,6 +314,62 @@ TEST_CASE("MRs: REG_MR direct mode in the bootstrap domain", "[verbs][mr]") {
     CHECK(r.firmware->counts().mrs == 0);
 }
 
+// FLUSH's rights (hw-spec 5.6.5, 5.6.11; kernel rxe 6.12): rdma-core 44 has
+// no IBV_ACCESS_FLUSH_* names, but libibverbs passes bits 8 and 9 through
+// ibv_reg_mr, ibv_rereg_mr and ibv_modify_qp to the provider untouched.
+TEST_CASE("FLUSH rights: reg_mr, rereg_mr and modify_qp take bits 8 and 9, query_qp returns them",
+          "[verbs][mr][qp][flush]") {
+    constexpr unsigned kGlobal = 1u << 8, kPersistent = 1u << 9;
+    Rig r;
+    ibv_device_attr_ex ex{};
+    REQUIRE(sv::query_device_ex(r.ctx, nullptr, &ex, sizeof ex) == 0);
+    CHECK((ex.device_cap_flags_ex >> 38 & 3) == 3);  // FLUSH_GLOBAL, FLUSH_PERSISTENT
+    std::vector<std::uint8_t> buf(4096);
+    const auto va = reinterpret_cast<std::uintptr_t>(buf.data());
+    namespace m = hw::cmd_reg_mr_in;
+    ibv_mr* mr = sv::reg_mr(r.pd, buf.data(), buf.size(), va, IBV_ACCESS_LOCAL_WRITE | kGlobal);
+    REQUIRE(mr != nullptr);
+    CHECK(r.rec->last(hw::CmdOpcode::RegMr).get(m::access) == (IBV_ACCESS_LOCAL_WRITE | kGlobal));
+    CHECK(hw::get(r.store->entry(fw::Table::Mpt, hw::key_index(mr->lkey)), hw::mpt_entry::kSize,
+                  hw::mpt_entry::access) == (IBV_ACCESS_LOCAL_WRITE | kGlobal));
+    // FLUSH_PERSISTENT at registration: no persistent memory (rxe: EINVAL).
+    errno = 0;
+    CHECK(sv::reg_mr(r.pd, buf.data(), buf.size(), va, IBV_ACCESS_LOCAL_WRITE | kPersistent) == nullptr);
+    CHECK(errno == EINVAL);
+    // ibv_rereg_mr grants it, as rxe_rereg_user_mr does.
+    CHECK(sv::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                       IBV_ACCESS_LOCAL_WRITE | kGlobal | kPersistent) == 0);
+    CHECK(hw::get(r.store->entry(fw::Table::Mpt, hw::key_index(mr->lkey)), hw::mpt_entry::kSize,
+                  hw::mpt_entry::access) == (IBV_ACCESS_LOCAL_WRITE | kGlobal | kPersistent));
+    CHECK(sv::dereg_mr(mr) == 0);
+
+    ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    ibv_qp_init_attr a{};
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {4, 4, 1, 1, 0};
+    ibv_qp* qp = sv::create_qp(r.pd, &a);
+    REQUIRE(qp != nullptr);
+    connect_rc(r, qp);
+    ibv_qp_attr at{};
+    at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | kGlobal | kPersistent;
+    REQUIRE(sv::modify_qp(qp, &at, IBV_QP_ACCESS_FLAGS) == 0);  // RTS -> RTS
+    CHECK(r.rec->last(hw::CmdOpcode::ModifyQp).get(hw::qp_attr::qp_access_flags) == 0x302);
+    ibv_qp_attr q{};
+    ibv_qp_init_attr qi{};
+    REQUIRE(sv::query_qp(qp, &q, IBV_QP_ACCESS_FLAGS, &qi) == 0);
+    CHECK(q.qp_access_flags == 0x302u);
+    // Bit 10 is no right: the firmware refuses it (EINVAL), the QP keeps its own.
+    at.qp_access_flags = 1u << 10;
+    CHECK(sv::modify_qp(qp, &at, IBV_QP_ACCESS_FLAGS) == EINVAL);
+    REQUIRE(sv::query_qp(qp, &q, IBV_QP_ACCESS_FLAGS, &qi) == 0);
+    CHECK(q.qp_access_flags == 0x302u);
+    CHECK(sv::destroy_qp(qp) == 0);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("reg_mr: a pinned MR needs its pages now (EFAULT), an on-demand one does not", "[verbs][mr][odp]") {
     // ib_umem_get pins a pinned MR's pages at registration: a hole, a
     // PROT_NONE page, or a read-only page asked to be writable is EFAULT,

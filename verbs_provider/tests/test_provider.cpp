@@ -168,9 +168,10 @@ TEST_CASE("query_device: CAP_BLOCK and ID_BLOCK, rxe's values", "[verbs][query]"
     REQUIRE(v->query_device_ex(ctx, nullptr, &ex, sizeof ex) == 0);
     CHECK(std::memcmp(&ex.orig_attr, &a, sizeof a) == 0);
     CHECK(ex.comp_mask == 0);
-    // Bit 40: ATOMIC_WRITE (IB_UVERBS_DEVICE_ATOMIC_WRITE; rdma-core 44 has no name for it).
+    // Bits 38, 39 and 40: FLUSH_GLOBAL, FLUSH_PERSISTENT and ATOMIC_WRITE
+    // (the kernel's IB_UVERBS_DEVICE_*; rdma-core 44 has no names for them).
     CHECK(ex.device_cap_flags_ex ==
-          (0x1C06 | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | (1ull << 40)));
+          (0x1C06 | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | (7ull << 38)));
     // On-demand paging: the newest rxe's transport bits, UC's and IMPLICIT.
     CHECK(ex.odp_caps.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
     CHECK(ex.odp_caps.per_transport_caps.uc_odp_caps ==

@@ -236,9 +236,9 @@ RespState Responder::chk_rkey(Pass& p) {
     // were read from a shorter payload (past the end of the frame) and
     // written where the key was checked for fewer (found by fuzz_engine_rx).
     if ((p.mask & roce::kAtomicWrite) && (resid_ != 8 || p.pkt->payload_len != 8)) return RespState::ErrLength;
-    const MemStatus st = qp_.env.mem->check(KeyKind::Rkey, rkey_, va_, whole_mr ? 0 : resid_, access);
-    if (st != MemStatus::Ok && !(whole_mr && st == MemStatus::OutOfBounds))
-        return RespState::ErrRkeyViolation;
+    const MemStatus st = whole_mr ? qp_.env.mem->check_whole_mr(KeyKind::Rkey, rkey_, va_, access)
+                                  : qp_.env.mem->check(KeyKind::Rkey, rkey_, va_, resid_, access);
+    if (st != MemStatus::Ok) return RespState::ErrRkeyViolation;
     if (p.mask & (roce::kWrite | roce::kAtomicWrite)) {
         // The packet must carry exactly what the RETH still announces.
         const size_t len = p.pkt->payload_len;
@@ -423,9 +423,10 @@ RespState Responder::process_flush(Pass& p) {
     if (!p.res) {
         // Every earlier request of the QP was executed before this one, and
         // the engine's writes reach host memory before it answers: the
-        // range is globally visible already. No simnic memory is
-        // persistent, and no MR grants FLUSH_PERSISTENT, so a persistence
-        // flush never gets here on a device.
+        // range is globally visible already. No simnic memory is persistent
+        // and REG_MR refuses FLUSH_PERSISTENT, but REREG_MR grants it as rxe
+        // does (hw-spec 5.6.11); such a flush is then answered as rxe answers
+        // one over memory that is not pmem, with nothing more to do.
         p.res = &prepare_resource(RespResource::Type::Flush, p.pkt->hdr.bth.psn, 1);
         msn_ = psn_add(msn_, 1);
         psn_ = psn_add(p.pkt->hdr.bth.psn, 1);

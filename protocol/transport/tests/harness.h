@@ -119,9 +119,10 @@ public:
         translated_ = addr;
         for (auto& m : mrs_) {
             if (!m.valid || (kind == KeyKind::Lkey ? m.lkey : m.rkey) != key) continue;
+            // The rights before the bounds, as MemoryPort::check promises.
+            if ((m.access & access) != access) return MemStatus::NoPermission;
             if (addr < m.addr || addr + len > m.addr + m.len || addr + len < addr)
                 return MemStatus::OutOfBounds;
-            if ((m.access & access) != access) return MemStatus::NoPermission;
             return MemStatus::Ok;
         }
         return MemStatus::BadKey;

@@ -47,9 +47,14 @@ size_t answers(const Fabric& f, uint8_t opcode) {
     return n;
 }
 
-// Both QPs grant FLUSH's rights too (a simnic device's cannot yet: 8-bit
-// access fields; the transport core checks them regardless).
+// Both QPs grant FLUSH's rights too.
 void with_flush_rights(QpConfig& c, int) { c.access_flags |= kFlushRights; }
+
+// The hw::access rights a FLUSH of `placement` needs.
+uint32_t rights_for(uint8_t placement) {
+    return ((placement & roce::feth::kPlacementGlobal) ? hw::access::kFlushGlobal : 0u) |
+           ((placement & roce::feth::kPlacementPersistent) ? hw::access::kFlushPersistent : 0u);
+}
 
 }  // namespace
 
@@ -286,6 +291,94 @@ TEST_CASE("placement: FLUSH without the rights", "[transport][placement]") {
         Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, with_flush_rights);
         Buf target = make_buf(f.b(), 64, kAllAccess | kFlushRights);
         REQUIRE(f.a().qp->post_send(flush(1, target, 65, roce::feth::kPlacementGlobal)) == PostStatus::Ok);
+        f.run();
+        auto s = f.a().cq.side(CqSide::Send);
+        REQUIRE(s.size() == 1);
+        CHECK(s[0].wc.status == hw::WcStatus::RemAccessErr);
+    }
+}
+
+// Every placement type a FLUSH may ask against every mix of FLUSH rights in
+// the responder's QP and MR, as rxe 6.12 checks them: a right missing in the
+// QP is an invalid request (check_qp_attr_access, before the rkey is looked
+// at), then one missing in the MR a remote access error (check_rkey).
+TEST_CASE("placement: FLUSH rights of the QP and the MR, each placement type", "[transport][placement]") {
+    const uint8_t placements[] = {roce::feth::kPlacementGlobal, roce::feth::kPlacementPersistent,
+                                  roce::feth::kPlacementGlobal | roce::feth::kPlacementPersistent};
+    const uint32_t mixes[] = {0, hw::access::kFlushGlobal, hw::access::kFlushPersistent, kFlushRights};
+    for (uint8_t plt : placements)
+        for (uint32_t qp_rights : mixes)
+            for (uint32_t mr_rights : mixes)
+                for (uint8_t sel : {roce::feth::kSelectRange, roce::feth::kSelectMr}) {
+                    INFO("placement " << int(plt) << ", QP rights 0x" << std::hex << qp_rights << ", MR rights 0x"
+                                      << mr_rights << ", selectivity " << int(sel));
+                    // Only B's QP matters: it is the responder.
+                    Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024,
+                             [qp_rights](QpConfig& c, int i) { if (i == 1) c.access_flags |= qp_rights; });
+                    Buf target = make_buf(f.b(), 256, kAllAccess | mr_rights);
+                    REQUIRE(f.a().qp->post_send(flush(1, target, 64, plt, sel)) == PostStatus::Ok);
+                    f.run();
+                    auto s = f.a().cq.side(CqSide::Send);
+                    REQUIRE(s.size() == 1);
+                    CHECK(s[0].wc.opcode == hw::WcOpcode::Flush);
+                    const uint32_t need = rights_for(plt);
+                    if ((qp_rights & need) != need) {
+                        CHECK(s[0].wc.status == hw::WcStatus::RemInvReqErr);
+                        CHECK(answers(f, op::RC_ACKNOWLEDGE) == 1);  // the NAK
+                        CHECK(f.b().qp->state() == hw::QpState::Err);
+                    } else if ((mr_rights & need) != need) {
+                        CHECK(s[0].wc.status == hw::WcStatus::RemAccessErr);
+                        CHECK(f.b().qp->state() == hw::QpState::Err);
+                    } else {
+                        CHECK(s[0].wc.status == hw::WcStatus::Success);
+                        CHECK(answers(f, op::RC_RDMA_READ_RESPONSE_ONLY) == 1);
+                        CHECK(f.b().qp->state() == hw::QpState::Rts);
+                    }
+                }
+}
+
+// rxe's check_rkey: a FLUSH of the whole MR checks the key and the rights
+// and no range, so its address and length mean nothing.
+TEST_CASE("placement: a whole-MR FLUSH skips the range check, not the key's", "[transport][placement]") {
+    SECTION("address and length outside the MR: acknowledged") {
+        Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, with_flush_rights);
+        Buf target = make_buf(f.b(), 64, kAllAccess | hw::access::kFlushGlobal);
+        auto w = flush(1, target, 0x100000, roce::feth::kPlacementGlobal, roce::feth::kSelectMr);
+        w.remote_addr = target.addr + 0x10000;
+        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+        f.run();
+        auto s = f.a().cq.side(CqSide::Send);
+        REQUIRE(s.size() == 1);
+        CHECK(s[0].wc.status == hw::WcStatus::Success);
+    }
+    SECTION("outside the MR and without the MR's right: remote access error") {
+        Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, with_flush_rights);
+        Buf target = make_buf(f.b(), 64, kAllAccess | hw::access::kFlushGlobal);
+        auto w = flush(1, target, 0x100000, roce::feth::kPlacementPersistent, roce::feth::kSelectMr);
+        w.remote_addr = target.addr + 0x10000;
+        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+        f.run();
+        auto s = f.a().cq.side(CqSide::Send);
+        REQUIRE(s.size() == 1);
+        CHECK(s[0].wc.status == hw::WcStatus::RemAccessErr);
+    }
+    SECTION("the same as a range FLUSH: remote access error") {
+        Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, with_flush_rights);
+        Buf target = make_buf(f.b(), 64, kAllAccess | hw::access::kFlushGlobal);
+        auto w = flush(1, target, 0x100000, roce::feth::kPlacementGlobal);
+        w.remote_addr = target.addr + 0x10000;
+        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+        f.run();
+        auto s = f.a().cq.side(CqSide::Send);
+        REQUIRE(s.size() == 1);
+        CHECK(s[0].wc.status == hw::WcStatus::RemAccessErr);
+    }
+    SECTION("a bad rkey: remote access error") {
+        Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, with_flush_rights);
+        Buf target = make_buf(f.b(), 64, kAllAccess | kFlushRights);
+        auto w = flush(1, target, 0, roce::feth::kPlacementGlobal, roce::feth::kSelectMr);
+        w.rkey ^= 0x5a00;
+        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
         f.run();
         auto s = f.a().cq.side(CqSide::Send);
         REQUIRE(s.size() == 1);

@@ -66,6 +66,8 @@ enum class Syndrome : std::uint32_t {
     // on-demand paging (REG_MR, REREG_MR, ADVISE_MR)
     OdpUnsupported = 110, OdpMttMode = 111, OdpDomainKind = 112, OdpImplicit = 113,
     OdpModeChange = 114, NotOnDemand = 115, AdviceValue = 116, AdviceRange = 117, AdviceAccess = 118,
+    // FLUSH rights (REG_MR, REREG_MR)
+    FlushNotOffered = 120, NotPersistent = 121,
 };
 
 struct FwConfig {
@@ -163,7 +165,7 @@ public:
         std::uint32_t key = 0;  // lkey = rkey
         std::uint64_t iova = 0, length = 0;
         std::uint32_t pdn = 0;
-        std::uint8_t access = 0;
+        std::uint16_t access = 0;  // MPT_ENTRY.access
         std::uint16_t ctx_id = 0;
         std::uint32_t pid = 0;
     };
@@ -284,6 +286,9 @@ private:
     // Domain checks for queue memory / MR pages: BAD_DOMAIN if not attached
     // to this context, BAD_PARAM if [addr, addr + len) wraps or leaves an SHM
     // mapping.
+    // REG_MR and REREG_MR: a FLUSH right the device does not advertise in
+    // CAP_BLOCK.device_cap_flags is NOT_SUPPORTED (ib_check_mr_access).
+    bool check_flush_offered(std::uint32_t access, Out& r);
     // REG_MR of an on-demand MR (hw-spec 5.6.5): the rules beyond a pinned one's.
     bool check_on_demand(std::uint32_t dom, bool mtt_mode, bool zero_based, std::uint64_t iova,
                          std::uint64_t length, std::uint64_t host, Out& r);

@@ -116,11 +116,13 @@ namespace caps_default {
 constexpr std::uint64_t max_mr_size = 0xFFFFFFFFFFFFFFFFull;
 constexpr std::uint64_t page_size_cap = 0xFFFFF000ull;
 // BAD_PKEY_CNTR, BAD_QKEY_CNTR, PORT_ACTIVE_EVENT, SYS_IMAGE_GUID,
-// RC_RNR_NAK_GEN, MEM_WINDOW, MEM_WINDOW_TYPE_2B, and ATOMIC_WRITE (bit 40,
-// the kernel's IB_UVERBS_DEVICE_ATOMIC_WRITE, as rxe from 6.2). Not rxe
-// 6.12's FLUSH_GLOBAL (bit 38) and FLUSH_PERSISTENT (bit 39): no MR or QP
-// of this revision can hold those rights (hw-spec 6.3).
-constexpr std::uint64_t device_cap_flags = 0x1021C06ull | 1ull << 40;
+// RC_RNR_NAK_GEN, MEM_WINDOW, MEM_WINDOW_TYPE_2B, and, as rxe from 6.2 (the
+// kernel's IB_DEVICE_* values, which rdma-core 44 does not name),
+// FLUSH_GLOBAL (bit 38), FLUSH_PERSISTENT (bit 39) and ATOMIC_WRITE (bit 40).
+constexpr std::uint64_t kFlushGlobal = 1ull << 38;
+constexpr std::uint64_t kFlushPersistent = 1ull << 39;
+constexpr std::uint64_t kAtomicWrite = 1ull << 40;
+constexpr std::uint64_t device_cap_flags = 0x1021C06ull | kFlushGlobal | kFlushPersistent | kAtomicWrite;
 constexpr std::uint32_t max_qp = 1048560;
 constexpr std::uint32_t max_qp_wr = 1048576;
 constexpr std::uint32_t max_sge = kMaxSge;
@@ -632,7 +634,6 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(msn, 0x54, 0, 24)                 \
     F(ssn, 0x58, 0, 24)                 \
     F(qkey, 0x5C, 0, 32)                \
-    F(qp_access_flags, 0x60, 0, 8)      \
     F(min_rnr_timer, 0x60, 8, 5)        \
     F(timeout, 0x60, 16, 5)             \
     F(retry_cnt, 0x60, 24, 3)           \
@@ -645,6 +646,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(error_cause, 0x68, 8, 8)          \
     F(rd_atomic_inflight, 0x68, 16, 8)  \
     F(comm_est_sent, 0x68, 24, 1)       \
+    F(qp_access_flags, 0x6C, 0, 16)     \
     F(av_dgid, 0x70, 0, 128)            \
     F(av_sgid_index, 0x80, 0, 8)        \
     F(av_hop_limit, 0x80, 8, 8)         \
@@ -695,8 +697,8 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(kind, 0x04, 27, 2)              \
     F(mw_state, 0x04, 29, 2)          \
     F(on_demand, 0x04, 31, 1)         \
-    F(access, 0x08, 0, 8)             \
-    F(log_page_size, 0x08, 8, 6)      \
+    F(access, 0x08, 0, 16)            \
+    F(log_page_size, 0x08, 16, 6)     \
     F(domain_id, 0x0C, 0, 16)         \
     F(ctx_id, 0x0C, 16, 16)           \
     F(iova_start, 0x10, 0, 64)        \
@@ -786,10 +788,10 @@ constexpr int status_errno(CmdStatus s) noexcept {
 // CMD_REG_MR_IN (hw-spec.md 5.6.5)
 #define SIMNIC_HW_CMD_REG_MR_IN_FIELDS(F) \
     F(pdn, 0x00, 0, 24)                   \
-    F(access, 0x04, 0, 8)                 \
-    F(log_page_size, 0x04, 8, 6)          \
-    F(mtt_mode, 0x04, 16, 1)              \
-    F(zero_based, 0x04, 17, 1)            \
+    F(access, 0x04, 0, 16)                \
+    F(log_page_size, 0x04, 16, 6)         \
+    F(mtt_mode, 0x04, 24, 1)              \
+    F(zero_based, 0x04, 25, 1)            \
     F(domain_id, 0x08, 0, 16)             \
     F(iova, 0x10, 0, 64)                  \
     F(length, 0x18, 0, 64)                \
@@ -824,7 +826,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(lkey, 0x00, 0, 32)                    \
     F(flags, 0x04, 0, 32)                   \
     F(pdn, 0x08, 0, 24)                     \
-    F(access, 0x0C, 0, 8)
+    F(access, 0x0C, 0, 16)
 
 // CMD_CREATE_CQ_IN (hw-spec.md 5.6.6)
 #define SIMNIC_HW_CMD_CREATE_CQ_IN_FIELDS(F) \
@@ -872,7 +874,6 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(rq_psn, 0x10, 0, 24)              \
     F(sq_psn, 0x14, 0, 24)              \
     F(dest_qp_num, 0x18, 0, 24)         \
-    F(qp_access_flags, 0x1C, 0, 8)      \
     F(port_num, 0x1C, 8, 8)             \
     F(pkey_index, 0x1C, 16, 16)         \
     F(timeout, 0x20, 0, 5)              \
@@ -881,6 +882,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(min_rnr_timer, 0x20, 16, 5)       \
     F(max_rd_atomic, 0x24, 0, 8)        \
     F(max_dest_rd_atomic, 0x24, 8, 8)   \
+    F(qp_access_flags, 0x28, 0, 16)     \
     F(av_dgid, 0x30, 0, 128)            \
     F(av_sgid_index, 0x40, 0, 8)        \
     F(av_hop_limit, 0x40, 8, 8)         \

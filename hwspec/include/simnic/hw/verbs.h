@@ -238,15 +238,21 @@ constexpr std::uint8_t kZeroBased = 1u << 5;  // BIND_SEG only: a zero-based win
 // 5.6.5). A mode of the MR, kept in MPT_ENTRY.on_demand, not a right.
 constexpr std::uint8_t kOnDemand = 1u << 6;
 constexpr std::uint8_t kRemote = kRemoteWrite | kRemoteRead | kRemoteAtomic;
-constexpr std::uint8_t kAll = 0x0F;      // QP access flags, and what MODIFY_QP accepts
-constexpr std::uint8_t kAllMr = 0x1F;    // what REG_MR and REREG_MR accept
-// FLUSH's rights (IBA 1.5; rxe from 6.2): the placement types a FLUSH may
-// ask of an MR and a QP. The device's tables (MPT_ENTRY.access,
-// QP_ATTR.qp_access_flags) hold 8 bits, so no MR or QP of a simnic device
-// grants them yet, and a FLUSH to it is refused as rxe refuses one to a QP
-// without them. The transport core checks them all the same.
+// FLUSH's rights (IBA 1.5; rxe from 6.2, the kernel's IB_ACCESS_FLUSH_*):
+// the placement types a FLUSH may ask of an MR and a QP, FETH placement bit 0
+// (global visibility) and bit 1 (persistence). MPT_ENTRY.access,
+// QPC.qp_access_flags and the commands' access fields are 16 bits wide to
+// hold them.
 constexpr std::uint32_t kFlushGlobal = 1u << 8;
 constexpr std::uint32_t kFlushPersistent = 1u << 9;
+constexpr std::uint32_t kFlush = kFlushGlobal | kFlushPersistent;
+// What MODIFY_QP accepts (QPC.qp_access_flags), and REG_MR and REREG_MR
+// (MPT_ENTRY.access, with MW_BIND). kAll and kAllMr are the same without
+// FLUSH's rights: every right an MR usually grants.
+constexpr std::uint8_t kAll = 0x0F;
+constexpr std::uint8_t kAllMr = 0x1F;
+constexpr std::uint32_t kQpAccess = kAll | kFlush;
+constexpr std::uint32_t kMrAccess = kAllMr | kFlush;
 }  // namespace access
 
 // ibv_advise_mr_advice: CMD_ADVISE_MR_IN.advice.

@@ -33,11 +33,22 @@ enum class AtomicOp : uint8_t { CompareSwap, FetchAdd };
 class MemoryPort {
 public:
     virtual ~MemoryPort() = default;
-    // Each call checks the key, the bounds and `access` (a mask of hw::access;
-    // 0 asks for local read, which every valid lkey grants) before it touches
-    // anything, and touches nothing when it refuses.
+    // Each call checks the key, then `access` (a mask of hw::access; 0 asks
+    // for local read, which every valid lkey grants), then the bounds, in
+    // that order (rxe's lookup_mr, then mr_check_range), before it touches
+    // anything, and touches nothing when it refuses. The order matters:
+    // check_whole_mr's default takes OutOfBounds as a pass, so it must mean
+    // the key and the rights were good.
     virtual MemStatus check(KeyKind kind, uint32_t key, uint64_t addr, uint64_t len,
                             uint32_t access) = 0;
+    // A FLUSH of the whole MR (rxe's check_rkey skips mr_check_range for
+    // it): the key and the rights, no range, and no refusal counted for a
+    // range that is not asked for. `addr` is the RETH's, which means nothing
+    // for an MR. A port that counts refusals overrides this.
+    virtual MemStatus check_whole_mr(KeyKind kind, uint32_t key, uint64_t addr, uint32_t access) {
+        const MemStatus st = check(kind, key, addr, 0, access);
+        return st == MemStatus::OutOfBounds ? MemStatus::Ok : st;
+    }
     virtual MemStatus read(KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len,
                            uint32_t access) = 0;
     virtual MemStatus write(KeyKind kind, uint32_t key, uint64_t addr, const void* src,
