@@ -435,9 +435,10 @@ void Firmware::cmd_resize_cq(Ctx& c, In in, std::size_t n, Out& r) {
     fence(Table::Cqc, cqn);
     Entry e(ent(Table::Cqc, cqn), Table::Cqc);
     const auto pi = static_cast<std::uint32_t>(e[cc::pi]), ci = static_cast<std::uint32_t>(e[cc::ci]);
-    if (hw::ring_used(pi, ci) > pow2(log)) {
-        // A size the waiting CQEs do not fit in is a bad parameter, not a
-        // transient state: rxe_cq_chk_attr answers EINVAL.
+    if (hw::ring_used(pi, ci) >= pow2(log)) {
+        // A ring of 2^n slots holds 2^n - 1 CQEs (hw-spec 7.2, as rxe's
+        // queue). A size the waiting CQEs do not fit in is a bad parameter,
+        // not a transient state: rxe's resize_finish answers EINVAL.
         unfence(Table::Cqc, cqn);
         fail(r, CmdStatus::BadParam, Syndrome::CqTooFull);
         return;

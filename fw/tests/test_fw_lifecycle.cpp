@@ -134,8 +134,9 @@ TEST_CASE("CQ: sizes, busy while a QP uses it, resize", "[fw][life][cq]") {
     CHECK(d.handle_cmd(CmdOpcode::DestroyCq, cq2).status == CmdStatus::Busy);
     CHECK(d.handle_cmd(CmdOpcode::DeallocPd, pd).status == CmdStatus::Busy);
 
-    // RESIZE_CQ: BAD_PARAM (EINVAL, as rxe_cq_chk_attr) while more CQEs are
-    // outstanding than the new ring holds.
+    // RESIZE_CQ: BAD_PARAM (EINVAL, as rxe's resize_finish) while more CQEs
+    // are outstanding than the new ring holds: 2^n - 1, one slot kept empty
+    // (hw-spec 7.2).
     namespace rz = hw::cmd_resize_cq_in;
     auto resize = [&](std::uint32_t log) {
         return d.cmd(CmdOpcode::ResizeCq, Mbox(rz::kSize).set(rz::cqn, cq).set(rz::log_size, log)
@@ -148,8 +149,17 @@ TEST_CASE("CQ: sizes, busy while a QP uses it, resize", "[fw][life][cq]") {
     CHECK(full.status == CmdStatus::BadParam);
     CHECK(full.err() == EINVAL);
     CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::log_size) == 4);
-    REQUIRE(resize(5).ok());
+    // 16 CQEs waiting: not in 16 slots, which hold 15.
+    hw::set(cqc, hw::cqc::kSize, hw::cqc::ci, 24);
+    CHECK(resize(4).status == CmdStatus::BadParam);
+    CHECK(d.engine.cq_copies == 0);
+    // 15 fit.
+    hw::set(cqc, hw::cqc::kSize, hw::cqc::ci, 25);
+    REQUIRE(resize(4).ok());
     CHECK(d.engine.cq_copies == 1);
+    hw::set(cqc, hw::cqc::kSize, hw::cqc::ci, 20);
+    REQUIRE(resize(5).ok());
+    CHECK(d.engine.cq_copies == 2);
     CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::log_size) == 5);
     CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::base) == 0x800000);
     CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::pi) == 40);  // engine fields kept

@@ -73,17 +73,24 @@ void SoftEngine::Impl::cq_error(uint8_t* e, uint32_t cqn) {
     post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::CqErr, cqn);
 }
 
-// Returns false when the CQ overflowed (the QP then goes to ERR).
-bool SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t wqe_index, bool is_send,
-                                 bool solicited) {
+// A CQ in error (a fault) takes nothing and says nothing more: the QP that
+// hit the fault has gone to ERR already.
+SoftEngine::Impl::CqeWrite SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t wqe_index,
+                                                       bool is_send, bool solicited) {
     uint8_t* e = entry(Table::Cqc, cqn);
-    if (!e || cqn == 0 || g(e, Table::Cqc, hw::cqc::cqn) != cqn || g(e, Table::Cqc, hw::cqc::error)) return true;
+    if (!e || cqn == 0 || g(e, Table::Cqc, hw::cqc::cqn) != cqn || g(e, Table::Cqc, hw::cqc::error))
+        return CqeWrite::Written;
     const uint8_t n = uint8_t(g(e, Table::Cqc, hw::cqc::log_size));
     const uint32_t pi = uint32_t(g(e, Table::Cqc, hw::cqc::pi)), ci = uint32_t(g(e, Table::Cqc, hw::cqc::ci));
-    if (pi - ci >= (1u << n)) {
+    // One slot stays empty, as in rxe's queue (rxe_queue_init, queue_full):
+    // a ring of 2^n slots holds 2^n - 1 CQEs, the verbs `cqe` the provider
+    // reports. A full CQ loses the CQE and raises CQ_ERR, and that is all
+    // (rxe_cq_post's EBUSY): the CQ is not marked, so a CQE that finds room
+    // later is written.
+    if (pi - ci >= (1u << n) - 1) {
         stat(hw::stats_block::cq_overflows);
-        cq_error(e, cqn);
-        return false;
+        post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::CqErr, cqn);
+        return CqeWrite::Overrun;
     }
     drop_read_ahead();
     wc_flush();  // the data a CQE completes is in memory before the CQE
@@ -107,7 +114,7 @@ bool SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t
     if (!host_dom(uint32_t(g(e, Table::Cqc, hw::cqc::domain_id)), dom) || !write_cqe_ordered(dom, slot, b, od)) {
         stat(hw::stats_block::dma_faults);
         cq_error(e, cqn);
-        return false;
+        return CqeWrite::Fault;
     }
     s(e, Table::Cqc, hw::cqc::pi, pi + 1);
     {
@@ -126,7 +133,7 @@ bool SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t
         s(e, Table::Cqc, hw::cqc::arm, 0);
         post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::Completion, cqn);
     }
-    return true;
+    return CqeWrite::Written;
 }
 
 // Completion wake-up (hw-spec 3.5): a driver thread that found its CQs
@@ -234,7 +241,13 @@ void EngineQp::post(tp::CqSide side, const tp::Completion& c, bool solicited) {
         cause = cause_of(c.status);
     if (c.status != hw::WcStatus::Success && cc.vendor_err == 0)
         cc.vendor_err = uint32_t(c.status == hw::WcStatus::WrFlushErr ? cause : cause_of(c.status));
-    if (!eng.write_cqe(side == tp::CqSide::Send ? send_cqn : recv_cqn, cc, idx, side == tp::CqSide::Send, solicited))
+    const auto w = eng.write_cqe(side == tp::CqSide::Send ? send_cqn : recv_cqn, cc, idx, side == tp::CqSide::Send,
+                                 solicited);
+    // As rxe: the responder whose receive CQE was lost moves its QP to ERR
+    // (RESPST_ERR_CQ_OVERFLOW); the completer ignores rxe_cq_post's EBUSY,
+    // so a lost send CQE leaves the QP as it was. A fault writing the CQE
+    // (no rxe counterpart) stops the QP whichever side it was.
+    if (w == SoftEngine::Impl::CqeWrite::Fault || (w == SoftEngine::Impl::CqeWrite::Overrun && side == tp::CqSide::Recv))
         fault = hw::ErrorCause::CqOverflow;
 }
 

@@ -345,7 +345,10 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::vector<std::pair<uint16_t, std::array<uint8_t, hw::eqe::kSize>>> deferred_eqes;
     void post_deferred_eqes();
     void cq_error(uint8_t* e, uint32_t cqn);
-    bool write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t wqe_index, bool is_send, bool solicited);
+    // What became of a CQE (hw-spec 7.2): written; lost to a full CQ, which
+    // stays usable; or lost to a fault writing it, which puts the CQ in error.
+    enum class CqeWrite { Written, Overrun, Fault };
+    CqeWrite write_cqe(uint32_t cqn, const tp::Completion& c, uint32_t wqe_index, bool is_send, bool solicited);
     void wake_cq_waiters();
     // `seen`: the producer index the driver saw when it armed (hw-spec 7.3).
     void cq_doorbell(uint16_t ctx, uint32_t cqn, uint32_t ci, uint32_t cmd, uint32_t seen);

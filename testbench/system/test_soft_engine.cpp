@@ -950,3 +950,135 @@ TEST_CASE("a CQ arm fires for CQEs the driver had not seen when it armed, not fo
     // The CQEs are all there to poll.
     for (uint64_t id : {41, 42, 43}) CHECK(r.poll(r.a.cq).wr_id == id);
 }
+
+// hw-spec 7.2, as rxe's rxe_cq_post and queue_full: a ring of 2^n slots
+// holds 2^n - 1 CQEs. A CQE that finds the CQ full is lost with a CQ_ERR
+// event of its own; the CQ is not put in error, so it takes CQEs again once
+// the driver returns entries.
+namespace {
+
+struct Overrun {
+    explicit Overrun(Rig& rig) : r(rig) {}
+    Rig& r;
+    // The events that came in, by kind and object.
+    std::vector<hw::Eqe> events;
+    void drain() {
+        hw::Eqe e;
+        while (r.ctx->next_event(e)) events.push_back(e);
+    }
+    int count(hw::EventType t, uint32_t obj) const {
+        return int(std::count_if(events.begin(), events.end(),
+                                 [&](const hw::Eqe& e) { return e.event_type == t && e.obj_num == obj; }));
+    }
+    // Until `n` events of the kind have come for `obj` (10 s at most).
+    void wait(hw::EventType t, uint32_t obj, int n) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        for (drain(); count(t, obj) < n; drain()) {
+            INFO("event " << int(t) << " for " << obj << ": " << count(t, obj) << " of " << n);
+            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            std::this_thread::yield();
+        }
+    }
+    // Until CQE number `i` (free-running) of `cq` is there, not polled.
+    static void wait_cqe(const Cq& cq, uint32_t i) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!hw::cqe_peek(cq.ring.p, i, kLogCq)) {
+            INFO("CQE " << i);
+            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            std::this_thread::yield();
+        }
+    }
+};
+
+constexpr uint32_t kCqHolds = (1u << kLogCq) - 1;
+constexpr uint32_t kSqSlots = 1u << kLogQ;
+
+}  // namespace
+
+// rxe's completer ignores rxe_cq_post's EBUSY: a lost send CQE leaves the
+// requester's QP as it was.
+TEST_CASE("a full CQ loses the send CQE with CQ_ERR; the QP goes on and the CQ takes CQEs once polled",
+          "[soft_engine][cq]") {
+    Rig r;
+    Overrun o(r);
+    o.drain();
+    o.events.clear();
+    const uint64_t overflows = device_stat(r, "cq_overflows");
+    fill(r.ptr(0), 64, 9);
+    // kCqHolds + 2 signaled WRITEs, no CQE polled: in batches the SQ holds,
+    // each posted once the one before has completed (its CQEs are there).
+    uint64_t id = 0;
+    while (id < kCqHolds) {
+        const uint64_t end = std::min<uint64_t>(id + kSqSlots, kCqHolds);
+        for (; id < end; ++id) r.post_send(r.a, {hw::WrOpcode::RdmaWrite, id, r.va(0), 64, r.va(8192), r.rkey});
+        Overrun::wait_cqe(r.a.cq, uint32_t(id - 1));
+    }
+    // The CQ holds kCqHolds: the next two CQEs are lost, a CQ_ERR each.
+    for (; id < kCqHolds + 2; ++id)
+        r.post_send(r.a, {hw::WrOpcode::RdmaWrite, id, r.va(0), 64, r.va(8192), r.rkey});
+    o.wait(hw::EventType::CqErr, r.a.cq.cqn, 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // anything more would be here by now
+    o.drain();
+    CHECK(o.count(hw::EventType::CqErr, r.a.cq.cqn) == 2);
+    CHECK(o.count(hw::EventType::QpFatal, r.a.qpn) == 0);
+    CHECK(device_stat(r, "cq_overflows") == overflows + 2);
+    CHECK_FALSE(hw::cqe_peek(r.a.cq.ring.p, r.a.cq.ci + kCqHolds, kLogCq));  // the slot kept empty
+    for (uint64_t i = 0; i < kCqHolds; ++i) {
+        const Rig::Cqe c = r.poll(r.a.cq);
+        INFO("CQE " << i);
+        CHECK(c.wr_id == i);
+        CHECK(c.status == uint32_t(hw::WcStatus::Success));
+        CHECK(c.is_send == 1);
+    }
+    Rig::Cqe none{};
+    CHECK_FALSE(r.try_poll(r.a.cq, none));
+    // Room made: the QP, still in RTS, completes the next WRITE to the CQ.
+    fill(r.ptr(0), 64, 77);
+    r.post_send(r.a, {hw::WrOpcode::RdmaWrite, 500, r.va(0), 64, r.va(8192), r.rkey});
+    const Rig::Cqe after = r.poll(r.a.cq);
+    CHECK(after.wr_id == 500);
+    CHECK(after.status == uint32_t(hw::WcStatus::Success));
+    CHECK(std::memcmp(r.ptr(0), r.ptr(8192), 64) == 0);
+    o.drain();
+    CHECK(o.count(hw::EventType::CqErr, r.a.cq.cqn) == 2);
+    CHECK(o.count(hw::EventType::QpFatal, r.a.qpn) == 0);
+}
+
+// rxe's responder moves its QP to ERR when a receive CQE is lost
+// (RESPST_ERR_CQ_OVERFLOW): QP_FATAL with cause CqOverflow.
+TEST_CASE("a full CQ loses the receive CQE with CQ_ERR and the responder's QP goes to ERR", "[soft_engine][cq]") {
+    Rig r;
+    Overrun o(r);
+    o.drain();
+    o.events.clear();
+    fill(r.ptr(0), 64, 5);
+    // Unsignaled SENDs, so that only b's receive CQEs fill b's CQ.
+    auto send = [&](uint64_t n, uint64_t& id) {
+        for (uint64_t k = 0; k < n; ++k, ++id) r.post_recv(r.b, 1000 + id, r.va(16384 + 64 * (id % kSqSlots)), 64);
+        for (uint64_t k = 0; k < n; ++k) {
+            Rig::Wr w{hw::WrOpcode::Send, k, r.va(0), 64};
+            w.signaled = false;
+            r.post_send(r.a, w);
+        }
+    };
+    uint64_t id = 0;
+    while (id < kCqHolds) {
+        send(std::min<uint64_t>(kSqSlots, kCqHolds - id), id);
+        Overrun::wait_cqe(r.b.cq, uint32_t(id - 1));
+    }
+    send(1, id);
+    o.wait(hw::EventType::QpFatal, r.b.qpn, 1);
+    o.drain();
+    CHECK(o.count(hw::EventType::CqErr, r.b.cq.cqn) >= 1);
+    for (const hw::Eqe& e : o.events)
+        if (e.event_type == hw::EventType::QpFatal && e.obj_num == r.b.qpn)
+            CHECK(e.aux == uint32_t(hw::ErrorCause::CqOverflow));
+    CHECK(o.count(hw::EventType::CqErr, r.a.cq.cqn) == 0);
+    for (uint64_t i = 0; i < kCqHolds; ++i) {
+        const Rig::Cqe c = r.poll(r.b.cq);
+        INFO("CQE " << i);
+        CHECK(c.wr_id == 1000 + i);
+        CHECK(c.status == uint32_t(hw::WcStatus::Success));
+        CHECK(c.is_send == 0);
+    }
+}

@@ -52,7 +52,7 @@ struct Txn {
     bool resume = false;        // request packets the completer released (window reopened, retransmission)
     OpRecord rec;
     uint32_t db_epoch = 0;  // doorbells: the object's epoch when it was rung (Nic::db_epoch)
-    bool executed = false;  // doorbells: the datapath took it when it was rung (RQ, SRQ)
+    bool executed = false;  // doorbells: the datapath took it when it was rung (RQ, SRQ, CQ)
 };
 using TxnPtr = std::shared_ptr<Txn>;
 

@@ -160,7 +160,13 @@ void Pipeline::doorbell(const Doorbell& db) {
     // met an empty RQ and was dropped (found by simnic-workload: a receiver
     // posts, tells its peer over TCP, the peer's first SENDs vanish). The
     // block still spends the doorbell's cycles and QPC lookup.
-    if (db.kind == uint8_t(hw::DbKind::Rq) || db.kind == uint8_t(hw::DbKind::Srq)) {
+    // A CQ's consumer index is such a register too, read by the CQE writer:
+    // taken in the block, a CQ doorbell that returned entries could be
+    // overtaken by a later RQ doorbell whose flush CQE then found the CQ
+    // still full and was lost (hw-spec 7.2), where rxe's CQE writer reads
+    // the consumer index the application has just moved.
+    if (db.kind == uint8_t(hw::DbKind::Rq) || db.kind == uint8_t(hw::DbKind::Srq) ||
+        db.kind == uint8_t(hw::DbKind::Cq)) {
         impl_->nic->be.exec_doorbell(t->db, t->rec);
         t->executed = true;
     }
