@@ -107,6 +107,9 @@ struct Id {
     uint8_t retry_count = 7, rnr_retry_count = 7;
     uint8_t req_responder_resources = 0, req_initiator_depth = 0;  // as the REQ offered (passive)
     uint32_t flow_label = 0;
+    // rdma_set_option's ToS, and the route's traffic class: the ToS when the
+    // route was resolved (active side), the REQ's (passive side).
+    uint8_t tos = 0, traffic_class = 0;
     Gid sgid{}, dgid{};
     uint32_t sgid_index = 0;
     // ADDR_QUERY: when to give up (its `deadline` is the next look).
@@ -482,8 +485,16 @@ int Agent::resolve_route(uint32_t h) {
     // flow label rdma_cm derives from the two ports.
     id->path_mtu = p->second.active_mtu;
     id->flow_label = roce::cm_flow_label(id->src.port, id->dst.port);
+    id->traffic_class = id->tos;  // rdma_cm's default_roce_tos is 0 unless configfs sets it
     id->state = State::RouteResolved;
     impl_->event(*id, EventType::RouteResolved);
+    return 0;
+}
+
+int Agent::set_tos(uint32_t h, uint8_t tos) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    id->tos = tos;
     return 0;
 }
 
@@ -568,6 +579,7 @@ int Agent::connect(uint32_t h, const ConnParam& p) {
     r.primary_local_gid = id->sgid;
     r.primary_remote_gid = id->dgid;
     r.primary_flow_label = id->flow_label;
+    r.primary_traffic_class = id->traffic_class;  // cm_format_req: the path's
     r.primary_hop_limit = kHopLimit;
     r.primary_local_ack_timeout = kLocalAckTimeout;
     r.vendor_id = p.ece_vendor_id & kVendorIdMask;
@@ -810,6 +822,7 @@ int Agent::init_qp_attr(uint32_t h, hw::QpState st, QpAttr& a) const {
             a.min_rnr_timer = 0;
             a.dgid = id->dgid;
             a.flow_label = id->flow_label;
+            a.traffic_class = id->traffic_class;
             a.sgid_index = uint8_t(id->sgid_index);
             a.hop_limit = kHopLimit;
             return 0;
@@ -993,6 +1006,8 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
     child.retry_count = r.retry_count;
     child.rnr_retry_count = r.rnr_retry_count;
     child.flow_label = r.primary_flow_label;
+    // The passive side's path is the REQ's (cm_format_paths_from_req).
+    child.traffic_class = r.primary_traffic_class;
     ConnParam p = param_of(r.private_data.data() + kCmaHdrBytes, kReqPrivateBytes - kCmaHdrBytes,
                            child.responder_resources, child.initiator_depth, r.end_to_end_flow_control,
                            r.retry_count, r.rnr_retry_count, r.srq, r.local_qpn);
@@ -1182,6 +1197,7 @@ void Agent::Impl::on_sidr_rep(const uint8_t* mad) {
         QpAttr av;
         av.dgid = id->dgid;
         av.flow_label = id->flow_label;
+        av.traffic_class = id->traffic_class;  // ib_init_ah_attr_from_path of the route
         av.sgid_index = uint8_t(id->sgid_index);
         av.hop_limit = kHopLimit;
         e.ah = av;

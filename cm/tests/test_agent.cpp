@@ -116,6 +116,9 @@ struct Pair {
     Host server{net, "srv", kServerIp, 7};
     Host client{net, "cli", kClientIp, 99};
     uint32_t listen_id = 0, cid = 0, sid = 0;
+    // rdma_set_option's ToS on the client's ID, before and after
+    // rdma_resolve_route (-1: not set).
+    int tos_before_route = -1, tos_after_route = -1;
 
     void listen() {
         REQUIRE(server.agent->create_id(1, cm::kPsTcp, listen_id) == 0);
@@ -127,8 +130,10 @@ struct Pair {
         REQUIRE(client.agent->create_id(2, cm::kPsTcp, cid) == 0);
         REQUIRE(client.agent->resolve_addr(cid, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
         REQUIRE(client.of(cm::EventType::AddrResolved).size() == 1);
+        if (tos_before_route >= 0) REQUIRE(client.agent->set_tos(cid, uint8_t(tos_before_route)) == 0);
         REQUIRE(client.agent->resolve_route(cid) == 0);
         REQUIRE(client.of(cm::EventType::RouteResolved).size() == 1);
+        if (tos_after_route >= 0) REQUIRE(client.agent->set_tos(cid, uint8_t(tos_after_route)) == 0);
         cm::ConnParam p;
         p.responder_resources = 1;
         p.initiator_depth = 1;
@@ -230,6 +235,53 @@ TEST_CASE("connect and disconnect: REQ, REP, RTU, DREQ, DREP and the events of e
     REQUIRE(t.server.agent->destroy_id(t.sid) == 0);
     t.net.run();
     CHECK(t.net.log.size() == 5);  // destroying disconnected IDs sends nothing
+}
+
+TEST_CASE("rdma_set_option's ToS: the REQ's traffic class and both QPs' AV; read at rdma_resolve_route", "[cm][agent][tos]") {
+    // The traffic class of each side's RTR address vector and of the REQ.
+    auto run = [](int before, int after, uint8_t& req_tc, uint8_t& client_tc, uint8_t& server_tc) {
+        Pair t;
+        t.tos_before_route = before;
+        t.tos_after_route = after;
+        t.establish();
+        REQUIRE(!t.net.mads.empty());
+        req_tc = cm::decode_req(t.net.mads[0].data()).primary_traffic_class;
+        cm::QpAttr crtr, srtr;
+        REQUIRE(t.client.agent->init_qp_attr(t.cid, hw::QpState::Rtr, crtr) == 0);
+        REQUIRE(t.server.agent->init_qp_attr(t.sid, hw::QpState::Rtr, srtr) == 0);
+        CHECK((crtr.mask & hw::qp_attr_mask::kAv) != 0);
+        client_tc = crtr.traffic_class;
+        server_tc = srtr.traffic_class;
+    };
+    uint8_t req_tc = 0xFF, ctc = 0xFF, stc = 0xFF;
+    SECTION("not set: 0 (rdma_cm's default_roce_tos)") {
+        run(-1, -1, req_tc, ctc, stc);
+        CHECK(req_tc == 0);
+        CHECK(ctc == 0);
+        CHECK(stc == 0);
+    }
+    SECTION("set before rdma_resolve_route: the route's, the REQ's, the passive side's from the REQ") {
+        run(0x20, -1, req_tc, ctc, stc);
+        CHECK(req_tc == 0x20);
+        CHECK(ctc == 0x20);
+        CHECK(stc == 0x20);
+    }
+    SECTION("set again after rdma_resolve_route: the route keeps the first") {
+        run(0x20, 0xB8, req_tc, ctc, stc);
+        CHECK(req_tc == 0x20);
+        CHECK(ctc == 0x20);
+        CHECK(stc == 0x20);
+    }
+    SECTION("set only after rdma_resolve_route: no effect on this connection") {
+        run(-1, 0xB8, req_tc, ctc, stc);
+        CHECK(req_tc == 0);
+        CHECK(ctc == 0);
+        CHECK(stc == 0);
+    }
+    SECTION("an unknown ID: EINVAL") {
+        Pair t;
+        CHECK(t.client.agent->set_tos(12345, 0x20) == EINVAL);
+    }
 }
 
 TEST_CASE("a REQ for a port nobody listens on is rejected: invalid service ID", "[cm][agent]") {
@@ -517,6 +569,7 @@ struct UdPair : Pair {
     void resolve_ud(std::vector<uint8_t> priv = {}) {
         REQUIRE(client.agent->create_id(2, cm::kPsUdp, cid) == 0);
         REQUIRE(client.agent->resolve_addr(cid, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
+        if (tos_before_route >= 0) REQUIRE(client.agent->set_tos(cid, uint8_t(tos_before_route)) == 0);
         REQUIRE(client.agent->resolve_route(cid) == 0);
         cm::ConnParam p;
         p.private_data = std::move(priv);
@@ -582,6 +635,25 @@ TEST_CASE("SIDR: rdma_connect on a UDP ID learns the server's QPN, Q_Key and add
     REQUIRE(t.server.agent->destroy_id(t.sid) == 0);
     t.net.run();
     CHECK(t.net.log.size() == 2);
+}
+
+TEST_CASE("SIDR: the ToS set before rdma_resolve_route is ESTABLISHED's address vector's traffic class",
+          "[cm][agent][sidr][tos]") {
+    UdPair t;
+    t.tos_before_route = 0x48;
+    t.listen_ud();
+    t.resolve_ud();
+    t.net.run();
+    const auto req = t.server.of(cm::EventType::ConnectRequest);
+    REQUIRE(req.size() == 1);
+    cm::ConnParam p;
+    p.qp_num = 0x33;
+    REQUIRE(t.server.agent->accept(req[0].id, p) == 0);
+    t.net.run();
+    const auto est = t.client.of(cm::EventType::Established);
+    REQUIRE(est.size() == 1);
+    REQUIRE(est[0].ah.has_value());
+    CHECK(est[0].ah->traffic_class == 0x48);
 }
 
 TEST_CASE("SIDR: rejected, unknown service, lost and repeated requests", "[cm][agent][sidr]") {

@@ -113,6 +113,8 @@ constexpr FieldSpec kReject[] = {
 };
 // rdma_notify: an enum ibv_event_type.
 constexpr FieldSpec kNotify[] = {uint_f("id", Req, 0, kU32), uint_f("event", Req, 0, kU32)};
+// rdma_set_option's RDMA_OPTION_ID_TOS: the one byte (RFC 2474) it takes.
+constexpr FieldSpec kSetTos[] = {uint_f("id", Req, 0, kU32), uint_f("tos", Req, 0, 0xFF)};
 constexpr FieldSpec kInitQpAttr[] = {uint_f("id", Req, 0, kU32), uint_f("state", Req, 0, 6)};  // RESET..ERR
 
 const std::vector<OpSpec> kOps = {
@@ -133,6 +135,7 @@ const std::vector<OpSpec> kOps = {
     op("cm_resolve_addr", kResolveAddr),
     op("cm_resolve_route", kId),
     op("cm_join", kBind),  // rdma_join_multicast: the ID and the group's address
+    op("cm_set_tos", kSetTos),
     op("cm_listen", kId),
     op("cm_connect", kConnect),
     op("cm_accept", kConnect),

@@ -419,6 +419,8 @@ Json CmService::handle(int fd, const Request& req) {
         cm::SockAddr g;
         if (!addr_from(req.object("addr"), g)) return reply_error(EINVAL, "cm_join: bad address");
         e = agent_->join_multicast(id, g);
+    } else if (op == "cm_set_tos") {
+        e = agent_->set_tos(id, static_cast<uint8_t>(req.uint("tos")));
     } else if (op == "cm_listen") {
         e = agent_->listen(id);
     } else if (op == "cm_connect" || op == "cm_accept") {

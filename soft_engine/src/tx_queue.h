@@ -28,6 +28,11 @@ struct TxFrame {
     socklen_t dst_len = 0;      // 0: the socket's connected peer
     std::vector<uint8_t> data;  // UDP port: from the BTH on; wire port: the whole frame
     size_t counted = 0;         // what the statistics count of it (tx_bytes: from the BTH on)
+    // UDP port: the IPv4 TOS or IPv6 traffic class the kernel writes (the
+    // QP's address vector's, as rxe's prepare4/prepare6 write it); sent as
+    // ancillary data when not 0, the sockets' own.
+    uint8_t tos = 0;
+    bool v6 = false;
 };
 
 class TxQueue {

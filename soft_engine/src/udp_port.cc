@@ -348,8 +348,9 @@ int UdpPort::group_socket(const IpAddr& group) const {
 // ---- leaving ----
 
 // The socket that sends from [local6_[idx]]:sport (rxe's source-port rule
-// holds for IPv6 too). The kernel writes hop limit 64, traffic class 0 and
-// no automatic flow label, as prepare() has them.
+// holds for IPv6 too). The kernel writes hop limit 64, traffic class 0 (or
+// the frame's, given with each datagram that has another) and no automatic
+// flow label, as prepare() has them.
 int UdpPort::tx_sock6(size_t idx, uint16_t sport) {
     const uint32_t key = uint32_t(idx) << 16 | sport;
     auto it = tx_socks6_.find(key);
@@ -409,16 +410,15 @@ int UdpPort::tx_sock(uint16_t sport) {
 }
 
 // The header fields the kernel will write (see tx_sock, tx_sock6), so that
-// the encoded frame is the one on the wire.
+// the encoded frame is the one on the wire. The TOS / traffic class stays
+// the address vector's: send() hands it to the kernel with the datagram.
 void UdpPort::prepare(roce::Packet& pkt) {
     if (pkt.ip_version == roce::IpVersion::V4) {
         pkt.ip4.id = 0;
         pkt.ip4.frag = 0x4000;
         pkt.ip4.ttl = 64;
-        pkt.ip4.tos = 0;
     } else {
         pkt.ip6.hop_limit = 64;
-        pkt.ip6.traffic_class = 0;
         pkt.ip6.flow_label = 0;
     }
 }
@@ -464,6 +464,8 @@ bool UdpPort::send(const OutFrame& of) {
     it.dst_len = to_len;
     it.data.assign(f + bth, f + end);
     it.counted = it.data.size();
+    it.v6 = of.v6;
+    it.tos = of.v6 ? uint8_t((f[l3] & 0x0F) << 4 | f[l3 + 1] >> 4) : f[l3 + 1];
     ++sent_since_rx_;
     if (tx_.pending() >= TxQueue::kBatch) flush();
     return true;

@@ -16,7 +16,10 @@
 # RDMA_PS_UDP) and sends to the address vector ESTABLISHED carries; the
 # server answers each message through ibv_create_ah_from_wc. ucmatose is
 # the asynchronous API with several connections at once, its -m case moving
-# each ID to a new event channel (rdma_migrate_id).
+# each ID to a new event channel (rdma_migrate_id), its -t case setting the
+# client IDs' ToS (rdma_set_option RDMA_OPTION_ID_TOS before
+# rdma_resolve_route): the REQ's primary traffic class and the IPv4 TOS of
+# every RC packet both ways carry it, the server's QPs taking it from the REQ.
 #
 # rstream, riostream and rcopy are rsockets, the socket API librdmacm
 # builds on rdma_cm IDs made without a channel and the QPs it makes for
@@ -46,6 +49,8 @@ PORT=$(free_port 1)
 trap 'sys_cleanup server_pid' EXIT
 
 server_stays=0
+# capture: capture the device's packets though there is no golden exchange.
+capture=0
 # golden: the golden capture of the same tool's CM exchange, if any.
 golden=''
 # The client starts once the server listens. For the rdma_cm tools that is
@@ -81,13 +86,16 @@ udaddy)
   client=(udaddy -s 127.0.0.1 -c 2 -C 50)
   expect_server='^return status 0' expect_client='^return status 0'
   ;;
-ucmatose | ucmatose_migrate)
+ucmatose | ucmatose_migrate | ucmatose_tos)
   golden=ucmatose
   # Three connections, 20 messages of 1000 bytes each way on each.
   opts=(-p "$PORT" -c 3 -C 20 -S 1000)
   [ "$CASE" = ucmatose_migrate ] && opts+=(-m)
   server=(ucmatose -b 127.0.0.1 "${opts[@]}")
   client=(ucmatose -s 127.0.0.1 "${opts[@]}")
+  # The REQ's traffic class differs from the golden exchange's (no ToS):
+  # captured and checked below instead.
+  [ "$CASE" = ucmatose_tos ] && golden='' capture=1 client+=(-t 0x20)
   expect_server='^return status 0' expect_client='^return status 0'
   ;;
 rstream | rstream_nonblocking | rstream_resolve | rstream_async)
@@ -175,7 +183,7 @@ if [ "$CASE" = udaddy ]; then
   sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
   compare_cm_mads "$SIMNIC_RUNTIME_DIR/rej.pcap" sidr_reject
 fi
-if [ -n "$golden" ]; then
+if [ -n "$golden" ] || [ "$capture" -eq 1 ]; then
   link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/dev.pcap"
 else
   link_add "$DEV"
@@ -241,12 +249,57 @@ if [ -n "$golden" ]; then
   sim link delete "$DEV" >/dev/null 2>&1
   compare_cm_mads "$SIMNIC_RUNTIME_DIR/dev.pcap" "$golden"
 fi
+if [ "$CASE" = ucmatose_tos ]; then
+  sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
+  # Each REQ's primary traffic class (CM data byte 92, after the 24-byte MAD
+  # header), and the IPv4 TOS of every RC packet (BTH opcode below 0x20),
+  # per destination QP: the device's receive path rebuilds a received
+  # packet's TOS from what the kernel delivered, so the received copies show
+  # what went on lo.
+  python3 - "$SIMNIC_RUNTIME_DIR/dev.pcap" >"$work/tos.out" 2>&1 <<'PY' || fail "ToS: $(cat "$work/tos.out")"
+import struct, sys
+data = open(sys.argv[1], 'rb').read()
+magic = data[:4]
+end = '<' if magic in (b'\xd4\xc3\xb2\xa1', b'\x4d\x3c\xb2\xa1') else '>'
+link = struct.unpack(end + 'I', data[20:24])[0]
+off, reqs, rc, bad = 24, [], {}, []
+while off + 16 <= len(data):
+    incl = struct.unpack(end + 'I', data[off + 8:off + 12])[0]
+    f = data[off + 16:off + 16 + incl]
+    off += 16 + incl
+    ip = f[14:] if link == 1 else f
+    if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 17:
+        continue
+    udp = ip[(ip[0] & 15) * 4:]
+    if struct.unpack('>H', udp[2:4])[0] != 4791:
+        continue
+    bth = udp[8:]
+    opcode, dqpn = bth[0], int.from_bytes(bth[5:8], 'big')
+    if dqpn == 1 and opcode == 0x64:
+        mad = bth[12 + 8:]
+        if struct.unpack('>H', mad[16:18])[0] == 0x0010:  # ConnectRequest
+            reqs.append(mad[24 + 92])
+    elif opcode < 0x20:
+        rc[dqpn] = rc.get(dqpn, 0) + 1
+        if ip[1] != 0x20:
+            bad.append((hex(opcode), hex(dqpn), hex(ip[1])))
+print('REQ traffic classes', [hex(r) for r in reqs], 'RC packets by destination QP', rc)
+ok = True
+if len(reqs) < 3 or any(r != 0x20 for r in reqs):
+    print('a REQ without traffic class 0x20'); ok = False
+if len(rc) < 6:  # three connections, both ways
+    print('RC packets to fewer than 6 QPs'); ok = False
+if bad:
+    print('RC packets without TOS 0x20:', bad[:5], len(bad)); ok = False
+sys.exit(0 if ok else 1)
+PY
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "--- server (${server[*]}):"; cat "$work/server.out"
   echo "--- client (${client[*]}):"; cat "$work/client.out"
 else
   cat "$work/client.out"
-  for f in "$work"/compare-*.out; do [ -f "$f" ] && tail -1 "$f"; done
+  for f in "$work"/compare-*.out "$work/tos.out"; do [ -f "$f" ] && tail -1 "$f"; done
 fi
 sys_finish "$CASE"

@@ -1325,11 +1325,17 @@ __be16 rdma_get_dst_port(rdma_cm_id* id) {
 int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen) {
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_set_option, "RDMACM_1.0", -1, id, level, optname, optval, optlen);
-    // Accepted and without effect: the traffic class stays 0 (rxe's
-    // default), address reuse and IPv6-only binding are the agent's rules.
-    if (level == RDMA_OPTION_ID &&
-        (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY))
-        return 0;
+    if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS) {
+        // ucma_set_option_id: one byte, else EINVAL; the agent keeps it for
+        // rdma_resolve_route, which puts it in the route (cma_resolve_iboe_route).
+        if (optlen != sizeof(uint8_t) || !optval) return fail(EINVAL);
+        Json r;
+        return id_call(i, Json{{"op", "cm_set_tos"}, {"tos", *static_cast<const uint8_t*>(optval)}}, r) ? 0 : -1;
+    }
+    // Accepted (an int, as ucma_set_option_id wants) and without effect:
+    // address reuse and IPv6-only binding are the agent's rules.
+    if (level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY))
+        return optlen == sizeof(int) ? 0 : fail(EINVAL);
     return fail(ENOSYS);
 }
 

@@ -203,6 +203,12 @@ public:
     // attached to the MGID (hw-spec 5.6.12). EINVAL unless the ID has an
     // address on a device (bound or resolved) and `group` is multicast.
     int join_multicast(uint32_t id, const SockAddr& group);
+    // rdma_set_option's RDMA_OPTION_ID_TOS (rdma_set_service_type): kept on
+    // the ID, in any state, and read by resolve_route, as cma_resolve_iboe_route
+    // reads it into the path's traffic class (a ToS set later leaves the
+    // route, so the connection, as it was). The active side's REQ and QP
+    // (and a UD ID's ESTABLISHED address vector) carry the route's.
+    int set_tos(uint32_t id, uint8_t tos);
     int listen(uint32_t id);
     int connect(uint32_t id, const ConnParam& p);
     int accept(uint32_t id, const ConnParam& p);
