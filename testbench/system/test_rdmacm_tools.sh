@@ -251,48 +251,10 @@ if [ -n "$golden" ]; then
 fi
 if [ "$CASE" = ucmatose_tos ]; then
   sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
-  # Each REQ's primary traffic class (CM data byte 92, after the 24-byte MAD
-  # header), and the IPv4 TOS of every RC packet (BTH opcode below 0x20),
-  # per destination QP: the device's receive path rebuilds a received
-  # packet's TOS from what the kernel delivered, so the received copies show
-  # what went on lo.
-  python3 - "$SIMNIC_RUNTIME_DIR/dev.pcap" >"$work/tos.out" 2>&1 <<'PY' || fail "ToS: $(cat "$work/tos.out")"
-import struct, sys
-data = open(sys.argv[1], 'rb').read()
-magic = data[:4]
-end = '<' if magic in (b'\xd4\xc3\xb2\xa1', b'\x4d\x3c\xb2\xa1') else '>'
-link = struct.unpack(end + 'I', data[20:24])[0]
-off, reqs, rc, bad = 24, [], {}, []
-while off + 16 <= len(data):
-    incl = struct.unpack(end + 'I', data[off + 8:off + 12])[0]
-    f = data[off + 16:off + 16 + incl]
-    off += 16 + incl
-    ip = f[14:] if link == 1 else f
-    if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 17:
-        continue
-    udp = ip[(ip[0] & 15) * 4:]
-    if struct.unpack('>H', udp[2:4])[0] != 4791:
-        continue
-    bth = udp[8:]
-    opcode, dqpn = bth[0], int.from_bytes(bth[5:8], 'big')
-    if dqpn == 1 and opcode == 0x64:
-        mad = bth[12 + 8:]
-        if struct.unpack('>H', mad[16:18])[0] == 0x0010:  # ConnectRequest
-            reqs.append(mad[24 + 92])
-    elif opcode < 0x20:
-        rc[dqpn] = rc.get(dqpn, 0) + 1
-        if ip[1] != 0x20:
-            bad.append((hex(opcode), hex(dqpn), hex(ip[1])))
-print('REQ traffic classes', [hex(r) for r in reqs], 'RC packets by destination QP', rc)
-ok = True
-if len(reqs) < 3 or any(r != 0x20 for r in reqs):
-    print('a REQ without traffic class 0x20'); ok = False
-if len(rc) < 6:  # three connections, both ways
-    print('RC packets to fewer than 6 QPs'); ok = False
-if bad:
-    print('RC packets without TOS 0x20:', bad[:5], len(bad)); ok = False
-sys.exit(0 if ok else 1)
-PY
+  # Three REQs and three connections both ways (check_tos.py), each seen
+  # leaving and arriving.
+  python3 "$(dirname "$0")/check_tos.py" "$SIMNIC_RUNTIME_DIR/dev.pcap" 0x20 6 6 >"$work/tos.out" 2>&1 ||
+    fail "ToS: $(cat "$work/tos.out")"
 fi
 
 if [ "$failures" -ne 0 ]; then
