@@ -178,6 +178,35 @@ TEST_CASE("a non-blocking channel with nothing queued says EAGAIN", "[cm]") {
     rdma_destroy_event_channel(ch);
 }
 
+// ucma_set_option_id's lengths: the ToS one byte, REUSEADDR and AFONLY an
+// int, else EINVAL; an option or level it does not know ENOSYS. (What the
+// ToS does is rdmacm.ucmatose_tos's and simnic_cm_tests [tos]'s.)
+TEST_CASE("rdma_set_option: the ToS takes one byte, REUSEADDR an int; unknown options ENOSYS", "[cm][option]") {
+    rdma_event_channel* ch = rdma_create_event_channel();
+    REQUIRE(ch != nullptr);
+    rdma_cm_id* id = nullptr;
+    REQUIRE(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+    uint8_t tos = 0x20;
+    CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos) == 0);
+    int wide = 0x20;
+    errno = 0;
+    CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &wide, sizeof wide) == -1);
+    CHECK(errno == EINVAL);
+    int one = 1;
+    CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof one) == 0);
+    errno = 0;
+    CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &tos, sizeof tos) == -1);
+    CHECK(errno == EINVAL);
+    errno = 0;
+    CHECK(rdma_set_option(id, RDMA_OPTION_ID, 99, &one, sizeof one) == -1);
+    CHECK(errno == ENOSYS);
+    errno = 0;
+    CHECK(rdma_set_option(id, 99, RDMA_OPTION_ID_TOS, &tos, sizeof tos) == -1);
+    CHECK(errno == ENOSYS);
+    CHECK(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(ch);
+}
+
 // As librdmacm's ucma_get_device: an ID that has a device has the device's
 // PD too, so that memory is registered for it before its QP exists
 // (rdma_reg_msgs(id, ...), as datagram rsockets do: a null id->pd crashed
