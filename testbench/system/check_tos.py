@@ -10,7 +10,7 @@ be there, each with primary traffic class TOS (CM data byte 92, after the
 24-byte MAD header). A device's capture holds each packet as it left and as
 it arrived; the receive path rebuilds an arriving packet's TOS from what the
 kernel delivered, so the arrived copies show what went on the link.
-Classic pcap, Ethernet or raw IP.
+IPv4 (the TOS) and IPv6 (the traffic class). Classic pcap, Ethernet or raw IP.
 """
 import struct
 import sys
@@ -22,15 +22,18 @@ def main():
     data = open(path, 'rb').read()
     end = '<' if data[:4] in (b'\xd4\xc3\xb2\xa1', b'\x4d\x3c\xb2\xa1') else '>'
     link = struct.unpack(end + 'I', data[20:24])[0]
-    off, reqs, rc, bad = 24, [], {}, []
+    off, reqs, rc, bad, versions = 24, [], {}, [], {4: 0, 6: 0}
     while off + 16 <= len(data):
         incl = struct.unpack(end + 'I', data[off + 8:off + 12])[0]
         f = data[off + 16:off + 16 + incl]
         off += 16 + incl
         ip = f[14:] if link == 1 else f
-        if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 17:
+        if len(ip) >= 20 and ip[0] >> 4 == 4 and ip[9] == 17:
+            tc, udp = ip[1], ip[(ip[0] & 15) * 4:]
+        elif len(ip) >= 40 and ip[0] >> 4 == 6 and ip[6] == 17:
+            tc, udp = (ip[0] & 15) << 4 | ip[1] >> 4, ip[40:]
+        else:
             continue
-        udp = ip[(ip[0] & 15) * 4:]
         if struct.unpack('>H', udp[2:4])[0] != 4791:
             continue
         bth = udp[8:]
@@ -41,9 +44,11 @@ def main():
                 reqs.append(mad[24 + 92])
         elif opcode < 0x20:
             rc[dqpn] = rc.get(dqpn, 0) + 1
-            if ip[1] != tos:
-                bad.append((hex(opcode), hex(dqpn), hex(ip[1])))
-    print('REQ traffic classes', [hex(r) for r in reqs], 'RC packets by destination QP', rc)
+            versions[ip[0] >> 4] += 1
+            if tc != tos:
+                bad.append((hex(opcode), hex(dqpn), hex(tc)))
+    print('REQ traffic classes', [hex(r) for r in reqs], 'RC packets by destination QP', rc,
+          'IPv4 RC packets %d IPv6 RC packets %d' % (versions[4], versions[6]))
     ok = True
     if min_reqs is not None and (len(reqs) < min_reqs or any(r != tos for r in reqs)):
         print('fewer than %d REQs, or one without traffic class %#x' % (min_reqs, tos))
@@ -52,7 +57,7 @@ def main():
         print('RC packets to fewer than %d QPs' % min_qps)
         ok = False
     if bad:
-        print('%d RC packets without TOS %#x, e.g. (opcode, QP, TOS)' % (len(bad), tos), bad[:5])
+        print('%d RC packets without TOS %#x, e.g. (opcode, QP, TOS / traffic class)' % (len(bad), tos), bad[:5])
         ok = False
     return 0 if ok else 1
 

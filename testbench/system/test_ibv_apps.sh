@@ -81,6 +81,7 @@ ib_send_lat_odp)  perftest ib_send_lat -n 200 --odp ;;
 # (ibv_modify_qp's ah_attr.grh.traffic_class, no rdma_cm): every packet,
 # both ways, carries it as its IPv4 TOS on lo, as rxe's prepare4 writes it.
 ib_write_bw_tclass) perftest ib_write_bw -n 200 --tclass=32 ;;
+ib_write_bw_tclass_ipv6) perftest ib_write_bw -n 200 --tclass=32 -x 2 ;;  # GID 2 on lo is ::1: the IPv6 traffic class
 kill_mid_transfer)
   # A client killed with SIGKILL in the middle of a long ib_write_bw: its
   # objects must go, and the device must keep serving others.
@@ -91,7 +92,7 @@ esac
 
 # The plain rc_pingpong case also records the device's traffic (`pcap FILE`).
 pcap_args=()
-case "$CASE" in rc_pingpong | rc_pingpong_ipv6 | ib_write_bw_tclass) pcap_args=(pcap "$SIMNIC_RUNTIME_DIR/dev.pcap") ;; esac
+case "$CASE" in rc_pingpong | rc_pingpong_ipv6 | ib_write_bw_tclass*) pcap_args=(pcap "$SIMNIC_RUNTIME_DIR/dev.pcap") ;; esac
 link_add "$DEV" "${pcap_args[@]}"
 
 app timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
@@ -172,11 +173,14 @@ nothing_left "after exit" qps cqs mrs pds
 # valid ICRC: at least the 4 data packets of each SEND (MTU 1024), both ways,
 # 1000 times, each seen leaving and arriving on lo (ACKs and any retransmit
 # come on top).
-if [ "$CASE" = ib_write_bw_tclass ]; then
+if [[ "$CASE" = ib_write_bw_tclass* ]]; then
   # The WRITEs one way, the ACKs the other (check_tos.py).
   sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
   python3 "$(dirname "$0")/check_tos.py" "${pcap_args[1]}" 32 2 >"$work/tos.out" 2>&1 ||
     fail "ToS: $(cat "$work/tos.out")"
+  if [ "$CASE" = ib_write_bw_tclass_ipv6 ]; then
+    grep -q 'IPv4 RC packets 0 IPv6 RC packets [1-9]' "$work/tos.out" || fail "not over IPv6: $(cat "$work/tos.out")"
+  fi
   tail -1 "$work/tos.out"
 elif [ ${#pcap_args[@]} -gt 0 ]; then
   sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes the capture
