@@ -1,7 +1,8 @@
 // The UDP port (port.h): RoCE v2 over the host's UDP stack on UDP 4791 of
 // the netdev's addresses (hw-spec 1.1), the port every device has today.
 // One socket per source port sends, so that the kernel writes the IP and
-// UDP headers the engine encoded the same way (rxe's DF, ID 0, TTL 64: the
+// UDP headers the engine encoded the same way (rxe's DF, ID 0, TTL 64, and
+// the address vector's TOS / traffic class, given with each datagram: the
 // frame on the wire is the one the ICRC covers); the frames of one engine
 // step leave together (tx_queue.h). One socket per local address receives,
 // and the headers the kernel took off are rebuilt in front of each payload;
