@@ -340,49 +340,39 @@ TEST_CASE("placement: FLUSH rights of the QP and the MR, each placement type", "
 // rxe's check_rkey: a FLUSH of the whole MR checks the key and the rights
 // and no range, so its address and length mean nothing.
 TEST_CASE("placement: a whole-MR FLUSH skips the range check, not the key's", "[transport][placement]") {
-    SECTION("address and length outside the MR: acknowledged") {
+    // One FLUSH from a QP with the FLUSH rights to a 64-byte MR of
+    // `mr_access`, aimed 64 KiB past the MR's start with a 1 MiB length
+    // (`outside`) or at the MR with its rkey spoiled; the status it
+    // completes with.
+    enum class Aim { Outside, BadRkey };
+    auto status_of = [](uint32_t mr_access, uint8_t placement, uint8_t selectivity, Aim aim) {
         Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, with_flush_rights);
-        Buf target = make_buf(f.b(), 64, kAllAccess | hw::access::kFlushGlobal);
-        auto w = flush(1, target, 0x100000, roce::feth::kPlacementGlobal, roce::feth::kSelectMr);
-        w.remote_addr = target.addr + 0x10000;
+        Buf target = make_buf(f.b(), 64, mr_access);
+        auto w = flush(1, target, aim == Aim::Outside ? 0x100000 : 0, placement, selectivity);
+        if (aim == Aim::Outside) w.remote_addr = target.addr + 0x10000;
+        else w.rkey ^= 0x5a00;
         REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
         f.run();
         auto s = f.a().cq.side(CqSide::Send);
         REQUIRE(s.size() == 1);
-        CHECK(s[0].wc.status == hw::WcStatus::Success);
+        return s[0].wc.status;
+    };
+    const uint32_t global_only = kAllAccess | hw::access::kFlushGlobal;
+    SECTION("address and length outside the MR: acknowledged") {
+        CHECK(status_of(global_only, roce::feth::kPlacementGlobal, roce::feth::kSelectMr, Aim::Outside) ==
+              hw::WcStatus::Success);
     }
     SECTION("outside the MR and without the MR's right: remote access error") {
-        Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, with_flush_rights);
-        Buf target = make_buf(f.b(), 64, kAllAccess | hw::access::kFlushGlobal);
-        auto w = flush(1, target, 0x100000, roce::feth::kPlacementPersistent, roce::feth::kSelectMr);
-        w.remote_addr = target.addr + 0x10000;
-        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
-        f.run();
-        auto s = f.a().cq.side(CqSide::Send);
-        REQUIRE(s.size() == 1);
-        CHECK(s[0].wc.status == hw::WcStatus::RemAccessErr);
+        CHECK(status_of(global_only, roce::feth::kPlacementPersistent, roce::feth::kSelectMr, Aim::Outside) ==
+              hw::WcStatus::RemAccessErr);
     }
     SECTION("the same as a range FLUSH: remote access error") {
-        Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, with_flush_rights);
-        Buf target = make_buf(f.b(), 64, kAllAccess | hw::access::kFlushGlobal);
-        auto w = flush(1, target, 0x100000, roce::feth::kPlacementGlobal);
-        w.remote_addr = target.addr + 0x10000;
-        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
-        f.run();
-        auto s = f.a().cq.side(CqSide::Send);
-        REQUIRE(s.size() == 1);
-        CHECK(s[0].wc.status == hw::WcStatus::RemAccessErr);
+        CHECK(status_of(global_only, roce::feth::kPlacementGlobal, roce::feth::kSelectRange, Aim::Outside) ==
+              hw::WcStatus::RemAccessErr);
     }
     SECTION("a bad rkey: remote access error") {
-        Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, with_flush_rights);
-        Buf target = make_buf(f.b(), 64, kAllAccess | kFlushRights);
-        auto w = flush(1, target, 0, roce::feth::kPlacementGlobal, roce::feth::kSelectMr);
-        w.rkey ^= 0x5a00;
-        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
-        f.run();
-        auto s = f.a().cq.side(CqSide::Send);
-        REQUIRE(s.size() == 1);
-        CHECK(s[0].wc.status == hw::WcStatus::RemAccessErr);
+        CHECK(status_of(kAllAccess | kFlushRights, roce::feth::kPlacementGlobal, roce::feth::kSelectMr,
+                        Aim::BadRkey) == hw::WcStatus::RemAccessErr);
     }
 }
 
