@@ -434,6 +434,15 @@ uint32_t reg_mr(Rig& r, uint32_t access) {
     return uint32_t(hw::get(o.out.data(), o.out.size(), hw::cmd_reg_mr_out::rkey));
 }
 
+// REREG_MR of the MR `key` with CHANGE_ACCESS to `access`.
+void rereg_access(Rig& r, uint32_t key, uint32_t access) {
+    uint8_t re[hw::cmd_rereg_mr_in::kSize] = {};
+    hw::set(re, hw::cmd_rereg_mr_in::lkey, key);
+    hw::set(re, hw::cmd_rereg_mr_in::flags, hw::rereg_flags::kChangeAccess);
+    hw::set(re, hw::cmd_rereg_mr_in::access, access);
+    cmd(*r.ctx, hw::CmdOpcode::ReregMr, re, hw::cmd_reg_mr_out::kSize);
+}
+
 // B's QP, in RTS, grants `access` from now on (RTS -> RTS with ACCESS_FLAGS).
 void grant(Rig& r, uint32_t access) {
     uint8_t at[hw::qp_attr::kSize] = {};
@@ -496,11 +505,7 @@ TEST_CASE("FLUSH needs the right of each placement type in the QP and the MR", "
     SECTION("QP without FLUSH_PERSISTENT, MR with it: NAK invalid request") {
         grant(r, kQpRights | acc::kFlushGlobal);
         const uint32_t rkey = reg_mr(r, acc::kLocalWrite | acc::kFlushGlobal);
-        uint8_t re[hw::cmd_rereg_mr_in::kSize] = {};
-        hw::set(re, hw::cmd_rereg_mr_in::lkey, rkey);
-        hw::set(re, hw::cmd_rereg_mr_in::flags, hw::rereg_flags::kChangeAccess);
-        hw::set(re, hw::cmd_rereg_mr_in::access, acc::kLocalWrite | acc::kFlushGlobal | acc::kFlushPersistent);
-        cmd(*r.ctx, hw::CmdOpcode::ReregMr, re, hw::cmd_reg_mr_out::kSize);
+        rereg_access(r, rkey, acc::kLocalWrite | acc::kFlushGlobal | acc::kFlushPersistent);
         post_flush(r, 5, rkey, r.va(0), 64, kGlobal | kPersistent);
         expect(5, hw::WcStatus::RemInvReqErr);
     }
@@ -513,11 +518,7 @@ TEST_CASE("FLUSH needs the right of each placement type in the QP and the MR", "
     SECTION("MR granted FLUSH_PERSISTENT by REREG_MR: acknowledged") {
         grant(r, kQpRights | acc::kFlushGlobal | acc::kFlushPersistent);
         const uint32_t rkey = reg_mr(r, acc::kLocalWrite | acc::kFlushGlobal);
-        uint8_t re[hw::cmd_rereg_mr_in::kSize] = {};
-        hw::set(re, hw::cmd_rereg_mr_in::lkey, rkey);
-        hw::set(re, hw::cmd_rereg_mr_in::flags, hw::rereg_flags::kChangeAccess);
-        hw::set(re, hw::cmd_rereg_mr_in::access, acc::kLocalWrite | acc::kFlushGlobal | acc::kFlushPersistent);
-        cmd(*r.ctx, hw::CmdOpcode::ReregMr, re, hw::cmd_reg_mr_out::kSize);
+        rereg_access(r, rkey, acc::kLocalWrite | acc::kFlushGlobal | acc::kFlushPersistent);
         post_flush(r, 7, rkey, r.va(0), 64, kGlobal | kPersistent);
         expect(7, hw::WcStatus::Success);
     }
