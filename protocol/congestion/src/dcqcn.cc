@@ -58,7 +58,9 @@ void DcqcnRp::rate_increase() {
             ++counters_.additive_steps;
             break;
         case IncreaseStage::Hyper:
-            rt_ += cfg_.rhai_bps;
+            // QCN's hyperactive increase: the step grows with the number of
+            // events past F that both counters have made (1, 2, ...).
+            rt_ += double(std::min(t_cnt_, bc_) - cfg_.fast_recovery_steps) * cfg_.rhai_bps;
             ++counters_.hyper_steps;
             break;
     }

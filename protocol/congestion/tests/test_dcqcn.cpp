@@ -1,5 +1,6 @@
 // DCQCN's reaction point against values worked out by hand from the
-// paper's rules (Zhu et al., SIGCOMM 2015, section 3.2; dcqcn.h).
+// paper's rules (Zhu et al., SIGCOMM 2015, section 3.2, as dcqcn.h cites
+// them).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -13,7 +14,7 @@ constexpr double kG = 100e9;
 constexpr uint64_t kUs = 1000;
 }  // namespace
 
-TEST_CASE("RP: defaults are the paper's and pass the check", "[dcqcn]") {
+TEST_CASE("RP: defaults are the published ones and pass the check", "[dcqcn]") {
     const DcqcnConfig c;
     CHECK(check(c) == nullptr);
     CHECK(c.g == 1.0 / 256);
@@ -22,6 +23,8 @@ TEST_CASE("RP: defaults are the paper's and pass the check", "[dcqcn]") {
     CHECK(c.rate_timer_ns == 55 * kUs);
     CHECK(c.fast_recovery_steps == 5);
     CHECK(c.rai_bps == 40e6);
+    CHECK(c.rhai_bps == 200e6);                    // the authors' ns-3 sample configuration
+    CHECK(c.byte_counter_bytes == 10'000'000);     // 10 MB, as the authors' fluid model
     DcqcnConfig bad = c;
     bad.g = 0;
     CHECK(check(bad) != nullptr);
@@ -155,12 +158,22 @@ TEST_CASE("RP: a short scenario, timer and byte counter, by hand", "[dcqcn]") {
     CHECK(rp.stage() == IncreaseStage::Hyper);
     CHECK(rp.target_rate_bps() == Approx(6.2e9).epsilon(1e-12));
     CHECK(rp.rate_bps() == Approx(5.6234375e9).epsilon(1e-12));
+    // 41 us: T_cnt 4, BC 3: min(4, 3) - F = 1, one R_HAI again. Rt 7.2G,
+    // Rc (7.2 + 5.6234375) / 2.
+    rp.advance(41'000);
+    CHECK(rp.target_rate_bps() == Approx(7.2e9).epsilon(1e-12));
+    CHECK(rp.rate_bps() == Approx(6.41171875e9).epsilon(1e-12));
+    // BC 4: min(4, 4) - F = 2: the step grows to 2 R_HAI, as QCN's
+    // hyperactive increase (and the DCQCN authors' ns-3). Rt 9.2G.
+    rp.on_bytes_sent(1'000, 42'000);
+    CHECK(rp.target_rate_bps() == Approx(9.2e9).epsilon(1e-12));
+    CHECK(rp.rate_bps() == Approx(7.805859375e9).epsilon(1e-12));
     const RpCounters& k = rp.counters();
     CHECK(k.cnps_received == 2);
     CHECK(k.fast_recovery_steps == 3);
     CHECK(k.additive_steps == 2);
-    CHECK(k.hyper_steps == 1);
-    CHECK(k.rate_limited_ns == 31'000);
+    CHECK(k.hyper_steps == 3);
+    CHECK(k.rate_limited_ns == 42'000);
     CHECK(k.alpha_decays == 0);
 }
 

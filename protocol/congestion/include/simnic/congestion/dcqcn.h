@@ -1,7 +1,11 @@
 // DCQCN's reaction point (RP): the sender's per-QP rate control, as
 // published by Zhu et al., "Congestion Control for Large-Scale RDMA
 // Deployments", SIGCOMM 2015, section 3.2 (the paper's names: Rc, Rt,
-// alpha, g, K, T, B, F, R_AI, R_HAI).
+// alpha, g, K, T, B, F, R_AI, R_HAI), and restated by Zhu et al., "ECN or
+// Delay: Lessons Learnt from Analysis of DCQCN and TIMELY", CoNEXT 2016,
+// section 3.1 (its authors' LaTeX source, github.com/jitupadhye-zz/rdma,
+// conext2016/dcqcn-protocol.tex), which says the increase works "in a
+// manner identical to QCN".
 //
 // - On a CNP: Rt = Rc, Rc = Rc (1 - alpha/2), alpha = (1 - g) alpha + g;
 //   the timer, the byte counter and their counts restart.
@@ -10,8 +14,12 @@
 //   rate-limited, one rate increase. Its stage follows from how often each
 //   has fired since the last CNP (T_cnt, BC): fast recovery while both are
 //   at most F (Rc = (Rt + Rc) / 2), hyper increase once both exceed F
-//   (Rt += R_HAI, then Rc = (Rt + Rc) / 2), additive increase in between
-//   (Rt += R_AI, then Rc = (Rt + Rc) / 2).
+//   (Rt += i R_HAI with i = min(T_cnt, BC) - F, then Rc = (Rt + Rc) / 2),
+//   additive increase in between (Rt += R_AI, then Rc = (Rt + Rc) / 2).
+//   The growing hyper step is QCN's hyperactive increase, as the DCQCN
+//   authors' own simulator does it (github.com/bobzhuyb/ns3-rdma,
+//   qbb-net-device.cc, rpr_hyper_increase: R_HAI times min(byte stage,
+//   time stage) - F + 1, its stages counting from 0).
 // - Rc and Rt never exceed the line rate nor fall below min_rate. Once Rc is
 //   back at the line rate the QP is no longer rate-limited and the increase
 //   timer stops.
@@ -28,12 +36,18 @@
 namespace simnic::congestion {
 
 // Every parameter, with its default and where the default comes from. The
-// defaults are the paper's (section 5's deployed values), not NVIDIA mlx5's:
-// mlx5 exposes the same knobs (drivers/infiniband/hw/mlx5/cong.c, named
-// below) but its defaults come from the device's firmware and are not
-// published with the driver, and the issue asks for DCQCN as published.
-// (The paper could not be consulted during this work: the values are the
-// paper's as commonly cited; R_HAI is ours, see below. docs/model.md.)
+// defaults are DCQCN's as its authors publish them, not NVIDIA mlx5's: mlx5
+// exposes the same knobs (drivers/infiniband/hw/mlx5/cong.c, named below)
+// but its defaults come from the device's firmware and are not published
+// with the driver, and the issue asks for DCQCN as published. The SIGCOMM
+// 2015 paper itself could not be read here; each default cites where it was
+// checked (docs/model.md, "Parameters", has the table):
+//   [conext]  the CoNEXT 2016 paper's LaTeX source (jitupadhye-zz/rdma,
+//             conext2016/), which restates the SIGCOMM paper's defaults;
+//   [fluid.m] the same authors' fluid-model program (fluidmodel/dcqcn/
+//             dcqcn2.m), its "DCQCN fixed parameters";
+//   [ns3]     the DCQCN authors' ns-3 simulator released with the CoNEXT
+//             paper (bobzhuyb/ns3-rdma), its sample mix/config.txt.
 struct DcqcnConfig {
     // The port's line rate: Rc's and Rt's ceiling and their value before
     // any CNP. 100 Gb/s: issue 15's experiments. Set by the engine.
@@ -42,29 +56,37 @@ struct DcqcnConfig {
     // per CNP and CNPs come at most every N); ours, 1 Mb/s, so that a
     // storm of CNPs cannot stall a QP. mlx5: rp_min_rate.
     double min_rate_bps = 1e6;
-    // g, the gain of the alpha estimate: 1/256 (paper). mlx5: rp_dce_tcp_g.
+    // g, the gain of the alpha estimate: 1/256 ([fluid.m]; [ns3]
+    // DCTCP_GAIN 0.00390625). mlx5: rp_dce_tcp_g.
     double g = 1.0 / 256;
-    // alpha before the first CNP: 1 (paper: the first CNP halves the rate).
-    // mlx5: rp_initial_alpha_value.
+    // alpha before the first CNP: 1, so that the first CNP halves the rate
+    // ([fluid.m] starts every flow with alpha 1; the released ns-3 starts at
+    // 0.5, HPCC's ns-3 sets 1 on the first CNP). mlx5:
+    // rp_initial_alpha_value.
     double initial_alpha = 1.0;
-    // K, the alpha timer: 55 us (paper). mlx5: rp_dce_tcp_rtt.
+    // K, the alpha timer (the fluid model's tau'): 55 us ([conext]: "the
+    // default parameter settings given in [the SIGCOMM paper] set both the
+    // Timer T and alpha update interval tau' equal to 55us"). mlx5:
+    // rp_dce_tcp_rtt.
     uint64_t alpha_timer_ns = 55'000;
-    // T, the rate increase timer: 55 us (paper). mlx5: rp_time_reset.
+    // T, the rate increase timer: 55 us ([conext], as K). mlx5:
+    // rp_time_reset.
     uint64_t rate_timer_ns = 55'000;
-    // B, the byte counter: 10 MB (paper), taken as 10 MiB. mlx5:
-    // rp_byte_reset. 0 turns the byte counter off.
-    uint64_t byte_counter_bytes = 10ull << 20;
-    // F, the fast recovery steps: 5 (paper). mlx5: rp_threshold.
+    // B, the byte counter: 10 MB, 10^7 bytes ([fluid.m]: B = 10e6 bytes,
+    // "10MB"). mlx5: rp_byte_reset. 0 turns the byte counter off.
+    uint64_t byte_counter_bytes = 10'000'000;
+    // F, the fast recovery steps: 5 ([conext]: "fixed at 5"). mlx5:
+    // rp_threshold.
     unsigned fast_recovery_steps = 5;
-    // R_AI, the additive increase step: 40 Mb/s (paper). mlx5: rp_ai_rate.
+    // R_AI, the additive increase step: 40 Mb/s ([conext]: "fixed at
+    // 40Mbps"). mlx5: rp_ai_rate.
     double rai_bps = 40e6;
-    // R_HAI, the hyper increase step: 400 Mb/s, ten times R_AI as in QCN
-    // (IEEE 802.1Qau, DCQCN's ancestor); ours, to be checked against the
-    // paper. Each hyper increase adds R_HAI once; QCN's hyperactive increase
-    // grows its step with the number of events past F (i R_HAI), which the
-    // paper may follow: check before comparing with its fluid model.
-    // mlx5: rp_hai_rate.
-    double rhai_bps = 400e6;
+    // R_HAI, the hyper increase step: 200 Mb/s ([ns3]: RATE_HAI 200Mb/s
+    // beside RATE_AI 40Mb/s). Not verified against the SIGCOMM paper,
+    // which the sources read here do not quote for it. The i-th hyper
+    // increase since the last CNP adds i R_HAI (see above). mlx5:
+    // rp_hai_rate.
+    double rhai_bps = 200e6;
 };
 
 // nullptr if the configuration is usable, else what is wrong with it.
