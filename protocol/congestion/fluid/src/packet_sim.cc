@@ -24,7 +24,15 @@ struct Event {
     Ev kind;
     uint32_t flow;
     bool ce;
-    bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+    // At one time a departure first (the frame that finishes leaving is
+    // gone when another finishes arriving: back-to-back frames at the same
+    // rate find an empty queue), then in the order posted.
+    bool operator>(const Event& o) const {
+        if (t != o.t) return t > o.t;
+        const bool d = kind == Ev::Depart, od = o.kind == Ev::Depart;
+        if (d != od) return od;
+        return seq > o.seq;
+    }
 };
 
 struct Packet {

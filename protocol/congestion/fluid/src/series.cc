@@ -182,6 +182,50 @@ double convergence_time(const Series& s, double fair_bps, double window_s, doubl
     return from;
 }
 
+Series mean_of_flows(const Series& s) {
+    Series m;
+    m.t_s = s.t_s;
+    m.queue_bytes = s.queue_bytes;
+    m.rate_bps.assign(1, std::vector<double>(s.samples(), 0.0));
+    if (s.flows() == 0) return m;
+    for (std::size_t k = 0; k < s.samples(); ++k) {
+        double sum = 0;
+        for (std::size_t f = 0; f < s.flows(); ++f) sum += s.rate_bps[f][k];
+        m.rate_bps[0][k] = sum / double(s.flows());
+    }
+    return m;
+}
+
+bool ensemble_mean(const std::vector<Series>& runs, Series& mean, std::string& err) {
+    if (runs.empty()) {
+        err = "no runs";
+        return false;
+    }
+    const Series& first = runs.front();
+    mean = first;
+    for (std::size_t r = 1; r < runs.size(); ++r) {
+        const Series& s = runs[r];
+        if (s.flows() != first.flows() || s.samples() != first.samples() ||
+            s.queue_bytes.size() != first.queue_bytes.size()) {
+            err = "run " + std::to_string(r) + " differs from run 0 in flows or samples";
+            return false;
+        }
+        for (std::size_t k = 0; k < s.samples(); ++k) {
+            if (std::fabs(s.t_s[k] - first.t_s[k]) > 1e-12) {
+                err = "run " + std::to_string(r) + " has other sample times";
+                return false;
+            }
+            for (std::size_t f = 0; f < s.flows(); ++f) mean.rate_bps[f][k] += s.rate_bps[f][k];
+            if (!s.queue_bytes.empty()) mean.queue_bytes[k] += s.queue_bytes[k];
+        }
+    }
+    const double n = double(runs.size());
+    for (auto& v : mean.rate_bps)
+        for (double& x : v) x /= n;
+    for (double& x : mean.queue_bytes) x /= n;
+    return true;
+}
+
 Agreement compare(const Series& ref, const Series& meas, double from_s, double window_s) {
     Agreement a;
     if (ref.flows() != meas.flows()) {

@@ -23,14 +23,16 @@ namespace {
 const char* kUsage =
     "usage: simnic-dcqcn-fluid fluid|packet [options] [--out FILE.csv]\n"
     "       simnic-dcqcn-fluid fixed-point [options]\n"
-    "       simnic-dcqcn-fluid compare REFERENCE.csv MEASURED.csv [--from-us T] [--window-us W]\n"
-    "                                  [--tolerance F] [--fair-gbps R]\n"
+    "       simnic-dcqcn-fluid compare REFERENCE.csv MEASURED.csv... [--from-us T] [--window-us W]\n"
+    "                                  [--tolerance F] [--fair-gbps R] [--mean-of-flows 1]\n"
     "\n"
     "fluid        integrate the DCQCN fluid model (Zhu et al. 2015/2016)\n"
     "packet       run the packet-level model (DcqcnRp senders, RED queue, NotificationPoint)\n"
     "fixed-point  the model's fixed point for N equal flows (p*, queue)\n"
-    "compare      windowed per-flow mean rates of MEASURED against REFERENCE;\n"
-    "             exit 0 if every window agrees within the tolerance (default 0.2)\n"
+    "compare      windowed per-flow mean rates of MEASURED against REFERENCE (several\n"
+    "             MEASURED: runs of one scenario, their sample-by-sample mean; --mean-of-flows 1:\n"
+    "             the mean over the flows, what the fluid model predicts for flows started alike);\n"
+    "             exit 0 if every window agrees within the tolerance (default 0.2), 1 if not\n"
     "\n"
     "scenario options (defaults: issue 15's 2:1 incast, the published DCQCN parameters):\n"
     "  --flows N             flows, one per sender (2)\n"
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> files;
     double from_us = 0, window_us = 1000, tolerance = 0.2, fair_gbps = 0;
     bool line_set = false;
+    bool flow_mean = false;
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         if (a.rfind("--", 0) != 0) {
@@ -127,29 +130,41 @@ int main(int argc, char** argv) {
         else if (a == "--window-us") window_us = num(a, v);
         else if (a == "--tolerance") tolerance = num(a, v);
         else if (a == "--fair-gbps") fair_gbps = num(a, v);
+        else if (a == "--mean-of-flows") flow_mean = num(a, v) != 0;
         else die("unknown option " + a + " (--help)");
     }
 
     if (cmd == "compare") {
-        if (files.size() != 2) die("compare takes two CSV files, the reference and the measured");
-        Series ser[2];
-        for (int k = 0; k < 2; ++k) {
-            std::ifstream in(files[std::size_t(k)]);
-            if (!in) die("cannot open " + files[std::size_t(k)]);
+        if (files.size() < 2) die("compare takes the reference CSV and one or more measured CSVs");
+        std::vector<Series> ser(files.size());
+        for (std::size_t k = 0; k < files.size(); ++k) {
+            std::ifstream in(files[k]);
+            if (!in) die("cannot open " + files[k]);
             std::string err;
-            if (!read_csv(in, ser[k], err)) die(files[std::size_t(k)] + ": " + err);
+            if (!read_csv(in, ser[k], err)) die(files[k] + ": " + err);
+        }
+        Series measured;
+        {
+            std::string err;
+            if (!ensemble_mean(std::vector<Series>(ser.begin() + 1, ser.end()), measured, err)) die(err);
+        }
+        Series reference = ser[0];
+        if (flow_mean) {
+            reference = mean_of_flows(reference);
+            measured = mean_of_flows(measured);
         }
         if (!(window_us > 0)) die("--window-us must be positive");
-        const Agreement a = compare(ser[0], ser[1], from_us * 1e-6, window_us * 1e-6);
+        const Agreement a = compare(reference, measured, from_us * 1e-6, window_us * 1e-6);
         if (!a.error.empty()) die(a.error);
         std::cout << "windows " << a.windows << " of " << window_us << " us from " << from_us << " us\n"
                   << "max relative error " << a.max_error << " (flow " << a.worst_flow << ", window at "
                   << a.worst_t_s * 1e6 << " us)\nmean relative error " << a.mean_error << "\n";
         const double fair = fair_gbps > 0 ? fair_gbps * 1e9 : 0;
         if (fair > 0) {
+            const Series* both[2] = {&reference, &measured};
             for (int k = 0; k < 2; ++k)
                 std::cout << (k ? "measured" : "reference") << " converged within 10% of " << fair_gbps
-                          << " Gb/s from " << convergence_time(ser[k], fair, window_us * 1e-6, 0.1) * 1e6 << " us\n";
+                          << " Gb/s from " << convergence_time(*both[k], fair, window_us * 1e-6, 0.1) * 1e6 << " us\n";
         }
         const bool ok = a.max_error <= tolerance;
         std::cout << (ok ? "agree" : "disagree") << " within " << tolerance << "\n";

@@ -46,6 +46,17 @@ double max_queue(const Series& s, double t0, double t1);
 // series' end; NaN if never.
 double convergence_time(const Series& s, double fair_bps, double window_s, double tolerance);
 
+// One flow: the mean of the flows' rates at each sample (the aggregate over
+// N), the queue kept. The fluid model's flows, started alike, stay alike
+// for ever; a packet-level run's part ways at the first CNPs (which flow's
+// packet is marked first is chance) and meet again only slowly, so the
+// model's prediction for such a run is this mean (docs/model.md).
+Series mean_of_flows(const Series& s);
+// Sample by sample the mean of several runs of one scenario (other seeds):
+// the expectation the fluid model, a mean-field model, describes. The runs
+// must have the same flows and sample times; false with `err` otherwise.
+bool ensemble_mean(const std::vector<Series>& runs, Series& mean, std::string& err);
+
 // How a measured series agrees with a reference (the fluid model): per
 // flow, the mean rate over consecutive windows of `window_s` from
 // `from_s` to the end of both; for each window and flow the relative error
