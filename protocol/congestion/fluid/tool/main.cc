@@ -2,6 +2,7 @@
 // counterpart for N flows through one bottleneck, as CSV; and the
 // comparison of any two such CSVs (a fabric run's too). docs/model.md, "The
 // fluid model".
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -23,12 +24,14 @@ namespace {
 const char* kUsage =
     "usage: simnic-dcqcn-fluid fluid|packet [options] [--out FILE.csv]\n"
     "       simnic-dcqcn-fluid fixed-point [options]\n"
+    "       simnic-dcqcn-fluid bench [options]\n"
     "       simnic-dcqcn-fluid compare REFERENCE.csv MEASURED.csv... [--from-us T] [--window-us W]\n"
     "                                  [--tolerance F] [--fair-gbps R] [--mean-of-flows 1]\n"
     "\n"
     "fluid        integrate the DCQCN fluid model (Zhu et al. 2015/2016)\n"
     "packet       run the packet-level model (DcqcnRp senders, RED queue, NotificationPoint)\n"
     "fixed-point  the model's fixed point for N equal flows (p*, queue)\n"
+    "bench        wall time of both models for 2 to 64 flows (--duration-ms of simulated time)\n"
     "compare      windowed per-flow mean rates of MEASURED against REFERENCE (several\n"
     "             MEASURED: runs of one scenario, their sample-by-sample mean; --mean-of-flows 1:\n"
     "             the mean over the flows, what the fluid model predicts for flows started alike);\n"
@@ -70,8 +73,8 @@ int main(int argc, char** argv) {
         return argc < 2 ? 2 : 0;
     }
     const std::string cmd = argv[1];
-    if (cmd != "fluid" && cmd != "packet" && cmd != "compare" && cmd != "fixed-point")
-        die("unknown command '" + cmd + "' (fluid, packet, fixed-point, compare; --help)");
+    if (cmd != "fluid" && cmd != "packet" && cmd != "compare" && cmd != "fixed-point" && cmd != "bench")
+        die("unknown command '" + cmd + "' (fluid, packet, fixed-point, compare, bench; --help)");
 
     Scenario s;
     FluidOptions fo;
@@ -183,6 +186,27 @@ int main(int argc, char** argv) {
         }
         std::cout << "p* " << fp.p << "\nqueue* " << fp.queue_bytes << " bytes\nrate* " << s.bottleneck_bps / s.flows * 1e-9
                   << " Gb/s per flow\ntau* " << loop_delay_s(s) * 1e6 << " us\n";
+        return 0;
+    }
+
+    if (cmd == "bench") {
+        // Figures, not a test: how fast each model runs, against the
+        // number of flows (all into one bottleneck, all starting at once).
+        std::cout << "flows,model,simulated_ms,wall_ms,packets,packets_per_wall_s,slowdown\n";
+        for (unsigned n : {2u, 4u, 8u, 16u, 32u, 64u}) {
+            Scenario b = s;
+            b.flows = n;
+            b.start_s.clear();
+            for (int m = 0; m < 2; ++m) {
+                PacketStats st;
+                const auto t0 = std::chrono::steady_clock::now();
+                if (m == 0) (void)integrate_fluid(b, fo);
+                else (void)simulate_packets(b, seed, &st);
+                const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                std::cout << n << "," << (m ? "packet" : "fluid") << "," << b.duration_s * 1e3 << "," << wall * 1e3 << ","
+                          << st.packets << "," << (m ? double(st.packets) / wall : 0.0) << "," << wall / b.duration_s << "\n";
+            }
+        }
         return 0;
     }
 
