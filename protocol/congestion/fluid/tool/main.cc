@@ -2,6 +2,7 @@
 // counterpart for N flows through one bottleneck, as CSV; and the
 // comparison of any two such CSVs (a fabric run's too). docs/model.md, "The
 // fluid model".
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -65,12 +66,23 @@ double num(const std::string& opt, const char* v) {
     return d;
 }
 
+// A count or a time that becomes an integer: not negative, not absurd.
+uint64_t whole(const std::string& opt, const char* v, double scale = 1) {
+    const double d = num(opt, v) * scale;
+    if (d < 0 || d > 1e15) die(opt + " must be 0 to 1e15 (after units): '" + v + "'");
+    return uint64_t(std::llround(d));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    if (argc < 2) {
+        std::cerr << kUsage;
+        return 2;
+    }
+    if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
         std::cout << kUsage;
-        return argc < 2 ? 2 : 0;
+        return 0;
     }
     const std::string cmd = argv[1];
     if (cmd != "fluid" && cmd != "packet" && cmd != "compare" && cmd != "fixed-point" && cmd != "bench")
@@ -109,7 +121,7 @@ int main(int argc, char** argv) {
             std::stringstream ss(v);
             std::string t;
             while (std::getline(ss, t, ',')) s.start_s.push_back(num(a, t.c_str()) * 1e-6);
-        } else if (a == "--packet-bytes") s.packet_bytes = uint32_t(num(a, v));
+        } else if (a == "--packet-bytes") s.packet_bytes = uint32_t(std::min<uint64_t>(whole(a, v), 1u << 30));
         else if (a == "--link-delay-us") s.link_delay_s = num(a, v) * 1e-6;
         else if (a == "--feedback-delay-us") s.feedback_delay_s = num(a, v) * 1e-6;
         else if (a == "--kmin-kb") s.red.kmin_bytes = num(a, v) * 1e3;
@@ -118,17 +130,18 @@ int main(int argc, char** argv) {
         else if (a == "--rai-mbps") s.rp.rai_bps = num(a, v) * 1e6;
         else if (a == "--rhai-mbps") s.rp.rhai_bps = num(a, v) * 1e6;
         else if (a == "--g") s.rp.g = num(a, v);
-        else if (a == "--timer-us") s.rp.rate_timer_ns = uint64_t(num(a, v) * 1e3);
-        else if (a == "--alpha-timer-us") s.rp.alpha_timer_ns = uint64_t(num(a, v) * 1e3);
-        else if (a == "--byte-counter") {
-            const double b = num(a, v);
-            if (b < 0) die("--byte-counter must not be negative");
-            s.rp.byte_counter_bytes = uint64_t(b);
-        } else if (a == "--fast-recovery") s.rp.fast_recovery_steps = unsigned(num(a, v));
-        else if (a == "--cnp-interval-us") s.np.min_cnp_interval_ns = uint64_t(num(a, v) * 1e3);
+        else if (a == "--timer-us") s.rp.rate_timer_ns = whole(a, v, 1e3);
+        else if (a == "--alpha-timer-us") s.rp.alpha_timer_ns = whole(a, v, 1e3);
+        else if (a == "--byte-counter") s.rp.byte_counter_bytes = whole(a, v);
+        else if (a == "--fast-recovery") {
+            const uint64_t f = whole(a, v);
+            if (f > 1000) die("--fast-recovery must be 0 to 1000");
+            s.rp.fast_recovery_steps = unsigned(f);
+        }
+        else if (a == "--cnp-interval-us") s.np.min_cnp_interval_ns = whole(a, v, 1e3);
         else if (a == "--sample-us") s.sample_s = num(a, v) * 1e-6;
         else if (a == "--step-us") fo.step_s = num(a, v) * 1e-6;
-        else if (a == "--seed") seed = uint64_t(num(a, v));
+        else if (a == "--seed") seed = whole(a, v);
         else if (a == "--from-us") from_us = num(a, v);
         else if (a == "--window-us") window_us = num(a, v);
         else if (a == "--tolerance") tolerance = num(a, v);
@@ -175,7 +188,10 @@ int main(int argc, char** argv) {
     }
 
     if (!files.empty()) die("unexpected argument '" + files[0] + "'");
-    if (const std::string e = check(s); !e.empty()) die("bad scenario:\n" + e);
+    if (std::string e = check(s); !e.empty()) {
+        e.pop_back();  // the last line's newline
+        die("bad scenario:\n" + e);
+    }
     if (!(fo.step_s > 0) || fo.step_s > 1e-5) die("--step-us must be in (0, 10]");
 
     if (cmd == "fixed-point") {
