@@ -20,8 +20,13 @@ namespace simnic::congestion {
 
 struct NpConfig {
     // N: the shortest time between two CNPs to one QP. 50 us is the paper's
-    // N (section 3.1). NVIDIA's mlx5 exposes the same knob as the NP's
-    // min_time_between_cnps; 0 sends a CNP for every CE-marked packet.
+    // N (section 3.1), checked against its authors' fluid model (tau =
+    // 50e-6 in github.com/jitupadhye-zz/rdma, fluidmodel/dcqcn/dcqcn2.m) and
+    // ns-3 (CNP_INTERVAL 50, github.com/bobzhuyb/ns3-rdma); the CoNEXT 2016
+    // restatement of the NP: a CNP at once for a marked packet of a flow
+    // that had none in the last tau (docs/model.md, "Parameters"). NVIDIA's
+    // mlx5 exposes the same knob as the NP's min_time_between_cnps; 0 sends
+    // a CNP for every CE-marked packet.
     uint64_t min_cnp_interval_ns = 50'000;
 };
 
