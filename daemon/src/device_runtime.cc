@@ -139,7 +139,8 @@ struct DeviceRuntime::Impl final : hw::EventSink {
         std::memcpy(bar.p + hw::kBar0CapBlock, cap.data(), cap.size());
         std::memcpy(bar.p + hw::kBar0PortBlock, port.data(), port.size());
         put_header(bar.p, hw::kBar0StatsBlock, hw::BlockType::Stats, hw::kBar0CtxWinBlock, hw::stats_block::kSize);
-        put_header(bar.p, hw::kBar0CtxWinBlock, hw::BlockType::CtxWin, 0, hw::ctxwin_block::kSize);
+        put_header(bar.p, hw::kBar0CtxWinBlock, hw::BlockType::CtxWin, hw::kBar0CcStatsBlock, hw::ctxwin_block::kSize);
+        put_header(bar.p, hw::kBar0CcStatsBlock, hw::BlockType::CcStats, 0, hw::cc_stats_block::kSize);
     }
 
     // EQEs go into the context's EQ ring in its process's memory (hw-spec

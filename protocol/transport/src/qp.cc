@@ -51,7 +51,10 @@ void Qp::notify_congestion(const roce::Packet& pkt) {
     if (ctx_.state != hw::QpState::Rtr && ctx_.state != hw::QpState::Rts && ctx_.state != hw::QpState::Sqd)
         return;
     ctx_.count(Counter::CePacket);
-    if (!ctx_.env.np->on_ce(ctx_.cfg.qpn, ctx_.env.timers->now_ns())) return;
+    if (!ctx_.env.np->on_ce(ctx_.cfg.qpn, ctx_.env.timers->now_ns())) {
+        ctx_.count(Counter::CnpSuppressed);
+        return;
+    }
     // The BTH names only the receiving QP: the sender is the connected
     // peer, or for UD the DETH's source QP.
     const bool ud = ctx_.cfg.type == hw::QpType::Ud;

@@ -168,6 +168,7 @@ enum class Counter : uint8_t {
     // Congestion control (docs/model.md, "Congestion control"):
     CePacket,          // a packet for this QP arrived CE-marked (with a notification point)
     CnpSent,           // the notification point answered a CE mark with a CNP
+    CnpSuppressed,     // a CE mark asked for no CNP: one went to its QP less than N ago
     CnpReceived,       // a CNP for this QP arrived (acted on only with a reaction point)
     RateLimited,       // the rate limiter held a request packet back (armed RateLimit)
 };
