@@ -533,10 +533,15 @@ congestion::DcqcnConfig CongestionConfig::dcqcn(double port_gbps) const {
 
 bool parse_soft_config(std::string_view text, const std::string& origin_in, CongestionConfig& out, std::string& err) {
     const std::string origin = origin_in.empty() ? "<config>" : origin_in;
-    ModelConfig c;
-    if (!parse_config(text, origin, c, err)) return false;
-    // parse_config read it: it parses.
-    const toml::table root = toml::parse(text, origin);
+    // The tables first, so that a model device's file given to a soft
+    // device is refused for what it is, not for one of its values.
+    toml::table root;
+    try {
+        root = toml::parse(text, origin);
+    } catch (const toml::parse_error&) {
+        ModelConfig c;
+        return parse_config(text, origin, c, err);  // reports the syntax error
+    }
     std::string bad;
     for (const auto& [k, v] : root) {
         if (k.str() == "congestion") continue;
@@ -549,6 +554,8 @@ bool parse_soft_config(std::string_view text, const std::string& origin_in, Cong
         err = bad;
         return false;
     }
+    ModelConfig c;
+    if (!parse_config(text, origin, c, err)) return false;
     out = c.congestion;
     return true;
 }

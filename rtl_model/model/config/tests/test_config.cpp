@@ -525,6 +525,11 @@ TEST_CASE("model config: a soft device's config holds [congestion] only", "[mode
     CHECK_FALSE(simnic::model::parse_soft_config("[congestion]\nenable = 1\n[dma]\nread_latency_ns = 5\n", "s.toml", cc, err));
     CHECK(err == "s.toml:3:1: [dma] is a model device's; a soft device's config holds [congestion] only");
     CHECK(cc.g == before.g);
+    // A model device's table is refused for being one, before its values.
+    CHECK_FALSE(simnic::model::parse_soft_config("[qpc_cache]\nways = 3\n", "s.toml", cc, err));
+    CHECK(err == "s.toml:1:1: [qpc_cache] is a model device's; a soft device's config holds [congestion] only");
+    CHECK_FALSE(simnic::model::parse_soft_config("[congestion\n", "s.toml", cc, err));
+    CHECK(err.rfind("s.toml:1:", 0) == 0);
     CHECK_FALSE(simnic::model::parse_soft_config("[congestion]\nenable = 3\n", "s.toml", cc, err));
     CHECK(err.find("congestion.enable = 3 is out of range") != std::string::npos);
 }
