@@ -45,6 +45,8 @@ constexpr const char* kAddUsage =
     "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE] [loopback on|off] [persist]\n"
     "       simnic link add NAME type soft|model wire HOST:PORT addr A.B.C.D/N [addr X::Y/N] [mac M] [mtu N]\n"
     "                       [pcap FILE] [config FILE] [persist]\n"
+    "  config: a model device's TOML configuration (docs/model-config.toml); a soft device's holds\n"
+    "          [congestion] only (congestion control: enable = 1 and the DCQCN parameters)\n"
     "  persist: create the device again whenever a daemon starts, until `simnic link delete NAME`\n";
 
 // True if the running daemon (started now if none runs, which re-creates
@@ -64,6 +66,7 @@ int link_add(const LinkArgs& a) {
     }
     Json req{{"op", "link_add"}, {"name", a.words[0]}};
     bool persist = false;
+    std::string config_origin;
     for (size_t i = 1; i < a.words.size(); i += 2) {
         const std::string& k = a.words[i];
         if (k == "persist") {
@@ -104,14 +107,10 @@ int link_add(const LinkArgs& a) {
             }
             std::stringstream ss;
             ss << in.rdbuf();
-            model::ModelConfig cfg;
-            std::string err;
-            if (!model::parse_config(ss.str(), v, cfg, err)) {
-                std::fprintf(stderr, "simnic link add: %s\n", err.c_str());
-                return 1;
-            }
+            // Checked once the type is known (after the loop).
             req["config"] = abs;
             req["config_text"] = ss.str();
+            config_origin = v;
         } else {
             std::fprintf(stderr,
                          "simnic link add: unknown keyword '%s' (type, netdev, wire, addr, mac, mtu, pcap, config, "
@@ -120,9 +119,23 @@ int link_add(const LinkArgs& a) {
             return 2;
         }
     }
-    if (req.contains("config") && req.value("type", "") != "model") {
-        std::fprintf(stderr, "simnic link add: 'config' applies to type model only\n");
-        return 2;
+    if (req.contains("config")) {
+        // A model device's whole configuration; a soft device's [congestion]
+        // table only (congestion control, docs/model.md).
+        std::string err;
+        const std::string text = req["config_text"].get<std::string>();
+        bool ok = true;
+        if (req.value("type", "") == "model") {
+            model::ModelConfig cfg;
+            ok = model::parse_config(text, config_origin, cfg, err);
+        } else {
+            model::CongestionConfig cc;
+            ok = model::parse_soft_config(text, config_origin, cc, err);
+        }
+        if (!ok) {
+            std::fprintf(stderr, "simnic link add: %s\n", err.c_str());
+            return 1;
+        }
     }
     if (!req.contains("type") || req.contains("netdev") == req.contains("wire")) {
         std::fprintf(stderr, "simnic link add: 'type' and one of 'netdev' or 'wire' are required\n%s", kAddUsage);

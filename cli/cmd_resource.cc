@@ -264,11 +264,25 @@ int run_stats(const std::string& device, bool json, bool reset) {
     if (json) {
         Json j = reply["stats"];
         if (reply.contains("model")) j["model"] = reply["model"];
+        if (reply.contains("congestion")) j["congestion"] = reply["congestion"];
         std::printf("%s\n", j.dump().c_str());
         return 0;
     }
     std::printf("%s:\n", device.c_str());
     for (const auto& [k, v] : reply["stats"].items()) std::printf("  %-22s %s\n", k.c_str(), v.dump().c_str());
+    if (reply.contains("congestion")) {
+        // Congestion control (docs/model.md): the counters are in the list
+        // above (ce_packets, cnp_sent, cnp_received, ...); each QP's
+        // reaction point here.
+        const Json& cc = reply["congestion"];
+        const bool on = cc.value("enabled", false);
+        std::printf("congestion control: %s\n", on ? "on (DCQCN)" : "off");
+        for (const Json& q : cc.value("qps", Json::array()))
+            std::printf("  qp %-6u Rc %.3f Gb/s  Rt %.3f Gb/s  alpha %.4f  %s  rate-limited %.1f us  cnps %llu\n",
+                        q.value("qpn", 0u), q.value("rate_gbps", 0.0), q.value("target_rate_gbps", 0.0),
+                        q.value("alpha", 0.0), q.value("rate_limited", false) ? "limited" : "line-rate",
+                        q.value("rate_limited_us", 0.0), (unsigned long long)q.value("cnps_received", uint64_t{0}));
+    }
     if (reply.contains("model") && reply["model"].is_array()) {
         // A model device: its pipeline, in simulated time.
         std::printf("model (simulated time):\n");

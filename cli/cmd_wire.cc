@@ -71,7 +71,8 @@ Runner add_wire_command(CLI::App& app) {
         "A fault rule is KEY=VALUE,... with from=MAC and to=MAC to pick a direction (default: all\n"
         "frames), drop=, dup=, reorder=, corrupt= as a percentage (1%) or a fraction (0.01), and\n"
         "delay=, jitter=, hold= as a time (50us, 2ms), delayed= the share of frames that wait (default\n"
-        "all). The first matching rule decides a frame's fate.\n"
+        "all), ce= the share of ECN-capable frames a congested switch marks CE (ECN; with the devices'\n"
+        "congestion control on). The first matching rule decides a frame's fate.\n"
         "Reordering holds a frame until the rule's next frame has gone (or `hold`, default 1ms).\n"
         "The same --seed replays the same decisions for the same frames.");
     sub->add_option("--port", a->opt.port, "UDP port on 127.0.0.1 (default: an ephemeral port)");

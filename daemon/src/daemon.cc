@@ -475,6 +475,20 @@ Json Server::Impl::stats(Call& c) {
     Json st = Json::object();
     for (const auto& [counter, v] : rt->second->stats()) st[counter] = v;
     r["stats"] = st;
+    // Congestion control: on or off, and each QP's reaction point.
+    Json cc = Json::array();
+    for (const soft_engine::QpCongestionStats& q : rt->second->congestion_stats())
+        cc.push_back(Json{{"qpn", q.qpn},
+                          {"rate_gbps", q.rate_bps / 1e9},
+                          {"target_rate_gbps", q.target_rate_bps / 1e9},
+                          {"alpha", q.alpha},
+                          {"rate_limited", q.rate_limited},
+                          {"rate_limited_us", double(q.counters.rate_limited_ns) / 1e3},
+                          {"cnps_received", q.counters.cnps_received},
+                          {"fast_recovery_steps", q.counters.fast_recovery_steps},
+                          {"additive_steps", q.counters.additive_steps},
+                          {"hyper_steps", q.counters.hyper_steps}});
+    r["congestion"] = Json{{"enabled", rt->second->congestion_on()}, {"qps", cc}};
     // A model device adds its pipeline's figures, in simulated time.
     Json model = Json::array();
     // "reset": the model's figures start again (read and reset at once).
@@ -528,7 +542,8 @@ Json Server::Impl::link_add(Call& c) {
         d.loopback = d.loopback || v == "on";
     }
     if (q.has("config")) {
-        if (d.type != DeviceType::Model) return reply_error(EINVAL, "'config' applies to model devices only");
+        // A model device's whole configuration; a soft device's [congestion]
+        // table (DeviceRuntime::create checks which).
         d.config_path = q.str("config");
         d.config_text = q.str("config_text");
     }

@@ -139,7 +139,8 @@ struct DeviceRuntime::Impl final : hw::EventSink {
         std::memcpy(bar.p + hw::kBar0CapBlock, cap.data(), cap.size());
         std::memcpy(bar.p + hw::kBar0PortBlock, port.data(), port.size());
         put_header(bar.p, hw::kBar0StatsBlock, hw::BlockType::Stats, hw::kBar0CtxWinBlock, hw::stats_block::kSize);
-        put_header(bar.p, hw::kBar0CtxWinBlock, hw::BlockType::CtxWin, 0, hw::ctxwin_block::kSize);
+        put_header(bar.p, hw::kBar0CtxWinBlock, hw::BlockType::CtxWin, hw::kBar0CcStatsBlock, hw::ctxwin_block::kSize);
+        put_header(bar.p, hw::kBar0CcStatsBlock, hw::BlockType::CcStats, 0, hw::cc_stats_block::kSize);
     }
 
     // EQEs go into the context's EQ ring in its process's memory (hw-spec
@@ -206,9 +207,15 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         err = std::string("cannot create BAR0 memory: ") + std::strerror(errno);
         return nullptr;
     }
-    if (dev.type == DeviceType::Model &&
-        !model::parse_config(dev.config_text, dev.config_path.empty() ? "config" : dev.config_path, impl->model_cfg, err))
+    const std::string origin = dev.config_path.empty() ? "config" : dev.config_path;
+    if (dev.type == DeviceType::Model && !model::parse_config(dev.config_text, origin, impl->model_cfg, err))
         return nullptr;
+    // A soft device's config holds [congestion] only; its line rate is
+    // 100 Gb/s unless the table says (it has no MAC of its own to ask).
+    if (dev.type == DeviceType::Soft &&
+        !model::parse_soft_config(dev.config_text, origin, impl->model_cfg.congestion, err))
+        return nullptr;
+    const model::CongestionConfig& cc = impl->model_cfg.congestion;
     if (opt.engine) {
         soft_engine::EngineConfig ec;
         if (dev.type == DeviceType::Model) ec.timing = model::Pipeline::factory(dev.name, impl->model_cfg, &impl->pipe);
@@ -225,6 +232,9 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         }
         ec.pcap = dev.pcap;
         ec.loopback = dev.loopback;
+        ec.congestion.on = cc.enable != 0;
+        ec.congestion.rp = cc.dcqcn(dev.type == DeviceType::Model ? impl->model_cfg.mac.line_rate_gbps : 100);
+        ec.congestion.np = cc.np();
         // SHM domains: where a context's shared objects are mapped here.
         Impl* im = impl.get();
         ec.shm = [im](uint16_t ctx, uint32_t handle, uint64_t& size) -> uint8_t* {
@@ -449,6 +459,13 @@ void DeviceRuntime::command_doorbell(uint16_t ctx_id) {
 
 std::vector<std::pair<std::string, uint64_t>> DeviceRuntime::stats() const {
     return soft_engine::read_stats(impl_->bar.p);
+}
+
+bool DeviceRuntime::congestion_on() const { return impl_->model_cfg.congestion.enable != 0; }
+
+std::vector<soft_engine::QpCongestionStats> DeviceRuntime::congestion_stats() const {
+    if (!impl_->engine) return {};
+    return impl_->engine->congestion_stats();
 }
 
 std::vector<model::ModelStat> DeviceRuntime::model_stats(bool reset) const {

@@ -67,12 +67,15 @@ public:
         header(stats.data(), stats.size(), hw::BlockType::Stats, hw::kBar0CtxWinBlock);
         place(bar, hw::kBar0StatsBlock, stats);
         std::array<std::uint8_t, hw::ctxwin_block::kSize> win{};
-        header(win.data(), win.size(), hw::BlockType::CtxWin, 0);
+        header(win.data(), win.size(), hw::BlockType::CtxWin, hw::kBar0CcStatsBlock);
         hw::set(win.data(), win.size(), hw::ctxwin_block::ctx_base, hw::kBar0CtxBase);
         hw::set(win.data(), win.size(), hw::ctxwin_block::ctx_stride, hw::kCtxPageSize);
         hw::set(win.data(), win.size(), hw::ctxwin_block::ctx_count,
                 hw::get(cap.data(), cap.size(), hw::cap_block::max_ctx));
         place(bar, hw::kBar0CtxWinBlock, win);
+        std::array<std::uint8_t, hw::cc_stats_block::kSize> cc{};
+        header(cc.data(), cc.size(), hw::BlockType::CcStats, 0);
+        place(bar, hw::kBar0CcStatsBlock, cc);
         std::memcpy(dst, bar.data() + offset, len);
         return true;
     }

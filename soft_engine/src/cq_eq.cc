@@ -252,8 +252,15 @@ void EngineQp::post(tp::CqSide side, const tp::Completion& c, bool solicited) {
 }
 
 void EngineQp::count(tp::Counter c) {
-    eng.stat(c == tp::Counter::DuplicateRequest ? hw::stats_block::duplicate_requests
-                                                : hw::stats_block::out_of_seq_requests);
+    switch (c) {
+        case tp::Counter::DuplicateRequest: eng.stat(hw::stats_block::duplicate_requests); break;
+        case tp::Counter::OutOfSeqRequest: eng.stat(hw::stats_block::out_of_seq_requests); break;
+        case tp::Counter::CePacket: eng.cc_stat(hw::cc_stats_block::ce_packets); break;
+        case tp::Counter::CnpSent: eng.cc_stat(hw::cc_stats_block::cnp_sent); break;
+        case tp::Counter::CnpSuppressed: eng.cc_stat(hw::cc_stats_block::cnp_suppressed); break;
+        case tp::Counter::CnpReceived: eng.cc_stat(hw::cc_stats_block::cnp_received); break;
+        case tp::Counter::RateLimited: eng.cc_stat(hw::cc_stats_block::rate_limit_holds); break;
+    }
 }
 
 void EngineQp::async_event(hw::EventType ev) {

@@ -34,7 +34,7 @@ void SoftEngine::Impl::rx_dropped(bool bad_icrc) {
 void SoftEngine::Impl::exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) {
     Recording g(*this, r);
     auto it = qps.find(qpn);
-    if (it != qps.end() && t < 2) fire_timer(*it->second, t);
+    if (it != qps.end() && t < tp::kNumQpTimers) fire_timer(*it->second, t);
 }
 
 void SoftEngine::Impl::wire_tx(const uint8_t* frame, size_t len) { send_frame(frame, len); }

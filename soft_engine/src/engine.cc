@@ -253,6 +253,7 @@ void SoftEngine::qp_destroying(uint32_t qpn) {
         impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Rq), qpn);
     }
     impl_->qps.erase(qpn);
+    impl_->np.forget(qpn);
 }
 
 void SoftEngine::cq_destroying(uint32_t cqn) {
@@ -312,6 +313,33 @@ std::vector<std::pair<std::string, uint64_t>> read_stats(const uint8_t* bar) {
             reinterpret_cast<const uint64_t*>(bar + hw::kBar0StatsBlock + f.field.offset), __ATOMIC_RELAXED);
         r.emplace_back(f.name, v);
     }
+    for (const hw::NamedField& f : hw::cc_stats_block::kFields) {
+        if (f.field.offset < 0x10) continue;
+        const uint64_t v = __atomic_load_n(
+            reinterpret_cast<const uint64_t*>(bar + hw::kBar0CcStatsBlock + f.field.offset), __ATOMIC_RELAXED);
+        r.emplace_back(f.name, v);
+    }
+    return r;
+}
+
+std::vector<QpCongestionStats> SoftEngine::congestion_stats() {
+    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    std::vector<QpCongestionStats> r;
+    const uint64_t now = mono_ns();
+    for (auto& [n, q] : impl_->qps) {
+        if (!q->core) continue;
+        const tp::QpCongestionState c = q->core->congestion(now);
+        if (!c.on) continue;
+        QpCongestionStats s;
+        s.qpn = n;
+        s.rate_bps = c.rate_bps;
+        s.target_rate_bps = c.target_rate_bps;
+        s.alpha = c.alpha;
+        s.rate_limited = c.rate_limited;
+        s.counters = c.counters;
+        r.push_back(s);
+    }
+    std::sort(r.begin(), r.end(), [](const QpCongestionStats& a, const QpCongestionStats& b) { return a.qpn < b.qpn; });
     return r;
 }
 

@@ -158,7 +158,7 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     std::optional<uint32_t> posting_index;
     std::deque<uint32_t> recv_idx;  // ring index of each receive WQE taken, oldest first
     std::optional<tp::RecvWqe> peeked;
-    uint64_t timer_deadline[2] = {0, 0};
+    uint64_t timer_deadline[tp::kNumQpTimers] = {};
     uint32_t hi_psn = 0;  // next new request PSN (for counting retransmits)
     hw::ErrorCause fault = hw::ErrorCause::None;  // a fault to act on after the core returns
     hw::ErrorCause cause = hw::ErrorCause::None;  // QPC.error_cause
@@ -190,17 +190,7 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     // CounterPort
     void count(tp::Counter c) override;
 
-    tp::TransportEnv env() {
-        tp::TransportEnv e;
-        e.mem = this;
-        e.rq = this;
-        e.cq = this;
-        e.wire = this;
-        e.timers = this;
-        e.events = this;
-        e.counters = this;
-        return e;
-    }
+    tp::TransportEnv env();  // qp.cc
 };
 
 struct SoftEngine::Impl final : Datapath, PortSink {
@@ -222,12 +212,16 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // anything; `simulating`: a model device's pipeline has work left.
     bool pass(uint64_t now, bool& simulating);
 
-    // Statistics (hw-spec 2.6).
-    void stat(hw::Field f, uint64_t n = 1) {
+    // Statistics (hw-spec 2.6; congestion control's: 2.6.1).
+    void stat(hw::Field f, uint64_t n = 1, uint32_t block = hw::kBar0StatsBlock) {
         if (!cfg.bar) return;
-        __atomic_fetch_add(reinterpret_cast<uint64_t*>(cfg.bar + hw::kBar0StatsBlock + f.offset), n,
-                           __ATOMIC_RELAXED);
+        __atomic_fetch_add(reinterpret_cast<uint64_t*>(cfg.bar + block + f.offset), n, __ATOMIC_RELAXED);
     }
+    void cc_stat(hw::Field f) { stat(f, 1, hw::kBar0CcStatsBlock); }
+
+    // Congestion control: the device's notification point, in every QP's
+    // transport env while cfg.congestion.on (qp.cc).
+    congestion::NotificationPoint np{cfg.congestion.np};
 
     // Tables.
     uint8_t* entry(Table t, uint32_t i) { return tables.entry(t, i); }

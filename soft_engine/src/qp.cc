@@ -61,6 +61,19 @@ void SoftEngine::Impl::build_av(const hw::AddressVector& a, tp::AddressVector& a
 }
 
 // The core's attributes, from the QPC entry of `qpn` as the firmware wrote it.
+tp::TransportEnv EngineQp::env() {
+    tp::TransportEnv e;
+    e.mem = this;
+    e.rq = this;
+    e.cq = this;
+    e.wire = this;
+    e.timers = this;
+    e.events = this;
+    e.counters = this;
+    if (eng.cfg.congestion.on) e.np = &eng.np;
+    return e;
+}
+
 tp::QpConfig SoftEngine::Impl::qp_config(uint32_t qpn, const uint8_t* e) {
     const auto type = hw::QpType(g(e, Table::Qpc, hw::qpc::qp_type));
     tp::QpConfig c;
@@ -92,6 +105,7 @@ tp::QpConfig SoftEngine::Impl::qp_config(uint32_t qpn, const uint8_t* e) {
     c.srq = g(e, Table::Qpc, hw::qpc::srq_en) != 0;
     c.en_sqd_async_notify = g(e, Table::Qpc, hw::qpc::en_sqd_async_notify) != 0;
     if (type != hw::QpType::Ud) build_av(hw::decode_av(e + hw::qpc::av_dgid.offset), c.av);
+    if (cfg.congestion.on) c.dcqcn = cfg.congestion.rp;
     return c;
 }
 
@@ -125,6 +139,7 @@ void SoftEngine::Impl::reload_qp(uint32_t qpn) {
     auto it = qps.find(qpn);
     if (st == hw::QpState::Reset) {
         if (it != qps.end()) qps.erase(it);
+        np.forget(qpn);  // a new QP of this number asks for its first CNP at once
         if (pipe) pipe->qp_reset(qpn);
         return;
     }

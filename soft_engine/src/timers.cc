@@ -1,4 +1,4 @@
-// The QPs' timers: the retransmit and RNR timers the transport core arms
+// The QPs' timers: the retransmit, RNR and rate-limit timers the transport core arms
 // through its TimerPort, kept as one deadline each, fired by the engine
 // thread when due (on a model device, inside the timing model's completer
 // stage), and the earliest of them, which bounds the thread's sleep.
@@ -12,10 +12,10 @@ bool SoftEngine::Impl::run_timers(uint64_t now) {
     bool any = false;
     std::vector<EngineQp*> due;
     for (auto& [n, q] : qps)
-        for (int t = 0; t < 2; ++t)
+        for (int t = 0; t < tp::kNumQpTimers; ++t)
             if (q->timer_deadline[t] && q->timer_deadline[t] <= now) due.push_back(q.get());
     for (EngineQp* q : due) {
-        for (int t = 0; t < 2; ++t) {
+        for (int t = 0; t < tp::kNumQpTimers; ++t) {
             if (!q->timer_deadline[t] || q->timer_deadline[t] > now || !q->core) continue;
             q->timer_deadline[t] = 0;
             any = true;

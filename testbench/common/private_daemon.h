@@ -23,7 +23,9 @@ class PrivateDaemon {
 public:
     // `device` on lo, in a directory /tmp/simnic-`tag`.XXXXXX; `type` is the
     // engine (`simnic link add ... type`: soft or model).
-    PrivateDaemon(const std::string& device, const std::string& tag, const std::string& type = "soft")
+    // `extra`: more of `simnic link add`'s words (" config FILE").
+    PrivateDaemon(const std::string& device, const std::string& tag, const std::string& type = "soft",
+                  const std::string& extra = "")
         : device_(device) {
         std::string tmpl = "/tmp/simnic-" + tag + ".XXXXXX";
         REQUIRE(mkdtemp(tmpl.data()));
@@ -35,7 +37,7 @@ public:
         INFO("SIMNIC_EXE must name the simnic executable");
         REQUIRE(e);
         exe_ = e;
-        const int rc = run(exe_ + " link add " + device_ + " type " + type + " netdev lo");
+        const int rc = run(exe_ + " link add " + device_ + " type " + type + " netdev lo" + extra);
         if (rc != 0) {
             // The failed link add may have started a daemon: stop it, since
             // a failing constructor never reaches the destructor.

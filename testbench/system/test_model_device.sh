@@ -44,7 +44,10 @@ printf '[qpc_cache]\nentires = 64\n' >"$work/out/typo.toml"
 out=$(sim link add "$DEV" type model netdev lo config "$work/out/typo.toml" 2>&1) && fail "an unknown key was accepted"
 echo "$out" | grep -q "did you mean 'qpc_cache.entries'" || fail "no suggestion for a misspelt key: $out"
 sim link show "$DEV" >/dev/null 2>&1 && fail "a device exists after failed link adds"
+# A soft device's config holds [congestion] only (congestion control).
 out=$(sim link add "$DEV" type soft netdev lo config "$work/out/bad.toml" 2>&1) && fail "config accepted for a soft device"
+echo "$out" | grep -q "\[qpc_cache\] is a model device's; a soft device's config holds \[congestion\] only" ||
+  fail "a soft device's config with a model table: $out"
 
 # --- a model device with a config: pingpong, stats, trace ---
 printf '[clock]\nfreq_mhz = 250\n[qpc_cache]\nentries = 64\nways = 4\n' >"$work/out/good.toml"

@@ -77,8 +77,9 @@ struct Rig {
     static constexpr uint32_t kQkey = 0x11111111;
 
     // `engine`: the device's (soft, or the cycle-level model).
-    explicit Rig(hw::QpType t = hw::QpType::Rc, const char* engine = "soft")
-        : d{"setest", "se-test", engine}, type(t) {
+    // `extra`: more link add words (" config FILE").
+    explicit Rig(hw::QpType t = hw::QpType::Rc, const char* engine = "soft", const std::string& extra = "")
+        : d{"setest", "se-test", engine, extra}, type(t) {
         int err = 0;
         ctx = host::open_context("setest", err);
         REQUIRE(ctx);
@@ -1081,5 +1082,51 @@ TEST_CASE("a full CQ loses the receive CQE with CQ_ERR and the responder's QP go
         CHECK(c.wr_id == 1000 + i);
         CHECK(c.status == uint32_t(hw::WcStatus::Success));
         CHECK(c.is_send == 0);
+    }
+}
+
+// Congestion control on a device (docs/model.md, "Congestion control"): on
+// lo nothing marks CE, so no CNP is sent and no rate moves; what is checked
+// is that every QP gets a reaction point at the config's line rate, that
+// the traffic is unchanged, and that the counters and the stats say so.
+// Off (the default), no QP has one.
+TEST_CASE("congestion control on a device: every QP has a reaction point, traffic unchanged", "[soft_engine][congestion]") {
+    const char* engine = GENERATE("soft", "model");
+    const bool on = GENERATE(false, true);
+    INFO("engine " << engine << ", congestion control " << (on ? "on" : "off"));
+    char path[] = "/tmp/simnic-cc-XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    const std::string toml = std::string("[congestion]\nenable = ") + (on ? "1" : "0") + "\nline_rate_gbps = 40\n";
+    REQUIRE(write(fd, toml.data(), toml.size()) == ssize_t(toml.size()));
+    close(fd);
+    Rig r(hw::QpType::Rc, engine, std::string(" config ") + path);
+    unlink(path);
+    fill(r.ptr(0), 20000, 5);
+    r.post_send(r.a, {hw::WrOpcode::RdmaWrite, 1, r.va(0), 20000, r.va(200000), r.rkey});
+    CHECK(r.poll(r.a.cq).status == 0);
+    CHECK(std::memcmp(r.ptr(0), r.ptr(200000), 20000) == 0);
+    const control::Json st = r.d.request(control::Json{{"op", "stats"}, {"device", r.d.device()}});
+    REQUIRE(st.contains("congestion"));
+    CHECK(st["congestion"]["enabled"].get<bool>() == on);
+    const control::Json& qps = st["congestion"]["qps"];
+    if (!on) {
+        CHECK(qps.empty());
+    } else {
+        REQUIRE(qps.size() == 2);
+        for (const control::Json& q : qps) {
+            CHECK((q["qpn"] == r.a.qpn || q["qpn"] == r.b.qpn));
+            CHECK(q["rate_gbps"].get<double>() == 40);
+            CHECK(q["target_rate_gbps"].get<double>() == 40);
+            CHECK(q["alpha"].get<double>() <= 1);
+            CHECK_FALSE(q["rate_limited"].get<bool>());
+            CHECK(q["cnps_received"] == 0);
+        }
+    }
+    // Nothing marked CE on lo: no CNP either way.
+    for (const char* k : {"ce_packets", "cnp_sent", "cnp_received", "cnp_suppressed", "rate_limit_holds"}) {
+        INFO(k);
+        REQUIRE(st["stats"].contains(k));
+        CHECK(st["stats"][k] == 0);
     }
 }

@@ -18,6 +18,11 @@
 #   unanswered    a peer that never answers ARP: the verb fails cleanly, and
 #                 so does rdma_cm's address query (ADDR_ERROR)
 #   cli           link add's errors, several devices on one wire, link show
+#   congestion    congestion control on both devices ([congestion] enable = 1),
+#                 the wire marking 2% of ECN-capable frames CE as a congested
+#                 switch would: ib_write_bw wb -> wa completes; wa answers marks
+#                 with CNPs, wb's QP is rate-limited (simnic stats while it
+#                 runs); the capture has ECT(0) requests, CE marks and CNPs
 #   mckey         mckey's UD multicast from wb to a group a receiver on each
 #                 device joined: the frames go to 239.1.2.3 and its MAC
 #                 01:00:5e:01:02:03, which wa's filter takes while a QP is
@@ -149,6 +154,89 @@ case_ib_write_bw() {
   sim link delete wa; sim link delete wb
   stop_wire
   check_wire
+}
+
+case_congestion() {
+  rm -f "$OUT/wire.ready"
+  "${AS[@]}" "$SIMNIC" wire --ready-file "$OUT/wire.ready" --pcap-delivered "$OUT/wire.pcap" \
+    --fault ce=2% -q &
+  wire_pid=$!
+  for _ in $(seq 50); do [ -s "$OUT/wire.ready" ] && break; sleep 0.1; done
+  WIRE=$(awk '{print $2}' "$OUT/wire.ready")
+  [ -n "$WIRE" ] || { echo "FAIL: the wire did not start"; exit 1; }
+  printf '[congestion]\nenable = 1\n' >"$OUT/cc.toml"
+  chmod a+r "$OUT/cc.toml"
+  sim link add wa type soft wire "127.0.0.1:$WIRE" addr 10.0.0.10/24 config "$OUT/cc.toml" ||
+    { echo "FAIL: link add wa"; exit 1; }
+  sim link add wb type "$TYPE_B" wire "127.0.0.1:$WIRE" addr 10.0.0.11/24 config "$OUT/cc.toml" ||
+    { echo "FAIL: link add wb"; exit 1; }
+  # The reaction points while the transfer runs (they go with their QPs).
+  ( for _ in $(seq 300); do sim stats -j wb >>"$OUT/wb-stats.jsonl" 2>/dev/null; sleep 0.1; done ) &
+  local sampler=$!
+  pids+=("$sampler")
+  server_client ib_write_bw -s 65536 -n 2000 --report_gbits -p "$TCP"
+  kill "$sampler" 2>/dev/null
+  grep -A1 "BW average" "$OUT/client.out" | tail -1 | awk '$1 == 65536 {ok=1} END {exit !ok}' ||
+    fail "no ib_write_bw result: $(cat "$OUT/client.out")"
+  echo "ib_write_bw wa <- wb ($TYPE_B) with congestion control: $(grep -A1 'BW average' "$OUT/client.out" | tail -1)"
+  sim stats wa >"$OUT/wa-stats.out"; sim stats wb >"$OUT/wb-stats.out"
+  grep -q "congestion control: on (DCQCN)" "$OUT/wa-stats.out" || fail "stats: $(cat "$OUT/wa-stats.out")"
+  local ce sent supp recv
+  ce=$(stat_of wa ce_packets) sent=$(stat_of wa cnp_sent) supp=$(stat_of wa cnp_suppressed) recv=$(stat_of wb cnp_received)
+  echo "wa: ce_packets $ce cnp_sent $sent cnp_suppressed $supp; wb: cnp_received $recv rate_limit_holds $(stat_of wb rate_limit_holds)"
+  [ "${ce:-0}" -gt 0 ] || fail "wa saw no CE-marked packet"
+  [ "${sent:-0}" -gt 0 ] || fail "wa sent no CNP"
+  [ "$((sent + supp))" = "$ce" ] || fail "CE packets ($ce) are not CNPs sent ($sent) + suppressed ($supp)"
+  [ "${recv:-0}" -gt 0 ] && [ "$recv" -le "$sent" ] || fail "wb received $recv CNPs of $sent"
+  [ "$(stat_of wa cnp_received)" = 0 ] || fail "wa received CNPs: nothing it sent is ECN-capable but its requests"
+  # A sample where wb's QP was rate-limited: Rc below Rt, both at most the
+  # line rate, alpha raised by CNPs.
+  python3 - "$OUT/wb-stats.jsonl" <<'PY' || fail "no sample of wb's QP rate-limited: $(tail -2 "$OUT/wb-stats.jsonl")"
+import json, sys
+pick = None
+for line in open(sys.argv[1]):
+    try: j = json.loads(line)
+    except ValueError: continue
+    for q in j.get("congestion", {}).get("qps", []):
+        if q["rate_limited"] and q["cnps_received"] > 0 and (pick is None or q["rate_gbps"] < pick["rate_gbps"]):
+            pick = q
+if pick is None: sys.exit("no sample")
+print(f"wb qp {pick['qpn']} (its slowest sample): Rc {pick['rate_gbps']:.3f} Gb/s Rt {pick['target_rate_gbps']:.3f} Gb/s "
+      f"alpha {pick['alpha']:.4f} rate-limited {pick['rate_limited_us']:.0f} us cnps {pick['cnps_received']}")
+assert pick["rate_gbps"] < pick["target_rate_gbps"] <= 100 and 0 < pick["alpha"] <= 1 and pick["rate_limited_us"] > 0
+PY
+  sim link delete wa; sim link delete wb
+  stop_wire
+  "$SIMNIC" pcap --strict "$OUT/wire.pcap" >"$OUT/strict.out" || fail "simnic pcap --strict on the wire: $(tail -3 "$OUT/strict.out")"
+  # The capture as delivered: wb's requests ECT(0) or CE, everything else
+  # Not-ECT; CNPs (opcode 0x81, BECN) from wa to wb's QP.
+  python3 - "$OUT/wire.pcap" <<'PY' || fail "wire capture"
+import struct, sys
+REQUESTS = set(range(0x00, 0x0D)) | {0x13, 0x14, 0x16, 0x17, 0x1C, 0x1D}  # RC requests
+RESPONSES = set(range(0x0D, 0x13))  # RC READ responses, ACK, atomic ACK
+f = open(sys.argv[1], "rb"); f.read(24)
+req = [0, 0, 0, 0]; resp_ect = 0; cnps = 0
+while True:
+    h = f.read(16)
+    if len(h) < 16: break
+    d = f.read(struct.unpack("<IIII", h)[2])
+    if d[12:14] != b"\x08\x00" or d[23] != 17 or struct.unpack(">H", d[36:38])[0] != 4791: continue
+    ecn = d[15] & 3; op = d[42]
+    if op == 0x81:
+        cnps += 1
+        assert d[46] & 0x40, "a CNP without BECN"
+        assert ecn == 0, "an ECN-capable CNP"
+        assert d[30:34] == bytes([10, 0, 0, 11]), "a CNP not to wb"
+    elif op in REQUESTS:
+        req[ecn] += 1
+    elif op in RESPONSES and ecn != 0:
+        resp_ect += 1
+print(f"RC requests by ECN (Not-ECT, ECT(1), ECT(0), CE): {req}; CNPs {cnps}")
+assert req[0] == 0 and req[1] == 0, "a request without ECT(0)"
+assert req[2] > 0 and req[3] > 0, "no ECT(0) or no CE-marked request"
+assert resp_ect == 0, f"{resp_ect} responses or ACKs are ECN-capable"
+assert cnps > 0, "no CNP on the wire"
+PY
 }
 
 case_rping() {

@@ -1,5 +1,7 @@
 #include "simnic/wire/faults.h"
 
+#include "simnic/roce/ecn.h"
+
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -85,6 +87,7 @@ std::string FaultRule::describe() const {
     if (dup) o << " dup " << pct(dup);
     if (reorder) o << " reorder " << pct(reorder);
     if (corrupt) o << " corrupt " << pct(corrupt);
+    if (ce) o << " ce " << pct(ce);
     if (delay_ns || jitter_ns) {
         o << " delay " << delay_ns / 1000 << "+" << jitter_ns / 1000 << "us";
         if (delayed < 1) o << " for " << pct(delayed);
@@ -117,8 +120,9 @@ bool parse_rule(const std::string& text, FaultRule& r, std::string& err) {
         else if (k == "jitter") ok = parse_time_ns(v, r.jitter_ns);
         else if (k == "delayed") ok = parse_rate(v, r.delayed);
         else if (k == "hold") ok = parse_time_ns(v, r.reorder_hold_ns);
+        else if (k == "ce") ok = parse_rate(v, r.ce);
         else {
-            err = "unknown key '" + k + "' (from, to, drop, dup, reorder, corrupt, delay, jitter, delayed, hold)";
+            err = "unknown key '" + k + "' (from, to, drop, dup, reorder, corrupt, delay, jitter, delayed, hold, ce)";
             return false;
         }
         if (!ok) {
@@ -182,6 +186,8 @@ Decision FaultInjector::decide(const uint8_t* frame, size_t len) {
         const bool late = r.delayed >= 1 || std::uniform_real_distribution<double>(0.0, 1.0)(g) < r.delayed;
         d.delay_ns = late ? r.delay_ns + jitter : 0;
         if (d.delay_ns) ++c.delayed;
+        // Likewise a draw of its own only for a rule that marks.
+        d.ce = r.ce > 0 && (r.ce >= 1 || std::uniform_real_distribution<double>(0.0, 1.0)(g) < r.ce);
         return d;
     }
     return d;
@@ -189,6 +195,14 @@ Decision FaultInjector::decide(const uint8_t* frame, size_t len) {
 
 void FaultInjector::note_reordered(int rule) {
     if (rule >= 0 && size_t(rule) < counters_.size()) ++counters_[size_t(rule)].reordered;
+}
+
+void FaultInjector::mark_ce(std::vector<uint8_t>& f, const Decision& d) {
+    if (!d.ce || d.rule < 0 || size_t(d.rule) >= counters_.size()) return;
+    const size_t ip = roce::ip_header_offset(f.data(), f.size());
+    const std::optional<roce::Ecn> e = ip ? roce::read_ecn(f.data() + ip, f.size() - ip) : std::nullopt;
+    if (!e || *e == roce::Ecn::NotEct || *e == roce::Ecn::Ce) return;
+    if (roce::mark_ce(f.data() + ip, f.size() - ip)) ++counters_[size_t(d.rule)].ce_marked;
 }
 
 void FaultInjector::corrupt(std::vector<uint8_t>& f, const Decision& d) {

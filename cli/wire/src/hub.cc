@@ -221,6 +221,7 @@ void Hub::run(const std::atomic<bool>& stop) {
                 }
                 if (!d.drop) {
                     FaultInjector::corrupt(p.frame, d);
+                    m.faults->mark_ce(p.frame, d);
                     if (d.reorder && !release_held) {
                         p.due = mono_ns() + m.opt.faults[size_t(d.rule)].reorder_hold_ns;
                         h.p = std::move(p);
@@ -269,7 +270,8 @@ std::string Hub::stats_json(bool running) const {
                          {"duplicated", c.duplicated},
                          {"reordered", c.reordered},
                          {"corrupted", c.corrupted},
-                         {"delayed", c.delayed}});
+                         {"delayed", c.delayed},
+                         {"ce_marked", c.ce_marked}});
     }
     j["faults"] = rules;
     return j.dump() + "\n";

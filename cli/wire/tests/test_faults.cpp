@@ -171,3 +171,52 @@ TEST_CASE("wire faults: corruption flips exactly one bit after the Ethernet head
         }
     CHECK(diff == 1);
 }
+
+TEST_CASE("wire faults: ce= marks ECN-capable frames CE at its rate and leaves Not-ECT ones alone") {
+    FaultRule r = rule("to=52:54:00:12:34:02,ce=25%");
+    CHECK(r.ce == Approx(0.25));
+    CHECK(r.describe().find("ce 25") != std::string::npos);
+    // An IPv4 header after the Ethernet one, with a valid checksum.
+    auto ipv4 = [](uint8_t tos) {
+        std::vector<uint8_t> f = frame(2, 1, 80);
+        f[12] = 0x08, f[13] = 0x00;
+        uint8_t* ip = f.data() + 14;
+        std::fill(ip, ip + 20, 0);
+        ip[0] = 0x45, ip[1] = tos, ip[3] = 66, ip[8] = 64, ip[9] = 17;
+        ip[12] = 10, ip[15] = 1, ip[16] = 10, ip[19] = 2;
+        uint32_t sum = 0;
+        for (int i = 0; i < 20; i += 2) sum += uint32_t(ip[i] << 8 | ip[i + 1]);
+        while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+        ip[10] = uint8_t(~sum >> 8), ip[11] = uint8_t(~sum);
+        return f;
+    };
+    auto checksum_ok = [](const std::vector<uint8_t>& f) {
+        uint32_t sum = 0;
+        for (int i = 0; i < 20; i += 2) sum += uint32_t(f[14 + i] << 8 | f[14 + i + 1]);
+        while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+        return sum == 0xFFFF;
+    };
+    FaultInjector inj({r}, 7);
+    int marked = 0, decided = 0;
+    const int n = 4000;
+    for (int i = 0; i < n; ++i) {
+        std::vector<uint8_t> f = ipv4(0x02);  // ECT(0)
+        const Decision d = inj.decide(f.data(), f.size());
+        decided += d.ce;
+        inj.mark_ce(f, d);
+        CHECK((f[15] & 3) == (d.ce ? 3 : 2));
+        CHECK(checksum_ok(f));
+        marked += (f[15] & 3) == 3;
+    }
+    CHECK(marked == decided);
+    CHECK(std::abs(marked - n / 4) < n / 20);
+    CHECK(inj.counters()[0].ce_marked == uint64_t(marked));
+    // Not-ECT: never marked, never counted.
+    for (int i = 0; i < 100; ++i) {
+        std::vector<uint8_t> f = ipv4(0x00);
+        const std::vector<uint8_t> orig = f;
+        inj.mark_ce(f, inj.decide(f.data(), f.size()));
+        CHECK(f == orig);
+    }
+    CHECK(inj.counters()[0].ce_marked == uint64_t(marked));
+}

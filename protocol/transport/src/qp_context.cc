@@ -27,6 +27,8 @@ QpContext::QpContext(const QpConfig& c, const TransportEnv& e) : cfg(c), env(e) 
     req.rd_atomic_credits = cfg.max_rd_atomic;
     comp.psn = req.psn;
     reset_retry_counters();
+    // The RP starts at line rate; its timers run from the QP's creation.
+    if (cfg.dcqcn) rp.emplace(*cfg.dcqcn, env.timers->now_ns());
     // rxe keeps one source port per QP: from the address vector's flow label
     // or the QPN pair for connected QPs, from its own QPN for UD.
     sport_ = cfg.type == hw::QpType::Ud ? roce::roce_udp_sport_unconnected(cfg.qpn)
@@ -83,6 +85,7 @@ void QpContext::enter_error() {
     sq_draining = false;  // no SQ_DRAINED: the flush ends the drain
     env.timers->cancel(QpTimer::Retransmit);
     env.timers->cancel(QpTimer::Rnr);
+    env.timers->cancel(QpTimer::RateLimit);
     // Send queue: every WQE not yet completed, in order.
     while (SqEntry* e = sq.head()) {
         complete_send(*e, e->state == WqeState::Error ? e->status : hw::WcStatus::WrFlushErr);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "simnic/roce/ecn.h"
+#include "simnic/roce/headers.h"
 #include "simnic/roce/opcode.h"
 #include "simnic/roce/rules.h"
 
@@ -263,7 +265,14 @@ void Requester::send_packet(SqEntry& e) {
         p.payload_len = n;
     }
 
+    // Congestion control on: the packet takes part in ECN (ECT(0)), so that
+    // a congested switch marks it CE instead of dropping it. Only request
+    // packets: they are what the rate limiter paces, and a CNP for an ACK's
+    // or READ response's CE mark would lower a rate nothing applies.
+    if (qp.rp) roce::set_ecn(p, roce::Ecn::Ect0);
+    const uint32_t wire_bytes = qp.rp ? frame_bytes(e) : 0;
     qp.env.wire->transmit(p);
+    if (qp.rp) qp.rp->on_bytes_sent(wire_bytes, qp.env.timers->now_ns());
     if (h.bth.ack_req) qp.arm_retransmit_timer();
 
     if (read) {
@@ -279,6 +288,38 @@ void Requester::send_packet(SqEntry& e) {
         ++qp.req.next_seq;
         qp.req.next_pkt = 0;
     }
+}
+
+uint32_t Requester::frame_bytes(const SqEntry& e) const {
+    const QpContext& qp = qp_;
+    const uint32_t mtu = qp.mtu();
+    const uint32_t k = qp.req.next_pkt;
+    const bool read = e.wr.opcode == hw::WrOpcode::RdmaRead;
+    const uint8_t opcode = request_opcode(qp.cfg.type, e.wr.opcode, read ? 0 : k, read ? 1 : e.npkts);
+    const roce::OpcodeInfo& info = roce::opcode_info(opcode);
+    uint64_t payload = 0;
+    if (info.has(roce::kPayload) && !read) payload = std::min<uint64_t>(mtu, e.wr.length() - uint64_t{k} * mtu);
+    const AddressVector& av = qp.cfg.type == hw::QpType::Ud ? e.wr.ud.av : qp.cfg.av;
+    const size_t ip = av.ip_version == roce::IpVersion::V4 ? roce::kIpv4HdrBytes : roce::kIpv6HdrBytes;
+    const uint64_t padded = (payload + 3) & ~uint64_t{3};
+    return static_cast<uint32_t>(roce::kEthHdrBytes + ip + roce::kUdpHdrBytes + info.hdr_bytes + padded +
+                                 roce::kIcrcBytes);
+}
+
+bool Requester::pace(const SqEntry& e) {
+    if (!qp_.rp) return true;
+    congestion::DcqcnRp& rp = *qp_.rp;
+    const uint64_t now = qp_.env.timers->now_ns();
+    rp.advance(now);
+    // At line rate the port's MAC is the only limit: the engine's own
+    // pacing is not second-guessed (and the soft engine, whose host clock
+    // has no line rate, is not slowed by a timer per packet).
+    if (!rp.rate_limited()) return true;
+    const uint64_t at = rp.earliest_send_ns(frame_bytes(e), now);
+    if (at <= now) return true;
+    qp_.env.timers->arm(QpTimer::RateLimit, at);
+    qp_.count(Counter::RateLimited);
+    return false;
 }
 
 size_t Requester::run() {
@@ -312,6 +353,10 @@ size_t Requester::run() {
         if (qp_.is_rc() &&
             psn_diff(qp_.req.psn, psn_add(qp_.comp.psn, kMaxUnackedPsns)) > 0)
             break;
+        if (!pace(*e)) {
+            qp_.trace(Unit::Requester, "RATE_LIMITED");
+            break;
+        }
         qp_.trace(Unit::Requester, "SEND_PACKET");
         send_packet(*e);
         if (e->state == WqeState::Error) break;  // the completer reports it

@@ -18,6 +18,8 @@
 #include <optional>
 #include <vector>
 
+#include "simnic/congestion/notification_point.h"
+#include "simnic/roce/ecn.h"
 #include "simnic/roce/packet.h"
 #include "simnic/transport/mw.h"
 #include "simnic/transport/qp.h"
@@ -253,6 +255,7 @@ enum class Fault { Pass, Drop, Duplicate, Delay };
 struct Frame {
     int from;  // node index
     std::vector<uint8_t> bytes;
+    uint64_t at = 0;  // the clock when it was transmitted
 };
 
 class Fabric;
@@ -276,6 +279,10 @@ struct Node {
     Timers timers;
     WireTap wire;
     Counters counters;
+    // The node's DCQCN notification point: in the QP's env when the QP has
+    // congestion control on (QpConfig::dcqcn), as an engine does per device.
+    simnic::congestion::NotificationPoint np;
+    bool np_on = false;
     std::unique_ptr<Qp> qp;
 
     TransportEnv env() {
@@ -287,6 +294,7 @@ struct Node {
         e.timers = &timers;
         e.events = &events;
         e.counters = &counters;
+        if (np_on) e.np = &np;
         return e;
     }
     void post_recv(uint64_t wr_id, std::vector<Sge> sges) {
@@ -331,6 +339,7 @@ public:
             c.av = make_av(i);
             if (tweak) tweak(c, i);
             nodes[i]->mem.qpn = c.qpn;
+            nodes[i]->np_on = c.dcqcn.has_value();
             nodes[i]->qp = std::make_unique<Qp>(c, nodes[i]->env());
             nodes[i]->qp->set_state(hw::QpState::Init);
             nodes[i]->qp->set_state(hw::QpState::Rtr);
@@ -341,8 +350,14 @@ public:
     Node& b() { return *nodes[1]; }
 
     void enqueue(int from, roce::Packet& pkt) {
-        Frame f{from, {}};
+        Frame f{from, {}, clock.now};
         if (!roce::encode_frame(pkt, f.bytes)) FAIL("encode_frame refused a packet");
+        // A congested switch on the way: marks CE the frames it picks (only
+        // ECN-capable ones change: roce::mark_ce leaves Not-ECT alone).
+        if (ce_mark && ce_mark(pkt, transmitted)) {
+            const size_t ip = roce::ip_header_offset(f.bytes.data(), f.bytes.size());
+            if (ip && roce::mark_ce(f.bytes.data() + ip, f.bytes.size() - ip)) ++ce_marked;
+        }
         log.push_back(f);
         const size_t index = transmitted++;
         Fault action = fault ? fault(pkt, index) : Fault::Pass;
@@ -422,7 +437,10 @@ public:
     std::deque<Frame> log;  // everything transmitted, faults or not
     std::deque<Frame> in_flight, delayed;
     std::function<Fault(const roce::Packet&, size_t)> fault;
-    size_t transmitted = 0, dropped = 0, timer_fires = 0;
+    // Picks the frames a switch marks CE (the packet before encoding, and
+    // its index among all transmitted).
+    std::function<bool(const roce::Packet&, size_t)> ce_mark;
+    size_t transmitted = 0, dropped = 0, timer_fires = 0, ce_marked = 0;
 };
 
 inline void WireTap::transmit(roce::Packet& pkt) { fabric_.enqueue(node_, pkt); }

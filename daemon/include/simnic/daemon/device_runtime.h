@@ -23,6 +23,7 @@
 
 #include "simnic/daemon/devices.h"
 #include "simnic/model/pipeline.h"
+#include "simnic/soft_engine/engine.h"
 
 namespace simnic::fw {
 class Firmware;
@@ -165,6 +166,10 @@ public:
     // (no sample falls between). And its waveform window (see
     // model::Pipeline::trace; `from` none: now).
     std::vector<model::ModelStat> model_stats(bool reset = false) const;
+    // Congestion control (docs/model.md): whether it is on, and each QP's
+    // reaction point (none when off).
+    bool congestion_on() const;
+    std::vector<soft_engine::QpCongestionStats> congestion_stats() const;
     bool trace(const std::string& file, const std::string& format, std::optional<uint64_t> from, uint64_t cycles,
                std::string& err);
     void trace_stop();

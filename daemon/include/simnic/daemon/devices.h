@@ -62,8 +62,9 @@ struct Device {
     // shortcut). Off by default: tcpdump on the netdev then sees nothing of
     // them; the pcap option still records them.
     bool loopback = false;
-    // Model devices: the configuration file (absolute path; empty: the
-    // defaults) and the text it held when the device was added.
+    // The configuration file (absolute path; empty: the defaults) and the
+    // text it held when the device was added: a model device's whole
+    // configuration, a soft device's [congestion] table.
     std::string config_path;
     std::string config_text;
 };

@@ -41,6 +41,7 @@ enum class BlockType : std::uint32_t {
     Port = 0x00000003,
     Stats = 0x00000004,
     CtxWin = 0x00000005,
+    CcStats = 0x00000006,
     Cmdq = 0x00000101,
     Eq = 0x00000102,
     Intr = 0x00000103,
@@ -53,6 +54,7 @@ constexpr std::uint32_t kBar0CapBlock = 0x0100;
 constexpr std::uint32_t kBar0PortBlock = 0x0200;  // port 1
 constexpr std::uint32_t kBar0StatsBlock = 0x0300;
 constexpr std::uint32_t kBar0CtxWinBlock = 0x0400;
+constexpr std::uint32_t kBar0CcStatsBlock = 0x0500;
 constexpr std::uint32_t kBar0CtxBase = 0x1000;
 constexpr std::uint32_t kCtxPageSize = 0x1000;
 
@@ -439,6 +441,15 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(remote_access_err, 0xE8, 0, 64)   \
     F(dma_faults, 0xF0, 0, 64)          \
     F(cq_overflows, 0xF8, 0, 64)
+
+// CC_STATS_BLOCK (hw-spec.md 2.6.1): congestion control's counters, a block
+// of their own because STATS_BLOCK is full.
+#define SIMNIC_HW_CC_STATS_BLOCK_FIELDS(F) \
+    F(ce_packets, 0x10, 0, 64)             \
+    F(cnp_sent, 0x18, 0, 64)               \
+    F(cnp_received, 0x20, 0, 64)           \
+    F(cnp_suppressed, 0x28, 0, 64)         \
+    F(rate_limit_holds, 0x30, 0, 64)
 
 // CTXWIN_BLOCK (hw-spec.md 2.7)
 #define SIMNIC_HW_CTXWIN_BLOCK_FIELDS(F) \
@@ -978,6 +989,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(port_block, PORT_BLOCK, 64)                     \
     L(stats_block, STATS_BLOCK, 256)                  \
     L(ctxwin_block, CTXWIN_BLOCK, 32)                 \
+    L(cc_stats_block, CC_STATS_BLOCK, 64)             \
     L(cmdq_regs, CMDQ_REGS, 64)                       \
     L(eq_regs, EQ_REGS, 64)                           \
     L(intr_regs, INTR_REGS, 32)                       \
@@ -1090,7 +1102,8 @@ static_assert(kBar0IdBlock + id_block::kSize <= kBar0CapBlock, "BAR0: ID overlap
 static_assert(kBar0CapBlock + cap_block::kSize <= kBar0PortBlock, "BAR0: CAP overlaps PORT");
 static_assert(kBar0PortBlock + port_block::kSize <= kBar0StatsBlock, "BAR0: PORT overlaps STATS");
 static_assert(kBar0StatsBlock + stats_block::kSize <= kBar0CtxWinBlock, "BAR0: STATS overlaps CTXWIN");
-static_assert(kBar0CtxWinBlock + ctxwin_block::kSize <= kBar0CtxBase, "BAR0: CTXWIN overlaps contexts");
+static_assert(kBar0CtxWinBlock + ctxwin_block::kSize <= kBar0CcStatsBlock, "BAR0: CTXWIN overlaps CC_STATS");
+static_assert(kBar0CcStatsBlock + cc_stats_block::kSize <= kBar0CtxBase, "BAR0: CC_STATS overlaps contexts");
 static_assert(kCtxCmdqBlock + cmdq_regs::kSize <= kCtxEqBlock, "ctx page: CMDQ overlaps EQ");
 static_assert(kCtxEqBlock + eq_regs::kSize <= kCtxIntrBlock, "ctx page: EQ overlaps INTR");
 static_assert(kCtxIntrBlock + intr_regs::kSize <= kCtxDbBlock, "ctx page: INTR overlaps DB");

@@ -46,6 +46,9 @@ constexpr Table kTables[] = {
     {"eq", "Event queues."},
     {"fw", "Firmware on the management core: executes commands (hw-spec 5)."},
     {"wire", "How the simulation meets a device's real wire (not used by simnic bench)."},
+    {"congestion",
+     "Congestion control: DCQCN (Zhu et al., SIGCOMM 2015) with ECN and CNPs, per device. Defaults: the "
+     "paper's (docs/model.md). The only table a soft device's config may hold."},
 };
 
 using U32Ref = std::uint32_t& (*)(ModelConfig&);
@@ -166,6 +169,31 @@ constexpr Key kKeys[] = {
                    "Cycles simulated between looks at the wire: what the device sends, and receives back "
                    "through the kernel, crosses at most this late; 0: simulate until idle first, so TX "
                    "and RX of a device talking to itself through the kernel take turns"),
+
+    SIMNIC_CFG_KEY(congestion, enable, 0, 1, 0, "",
+                   "1: every QP of the device takes part: its request packets are ECT(0) and paced at its "
+                   "rate Rc, CE-marked packets for it are answered with CNPs, CNPs for it lower Rc; 0: off"),
+    SIMNIC_CFG_KEY(congestion, line_rate_gbps, 0, 1600, 0, "Gb/s",
+                   "Rc's ceiling and its value before any CNP; 0: the port's (mac.line_rate_gbps on a model "
+                   "device, 100 on a soft one)"),
+    SIMNIC_CFG_KEY(congestion, min_rate_mbps, 0.001, 1600000, 0, "Mb/s",
+                   "Rc's and Rt's floor (not in the paper), so that a storm of CNPs cannot stall a QP"),
+    SIMNIC_CFG_KEY(congestion, g, 0.000001, 1, 0, "", "g: the gain of the alpha estimate (paper: 1/256)"),
+    SIMNIC_CFG_KEY(congestion, initial_alpha, 0, 1, 0, "",
+                   "alpha before the first CNP (paper: 1, the first CNP halves Rc)"),
+    SIMNIC_CFG_KEY(congestion, alpha_timer_ns, 1, 1000000000, 0, "ns",
+                   "K: alpha decays by (1 - g) every K without a CNP (paper: 55 us)"),
+    SIMNIC_CFG_KEY(congestion, rate_timer_ns, 1, 1000000000, 0, "ns",
+                   "T: the rate increase timer while rate-limited (paper: 55 us)"),
+    SIMNIC_CFG_KEY(congestion, byte_counter_bytes, 0, 4000000000, 0, "bytes",
+                   "B: one rate increase per B bytes sent while rate-limited (paper: 10 MB); 0: off"),
+    SIMNIC_CFG_KEY(congestion, fast_recovery_steps, 0, 1000, 0, "steps",
+                   "F: timer or byte counter events of fast recovery before additive increase (paper: 5)"),
+    SIMNIC_CFG_KEY(congestion, rai_mbps, 0, 1600000, 0, "Mb/s", "R_AI: the additive increase step (paper: 40 Mb/s)"),
+    SIMNIC_CFG_KEY(congestion, rhai_mbps, 0, 1600000, 0, "Mb/s",
+                   "R_HAI: the hyper increase step (ours: 10 R_AI, as QCN; docs/model.md)"),
+    SIMNIC_CFG_KEY(congestion, min_cnp_interval_ns, 0, 1000000000, 0, "ns",
+                   "N: at most one CNP per QP per N (paper: 50 us); 0: one per CE-marked packet"),
 };
 
 #undef SIMNIC_CFG_CACHE_KEYS
@@ -318,6 +346,10 @@ std::vector<CrossError> cross_check(const ModelConfig& c) {
                                          std::to_string(cc.ways),
                                      {e, w}});
         }
+    }
+    if (const char* m = congestion::check(c.congestion.dcqcn(c.mac.line_rate_gbps))) {
+        out.push_back(CrossError{std::string("[congestion]: ") + m,
+                                 {"congestion.min_rate_mbps", "congestion.line_rate_gbps"}});
     }
     if (c.mac.line_rate_gbps > c.raw_mac_gbps()) {
         out.push_back(CrossError{"mac.line_rate_gbps = " + real_text(c.mac.line_rate_gbps) +
@@ -482,6 +514,50 @@ std::uint64_t ModelConfig::ns_to_cycles(double ns) const {
     // Tolerance so that an exact product (600 ns at 250 MHz = 150) is not
     // rounded up by floating-point noise.
     return static_cast<std::uint64_t>(std::ceil(ns * clock.freq_mhz / 1000.0 - 1e-9));
+}
+
+congestion::DcqcnConfig CongestionConfig::dcqcn(double port_gbps) const {
+    congestion::DcqcnConfig d;
+    d.line_rate_bps = (line_rate_gbps > 0 ? line_rate_gbps : port_gbps) * 1e9;
+    d.min_rate_bps = min_rate_mbps * 1e6;
+    d.g = g;
+    d.initial_alpha = initial_alpha;
+    d.alpha_timer_ns = alpha_timer_ns;
+    d.rate_timer_ns = rate_timer_ns;
+    d.byte_counter_bytes = byte_counter_bytes;
+    d.fast_recovery_steps = fast_recovery_steps;
+    d.rai_bps = rai_mbps * 1e6;
+    d.rhai_bps = rhai_mbps * 1e6;
+    return d;
+}
+
+bool parse_soft_config(std::string_view text, const std::string& origin_in, CongestionConfig& out, std::string& err) {
+    const std::string origin = origin_in.empty() ? "<config>" : origin_in;
+    // The tables first, so that a model device's file given to a soft
+    // device is refused for what it is, not for one of its values.
+    toml::table root;
+    try {
+        root = toml::parse(text, origin);
+    } catch (const toml::parse_error&) {
+        ModelConfig c;
+        return parse_config(text, origin, c, err);  // reports the syntax error
+    }
+    std::string bad;
+    for (const auto& [k, v] : root) {
+        if (k.str() == "congestion") continue;
+        bad += located(origin, pos_of(v.source()),
+                       "[" + std::string(k.str()) + "] is a model device's; a soft device's config holds [congestion] only") +
+               "\n";
+    }
+    if (!bad.empty()) {
+        bad.pop_back();
+        err = bad;
+        return false;
+    }
+    ModelConfig c;
+    if (!parse_config(text, origin, c, err)) return false;
+    out = c.congestion;
+    return true;
 }
 
 bool operator==(const ModelConfig& a, const ModelConfig& b) {

@@ -119,6 +119,10 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "eq.eqe_bytes",
         "fw.core_mhz", "fw.command_cycles",
         "wire.quantum_cycles",
+        "congestion.enable", "congestion.line_rate_gbps", "congestion.min_rate_mbps", "congestion.g",
+        "congestion.initial_alpha", "congestion.alpha_timer_ns", "congestion.rate_timer_ns",
+        "congestion.byte_counter_bytes", "congestion.fast_recovery_steps", "congestion.rai_mbps",
+        "congestion.rhai_mbps", "congestion.min_cnp_interval_ns",
     };
     auto d = describe(ModelConfig{});
     REQUIRE(d.size() == std::size(expected));
@@ -165,6 +169,7 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.eq = {64};
         c.fw = {1200.5, 1500};
         c.wire = {0};
+        c.congestion = {1, 40, 5, 0.125, 0.5, 60000, 70000, 1 << 20, 3, 50, 500, 20000};
         std::string err;
         INFO(err);
         REQUIRE(validate_config(c, err));
@@ -270,7 +275,7 @@ TEST_CASE("model config: unknown tables", "[model][config]") {
           "t.toml:1:2: unknown table [qpc_cach] (did you mean [qpc_cache]?)");
     CHECK(error_of("[sim]\nmax_idle_gap_us = 1000\n") ==
           "t.toml:1:2: unknown table [sim] (tables: clock, mac, doorbell, pipeline, parser, icrc, qpc_cache, "
-          "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw, wire)");
+          "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw, wire, congestion)");
     CHECK(error_of("mac = 5\n") == "t.toml:1:7: 'mac' must be a table ([mac]), got an integer 5");
     CHECK(error_of("[[mac]]\nwidth_bytes = 64\n").find("'mac' must be a table ([mac]), got an array") !=
           std::string::npos);
@@ -478,4 +483,53 @@ TEST_CASE("model config: docs/model-config.toml is render_config of the defaults
     std::string err;
     CHECK(load_config(path, c, err));
     CHECK(c == ModelConfig{});
+}
+
+TEST_CASE("model config: [congestion] gives the DCQCN and NP configurations", "[model][config][congestion]") {
+    ModelConfig c;
+    CHECK(c.congestion.enable == 0);  // off by default
+    // The defaults are the congestion core's.
+    const simnic::congestion::DcqcnConfig d = c.congestion.dcqcn(100), core;
+    CHECK(d.line_rate_bps == core.line_rate_bps);
+    CHECK(d.min_rate_bps == core.min_rate_bps);
+    CHECK(d.g == core.g);
+    CHECK(d.initial_alpha == core.initial_alpha);
+    CHECK(d.alpha_timer_ns == core.alpha_timer_ns);
+    CHECK(d.rate_timer_ns == core.rate_timer_ns);
+    CHECK(d.byte_counter_bytes == core.byte_counter_bytes);
+    CHECK(d.fast_recovery_steps == core.fast_recovery_steps);
+    CHECK(d.rai_bps == core.rai_bps);
+    CHECK(d.rhai_bps == core.rhai_bps);
+    CHECK(c.congestion.np().min_cnp_interval_ns == simnic::congestion::NpConfig{}.min_cnp_interval_ns);
+
+    c = parsed("[mac]\nline_rate_gbps = 25\n[congestion]\nenable = 1\nrai_mbps = 5\nmin_cnp_interval_ns = 4000\n");
+    CHECK(c.congestion.enable == 1);
+    CHECK(c.congestion.dcqcn(c.mac.line_rate_gbps).line_rate_bps == 25e9);  // 0: the port's
+    CHECK(c.congestion.dcqcn(c.mac.line_rate_gbps).rai_bps == 5e6);
+    CHECK(c.congestion.np().min_cnp_interval_ns == 4000);
+    c = parsed("[congestion]\nline_rate_gbps = 10\n");
+    CHECK(c.congestion.dcqcn(c.mac.line_rate_gbps).line_rate_bps == 10e9);
+
+    CHECK(error_of("[congestion]\nenable = 2\n").find("congestion.enable = 2 is out of range") != std::string::npos);
+    CHECK(error_of("[congestion]\nline_rate_gbps = 1\nmin_rate_mbps = 2000\n")
+              .find("[congestion]: minimum rate must be positive and at most the line rate") != std::string::npos);
+}
+
+TEST_CASE("model config: a soft device's config holds [congestion] only", "[model][config][congestion]") {
+    simnic::model::CongestionConfig cc;
+    std::string err;
+    REQUIRE(simnic::model::parse_soft_config("[congestion]\nenable = 1\ng = 0.5\n", "s.toml", cc, err));
+    CHECK(cc.enable == 1);
+    CHECK(cc.g == 0.5);
+    simnic::model::CongestionConfig before = cc;
+    CHECK_FALSE(simnic::model::parse_soft_config("[congestion]\nenable = 1\n[dma]\nread_latency_ns = 5\n", "s.toml", cc, err));
+    CHECK(err == "s.toml:3:1: [dma] is a model device's; a soft device's config holds [congestion] only");
+    CHECK(cc.g == before.g);
+    // A model device's table is refused for being one, before its values.
+    CHECK_FALSE(simnic::model::parse_soft_config("[qpc_cache]\nways = 3\n", "s.toml", cc, err));
+    CHECK(err == "s.toml:1:1: [qpc_cache] is a model device's; a soft device's config holds [congestion] only");
+    CHECK_FALSE(simnic::model::parse_soft_config("[congestion\n", "s.toml", cc, err));
+    CHECK(err.rfind("s.toml:1:", 0) == 0);
+    CHECK_FALSE(simnic::model::parse_soft_config("[congestion]\nenable = 3\n", "s.toml", cc, err));
+    CHECK(err.find("congestion.enable = 3 is out of range") != std::string::npos);
 }

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "simnic/congestion/dcqcn.h"
+#include "simnic/congestion/notification_point.h"
 #include "simnic/hw/tables.h"
 #include "simnic/soft_engine/timing.h"
 
@@ -49,6 +51,27 @@ struct WireConfig {
     bool on() const { return hub_port != 0; }
 };
 
+// RoCE v2 congestion control (docs/model.md, "Congestion control"): DCQCN's
+// notification point for the device, a reaction point per RC/UC/UD QP. Off
+// by default; on, every QP the device builds takes part: its request packets
+// are ECT(0) and paced at its rate, CE-marked packets for it are answered
+// with CNPs, and CNPs for it lower its rate.
+struct CongestionControl {
+    bool on = false;
+    congestion::DcqcnConfig rp;  // rp.line_rate_bps: the port's line rate
+    congestion::NpConfig np;
+};
+
+// What `simnic stats` shows of one QP's reaction point.
+struct QpCongestionStats {
+    std::uint32_t qpn = 0;
+    double rate_bps = 0;         // Rc
+    double target_rate_bps = 0;  // Rt
+    double alpha = 0;
+    bool rate_limited = false;
+    congestion::RpCounters counters;  // cnps_received, rate_limited_ns, the increase steps
+};
+
 struct EngineConfig {
     std::string device;    // device name, for messages
     std::string netdev;    // the port's netdev; its first IPv4 address is used
@@ -61,6 +84,7 @@ struct EngineConfig {
     // of context `ctx` and its size; null if there is none. Called by the
     // engine thread; the mapping must stay until the context is removed.
     std::function<std::uint8_t*(std::uint16_t ctx, std::uint32_t handle, std::uint64_t& size)> shm;
+    CongestionControl congestion;  // off unless the device's config turns it on
     hw::TableStore* tables = nullptr;
     hw::EventSink* events = nullptr;  // posts EQEs (thread-safe)
     std::uint8_t* bar = nullptr;      // BAR0 global page (STATS_BLOCK, PORT_BLOCK)
@@ -122,6 +146,10 @@ public:
     // neighbours the kernel resolves. Any thread.
     std::optional<std::array<std::uint8_t, 6>> neighbour(const std::array<std::uint8_t, 16>& gid);
 
+    // The reaction point of every QP that has one (none with congestion
+    // control off), brought up to now. Takes the device lock.
+    std::vector<QpCongestionStats> congestion_stats();
+
     // Runs `f` between two engine batches, with the device to itself (the
     // engine's lock held): how a timing model's owner reads its statistics
     // or starts a waveform while the engine runs.
@@ -147,7 +175,8 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// STATS_BLOCK counters of a BAR0 global page, by field name (hw-spec 2.6).
+// STATS_BLOCK counters of a BAR0 global page, by field name (hw-spec 2.6),
+// then CC_STATS_BLOCK's (2.6.1).
 std::vector<std::pair<std::string, std::uint64_t>> read_stats(const std::uint8_t* bar);
 
 }  // namespace simnic::soft_engine

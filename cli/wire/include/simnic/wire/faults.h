@@ -1,5 +1,5 @@
 // Faults on a wire of Ethernet frames: drop, duplicate, reorder, delay and
-// corrupt, seeded and chosen per direction (by source and destination MAC).
+// corrupt, and a congested switch's ECN marking (CE), seeded and chosen per direction (by source and destination MAC).
 //
 // The wire (hub.h) asks decide() about every frame it forwards. The same
 // seed and the same sequence of frames give the same decisions, so a failing
@@ -34,13 +34,18 @@ struct FaultRule {
     double delayed = 1;      // the share of the rule's frames that wait (1: all): a late
                              // frame among timely ones, as a congested switch port makes
     uint64_t reorder_hold_ns = 1'000'000;
+    // A congested switch port's ECN marking: this share of the rule's
+    // frames that are ECN-capable IP (ECT(0) or ECT(1)) become CE (RFC 3168,
+    // roce::mark_ce); Not-ECT frames pass unchanged. Independent of the
+    // faults above (a marked frame may also be delayed or duplicated).
+    double ce = 0;
 
     bool matches(const uint8_t* frame, size_t len) const;
     std::string describe() const;
 };
 
 // Parses "[from=MAC,][to=MAC,]drop=1%,dup=0.5%,reorder=1%,corrupt=0.1%,
-// delay=50us,jitter=20us,delayed=5%,hold=2ms". Rates take a trailing % (else a fraction
+// delay=50us,jitter=20us,delayed=5%,hold=2ms,ce=10%". Rates take a trailing % (else a fraction
 // of 1); times take ns, us, ms or s. False and `err` on anything else.
 bool parse_rule(const std::string& text, FaultRule& rule, std::string& err);
 
@@ -53,10 +58,12 @@ struct Decision {
     bool corrupt = false;
     size_t flip_bit = 0;    // bit index (from the first byte after the Ethernet header)
     uint64_t delay_ns = 0;
+    bool ce = false;        // mark CE if ECN-capable (FaultInjector::mark_ce)
 };
 
 struct FaultCounters {
     uint64_t frames = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0, delayed = 0;
+    uint64_t ce_marked = 0;  // ECN-capable frames marked CE
 };
 
 class FaultInjector {
@@ -69,6 +76,10 @@ public:
     void note_reordered(int rule);
     // Applies a Decision's corruption to the frame.
     static void corrupt(std::vector<uint8_t>& frame, const Decision& d);
+    // Applies a Decision's CE mark (to an ECN-capable IP frame only; the
+    // IPv4 checksum follows, the ICRC does not cover the ECN bits) and
+    // counts it.
+    void mark_ce(std::vector<uint8_t>& frame, const Decision& d);
 
     const std::vector<FaultRule>& rules() const { return rules_; }
     const std::vector<FaultCounters>& counters() const { return counters_; }

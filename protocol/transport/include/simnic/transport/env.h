@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "simnic/congestion/notification_point.h"
 #include "simnic/hw/verbs.h"
 #include "simnic/roce/packet.h"
 #include "simnic/transport/wqe.h"
@@ -126,7 +127,10 @@ public:
 
 // ---- Time ----
 
-enum class QpTimer : uint8_t { Retransmit, Rnr };
+// RateLimit: DCQCN's rate limiter holds the requester's next packet until
+// then (Requester::run); its expiry lets the requester go on.
+enum class QpTimer : uint8_t { Retransmit, Rnr, RateLimit };
+inline constexpr int kNumQpTimers = 3;
 
 class TimerPort {
 public:
@@ -161,6 +165,12 @@ public:
 enum class Counter : uint8_t {
     DuplicateRequest,  // a request with a PSN already executed (rxe: RXE_CNT_DUP_REQ)
     OutOfSeqRequest,   // a gap in request PSNs, NAK'd (rxe: RXE_CNT_OUT_OF_SEQ_REQ)
+    // Congestion control (docs/model.md, "Congestion control"):
+    CePacket,          // a packet for this QP arrived CE-marked (with a notification point)
+    CnpSent,           // the notification point answered a CE mark with a CNP
+    CnpSuppressed,     // a CE mark asked for no CNP: one went to its QP less than N ago
+    CnpReceived,       // a CNP for this QP arrived (acted on only with a reaction point)
+    RateLimited,       // the rate limiter held a request packet back (armed RateLimit)
 };
 
 class CounterPort {
@@ -169,7 +179,12 @@ public:
     virtual void count(Counter c) = 0;
 };
 
-// The ports of one QP. All but `trace` and `counters` must be set.
+// The ports of one QP. All but `trace`, `counters` and `np` must be set.
+//
+// `np`: the device's DCQCN notification point (one per device, shared by its
+// QPs). Set, a CE-marked packet for the QP may make it send a CNP to the QP
+// that sent the packet (Qp::on_packet); null, CE marks are ignored. The
+// reaction point is per QP: QpConfig::dcqcn.
 struct TransportEnv {
     MemoryPort* mem = nullptr;
     RecvQueuePort* rq = nullptr;
@@ -179,6 +194,7 @@ struct TransportEnv {
     EventPort* events = nullptr;
     TracePort* trace = nullptr;
     CounterPort* counters = nullptr;
+    congestion::NotificationPoint* np = nullptr;
 };
 
 }  // namespace simnic::transport

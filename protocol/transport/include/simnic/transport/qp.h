@@ -35,6 +35,9 @@ public:
     void on_recv_posted() {}
 
     QpTransportState snapshot() const;
+    // The reaction point's state, brought up to `now_ns` (its timers run
+    // lazily: each event of the QP advances them first).
+    QpCongestionState congestion(uint64_t now_ns);
 
     Requester& requester() { return req_; }
     Responder& responder() { return resp_; }
@@ -43,6 +46,9 @@ public:
 
 private:
     void progress();
+    // DCQCN's notification point: a CE-marked packet for this QP may ask
+    // for a CNP to the QP that sent it.
+    void notify_congestion(const roce::Packet& pkt);
 
     QpContext ctx_;
     Requester req_;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include "simnic/congestion/dcqcn.h"
 #include "simnic/hw/verbs.h"
 #include "simnic/roce/headers.h"
 #include "simnic/roce/packet.h"
@@ -57,6 +59,12 @@ struct QpConfig {
                                 // entering ERR raises QP_LAST_WQE_REACHED instead)
     bool en_sqd_async_notify = false;  // RTS->SQD: raise SQ_DRAINED when the drain ends
     AddressVector av;           // RC/UC; UD takes it per WQE
+    // DCQCN's reaction point for this QP (docs/model.md, "Congestion
+    // control"): set, the requester marks its packets ECT(0), paces them at
+    // the RP's current rate Rc while it is below the line rate, and a CNP
+    // for the QP lowers Rc. Unset (the default): none of it. check() must
+    // pass on it.
+    std::optional<congestion::DcqcnConfig> dcqcn;
 };
 
 // What `simnic resource show qp` wants to print.
@@ -68,6 +76,16 @@ struct QpTransportState {
     uint32_t msn = 0;
     uint32_t sq_outstanding = 0;  // send WQEs not yet completed
     bool sq_draining = false;     // an RTS->SQD drain is in progress
+};
+
+// What `simnic stats` shows of a QP's congestion control (its reaction point).
+struct QpCongestionState {
+    bool on = false;               // the QP has a reaction point
+    double rate_bps = 0;           // Rc, the current rate
+    double target_rate_bps = 0;    // Rt, the target rate
+    double alpha = 0;
+    bool rate_limited = false;     // Rc below the line rate
+    congestion::RpCounters counters;
 };
 
 // Retransmit timer period: 4.096 us << timeout (IBA 11.2.4.2 "Local ACK

@@ -8,6 +8,7 @@
 #include <deque>
 #include <optional>
 
+#include "simnic/congestion/dcqcn.h"
 #include "simnic/roce/packet.h"
 #include "simnic/transport/env.h"
 #include "simnic/transport/qp_config.h"
@@ -116,6 +117,9 @@ public:
     std::optional<RecvCursor> recv;  // the responder's current receive WQE
     // RTS->SQD drain in progress (hw-spec 5.7, QPC.sq_draining).
     bool sq_draining = false;
+    // DCQCN's reaction point, when cfg.dcqcn is set: the requester's rate
+    // limiter, lowered by CNPs for the QP.
+    std::optional<congestion::DcqcnRp> rp;
 
     uint32_t mtu() const { return roce::ib_mtu_bytes(cfg.path_mtu); }
     bool is_rc() const { return cfg.type == hw::QpType::Rc; }
@@ -124,6 +128,9 @@ public:
     // (P_Key, destination QPN); the caller sets opcode, PSN and the rest.
     void init_packet(roce::Packet& p, const AddressVector& av, uint32_t dqpn) const;
 
+    void count(Counter c) const {
+        if (env.counters) env.counters->count(c);
+    }
     void trace(Unit u, const char* state_name) const {
         if (env.trace) env.trace->state(u, state_name);
     }

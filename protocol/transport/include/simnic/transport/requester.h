@@ -37,6 +37,12 @@ private:
     // BIND_MW and LOCAL_INV: act on the MPT through the memory port.
     void execute_local(SqEntry& e);
     void send_packet(SqEntry& e);
+    // DCQCN's rate limiter (QpContext::rp): true if the next packet of `e`
+    // may leave now; else it arms QpTimer::RateLimit for when it may.
+    bool pace(const SqEntry& e);
+    // The Ethernet frame the next packet of `e` makes, in bytes (without
+    // preamble, inter-frame gap and FCS): what the rate limiter counts.
+    uint32_t frame_bytes(const SqEntry& e) const;
     void restart();
 
     QpContext& qp_;

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "simnic/congestion/dcqcn.h"
+#include "simnic/congestion/notification_point.h"
 #include "simnic/hw/layout.h"
 
 namespace simnic::model {
@@ -144,6 +146,31 @@ struct WireConfig {
     std::uint32_t quantum_cycles = 1024;
 };
 
+// [congestion]: RoCE v2 congestion control in the device (DCQCN with ECN and
+// CNPs; docs/model.md, "Congestion control"). The same table configures a
+// `soft` device, whose config file may hold this table only. The defaults
+// are DcqcnConfig's and NpConfig's (simnic/congestion), whose comments give
+// each one's source.
+struct CongestionConfig {
+    std::uint32_t enable = 0;          // 1: on (every QP of the device), 0: off
+    double line_rate_gbps = 0;         // Rc's ceiling; 0: the port's ([mac] line rate; 100 on a soft device)
+    double min_rate_mbps = 1;          // Rc's and Rt's floor
+    double g = 1.0 / 256;              // alpha's gain
+    double initial_alpha = 1;          // alpha before the first CNP
+    std::uint32_t alpha_timer_ns = 55'000;    // K
+    std::uint32_t rate_timer_ns = 55'000;     // T
+    std::uint32_t byte_counter_bytes = 10u << 20;  // B; 0: no byte counter
+    std::uint32_t fast_recovery_steps = 5;    // F
+    double rai_mbps = 40;              // R_AI
+    double rhai_mbps = 400;            // R_HAI
+    std::uint32_t min_cnp_interval_ns = 50'000;  // N, per QP
+
+    // The reaction point's configuration for a port of `port_gbps` (used
+    // when line_rate_gbps is 0).
+    congestion::DcqcnConfig dcqcn(double port_gbps) const;
+    congestion::NpConfig np() const { return congestion::NpConfig{min_cnp_interval_ns}; }
+};
+
 struct ModelConfig {
     ClockConfig clock;
     MacConfig mac;
@@ -167,6 +194,7 @@ struct ModelConfig {
     EqConfig eq;
     FwConfig fw;
     WireConfig wire;
+    CongestionConfig congestion;
 
     // Derived values.
     double clock_period_ps() const { return 1e6 / clock.freq_mhz; }
@@ -214,6 +242,11 @@ bool validate_config(const ModelConfig& cfg, std::string& err);
 // The whole configuration as TOML, a comment per key (meaning, unit, allowed
 // values). parse_config(render_config(c)) gives c back.
 std::string render_config(const ModelConfig& cfg);
+// A `soft` device's config: TOML with the [congestion] table only (a soft
+// device has no pipeline to time). As parse_config; a key of another table
+// is an error that names it.
+bool parse_soft_config(std::string_view text, const std::string& origin, CongestionConfig& out, std::string& err);
+
 // "table.key" -> value, every key in table order (strings unquoted).
 std::vector<std::pair<std::string, std::string>> describe(const ModelConfig& cfg);
 
