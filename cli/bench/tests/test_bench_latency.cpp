@@ -276,3 +276,109 @@ TEST_CASE("latency: an event-driven host keeps many messages in flight without l
         CHECK(stat(r, "cq.interrupts") < 2000);
     }
 }
+
+namespace {
+
+BenchResult run_rate(BenchOp op, uint32_t qps, uint32_t contexts) {
+    BenchSpec s;
+    s.op = op;
+    s.size = 64;
+    s.qps = qps;
+    s.depth = 16;
+    s.messages = 1000;
+    s.cfg.responder.contexts = contexts;
+    s.cfg.completer.contexts = contexts;
+    BenchResult r;
+    std::string err;
+    REQUIRE(run_bench(s, r, err));
+    REQUIRE(r.errors == 0);
+    return r;
+}
+
+}  // namespace
+
+// Without receive-WQE prefetch a SEND's responder waits for its receive
+// WQE's DMA read (the round trip, dma.read_latency_ns, and its completion)
+// before the packet is done; a QP's packets wait in turn (IBA order), so
+// one QP's SENDs are at most one per read. Different QPs' reads overlap in
+// the responder's contexts: four QPs come close to four times one QP's
+// rate. With one context (the serialisation the responder had before) they
+// do not.
+TEST_CASE("rates: small SENDs scale with QPs, the responder's receive-WQE reads overlap across QPs",
+          "[model][bench][rate]") {
+    const ModelConfig c;
+    REQUIRE(c.responder.contexts >= 4);
+    const double read = read_ns(c, 64);  // one receive WQE's read alone
+    const BenchResult one = run_rate(BenchOp::Send, 1, c.responder.contexts);
+    const BenchResult four = run_rate(BenchOp::Send, 4, c.responder.contexts);
+    INFO("1 QP " << one.msg_rate_mps << " M/s, 4 QPs " << four.msg_rate_mps << " M/s, read " << read << " ns");
+    // One QP: bound by one read per SEND (a little more: the decision, the ACK).
+    CHECK(one.msg_rate_mps <= 1000.0 / read);
+    CHECK(one.msg_rate_mps > 0.8 * 1000.0 / read);
+    // Four QPs: their reads overlap, nearly four times the rate.
+    CHECK(four.msg_rate_mps > 3.5 * one.msg_rate_mps);
+    // One context: the QPs' reads are in series again, as one QP's.
+    const BenchResult serial = run_rate(BenchOp::Send, 4, 1);
+    INFO("4 QPs, one context: " << serial.msg_rate_mps << " M/s");
+    CHECK(serial.msg_rate_mps < 1.2 * one.msg_rate_mps);
+    // WRITEs need no receive WQE: one context or many, about the same.
+    const BenchResult w16 = run_rate(BenchOp::Write, 4, c.responder.contexts);
+    const BenchResult w1 = run_rate(BenchOp::Write, 4, 1);
+    CHECK(w16.msg_rate_mps == Approx(w1.msg_rate_mps).epsilon(0.1));
+}
+
+// Interrupt moderation (cq.moderation_count, cq.moderation_period_ns): an
+// armed CQ's event waits for N CQEs or T ns after the CQE that raised it.
+TEST_CASE("latency: interrupt moderation holds an event for its count or its period", "[model][bench][msix]") {
+    const ModelConfig c;
+    REQUIRE(c.cq.moderation_count == 0);
+    REQUIRE(c.cq.moderation_period_ns == 0);
+    Knobs k;
+    k.events = true;
+    const BenchResult woken = run(BenchOp::Write, k);
+    // One message at a time: no second CQE comes, so the period decides.
+    // The EQE and the MSI-X message are written when it ends, so they take
+    // the posted write's latency too (without moderation it overlaps the CQE's).
+    for (uint32_t period : {1000u, 8000u}) {
+        INFO("period " << period << " ns");
+        BenchSpec s;
+        s.op = BenchOp::Write;
+        s.size = 2;
+        s.depth = 1;
+        s.messages = 200;
+        s.events = true;
+        s.cfg.cq.moderation_count = 4;
+        s.cfg.cq.moderation_period_ns = period;
+        BenchResult r;
+        std::string err;
+        REQUIRE(run_bench(s, r, err));
+        CHECK(r.errors == 0);
+        CHECK(r.lat_median_ns == Approx(woken.lat_median_ns + period + c.dma.write_latency_ns).margin(0.01));
+        CHECK(stat(r, "cq.interrupts") == r.messages);
+    }
+    // Many in flight: one interrupt per 8 CQEs at most (the host drains what
+    // came while it woke, and re-arms).
+    BenchSpec s;
+    s.op = BenchOp::Write;
+    s.size = 64;
+    s.qps = 1;
+    s.depth = 16;
+    s.messages = 2000;
+    s.events = true;
+    s.cfg.cq.moderation_count = 8;
+    s.cfg.cq.moderation_period_ns = 100000;
+    BenchResult r;
+    std::string err;
+    REQUIRE(run_bench(s, r, err));
+    CHECK(r.errors == 0);
+    CHECK(r.messages == 2000);
+    CHECK(stat(r, "cq.interrupts") > 0);
+    CHECK(stat(r, "cq.interrupts") <= r.messages / 8 + 1);
+    CHECK(stat(r, "cq.moderated_cqes") >= 7 * stat(r, "cq.interrupts") - 7);
+    // The same without moderation takes more interrupts.
+    s.cfg.cq.moderation_count = 0;
+    s.cfg.cq.moderation_period_ns = 0;
+    BenchResult u;
+    REQUIRE(run_bench(s, u, err));
+    CHECK(stat(u, "cq.interrupts") > stat(r, "cq.interrupts"));
+}

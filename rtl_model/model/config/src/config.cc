@@ -145,9 +145,15 @@ constexpr Key kKeys[] = {
 
     SIMNIC_CFG_KEY(responder, cycles_per_packet, 1, 1024, 0, "cycles",
                    "Pipeline cycles per request packet executed"),
+    SIMNIC_CFG_KEY(responder, contexts, 1, 1024, 0, "contexts",
+                   "Request packets whose memory work (a receive WQE's read, payload writes) proceeds at once; a "
+                   "QP's packets share one context (QPN modulo contexts), in order; 1: one packet at a time"),
 
     SIMNIC_CFG_KEY(completer, cycles_per_packet, 1, 1024, 0, "cycles",
                    "Pipeline cycles per response or ACK handled"),
+    SIMNIC_CFG_KEY(completer, contexts, 1, 1024, 0, "contexts",
+                   "Responses and timers whose memory work proceeds at once; a QP's share one context (QPN "
+                   "modulo contexts), in order; 1: one at a time"),
 
     SIMNIC_CFG_KEY(cq, cqe_bytes, hw::kCqeSize, 256, kPow2, "bytes",
                    "Bytes written per CQE: the hw-spec 7.1 CQE, or more for padded writes"),
@@ -157,6 +163,12 @@ constexpr Key kKeys[] = {
     SIMNIC_CFG_KEY(cq, msix_ns, 0, 1000000, 0, "ns",
                    "A CQ armed for events: the MSI-X interrupt after its completion EQE to the application "
                    "woken in ibv_get_cq_event; 0: at once"),
+    SIMNIC_CFG_KEY(cq, moderation_count, 0, 65535, 0, "CQEs",
+                   "Interrupt moderation (as ibv_modify_cq's cq_count): an armed CQ's event and MSI-X message "
+                   "wait until this many CQEs are written, or moderation_period_ns passed; 0 or 1: at once"),
+    SIMNIC_CFG_KEY(cq, moderation_period_ns, 0, 4095000, 0, "ns",
+                   "Interrupt moderation (as ibv_modify_cq's cq_period): the longest an armed CQ's event waits "
+                   "from the CQE that raised it; 0: no timer"),
 
     SIMNIC_CFG_KEY(eq, eqe_bytes, hw::kEqeSize, 256, kPow2, "bytes",
                    "Bytes written per EQE: the hw-spec 8.1 EQE, or more for padded writes"),
@@ -357,6 +369,14 @@ std::vector<CrossError> cross_check(const ModelConfig& c) {
                                      " Gb/s (mac.width_bytes " + std::to_string(c.mac.width_bytes) +
                                      " * 8 bits * clock.freq_mhz " + real_text(c.clock.freq_mhz) + " MHz)",
                                  {"mac.line_rate_gbps", "mac.width_bytes", "clock.freq_mhz"}});
+    }
+    if (c.cq.moderation_count > 1 && c.cq.moderation_period_ns == 0) {
+        // A count with no timer would hold an event for ever when fewer CQEs
+        // come: the wake-up of an application that waits for them is lost.
+        out.push_back(CrossError{"cq.moderation_count = " + std::to_string(c.cq.moderation_count) +
+                                     " needs cq.moderation_period_ns > 0: without it an event waits for ever when "
+                                     "fewer CQEs come",
+                                 {"cq.moderation_count", "cq.moderation_period_ns"}});
     }
     return out;
 }

@@ -113,9 +113,9 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "dma.max_payload_bytes", "dma.max_read_request_bytes", "dma.outstanding_reads",
         "dma.tlp_overhead_bytes",
         "requester.cycles_per_packet", "requester.retransmit_queue_entries",
-        "responder.cycles_per_packet",
-        "completer.cycles_per_packet",
-        "cq.cqe_bytes", "cq.poll_ns", "cq.msix_ns",
+        "responder.cycles_per_packet", "responder.contexts",
+        "completer.cycles_per_packet", "completer.contexts",
+        "cq.cqe_bytes", "cq.poll_ns", "cq.msix_ns", "cq.moderation_count", "cq.moderation_period_ns",
         "eq.eqe_bytes",
         "fw.core_mhz", "fw.command_cycles",
         "wire.quantum_cycles",
@@ -163,9 +163,9 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.mtt_cache = {8192, 16, 4, 16};
         c.dma = {900, 300, 126.5, 512, 1024, 64, 20};
         c.requester = {3, 2048};
-        c.responder = {4};
-        c.completer = {5};
-        c.cq = {128, 40, 3000};
+        c.responder = {4, 8};
+        c.completer = {5, 2};
+        c.cq = {128, 40, 3000, 8, 16000};
         c.eq = {64};
         c.fw = {1200.5, 1500};
         c.wire = {0};
@@ -450,6 +450,13 @@ TEST_CASE("model config: overrides apply over the file and are cited by their pl
     // ... or the file, when the file set one of its keys.
     CHECK_FALSE(parse_config("[qpc_cache]\nentries = 100\n", "f.toml", {"qpc_cache.ways=8"}, c, err));
     CHECK(err == "f.toml:2:11: qpc_cache.entries = 100 is not a multiple of qpc_cache.ways = 8");
+    // Interrupt moderation by count needs its timer, or an event could wait for ever.
+    CHECK_FALSE(parse_config("", "f.toml", {"cq.moderation_count=8"}, c, err));
+    CHECK(err == "--set #1: cq.moderation_count = 8 needs cq.moderation_period_ns > 0: without it an event "
+                 "waits for ever when fewer CQEs come");
+    CHECK(parse_config("", "f.toml", {"cq.moderation_count=8", "cq.moderation_period_ns=16000"}, c, err));
+    CHECK(c.cq.moderation_count == 8);
+    CHECK(c.cq.moderation_period_ns == 16000);
 }
 
 TEST_CASE("model config: load_config reads a file and names it in errors", "[model][config]") {

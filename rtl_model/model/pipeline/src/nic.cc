@@ -145,7 +145,7 @@ void Nic::reset_stats() {
     first_tx_ps = blk[kMacTx].busy_depth ? now : 0;
     last_tx_ps = 0;
     eqes = fw_commands = 0;
-    interrupts = interrupt_wake_ps = 0;
+    interrupts = interrupt_wake_ps = moderated_cqes = cq_arms = 0;
     latency_ps.clear();
 }
 

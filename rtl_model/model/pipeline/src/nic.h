@@ -74,6 +74,12 @@ struct CqeTok {
     // The event alone, without a CQE: an arm that found CQEs the
     // application had not seen fires at once.
     bool event_only = false;
+    // Written while its CQ's event was held by interrupt moderation: the
+    // application sees it when that interrupt wakes it (cq.moderation_*).
+    bool moderated = false;
+    // An event's: the send WQEs (wqe_key) of the CQEs its moderation held,
+    // whose latency is taken when the application is woken.
+    std::vector<uint64_t> held{};
 };
 
 // The memory ops of a record: table lookups and DMA transfers.
@@ -288,6 +294,7 @@ struct Nic {
     sim::Chan<std::pair<uint64_t, CqeTok>> cq_wake{"cq_event_wake", size_t(1) << 30, probe_visible};
     std::function<void(uint32_t)> on_cq_event;
     uint64_t interrupts = 0;
+    uint64_t moderated_cqes = 0;  // CQEs written while their CQ's event was held (cq.moderation_*)
     uint64_t interrupt_wake_ps = 0;  // sum over interrupts: the CQE (or event) written to the application woken
     // Plays a record's Cqe and Eqe ops at i: a CQE, with the completion
     // event that follows it when its CQ was armed, goes to the CQE writer,
@@ -332,6 +339,11 @@ struct Nic {
     // handed out cyclically over a million numbers.
     uint64_t db_in_flight = 0;
     static uint64_t db_key(uint8_t kind, uint32_t num) { return uint64_t{kind} << 32 | num; }
+    // Per CQ, the consumer index last rung (taken at once, Pipeline::doorbell):
+    // an arm the doorbell block carries out later goes with it, never with
+    // the older one its own doorbell had. Left when the CQ is destroyed.
+    std::unordered_map<uint32_t, uint32_t> cq_ci_rung;
+    uint64_t cq_arms = 0;  // CQ arms the doorbell block carried out
 
     void reset_stats();
 

@@ -165,10 +165,21 @@ void Pipeline::doorbell(const Doorbell& db) {
     // overtaken by a later RQ doorbell whose flush CQE then found the CQ
     // still full and was lost (hw-spec 7.2), where rxe's CQE writer reads
     // the consumer index the application has just moved.
-    if (db.kind == uint8_t(hw::DbKind::Rq) || db.kind == uint8_t(hw::DbKind::Srq) ||
-        db.kind == uint8_t(hw::DbKind::Cq)) {
+    // An arm (cq_cmd 1 or 2) is no register but a command the doorbell
+    // block carries out, mmio_ns and its cycle later, as hardware does: the
+    // consumer index is taken here, the arm goes on alone (arm-only, with
+    // the consumer index the CQ has when the block gets to it, so the block
+    // never puts back an older one). A CQE written in between fires the
+    // arm at once (its cq_seen, hw-spec 7.3): no wake-up is lost.
+    if (db.kind == uint8_t(hw::DbKind::Rq) || db.kind == uint8_t(hw::DbKind::Srq)) {
         impl_->nic->be.exec_doorbell(t->db, t->rec);
         t->executed = true;
+    } else if (db.kind == uint8_t(hw::DbKind::Cq)) {
+        Doorbell ci_only = db;
+        ci_only.cq_cmd = 0;
+        impl_->nic->be.exec_doorbell(ci_only, t->rec);
+        impl_->nic->cq_ci_rung[db.num] = db.index;
+        t->executed = db.cq_cmd == 0;
     }
     ++impl_->nic->db_in_flight;
     impl_->nic->db_in.push_input(t);
@@ -177,6 +188,7 @@ void Pipeline::doorbell(const Doorbell& db) {
 void Pipeline::forget_doorbells(uint8_t kind, uint32_t num) {
     SimGuard g(impl_->ctx);
     ++impl_->nic->db_epoch[Nic::db_key(kind, num)];
+    if (kind == uint8_t(hw::DbKind::Cq)) impl_->nic->cq_ci_rung.erase(num);
 }
 
 void Pipeline::rx_frame(const uint8_t* frame, size_t len) {
@@ -403,6 +415,10 @@ std::vector<ModelStat> Pipeline::stats() const {
     s.push_back({"cq.interrupts", double(n.interrupts), ""});
     s.push_back({"cq.interrupt_wake_avg",
                  n.interrupts ? double(n.interrupt_wake_ps) / double(n.interrupts) / 1000.0 : 0, "ns"});
+    // CQ arms the doorbell block carried out, and CQEs whose event
+    // interrupt moderation held (cq.moderation_count, _period_ns).
+    s.push_back({"cq.arms", double(n.cq_arms), ""});
+    s.push_back({"cq.moderated_cqes", double(n.moderated_cqes), ""});
     s.push_back({"fw.commands", double(n.fw_commands), ""});
     return s;
 }

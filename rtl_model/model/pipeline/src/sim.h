@@ -191,6 +191,11 @@ struct BlockStats {
     uint64_t stall_ps = 0;  // time blocked: output full, or waiting for memory
     uint64_t since_ps = 0;  // the last reset: time before it is not counted
     uint32_t busy_depth = 0, stall_depth = 0;  // open busy and stall intervals
+    // When the open busy / stall interval began: a block that works on
+    // several items at once (the RX transport's contexts) counts the time
+    // any of them is busy or stalled once, as its busy and stall signals
+    // show it.
+    uint64_t busy_open_ps = 0, stall_open_ps = 0;
     Tap* tap = nullptr;                        // set while a waveform is armed
     uint32_t busy_sig = Tap::kNone, stall_sig = Tap::kNone;
 
@@ -203,42 +208,48 @@ struct BlockStats {
 // Measures a busy interval: construct at the start of the work.
 class BusyScope {
 public:
-    explicit BusyScope(BlockStats& s) : s_(s), t0_(now_ps()) {
-        ++s_.items;
-        if (s_.busy_depth++ == 0 && s_.tap) s_.tap->set(t0_, s_.busy_sig, 1);
+    // `item`: this interval is a transaction of its own (counted in
+    // items), not more work on one already counted.
+    explicit BusyScope(BlockStats& s, bool item = true) : s_(s) {
+        const uint64_t t0 = now_ps();
+        s_.items += item;
+        if (s_.busy_depth++ != 0) return;
+        s_.busy_open_ps = t0;
+        if (s_.tap) s_.tap->set(t0, s_.busy_sig, 1);
     }
     ~BusyScope() {
+        if (--s_.busy_depth != 0) return;
         const uint64_t t = now_ps();
-        s_.busy_ps += t - std::max(t0_, std::min(t, s_.since_ps));
-        if (--s_.busy_depth == 0 && s_.tap) s_.tap->set(t, s_.busy_sig, 0);
+        s_.busy_ps += t - std::max(s_.busy_open_ps, std::min(t, s_.since_ps));
+        if (s_.tap) s_.tap->set(t, s_.busy_sig, 0);
     }
     BusyScope(const BusyScope&) = delete;
     BusyScope& operator=(const BusyScope&) = delete;
 
 private:
     BlockStats& s_;
-    uint64_t t0_;
 };
 
 // Measures a stall: construct where the block starts waiting (for room in
 // its output, for memory, for a resource). No block: nothing is counted.
 class StallScope {
 public:
-    explicit StallScope(BlockStats* s) : s_(s), t0_(now_ps()) {
-        if (s_ && s_->stall_depth++ == 0 && s_->tap) s_->tap->set(t0_, s_->stall_sig, 1);
+    explicit StallScope(BlockStats* s) : s_(s) {
+        if (!s_ || s_->stall_depth++ != 0) return;
+        s_->stall_open_ps = now_ps();
+        if (s_->tap) s_->tap->set(s_->stall_open_ps, s_->stall_sig, 1);
     }
     ~StallScope() {
-        if (!s_) return;
+        if (!s_ || --s_->stall_depth != 0) return;
         const uint64_t t = now_ps();
-        s_->stall_ps += t - std::max(t0_, std::min(t, s_->since_ps));
-        if (--s_->stall_depth == 0 && s_->tap) s_->tap->set(t, s_->stall_sig, 0);
+        s_->stall_ps += t - std::max(s_->stall_open_ps, std::min(t, s_->since_ps));
+        if (s_->tap) s_->tap->set(t, s_->stall_sig, 0);
     }
     StallScope(const StallScope&) = delete;
     StallScope& operator=(const StallScope&) = delete;
 
 private:
     BlockStats* s_;
-    uint64_t t0_;
 };
 
 // Waits until `t` (ps), counting the wait as the block's stall.

@@ -122,3 +122,108 @@ TEST_CASE("cqe_writer: latency samples and WQE starts stay bounded", "[model][bl
     for (uint32_t i = 0; i < WqeStartTable::kMaxEntries; ++i) t[wqe_key(200 + i / 1000, i % 1000)] = i;
     CHECK(t.size() <= WqeStartTable::kMaxEntries);
 }
+
+namespace {
+
+CqeTok armed(uint32_t cqn, uint32_t qpn, uint32_t wqe, bool is_send) {
+    CqeTok c = cqe(cqn, qpn, wqe, is_send);
+    c.event = true;
+    return c;
+}
+
+}  // namespace
+
+// Interrupt moderation (cq.moderation_count, cq.moderation_period_ns): the
+// event an armed CQ's CQE raised waits for N CQEs of that CQ or T ns after
+// that CQE, whichever is first; its EQE and MSI-X message go then.
+TEST_CASE("cqe_writer: interrupt moderation, one interrupt per N CQEs or per period", "[model][block][cqe_writer]") {
+    ModelConfig cfg;
+    cfg.cq.moderation_count = 4;
+    cfg.cq.moderation_period_ns = 5000;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    const uint64_t T = uint64_t(cfg.cq.moderation_period_ns) * 1000;
+
+    SECTION("N CQEs: the event goes behind the Nth, the CQEs held are seen when woken") {
+        tb::BlockBench<CqeWriterBlock> b(cfg);
+        std::vector<std::pair<uint64_t, uint32_t>> woken;
+        b.nic().on_cq_event = [&woken](uint32_t cqn) { woken.emplace_back(sim::now_ps(), cqn); };
+        for (uint32_t i = 0; i < 6; ++i) b.nic().wqe_start[wqe_key(7, i)] = 0;
+        // CQ 4 armed: its first CQE raises the event; five more follow, one
+        // of CQ 5 among them (not counted for CQ 4).
+        b.drive(b.nic().cq_in, {{0, armed(4, 7, 0, true)}, {0, cqe(4, 7, 1, true)}, {0, cqe(5, 8, 9, false)},
+                                {0, cqe(4, 7, 2, true)}, {0, cqe(4, 7, 3, true)}, {0, cqe(4, 7, 4, true)}});
+        b.run();
+        DmaEngine dma(cfg.dma);
+        std::vector<uint64_t> vis;
+        for (uint64_t i = 1; i <= 5; ++i) vis.push_back(dma.write(i * P, cfg.cq.cqe_bytes, DmaPurpose::Cqe));
+        // The 4th CQE of CQ 4 is the 5th written: the EQE and message behind it.
+        dma.write(5 * P, cfg.eq.eqe_bytes, DmaPurpose::Eqe);
+        const uint64_t msg = dma.write(5 * P, CqeWriterBlock::kMsixMessageBytes, DmaPurpose::Eqe);
+        REQUIRE(woken.size() == 1);
+        CHECK(woken[0].first == msg);
+        CHECK(woken[0].second == 4);
+        CHECK(b.nic().interrupts == 1);
+        CHECK(b.nic().eqes == 1);
+        const uint64_t sixth = dma.write(6 * P, cfg.cq.cqe_bytes, DmaPurpose::Cqe);
+        CHECK(b.nic().moderated_cqes == 3);  // CQ 4's 2nd to 4th; its 5th, after the event, is not held
+        CHECK(b.nic().interrupt_wake_ps == msg - vis[0]);
+        // Latency (WQEs started at 0): the four CQEs of the interrupt when
+        // woken, CQ 4's fifth when visible (polled).
+        CHECK(b.nic().latency_ps.count() == 5);
+        CHECK(b.nic().latency_ps.min() == msg);
+        CHECK(b.nic().latency_ps.max() == sixth);
+        std::vector<uint64_t> lat = b.nic().latency_ps.kept();
+        CHECK(std::count(lat.begin(), lat.end(), msg) == 4);
+    }
+    SECTION("fewer CQEs: the event goes moderation_period_ns after the CQE that raised it") {
+        tb::BlockBench<CqeWriterBlock> b(cfg);
+        std::vector<uint64_t> woken;
+        b.nic().on_cq_event = [&woken](uint32_t) { woken.push_back(sim::now_ps()); };
+        b.drive(b.nic().cq_in, {{0, armed(4, 7, 0, false)}, {0, cqe(4, 7, 1, false)}});
+        b.run();
+        DmaEngine dma(cfg.dma);
+        const uint64_t first = dma.write(P, cfg.cq.cqe_bytes, DmaPurpose::Cqe);
+        REQUIRE(woken.size() == 1);
+        // The link is idle by then: the message is its own write's latency after the deadline.
+        DmaEngine later(cfg.dma);
+        later.write(first + T, cfg.eq.eqe_bytes, DmaPurpose::Eqe);
+        CHECK(woken[0] == later.write(first + T, CqeWriterBlock::kMsixMessageBytes, DmaPurpose::Eqe));
+        CHECK(b.nic().interrupts == 1);
+        CHECK(b.nic().moderated_cqes == 1);
+    }
+    SECTION("two CQs held at once each get their own interrupt") {
+        tb::BlockBench<CqeWriterBlock> b(cfg);
+        std::vector<uint32_t> woken;
+        b.nic().on_cq_event = [&woken](uint32_t cqn) { woken.push_back(cqn); };
+        b.drive(b.nic().cq_in, {{0, armed(4, 7, 0, false)}, {0, armed(5, 8, 0, false)}});
+        b.run();
+        CHECK(woken == std::vector<uint32_t>{4, 5});
+        CHECK(b.nic().interrupts == 2);
+    }
+    SECTION("an arm that finds CQEs fires at once, moderation or not") {
+        tb::BlockBench<CqeWriterBlock> b(cfg);
+        std::vector<uint64_t> woken;
+        b.nic().on_cq_event = [&woken](uint32_t) { woken.push_back(sim::now_ps()); };
+        CqeTok only = armed(4, 7, 0, false);
+        only.event_only = true;
+        b.drive(b.nic().cq_in, 0, only);
+        b.run();
+        REQUIRE(woken.size() == 1);
+        CHECK(woken[0] < T);
+    }
+    SECTION("no moderation (0/0): every event at once, as before") {
+        ModelConfig none;
+        tb::BlockBench<CqeWriterBlock> b(none);
+        std::vector<uint64_t> woken;
+        b.nic().on_cq_event = [&woken](uint32_t) { woken.push_back(sim::now_ps()); };
+        b.drive(b.nic().cq_in, {{0, armed(4, 7, 0, false)}, {0, cqe(4, 7, 1, false)}});
+        b.run();
+        DmaEngine dma(none.dma);
+        dma.write(P, none.cq.cqe_bytes, DmaPurpose::Cqe);
+        dma.write(P, none.eq.eqe_bytes, DmaPurpose::Eqe);
+        const uint64_t msg = dma.write(P, CqeWriterBlock::kMsixMessageBytes, DmaPurpose::Eqe);
+        REQUIRE(woken.size() == 1);
+        CHECK(woken[0] == msg);
+        CHECK(b.nic().moderated_cqes == 0);
+    }
+}

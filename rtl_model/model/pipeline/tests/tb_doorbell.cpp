@@ -12,6 +12,7 @@
 #include "block_harness.h"
 #include "blocks/doorbell.h"
 #include "simnic/hw/layout.h"
+#include "simnic/hw/verbs.h"
 
 using namespace simnic;
 using namespace simnic::model;
@@ -250,4 +251,48 @@ TEST_CASE("doorbell: a doorbell whose object was destroyed on its way is dropped
     CHECK(b.be.doorbells[0].item.index == 1);
     CHECK(b.be.doorbells[1].item.kind == uint8_t(hw::DbKind::Srq));
     CHECK(out.empty());  // applied, and nothing for the requester
+}
+
+// A CQ doorbell's consumer index is taken when it is rung (Pipeline::doorbell,
+// which leaves Nic::cq_ci_rung); an arm goes on through the block, mmio_ns
+// and its cycle later, alone: with the CQ's consumer index then, never its
+// own older one, and with the driver's cq_seen, so a CQE written in between
+// fires it at once (hw-spec 7.3).
+TEST_CASE("doorbell: a CQ arm is carried out by the block with the latest consumer index, its event kept",
+          "[model][block][doorbell]") {
+    ModelConfig cfg;
+    cfg.doorbell.mmio_ns = 150;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    tb::BlockBench<DoorbellBlock> b(cfg);
+    // The datapath: an arm that finds a CQE written since cq_seen fires at
+    // once (its event, for the requester to play); a CI-only doorbell nothing.
+    b.be.on_doorbell = [](const Doorbell& db, OpRecord& rec) {
+        if (db.kind == uint8_t(hw::DbKind::Cq) && db.cq_cmd != 0)
+            rec.add(Op::Kind::Eqe, uint32_t(hw::EventType::Completion), 0, db.num);
+    };
+    // Arm rung with CI 8 (seen 8); then a CI-only doorbell moved the CI to
+    // 12 before the block got to the arm. Both were taken at ring time.
+    auto arm = doorbell(hw::DbKind::Cq, 3, 8);
+    arm->db.cq_cmd = uint8_t(hw::CqArm::Next);
+    arm->db.cq_seen = 8;
+    auto ci_only = doorbell(hw::DbKind::Cq, 3, 12);
+    ci_only->executed = true;
+    b.nic().cq_ci_rung[3] = 12;
+    b.drive(b.nic().db_in, {{0, arm}, {0, ci_only}});
+    const auto& out = b.watch(b.nic().wqe_to_req);
+    b.run();
+    // The arm alone reached the datapath, mmio_ns and a cycle after it was rung...
+    REQUIRE(b.be.doorbells.size() == 1);
+    const Doorbell& d = b.be.doorbells[0].item;
+    CHECK(b.be.doorbells[0].t_ps == 150000 + P);
+    CHECK(d.cq_cmd == uint8_t(hw::CqArm::Next));
+    CHECK(d.index == 12);  // the CQ's consumer index now, not the arm's older 8
+    CHECK(d.cq_seen == 8);  // what the driver saw: CQEs written since fire the arm
+    CHECK(b.nic().cq_arms == 1);
+    // ... and the event it raised goes on to be written (no wake-up lost).
+    REQUIRE(out.size() == 1);
+    REQUIRE(out[0].item->rec.ops.size() == 1);
+    CHECK(out[0].item->rec.ops[0].kind == Op::Kind::Eqe);
+    // Both doorbells cost their cycle.
+    CHECK(b.nic().blk[Nic::kDoorbell].items == 2);
 }

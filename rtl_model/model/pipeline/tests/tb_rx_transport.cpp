@@ -4,7 +4,10 @@
 // the datapath recorded is played: ACKs and READ responses to TX build,
 // CQEs to the CQE writer; request packets the completer releases go, with
 // their payload reads, to the requester's queue behind what is there, in
-// order; the responder and completer never work at the same time.
+// order. The responder and completer are stages of their own and work at
+// the same time; each plays its packets in contexts (per QP, in order), so
+// one QP's wait for a receive WQE does not hold up another QP's packets;
+// a CQ's CQEs leave in the order the datapath wrote them.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -185,7 +188,7 @@ TEST_CASE("rx_transport: request packets the completer releases go to the reques
     CHECK(b.nic().wqe_start.at(wqe_key(7, 41)) == done);
 }
 
-TEST_CASE("rx_transport: timers are the completer's, responder and completer never overlap",
+TEST_CASE("rx_transport: timers are the completer's, responder and completer work at the same time",
           "[model][block][rx_transport]") {
     using namespace roce::op;
     const ModelConfig cfg;
@@ -211,11 +214,9 @@ TEST_CASE("rx_transport: timers are the completer's, responder and completer nev
     REQUIRE(b.be.timers.size() == 1);
     CHECK(b.be.timers[0].item.first == 8);
     CHECK(b.be.timers[0].item.second == 2);
-    const uint64_t one = (cfg.qpc_cache.hit_cycles + cfg.responder.cycles_per_packet) * P;
-    const uint64_t first = std::min(b.be.rx[0].t_ps, b.be.timers[0].t_ps);
-    const uint64_t second = std::max(b.be.rx[0].t_ps, b.be.timers[0].t_ps);
-    CHECK(first == cfg.qpc_cache.hit_cycles * P);
-    CHECK(second == first + one);  // the second waited for the first to be done
+    // Each stage looks its QP up at once: neither waits for the other.
+    CHECK(b.be.rx[0].t_ps == cfg.qpc_cache.hit_cycles * P);
+    CHECK(b.be.timers[0].t_ps == cfg.qpc_cache.hit_cycles * P);
     CHECK(b.nic().blk[Nic::kResponder].items == 1);
     CHECK(b.nic().blk[Nic::kCompleter].items == 1);
     // A retransmission the timer produced goes the requester's way.
@@ -271,4 +272,132 @@ TEST_CASE("rx_transport: a READ request released by a READ response leaves the r
     REQUIRE(cqes.size() == 1);
     CHECK(cqes[0].t_ps == lookup_done);
     CHECK(cqes[0].item.not_before_ps == dma.write(lookup_done, 4096, DmaPurpose::Payload));
+}
+
+namespace {
+
+// SENDs that each need their receive WQE read from host memory (600 ns),
+// then write 64 bytes, send an ACK and complete a receive WQE into CQ
+// `cq_base + qpn`; on the harness' datapath.
+void recv_wqe_sends(tb::BlockBench<RxTransportBlock>& b, uint32_t cq_base) {
+    b.be.on_rx = [cq_base](const std::vector<uint8_t>& f, OpRecord& rec) {
+        const uint32_t qpn = f[1];
+        rec.add(Op::Kind::DmaRead, 0, 64, 0, DmaPurpose::RecvWqe);
+        rec.add(Op::Kind::DmaWrite, 0, 64, 0, DmaPurpose::Payload);
+        add_frame(rec, roce::op::RC_ACKNOWLEDGE, f[0]);
+        rec.add(Op::Kind::Cqe, cq_base + qpn, 0, f[0], DmaPurpose::Payload, false);
+    };
+}
+
+TxnPtr send_to(uint32_t qpn, uint32_t psn) {
+    auto t = packet(roce::op::RC_SEND_ONLY, qpn, psn);
+    t->frame[0] = uint8_t(psn);
+    t->frame[1] = uint8_t(qpn);
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("rx_transport: receive-WQE reads of different QPs overlap, a QP's packets stay in order",
+          "[model][block][rx_transport]") {
+    ModelConfig cfg;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    const uint64_t decide = (cfg.qpc_cache.hit_cycles + cfg.responder.cycles_per_packet) * P;
+    // Four SENDs at once, on four QPs (0..3) or all on QP 0.
+    auto run = [&](const ModelConfig& c, bool one_qp) {
+        tb::BlockBench<RxTransportBlock> b(c);
+        for (uint32_t q = 0; q < 4; ++q) b.nic().qpc.access(q);
+        recv_wqe_sends(b, 10);
+        std::vector<std::pair<uint64_t, TxnPtr>> in;
+        for (uint32_t k = 0; k < 4; ++k) in.push_back({0, send_to(one_qp ? 0 : k, k + 1)});
+        b.drive(b.nic().rx_in, in);
+        auto& acks = b.watch(b.nic().rxt_to_txb);
+        b.run();
+        std::vector<std::pair<uint64_t, uint32_t>> r;  // (ACK out, its PSN)
+        for (const auto& a : acks) r.push_back({a.t_ps, a.item.f.psn});
+        return r;
+    };
+    DmaEngine dma(cfg.dma);
+    const uint64_t wqe_read = dma.read(0, 64, DmaPurpose::RecvWqe);  // one read alone: its round trip
+
+    SECTION("four QPs: the reads overlap, the last ACK a few cycles after the first") {
+        const auto r = run(cfg, false);
+        REQUIRE(r.size() == 4);
+        // Packet k is decided at (k + 1) * decide and issues its read then;
+        // the reads' completions queue on the inbound link, each a few ns.
+        for (size_t k = 0; k < 4; ++k) {
+            CHECK(r[k].second == k + 1);
+            CHECK(r[k].first >= (k + 1) * decide + wqe_read);
+            CHECK(r[k].first < (k + 1) * decide + wqe_read + 100 * P);
+        }
+        CHECK(r[3].first - r[0].first < wqe_read / 4);
+    }
+    SECTION("one QP: each packet waits for the one before it, in PSN order") {
+        const auto r = run(cfg, true);
+        REQUIRE(r.size() == 4);
+        for (size_t k = 0; k < 4; ++k) CHECK(r[k].second == k + 1);
+        for (size_t k = 1; k < 4; ++k) CHECK(r[k].first - r[k - 1].first >= wqe_read);
+    }
+    SECTION("responder.contexts = 1: four QPs are played one at a time, as before") {
+        ModelConfig one = cfg;
+        one.responder.contexts = 1;
+        const auto r = run(one, false);
+        REQUIRE(r.size() == 4);
+        for (size_t k = 1; k < 4; ++k) CHECK(r[k].first - r[k - 1].first >= wqe_read);
+    }
+    SECTION("four QPs in two contexts: QPs 0 and 2 share one, 1 and 3 the other") {
+        ModelConfig two = cfg;
+        two.responder.contexts = 2;
+        const auto r = run(two, false);
+        REQUIRE(r.size() == 4);
+        CHECK(r[1].first - r[0].first < wqe_read / 4);  // QPs 0 and 1 overlap
+        CHECK(r[2].first - r[0].first >= wqe_read);     // QP 2 waits for QP 0
+        CHECK(r[3].first - r[1].first >= wqe_read);
+    }
+}
+
+TEST_CASE("rx_transport: a CQ's CQEs leave in ring order when a later packet is played first",
+          "[model][block][rx_transport]") {
+    using namespace roce::op;
+    const ModelConfig cfg;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    for (const bool same_cq : {true, false}) {
+        INFO((same_cq ? "one CQ" : "two CQs"));
+        tb::BlockBench<RxTransportBlock> b(cfg);
+        b.nic().qpc.access(1);
+        b.nic().qpc.access(2);
+        // A SEND on QP 1 waits 600 ns for its receive WQE, then completes
+        // into CQ 5; an ACK on QP 2 right behind it completes a send WQE
+        // into CQ 5 (or 6) at once.
+        b.be.on_rx = [same_cq](const std::vector<uint8_t>& f, OpRecord& rec) {
+            if (f[1] == 1) {
+                rec.add(Op::Kind::DmaRead, 0, 64, 0, DmaPurpose::RecvWqe);
+                rec.add(Op::Kind::Cqe, 5, 0, 0, DmaPurpose::Payload, false);
+            } else {
+                rec.add(Op::Kind::Cqe, same_cq ? 5 : 6, 0, 9, DmaPurpose::Payload, true);
+            }
+        };
+        auto ack = packet(RC_ACKNOWLEDGE, 2, 7);
+        ack->frame[1] = 2;
+        b.drive(b.nic().rx_in, {{0, send_to(1, 1)}, {P, ack}});  // the ACK is decided after the SEND
+        const auto& cqes = b.watch(b.nic().cq_in);
+        b.run();
+        REQUIRE(cqes.size() == 2);
+        DmaEngine dma(cfg.dma);
+        const uint64_t hit = cfg.qpc_cache.hit_cycles * P;
+        const uint64_t recv_cqe = dma.read(hit + cfg.responder.cycles_per_packet * P, 64, DmaPurpose::RecvWqe);
+        const uint64_t send_ready = P + hit + cfg.completer.cycles_per_packet * P;
+        if (same_cq) {
+            // The send CQE waited for the receive CQE ahead of it in the ring.
+            CHECK(cqes[0].item.wqe_index == 0);
+            CHECK(cqes[0].t_ps == recv_cqe);
+            CHECK(cqes[1].item.wqe_index == 9);
+            CHECK(cqes[1].t_ps == recv_cqe);
+            CHECK(b.nic().blk[Nic::kCompleter].stall_ps == recv_cqe - send_ready);
+        } else {
+            CHECK(cqes[0].item.wqe_index == 9);
+            CHECK(cqes[0].t_ps == send_ready);
+            CHECK(cqes[1].t_ps == recv_cqe);
+        }
+    }
 }

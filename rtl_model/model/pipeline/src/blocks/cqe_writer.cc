@@ -18,7 +18,7 @@ void CqeWriterBlock::visible() {
         // raised an event is complete when the interrupt has woken the
         // application: woken().)
         wait_until(t + uint64_t(nic.cfg.cq.poll_ns) * 1000);
-        if (c.is_send && !c.event) {
+        if (c.is_send && !c.event && !c.moderated) {
             if (uint64_t started = 0; nic.wqe_start.take(wqe_key(c.qpn, c.wqe_index), started))
                 nic.latency_ps.add(now_ps() - started);
         }
@@ -36,7 +36,47 @@ void CqeWriterBlock::woken() {
             if (uint64_t started = 0; nic.wqe_start.take(wqe_key(c.qpn, c.wqe_index), started))
                 nic.latency_ps.add(now_ps() - started);
         }
+        // The CQEs moderation held behind it: the application finds them now.
+        for (uint64_t key : c.held)
+            if (uint64_t started = 0; nic.wqe_start.take(key, started)) nic.latency_ps.add(now_ps() - started);
         if (nic.on_cq_event) nic.on_cq_event(c.cqn);
+    }
+}
+
+void CqeWriterBlock::interrupt(CqeTok c, uint64_t cqe_ps, uint64_t after_ps) {
+    // The completion event: its EQE, then the MSI-X message (a posted DWORD
+    // write to the address in the MSI-X table), both behind the CQE on the
+    // outbound link, so the interrupt never overtakes the CQE it announces.
+    // The application is woken cq.msix_ns after the message is in (the
+    // interrupt's delivery, the driver's handler, the completion channel's
+    // reader woken).
+    nic.dma.write(now_ps(), nic.cfg.eq.eqe_bytes, DmaPurpose::Eqe);
+    ++nic.eqes;
+    const uint64_t msg = std::max(nic.dma.write(now_ps(), kMsixMessageBytes, DmaPurpose::Eqe), after_ps);
+    const uint64_t wake = msg + uint64_t(nic.cfg.cq.msix_ns) * 1000;
+    ++nic.interrupts;
+    nic.interrupt_wake_ps += wake - cqe_ps;
+    nic.cq_wake.push_input({wake, std::move(c)});
+}
+
+// Interrupt moderation's timer: an event held moderation_period_ns after
+// the CQE that raised it goes out then, however few CQEs followed.
+void CqeWriterBlock::moderation_timer() {
+    for (;;) {
+        if (held.empty()) {
+            sc_core::wait(held_changed);
+            continue;
+        }
+        auto first = held.begin();
+        for (auto it = held.begin(); it != held.end(); ++it)
+            if (it->second.deadline < first->second.deadline) first = it;
+        if (first->second.deadline > now_ps()) {
+            sc_core::wait(sc_core::sc_time(double(first->second.deadline - now_ps()), sc_core::SC_PS), held_changed);
+            continue;
+        }
+        Held h = std::move(first->second);
+        held.erase(first);
+        interrupt(std::move(h.c), h.cqe_ps, h.cqe_ps);
     }
 }
 
@@ -48,26 +88,44 @@ void CqeWriterBlock::main() {
         sim::BusyScope busy(st);
         wait_ps(nic.cycles(1));
         uint64_t t = now_ps();
+        auto h = held.find(c.cqn);
         if (!c.event_only) {
             t = std::max(nic.dma.write(now_ps(), nic.cfg.cq.cqe_bytes, DmaPurpose::Cqe), c.not_before_ps);
+            if (h != held.end()) {
+                // Its CQ's event is held: the application sees this CQE
+                // when that interrupt wakes it.
+                c.moderated = true;
+                ++nic.moderated_cqes;
+                ++h->second.count;
+                if (c.is_send) h->second.c.held.push_back(wqe_key(c.qpn, c.wqe_index));
+            }
             nic.cqe_visible.push_input({t, c});
             nic.stage_sample(Nic::kCqeWriter, in, t);
         }
-        if (c.event) {
-            // The completion event: its EQE, then the MSI-X message (a
-            // posted DWORD write to the address in the MSI-X table), both
-            // behind the CQE on the outbound link, so the interrupt never
-            // overtakes the CQE it announces. The application is woken
-            // cq.msix_ns after the message is in (the interrupt's delivery,
-            // the driver's handler, the completion channel's reader woken).
-            nic.dma.write(now_ps(), nic.cfg.eq.eqe_bytes, DmaPurpose::Eqe);
-            ++nic.eqes;
-            const uint64_t msg = std::max(nic.dma.write(now_ps(), kMsixMessageBytes, DmaPurpose::Eqe), t);
-            const uint64_t wake = msg + uint64_t(nic.cfg.cq.msix_ns) * 1000;
-            ++nic.interrupts;
-            nic.interrupt_wake_ps += wake - t;
-            nic.cq_wake.push_input({wake, c});
+        if (h != held.end() && nic.cfg.cq.moderation_count > 1 && h->second.count >= nic.cfg.cq.moderation_count) {
+            // The count is reached: the event goes behind this CQE.
+            Held e = std::move(h->second);
+            held.erase(h);
+            held_changed.notify(sc_core::SC_ZERO_TIME);
+            interrupt(std::move(e.c), e.cqe_ps, t);
         }
+        if (!c.event) continue;
+        if (holds() && !c.event_only) {
+            // Held until moderation_count CQEs or moderation_period_ns.
+            // (A CQ armed again while its event is held cannot be: the
+            // event is what disarms it, and the application re-arms when
+            // woken; a second one would go out at once.)
+            if (held.count(c.cqn)) {
+                interrupt(c, t, t);
+                continue;
+            }
+            Held e{c, t, t + uint64_t(nic.cfg.cq.moderation_period_ns) * 1000, 1};
+            if (nic.cfg.cq.moderation_period_ns == 0) e.deadline = UINT64_MAX;
+            held.emplace(c.cqn, std::move(e));
+            held_changed.notify(sc_core::SC_ZERO_TIME);
+            continue;
+        }
+        interrupt(c, t, t);
     }
 }
 

@@ -18,12 +18,23 @@
 // CQE when woken) and calls Nic::on_cq_event. An arm that finds CQEs
 // already there raises the event alone (CqeTok::event_only).
 //
+// Interrupt moderation (cq.moderation_count, cq.moderation_period_ns; as
+// ibv_modify_cq's cq_count and cq_period, mlx5's CQ moderation): the
+// event a CQE raised is held until moderation_count CQEs of its CQ are
+// written (that one included; the EQE and message go behind the last) or
+// moderation_period_ns after that CQE was visible (a fourth thread's
+// timer), whichever comes first. CQEs written meanwhile are seen by the
+// application when that interrupt wakes it (their latency is taken then).
+// An arm that finds CQEs already there still fires at once.
+//
 // Why it costs what it costs: the block itself is busy one cycle per CQE;
 // what the host waits for is the PCIe write.
 //
 // In: Nic::cq_in. Out: host memory (the DMA engine), Nic::on_cqe,
 // Nic::latency_ps. Counters: Nic::kCqeWriter.
 #pragma once
+
+#include <map>
 
 #include "nic.h"
 
@@ -35,12 +46,36 @@ struct CqeWriterBlock : BlockBase {
         SC_THREAD(main);
         SC_THREAD(visible);
         SC_THREAD(woken);
+        SC_THREAD(moderation_timer);
     }
     // An MSI-X message: one DWORD of data (PCIe MSI-X, its table's Message Data).
     static constexpr uint32_t kMsixMessageBytes = 4;
     void main();
     void visible();
     void woken();
+    void moderation_timer();
+    // Writes the completion event's EQE and MSI-X message now (behind
+    // everything on the outbound link, and never visible before `after_ps`);
+    // the application is woken cq.msix_ns after the message. `cqe_ps`: when
+    // the CQE that raised the event was visible (the wake time's start).
+    void interrupt(CqeTok c, uint64_t cqe_ps, uint64_t after_ps);
+
+    // Per CQ, the event that moderation holds (ordered by CQN: the timer
+    // takes ties in a fixed order, so runs repeat).
+    struct Held {
+        CqeTok c;                // the CQE (or arm) that raised the event, with the CQEs held behind it
+        uint64_t cqe_ps = 0;     // when that CQE was visible
+        uint64_t deadline = 0;   // cqe_ps + moderation_period_ns
+        uint32_t count = 0;      // CQEs of the CQ written since, that one included
+    };
+    std::map<uint32_t, Held> held;
+    sc_core::sc_event held_changed;
+    // Whether an event is held at all: a count of 1 is met by the CQE that
+    // raised it.
+    bool holds() const {
+        const CqConfig& q = nic.cfg.cq;
+        return q.moderation_count > 1 || (q.moderation_count == 0 && q.moderation_period_ns > 0);
+    }
 };
 
 }  // namespace simnic::model

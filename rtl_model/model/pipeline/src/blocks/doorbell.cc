@@ -9,7 +9,7 @@ using sim::wait_ps;
 
 namespace {
 // Doorbell kinds (hw::DbKind numbering, hw-spec 3.2).
-constexpr uint8_t kDbSq = 1, kDbRq = 2;
+constexpr uint8_t kDbSq = 1, kDbRq = 2, kDbCq = 4;
 }  // namespace
 
 // Receive-WQE prefetch: the WQEs this RQ doorbell posts (its producer
@@ -53,7 +53,17 @@ void DoorbellBlock::main() {
             if (nic.db_in_flight && --nic.db_in_flight == 0) nic.db_epoch.clear();  // none can be stale now
             if (gone) continue;  // its object is gone
             if (t->db.kind == kDbSq || t->db.kind == kDbRq) nic.lookup(nic.qpc, t->db.num, st);
-            if (!t->executed) nic.be.exec_doorbell(t->db, t->rec);
+            if (!t->executed && t->db.kind == kDbCq) {
+                // Arm-only: the consumer index was taken when rung; the arm
+                // goes with the CQ's index now (hw-spec 7.3).
+                Doorbell arm = t->db;
+                auto ci = nic.cq_ci_rung.find(arm.num);
+                if (ci != nic.cq_ci_rung.end()) arm.index = ci->second;
+                nic.be.exec_doorbell(arm, t->rec);
+                ++nic.cq_arms;
+            } else if (!t->executed) {
+                nic.be.exec_doorbell(t->db, t->rec);
+            }
             // WQE fetch: every WQE read of this doorbell is issued back to
             // back, and the next doorbell's right after: fetches overlap (up
             // to the DMA engine's tags). The requester starts on this

@@ -1,7 +1,9 @@
 #include "blocks/rx_transport.h"
 
 #include <algorithm>
+#include <string>
 
+#include "simnic/hw/verbs.h"
 #include "simnic/roce/opcode.h"
 
 namespace simnic::model {
@@ -10,7 +12,52 @@ using sim::now_ps;
 using sim::wait_ps;
 using sim::wait_until;
 
-uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
+// One context of a stage: plays what the stage decided for its QPs, in order.
+struct RxTransportBlock::Context : sc_core::sc_module {
+    SC_HAS_PROCESS(Context);
+    Context(sc_core::sc_module_name n, RxTransportBlock& b, Role r) : sc_core::sc_module(n), blk(b), role(r) {
+        SC_THREAD(run);
+    }
+    void run() {
+        for (;;) {
+            Decided d = in.read();
+            blk.play_decided(role, d);
+        }
+    }
+    RxTransportBlock& blk;
+    Role role;
+    sim::Chan<Decided> in{"context", kContextQueue};
+};
+
+RxTransportBlock::RxTransportBlock(sc_core::sc_module_name n, Nic& nic) : BlockBase(n, nic) {
+    SC_THREAD(main);
+    SC_THREAD(timers);
+    SC_THREAD(responder);
+    SC_THREAD(completer);
+    const uint32_t count[2] = {std::max(1u, nic.cfg.responder.contexts), std::max(1u, nic.cfg.completer.contexts)};
+    for (int r = 0; r < 2; ++r)
+        for (uint32_t k = 0; k < count[r]; ++k)
+            ctx[r].push_back(std::make_unique<Context>(
+                ((r == kResp ? "responder_ctx" : "completer_ctx") + std::to_string(k)).c_str(), *this, Role(r)));
+}
+RxTransportBlock::~RxTransportBlock() = default;
+
+void RxTransportBlock::wait_cq_turn(uint32_t cqn, uint64_t ticket, sim::BlockStats& st) {
+    auto it = cq_order.find(cqn);
+    if (it == cq_order.end() || it->second.turn == ticket) return;
+    sim::StallScope s(&st);
+    while ((it = cq_order.find(cqn)) != cq_order.end() && it->second.turn != ticket) sc_core::wait(cq_turn_moved);
+}
+
+void RxTransportBlock::pass_cq_turn(uint32_t cqn) {
+    auto it = cq_order.find(cqn);
+    if (it == cq_order.end()) return;
+    if (++it->second.turn == it->second.next) cq_order.erase(it);
+    cq_turn_moved.notify(sc_core::SC_ZERO_TIME);
+}
+
+uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st,
+                                const std::vector<std::pair<uint32_t, uint64_t>>& tickets) {
     OpRecord& rec = t.rec;
     // Request packets the completer releases (the send window reopened, a
     // retransmission) belong to the requester's stream: they go behind the
@@ -49,6 +96,17 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         }
         seg = i + 1;
     }
+    // Waits for the turn of the CQ that op i completes into (the first time only).
+    std::vector<uint32_t> held;
+    auto cq_turn = [&](uint32_t cqn) {
+        if (std::find(held.begin(), held.end(), cqn) != held.end()) return;
+        for (const auto& [c, ticket] : tickets)
+            if (c == cqn) {
+                wait_cq_turn(cqn, ticket, st);
+                held.push_back(cqn);
+                return;
+            }
+    };
     uint64_t payload_ready = now_ps(), writes_done = now_ps(), out_ready = 0;
     for (size_t i = 0; i < rec.ops.size();) {
         const Op& o = rec.ops[i];
@@ -65,7 +123,13 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
                 break;
             }
             case Op::Kind::Cqe:
-            case Op::Kind::Eqe: i = nic.play_completion(rec, i, t.qpn, writes_done, st); break;
+                cq_turn(o.id);
+                i = nic.play_completion(rec, i, t.qpn, writes_done, st);
+                break;
+            case Op::Kind::Eqe:
+                if (o.id == uint32_t(hw::EventType::Completion)) cq_turn(o.aux);
+                i = nic.play_completion(rec, i, t.qpn, writes_done, st);
+                break;
             case Op::Kind::WqeFetched:
                 if (o.id) nic.note_wqe_start(o.id, o.aux, now_ps());
                 break;
@@ -73,6 +137,14 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
         }
         ++i;
     }
+    for (uint32_t cqn : held) pass_cq_turn(cqn);
+    // A ticket not used (cannot happen: every ticket is for a CQ the record
+    // completes into) must still pass, or the CQ's next entry would wait forever.
+    for (const auto& [c, ticket] : tickets)
+        if (std::find(held.begin(), held.end(), c) == held.end()) {
+            wait_cq_turn(c, ticket, st);
+            pass_cq_turn(c);
+        }
     if (resume) nic.wqe_to_req.write(resume, &st);
     return out_ready;
 }
@@ -84,29 +156,7 @@ void RxTransportBlock::main() {
         const uint64_t in = std::max(pushed, t->ready_ps);
         wait_until(t->ready_ps);
         const bool request = roce::opcode_info(t->opcode).has(roce::kRequest);
-        const int blk = request ? Nic::kResponder : Nic::kCompleter;
-        sim::BlockStats& st = nic.blk[blk];
-        uint64_t out_ready = 0;
-        busy.lock();
-        {
-            sim::BusyScope b(st);
-            nic.lookup(nic.qpc, t->qpn, st);
-            nic.be.exec_rx(t->frame.data(), t->frame.size(), t->rec);
-            if (!request && t->opcode < 0x20) {
-                // An RC response frees the retransmit-queue entries it
-                // acknowledges (a NAK or RNR NAK: those before its PSN).
-                const roce::AethType at = roce::aeth_type(t->aeth_syndrome);
-                const bool has_aeth = roce::opcode_info(t->opcode).has(roce::kHasAeth);
-                nic.rtq_ack(t->qpn, t->psn,
-                            has_aeth && (at == roce::AethType::Nak || at == roce::AethType::RnrNak));
-            }
-            wait_ps(nic.cycles(request ? nic.cfg.responder.cycles_per_packet : nic.cfg.completer.cycles_per_packet));
-            out_ready = play(*t, st);
-        }
-        busy.unlock();
-        // Until its last frame is handed on with its payload in (a READ
-        // response's data read from host memory), as for the requester.
-        nic.stage_sample(blk, in, std::max(now_ps(), out_ready));
+        to_stage[request ? kResp : kComp].write({std::move(t), in}, &nic.blk[request ? Nic::kResponder : Nic::kCompleter]);
     }
 }
 
@@ -114,19 +164,74 @@ void RxTransportBlock::timers() {
     for (;;) {
         uint64_t in = 0;
         TxnPtr t = nic.timer_in.read(&in);
-        sim::BlockStats& st = nic.blk[Nic::kCompleter];
-        uint64_t out_ready = 0;
-        busy.lock();
-        {
-            sim::BusyScope b(st);
-            nic.lookup(nic.qpc, t->qpn, st);
-            nic.be.exec_timer(t->qpn, t->timer, t->rec);
-            wait_ps(nic.cycles(nic.cfg.completer.cycles_per_packet));
-            out_ready = play(*t, st);
-        }
-        busy.unlock();
-        nic.stage_sample(Nic::kCompleter, in, std::max(now_ps(), out_ready));
+        to_stage[kComp].write({std::move(t), in}, &nic.blk[Nic::kCompleter]);
     }
+}
+
+void RxTransportBlock::responder() {
+    for (;;) {
+        auto [t, in] = to_stage[kResp].read();
+        decide(kResp, std::move(t), in);
+    }
+}
+
+void RxTransportBlock::completer() {
+    for (;;) {
+        auto [t, in] = to_stage[kComp].read();
+        decide(kComp, std::move(t), in);
+    }
+}
+
+void RxTransportBlock::decide(Role r, TxnPtr t, uint64_t in) {
+    const int blk = r == kResp ? Nic::kResponder : Nic::kCompleter;
+    sim::BlockStats& st = nic.blk[blk];
+    Decided d;
+    {
+        sim::BusyScope b(st);
+        nic.lookup(nic.qpc, t->qpn, st);
+        if (t->kind == Txn::Kind::Timer) {
+            nic.be.exec_timer(t->qpn, t->timer, t->rec);
+        } else {
+            nic.be.exec_rx(t->frame.data(), t->frame.size(), t->rec);
+            if (r == kComp && t->opcode < 0x20) {
+                // An RC response frees the retransmit-queue entries it
+                // acknowledges (a NAK or RNR NAK: those before its PSN).
+                const roce::AethType at = roce::aeth_type(t->aeth_syndrome);
+                const bool has_aeth = roce::opcode_info(t->opcode).has(roce::kHasAeth);
+                nic.rtq_ack(t->qpn, t->psn,
+                            has_aeth && (at == roce::AethType::Nak || at == roce::AethType::RnrNak));
+            }
+        }
+        // The CQs this record completes into take their turn now, in the
+        // order the datapath wrote their rings.
+        for (const Op& o : t->rec.ops) {
+            uint32_t cqn = 0;
+            if (o.kind == Op::Kind::Cqe) cqn = o.id;
+            else if (o.kind == Op::Kind::Eqe && o.id == uint32_t(hw::EventType::Completion)) cqn = o.aux;
+            else continue;
+            bool have = false;
+            for (const auto& tk : d.cq_tickets) have = have || tk.first == cqn;
+            if (!have) d.cq_tickets.emplace_back(cqn, cq_order[cqn].next++);
+        }
+        wait_ps(nic.cycles(r == kResp ? nic.cfg.responder.cycles_per_packet : nic.cfg.completer.cycles_per_packet));
+    }
+    d.t = std::move(t);
+    d.in = in;
+    std::vector<std::unique_ptr<Context>>& c = ctx[r];
+    c[d.t->qpn % c.size()]->in.write(std::move(d), &st);
+}
+
+void RxTransportBlock::play_decided(Role r, Decided& d) {
+    const int blk = r == kResp ? Nic::kResponder : Nic::kCompleter;
+    sim::BlockStats& st = nic.blk[blk];
+    uint64_t out_ready = 0;
+    {
+        sim::BusyScope b(st, /*item=*/false);
+        out_ready = play(*d.t, st, d.cq_tickets);
+    }
+    // Until its last frame is handed on with its payload in (a READ
+    // response's data read from host memory), as for the requester.
+    nic.stage_sample(blk, d.in, std::max(now_ps(), out_ready));
 }
 
 }  // namespace simnic::model

@@ -111,6 +111,11 @@ struct RequesterConfig {
 // [responder], [completer]: a transport stage.
 struct StageConfig {
     std::uint32_t cycles_per_packet = 2;  // pipeline cycles per packet handled
+    // Contexts that play the stage's decisions (memory waits, writes, frames
+    // handed on) at once; a QP's packets always go to the same one (QPN
+    // modulo contexts), so a QP's order holds while one QP's wait for host
+    // memory (a receive WQE) does not hold up another's. 1: one at a time.
+    std::uint32_t contexts = 16;
 };
 
 // [cq]
@@ -124,6 +129,14 @@ struct CqConfig {
     // ibv_get_cq_event being woken (the interrupt's delivery, the driver's
     // handler, the wake-up of the completion channel's reader), ns; 0: at once.
     std::uint32_t msix_ns = 0;
+    // Interrupt moderation, as a CQ's moderation (ibv_modify_cq with
+    // IBV_CQ_ATTR_MODERATE: cq_count, cq_period): an armed CQ's completion
+    // event, its EQE and MSI-X message, waits until moderation_count CQEs
+    // of the CQ are written (the one that raised it included) or
+    // moderation_period_ns have passed since that CQE, whichever is first.
+    // 0/0: no moderation, as mlx5_ib creates a verbs CQ (docs/model.md).
+    std::uint32_t moderation_count = 0;      // CQEs; 0 or 1: no count
+    std::uint32_t moderation_period_ns = 0;  // ns; 0: no timer (then count must be 0 or 1)
 };
 
 // [eq]
