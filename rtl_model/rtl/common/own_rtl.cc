@@ -63,29 +63,42 @@ struct Hash {
     }
 };
 
+// Starts argv with stdout and stderr into `log`; its pid (-1: fork failed).
+// Everything the child touches is made before fork(): the process may have
+// threads (the daemon), and the child must not allocate.
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const pid_t pid = fork();
+    if (pid != 0) return pid;
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+    }
+    execvp(args[0], args.data());
+    static const char msg[] = "simnic: cannot run ";
+    if (write(2, msg, sizeof msg - 1) < 0 || write(2, args[0], std::strlen(args[0])) < 0) _exit(126);
+    _exit(127);
+}
+
+// The exit status of child `pid` (-1: killed, or no such child).
+int wait_for(pid_t pid) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // Runs argv with stdout and stderr into `log`; its exit status (-1: could
 // not run it). `output` gets the log's text.
 int run(const std::vector<std::string>& argv, const std::string& log, std::string& output) {
-    const pid_t pid = fork();
+    const pid_t pid = spawn(argv, log);
     if (pid < 0) return -1;
-    if (pid == 0) {
-        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        std::vector<char*> args;
-        for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    const int rc = wait_for(pid);
     read_file(log, output);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return rc;
 }
 
 // The last `max` bytes of a tool's output, for a message.
@@ -157,6 +170,10 @@ void verilate(const OwnRtlStage& stage, const OwnRtl& own, std::vector<std::stri
     ++g_verilator_runs;
     const int rc = run(args, log, out);
     if (rc == 0) return;
+    if (rc == 127 && out.rfind("simnic: cannot run ", 0) == 0)
+        throw OwnRtlError(stage.block + ": " + out.substr(8) +
+                          ": Verilator is needed to build one's own RTL (install Verilator 5, e.g. scripts/setup.sh, "
+                          "or set SIMNIC_VERILATOR)");
     std::string m = stage.block + ": Verilator rejected " + own.top + " (" + what + ", exit " + std::to_string(rc) +
                     "):\n" + tail_of(out);
     if (out.find("was not found in design") != std::string::npos)
@@ -213,17 +230,17 @@ void compile(const OwnRtlStage& stage, const OwnRtl& own, const std::string& wor
     std::vector<std::string> objs;
     std::vector<Job> running;
     std::string failed;
+    // Waits for the oldest job (each compile takes about as long).
     auto reap = [&] {
-        int status = 0;
-        const pid_t pid = wait(&status);
-        auto it = std::find_if(running.begin(), running.end(), [&](const Job& j) { return j.pid == pid; });
-        if (it == running.end()) return;
-        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && failed.empty()) {
+        const Job j = running.front();
+        running.erase(running.begin());
+        if (wait_for(j.pid) != 0 && failed.empty()) {
             std::string out;
-            read_file(it->log, out);
-            failed = "compiling " + it->src + ":\n" + tail_of(out);
+            read_file(j.log, out);
+            failed = "compiling " + j.src + ":\n" + tail_of(out);
+            if (out.rfind("simnic: cannot run ", 0) == 0)
+                failed = out.substr(8) + " (install a C++ compiler or set SIMNIC_CXX)";
         }
-        running.erase(it);
     };
     const long jobs = std::max(1L, std::strtol(env_or("SIMNIC_RTL_JOBS", "2").c_str(), nullptr, 10));
     for (size_t i = 0; i < srcs.size() && failed.empty(); ++i) {
@@ -231,17 +248,7 @@ void compile(const OwnRtlStage& stage, const OwnRtl& own, const std::string& wor
         const std::string obj = work + "/o" + std::to_string(i) + ".o", log = obj + ".log";
         std::vector<std::string> argv = common;
         argv.insert(argv.end(), {"-c", srcs[i], "-o", obj});
-        const pid_t pid = fork();
-        if (pid == 0) {
-            const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
-            std::vector<char*> args;
-            for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-            args.push_back(nullptr);
-            execvp(args[0], args.data());
-            std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
-            _exit(127);
-        }
+        const pid_t pid = spawn(argv, log);
         if (pid < 0) {
             failed = "cannot start the compiler";
             break;

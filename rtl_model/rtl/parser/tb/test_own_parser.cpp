@@ -118,6 +118,12 @@ TEST_CASE("own parser: missing files, Verilator's errors and a missing top are r
     // A top the sources do not have.
     const std::string m = load_error({{kDir + "/template/my_parser.sv"}, "their_parser"});
     CHECK(m.rfind("parser.rtl_top = \"their_parser\": no module of that name in parser.rtl_sources", 0) == 0);
+    // No Verilator where it is looked for.
+    setenv("SIMNIC_VERILATOR", "/nonexistent/verilator", 1);
+    const std::string v = load_error({{kDir + "/template/my_parser.sv"}, "my_parser"});
+    unsetenv("SIMNIC_VERILATOR");
+    CHECK(v == "parser: cannot run /nonexistent/verilator: Verilator is needed to build one's own RTL (install "
+               "Verilator 5, e.g. scripts/setup.sh, or set SIMNIC_VERILATOR)");
 }
 
 TEST_CASE("own parser: docs/model.md's port table is the interface's", "[rtl][own_rtl]") {
