@@ -156,7 +156,9 @@ std::vector<std::string> inputs(const OwnRtlStage& stage, const OwnRtl& own) {
 
 std::vector<std::string> verilator_args(const OwnRtlStage& stage, const OwnRtl& own,
                                         const std::vector<std::string>& files, const std::string& mdir) {
-    std::vector<std::string> a = {verilator_bin(), "--top-module", own.top,
+    // Warnings are the designer's to read (the logs in the cache), not a
+    // reason to refuse the design; errors are.
+    std::vector<std::string> a = {verilator_bin(), "-Wno-fatal", "--top-module", own.top,
                                   "-GDataWidth=" + std::to_string(stage.data_width), "--Mdir", mdir};
     for (const std::string& d : stage.lib_dirs) a.push_back("-y"), a.push_back(d);
     a.insert(a.end(), files.begin(), files.end());

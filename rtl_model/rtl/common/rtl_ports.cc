@@ -61,8 +61,10 @@ bool xml_ports(const std::string& xml, const std::string& top, std::vector<Found
     const size_t end = xml.find("</module>", m);
     out.clear();
     for (size_t p = xml.find("<var ", m); p != std::string::npos && p < end; p = xml.find("<var ", p + 1)) {
+        // A port has a direction and a pin number; a function's or a task's
+        // arguments have a direction only.
         const std::string dir = attr(xml, p, "dir");
-        if (dir.empty()) continue;  // not a port
+        if (dir.empty() || attr(xml, p, "pinIndex").empty()) continue;
         FoundPort f;
         f.name = attr(xml, p, "name");
         f.dir = dir == "output" ? PortDir::Out : PortDir::In;

@@ -121,6 +121,10 @@ constexpr Key kKeys[] = {
     SIMNIC_CFG_KEY(icrc, impl, 0, 1, 0, "", "Implementation: the C++ model or the Verilated RTL"),
     SIMNIC_CFG_KEY(icrc, latency_cycles, 0, 1024, 0, "cycles",
                    "A frame's last beat in to its ICRC out (C++ model; RTL has its own timing)"),
+    SIMNIC_CFG_KEY(icrc, rtl_sources, 0, 0, 0, "",
+                   "One's own ICRC engine: SystemVerilog files, verilated when the device is created (with impl = "
+                   "\"rtl\"; relative to the config file); empty: the built-in RTL"),
+    SIMNIC_CFG_KEY(icrc, rtl_top, 0, 0, 0, "", "The top module of rtl_sources"),
 
     SIMNIC_CFG_CACHE_KEYS(qpc_cache, "QP contexts", hw::qpc::kSize),
     SIMNIC_CFG_CACHE_KEYS(mpt_cache, "MPT entries", hw::mpt_entry::kSize),
@@ -333,19 +337,22 @@ std::vector<CrossError> cross_check(const ModelConfig& c) {
                                      {e, w}});
         }
     }
-    // One's own parser RTL: sources and a top, with impl = "rtl".
-    const BlockConfig& p = c.parser;
-    if (!p.rtl_sources.empty() && p.impl != BlockImpl::rtl)
-        out.push_back(CrossError{"parser.rtl_sources is set but parser.impl = \"" + impl_text(p.impl) +
-                                     "\" (one's own RTL needs parser.impl = \"rtl\")",
-                                 {"parser.rtl_sources", "parser.impl"}});
-    if (!p.rtl_sources.empty() && p.rtl_top.empty())
-        out.push_back(CrossError{"parser.rtl_sources is set but parser.rtl_top is empty (name the top module)",
-                                 {"parser.rtl_sources", "parser.rtl_top"}});
-    if (p.rtl_sources.empty() && !p.rtl_top.empty())
-        out.push_back(CrossError{"parser.rtl_top = " + quoted(p.rtl_top) +
-                                     " is set but parser.rtl_sources is empty (list the top's files)",
-                                 {"parser.rtl_top", "parser.rtl_sources"}});
+    // One's own RTL (parser, ICRC engine): sources and a top, with impl = "rtl".
+    for (const auto& [name, member] : {std::pair<std::string, BlockConfig ModelConfig::*>{"parser", &ModelConfig::parser},
+                                       std::pair<std::string, BlockConfig ModelConfig::*>{"icrc", &ModelConfig::icrc}}) {
+        const BlockConfig& p = c.*member;
+        const std::string src = name + ".rtl_sources", top = name + ".rtl_top", impl = name + ".impl";
+        if (!p.rtl_sources.empty() && p.impl != BlockImpl::rtl)
+            out.push_back(CrossError{src + " is set but " + impl + " = \"" + impl_text(p.impl) + "\" (one's own RTL needs " +
+                                         impl + " = \"rtl\")",
+                                     {src, impl}});
+        if (!p.rtl_sources.empty() && p.rtl_top.empty())
+            out.push_back(CrossError{src + " is set but " + top + " is empty (name the top module)", {src, top}});
+        if (p.rtl_sources.empty() && !p.rtl_top.empty())
+            out.push_back(CrossError{top + " = " + quoted(p.rtl_top) + " is set but " + src +
+                                         " is empty (list the top's files)",
+                                     {top, src}});
+    }
     if (c.mac.line_rate_gbps > c.raw_mac_gbps()) {
         out.push_back(CrossError{"mac.line_rate_gbps = " + real_text(c.mac.line_rate_gbps) +
                                      " exceeds the raw MAC rate of " + real_text(c.raw_mac_gbps()) +
@@ -610,6 +617,13 @@ bool parse_config(std::string_view text, const std::string& origin_in, const std
                 set_at[full_name(*k)] = Setter{false, pos_of(knode.source()), {}};
         }
     }
+    // A file names its RTL relative to itself (the daemon, which gets the
+    // file's absolute path as the origin, runs elsewhere); overrides are
+    // relative to the working directory, as typed.
+    if (const std::size_t slash = origin.rfind('/'); slash != std::string::npos)
+        for (auto* list : {&c.parser.rtl_sources, &c.icrc.rtl_sources})
+            for (std::string& src : *list)
+                if (!src.empty() && src[0] != '/') src = origin.substr(0, slash + 1) + src;
     // The overrides, in order, each named by its place on the command line.
     for (std::size_t i = 0; i < overrides.size(); ++i) {
         const std::string& kv = overrides[i];
@@ -695,13 +709,7 @@ bool load_config(const std::string& path, ModelConfig& out, std::string& err) {
         err = path + ": cannot read: " + std::strerror(saved);
         return false;
     }
-    if (!parse_config(text, path, out, err)) return false;
-    // The file names its RTL relative to itself, wherever the daemon runs.
-    const std::size_t slash = path.rfind('/');
-    if (slash != std::string::npos)
-        for (std::string& src : out.parser.rtl_sources)
-            if (!src.empty() && src[0] != '/') src = path.substr(0, slash + 1) + src;
-    return true;
+    return parse_config(text, path, out, err);
 }
 
 bool validate_config(const ModelConfig& cfg, std::string& err) {

@@ -106,7 +106,7 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "doorbell.mmio_ns", "doorbell.wqe_by_mmio_bytes", "doorbell.recv_wqe_prefetch",
         "pipeline.cut_through",
         "parser.impl", "parser.latency_cycles", "parser.rtl_sources", "parser.rtl_top",
-        "icrc.impl", "icrc.latency_cycles",
+        "icrc.impl", "icrc.latency_cycles", "icrc.rtl_sources", "icrc.rtl_top",
         "qpc_cache.entries", "qpc_cache.ways", "qpc_cache.hit_cycles", "qpc_cache.entry_bytes",
         "mpt_cache.entries", "mpt_cache.ways", "mpt_cache.hit_cycles", "mpt_cache.entry_bytes",
         "mtt_cache.entries", "mtt_cache.ways", "mtt_cache.hit_cycles", "mtt_cache.entry_bytes",
@@ -154,7 +154,7 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.doorbell = {120, 64, 1};
         c.pipeline = {1};
         c.parser = {BlockImpl::rtl, 9, {"a.sv", "b c.sv"}, "my_top"};
-        c.icrc = {BlockImpl::rtl, 3, {}, {}};
+        c.icrc = {BlockImpl::rtl, 3, {"e.sv"}, "my_engine"};
         c.qpc_cache = {512, 8, 3, 512};
         c.mpt_cache = {2048, 2, 1, 128};
         c.mtt_cache = {8192, 16, 4, 16};
@@ -512,4 +512,15 @@ TEST_CASE("model config: one's own parser RTL is named by its files and top modu
     ModelConfig l;
     REQUIRE(load_config(dir + "/dev.toml", l, err));
     CHECK(l.parser.rtl_sources == std::vector<std::string>{dir + "/p.sv", "/abs/q.sv"});
+    // So does the text of a file given with its path (as the daemon gets it);
+    // an override stays as typed.
+    ModelConfig d;
+    REQUIRE(parse_config("[parser]\nimpl = \"rtl\"\nrtl_sources = [\"p.sv\"]\nrtl_top = \"p\"\n", "/etc/simnic/dev.toml",
+                         {"icrc.impl=rtl", "icrc.rtl_sources=e.sv", "icrc.rtl_top=e"}, d, err));
+    CHECK(d.parser.rtl_sources == std::vector<std::string>{"/etc/simnic/p.sv"});
+    CHECK(d.icrc.rtl_sources == std::vector<std::string>{"e.sv"});
+    // The ICRC engine takes its own the same way.
+    CHECK(error_of("[icrc]\nrtl_top = \"e\"\n") ==
+          "t.toml:2:11: icrc.rtl_top = \"e\" is set but icrc.rtl_sources is empty (list the top's files)");
+    CHECK(parsed("[icrc]\nimpl = \"rtl\"\nrtl_sources = [\"e.sv\"]\nrtl_top = \"e\"\n").icrc.rtl_top == "e");
 }

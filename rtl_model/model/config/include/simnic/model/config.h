@@ -76,10 +76,10 @@ struct PipelineConfig {
 struct BlockConfig {
     BlockImpl impl = BlockImpl::cpp;  // which implementation runs
     std::uint32_t latency_cycles = 0;  // last beat in to result out, cycles (C++ model)
-    // The parser only: one's own SystemVerilog, verilated when the device is
+    // One's own SystemVerilog, verilated when the device is
     // created (docs/model.md, Your own RTL). Empty: the built-in RTL. With
-    // impl = rtl. load_config() makes relative paths relative to the file's
-    // folder; elsewhere they are relative to the working directory.
+    // impl = rtl. Relative paths in a file are made relative to its folder
+    // (parse_config's origin, if it has one); --set ones stay as typed.
     std::vector<std::string> rtl_sources;
     std::string rtl_top;  // the top module of rtl_sources
 };
