@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -298,8 +299,28 @@ TEST_CASE("parser: one's own RTL named in the config is verilated at run time an
         CHECK(b.nic().parser_rtl_cache_hit);
     }
     const Result again = run(slow, s);
-    unsetenv("SIMNIC_VERILATOR");
     CHECK(rtl::verilator_runs() == runs);
+    // The key is the files' text, not their names: a copy elsewhere is the
+    // same design; one changed byte (a comment) is another, to be built.
+    const std::string copy_dir = cache + "/../own_rtl_copy";
+    fs::create_directories(copy_dir);
+    fs::copy_file(slow.parser.rtl_sources[0], copy_dir + "/same.sv", fs::copy_options::overwrite_existing);
+    ModelConfig moved = slow;
+    moved.parser.rtl_sources = {copy_dir + "/same.sv"};
+    {
+        tb::BlockBench<ParserBlock> b(moved);
+        CHECK(b.nic().parser_rtl_cache_hit);
+    }
+    {
+        std::ofstream(copy_dir + "/same.sv", std::ios::app) << "// one more line\n";
+        try {
+            tb::BlockBench<ParserBlock> b(moved);
+            FAIL("a changed design was taken from the cache");
+        } catch (const rtl::OwnRtlError& e) {
+            CHECK(std::string(e.what()).find("cannot run /nonexistent/verilator") != std::string::npos);
+        }
+    }
+    unsetenv("SIMNIC_VERILATOR");
     CHECK(again.rtl_latency == 5);
     CHECK(again.out == cpp.out);
     CHECK(again.rtl_mismatch == 0);
