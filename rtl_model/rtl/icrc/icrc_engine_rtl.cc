@@ -1,81 +1,17 @@
 #include "icrc_engine_rtl.h"
 
-#include <algorithm>
-#include <deque>
-
 #include "Vicrc_engine.h"
-#include "verilated_block.h"
+#include "icrc_engine_driver.h"
+#include "own_icrc.h"
 
 namespace simnic::rtl {
 
-struct IcrcEngineRtl::Impl : VerilatedBlock<Vicrc_engine> {
-    Impl() { reset(); }
-};
-
-IcrcEngineRtl::IcrcEngineRtl() : impl_(std::make_unique<Impl>()) {}
+IcrcEngineRtl::IcrcEngineRtl() : impl_(std::make_unique<IcrcEngineDriver<Vicrc_engine>>()) {}
+IcrcEngineRtl::IcrcEngineRtl(const OwnRtl& own, OwnRtlBuildInfo* info) : impl_(load_own_icrc(own, info)) {}
 IcrcEngineRtl::~IcrcEngineRtl() = default;
 
-std::vector<IcrcResult> IcrcEngineRtl::run(const std::vector<std::vector<uint8_t>>& frames,
-                                           IcrcRunStats* stats) {
-    Impl& m = *impl_;
-    std::vector<IcrcResult> out(frames.size());
-    std::deque<size_t> in_flight;  // frames whose last beat went in, oldest first
-    size_t done = 0;
-    const uint64_t start = m.cycles();
-    uint64_t beats = 0;
-
-    // After each rising edge, collect a result if the engine raised m_valid_o.
-    auto edge = [&] {
-        m.tick([&] {
-            if (m->m_valid_o && !in_flight.empty()) {
-                IcrcResult& r = out[in_flight.front()];
-                in_flight.pop_front();
-                r.icrc = m->m_icrc_o;
-                r.ok = m->m_icrc_ok_o;
-                r.err = m->m_err_o;
-                r.valid_cycle = m.cycles();
-                ++done;
-            }
-        });
-    };
-
-    size_t sent = 0;
-    for (size_t k = 0; k < frames.size(); ++k) {
-        const std::vector<uint8_t>& f = frames[k];
-        if (f.empty()) {
-            out[k].err = true;
-            ++done;
-            continue;
-        }
-        ++sent;
-        const size_t nbeats = (f.size() + kBeatBytes - 1) / kBeatBytes;
-        for (size_t b = 0; b < nbeats; ++b) {
-            const size_t off = b * kBeatBytes;
-            load_beat(*m, kBeatBytes, &f[off], std::min(kBeatBytes, f.size() - off), [] { return 0u; });
-            m->s_axis_tvalid_i = 1;
-            m->s_axis_tlast_i = b + 1 == nbeats;
-            while (!m->s_axis_tready_o) edge();
-            if (b == 0) out[k].first_beat_cycle = m.cycles() + 1;
-            if (b + 1 == nbeats) {
-                in_flight.push_back(k);
-                out[k].last_beat_cycle = m.cycles() + 1;
-            }
-            edge();
-            ++beats;
-        }
-    }
-    m->s_axis_tvalid_i = 0;
-    // This engine's latency is 7 edges at DataWidth 512; one swapped in for
-    // it may take longer (its own cycles are the model's timing), up to
-    // 1024, after which a frame counts as never answered.
-    for (int i = 0; i < 1024 && done < frames.size(); ++i) edge();
-    for (size_t k : in_flight) out[k].err = true;  // never answered
-    if (stats) {
-        stats->frames = sent;
-        stats->beats = beats;
-        stats->cycles = m.cycles() - start;
-    }
-    return out;
+std::vector<IcrcResult> IcrcEngineRtl::run(const std::vector<std::vector<uint8_t>>& frames, IcrcRunStats* stats) {
+    return impl_->run(frames, stats);
 }
 
 }  // namespace simnic::rtl

@@ -26,11 +26,18 @@ struct IcrcRunStats {
     uint64_t cycles = 0;  // from the first beat to the last result
 };
 
+struct OwnRtl;
+struct OwnRtlBuildInfo;
+
 class IcrcEngineRtl {
 public:
     static constexpr size_t kBeatBytes = 64;
 
     IcrcEngineRtl();
+    // One's own engine, named by its sources and top: port-checked,
+    // verilated and compiled into a shared object (or found in the cache),
+    // then loaded (own_rtl.h). Throws OwnRtlError with every problem found.
+    explicit IcrcEngineRtl(const OwnRtl& own, OwnRtlBuildInfo* info = nullptr);
     ~IcrcEngineRtl();
     IcrcEngineRtl(const IcrcEngineRtl&) = delete;
     IcrcEngineRtl& operator=(const IcrcEngineRtl&) = delete;
@@ -40,8 +47,10 @@ public:
     std::vector<IcrcResult> run(const std::vector<std::vector<uint8_t>>& frames,
                                 IcrcRunStats* stats = nullptr);
 
-private:
+    // The driver of one design (icrc_engine_driver.h).
     struct Impl;
+
+private:
     std::unique_ptr<Impl> impl_;
 };
 

@@ -12,6 +12,9 @@
 
 namespace simnic::rtl {
 
+struct OwnRtl;
+struct OwnRtlBuildInfo;
+
 class RoceParserRtl {
 public:
     // Which design: roce_parser.sv, or one of the worked examples of
@@ -27,6 +30,11 @@ public:
     static constexpr uint64_t kMaxLatency = 1024;
 
     explicit RoceParserRtl(Design d = Design::Reference);
+    // One's own parser, named by its sources and top: port-checked,
+    // verilated and compiled into a shared object (or found in the cache),
+    // then loaded (own_rtl.h). Throws OwnRtlError with every problem found.
+    // `info`, if given, tells what was done.
+    explicit RoceParserRtl(const OwnRtl& own, OwnRtlBuildInfo* info = nullptr);
     ~RoceParserRtl();
     RoceParserRtl(const RoceParserRtl&) = delete;
     RoceParserRtl& operator=(const RoceParserRtl&) = delete;

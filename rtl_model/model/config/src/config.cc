@@ -54,7 +54,9 @@ constexpr Table kTables[] = {
 using U32Ref = std::uint32_t& (*)(ModelConfig&);
 using RealRef = double& (*)(ModelConfig&);
 using ImplRef = BlockImpl& (*)(ModelConfig&);
-using Ref = std::variant<U32Ref, RealRef, ImplRef>;
+using StrRef = std::string& (*)(ModelConfig&);
+using StrListRef = std::vector<std::string>& (*)(ModelConfig&);
+using Ref = std::variant<U32Ref, RealRef, ImplRef, StrRef, StrListRef>;
 
 constexpr unsigned kPow2 = 1;
 
@@ -114,10 +116,18 @@ constexpr Key kKeys[] = {
                    "Implementation: the C++ model, the Verilated RTL, or a worked example of one's own RTL"),
     SIMNIC_CFG_KEY(parser, latency_cycles, 0, 1024, 0, "cycles",
                    "A frame's last beat in to its headers out (C++ model; RTL has its own timing)"),
+    SIMNIC_CFG_KEY(parser, rtl_sources, 0, 0, 0, "",
+                   "One's own parser: SystemVerilog files, verilated when the device is created (with impl = "
+                   "\"rtl\"; relative to the config file); empty: the built-in RTL"),
+    SIMNIC_CFG_KEY(parser, rtl_top, 0, 0, 0, "", "The top module of rtl_sources"),
 
     SIMNIC_CFG_KEY(icrc, impl, 0, 1, 0, "", "Implementation: the C++ model or the Verilated RTL"),
     SIMNIC_CFG_KEY(icrc, latency_cycles, 0, 1024, 0, "cycles",
                    "A frame's last beat in to its ICRC out (C++ model; RTL has its own timing)"),
+    SIMNIC_CFG_KEY(icrc, rtl_sources, 0, 0, 0, "",
+                   "One's own ICRC engine: SystemVerilog files, verilated when the device is created (with impl = "
+                   "\"rtl\"; relative to the config file); empty: the built-in RTL"),
+    SIMNIC_CFG_KEY(icrc, rtl_top, 0, 0, 0, "", "The top module of rtl_sources"),
 
     SIMNIC_CFG_CACHE_KEYS(qpc_cache, "QP contexts", hw::qpc::kSize),
     SIMNIC_CFG_CACHE_KEYS(mpt_cache, "MPT entries", hw::mpt_entry::kSize),
@@ -262,6 +272,8 @@ std::string impl_text(BlockImpl i) { return kImplNames[static_cast<int>(i)]; }
 
 // The allowed values of a key, e.g. `8..256 bytes, a power of two`.
 std::string allowed(const Key& k) {
+    if (std::holds_alternative<StrRef>(k.ref)) return "a string";
+    if (std::holds_alternative<StrListRef>(k.ref)) return "an array of strings";
     if (std::holds_alternative<ImplRef>(k.ref)) {
         std::string s;
         for (std::size_t i = 0; i <= std::size_t(k.max) && i < std::size(kImplNames); ++i)
@@ -272,16 +284,6 @@ std::string allowed(const Key& k) {
     if (*k.unit) s += std::string(" ") + k.unit;
     if (k.flags & kPow2) s += ", a power of two";
     return s;
-}
-
-// The key's value in `c`; TOML syntax (strings quoted) or plain.
-std::string value_text(const Key& k, const ModelConfig& c, bool toml) {
-    // Read-only use of the accessors, which take a mutable config.
-    auto& m = const_cast<ModelConfig&>(c);
-    if (auto* u = std::get_if<U32Ref>(&k.ref)) return std::to_string((*u)(m));
-    if (auto* r = std::get_if<RealRef>(&k.ref)) return real_text((*r)(m));
-    std::string s = impl_text((*std::get<ImplRef>(k.ref))(m));
-    return toml ? '"' + s + '"' : s;
 }
 
 // A string as a TOML basic string: "text", with \" \\ and control
@@ -302,6 +304,22 @@ std::string quoted(std::string_view text) {
         }
     }
     return s + '"';
+}
+
+// The key's value in `c`; TOML syntax (strings quoted) or plain.
+std::string value_text(const Key& k, const ModelConfig& c, bool toml) {
+    // Read-only use of the accessors, which take a mutable config.
+    auto& m = const_cast<ModelConfig&>(c);
+    if (auto* u = std::get_if<U32Ref>(&k.ref)) return std::to_string((*u)(m));
+    if (auto* r = std::get_if<RealRef>(&k.ref)) return real_text((*r)(m));
+    if (auto* t = std::get_if<StrRef>(&k.ref)) return toml ? quoted((*t)(m)) : (*t)(m);
+    if (auto* l = std::get_if<StrListRef>(&k.ref)) {
+        std::string s;
+        for (const std::string& e : (*l)(m)) s += (s.empty() ? "" : toml ? ", " : " ") + (toml ? quoted(e) : e);
+        return toml ? "[" + s + "]" : s;
+    }
+    std::string s = impl_text((*std::get<ImplRef>(k.ref))(m));
+    return toml ? '"' + s + '"' : s;
 }
 
 // `an integer 5`, `a string "x"`, ... for type errors.
@@ -362,6 +380,22 @@ std::vector<CrossError> cross_check(const ModelConfig& c) {
     if (const char* m = congestion::check(c.congestion.dcqcn(c.mac.line_rate_gbps))) {
         out.push_back(CrossError{std::string("[congestion]: ") + m,
                                  {"congestion.min_rate_mbps", "congestion.line_rate_gbps"}});
+    }
+    // One's own RTL (parser, ICRC engine): sources and a top, with impl = "rtl".
+    for (const auto& [name, member] : {std::pair<std::string, BlockConfig ModelConfig::*>{"parser", &ModelConfig::parser},
+                                       std::pair<std::string, BlockConfig ModelConfig::*>{"icrc", &ModelConfig::icrc}}) {
+        const BlockConfig& p = c.*member;
+        const std::string src = name + ".rtl_sources", top = name + ".rtl_top", impl = name + ".impl";
+        if (!p.rtl_sources.empty() && p.impl != BlockImpl::rtl)
+            out.push_back(CrossError{src + " is set but " + impl + " = \"" + impl_text(p.impl) + "\" (one's own RTL needs " +
+                                         impl + " = \"rtl\")",
+                                     {src, impl}});
+        if (!p.rtl_sources.empty() && p.rtl_top.empty())
+            out.push_back(CrossError{src + " is set but " + top + " is empty (name the top module)", {src, top}});
+        if (p.rtl_sources.empty() && !p.rtl_top.empty())
+            out.push_back(CrossError{top + " = " + quoted(p.rtl_top) + " is set but " + src +
+                                         " is empty (list the top's files)",
+                                     {top, src}});
     }
     if (c.mac.line_rate_gbps > c.raw_mac_gbps()) {
         out.push_back(CrossError{"mac.line_rate_gbps = " + real_text(c.mac.line_rate_gbps) +
@@ -500,6 +534,29 @@ std::string set_value(const Key& k, const toml::node& n, ModelConfig& c) {
         std::string e = range_error(k, v, shown);
         if (!e.empty()) return e;
         (*r)(c) = v;
+        return {};
+    }
+    if (auto* t = std::get_if<StrRef>(&k.ref)) {
+        if (!n.is_string()) return full_name(k) + ": expected a string, got " + node_text(n);
+        (*t)(c) = n.as_string()->get();
+        return {};
+    }
+    if (auto* l = std::get_if<StrListRef>(&k.ref)) {
+        // A single string is a list of one (as --set parser.rtl_sources=a.sv gives it).
+        if (n.is_string()) {
+            (*l)(c) = {n.as_string()->get()};
+            return {};
+        }
+        const toml::array* a = n.as_array();
+        if (!a) return full_name(k) + ": expected an array of strings, got " + node_text(n);
+        std::vector<std::string> v;
+        for (const toml::node& e : *a) {
+            if (!e.is_string())
+                return full_name(k) + ": expected an array of strings, element " + std::to_string(v.size() + 1) +
+                       " is " + node_text(e);
+            v.push_back(e.as_string()->get());
+        }
+        (*l)(c) = std::move(v);
         return {};
     }
     if (!n.is_string())
@@ -656,6 +713,13 @@ bool parse_config(std::string_view text, const std::string& origin_in, const std
                 set_at[full_name(*k)] = Setter{false, pos_of(knode.source()), {}};
         }
     }
+    // A file names its RTL relative to itself (the daemon, which gets the
+    // file's absolute path as the origin, runs elsewhere); overrides are
+    // relative to the working directory, as typed.
+    if (const std::size_t slash = origin.rfind('/'); slash != std::string::npos)
+        for (auto* list : {&c.parser.rtl_sources, &c.icrc.rtl_sources})
+            for (std::string& src : *list)
+                if (!src.empty() && src[0] != '/') src = origin.substr(0, slash + 1) + src;
     // The overrides, in order, each named by its place on the command line.
     for (std::size_t i = 0; i < overrides.size(); ++i) {
         const std::string& kv = overrides[i];
@@ -676,9 +740,11 @@ bool parse_config(std::string_view text, const std::string& origin_in, const std
         }
         std::string value = kv.substr(eq + 1);
         // A bare word is a string (parser.impl=rtl), as a shell user types it.
-        if (!value.empty() && std::isalpha(static_cast<unsigned char>(value[0])) && value != "true" &&
-            value != "false" && value != "nan" && value != "inf")
-            value = quoted(value);
+        const bool text_key = std::holds_alternative<StrRef>(k->ref) || std::holds_alternative<StrListRef>(k->ref);
+        if (text_key ? (value.empty() || (value[0] != '"' && value[0] != '[' && value[0] != '\''))
+                     : (!value.empty() && std::isalpha(static_cast<unsigned char>(value[0])) && value != "true" &&
+                        value != "false" && value != "nan" && value != "inf"))
+            value = quoted(value);  // a path as typed: parser.rtl_sources=../my_parser.sv
         toml::table one;
         try {
             one = toml::parse("v = " + value, where);
@@ -752,6 +818,8 @@ bool validate_config(const ModelConfig& cfg, std::string& err) {
             v = (*u)(m);
         else if (auto* r = std::get_if<RealRef>(&k.ref))
             v = (*r)(m);
+        else if (std::holds_alternative<StrRef>(k.ref) || std::holds_alternative<StrListRef>(k.ref))
+            continue;  // any text; cross_check() has the rules
         else {
             // An enum holds a named value; not every key takes every one.
             const auto i = static_cast<std::size_t>((*std::get<ImplRef>(k.ref))(m));

@@ -2,6 +2,7 @@
 // the exact text of every class of error.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -104,8 +105,8 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "mac.width_bytes", "mac.line_rate_gbps", "mac.ifg_bytes", "mac.phy_latency_ns", "mac.cable_ns",
         "doorbell.mmio_ns", "doorbell.wqe_by_mmio_bytes", "doorbell.recv_wqe_prefetch",
         "pipeline.cut_through",
-        "parser.impl", "parser.latency_cycles",
-        "icrc.impl", "icrc.latency_cycles",
+        "parser.impl", "parser.latency_cycles", "parser.rtl_sources", "parser.rtl_top",
+        "icrc.impl", "icrc.latency_cycles", "icrc.rtl_sources", "icrc.rtl_top",
         "qpc_cache.entries", "qpc_cache.ways", "qpc_cache.hit_cycles", "qpc_cache.entry_bytes",
         "mpt_cache.entries", "mpt_cache.ways", "mpt_cache.hit_cycles", "mpt_cache.entry_bytes",
         "mtt_cache.entries", "mtt_cache.ways", "mtt_cache.hit_cycles", "mtt_cache.entry_bytes",
@@ -156,8 +157,8 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.mac = {256, 400, 24, 90, 15};
         c.doorbell = {120, 64, 1};
         c.pipeline = {1};
-        c.parser = {BlockImpl::rtl, 9};
-        c.icrc = {BlockImpl::rtl, 3};
+        c.parser = {BlockImpl::rtl, 9, {"a.sv", "b c.sv"}, "my_top"};
+        c.icrc = {BlockImpl::rtl, 3, {"e.sv"}, "my_engine"};
         c.qpc_cache = {512, 8, 3, 512};
         c.mpt_cache = {2048, 2, 1, 128};
         c.mtt_cache = {8192, 16, 4, 16};
@@ -539,4 +540,48 @@ TEST_CASE("model config: a soft device's config holds [congestion] only", "[mode
     CHECK(err.rfind("s.toml:1:", 0) == 0);
     CHECK_FALSE(simnic::model::parse_soft_config("[congestion]\nenable = 3\n", "s.toml", cc, err));
     CHECK(err.find("congestion.enable = 3 is out of range") != std::string::npos);
+}
+
+TEST_CASE("model config: one's own parser RTL is named by its files and top module", "[model][config]") {
+    const ModelConfig c =
+        parsed("[parser]\nimpl = \"rtl\"\nrtl_sources = [\"my_pkg.sv\", \"rtl/my_parser.sv\"]\nrtl_top = \"my_parser\"\n");
+    CHECK(c.parser.rtl_sources == std::vector<std::string>{"my_pkg.sv", "rtl/my_parser.sv"});
+    CHECK(c.parser.rtl_top == "my_parser");
+    // Each rule at once: sources without impl = "rtl", without a top; a top without sources.
+    CHECK(error_of("[parser]\nrtl_sources = [\"a.sv\"]\n") ==
+          "t.toml:2:15: parser.rtl_sources is set but parser.impl = \"cpp\" (one's own RTL needs parser.impl = "
+          "\"rtl\")\nt.toml:2:15: parser.rtl_sources is set but parser.rtl_top is empty (name the top module)");
+    CHECK(error_of("[parser]\nimpl = \"rtl\"\nrtl_top = \"x\"\n") ==
+          "t.toml:3:11: parser.rtl_top = \"x\" is set but parser.rtl_sources is empty (list the top's files)");
+    CHECK(error_of("[parser]\nrtl_sources = [\"a.sv\", 3]\n") ==
+          "t.toml:2:15: parser.rtl_sources: expected an array of strings, element 2 is an integer 3");
+    CHECK(error_of("[parser]\nrtl_top = 3\n") == "t.toml:2:11: parser.rtl_top: expected a string, got an integer 3");
+    // --set takes a path as typed, and one file as a list of one.
+    ModelConfig o;
+    std::string err;
+    REQUIRE(parse_config("", "t.toml", {"parser.impl=rtl", "parser.rtl_sources=../x/my_parser.sv", "parser.rtl_top=my_parser"},
+                         o, err));
+    CHECK(o.parser.rtl_sources == std::vector<std::string>{"../x/my_parser.sv"});
+    CHECK(o.parser.rtl_top == "my_parser");
+    // A file names its sources relative to itself.
+    const std::string dir = std::string(SIMNIC_CONFIG_TEST_BINARY_DIR) + "/own_rtl_cfg";
+    std::filesystem::create_directories(dir);
+    {
+        std::ofstream f(dir + "/dev.toml");
+        f << "[parser]\nimpl = \"rtl\"\nrtl_sources = [\"p.sv\", \"/abs/q.sv\"]\nrtl_top = \"p\"\n";
+    }
+    ModelConfig l;
+    REQUIRE(load_config(dir + "/dev.toml", l, err));
+    CHECK(l.parser.rtl_sources == std::vector<std::string>{dir + "/p.sv", "/abs/q.sv"});
+    // So does the text of a file given with its path (as the daemon gets it);
+    // an override stays as typed.
+    ModelConfig d;
+    REQUIRE(parse_config("[parser]\nimpl = \"rtl\"\nrtl_sources = [\"p.sv\"]\nrtl_top = \"p\"\n", "/etc/simnic/dev.toml",
+                         {"icrc.impl=rtl", "icrc.rtl_sources=e.sv", "icrc.rtl_top=e"}, d, err));
+    CHECK(d.parser.rtl_sources == std::vector<std::string>{"/etc/simnic/p.sv"});
+    CHECK(d.icrc.rtl_sources == std::vector<std::string>{"e.sv"});
+    // The ICRC engine takes its own the same way.
+    CHECK(error_of("[icrc]\nrtl_top = \"e\"\n") ==
+          "t.toml:2:11: icrc.rtl_top = \"e\" is set but icrc.rtl_sources is empty (list the top's files)");
+    CHECK(parsed("[icrc]\nimpl = \"rtl\"\nrtl_sources = [\"e.sv\"]\nrtl_top = \"e\"\n").icrc.rtl_top == "e");
 }

@@ -11,6 +11,7 @@
 #include "simnic/roce/rules.h"
 
 #include "icrc_engine_rtl.h"
+#include "own_rtl.h"
 #ifdef SIMNIC_HAVE_RTL_PARSER
 #include "roce_parser_rtl.h"
 #endif
@@ -28,9 +29,23 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
       cut_through(c.pipeline.cut_through != 0),
       dma(c.dma),
       qpc(c.qpc_cache), mpt(c.mpt_cache), mtt(c.mtt_cache) {
-    if (cfg.icrc.impl == BlockImpl::rtl) icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();
+    // One's own RTL (rtl_sources): built now, or found in the cache; throws
+    // rtl::OwnRtlError with every problem (Pipeline::create reports it).
+    if (cfg.icrc.impl == BlockImpl::rtl && !cfg.icrc.rtl_sources.empty()) {
+        rtl::OwnRtlBuildInfo info;
+        icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>(rtl::OwnRtl{cfg.icrc.rtl_sources, cfg.icrc.rtl_top}, &info);
+        icrc_rtl_cache_hit = info.cache_hit;
+    } else if (cfg.icrc.impl == BlockImpl::rtl) {
+        icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();
+    }
 #ifdef SIMNIC_HAVE_RTL_PARSER
-    if (is_rtl(cfg.parser.impl))
+    if (cfg.parser.impl == BlockImpl::rtl && !cfg.parser.rtl_sources.empty()) {
+        rtl::OwnRtlBuildInfo info;
+        parser_rtl = std::make_shared<rtl::RoceParserRtl>(rtl::OwnRtl{cfg.parser.rtl_sources, cfg.parser.rtl_top},
+                                                          &info);
+        parser_rtl_cache_hit = info.cache_hit;
+        parser_rtl_dir = info.dir;
+    } else if (is_rtl(cfg.parser.impl))
         parser_rtl = std::make_shared<rtl::RoceParserRtl>(
             cfg.parser.impl == BlockImpl::rtl_example_slow    ? rtl::RoceParserRtl::Design::ExampleSlow
             : cfg.parser.impl == BlockImpl::rtl_example_buggy ? rtl::RoceParserRtl::Design::ExampleBuggy

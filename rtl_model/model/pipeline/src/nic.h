@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <deque>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -219,6 +220,10 @@ struct Nic {
     sim::Tap tap;
     std::unique_ptr<rtl::IcrcEngineRtl> icrc_rtl;
     std::shared_ptr<rtl::RoceParserRtl> parser_rtl;  // shared: complete only in builds with the RTL parser
+    // One's own parser (parser.rtl_sources): found in the cache (else built
+    // when the device was created), and its folder there.
+    bool parser_rtl_cache_hit = false, icrc_rtl_cache_hit = false;
+    std::string parser_rtl_dir;
 
     // Inputs are unbounded: they come from outside the simulation.
     sim::Chan<TxnPtr> db_in{"doorbell_in", size_t(1) << 30, probe_txn};

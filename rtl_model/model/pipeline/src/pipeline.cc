@@ -100,7 +100,12 @@ std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelC
     SimGuard g(nullptr);
     impl->ctx = new sc_core::sc_simcontext;
     sc_core::sc_curr_simcontext = impl->ctx;
-    impl->nic = std::make_unique<Nic>(cfg, datapath, loopback);
+    try {
+        impl->nic = std::make_unique<Nic>(cfg, datapath, loopback);
+    } catch (const std::exception& e) {
+        err = e.what();  // one's own RTL that could not be built or loaded
+        return nullptr;
+    }
     Nic& n = *impl->nic;
     auto& b = impl->blocks;
     b.push_back(std::make_unique<DoorbellBlock>("doorbell", n));

@@ -6,11 +6,17 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "block_harness.h"
 #include "blocks/parser.h"
+#ifdef SIMNIC_HAVE_RTL_PARSER
+#include "own_rtl.h"
+#endif
 #include "simnic/roce/header_vector.h"
 #include "simnic/roce/packet.h"
 
@@ -236,3 +242,87 @@ TEST_CASE("parser: one's own RTL, worked example: a planted bug is caught and du
     }
     CHECK(found);
 }
+
+#ifdef SIMNIC_HAVE_RTL_PARSER
+TEST_CASE("parser: one's own RTL named in the config is verilated at run time and cached by content",
+          "[model][block][parser][rtl][own_rtl]") {
+    // The worked examples again, this time named by their files
+    // (parser.rtl_sources, parser.rtl_top) as a designer names theirs:
+    // port-checked, verilated, compiled with the stage's driver into a
+    // shared object in the cache, loaded. A fresh cache, so the first
+    // device of each builds it; the third finds it there and does not run
+    // Verilator (pointed at nothing to prove it).
+    namespace fs = std::filesystem;
+    const std::string cache = SIMNIC_OWN_RTL_TEST_CACHE;
+    fs::remove_all(cache);
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    const std::string examples = std::string(SIMNIC_PARSER_RTL_DIR) + "/examples/";
+    const std::vector<Stim> s = stimulus();
+
+    ModelConfig cpp5, slow, buggy;
+    cpp5.parser.latency_cycles = 5;
+    slow.parser.impl = buggy.parser.impl = BlockImpl::rtl;
+    slow.parser.rtl_sources = {examples + "roce_parser_slow.sv"};
+    slow.parser.rtl_top = "roce_parser_slow";
+    buggy.parser.rtl_sources = {examples + "roce_parser_buggy.sv"};
+    buggy.parser.rtl_top = "roce_parser_buggy";
+    const Result cpp = run(cpp5, s);
+
+    // The slow one: its own 5 cycles, every record the twin's.
+    uint64_t runs = rtl::verilator_runs();
+    {
+        tb::BlockBench<ParserBlock> b(slow);
+        CHECK_FALSE(b.nic().parser_rtl_cache_hit);
+        CHECK(fs::is_regular_file(b.nic().parser_rtl_dir + "/design.so"));
+    }
+    CHECK(rtl::verilator_runs() == runs + 2);  // the port check's pass and the build's
+    const Result r = run(slow, s);
+    CHECK(r.rtl_latency == 5);
+    CHECK(r.out == cpp.out);
+    CHECK(r.drops == cpp.drops);
+    CHECK(r.rtl_mismatch == 0);
+
+    // The buggy one: its planted bug, the one SEND Only frame's PSN.
+    size_t sends = 0;
+    for (const Stim& x : s) sends += x.verdict == ParseVerdict::Accept && x.opcode == roce::op::RC_SEND_ONLY;
+    REQUIRE(sends == 1);
+    const Result rb = run(buggy, s);
+    CHECK(rb.rtl_mismatch == sends);
+    CHECK(rb.out.size() == cpp.out.size());
+
+    // The slow one again: from the cache, with no Verilator to run (the
+    // compiler is part of the key, so it stays).
+    runs = rtl::verilator_runs();
+    setenv("SIMNIC_VERILATOR", "/nonexistent/verilator", 1);
+    {
+        tb::BlockBench<ParserBlock> b(slow);
+        CHECK(b.nic().parser_rtl_cache_hit);
+    }
+    const Result again = run(slow, s);
+    CHECK(rtl::verilator_runs() == runs);
+    // The key is the files' text, not their names: a copy elsewhere is the
+    // same design; one changed byte (a comment) is another, to be built.
+    const std::string copy_dir = cache + "/../own_rtl_copy";
+    fs::create_directories(copy_dir);
+    fs::copy_file(slow.parser.rtl_sources[0], copy_dir + "/same.sv", fs::copy_options::overwrite_existing);
+    ModelConfig moved = slow;
+    moved.parser.rtl_sources = {copy_dir + "/same.sv"};
+    {
+        tb::BlockBench<ParserBlock> b(moved);
+        CHECK(b.nic().parser_rtl_cache_hit);
+    }
+    {
+        std::ofstream(copy_dir + "/same.sv", std::ios::app) << "// one more line\n";
+        try {
+            tb::BlockBench<ParserBlock> b(moved);
+            FAIL("a changed design was taken from the cache");
+        } catch (const rtl::OwnRtlError& e) {
+            CHECK(std::string(e.what()).find("cannot run /nonexistent/verilator") != std::string::npos);
+        }
+    }
+    unsetenv("SIMNIC_VERILATOR");
+    CHECK(again.rtl_latency == 5);
+    CHECK(again.out == cpp.out);
+    CHECK(again.rtl_mismatch == 0);
+}
+#endif  // SIMNIC_HAVE_RTL_PARSER

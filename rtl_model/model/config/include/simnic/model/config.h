@@ -78,6 +78,12 @@ struct PipelineConfig {
 struct BlockConfig {
     BlockImpl impl = BlockImpl::cpp;  // which implementation runs
     std::uint32_t latency_cycles = 0;  // last beat in to result out, cycles (C++ model)
+    // One's own SystemVerilog, verilated when the device is
+    // created (docs/model.md, Your own RTL). Empty: the built-in RTL. With
+    // impl = rtl. Relative paths in a file are made relative to its folder
+    // (parse_config's origin, if it has one); --set ones stay as typed.
+    std::vector<std::string> rtl_sources;
+    std::string rtl_top;  // the top module of rtl_sources
 };
 
 // [qpc_cache], [mpt_cache], [mtt_cache]: on-chip caches of device tables
@@ -190,9 +196,9 @@ struct ModelConfig {
     DoorbellConfig doorbell;
     PipelineConfig pipeline;
     // Packet parser: headers out 4 cycles after the packet's last beat.
-    BlockConfig parser{BlockImpl::cpp, /*latency_cycles=*/4};
+    BlockConfig parser{BlockImpl::cpp, /*latency_cycles=*/4, {}, {}};
     // ICRC check/insert: 7 cycles, as the RTL engine (rtl_model/rtl/icrc).
-    BlockConfig icrc{BlockImpl::cpp, /*latency_cycles=*/7};
+    BlockConfig icrc{BlockImpl::cpp, /*latency_cycles=*/7, {}, {}};
     // QP contexts (hw-spec 9.2): 256 entries, 4 ways, 2 cycles, 256 bytes.
     CacheConfig qpc_cache{256, 4, 2, hw::qpc::kSize};
     // Memory protection entries (hw-spec 9.5): 1024 entries, 4 ways, 2 cycles, 64 bytes.

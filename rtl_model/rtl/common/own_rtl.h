@@ -1,0 +1,66 @@
+// One's own RTL for a stage, named at run time (a device's config: e.g.
+// parser.rtl_sources, parser.rtl_top): its ports checked against the
+// stage's interface, verilated and compiled with the stage's driver into a
+// shared object, cached by content, and loaded (docs/model.md, Your own
+// RTL). Needs Verilator and a C++ compiler when the design is not cached.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "rtl_ports.h"
+
+namespace simnic::rtl {
+
+// A designer's block: its SystemVerilog files, in compile order, and its
+// top module.
+struct OwnRtl {
+    std::vector<std::string> sources;
+    std::string top;
+};
+
+// What building or loading one did.
+struct OwnRtlBuildInfo {
+    bool cache_hit = false;  // the shared object was there: nothing was run
+    std::string dir;         // its folder in the cache
+};
+
+// Every problem found (missing files, each port difference, Verilator's
+// or the compiler's output), one line each after the first.
+struct OwnRtlError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// What a stage brings to building one's own RTL for it.
+struct OwnRtlStage {
+    std::string block;             // "parser": the config's table, in messages
+    std::vector<PortSpec> ports;   // the interface
+    uint32_t data_width = 0;       // DataWidth the design is built with (-G)
+    std::vector<std::string> prelude;   // simnic's packages, compiled before the sources
+    std::vector<std::string> lib_dirs;  // searched for modules the sources use (-y)
+    std::string shim;              // C++ compiled with the model: defines `entry`
+    std::vector<std::string> include_dirs;  // for the shim
+    std::vector<std::string> abi_files;     // the wrapper code the shim compiles: in the cache key
+    std::string abi_id;            // the build's own wrapper ABI id: in the cache key
+    std::string entry;             // the shim's factory, extern "C"
+};
+
+// The stage's factory from the design's shared object (cached or built
+// now). Throws OwnRtlError.
+void* load_own_rtl(const OwnRtlStage& stage, const OwnRtl& own, OwnRtlBuildInfo* info = nullptr);
+
+// Only the port check (a Verilator --xml-only pass): every difference, or
+// nothing. Throws OwnRtlError for missing files or a design Verilator
+// rejects.
+std::vector<std::string> check_own_rtl_ports(const OwnRtlStage& stage, const OwnRtl& own);
+
+// Verilator runs this process has made (the cache's test reads it).
+uint64_t verilator_runs();
+
+// Where built designs are kept: $XDG_CACHE_HOME/simnic/rtl, else
+// ~/.cache/simnic/rtl.
+std::string own_rtl_cache_dir();
+
+}  // namespace simnic::rtl

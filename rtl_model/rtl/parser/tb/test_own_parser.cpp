@@ -1,0 +1,134 @@
+// One's own parser, the checks before anything is built (own_rtl.h): the
+// port checker against the stage's interface (roce_parser_interface.cc),
+// the template passing it, and a clear error for every way a design named
+// in the config can be wrong. Each runs Verilator's XML pass only, no
+// compiler. The build, the cache and the designs in the pipeline are
+// tb_parser.cpp's (rtl_model/model/pipeline/tests).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "own_parser.h"
+#include "own_rtl.h"
+#include "roce_parser_interface.h"
+
+using namespace simnic::rtl;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = SIMNIC_PARSER_SRC_DIR;
+const std::string kWork = SIMNIC_OWN_PARSER_TEST_DIR;
+
+std::string read(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+std::string write(const std::string& name, const std::string& text) {
+    fs::create_directories(kWork);
+    const std::string p = kWork + "/" + name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+}
+
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+    const size_t p = s.find(from);
+    REQUIRE(p != std::string::npos);
+    return s.replace(p, from.size(), to);
+}
+
+// The error load_own_rtl() throws for `own` (empty if none), in a cache
+// of this test's own.
+std::string load_error(const OwnRtl& own) {
+    setenv("XDG_CACHE_HOME", (kWork + "/cache").c_str(), 1);
+    try {
+        load_own_rtl(own_parser_stage(), own);
+    } catch (const OwnRtlError& e) {
+        return e.what();
+    }
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("own parser: the template has exactly the stage's ports", "[rtl][own_rtl]") {
+    const OwnRtl t{{kDir + "/template/my_parser.sv"}, "my_parser"};
+    CHECK(check_own_rtl_ports(own_parser_stage(), t).empty());
+    // So do the worked examples and the reference.
+    CHECK(check_own_rtl_ports(own_parser_stage(), {{kDir + "/examples/roce_parser_slow.sv"}, "roce_parser_slow"}).empty());
+    CHECK(check_own_rtl_ports(own_parser_stage(), {{kDir + "/roce_parser.sv"}, "roce_parser"}).empty());
+}
+
+TEST_CASE("own parser: every port difference in one error, before anything is built", "[rtl][own_rtl]") {
+    // The template with m_psn_o gone, m_dqpn_o 16 bits wide, m_ready_i an
+    // output, s_axis_tkeep_i DataWidth/16 wide and a port the stage lacks.
+    std::string t = read(kDir + "/template/my_parser.sv");
+    t = replaced(t, "  output logic [23:0]            m_psn_o,\n", "");
+    t = replaced(t, "  assign m_psn_o             = '0;\n", "");
+    t = replaced(t, "output logic [23:0]            m_dqpn_o", "output logic [15:0]            m_dqpn_o");
+    t = replaced(t, "input  logic                   m_ready_i,", "output logic                   m_ready_i,");
+    t = replaced(t, "    else if (m_ready_i) valid_q <= 1'b0;", "    else valid_q <= 1'b0;\n  assign m_ready_i = 1'b1;");
+    t = replaced(t, "input  logic [DataWidth/8-1:0] s_axis_tkeep_i", "input  logic [DataWidth/16-1:0] s_axis_tkeep_i");
+    t = replaced(t, "  input  logic                   rst_ni,\n", "  input  logic                   rst_ni,\n  input  logic                   debug_i,\n");
+    t = replaced(t, "assign unused = ^{hdr_q,", "assign unused = ^{debug_i, hdr_q,");
+    const OwnRtl bad{{write("bad_ports.sv", t)}, "my_parser"};
+    const auto d = check_own_rtl_ports(own_parser_stage(), bad);
+    CHECK(d == std::vector<std::string>{
+                   "port s_axis_tkeep_i is 32 bits, expected 64 (DataWidth/8)",
+                   "port m_ready_i is out, expected in",
+                   "port m_dqpn_o is 16 bits, expected 24",
+                   "missing port m_psn_o (out, 24 = 24 bits)",
+                   "extra port debug_i (in, 1 bits): the stage does not drive or read it",
+               });
+    // Building it stops there, with all of them in one error and nothing in the cache.
+    const uint64_t runs = verilator_runs();
+    const std::string e = load_error(bad);
+    CHECK(verilator_runs() == runs + 1);
+    CHECK(e.rfind("parser: my_parser does not have the parser's ports (DataWidth 512; docs/model.md, Your own RTL), "
+                  "5 differences:\n  port s_axis_tkeep_i is 32 bits",
+                  0) == 0);
+    CHECK(e.find("\n  missing port m_psn_o") != std::string::npos);
+    CHECK(e.find("\n  port m_dqpn_o is 16 bits, expected 24") != std::string::npos);
+    for (const auto& entry : fs::directory_iterator(kWork + "/cache/simnic/rtl"))
+        CHECK(entry.path().filename().string().rfind(".build-", 0) != 0);
+}
+
+TEST_CASE("own parser: missing files, Verilator's errors and a missing top are reported clearly", "[rtl][own_rtl]") {
+    // Every missing file at once, before Verilator runs.
+    const uint64_t runs = verilator_runs();
+    CHECK(load_error({{kWork + "/nope.sv", kDir + "/template/my_parser.sv", kWork + "/nope2.sv"}, "my_parser"}) ==
+          "parser: one's own RTL:\n  parser.rtl_sources: no such file: " + kWork +
+              "/nope.sv\n  parser.rtl_sources: no such file: " + kWork + "/nope2.sv");
+    CHECK(verilator_runs() == runs);
+    // Verilator's own words, with the file and line.
+    std::string t = read(kDir + "/template/my_parser.sv");
+    const std::string broken = write("broken.sv", replaced(t, "  assign m_se_o              = 1'b0;\n",
+                                                           "  assign m_se_o              = 1'b0\n"));
+    const std::string e = load_error({{broken}, "my_parser"});
+    CHECK(e.rfind("parser: Verilator rejected my_parser (reading its ports, exit ", 0) == 0);
+    CHECK(e.find("broken.sv:") != std::string::npos);
+    CHECK(e.find("syntax error") != std::string::npos);
+    // A top the sources do not have.
+    const std::string m = load_error({{kDir + "/template/my_parser.sv"}, "their_parser"});
+    CHECK(m.rfind("parser.rtl_top = \"their_parser\": no module of that name in parser.rtl_sources", 0) == 0);
+    // No Verilator where it is looked for.
+    setenv("SIMNIC_VERILATOR", "/nonexistent/verilator", 1);
+    const std::string v = load_error({{kDir + "/template/my_parser.sv"}, "my_parser"});
+    unsetenv("SIMNIC_VERILATOR");
+    CHECK(v == "parser: cannot run /nonexistent/verilator: Verilator is needed to build one's own RTL (install "
+               "Verilator 5, e.g. scripts/setup.sh, or set SIMNIC_VERILATOR)");
+}
+
+TEST_CASE("own parser: docs/model.md's port table is the interface's", "[rtl][own_rtl]") {
+    const std::string table = ports_markdown(roce_parser_ports());
+    const std::string doc = read(std::string(SIMNIC_SOURCE_DIR) + "/docs/model.md");
+    INFO("docs/model.md, Your own RTL, should hold this table:\n" << table);
+    CHECK(doc.find(table) != std::string::npos);
+}
