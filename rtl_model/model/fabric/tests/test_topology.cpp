@@ -74,7 +74,7 @@ TEST_CASE("topology: bad input is refused with file, line and key", "[topology]"
     CHECK(has(refused("[[host]\n"), "topo.toml:1:"));
     // Unknown keys and tables, with their line.
     std::string e = refused(std::string(kTwo) + "[switch]\nbufer_bytes = 5\n");
-    CHECK(has(e, "topo.toml:13:1: switch.bufer_bytes: unknown key"));
+    CHECK(has(e, "topo.toml:14:15: switch.bufer_bytes: unknown key"));
     CHECK(has(refused(std::string(kTwo) + "[spine]\nx = 1\n"), "spine: unknown table"));
     // Bad values.
     e = refused(R"([[host]]

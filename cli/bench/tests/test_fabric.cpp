@@ -1,0 +1,137 @@
+// The fabric (issue 15): a 2:1 incast of RDMA WRITE streams through the
+// switch model, every device a whole model device, all in one simulated
+// time (fabric_bench.h). Each case checks what its switch settings must
+// show in the counters.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "simnic/bench/fabric_bench.h"
+
+using namespace simnic::model;
+
+namespace {
+
+fabric::Topology incast2() {
+    fabric::Topology t;
+    std::string err;
+    REQUIRE(fabric::load_topology(std::string(SIMNIC_SOURCE_DIR) + "/docs/examples/fabric/incast2.toml", t, err));
+    return t;
+}
+
+FabricBenchResult run(const FabricBenchSpec& s) {
+    FabricBenchResult r;
+    std::string err;
+    const bool ok = run_fabric_bench(s, r, err);
+    INFO(err);
+    REQUIRE(ok);
+    for (const FabricFlow& f : r.flows)
+        std::printf("  %s: %llu msgs, %.1f Gb/s, retx %llu, naks %llu, pfc rx %llu held %llu, drops %llu, ce %llu\n",
+                    f.host.c_str(), (unsigned long long)f.messages, f.gbps, (unsigned long long)f.retransmits,
+                    (unsigned long long)f.naks_received, (unsigned long long)f.pfc_received,
+                    (unsigned long long)f.pfc_held, (unsigned long long)f.drops, (unsigned long long)f.ce_marked);
+    std::printf("  switch: drops %llu marks %llu pauses %llu resumes %llu, max queue %llu B, shared peak %llu B; "
+                "%.1f us simulated in %.2f s\n",
+                (unsigned long long)r.switch_drops, (unsigned long long)r.switch_marks,
+                (unsigned long long)r.switch_pauses, (unsigned long long)r.switch_resumes,
+                (unsigned long long)r.max_queue_bytes, (unsigned long long)r.shared_peak, r.sim_ns / 1000, r.wall_s);
+    return r;
+}
+
+FabricBenchSpec spec(const fabric::Topology& t) {
+    FabricBenchSpec s;
+    s.topo = t;
+    s.size = 32768;
+    s.depth = 8;
+    s.messages = 48;
+    return s;
+}
+
+void all_complete(const FabricBenchResult& r, const FabricBenchSpec& s) {
+    REQUIRE(r.flows.size() == 2);
+    for (const FabricFlow& f : r.flows) {
+        CHECK(f.messages == s.messages);
+        CHECK(f.errors == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("fabric: 2:1 incast with ECN only: marks, the queue bounded by the buffer, no drops", "[fabric]") {
+    fabric::Topology t = incast2();
+    t.sw.priority[3].pfc = false;
+    t.sw.priority[3].ecn = true;
+    FabricBenchSpec s = spec(t);
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    CHECK(r.switch_marks > 0);
+    CHECK(r.flows[0].ce_marked + r.flows[1].ce_marked > 0);
+    CHECK(r.switch_drops == 0);
+    CHECK(r.switch_pauses == 0);
+    CHECK(r.max_queue_bytes > t.sw.priority[3].kmin_bytes);
+    CHECK(r.max_queue_bytes <= t.sw.buffer_bytes);
+    // Without congestion control the senders' windows bound the queue:
+    // 2 senders x depth x size, less what the line drains.
+    CHECK(r.max_queue_bytes <= 2ull * s.depth * s.size);
+    for (const FabricFlow& f : r.flows) CHECK(f.retransmits == 0);
+}
+
+TEST_CASE("fabric: 2:1 incast with PFC: the switch pauses, the senders' MAC TX honours it, no drops", "[fabric]") {
+    fabric::Topology t = incast2();
+    t.sw.priority[3].pfc = true;
+    t.sw.priority[3].ecn = false;
+    // XOFF low enough that the senders' windows cross it.
+    t.sw.priority[3].xoff_bytes = 64 * 1024;
+    t.sw.priority[3].xon_bytes = 56 * 1024;
+    FabricBenchSpec s = spec(t);
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    CHECK(r.switch_pauses > 0);
+    CHECK(r.switch_resumes > 0);
+    CHECK(r.switch_drops == 0);
+    CHECK(r.switch_marks == 0);
+    uint64_t received = 0, held = 0;
+    for (const FabricFlow& f : r.flows) {
+        received += f.pfc_received;
+        held += f.pfc_held;
+        CHECK(f.retransmits == 0);
+    }
+    CHECK(received > 0);
+    CHECK(held > 0);
+}
+
+TEST_CASE("fabric: 2:1 incast with neither and a small buffer: drops, go-back-N, every message completes",
+          "[fabric]") {
+    fabric::Topology t = incast2();
+    t.sw.priority[3].pfc = false;
+    t.sw.priority[3].ecn = false;
+    t.sw.buffer_bytes = 48 * 1024;
+    FabricBenchSpec s = spec(t);
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    CHECK(r.switch_drops > 0);
+    uint64_t retx = 0, naks = 0;
+    for (const FabricFlow& f : r.flows) {
+        retx += f.retransmits;
+        naks += f.naks_received;
+    }
+    CHECK(retx > 0);
+    CHECK(naks > 0);
+    CHECK(r.receiver_naks_sent > 0);
+}
+
+TEST_CASE("fabric: two senders into one receiver get roughly equal shares", "[fabric]") {
+    fabric::Topology t = incast2();
+    FabricBenchSpec s = spec(t);
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    const double a = r.flows[0].gbps, b = r.flows[1].gbps;
+    CHECK(a > 0);
+    CHECK(b > 0);
+    CHECK(std::fabs(a - b) / std::max(a, b) < 0.15);
+    // Together they fill the receiver's 100 Gb/s link, not more.
+    CHECK(a + b > 70);
+    CHECK(a + b < 101);
+}
