@@ -38,6 +38,7 @@ struct BenchArgs {
     bool json = false, all = false, inline_data = false, events = false;
     // --fabric: an incast through the switch model (fabric_bench.h).
     std::string fabric, receiver, senders, out = "bench-fabric";
+    std::vector<std::string> flows;  // FROM:TO
     bool messages_given = false;
 };
 
@@ -221,6 +222,14 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
     }
     spec.receiver = a.receiver;
     spec.senders = split(a.senders, ',');
+    for (const std::string& f : a.flows) {
+        const size_t c = f.find(':');
+        if (c == std::string::npos || c == 0 || c + 1 == f.size()) {
+            std::fprintf(stderr, "simnic bench: --flow %s: FROM:TO, two host names\n", f.c_str());
+            return 2;
+        }
+        spec.flows.push_back({f.substr(0, c), f.substr(c + 1)});
+    }
     spec.size = a.size;
     spec.qps = a.qps;
     spec.depth = a.depth;
@@ -231,27 +240,30 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
         return 1;
     }
     const std::string recv = spec.receiver.empty() ? spec.topo.hosts[0].name : spec.receiver;
-    std::printf("simnic bench --fabric %s: %zu:1 incast into %s, WRITE %u B, %u QP(s) per sender, depth %u, "
-                "%llu messages per sender\n",
-                a.fabric.c_str(), r.flows.size(), recv.c_str(), spec.size, spec.qps, spec.depth,
-                (unsigned long long)spec.messages);
-    std::printf("  %-8s %8s %9s %8s %8s %8s %8s %8s %8s\n", "flow", "msgs", "Gb/s", "drops", "CE", "PFC rx",
+    if (spec.flows.empty())
+        std::printf("simnic bench --fabric %s: %zu:1 incast into %s", a.fabric.c_str(), r.flows.size(), recv.c_str());
+    else
+        std::printf("simnic bench --fabric %s: %zu flows", a.fabric.c_str(), r.flows.size());
+    std::printf(", WRITE %u B, %u QP(s) per flow, depth %u, %llu messages per flow\n", spec.size, spec.qps,
+                spec.depth, (unsigned long long)spec.messages);
+    std::printf("  %-12s %8s %9s %8s %8s %8s %8s %8s %8s\n", "flow", "msgs", "Gb/s", "drops", "CE", "PFC rx",
                 "held", "retx", "NAK rx");
     uint64_t errors = 0;
     for (const model::FabricFlow& f : r.flows) {
-        std::printf("  %-8s %8llu %9.2f %8llu %8llu %8llu %8llu %8llu %8llu\n", f.host.c_str(),
+        std::printf("  %-12s %8llu %9.2f %8llu %8llu %8llu %8llu %8llu %8llu\n", (f.host + ">" + f.to).c_str(),
                     (unsigned long long)f.messages, f.gbps, (unsigned long long)f.drops,
                     (unsigned long long)f.ce_marked, (unsigned long long)f.pfc_received,
                     (unsigned long long)f.pfc_held, (unsigned long long)f.retransmits,
                     (unsigned long long)f.naks_received);
         errors += f.errors;
     }
-    std::printf("  switch: %llu drops, %llu ECN marks, %llu PFC pauses and %llu resumes sent; the receiver's queue "
+    std::printf("  (drops to NAK rx are the sending device's, shared by its flows)\n");
+    std::printf("  switch: %llu drops, %llu ECN marks, %llu PFC pauses and %llu resumes sent; the receivers' queues "
                 "peaked at %llu B, the shared buffer at %llu B\n",
                 (unsigned long long)r.switch_drops, (unsigned long long)r.switch_marks,
                 (unsigned long long)r.switch_pauses, (unsigned long long)r.switch_resumes,
                 (unsigned long long)r.max_queue_bytes, (unsigned long long)r.shared_peak);
-    std::printf("  receiver: %llu NAKs (PSN sequence error) sent\n", (unsigned long long)r.receiver_naks_sent);
+    std::printf("  receivers: %llu NAKs (PSN sequence error) sent\n", (unsigned long long)r.receiver_naks_sent);
     std::printf("  simulated %.1f us in %.3f s wall", r.sim_ns / 1000.0, r.wall_s);
     if (r.timer_polls) std::printf(" (%llu waits for a wall-clock retransmit timer)", (unsigned long long)r.timer_polls);
     std::printf("\n");
@@ -421,6 +433,8 @@ Runner add_bench_command(CLI::App& app) {
                     "in one simulated time (docs/model.md, The fabric)");
     sub->add_option("--receiver", a->receiver, "--fabric: the receiving host (default: the first)");
     sub->add_option("--senders", a->senders, "--fabric: the sending hosts, comma-separated (default: all others)");
+    sub->add_option("--flow", a->flows,
+                    "--fabric: FROM:TO, a WRITE stream from host FROM to host TO (repeatable; instead of the incast)");
     sub->add_option("--out", a->out,
                     "--fabric: prefix of the CSV and SVG files (default bench-fabric: bench-fabric-throughput.csv, "
                     "-depth.csv, -throughput.svg, -depth.svg)");

@@ -70,6 +70,7 @@ struct Qp {
     uint32_t cq_ci = 0;
     size_t peer = 0;       // index of the peer QP in the other host's qps
     size_t flow = 0;       // sender: its flow (FabricBenchResult::flows)
+    bool sender = false;
 };
 
 // One model device of the fabric and the host that drives it. Members in
@@ -136,7 +137,7 @@ private:
     std::unique_ptr<fabric::Fabric> fabric_;
     std::vector<std::unique_ptr<Host>> hosts_;
     size_t recv_ = 0;
-    std::vector<size_t> senders_;
+    std::vector<std::pair<size_t, size_t>> flows_;  // (sender, destination) host indexes
     uint8_t log_stride_ = 0, log_rq_stride_ = 0;
     // Per flow (sender).
     std::vector<uint64_t> posted_, done_, errors_, first_ps_, last_ps_;
@@ -307,7 +308,7 @@ bool FabricBench::connect(Host& h, Qp& q, const Host& peer, uint32_t peer_qpn, s
 }
 
 void FabricBench::post_write(Host& h, Qp& q) {
-    const Host& r = *hosts_[recv_];
+    const Host& r = *hosts_[flows_[q.flow].second];
     hw::SendWqe w;
     w.opcode = hw::WrOpcode::RdmaWrite;
     w.signaled = true;
@@ -332,7 +333,7 @@ void FabricBench::on_cqe(size_t hi, uint32_t cqn) {
     while (const uint8_t* e = hw::cqe_peek(q.cq, q.cq_ci, h.log_cq)) {
         const hw::Cqe c = hw::decode_cqe(e);
         ++q.cq_ci;
-        if (!c.is_send || hi == recv_) continue;
+        if (!c.is_send || !q.sender) continue;
         const size_t fl = q.flow;
         const uint64_t now = fabric_->now_ps();
         if (c.status == hw::WcStatus::Success) {
@@ -376,19 +377,31 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
         err = "no host named '" + name + "' in the topology";
         return false;
     };
-    if (!spec_.receiver.empty() && !find(spec_.receiver, recv_)) return false;
-    if (spec_.senders.empty()) {
-        for (size_t i = 0; i < t.hosts.size(); ++i)
-            if (i != recv_) senders_.push_back(i);
-    } else {
-        for (const std::string& s : spec_.senders) {
-            size_t i = 0;
-            if (!find(s, i)) return false;
-            if (i == recv_) {
-                err = "host '" + s + "' is the receiver; it cannot also send to itself";
+    if (!spec_.flows.empty()) {
+        for (const FabricBenchSpec::Flow& f : spec_.flows) {
+            size_t from = 0, to = 0;
+            if (!find(f.from, from) || !find(f.to, to)) return false;
+            if (from == to) {
+                err = "flow " + f.from + " -> " + f.to + ": a host cannot send to itself through the switch";
                 return false;
             }
-            senders_.push_back(i);
+            flows_.emplace_back(from, to);
+        }
+    } else {
+        if (!spec_.receiver.empty() && !find(spec_.receiver, recv_)) return false;
+        if (spec_.senders.empty()) {
+            for (size_t i = 0; i < t.hosts.size(); ++i)
+                if (i != recv_) flows_.emplace_back(i, recv_);
+        } else {
+            for (const std::string& s : spec_.senders) {
+                size_t i = 0;
+                if (!find(s, i)) return false;
+                if (i == recv_) {
+                    err = "host '" + s + "' is the receiver; it cannot also send to itself";
+                    return false;
+                }
+                flows_.emplace_back(i, recv_);
+            }
         }
     }
     log_stride_ = std::max(hw::kMinLogSqStride, log2_ceil(hw::send_wqe_max_size(1, 0)));
@@ -400,24 +413,30 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     for (size_t i = 0; i < t.hosts.size(); ++i)
         if (!device_setup(i, err)) return false;
     if (!fabric_->start(err)) return false;
-    const size_t nflows = senders_.size();
+    const size_t nflows = flows_.size();
     posted_.assign(nflows, 0);
     done_.assign(nflows, 0);
     errors_.assign(nflows, 0);
     first_ps_.assign(nflows, 0);
     last_ps_.assign(nflows, 0);
     bytes_bin_.assign(nflows, {});
-    // The receiver has a QP per sender QP; each sender its own.
-    if (!host_setup(*hosts_[recv_], uint32_t(nflows * spec_.qps), err)) return false;
+    // Each flow's QPs on its sender, and as many on its destination.
+    std::vector<uint32_t> nqps(hosts_.size(), 0), next(hosts_.size(), 0);
+    for (const auto& [from, to] : flows_) {
+        nqps[from] += spec_.qps;
+        nqps[to] += spec_.qps;
+    }
+    for (size_t i = 0; i < hosts_.size(); ++i)
+        if (nqps[i] && !host_setup(*hosts_[i], nqps[i], err)) return false;
     for (size_t fl = 0; fl < nflows; ++fl) {
-        Host& s = *hosts_[senders_[fl]];
-        if (!host_setup(s, spec_.qps, err)) return false;
+        Host& s = *hosts_[flows_[fl].first];
+        Host& d = *hosts_[flows_[fl].second];
         for (uint32_t k = 0; k < spec_.qps; ++k) {
-            Qp& sq = s.qps[k];
-            Qp& rq = hosts_[recv_]->qps[fl * spec_.qps + k];
+            Qp& sq = s.qps[next[flows_[fl].first]++];
+            Qp& rq = d.qps[next[flows_[fl].second]++];
             sq.flow = fl;
-            if (!connect(s, sq, *hosts_[recv_], rq.qpn, err) || !connect(*hosts_[recv_], rq, s, sq.qpn, err))
-                return false;
+            sq.sender = true;
+            if (!connect(s, sq, d, rq.qpn, err) || !connect(d, rq, s, sq.qpn, err)) return false;
         }
     }
     for (size_t i = 0; i < hosts_.size(); ++i) {
@@ -435,11 +454,9 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     for (size_t fl = 0; fl < nflows; ++fl) first_ps_[fl] = t0;
     // Every sender's queues filled at the same instant, round robin.
     for (uint32_t d = 0; d < spec_.depth; ++d)
-        for (size_t fl = 0; fl < nflows; ++fl) {
-            Host& s = *hosts_[senders_[fl]];
-            for (Qp& q : s.qps)
-                if (posted_[fl] < spec_.messages) post_write(s, q);
-        }
+        for (auto& hp : hosts_)
+            for (Qp& q : hp->qps)
+                if (q.sender && posted_[q.flow] < spec_.messages) post_write(*hp, q);
     const uint64_t w0 = base::mono_ns();
     for (;;) {
         fabric_->run();
@@ -464,10 +481,11 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     const fabric::Switch& sw = fabric_->sw();
     const_cast<fabric::Switch&>(sw).flush_depth();
     for (size_t fl = 0; fl < nflows; ++fl) {
-        const size_t hi = senders_[fl];
+        const size_t hi = flows_[fl].first;
         Host& h = *hosts_[hi];
         FabricFlow f;
         f.host = h.spec.name;
+        f.to = hosts_[flows_[fl].second]->spec.name;
         f.messages = done_[fl];
         f.errors = errors_[fl];
         const uint64_t span = last_ps_[fl] > first_ps_[fl] ? last_ps_[fl] - first_ps_[fl] : 0;
@@ -493,10 +511,17 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
             out.switch_marks += c.ecn_marked;
             out.switch_pauses += c.pause_sent;
             out.switch_resumes += c.resume_sent;
-            if (port == recv_) out.max_queue_bytes = std::max(out.max_queue_bytes, c.max_depth_bytes);
+            bool dest = false;
+            for (const auto& fl : flows_) dest |= fl.second == port;
+            if (dest) out.max_queue_bytes = std::max(out.max_queue_bytes, c.max_depth_bytes);
         }
     out.shared_peak = sw.shared_peak();
-    out.receiver_naks_sent = stat_of(soft_engine::read_stats(hosts_[recv_]->bar.p), "tx_nak_psn_seq");
+    std::vector<bool> counted(hosts_.size(), false);
+    for (const auto& fl : flows_)
+        if (!counted[fl.second]) {
+            counted[fl.second] = true;
+            out.receiver_naks_sent += stat_of(soft_engine::read_stats(hosts_[fl.second]->bar.p), "tx_nak_psn_seq");
+        }
     std::ostringstream os;
     sw.write_depth_csv(os);
     out.depth_csv = os.str();
@@ -515,7 +540,7 @@ std::string fabric_throughput_csv(const FabricBenchResult& r) {
     os << "time_us";
     size_t bins = 0;
     for (const FabricFlow& f : r.flows) {
-        os << "," << f.host << "_gbps";
+        os << "," << f.host << "_" << f.to << "_gbps";
         bins = std::max(bins, f.gbps_series.size());
     }
     os << "\n";
@@ -534,7 +559,7 @@ std::string fabric_throughput_svg(const FabricBenchResult& r, const std::string&
     p.y_left = {"throughput (Gb/s)"};
     p.y_left.min = 0;
     for (const FabricFlow& f : r.flows) {
-        Series s{f.host, {}, {}};
+        Series s{f.host + " -> " + f.to, {}, {}};
         for (size_t b = 0; b < f.gbps_series.size(); ++b) {
             s.x.push_back(double(b) * r.bin_ns / 1000.0);
             s.y.push_back(f.gbps_series[b]);

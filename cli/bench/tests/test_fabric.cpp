@@ -135,3 +135,41 @@ TEST_CASE("fabric: two senders into one receiver get roughly equal shares", "[fa
     CHECK(a + b > 70);
     CHECK(a + b < 101);
 }
+
+TEST_CASE("fabric: with PFC, a victim flow to an uncongested receiver is slowed by head-of-line blocking",
+          "[fabric]") {
+    // h1 to h4 write to h0 (4:1, congested: a 25 Gb/s share each); h1 also
+    // writes to h5, whose port is idle otherwise. PFC pauses h1's link for
+    // the congestion at h0, and the device has one TX queue: the frames to
+    // h5 wait too, so h1's two flows move at about the congested one's pace.
+    fabric::Topology t;
+    std::string err;
+    REQUIRE(fabric::load_topology(std::string(SIMNIC_SOURCE_DIR) + "/docs/examples/fabric/incast8.toml", t, err));
+    FabricBenchSpec s = spec(t);
+    s.flows = {{"h1", "h0"}, {"h2", "h0"}, {"h3", "h0"}, {"h4", "h0"}, {"h1", "h5"}};
+    auto victim = [](const FabricBenchResult& r) {
+        for (const FabricFlow& f : r.flows)
+            if (f.to == "h5") return f.gbps;
+        return 0.0;
+    };
+    // Without PFC (ECN only, a buffer deep enough for every window): no
+    // pause, the victim has its share of h1's line.
+    s.topo.sw.priority[3].pfc = false;
+    const FabricBenchResult free_run = run(s);
+    CHECK(free_run.switch_pauses == 0);
+    CHECK(free_run.switch_drops == 0);
+    // With PFC at a low XOFF: h1 is paused, and the flow to h5 with it.
+    s.topo.sw.priority[3].pfc = true;
+    s.topo.sw.priority[3].xoff_bytes = 64 * 1024;
+    s.topo.sw.priority[3].xon_bytes = 56 * 1024;
+    const FabricBenchResult blocked = run(s);
+    REQUIRE(blocked.flows.size() == 5);
+    for (const FabricFlow& f : blocked.flows) {
+        CHECK(f.messages == s.messages);
+        CHECK(f.errors == 0);
+    }
+    CHECK(blocked.switch_pauses > 0);
+    CHECK(blocked.switch_drops == 0);
+    std::printf("  victim h1 -> h5: %.1f Gb/s without PFC, %.1f Gb/s with\n", victim(free_run), victim(blocked));
+    CHECK(victim(blocked) < 0.7 * victim(free_run));
+}

@@ -28,6 +28,12 @@ struct FabricBenchSpec {
     ModelConfig cfg;           // every device's (mac.line_rate_gbps from its link)
     std::string receiver;      // host name; empty: the first host
     std::vector<std::string> senders;  // empty: every other host
+    // Set: these flows (sender -> destination) instead of the incast
+    // (receiver and senders unused). A host may send several.
+    struct Flow {
+        std::string from, to;
+    };
+    std::vector<Flow> flows;
     uint32_t size = 65536;     // bytes per WRITE
     uint32_t qps = 1;          // per sender
     uint32_t depth = 8;        // WRITEs outstanding per QP
@@ -41,7 +47,10 @@ struct FabricBenchSpec {
 };
 
 struct FabricFlow {
-    std::string host;
+    std::string host;            // the sender
+    std::string to;              // the destination
+    // The sending device's counters (retransmits to pfc_held, drops, CE):
+    // shared by the flows of one sender.
     uint64_t messages = 0, errors = 0;
     double gbps = 0;             // its payload over its active time (first post to last completion)
     uint64_t retransmits = 0;    // request packets sent again (go-back-N)
@@ -58,9 +67,9 @@ struct FabricBenchResult {
     double sim_ns = 0;
     double wall_s = 0;
     uint64_t switch_drops = 0, switch_marks = 0, switch_pauses = 0, switch_resumes = 0;
-    uint64_t max_queue_bytes = 0;  // the receiver's egress queue (data priority), deepest
+    uint64_t max_queue_bytes = 0;  // the receiver's egress queues (any destination's, with spec.flows), deepest
     uint64_t shared_peak = 0;
-    uint64_t receiver_naks_sent = 0;
+    uint64_t receiver_naks_sent = 0;  // by every destination
     uint64_t timer_polls = 0;      // times the fabric went idle and waited for a wall-clock timer
     double bin_ns = 0;
     std::string depth_csv;         // the switch's queue depth series (Switch::write_depth_csv)
