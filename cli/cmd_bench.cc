@@ -39,6 +39,7 @@ struct BenchArgs {
     // --fabric: an incast through the switch model (fabric_bench.h).
     std::string fabric, receiver, senders, out = "bench-fabric";
     std::vector<std::string> flows;  // FROM:TO
+    std::string pcap;
     bool messages_given = false;
 };
 
@@ -221,6 +222,7 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
         return 2;
     }
     spec.receiver = a.receiver;
+    spec.pcap = a.pcap;
     spec.senders = split(a.senders, ',');
     for (const std::string& f : a.flows) {
         const size_t c = f.find(':');
@@ -268,6 +270,7 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
     if (r.timer_polls) std::printf(" (%llu waits for a wall-clock retransmit timer)", (unsigned long long)r.timer_polls);
     std::printf("\n");
     if (errors) std::printf("  %llu error completions\n", (unsigned long long)errors);
+    if (!a.pcap.empty()) std::printf("  captured every host link to %s\n", a.pcap.c_str());
     const std::string title = "simnic bench --fabric " + a.fabric;
     std::ofstream(a.out + "-throughput.csv") << model::fabric_throughput_csv(r);
     std::ofstream(a.out + "-depth.csv") << r.depth_csv;
@@ -435,6 +438,8 @@ Runner add_bench_command(CLI::App& app) {
     sub->add_option("--senders", a->senders, "--fabric: the sending hosts, comma-separated (default: all others)");
     sub->add_option("--flow", a->flows,
                     "--fabric: FROM:TO, a WRITE stream from host FROM to host TO (repeatable; instead of the incast)");
+    sub->add_option("--pcap", a->pcap,
+                    "--fabric: capture every host link, both directions, in simulated time (us) to FILE");
     sub->add_option("--out", a->out,
                     "--fabric: prefix of the CSV and SVG files (default bench-fabric: bench-fabric-throughput.csv, "
                     "-depth.csv, -throughput.svg, -depth.svg)");

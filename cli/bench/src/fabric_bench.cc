@@ -26,6 +26,7 @@
 #include "simnic/hw/wqe.h"
 #include "simnic/model/fabric/fabric.h"
 #include "simnic/model/plot.h"
+#include "simnic/roce/pcap_io.h"
 #include "simnic/soft_engine/engine.h"
 
 namespace simnic::model {
@@ -413,6 +414,13 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     for (size_t i = 0; i < t.hosts.size(); ++i)
         if (!device_setup(i, err)) return false;
     if (!fabric_->start(err)) return false;
+    std::unique_ptr<roce::PcapWriter> pcap;
+    if (!spec_.pcap.empty()) {
+        pcap = roce::PcapWriter::open(spec_.pcap, err);
+        if (!pcap) return false;
+        roce::PcapWriter* w = pcap.get();
+        fabric_->tap([w](size_t, bool, const std::vector<uint8_t>& f, uint64_t ps) { w->write(f, ps / 1'000'000); });
+    }
     const size_t nflows = flows_.size();
     posted_.assign(nflows, 0);
     done_.assign(nflows, 0);
@@ -476,10 +484,14 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
         if (!any) std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     out.wall_s = double(base::mono_ns() - w0) / 1e9;
+    if (pcap) {
+        fabric_->tap(nullptr);
+        pcap->flush();
+    }
     out.sim_ns = double(fabric_->now_ps() - t0) / 1000.0;
     out.bin_ns = double(spec_.bin_ns);
+    fabric_->sw().flush_depth();
     const fabric::Switch& sw = fabric_->sw();
-    const_cast<fabric::Switch&>(sw).flush_depth();
     for (size_t fl = 0; fl < nflows; ++fl) {
         const size_t hi = flows_[fl].first;
         Host& h = *hosts_[hi];

@@ -4,11 +4,15 @@
 // show in the counters.
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "simnic/bench/fabric_bench.h"
+#include "simnic/roce/pcap_io.h"
 
 using namespace simnic::model;
 
@@ -64,9 +68,32 @@ TEST_CASE("fabric: 2:1 incast with ECN only: marks, the queue bounded by the buf
     t.sw.priority[3].pfc = false;
     t.sw.priority[3].ecn = true;
     FabricBenchSpec s = spec(t);
+    char dir[] = "/tmp/simnic-fabric-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    s.pcap = std::string(dir) + "/fabric.pcap";
     const FabricBenchResult r = run(s);
     all_complete(r, s);
     CHECK(r.switch_marks > 0);
+    // The capture has each frame leaving its sender (ECT(0)) and reaching
+    // its receiver: the CE marks are exactly those the fabric counted.
+    std::string err;
+    auto rd = simnic::roce::PcapReader::open(s.pcap, err);
+    REQUIRE(rd);
+    simnic::roce::PcapRecord rec;
+    uint64_t frames = 0, ce = 0, ect0 = 0;
+    while (rd->next(rec)) {
+        ++frames;
+        if (rec.data.size() < 16 || rec.data[12] != 0x08 || rec.data[13] != 0x00) continue;
+        const unsigned ecn = rec.data[15] & 3;
+        ce += ecn == 3;
+        ect0 += ecn == 2;
+    }
+    std::remove(s.pcap.c_str());
+    rmdir(dir);
+    CHECK(ce == r.flows[0].ce_marked + r.flows[1].ce_marked);
+    CHECK(ce == r.switch_marks);
+    CHECK(ect0 > 0);
+    CHECK(frames > 2 * 2 * s.messages);
     CHECK(r.flows[0].ce_marked + r.flows[1].ce_marked > 0);
     CHECK(r.switch_drops == 0);
     CHECK(r.switch_pauses == 0);

@@ -87,6 +87,7 @@ std::unique_ptr<Fabric> Fabric::create(const Topology& topo, std::string& err) {
         f->down_.push_back(std::make_unique<DelayLine>(("down_" + h).c_str(), [fp, i](std::vector<std::uint8_t>&& fr) {
             ++fp->rx_[i];
             fp->count_ce(fr);
+            if (fp->tap_) fp->tap_(i, true, fr, sc_core::sc_time_stamp().value());
             if (fp->devs_[i]) fp->devs_[i]->rx_frame(fr.data(), fr.size());
         }));
     }
@@ -122,6 +123,7 @@ soft_engine::TimingFactory Fabric::factory(size_t i, ModelConfig cfg) {
     // delay later.
     w.tx = [this, i](std::vector<std::uint8_t>&& fr) {
         ++tx_[i];
+        if (tap_) tap_(i, false, fr, sc_core::sc_time_stamp().value());
         up_[i]->push(sc_core::sc_time_stamp().value() + topo_.hosts[i].delay_ps, std::move(fr));
     };
     const std::string name = topo_.hosts[i].name.empty() ? "h" + std::to_string(i) : topo_.hosts[i].name;

@@ -44,6 +44,10 @@ struct FabricBenchSpec {
     uint8_t timeout = 10;      // QP local ACK timeout (4.096 us * 2^timeout, wall clock)
     uint64_t bin_ns = 10'000;  // the throughput series' bin
     double wall_limit_s = 120; // give up (the workload stalled) after this long
+    // A capture of every host link, both directions (Fabric::tap): each
+    // frame as it leaves its sender and as it reaches its receiver, stamped
+    // with its simulated time in microseconds (pcap's resolution). Empty: none.
+    std::string pcap;
 };
 
 struct FabricFlow {

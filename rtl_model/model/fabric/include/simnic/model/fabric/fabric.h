@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,13 @@ public:
     // delivered to its MAC RX.
     std::uint64_t tx_frames(size_t i) const { return tx_[i]; }
     std::uint64_t rx_frames(size_t i) const { return rx_[i]; }
+    // A tap on every host's link: called with each frame as it leaves host
+    // i's MAC TX (to_host false) and as it reaches host i's MAC RX (to_host
+    // true; after the switch: its CE marks and PFC frames), at that
+    // simulated time (ps). For a capture (simnic bench --fabric --pcap).
+    using Tap = std::function<void(size_t host, bool to_host, const std::vector<std::uint8_t>& frame,
+                                   std::uint64_t ps)>;
+    void tap(Tap t) { tap_ = std::move(t); }
     // Frames from host i (by source MAC) delivered marked CE (ECN 0b11).
     std::uint64_t ce_frames_from(size_t i) const { return ce_from_[i]; }
 
@@ -74,6 +82,7 @@ private:
     std::vector<std::uint64_t> tx_, rx_, ce_from_;
     void count_ce(const std::vector<std::uint8_t>& fr);
     bool started_ = false;
+    Tap tap_;
 };
 
 }  // namespace simnic::model::fabric
