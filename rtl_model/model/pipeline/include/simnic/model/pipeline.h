@@ -20,7 +20,8 @@
 //
 // Every method takes the process-wide SystemC lock: SystemC has one kernel
 // per simulation context, and each Pipeline has its own context, so several
-// model devices can live in one daemon; they simulate one at a time.
+// model devices can live in one daemon; they simulate one at a time. The
+// devices of a fabric share one context instead (SharedWire, below).
 #pragma once
 
 #include <cstdint>
