@@ -265,6 +265,16 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
                 (unsigned long long)r.switch_drops, (unsigned long long)r.switch_marks,
                 (unsigned long long)r.switch_pauses, (unsigned long long)r.switch_resumes,
                 (unsigned long long)r.max_queue_bytes, (unsigned long long)r.shared_peak);
+    if (r.switches.size() > 1)
+        for (const auto& sw : r.switches) {
+            std::printf("  %-8s per port: pauses sent", sw.name.c_str());
+            for (uint64_t v : sw.pauses_sent) std::printf(" %llu", (unsigned long long)v);
+            std::printf(", drops");
+            for (uint64_t v : sw.drops) std::printf(" %llu", (unsigned long long)v);
+            std::printf(", CE marks");
+            for (uint64_t v : sw.marks) std::printf(" %llu", (unsigned long long)v);
+            std::printf("\n");
+        }
     std::printf("  receivers: %llu NAKs (PSN sequence error) sent\n", (unsigned long long)r.receiver_naks_sent);
     std::printf("  simulated %.1f us in %.3f s wall", r.sim_ns / 1000.0, r.wall_s);
     if (r.timer_polls) std::printf(" (%llu waits for a wall-clock retransmit timer)", (unsigned long long)r.timer_polls);

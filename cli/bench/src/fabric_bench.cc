@@ -490,8 +490,9 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     }
     out.sim_ns = double(fabric_->now_ps() - t0) / 1000.0;
     out.bin_ns = double(spec_.bin_ns);
-    fabric_->sw().flush_depth();
-    const fabric::Switch& sw = fabric_->sw();
+    std::ostringstream depth;
+    fabric_->write_depth_csv(depth);  // flushes every switch's series
+    out.depth_csv = depth.str();
     for (size_t fl = 0; fl < nflows; ++fl) {
         const size_t hi = flows_[fl].first;
         Host& h = *hosts_[hi];
@@ -508,7 +509,8 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
         const auto ms = h.pipe->stats();
         f.pfc_received = uint64_t(model_stat(ms, "mac.pfc_rx_frames"));
         f.pfc_held = uint64_t(model_stat(ms, "mac.pfc_paused_frames"));
-        for (unsigned p = 0; p < fabric::kPriorities; ++p) f.drops += sw.counters(uint32_t(hi), p).drops;
+        const auto at = fabric_->host_at(hi);
+        for (unsigned p = 0; p < fabric::kPriorities; ++p) f.drops += fabric_->sw(at.first).counters(at.second, p).drops;
         f.ce_marked = fabric_->ce_frames_from(hi);
         // Bins from the measurement's start.
         const size_t b0 = size_t(t0 / (spec_.bin_ns * 1000));
@@ -516,27 +518,36 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
             f.gbps_series.push_back(bytes_bin_[fl][b] * 8.0 / double(spec_.bin_ns));
         out.flows.push_back(std::move(f));
     }
-    for (uint32_t port = 0; port < sw.ports(); ++port)
-        for (unsigned p = 0; p < fabric::kPriorities; ++p) {
-            const fabric::PortPrioCounters& c = sw.counters(port, p);
-            out.switch_drops += c.drops;
-            out.switch_marks += c.ecn_marked;
-            out.switch_pauses += c.pause_sent;
-            out.switch_resumes += c.resume_sent;
-            bool dest = false;
-            for (const auto& fl : flows_) dest |= fl.second == port;
-            if (dest) out.max_queue_bytes = std::max(out.max_queue_bytes, c.max_depth_bytes);
-        }
-    out.shared_peak = sw.shared_peak();
+    for (size_t k = 0; k < fabric_->switches(); ++k) {
+        const fabric::Switch& sw = fabric_->sw(k);
+        FabricBenchResult::SwitchPorts sp;
+        sp.name = sw.name();
+        sp.pauses_sent.assign(sw.ports(), 0);
+        sp.drops.assign(sw.ports(), 0);
+        sp.marks.assign(sw.ports(), 0);
+        for (uint32_t port = 0; port < sw.ports(); ++port)
+            for (unsigned p = 0; p < fabric::kPriorities; ++p) {
+                const fabric::PortPrioCounters& c = sw.counters(port, p);
+                sp.pauses_sent[port] += c.pause_sent;
+                sp.drops[port] += c.drops;
+                sp.marks[port] += c.ecn_marked;
+                out.switch_drops += c.drops;
+                out.switch_marks += c.ecn_marked;
+                out.switch_pauses += c.pause_sent;
+                out.switch_resumes += c.resume_sent;
+                bool dest = false;
+                for (const auto& fl : flows_) dest |= fabric_->host_at(fl.second) == std::make_pair(uint32_t(k), port);
+                if (dest) out.max_queue_bytes = std::max(out.max_queue_bytes, c.max_depth_bytes);
+            }
+        out.shared_peak = std::max(out.shared_peak, sw.shared_peak());
+        out.switches.push_back(std::move(sp));
+    }
     std::vector<bool> counted(hosts_.size(), false);
     for (const auto& fl : flows_)
         if (!counted[fl.second]) {
             counted[fl.second] = true;
             out.receiver_naks_sent += stat_of(soft_engine::read_stats(hosts_[fl.second]->bar.p), "tx_nak_psn_seq");
         }
-    std::ostringstream os;
-    sw.write_depth_csv(os);
-    out.depth_csv = os.str();
     return true;
 }
 

@@ -200,3 +200,39 @@ TEST_CASE("fabric: with PFC, a victim flow to an uncongested receiver is slowed 
     std::printf("  victim h1 -> h5: %.1f Gb/s without PFC, %.1f Gb/s with\n", victim(free_run), victim(blocked));
     CHECK(victim(blocked) < 0.7 * victim(free_run));
 }
+
+TEST_CASE("fabric: a leaf-spine, where PFC pauses propagate hop by hop back to the sender", "[fabric]") {
+    // h1 (leaf 1) and h2 (leaf 0) write to h0 (leaf 0): the congestion is at
+    // leaf 0's port to h0. Leaf 0 pauses the spine (its uplink ingress is
+    // over XOFF), the spine's queue to leaf 0 grows until it pauses leaf 1,
+    // whose queue to the spine grows until it pauses h1.
+    fabric::Topology t;
+    std::string err;
+    REQUIRE(fabric::load_topology(std::string(SIMNIC_SOURCE_DIR) + "/docs/examples/fabric/leafspine.toml", t, err));
+    REQUIRE(t.leaves == 2);
+    REQUIRE(t.spines == 1);
+    t.sw.priority[3].ecn = false;
+    t.sw.priority[3].xoff_bytes = 64 * 1024;
+    t.sw.priority[3].xon_bytes = 56 * 1024;
+    FabricBenchSpec s = spec(t);
+    s.flows = {{"h1", "h0"}, {"h2", "h0"}};
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    CHECK(r.switch_drops == 0);
+    REQUIRE(r.switches.size() == 3);
+    for (const auto& sw : r.switches) {
+        std::printf("  %s pauses sent per port:", sw.name.c_str());
+        for (uint64_t p : sw.pauses_sent) std::printf(" %llu", (unsigned long long)p);
+        std::printf("\n");
+    }
+    // Leaf 0: h0 port 0, h2 port 1, uplink port 2. Leaf 1: h1 port 0, h3
+    // port 1, uplink 2. Spine: port k to leaf k.
+    CHECK(r.switches[0].pauses_sent[2] > 0);  // leaf 0 pauses the spine
+    CHECK(r.switches[2].pauses_sent[1] > 0);  // the spine pauses leaf 1
+    CHECK(r.switches[1].pauses_sent[0] > 0);  // leaf 1 pauses h1
+    CHECK(r.switches[0].pauses_sent[1] > 0);  // leaf 0 pauses h2 (local)
+    CHECK(r.switches[1].pauses_sent[1] == 0); // h3 sends nothing
+    for (const FabricFlow& f : r.flows) CHECK(f.pfc_received > 0);
+    // The two flows share h0's link.
+    CHECK(r.flows[0].gbps + r.flows[1].gbps > 70);
+}

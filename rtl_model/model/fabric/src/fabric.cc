@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <sstream>
 #include <utility>
 
 #include "sim_context.h"  // the pipeline's process-wide SystemC lock
@@ -51,12 +52,17 @@ private:
 
 Fabric::Fabric(const Topology& topo) : topo_(topo) {}
 
-std::unique_ptr<Fabric> Fabric::create(const Topology& topo, std::string& err) {
-    if (topo.hosts.size() < 2) {
+std::unique_ptr<Fabric> Fabric::create(const Topology& topo_in, std::string& err) {
+    if (topo_in.hosts.size() < 2) {
         err = "a fabric needs at least two hosts";
         return nullptr;
     }
-    if (!validate_switch_config(topo.sw, err)) return nullptr;
+    // The switches from the settings as they are now (a caller may have
+    // changed `sw` since the topology was parsed).
+    Topology topo = topo_in;
+    topo.build();
+    for (const SwitchConfig& c : topo.switches)
+        if (!validate_switch_config(c, err)) return nullptr;
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
     std::unique_ptr<Fabric> f(new Fabric(topo));
     const size_t n = topo.hosts.size();
@@ -68,21 +74,45 @@ std::unique_ptr<Fabric> Fabric::create(const Topology& topo, std::string& err) {
     f->ctx_ = new sc_core::sc_simcontext;
     sc_core::sc_curr_simcontext = f->ctx_;
     Fabric* fp = f.get();
-    // Switch egress port j: the frame's last bit leaves now; its first bit
-    // reaches host j's MAC RX a link delay after it left, which MAC RX
-    // (taking the frame's line time at the same rate) turns back into its
-    // last bit in. A delay shorter than the line time cannot go back before
-    // now: the frame is then late by the difference.
-    f->sw_ = std::make_unique<Switch>("switch", topo.sw, [fp](std::uint32_t port, std::vector<std::uint8_t>&& fr) {
-        const std::uint64_t now = sc_core::sc_time_stamp().value();
-        const std::uint64_t line = fp->topo_.sw.frame_time_ps(port, std::uint32_t(fr.size()));
-        const std::uint64_t due = now - std::min(now, line) + fp->topo_.hosts[port].delay_ps;
-        fp->down_[port]->push(due, std::move(fr));
-    });
+    const Topology& t = f->topo_;
+    for (size_t k = 0; k < t.switches.size(); ++k) {
+        // Egress port p of switch k: the frame's last bit leaves now.
+        //  - to a host: its first bit reached the host a link delay after it
+        //    started, which MAC RX (taking the frame's line time at the same
+        //    rate) turns back into its last bit in. A delay shorter than the
+        //    line time cannot go back before now: the frame is then late by
+        //    the difference.
+        //  - to a switch: its last bit is in there a link delay later.
+        const std::string name =
+            t.leaves == 0 ? "switch" : k < t.leaves ? "leaf" + std::to_string(k) : "spine" + std::to_string(k - t.leaves);
+        f->sws_.push_back(std::make_unique<Switch>(
+            name.c_str(), t.switches[k], [fp, k](std::uint32_t port, std::vector<std::uint8_t>&& fr) {
+                const std::uint64_t now = sc_core::sc_time_stamp().value();
+                const PortPeer& pp = fp->topo_.peers[k][port];
+                if (pp.host) {
+                    const std::uint64_t line = fp->topo_.switches[k].frame_time_ps(port, std::uint32_t(fr.size()));
+                    fp->down_[pp.index]->push(now - std::min(now, line) + pp.delay_ps, std::move(fr));
+                } else {
+                    fp->trunk_[k][port]->push(now + pp.delay_ps, std::move(fr));
+                }
+            }));
+    }
+    f->trunk_.resize(t.switches.size());
+    for (size_t k = 0; k < t.switches.size(); ++k) {
+        f->trunk_[k].resize(t.peers[k].size());
+        for (size_t p = 0; p < t.peers[k].size(); ++p) {
+            const PortPeer pp = t.peers[k][p];
+            if (pp.host) continue;
+            f->trunk_[k][p] = std::make_unique<DelayLine>(
+                ("trunk_" + std::to_string(k) + "_" + std::to_string(p)).c_str(),
+                [fp, pp](std::vector<std::uint8_t>&& fr) { fp->sws_[pp.index]->receive(pp.port, std::move(fr)); });
+        }
+    }
     for (size_t i = 0; i < n; ++i) {
-        const std::string h = topo.hosts[i].name.empty() ? "h" + std::to_string(i) : topo.hosts[i].name;
-        f->up_.push_back(std::make_unique<DelayLine>(("up_" + h).c_str(), [fp, i](std::vector<std::uint8_t>&& fr) {
-            fp->sw_->receive(std::uint32_t(i), std::move(fr));
+        const std::string h = t.hosts[i].name.empty() ? "h" + std::to_string(i) : t.hosts[i].name;
+        const auto at = t.host_at[i];
+        f->up_.push_back(std::make_unique<DelayLine>(("up_" + h).c_str(), [fp, at](std::vector<std::uint8_t>&& fr) {
+            fp->sws_[at.first]->receive(at.second, std::move(fr));
         }));
         f->down_.push_back(std::make_unique<DelayLine>(("down_" + h).c_str(), [fp, i](std::vector<std::uint8_t>&& fr) {
             ++fp->rx_[i];
@@ -92,6 +122,41 @@ std::unique_ptr<Fabric> Fabric::create(const Topology& topo, std::string& err) {
         }));
     }
     return f;
+}
+
+void Fabric::write_depth_csv(std::ostream& os) {
+    SimGuard g(ctx_);
+    std::vector<std::vector<std::string>> lines(sws_.size());
+    for (size_t k = 0; k < sws_.size(); ++k) {
+        sws_[k]->flush_depth();
+        std::ostringstream one;
+        sws_[k]->write_depth_csv(one);
+        std::istringstream is(one.str());
+        for (std::string l; std::getline(is, l);) lines[k].push_back(l);
+    }
+    // Every switch samples on the same grid up to the same now: row r is
+    // the same time in each.
+    const size_t rows = lines.empty() ? 0 : lines[0].size();
+    for (size_t r = 0; r < rows; ++r) {
+        std::string row;
+        for (size_t k = 0; k < sws_.size(); ++k) {
+            if (r >= lines[k].size()) continue;
+            const std::string& l = lines[k][r];
+            const size_t comma = l.find(',');
+            if (k == 0) row = l.substr(0, comma);
+            if (comma == std::string::npos) continue;
+            std::string cells = l.substr(comma);
+            if (r == 0 && sws_.size() > 1) {
+                // Header: prefix each queue with its switch.
+                std::string named;
+                std::istringstream cs(cells.substr(1));
+                for (std::string c; std::getline(cs, c, ',');) named += ",s" + std::to_string(k) + "_" + c;
+                cells = named;
+            }
+            row += cells;
+        }
+        os << row << "\n";
+    }
 }
 
 void Fabric::count_ce(const std::vector<std::uint8_t>& fr) {
@@ -111,7 +176,8 @@ Fabric::~Fabric() {
     SimGuard g(ctx_);
     up_.clear();
     down_.clear();
-    sw_.reset();
+    trunk_.clear();
+    sws_.clear();
     delete ctx_;
 }
 

@@ -5,6 +5,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -209,6 +210,31 @@ bool parse_topology(const std::string& text, const std::string& origin, Topology
     for (const auto& [key, v] : root) {
         const std::string k(key.str());
         if (k == "link") continue;
+        if (k == "spine") {
+            const toml::table* sp = v.as_table();
+            if (!sp) {
+                p.add(v.source(), "spine", "must be a table ([spine] count, rate_gbps, delay_ns)");
+                continue;
+            }
+            t.spines = 1;
+            for (const auto& [sk, sv] : *sp) {
+                const std::string k2(sk.str()), full = "spine." + k2;
+                std::uint64_t u = 0;
+                HostSpec l;
+                if (k2 == "count") {
+                    if (integer(sv, full, 1, 64, p, u)) t.spines = std::uint32_t(u);
+                } else if (k2 == "rate_gbps" || k2 == "delay_ns") {
+                    l.rate_gbps = t.uplink_rate_gbps;
+                    l.delay_ps = t.uplink_delay_ps;
+                    link_key(k2, sv, full, l, p);
+                    t.uplink_rate_gbps = l.rate_gbps;
+                    t.uplink_delay_ps = l.delay_ps;
+                } else {
+                    p.add(sv.source(), full, "unknown key (count, rate_gbps, delay_ns)");
+                }
+            }
+            continue;
+        }
         if (k == "switch") {
             if (const toml::table* st = v.as_table()) switch_table(*st, t.sw, p);
             else p.add(v.source(), "switch", "must be a table ([switch])");
@@ -243,8 +269,11 @@ bool parse_topology(const std::string& text, const std::string& origin, Topology
                         if (!parse_ipv4(s, h.ipv4)) p.add(hv.source(), full, "'" + s + "' is not an IPv4 address (a.b.c.d)");
                     } else if (k2 == "rate_gbps" || k2 == "delay_ns") {
                         link_key(k2, hv, full, h, p);
+                    } else if (k2 == "leaf") {
+                        std::uint64_t u = 0;
+                        if (integer(hv, full, 0, 255, p, u)) h.leaf = int(u);
                     } else {
-                        p.add(hv.source(), full, "unknown key (name, mac, ip, rate_gbps, delay_ns)");
+                        p.add(hv.source(), full, "unknown key (name, mac, ip, rate_gbps, delay_ns, leaf)");
                     }
                 }
                 if (!has_name) p.add(hn.source(), where + ".name", "missing");
@@ -253,7 +282,7 @@ bool parse_topology(const std::string& text, const std::string& origin, Topology
                 t.hosts.push_back(h);
             }
         } else {
-            p.add(v.source(), k, "unknown table (link, switch, host)");
+            p.add(v.source(), k, "unknown table (link, switch, spine, host)");
         }
     }
     if (t.hosts.size() < 2) p.add_top("host", "a fabric needs at least two hosts ([[host]] tables)");
@@ -269,6 +298,28 @@ bool parse_topology(const std::string& text, const std::string& origin, Topology
         if (m && !macs.insert(m).second) p.add_top(w + ".mac", mac_text(h.mac) + " is another host's too");
         if (h.ipv4 && !ips.insert(h.ipv4).second) p.add_top(w + ".ip", ipv4_text(h.ipv4) + " is another host's too");
     }
+    // Leaf-spine: every host on a leaf, every leaf with a host.
+    bool any_leaf = false;
+    int max_leaf = -1;
+    for (const HostSpec& h : t.hosts) {
+        any_leaf |= h.leaf >= 0;
+        max_leaf = std::max(max_leaf, h.leaf);
+    }
+    if (any_leaf || t.spines) {
+        if (!t.spines) t.spines = 1;
+        t.leaves = std::uint32_t(max_leaf + 1);
+        std::vector<bool> used(t.leaves, false);
+        for (size_t i = 0; i < t.hosts.size(); ++i) {
+            if (t.hosts[i].leaf < 0)
+                p.add_top("host[" + std::to_string(i) + "].leaf",
+                          "missing: with a [spine] or any host on a leaf, every host names its leaf");
+            else
+                used[size_t(t.hosts[i].leaf)] = true;
+        }
+        for (std::uint32_t l = 0; l < t.leaves; ++l)
+            if (!used[l]) p.add_top("host", "leaf " + std::to_string(l) + " has no host (leaves are numbered from 0)");
+        if (t.leaves < 2 && p.lines.empty()) p.add_top("host", "a leaf-spine needs hosts on two leaves or more");
+    }
     // The switch: a port per host at its link's rate, the MACs routed.
     t.sw.ports.assign(t.hosts.size(), SwitchPortConfig{});
     t.sw.fdb.clear();
@@ -277,11 +328,17 @@ bool parse_topology(const std::string& text, const std::string& origin, Topology
         t.sw.fdb.push_back({t.hosts[i].mac, std::uint32_t(i)});
     }
     if (p.lines.empty() && t.hosts.size() >= 2) {
-        std::string serr;
-        if (!validate_switch_config(t.sw, serr)) {
-            std::istringstream is(serr);
-            for (std::string line; std::getline(is, line);)
-                if (!line.empty()) p.add_top("switch", line);
+        t.build();
+        for (size_t k = 0; k < t.switches.size(); ++k) {
+            std::string serr;
+            if (!validate_switch_config(t.switches[k], serr)) {
+                std::istringstream is(serr);
+                const std::string which = t.leaves == 0           ? "switch"
+                                          : k < t.leaves          ? "switch (leaf " + std::to_string(k) + ")"
+                                                                  : "switch (spine " + std::to_string(k - t.leaves) + ")";
+                for (std::string line; std::getline(is, line);)
+                    if (!line.empty()) p.add_top(which, line);
+            }
         }
     }
     if (!p.lines.empty()) {
@@ -291,6 +348,64 @@ bool parse_topology(const std::string& text, const std::string& origin, Topology
     }
     out = std::move(t);
     return true;
+}
+
+void Topology::build() {
+    const size_t n = hosts.size();
+    switches.clear();
+    peers.clear();
+    host_at.assign(n, {0, 0});
+    if (leaves == 0) {
+        SwitchConfig c = sw;
+        c.ports.assign(n, SwitchPortConfig{});
+        c.fdb.clear();
+        peers.emplace_back(n);
+        for (size_t i = 0; i < n; ++i) {
+            c.ports[i].line_rate_bps = std::uint64_t(hosts[i].rate_gbps * 1e9 + 0.5);
+            c.fdb.push_back({hosts[i].mac, std::uint32_t(i)});
+            host_at[i] = {0, std::uint32_t(i)};
+            peers[0][i] = PortPeer{true, std::uint32_t(i), 0, hosts[i].rate_gbps, hosts[i].delay_ps};
+        }
+        switches.push_back(std::move(c));
+        return;
+    }
+    // Leaf L: its hosts on ports 0.., in host order, then one uplink per
+    // spine. Spine S: port L leads to leaf L.
+    std::vector<std::uint32_t> on_leaf(leaves, 0);
+    for (size_t i = 0; i < n; ++i) host_at[i] = {std::uint32_t(hosts[i].leaf), on_leaf[size_t(hosts[i].leaf)]++};
+    const std::uint64_t up_bps = std::uint64_t(uplink_rate_gbps * 1e9 + 0.5);
+    for (std::uint32_t l = 0; l < leaves + spines; ++l) {
+        SwitchConfig c = sw;
+        c.fdb.clear();
+        c.seed = sw.seed + l;  // each switch its own marking draws
+        c.mac_base[4] = std::uint8_t(l);  // and its own PFC source addresses
+        std::vector<PortPeer> pp;
+        if (l < leaves) {
+            c.ports.assign(on_leaf[l] + spines, SwitchPortConfig{});
+            pp.resize(c.ports.size());
+            for (std::uint32_t s = 0; s < spines; ++s) {
+                c.ports[on_leaf[l] + s].line_rate_bps = up_bps;
+                pp[on_leaf[l] + s] = PortPeer{false, leaves + s, l, uplink_rate_gbps, uplink_delay_ps};
+            }
+            for (size_t i = 0; i < n; ++i) {
+                if (host_at[i].first == l) {
+                    c.ports[host_at[i].second].line_rate_bps = std::uint64_t(hosts[i].rate_gbps * 1e9 + 0.5);
+                    pp[host_at[i].second] = PortPeer{true, std::uint32_t(i), 0, hosts[i].rate_gbps, hosts[i].delay_ps};
+                    c.fdb.push_back({hosts[i].mac, host_at[i].second});
+                } else {
+                    c.fdb.push_back({hosts[i].mac, on_leaf[l] + std::uint32_t(i % spines)});
+                }
+            }
+        } else {
+            const std::uint32_t s = l - leaves;
+            c.ports.assign(leaves, SwitchPortConfig{up_bps});
+            pp.resize(leaves);
+            for (std::uint32_t k = 0; k < leaves; ++k) pp[k] = PortPeer{false, k, on_leaf[k] + s, uplink_rate_gbps, uplink_delay_ps};
+            for (size_t i = 0; i < n; ++i) c.fdb.push_back({hosts[i].mac, host_at[i].first});
+        }
+        switches.push_back(std::move(c));
+        peers.push_back(std::move(pp));
+    }
 }
 
 bool load_topology(const std::string& path, Topology& out, std::string& err) {

@@ -60,12 +60,14 @@ TEST_CASE("topology: hosts, links and the switch's ports and table", "[topology]
 }
 
 TEST_CASE("topology: the examples in docs/examples/fabric parse", "[topology]") {
-    for (const char* f : {"incast2.toml", "incast8.toml"}) {
+    for (const char* f : {"incast2.toml", "incast8.toml", "leafspine.toml"}) {
         Topology t;
         std::string err;
         INFO(f);
         REQUIRE(load_topology(std::string(SIMNIC_SOURCE_DIR) + "/docs/examples/fabric/" + f, t, err));
-        CHECK(t.hosts.size() == (std::string(f) == "incast2.toml" ? 3u : 9u));
+        const std::string n(f);
+        CHECK(t.hosts.size() == (n == "incast2.toml" ? 3u : n == "incast8.toml" ? 9u : 4u));
+        CHECK(t.switches.size() == (n == "leafspine.toml" ? 3u : 1u));
     }
 }
 
@@ -75,7 +77,8 @@ TEST_CASE("topology: bad input is refused with file, line and key", "[topology]"
     // Unknown keys and tables, with their line.
     std::string e = refused(std::string(kTwo) + "[switch]\nbufer_bytes = 5\n");
     CHECK(has(e, "topo.toml:14:15: switch.bufer_bytes: unknown key"));
-    CHECK(has(refused(std::string(kTwo) + "[spine]\nx = 1\n"), "spine: unknown table"));
+    CHECK(has(refused(std::string(kTwo) + "[spines]\nx = 1\n"), "spines: unknown table"));
+    CHECK(has(refused(std::string(kTwo) + "[spine]\nx = 1\n"), "spine.x: unknown key"));
     // Bad values.
     e = refused(R"([[host]]
 name = "a"
@@ -111,4 +114,83 @@ rate_gbps = 0
     std::string err;
     CHECK_FALSE(load_topology("/nonexistent/topo.toml", t, err));
     CHECK(has(err, "cannot read"));
+}
+
+TEST_CASE("topology: a leaf-spine, its ports, peers and routes", "[topology]") {
+    Topology t;
+    std::string err;
+    const std::string text = R"(
+[spine]
+count = 2
+rate_gbps = 400
+delay_ns = 200
+[[host]]
+name = "a"
+mac = "02:00:00:00:00:01"
+ip = "10.0.0.1"
+leaf = 0
+[[host]]
+name = "b"
+mac = "02:00:00:00:00:02"
+ip = "10.0.0.2"
+leaf = 1
+[[host]]
+name = "c"
+mac = "02:00:00:00:00:03"
+ip = "10.0.0.3"
+leaf = 1
+)";
+    REQUIRE(parse_topology(text, "ls.toml", t, err));
+    CHECK(t.leaves == 2);
+    CHECK(t.spines == 2);
+    REQUIRE(t.switches.size() == 4);
+    // Leaf 1: b on port 0, c on port 1, uplinks to spines 0 and 1 on 2, 3.
+    CHECK(t.host_at[2] == std::make_pair(1u, 1u));
+    REQUIRE(t.switches[1].ports.size() == 4);
+    CHECK(t.switches[1].ports[2].line_rate_bps == 400'000'000'000ull);
+    CHECK_FALSE(t.peers[1][3].host);
+    CHECK(t.peers[1][3].index == 3);  // spine 1 is switch 3
+    CHECK(t.peers[1][3].port == 1);   // its port to leaf 1
+    CHECK(t.peers[1][3].delay_ps == 200'000);
+    // a (host 0) from leaf 1: up to spine 0 % 2 = 0, port 2.
+    for (const auto& r : t.switches[1].fdb)
+        if (r.mac == t.hosts[0].mac) CHECK(r.port == 2);
+    // Spine 0: port 1 leads to leaf 1, port 2 of it.
+    CHECK(t.peers[2][1].index == 1);
+    CHECK(t.peers[2][1].port == 2);
+    for (const auto& r : t.switches[3].fdb)
+        if (r.mac == t.hosts[1].mac) CHECK(r.port == 1);
+    // A single switch is built the same way: host i on port i.
+    Topology one;
+    REQUIRE(parse_topology(kTwo, "one.toml", one, err));
+    REQUIRE(one.switches.size() == 1);
+    CHECK(one.host_at[1] == std::make_pair(0u, 1u));
+    CHECK(one.peers[0][1].host);
+    // Errors: a host without a leaf, a leaf without hosts, one leaf only.
+    CHECK(has(refused(std::string(kTwo) + "[spine]\n"), "host[0].leaf: missing"));
+    std::string e = refused(R"([[host]]
+name = "a"
+mac = "02:00:00:00:00:01"
+ip = "10.0.0.1"
+leaf = 0
+[[host]]
+name = "b"
+mac = "02:00:00:00:00:02"
+ip = "10.0.0.2"
+leaf = 2
+)");
+    CHECK(has(e, "leaf 1 has no host"));
+    CHECK(has(refused(R"([[host]]
+name = "a"
+mac = "02:00:00:00:00:01"
+ip = "10.0.0.1"
+leaf = 0
+[[host]]
+name = "b"
+mac = "02:00:00:00:00:02"
+ip = "10.0.0.2"
+leaf = 0
+)"),
+              "two leaves or more"));
+    CHECK(has(refused(std::string(kTwo) + "[spine]\ncount = 0\n"), "spine.count: must be from 1 to 64"));
 }

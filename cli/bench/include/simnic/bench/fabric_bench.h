@@ -76,7 +76,15 @@ struct FabricBenchResult {
     uint64_t receiver_naks_sent = 0;  // by every destination
     uint64_t timer_polls = 0;      // times the fabric went idle and waited for a wall-clock timer
     double bin_ns = 0;
-    std::string depth_csv;         // the switch's queue depth series (Switch::write_depth_csv)
+    // Per switch (one, or the leaves then the spines) and port, summed over
+    // priorities: PFC pauses sent (XOFF, refreshes included), drops at the
+    // ingress, CE marks at the egress.
+    struct SwitchPorts {
+        std::string name;
+        std::vector<uint64_t> pauses_sent, drops, marks;
+    };
+    std::vector<SwitchPorts> switches;
+    std::string depth_csv;         // every switch's queue depth series (Fabric::write_depth_csv)
 };
 
 bool run_fabric_bench(const FabricBenchSpec& spec, FabricBenchResult& out, std::string& err);

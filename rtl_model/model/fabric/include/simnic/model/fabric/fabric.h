@@ -1,4 +1,5 @@
-// A fabric: several model devices and the switch model in ONE SystemC
+// A fabric: several model devices and the switch model (one switch, or a
+// leaf-spine of several: Topology) in ONE SystemC
 // simulation context, so that frames between the devices cross the switch
 // in simulated time (issue 15, section 1). docs/model.md, "The fabric".
 //
@@ -22,7 +23,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -54,8 +57,15 @@ public:
     const Topology& topology() const { return topo_; }
     size_t hosts() const { return topo_.hosts.size(); }
     Pipeline* device(size_t i) const { return devs_[i]; }
-    Switch& sw() { return *sw_; }
-    const Switch& sw() const { return *sw_; }
+    // The switches: one, or the leaves then the spines (Topology::switches).
+    size_t switches() const { return sws_.size(); }
+    Switch& sw(size_t k = 0) { return *sws_[k]; }
+    const Switch& sw(size_t k = 0) const { return *sws_[k]; }
+    // Host i's switch and port.
+    std::pair<std::uint32_t, std::uint32_t> host_at(size_t i) const { return topo_.host_at[i]; }
+    // Every switch's depth series in one CSV: time_ns, then sK_portP_prioI
+    // per queue that held a frame (without "sK_" for a single switch).
+    void write_depth_csv(std::ostream& os);
     // Frames each host's MAC TX sent into its link, and frames its link
     // delivered to its MAC RX.
     std::uint64_t tx_frames(size_t i) const { return tx_[i]; }
@@ -76,8 +86,11 @@ private:
     explicit Fabric(const Topology& topo);
     Topology topo_;
     sc_core::sc_simcontext* ctx_ = nullptr;
-    std::unique_ptr<Switch> sw_;
+    std::vector<std::unique_ptr<Switch>> sws_;
     std::vector<std::unique_ptr<DelayLine>> up_, down_;  // host -> switch, switch -> host, per host
+    // Switch to switch: trunk_[k][p] carries what leaves switch k's port p
+    // (null for a host's port).
+    std::vector<std::vector<std::unique_ptr<DelayLine>>> trunk_;
     std::vector<Pipeline*> devs_;
     std::vector<std::uint64_t> tx_, rx_, ce_from_;
     void count_ce(const std::vector<std::uint8_t>& fr);
