@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "progress.h"
 #include "simnic/bench/bench.h"
+#include "simnic/bench/fabric_bench.h"
 #include "simnic/bench/sweep.h"
 #include "simnic/model/plot.h"
 
@@ -35,6 +36,11 @@ struct BenchArgs {
     std::optional<uint64_t> trace_from;
     uint64_t trace_cycles = 0;
     bool json = false, all = false, inline_data = false, events = false;
+    // --fabric: an incast through the switch model (fabric_bench.h).
+    std::string fabric, receiver, senders, out = "bench-fabric";
+    std::vector<std::string> flows;  // FROM:TO
+    std::string pcap;
+    bool messages_given = false;
 };
 
 bool read_file(const std::string& path, std::string& text, std::string& err) {
@@ -195,12 +201,103 @@ void print_result(const BenchArgs& a, const model::BenchResult& r) {
     print_stages(r);
 }
 
+// --fabric TOPO.toml: every sender writes to the receiver through the
+// switch; prints per-flow and switch figures, writes the throughput and
+// queue-depth series as CSV and SVG (OUT-throughput.csv/.svg,
+// OUT-depth.csv/.svg).
+int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
+    std::string err;
+    if (!a.sweep.empty() || !a.trace.empty() || a.op != "write" || a.inline_data || a.events || a.json) {
+        std::fprintf(stderr, "simnic bench: --fabric runs RDMA WRITE streams only, without --sweep, --trace, --op, "
+                             "--inline, --events or --json\n");
+        return 2;
+    }
+    model::FabricBenchSpec spec;
+    if (!model::fabric::load_topology(a.fabric, spec.topo, err)) {
+        std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
+        return 2;
+    }
+    if (!build_config(file_text, a.config.empty() ? "<defaults>" : a.config, a.sets, spec.cfg, err)) {
+        std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
+        return 2;
+    }
+    spec.receiver = a.receiver;
+    spec.pcap = a.pcap;
+    spec.senders = split(a.senders, ',');
+    for (const std::string& f : a.flows) {
+        const size_t c = f.find(':');
+        if (c == std::string::npos || c == 0 || c + 1 == f.size()) {
+            std::fprintf(stderr, "simnic bench: --flow %s: FROM:TO, two host names\n", f.c_str());
+            return 2;
+        }
+        spec.flows.push_back({f.substr(0, c), f.substr(c + 1)});
+    }
+    spec.size = a.size;
+    spec.qps = a.qps;
+    spec.depth = a.depth;
+    if (a.messages_given) spec.messages = a.messages;
+    model::FabricBenchResult r;
+    if (!model::run_fabric_bench(spec, r, err)) {
+        std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
+        return 1;
+    }
+    const std::string recv = spec.receiver.empty() ? spec.topo.hosts[0].name : spec.receiver;
+    if (spec.flows.empty())
+        std::printf("simnic bench --fabric %s: %zu:1 incast into %s", a.fabric.c_str(), r.flows.size(), recv.c_str());
+    else
+        std::printf("simnic bench --fabric %s: %zu flows", a.fabric.c_str(), r.flows.size());
+    std::printf(", WRITE %u B, %u QP(s) per flow, depth %u, %llu messages per flow\n", spec.size, spec.qps,
+                spec.depth, (unsigned long long)spec.messages);
+    std::printf("  %-12s %8s %9s %8s %8s %8s %8s %8s %8s\n", "flow", "msgs", "Gb/s", "drops", "CE", "PFC rx",
+                "held", "retx", "NAK rx");
+    uint64_t errors = 0;
+    for (const model::FabricFlow& f : r.flows) {
+        std::printf("  %-12s %8llu %9.2f %8llu %8llu %8llu %8llu %8llu %8llu\n", (f.host + ">" + f.to).c_str(),
+                    (unsigned long long)f.messages, f.gbps, (unsigned long long)f.drops,
+                    (unsigned long long)f.ce_marked, (unsigned long long)f.pfc_received,
+                    (unsigned long long)f.pfc_held, (unsigned long long)f.retransmits,
+                    (unsigned long long)f.naks_received);
+        errors += f.errors;
+    }
+    std::printf("  (drops to NAK rx are the sending device's, shared by its flows)\n");
+    std::printf("  switch: %llu drops, %llu ECN marks, %llu PFC pauses and %llu resumes sent; the receivers' queues "
+                "peaked at %llu B, the shared buffer at %llu B\n",
+                (unsigned long long)r.switch_drops, (unsigned long long)r.switch_marks,
+                (unsigned long long)r.switch_pauses, (unsigned long long)r.switch_resumes,
+                (unsigned long long)r.max_queue_bytes, (unsigned long long)r.shared_peak);
+    if (r.switches.size() > 1)
+        for (const auto& sw : r.switches) {
+            std::printf("  %-8s per port: pauses sent", sw.name.c_str());
+            for (uint64_t v : sw.pauses_sent) std::printf(" %llu", (unsigned long long)v);
+            std::printf(", drops");
+            for (uint64_t v : sw.drops) std::printf(" %llu", (unsigned long long)v);
+            std::printf(", CE marks");
+            for (uint64_t v : sw.marks) std::printf(" %llu", (unsigned long long)v);
+            std::printf("\n");
+        }
+    std::printf("  receivers: %llu NAKs (PSN sequence error) sent\n", (unsigned long long)r.receiver_naks_sent);
+    std::printf("  simulated %.1f us in %.3f s wall", r.sim_ns / 1000.0, r.wall_s);
+    if (r.timer_polls) std::printf(" (%llu waits for a wall-clock retransmit timer)", (unsigned long long)r.timer_polls);
+    std::printf("\n");
+    if (errors) std::printf("  %llu error completions\n", (unsigned long long)errors);
+    if (!a.pcap.empty()) std::printf("  captured every host link to %s\n", a.pcap.c_str());
+    const std::string title = "simnic bench --fabric " + a.fabric;
+    std::ofstream(a.out + "-throughput.csv") << model::fabric_throughput_csv(r);
+    std::ofstream(a.out + "-depth.csv") << r.depth_csv;
+    std::ofstream(a.out + "-throughput.svg") << model::fabric_throughput_svg(r, title + ": per-flow throughput");
+    std::ofstream(a.out + "-depth.svg") << model::fabric_depth_svg(r, title + ": switch egress queues");
+    std::printf("wrote %s-throughput.csv, %s-depth.csv, %s-throughput.svg and %s-depth.svg\n", a.out.c_str(),
+                a.out.c_str(), a.out.c_str(), a.out.c_str());
+    return errors ? 1 : 0;
+}
+
 int run_bench_cmd(BenchArgs a) {
     std::string file_text, err;
     if (!a.config.empty() && !read_file(a.config, file_text, err)) {
         std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
         return 1;
     }
+    if (!a.fabric.empty()) return run_fabric_cmd(a, file_text);
     std::vector<std::string> sets = a.sets;
     if (a.sweep.empty()) {
         model::BenchResult r;
@@ -319,7 +416,10 @@ Runner add_bench_command(CLI::App& app) {
     sub->add_option("--size", a->size, "message size in bytes (default 65536)")->check(CLI::Range(1u, 1u << 30));
     sub->add_option("--qps", a->qps, "number of QPs (default 1)")->check(CLI::Range(1u, 65536u));
     sub->add_option("--depth", a->depth, "messages outstanding per QP (default 16)")->check(CLI::Range(1u, 4096u));
-    sub->add_option("--messages", a->messages, "messages measured, in all (default: enough for a steady state)");
+    sub->add_option("--messages", a->messages,
+                    "messages measured, in all (default: enough for a steady state); with --fabric, per sender "
+                    "(default 64)")
+        ->each([a](const std::string&) { a->messages_given = true; });
     sub->add_option("--warmup", a->warmup,
                     "messages run before the measurement starts, so that caches are warm and the pipeline full "
                     "(default: qps * depth; 0: measure from the first doorbell)");
@@ -341,6 +441,18 @@ Runner add_bench_command(CLI::App& app) {
     sub->add_option("--trace", a->trace, "waveform of the measurement (single run): FILE.vcd or FILE.fst");
     sub->add_option("--trace-from", a->trace_from, "first cycle of the waveform (default: the measurement's start)");
     sub->add_option("--trace-cycles", a->trace_cycles, "cycles of waveform (default: to the end of the run)");
+    sub->add_option("--fabric", a->fabric,
+                    "TOPO.toml: an incast of RDMA WRITE streams through the switch model, every host a model device "
+                    "in one simulated time (docs/model.md, The fabric)");
+    sub->add_option("--receiver", a->receiver, "--fabric: the receiving host (default: the first)");
+    sub->add_option("--senders", a->senders, "--fabric: the sending hosts, comma-separated (default: all others)");
+    sub->add_option("--flow", a->flows,
+                    "--fabric: FROM:TO, a WRITE stream from host FROM to host TO (repeatable; instead of the incast)");
+    sub->add_option("--pcap", a->pcap,
+                    "--fabric: capture every host link, both directions, in simulated time (us) to FILE");
+    sub->add_option("--out", a->out,
+                    "--fabric: prefix of the CSV and SVG files (default bench-fabric: bench-fabric-throughput.csv, "
+                    "-depth.csv, -throughput.svg, -depth.svg)");
     sub->add_flag("-j,--json", a->json, "JSON output (single run)");
     sub->add_flag("-s,--stats", a->all, "also print every pipeline statistic (single run)");
     return [a] { return run_bench_cmd(*a); };

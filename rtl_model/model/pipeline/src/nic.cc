@@ -54,6 +54,15 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
 }
 Nic::~Nic() = default;
 
+uint8_t Nic::frame_priority(const std::vector<uint8_t>& f) {
+    if (f.size() < roce::kEthHdrBytes + 2) return 0;
+    const uint16_t et = uint16_t(f[12] << 8 | f[13]);
+    const uint8_t* ip = f.data() + roce::kEthHdrBytes;
+    if (et == roce::kEtherTypeIpv4) return uint8_t(ip[1] >> 5);  // TOS: DSCP is its top six bits
+    if (et == roce::kEtherTypeIpv6) return uint8_t((ip[0] & 0x0F) >> 1);  // traffic class straddles bytes 0-1
+    return 0;
+}
+
 sim::Probe probe_frame(const std::vector<uint8_t>& frame) {
     const roce::HeaderVector hv = roce::parse_header_vector(frame.data(), frame.size());
     if (!hv.accepted()) return sim::Probe{0, 0, 0, uint32_t(frame.size())};
@@ -154,6 +163,7 @@ void Nic::reset_stats() {
     mtt.reset_stats();
     rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = icrc_rx_rtl_mismatch = 0;
     recv_wqe_prefetch_hits = recv_wqe_prefetch_misses = wqe_by_mmio = 0;
+    pfc_rx_frames = pfc_paused_frames = pfc_paused_ps = 0;
     rx_drops_parser_reason.fill(0);
     tx_frames = tx_wire_bytes = tx_payload_bytes = rx_frames = 0;
     // A frame on the line now opens the new span (mac.tx_throughput).

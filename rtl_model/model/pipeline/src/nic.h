@@ -287,6 +287,24 @@ struct Nic {
     uint64_t first_tx_ps = 0, last_tx_ps = 0, mac_tx_free_ps = 0, mac_rx_free_ps = 0;
     uint64_t eqes = 0, fw_commands = 0;
     uint64_t wire_frames = 0;  // handed to the wire (Datapath::wire_tx), never reset
+    // A fabric's device (SharedWire): MAC TX hands frames here instead of
+    // Datapath::wire_tx.
+    std::function<void(std::vector<uint8_t>&&)> wire_sink;
+
+    // PFC (IEEE 802.1Qbb) as MAC TX honours it: a PFC frame MAC RX takes
+    // pauses priority p until pause_until_ps[p] (a time of 0 resumes at
+    // once), and MAC TX starts no frame of a paused priority. The device has
+    // one TX queue, so a paused frame holds back the frames behind it
+    // whatever their priority (a NIC with one traffic class). A frame's
+    // priority is its DSCP's class-selector bits (DSCP >> 3), the default
+    // DSCP-to-priority map the switch model uses too (switch_config.h);
+    // frames without IP: priority 0.
+    std::array<uint64_t, 8> pause_until_ps{};
+    sc_core::sc_event pause_changed;
+    uint64_t pfc_rx_frames = 0;     // PFC frames received (XOFF and XON)
+    uint64_t pfc_paused_frames = 0; // frames MAC TX held back for a pause
+    uint64_t pfc_paused_ps = 0;     // time MAC TX spent held back by pauses
+    static uint8_t frame_priority(const std::vector<uint8_t>& f);
     uint64_t busy_since_ps = 0;  // for the simulation-speed figure
 
     // Message latency: WQE fetched -> its send CQE visible.

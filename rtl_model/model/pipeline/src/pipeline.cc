@@ -41,8 +41,10 @@ std::string lower(const char* s) {
 struct Pipeline::Impl {
     std::string name;
     sc_core::sc_simcontext* ctx = nullptr;
+    bool owns_ctx = true;  // false for a fabric's device (SharedWire)
     std::unique_ptr<Nic> nic;
     std::vector<std::unique_ptr<sc_core::sc_module>> blocks;
+    std::unique_ptr<sc_core::sc_module> top;  // a fabric's device: the blocks' parent
     uint64_t sim_wall_ns = 0, sim_ps_run = 0;  // for the simulation speed
     uint64_t quanta = 0;                       // quanta simulated by run_quantum() since the last reset
     std::string trace_path, trace_fmt;
@@ -67,8 +69,34 @@ struct Pipeline::Impl {
     }
 };
 
+namespace {
+
+// A device's blocks under one module named after it: in a fabric's shared
+// context, several devices' blocks ("doorbell", "mac_tx", ...) would
+// otherwise clash by name. Built in the constructor so that SystemC makes
+// the blocks its children.
+struct DeviceTop : sc_core::sc_module {
+    DeviceTop(sc_core::sc_module_name n, const std::function<void()>& build) : sc_core::sc_module(n) { build(); }
+};
+
+}  // namespace
+
 std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelConfig& cfg, Datapath& datapath,
                                            bool loopback, std::string& err) {
+    return build(name, cfg, datapath, loopback, nullptr, err);
+}
+
+std::unique_ptr<Pipeline> Pipeline::create_shared(const std::string& name, const ModelConfig& cfg,
+                                                  Datapath& datapath, const SharedWire& wire, std::string& err) {
+    if (!wire.ctx || !wire.tx) {
+        err = "a fabric device needs the fabric's context and wire";
+        return nullptr;
+    }
+    return build(name, cfg, datapath, false, &wire, err);
+}
+
+std::unique_ptr<Pipeline> Pipeline::build(const std::string& name, const ModelConfig& cfg, Datapath& datapath,
+                                          bool loopback, const SharedWire* shared, std::string& err) {
     if (!validate_config(cfg, err)) return nullptr;
 #ifndef SIMNIC_HAVE_RTL_PARSER
     if (is_rtl(cfg.parser.impl)) {
@@ -98,7 +126,8 @@ std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelC
     auto impl = std::make_unique<Impl>();
     impl->name = name;
     SimGuard g(nullptr);
-    impl->ctx = new sc_core::sc_simcontext;
+    impl->owns_ctx = shared == nullptr;
+    impl->ctx = shared ? shared->ctx : new sc_core::sc_simcontext;
     sc_core::sc_curr_simcontext = impl->ctx;
     try {
         impl->nic = std::make_unique<Nic>(cfg, datapath, loopback);
@@ -107,18 +136,27 @@ std::unique_ptr<Pipeline> Pipeline::create(const std::string& name, const ModelC
         return nullptr;
     }
     Nic& n = *impl->nic;
+    if (shared) n.wire_sink = shared->tx;
     auto& b = impl->blocks;
-    b.push_back(std::make_unique<DoorbellBlock>("doorbell", n));
-    b.push_back(std::make_unique<RequesterBlock>("requester", n));
-    b.push_back(std::make_unique<TxBuildBlock>("tx_build", n));
-    b.push_back(std::make_unique<MacTxBlock>("mac_tx", n));
-    b.push_back(std::make_unique<MacRxBlock>("mac_rx", n));
-    b.push_back(std::make_unique<ParserBlock>("parser", n));
-    b.push_back(std::make_unique<IcrcCheckBlock>("icrc_check", n));
-    b.push_back(std::make_unique<RxTransportBlock>("rx_transport", n));
-    b.push_back(std::make_unique<CqeWriterBlock>("cqe_writer", n));
-    b.push_back(std::make_unique<EqeWriterBlock>("eqe_writer", n));
-    b.push_back(std::make_unique<MgmtCoreBlock>("mgmt_core", n));
+    auto blocks = [&] {
+        b.push_back(std::make_unique<DoorbellBlock>("doorbell", n));
+        b.push_back(std::make_unique<RequesterBlock>("requester", n));
+        b.push_back(std::make_unique<TxBuildBlock>("tx_build", n));
+        b.push_back(std::make_unique<MacTxBlock>("mac_tx", n));
+        b.push_back(std::make_unique<MacRxBlock>("mac_rx", n));
+        b.push_back(std::make_unique<ParserBlock>("parser", n));
+        b.push_back(std::make_unique<IcrcCheckBlock>("icrc_check", n));
+        b.push_back(std::make_unique<RxTransportBlock>("rx_transport", n));
+        b.push_back(std::make_unique<CqeWriterBlock>("cqe_writer", n));
+        b.push_back(std::make_unique<EqeWriterBlock>("eqe_writer", n));
+        b.push_back(std::make_unique<MgmtCoreBlock>("mgmt_core", n));
+    };
+    if (shared) {
+        impl->top = std::make_unique<DeviceTop>(name.c_str(), blocks);
+        // The fabric elaborates its context once everything is built.
+        return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+    }
+    blocks();
     // Elaborate and start every thread (they block on their inputs). That
     // first step has no timed activity, which SystemC would warn about.
     sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
@@ -137,6 +175,16 @@ soft_engine::TimingFactory Pipeline::factory(const std::string& name, const Mode
     };
 }
 
+soft_engine::TimingFactory Pipeline::shared_factory(const std::string& name, const ModelConfig& cfg, SharedWire wire,
+                                                    Pipeline** made) {
+    return [name, cfg, wire, made](Datapath& datapath, bool, std::string& err)
+               -> std::unique_ptr<soft_engine::TimingModel> {
+        std::unique_ptr<Pipeline> p = create_shared(name, cfg, datapath, wire, err);
+        if (made) *made = p.get();
+        return p;
+    };
+}
+
 Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Pipeline::~Pipeline() {
@@ -144,8 +192,9 @@ Pipeline::~Pipeline() {
     if (impl_->trace_state == Impl::TraceState::Armed || impl_->trace_state == Impl::TraceState::Recording)
         impl_->trace_close();
     impl_->blocks.clear();
+    impl_->top.reset();  // after its children
     impl_->nic.reset();
-    delete impl_->ctx;
+    if (impl_->owns_ctx) delete impl_->ctx;
 }
 
 void Pipeline::doorbell(const Doorbell& db) {
@@ -252,7 +301,9 @@ uint64_t Pipeline::run() {
 bool Pipeline::run_quantum() {
     Impl& m = *impl_;
     const uint64_t q = m.nic->cfg.wire.quantum_cycles;
-    if (q == 0 || m.nic->loopback) {
+    // A fabric's device: its wire is inside the simulation, nothing outside
+    // waits for its frames.
+    if (q == 0 || m.nic->loopback || !m.owns_ctx) {
         run();
         return false;
     }
@@ -376,6 +427,12 @@ std::vector<ModelStat> Pipeline::stats() const {
     s.push_back({"mac.tx_frames", double(n.tx_frames), ""});
     s.push_back({"mac.rx_frames", double(n.rx_frames), ""});
     s.push_back({"mac.tx_payload_bytes", double(n.tx_payload_bytes), "B"});
+    if (n.wire_sink) {
+        // A fabric's device: the PFC pauses its MAC TX honoured.
+        s.push_back({"mac.pfc_rx_frames", double(n.pfc_rx_frames), ""});
+        s.push_back({"mac.pfc_paused_frames", double(n.pfc_paused_frames), ""});
+        s.push_back({"mac.pfc_paused_time", double(n.pfc_paused_ps) / 1000.0, "ns"});
+    }
     const uint64_t span = n.last_tx_ps > n.first_tx_ps ? n.last_tx_ps - n.first_tx_ps : 0;
     s.push_back({"mac.tx_throughput", span ? double(n.tx_payload_bytes) * 8000.0 / double(span) : 0, "Gb/s"});
     s.push_back({"mac.tx_line_utilisation",

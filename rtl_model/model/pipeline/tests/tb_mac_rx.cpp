@@ -109,3 +109,36 @@ TEST_CASE("mac_rx: a full parser queue stalls the MAC and the stall is counted",
     CHECK(st.busy_ps == n * per_frame);  // stalled is not busy
     CHECK(st.items == n);
 }
+
+TEST_CASE("mac_rx: a PFC frame pauses MAC TX's priorities and goes no further", "[model][block][mac_rx][pfc]") {
+    const ModelConfig cfg;  // 100 Gb/s: a pause quantum (512 bits) is 5120 ps
+    // 802.1Qbb: dst 01:80:C2:00:00:01, EtherType 0x8808, opcode 0x0101,
+    // class-enable vector, eight times; 60 bytes.
+    std::vector<uint8_t> pfc(60, 0);
+    const uint8_t head[] = {0x01, 0x80, 0xC2, 0, 0, 1, 0x02, 0x53, 0x57, 0, 0, 3, 0x88, 0x08, 0x01, 0x01};
+    std::copy(std::begin(head), std::end(head), pfc.begin());
+    pfc[16] = 0x00;
+    pfc[17] = 0x09;   // priorities 0 and 3
+    pfc[18] = 0x00;
+    pfc[19] = 0x00;   // priority 0: time 0, a resume
+    pfc[24] = 0x01;
+    pfc[25] = 0x00;   // priority 3: 256 quanta
+    pfc[26] = 0xFF;
+    pfc[27] = 0xFF;   // priority 4: not enabled, ignored
+    tb::BlockBench<MacRxBlock> b(cfg);
+    b.nic().pause_until_ps[0] = 1'000'000'000;  // paused earlier: the resume ends it
+    b.drive(b.nic().wire_in, {{0, pfc}, {0, tb::bytes_frame(1078, 1)}});
+    const auto& out = b.watch(b.nic().mac_to_parser);
+    b.run();
+    const uint64_t in = b.nic().rx_path_ps + frame_ps(cfg, 60);  // its last bit in
+    CHECK(b.nic().pause_until_ps[3] == in + 256 * 5120);
+    CHECK(b.nic().pause_until_ps[0] == in);
+    CHECK(b.nic().pause_until_ps[4] == 0);
+    CHECK(b.nic().pfc_rx_frames == 1);
+    // Only the data frame reaches the parser, after the PFC frame's time on
+    // the line.
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].item->frame == tb::bytes_frame(1078, 1));
+    CHECK(out[0].t_ps == in + frame_ps(cfg, 1078));
+    CHECK(b.nic().rx_drops_parser == 0);
+}

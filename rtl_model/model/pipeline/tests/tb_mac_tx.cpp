@@ -146,3 +146,62 @@ TEST_CASE("mac_tx: in loopback frames go to MAC RX's input, not to the wire", "[
     CHECK(rx[0].t_ps == per_frame);
     CHECK(rx[0].item == bytes);
 }
+
+TEST_CASE("mac_tx: a PFC pause holds frames of its priority, and what is behind them", "[model][block][mac_tx][pfc]") {
+    const ModelConfig cfg;
+    // RoCE frames: priority = DSCP >> 3 of the IPv4 TOS.
+    auto prio_frame = [](uint8_t dscp) {
+        FrameTok f;
+        f.f.bytes = tb::roce_frame(0x0A, 5, 0, 1024, [dscp](simnic::roce::Packet& p) { p.ip4.tos = uint8_t(dscp << 2 | 2); });
+        return f;
+    };
+    const uint32_t len = uint32_t(prio_frame(26).f.bytes.size());
+    const uint64_t per_frame = std::max(beats_ps(cfg, len), uint64_t((len + cfg.mac.ifg_bytes) * 8000.0 / cfg.mac.line_rate_gbps + 0.5));
+    const uint64_t pause = 2'000'000, resume = 1'200'000;
+
+    SECTION("a pause of priority 3 holds a priority-3 frame until it ends, and a priority-0 frame behind it") {
+        tb::BlockBench<MacTxBlock> b(cfg);
+        b.nic().pause_until_ps[3] = pause;
+        b.drive(b.nic().txb_to_mac, {{0, prio_frame(26)}, {0, prio_frame(0)}});
+        b.run();
+        const auto& out = b.be.wire;
+        REQUIRE(out.size() == 2);
+        CHECK(out[0].t_ps == pause + per_frame);
+        CHECK(out[1].t_ps == pause + 2 * per_frame);  // one TX queue: it waited behind
+        CHECK(b.nic().pfc_paused_frames == 1);
+        CHECK(b.nic().pfc_paused_ps == pause);
+    }
+    SECTION("another priority's pause does not hold it") {
+        tb::BlockBench<MacTxBlock> b(cfg);
+        b.nic().pause_until_ps[6] = pause;
+        b.drive(b.nic().txb_to_mac, 0, prio_frame(26));
+        b.run();
+        REQUIRE(b.be.wire.size() == 1);
+        CHECK(b.be.wire[0].t_ps == per_frame);
+        CHECK(b.nic().pfc_paused_frames == 0);
+    }
+    SECTION("a resume (time 0) ends the pause early") {
+        tb::BlockBench<MacTxBlock> b(cfg);
+        b.nic().pause_until_ps[3] = pause;
+        Nic* n = &b.nic();
+        b.thread("resume", [n, resume] {
+            simnic::model::sim::wait_until(resume);
+            n->pause_until_ps[3] = resume;
+            n->pause_changed.notify(sc_core::SC_ZERO_TIME);
+        });
+        b.drive(b.nic().txb_to_mac, 0, prio_frame(26));
+        b.run();
+        REQUIRE(b.be.wire.size() == 1);
+        CHECK(b.be.wire[0].t_ps == resume + per_frame);
+        CHECK(b.nic().pfc_paused_ps == resume);
+    }
+    SECTION("looped back (simnic bench) there is no PFC") {
+        tb::BlockBench<MacTxBlock> b(cfg, true);
+        b.nic().pause_until_ps[3] = pause;
+        b.drive(b.nic().txb_to_mac, 0, prio_frame(26));
+        const auto& out = b.watch(b.nic().wire_in);
+        b.run();
+        REQUIRE(out.size() == 1);
+        CHECK(out[0].t_ps == per_frame);
+    }
+}

@@ -28,6 +28,17 @@ void MacTxBlock::main() {
         // stages along a frame's path still add up.
         const uint64_t in = std::max(pushed, f.ready_ps);
         wait_until(start);
+        // PFC: a frame of a paused priority waits for the pause to end or
+        // be lifted (a frame already on the line finishes: 802.3 Annex 31B).
+        if (!nic.loopback) {
+            const uint8_t prio = Nic::frame_priority(f.f.bytes);
+            const uint64_t held = now_ps();
+            if (nic.pause_until_ps[prio] > held) ++nic.pfc_paused_frames;
+            while (nic.pause_until_ps[prio] > now_ps())
+                sc_core::wait(sc_core::sc_time(double(nic.pause_until_ps[prio] - now_ps()), sc_core::SC_PS),
+                              nic.pause_changed);
+            nic.pfc_paused_ps += now_ps() - held;
+        }
         sim::BlockStats& st = nic.blk[Nic::kMacTx];
         const bool streamed = nic.cut_through && nic.loopback;
         {
@@ -46,6 +57,9 @@ void MacTxBlock::main() {
         if (streamed) continue;
         if (nic.loopback) {
             nic.wire_in.push_input(std::move(f.f.bytes));
+        } else if (nic.wire_sink) {
+            ++nic.wire_frames;
+            nic.wire_sink(std::move(f.f.bytes));
         } else {
             ++nic.wire_frames;
             nic.be.wire_tx(f.f.bytes.data(), f.f.bytes.size());

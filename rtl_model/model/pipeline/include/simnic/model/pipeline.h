@@ -20,7 +20,8 @@
 //
 // Every method takes the process-wide SystemC lock: SystemC has one kernel
 // per simulation context, and each Pipeline has its own context, so several
-// model devices can live in one daemon; they simulate one at a time.
+// model devices can live in one daemon; they simulate one at a time. The
+// devices of a fabric share one context instead (SharedWire, below).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,10 @@
 
 #include "simnic/model/config.h"
 #include "simnic/soft_engine/timing.h"
+
+namespace sc_core {
+class sc_simcontext;
+}
 
 namespace simnic::model {
 
@@ -51,6 +56,20 @@ struct ModelStat {
     std::string unit;  // "", "cycles", "ns", "%", "Gb/s", "B", ...
 };
 
+// A device in a fabric (rtl_model/model/fabric): its pipeline is built in a
+// simulation context it shares with other devices and a switch, so they all
+// live in one simulated time, and its wire ends are the fabric's instead of
+// Datapath::wire_tx and the engine's port. The only change to the pipeline:
+// MAC TX hands each frame to `tx` (at the simulated time its last bit
+// leaves) instead of Datapath::wire_tx, and the context is the owner's, who
+// elaborates and runs it (Fabric::start, Fabric::run). Frames arrive through
+// rx_frame(), called by the fabric inside the simulation at the time their
+// first bit reaches MAC RX.
+struct SharedWire {
+    sc_core::sc_simcontext* ctx = nullptr;  // the fabric's; outlives the pipeline
+    std::function<void(std::vector<uint8_t>&& frame)> tx;
+};
+
 class Pipeline final : public soft_engine::TimingModel {
 public:
     // `loopback`: MAC TX feeds MAC RX (no wire; `simnic bench`).
@@ -62,6 +81,17 @@ public:
     // the engine.
     static soft_engine::TimingFactory factory(const std::string& name, const ModelConfig& cfg,
                                               Pipeline** made = nullptr);
+    // A device of a fabric (SharedWire): the blocks are built in `wire.ctx`
+    // under a module named `name`, and not elaborated: the context's owner
+    // starts it once every device and switch is built (SystemC builds no
+    // module after elaboration). run() and run_quantum() then simulate the
+    // whole fabric until it is idle.
+    static std::unique_ptr<Pipeline> create_shared(const std::string& name, const ModelConfig& cfg,
+                                                   Datapath& datapath, const SharedWire& wire, std::string& err);
+    // The TimingFactory of such a device, for its soft engine (which must be
+    // standalone: no port, no thread; the fabric is its wire).
+    static soft_engine::TimingFactory shared_factory(const std::string& name, const ModelConfig& cfg,
+                                                     SharedWire wire, Pipeline** made = nullptr);
     ~Pipeline() override;
     Pipeline(const Pipeline&) = delete;
     Pipeline& operator=(const Pipeline&) = delete;
@@ -114,6 +144,8 @@ public:
     struct Impl;
 
 private:
+    static std::unique_ptr<Pipeline> build(const std::string& name, const ModelConfig& cfg, Datapath& datapath,
+                                           bool loopback, const SharedWire* shared, std::string& err);
     explicit Pipeline(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

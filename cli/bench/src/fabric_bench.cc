@@ -1,0 +1,626 @@
+// `simnic bench --fabric`: an incast through the switch model
+// (fabric_bench.h). The host side mirrors bench.cc's: each device is reached
+// only as a driver reaches it (firmware commands, WQEs and CQEs in hw-spec's
+// formats, doorbells), here one host per device of the fabric.
+#include "simnic/bench/fabric_bench.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "simnic/base/clock.h"
+#include "simnic/fw/firmware.h"
+#include "simnic/fw/table_store.h"
+#include "simnic/fw/wire_netdev.h"
+#include "simnic/host/context.h"
+#include "simnic/host/local_context.h"
+#include "simnic/hw/cqe.h"
+#include "simnic/hw/layout.h"
+#include "simnic/hw/wqe.h"
+#include "simnic/model/fabric/fabric.h"
+#include "simnic/model/plot.h"
+#include "simnic/roce/pcap_io.h"
+#include "simnic/soft_engine/engine.h"
+
+namespace simnic::model {
+
+namespace {
+
+constexpr uint16_t kCtx = 1;
+
+constexpr uint8_t log2_ceil(uint64_t v) {
+    uint8_t l = 0;
+    while ((uint64_t{1} << l) < v) ++l;
+    return l;
+}
+
+struct Mem {
+    size_t len = 0;
+    uint8_t* p = nullptr;
+    bool alloc(size_t n) {
+        len = (n + 4095) & ~size_t(4095);
+        void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return false;
+        p = static_cast<uint8_t*>(m);
+        return true;
+    }
+    ~Mem() {
+        if (p) munmap(p, len);
+    }
+    uint64_t addr(size_t off = 0) const { return reinterpret_cast<uint64_t>(p + off); }
+};
+
+struct Ring {
+    uint8_t* base = nullptr;
+    uint8_t log_size = 0, log_stride = 0;
+    uint32_t pi = 0;
+    uint8_t* slot(uint32_t i) const { return base + (size_t(hw::ring_slot(i, log_size)) << log_stride); }
+};
+
+struct Qp {
+    uint32_t qpn = 0, cqn = 0;
+    Ring sq, rq;
+    uint8_t* cq = nullptr;
+    uint32_t cq_ci = 0;
+    size_t peer = 0;       // index of the peer QP in the other host's qps
+    size_t flow = 0;       // sender: its flow (FabricBenchResult::flows)
+    bool sender = false;
+};
+
+// One model device of the fabric and the host that drives it. Members in
+// destruction order's reverse: the context before the firmware, the
+// firmware before the engine, the host memory after the context.
+struct Host {
+    fabric::HostSpec spec;
+    std::unique_ptr<fw::MemTableStore> tables;
+    std::unique_ptr<fw::WireNetdev> netdev;
+    host::LocalEventSink sink;
+    Mem bar;
+    std::unique_ptr<soft_engine::SoftEngine> engine;
+    std::unique_ptr<fw::Firmware> fw;
+    Pipeline* pipe = nullptr;
+    Mem mem;
+    std::unique_ptr<host::Context> ctx;
+    uint32_t pdn = 0, lkey = 0, rkey = 0;
+    uint8_t log_q = 0, log_cq = 0;
+    size_t data_off = 0;
+    std::vector<Qp> qps;
+    std::unordered_map<uint32_t, size_t> by_cqn;
+
+    bool cmd(hw::CmdOpcode op, const uint8_t* in, size_t n, size_t out_cap, std::vector<uint8_t>* out,
+             std::string& err) {
+        host::CmdOutcome o;
+        const int rc = ctx->command(op, in, n, out_cap, o);
+        if (rc != 0 || o.status != hw::CmdStatus::Ok) {
+            err = spec.name + ": firmware command " + std::to_string(int(op)) + " failed (status " +
+                  std::to_string(int(o.status)) + ", syndrome " + std::to_string(o.syndrome) + ")";
+            return false;
+        }
+        if (out) *out = o.out;
+        return true;
+    }
+    static uint32_t handle(const std::vector<uint8_t>& o) {
+        return o.size() >= 4 ? uint32_t(hw::get(o.data(), o.size(), hw::cmd_handle::handle)) : 0;
+    }
+};
+
+fw::Gid mapped(uint32_t ip) {
+    return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, uint8_t(ip >> 24), uint8_t(ip >> 16), uint8_t(ip >> 8),
+            uint8_t(ip)};
+}
+
+class FabricBench {
+public:
+    explicit FabricBench(const FabricBenchSpec& s) : spec_(s) {}
+    ~FabricBench() {
+        // The devices' pipelines live in the fabric's context: gone first.
+        hosts_.clear();
+    }
+    bool run(FabricBenchResult& out, std::string& err);
+
+private:
+    bool device_setup(size_t i, std::string& err);
+    bool host_setup(Host& h, uint32_t nqps, std::string& err);
+    bool create_qp(Host& h, Qp& q, std::string& err);
+    bool connect(Host& h, Qp& q, const Host& peer, uint32_t peer_qpn, std::string& err);
+    bool modify(Host& h, uint32_t qpn, uint32_t mask, hw::QpState st, uint8_t* attr, std::string& err);
+    void post_write(Host& h, Qp& q);
+    void on_cqe(size_t host, uint32_t cqn);
+
+    FabricBenchSpec spec_;
+    std::unique_ptr<fabric::Fabric> fabric_;
+    std::vector<std::unique_ptr<Host>> hosts_;
+    size_t recv_ = 0;
+    std::vector<std::pair<size_t, size_t>> flows_;  // (sender, destination) host indexes
+    uint8_t log_stride_ = 0, log_rq_stride_ = 0;
+    // Per flow (sender).
+    std::vector<uint64_t> posted_, done_, errors_, first_ps_, last_ps_;
+    std::vector<std::vector<double>> bytes_bin_;
+    uint64_t all_done_ = 0, total_ = 0;
+};
+
+bool FabricBench::device_setup(size_t i, std::string& err) {
+    auto h = std::make_unique<Host>();
+    h->spec = spec_.topo.hosts[i];
+    fw::FwConfig fc;
+    fc.cap = fw::default_cap_block();
+    h->tables = std::make_unique<fw::MemTableStore>(fw::table_capacities(fc.cap.data(), fc.gid_tbl_len));
+    // The device's own addresses, as on a wire; its neighbours are the
+    // topology's hosts (a static table: no ARP crosses the fabric).
+    const fabric::Topology* topo = &spec_.topo;
+    const uint32_t ip = h->spec.ipv4;
+    h->netdev = std::make_unique<fw::WireNetdev>(
+        "fabric " + h->spec.name, h->spec.mac, 9000,
+        std::array<uint8_t, 4>{uint8_t(ip >> 24), uint8_t(ip >> 16), uint8_t(ip >> 8), uint8_t(ip)},
+        std::vector<fw::Gid>{}, [topo](const fw::Gid& g) -> std::optional<fw::Mac> {
+            for (const fabric::HostSpec& o : topo->hosts)
+                if (mapped(o.ipv4) == g) return o.mac;
+            return std::nullopt;
+        });
+    if (!h->bar.alloc(4096)) {
+        err = "out of memory";
+        return false;
+    }
+    soft_engine::EngineConfig ec;
+    ec.device = h->spec.name;
+    ec.netdev = "lo";  // unused but for the engine's address-only port: the GIDs are the WireNetdev's
+    ec.tables = h->tables.get();
+    ec.events = &h->sink;
+    ec.bar = h->bar.p;
+    ec.timing = fabric_->factory(i, spec_.cfg);
+    ec.standalone = true;
+    h->engine = soft_engine::SoftEngine::create(ec, err);
+    if (!h->engine) return false;
+    h->pipe = fabric_->device(i);
+    h->fw = std::make_unique<fw::Firmware>(fc, *h->tables, *h->netdev, h->sink, h->engine.get());
+    const auto port = h->fw->port_block();
+    std::memcpy(h->bar.p + hw::kBar0PortBlock, port.data(), port.size());
+    hosts_.push_back(std::move(h));
+    return true;
+}
+
+bool FabricBench::host_setup(Host& h, uint32_t nqps, std::string& err) {
+    Pipeline* pipe = h.pipe;
+    h.ctx = host::open_local_context(*h.fw, h.sink, h.spec.name, kCtx, uint32_t(getpid()), 0,
+                                     [pipe](uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index,
+                                            uint8_t cq_cmd) {
+                                         pipe->doorbell(Doorbell{ctx, uint8_t(kind), num, index, cq_cmd});
+                                     });
+    if (!h.ctx) {
+        err = "cannot open a context on " + h.spec.name;
+        return false;
+    }
+    std::vector<uint8_t> o;
+    uint8_t none[4] = {};
+    if (!h.cmd(hw::CmdOpcode::AllocPd, none, sizeof none, hw::cmd_handle::kSize, &o, err)) return false;
+    h.pdn = Host::handle(o);
+    h.log_q = uint8_t(std::max<uint32_t>(1, log2_ceil(spec_.depth)));
+    h.log_cq = uint8_t(log2_ceil(2 * spec_.depth + 1));
+    auto page = [](size_t n) { return (n + 4095) & ~size_t(4095); };
+    const size_t sq_bytes = page(size_t(1) << (h.log_q + log_stride_));
+    const size_t rq_bytes = page(size_t(1) << (h.log_q + log_rq_stride_));
+    const size_t cq_bytes = page((size_t(1) << h.log_cq) * hw::kCqeSize);
+    const size_t per_qp = sq_bytes + rq_bytes + cq_bytes;
+    const size_t data_len = 2 * size_t(spec_.size) + 4096;
+    if (!h.mem.alloc(per_qp * nqps + data_len + 4096)) {
+        err = "out of memory";
+        return false;
+    }
+    h.data_off = per_qp * nqps;
+    uint8_t mr[hw::cmd_reg_mr_in::kSize] = {};
+    hw::set(mr, hw::cmd_reg_mr_in::pdn, h.pdn);
+    hw::set(mr, hw::cmd_reg_mr_in::access, hw::access::kAll);
+    hw::set(mr, hw::cmd_reg_mr_in::domain_id, h.ctx->boot_domain());
+    hw::set(mr, hw::cmd_reg_mr_in::iova, h.mem.addr(h.data_off));
+    hw::set(mr, hw::cmd_reg_mr_in::length, data_len);
+    hw::set(mr, hw::cmd_reg_mr_in::host_addr, h.mem.addr(h.data_off));
+    if (!h.cmd(hw::CmdOpcode::RegMr, mr, sizeof mr, hw::cmd_reg_mr_out::kSize, &o, err)) return false;
+    h.lkey = uint32_t(hw::get(o.data(), o.size(), hw::cmd_reg_mr_out::lkey));
+    h.rkey = uint32_t(hw::get(o.data(), o.size(), hw::cmd_reg_mr_out::rkey));
+    h.qps.resize(nqps);
+    size_t off = 0;
+    for (Qp& q : h.qps) {
+        q.sq = Ring{h.mem.p + off, h.log_q, log_stride_};
+        off += sq_bytes;
+        q.rq = Ring{h.mem.p + off, h.log_q, log_rq_stride_};
+        off += rq_bytes;
+        q.cq = h.mem.p + off;
+        off += cq_bytes;
+        if (!create_qp(h, q, err)) return false;
+        h.by_cqn[q.cqn] = size_t(&q - h.qps.data());
+    }
+    return true;
+}
+
+bool FabricBench::modify(Host& h, uint32_t qpn, uint32_t mask, hw::QpState st, uint8_t* attr, std::string& err) {
+    hw::set(attr, hw::qp_attr::kSize, hw::qp_attr::qpn, qpn);
+    hw::set(attr, hw::qp_attr::kSize, hw::qp_attr::attr_mask, mask | hw::qp_attr_mask::kState);
+    hw::set(attr, hw::qp_attr::kSize, hw::qp_attr::qp_state, uint8_t(st));
+    return h.cmd(hw::CmdOpcode::ModifyQp, attr, hw::qp_attr::kSize, 0, nullptr, err);
+}
+
+bool FabricBench::create_qp(Host& h, Qp& q, std::string& err) {
+    std::vector<uint8_t> o;
+    uint8_t cq[hw::cmd_create_cq_in::kSize] = {};
+    hw::set(cq, hw::cmd_create_cq_in::log_size, h.log_cq);
+    hw::set(cq, hw::cmd_create_cq_in::domain_id, h.ctx->boot_domain());
+    hw::set(cq, hw::cmd_create_cq_in::base, reinterpret_cast<uint64_t>(q.cq));
+    if (!h.cmd(hw::CmdOpcode::CreateCq, cq, sizeof cq, hw::cmd_handle::kSize, &o, err)) return false;
+    q.cqn = Host::handle(o);
+    namespace c = hw::cmd_create_qp_in;
+    uint8_t in[c::kSize] = {};
+    hw::set(in, c::qp_type, uint8_t(hw::QpType::Rc));
+    hw::set(in, c::pdn, h.pdn);
+    hw::set(in, c::send_cqn, q.cqn);
+    hw::set(in, c::recv_cqn, q.cqn);
+    hw::set(in, c::domain_id, h.ctx->boot_domain());
+    hw::set(in, c::sq_base, reinterpret_cast<uint64_t>(q.sq.base));
+    hw::set(in, c::rq_base, reinterpret_cast<uint64_t>(q.rq.base));
+    hw::set(in, c::log_sq_size, q.sq.log_size);
+    hw::set(in, c::log_sq_stride, q.sq.log_stride);
+    hw::set(in, c::log_rq_size, q.rq.log_size);
+    hw::set(in, c::log_rq_stride, q.rq.log_stride);
+    hw::set(in, c::max_send_sge, 1);
+    hw::set(in, c::max_recv_sge, 1);
+    if (!h.cmd(hw::CmdOpcode::CreateQp, in, sizeof in, hw::cmd_handle::kSize, &o, err)) return false;
+    q.qpn = Host::handle(o);
+    namespace m = hw::qp_attr_mask;
+    namespace f = hw::qp_attr;
+    uint8_t at[f::kSize] = {};
+    hw::set(at, f::port_num, 1);
+    hw::set(at, f::qp_access_flags, hw::access::kRemoteWrite | hw::access::kRemoteRead);
+    return modify(h, q.qpn, m::kPkeyIndex | m::kPort | m::kAccessFlags, hw::QpState::Init, at, err);
+}
+
+// RTR then RTS, connected to `peer_qpn` on `peer` (its IPv4 address, GID 1:
+// ::ffff:a.b.c.d as WireNetdev orders the GID table).
+bool FabricBench::connect(Host& h, Qp& q, const Host& peer, uint32_t peer_qpn, std::string& err) {
+    namespace m = hw::qp_attr_mask;
+    namespace f = hw::qp_attr;
+    uint8_t at[f::kSize] = {};
+    hw::AddressVector av;
+    av.dgid = mapped(peer.spec.ipv4);
+    av.sgid_index = 1;
+    av.hop_limit = 64;
+    av.traffic_class = spec_.traffic_class;
+    av.grh = true;
+    hw::encode_av(at + f::av_dgid.offset, av);
+    hw::set(at, f::path_mtu, uint8_t(hw::Mtu::M4096));
+    hw::set(at, f::dest_qp_num, peer_qpn);
+    hw::set(at, f::max_dest_rd_atomic, 16);
+    hw::set(at, f::min_rnr_timer, 1);
+    if (!modify(h, q.qpn, m::kAv | m::kPathMtu | m::kDestQpn | m::kRqPsn | m::kMaxDestRdAtomic | m::kMinRnrTimer,
+                hw::QpState::Rtr, at, err))
+        return false;
+    std::memset(at, 0, sizeof at);
+    hw::set(at, f::timeout, spec_.timeout);
+    hw::set(at, f::retry_cnt, 7);
+    hw::set(at, f::rnr_retry, 7);
+    hw::set(at, f::max_rd_atomic, 16);
+    return modify(h, q.qpn, m::kSqPsn | m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kMaxQpRdAtomic,
+                  hw::QpState::Rts, at, err);
+}
+
+void FabricBench::post_write(Host& h, Qp& q) {
+    const Host& r = *hosts_[flows_[q.flow].second];
+    hw::SendWqe w;
+    w.opcode = hw::WrOpcode::RdmaWrite;
+    w.signaled = true;
+    w.wr_id = posted_[q.flow];
+    w.raddr = {r.mem.addr(r.data_off + spec_.size + 4096), r.rkey};
+    w.num_sge = 1;
+    w.sge[0] = {h.mem.addr(h.data_off), spec_.size, h.lkey};
+    hw::encode_send(w, hw::QpType::Rc, q.sq.slot(q.sq.pi), 1u << q.sq.log_stride);
+    ++q.sq.pi;
+    if (posted_[q.flow] == 0) first_ps_[q.flow] = fabric_->now_ps();
+    ++posted_[q.flow];
+    h.ctx->ring_doorbell(hw::DbKind::Sq, q.qpn, q.sq.pi);
+}
+
+// A CQE became visible on host `hi` (in simulated time): consume them, post
+// the next WRITE while the flow has messages left.
+void FabricBench::on_cqe(size_t hi, uint32_t cqn) {
+    Host& h = *hosts_[hi];
+    auto it = h.by_cqn.find(cqn);
+    if (it == h.by_cqn.end()) return;
+    Qp& q = h.qps[it->second];
+    while (const uint8_t* e = hw::cqe_peek(q.cq, q.cq_ci, h.log_cq)) {
+        const hw::Cqe c = hw::decode_cqe(e);
+        ++q.cq_ci;
+        if (!c.is_send || !q.sender) continue;
+        const size_t fl = q.flow;
+        const uint64_t now = fabric_->now_ps();
+        if (c.status == hw::WcStatus::Success) {
+            ++done_[fl];
+            last_ps_[fl] = now;
+            const size_t bin = size_t(now / (spec_.bin_ns * 1000));
+            if (bytes_bin_[fl].size() <= bin) bytes_bin_[fl].resize(bin + 1, 0);
+            bytes_bin_[fl][bin] += spec_.size;
+        } else {
+            ++errors_[fl];
+        }
+        ++all_done_;
+        if (posted_[fl] < spec_.messages && c.status == hw::WcStatus::Success) post_write(h, q);
+    }
+    h.ctx->ring_doorbell(hw::DbKind::Cq, q.cqn, q.cq_ci, 0);
+}
+
+uint64_t stat_of(const std::vector<std::pair<std::string, uint64_t>>& s, const char* name) {
+    for (const auto& [n, v] : s)
+        if (n == name) return v;
+    return 0;
+}
+double model_stat(const std::vector<ModelStat>& s, const char* name) {
+    for (const ModelStat& m : s)
+        if (m.name == name) return m.value;
+    return 0;
+}
+
+bool FabricBench::run(FabricBenchResult& out, std::string& err) {
+    if (spec_.qps == 0 || spec_.depth == 0 || spec_.size == 0 || spec_.messages == 0) {
+        err = "qps, depth, size and messages must be at least 1";
+        return false;
+    }
+    const fabric::Topology& t = spec_.topo;
+    auto find = [&](const std::string& name, size_t& idx) {
+        for (size_t i = 0; i < t.hosts.size(); ++i)
+            if (t.hosts[i].name == name) {
+                idx = i;
+                return true;
+            }
+        err = "no host named '" + name + "' in the topology";
+        return false;
+    };
+    if (!spec_.flows.empty()) {
+        for (const FabricBenchSpec::Flow& f : spec_.flows) {
+            size_t from = 0, to = 0;
+            if (!find(f.from, from) || !find(f.to, to)) return false;
+            if (from == to) {
+                err = "flow " + f.from + " -> " + f.to + ": a host cannot send to itself through the switch";
+                return false;
+            }
+            flows_.emplace_back(from, to);
+        }
+    } else {
+        if (!spec_.receiver.empty() && !find(spec_.receiver, recv_)) return false;
+        if (spec_.senders.empty()) {
+            for (size_t i = 0; i < t.hosts.size(); ++i)
+                if (i != recv_) flows_.emplace_back(i, recv_);
+        } else {
+            for (const std::string& s : spec_.senders) {
+                size_t i = 0;
+                if (!find(s, i)) return false;
+                if (i == recv_) {
+                    err = "host '" + s + "' is the receiver; it cannot also send to itself";
+                    return false;
+                }
+                flows_.emplace_back(i, recv_);
+            }
+        }
+    }
+    log_stride_ = std::max(hw::kMinLogSqStride, log2_ceil(hw::send_wqe_max_size(1, 0)));
+    log_rq_stride_ = std::max(hw::kMinLogRqStride, log2_ceil(hw::recv_wqe_size(1)));
+    fabric::Topology topo = spec_.topo;
+    if (topo.sw.depth_sample_ps == 0) topo.sw.depth_sample_ps = 1'000'000;  // 1 us
+    fabric_ = fabric::Fabric::create(topo, err);
+    if (!fabric_) return false;
+    for (size_t i = 0; i < t.hosts.size(); ++i)
+        if (!device_setup(i, err)) return false;
+    if (!fabric_->start(err)) return false;
+    std::unique_ptr<roce::PcapWriter> pcap;
+    if (!spec_.pcap.empty()) {
+        pcap = roce::PcapWriter::open(spec_.pcap, err);
+        if (!pcap) return false;
+        roce::PcapWriter* w = pcap.get();
+        fabric_->tap([w](size_t, bool, const std::vector<uint8_t>& f, uint64_t ps) { w->write(f, ps / 1'000'000); });
+    }
+    const size_t nflows = flows_.size();
+    posted_.assign(nflows, 0);
+    done_.assign(nflows, 0);
+    errors_.assign(nflows, 0);
+    first_ps_.assign(nflows, 0);
+    last_ps_.assign(nflows, 0);
+    bytes_bin_.assign(nflows, {});
+    // Each flow's QPs on its sender, and as many on its destination.
+    std::vector<uint32_t> nqps(hosts_.size(), 0), next(hosts_.size(), 0);
+    for (const auto& [from, to] : flows_) {
+        nqps[from] += spec_.qps;
+        nqps[to] += spec_.qps;
+    }
+    for (size_t i = 0; i < hosts_.size(); ++i)
+        if (nqps[i] && !host_setup(*hosts_[i], nqps[i], err)) return false;
+    for (size_t fl = 0; fl < nflows; ++fl) {
+        Host& s = *hosts_[flows_[fl].first];
+        Host& d = *hosts_[flows_[fl].second];
+        for (uint32_t k = 0; k < spec_.qps; ++k) {
+            Qp& sq = s.qps[next[flows_[fl].first]++];
+            Qp& rq = d.qps[next[flows_[fl].second]++];
+            sq.flow = fl;
+            sq.sender = true;
+            if (!connect(s, sq, d, rq.qpn, err) || !connect(d, rq, s, sq.qpn, err)) return false;
+        }
+    }
+    for (size_t i = 0; i < hosts_.size(); ++i) {
+        hosts_[i]->pipe->on_cqe([this, i](uint32_t cqn) { on_cqe(i, cqn); });
+    }
+    fabric_->run();  // the setup's commands
+    for (Host* h : [&] {
+             std::vector<Host*> v;
+             for (auto& p : hosts_) v.push_back(p.get());
+             return v;
+         }())
+        h->pipe->reset_stats();
+    total_ = uint64_t(nflows) * spec_.messages;
+    const uint64_t t0 = fabric_->now_ps();
+    for (size_t fl = 0; fl < nflows; ++fl) first_ps_[fl] = t0;
+    // Every sender's queues filled at the same instant, round robin.
+    for (uint32_t d = 0; d < spec_.depth; ++d)
+        for (auto& hp : hosts_)
+            for (Qp& q : hp->qps)
+                if (q.sender && posted_[q.flow] < spec_.messages) post_write(*hp, q);
+    const uint64_t w0 = base::mono_ns();
+    for (;;) {
+        fabric_->run();
+        uint64_t ended = 0;
+        for (size_t fl = 0; fl < nflows; ++fl) ended += done_[fl] + errors_[fl];
+        if (ended >= total_) break;
+        // Idle with messages outstanding: a lost packet's retransmit timer
+        // (wall clock) must fire. The engines look at their timers.
+        if (double(base::mono_ns() - w0) / 1e9 > spec_.wall_limit_s) {
+            err = "the workload stalled: " + std::to_string(ended) + " of " + std::to_string(total_) +
+                  " messages ended after " + std::to_string(spec_.wall_limit_s) + " s";
+            return false;
+        }
+        ++out.timer_polls;
+        bool any = false;
+        for (auto& h : hosts_) any |= h->engine->poll(base::mono_ns());
+        if (!any) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    out.wall_s = double(base::mono_ns() - w0) / 1e9;
+    if (pcap) {
+        fabric_->tap(nullptr);
+        pcap->flush();
+    }
+    out.sim_ns = double(fabric_->now_ps() - t0) / 1000.0;
+    out.bin_ns = double(spec_.bin_ns);
+    std::ostringstream depth;
+    fabric_->write_depth_csv(depth);  // flushes every switch's series
+    out.depth_csv = depth.str();
+    for (size_t fl = 0; fl < nflows; ++fl) {
+        const size_t hi = flows_[fl].first;
+        Host& h = *hosts_[hi];
+        FabricFlow f;
+        f.host = h.spec.name;
+        f.to = hosts_[flows_[fl].second]->spec.name;
+        f.messages = done_[fl];
+        f.errors = errors_[fl];
+        const uint64_t span = last_ps_[fl] > first_ps_[fl] ? last_ps_[fl] - first_ps_[fl] : 0;
+        f.gbps = span ? double(done_[fl]) * spec_.size * 8.0 * 1000.0 / double(span) : 0;
+        const auto st = soft_engine::read_stats(h.bar.p);
+        f.retransmits = stat_of(st, "retransmits");
+        f.naks_received = stat_of(st, "rx_nak_psn_seq");
+        const auto ms = h.pipe->stats();
+        f.pfc_received = uint64_t(model_stat(ms, "mac.pfc_rx_frames"));
+        f.pfc_held = uint64_t(model_stat(ms, "mac.pfc_paused_frames"));
+        const auto at = fabric_->host_at(hi);
+        for (unsigned p = 0; p < fabric::kPriorities; ++p) f.drops += fabric_->sw(at.first).counters(at.second, p).drops;
+        f.ce_marked = fabric_->ce_frames_from(hi);
+        // Bins from the measurement's start.
+        const size_t b0 = size_t(t0 / (spec_.bin_ns * 1000));
+        for (size_t b = b0; b < bytes_bin_[fl].size(); ++b)
+            f.gbps_series.push_back(bytes_bin_[fl][b] * 8.0 / double(spec_.bin_ns));
+        out.flows.push_back(std::move(f));
+    }
+    for (size_t k = 0; k < fabric_->switches(); ++k) {
+        const fabric::Switch& sw = fabric_->sw(k);
+        FabricBenchResult::SwitchPorts sp;
+        sp.name = sw.name();
+        sp.pauses_sent.assign(sw.ports(), 0);
+        sp.drops.assign(sw.ports(), 0);
+        sp.marks.assign(sw.ports(), 0);
+        for (uint32_t port = 0; port < sw.ports(); ++port)
+            for (unsigned p = 0; p < fabric::kPriorities; ++p) {
+                const fabric::PortPrioCounters& c = sw.counters(port, p);
+                sp.pauses_sent[port] += c.pause_sent;
+                sp.drops[port] += c.drops;
+                sp.marks[port] += c.ecn_marked;
+                out.switch_drops += c.drops;
+                out.switch_marks += c.ecn_marked;
+                out.switch_pauses += c.pause_sent;
+                out.switch_resumes += c.resume_sent;
+                bool dest = false;
+                for (const auto& fl : flows_) dest |= fabric_->host_at(fl.second) == std::make_pair(uint32_t(k), port);
+                if (dest) out.max_queue_bytes = std::max(out.max_queue_bytes, c.max_depth_bytes);
+            }
+        out.shared_peak = std::max(out.shared_peak, sw.shared_peak());
+        out.switches.push_back(std::move(sp));
+    }
+    std::vector<bool> counted(hosts_.size(), false);
+    for (const auto& fl : flows_)
+        if (!counted[fl.second]) {
+            counted[fl.second] = true;
+            out.receiver_naks_sent += stat_of(soft_engine::read_stats(hosts_[fl.second]->bar.p), "tx_nak_psn_seq");
+        }
+    return true;
+}
+
+}  // namespace
+
+bool run_fabric_bench(const FabricBenchSpec& spec, FabricBenchResult& out, std::string& err) {
+    FabricBench b(spec);
+    return b.run(out, err);
+}
+
+std::string fabric_throughput_csv(const FabricBenchResult& r) {
+    std::ostringstream os;
+    os << "time_us";
+    size_t bins = 0;
+    for (const FabricFlow& f : r.flows) {
+        os << "," << f.host << "_" << f.to << "_gbps";
+        bins = std::max(bins, f.gbps_series.size());
+    }
+    os << "\n";
+    for (size_t b = 0; b < bins; ++b) {
+        os << double(b) * r.bin_ns / 1000.0;
+        for (const FabricFlow& f : r.flows) os << "," << (b < f.gbps_series.size() ? f.gbps_series[b] : 0.0);
+        os << "\n";
+    }
+    return os.str();
+}
+
+std::string fabric_throughput_svg(const FabricBenchResult& r, const std::string& title) {
+    PlotSpec p;
+    p.title = title;
+    p.x = {"simulated time (us)"};
+    p.y_left = {"throughput (Gb/s)"};
+    p.y_left.min = 0;
+    for (const FabricFlow& f : r.flows) {
+        Series s{f.host + " -> " + f.to, {}, {}};
+        for (size_t b = 0; b < f.gbps_series.size(); ++b) {
+            s.x.push_back(double(b) * r.bin_ns / 1000.0);
+            s.y.push_back(f.gbps_series[b]);
+        }
+        p.left.push_back(std::move(s));
+    }
+    return render_svg(p);
+}
+
+std::string fabric_depth_svg(const FabricBenchResult& r, const std::string& title) {
+    // The depth CSV: time_ns, then a column per queue that held a frame.
+    PlotSpec p;
+    p.title = title;
+    p.x = {"simulated time (us)"};
+    p.y_left = {"egress queue depth (KB)"};
+    p.y_left.min = 0;
+    std::istringstream is(r.depth_csv);
+    std::string line;
+    std::vector<Series> cols;
+    bool head = true;
+    while (std::getline(is, line)) {
+        std::vector<std::string> cells;
+        std::stringstream ls(line);
+        for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
+        if (cells.empty()) continue;
+        if (head) {
+            for (size_t i = 1; i < cells.size(); ++i) cols.push_back(Series{cells[i], {}, {}});
+            head = false;
+            continue;
+        }
+        const double t_us = std::stod(cells[0]) / 1000.0;
+        for (size_t i = 1; i < cells.size() && i - 1 < cols.size(); ++i) {
+            cols[i - 1].x.push_back(t_us);
+            cols[i - 1].y.push_back(std::stod(cells[i]) / 1000.0);
+        }
+    }
+    p.left = std::move(cols);
+    return render_svg(p);
+}
+
+}  // namespace simnic::model

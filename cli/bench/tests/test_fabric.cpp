@@ -1,0 +1,238 @@
+// The fabric (issue 15): a 2:1 incast of RDMA WRITE streams through the
+// switch model, every device a whole model device, all in one simulated
+// time (fabric_bench.h). Each case checks what its switch settings must
+// show in the counters.
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "simnic/bench/fabric_bench.h"
+#include "simnic/roce/pcap_io.h"
+
+using namespace simnic::model;
+
+namespace {
+
+fabric::Topology incast2() {
+    fabric::Topology t;
+    std::string err;
+    REQUIRE(fabric::load_topology(std::string(SIMNIC_SOURCE_DIR) + "/docs/examples/fabric/incast2.toml", t, err));
+    return t;
+}
+
+FabricBenchResult run(const FabricBenchSpec& s) {
+    FabricBenchResult r;
+    std::string err;
+    const bool ok = run_fabric_bench(s, r, err);
+    INFO(err);
+    REQUIRE(ok);
+    for (const FabricFlow& f : r.flows)
+        std::printf("  %s: %llu msgs, %.1f Gb/s, retx %llu, naks %llu, pfc rx %llu held %llu, drops %llu, ce %llu\n",
+                    f.host.c_str(), (unsigned long long)f.messages, f.gbps, (unsigned long long)f.retransmits,
+                    (unsigned long long)f.naks_received, (unsigned long long)f.pfc_received,
+                    (unsigned long long)f.pfc_held, (unsigned long long)f.drops, (unsigned long long)f.ce_marked);
+    std::printf("  switch: drops %llu marks %llu pauses %llu resumes %llu, max queue %llu B, shared peak %llu B; "
+                "%.1f us simulated in %.2f s\n",
+                (unsigned long long)r.switch_drops, (unsigned long long)r.switch_marks,
+                (unsigned long long)r.switch_pauses, (unsigned long long)r.switch_resumes,
+                (unsigned long long)r.max_queue_bytes, (unsigned long long)r.shared_peak, r.sim_ns / 1000, r.wall_s);
+    return r;
+}
+
+FabricBenchSpec spec(const fabric::Topology& t) {
+    FabricBenchSpec s;
+    s.topo = t;
+    s.size = 32768;
+    s.depth = 8;
+    s.messages = 48;
+    return s;
+}
+
+void all_complete(const FabricBenchResult& r, const FabricBenchSpec& s) {
+    REQUIRE(r.flows.size() == 2);
+    for (const FabricFlow& f : r.flows) {
+        CHECK(f.messages == s.messages);
+        CHECK(f.errors == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("fabric: 2:1 incast with ECN only: marks, the queue bounded by the buffer, no drops", "[fabric]") {
+    fabric::Topology t = incast2();
+    t.sw.priority[3].pfc = false;
+    t.sw.priority[3].ecn = true;
+    FabricBenchSpec s = spec(t);
+    char dir[] = "/tmp/simnic-fabric-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    s.pcap = std::string(dir) + "/fabric.pcap";
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    CHECK(r.switch_marks > 0);
+    // The capture has each frame leaving its sender (ECT(0)) and reaching
+    // its receiver: the CE marks are exactly those the fabric counted.
+    std::string err;
+    auto rd = simnic::roce::PcapReader::open(s.pcap, err);
+    REQUIRE(rd);
+    simnic::roce::PcapRecord rec;
+    uint64_t frames = 0, ce = 0, ect0 = 0;
+    while (rd->next(rec)) {
+        ++frames;
+        if (rec.data.size() < 16 || rec.data[12] != 0x08 || rec.data[13] != 0x00) continue;
+        const unsigned ecn = rec.data[15] & 3;
+        ce += ecn == 3;
+        ect0 += ecn == 2;
+    }
+    std::remove(s.pcap.c_str());
+    rmdir(dir);
+    CHECK(ce == r.flows[0].ce_marked + r.flows[1].ce_marked);
+    CHECK(ce == r.switch_marks);
+    CHECK(ect0 > 0);
+    CHECK(frames > 2 * 2 * s.messages);
+    CHECK(r.flows[0].ce_marked + r.flows[1].ce_marked > 0);
+    CHECK(r.switch_drops == 0);
+    CHECK(r.switch_pauses == 0);
+    CHECK(r.max_queue_bytes > t.sw.priority[3].kmin_bytes);
+    CHECK(r.max_queue_bytes <= t.sw.buffer_bytes);
+    // Without congestion control the senders' windows bound the queue:
+    // 2 senders x depth x size, less what the line drains.
+    CHECK(r.max_queue_bytes <= 2ull * s.depth * s.size);
+    for (const FabricFlow& f : r.flows) CHECK(f.retransmits == 0);
+}
+
+TEST_CASE("fabric: 2:1 incast with PFC: the switch pauses, the senders' MAC TX honours it, no drops", "[fabric]") {
+    fabric::Topology t = incast2();
+    t.sw.priority[3].pfc = true;
+    t.sw.priority[3].ecn = false;
+    // XOFF low enough that the senders' windows cross it.
+    t.sw.priority[3].xoff_bytes = 64 * 1024;
+    t.sw.priority[3].xon_bytes = 56 * 1024;
+    FabricBenchSpec s = spec(t);
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    CHECK(r.switch_pauses > 0);
+    CHECK(r.switch_resumes > 0);
+    CHECK(r.switch_drops == 0);
+    CHECK(r.switch_marks == 0);
+    uint64_t received = 0, held = 0;
+    for (const FabricFlow& f : r.flows) {
+        received += f.pfc_received;
+        held += f.pfc_held;
+        CHECK(f.retransmits == 0);
+    }
+    CHECK(received > 0);
+    CHECK(held > 0);
+}
+
+TEST_CASE("fabric: 2:1 incast with neither and a small buffer: drops, go-back-N, every message completes",
+          "[fabric]") {
+    fabric::Topology t = incast2();
+    t.sw.priority[3].pfc = false;
+    t.sw.priority[3].ecn = false;
+    t.sw.buffer_bytes = 48 * 1024;
+    FabricBenchSpec s = spec(t);
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    CHECK(r.switch_drops > 0);
+    uint64_t retx = 0, naks = 0;
+    for (const FabricFlow& f : r.flows) {
+        retx += f.retransmits;
+        naks += f.naks_received;
+    }
+    CHECK(retx > 0);
+    CHECK(naks > 0);
+    CHECK(r.receiver_naks_sent > 0);
+}
+
+TEST_CASE("fabric: two senders into one receiver get roughly equal shares", "[fabric]") {
+    fabric::Topology t = incast2();
+    FabricBenchSpec s = spec(t);
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    const double a = r.flows[0].gbps, b = r.flows[1].gbps;
+    CHECK(a > 0);
+    CHECK(b > 0);
+    CHECK(std::fabs(a - b) / std::max(a, b) < 0.15);
+    // Together they fill the receiver's 100 Gb/s link, not more.
+    CHECK(a + b > 70);
+    CHECK(a + b < 101);
+}
+
+TEST_CASE("fabric: with PFC, a victim flow to an uncongested receiver is slowed by head-of-line blocking",
+          "[fabric]") {
+    // h1 to h4 write to h0 (4:1, congested: a 25 Gb/s share each); h1 also
+    // writes to h5, whose port is idle otherwise. PFC pauses h1's link for
+    // the congestion at h0, and the device has one TX queue: the frames to
+    // h5 wait too, so h1's two flows move at about the congested one's pace.
+    fabric::Topology t;
+    std::string err;
+    REQUIRE(fabric::load_topology(std::string(SIMNIC_SOURCE_DIR) + "/docs/examples/fabric/incast8.toml", t, err));
+    FabricBenchSpec s = spec(t);
+    s.flows = {{"h1", "h0"}, {"h2", "h0"}, {"h3", "h0"}, {"h4", "h0"}, {"h1", "h5"}};
+    auto victim = [](const FabricBenchResult& r) {
+        for (const FabricFlow& f : r.flows)
+            if (f.to == "h5") return f.gbps;
+        return 0.0;
+    };
+    // Without PFC (ECN only, a buffer deep enough for every window): no
+    // pause, the victim has its share of h1's line.
+    s.topo.sw.priority[3].pfc = false;
+    const FabricBenchResult free_run = run(s);
+    CHECK(free_run.switch_pauses == 0);
+    CHECK(free_run.switch_drops == 0);
+    // With PFC at a low XOFF: h1 is paused, and the flow to h5 with it.
+    s.topo.sw.priority[3].pfc = true;
+    s.topo.sw.priority[3].xoff_bytes = 64 * 1024;
+    s.topo.sw.priority[3].xon_bytes = 56 * 1024;
+    const FabricBenchResult blocked = run(s);
+    REQUIRE(blocked.flows.size() == 5);
+    for (const FabricFlow& f : blocked.flows) {
+        CHECK(f.messages == s.messages);
+        CHECK(f.errors == 0);
+    }
+    CHECK(blocked.switch_pauses > 0);
+    CHECK(blocked.switch_drops == 0);
+    std::printf("  victim h1 -> h5: %.1f Gb/s without PFC, %.1f Gb/s with\n", victim(free_run), victim(blocked));
+    CHECK(victim(blocked) < 0.7 * victim(free_run));
+}
+
+TEST_CASE("fabric: a leaf-spine, where PFC pauses propagate hop by hop back to the sender", "[fabric]") {
+    // h1 (leaf 1) and h2 (leaf 0) write to h0 (leaf 0): the congestion is at
+    // leaf 0's port to h0. Leaf 0 pauses the spine (its uplink ingress is
+    // over XOFF), the spine's queue to leaf 0 grows until it pauses leaf 1,
+    // whose queue to the spine grows until it pauses h1.
+    fabric::Topology t;
+    std::string err;
+    REQUIRE(fabric::load_topology(std::string(SIMNIC_SOURCE_DIR) + "/docs/examples/fabric/leafspine.toml", t, err));
+    REQUIRE(t.leaves == 2);
+    REQUIRE(t.spines == 1);
+    t.sw.priority[3].ecn = false;
+    t.sw.priority[3].xoff_bytes = 64 * 1024;
+    t.sw.priority[3].xon_bytes = 56 * 1024;
+    FabricBenchSpec s = spec(t);
+    s.flows = {{"h1", "h0"}, {"h2", "h0"}};
+    const FabricBenchResult r = run(s);
+    all_complete(r, s);
+    CHECK(r.switch_drops == 0);
+    REQUIRE(r.switches.size() == 3);
+    for (const auto& sw : r.switches) {
+        std::printf("  %s pauses sent per port:", sw.name.c_str());
+        for (uint64_t p : sw.pauses_sent) std::printf(" %llu", (unsigned long long)p);
+        std::printf("\n");
+    }
+    // Leaf 0: h0 port 0, h2 port 1, uplink port 2. Leaf 1: h1 port 0, h3
+    // port 1, uplink 2. Spine: port k to leaf k.
+    CHECK(r.switches[0].pauses_sent[2] > 0);  // leaf 0 pauses the spine
+    CHECK(r.switches[2].pauses_sent[1] > 0);  // the spine pauses leaf 1
+    CHECK(r.switches[1].pauses_sent[0] > 0);  // leaf 1 pauses h1
+    CHECK(r.switches[0].pauses_sent[1] > 0);  // leaf 0 pauses h2 (local)
+    CHECK(r.switches[1].pauses_sent[1] == 0); // h3 sends nothing
+    for (const FabricFlow& f : r.flows) CHECK(f.pfc_received > 0);
+    // The two flows share h0's link.
+    CHECK(r.flows[0].gbps + r.flows[1].gbps > 70);
+}
