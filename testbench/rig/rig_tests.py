@@ -141,7 +141,7 @@ class Report:
         except subprocess.TimeoutExpired as e:
             ok, why = False, f"timeout: {e}"
         dt = time.monotonic() - t0
-        self.results.append((name, ok, dt))
+        self.results.append((name, ok, dt, why))
         print(f"[{'ok' if ok else 'FAIL'}] {name} ({dt:.1f} s){': ' + why if why else ''}",
               flush=True)
         if not ok and fatal:
@@ -149,11 +149,17 @@ class Report:
         return ok
 
     def ok(self):
-        return all(ok for _, ok, _ in self.results)
+        return all(r[1] for r in self.results)
 
     def summary(self):
-        for name, ok, dt in self.results:
+        for name, ok, dt, _ in self.results:
             print(f"  {'ok  ' if ok else 'FAIL'} {dt:6.1f} s  {name}")
+        # The failures again, last, with their reasons: CI keeps only the
+        # head and the tail of a long log, and a failure in the middle of a
+        # group's checks was cut out of it.
+        for name, ok, _, why in self.results:
+            if not ok:
+                print(f"FAILED: {name}: {why[-2000:]}")
 
 
 # --------------------------------------------------------------------------
