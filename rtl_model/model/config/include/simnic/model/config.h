@@ -178,10 +178,10 @@ struct CongestionConfig {
     double initial_alpha = 1;          // alpha before the first CNP
     std::uint32_t alpha_timer_ns = 55'000;    // K
     std::uint32_t rate_timer_ns = 55'000;     // T
-    std::uint32_t byte_counter_bytes = 10u << 20;  // B; 0: no byte counter
+    std::uint32_t byte_counter_bytes = 10'000'000;  // B; 0: no byte counter
     std::uint32_t fast_recovery_steps = 5;    // F
     double rai_mbps = 40;              // R_AI
-    double rhai_mbps = 400;            // R_HAI
+    double rhai_mbps = 200;            // R_HAI
     std::uint32_t min_cnp_interval_ns = 50'000;  // N, per QP
 
     // The reaction point's configuration for a port of `port_gbps` (used
