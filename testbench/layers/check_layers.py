@@ -21,6 +21,7 @@ LAYERS = [
     "hwspec",             # the contract: layouts, verbs vocabulary, device tables, codec
     "control",            # the control channel to the daemon
     "protocol/roce",      # the packet core
+    "protocol/congestion", # ECN, CNP and DCQCN: the notification and reaction points, the fluid model
     "protocol/transport", # requester, responder, completer
     "soft_engine",        # the soft engine, which owns the timing-model plug
     "rtl_model",          # the cycle model and the RTL, plugged into the engine
@@ -35,7 +36,7 @@ LAYERS = [
 
 # Which room provides `#include "simnic/<part>/..."`.
 PARTS = {
-    "base": "base", "hw": "hwspec", "control": "control", "roce": "protocol/roce",
+    "base": "base", "hw": "hwspec", "control": "control", "roce": "protocol/roce", "congestion": "protocol/congestion",
     "transport": "protocol/transport", "soft_engine": "soft_engine", "model": "rtl_model",
     "fw": "fw", "cm": "cm", "daemon": "daemon", "host": "host_driver", "bench": "cli", "wire": "cli",
 }
