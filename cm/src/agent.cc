@@ -110,6 +110,19 @@ struct Id {
     // rdma_set_option's ToS, and the route's traffic class: the ToS when the
     // route was resolved (active side), the REQ's (passive side).
     uint8_t tos = 0, traffic_class = 0;
+    // rdma_set_option's REUSEADDR, AFONLY (afonly_set: the application set
+    // it; else the ID's IP version decides, see Impl::afonly_of) and
+    // ACK_TIMEOUT.
+    bool reuseaddr = false;
+    bool afonly_set = false, afonly = false;
+    bool ack_timeout_set = false;
+    uint8_t ack_timeout = 0;
+    // The route's hop limit and packet life time: RoCE's (rdma_cm's) unless
+    // the application gave a path record.
+    uint8_t hop_limit = kHopLimit, packet_life_time = kPacketLifeTime;
+    // The path's local ACK timeout: its packet life time + 1, at most the
+    // REQ field's 31 (cm_ack_timeout).
+    uint8_t local_ack_timeout() const { return uint8_t(std::min(packet_life_time + 1, 31)); }
     Gid sgid{}, dgid{};
     uint32_t sgid_index = 0;
     // ADDR_QUERY: when to give up (its `deadline` is the next look).
@@ -131,6 +144,8 @@ struct Agent::Impl {
     std::map<uint32_t, Id> ids;
     uint32_t next_handle = 1;
     size_t max_ids_per_channel = 0;  // 0: none
+    bool bindv6only = false;         // the host's net.ipv6.bindv6only
+    uint8_t rx_tclass = 0;           // the traffic class of the MAD being handled
     // Whether a listener's channel may take one more ID (for a request).
     // The IDs an application holds on `channel` (orphans are the agent's).
     size_t ids_on(uint64_t channel) const {
@@ -177,22 +192,60 @@ struct Agent::Impl {
         }
     }
 
-    bool port_in_use(const Id& self, const SockAddr& a) const {
-        for (const auto& [h, o] : ids) {
-            if (&o == &self || !o.bound || o.accepted || o.ps != self.ps || o.src.port != a.port || o.src.v6 != a.v6) continue;
-            if (o.src.any() || a.any() || o.src.addr == a.addr) return true;
-        }
-        return false;
-    }
+    // rdma_bind_addr's default when the application did not set AFONLY:
+    // an IPv4 ID is AF-only, an IPv6 one as net.ipv6.bindv6only says.
+    bool afonly_of(const Id& id, bool v6) const { return id.afonly_set ? id.afonly : (!v6 || bindv6only); }
 
-    // An ephemeral port as the kernel's rdma_cm picks one: random within the
-    // local port range, not in use.
-    uint16_t ephemeral(const Id& self, SockAddr a) {
-        for (int tries = 0; tries < 4096; ++tries) {
-            a.port = uint16_t(32768 + hooks.random32() % (60999 - 32768 + 1));
-            if (!port_in_use(self, a)) return a.port;
+    // cma_check_port: whether `self` may hold address `a` beside the other
+    // IDs holding a.port in its port space: EADDRINUSE for the same address,
+    // EADDRNOTAVAIL where either is a wildcard, unless both allow reuse
+    // (`reuse`: self's REUSEADDR counts; not at listen) or both are AF-only
+    // and of different IP versions.
+    int check_port(const Id& self, const SockAddr& a, bool reuse) const {
+        for (const auto& [h, o] : ids) {
+            if (&o == &self || !o.bound || o.accepted || o.ps != self.ps || o.src.port != a.port) continue;
+            if (reuse && o.reuseaddr) continue;
+            if (afonly_of(self, a.v6) && afonly_of(o, o.src.v6) && o.src.v6 != a.v6) continue;
+            if (a.any() || o.src.any()) return EADDRNOTAVAIL;
+            if (o.src.v6 == a.v6 && o.src.addr == a.addr) return EADDRINUSE;
         }
         return 0;
+    }
+
+    // An ephemeral port as the kernel's rdma_cm picks one (cma_alloc_any_port):
+    // random within the local port range, held by no ID of the port space.
+    uint16_t ephemeral(const Id& self, SockAddr a) {
+        auto taken = [&](uint16_t port) {
+            for (const auto& [h, o] : ids)
+                if (&o != &self && o.bound && !o.accepted && o.ps == self.ps && o.src.port == port) return true;
+            return false;
+        };
+        for (int tries = 0; tries < 4096; ++tries) {
+            a.port = uint16_t(32768 + hooks.random32() % (60999 - 32768 + 1));
+            if (!taken(a.port)) return a.port;
+        }
+        return 0;
+    }
+
+    // cma_match_private_data: a wildcard listener that is not AF-only takes
+    // a request of either IP version; otherwise the version of the request's
+    // rdma_cm header must be the listener's, and so must its address `to`
+    // unless the listener's is a wildcard.
+    bool listens_for(const Id& l, const CmaHdr& c, const Gid& to) const {
+        if (l.src.any() && !afonly_of(l, l.src.v6)) return true;
+        if ((c.ip_version == 6) != l.src.v6) return false;
+        return l.src.any() || l.src.addr == to;
+    }
+
+    // What ib_cm sends without a connection of its own (a REJ to a REQ no
+    // one listens for, a DREP to an unknown DREQ, a SIDR_REP) goes on an
+    // address vector made from the received packet (cm_init_av_for_response,
+    // ib_init_ah_attr_from_wc). Its traffic class is read from the first
+    // word of the 40-byte GRH area: for RoCE v2 over IPv6 the packet's, over
+    // IPv4 zeros (rxe puts the IPv4 header in the area's last 20 bytes).
+    uint8_t response_tclass(const Gid& peer) const {
+        static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        return std::equal(kMapped, kMapped + 12, peer.begin()) ? 0 : rx_tclass;
     }
 
     void event(const Id& id, EventType t, int status = 0, const ConnParam* p = nullptr) {
@@ -209,7 +262,7 @@ struct Agent::Impl {
     }
 
     void send(Id& id, const Mad& m, uint64_t interval) {
-        hooks.send_mad(id.device, id.sgid, id.dgid, m);
+        hooks.send_mad(id.device, id.sgid, id.dgid, id.traffic_class, m);
         id.last_mad = m;
         if (interval) {
             id.interval = interval;
@@ -388,8 +441,8 @@ int Agent::bind(uint32_t h, const SockAddr& a) {
     if (s.port == 0) {
         s.port = impl_->ephemeral(*id, s);
         if (s.port == 0) return EADDRINUSE;
-    } else if (impl_->port_in_use(*id, s)) {
-        return EADDRINUSE;
+    } else if (int e = impl_->check_port(*id, s, id->reuseaddr)) {
+        return e;
     }
     id->src = s;
     id->device = device;
@@ -498,6 +551,59 @@ int Agent::set_tos(uint32_t h, uint8_t tos) {
     return 0;
 }
 
+int Agent::set_reuseaddr(uint32_t h, bool reuse) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (!((reuse && id->state != State::Listen) || id->state == State::Idle)) return EINVAL;
+    id->reuseaddr = reuse;
+    return 0;
+}
+
+int Agent::set_afonly(uint32_t h, bool afonly) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (id->state != State::Idle && id->state != State::AddrBound) return EINVAL;
+    id->afonly_set = true;
+    id->afonly = afonly;
+    return 0;
+}
+
+void Agent::set_bindv6only(bool on) { impl_->bindv6only = on; }
+
+int Agent::set_ib_path(uint32_t h, const PathRecord& path) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    if (id->state != State::AddrResolved) return EINVAL;
+    auto p = impl_->ports.find(id->device);
+    if (p == impl_->ports.end()) return ENODEV;
+    uint32_t idx = 0;
+    const Port* owner = impl_->port_of(path.sgid, &idx);
+    if (!owner || owner->device != id->device) return EINVAL;
+    if (path.mtu < 1 || path.mtu > 5) return EINVAL;
+    id->sgid = path.sgid;
+    id->sgid_index = idx;
+    id->dgid = path.dgid;
+    id->flow_label = path.flow_label & 0xFFFFF;
+    id->hop_limit = path.hop_limit;
+    id->traffic_class = path.traffic_class;
+    id->path_mtu = path.mtu;
+    id->packet_life_time = path.packet_life_time & 0x3F;
+    id->state = State::RouteResolved;
+    impl_->event(*id, EventType::RouteResolved);
+    return 0;
+}
+
+int Agent::set_ack_timeout(uint32_t h, uint8_t timeout) {
+    Id* id = impl_->find(h);
+    if (!id) return EINVAL;
+    // rdma_set_ack_timeout: RC (and XRC initiator) QPs only; an ID's QP type
+    // follows its port space (rdma_create_id: UD for RDMA_PS_UDP).
+    if (id->ud()) return EINVAL;
+    id->ack_timeout_set = true;
+    id->ack_timeout = timeout;
+    return 0;
+}
+
 int Agent::listen(uint32_t h) {
     Id* id = impl_->find(h);
     if (!id) return EINVAL;
@@ -505,10 +611,12 @@ int Agent::listen(uint32_t h) {
         if (int e = bind(h, SockAddr{})) return e;
     }
     if (id->state != State::AddrBound) return EINVAL;
-    for (const auto& [oh, o] : impl_->ids)
-        if (oh != h && o.state == State::Listen && o.ps == id->ps && o.src.port == id->src.port &&
-            (o.src.any() || id->src.any() || o.src.addr == id->src.addr))
-            return EADDRINUSE;
+    // REUSEADDR let it share its address at bind; a listener may not
+    // (rdma_listen checks the port again without it, then turns it off).
+    if (id->reuseaddr) {
+        if (int e = impl_->check_port(*id, id->src, false)) return e;
+        id->reuseaddr = false;
+    }
     id->state = State::Listen;
     return 0;
 }
@@ -580,8 +688,8 @@ int Agent::connect(uint32_t h, const ConnParam& p) {
     r.primary_remote_gid = id->dgid;
     r.primary_flow_label = id->flow_label;
     r.primary_traffic_class = id->traffic_class;  // cm_format_req: the path's
-    r.primary_hop_limit = kHopLimit;
-    r.primary_local_ack_timeout = kLocalAckTimeout;
+    r.primary_hop_limit = id->hop_limit;
+    r.primary_local_ack_timeout = id->local_ack_timeout();
     r.vendor_id = p.ece_vendor_id & kVendorIdMask;
     put_cma_hdr(r.private_data.data(), cma_hdr_of(*id));
     std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHdrBytes);
@@ -824,14 +932,15 @@ int Agent::init_qp_attr(uint32_t h, hw::QpState st, QpAttr& a) const {
             a.flow_label = id->flow_label;
             a.traffic_class = id->traffic_class;
             a.sgid_index = uint8_t(id->sgid_index);
-            a.hop_limit = kHopLimit;
+            a.hop_limit = id->hop_limit;
             return 0;
         case hw::QpState::Rts:
             if (!connected) return EINVAL;
             a.mask = m::kState | m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kSqPsn |
                      m::kMaxQpRdAtomic;
             a.sq_psn = id->sq_psn;
-            a.timeout = kLocalAckTimeout;
+            // rdma_init_qp_attr: the path's, unless rdma_set_ack_timeout set one.
+            a.timeout = id->ack_timeout_set ? id->ack_timeout : id->local_ack_timeout();
             a.retry_cnt = id->retry_count;
             a.rnr_retry = id->rnr_retry_count;
             a.max_rd_atomic = id->initiator_depth;
@@ -937,7 +1046,9 @@ std::vector<Agent::IdInfo> Agent::list(const std::string& device) const {
 
 // ---- the wire ----
 
-void Agent::on_mad(const std::string& device, const Gid& src, const Gid& dst, const uint8_t* mad, size_t len) {
+void Agent::on_mad(const std::string& device, const Gid& src, const Gid& dst, const uint8_t* mad, size_t len,
+                   uint8_t traffic_class) {
+    impl_->rx_tclass = traffic_class;
     MadHdr h;
     if (decode_hdr(mad, len, h) != MadError::Ok) return;  // not ours to answer: dropped, as ib_mad does
     if (!impl_->ports.count(device)) return;
@@ -960,7 +1071,7 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
     for (auto& [hd, id] : ids) {
         if (id.remote_comm_id == r.local_comm_id && id.remote_guid == r.local_ca_guid &&
             (id.state == State::ReqRcvd || id.state == State::RepSent || id.state == State::Established)) {
-            if (id.state == State::RepSent) hooks.send_mad(id.device, id.sgid, id.dgid, id.last_mad);
+            if (id.state == State::RepSent) hooks.send_mad(id.device, id.sgid, id.dgid, id.traffic_class, id.last_mad);
             return;
         }
     }
@@ -972,7 +1083,7 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
         for (auto& [hd, id] : ids) {
             if (id.state != State::Listen || service_id(id.ps, id.src.port) != r.service_id) continue;
             if (!id.device.empty() && id.device != device) continue;
-            if (!id.src.any() && id.src.addr != r.primary_remote_gid) continue;
+            if (!listens_for(id, c, r.primary_remote_gid)) continue;
             listener = &id;
             break;
         }
@@ -984,7 +1095,7 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
         j.remote_comm_id = r.local_comm_id;
         j.msg_rejected = RejMsg::Req;
         j.reason = uint16_t(RejReason::InvalidServiceId);
-        hooks.send_mad(device, r.primary_remote_gid, from, encode(hdr(h.tid), j));
+        hooks.send_mad(device, r.primary_remote_gid, from, response_tclass(from), encode(hdr(h.tid), j));
         return;
     }
     if (!room_on(listener->channel)) return;  // its channel is full: the REQ's resend may find room
@@ -1006,8 +1117,12 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
     child.retry_count = r.retry_count;
     child.rnr_retry_count = r.rnr_retry_count;
     child.flow_label = r.primary_flow_label;
-    // The passive side's path is the REQ's (cm_format_paths_from_req).
+    // The passive side's path is the REQ's (cm_format_paths_from_req): its
+    // traffic class, hop limit, and a packet life time one below the REQ's
+    // local ACK timeout.
     child.traffic_class = r.primary_traffic_class;
+    child.hop_limit = r.primary_hop_limit;
+    child.packet_life_time = uint8_t(r.primary_local_ack_timeout - (r.primary_local_ack_timeout > 0));
     ConnParam p = param_of(r.private_data.data() + kCmaHdrBytes, kReqPrivateBytes - kCmaHdrBytes,
                            child.responder_resources, child.initiator_depth, r.end_to_end_flow_control,
                            r.retry_count, r.rnr_retry_count, r.srq, r.local_qpn);
@@ -1022,7 +1137,7 @@ void Agent::Impl::on_rep(const uint8_t* mad, const MadHdr& h) {
     if (!id) return;
     if (id->state == State::Established && id->remote_comm_id == r.local_comm_id) {
         // Our RTU was lost: the peer resent its REP.
-        hooks.send_mad(id->device, id->sgid, id->dgid, id->last_mad);
+        hooks.send_mad(id->device, id->sgid, id->dgid, id->traffic_class, id->last_mad);
         return;
     }
     if (id->state != State::ReqSent) return;
@@ -1084,7 +1199,7 @@ void Agent::Impl::on_dreq(const std::string& device, const Gid& from, const Gid&
         Drep r;
         r.local_comm_id = d.remote_comm_id;
         r.remote_comm_id = d.local_comm_id;
-        hooks.send_mad(device, to, from, encode(hdr(h.tid), r));
+        hooks.send_mad(device, to, from, response_tclass(from), encode(hdr(h.tid), r));
         return;
     }
     id->tid = h.tid;
@@ -1137,7 +1252,7 @@ void Agent::Impl::on_sidr_req(const std::string& device, const Gid& from, const 
     for (auto& [hd, id] : ids) {
         if (id.ud() && id.remote_comm_id == r.request_id && id.dgid == from &&
             (id.state == State::ReqRcvd || id.state == State::Established)) {
-            if (id.state == State::Established) hooks.send_mad(id.device, id.sgid, id.dgid, id.last_mad);
+            if (id.state == State::Established) hooks.send_mad(id.device, id.sgid, id.dgid, id.traffic_class, id.last_mad);
             return;
         }
     }
@@ -1147,7 +1262,7 @@ void Agent::Impl::on_sidr_req(const std::string& device, const Gid& from, const 
         for (auto& [hd, id] : ids) {
             if (id.state != State::Listen || !id.ud() || service_id(id.ps, id.src.port) != r.service_id) continue;
             if (!id.device.empty() && id.device != device) continue;
-            if (!id.src.any() && id.src.addr != to) continue;
+            if (!listens_for(id, c, to)) continue;
             listener = &id;
             break;
         }
@@ -1159,12 +1274,14 @@ void Agent::Impl::on_sidr_req(const std::string& device, const Gid& from, const 
         j.request_id = r.request_id;
         j.status = listener ? SidrStatus::Rejected : SidrStatus::Unsupported;
         j.service_id = r.service_id;
-        hooks.send_mad(device, to, from, encode(hdr(h.tid), j));
+        hooks.send_mad(device, to, from, response_tclass(from), encode(hdr(h.tid), j));
         return;
     }
     ConnParam p;
     p.private_data.assign(r.private_data.begin() + kCmaHdrBytes, r.private_data.end());
-    offer(new_child(*listener, device, c, to, from, r.request_id, h.tid), listener->handle, std::move(p));
+    Id child = new_child(*listener, device, c, to, from, r.request_id, h.tid);
+    child.traffic_class = response_tclass(from);  // the SIDR_REP's (cm_sidr_req_handler)
+    offer(std::move(child), listener->handle, std::move(p));
 }
 
 void Agent::Impl::on_sidr_rep(const uint8_t* mad) {
@@ -1199,7 +1316,7 @@ void Agent::Impl::on_sidr_rep(const uint8_t* mad) {
         av.flow_label = id->flow_label;
         av.traffic_class = id->traffic_class;  // ib_init_ah_attr_from_path of the route
         av.sgid_index = uint8_t(id->sgid_index);
-        av.hop_limit = kHopLimit;
+        av.hop_limit = id->hop_limit;
         e.ah = av;
     }
     if (!id->orphan) hooks.deliver(id->channel, e);
@@ -1226,7 +1343,7 @@ uint64_t Agent::on_timer() {
         }
         if (id.retries_left > 0) {
             --id.retries_left;
-            impl_->hooks.send_mad(id.device, id.sgid, id.dgid, id.last_mad);
+            impl_->hooks.send_mad(id.device, id.sgid, id.dgid, id.traffic_class, id.last_mad);
             id.deadline = now + id.interval;
             continue;
         }

@@ -29,7 +29,8 @@ struct Host final : cm::Hooks {
     uint32_t seed;
 
     Host(Net& n, std::string dev, uint32_t ip, uint32_t s);
-    void send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) override;
+    void send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& dgid, uint8_t traffic_class,
+                  const cm::Mad& mad) override;
     void deliver(uint64_t, const cm::Event& ev) override { events.push_back(ev); }
     std::optional<cm::Gid> route_source(const cm::Gid&) override { return gid; }
     // The device's neighbour table: every peer known unless a test says not.
@@ -57,6 +58,7 @@ struct Host final : cm::Hooks {
 struct Sent {
     cm::Gid src, dst;
     cm::Mad mad;
+    uint8_t traffic_class = 0;  // the IP header's TOS it went with
 };
 
 struct Net {
@@ -65,6 +67,7 @@ struct Net {
     std::deque<Sent> wire;
     std::vector<cm::AttrId> log;  // every MAD put on the wire, lost or not
     std::vector<cm::Mad> mads;    // the same MADs
+    std::vector<uint8_t> tclass;  // and the traffic class each went with
     std::function<bool(cm::AttrId)> lose = [](cm::AttrId) { return false; };
     std::vector<Host*> hosts;
 
@@ -74,7 +77,8 @@ struct Net {
             Sent s = wire.front();
             wire.pop_front();
             for (Host* h : hosts)
-                if (h->gid == s.dst) h->agent->on_mad(h->device, s.src, s.dst, s.mad.data(), s.mad.size());
+                if (h->gid == s.dst)
+                    h->agent->on_mad(h->device, s.src, s.dst, s.mad.data(), s.mad.size(), s.traffic_class);
         }
     }
     void advance(uint64_t ms) {
@@ -95,15 +99,17 @@ Host::Host(Net& n, std::string dev, uint32_t ip, uint32_t s) : net(n), device(st
     n.hosts.push_back(this);
 }
 
-void Host::send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) {
+void Host::send_mad(const std::string& dev, const cm::Gid& sgid, const cm::Gid& dgid, uint8_t traffic_class,
+                    const cm::Mad& mad) {
     REQUIRE(dev == device);
     REQUIRE(sgid == gid);
     cm::MadHdr h;
     REQUIRE(cm::decode_hdr(mad.data(), mad.size(), h) == cm::MadError::Ok);
     net.log.push_back(cm::AttrId(h.attr_id));
     net.mads.push_back(mad);
+    net.tclass.push_back(traffic_class);
     if (net.lose(cm::AttrId(h.attr_id))) return;
-    net.wire.push_back({sgid, dgid, mad});
+    net.wire.push_back({sgid, dgid, mad, traffic_class});
 }
 
 uint64_t Host::now_ms() { return net.now; }
@@ -503,7 +509,8 @@ TEST_CASE("address errors: unknown local address, port clashes, state checks", "
     REQUIRE(t.server.agent->bind(a, cm::ipv4_addr(kServerIp, kPort)) == 0);
     REQUIRE(t.server.agent->listen(a) == 0);
     REQUIRE(t.server.agent->create_id(1, cm::kPsTcp, b) == 0);
-    CHECK(t.server.agent->bind(b, cm::ipv4_addr(0, kPort)) == EADDRINUSE);
+    // A wildcard over a bound address: EADDRNOTAVAIL, as cma_check_port.
+    CHECK(t.server.agent->bind(b, cm::ipv4_addr(0, kPort)) == EADDRNOTAVAIL);
     CHECK(t.server.agent->connect(b, cm::ConnParam{}) == EINVAL);
     uint32_t u = 0;
     CHECK(t.server.agent->create_id(1, 0x0002 /* RDMA_PS_IPOIB: no IPoIB on RoCE */, u) == EPROTONOSUPPORT);
@@ -1001,4 +1008,197 @@ TEST_CASE("rdma_notify: COMM_EST establishes a connection whose RTU is late; EIS
     // Disconnecting: no longer.
     REQUIRE(t.client.agent->disconnect(t.cid) == 0);
     CHECK(t.client.agent->notify(t.cid, kCommEst) == EINVAL);
+}
+
+namespace {
+// The traffic class each MAD of `what` the net carried went with, in order.
+std::vector<uint8_t> tclass_of(const Net& n, cm::AttrId what) {
+    std::vector<uint8_t> v;
+    for (size_t i = 0; i < n.log.size(); ++i)
+        if (n.log[i] == what) v.push_back(n.tclass[i]);
+    return v;
+}
+cm::SockAddr ipv6_any(uint16_t port) {
+    cm::SockAddr a;
+    a.v6 = true;
+    a.port = port;
+    return a;
+}
+}  // namespace
+
+TEST_CASE("rdma_set_option REUSEADDR: both IDs must allow it, a listener stays alone, rdma_cm's state rules",
+          "[cm][agent]") {
+    Pair t;
+    auto& ag = *t.server.agent;
+    uint32_t a = 0, b = 0, c = 0;
+    REQUIRE(ag.create_id(1, cm::kPsTcp, a) == 0);
+    REQUIRE(ag.create_id(1, cm::kPsTcp, b) == 0);
+    REQUIRE(ag.create_id(1, cm::kPsTcp, c) == 0);
+    REQUIRE(ag.set_reuseaddr(a, true) == 0);
+    REQUIRE(ag.set_reuseaddr(b, true) == 0);
+    REQUIRE(ag.bind(a, cm::ipv4_addr(kServerIp, kPort)) == 0);
+    CHECK(ag.bind(b, cm::ipv4_addr(kServerIp, kPort)) == 0);   // both allow it
+    CHECK(ag.bind(c, cm::ipv4_addr(kServerIp, kPort)) == EADDRINUSE);  // c does not
+    // Once bound, reuse may be turned on but not off.
+    CHECK(ag.set_reuseaddr(a, false) == EINVAL);
+    CHECK(ag.set_reuseaddr(a, true) == 0);
+    // A listener may not share its address: EADDRINUSE while b holds it.
+    CHECK(ag.listen(a) == EADDRINUSE);
+    REQUIRE(ag.destroy_id(b) == 0);
+    REQUIRE(ag.listen(a) == 0);
+    CHECK(ag.set_reuseaddr(a, true) == EINVAL);  // LISTEN
+    // The listener is no longer reusable: a reusing ID cannot join it.
+    uint32_t d = 0;
+    REQUIRE(ag.create_id(1, cm::kPsTcp, d) == 0);
+    REQUIRE(ag.set_reuseaddr(d, true) == 0);
+    CHECK(ag.bind(d, cm::ipv4_addr(kServerIp, kPort)) == EADDRINUSE);
+    CHECK(ag.set_reuseaddr(99, true) == EINVAL);
+}
+
+TEST_CASE("rdma_set_option AFONLY: IPv4 and IPv6 share a port only if both are AF-only; a listener that is not "
+          "takes both", "[cm][agent]") {
+    SECTION("bind") {
+        Pair t;
+        auto& ag = *t.server.agent;
+        uint32_t v4 = 0, v6 = 0;
+        REQUIRE(ag.create_id(1, cm::kPsTcp, v4) == 0);
+        REQUIRE(ag.create_id(1, cm::kPsTcp, v6) == 0);
+        REQUIRE(ag.bind(v4, cm::ipv4_addr(0, kPort)) == 0);  // IPv4: AF-only
+        // IPv6 without AFONLY (bindv6only 0) also takes IPv4: the port is taken.
+        CHECK(ag.bind(v6, ipv6_any(kPort)) == EADDRNOTAVAIL);
+        REQUIRE(ag.set_afonly(v6, true) == 0);
+        CHECK(ag.bind(v6, ipv6_any(kPort)) == 0);
+        REQUIRE(ag.listen(v6) == 0);
+        CHECK(ag.set_afonly(v6, false) == EINVAL);  // LISTEN
+        // net.ipv6.bindv6only = 1 makes IPv6 IDs AF-only by default.
+        Pair u;
+        uint32_t w4 = 0, w6 = 0;
+        u.server.agent->set_bindv6only(true);
+        REQUIRE(u.server.agent->create_id(1, cm::kPsTcp, w4) == 0);
+        REQUIRE(u.server.agent->create_id(1, cm::kPsTcp, w6) == 0);
+        REQUIRE(u.server.agent->bind(w4, cm::ipv4_addr(0, kPort)) == 0);
+        CHECK(u.server.agent->bind(w6, ipv6_any(kPort)) == 0);
+    }
+    SECTION("an IPv6 wildcard listener that is not AF-only takes an IPv4 request") {
+        Pair t;
+        REQUIRE(t.server.agent->create_id(1, cm::kPsTcp, t.listen_id) == 0);
+        REQUIRE(t.server.agent->bind(t.listen_id, ipv6_any(kPort)) == 0);
+        REQUIRE(t.server.agent->listen(t.listen_id) == 0);
+        t.connect();
+        t.net.run();
+        const auto req = t.server.of(cm::EventType::ConnectRequest);
+        REQUIRE(req.size() == 1);
+        CHECK(req[0].listen_id == t.listen_id);
+        CHECK_FALSE(req[0].src.v6);  // the connection is IPv4
+    }
+    SECTION("an AF-only IPv6 listener does not: the IPv4 REQ is rejected") {
+        Pair t;
+        REQUIRE(t.server.agent->create_id(1, cm::kPsTcp, t.listen_id) == 0);
+        REQUIRE(t.server.agent->set_afonly(t.listen_id, true) == 0);
+        REQUIRE(t.server.agent->bind(t.listen_id, ipv6_any(kPort)) == 0);
+        REQUIRE(t.server.agent->listen(t.listen_id) == 0);
+        t.connect();
+        t.net.run();
+        CHECK(t.server.of(cm::EventType::ConnectRequest).empty());
+        REQUIRE(t.client.of(cm::EventType::Rejected).size() == 1);
+        CHECK(t.client.of(cm::EventType::Rejected)[0].status == int(cm::RejReason::InvalidServiceId));
+    }
+}
+
+TEST_CASE("rdma_set_option ACK_TIMEOUT: the RC QP's local ACK timeout at RTS; EINVAL for UD", "[cm][agent]") {
+    Pair t;
+    t.establish();
+    cm::QpAttr rts;
+    REQUIRE(t.client.agent->init_qp_attr(t.cid, hw::QpState::Rts, rts) == 0);
+    CHECK(rts.timeout == cm::kLocalAckTimeout);  // the path's, by default
+    REQUIRE(t.client.agent->set_ack_timeout(t.cid, 14) == 0);  // any state
+    REQUIRE(t.client.agent->init_qp_attr(t.cid, hw::QpState::Rts, rts) == 0);
+    CHECK((rts.mask & hw::qp_attr_mask::kTimeout) != 0);
+    CHECK(rts.timeout == 14);
+    REQUIRE(t.server.agent->init_qp_attr(t.sid, hw::QpState::Rts, rts) == 0);
+    CHECK(rts.timeout == cm::kLocalAckTimeout);  // the other side keeps its own
+    uint32_t ud = 0;
+    REQUIRE(t.client.agent->create_id(2, cm::kPsUdp, ud) == 0);
+    CHECK(t.client.agent->set_ack_timeout(ud, 14) == EINVAL);
+}
+
+TEST_CASE("the ToS set before the route goes with every MAD of the connection; an answer without one goes with "
+          "none over IPv4", "[cm][agent]") {
+    Pair t;
+    t.tos_before_route = 0x20;
+    t.establish();
+    REQUIRE(t.client.agent->disconnect(t.cid) == 0);
+    t.net.run();
+    REQUIRE(t.server.agent->disconnect(t.sid) == 0);  // the DREP, as rdma_disconnect sends it
+    t.net.run();
+    CHECK(tclass_of(t.net, cm::AttrId::ConnectRequest) == std::vector<uint8_t>{0x20});
+    CHECK(tclass_of(t.net, cm::AttrId::ConnectReply) == std::vector<uint8_t>{0x20});  // the REQ's path
+    CHECK(tclass_of(t.net, cm::AttrId::ReadyToUse) == std::vector<uint8_t>{0x20});
+    CHECK(tclass_of(t.net, cm::AttrId::DisconnectRequest) == std::vector<uint8_t>{0x20});
+    CHECK(tclass_of(t.net, cm::AttrId::DisconnectReply) == std::vector<uint8_t>{0x20});
+    // A REQ no one listens for: ib_cm's REJ is made from the received
+    // packet, whose IPv4 TOS it does not carry over.
+    Pair u;
+    u.tos_before_route = 0x20;
+    u.connect();
+    u.net.run();
+    CHECK(tclass_of(u.net, cm::AttrId::ConnectRequest) == std::vector<uint8_t>{0x20});
+    CHECK(tclass_of(u.net, cm::AttrId::ConnectReject) == std::vector<uint8_t>{0});
+}
+
+TEST_CASE("rdma_set_option IB_PATH: the record is the route, ROUTE_RESOLVED at once, and the REQ and QP carry it",
+          "[cm][agent]") {
+    Pair t;
+    t.listen();
+    auto& ag = *t.client.agent;
+    REQUIRE(ag.create_id(2, cm::kPsTcp, t.cid) == 0);
+    cm::PathRecord path;
+    path.sgid = t.client.gid;
+    path.dgid = t.server.gid;
+    path.flow_label = 0x12345;
+    path.hop_limit = 17;
+    path.traffic_class = 0x48;
+    path.mtu = 2;  // 512
+    path.packet_life_time = 12;
+    CHECK(ag.set_ib_path(t.cid, path) == EINVAL);  // not ADDR_RESOLVED yet
+    REQUIRE(ag.resolve_addr(t.cid, std::nullopt, cm::ipv4_addr(kServerIp, kPort)) == 0);
+    cm::PathRecord bad = path;
+    bad.sgid = t.server.gid;  // not this device's
+    CHECK(ag.set_ib_path(t.cid, bad) == EINVAL);
+    bad = path;
+    bad.mtu = 0;
+    CHECK(ag.set_ib_path(t.cid, bad) == EINVAL);
+    CHECK(t.client.of(cm::EventType::RouteResolved).empty());
+    REQUIRE(ag.set_ib_path(t.cid, path) == 0);
+    CHECK(t.client.of(cm::EventType::RouteResolved).size() == 1);
+    CHECK(ag.state_name(t.cid) == "ROUTE_RESOLVED");
+    CHECK(ag.set_ib_path(t.cid, path) == EINVAL);  // once
+    cm::ConnParam p;
+    p.qp_num = 0x11;
+    REQUIRE(ag.connect(t.cid, p) == 0);
+    REQUIRE(t.net.mads.size() == 1);
+    const cm::Req r = cm::decode_req(t.net.mads[0].data());
+    CHECK(r.primary_hop_limit == 17);
+    CHECK(r.primary_traffic_class == 0x48);
+    CHECK(r.primary_flow_label == 0x12345);
+    CHECK(r.path_mtu == 2);
+    CHECK(r.primary_local_ack_timeout == 13);
+    CHECK(t.net.tclass[0] == 0x48);
+    t.net.run();
+    t.accept();
+    t.net.run();
+    cm::QpAttr rtr, rts;
+    REQUIRE(ag.init_qp_attr(t.cid, hw::QpState::Rtr, rtr) == 0);
+    REQUIRE(ag.init_qp_attr(t.cid, hw::QpState::Rts, rts) == 0);
+    CHECK(rtr.hop_limit == 17);
+    CHECK(rtr.traffic_class == 0x48);
+    CHECK(rtr.flow_label == 0x12345);
+    CHECK(rtr.path_mtu == 2);
+    CHECK(rts.timeout == 13);  // packet life time + 1
+    // The passive side's path is the REQ's.
+    REQUIRE(t.server.agent->init_qp_attr(t.sid, hw::QpState::Rtr, rtr) == 0);
+    REQUIRE(t.server.agent->init_qp_attr(t.sid, hw::QpState::Rts, rts) == 0);
+    CHECK(rtr.hop_limit == 17);
+    CHECK(rtr.traffic_class == 0x48);
+    CHECK(rts.timeout == 13);
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -95,6 +96,14 @@ Json qp_attr_json(const cm::QpAttr& a) {
 CmService::CmService(size_t max_ids_per_channel) : max_ids_per_channel_(max_ids_per_channel) {
     agent_ = std::make_unique<cm::Agent>(*this);
     agent_->set_max_ids_per_channel(max_ids_per_channel_);
+    // IPv6 IDs that never set AFONLY follow the host's sysctl, as rdma_cm
+    // reads it from the ID's network namespace (the daemon's is the
+    // applications').
+    if (FILE* f = fopen("/proc/sys/net/ipv6/bindv6only", "re")) {
+        int on = 0;
+        if (fscanf(f, "%d", &on) == 1) agent_->set_bindv6only(on != 0);
+        fclose(f);
+    }
     rx_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     std::random_device rd;
@@ -109,10 +118,10 @@ CmService::~CmService() {
 DeviceRuntime::GsiHandler CmService::gsi_handler(const std::string& device) {
     // Engine thread: copy, queue, wake the daemon thread (the agent runs there).
     return [this, device](const uint8_t* mad, size_t len, const std::array<uint8_t, 16>& src,
-                          const std::array<uint8_t, 16>& dst) {
+                          const std::array<uint8_t, 16>& dst, uint8_t traffic_class) {
         {
             std::lock_guard<std::mutex> lk(in_mu_);
-            in_.push_back(Incoming{device, src, dst, std::vector<uint8_t>(mad, mad + len)});
+            in_.push_back(Incoming{device, src, dst, std::vector<uint8_t>(mad, mad + len), traffic_class});
         }
         const uint64_t one = 1;
         if (write(rx_fd_, &one, sizeof one) != sizeof one) {}  // already signalled
@@ -152,7 +161,7 @@ void CmService::on_rx() {
         in.swap(in_);
     }
     if (!in.empty()) refresh_ports();
-    for (const Incoming& m : in) agent_->on_mad(m.device, m.src, m.dst, m.mad.data(), m.mad.size());
+    for (const Incoming& m : in) agent_->on_mad(m.device, m.src, m.dst, m.mad.data(), m.mad.size(), m.traffic_class);
     arm_timer();
 }
 
@@ -172,9 +181,10 @@ void CmService::arm_timer() {
     timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &its, nullptr);
 }
 
-void CmService::send_mad(const std::string& device, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) {
+void CmService::send_mad(const std::string& device, const cm::Gid& sgid, const cm::Gid& dgid, uint8_t traffic_class,
+                         const cm::Mad& mad) {
     auto it = devices_.find(device);
-    if (it != devices_.end()) it->second->gsi_send(sgid, dgid, mad.data(), mad.size());
+    if (it != devices_.end()) it->second->gsi_send(sgid, dgid, traffic_class, mad.data(), mad.size());
 }
 
 void CmService::deliver(uint64_t channel, const cm::Event& ev) {
@@ -421,6 +431,24 @@ Json CmService::handle(int fd, const Request& req) {
         e = agent_->join_multicast(id, g);
     } else if (op == "cm_set_tos") {
         e = agent_->set_tos(id, static_cast<uint8_t>(req.uint("tos")));
+    } else if (op == "cm_set_option") {
+        const auto v = static_cast<uint8_t>(req.uint("value"));
+        switch (req.uint("option")) {
+            case 1: e = agent_->set_reuseaddr(id, v != 0); break;
+            case 2: e = agent_->set_afonly(id, v != 0); break;
+            default: e = agent_->set_ack_timeout(id, v); break;
+        }
+    } else if (op == "cm_set_ib_path") {
+        cm::PathRecord path;
+        const std::vector<uint8_t> dgid = req.bytes("dgid"), sgid = req.bytes("sgid");
+        std::copy(dgid.begin(), dgid.end(), path.dgid.begin());  // 16 bytes: the schema checked
+        std::copy(sgid.begin(), sgid.end(), path.sgid.begin());
+        path.flow_label = uint32_t(req.uint("flow_label"));
+        path.hop_limit = uint8_t(req.uint("hop_limit"));
+        path.traffic_class = uint8_t(req.uint("tclass"));
+        path.mtu = uint8_t(req.uint("mtu"));
+        path.packet_life_time = uint8_t(req.uint("packet_life_time"));
+        e = agent_->set_ib_path(id, path);
     } else if (op == "cm_listen") {
         e = agent_->listen(id);
     } else if (op == "cm_connect" || op == "cm_accept") {

@@ -9,7 +9,7 @@
 //     the process died) every ID of the channel is destroyed, as ib_cm does
 //     for a closed ucma file: connected peers get a DREQ.
 //   {"op":"cm_create_id","channel":C,"ps":P}          -> {"id":I}
-//   {"op":"cm_bind"|"cm_resolve_addr"|"cm_resolve_route"|"cm_set_tos"|"cm_listen"|
+//   {"op":"cm_bind"|"cm_resolve_addr"|"cm_resolve_route"|"cm_set_tos"|"cm_set_option"|"cm_set_ib_path"|"cm_listen"|
 //        "cm_connect"|"cm_accept"|"cm_reject"|"cm_establish"|"cm_notify"|"cm_disconnect"|
 //        "cm_destroy_id"|"cm_query"|"cm_init_qp_attr"|"cm_req_defaults",
 //    "id":I, ...}                                      -> {"ok":..,"device":..,"src":..,"dst":..}
@@ -71,7 +71,8 @@ public:
     control::Json cm_id_list(const std::string& device) const;
 
     // cm::Hooks
-    void send_mad(const std::string& device, const cm::Gid& sgid, const cm::Gid& dgid, const cm::Mad& mad) override;
+    void send_mad(const std::string& device, const cm::Gid& sgid, const cm::Gid& dgid, uint8_t traffic_class,
+                  const cm::Mad& mad) override;
     void deliver(uint64_t channel, const cm::Event& ev) override;
     std::optional<cm::Gid> route_source(const cm::Gid& dst) override;
     bool neighbour_ready(const std::string& device, const cm::Gid& dgid) override;
@@ -83,6 +84,7 @@ private:
         std::string device;
         cm::Gid src{}, dst{};
         std::vector<uint8_t> mad;
+        uint8_t traffic_class = 0;
     };
     struct Channel {
         int fd = -1;

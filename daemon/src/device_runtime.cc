@@ -581,7 +581,7 @@ DeviceRuntime::GsiPort DeviceRuntime::gsi_port() const {
 }
 
 bool DeviceRuntime::gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
-                             const uint8_t* mad, size_t len) {
+                             uint8_t traffic_class, const uint8_t* mad, size_t len) {
     // Through the host's stack only the device's own capture sees this MAC
     // (the kernel's UDP socket puts the real Ethernet header on the wire);
     // unresolved: zeros, as on lo. A wire port resolves it again as the MAD
@@ -590,7 +590,7 @@ bool DeviceRuntime::gsi_send(const std::array<uint8_t, 16>& sgid, const std::arr
     fw::Gid g{};
     std::copy(dgid.begin(), dgid.end(), g.begin());
     if (auto m = impl_->netdev->resolve_neighbor(g)) std::copy(m->begin(), m->end(), dmac.begin());
-    return impl_->engine && impl_->engine->gsi_send(sgid, dgid, dmac, mad, len);
+    return impl_->engine && impl_->engine->gsi_send(sgid, dgid, dmac, mad, len, traffic_class);
 }
 
 bool DeviceRuntime::neighbour_ready(const std::array<uint8_t, 16>& dgid) const {

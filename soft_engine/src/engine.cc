@@ -178,8 +178,9 @@ void SoftEngine::note_command(uint16_t opcode) {
 }
 
 bool SoftEngine::gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
-                          const std::array<uint8_t, 6>& dmac, const uint8_t* mad, size_t len) {
-    return impl_->gsi_send(sgid, dgid, dmac, mad, len);
+                          const std::array<uint8_t, 6>& dmac, const uint8_t* mad, size_t len,
+                          uint8_t traffic_class) {
+    return impl_->gsi_send(sgid, dgid, dmac, mad, len, traffic_class);
 }
 
 std::optional<std::array<uint8_t, 6>> SoftEngine::neighbour(const std::array<uint8_t, 16>& gid) {

@@ -441,7 +441,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::vector<uint8_t> gsi_buf;
     void gsi_receive(const roce::Packet& pkt);
     bool gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
-                  const std::array<uint8_t, 6>& dmac, const uint8_t* mad, size_t len);
+                  const std::array<uint8_t, 6>& dmac, const uint8_t* mad, size_t len, uint8_t traffic_class);
 
     // ---- timers (timers.cc) ----
     bool run_timers(uint64_t now);

@@ -15,7 +15,9 @@ void SoftEngine::Impl::gsi_receive(const roce::Packet& pkt) {
         return;
     }
     std::array<uint8_t, 16> src{}, dst{};
+    uint8_t tclass = pkt.ip6.traffic_class;
     if (pkt.ip_version == roce::IpVersion::V4) {
+        tclass = pkt.ip4.tos;
         src[10] = src[11] = dst[10] = dst[11] = 0xff;
         for (int i = 0; i < 4; ++i) {
             src[size_t(12 + i)] = uint8_t(pkt.ip4.src >> (24 - 8 * i));
@@ -25,11 +27,12 @@ void SoftEngine::Impl::gsi_receive(const roce::Packet& pkt) {
         std::copy(pkt.ip6.src.begin(), pkt.ip6.src.end(), src.begin());
         std::copy(pkt.ip6.dst.begin(), pkt.ip6.dst.end(), dst.begin());
     }
-    cfg.gsi_rx(pkt.payload, pkt.payload_len, src, dst);
+    cfg.gsi_rx(pkt.payload, pkt.payload_len, src, dst, tclass);
 }
 
 bool SoftEngine::Impl::gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
-                                const std::array<uint8_t, 6>& dmac, const uint8_t* mad, size_t len) {
+                                const std::array<uint8_t, 6>& dmac, const uint8_t* mad, size_t len,
+                                uint8_t traffic_class) {
     static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     const bool v4 = std::equal(kMapped, kMapped + 12, sgid.begin());
     if (v4 != std::equal(kMapped, kMapped + 12, dgid.begin())) return false;
@@ -52,6 +55,10 @@ bool SoftEngine::Impl::gsi_send(const std::array<uint8_t, 16>& sgid, const std::
         std::copy(dgid.begin(), dgid.end(), p.ip6.dst.begin());
     }
     port->prepare(p);  // the IP fields the port's path writes, as for every packet
+    // The connection's traffic class, as rxe takes it from the GSI send's
+    // address vector (rxe_prepare4/6).
+    if (v4) p.ip4.tos = traffic_class;
+    else p.ip6.traffic_class = traffic_class;
     // QP1 never gets an address vector: rxe keeps its creation-time port.
     p.udp.sport = roce::roce_udp_sport_unconnected(kGsiQpn);
     p.hdr.bth.opcode = roce::op::UD_SEND_ONLY;

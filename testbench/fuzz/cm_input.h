@@ -32,6 +32,7 @@ enum Op : std::uint8_t {
     Time,            // [ms / 8]
     RemovePort,      // [device]: the device goes away (and comes back at the next step)
     Notify,          // [id] [event: an ibv_event_type, COMM_EST 4 and PATH_MIG 6 the ones it knows]
+    SetOption,       // [id] [which: 0 REUSEADDR, 1 AFONLY, 2 ACK_TIMEOUT, 3 IB_PATH, 4 TOS] [value]
     kOpCount
 };
 

@@ -102,7 +102,7 @@ struct World final : cm::Hooks {
         agent->set_port(port_of(1));
     }
 
-    void send_mad(const std::string& device, const Gid& sgid, const Gid& dgid, const cm::Mad& mad) override {
+    void send_mad(const std::string& device, const Gid& sgid, const Gid& dgid, uint8_t, const cm::Mad& mad) override {
         ++sends;
         if (device != kDevices[0] && device != kDevices[1]) fail("a MAD sent from no device");
         cm::MadHdr h;
@@ -425,6 +425,31 @@ void run(World& w, Reader& in) {
             case Notify: {
                 const std::uint32_t id = w.id(in.u8());
                 ag.notify(id, in.u8() % 8);
+                break;
+            }
+            case SetOption: {
+                // rdma_set_option in any state: the agent's state rules and
+                // its port and listener rules must hold whatever the order.
+                const std::uint32_t id = w.id(in.u8());
+                const std::uint8_t which = in.u8() % 5, v = in.u8();
+                switch (which) {
+                    case 0: ag.set_reuseaddr(id, v & 1); break;
+                    case 1: ag.set_afonly(id, v & 1); break;
+                    case 2: ag.set_ack_timeout(id, v); break;
+                    case 3: {
+                        cm::PathRecord p;
+                        p.sgid = (v & 1) ? kLocalV4 : kForeign;
+                        p.dgid = (v & 2) ? kPeerV4 : kForeign;
+                        p.flow_label = v * 0x1111u;
+                        p.hop_limit = v;
+                        p.traffic_class = v;
+                        p.mtu = v % 7;
+                        p.packet_life_time = v;
+                        ag.set_ib_path(id, p);
+                        break;
+                    }
+                    default: ag.set_tos(id, v); break;
+                }
                 break;
             }
             case Disconnect: ag.disconnect(w.id(in.u8())); break;

@@ -44,6 +44,26 @@ Writer passive_notify() {
     return w;
 }
 
+// rdma_set_option: two reusing IDs on one port, then one listens; an
+// AF-only one; the active side's ACK timeout and a route from a path record
+// (IB_PATH), with a ToS on its MADs.
+Writer options() {
+    Writer w;
+    w.op(Create).u8(0).u8(0);
+    w.op(Create).u8(0).u8(0);
+    w.op(SetOption).u8(0).u8(0).u8(1);  // REUSEADDR
+    w.op(SetOption).u8(1).u8(0).u8(1);
+    w.op(SetOption).u8(1).u8(1).u8(1);  // AFONLY
+    w.op(Listen).u8(0).u8(0).u8(1);
+    w.op(Listen).u8(1).u8(0).u8(1);
+    w.op(Create).u8(0).u8(1);
+    w.op(SetOption).u8(2).u8(2).u8(14);    // ACK_TIMEOUT
+    w.op(SetOption).u8(2).u8(3).u8(0x23);  // IB_PATH before the address: EINVAL
+    w.op(Connect).u8(2).u8(0).u8(0).u8(0x10).u8(0);
+    w.op(SetOption).u8(2).u8(4).u8(0x20);  // ToS
+    return w;
+}
+
 Writer active_rc() {
     Writer w;
     w.op(Create).u8(0).u8(1);
@@ -164,6 +184,7 @@ int main(int argc, char** argv) {
         {"passive_rc", passive_rc()},       {"active_rc", active_rc()}, {"crossing_dreq", crossing_dreq()},
         {"passive_dreq_crossing", passive_dreq_crossing()}, {"sidr_passive", sidr_passive()},
         {"sidr_active", sidr_active()},     {"rejects", rejects()},     {"timeouts", timeouts()},
-        {"others", others()},               {"raw", raw()},             {"passive_notify", passive_notify()}};
+        {"others", others()},               {"raw", raw()},             {"passive_notify", passive_notify()},
+        {"options", options()}};
     return simnic::fuzz::write_seed_files(argc, argv, seeds);
 }

@@ -4,6 +4,7 @@
 // issue 12's "rdma_get_cm_event: No such device" under CPU load: rping's
 // event thread goes on calling rdma_get_cm_event while its main thread
 // destroys the ID and the channel; it must wait, not fail.
+#include <infiniband/sa.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <arpa/inet.h>
@@ -345,6 +346,150 @@ rdma_cm_id* listen_on(rdma_event_channel* ch, uint16_t port) {
 }
 
 }  // namespace
+
+namespace {
+// errno of a failed rdma_set_option, 0 if it succeeded.
+template <typename T>
+int set_option_errno(rdma_cm_id* id, int level, int name, T value) {
+    errno = 0;
+    return rdma_set_option(id, level, name, &value, sizeof value) == 0 ? 0 : errno;
+}
+}  // namespace
+
+TEST_CASE("rdma_set_option REUSEADDR and AFONLY: rdma_cm's port rules and state checks", "[cm][option]") {
+    const uint16_t port = some_port();
+    rdma_event_channel* ch = rdma_create_event_channel();
+    REQUIRE(ch != nullptr);
+    rdma_cm_id *a = nullptr, *b = nullptr, *c = nullptr;
+    for (rdma_cm_id** id : {&a, &b, &c}) REQUIRE(rdma_create_id(ch, id, nullptr, RDMA_PS_TCP) == 0);
+    CHECK(set_option_errno(a, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, 1) == 0);
+    CHECK(set_option_errno(b, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, 7) == 0);  // any non-zero int
+    sockaddr_in addr = loopback(port);
+    REQUIRE(rdma_bind_addr(a, reinterpret_cast<sockaddr*>(&addr)) == 0);
+    CHECK(rdma_bind_addr(b, reinterpret_cast<sockaddr*>(&addr)) == 0);  // both allow it
+    errno = 0;
+    CHECK(rdma_bind_addr(c, reinterpret_cast<sockaddr*>(&addr)) == -1);  // c does not
+    CHECK(errno == EADDRINUSE);
+    CHECK(set_option_errno(a, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, 0) == EINVAL);  // bound: not off
+    errno = 0;
+    CHECK(rdma_listen(a, 4) == -1);  // a listener is alone on its address
+    CHECK(errno == EADDRINUSE);
+    REQUIRE(rdma_destroy_id(b) == 0);
+    REQUIRE(rdma_listen(a, 4) == 0);
+    CHECK(set_option_errno(a, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, 1) == EINVAL);  // LISTEN
+    CHECK(set_option_errno(a, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, 1) == EINVAL);     // LISTEN
+    // IPv6 on the same port: the wildcard takes IPv4 too unless AF-only.
+    rdma_cm_id *v6 = nullptr;
+    REQUIRE(rdma_create_id(ch, &v6, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in6 any6{};
+    any6.sin6_family = AF_INET6;
+    any6.sin6_port = htons(port);
+    errno = 0;
+    CHECK(rdma_bind_addr(v6, reinterpret_cast<sockaddr*>(&any6)) == -1);
+    CHECK(errno == EADDRNOTAVAIL);
+    CHECK(set_option_errno(v6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, 1) == 0);
+    CHECK(rdma_bind_addr(v6, reinterpret_cast<sockaddr*>(&any6)) == 0);
+    CHECK(set_option_errno(v6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, uint8_t{1}) == EINVAL);  // an int
+    for (rdma_cm_id* id : {a, c, v6}) REQUIRE(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(ch);
+}
+
+TEST_CASE("rdma_set_option ACK_TIMEOUT and IB_PATH: the QP's timeout, and a route from a path record",
+          "[cm][option]") {
+    const uint16_t port = some_port();
+    rdma_event_channel* chs = rdma_create_event_channel();
+    rdma_event_channel* chc = rdma_create_event_channel();
+    REQUIRE((chs && chc));
+    rdma_cm_id* ud = nullptr;
+    REQUIRE(rdma_create_id(chc, &ud, nullptr, RDMA_PS_UDP) == 0);
+    CHECK(set_option_errno(ud, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, uint8_t{14}) == EINVAL);  // UD
+    rdma_cm_id* listener = listen_on(chs, port);
+
+    SECTION("ACK_TIMEOUT") {
+        rdma_cm_id* client = nullptr;
+        REQUIRE(rdma_create_id(chc, &client, nullptr, RDMA_PS_TCP) == 0);
+        CHECK(set_option_errno(client, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, 14) == EINVAL);  // one byte
+        CHECK(set_option_errno(client, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, uint8_t{14}) == 0);
+        sockaddr_in a = loopback(port);
+        REQUIRE(rdma_resolve_addr(client, nullptr, reinterpret_cast<sockaddr*>(&a), 2000) == 0);
+        take_event(chc, RDMA_CM_EVENT_ADDR_RESOLVED);
+        REQUIRE(rdma_resolve_route(client, 2000) == 0);
+        take_event(chc, RDMA_CM_EVENT_ROUTE_RESOLVED);
+        rdma_conn_param p{};
+        p.qp_num = 0x123;
+        REQUIRE(rdma_connect(client, &p) == 0);
+        rdma_cm_id* server = finish_connect(chs, client, 0x456);
+        ibv_qp_attr attr{};
+        int mask = 0;
+        attr.qp_state = IBV_QPS_RTS;
+        REQUIRE(rdma_init_qp_attr(client, &attr, &mask) == 0);
+        CHECK((mask & IBV_QP_TIMEOUT) != 0);
+        CHECK(int(attr.timeout) == 14);
+        attr = ibv_qp_attr{};
+        attr.qp_state = IBV_QPS_RTS;
+        REQUIRE(rdma_init_qp_attr(server, &attr, &mask) == 0);
+        CHECK(int(attr.timeout) == 19);  // the path's: RoCE's packet life time 18, + 1
+        for (rdma_cm_id* id : {client, server}) REQUIRE(rdma_destroy_id(id) == 0);
+    }
+    SECTION("IB_PATH") {
+        rdma_cm_id* client = nullptr;
+        REQUIRE(rdma_create_id(chc, &client, nullptr, RDMA_PS_TCP) == 0);
+        ibv_path_data path{};
+        path.flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL;
+        CHECK(set_option_errno(client, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, path) == EINVAL);  // no device
+        sockaddr_in a = loopback(port);
+        REQUIRE(rdma_resolve_addr(client, nullptr, reinterpret_cast<sockaddr*>(&a), 2000) == 0);
+        take_event(chc, RDMA_CM_EVENT_ADDR_RESOLVED);
+        path.path.sgid = client->route.addr.addr.ibaddr.sgid;
+        path.path.dgid = client->route.addr.addr.ibaddr.dgid;
+        path.path.flowlabel_hoplimit = htonl(uint32_t{0x1234} << 8 | 9);
+        path.path.tclass = 0x28;
+        path.path.mtu = 0x80 | IBV_MTU_1024;  // selector "exactly"
+        path.path.packetlifetime = 0x80 | 10;
+        // A record that is not the primary bidirectional one, or a length
+        // that is not a whole number of records: EINVAL.
+        ibv_path_data alt = path;
+        alt.flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_ALTERNATE | IBV_PATH_FLAG_BIDIRECTIONAL;
+        CHECK(set_option_errno(client, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, alt) == EINVAL);
+        errno = 0;
+        CHECK(rdma_set_option(client, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, &path, sizeof path - 1) == -1);
+        CHECK(errno == EINVAL);
+        ibv_path_data two[2] = {alt, path};  // the primary one is found among others
+        REQUIRE(rdma_set_option(client, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, two, sizeof two) == 0);
+        take_event(chc, RDMA_CM_EVENT_ROUTE_RESOLVED);
+        rdma_conn_param p{};
+        p.qp_num = 0x123;
+        REQUIRE(rdma_connect(client, &p) == 0);
+        rdma_cm_id* server = finish_connect(chs, client, 0x456);
+        ibv_qp_attr attr{};
+        int mask = 0;
+        attr.qp_state = IBV_QPS_RTR;
+        REQUIRE(rdma_init_qp_attr(client, &attr, &mask) == 0);
+        CHECK(int(attr.ah_attr.grh.hop_limit) == 9);
+        CHECK(int(attr.ah_attr.grh.traffic_class) == 0x28);
+        CHECK(attr.ah_attr.grh.flow_label == 0x1234);
+        CHECK(attr.path_mtu == IBV_MTU_1024);
+        attr = ibv_qp_attr{};
+        attr.qp_state = IBV_QPS_RTS;
+        REQUIRE(rdma_init_qp_attr(client, &attr, &mask) == 0);
+        CHECK(int(attr.timeout) == 11);  // the record's packet life time + 1
+        // The passive side's path is the REQ's.
+        attr = ibv_qp_attr{};
+        attr.qp_state = IBV_QPS_RTR;
+        REQUIRE(rdma_init_qp_attr(server, &attr, &mask) == 0);
+        CHECK(int(attr.ah_attr.grh.traffic_class) == 0x28);
+        CHECK(int(attr.ah_attr.grh.hop_limit) == 9);
+        CHECK(attr.path_mtu == IBV_MTU_1024);
+        attr = ibv_qp_attr{};
+        attr.qp_state = IBV_QPS_RTS;
+        REQUIRE(rdma_init_qp_attr(server, &attr, &mask) == 0);
+        CHECK(int(attr.timeout) == 11);
+        for (rdma_cm_id* id : {client, server}) REQUIRE(rdma_destroy_id(id) == 0);
+    }
+    for (rdma_cm_id* id : {listener, ud}) REQUIRE(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(chs);
+    rdma_destroy_event_channel(chc);
+}
 
 // ucmatose -m: events queued for an ID on its old channel, not yet read,
 // move with it (the kernel's ucma_migrate_id), and the other IDs' stay. They

@@ -46,6 +46,7 @@
 // done as librdmacm does them.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <infiniband/sa.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
@@ -1322,6 +1323,42 @@ __be16 rdma_get_dst_port(rdma_cm_id* id) {
                                    : reinterpret_cast<const sockaddr_in&>(s).sin_port;
 }
 
+namespace {
+// RDMA_OPTION_IB_PATH, as ucma_set_ib_path reads it: an array of
+// ibv_path_data (EINVAL unless optlen is a whole number of them), of which
+// the first primary bidirectional GMP record is the route (EINVAL if none);
+// the ID must have a device. The agent checks the rest (rdma_set_ib_path).
+int set_ib_path(Id* i, const void* optval, size_t optlen) {
+    if (!optval || optlen == 0 || optlen % sizeof(ibv_path_data) != 0) return fail(EINVAL);
+    constexpr uint32_t kWanted = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL;
+    const auto* base = static_cast<const uint8_t*>(optval);
+    const ibv_path_record* rec = nullptr;
+    ibv_path_data d;
+    for (size_t off = 0; off < optlen; off += sizeof d) {
+        std::memcpy(&d, base + off, sizeof d);  // the application's array need not be aligned
+        if (d.flags == kWanted) {
+            rec = &d.path;
+            break;
+        }
+    }
+    if (!rec || !i->id.verbs) return fail(EINVAL);  // ucma_set_ib_path: no device, EINVAL
+    const uint32_t fh = ntohl(rec->flowlabel_hoplimit);  // flow label 27:8, hop limit 7:0
+    Json r;
+    return id_call(i,
+                   Json{{"op", "cm_set_ib_path"},
+                        {"dgid", ctl::to_hex(rec->dgid.raw, 16)},
+                        {"sgid", ctl::to_hex(rec->sgid.raw, 16)},
+                        {"flow_label", (fh >> 8) & 0xFFFFF},
+                        {"hop_limit", fh & 0xFF},
+                        {"tclass", rec->tclass},
+                        {"mtu", rec->mtu & 0x3F},
+                        {"packet_life_time", rec->packetlifetime & 0x3F}},
+                   r)
+               ? 0
+               : -1;
+}
+}  // namespace
+
 int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen) {
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_set_option, "RDMACM_1.0", -1, id, level, optname, optval, optlen);
@@ -1332,10 +1369,25 @@ int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t
         Json r;
         return id_call(i, Json{{"op", "cm_set_tos"}, {"tos", *static_cast<const uint8_t*>(optval)}}, r) ? 0 : -1;
     }
-    // Accepted (an int, as ucma_set_option_id wants) and without effect:
-    // address reuse and IPv6-only binding are the agent's rules.
-    if (level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY))
-        return optlen == sizeof(int) ? 0 : fail(EINVAL);
+    if (level == RDMA_OPTION_ID &&
+        (optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY ||
+         optname == RDMA_OPTION_ID_ACK_TIMEOUT)) {
+        // ucma_set_option_id: REUSEADDR and AFONLY take an int (made 0 or
+        // 1), ACK_TIMEOUT one byte; the agent applies rdma_cm's state rules.
+        uint8_t value = 0;
+        if (optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
+            if (optlen != sizeof(uint8_t) || !optval) return fail(EINVAL);
+            value = *static_cast<const uint8_t*>(optval);
+        } else {
+            if (optlen != sizeof(int) || !optval) return fail(EINVAL);
+            int v = 0;
+            std::memcpy(&v, optval, sizeof v);
+            value = v != 0;
+        }
+        Json r;
+        return id_call(i, Json{{"op", "cm_set_option"}, {"option", optname}, {"value", value}}, r) ? 0 : -1;
+    }
+    if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH) return set_ib_path(i, optval, optlen);
     return fail(ENOSYS);
 }
 

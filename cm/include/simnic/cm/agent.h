@@ -123,11 +123,25 @@ struct Port {
     std::vector<std::pair<uint32_t, Gid>> gids;  // GID table: index, GID
 };
 
+// A path record as rdma_set_option(RDMA_OPTION_IB, RDMA_OPTION_IB_PATH)
+// gives one (struct ibv_path_record, IBA 15.2.5.16), in the fields RoCE uses.
+struct PathRecord {
+    Gid dgid{}, sgid{};
+    uint32_t flow_label = 0;  // 20 bits
+    uint8_t hop_limit = 0, traffic_class = 0;
+    uint8_t mtu = 0;               // IB MTU code
+    uint8_t packet_life_time = 0;  // 4.096 us << n
+};
+
 class Hooks {
 public:
     virtual ~Hooks() = default;
-    // Sends a MAD from the device's QP1 (source GID sgid) to QP1 at dgid.
-    virtual void send_mad(const std::string& device, const Gid& sgid, const Gid& dgid, const Mad& mad) = 0;
+    // Sends a MAD from the device's QP1 (source GID sgid) to QP1 at dgid,
+    // with `traffic_class` in its IP header (TOS or IPv6 traffic class): ib_cm
+    // sends a connection's MADs on its path's address vector, so a ToS set
+    // with rdma_set_option is on the REQ, REP, RTU and DREQ too.
+    virtual void send_mad(const std::string& device, const Gid& sgid, const Gid& dgid, uint8_t traffic_class,
+                          const Mad& mad) = 0;
     // Queues an event on the application's event channel.
     virtual void deliver(uint64_t channel, const Event& ev) = 0;
     // The local address the host would send from to reach dst (its routing
@@ -209,6 +223,33 @@ public:
     // route, so the connection, as it was). The active side's REQ and QP
     // (and a UD ID's ESTABLISHED address vector) carry the route's.
     int set_tos(uint32_t id, uint8_t tos);
+    // The rest of rdma_set_option(RDMA_OPTION_ID, ...), as ucma_set_option_id
+    // hands them to rdma_cm. Each returns 0 or a positive errno.
+    // REUSEADDR (rdma_set_reuseaddr): on in any state but LISTEN, off only
+    // before the ID is bound (EINVAL otherwise). Two IDs that both have it
+    // may bind the same address and port; a listener must still be alone on
+    // its address (checked at listen, which then turns it off).
+    int set_reuseaddr(uint32_t id, bool reuse);
+    // AFONLY (rdma_set_afonly): before listen (IDLE or ADDR_BOUND), else
+    // EINVAL. An ID that never sets it is AF-only if IPv4, and if IPv6 as
+    // the host's net.ipv6.bindv6only says (set_bindv6only). A wildcard
+    // listener that is not AF-only takes both IP versions' requests, and its
+    // port is then taken for the other version too (cma_check_port).
+    int set_afonly(uint32_t id, bool afonly);
+    void set_bindv6only(bool on);
+    // ACK_TIMEOUT (rdma_set_ack_timeout): the local ACK timeout an RC QP gets
+    // at RTS from init_qp_attr, instead of the path's (kLocalAckTimeout);
+    // EINVAL for a UD port space, in any state otherwise.
+    int set_ack_timeout(uint32_t id, uint8_t timeout);
+    // RDMA_OPTION_IB_PATH (rdma_set_ib_path): the route is this record
+    // instead of one rdma_resolve_route would make, and ROUTE_RESOLVED
+    // follows at once. The ID must be ADDR_RESOLVED (EINVAL), on a device
+    // (ENODEV); the record's SGID must be in that device's GID table and its
+    // MTU a valid code (EINVAL; the kernel fails later, at rdma_connect).
+    // The REQ and the QP's address vector then carry the record's DGID,
+    // SGID, flow label, hop limit, traffic class and MTU, and the QP's local
+    // ACK timeout is its packet life time + 1 (cm_init_av_by_path).
+    int set_ib_path(uint32_t id, const PathRecord& path);
     int listen(uint32_t id);
     int connect(uint32_t id, const ConnParam& p);
     int accept(uint32_t id, const ConnParam& p);
@@ -238,8 +279,12 @@ public:
     int req_defaults(uint32_t id, uint8_t& responder_resources, uint8_t& initiator_depth) const;
 
     // ---- the wire ----
-    // A UD SEND to QP1 arrived on `device` from sgid (the sender's address).
-    void on_mad(const std::string& device, const Gid& src, const Gid& dst, const uint8_t* mad, size_t len);
+    // A UD SEND to QP1 arrived on `device` from sgid (the sender's address),
+    // `traffic_class` its IP header's TOS or IPv6 traffic class: what ib_cm
+    // answers without a connection of its own (a REJ to a REQ nobody listens
+    // for, a SIDR_REP) goes back on an address vector made from it.
+    void on_mad(const std::string& device, const Gid& src, const Gid& dst, const uint8_t* mad, size_t len,
+                uint8_t traffic_class = 0);
     // Retransmits what timed out; returns the next deadline (0: none).
     uint64_t on_timer();
     uint64_t next_deadline() const;

@@ -48,7 +48,7 @@ public:
     // A MAD that arrived for the device's QP1 (engine thread): the MAD, the
     // sender's GID and ours.
     using GsiHandler = std::function<void(const uint8_t* mad, size_t len, const std::array<uint8_t, 16>& src,
-                                          const std::array<uint8_t, 16>& dst)>;
+                                          const std::array<uint8_t, 16>& dst, uint8_t traffic_class)>;
     struct Options {
         // False: no engine at all (no data path, no wire, no thread, no
         // capture): the firmware and its contexts only, which is all the
@@ -150,8 +150,8 @@ public:
         uint8_t active_mtu = 3;  // IB MTU code
     };
     GsiPort gsi_port() const;
-    bool gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid, const uint8_t* mad,
-                  size_t len);
+    bool gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid, uint8_t traffic_class,
+                  const uint8_t* mad, size_t len);
     // Whether the port knows the next hop's MAC for `dgid`: a device on a
     // wire asks its own neighbour table (starting ARP or neighbour
     // discovery if needed); through the host's stack the kernel resolves as

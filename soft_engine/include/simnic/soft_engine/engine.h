@@ -100,8 +100,9 @@ struct EngineConfig {
     // an application: each UD SEND ONLY to QP1 that arrives with a valid ICRC
     // and the GSI Q_Key is handed here, on the engine thread, with the
     // sender's and our GID (IPv4-mapped for IPv4). Unset: such packets drop.
+    // `traffic_class`: the packet's IPv4 TOS or IPv6 traffic class.
     std::function<void(const std::uint8_t* mad, std::size_t len, const std::array<std::uint8_t, 16>& src,
-                       const std::array<std::uint8_t, 16>& dst)>
+                       const std::array<std::uint8_t, 16>& dst, std::uint8_t traffic_class)>
         gsi_rx;
 };
 
@@ -137,7 +138,8 @@ public:
     // Thread-safe. False if the GIDs are not of one IP version or the frame
     // cannot be built.
     bool gsi_send(const std::array<std::uint8_t, 16>& sgid, const std::array<std::uint8_t, 16>& dgid,
-                  const std::array<std::uint8_t, 6>& dmac, const std::uint8_t* mad, std::size_t len);
+                  const std::array<std::uint8_t, 6>& dmac, const std::uint8_t* mad, std::size_t len,
+                  std::uint8_t traffic_class = 0);
 
     // The MAC of the next hop to `gid` (IPv4-mapped or IPv6) on a wire port,
     // from the port's neighbour table; nullopt while it is unknown (having
