@@ -107,6 +107,7 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "pipeline.cut_through",
         "parser.impl", "parser.latency_cycles", "parser.rtl_sources", "parser.rtl_top",
         "icrc.impl", "icrc.latency_cycles", "icrc.rtl_sources", "icrc.rtl_top",
+        "tx_build.impl", "tx_build.latency_cycles", "tx_build.rtl_sources", "tx_build.rtl_top",
         "qpc_cache.entries", "qpc_cache.ways", "qpc_cache.hit_cycles", "qpc_cache.entry_bytes",
         "mpt_cache.entries", "mpt_cache.ways", "mpt_cache.hit_cycles", "mpt_cache.entry_bytes",
         "mtt_cache.entries", "mtt_cache.ways", "mtt_cache.hit_cycles", "mtt_cache.entry_bytes",
@@ -159,6 +160,7 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.pipeline = {1};
         c.parser = {BlockImpl::rtl, 9, {"a.sv", "b c.sv"}, "my_top"};
         c.icrc = {BlockImpl::rtl, 3, {"e.sv"}, "my_engine"};
+        c.tx_build = {BlockImpl::rtl, 2, {"t.sv"}, "my_tx_build"};
         c.qpc_cache = {512, 8, 3, 512};
         c.mpt_cache = {2048, 2, 1, 128};
         c.mtt_cache = {8192, 16, 4, 16};
@@ -275,7 +277,7 @@ TEST_CASE("model config: unknown tables", "[model][config]") {
     CHECK(error_of("[qpc_cach]\nways = 2\n") ==
           "t.toml:1:2: unknown table [qpc_cach] (did you mean [qpc_cache]?)");
     CHECK(error_of("[sim]\nmax_idle_gap_us = 1000\n") ==
-          "t.toml:1:2: unknown table [sim] (tables: clock, mac, doorbell, pipeline, parser, icrc, qpc_cache, "
+          "t.toml:1:2: unknown table [sim] (tables: clock, mac, doorbell, pipeline, parser, icrc, tx_build, qpc_cache, "
           "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw, wire, congestion)");
     CHECK(error_of("mac = 5\n") == "t.toml:1:7: 'mac' must be a table ([mac]), got an integer 5");
     CHECK(error_of("[[mac]]\nwidth_bytes = 64\n").find("'mac' must be a table ([mac]), got an array") !=
@@ -540,6 +542,23 @@ TEST_CASE("model config: a soft device's config holds [congestion] only", "[mode
     CHECK(err.rfind("s.toml:1:", 0) == 0);
     CHECK_FALSE(simnic::model::parse_soft_config("[congestion]\nenable = 3\n", "s.toml", cc, err));
     CHECK(err.find("congestion.enable = 3 is out of range") != std::string::npos);
+}
+
+TEST_CASE("model config: [tx_build] names its RTL as the parser does; impl is cpp or rtl", "[model][config]") {
+    const ModelConfig d;
+    CHECK(d.tx_build.impl == BlockImpl::cpp);
+    CHECK(d.tx_build.latency_cycles == 0);  // the C++ model's TX build: the frame's beats alone
+    const ModelConfig c = parsed(
+        "[tx_build]\nimpl = \"rtl\"\nlatency_cycles = 2\nrtl_sources = [\"my_tx.sv\"]\nrtl_top = \"my_tx_build\"\n");
+    CHECK(c.tx_build.impl == BlockImpl::rtl);
+    CHECK(c.tx_build.latency_cycles == 2);
+    CHECK(c.tx_build.rtl_sources == std::vector<std::string>{"my_tx.sv"});
+    CHECK(c.tx_build.rtl_top == "my_tx_build");
+    CHECK(error_of("[tx_build]\nrtl_sources = [\"a.sv\"]\nrtl_top = \"a\"\n") ==
+          "t.toml:2:15: tx_build.rtl_sources is set but tx_build.impl = \"cpp\" (one's own RTL needs tx_build.impl = "
+          "\"rtl\")");
+    // The worked examples selectable by impl are parsers.
+    CHECK(error_of("[tx_build]\nimpl = \"rtl_example_buggy\"\n").find("tx_build.impl") != std::string::npos);
 }
 
 TEST_CASE("model config: one's own parser RTL is named by its files and top module", "[model][config]") {
