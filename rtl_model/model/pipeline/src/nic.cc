@@ -12,6 +12,7 @@
 
 #include "icrc_engine_rtl.h"
 #include "own_rtl.h"
+#include "tx_build_rtl.h"
 #ifdef SIMNIC_HAVE_RTL_PARSER
 #include "roce_parser_rtl.h"
 #endif
@@ -37,6 +38,15 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
         icrc_rtl_cache_hit = info.cache_hit;
     } else if (cfg.icrc.impl == BlockImpl::rtl) {
         icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();
+    }
+    if (cfg.tx_build.impl == BlockImpl::rtl && !cfg.tx_build.rtl_sources.empty()) {
+        rtl::OwnRtlBuildInfo info;
+        tx_build_rtl = std::make_unique<rtl::TxBuildRtl>(rtl::OwnRtl{cfg.tx_build.rtl_sources, cfg.tx_build.rtl_top},
+                                                         &info);
+        tx_build_rtl_cache_hit = info.cache_hit;
+        tx_build_rtl_dir = info.dir;
+    } else if (cfg.tx_build.impl == BlockImpl::rtl) {
+        tx_build_rtl = std::make_unique<rtl::TxBuildRtl>();
     }
 #ifdef SIMNIC_HAVE_RTL_PARSER
     if (cfg.parser.impl == BlockImpl::rtl && !cfg.parser.rtl_sources.empty()) {
@@ -162,6 +172,7 @@ void Nic::reset_stats() {
     mpt.reset_stats();
     mtt.reset_stats();
     rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = icrc_rx_rtl_mismatch = 0;
+    tx_build_rtl_mismatch = tx_build_rtl_skipped = 0;
     recv_wqe_prefetch_hits = recv_wqe_prefetch_misses = wqe_by_mmio = 0;
     pfc_rx_frames = pfc_paused_frames = pfc_paused_ps = 0;
     rx_drops_parser_reason.fill(0);

@@ -27,6 +27,7 @@
 namespace simnic::rtl {
 class IcrcEngineRtl;
 class RoceParserRtl;
+class TxBuildRtl;
 }  // namespace simnic::rtl
 
 namespace simnic::model {
@@ -224,6 +225,11 @@ struct Nic {
     // when the device was created), and its folder there.
     bool parser_rtl_cache_hit = false, icrc_rtl_cache_hit = false;
     std::string parser_rtl_dir;
+    // TX build's header builder with tx_build.impl = rtl (the built-in one,
+    // or one's own from tx_build.rtl_sources, found in or put into the cache).
+    std::unique_ptr<rtl::TxBuildRtl> tx_build_rtl;
+    bool tx_build_rtl_cache_hit = false;
+    std::string tx_build_rtl_dir;
 
     // Inputs are unbounded: they come from outside the simulation.
     sim::Chan<TxnPtr> db_in{"doorbell_in", size_t(1) << 30, probe_txn};
@@ -276,6 +282,11 @@ struct Nic {
     // to its result out (the stage's timing with impl = rtl, instead of the
     // configured latency_cycles).
     uint64_t parser_rtl_latency = 0, icrc_rtl_latency = 0;
+    // TX build with its RTL: sent frames whose header from the RTL differs
+    // from the datapath's; frames the descriptor cannot carry (sent as the
+    // datapath built them); the last header's edges from its descriptor
+    // taken to its first beat taken.
+    uint64_t tx_build_rtl_mismatch = 0, tx_build_rtl_skipped = 0, tx_build_rtl_latency = 0;
     // The first mismatches between an RTL block and its C++ twin, each with
     // its frame (also on stderr as they happen): what a designer debugs from.
     static constexpr size_t kRtlMismatchDumps = 4;

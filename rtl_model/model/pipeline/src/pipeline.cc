@@ -13,6 +13,7 @@
 #include "sim_context.h"
 
 #include "icrc_engine_rtl.h"
+#include "tx_build_rtl.h"
 #ifdef SIMNIC_HAVE_RTL_PARSER
 #include "roce_parser_rtl.h"
 #endif
@@ -116,6 +117,9 @@ std::unique_ptr<Pipeline> Pipeline::build(const std::string& name, const ModelCo
         return false;
     };
     if (cfg.icrc.impl == BlockImpl::rtl && !width_ok("icrc.impl", "ICRC engine", rtl::IcrcEngineRtl::kBeatBytes))
+        return nullptr;
+    if (cfg.tx_build.impl == BlockImpl::rtl &&
+        !width_ok("tx_build.impl", "TX header builder", rtl::TxBuildRtl::kBeatBytes))
         return nullptr;
 #ifdef SIMNIC_HAVE_RTL_PARSER
     if (is_rtl(cfg.parser.impl) && !width_ok("parser.impl", "parser", rtl::RoceParserRtl::kBeatBytes))
@@ -452,6 +456,11 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({"rtl.icrc_mismatches", double(n.icrc_rtl_mismatch), ""});
         s.push_back({"rtl.icrc_rx_mismatches", double(n.icrc_rx_rtl_mismatch), ""});
         s.push_back({"rtl.icrc_latency", double(n.icrc_rtl_latency), "cycles"});
+    }
+    if (n.tx_build_rtl) {
+        s.push_back({"rtl.tx_build_mismatches", double(n.tx_build_rtl_mismatch), ""});
+        s.push_back({"rtl.tx_build_skipped", double(n.tx_build_rtl_skipped), ""});
+        s.push_back({"rtl.tx_build_latency", double(n.tx_build_rtl_latency), "cycles"});
     }
     if (n.parser_rtl) {
         s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});

@@ -1,14 +1,55 @@
 #include "blocks/tx_build.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "icrc_engine_rtl.h"
+#include "simnic/roce/icrc.h"
+#include "tx_build_rtl.h"
 
 namespace simnic::model {
 
 using sim::now_ps;
 using sim::wait_ps;
 using sim::wait_until;
+
+void TxBuildBlock::rtl_header(std::vector<uint8_t>& b, uint64_t& in_cycles, uint64_t& hdr_latency) {
+    rtl::TxHeaderDesc d;
+    size_t hdr_len = 0;
+    if (!rtl::tx_header_desc_of_frame(b.data(), b.size(), d, &hdr_len)) {
+        ++nic.tx_build_rtl_skipped;  // sent as the datapath built it, at the C++ model's timing
+        return;
+    }
+    const rtl::TxBuildResult r = nic.tx_build_rtl->build(d);
+    // Its own cycles: the descriptor's stalls, the header's beats as the
+    // RTL sent them (bubbles included), then the beats that carry payload
+    // only; its latency to the first beat is pipelined like the ICRC's.
+    const uint64_t hdr_beats = nic.cfg.beats(uint32_t(hdr_len));
+    in_cycles = (r.desc_cycles - 1) + r.out_cycles + (in_cycles - std::min(in_cycles, hdr_beats));
+    hdr_latency = nic.tx_build_rtl_latency = r.latency;
+    if (r.header.size() == hdr_len && std::equal(r.header.begin(), r.header.end(), b.begin())) return;
+    ++nic.tx_build_rtl_mismatch;
+    size_t at = 0;
+    while (at < hdr_len && at < r.header.size() && r.header[at] == b[at]) ++at;
+    char w[160];
+    if (at < hdr_len && at < r.header.size())
+        std::snprintf(w, sizeof w, "header byte %zu from the RTL %02x, from the datapath %02x (%zu header bytes)", at,
+                      r.header[at], b[at], hdr_len);
+    else
+        std::snprintf(w, sizeof w, "header of %zu bytes from the RTL, %zu from the datapath", r.header.size(),
+                      hdr_len);
+    nic.rtl_mismatch("tx_build", w, b);
+    // The RTL's header goes on the wire, as the parser's record is the one
+    // the RX pipeline follows, and the ICRC after it covers it (the ICRC
+    // engine's place in the stage). One of another length cannot replace
+    // the datapath's: that frame goes as built.
+    if (r.header.size() != hdr_len || b.size() < hdr_len + roce::kIcrcBytes) return;
+    std::copy(r.header.begin(), r.header.end(), b.begin());
+    const size_t l3 = d.has_vlan ? 18 : 14, l4 = l3 + (d.ip_version == 6 ? 40 : 20);
+    const uint32_t icrc = roce::compute_icrc(b.data(), b.size(), l3, l4,
+                                             d.ip_version == 6 ? roce::IpVersion::V6 : roce::IpVersion::V4);
+    for (size_t k = 0; k < 4; ++k) b[b.size() - 4 + k] = uint8_t(icrc >> (8 * k));
+}
 
 void TxBuildBlock::main() {
     for (;;) {
@@ -25,8 +66,13 @@ void TxBuildBlock::main() {
         {
             sim::BusyScope busy(st);
             std::vector<uint8_t>& b = f.f.bytes;
-            // The C++ model: the frame's beats, then icrc.latency_cycles.
+            // The C++ model: tx_build.latency_cycles to the first beat, the
+            // frame's beats, then icrc.latency_cycles.
             uint64_t in_cycles = nic.cfg.beats(uint32_t(b.size())), latency = nic.cfg.icrc.latency_cycles;
+            uint64_t hdr_latency = nic.cfg.tx_build.latency_cycles;
+            // The RTL builds the headers from the frame's descriptor,
+            // checked against the datapath's; its own cycles set the timing.
+            if (nic.tx_build_rtl) rtl_header(b, in_cycles, hdr_latency);
             if (nic.icrc_rtl && b.size() >= 4) {
                 // The RTL's ICRC goes on the frame, checked against the one
                 // the datapath computed; its own cycles set the timing.
@@ -51,15 +97,15 @@ void TxBuildBlock::main() {
                 // cycle after it started, its last after all its beats and
                 // the ICRC that goes at its end.
                 const uint64_t s = now_ps();
-                f.head_ps = s + nic.cycles(1);
-                f.ready_ps = s + nic.cycles(in_cycles + latency);
+                f.head_ps = s + nic.cycles(1 + hdr_latency);
+                f.ready_ps = s + nic.cycles(in_cycles + hdr_latency + latency);
                 ready = f.ready_ps;
-                wait_ps(nic.cycles(1));
+                wait_ps(nic.cycles(1 + hdr_latency));
                 nic.txb_to_mac.write(std::move(f), &st);
-                wait_until(s + nic.cycles(in_cycles));  // the rest of its beats
+                wait_until(s + nic.cycles(in_cycles));  // the rest of its beats (latency pipelined)
             } else {
                 wait_ps(nic.cycles(in_cycles));
-                f.ready_ps = ready = now_ps() + nic.cycles(latency);
+                f.ready_ps = ready = now_ps() + nic.cycles(hdr_latency + latency);
             }
         }
         if (!nic.cut_through) nic.txb_to_mac.write(std::move(f), &st);

@@ -15,8 +15,16 @@
 // the wire (a disagreement with the datapath's is counted); the timing is the
 // same as the C++ model's.
 //
+// The headers: the C++ model takes them as the datapath built them, their
+// first beat tx_build.latency_cycles (0) after the frame starts. With
+// tx_build.impl = rtl the Verilated header builder (rtl_model/rtl/tx_build:
+// roce_tx_build.sv, or one's own) builds them from the frame's header
+// descriptor: its header is compared with the datapath's byte for byte
+// (a difference counted and dumped, and the RTL's header sent), and its own
+// cycles replace the header's beats and tx_build.latency_cycles.
+//
 // In: Nic::rxt_to_txb, Nic::req_to_txb. Out: Nic::txb_to_mac. Counters:
-// Nic::kTxBuild, Nic::icrc_rtl_mismatch.
+// Nic::kTxBuild, Nic::icrc_rtl_mismatch, Nic::tx_build_rtl_mismatch.
 #pragma once
 
 #include "nic.h"
@@ -33,6 +41,11 @@ struct TxBuildBlock : BlockBase {
     void main();
 
 private:
+    // tx_build.impl = rtl: the RTL's header for frame `b` (its beats from
+    // `in_cycles`, its latency into `hdr_latency`), compared with the
+    // datapath's and put on the frame.
+    void rtl_header(std::vector<uint8_t>& b, uint64_t& in_cycles, uint64_t& hdr_latency);
+
     // What main() waits on when both queues are empty. A member, built once:
     // `wait(a | b)` makes a list on the heap that SystemC frees when the wait
     // ends, and leaked it when a device was deleted with the thread waiting.
