@@ -245,6 +245,18 @@ TEST_CASE("tx_build: with tx_build.impl = rtl the headers are the RTL's, the dat
     CHECK(r.skipped == 0);
     CHECK(r.latency == 1);
     CHECK(r.busy_ps == c0.busy_ps);  // the header's beats are the frame's first beats
+    // With the Verilated ICRC engine behind it too (7 cycles, the default
+    // icrc.latency_cycles): the same frames, the same times.
+    ModelConfig both = rtl_cfg;
+    both.icrc.impl = BlockImpl::rtl;
+    const TxRun rb = run_tx(both, in);
+    REQUIRE(rb.out.size() == in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+        INFO("frame " << i << ", ICRC engine too");
+        CHECK(rb.out[i].item.f.bytes == in[i]);
+        CHECK(rb.out[i].item.ready_ps == r.out[i].item.ready_ps);
+    }
+    CHECK(rb.mismatches == 0);
     // A frame the descriptor cannot carry goes as built, at the C++ model's
     // timing (tx_build.latency_cycles included).
     const std::vector<uint8_t> junk = tb::bytes_frame(300);

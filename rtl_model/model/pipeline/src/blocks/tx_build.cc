@@ -68,7 +68,8 @@ void TxBuildBlock::main() {
             std::vector<uint8_t>& b = f.f.bytes;
             // The C++ model: tx_build.latency_cycles to the first beat, the
             // frame's beats, then icrc.latency_cycles.
-            uint64_t in_cycles = nic.cfg.beats(uint32_t(b.size())), latency = nic.cfg.icrc.latency_cycles;
+            const uint64_t beats = nic.cfg.beats(uint32_t(b.size()));
+            uint64_t in_cycles = beats, latency = nic.cfg.icrc.latency_cycles;
             uint64_t hdr_latency = nic.cfg.tx_build.latency_cycles;
             // The RTL builds the headers from the frame's descriptor,
             // checked against the datapath's; its own cycles set the timing.
@@ -80,7 +81,11 @@ void TxBuildBlock::main() {
                                          uint32_t(b[b.size() - 2]) << 16 | uint32_t(b[b.size() - 1]) << 24;
                 const std::vector<rtl::IcrcResult> r = nic.icrc_rtl->run({b});
                 if (!r.empty() && !r[0].err) {
-                    in_cycles = r[0].last_beat_cycle - r[0].first_beat_cycle + 1;
+                    // The engine's stream cycles, and the header builder's
+                    // stalls and bubbles in front of it (the stream is theirs
+                    // in turn).
+                    in_cycles = r[0].last_beat_cycle - r[0].first_beat_cycle + 1 +
+                                (in_cycles > beats ? in_cycles - beats : 0);
                     latency = nic.icrc_rtl_latency = r[0].valid_cycle - r[0].last_beat_cycle;
                     if (r[0].icrc != carried) {
                         ++nic.icrc_rtl_mismatch;
