@@ -354,3 +354,41 @@ TEST_CASE("tx_build: one's own RTL named in the config, the worked example's pla
     CHECK(again.cache_hit);
     CHECK(again.mismatches == padded);
 }
+
+TEST_CASE("tx_build: one's own RTL named in the config, the slower example: its backpressure and latency are the "
+          "stage's timing", "[model][block][tx_build][rtl][own_rtl]") {
+    // examples/roce_tx_build_slow.sv: a descriptor is taken after two
+    // cycles offered (2 more busy cycles per frame), the header leaves
+    // through a one-entry register (latency 2, a bubble between two beats).
+    const std::string cache = std::string(SIMNIC_OWN_TX_BUILD_TEST_CACHE) + "/slow";
+    std::filesystem::remove_all(cache);
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    ModelConfig slow;
+    slow.tx_build.impl = BlockImpl::rtl;
+    slow.tx_build.rtl_sources = {std::string(SIMNIC_TX_BUILD_RTL_DIR) + "/examples/roce_tx_build_slow.sv"};
+    slow.tx_build.rtl_top = "roce_tx_build_slow";
+    const std::vector<std::vector<uint8_t>> in = sent_frames();
+    const TxRun r = run_tx(slow, in), c = run_tx(ModelConfig{}, in);
+    REQUIRE(r.out.size() == in.size());
+    REQUIRE(c.out.size() == in.size());
+    CHECK(r.mismatches == 0);
+    CHECK(r.latency == 2);
+    const uint64_t period = uint64_t(1e6 / slow.clock.freq_mhz + 0.5);
+    const ModelConfig d;
+    uint64_t t = 0, extra_total = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+        INFO("frame " << i);
+        roce::Packet p;
+        REQUIRE(roce::decode_frame(in[i].data(), in[i].size(), p));
+        const uint64_t hdr_beats = d.beats(uint32_t(p.payload_off));
+        // Two cycles for the descriptor, a bubble between header beats.
+        const uint64_t extra = 2 + (hdr_beats - 1);
+        extra_total += extra;
+        t += (d.beats(uint32_t(in[i].size())) + extra) * period;
+        CHECK(r.out[i].item.f.bytes == in[i]);
+        CHECK(r.out[i].t_ps == t);
+        CHECK(r.out[i].item.ready_ps == t + (2 + d.icrc.latency_cycles) * period);
+    }
+    CHECK(extra_total == 2 * in.size() + 4);  // four headers are over 64 bytes: those with a RETH, the IPv6 ones
+    CHECK(r.busy_ps == c.busy_ps + extra_total * period);
+}

@@ -186,11 +186,14 @@ TEST_CASE("tx_build RTL: a packet the descriptor cannot carry is refused, not bu
     CHECK_FALSE(tx_header_desc_of_frame(junk.data(), junk.size(), d, nullptr));
 }
 
-TEST_CASE("own tx_build: the template, the worked example and the reference have exactly the stage's ports",
+TEST_CASE("own tx_build: the template, the worked examples and the reference have exactly the stage's ports",
           "[rtl][own_rtl][tx_build]") {
     CHECK(check_own_rtl_ports(own_tx_build_stage(), {{kDir + "/template/my_tx_build.sv"}, "my_tx_build"}).empty());
     CHECK(check_own_rtl_ports(own_tx_build_stage(),
                               {{kDir + "/examples/roce_tx_build_buggy.sv"}, "roce_tx_build_buggy"})
+              .empty());
+    CHECK(check_own_rtl_ports(own_tx_build_stage(),
+                              {{kDir + "/examples/roce_tx_build_slow.sv"}, "roce_tx_build_slow"})
               .empty());
     CHECK(check_own_rtl_ports(own_tx_build_stage(), {{kDir + "/roce_tx_build.sv"}, "roce_tx_build"}).empty());
 }
