@@ -306,7 +306,7 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
         }
     }
     std::printf("  simulated %.1f us in %.3f s wall", r.sim_ns / 1000.0, r.wall_s);
-    if (r.timer_polls) std::printf(" (%llu waits for a wall-clock retransmit timer)", (unsigned long long)r.timer_polls);
+    if (r.timer_polls) std::printf(" (%llu times the fabric went idle with messages outstanding)", (unsigned long long)r.timer_polls);
     std::printf("\n");
     if (errors) std::printf("  %llu error completions\n", (unsigned long long)errors);
     if (!a.pcap.empty()) std::printf("  captured every host link to %s\n", a.pcap.c_str());

@@ -106,7 +106,7 @@ struct FabricBenchResult {
     // the last reached its host, from the measurement's start.
     uint64_t pfc_frames_to_hosts = 0;
     double last_pfc_ns = 0;
-    uint64_t timer_polls = 0;      // times the fabric went idle and waited for a wall-clock timer
+    uint64_t timer_polls = 0;      // times the fabric went idle with messages outstanding (a stall: its timers are simulated)
     double bin_ns = 0;
     // Per switch (one, or the leaves then the spines) and port, summed over
     // priorities: PFC pauses sent (XOFF, refreshes included), drops at the
