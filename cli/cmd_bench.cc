@@ -246,6 +246,11 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
         return 2;
     }
     spec.duration_us = a.duration_us;
+    if (a.fluid && spec.cfg.congestion.enable == 0) {
+        std::fprintf(stderr, "simnic bench: --fluid compares DCQCN with its fluid model: turn congestion control on "
+                             "(--config with [congestion] enable = 1, or --set congestion.enable=1)\n");
+        return 2;
+    }
     model::FabricBenchResult r;
     if (!model::run_fabric_bench(spec, r, err)) {
         std::fprintf(stderr, "simnic bench: %s\n", err.c_str());

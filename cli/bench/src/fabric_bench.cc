@@ -776,7 +776,8 @@ bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, doubl
         return false;
     }
     if (!r.congestion_on) {
-        err = "congestion control is off in the run ([congestion] enable = 1): there is no DCQCN to compare";
+        err = "congestion control is off in the run: there is no DCQCN to compare (turn it on with the devices' "
+              "config, [congestion] enable = 1)";
         return false;
     }
     const fabric::Topology& t = spec.topo;
