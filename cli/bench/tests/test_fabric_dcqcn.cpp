@@ -176,8 +176,8 @@ TEST_CASE("fabric DCQCN: a 2:1 incast at 100 Gb/s converges to the fair share, t
     CHECK(qmean >= double(pc.kmin_bytes));
 }
 
-TEST_CASE("fabric DCQCN: an 8:1 incast at 100 Gb/s fills the bottleneck, every flow near its share, the queue "
-          "near Kmax, no drops, CNPs as sent",
+TEST_CASE("fabric DCQCN: an 8:1 incast at 100 Gb/s converges to the fair share, the queue near Kmax, no drops, "
+          "CNPs as sent",
           "[fabric][dcqcn]") {
     const fabric::Topology t = topology("incast8.toml");
     FabricBenchSpec s = dcqcn_spec(t, 100'000);
@@ -185,11 +185,10 @@ TEST_CASE("fabric DCQCN: an 8:1 incast at 100 Gb/s fills the bottleneck, every f
     const FabricBenchResult r = run(s);
     REQUIRE(r.flows.size() == 8);
     acceptance(s, r);
-    // From 40 ms to 100 ms. DCQCN with the published parameters does not
-    // bring eight flows within 10% of their share in this time (neither does
-    // the packet-level model: docs/model.md, "The fluid model"); what it does:
-    // the bottleneck full, every flow within 25% of C/8, Jain's fairness
-    // index at least 0.98.
+    // From 40 ms to 100 ms: the bottleneck full, every flow's mean within
+    // 10% of C/8, Jain's fairness index at least 0.98. (In 10 ms windows
+    // the eight flows still drift apart and back by up to about 20%, as in
+    // the packet-level model: docs/model.md, "The fluid model".)
     const double c = bottleneck_gbps(r, t.hosts[0].rate_gbps);
     const double fair = c / 8;
     double sum = 0, sq = 0, worst = 0;
@@ -198,7 +197,7 @@ TEST_CASE("fabric DCQCN: an 8:1 incast at 100 Gb/s fills the bottleneck, every f
         sum += g;
         sq += g * g;
         worst = std::max(worst, std::fabs(g - fair) / fair);
-        CHECK(std::fabs(g - fair) <= 0.25 * fair);
+        CHECK(std::fabs(g - fair) <= 0.1 * fair);
     }
     const double jain = sum * sum / (8 * sq);
     std::printf("  from 40 to 100 ms: sum %.2f Gb/s of %.2f, worst flow %.1f%% from C/8, Jain index %.4f\n", sum, c,
