@@ -40,6 +40,11 @@ struct BenchArgs {
     std::string fabric, receiver, senders, out = "bench-fabric";
     std::vector<std::string> flows;  // FROM:TO
     std::string pcap;
+    double duration_us = 0;  // --fabric: post for this long (simulated) instead of --messages
+    // --fabric --fluid: compare with the DCQCN fluid model, each flow from
+    // fluid_from_us (default: half the run) in windows of fluid_window_us.
+    bool fluid = false;
+    double fluid_from_us = -1, fluid_window_us = 5000;
     bool messages_given = false;
 };
 
@@ -236,6 +241,16 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
     spec.qps = a.qps;
     spec.depth = a.depth;
     if (a.messages_given) spec.messages = a.messages;
+    if (a.duration_us < 0) {
+        std::fprintf(stderr, "simnic bench: --duration-us must not be negative\n");
+        return 2;
+    }
+    spec.duration_us = a.duration_us;
+    if (a.fluid && spec.cfg.congestion.enable == 0) {
+        std::fprintf(stderr, "simnic bench: --fluid compares DCQCN with its fluid model: turn congestion control on "
+                             "(--config with [congestion] enable = 1, or --set congestion.enable=1)\n");
+        return 2;
+    }
     model::FabricBenchResult r;
     if (!model::run_fabric_bench(spec, r, err)) {
         std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
@@ -246,8 +261,9 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
         std::printf("simnic bench --fabric %s: %zu:1 incast into %s", a.fabric.c_str(), r.flows.size(), recv.c_str());
     else
         std::printf("simnic bench --fabric %s: %zu flows", a.fabric.c_str(), r.flows.size());
-    std::printf(", WRITE %u B, %u QP(s) per flow, depth %u, %llu messages per flow\n", spec.size, spec.qps,
-                spec.depth, (unsigned long long)spec.messages);
+    std::printf(", WRITE %u B, %u QP(s) per flow, depth %u", spec.size, spec.qps, spec.depth);
+    if (spec.duration_us > 0) std::printf(", posting for %.0f us\n", spec.duration_us);
+    else std::printf(", %llu messages per flow\n", (unsigned long long)spec.messages);
     std::printf("  %-12s %8s %9s %8s %8s %8s %8s %8s %8s\n", "flow", "msgs", "Gb/s", "drops", "CE", "PFC rx",
                 "held", "retx", "NAK rx");
     uint64_t errors = 0;
@@ -275,20 +291,73 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
             for (uint64_t v : sw.marks) std::printf(" %llu", (unsigned long long)v);
             std::printf("\n");
         }
+    if (r.switch_no_route)
+        std::printf("  switch: %llu frames to an address it has no route for\n", (unsigned long long)r.switch_no_route);
     std::printf("  receivers: %llu NAKs (PSN sequence error) sent\n", (unsigned long long)r.receiver_naks_sent);
+    if (r.congestion_on) {
+        // DCQCN (the devices' [congestion] table): the receivers' NPs, then
+        // each flow's RPs at the end of the run.
+        std::printf("  DCQCN: receivers saw %llu CE packets, sent %llu CNPs (%llu marks within N of the last)\n",
+                    (unsigned long long)r.receiver_ce_packets, (unsigned long long)r.receiver_cnp_sent,
+                    (unsigned long long)r.receiver_cnp_suppressed);
+        std::printf("  %-12s %8s %9s %8s %8s %7s %12s %10s\n", "flow", "CNP rx", "wire Gb/s", "Rc", "Rt", "alpha",
+                    "limited us", "holds");
+        for (const model::FabricFlow& f : r.flows) {
+            const double span_ns = double(f.wire_gbps_series.size()) * r.bin_ns;
+            std::printf("  %-12s %8llu %9.2f %8.2f %8.2f %7.4f %12.1f %10llu\n", (f.host + ">" + f.to).c_str(),
+                        (unsigned long long)f.rp_cnps, span_ns > 0 ? double(f.wire_bytes) * 8.0 / span_ns : 0.0,
+                        f.rate_gbps, f.target_rate_gbps, f.alpha, double(f.rate_limited_ns) / 1000.0,
+                        (unsigned long long)f.rate_limit_holds);
+        }
+    }
     std::printf("  simulated %.1f us in %.3f s wall", r.sim_ns / 1000.0, r.wall_s);
-    if (r.timer_polls) std::printf(" (%llu waits for a wall-clock retransmit timer)", (unsigned long long)r.timer_polls);
+    if (r.timer_polls) std::printf(" (%llu times the fabric went idle with messages outstanding)", (unsigned long long)r.timer_polls);
     std::printf("\n");
     if (errors) std::printf("  %llu error completions\n", (unsigned long long)errors);
     if (!a.pcap.empty()) std::printf("  captured every host link to %s\n", a.pcap.c_str());
+    int fluid_rc = 0;
+    if (a.fluid) {
+        model::FabricFluid ff;
+        const double span_us = r.flows.empty() ? 0 : double(r.flows[0].wire_gbps_series.size()) * r.bin_ns / 1000.0;
+        const double from_us = a.fluid_from_us >= 0 ? a.fluid_from_us : span_us / 2;
+        if (!model::fabric_fluid(spec, r, from_us * 1e-6, a.fluid_window_us * 1e-6, ff, err)) {
+            std::fprintf(stderr, "simnic bench: --fluid: %s\n", err.c_str());
+            return 2;
+        }
+        const auto& sc = ff.scenario;
+        std::printf("  DCQCN fluid model, same parameters (%u flows, bottleneck %.2f Gb/s of frames, %u-byte packets, "
+                    "links %.2f us, Kmin %.0f B, Kmax %.0f B, Pmax %g):\n",
+                    sc.flows, sc.bottleneck_bps / 1e9, sc.packet_bytes, sc.link_delay_s * 1e6, sc.red.kmin_bytes,
+                    sc.red.kmax_bytes, sc.red.pmax);
+        if (!ff.flows.error.empty()) {
+            std::printf("    each flow: %s\n", ff.flows.error.c_str());
+            fluid_rc = 1;
+        } else {
+            std::printf("    each flow from %.0f us, %zu windows of %.0f us: largest error %.3f (flow %zu at %.0f us), "
+                        "mean %.3f: %s within 20%%\n",
+                        from_us, ff.flows.windows, a.fluid_window_us, ff.flows.max_error, ff.flows.worst_flow,
+                        ff.flows.worst_t_s * 1e6, ff.flows.mean_error, ff.flows.max_error <= 0.2 ? "agree" : "do not agree");
+            if (ff.flows.max_error > 0.2) fluid_rc = 1;
+        }
+        std::printf("    the incast's transient (mean of the flows, 1 ms windows from 0): largest error %.3f at %.0f us, "
+                    "mean %.3f\n",
+                    ff.transient.max_error, ff.transient.worst_t_s * 1e6, ff.transient.mean_error);
+        std::printf("    within 10%% of the fair share (%.2f Gb/s) from: fabric %.1f ms, fluid %.1f ms\n",
+                    ff.fair_bps / 1e9, ff.fabric_converged_s * 1e3, ff.fluid_converged_s * 1e3);
+        std::printf("    destination queue's mean from %.0f us: fabric %.0f B, fluid %.0f B\n", from_us,
+                    ff.fabric_queue_bytes, ff.fluid_queue_bytes);
+        congestion::fluid::write_csv(std::ofstream(a.out + "-fluid.csv").flush(), ff.fluid);
+        std::printf("  wrote the fluid model's rates to %s-fluid.csv\n", a.out.c_str());
+    }
     const std::string title = "simnic bench --fabric " + a.fabric;
     std::ofstream(a.out + "-throughput.csv") << model::fabric_throughput_csv(r);
     std::ofstream(a.out + "-depth.csv") << r.depth_csv;
+    std::ofstream(a.out + "-rates.csv") << model::fabric_rates_csv(r);
     std::ofstream(a.out + "-throughput.svg") << model::fabric_throughput_svg(r, title + ": per-flow throughput");
     std::ofstream(a.out + "-depth.svg") << model::fabric_depth_svg(r, title + ": switch egress queues");
-    std::printf("wrote %s-throughput.csv, %s-depth.csv, %s-throughput.svg and %s-depth.svg\n", a.out.c_str(),
-                a.out.c_str(), a.out.c_str(), a.out.c_str());
-    return errors ? 1 : 0;
+    std::printf("wrote %s-throughput.csv, %s-depth.csv, %s-rates.csv, %s-throughput.svg and %s-depth.svg\n",
+                a.out.c_str(), a.out.c_str(), a.out.c_str(), a.out.c_str(), a.out.c_str());
+    return errors ? 1 : fluid_rc;
 }
 
 int run_bench_cmd(BenchArgs a) {
@@ -450,9 +519,16 @@ Runner add_bench_command(CLI::App& app) {
                     "--fabric: FROM:TO, a WRITE stream from host FROM to host TO (repeatable; instead of the incast)");
     sub->add_option("--pcap", a->pcap,
                     "--fabric: capture every host link, both directions, in simulated time (us) to FILE");
+    sub->add_option("--duration-us", a->duration_us,
+                    "--fabric: every flow posts for this much simulated time (us), instead of --messages");
+    sub->add_flag("--fluid", a->fluid,
+                  "--fabric with [congestion] on: compare each flow's rate with the DCQCN fluid model for the same "
+                  "parameters (exit 1 if a window is off by more than 20%)");
+    sub->add_option("--fluid-from-us", a->fluid_from_us, "--fluid: compare from this time (default: half the run)");
+    sub->add_option("--fluid-window-us", a->fluid_window_us, "--fluid: window of the comparison (default 5000)");
     sub->add_option("--out", a->out,
                     "--fabric: prefix of the CSV and SVG files (default bench-fabric: bench-fabric-throughput.csv, "
-                    "-depth.csv, -throughput.svg, -depth.svg)");
+                    "-depth.csv, -rates.csv (the DCQCN fluid model's CSV form), -throughput.svg, -depth.svg)");
     sub->add_flag("-j,--json", a->json, "JSON output (single run)");
     sub->add_flag("-s,--stats", a->all, "also print every pipeline statistic (single run)");
     return [a] { return run_bench_cmd(*a); };

@@ -69,6 +69,7 @@ bool finish(SoftEngine::Impl& m, const EngineConfig& cfg, std::string& err) {
     if (cfg.timing) {
         m.pipe = cfg.timing(m, cfg.standalone, err);
         if (!m.pipe) return false;
+        m.sim_time = m.pipe->simulated_protocol_time();
     }
     if (!cfg.pcap.empty()) {
         m.pcap = roce::PcapWriter::open(cfg.pcap, err);
@@ -326,7 +327,7 @@ std::vector<std::pair<std::string, uint64_t>> read_stats(const uint8_t* bar) {
 std::vector<QpCongestionStats> SoftEngine::congestion_stats() {
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
     std::vector<QpCongestionStats> r;
-    const uint64_t now = mono_ns();
+    const uint64_t now = impl_->protocol_now();
     for (auto& [n, q] : impl_->qps) {
         if (!q->core) continue;
         const tp::QpCongestionState c = q->core->congestion(now);

@@ -17,7 +17,8 @@
 //   wire_port.cc    a port: a device with its own addresses on a wire of
 //                   frames (neighbour_table.h: its ARP/ND neighbours)
 //   gsi.cc          QP1 (GSI): MADs to and from the host's CM
-//   timers.cc       the QPs' retransmit and RNR timers
+//   timers.cc       the QPs' retransmit, RNR and rate-limit timers, and
+//                   the clock they run on
 //   datapath.cc     the Datapath a timing model's stages call (timing.h)
 #pragma once
 
@@ -234,6 +235,12 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // it is executing (null outside one; always null on a soft device).
     std::unique_ptr<TimingModel> pipe;
     OpRecord* rec = nullptr;
+    // Protocol time (timing.h, TimingModel::simulated_protocol_time): the
+    // QPs' timers and DCQCN run on the model's simulated time (a fabric's
+    // device), not on the host's monotonic clock; the model keeps their
+    // deadlines (timers.cc).
+    bool sim_time = false;
+    uint64_t protocol_now() const { return sim_time ? pipe->now_ns() : mono_ns(); }
 
     // ---- contexts and their doorbell FIFOs (doorbell.cc) ----
     struct CtxState {

@@ -233,6 +233,15 @@ void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted
         roce::DecodeOptions dopt;
         dopt.check_icrc = !trusted;
         const roce::DecodeResult r = roce::decode_ip_packet(buf, total, pkt, dopt);
+        // The frame's MACs, where it came as a frame (a model device, a
+        // wire port): what answers the packet from its own addresses rather
+        // than the QP's address vector (a CNP, roce::make_cnp) reverses
+        // them. Left out, a model device in a fabric sent its CNPs to MAC 0,
+        // for which the switch had no route.
+        if (eth) {
+            std::copy(eth, eth + 6, pkt.eth.dst.begin());
+            std::copy(eth + 6, eth + 12, pkt.eth.src.begin());
+        }
         if (!r.ok()) {
             stat(r.error == roce::DecodeError::BadIcrc ? hw::stats_block::icrc_errors
                                                         : hw::stats_block::rx_drops_bad_hdr);

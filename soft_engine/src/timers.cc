@@ -1,7 +1,9 @@
 // The QPs' timers: the retransmit, RNR and rate-limit timers the transport core arms
 // through its TimerPort, kept as one deadline each, fired by the engine
 // thread when due (on a model device, inside the timing model's completer
-// stage), and the earliest of them, which bounds the thread's sleep.
+// stage), and the earliest of them, which bounds the thread's sleep; or,
+// on a device whose timing model keeps protocol time (a fabric's), handed
+// to the model.
 #include <vector>
 
 #include "engine_internal.h"
@@ -43,8 +45,20 @@ uint64_t SoftEngine::Impl::next_deadline() {
 
 // ---- the transport core's TimerPort ----
 
-uint64_t EngineQp::now_ns() { return mono_ns(); }
-void EngineQp::arm(tp::QpTimer t, uint64_t deadline_ns) { timer_deadline[int(t)] = deadline_ns ? deadline_ns : 1; }
-void EngineQp::cancel(tp::QpTimer t) { timer_deadline[int(t)] = 0; }
+// A model device whose peers share its simulated time (a fabric's) keeps
+// protocol time in the model: the deadlines are simulated nanoseconds and
+// the model runs each expired timer in its completer stage (exec_timer), so
+// DCQCN's rate limiter, its timers and the NP's CNP interval act in the
+// simulated time the frames cross the fabric in. Every other device: the
+// host's monotonic clock, and the deadlines above.
+uint64_t EngineQp::now_ns() { return eng.protocol_now(); }
+void EngineQp::arm(tp::QpTimer t, uint64_t deadline_ns) {
+    if (eng.sim_time) return eng.pipe->arm_timer(qpn, uint8_t(t), deadline_ns);
+    timer_deadline[int(t)] = deadline_ns ? deadline_ns : 1;
+}
+void EngineQp::cancel(tp::QpTimer t) {
+    if (eng.sim_time) return eng.pipe->cancel_timer(qpn, uint8_t(t));
+    timer_deadline[int(t)] = 0;
+}
 
 }  // namespace simnic::soft_engine

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "simnic/base/clock.h"
+#include "simnic/congestion/fluid/fluid_model.h"
 #include "simnic/fw/firmware.h"
 #include "simnic/fw/table_store.h"
 #include "simnic/fw/wire_netdev.h"
@@ -143,6 +144,17 @@ private:
     // Per flow (sender).
     std::vector<uint64_t> posted_, done_, errors_, first_ps_, last_ps_;
     std::vector<std::vector<double>> bytes_bin_;
+    // The flows' frames leaving their senders' MAC TX (the fabric's tap):
+    // bytes per bin, frames and bytes in all.
+    std::vector<std::vector<double>> wire_bin_;
+    std::vector<uint64_t> wire_frames_, wire_bytes_;
+    uint64_t t0_ps_ = 0;
+    bool measuring_ = false;
+    uint64_t pfc_to_hosts_ = 0, last_pfc_ps_ = 0;
+    bool more(size_t fl) const {
+        if (spec_.duration_us > 0) return double(fabric_->now_ps() - t0_ps_) < spec_.duration_us * 1e6;
+        return posted_[fl] < spec_.messages;
+    }
     uint64_t all_done_ = 0, total_ = 0;
 };
 
@@ -176,6 +188,13 @@ bool FabricBench::device_setup(size_t i, std::string& err) {
     ec.bar = h->bar.p;
     ec.timing = fabric_->factory(i, spec_.cfg);
     ec.standalone = true;
+    // Congestion control as a device's config turns it on (the daemon does
+    // the same, daemon/src/device_runtime.cc): the reaction points' line
+    // rate is the host's link's unless the table gives one.
+    const model::CongestionConfig& cc = spec_.cfg.congestion;
+    ec.congestion.on = cc.enable != 0;
+    ec.congestion.rp = cc.dcqcn(h->spec.rate_gbps);
+    ec.congestion.np = cc.np();
     h->engine = soft_engine::SoftEngine::create(ec, err);
     if (!h->engine) return false;
     h->pipe = fabric_->device(i);
@@ -347,7 +366,7 @@ void FabricBench::on_cqe(size_t hi, uint32_t cqn) {
             ++errors_[fl];
         }
         ++all_done_;
-        if (posted_[fl] < spec_.messages && c.status == hw::WcStatus::Success) post_write(h, q);
+        if (more(fl) && c.status == hw::WcStatus::Success) post_write(h, q);
     }
     h.ctx->ring_doorbell(hw::DbKind::Cq, q.cqn, q.cq_ci, 0);
 }
@@ -366,6 +385,10 @@ double model_stat(const std::vector<ModelStat>& s, const char* name) {
 bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     if (spec_.qps == 0 || spec_.depth == 0 || spec_.size == 0 || spec_.messages == 0) {
         err = "qps, depth, size and messages must be at least 1";
+        return false;
+    }
+    if (!(spec_.duration_us >= 0)) {
+        err = "the duration must not be negative";
         return false;
     }
     const fabric::Topology& t = spec_.topo;
@@ -418,10 +441,39 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     if (!spec_.pcap.empty()) {
         pcap = roce::PcapWriter::open(spec_.pcap, err);
         if (!pcap) return false;
-        roce::PcapWriter* w = pcap.get();
-        fabric_->tap([w](size_t, bool, const std::vector<uint8_t>& f, uint64_t ps) { w->write(f, ps / 1'000'000); });
     }
     const size_t nflows = flows_.size();
+    // Each frame leaving a sender's MAC TX for a flow's destination (by
+    // destination MAC) counts for that flow, in the bin of the time it left.
+    wire_bin_.assign(nflows, {});
+    wire_frames_.assign(nflows, 0);
+    wire_bytes_.assign(nflows, 0);
+    {
+        roce::PcapWriter* w = pcap.get();
+        fabric_->tap([this, w](size_t host, bool to_host, const std::vector<uint8_t>& f, uint64_t ps) {
+            if (w) w->write(f, ps / 1'000'000);
+            if (!measuring_ || f.size() < 14) return;
+            if (to_host) {
+                // A PFC frame (MAC control) reaching a host: when pauses happen.
+                if (f[12] == 0x88 && f[13] == 0x08) {
+                    ++pfc_to_hosts_;
+                    last_pfc_ps_ = ps - t0_ps_;
+                }
+                return;
+            }
+            for (size_t fl = 0; fl < flows_.size(); ++fl) {
+                if (flows_[fl].first != host) continue;
+                const auto& mac = spec_.topo.hosts[flows_[fl].second].mac;
+                if (!std::equal(mac.begin(), mac.end(), f.begin())) continue;
+                ++wire_frames_[fl];
+                wire_bytes_[fl] += f.size();
+                const size_t bin = size_t((ps - t0_ps_) / (spec_.bin_ns * 1000));
+                if (wire_bin_[fl].size() <= bin) wire_bin_[fl].resize(bin + 1, 0);
+                wire_bin_[fl][bin] += double(f.size());
+                break;
+            }
+        });
+    }
     posted_.assign(nflows, 0);
     done_.assign(nflows, 0);
     errors_.assign(nflows, 0);
@@ -459,20 +511,36 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
         h->pipe->reset_stats();
     total_ = uint64_t(nflows) * spec_.messages;
     const uint64_t t0 = fabric_->now_ps();
+    t0_ps_ = t0;
     for (size_t fl = 0; fl < nflows; ++fl) first_ps_[fl] = t0;
+    measuring_ = true;  // the wire series from here, binned from t0
     // Every sender's queues filled at the same instant, round robin.
     for (uint32_t d = 0; d < spec_.depth; ++d)
         for (auto& hp : hosts_)
             for (Qp& q : hp->qps)
-                if (q.sender && posted_[q.flow] < spec_.messages) post_write(*hp, q);
+                if (q.sender && (spec_.duration_us > 0 || posted_[q.flow] < spec_.messages)) post_write(*hp, q);
     const uint64_t w0 = base::mono_ns();
     for (;;) {
         fabric_->run();
         uint64_t ended = 0;
         for (size_t fl = 0; fl < nflows; ++fl) ended += done_[fl] + errors_[fl];
-        if (ended >= total_) break;
-        // Idle with messages outstanding: a lost packet's retransmit timer
-        // (wall clock) must fire. The engines look at their timers.
+        if (spec_.duration_us > 0) {
+            // Posting stops at the duration; then what was posted ends.
+            uint64_t posted = 0;
+            bool posting = false;
+            for (size_t fl = 0; fl < nflows; ++fl) {
+                posted += posted_[fl];
+                posting |= more(fl);
+            }
+            total_ = posted;
+            if (!posting && ended >= posted) break;
+        } else if (ended >= total_) {
+            break;
+        }
+        // Idle with messages outstanding. The protocol timers are the
+        // fabric's (simulated time), so an idle fabric has none armed and
+        // this is a stall; the engines are still given their host-time
+        // timers, if any, until the wall-clock limit.
         if (double(base::mono_ns() - w0) / 1e9 > spec_.wall_limit_s) {
             err = "the workload stalled: " + std::to_string(ended) + " of " + std::to_string(total_) +
                   " messages ended after " + std::to_string(spec_.wall_limit_s) + " s";
@@ -512,10 +580,36 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
         const auto at = fabric_->host_at(hi);
         for (unsigned p = 0; p < fabric::kPriorities; ++p) f.drops += fabric_->sw(at.first).counters(at.second, p).drops;
         f.ce_marked = fabric_->ce_frames_from(hi);
+        f.cnp_received = stat_of(st, "cnp_received");
+        f.rate_limit_holds = stat_of(st, "rate_limit_holds");
+        f.wire_frames = wire_frames_[fl];
+        f.wire_bytes = wire_bytes_[fl];
+        // The flow's QPs' reaction points, as `simnic stats` shows them.
+        {
+            std::vector<uint32_t> mine;
+            for (const Qp& q : h.qps)
+                if (q.sender && q.flow == fl) mine.push_back(q.qpn);
+            unsigned n = 0;
+            for (const soft_engine::QpCongestionStats& c : h.engine->congestion_stats()) {
+                if (std::find(mine.begin(), mine.end(), c.qpn) == mine.end()) continue;
+                ++n;
+                f.rate_gbps += c.rate_bps / 1e9;
+                f.target_rate_gbps += c.target_rate_bps / 1e9;
+                f.alpha += c.alpha;
+                f.rate_limited_ns += c.counters.rate_limited_ns;
+                f.rp_cnps += c.counters.cnps_received;
+            }
+            if (n) {
+                f.rate_gbps /= n;
+                f.target_rate_gbps /= n;
+                f.alpha /= n;
+            }
+        }
         // Bins from the measurement's start.
         const size_t b0 = size_t(t0 / (spec_.bin_ns * 1000));
         for (size_t b = b0; b < bytes_bin_[fl].size(); ++b)
             f.gbps_series.push_back(bytes_bin_[fl][b] * 8.0 / double(spec_.bin_ns));
+        for (double bytes : wire_bin_[fl]) f.wire_gbps_series.push_back(bytes * 8.0 / double(spec_.bin_ns));
         out.flows.push_back(std::move(f));
     }
     for (size_t k = 0; k < fabric_->switches(); ++k) {
@@ -539,6 +633,7 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
                 for (const auto& fl : flows_) dest |= fabric_->host_at(fl.second) == std::make_pair(uint32_t(k), port);
                 if (dest) out.max_queue_bytes = std::max(out.max_queue_bytes, c.max_depth_bytes);
             }
+        for (uint32_t port = 0; port < sw.ports(); ++port) out.switch_no_route += sw.port_counters(port).no_route;
         out.shared_peak = std::max(out.shared_peak, sw.shared_peak());
         out.switches.push_back(std::move(sp));
     }
@@ -546,7 +641,30 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     for (const auto& fl : flows_)
         if (!counted[fl.second]) {
             counted[fl.second] = true;
-            out.receiver_naks_sent += stat_of(soft_engine::read_stats(hosts_[fl.second]->bar.p), "tx_nak_psn_seq");
+            const auto st = soft_engine::read_stats(hosts_[fl.second]->bar.p);
+            out.receiver_naks_sent += stat_of(st, "tx_nak_psn_seq");
+            out.receiver_ce_packets += stat_of(st, "ce_packets");
+            out.receiver_cnp_sent += stat_of(st, "cnp_sent");
+            out.receiver_cnp_suppressed += stat_of(st, "cnp_suppressed");
+        }
+    out.congestion_on = spec_.cfg.congestion.enable != 0;
+    out.pfc_frames_to_hosts = pfc_to_hosts_;
+    out.last_pfc_ns = double(last_pfc_ps_) / 1000.0;
+    // The destinations' egress queues over time: the deepest of them at
+    // each sample.
+    out.start_ns = double(t0) / 1000.0;
+    out.depth_sample_ns = double(topo.sw.depth_sample_ps) / 1000.0;
+    for (size_t k = 0; k < fabric_->switches(); ++k)
+        for (uint32_t port = 0; port < fabric_->sw(k).ports(); ++port) {
+            bool dest = false;
+            for (const auto& fl : flows_) dest |= fabric_->host_at(fl.second) == std::make_pair(uint32_t(k), port);
+            if (!dest) continue;
+            for (unsigned p = 0; p < fabric::kPriorities; ++p) {
+                const std::vector<uint64_t>& s = fabric_->sw(k).depth_series(port, p);
+                if (out.dest_depth_bytes.size() < s.size()) out.dest_depth_bytes.resize(s.size(), 0);
+                for (size_t i = 0; i < s.size(); ++i)
+                    out.dest_depth_bytes[i] = std::max(out.dest_depth_bytes[i], double(s[i]));
+            }
         }
     return true;
 }
@@ -570,6 +688,33 @@ std::string fabric_throughput_csv(const FabricBenchResult& r) {
     for (size_t b = 0; b < bins; ++b) {
         os << double(b) * r.bin_ns / 1000.0;
         for (const FabricFlow& f : r.flows) os << "," << (b < f.gbps_series.size() ? f.gbps_series[b] : 0.0);
+        os << "\n";
+    }
+    return os.str();
+}
+
+std::string fabric_rates_csv(const FabricBenchResult& r) {
+    std::ostringstream os;
+    os << "# simnic bench --fabric: each flow's frames leaving its sender, Gb/s per " << r.bin_ns / 1000.0
+       << " us (t_us: the interval's end, from the measurement's start)\n";
+    os << "t_us";
+    size_t bins = 0;
+    for (size_t i = 0; i < r.flows.size(); ++i) {
+        os << ",rate_gbps_" << i;
+        bins = std::max(bins, r.flows[i].wire_gbps_series.size());
+    }
+    const bool queue = !r.dest_depth_bytes.empty() && r.depth_sample_ns > 0;
+    if (queue) os << ",queue_bytes";
+    os << "\n";
+    for (size_t b = 0; b < bins; ++b) {
+        const double end_ns = double(b + 1) * r.bin_ns;
+        os << end_ns / 1000.0;
+        for (const FabricFlow& f : r.flows) os << "," << (b < f.wire_gbps_series.size() ? f.wire_gbps_series[b] : 0.0);
+        if (queue) {
+            // The sample at the interval's end (or the last one).
+            const size_t k = std::min(r.dest_depth_bytes.size() - 1, size_t((r.start_ns + end_ns) / r.depth_sample_ns));
+            os << "," << r.dest_depth_bytes[k];
+        }
         os << "\n";
     }
     return os.str();
@@ -621,6 +766,96 @@ std::string fabric_depth_svg(const FabricBenchResult& r, const std::string& titl
     }
     p.left = std::move(cols);
     return render_svg(p);
+}
+
+bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, double from_s, double window_s,
+                  FabricFluid& out, std::string& err) {
+    namespace fl = congestion::fluid;
+    if (r.flows.empty() || r.bin_ns <= 0) {
+        err = "the run has no flows to compare";
+        return false;
+    }
+    if (!r.congestion_on) {
+        err = "congestion control is off in the run: there is no DCQCN to compare (turn it on with the devices' "
+              "config, [congestion] enable = 1)";
+        return false;
+    }
+    const fabric::Topology& t = spec.topo;
+    auto host = [&](const std::string& name) -> const fabric::HostSpec* {
+        for (const fabric::HostSpec& h : t.hosts)
+            if (h.name == name) return &h;
+        return nullptr;
+    };
+    const fabric::HostSpec* dest = host(r.flows[0].to);
+    const fabric::HostSpec* src = host(r.flows[0].host);
+    if (!dest || !src) {
+        err = "the run's hosts are not the topology's";
+        return false;
+    }
+    for (const FabricFlow& f : r.flows)
+        if (f.to != r.flows[0].to) {
+            err = "the fluid model has one bottleneck: every flow must go to one destination";
+            return false;
+        }
+    uint64_t frames = 0, bytes = 0;
+    for (const FabricFlow& f : r.flows) {
+        frames += f.wire_frames;
+        bytes += f.wire_bytes;
+    }
+    if (!frames) {
+        err = "the run sent no frames";
+        return false;
+    }
+    const double frame = double(bytes) / double(frames);
+    fl::Scenario& sc = out.scenario;
+    sc.flows = unsigned(r.flows.size());
+    // The destination's link carries frame + 20 bytes of preamble and gap
+    // per frame; DCQCN counts the frame.
+    const double overhead = double(t.sw.overhead_bytes);
+    sc.bottleneck_bps = dest->rate_gbps * 1e9 * frame / (frame + overhead);
+    sc.packet_bytes = uint32_t(frame + 0.5);
+    sc.link_delay_s = double(src->delay_ps + t.sw.forwarding_latency_ps) * 1e-12;
+    const uint8_t dscp = spec.traffic_class >> 2;
+    const fabric::SwitchPriorityConfig& pc = t.sw.priority[t.sw.dscp_to_priority[dscp] % fabric::kPriorities];
+    sc.red.kmin_bytes = double(pc.kmin_bytes);
+    sc.red.kmax_bytes = double(pc.kmax_bytes);
+    sc.red.pmax = pc.pmax;
+    sc.rp = spec.cfg.congestion.dcqcn(src->rate_gbps);
+    sc.np = spec.cfg.congestion.np();
+    size_t bins = 0;
+    for (const FabricFlow& f : r.flows) bins = std::max(bins, f.wire_gbps_series.size());
+    sc.sample_s = r.bin_ns * 1e-9;
+    sc.duration_s = double(bins) * sc.sample_s;
+    if (const std::string bad = fl::check(sc); !bad.empty()) {
+        err = "the fabric's run is no fluid scenario:\n" + bad;
+        return false;
+    }
+    out.fluid = fl::integrate_fluid(sc);
+    out.fabric = fl::Series{};
+    out.fabric.rate_bps.assign(r.flows.size(), {});
+    const bool queue = !r.dest_depth_bytes.empty() && r.depth_sample_ns > 0;
+    for (size_t b = 0; b < bins; ++b) {
+        const double end_ns = double(b + 1) * r.bin_ns;
+        out.fabric.t_s.push_back(end_ns * 1e-9);
+        for (size_t i = 0; i < r.flows.size(); ++i) {
+            const auto& s = r.flows[i].wire_gbps_series;
+            out.fabric.rate_bps[i].push_back(b < s.size() ? s[b] * 1e9 : 0);
+        }
+        if (queue) {
+            const size_t k =
+                std::min(r.dest_depth_bytes.size() - 1, size_t((r.start_ns + end_ns) / r.depth_sample_ns));
+            out.fabric.queue_bytes.push_back(r.dest_depth_bytes[k]);
+        }
+    }
+    out.flows = fl::compare(out.fluid, out.fabric, from_s, window_s);
+    out.transient = fl::compare(fl::mean_of_flows(out.fluid), fl::mean_of_flows(out.fabric), 0, 1e-3);
+    const double end = out.fabric.t_s.empty() ? 0 : out.fabric.t_s.back();
+    out.fabric_queue_bytes = queue ? fl::mean_queue(out.fabric, from_s, end) : 0;
+    out.fluid_queue_bytes = fl::mean_queue(out.fluid, from_s, end);
+    out.fair_bps = sc.bottleneck_bps / sc.flows;
+    out.fabric_converged_s = fl::convergence_time(fl::mean_of_flows(out.fabric), out.fair_bps, 1e-3, 0.1);
+    out.fluid_converged_s = fl::convergence_time(fl::mean_of_flows(out.fluid), out.fair_bps, 1e-3, 0.1);
+    return true;
 }
 
 }  // namespace simnic::model

@@ -5,7 +5,8 @@
 //  RX: wire -> MacRxBlock -> ParserBlock -> IcrcCheckBlock -> RxTransportBlock
 //      (responder / completer) -> TxBuildBlock (ACKs, READ responses)
 //  Host writes: CqeWriterBlock (CQEs), EqeWriterBlock (EQEs, interrupts).
-//  Control: MgmtCoreBlock (firmware commands).
+//  Control: MgmtCoreBlock (firmware commands); TimerBlock (protocol timers
+//  in simulated time, into the completer).
 //
 // Each block is a thread that reads its input channel, spends the cycles
 // its configuration gives, and writes its output channel; a block whose
@@ -23,4 +24,5 @@
 #include "blocks/parser.h"
 #include "blocks/requester.h"
 #include "blocks/rx_transport.h"
+#include "blocks/timers.h"
 #include "blocks/tx_build.h"

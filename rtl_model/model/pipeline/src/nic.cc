@@ -153,6 +153,62 @@ void Nic::rtq_drop(uint32_t qpn) {
     show_rtq();
 }
 
+void Nic::timer_arm(uint32_t qpn, uint8_t t, uint64_t deadline_ps) {
+    const uint64_t key = timer_key(qpn, t);
+    auto [it, fresh] = timer_at.try_emplace(key, deadline_ps);
+    if (!fresh) {
+        if (it->second == deadline_ps) return;
+        timer_due.erase({it->second, key});
+        it->second = deadline_ps;
+    }
+    timer_due.emplace(deadline_ps, key);
+    timer_reschedule();
+}
+
+void Nic::timer_cancel(uint32_t qpn, uint8_t t) {
+    auto it = timer_at.find(timer_key(qpn, t));
+    if (it == timer_at.end()) return;
+    timer_due.erase({it->second, it->first});
+    timer_at.erase(it);
+    timer_reschedule();
+}
+
+void Nic::timer_drop_qp(uint32_t qpn) {
+    for (unsigned t = 0; t < 256; ++t) {
+        auto it = timer_at.find(timer_key(qpn, uint8_t(t)));
+        if (it == timer_at.end()) continue;
+        timer_due.erase({it->second, it->first});
+        timer_at.erase(it);
+    }
+    timer_reschedule();
+}
+
+void Nic::timer_reschedule() {
+    // A pending notification is replaced, later or earlier: cancel first.
+    timer_wake.cancel();
+    if (timer_due.empty()) return;
+    const uint64_t now = sim::now_ps();
+    const uint64_t at = timer_due.begin()->first;
+    timer_wake.notify(sc_core::sc_time(double(at > now ? at - now : 0), sc_core::SC_PS));
+}
+
+void Nic::timers_expire() {
+    const uint64_t now = sim::now_ps();
+    while (!timer_due.empty() && timer_due.begin()->first <= now) {
+        const uint64_t key = timer_due.begin()->second;
+        timer_due.erase(timer_due.begin());
+        timer_at.erase(key);
+        auto t = std::make_shared<Txn>();
+        t->kind = Txn::Kind::Timer;
+        t->t_in = now;
+        t->qpn = uint32_t(key >> 8);
+        t->timer = uint8_t(key & 0xFF);
+        ++timers_fired;
+        timer_in.push_input(std::move(t));
+    }
+    timer_reschedule();
+}
+
 void Nic::reset_stats() {
     const uint64_t now = sim::now_ps();
     stats_since_ps = now;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <deque>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -359,6 +360,26 @@ struct Nic {
     void rtq_ack(uint32_t qpn, uint32_t psn, bool nak);
     // The QP went to reset or error, or was destroyed: nothing will be acked.
     void rtq_drop(uint32_t qpn);
+
+    // Protocol timers in simulated time (Pipeline::simulated_protocol_time,
+    // a fabric's device): one deadline per QP and timer (retransmit, RNR,
+    // DCQCN's rate limiter), as the engine would keep them in host time.
+    // The TimerBlock (blocks/timers.h) wakes at the earliest and hands each
+    // expired timer to timer_in, the completer's input, as an expired
+    // host-time timer enters (Pipeline::timer). Cancelled or re-armed, a
+    // deadline is gone: no event stays behind, so a fabric whose QPs have
+    // nothing outstanding is idle (its run() returns) and an idle gap still
+    // costs no simulated time.
+    static uint64_t timer_key(uint32_t qpn, uint8_t t) { return uint64_t(qpn) << 8 | t; }
+    std::set<std::pair<uint64_t, uint64_t>> timer_due;  // (deadline ps, timer_key), earliest first
+    std::unordered_map<uint64_t, uint64_t> timer_at;     // timer_key -> its deadline, ps
+    sc_core::sc_event timer_wake;                         // at the earliest deadline
+    uint64_t timers_fired = 0;                            // timers handed to timer_in, never reset
+    void timer_arm(uint32_t qpn, uint8_t t, uint64_t deadline_ps);
+    void timer_cancel(uint32_t qpn, uint8_t t);
+    void timer_drop_qp(uint32_t qpn);  // its every timer (reset, error, destroy)
+    void timer_reschedule();           // timer_wake at the earliest deadline, none if there is none
+    void timers_expire();              // the TimerBlock's method: what is due goes to timer_in
 
     // Doorbells travel to the doorbell block with simulated latency, apart
     // from the commands; one still on its way when its CQ, SRQ or QP is

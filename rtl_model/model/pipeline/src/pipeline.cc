@@ -154,6 +154,7 @@ std::unique_ptr<Pipeline> Pipeline::build(const std::string& name, const ModelCo
         b.push_back(std::make_unique<CqeWriterBlock>("cqe_writer", n));
         b.push_back(std::make_unique<EqeWriterBlock>("eqe_writer", n));
         b.push_back(std::make_unique<MgmtCoreBlock>("mgmt_core", n));
+        b.push_back(std::make_unique<TimerBlock>("timers", n));
     };
     if (shared) {
         impl->top = std::make_unique<DeviceTop>(name.c_str(), blocks);
@@ -272,12 +273,34 @@ void Pipeline::fw_command(uint16_t opcode) {
 void Pipeline::qp_reset(uint32_t qpn) {
     SimGuard g(impl_->ctx);
     impl_->nic->rtq_drop(qpn);
+    // Its protocol timers (simulated time) will not be wanted.
+    impl_->nic->timer_drop_qp(qpn);
     // Its receive ring starts over: nothing prefetched is valid.
     impl_->nic->rq_prefetched.erase(qpn);
     impl_->nic->rq_rung.erase(qpn);
     impl_->nic->rq_stride.erase(qpn);
     // Its send WQEs will never complete with a latency to sample.
     impl_->nic->wqe_start.drop_qp(qpn);
+}
+
+// A fabric's device: every peer lives in this simulated time (the fabric's
+// context), so protocol time can be simulated time too. A device with a
+// real wire or none keeps host time (pipeline.h, "Time").
+bool Pipeline::simulated_protocol_time() const { return !impl_->owns_ctx; }
+
+uint64_t Pipeline::now_ns() const {
+    SimGuard g(impl_->ctx);
+    return impl_->now_ps() / 1000;
+}
+
+void Pipeline::arm_timer(uint32_t qpn, uint8_t timer, uint64_t deadline_ns) {
+    SimGuard g(impl_->ctx);
+    impl_->nic->timer_arm(qpn, timer, deadline_ns * 1000);
+}
+
+void Pipeline::cancel_timer(uint32_t qpn, uint8_t timer) {
+    SimGuard g(impl_->ctx);
+    impl_->nic->timer_cancel(qpn, timer);
 }
 
 uint64_t Pipeline::run() {

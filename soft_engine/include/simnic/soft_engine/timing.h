@@ -138,6 +138,28 @@ public:
         run();
         return false;
     }
+
+    // Protocol time: the clock of the QPs' timers (retransmit, RNR, DCQCN's
+    // rate limiter) and of DCQCN's reaction and notification points
+    // (transport::TimerPort). By default it is the engine's host monotonic
+    // clock, and the engine keeps the deadlines and hands an expired one to
+    // timer(): right for a device whose peers are real (a slow peer never
+    // meets a timer that fired early in simulated time). A model whose
+    // every peer lives in its own simulated time (a fabric's device) says
+    // so here, and then keeps protocol time itself: the engine reads the
+    // time from now_ns() and gives it every arm and cancel; when a deadline
+    // is reached in simulated time, the model runs the timer as it runs
+    // timer()'s (Datapath::exec_timer).
+    virtual bool simulated_protocol_time() const { return false; }
+    // Simulated time, ns (with simulated_protocol_time() only).
+    virtual uint64_t now_ns() const { return 0; }
+    // Arms (or re-arms) timer `timer` of QP `qpn` for simulated time
+    // `deadline_ns` (now if it has passed); cancels it. One deadline per QP
+    // and timer, as the engine keeps them.
+    virtual void arm_timer(uint32_t qpn, uint8_t timer, uint64_t deadline_ns) {
+        (void)qpn, (void)timer, (void)deadline_ns;
+    }
+    virtual void cancel_timer(uint32_t qpn, uint8_t timer) { (void)qpn, (void)timer; }
 };
 
 // Builds the timing model of a device around the engine's datapath; null

@@ -8,16 +8,20 @@
 // keeps `depth` RDMA WRITEs of `size` bytes outstanding on each of its `qps`
 // RC QPs, each connected to a QP of the receiver, as `simnic bench`'s host
 // model does for one device: it posts again when a CQE becomes visible, in
-// simulated time. Protocol timers (the retransmit timer) run in wall-clock
-// time, as on every model device (docs/model.md, "Simulated time and
-// wall-clock time"): when the fabric is idle with work left, the engines are
-// polled until a timer fires.
+// simulated time. Protocol timers (retransmit, RNR, DCQCN's rate limiter)
+// and DCQCN's clock run in the fabric's simulated time (docs/model.md,
+// "Simulated time and wall-clock time"). Congestion control is the
+// devices' config's `[congestion]` table (cfg.congestion): on, every QP
+// has a DCQCN reaction point at its link's rate and every device a
+// notification point.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "simnic/congestion/fluid/scenario.h"
+#include "simnic/congestion/fluid/series.h"
 #include "simnic/model/config.h"
 #include "simnic/model/fabric/topology.h"
 
@@ -37,7 +41,12 @@ struct FabricBenchSpec {
     uint32_t size = 65536;     // bytes per WRITE
     uint32_t qps = 1;          // per sender
     uint32_t depth = 8;        // WRITEs outstanding per QP
-    uint64_t messages = 64;    // per sender
+    uint64_t messages = 64;    // per sender (unless duration_us)
+    // Set: each flow keeps posting until this much simulated time has
+    // passed since the start (messages unused), so that every flow is
+    // backlogged over the whole [0, duration_us]; then what is posted
+    // completes.
+    double duration_us = 0;
     // The QPs' traffic class (the IP TOS byte): DSCP 26 (RoCE's usual
     // AF31, switch priority 3) and ECT(0), so that the switch may mark CE.
     uint8_t traffic_class = 26 << 2 | 2;
@@ -64,6 +73,19 @@ struct FabricFlow {
     uint64_t drops = 0;          // its frames the switch dropped (at its ingress port)
     uint64_t ce_marked = 0;      // its frames that reached their destination marked CE
     std::vector<double> gbps_series;  // per bin of bin_ns: payload completed
+    // Per bin of bin_ns: the flow's frames leaving the sender's MAC TX,
+    // their bytes as DCQCN's rate limiter counts them (Ethernet frame
+    // without preamble, gap and FCS), Gb/s. Comparable with the DCQCN
+    // fluid model's rates (congestion/fluid/series.h).
+    std::vector<double> wire_gbps_series;
+    uint64_t wire_frames = 0, wire_bytes = 0;  // those frames, in all
+    // Congestion control (the sending device's CC_STATS_BLOCK, shared by
+    // its flows, and its QPs' reaction points).
+    uint64_t cnp_received = 0;   // CNPs that reached the sender
+    uint64_t rate_limit_holds = 0;
+    double rate_gbps = 0, target_rate_gbps = 0, alpha = 0;  // the flow's QPs at the end (mean)
+    uint64_t rate_limited_ns = 0;                            // the flow's QPs, summed
+    uint64_t rp_cnps = 0;        // CNPs its QPs' reaction points acted on
 };
 
 struct FabricBenchResult {
@@ -71,10 +93,20 @@ struct FabricBenchResult {
     double sim_ns = 0;
     double wall_s = 0;
     uint64_t switch_drops = 0, switch_marks = 0, switch_pauses = 0, switch_resumes = 0;
+    uint64_t switch_no_route = 0;  // frames to a MAC the switches have no route for (every port)
     uint64_t max_queue_bytes = 0;  // the receiver's egress queues (any destination's, with spec.flows), deepest
     uint64_t shared_peak = 0;
     uint64_t receiver_naks_sent = 0;  // by every destination
-    uint64_t timer_polls = 0;      // times the fabric went idle and waited for a wall-clock timer
+    // Congestion control at the destinations (their CC_STATS_BLOCKs,
+    // summed): CE-marked packets seen, CNPs sent, CE marks that asked for
+    // no CNP (one went to the QP less than the interval N ago).
+    uint64_t receiver_ce_packets = 0, receiver_cnp_sent = 0, receiver_cnp_suppressed = 0;
+    bool congestion_on = false;
+    // PFC frames the switches sent to hosts (pauses and resumes), and when
+    // the last reached its host, from the measurement's start.
+    uint64_t pfc_frames_to_hosts = 0;
+    double last_pfc_ns = 0;
+    uint64_t timer_polls = 0;      // times the fabric went idle with messages outstanding (a stall: its timers are simulated)
     double bin_ns = 0;
     // Per switch (one, or the leaves then the spines) and port, summed over
     // priorities: PFC pauses sent (XOFF, refreshes included), drops at the
@@ -85,14 +117,54 @@ struct FabricBenchResult {
     };
     std::vector<SwitchPorts> switches;
     std::string depth_csv;         // every switch's queue depth series (Fabric::write_depth_csv)
+    // The destinations' egress queues: at each sample (every
+    // depth_sample_ns from the fabric's start, so from before the
+    // measurement's start at start_ns), the deepest of them, bytes.
+    std::vector<double> dest_depth_bytes;
+    double depth_sample_ns = 0;
+    double start_ns = 0;           // the measurement's start, in the fabric's time
 };
 
 bool run_fabric_bench(const FabricBenchSpec& spec, FabricBenchResult& out, std::string& err);
 
 // CSV: time_us, then one column per flow (Gb/s per bin).
 std::string fabric_throughput_csv(const FabricBenchResult& r);
+// The flows' wire rates (wire_gbps_series) in the DCQCN fluid model's CSV
+// form (congestion/fluid/series.h): t_us at each bin's end,
+// rate_gbps_0..N-1, and the receivers' queue depth (the deepest egress
+// queue of a destination's port, bytes) where the depth series has it.
+std::string fabric_rates_csv(const FabricBenchResult& r);
 // SVG plots: per-flow throughput over time, and the receiver's queue depth.
 std::string fabric_throughput_svg(const FabricBenchResult& r, const std::string& title);
 std::string fabric_depth_svg(const FabricBenchResult& r, const std::string& title);
+
+// Issue 15, section 4: a fabric run with DCQCN against the DCQCN fluid
+// model (protocol/congestion/fluid) for the same parameters: the flows, the
+// bottleneck (the destination's link, in the frame bytes DCQCN counts: the
+// link rate less the 20 bytes of preamble and gap per frame), the packet
+// (the flows' mean frame), the links' delay (one way: propagation and the
+// switch's forwarding latency), RED's Kmin, Kmax, Pmax (the flows'
+// priority), the reaction and notification points' parameters (the
+// devices' [congestion] table), the sample interval (bin_ns).
+struct FabricFluid {
+    congestion::fluid::Scenario scenario;
+    congestion::fluid::Series fabric, fluid;  // the run's wire rates and destination queue; the model's
+    // Each flow, from `from_s` to the end, in windows of `window_s`.
+    congestion::fluid::Agreement flows;
+    // The mean over the flows, from the start, in 1 ms windows: the
+    // incast's transient (docs/model.md: where they part, and why).
+    congestion::fluid::Agreement transient;
+    // The destination queue's mean from `from_s` to the end, bytes.
+    double fabric_queue_bytes = 0, fluid_queue_bytes = 0;
+    // When the mean over the flows is within 10% of the fair share (1 ms
+    // windows) from then on; NaN if never.
+    double fabric_converged_s = 0, fluid_converged_s = 0;
+    double fair_bps = 0;
+};
+// False with `err` when the run cannot be described to the fluid model
+// (no flows, one flow's destination differs from another's, congestion
+// control off, a bad scenario).
+bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, double from_s, double window_s,
+                  FabricFluid& out, std::string& err);
 
 }  // namespace simnic::model

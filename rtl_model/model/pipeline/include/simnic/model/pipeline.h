@@ -16,7 +16,10 @@
 // host computes; frames leave through Datapath::wire_tx when they leave MAC
 // TX in simulated time. Protocol timers stay in wall-clock time (the
 // datapath's), so they never fire early against a slow real peer, and no
-// input ever waits for simulated time to catch up with the wall clock.
+// input ever waits for simulated time to catch up with the wall clock; but
+// a fabric's device, whose every peer shares its simulated time, keeps
+// protocol time (the QPs' timers, DCQCN's clock) in simulated time
+// (simulated_protocol_time()).
 //
 // Every method takes the process-wide SystemC lock: SystemC has one kernel
 // per simulation context, and each Pipeline has its own context, so several
@@ -105,6 +108,14 @@ public:
     void fw_command(uint16_t opcode) override;
     void qp_reset(uint32_t qpn) override;
     void forget_doorbells(uint8_t kind, uint32_t num) override;
+    // Protocol time (timing.h): simulated on a fabric's device (a device
+    // built by create_shared), host time on every other. Simulated, the
+    // timers are kept by the TimerBlock and expire into the completer; a
+    // QP's timers are dropped by qp_reset().
+    bool simulated_protocol_time() const override;
+    uint64_t now_ns() const override;
+    void arm_timer(uint32_t qpn, uint8_t timer, uint64_t deadline_ns) override;
+    void cancel_timer(uint32_t qpn, uint8_t timer) override;
     // Simulates until no block has work. Returns simulated cycles advanced.
     uint64_t run() override;
     // Simulates in quanta of wire.quantum_cycles until idle, or until the

@@ -1,0 +1,254 @@
+// DCQCN in the fabric (issue 15, section 4): model devices with congestion
+// control on (their config's [congestion] table), their protocol time the
+// fabric's simulated time, RDMA WRITE streams into one receiver through the
+// switch with ECN marking (RED Kmin 5 KB, Kmax 200 KB, Pmax 1%) and PFC as
+// docs/examples/fabric/incast*.toml set them. What an operator's DCQCN
+// acceptance test checks: the flows share the bottleneck, the queue stays
+// near the marking thresholds, nothing is dropped, no NAK, CNPs as many as
+// sent and no more than the interval N allows. Then the same run against
+// the DCQCN fluid model. Each case fails with congestion control off (no
+// CNP, no reaction point, the queue up to the PFC threshold).
+//
+// The workload: each sender keeps 4 WRITEs of 64 KiB outstanding (256 KiB,
+// 21 us of its line), posting for the whole run (duration_us), so every
+// flow is backlogged throughout.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "simnic/bench/fabric_bench.h"
+
+using namespace simnic::model;
+
+namespace {
+
+fabric::Topology topology(const char* name) {
+    fabric::Topology t;
+    std::string err;
+    REQUIRE(fabric::load_topology(std::string(SIMNIC_SOURCE_DIR) + "/docs/examples/fabric/" + name, t, err));
+    return t;
+}
+
+FabricBenchSpec dcqcn_spec(const fabric::Topology& t, double duration_us) {
+    FabricBenchSpec s;
+    s.topo = t;
+    s.cfg.congestion.enable = 1;  // everything else: the published DCQCN defaults
+    s.size = 65536;
+    s.depth = 4;
+    s.duration_us = duration_us;
+    return s;
+}
+
+FabricBenchResult run(const FabricBenchSpec& s) {
+    FabricBenchResult r;
+    std::string err;
+    const bool ok = run_fabric_bench(s, r, err);
+    INFO(err);
+    REQUIRE(ok);
+    for (const FabricFlow& f : r.flows)
+        std::printf("  %s: %llu msgs, %.2f Gb/s, CNPs rx %llu, Rc %.2f Rt %.2f alpha %.4f, holds %llu, retx %llu\n",
+                    f.host.c_str(), (unsigned long long)f.messages, f.gbps, (unsigned long long)f.cnp_received,
+                    f.rate_gbps, f.target_rate_gbps, f.alpha, (unsigned long long)f.rate_limit_holds,
+                    (unsigned long long)f.retransmits);
+    std::printf("  switch: drops %llu marks %llu pauses %llu (last PFC frame at %.1f us), max queue %llu B; "
+                "receiver: CE %llu, CNPs sent %llu, suppressed %llu; %.1f us simulated in %.2f s\n",
+                (unsigned long long)r.switch_drops, (unsigned long long)r.switch_marks,
+                (unsigned long long)r.switch_pauses, r.last_pfc_ns / 1000, (unsigned long long)r.max_queue_bytes,
+                (unsigned long long)r.receiver_ce_packets, (unsigned long long)r.receiver_cnp_sent,
+                (unsigned long long)r.receiver_cnp_suppressed, r.sim_ns / 1000, r.wall_s);
+    return r;
+}
+
+// Flow f's mean wire rate (frame bytes, DCQCN's unit) over [t0, t1) us of
+// the run, Gb/s.
+double mean_gbps(const FabricBenchResult& r, size_t f, double t0_us, double t1_us) {
+    const auto& s = r.flows[f].wire_gbps_series;
+    const double bin_us = r.bin_ns / 1000;
+    double sum = 0;
+    size_t n = 0;
+    for (size_t b = size_t(t0_us / bin_us); b < s.size() && double(b) * bin_us < t1_us; ++b, ++n) sum += s[b];
+    return n ? sum / double(n) : 0;
+}
+
+// The destination queue over [t0, t1) us: its deepest sample and mean.
+std::pair<double, double> queue_in(const FabricBenchResult& r, double t0_us, double t1_us) {
+    double mx = 0, sum = 0;
+    size_t n = 0;
+    for (size_t k = 0; k < r.dest_depth_bytes.size(); ++k) {
+        const double t = double(k) * r.depth_sample_ns / 1000 - r.start_ns / 1000;
+        if (t < t0_us || t >= t1_us) continue;
+        mx = std::max(mx, r.dest_depth_bytes[k]);
+        sum += r.dest_depth_bytes[k];
+        ++n;
+    }
+    return {mx, n ? sum / double(n) : 0};
+}
+
+// The bottleneck in frame bytes: the receiver's link less 20 bytes of
+// preamble and gap per frame (the flows' mean frame).
+double bottleneck_gbps(const FabricBenchResult& r, double link_gbps) {
+    uint64_t frames = 0, bytes = 0;
+    for (const FabricFlow& f : r.flows) {
+        frames += f.wire_frames;
+        bytes += f.wire_bytes;
+    }
+    REQUIRE(frames > 0);
+    const double frame = double(bytes) / double(frames);
+    return link_gbps * frame / (frame + 20);
+}
+
+// What every DCQCN run must show, whatever its fan-in.
+void acceptance(const FabricBenchSpec& s, const FabricBenchResult& r) {
+    uint64_t cnps_rx = 0;
+    for (const FabricFlow& f : r.flows) {
+        INFO("flow " << f.host << " -> " << f.to);
+        CHECK(f.messages > 0);
+        CHECK(f.errors == 0);
+        // No loss: no go-back-N, no NAK.
+        CHECK(f.retransmits == 0);
+        CHECK(f.naks_received == 0);
+        CHECK(f.drops == 0);
+        // DCQCN acted on every flow: CNPs reached its reaction point (each
+        // CNP the device counted), it spent the run rate-limited, and its
+        // rate limiter held packets back.
+        CHECK(f.cnp_received > 0);
+        CHECK(f.rp_cnps == f.cnp_received);
+        CHECK(f.rate_limited_ns > 0);
+        CHECK(f.rate_limit_holds > 0);
+        CHECK(f.rate_gbps < 100);
+        cnps_rx += f.cnp_received;
+    }
+    CHECK(r.switch_drops == 0);
+    CHECK(r.switch_no_route == 0);
+    CHECK(r.receiver_naks_sent == 0);
+    // Every CE mark the switch made reached the receiver's notification
+    // point (the senders' requests are ECT(0), nothing else is), which
+    // answered it with a CNP or suppressed it within N of its QP's last.
+    CHECK(r.switch_marks > 0);
+    CHECK(r.receiver_ce_packets == r.switch_marks);
+    CHECK(r.receiver_ce_packets == r.receiver_cnp_sent + r.receiver_cnp_suppressed);
+    // Every CNP sent reached its sender (none dropped, none misrouted).
+    CHECK(r.receiver_cnp_sent > 0);
+    CHECK(cnps_rx == r.receiver_cnp_sent);
+    // At most one CNP per QP per N (min_cnp_interval_ns) over the run.
+    const double n_ns = double(s.cfg.congestion.min_cnp_interval_ns);
+    CHECK(double(r.receiver_cnp_sent) <= double(r.flows.size()) * (r.sim_ns / n_ns + 1));
+    // PFC stays quiet once DCQCN has the flows in hand: any pause belongs
+    // to the incast's first microseconds, when every sender starts at the
+    // line rate before its first CNP.
+    CHECK(r.last_pfc_ns < 1'000'000);
+}
+
+}  // namespace
+
+TEST_CASE("fabric DCQCN: a 2:1 incast at 100 Gb/s converges to the fair share, the queue near the marking "
+          "thresholds, no drops, CNPs as sent",
+          "[fabric][dcqcn]") {
+    const fabric::Topology t = topology("incast2.toml");
+    const FabricBenchSpec s = dcqcn_spec(t, 60'000);
+    const FabricBenchResult r = run(s);
+    REQUIRE(r.flows.size() == 2);
+    acceptance(s, r);
+    // Converged: from 30 ms to the end of posting (60 ms), each flow's mean
+    // within 10% of the fair share of the bottleneck, which they fill.
+    const double c = bottleneck_gbps(r, t.hosts[0].rate_gbps);
+    const double fair = c / 2;
+    double sum = 0;
+    for (size_t f = 0; f < 2; ++f) {
+        const double g = mean_gbps(r, f, 30'000, 60'000);
+        std::printf("  %s from 30 to 60 ms: %.2f Gb/s (fair share %.2f)\n", r.flows[f].host.c_str(), g, fair);
+        CHECK(std::fabs(g - fair) <= 0.1 * fair);
+        sum += g;
+    }
+    CHECK(sum >= 0.95 * c);
+    // The queue, converged: RED marks every packet above Kmax, so DCQCN
+    // keeps the queue below it (its deepest sample at most Kmax), and it
+    // sits in the marking region on average (mean above Kmin), where the
+    // flows' rate cuts and increases balance.
+    const fabric::SwitchPriorityConfig& pc = t.sw.priority[3];
+    const auto [qmax, qmean] = queue_in(r, 30'000, 60'000);
+    std::printf("  queue from 30 to 60 ms: max %.0f B, mean %.0f B (Kmin %llu, Kmax %llu)\n", qmax, qmean,
+                (unsigned long long)pc.kmin_bytes, (unsigned long long)pc.kmax_bytes);
+    CHECK(qmax <= double(pc.kmax_bytes));
+    CHECK(qmean >= double(pc.kmin_bytes));
+}
+
+TEST_CASE("fabric DCQCN: an 8:1 incast at 100 Gb/s converges to the fair share, the queue near Kmax, no drops, "
+          "CNPs as sent",
+          "[fabric][dcqcn]") {
+    const fabric::Topology t = topology("incast8.toml");
+    FabricBenchSpec s = dcqcn_spec(t, 100'000);
+    s.senders = {"h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8"};
+    const FabricBenchResult r = run(s);
+    REQUIRE(r.flows.size() == 8);
+    acceptance(s, r);
+    // From 40 ms to 100 ms: the bottleneck full, every flow's mean within
+    // 10% of C/8, Jain's fairness index at least 0.98. (In 10 ms windows
+    // the eight flows still drift apart and back by up to about 20%, as in
+    // the packet-level model: docs/model.md, "The fluid model".)
+    const double c = bottleneck_gbps(r, t.hosts[0].rate_gbps);
+    const double fair = c / 8;
+    double sum = 0, sq = 0, worst = 0;
+    for (size_t f = 0; f < 8; ++f) {
+        const double g = mean_gbps(r, f, 40'000, 100'000);
+        sum += g;
+        sq += g * g;
+        worst = std::max(worst, std::fabs(g - fair) / fair);
+        CHECK(std::fabs(g - fair) <= 0.1 * fair);
+    }
+    const double jain = sum * sum / (8 * sq);
+    std::printf("  from 40 to 100 ms: sum %.2f Gb/s of %.2f, worst flow %.1f%% from C/8, Jain index %.4f\n", sum, c,
+                100 * worst, jain);
+    CHECK(sum >= 0.95 * c);
+    CHECK(jain >= 0.98);
+    // The queue: above Kmax every packet is marked, but a QP answered
+    // within N asks for no new CNP, so with eight senders it can overshoot
+    // Kmax by the few frames on their way in the loop: at most one frame
+    // (4 KiB payload) per sender above Kmax; on average in the marking
+    // region.
+    const fabric::SwitchPriorityConfig& pc = t.sw.priority[3];
+    const auto [qmax, qmean] = queue_in(r, 40'000, 100'000);
+    std::printf("  queue from 40 to 100 ms: max %.0f B, mean %.0f B\n", qmax, qmean);
+    CHECK(qmax <= double(pc.kmax_bytes) + 8 * 4200.0);
+    CHECK(qmean >= double(pc.kmin_bytes));
+    CHECK(qmean <= double(pc.kmax_bytes));
+}
+
+TEST_CASE("fabric DCQCN: the 2:1 incast's rates over time agree with the DCQCN fluid model within 20%",
+          "[fabric][dcqcn][fluid]") {
+    const fabric::Topology t = topology("incast2.toml");
+    const FabricBenchSpec s = dcqcn_spec(t, 60'000);
+    const FabricBenchResult r = run(s);
+    REQUIRE(r.flows.size() == 2);
+    FabricFluid ff;
+    std::string err;
+    // Each flow from 20 ms (the fluid model's flows have converged by 14 ms)
+    // to the end of posting, in 5 ms windows.
+    const bool ok = fabric_fluid(s, r, 20e-3, 5e-3, ff, err);
+    INFO(err);
+    REQUIRE(ok);
+    REQUIRE(ff.flows.error.empty());
+    std::printf("  each flow from 20 ms, %zu windows of 5 ms: largest error %.3f (flow %zu at %.0f us), mean %.3f\n",
+                ff.flows.windows, ff.flows.max_error, ff.flows.worst_flow, ff.flows.worst_t_s * 1e6,
+                ff.flows.mean_error);
+    std::printf("  transient (mean of the flows, 1 ms windows from 0): largest error %.3f at %.0f us, mean %.3f\n",
+                ff.transient.max_error, ff.transient.worst_t_s * 1e6, ff.transient.mean_error);
+    std::printf("  within 10%% of %.2f Gb/s from: fabric %.1f ms, fluid %.1f ms; queue mean from 20 ms: fabric %.0f B, "
+                "fluid %.0f B\n",
+                ff.fair_bps / 1e9, ff.fabric_converged_s * 1e3, ff.fluid_converged_s * 1e3, ff.fabric_queue_bytes,
+                ff.fluid_queue_bytes);
+    CHECK(ff.flows.windows >= 7);
+    CHECK(ff.flows.max_error <= 0.2);
+    // Both reach the fair share (the mean of the flows, 1 ms windows)
+    // within 20 ms.
+    CHECK(ff.fabric_converged_s < 20e-3);
+    CHECK(ff.fluid_converged_s < 20e-3);
+    // The queue DCQCN holds, converged: the fabric's mean within a factor 2
+    // of the fluid model's (its fixed point: about 21 KB here).
+    REQUIRE(ff.fluid_queue_bytes > 0);
+    CHECK(ff.fabric_queue_bytes >= 0.5 * ff.fluid_queue_bytes);
+    CHECK(ff.fabric_queue_bytes <= 2 * ff.fluid_queue_bytes);
+}
