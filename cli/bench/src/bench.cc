@@ -1,6 +1,5 @@
 #include "simnic/bench/bench.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,8 @@
 #include "simnic/hw/layout.h"
 #include "simnic/hw/wqe.h"
 #include "simnic/soft_engine/engine.h"
+
+#include "host_memory.h"
 
 namespace simnic::model {
 
@@ -41,11 +42,10 @@ namespace {
 
 constexpr uint16_t kCtx = 1;
 
-constexpr uint8_t log2_ceil(uint64_t v) {
-    uint8_t l = 0;
-    while ((uint64_t{1} << l) < v) ++l;
-    return l;
-}
+using bench_host::HostMem;
+using bench_host::log2_ceil;
+using bench_host::WorkRing;
+
 // Every WQE carries one SGE, or (--inline) its data inline: the strides
 // the verbs provider would choose for those caps (hw-spec 5.6.7).
 constexpr uint8_t log_sq_stride(uint32_t max_inline) {
@@ -53,31 +53,7 @@ constexpr uint8_t log_sq_stride(uint32_t max_inline) {
 }
 constexpr uint8_t kLogRqStride = std::max(hw::kMinLogRqStride, log2_ceil(hw::recv_wqe_size(1)));
 
-// Anonymous memory of this process: the host memory the device DMAs.
-struct HostMem {
-    size_t len = 0;
-    uint8_t* p = nullptr;
-    bool alloc(size_t n) {
-        len = (n + 4095) & ~size_t(4095);
-        void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED) return false;
-        p = static_cast<uint8_t*>(m);
-        return true;
-    }
-    ~HostMem() {
-        if (p) munmap(p, len);
-    }
-    uint64_t addr(size_t off = 0) const { return reinterpret_cast<uint64_t>(p + off); }
-};
 
-// A work queue ring in host memory (hw-spec 6.1); the host is its producer.
-struct WorkRing {
-    uint8_t* base = nullptr;
-    uint8_t log_size = 0, log_stride = 0;
-    uint32_t pi = 0;
-    uint32_t stride() const { return 1u << log_stride; }
-    uint8_t* slot(uint32_t i) const { return base + (size_t(hw::ring_slot(i, log_size)) << log_stride); }
-};
 
 // The bench in two halves, as in a host with a NIC: the device (tables,
 // firmware, the engine's datapath inside the cycle-level pipeline, MAC TX

@@ -4,7 +4,6 @@
 // formats, doorbells), here one host per device of the fabric.
 #include "simnic/bench/fabric_bench.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,44 +29,22 @@
 #include "simnic/roce/pcap_io.h"
 #include "simnic/soft_engine/engine.h"
 
+#include "host_memory.h"
+
 namespace simnic::model {
 
 namespace {
 
 constexpr uint16_t kCtx = 1;
 
-constexpr uint8_t log2_ceil(uint64_t v) {
-    uint8_t l = 0;
-    while ((uint64_t{1} << l) < v) ++l;
-    return l;
-}
+using bench_host::HostMem;
+using bench_host::log2_ceil;
+using bench_host::WorkRing;
 
-struct Mem {
-    size_t len = 0;
-    uint8_t* p = nullptr;
-    bool alloc(size_t n) {
-        len = (n + 4095) & ~size_t(4095);
-        void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED) return false;
-        p = static_cast<uint8_t*>(m);
-        return true;
-    }
-    ~Mem() {
-        if (p) munmap(p, len);
-    }
-    uint64_t addr(size_t off = 0) const { return reinterpret_cast<uint64_t>(p + off); }
-};
-
-struct Ring {
-    uint8_t* base = nullptr;
-    uint8_t log_size = 0, log_stride = 0;
-    uint32_t pi = 0;
-    uint8_t* slot(uint32_t i) const { return base + (size_t(hw::ring_slot(i, log_size)) << log_stride); }
-};
 
 struct Qp {
     uint32_t qpn = 0, cqn = 0;
-    Ring sq, rq;
+    WorkRing sq, rq;
     uint8_t* cq = nullptr;
     uint32_t cq_ci = 0;
     size_t peer = 0;       // index of the peer QP in the other host's qps
@@ -83,11 +60,11 @@ struct Host {
     std::unique_ptr<fw::MemTableStore> tables;
     std::unique_ptr<fw::WireNetdev> netdev;
     host::LocalEventSink sink;
-    Mem bar;
+    HostMem bar;
     std::unique_ptr<soft_engine::SoftEngine> engine;
     std::unique_ptr<fw::Firmware> fw;
     Pipeline* pipe = nullptr;
-    Mem mem;
+    HostMem mem;
     std::unique_ptr<host::Context> ctx;
     uint32_t pdn = 0, lkey = 0, rkey = 0;
     uint8_t log_q = 0, log_cq = 0;
@@ -246,9 +223,9 @@ bool FabricBench::host_setup(Host& h, uint32_t nqps, std::string& err) {
     h.qps.resize(nqps);
     size_t off = 0;
     for (Qp& q : h.qps) {
-        q.sq = Ring{h.mem.p + off, h.log_q, log_stride_};
+        q.sq = WorkRing{h.mem.p + off, h.log_q, log_stride_};
         off += sq_bytes;
-        q.rq = Ring{h.mem.p + off, h.log_q, log_rq_stride_};
+        q.rq = WorkRing{h.mem.p + off, h.log_q, log_rq_stride_};
         off += rq_bytes;
         q.cq = h.mem.p + off;
         off += cq_bytes;

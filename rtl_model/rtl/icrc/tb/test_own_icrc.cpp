@@ -15,6 +15,7 @@
 #include "icrc_engine_rtl.h"
 #include "own_icrc.h"
 #include "own_rtl.h"
+#include "own_rtl_testkit.h"
 
 using namespace simnic::rtl;
 namespace fs = std::filesystem;
@@ -24,18 +25,8 @@ namespace {
 const std::string kDir = SIMNIC_ICRC_SRC_DIR;
 const std::string kWork = SIMNIC_OWN_ICRC_TEST_DIR;
 
-std::string read(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-std::string replaced(std::string s, const std::string& from, const std::string& to) {
-    const size_t p = s.find(from);
-    REQUIRE(p != std::string::npos);
-    return s.replace(p, from.size(), to);
-}
+using testkit::read;
+using testkit::replaced;
 
 // A RoCE v2 frame (Ethernet, IPv4, UDP 4791, BTH, payload, ICRC) of
 // `payload` bytes; the ICRC field is whatever the bytes say: what matters

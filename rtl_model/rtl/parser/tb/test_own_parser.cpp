@@ -14,6 +14,7 @@
 
 #include "own_parser.h"
 #include "own_rtl.h"
+#include "own_rtl_testkit.h"
 #include "roce_parser_interface.h"
 
 using namespace simnic::rtl;
@@ -24,25 +25,11 @@ namespace {
 const std::string kDir = SIMNIC_PARSER_SRC_DIR;
 const std::string kWork = SIMNIC_OWN_PARSER_TEST_DIR;
 
-std::string read(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
+using testkit::read;
+using testkit::replaced;
 
-std::string write(const std::string& name, const std::string& text) {
-    fs::create_directories(kWork);
-    const std::string p = kWork + "/" + name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-}
-
-std::string replaced(std::string s, const std::string& from, const std::string& to) {
-    const size_t p = s.find(from);
-    REQUIRE(p != std::string::npos);
-    return s.replace(p, from.size(), to);
-}
+// A variant of a design, in this test's work directory.
+std::string write(const std::string& name, const std::string& text) { return testkit::write_in(kWork, name, text); }
 
 // The error load_own_rtl() throws for `own` (empty if none), in a cache
 // of this test's own.

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "own_rtl.h"
+#include "own_rtl_testkit.h"
 #include "own_tx_build.h"
 #include "simnic/roce/packet.h"
 #include "tx_build_interface.h"
@@ -31,25 +32,11 @@ namespace {
 const std::string kDir = SIMNIC_TX_BUILD_SRC_DIR;
 const std::string kWork = SIMNIC_OWN_TX_BUILD_TEST_DIR;
 
-std::string read(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
+using testkit::read;
+using testkit::replaced;
 
-std::string write(const std::string& name, const std::string& text) {
-    fs::create_directories(kWork);
-    const std::string p = kWork + "/" + name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-}
-
-std::string replaced(std::string s, const std::string& from, const std::string& to) {
-    const size_t p = s.find(from);
-    REQUIRE(p != std::string::npos);
-    return s.replace(p, from.size(), to);
-}
+// A variant of a design, in this test's work directory.
+std::string write(const std::string& name, const std::string& text) { return testkit::write_in(kWork, name, text); }
 
 // A packet of `opcode` with every header field random, as a sender fills it.
 roce::Packet random_packet(std::mt19937_64& rng, uint8_t opcode, bool v6, bool vlan, size_t payload,
