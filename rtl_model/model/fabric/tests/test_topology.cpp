@@ -6,6 +6,13 @@
 
 #include "simnic/model/fabric/topology.h"
 
+// No SystemC runs here, but the topology's switch settings come with the
+// switch's library, which links libsystemc, and libsystemc wants an
+// sc_main: a linker that keeps every named library (clang's, in the
+// sanitizer build) fails without this stub, one that drops unused ones
+// (gcc's --as-needed) never asks for it.
+extern "C" int sc_main(int, char**) { return 0; }  // as sc_externs.h declares it
+
 using namespace simnic::model::fabric;
 
 namespace {
