@@ -145,7 +145,6 @@ struct Agent::Impl {
     uint32_t next_handle = 1;
     size_t max_ids_per_channel = 0;  // 0: none
     bool bindv6only = false;         // the host's net.ipv6.bindv6only
-    uint8_t rx_tclass = 0;           // the traffic class of the MAD being handled
     // Whether a listener's channel may take one more ID (for a request).
     // The IDs an application holds on `channel` (orphans are the agent's).
     size_t ids_on(uint64_t channel) const {
@@ -201,9 +200,15 @@ struct Agent::Impl {
     // EADDRNOTAVAIL where either is a wildcard, unless both allow reuse
     // (`reuse`: self's REUSEADDR counts; not at listen) or both are AF-only
     // and of different IP versions.
+    // Whether `o`, another ID than `self`, holds `port` in self's port
+    // space (an accepted connection shares its listener's port instead).
+    static bool holds_port(const Id& o, const Id& self, uint16_t port) {
+        return &o != &self && o.bound && !o.accepted && o.ps == self.ps && o.src.port == port;
+    }
+
     int check_port(const Id& self, const SockAddr& a, bool reuse) const {
         for (const auto& [h, o] : ids) {
-            if (&o == &self || !o.bound || o.accepted || o.ps != self.ps || o.src.port != a.port) continue;
+            if (!holds_port(o, self, a.port)) continue;
             if (reuse && o.reuseaddr) continue;
             if (afonly_of(self, a.v6) && afonly_of(o, o.src.v6) && o.src.v6 != a.v6) continue;
             if (a.any() || o.src.any()) return EADDRNOTAVAIL;
@@ -216,9 +221,7 @@ struct Agent::Impl {
     // random within the local port range, held by no ID of the port space.
     uint16_t ephemeral(const Id& self, SockAddr a) {
         auto taken = [&](uint16_t port) {
-            for (const auto& [h, o] : ids)
-                if (&o != &self && o.bound && !o.accepted && o.ps == self.ps && o.src.port == port) return true;
-            return false;
+            return std::any_of(ids.begin(), ids.end(), [&](const auto& e) { return holds_port(e.second, self, port); });
         };
         for (int tries = 0; tries < 4096; ++tries) {
             a.port = uint16_t(32768 + hooks.random32() % (60999 - 32768 + 1));
@@ -237,17 +240,6 @@ struct Agent::Impl {
         return l.src.any() || l.src.addr == to;
     }
 
-    // What ib_cm sends without a connection of its own (a REJ to a REQ no
-    // one listens for, a DREP to an unknown DREQ, a SIDR_REP) goes on an
-    // address vector made from the received packet (cm_init_av_for_response,
-    // ib_init_ah_attr_from_wc). Its traffic class is read from the first
-    // word of the 40-byte GRH area: for RoCE v2 over IPv6 the packet's, over
-    // IPv4 zeros (rxe puts the IPv4 header in the area's last 20 bytes).
-    uint8_t response_tclass(const Gid& peer) const {
-        static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        return std::equal(kMapped, kMapped + 12, peer.begin()) ? 0 : rx_tclass;
-    }
-
     void event(const Id& id, EventType t, int status = 0, const ConnParam* p = nullptr) {
         if (id.orphan) return;
         Event e;
@@ -260,6 +252,10 @@ struct Agent::Impl {
         if (p) e.param = *p;
         hooks.deliver(id.channel, e);
     }
+
+    // The ID's last MAD again (a retransmission, or the answer to a
+    // repeated request), on the connection's path as the first went.
+    void resend(const Id& id) { hooks.send_mad(id.device, id.sgid, id.dgid, id.traffic_class, id.last_mad); }
 
     void send(Id& id, const Mad& m, uint64_t interval) {
         hooks.send_mad(id.device, id.sgid, id.dgid, id.traffic_class, m);
@@ -362,14 +358,18 @@ struct Agent::Impl {
     }
 
     // ---- received MADs ----
-    void on_req(const std::string& device, const Gid& from, const uint8_t* mad, const MadHdr& h);
+    // `reply_tclass`: the traffic class of what answers a MAD without a
+    // connection of its own (see on_mad).
+    void on_req(const std::string& device, const Gid& from, uint8_t reply_tclass, const uint8_t* mad,
+                const MadHdr& h);
     void on_rep(const uint8_t* mad, const MadHdr& h);
     void on_rtu(const uint8_t* mad);
     void on_rej(const uint8_t* mad);
-    void on_dreq(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad, const MadHdr& h);
+    void on_dreq(const std::string& device, const Gid& from, const Gid& to, uint8_t reply_tclass, const uint8_t* mad,
+                 const MadHdr& h);
     void on_drep(const uint8_t* mad);
-    void on_sidr_req(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad,
-                     const MadHdr& h);
+    void on_sidr_req(const std::string& device, const Gid& from, const Gid& to, uint8_t reply_tclass,
+                     const uint8_t* mad, const MadHdr& h);
     void on_sidr_rep(const uint8_t* mad);
 
     void send_sidr_rep(Id& id, SidrStatus st, uint32_t qpn, const std::vector<uint8_t>& priv) {
@@ -1048,30 +1048,37 @@ std::vector<Agent::IdInfo> Agent::list(const std::string& device) const {
 
 void Agent::on_mad(const std::string& device, const Gid& src, const Gid& dst, const uint8_t* mad, size_t len,
                    uint8_t traffic_class) {
-    impl_->rx_tclass = traffic_class;
     MadHdr h;
     if (decode_hdr(mad, len, h) != MadError::Ok) return;  // not ours to answer: dropped, as ib_mad does
     if (!impl_->ports.count(device)) return;
+    // What ib_cm sends without a connection of its own (a REJ to a REQ no
+    // one listens for, a DREP to an unknown DREQ, a SIDR_REP) goes on an
+    // address vector made from the received packet (cm_init_av_for_response,
+    // ib_init_ah_attr_from_wc). Its traffic class is read from the first
+    // word of the 40-byte GRH area: for RoCE v2 over IPv6 the packet's, over
+    // IPv4 zeros (rxe puts the IPv4 header in the area's last 20 bytes).
+    const uint8_t reply_tclass = std::equal(kMapped, kMapped + 12, src.begin()) ? 0 : traffic_class;
     switch (AttrId(h.attr_id)) {
-        case AttrId::ConnectRequest: impl_->on_req(device, src, mad, h); break;
+        case AttrId::ConnectRequest: impl_->on_req(device, src, reply_tclass, mad, h); break;
         case AttrId::ConnectReply: impl_->on_rep(mad, h); break;
         case AttrId::ReadyToUse: impl_->on_rtu(mad); break;
         case AttrId::ConnectReject: impl_->on_rej(mad); break;
-        case AttrId::DisconnectRequest: impl_->on_dreq(device, src, dst, mad, h); break;
+        case AttrId::DisconnectRequest: impl_->on_dreq(device, src, dst, reply_tclass, mad, h); break;
         case AttrId::DisconnectReply: impl_->on_drep(mad); break;
         case AttrId::MsgRcptAck: break;  // simnic answers in time; an MRA changes nothing here
-        case AttrId::SidrRequest: impl_->on_sidr_req(device, src, dst, mad, h); break;
+        case AttrId::SidrRequest: impl_->on_sidr_req(device, src, dst, reply_tclass, mad, h); break;
         case AttrId::SidrReply: impl_->on_sidr_rep(mad); break;
     }
 }
 
-void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8_t* mad, const MadHdr& h) {
+void Agent::Impl::on_req(const std::string& device, const Gid& from, uint8_t reply_tclass, const uint8_t* mad,
+                         const MadHdr& h) {
     const Req r = decode_req(mad);
     // A repeated REQ (our REP was lost or is late): answer again, once.
     for (auto& [hd, id] : ids) {
         if (id.remote_comm_id == r.local_comm_id && id.remote_guid == r.local_ca_guid &&
             (id.state == State::ReqRcvd || id.state == State::RepSent || id.state == State::Established)) {
-            if (id.state == State::RepSent) hooks.send_mad(id.device, id.sgid, id.dgid, id.traffic_class, id.last_mad);
+            if (id.state == State::RepSent) resend(id);
             return;
         }
     }
@@ -1095,7 +1102,7 @@ void Agent::Impl::on_req(const std::string& device, const Gid& from, const uint8
         j.remote_comm_id = r.local_comm_id;
         j.msg_rejected = RejMsg::Req;
         j.reason = uint16_t(RejReason::InvalidServiceId);
-        hooks.send_mad(device, r.primary_remote_gid, from, response_tclass(from), encode(hdr(h.tid), j));
+        hooks.send_mad(device, r.primary_remote_gid, from, reply_tclass, encode(hdr(h.tid), j));
         return;
     }
     if (!room_on(listener->channel)) return;  // its channel is full: the REQ's resend may find room
@@ -1137,7 +1144,7 @@ void Agent::Impl::on_rep(const uint8_t* mad, const MadHdr& h) {
     if (!id) return;
     if (id->state == State::Established && id->remote_comm_id == r.local_comm_id) {
         // Our RTU was lost: the peer resent its REP.
-        hooks.send_mad(id->device, id->sgid, id->dgid, id->traffic_class, id->last_mad);
+        resend(*id);
         return;
     }
     if (id->state != State::ReqSent) return;
@@ -1189,8 +1196,8 @@ void Agent::Impl::on_rej(const uint8_t* mad) {
     event(*id, EventType::Rejected, r.reason, &p);
 }
 
-void Agent::Impl::on_dreq(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad,
-                          const MadHdr& h) {
+void Agent::Impl::on_dreq(const std::string& device, const Gid& from, const Gid& to, uint8_t reply_tclass,
+                          const uint8_t* mad, const MadHdr& h) {
     const Dreq d = decode_dreq(mad);
     Id* id = by_local_comm(d.remote_comm_id);
     if (!id || id->remote_comm_id != d.local_comm_id) {
@@ -1199,7 +1206,7 @@ void Agent::Impl::on_dreq(const std::string& device, const Gid& from, const Gid&
         Drep r;
         r.local_comm_id = d.remote_comm_id;
         r.remote_comm_id = d.local_comm_id;
-        hooks.send_mad(device, to, from, response_tclass(from), encode(hdr(h.tid), r));
+        hooks.send_mad(device, to, from, reply_tclass, encode(hdr(h.tid), r));
         return;
     }
     id->tid = h.tid;
@@ -1244,15 +1251,15 @@ void Agent::Impl::on_drep(const uint8_t* mad) {
     event(*id, EventType::Disconnected, 0, &p);
 }
 
-void Agent::Impl::on_sidr_req(const std::string& device, const Gid& from, const Gid& to, const uint8_t* mad,
-                              const MadHdr& h) {
+void Agent::Impl::on_sidr_req(const std::string& device, const Gid& from, const Gid& to, uint8_t reply_tclass,
+                              const uint8_t* mad, const MadHdr& h) {
     const SidrReq r = decode_sidr_req(mad);
     // A repeated SIDR_REQ: answer again what we answered, or stay silent
     // while the application decides.
     for (auto& [hd, id] : ids) {
         if (id.ud() && id.remote_comm_id == r.request_id && id.dgid == from &&
             (id.state == State::ReqRcvd || id.state == State::Established)) {
-            if (id.state == State::Established) hooks.send_mad(id.device, id.sgid, id.dgid, id.traffic_class, id.last_mad);
+            if (id.state == State::Established) resend(id);
             return;
         }
     }
@@ -1274,13 +1281,13 @@ void Agent::Impl::on_sidr_req(const std::string& device, const Gid& from, const 
         j.request_id = r.request_id;
         j.status = listener ? SidrStatus::Rejected : SidrStatus::Unsupported;
         j.service_id = r.service_id;
-        hooks.send_mad(device, to, from, response_tclass(from), encode(hdr(h.tid), j));
+        hooks.send_mad(device, to, from, reply_tclass, encode(hdr(h.tid), j));
         return;
     }
     ConnParam p;
     p.private_data.assign(r.private_data.begin() + kCmaHdrBytes, r.private_data.end());
     Id child = new_child(*listener, device, c, to, from, r.request_id, h.tid);
-    child.traffic_class = response_tclass(from);  // the SIDR_REP's (cm_sidr_req_handler)
+    child.traffic_class = reply_tclass;  // the SIDR_REP's (cm_sidr_req_handler)
     offer(std::move(child), listener->handle, std::move(p));
 }
 
@@ -1343,7 +1350,7 @@ uint64_t Agent::on_timer() {
         }
         if (id.retries_left > 0) {
             --id.retries_left;
-            impl_->hooks.send_mad(id.device, id.sgid, id.dgid, id.traffic_class, id.last_mad);
+            impl_->resend(id);
             id.deadline = now + id.interval;
             continue;
         }
