@@ -15,9 +15,8 @@ void SoftEngine::Impl::gsi_receive(const roce::Packet& pkt) {
         return;
     }
     std::array<uint8_t, 16> src{}, dst{};
-    uint8_t tclass = pkt.ip6.traffic_class;
-    if (pkt.ip_version == roce::IpVersion::V4) {
-        tclass = pkt.ip4.tos;
+    const bool v4 = pkt.ip_version == roce::IpVersion::V4;
+    if (v4) {
         src[10] = src[11] = dst[10] = dst[11] = 0xff;
         for (int i = 0; i < 4; ++i) {
             src[size_t(12 + i)] = uint8_t(pkt.ip4.src >> (24 - 8 * i));
@@ -27,7 +26,7 @@ void SoftEngine::Impl::gsi_receive(const roce::Packet& pkt) {
         std::copy(pkt.ip6.src.begin(), pkt.ip6.src.end(), src.begin());
         std::copy(pkt.ip6.dst.begin(), pkt.ip6.dst.end(), dst.begin());
     }
-    cfg.gsi_rx(pkt.payload, pkt.payload_len, src, dst, tclass);
+    cfg.gsi_rx(pkt.payload, pkt.payload_len, src, dst, v4 ? pkt.ip4.tos : pkt.ip6.traffic_class);
 }
 
 bool SoftEngine::Impl::gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,
@@ -48,17 +47,15 @@ bool SoftEngine::Impl::gsi_send(const std::array<uint8_t, 16>& sgid, const std::
         };
         p.ip4.src = ip(sgid);
         p.ip4.dst = ip(dgid);
+        p.ip4.tos = traffic_class;  // the connection's, as rxe takes it from the GSI send's AV (rxe_prepare4/6)
     } else {
         p.ip_version = roce::IpVersion::V6;
         p.eth.ethertype = roce::kEtherTypeIpv6;
         std::copy(sgid.begin(), sgid.end(), p.ip6.src.begin());
         std::copy(dgid.begin(), dgid.end(), p.ip6.dst.begin());
+        p.ip6.traffic_class = traffic_class;
     }
     port->prepare(p);  // the IP fields the port's path writes, as for every packet
-    // The connection's traffic class, as rxe takes it from the GSI send's
-    // address vector (rxe_prepare4/6).
-    if (v4) p.ip4.tos = traffic_class;
-    else p.ip6.traffic_class = traffic_class;
     // QP1 never gets an address vector: rxe keeps its creation-time port.
     p.udp.sport = roce::roce_udp_sport_unconnected(kGsiQpn);
     p.hdr.bth.opcode = roce::op::UD_SEND_ONLY;
