@@ -113,12 +113,10 @@ constexpr FieldSpec kReject[] = {
 };
 // rdma_notify: an enum ibv_event_type.
 constexpr FieldSpec kNotify[] = {uint_f("id", Req, 0, kU32), uint_f("event", Req, 0, kU32)};
-// rdma_set_option's RDMA_OPTION_ID_TOS: the one byte (RFC 2474) it takes.
-constexpr FieldSpec kSetTos[] = {uint_f("id", Req, 0, kU32), uint_f("tos", Req, 0, 0xFF)};
-// rdma_set_option's other RDMA_OPTION_ID options, by their number in
-// rdma_cma.h (1 REUSEADDR, 2 AFONLY, 3 ACK_TIMEOUT) and the value ucma
-// passes on (an int made 0 or 1, or the timeout's byte); the agent checks.
-constexpr FieldSpec kSetOption[] = {uint_f("id", Req, 0, kU32), uint_f("option", Req, 1, 3),
+// rdma_set_option's RDMA_OPTION_ID options, by their number in rdma_cma.h
+// (0 TOS, 1 REUSEADDR, 2 AFONLY, 3 ACK_TIMEOUT) and the value ucma passes
+// on (the ToS's or the timeout's byte, an int made 0 or 1); the agent checks.
+constexpr FieldSpec kSetOption[] = {uint_f("id", Req, 0, kU32), uint_f("option", Req, 0, 3),
                                     uint_f("value", Req, 0, 0xFF)};
 // RDMA_OPTION_IB_PATH: the primary bidirectional record's RoCE fields.
 constexpr FieldSpec kSetIbPath[] = {
@@ -146,7 +144,6 @@ const std::vector<OpSpec> kOps = {
     op("cm_resolve_addr", kResolveAddr),
     op("cm_resolve_route", kId),
     op("cm_join", kBind),  // rdma_join_multicast: the ID and the group's address
-    op("cm_set_tos", kSetTos),
     op("cm_set_option", kSetOption),
     op("cm_set_ib_path", kSetIbPath),
     op("cm_listen", kId),

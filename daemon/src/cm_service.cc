@@ -429,11 +429,10 @@ Json CmService::handle(int fd, const Request& req) {
         cm::SockAddr g;
         if (!addr_from(req.object("addr"), g)) return reply_error(EINVAL, "cm_join: bad address");
         e = agent_->join_multicast(id, g);
-    } else if (op == "cm_set_tos") {
-        e = agent_->set_tos(id, static_cast<uint8_t>(req.uint("tos")));
     } else if (op == "cm_set_option") {
         const auto v = static_cast<uint8_t>(req.uint("value"));
-        switch (req.uint("option")) {
+        switch (req.uint("option")) {  // RDMA_OPTION_ID_*; the schema allows 0..3
+            case 0: e = agent_->set_tos(id, v); break;
             case 1: e = agent_->set_reuseaddr(id, v != 0); break;
             case 2: e = agent_->set_afonly(id, v != 0); break;
             default: e = agent_->set_ack_timeout(id, v); break;

@@ -9,7 +9,7 @@
 //     the process died) every ID of the channel is destroyed, as ib_cm does
 //     for a closed ucma file: connected peers get a DREQ.
 //   {"op":"cm_create_id","channel":C,"ps":P}          -> {"id":I}
-//   {"op":"cm_bind"|"cm_resolve_addr"|"cm_resolve_route"|"cm_set_tos"|"cm_set_option"|"cm_set_ib_path"|"cm_listen"|
+//   {"op":"cm_bind"|"cm_resolve_addr"|"cm_resolve_route"|"cm_set_option"|"cm_set_ib_path"|"cm_listen"|
 //        "cm_connect"|"cm_accept"|"cm_reject"|"cm_establish"|"cm_notify"|"cm_disconnect"|
 //        "cm_destroy_id"|"cm_query"|"cm_init_qp_attr"|"cm_req_defaults",
 //    "id":I, ...}                                      -> {"ok":..,"device":..,"src":..,"dst":..}

@@ -1362,24 +1362,18 @@ int set_ib_path(Id* i, const void* optval, size_t optlen) {
 int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen) {
     Id* i = ours_locked(id);
     if (!i) REAL(rdma_set_option, "RDMACM_1.0", -1, id, level, optname, optval, optlen);
-    if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS) {
-        // ucma_set_option_id: one byte, else EINVAL; the agent keeps it for
-        // rdma_resolve_route, which puts it in the route (cma_resolve_iboe_route).
-        if (optlen != sizeof(uint8_t) || !optval) return fail(EINVAL);
-        Json r;
-        return id_call(i, Json{{"op", "cm_set_tos"}, {"tos", *static_cast<const uint8_t*>(optval)}}, r) ? 0 : -1;
-    }
-    if (level == RDMA_OPTION_ID &&
-        (optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY ||
-         optname == RDMA_OPTION_ID_ACK_TIMEOUT)) {
-        // ucma_set_option_id: REUSEADDR and AFONLY take an int (made 0 or
-        // 1), ACK_TIMEOUT one byte; the agent applies rdma_cm's state rules.
+    if (level == RDMA_OPTION_ID && optname >= RDMA_OPTION_ID_TOS && optname <= RDMA_OPTION_ID_ACK_TIMEOUT) {
+        // ucma_set_option_id: TOS and ACK_TIMEOUT take one byte, REUSEADDR
+        // and AFONLY an int (made 0 or 1); another length is EINVAL. The
+        // agent keeps the ToS for rdma_resolve_route, which puts it in the
+        // route (cma_resolve_iboe_route), and applies rdma_cm's state rules
+        // to the rest.
+        const bool one_byte = optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_ACK_TIMEOUT;
+        if (!optval || optlen != (one_byte ? sizeof(uint8_t) : sizeof(int))) return fail(EINVAL);
         uint8_t value = 0;
-        if (optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
-            if (optlen != sizeof(uint8_t) || !optval) return fail(EINVAL);
+        if (one_byte) {
             value = *static_cast<const uint8_t*>(optval);
         } else {
-            if (optlen != sizeof(int) || !optval) return fail(EINVAL);
             int v = 0;
             std::memcpy(&v, optval, sizeof v);
             value = v != 0;
