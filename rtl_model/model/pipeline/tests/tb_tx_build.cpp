@@ -93,6 +93,39 @@ TEST_CASE("tx_build: responses go before queued requests", "[model][block][tx_bu
     CHECK(out[1].t_ps == beats_ps(cfg, 62) + beats_ps(cfg, 1000));
 }
 
+namespace {
+
+// One run of TX build over `in`, all entering at time 0: what left it, and
+// the counters of its RTL (header builder and ICRC engine).
+struct TxRun {
+    std::vector<tb::Seen<FrameTok>> out;
+    uint64_t mismatches = 0, skipped = 0, latency = 0, busy_ps = 0;
+    uint64_t icrc_mismatches = 0;  // the Verilated ICRC engine's against compute_icrc
+    std::vector<std::string> dumps;
+    bool cache_hit = false;
+};
+
+TxRun run_tx(const ModelConfig& cfg, const std::vector<std::vector<uint8_t>>& in) {
+    tb::BlockBench<TxBuildBlock> b(cfg);
+    std::vector<std::pair<uint64_t, FrameTok>> v;
+    for (size_t i = 0; i < in.size(); ++i) v.emplace_back(0, tok(in[i], 0, uint32_t(i)));
+    b.drive(b.nic().req_to_txb, std::move(v));
+    const auto& out = b.watch(b.nic().txb_to_mac);
+    b.run();
+    TxRun r;
+    r.out = out;
+    r.mismatches = b.nic().tx_build_rtl_mismatch;
+    r.icrc_mismatches = b.nic().icrc_rtl_mismatch;
+    r.skipped = b.nic().tx_build_rtl_skipped;
+    r.latency = b.nic().tx_build_rtl_latency;
+    r.busy_ps = b.nic().blk[Nic::kTxBuild].busy_ps;
+    r.dumps = b.nic().rtl_mismatch_log;
+    r.cache_hit = b.nic().tx_build_rtl_cache_hit;
+    return r;
+}
+
+}  // namespace
+
 TEST_CASE("tx_build: with icrc.impl = rtl the ICRC on the frame is compute_icrc's, at the RTL's own timing",
           "[model][block][tx_build][rtl]") {
     // The engine answers 7 edges after the last beat, the default
@@ -106,25 +139,17 @@ TEST_CASE("tx_build: with icrc.impl = rtl the ICRC on the frame is compute_icrc'
     for (size_t i : {size_t(0), size_t(2)})
         for (size_t k = 1; k <= 4; ++k) in[i][in[i].size() - k] = 0;
 
-    std::vector<std::string> dumps;
-    auto run = [&](BlockImpl impl, uint64_t* mismatches) {
+    auto run = [&](BlockImpl impl) {
         ModelConfig cfg;
         cfg.icrc.impl = impl;
         if (impl == BlockImpl::rtl) cfg.icrc.latency_cycles = 30;
-        tb::BlockBench<TxBuildBlock> b(cfg);
-        std::vector<std::pair<uint64_t, FrameTok>> v;
-        for (size_t i = 0; i < in.size(); ++i) v.emplace_back(0, tok(in[i], 0, uint32_t(i)));
-        b.drive(b.nic().req_to_txb, std::move(v));
-        const auto& out = b.watch(b.nic().txb_to_mac);
-        b.run();
-        *mismatches = b.nic().icrc_rtl_mismatch;
-        if (impl == BlockImpl::rtl) dumps = b.nic().rtl_mismatch_log;
-        std::vector<tb::Seen<FrameTok>> copy = out;
-        return copy;
+        return run_tx(cfg, in);
     };
-    uint64_t cpp_mm = 0, rtl_mm = 0;
-    const auto cpp = run(BlockImpl::cpp, &cpp_mm);
-    const auto rtl = run(BlockImpl::rtl, &rtl_mm);
+    const TxRun cpp_run = run(BlockImpl::cpp), rtl_run = run(BlockImpl::rtl);
+    const auto& cpp = cpp_run.out;
+    const auto& rtl = rtl_run.out;
+    const uint64_t cpp_mm = cpp_run.icrc_mismatches, rtl_mm = rtl_run.icrc_mismatches;
+    const std::vector<std::string>& dumps = rtl_run.dumps;
     REQUIRE(cpp.size() == in.size());
     REQUIRE(rtl.size() == in.size());
     for (size_t i = 0; i < in.size(); ++i) {
@@ -185,31 +210,6 @@ std::vector<std::vector<uint8_t>> sent_frames() {
     return {tb::roce_frame(RC_RDMA_WRITE_ONLY, 0x11, 1, 1024), tb::roce_frame(RC_SEND_ONLY, 0x11, 2, 17),
             tb::roce_frame(RC_ACKNOWLEDGE, 0x11, 3, 0), tb::roce_frame(RC_RDMA_READ_REQUEST, 0x12, 4, 0),
             tb::roce_frame(RC_SEND_ONLY_WITH_IMMEDIATE, 0x13, 5, 4000, v6), tb::roce_frame(RC_SEND_ONLY, 0x13, 6, 6, v6)};
-}
-
-struct TxRun {
-    std::vector<tb::Seen<FrameTok>> out;
-    uint64_t mismatches = 0, skipped = 0, latency = 0, busy_ps = 0;
-    std::vector<std::string> dumps;
-    bool cache_hit = false;
-};
-
-TxRun run_tx(const ModelConfig& cfg, const std::vector<std::vector<uint8_t>>& in) {
-    tb::BlockBench<TxBuildBlock> b(cfg);
-    std::vector<std::pair<uint64_t, FrameTok>> v;
-    for (size_t i = 0; i < in.size(); ++i) v.emplace_back(0, tok(in[i], 0, uint32_t(i)));
-    b.drive(b.nic().req_to_txb, std::move(v));
-    const auto& out = b.watch(b.nic().txb_to_mac);
-    b.run();
-    TxRun r;
-    r.out = out;
-    r.mismatches = b.nic().tx_build_rtl_mismatch;
-    r.skipped = b.nic().tx_build_rtl_skipped;
-    r.latency = b.nic().tx_build_rtl_latency;
-    r.busy_ps = b.nic().blk[Nic::kTxBuild].busy_ps;
-    r.dumps = b.nic().rtl_mismatch_log;
-    r.cache_hit = b.nic().tx_build_rtl_cache_hit;
-    return r;
 }
 
 bool icrc_good(const std::vector<uint8_t>& f) {
