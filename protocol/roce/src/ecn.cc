@@ -97,7 +97,8 @@ void set_ecn(Packet& p, Ecn e) {
     b = static_cast<uint8_t>((b & ~3u) | static_cast<unsigned>(e));
 }
 
-Packet make_cnp(const Packet& marked, uint32_t sender_qpn) {
+Packet make_cnp(const Packet& marked, uint32_t sender_qpn, uint8_t dscp) {
+    const uint8_t tos = static_cast<uint8_t>((dscp & 0x3f) << 2);  // ECN bits 00: Not-ECT
     Packet c;
     c.eth.dst = marked.eth.src;
     c.eth.src = marked.eth.dst;
@@ -108,12 +109,12 @@ Packet make_cnp(const Packet& marked, uint32_t sender_qpn) {
         c.ip4.src = marked.ip4.dst;
         c.ip4.dst = marked.ip4.src;
         c.ip4.ttl = 64;
-        c.ip4.tos = 0;  // DSCP 0, Not-ECT
+        c.ip4.tos = tos;
     } else {
         c.ip6.src = marked.ip6.dst;
         c.ip6.dst = marked.ip6.src;
         c.ip6.hop_limit = 64;
-        c.ip6.traffic_class = 0;
+        c.ip6.traffic_class = tos;
     }
     c.udp.sport = marked.udp.sport;
     c.udp.dport = kRoceV2Port;

@@ -261,3 +261,22 @@ TEST_CASE("ECN: helpers refuse what is not an IP header", "[ecn]") {
     CHECK(ip_header_offset(arp.data(), arp.size()) == 0);
     CHECK_FALSE(read_frame_ecn(arp.data(), arp.size()).has_value());
 }
+
+TEST_CASE("CNP: the DSCP asked for is in the IP header, with ECN Not-ECT", "[cnp]") {
+    for (const IpVersion v : {IpVersion::V4, IpVersion::V6}) {
+        for (const unsigned dscp : {0u, 26u, 48u, 63u}) {
+            INFO("IPv" << (v == IpVersion::V4 ? 4 : 6) << ", DSCP " << dscp);
+            const std::vector<uint8_t> f = encode(make_cnp(marked_packet(v), 0xd2, uint8_t(dscp)));
+            Packet p;
+            REQUIRE(decode_frame(f.data(), f.size(), p).ok());  // IPv4 checksum and ICRC valid
+            // On the wire: the TOS byte (IPv4, byte 1) or the traffic class
+            // (IPv6, bits 4..11 of the first word), DSCP in its top six bits.
+            const size_t ip = ip_header_offset(f.data(), f.size());
+            REQUIRE(ip == 14);
+            const unsigned tc = v == IpVersion::V4 ? f[ip + 1] : unsigned((f[ip] & 0x0f) << 4 | f[ip + 1] >> 4);
+            CHECK(tc >> 2 == dscp);
+            CHECK((tc & 3) == 0);
+            CHECK(read_frame_ecn(f.data(), f.size()) == Ecn::NotEct);
+        }
+    }
+}

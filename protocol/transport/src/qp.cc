@@ -58,7 +58,8 @@ void Qp::notify_congestion(const roce::Packet& pkt) {
     // The BTH names only the receiving QP: the sender is the connected
     // peer, or for UD the DETH's source QP.
     const bool ud = ctx_.cfg.type == hw::QpType::Ud;
-    roce::Packet cnp = roce::make_cnp(pkt, ud ? pkt.hdr.deth.src_qp : ctx_.cfg.dest_qpn);
+    roce::Packet cnp = roce::make_cnp(pkt, ud ? pkt.hdr.deth.src_qp : ctx_.cfg.dest_qpn,
+                                       ctx_.env.np->config().cnp_dscp);
     ctx_.env.wire->transmit(cnp);
     ctx_.count(Counter::CnpSent);
 }

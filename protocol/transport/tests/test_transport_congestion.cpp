@@ -87,6 +87,7 @@ TEST_CASE("congestion: CE on data packets makes one CNP per QP per interval N", 
     CHECK(cnp.ip4.src == 0x0a000002);
     CHECK(cnp.ip4.dst == 0x0a000001);
     CHECK(c[0].ecn == roce::Ecn::NotEct);  // a CNP is never ECN-capable
+    CHECK(cnp.ip4.tos >> 2 == 48);         // the NP's DSCP (NpConfig::cnp_dscp, mlx5's default)
     CHECK(f.b().counters.n[Counter::CePacket] == 8);
     CHECK(f.b().counters.n[Counter::CnpSent] == 1);
     CHECK(f.a().counters.n[Counter::CnpReceived] == 1);
@@ -108,6 +109,23 @@ TEST_CASE("congestion: CE on data packets makes one CNP per QP per interval N", 
     CHECK(f.a().counters.n[Counter::CnpReceived] == 2);
     CHECK(f.a().cq.side(CqSide::Send).size() == 3);
     for (auto& e : f.a().cq.side(CqSide::Send)) CHECK(e.wc.status == hw::WcStatus::Success);
+}
+
+TEST_CASE("congestion: the CNP carries the notification point's DSCP, Not-ECT", "[transport][congestion]") {
+    for (const uint8_t dscp : {uint8_t{0}, uint8_t{26}, uint8_t{63}}) {
+        INFO("dscp " << int(dscp));
+        Fabric f = cc_fabric();
+        f.b().np = cg::NotificationPoint(cg::NpConfig{50'000, dscp});
+        Buf src = make_buf(f.a(), 1024, kAllAccess, 1);
+        Buf dst = make_buf(f.b(), 1024, kAllAccess);
+        f.ce_mark = [](const roce::Packet& p, size_t) { return is_request(p); };
+        REQUIRE(f.a().qp->post_send(write_wqe(1, src, dst, 1024)) == PostStatus::Ok);
+        f.run();
+        auto c = cnps(f);
+        REQUIRE(c.size() == 1);
+        CHECK(c[0].pkt.ip4.tos >> 2 == dscp);
+        CHECK(c[0].ecn == roce::Ecn::NotEct);
+    }
 }
 
 TEST_CASE("congestion: the first CNP halves the sender's rate (alpha 1)", "[transport][congestion]") {

@@ -225,6 +225,9 @@ constexpr Key kKeys[] = {
                    "R_HAI: the hyper increase step (the authors' ns-3 model: 200 Mb/s; docs/model.md)"),
     SIMNIC_CFG_KEY(congestion, min_cnp_interval_ns, 0, 1000000000, 0, "ns",
                    "N: at most one CNP per QP per N (paper: 50 us); 0: one per CE-marked packet"),
+    SIMNIC_CFG_KEY(congestion, cnp_dscp, 0, 63, 0, "",
+                   "the DSCP of the CNPs the device sends (Not-ECT), so that switches queue them by it "
+                   "(mlx5's roce_np/cnp_dscp: 48, CS6, priority 6 in the DSCP >> 3 map)"),
 };
 
 #undef SIMNIC_CFG_CACHE_KEYS

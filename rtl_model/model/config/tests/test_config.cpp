@@ -124,7 +124,7 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "congestion.enable", "congestion.line_rate_gbps", "congestion.min_rate_mbps", "congestion.g",
         "congestion.initial_alpha", "congestion.alpha_timer_ns", "congestion.rate_timer_ns",
         "congestion.byte_counter_bytes", "congestion.fast_recovery_steps", "congestion.rai_mbps",
-        "congestion.rhai_mbps", "congestion.min_cnp_interval_ns",
+        "congestion.rhai_mbps", "congestion.min_cnp_interval_ns", "congestion.cnp_dscp",
     };
     auto d = describe(ModelConfig{});
     REQUIRE(d.size() == std::size(expected));
@@ -172,7 +172,7 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.eq = {64};
         c.fw = {1200.5, 1500};
         c.wire = {0};
-        c.congestion = {1, 40, 5, 0.125, 0.5, 60000, 70000, 1 << 20, 3, 50, 500, 20000};
+        c.congestion = {1, 40, 5, 0.125, 0.5, 60000, 70000, 1 << 20, 3, 50, 500, 20000, 26};
         std::string err;
         INFO(err);
         REQUIRE(validate_config(c, err));
@@ -511,12 +511,18 @@ TEST_CASE("model config: [congestion] gives the DCQCN and NP configurations", "[
     CHECK(d.rai_bps == core.rai_bps);
     CHECK(d.rhai_bps == core.rhai_bps);
     CHECK(c.congestion.np().min_cnp_interval_ns == simnic::congestion::NpConfig{}.min_cnp_interval_ns);
+    CHECK(c.congestion.np().cnp_dscp == simnic::congestion::NpConfig{}.cnp_dscp);
+    CHECK(c.congestion.np().cnp_dscp == 48);
 
     c = parsed("[mac]\nline_rate_gbps = 25\n[congestion]\nenable = 1\nrai_mbps = 5\nmin_cnp_interval_ns = 4000\n");
     CHECK(c.congestion.enable == 1);
     CHECK(c.congestion.dcqcn(c.mac.line_rate_gbps).line_rate_bps == 25e9);  // 0: the port's
     CHECK(c.congestion.dcqcn(c.mac.line_rate_gbps).rai_bps == 5e6);
     CHECK(c.congestion.np().min_cnp_interval_ns == 4000);
+    CHECK(c.congestion.np().cnp_dscp == 48);
+    c = parsed("[congestion]\ncnp_dscp = 26\n");
+    CHECK(c.congestion.np().cnp_dscp == 26);
+    CHECK(error_of("[congestion]\ncnp_dscp = 64\n").find("congestion.cnp_dscp = 64 is out of range") != std::string::npos);
     c = parsed("[congestion]\nline_rate_gbps = 10\n");
     CHECK(c.congestion.dcqcn(c.mac.line_rate_gbps).line_rate_bps == 10e9);
 

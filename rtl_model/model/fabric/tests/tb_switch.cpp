@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "simnic/roce/ecn.h"
 #include "switch_harness.h"
 
 // libsystemc calls sc_main from its own main(); this program has Catch's
@@ -385,6 +386,54 @@ TEST_CASE("switch: forwarding by the static table, priority by DSCP, MAC control
     CHECK(b.sw().port_counters(0).no_route == 2);
     CHECK(b.sw().port_counters(0).mac_control == 1);
     CHECK(b.sw().port_counters(0).runts == 1);
+}
+
+TEST_CASE("switch: a CNP is queued by the DSCP its notification point gave it, ahead of the data",
+          "[model][switch][ecn]") {
+    // The notification point's CNP (roce::make_cnp, with the DSCP of
+    // [congestion] cnp_dscp) answering a CE-marked WRITE of host 1 to host 2:
+    // it goes from host 2 back to host 1. DSCP 48 (the default, mlx5's) is
+    // priority 6 in the default map, strict-priority ahead of the RoCE data
+    // (DSCP 26, priority 3) queued on the same port; DSCP 26 puts it behind
+    // them, in their queue.
+    for (const uint8_t dscp : {uint8_t{48}, uint8_t{26}}) {
+        INFO("cnp_dscp " << int(dscp));
+        const unsigned prio = dscp >> 3;
+        SwitchConfig c = plain(3);
+        tb::SwitchBench b(c);
+        FrameSpec marked;  // host 1 -> host 2, CE
+        marked.ecn = 0b11;
+        roce::Packet m;
+        const std::vector<uint8_t> mf = tb::roce_frame(marked);
+        REQUIRE(roce::decode_frame(mf.data(), mf.size(), m).ok());
+        roce::Packet cp = roce::make_cnp(m, 0x12, dscp);
+        std::vector<uint8_t> cnp;
+        REQUIRE(roce::encode_frame(cp, cnp));
+        // Four data frames of host 3 to host 1 (port 0), then the CNP from
+        // host 2 (port 1), all at once: the CNP finds them queued.
+        std::vector<std::pair<uint64_t, std::vector<uint8_t>>> data;
+        for (uint32_t i = 0; i < 4; ++i) {
+            FrameSpec d;
+            d.src = 3;
+            d.dst = 1;
+            d.psn = i;
+            data.emplace_back(0, tb::roce_frame(d));
+        }
+        b.inject(2, std::move(data));
+        b.inject(1, {{1, cnp}});
+        b.run();
+        const auto out = b.data_out(0);
+        REQUIRE(out.size() == 5);
+        CHECK(b.sw().counters(0, prio).tx_frames == (prio == 3 ? 5u : 1u));
+        size_t at = out.size();
+        for (size_t i = 0; i < out.size(); ++i)
+            if (out[i].bytes == cnp) at = i;
+        REQUIRE(at < out.size());  // unchanged: Not-ECT, never marked
+        // The first data frame is on the line when the CNP arrives: with
+        // its own priority the CNP is next, in the data's queue it is last.
+        CHECK(at == (prio == 6 ? 1u : 4u));
+        CHECK(roce::read_frame_ecn(cnp.data(), cnp.size()) == roce::Ecn::NotEct);
+    }
 }
 
 TEST_CASE("switch: an 802.1Q-tagged frame is classified and marked by the IP header behind the tag",

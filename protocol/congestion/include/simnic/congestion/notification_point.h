@@ -28,6 +28,14 @@ struct NpConfig {
     // mlx5 exposes the same knob as the NP's min_time_between_cnps; 0 sends
     // a CNP for every CE-marked packet.
     uint64_t min_cnp_interval_ns = 50'000;
+    // The DSCP (the IP header's top six bits of the TOS / traffic class) of
+    // the CNPs the port sends, so that switches can queue them apart from
+    // the data they are about (usually in a strict-priority class). 48
+    // (CS6): the value NVIDIA documents for mlx5's NP knob `cnp_dscp`
+    // (sysfs /sys/class/net/<if>/ecn/roce_np/cnp_dscp, debugfs
+    // cc_params/np_cnp_dscp), which the default DSCP-to-priority map
+    // (DSCP >> 3) puts in priority 6. The ECN bits stay Not-ECT.
+    uint8_t cnp_dscp = 48;
 };
 
 struct NpCounters {

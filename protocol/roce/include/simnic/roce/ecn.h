@@ -71,10 +71,12 @@ void set_ecn(Packet& p, Ecn e);
 // sender_qpn, A = 0 and PSN = 0; 16 reserved bytes of zero follow, then the
 // ICRC. Addressing is the marked packet's reversed (MACs, IP addresses); the
 // UDP source port is the marked packet's (our choice: the annex leaves it to
-// the sender), the IP header is Not-ECT with DSCP 0 (a CNP is never marked
-// itself) and TTL / hop limit 64. The caller may change any of these before
+// the sender), the IP header is Not-ECT (a CNP is never marked itself) with
+// DSCP `dscp` (its low six bits; the notification point's
+// NpConfig::cnp_dscp, so that switches can give CNPs their own priority) and
+// TTL / hop limit 64. The caller may change any of these before
 // encode_frame().
-Packet make_cnp(const Packet& marked, uint32_t sender_qpn);
+Packet make_cnp(const Packet& marked, uint32_t sender_qpn, uint8_t dscp = 0);
 
 // True if `p` is a CNP as annex A17.9.3 defines one (opcode 0x81 with BECN
 // set); the QP it notifies is p.hdr.bth.dqpn.

@@ -183,11 +183,14 @@ struct CongestionConfig {
     double rai_mbps = 40;              // R_AI
     double rhai_mbps = 200;            // R_HAI
     std::uint32_t min_cnp_interval_ns = 50'000;  // N, per QP
+    std::uint32_t cnp_dscp = 48;       // the CNPs' IP DSCP (mlx5's roce_np/cnp_dscp)
 
     // The reaction point's configuration for a port of `port_gbps` (used
     // when line_rate_gbps is 0).
     congestion::DcqcnConfig dcqcn(double port_gbps) const;
-    congestion::NpConfig np() const { return congestion::NpConfig{min_cnp_interval_ns}; }
+    congestion::NpConfig np() const {
+        return congestion::NpConfig{min_cnp_interval_ns, static_cast<std::uint8_t>(cnp_dscp)};
+    }
 };
 
 struct ModelConfig {
