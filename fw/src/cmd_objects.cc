@@ -471,6 +471,38 @@ void Firmware::cmd_destroy_cq(Ctx& c, In in, std::size_t n, Out& r) {
     destroy_cq(c, cqn);
 }
 
+// MODIFY_CQ: the CQ's interrupt moderation (ibv_modify_cq). The checks are
+// the ones an application meets on mlx5: libibverbs refuses a mask with an
+// unknown bit and the kernel an empty one (EINVAL both), mlx5_ib a period
+// above MLX5_MAX_CQ_PERIOD (EINVAL). The engine reads the fields when it
+// writes a CQE of the CQ, so the fence orders the change against them.
+void Firmware::cmd_modify_cq(Ctx& c, In in, std::size_t n, Out& r) {
+    namespace q = hw::cmd_modify_cq_in;
+    namespace cc = hw::cqc;
+    const auto cqn = static_cast<std::uint32_t>(hw::get(in, n, q::cqn));
+    const std::uint64_t mask = hw::get(in, n, q::attr_mask);
+    const std::uint64_t count = hw::get(in, n, q::cq_count);
+    const std::uint64_t period = hw::get(in, n, q::cq_period);
+    if (c.cqs.count(cqn) == 0) {
+        fail(r, CmdStatus::NoObject, Syndrome::NoCq);
+        return;
+    }
+    if (mask == 0 || (mask & ~std::uint64_t(hw::cq_attr_mask::kAll)) != 0) {
+        fail(r, CmdStatus::BadAttrMask, Syndrome::MaskUnknown);
+        return;
+    }
+    if (period > hw::kMaxCqPeriodUs) {
+        fail(r, CmdStatus::BadParam, Syndrome::CqPeriod);
+        return;
+    }
+    fence(Table::Cqc, cqn);
+    Entry e(ent(Table::Cqc, cqn), Table::Cqc);
+    e.set(cc::mod_count, count);
+    e.set(cc::mod_period, period);
+    e.set(cc::mod_en, 1);
+    unfence(Table::Cqc, cqn);
+}
+
 void Firmware::destroy_cq(Ctx& c, std::uint32_t cqn) {
     fence(Table::Cqc, cqn);
     if (engine_) engine_->cq_destroying(cqn);

@@ -220,6 +220,7 @@ constexpr CmdShape kShapes[] = {
     {CmdOpcode::CreateCq, hw::cmd_create_cq_in::kSize, kHandle},
     {CmdOpcode::ResizeCq, hw::cmd_resize_cq_in::kSize, 0},
     {CmdOpcode::DestroyCq, kHandle, 0},
+    {CmdOpcode::ModifyCq, hw::cmd_modify_cq_in::kSize, 0},
     {CmdOpcode::CreateQp, hw::cmd_create_qp_in::kSize, kHandle},
     {CmdOpcode::ModifyQp, hw::qp_attr::kSize, 0},
     {CmdOpcode::QueryQp, kHandle, hw::qp_attr::kSize},
@@ -296,6 +297,7 @@ void Firmware::dispatch(Ctx& c, std::uint16_t id, std::uint16_t opcode, In in, s
         case CmdOpcode::CreateCq: return cmd_create_cq(c, id, in, n, r);
         case CmdOpcode::ResizeCq: return cmd_resize_cq(c, in, n, r);
         case CmdOpcode::DestroyCq: return cmd_destroy_cq(c, in, n, r);
+        case CmdOpcode::ModifyCq: return cmd_modify_cq(c, in, n, r);
         case CmdOpcode::CreateQp: return cmd_create_qp(c, id, in, n, r);
         case CmdOpcode::ModifyQp: return cmd_modify_qp(c, in, n, r);
         case CmdOpcode::QueryQp: return cmd_query_qp(c, in, n, r);

@@ -173,6 +173,64 @@ TEST_CASE("CQ: sizes, busy while a QP uses it, resize", "[fw][life][cq]") {
     CHECK(d.handle_cmd(CmdOpcode::DestroyCq, cq).status == CmdStatus::NoObject);
 }
 
+TEST_CASE("CQ: MODIFY_CQ sets the CQ's moderation, refuses what ibv_modify_cq does on mlx5", "[fw][life][cq]") {
+    Dev d;
+    namespace m = hw::cmd_modify_cq_in;
+    namespace cc = hw::cqc;
+    const std::uint32_t cq = d.create_cq(), other = d.create_cq();
+    auto modify = [&](std::uint32_t cqn, std::uint32_t mask, std::uint32_t count, std::uint32_t period,
+                      std::uint16_t ctx = 0xFFFF) {
+        return d.cmd(CmdOpcode::ModifyCq, Mbox(m::kSize).set(m::cqn, cqn).set(m::attr_mask, mask)
+                                              .set(m::cq_count, count).set(m::cq_period, period), 0, ctx);
+    };
+    auto field = [&](std::uint32_t cqn, hw::Field f) { return hw::get(d.store->entry(Table::Cqc, cqn), cc::kSize, f); };
+    // A new CQ: no moderation of its own (the device's default).
+    CHECK(field(cq, cc::mod_en) == 0);
+    CHECK(field(cq, cc::mod_count) == 0);
+    CHECK(field(cq, cc::mod_period) == 0);
+
+    REQUIRE(modify(cq, hw::cq_attr_mask::kModerate, 8, 16).ok());
+    CHECK(field(cq, cc::mod_en) == 1);
+    CHECK(field(cq, cc::mod_count) == 8);
+    CHECK(field(cq, cc::mod_period) == 16);
+    CHECK(field(other, cc::mod_en) == 0);  // per CQ
+    // The extremes: 65535 CQEs, 4095 us (mlx5's MLX5_MAX_CQ_PERIOD); and
+    // back to no moderation (0/0), which stays the CQ's own setting.
+    REQUIRE(modify(other, hw::cq_attr_mask::kModerate, 0xFFFF, 0xFFF).ok());
+    CHECK(field(other, cc::mod_count) == 0xFFFF);
+    CHECK(field(other, cc::mod_period) == 0xFFF);
+    REQUIRE(modify(other, hw::cq_attr_mask::kModerate, 0, 0).ok());
+    CHECK(field(other, cc::mod_en) == 1);
+    CHECK(field(other, cc::mod_count) == 0);
+    CHECK(field(other, cc::mod_period) == 0);
+
+    // Bad input changes nothing. A period beyond 12 bits: EINVAL (mlx5_ib).
+    const CmdResult longp = modify(cq, hw::cq_attr_mask::kModerate, 4, 0x1000);
+    CHECK(longp.status == CmdStatus::BadParam);
+    CHECK(longp.err() == EINVAL);
+    // No attribute, or one that does not exist: EINVAL (the kernel's check
+    // of an empty mask, libibverbs' of IBV_CQ_ATTR_RESERVED and above).
+    for (const std::uint32_t mask : {0u, 2u, 3u, 0x80000000u}) {
+        INFO("attr_mask " << mask);
+        const CmdResult bad = modify(cq, mask, 4, 4);
+        CHECK(bad.status == CmdStatus::BadAttrMask);
+        CHECK(bad.err() == EINVAL);
+    }
+    CHECK(field(cq, cc::mod_count) == 8);
+    CHECK(field(cq, cc::mod_period) == 16);
+    // No such CQ, or another context's: ENOENT.
+    CHECK(modify(0x777, hw::cq_attr_mask::kModerate, 1, 1).status == CmdStatus::NoObject);
+    REQUIRE(d.fw->open_context(2, 1) == CmdStatus::Ok);
+    CHECK(modify(cq, hw::cq_attr_mask::kModerate, 1, 1, 2).status == CmdStatus::NoObject);
+    CHECK(field(cq, cc::mod_count) == 8);
+    // The moderation goes with the CQ: a CQ created in its slot starts without.
+    REQUIRE(d.handle_cmd(CmdOpcode::DestroyCq, cq).ok());
+    const std::uint32_t again = d.create_cq();
+    REQUIRE(again == cq);
+    CHECK(field(again, cc::mod_en) == 0);
+    CHECK(field(again, cc::mod_count) == 0);
+}
+
 TEST_CASE("QP: create checks and QPN numbering", "[fw][life][qp]") {
     Dev d;
     namespace q = hw::cmd_create_qp_in;

@@ -68,6 +68,8 @@ enum class Syndrome : std::uint32_t {
     OdpModeChange = 114, NotOnDemand = 115, AdviceValue = 116, AdviceRange = 117, AdviceAccess = 118,
     // FLUSH rights (REG_MR, REREG_MR)
     FlushNotOffered = 120, NotPersistent = 121,
+    // MODIFY_CQ
+    CqPeriod = 122,
 };
 
 struct FwConfig {
@@ -248,6 +250,7 @@ private:
     void cmd_create_cq(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r);
     void cmd_resize_cq(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_destroy_cq(Ctx& c, In in, std::size_t n, Out& r);
+    void cmd_modify_cq(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_create_qp(Ctx& c, std::uint16_t id, In in, std::size_t n, Out& r);
     void cmd_modify_qp(Ctx& c, In in, std::size_t n, Out& r);
     void cmd_query_qp(Ctx& c, In in, std::size_t n, Out& r);

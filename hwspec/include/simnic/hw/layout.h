@@ -248,6 +248,7 @@ enum class CmdOpcode : std::uint16_t {
     CreateCq = 0x0040,
     ResizeCq = 0x0041,
     DestroyCq = 0x0042,
+    ModifyCq = 0x0043,
     CreateQp = 0x0050,
     ModifyQp = 0x0051,
     QueryQp = 0x0052,
@@ -680,7 +681,10 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(ci, 0x14, 0, 32)          \
     F(arm, 0x18, 0, 2)          \
     F(error, 0x18, 2, 1)        \
-    F(ref_qps, 0x18, 8, 8)
+    F(ref_qps, 0x18, 8, 8)      \
+    F(mod_count, 0x1C, 0, 16)   \
+    F(mod_period, 0x1C, 16, 12) \
+    F(mod_en, 0x1C, 31, 1)
 
 // SRQC (hw-spec.md 9.4)
 #define SIMNIC_HW_SRQC_FIELDS(F) \
@@ -851,6 +855,13 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(log_size, 0x04, 0, 5)                  \
     F(domain_id, 0x08, 0, 16)                \
     F(base, 0x10, 0, 64)
+
+// CMD_MODIFY_CQ_IN (hw-spec.md 5.6.6)
+#define SIMNIC_HW_CMD_MODIFY_CQ_IN_FIELDS(F) \
+    F(cqn, 0x00, 0, 24)                      \
+    F(attr_mask, 0x04, 0, 32)                \
+    F(cq_count, 0x08, 0, 16)                 \
+    F(cq_period, 0x08, 16, 16)
 
 // CMD_CREATE_QP_IN (hw-spec.md 5.6.7)
 #define SIMNIC_HW_CMD_CREATE_QP_IN_FIELDS(F) \
@@ -1032,6 +1043,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(cmd_rereg_mr_in, CMD_REREG_MR_IN, 16)           \
     L(cmd_create_cq_in, CMD_CREATE_CQ_IN, 16)         \
     L(cmd_resize_cq_in, CMD_RESIZE_CQ_IN, 24)         \
+    L(cmd_modify_cq_in, CMD_MODIFY_CQ_IN, 12)         \
     L(cmd_create_qp_in, CMD_CREATE_QP_IN, 64)         \
     L(qp_attr, QP_ATTR, 96)                           \
     L(cmd_create_srq_in, CMD_CREATE_SRQ_IN, 32)       \

@@ -220,6 +220,17 @@ constexpr std::uint32_t kRateLimit = 1u << 25;
 constexpr std::uint32_t kUnsupported = kAltPath | kPathMigState | kCap | kRateLimit;
 }  // namespace qp_attr_mask
 
+// ibv_cq_attr_mask: CMD_MODIFY_CQ_IN.attr_mask (hw-spec.md 5.6.6). The one
+// attribute is the moderation, ibv_moderate_cq's cq_count and cq_period.
+namespace cq_attr_mask {
+constexpr std::uint32_t kModerate = 1u << 0;  // IBV_CQ_ATTR_MODERATE
+constexpr std::uint32_t kAll = kModerate;
+}  // namespace cq_attr_mask
+// The longest moderation period, us: CQC.mod_period's 12 bits, as mlx5's
+// MLX5_MAX_CQ_PERIOD (0xfff, its cq_period field's width); ibv_modify_cq
+// with a longer one fails with EINVAL, as on mlx5.
+constexpr std::uint32_t kMaxCqPeriodUs = 0xFFF;
+
 // ---------------------------------------------------------------------------
 // Memory (hw-spec.md 5.6.5, 5.6.10, 5.6.11, 6.5, 9.5)
 // ---------------------------------------------------------------------------
