@@ -125,7 +125,13 @@ SoftEngine::Impl::CqeWrite SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::C
             cqe_ctxs.push_back(id);
         }
     }
-    if (rec) rec->add(Op::Kind::Cqe, cqn, 0, wqe_index, DmaPurpose::Cqe, is_send);
+    if (rec) {
+        rec->add(Op::Kind::Cqe, cqn, 0, wqe_index, DmaPurpose::Cqe, is_send);
+        Op& o = rec->ops.back();
+        o.cq_mod_en = g(e, Table::Cqc, hw::cqc::mod_en) != 0;
+        o.cq_mod_count = uint16_t(g(e, Table::Cqc, hw::cqc::mod_count));
+        o.cq_mod_period_us = uint16_t(g(e, Table::Cqc, hw::cqc::mod_period));
+    }
     const bool notable = solicited || c.status != hw::WcStatus::Success;
     if (notable) cqs[cqn] = CqState{true, pi};
     const uint64_t arm = g(e, Table::Cqc, hw::cqc::arm);

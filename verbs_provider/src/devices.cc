@@ -240,7 +240,7 @@ void fill_ops(ContextShell& s) {
     unsupported(v.alloc_parent_domain);
     unsupported(v.dealloc_td);
     unsupported(v.alloc_td);
-    unsupported(v.modify_cq);
+    v.modify_cq = &modify_cq;
     v.post_srq_ops = &op_post_srq_ops;
     unsupported(v.destroy_rwq_ind_table);
     unsupported(v.create_rwq_ind_table);

@@ -432,6 +432,24 @@ int resize_cq(ibv_cq* ibcq, int cqe) {
     return 0;
 }
 
+int modify_cq(ibv_cq* ibcq, ibv_modify_cq_attr* attr) {
+    SimContext* c = ibcq ? sim(ibcq->context) : nullptr;
+    if (c == nullptr || attr == nullptr) return EINVAL;
+    // libibverbs' ibv_cmd_modify_cq refuses an unknown attribute before the
+    // kernel sees it (EINVAL); MODIFY_CQ checks the rest (an empty mask, the
+    // period), as the kernel and mlx5_ib do.
+    if (attr->attr_mask >= IBV_CQ_ATTR_RESERVED) return EINVAL;
+    static_assert(IBV_CQ_ATTR_MODERATE == hw::cq_attr_mask::kModerate, "ibv_cq_attr_mask");
+    namespace m = hw::cmd_modify_cq_in;
+    std::array<std::uint8_t, m::kSize> in{};
+    hw::set(in.data(), in.size(), m::cqn, cq_of(ibcq)->cqn);
+    hw::set(in.data(), in.size(), m::attr_mask, attr->attr_mask);
+    hw::set(in.data(), in.size(), m::cq_count, attr->moderate.cq_count);
+    hw::set(in.data(), in.size(), m::cq_period, attr->moderate.cq_period);
+    host::CmdOutcome r;
+    return run_in(*c, hw::CmdOpcode::ModifyCq, in, 0, r);
+}
+
 int destroy_cq(ibv_cq* ibcq) {
     SimContext* c = ibcq ? sim(ibcq->context) : nullptr;
     if (c == nullptr) return EINVAL;

@@ -136,6 +136,11 @@ constexpr std::uint64_t kCqExSupportedWcFlags =
     IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS;
 ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
 int resize_cq(ibv_cq* cq, int cqe);
+// ibv_modify_cq: the CQ's interrupt moderation (IBV_CQ_ATTR_MODERATE) through
+// MODIFY_CQ (hw-spec 5.6.6). EINVAL for an attribute mask that is empty or
+// has another bit, or a cq_period above 4095 us (mlx5's); errno values
+// returned, as libibverbs' op.
+int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
 int destroy_cq(ibv_cq* cq);
 int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);
 void ack_cq_events(ibv_cq* cq, unsigned int nevents);

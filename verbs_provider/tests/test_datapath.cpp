@@ -641,6 +641,48 @@ TEST_CASE("resize_cq below the CQEs waiting: EINVAL, as rxe_cq_chk_attr", "[verb
     CHECK(sv::destroy_cq(cq) == 0);
 }
 
+TEST_CASE("modify_cq: MODIFY_CQ with the moderation, errno as libibverbs and mlx5 give it", "[verbs][cq]") {
+    Rig r;
+    ibv_cq* cq = sv::create_cq(r.ctx, 7, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    const std::uint32_t cqn = sv::cq_number(cq);
+    verbs_context* v = verbs_get_ctx(r.ctx);
+    REQUIRE(v->modify_cq == &sv::modify_cq);  // what libibverbs' ibv_modify_cq calls
+    ibv_modify_cq_attr a{};
+    a.attr_mask = IBV_CQ_ATTR_MODERATE;
+    a.moderate.cq_count = 16;
+    a.moderate.cq_period = 40;
+    REQUIRE(v->modify_cq(cq, &a) == 0);
+    const Cmd& c = r.rec->last(hw::CmdOpcode::ModifyCq);
+    CHECK(c.get(hw::cmd_modify_cq_in::cqn) == cqn);
+    CHECK(c.get(hw::cmd_modify_cq_in::attr_mask) == IBV_CQ_ATTR_MODERATE);
+    CHECK(c.get(hw::cmd_modify_cq_in::cq_count) == 16);
+    CHECK(c.get(hw::cmd_modify_cq_in::cq_period) == 40);
+    const std::uint8_t* cqc = r.store->entry(fw::Table::Cqc, cqn);
+    CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::mod_en) == 1);
+    CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::mod_count) == 16);
+    CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::mod_period) == 40);
+
+    // A period beyond MLX5_MAX_CQ_PERIOD: EINVAL from the firmware.
+    a.moderate.cq_period = 4096;
+    CHECK(v->modify_cq(cq, &a) == EINVAL);
+    // An attribute libibverbs does not know: EINVAL before any command.
+    const std::size_t cmds = r.rec->cmds.size();
+    a.moderate.cq_period = 1;
+    a.attr_mask = IBV_CQ_ATTR_RESERVED;
+    CHECK(v->modify_cq(cq, &a) == EINVAL);
+    a.attr_mask = IBV_CQ_ATTR_MODERATE | IBV_CQ_ATTR_RESERVED;
+    CHECK(v->modify_cq(cq, &a) == EINVAL);
+    CHECK(r.rec->cmds.size() == cmds);
+    // No attribute: EINVAL (the kernel's check; here MODIFY_CQ's).
+    a.attr_mask = 0;
+    CHECK(v->modify_cq(cq, &a) == EINVAL);
+    CHECK(v->modify_cq(cq, nullptr) == EINVAL);
+    CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::mod_count) == 16);  // unchanged
+    CHECK(hw::get(cqc, hw::cqc::kSize, hw::cqc::mod_period) == 40);
+    CHECK(sv::destroy_cq(cq) == 0);
+}
+
 TEST_CASE("QPs: CREATE_QP sizes, rc_pingpong's transitions, QUERY_QP", "[verbs][qp]") {
     Rig r;
     ibv_cq* cq = sv::create_cq(r.ctx, 16, nullptr, nullptr, 0);

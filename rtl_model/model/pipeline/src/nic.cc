@@ -263,6 +263,9 @@ size_t Nic::play_completion(const OpRecord& rec, size_t i, uint32_t qpn, uint64_
     };
     if (o.kind == Op::Kind::Cqe) {
         CqeTok c{o.id, qpn, o.aux, o.is_send, writes_done};
+        c.mod_own = o.cq_mod_en;
+        c.mod_count = o.cq_mod_count;
+        c.mod_period_us = o.cq_mod_period_us;
         // The datapath posts an armed CQ's event right after the CQE.
         c.event = completion_event(i + 1, o.id);
         cq_in.write(c, &st);

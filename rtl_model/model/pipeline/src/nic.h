@@ -83,6 +83,12 @@ struct CqeTok {
     // An event's: the send WQEs (wqe_key) of the CQEs its moderation held,
     // whose latency is taken when the application is woken.
     std::vector<uint64_t> held{};
+    // The CQ's own interrupt moderation (ibv_modify_cq: MODIFY_CQ, CQC
+    // mod_*), as the datapath read it with the CQE; without one
+    // (mod_own false) the device's cq.moderation_* hold.
+    bool mod_own = false;
+    uint32_t mod_count = 0;      // CQEs per event
+    uint32_t mod_period_us = 0;  // the longest wait, us
 };
 
 // The memory ops of a record: table lookups and DMA transfers.

@@ -227,3 +227,118 @@ TEST_CASE("cqe_writer: interrupt moderation, one interrupt per N CQEs or per per
         CHECK(b.nic().moderated_cqes == 0);
     }
 }
+
+namespace {
+
+// A CQE (or armed CQE) of a CQ that ibv_modify_cq gave its own moderation.
+CqeTok own(CqeTok c, uint32_t count, uint32_t period_us) {
+    c.mod_own = true;
+    c.mod_count = count;
+    c.mod_period_us = period_us;
+    return c;
+}
+
+}  // namespace
+
+// Per-CQ moderation (ibv_modify_cq, MODIFY_CQ): each CQ's event follows its
+// own count and period, which the CQE carries from the CQC; a CQ without
+// one follows the device keys.
+TEST_CASE("cqe_writer: two CQs with their own moderation get their own interrupts", "[model][block][cqe_writer]") {
+    ModelConfig cfg;  // the device: no moderation
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+
+    SECTION("counts 2 and 4 on one device: CQ 4 an interrupt per 2 CQEs, CQ 5 per 4, CQ 6 (device) per CQE") {
+        tb::BlockBench<CqeWriterBlock> b(cfg);
+        std::vector<std::pair<uint64_t, uint32_t>> woken;
+        b.nic().on_cq_event = [&woken](uint32_t cqn) { woken.emplace_back(sim::now_ps(), cqn); };
+        // Each CQ armed by its first CQE, then three more, interleaved
+        // (4, 5, 6, 4, 5, 6, ...). Long periods: only the counts act.
+        std::vector<std::pair<uint64_t, CqeTok>> in;
+        for (uint32_t i = 0; i < 4; ++i) {
+            in.push_back({0, own(i == 0 ? armed(4, 7, i, false) : cqe(4, 7, i, false), 2, 4000)});
+            in.push_back({0, own(i == 0 ? armed(5, 8, i, false) : cqe(5, 8, i, false), 4, 4000)});
+            in.push_back({0, i == 0 ? armed(6, 9, i, false) : cqe(6, 9, i, false)});
+        }
+        b.drive(b.nic().cq_in, std::move(in));
+        b.run();
+        // CQE k (1-based) is written in cycle k; the event goes behind the
+        // CQE that completes its count: CQ 6 at once (the 3rd CQE), CQ 4
+        // behind its 2nd (the 4th CQE), CQ 5 behind its 4th (the 11th).
+        REQUIRE(woken.size() == 3);
+        CHECK(woken[0].second == 6);
+        CHECK(woken[1].second == 4);
+        CHECK(woken[2].second == 5);
+        DmaEngine dma(cfg.dma);
+        uint64_t msg4 = 0, msg5 = 0, msg6 = 0;
+        for (uint64_t k = 1; k <= 12; ++k) {
+            dma.write(k * P, cfg.cq.cqe_bytes, DmaPurpose::Cqe);
+            if (k == 3 || k == 4 || k == 11) {
+                dma.write(k * P, cfg.eq.eqe_bytes, DmaPurpose::Eqe);
+                const uint64_t m = dma.write(k * P, CqeWriterBlock::kMsixMessageBytes, DmaPurpose::Eqe);
+                (k == 3 ? msg6 : k == 4 ? msg4 : msg5) = m;
+            }
+        }
+        CHECK(woken[0].first == msg6);
+        CHECK(woken[1].first == msg4);
+        CHECK(woken[2].first == msg5);
+        CHECK(b.nic().interrupts == 3);
+        // Held behind the events: CQ 4's 2nd, CQ 5's 2nd to 4th.
+        CHECK(b.nic().moderated_cqes == 4);
+    }
+    SECTION("periods 2 and 5 us: each event waits its own CQ's period; the device keys do not apply") {
+        ModelConfig dev = cfg;  // the device moderates by 8 CQEs or 1 us: the CQs' own win
+        dev.cq.moderation_count = 8;
+        dev.cq.moderation_period_ns = 1000;
+        tb::BlockBench<CqeWriterBlock> b(dev);
+        std::vector<std::pair<uint64_t, uint32_t>> woken;
+        b.nic().on_cq_event = [&woken](uint32_t cqn) { woken.emplace_back(sim::now_ps(), cqn); };
+        b.drive(b.nic().cq_in, {{0, own(armed(4, 7, 0, false), 64, 5)},
+                                {0, own(armed(5, 8, 0, false), 64, 2)},
+                                {0, armed(6, 9, 0, false)}});
+        b.run();
+        DmaEngine dma(dev.dma);
+        const uint64_t v4 = dma.write(1 * P, dev.cq.cqe_bytes, DmaPurpose::Cqe);
+        const uint64_t v5 = dma.write(2 * P, dev.cq.cqe_bytes, DmaPurpose::Cqe);
+        const uint64_t v6 = dma.write(3 * P, dev.cq.cqe_bytes, DmaPurpose::Cqe);
+        REQUIRE(woken.size() == 3);
+        // In deadline order: CQ 6 (device, 1 us), CQ 5 (2 us), CQ 4 (5 us);
+        // each message is written at its deadline on an idle link.
+        CHECK(woken[0].second == 6);
+        CHECK(woken[1].second == 5);
+        CHECK(woken[2].second == 4);
+        auto at = [&](uint64_t deadline) {
+            DmaEngine later(dev.dma);
+            later.write(deadline, dev.eq.eqe_bytes, DmaPurpose::Eqe);
+            return later.write(deadline, CqeWriterBlock::kMsixMessageBytes, DmaPurpose::Eqe);
+        };
+        CHECK(woken[0].first == at(v6 + 1'000'000));
+        CHECK(woken[1].first == at(v5 + 2'000'000));
+        CHECK(woken[2].first == at(v4 + 5'000'000));
+    }
+    SECTION("a CQ set back to 0/0 by ibv_modify_cq is not moderated on a moderating device") {
+        ModelConfig dev = cfg;
+        dev.cq.moderation_count = 8;
+        dev.cq.moderation_period_ns = 100000;
+        tb::BlockBench<CqeWriterBlock> b(dev);
+        std::vector<uint64_t> woken;
+        b.nic().on_cq_event = [&woken](uint32_t) { woken.push_back(sim::now_ps()); };
+        b.drive(b.nic().cq_in, 0, own(armed(4, 7, 0, false), 0, 0));
+        b.run();
+        DmaEngine dma(dev.dma);
+        dma.write(P, dev.cq.cqe_bytes, DmaPurpose::Cqe);
+        dma.write(P, dev.eq.eqe_bytes, DmaPurpose::Eqe);
+        REQUIRE(woken.size() == 1);
+        CHECK(woken[0] == dma.write(P, CqeWriterBlock::kMsixMessageBytes, DmaPurpose::Eqe));
+        CHECK(b.nic().moderated_cqes == 0);
+    }
+    SECTION("a count without a period waits for its count, and an idle model does not run on to a timer") {
+        tb::BlockBench<CqeWriterBlock> b(cfg);
+        std::vector<uint32_t> woken;
+        b.nic().on_cq_event = [&woken](uint32_t cqn) { woken.push_back(cqn); };
+        b.drive(b.nic().cq_in, {{0, own(armed(4, 7, 0, false), 3, 0)}, {0, own(cqe(4, 7, 1, false), 3, 0)}});
+        const uint64_t end = b.run();
+        CHECK(woken.empty());           // two of three CQEs: still held
+        CHECK(end < 1'000'000);         // and the simulation stopped, idle, within a microsecond
+        CHECK(b.nic().interrupts == 0);
+    }
+}

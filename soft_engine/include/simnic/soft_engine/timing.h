@@ -36,12 +36,20 @@ struct Op {
         DmaWrite,  // bytes written to host memory, purpose
         WqeFetched,  // id = qpn, aux = WQE ring index (a send WQE entered the requester)
         TxFrame,   // aux = index into OpRecord::frames
-        Cqe,       // id = cqn, aux = WQE index, is_send
+        Cqe,       // id = cqn, aux = WQE index, is_send, cq_mod_*
         Eqe,       // id = event type, aux = the object (a completion event's CQN)
     };
     Kind kind;
     DmaPurpose purpose = DmaPurpose::Payload;
     bool is_send = false;
+    // Cqe: the CQ's own interrupt moderation, as its CQC held it when the
+    // CQE was written (MODIFY_CQ, hw-spec 5.6.6 and 9.3): whether it has
+    // one (false: the device's default), CQEs per event and the longest
+    // wait in us. Only a timing model uses it; the datapath posts events
+    // as it always does.
+    bool cq_mod_en = false;
+    uint16_t cq_mod_count = 0;
+    uint16_t cq_mod_period_us = 0;
     uint32_t id = 0;
     uint32_t bytes = 0;
     uint32_t aux = 0;

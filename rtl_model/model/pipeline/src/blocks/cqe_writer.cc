@@ -59,8 +59,8 @@ void CqeWriterBlock::interrupt(CqeTok c, uint64_t cqe_ps, uint64_t after_ps) {
     nic.cq_wake.push_input({wake, std::move(c)});
 }
 
-// Interrupt moderation's timer: an event held moderation_period_ns after
-// the CQE that raised it goes out then, however few CQEs followed.
+// Interrupt moderation's timer: an event held its CQ's period after the
+// CQE that raised it goes out then, however few CQEs followed.
 void CqeWriterBlock::moderation_timer() {
     for (;;) {
         if (held.empty()) {
@@ -70,6 +70,12 @@ void CqeWriterBlock::moderation_timer() {
         auto first = held.begin();
         for (auto it = held.begin(); it != held.end(); ++it)
             if (it->second.deadline < first->second.deadline) first = it;
+        if (first->second.deadline == UINT64_MAX) {
+            // Only counts are pending (a CQ with a count and no period):
+            // no timer, or an idle model would run on to it.
+            sc_core::wait(held_changed);
+            continue;
+        }
         if (first->second.deadline > now_ps()) {
             sc_core::wait(sc_core::sc_time(double(first->second.deadline - now_ps()), sc_core::SC_PS), held_changed);
             continue;
@@ -102,7 +108,7 @@ void CqeWriterBlock::main() {
             nic.cqe_visible.push_input({t, c});
             nic.stage_sample(Nic::kCqeWriter, in, t);
         }
-        if (h != held.end() && nic.cfg.cq.moderation_count > 1 && h->second.count >= nic.cfg.cq.moderation_count) {
+        if (h != held.end() && h->second.limit > 1 && h->second.count >= h->second.limit) {
             // The count is reached: the event goes behind this CQE.
             Held e = std::move(h->second);
             held.erase(h);
@@ -110,8 +116,9 @@ void CqeWriterBlock::main() {
             interrupt(std::move(e.c), e.cqe_ps, t);
         }
         if (!c.event) continue;
-        if (holds() && !c.event_only) {
-            // Held until moderation_count CQEs or moderation_period_ns.
+        const Moderation m = moderation(c);
+        if (holds(m) && !c.event_only) {
+            // Held until the count of CQEs or the period.
             // (A CQ armed again while its event is held cannot be: the
             // event is what disarms it, and the application re-arms when
             // woken; a second one would go out at once.)
@@ -119,8 +126,10 @@ void CqeWriterBlock::main() {
                 interrupt(c, t, t);
                 continue;
             }
-            Held e{c, t, t + uint64_t(nic.cfg.cq.moderation_period_ns) * 1000, 1};
-            if (nic.cfg.cq.moderation_period_ns == 0) e.deadline = UINT64_MAX;
+            // A count without a period (only ibv_modify_cq can ask for
+            // one; the device keys refuse it) waits for its count, as a
+            // NIC whose timer is off would.
+            Held e{c, t, m.period_ps ? t + m.period_ps : UINT64_MAX, 1, m.count > 1 ? m.count : 0};
             held.emplace(c.cqn, std::move(e));
             held_changed.notify(sc_core::SC_ZERO_TIME);
             continue;

@@ -18,14 +18,15 @@
 // CQE when woken) and calls Nic::on_cq_event. An arm that finds CQEs
 // already there raises the event alone (CqeTok::event_only).
 //
-// Interrupt moderation (cq.moderation_count, cq.moderation_period_ns; as
-// ibv_modify_cq's cq_count and cq_period, mlx5's CQ moderation): the
-// event a CQE raised is held until moderation_count CQEs of its CQ are
-// written (that one included; the EQE and message go behind the last) or
-// moderation_period_ns after that CQE was visible (a fourth thread's
-// timer), whichever comes first. CQEs written meanwhile are seen by the
-// application when that interrupt wakes it (their latency is taken then).
-// An arm that finds CQEs already there still fires at once.
+// Interrupt moderation (per CQ: ibv_modify_cq's cq_count and cq_period,
+// the CQC's mod_* that the CQE carries, as mlx5's CQ moderation; a CQ
+// never modified takes the device's cq.moderation_count and
+// cq.moderation_period_ns): the event a CQE raised is held until the count
+// of CQEs of its CQ are written (that one included; the EQE and message go
+// behind the last) or the period after that CQE was visible (a fourth
+// thread's timer), whichever comes first. CQEs written meanwhile are seen
+// by the application when that interrupt wakes it (their latency is taken
+// then). An arm that finds CQEs already there still fires at once.
 //
 // Why it costs what it costs: the block itself is busy one cycle per CQE;
 // what the host waits for is the PCIe write.
@@ -60,22 +61,31 @@ struct CqeWriterBlock : BlockBase {
     // the CQE that raised the event was visible (the wake time's start).
     void interrupt(CqeTok c, uint64_t cqe_ps, uint64_t after_ps);
 
+    // A CQ's moderation: its own (the CQE's, from MODIFY_CQ) or the
+    // device's.
+    struct Moderation {
+        uint32_t count = 0;       // CQEs per event; 0 or 1: no count
+        uint64_t period_ps = 0;   // 0: no timer
+    };
+    Moderation moderation(const CqeTok& c) const {
+        if (c.mod_own) return {c.mod_count, uint64_t(c.mod_period_us) * 1'000'000};
+        return {nic.cfg.cq.moderation_count, uint64_t(nic.cfg.cq.moderation_period_ns) * 1000};
+    }
+    // Whether an event is held at all: a count of 1 is met by the CQE that
+    // raised it.
+    static bool holds(const Moderation& m) { return m.count > 1 || (m.count == 0 && m.period_ps > 0); }
+
     // Per CQ, the event that moderation holds (ordered by CQN: the timer
     // takes ties in a fixed order, so runs repeat).
     struct Held {
         CqeTok c;                // the CQE (or arm) that raised the event, with the CQEs held behind it
         uint64_t cqe_ps = 0;     // when that CQE was visible
-        uint64_t deadline = 0;   // cqe_ps + moderation_period_ns
+        uint64_t deadline = 0;   // cqe_ps + the period (UINT64_MAX: none)
         uint32_t count = 0;      // CQEs of the CQ written since, that one included
+        uint32_t limit = 0;      // the count that sends the event (> 1), or 0: the period only
     };
     std::map<uint32_t, Held> held;
     sc_core::sc_event held_changed;
-    // Whether an event is held at all: a count of 1 is met by the CQE that
-    // raised it.
-    bool holds() const {
-        const CqConfig& q = nic.cfg.cq;
-        return q.moderation_count > 1 || (q.moderation_count == 0 && q.moderation_period_ns > 0);
-    }
 };
 
 }  // namespace simnic::model
