@@ -184,10 +184,12 @@ constexpr Key kKeys[] = {
                    "woken in ibv_get_cq_event; 0: at once"),
     SIMNIC_CFG_KEY(cq, moderation_count, 0, 65535, 0, "CQEs",
                    "Interrupt moderation (as ibv_modify_cq's cq_count): an armed CQ's event and MSI-X message "
-                   "wait until this many CQEs are written, or moderation_period_ns passed; 0 or 1: at once"),
+                   "wait until this many CQEs are written, or moderation_period_ns passed; 0 or 1: at once. "
+                   "The default of every CQ that ibv_modify_cq did not give its own"),
     SIMNIC_CFG_KEY(cq, moderation_period_ns, 0, 4095000, 0, "ns",
                    "Interrupt moderation (as ibv_modify_cq's cq_period): the longest an armed CQ's event waits "
-                   "from the CQE that raised it; 0: no timer"),
+                   "from the CQE that raised it; 0: no timer. The default of every CQ that ibv_modify_cq "
+                   "did not give its own"),
 
     SIMNIC_CFG_KEY(eq, eqe_bytes, hw::kEqeSize, 256, kPow2, "bytes",
                    "Bytes written per EQE: the hw-spec 8.1 EQE, or more for padded writes"),

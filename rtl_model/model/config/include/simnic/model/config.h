@@ -141,6 +141,8 @@ struct CqConfig {
     // of the CQ are written (the one that raised it included) or
     // moderation_period_ns have passed since that CQE, whichever is first.
     // 0/0: no moderation, as mlx5_ib creates a verbs CQ (docs/model.md).
+    // The device's default: a CQ that ibv_modify_cq gave its own (MODIFY_CQ,
+    // the CQC's mod_*) follows that instead.
     std::uint32_t moderation_count = 0;      // CQEs; 0 or 1: no count
     std::uint32_t moderation_period_ns = 0;  // ns; 0: no timer (then count must be 0 or 1)
 };

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# ibv_modify_cq from an ordinary libibverbs program (cq_moderation_app.cpp)
+# on a model device, as an ordinary user (issue 17): the per-CQ moderation
+# reaches the model's CQE writer, which holds that CQ's interrupt for its
+# period (`simnic stats`: cq.interrupts, cq.interrupt_wake_avg,
+# cq.moderated_cqes), while a CQ of the same device without one, or set
+# back to none, is not held. Then the errno cases. (A model device under a
+# real application wakes it in wall-clock time: the moderation shows in the
+# model's figures, not in when ibv_get_cq_event returns.)
+#
+#   test_cq_moderation.sh SIMNIC LIBSIMNIC_VERBS PROGRAM
+set -u
+SIMNIC=$1 LIB=$2 EXE=$3
+DEV=cqmod_lo
+. "$(dirname "$0")/lib.sh"
+sys_init cqmod SIMNIC LIB EXE
+export SIMNIC_TEST_DEVICE=$DEV
+trap sys_cleanup EXIT
+
+SIMNIC_DEVICE_TYPE=model link_add "$DEV"
+
+stat_of() { awk -v k="$1" '$1==k{print $2}' <<<"$2"; }
+
+# run CASE: the program's case CASE alone, the model's figures reset first;
+# prints the stats after it.
+run() {
+  sim stats "$DEV" --reset >/dev/null || fail "stats --reset"
+  "${AS[@]}" timeout 120 "$SIMNIC" exec -- "$EXE" "$1" >"$work/case.txt" 2>&1 ||
+    { fail "case $1"; cat "$work/case.txt"; }
+  sim stats "$DEV"
+}
+
+# 500 us of its own (cq_count 64: one CQE never reaches it): the interrupt
+# waits out the period after its CQE.
+own=$(run "[own]")
+n=$(stat_of cq.interrupts "$own") wake=$(stat_of cq.interrupt_wake_avg "$own")
+echo "own moderation (64 CQEs / 500 us): cq.interrupts $n, cq.interrupt_wake_avg $wake ns"
+[ "$n" = 1 ] || fail "one WRITE on an armed CQ: $n interrupts, not 1"
+awk -v w="$wake" 'BEGIN{exit !(w >= 500000 && w < 600000)}' ||
+  fail "a CQ moderated to 500 us woke after $wake ns, not 500 us and a little"
+
+# The same device, a CQ without moderation (the device keys: none): at once.
+none=$(run "[none]")
+n=$(stat_of cq.interrupts "$none") wake=$(stat_of cq.interrupt_wake_avg "$none")
+echo "no moderation: cq.interrupts $n, cq.interrupt_wake_avg $wake ns"
+[ "$n" = 1 ] || fail "one WRITE on an armed CQ without moderation: $n interrupts, not 1"
+awk -v w="$wake" 'BEGIN{exit !(w < 10000)}' || fail "a CQ without moderation woke after $wake ns"
+[ "$(stat_of cq.moderated_cqes "$none")" = 0 ] || fail "CQEs held without moderation"
+
+# Set, then set back to 0/0: at once again.
+reset=$(run "[reset]")
+wake=$(stat_of cq.interrupt_wake_avg "$reset")
+echo "moderation set back to 0/0: cq.interrupt_wake_avg $wake ns"
+awk -v w="$wake" 'BEGIN{exit !(w < 10000)}' || fail "a CQ set back to no moderation woke after $wake ns"
+
+# Bad input: errno as on mlx5.
+"${AS[@]}" timeout 120 "$SIMNIC" exec -- "$EXE" "[modify_cq]" >"$work/case.txt" 2>&1 ||
+  { fail "ibv_modify_cq errno cases"; cat "$work/case.txt"; }
+
+nothing_left "after the program" qps cqs mrs pds
+sys_finish test_cq_moderation
