@@ -23,6 +23,7 @@
 #                 switch would: ib_write_bw wb -> wa completes; wa answers marks
 #                 with CNPs, wb's QP is rate-limited (simnic stats while it
 #                 runs); the capture has ECT(0) requests, CE marks and CNPs
+#                 with [congestion] cnp_dscp (40 here)
 #   mckey         mckey's UD multicast from wb to a group a receiver on each
 #                 device joined: the frames go to 239.1.2.3 and its MAC
 #                 01:00:5e:01:02:03, which wa's filter takes while a QP is
@@ -164,7 +165,8 @@ case_congestion() {
   for _ in $(seq 50); do [ -s "$OUT/wire.ready" ] && break; sleep 0.1; done
   WIRE=$(awk '{print $2}' "$OUT/wire.ready")
   [ -n "$WIRE" ] || { echo "FAIL: the wire did not start"; exit 1; }
-  printf '[congestion]\nenable = 1\n' >"$OUT/cc.toml"
+  # CNPs with DSCP 40 (priority 5), not the default 48: the key reaches them.
+  printf '[congestion]\nenable = 1\ncnp_dscp = 40\n' >"$OUT/cc.toml"
   chmod a+r "$OUT/cc.toml"
   sim link add wa type soft wire "127.0.0.1:$WIRE" addr 10.0.0.10/24 config "$OUT/cc.toml" ||
     { echo "FAIL: link add wa"; exit 1; }
@@ -209,7 +211,8 @@ PY
   stop_wire
   "$SIMNIC" pcap --strict "$OUT/wire.pcap" >"$OUT/strict.out" || fail "simnic pcap --strict on the wire: $(tail -3 "$OUT/strict.out")"
   # The capture as delivered: wb's requests ECT(0) or CE, everything else
-  # Not-ECT; CNPs (opcode 0x81, BECN) from wa to wb's QP.
+  # Not-ECT; CNPs (opcode 0x81, BECN) from wa to wb's QP, with the DSCP of
+  # cnp_dscp.
   python3 - "$OUT/wire.pcap" <<'PY' || fail "wire capture"
 import struct, sys
 REQUESTS = set(range(0x00, 0x0D)) | {0x13, 0x14, 0x16, 0x17, 0x1C, 0x1D}  # RC requests
@@ -226,6 +229,7 @@ while True:
         cnps += 1
         assert d[46] & 0x40, "a CNP without BECN"
         assert ecn == 0, "an ECN-capable CNP"
+        assert d[15] >> 2 == 40, f"a CNP with DSCP {d[15] >> 2}, not [congestion] cnp_dscp 40"
         assert d[30:34] == bytes([10, 0, 0, 11]), "a CNP not to wb"
     elif op in REQUESTS:
         req[ecn] += 1
