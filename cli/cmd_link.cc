@@ -202,7 +202,13 @@ int link_show(const LinkArgs& a) {
         std::printf("link %s/%d state %s physical_state %s", l["ifname"].get<std::string>().c_str(),
                     l["port"].get<int>(), l["state"].get<std::string>().c_str(),
                     l["physical_state"].get<std::string>().c_str());
-        if (l.contains("wire")) {
+        if (l.contains("fabric")) {
+            // A fabric's host (simnic fabric add): its fabric, then its addresses.
+            std::printf(" fabric %s host %s mac %s", l["fabric"].get<std::string>().c_str(),
+                        l.value("host", "").c_str(), l.value("mac", "").c_str());
+            for (const Json& ad : l.value("addr", Json::array())) std::printf(" addr %s", ad.get<std::string>().c_str());
+            std::printf("\n");
+        } else if (l.contains("wire")) {
             // The wire, then the port's own link address and addresses.
             std::printf(" wire %s mac %s mtu %u", l["wire"].get<std::string>().c_str(),
                         l.value("mac", "").c_str(), l.value("mtu", 0u));
