@@ -160,6 +160,9 @@ void Server::Impl::log(const char* fmt, ...) {
 
 Server::Impl::~Impl() {
     stop_devices();
+    // Every engine stops before any device goes (a fabric's engines
+    // simulate each other's devices).
+    for (auto& [name, rt] : runtimes_) rt->stop_engine();
     runtimes_.clear();  // destroys every context first
     for (const auto& [fd, conn] : clients_) close(fd);
     if (listen_fd_ >= 0) {
@@ -605,6 +608,7 @@ Json Server::Impl::fabric_add(Call& c) {
     std::vector<std::string> made;
     auto undo = [&] {
         int e = 0;
+        for (const std::string& n : made) runtimes_[n]->stop_engine();
         for (const std::string& n : made) {
             cm_->remove_device(n);
             runtimes_.erase(n);
@@ -652,7 +656,9 @@ Json Server::Impl::fabric_del(Call& c) {
         if (auto rt = runtimes_.find(d.name); rt != runtimes_.end() && rt->second->context_count() > 0)
             return reply_error(EBUSY, "device " + d.name + " of fabric " + name + " is in use by " +
                                           std::to_string(rt->second->context_count()) + " open context(s)");
-    // The devices first: their pipelines live in the fabric's context.
+    // The devices first (their pipelines live in the fabric's context),
+    // every engine stopped before any goes.
+    for (const Device& d : f->second->devices()) runtimes_[d.name]->stop_engine();
     for (const Device& d : f->second->devices()) {
         int e = 0;
         cm_->remove_device(d.name);

@@ -315,6 +315,9 @@ DeviceRuntime::~DeviceRuntime() {
 }
 
 const Device& DeviceRuntime::device() const { return impl_->dev; }
+void DeviceRuntime::stop_engine() {
+    if (impl_->engine) impl_->engine->stop();
+}
 size_t DeviceRuntime::context_count() const { return impl_->ctxs.size(); }
 
 bool DeviceRuntime::open_context(uint32_t pid, OpenedContext& out, std::string& err, int& err_no) {

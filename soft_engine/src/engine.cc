@@ -135,10 +135,14 @@ bool SoftEngine::poll(uint64_t now_ns) {
 
 SoftEngine::SoftEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-SoftEngine::~SoftEngine() {
+void SoftEngine::stop() {
     impl_->stop = true;
     impl_->wake();
     if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+SoftEngine::~SoftEngine() {
+    stop();
     if (impl_->pcap) impl_->pcap->flush();
     if (EngineGroup* g = impl_->cfg.group.get()) {
         std::lock_guard<std::recursive_mutex> lk(g->mu);

@@ -74,6 +74,9 @@ public:
     DeviceRuntime& operator=(const DeviceRuntime&) = delete;
 
     const Device& device() const;
+    // Stops the engine's thread (before a fabric's devices go: any of its
+    // engines may be simulating the others').
+    void stop_engine();
     size_t context_count() const;
 
     // Opens a context for process `pid`. The returned descriptors are the

@@ -132,6 +132,10 @@ public:
     // batch. True if it did anything. Only on an engine from create_driven.
     bool poll(std::uint64_t now_ns);
     ~SoftEngine() override;  // stops the thread
+    // Stops the engine thread now (the destructor does too). A fabric's
+    // engines are all stopped before any of them goes: any of them may be
+    // simulating the others' devices.
+    void stop();
     SoftEngine(const SoftEngine&) = delete;
     SoftEngine& operator=(const SoftEngine&) = delete;
 
