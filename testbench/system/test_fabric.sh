@@ -9,7 +9,8 @@
 #             the devices listed by link show, ibv_devices and fabric show,
 #             not deletable one by one, gone with the fabric
 #   pingpong  ibv_rc_pingpong between two hosts: its frames cross the switch
-#             (the switch's and the hosts' frame counters)
+#             (the switch's and the hosts' frame counters); again with
+#             completion events (-e)
 #   incast    two ib_write_bw senders into one receiver (the topology's 2:1
 #             incast) with DCQCN on: both complete, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them
@@ -88,6 +89,19 @@ pingpong)
   [ "$rx0" -eq 0 ] || fail "h0 sent $rx0 frames, it was idle"
   [ "$(show_num '.hosts[2].tx_frames')" -eq "$rx2" ] || fail "h2's link and the switch's port disagree"
   [ "$(show_num '.simulated_us > 0')" = true ] || fail "no simulated time went by"
+  # Completion events (-e: the applications sleep until their EQ's
+  # interrupt), h0 and h2: a device's CQEs and EQEs written while another
+  # device's engine simulates the fabric wake it all the same.
+  PORT=$(free_port)
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h0 -g 1 -p "$PORT" -n 200 -e >"$work/server_e.out" 2>&1 &
+  server_pid=$!
+  wait_listen "$PORT" "$server_pid"
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h2 -g 1 -p "$PORT" -n 200 -e 127.0.0.1 >"$work/client_e.out" 2>&1 ||
+    fail "client -e: $(cat "$work/client_e.out")"
+  wait "$server_pid" || fail "server -e: $(cat "$work/server_e.out")"
+  server_pid=
+  grep -q "200 iters in" "$work/client_e.out" || fail "client -e report: $(cat "$work/client_e.out")"
+  [ "$(show_num '.switches[0].ports[0].rx_frames')" -ge 400 ] || fail "h0's frames did not cross the switch"
   nothing_left "after exit" qps cqs mrs pds
   ;;
 
