@@ -13,7 +13,8 @@
 #             completion events (-e)
 #   incast    two ib_write_bw senders into one receiver (the topology's 2:1
 #             incast) with DCQCN on: both complete, the switch marks CE, the
-#             receiver sends CNPs and both senders receive them
+#             receiver sends CNPs and both senders receive them; then
+#             idle, the fabric stands still and costs no CPU
 set -u
 CASE=$1 SIMNIC=$2 LIB=$3 TOPO_SRC=$4
 . "$(dirname "$0")/lib.sh"
@@ -151,6 +152,22 @@ incast)
   [ $((r1 + r2)) -eq "$sent" ] || fail "CNPs sent $sent, received $r1 + $r2"
   [ "$(stat_of ${FAB}_h1 retransmits)" -eq 0 ] || fail "h1 retransmitted"
   nothing_left "after exit" qps cqs mrs pds
+  # Idle, the fabric stops (DCQCN's timers run out in simulated time) and its
+  # engines sleep: its simulated time stands still and the daemon takes
+  # (almost) no CPU time, a clock tick or two at most in a second.
+  t_prev=
+  for _ in $(seq 40); do
+    t=$(show_num '.simulated_us')
+    [ "$t" = "$t_prev" ] && break
+    t_prev=$t
+    sleep 0.5
+  done
+  [ "$t" = "$t_prev" ] || fail "the fabric's simulated time still advances 20 s after the applications ended"
+  pid=$(daemon_pid)
+  ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+  a=$(ticks); sleep 1; b=$(ticks)
+  echo "idle fabric: the daemon used $((b - a)) clock ticks in 1 s"
+  [ $((b - a)) -le 2 ] || fail "the idle fabric's daemon used $((b - a)) clock ticks in 1 s"
   ;;
 *)
   echo "unknown case $CASE"
