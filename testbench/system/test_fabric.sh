@@ -15,6 +15,8 @@
 #             incast) with DCQCN on: both complete, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them; then
 #             idle, the fabric stands still and costs no CPU
+#   leafspine ib_write_bw across two leaves and the spine (leafspine.toml,
+#             next to TOPOLOGY)
 set -u
 CASE=$1 SIMNIC=$2 LIB=$3 TOPO_SRC=$4
 . "$(dirname "$0")/lib.sh"
@@ -168,6 +170,31 @@ incast)
   a=$(ticks); sleep 1; b=$(ticks)
   echo "idle fabric: the daemon used $((b - a)) clock ticks in 1 s"
   [ $((b - a)) -le 2 ] || fail "the idle fabric's daemon used $((b - a)) clock ticks in 1 s"
+  ;;
+leafspine)
+  # The leaf-spine next to the 2:1 topology: h1 on leaf 1 writes to h0 on
+  # leaf 0, through leaf 1's uplink, the spine and leaf 0.
+  cp "$(dirname "$TOPO_SRC")/leafspine.toml" "$TOPO" && chmod 644 "$TOPO"
+  sim fabric add $FAB "$TOPO" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
+  PORT=$(free_port)
+  app timeout 60 ib_write_bw -d ${FAB}_h0 -x 1 -F -s 65536 -n 100 -p "$PORT" >"$work/server.out" 2>&1 &
+  server_pid=$!
+  wait_listen "$PORT" "$server_pid"
+  app timeout 60 ib_write_bw -d ${FAB}_h1 -x 1 -F -s 65536 -n 100 -p "$PORT" 127.0.0.1 >"$work/client.out" 2>&1 ||
+    fail "client: $(cat "$work/client.out")"
+  wait "$server_pid" || fail "server: $(cat "$work/server.out")"
+  server_pid=
+  grep -Eq '^ *65536 +100 ' "$work/client.out" || fail "client report: $(cat "$work/client.out")"
+  sim fabric show $FAB
+  # 100 WRITEs of 64 KiB: 16 packets each, up leaf 1, across the spine,
+  # down leaf 0 to h0; nothing to the idle h2 and h3.
+  [ "$(show_num '.switches[1].ports[2].tx_frames')" -ge 1600 ] || fail "leaf 1 sent fewer than 1600 frames up"
+  [ "$(show_num '.switches[2].name')" = spine0 ] || fail "the third switch is not the spine"
+  [ "$(show_num '.switches[2].ports[0].tx_frames')" -ge 1600 ] || fail "the spine sent fewer than 1600 frames to leaf 0"
+  [ "$(show_num '.switches[0].ports[0].tx_frames')" -ge 1600 ] || fail "leaf 0 sent fewer than 1600 frames to h0"
+  [ "$(show_num '.hosts[2].rx_frames')" -eq 0 ] && [ "$(show_num '.hosts[3].rx_frames')" -eq 0 ] ||
+    fail "an idle host received frames"
+  nothing_left "after exit" qps cqs mrs pds
   ;;
 *)
   echo "unknown case $CASE"
