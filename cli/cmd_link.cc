@@ -47,7 +47,8 @@ constexpr const char* kAddUsage =
     "                       [pcap FILE] [config FILE] [persist]\n"
     "  config: a model device's TOML configuration (docs/model-config.toml); a soft device's holds\n"
     "          [congestion] only (congestion control: enable = 1 and the DCQCN parameters)\n"
-    "  persist: create the device again whenever a daemon starts, until `simnic link delete NAME`\n";
+    "  persist: create the device again whenever a daemon starts, until `simnic link delete NAME`\n"
+    "  (model devices on a fabric with a switch, one per host of a topology: simnic fabric add)\n";
 
 // True if the running daemon (started now if none runs, which re-creates
 // the kept devices) has a device `name`.
