@@ -107,12 +107,20 @@ int fabric_add(const FabricArgs& a) {
 void print_fabric(const Json& f) {
     std::printf("fabric %s topology %s simulated %.1f us\n", f.value("name", "").c_str(),
                 f.value("topology", "").c_str(), f.value("simulated_us", 0.0));
-    for (const Json& h : f["hosts"])
-        std::printf("  host %s device %s mac %s ip %s rate %g Gb/s: tx %llu rx %llu frames, %llu CE-marked from it\n",
+    for (const Json& h : f["hosts"]) {
+        std::printf("  host %s device %s mac %s ip %s rate %g Gb/s: tx %llu rx %llu frames, %llu CE-marked from it",
                     h.value("host", "").c_str(), h.value("device", "").c_str(), h.value("mac", "").c_str(),
                     h.value("ip", "").c_str(), h.value("rate_gbps", 0.0),
                     (unsigned long long)h.value("tx_frames", 0ull), (unsigned long long)h.value("rx_frames", 0ull),
                     (unsigned long long)h.value("ce_frames_from", 0ull));
+        // Its frames' rate in simulated time, from its first frame to its
+        // last (gaps included: the time the applications left it idle).
+        const double first = h.value("tx_first_us", 0.0), last = h.value("tx_last_us", 0.0);
+        if (last > first)
+            std::printf(", sent %.2f Gb/s from %.1f to %.1f us", double(h.value("tx_bytes", 0ull)) * 8 / (last - first) / 1e3,
+                        first, last);
+        std::printf("\n");
+    }
     for (const Json& s : f["switches"]) {
         std::printf("  %s: rx %llu tx %llu frames, %llu drops, %llu ECN marks, %llu pauses and %llu resumes sent, "
                     "deepest queue %llu B, shared buffer peak %llu B\n",

@@ -66,6 +66,15 @@ std::unique_ptr<DaemonFabric> DaemonFabric::create(const std::string& name, cons
         return nullptr;
     }
     f->group_ = std::make_shared<soft_engine::EngineGroup>();
+    f->sent_.assign(topo.hosts.size(), {});
+    DaemonFabric* fp = f.get();
+    f->fabric_->tap([fp](size_t host, bool to_host, const std::vector<uint8_t>& fr, uint64_t ps) {
+        if (to_host) return;
+        Sent& s = fp->sent_[host];
+        if (s.bytes == 0) s.first_ps = ps;
+        s.bytes += fr.size();
+        s.last_ps = ps;
+    });
     return f;
 }
 
@@ -94,6 +103,9 @@ Json DaemonFabric::show() const {
                                  {"switch", t.host_at[i].first},
                                  {"port", t.host_at[i].second},
                                  {"tx_frames", fabric_->tx_frames(i)},
+                                 {"tx_bytes", sent_[i].bytes},
+                                 {"tx_first_us", double(sent_[i].first_ps) / 1e6},
+                                 {"tx_last_us", double(sent_[i].last_ps) / 1e6},
                                  {"rx_frames", fabric_->rx_frames(i)},
                                  {"ce_frames_from", fabric_->ce_frames_from(i)}});
         j["hosts"] = hosts;

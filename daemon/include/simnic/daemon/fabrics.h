@@ -11,6 +11,7 @@
 // first (their pipelines live in the fabric's context).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,12 @@ private:
     std::unique_ptr<model::fabric::Fabric> fabric_;
     std::shared_ptr<soft_engine::EngineGroup> group_;
     std::vector<Device> devices_;
+    // What each host's MAC TX sent (the fabric's tap, under the devices'
+    // lock): bytes, and the simulated times of its first and last frame.
+    struct Sent {
+        std::uint64_t bytes = 0, first_ps = 0, last_ps = 0;
+    };
+    std::vector<Sent> sent_;
 };
 
 // The device of host `host` of fabric `fabric`: FABRIC_HOST.
