@@ -281,7 +281,7 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         const model::fabric::Topology* topo = &opt.fabric->topology();
         const uint32_t v4 = dev.fabric.ipv4;
         impl->netdev = std::make_unique<fw::WireNetdev>(
-            "fabric " + dev.fabric.fabric, dev.fabric.mac, 9000,
+            "fabric " + dev.fabric.fabric, dev.fabric.mac, kFabricMtu,
             std::array<uint8_t, 4>{uint8_t(v4 >> 24), uint8_t(v4 >> 16), uint8_t(v4 >> 8), uint8_t(v4)},
             std::vector<fw::Gid>{}, [topo](const fw::Gid& g) -> std::optional<fw::Mac> {
                 for (const model::fabric::HostSpec& h : topo->hosts)

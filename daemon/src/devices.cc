@@ -257,6 +257,7 @@ Json DeviceTable::link_json(const Device& d) {
         const roce::Ipv6Addr ll = roce::ipv6_link_local(d.fabric.mac);
         j["addr"] = Json::array({addr_string(reinterpret_cast<const uint8_t*>(&n4), false),
                                  addr_string(ll.data(), true) + "/64"});
+        j["mtu"] = kFabricMtu;
         if (!d.config_path.empty()) j["config"] = d.config_path;
         return j;
     }

@@ -7,6 +7,7 @@
 #
 #   cli       bad topology refused with FILE:LINE:COLUMN, duplicate refused,
 #             the devices listed by link show, ibv_devices and fabric show,
+#             passed by simnic doctor,
 #             not deletable one by one, gone with the fabric
 #   pingpong  ibv_rc_pingpong between two hosts: its frames cross the switch
 #             (the switch's and the hosts' frame counters); again with
@@ -61,6 +62,11 @@ cli)
   sim fabric show $FAB >"$work/show.out"
   grep -q "host h2 device ${FAB}_h2 mac 02:00:00:00:00:12 ip 10.0.0.12" "$work/show.out" || fail "fabric show: $(cat "$work/show.out")"
   grep -q "^  switch: rx 0 tx 0 frames" "$work/show.out" || fail "fabric show's switch: $(cat "$work/show.out")"
+  # simnic doctor takes them for NICs of their own (no netdev to find).
+  sim doctor >"$work/doctor.out" 2>&1
+  grep -Eq "^OK +netdev ${FAB}_h1 +none: the device is host h1 of fabric $FAB" "$work/doctor.out" ||
+    fail "doctor's netdev check: $(cat "$work/doctor.out")"
+  grep -Eq "^FAIL .*${FAB}_" "$work/doctor.out" && fail "doctor fails a fabric's device: $(grep "^FAIL" "$work/doctor.out")"
   # One by one: no; with the fabric: all.
   if sim link delete ${FAB}_h1 >"$work/del1.out" 2>&1; then fail "link delete took a fabric's device"; fi
   grep -q "simnic fabric delete $FAB" "$work/del1.out" || fail "link delete: $(cat "$work/del1.out")"

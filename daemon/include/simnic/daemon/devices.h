@@ -53,6 +53,8 @@ struct FabricAttach {
     uint32_t ipv4 = 0;  // host order
     bool on() const { return !fabric.empty(); }
 };
+// A fabric's links carry jumbo frames (the ports' active MTU is 4096).
+inline constexpr uint32_t kFabricMtu = 9000;
 
 // Reads `wire`, `addr` (a list), `mac` and `mtu` of a link_add request
 // into w, with the defaults filled (the MAC from the device's name). An
