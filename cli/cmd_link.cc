@@ -47,7 +47,8 @@ constexpr const char* kAddUsage =
     "                       [pcap FILE] [config FILE] [persist]\n"
     "  config: a model device's TOML configuration (docs/model-config.toml); a soft device's holds\n"
     "          [congestion] only (congestion control: enable = 1 and the DCQCN parameters)\n"
-    "  persist: create the device again whenever a daemon starts, until `simnic link delete NAME`\n";
+    "  persist: create the device again whenever a daemon starts, until `simnic link delete NAME`\n"
+    "  (model devices on a fabric with a switch, one per host of a topology: simnic fabric add)\n";
 
 // True if the running daemon (started now if none runs, which re-creates
 // the kept devices) has a device `name`.
@@ -202,7 +203,13 @@ int link_show(const LinkArgs& a) {
         std::printf("link %s/%d state %s physical_state %s", l["ifname"].get<std::string>().c_str(),
                     l["port"].get<int>(), l["state"].get<std::string>().c_str(),
                     l["physical_state"].get<std::string>().c_str());
-        if (l.contains("wire")) {
+        if (l.contains("fabric")) {
+            // A fabric's host (simnic fabric add): its fabric, then its addresses.
+            std::printf(" fabric %s host %s mac %s", l["fabric"].get<std::string>().c_str(),
+                        l.value("host", "").c_str(), l.value("mac", "").c_str());
+            for (const Json& ad : l.value("addr", Json::array())) std::printf(" addr %s", ad.get<std::string>().c_str());
+            std::printf("\n");
+        } else if (l.contains("wire")) {
             // The wire, then the port's own link address and addresses.
             std::printf(" wire %s mac %s mtu %u", l["wire"].get<std::string>().c_str(),
                         l.value("mac", "").c_str(), l.value("mtu", 0u));

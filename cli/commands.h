@@ -14,6 +14,7 @@ Runner add_pcap_command(CLI::App& app);
 Runner add_synth_command(CLI::App& app);
 Runner add_rtl_command(CLI::App& app);
 Runner add_link_command(CLI::App& app);
+Runner add_fabric_command(CLI::App& app);
 Runner add_daemon_command(CLI::App& app);
 Runner add_exec_command(CLI::App& app);
 Runner add_resource_command(CLI::App& app);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     add(simnic::cli::add_synth_command);
     add(simnic::cli::add_rtl_command);
     add(simnic::cli::add_link_command);
+    add(simnic::cli::add_fabric_command);
     add(simnic::cli::add_daemon_command);
     add(simnic::cli::add_exec_command);
     add(simnic::cli::add_resource_command);

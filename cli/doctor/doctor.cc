@@ -186,15 +186,19 @@ private:
         for (const Json& l : links)
             add("device", l.value("ifname", std::string()), Status::Ok,
                 "type " + l.value("type", std::string("?")) +
-                    (l.contains("wire") ? ", on wire " + l.value("wire", std::string())
-                                        : ", on netdev " + l.value("netdev", std::string())));
+                    (l.contains("fabric") ? ", host " + l.value("host", std::string()) + " of fabric " +
+                                                l.value("fabric", std::string())
+                     : l.contains("wire") ? ", on wire " + l.value("wire", std::string())
+                                          : ", on netdev " + l.value("netdev", std::string())));
         return links;
     }
 
     void device_checks(const Json& l) {
         const std::string dev = l.value("ifname", std::string());
         const std::string state = l.value("state", std::string());
-        const bool wire = l.contains("wire");
+        // On a wire or a fabric: a NIC with addresses of its own, no netdev.
+        const bool fabric = l.contains("fabric");
+        const bool wire = l.contains("wire") || fabric;
         std::optional<fw::NetdevSnapshot> nd;
         const std::string netdev = l.value("netdev", std::string());
         if (!wire) nd = fw::LinuxNetdev(netdev).query();
@@ -213,10 +217,12 @@ private:
             std::string addrs;
             for (const Json& a : l.value("addr", Json::array())) addrs += " " + a.get<std::string>();
             add("netdev", dev, Status::Ok,
-                "none: the device is a NIC of its own on wire " + l.value("wire", std::string()) + " (mac " +
-                    l.value("mac", std::string()) + ")");
+                (fabric ? "none: the device is host " + l.value("host", std::string()) + " of fabric " +
+                              l.value("fabric", std::string())
+                        : "none: the device is a NIC of its own on wire " + l.value("wire", std::string())) +
+                    " (mac " + l.value("mac", std::string()) + ")");
             add("address", dev, Status::Ok, "its own:" + addrs);
-            mtu_check(dev, l.value("mtu", 1500u), "the wire's");
+            mtu_check(dev, l.value("mtu", 1500u), fabric ? "the fabric's" : "the wire's");
         } else if (!nd) {
             add("netdev", dev, Status::Fail, "netdev " + netdev + " does not exist (any more)",
                 "simnic link delete " + dev + "; simnic link add " + dev + " type " +
@@ -248,7 +254,9 @@ private:
         }
 
         gid_check(dev, nd);
-        if (wire) {
+        if (fabric) {
+            add("udp4791", dev, Status::Ok, "on a fabric: frames cross its switch in simulated time, not the kernel");
+        } else if (wire) {
             add("udp4791", dev, Status::Ok, "on a wire: frames do not go through the kernel's UDP stack");
         } else if (!nd || nd->ipv4.empty() || state != "ACTIVE") {
             skip("udp4791", dev, "needs an active port on a netdev with an IPv4 address");

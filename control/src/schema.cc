@@ -54,6 +54,15 @@ constexpr FieldSpec kLinkAdd[] = {
     path_f("config", Opt),
     text_f("config_text", Opt, kMaxConfigTextBytes),
 };
+// `simnic fabric add`: the topology's file (for messages) and its text, and
+// every device's model configuration.
+constexpr FieldSpec kFabricAdd[] = {
+    name_f("name", Req, kMaxDeviceNameBytes),
+    path_f("topology", Req),
+    text_f("topology_text", Req, kMaxConfigTextBytes),
+    path_f("config", Opt),
+    text_f("config_text", Opt, kMaxConfigTextBytes),
+};
 constexpr FieldSpec kName[] = {name_f("name", Req, kMaxDeviceNameBytes)};
 constexpr FieldSpec kOptName[] = {name_f("name", Opt, kMaxDeviceNameBytes)};
 constexpr FieldSpec kDevice[] = {name_f("device", Req, kMaxDeviceNameBytes)};
@@ -132,6 +141,9 @@ const std::vector<OpSpec> kOps = {
     op("link_add", kLinkAdd),
     op("link_del", kName),
     op("link_show", kOptName),
+    op("fabric_add", kFabricAdd),
+    op("fabric_del", kName),
+    op("fabric_show", kOptName),
     op("resource_counts", kDevice),
     op("resources", kOptDevice),
     op("stats", kStats),

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cm_service.h"
+#include "simnic/daemon/fabrics.h"
 #include "simnic/control/persisted.h"
 #include "simnic/control/protocol.h"
 #include "simnic/control/runtime.h"
@@ -100,6 +101,9 @@ struct Server::Impl {
     Json link_add(Call& c);
     Json link_del(Call& c);
     Json link_show(Call& c);
+    Json fabric_add(Call& c);
+    Json fabric_del(Call& c);
+    Json fabric_show(Call& c);
     Json resource_counts(Call& c);
     Json resources(Call& c);
     Json stats(Call& c);
@@ -137,6 +141,8 @@ struct Server::Impl {
     DeviceTable devices_;
     // The host's CM for every device (before runtimes_: their engines call it).
     std::unique_ptr<CmService> cm_;
+    // Fabrics (before runtimes_: their devices' pipelines live in them).
+    std::map<std::string, std::unique_ptr<DaemonFabric>> fabrics_;
     std::map<std::string, std::unique_ptr<DeviceRuntime>> runtimes_;
     std::map<int, CtxBinding> ctx_of_conn_;  // client fd -> context
     std::map<int, int> conn_of_doorbell_;    // doorbell fd -> client fd
@@ -154,6 +160,9 @@ void Server::Impl::log(const char* fmt, ...) {
 
 Server::Impl::~Impl() {
     stop_devices();
+    // Every engine stops before any device goes (a fabric's engines
+    // simulate each other's devices).
+    for (auto& [name, rt] : runtimes_) rt->stop_engine();
     runtimes_.clear();  // destroys every context first
     for (const auto& [fd, conn] : clients_) close(fd);
     if (listen_fd_ >= 0) {
@@ -429,6 +438,9 @@ Json Server::Impl::dispatch(int fd, RawMessage& m, std::vector<int>& out_fds) {
         {"link_add", &Impl::link_add},
         {"link_del", &Impl::link_del},
         {"link_show", &Impl::link_show},
+        {"fabric_add", &Impl::fabric_add},
+        {"fabric_del", &Impl::fabric_del},
+        {"fabric_show", &Impl::fabric_show},
         {"resource_counts", &Impl::resource_counts},
         {"resources", &Impl::resources},
         {"stats", &Impl::stats},
@@ -566,6 +578,9 @@ Json Server::Impl::link_add(Call& c) {
 
 Json Server::Impl::link_del(Call& c) {
     const std::string& name = c.req.str("name");
+    if (const Device* d = devices_.find(name); d && d->fabric.on())
+        return reply_error(EBUSY, "device " + name + " is host " + d->fabric.host_name + " of fabric " +
+                                      d->fabric.fabric + " (simnic fabric delete " + d->fabric.fabric + ")");
     if (auto rt = runtimes_.find(name); rt != runtimes_.end() && rt->second->context_count() > 0)
         return reply_error(EBUSY, "device " + name + " is in use by " + std::to_string(rt->second->context_count()) +
                                       " open context(s)");
@@ -576,6 +591,99 @@ Json Server::Impl::link_del(Call& c) {
     log("device %s deleted", name.c_str());
     save_state();
     return reply_ok();
+}
+
+// A fabric and a model device per host (fabrics.h). Every device is
+// checked before anything is built; on a failure what was built goes.
+Json Server::Impl::fabric_add(Call& c) {
+    const Request& q = c.req;
+    const std::string& name = q.str("name");
+    if (fabrics_.count(name)) return reply_error(EEXIST, "fabric " + name + " already exists");
+    std::string err;
+    std::unique_ptr<DaemonFabric> f =
+        DaemonFabric::create(name, q.str("topology"), q.str("topology_text"), q.str("config"), q.str("config_text"), err);
+    if (!f) return reply_error(EINVAL, err);
+    for (const Device& d : f->devices())
+        if (devices_.find(d.name)) return reply_error(EEXIST, "device " + d.name + " already exists");
+    std::vector<std::string> made;
+    auto undo = [&] {
+        int e = 0;
+        for (const std::string& n : made) runtimes_[n]->stop_engine();
+        for (const std::string& n : made) {
+            cm_->remove_device(n);
+            runtimes_.erase(n);
+            devices_.remove(n, e);
+        }
+    };
+    DeviceRuntime::Options opt;
+    opt.fabric = f->fabric();
+    opt.group = f->group();
+    for (const Device& d : f->devices()) {
+        int e = 0;
+        if (std::string m = devices_.add(d, e); !m.empty()) {
+            undo();
+            return reply_error(e, m);
+        }
+        auto rt = DeviceRuntime::create(d, err, cm_->gsi_handler(d.name), opt);
+        if (!rt) {
+            devices_.remove(d.name, e);
+            undo();
+            return reply_error(EINVAL, "cannot create device " + d.name + ": " + err);
+        }
+        cm_->add_device(d.name, rt.get());
+        runtimes_[d.name] = std::move(rt);
+        made.push_back(d.name);
+    }
+    if (!f->start(err)) {
+        undo();
+        return reply_error(EIO, "cannot start fabric " + name + ": " + err);
+    }
+    log("fabric %s added from %s: %zu devices", name.c_str(), q.str("topology").c_str(), made.size());
+    fabrics_[name] = std::move(f);
+    save_state();
+    Json r = reply_ok();
+    Json devs = Json::array();
+    for (const std::string& n : made) devs.push_back(n);
+    r["devices"] = devs;
+    return r;
+}
+
+Json Server::Impl::fabric_del(Call& c) {
+    const std::string& name = c.req.str("name");
+    auto f = fabrics_.find(name);
+    if (f == fabrics_.end()) return reply_error(ENODEV, "no fabric " + name);
+    for (const Device& d : f->second->devices())
+        if (auto rt = runtimes_.find(d.name); rt != runtimes_.end() && rt->second->context_count() > 0)
+            return reply_error(EBUSY, "device " + d.name + " of fabric " + name + " is in use by " +
+                                          std::to_string(rt->second->context_count()) + " open context(s)");
+    // The devices first (their pipelines live in the fabric's context),
+    // every engine stopped before any goes.
+    for (const Device& d : f->second->devices()) runtimes_[d.name]->stop_engine();
+    for (const Device& d : f->second->devices()) {
+        int e = 0;
+        cm_->remove_device(d.name);
+        runtimes_.erase(d.name);
+        devices_.remove(d.name, e);
+    }
+    fabrics_.erase(f);
+    log("fabric %s deleted", name.c_str());
+    save_state();
+    return reply_ok();
+}
+
+Json Server::Impl::fabric_show(Call& c) {
+    const std::string& name = c.req.str("name");
+    Json list = Json::array();
+    if (!name.empty()) {
+        auto f = fabrics_.find(name);
+        if (f == fabrics_.end()) return reply_error(ENODEV, "no fabric " + name);
+        list.push_back(f->second->show());
+    } else {
+        for (const auto& [n, f] : fabrics_) list.push_back(f->show());
+    }
+    Json r = reply_ok();
+    r["fabrics"] = list;
+    return r;
 }
 
 Json Server::Impl::link_show(Call& c) {

@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "simnic/fw/firmware.h"
+#include "simnic/fw/gid.h"
 #include "simnic/fw/linux_netdev.h"
 #include "simnic/fw/table_store.h"
 #include "simnic/fw/wire_netdev.h"
 #include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
 #include "simnic/hw/mmio.h"
+#include "simnic/model/fabric/fabric.h"
 #include "simnic/soft_engine/engine.h"
 
 namespace simnic::daemon {
@@ -216,11 +218,29 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         !model::parse_soft_config(dev.config_text, origin, impl->model_cfg.congestion, err))
         return nullptr;
     const model::CongestionConfig& cc = impl->model_cfg.congestion;
+    const bool in_fabric = dev.fabric.on();
+    if (in_fabric && (dev.type != DeviceType::Model || !opt.fabric || !opt.group)) {
+        err = "a fabric's device is a model device built by its fabric";
+        return nullptr;
+    }
+    // The RP's line rate: the device's MAC's (a fabric host's: its link's).
+    const double line_gbps = in_fabric ? opt.fabric->topology().hosts[dev.fabric.host].rate_gbps
+                                       : impl->model_cfg.mac.line_rate_gbps;
     if (opt.engine) {
         soft_engine::EngineConfig ec;
-        if (dev.type == DeviceType::Model) ec.timing = model::Pipeline::factory(dev.name, impl->model_cfg, &impl->pipe);
+        if (in_fabric) {
+            // The fabric is the wire: no port of its own (standalone), its
+            // thread, and the fabric's device lock.
+            ec.timing = opt.fabric->factory(dev.fabric.host, impl->model_cfg);
+            ec.standalone = true;
+            ec.group = opt.group;
+        } else if (dev.type == DeviceType::Model) {
+            ec.timing = model::Pipeline::factory(dev.name, impl->model_cfg, &impl->pipe);
+        }
         ec.device = dev.name;
-        ec.netdev = dev.netdev;
+        // A fabric's device takes no address from a netdev (its GIDs are its
+        // host's, below); the engine's address-only port wants one.
+        ec.netdev = in_fabric ? "lo" : dev.netdev;
         if (dev.wire.on()) {
             ec.wire.hub_ip = dev.wire.hub_ip;
             ec.wire.hub_port = dev.wire.hub_port;
@@ -233,7 +253,7 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         ec.pcap = dev.pcap;
         ec.loopback = dev.loopback;
         ec.congestion.on = cc.enable != 0;
-        ec.congestion.rp = cc.dcqcn(dev.type == DeviceType::Model ? impl->model_cfg.mac.line_rate_gbps : 100);
+        ec.congestion.rp = cc.dcqcn(dev.type == DeviceType::Model ? line_gbps : 100);
         ec.congestion.np = cc.np();
         // SHM domains: where a context's shared objects are mapped here.
         Impl* im = impl.get();
@@ -252,6 +272,24 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         ec.gsi_rx = std::move(gsi);
         impl->engine = soft_engine::SoftEngine::create(ec, err);
         if (!impl->engine) return nullptr;
+        if (in_fabric) impl->pipe = opt.fabric->device(dev.fabric.host);
+    }
+    if (in_fabric) {
+        // The host's own MAC and IPv4 address, as on a wire; its neighbours
+        // are the topology's hosts (a static table: no ARP crosses the
+        // fabric).
+        const model::fabric::Topology* topo = &opt.fabric->topology();
+        const uint32_t v4 = dev.fabric.ipv4;
+        impl->netdev = std::make_unique<fw::WireNetdev>(
+            "fabric " + dev.fabric.fabric, dev.fabric.mac, kFabricMtu,
+            std::array<uint8_t, 4>{uint8_t(v4 >> 24), uint8_t(v4 >> 16), uint8_t(v4 >> 8), uint8_t(v4)},
+            std::vector<fw::Gid>{}, [topo](const fw::Gid& g) -> std::optional<fw::Mac> {
+                for (const model::fabric::HostSpec& h : topo->hosts)
+                    if (fw::ipv4_mapped_gid({uint8_t(h.ipv4 >> 24), uint8_t(h.ipv4 >> 16), uint8_t(h.ipv4 >> 8),
+                                             uint8_t(h.ipv4)}) == g)
+                        return h.mac;
+                return std::nullopt;
+            });
     }
     if (dev.wire.on()) {
         // The firmware reads the wire port as its netdev; neighbours come
@@ -277,6 +315,9 @@ DeviceRuntime::~DeviceRuntime() {
 }
 
 const Device& DeviceRuntime::device() const { return impl_->dev; }
+void DeviceRuntime::stop_engine() {
+    if (impl_->engine) impl_->engine->stop();
+}
 size_t DeviceRuntime::context_count() const { return impl_->ctxs.size(); }
 
 bool DeviceRuntime::open_context(uint32_t pid, OpenedContext& out, std::string& err, int& err_no) {
@@ -398,7 +439,7 @@ size_t DeviceRuntime::shm_count(uint16_t ctx_id) const {
 }
 
 void DeviceRuntime::refresh_netdev() {
-    if (impl_->dev.wire.on()) return;
+    if (impl_->dev.wire.on() || impl_->dev.fabric.on()) return;
     impl_->fw->refresh_netdev();
     impl_->refresh_bar();
 }
@@ -594,7 +635,7 @@ bool DeviceRuntime::gsi_send(const std::array<uint8_t, 16>& sgid, const std::arr
 }
 
 bool DeviceRuntime::neighbour_ready(const std::array<uint8_t, 16>& dgid) const {
-    if (!impl_->dev.wire.on()) return true;
+    if (!impl_->dev.wire.on()) return true;  // the kernel's, or a fabric's static table
     for (const auto& [idx, g] : gids())
         if (g == dgid) return true;  // its own address: rxe's shortcut
     return impl_->engine->neighbour(dgid).has_value();

@@ -179,6 +179,11 @@ std::string DeviceTable::add(const Device& d, int& err_no) {
         err_no = EEXIST;
         return "device " + d.name + " already exists";
     }
+    if (d.fabric.on()) {
+        // Its addresses are the topology's, which checked them.
+        devices_[d.name] = d;
+        return {};
+    }
     if (d.wire.on()) {
         // Several devices may share a wire, as NICs share a segment, but not
         // an address.
@@ -237,6 +242,25 @@ std::vector<const Device*> DeviceTable::all() const {
 }
 
 Json DeviceTable::link_json(const Device& d) {
+    if (d.fabric.on()) {
+        // The fabric's link has no carrier to lose: up while the device is.
+        Json j;
+        j["ifname"] = d.name;
+        j["port"] = 1;
+        j["state"] = "ACTIVE";
+        j["physical_state"] = "LINK_UP";
+        j["fabric"] = d.fabric.fabric;
+        j["host"] = d.fabric.host_name;
+        j["type"] = type_name(d.type);
+        j["mac"] = mac_string(d.fabric.mac);
+        const uint32_t n4 = htonl(d.fabric.ipv4);
+        const roce::Ipv6Addr ll = roce::ipv6_link_local(d.fabric.mac);
+        j["addr"] = Json::array({addr_string(reinterpret_cast<const uint8_t*>(&n4), false),
+                                 addr_string(ll.data(), true) + "/64"});
+        j["mtu"] = kFabricMtu;
+        if (!d.config_path.empty()) j["config"] = d.config_path;
+        return j;
+    }
     if (d.wire.on()) {
         // A wire has no carrier: the port is up while the device exists.
         Json j;

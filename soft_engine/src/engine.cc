@@ -106,7 +106,11 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         m.port = open_udp_port(cfg.netdev, !cfg.standalone, sent_counter(&m), err);
     }
     if (!m.port || !finish(m, cfg, err)) return nullptr;
-    if (!cfg.standalone) m.thread = std::thread([&m] { m.loop(); });
+    if (cfg.group) {
+        std::lock_guard<std::recursive_mutex> lk(m.mu);
+        cfg.group->members.push_back(&m);
+    }
+    if (!cfg.standalone || cfg.group) m.thread = std::thread([&m] { m.loop(); });
     return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
 }
 
@@ -131,11 +135,19 @@ bool SoftEngine::poll(uint64_t now_ns) {
 
 SoftEngine::SoftEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-SoftEngine::~SoftEngine() {
+void SoftEngine::stop() {
     impl_->stop = true;
     impl_->wake();
     if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+SoftEngine::~SoftEngine() {
+    stop();
     if (impl_->pcap) impl_->pcap->flush();
+    if (EngineGroup* g = impl_->cfg.group.get()) {
+        std::lock_guard<std::recursive_mutex> lk(g->mu);
+        g->members.erase(std::remove(g->members.begin(), g->members.end(), impl_.get()), g->members.end());
+    }
 }
 
 void SoftEngine::add_context(uint16_t ctx_id, uint8_t* page, int engine_fd) {

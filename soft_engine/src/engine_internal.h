@@ -195,14 +195,24 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
 };
 
 struct SoftEngine::Impl final : Datapath, PortSink {
-    explicit Impl(const EngineConfig& c) : cfg(c), tables(*c.tables) {}
+    explicit Impl(const EngineConfig& c)
+        : cfg(c),
+          tables(*c.tables),
+          mu(c.group ? c.group->mu : own_mu),
+          fence_waiters(c.group ? c.group->fence_waiters : own_fence_waiters) {}
     ~Impl();
 
     // ---- the device (engine.cc, loop.cc) ----
     EngineConfig cfg;
     hw::TableStore& tables;
-    std::recursive_mutex mu;
-    std::atomic<int> fence_waiters{0};
+    // The device lock: the engine's own, or its fabric's (EngineGroup).
+    std::recursive_mutex own_mu;
+    std::atomic<int> own_fence_waiters{0};
+    std::recursive_mutex& mu;
+    std::atomic<int>& fence_waiters;
+    // The end of a batch (loop.cc): posted writes out, frames sent,
+    // sleeping drivers woken, EQEs and their interrupts last.
+    void end_batch();
     std::atomic<bool> stop{false};
     std::thread thread;
     int epfd = -1, wake_fd = -1, timer_fd = -1;

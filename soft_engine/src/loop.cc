@@ -18,11 +18,20 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
     bool work = false;
     defer_eqes = true;
     work |= drain_fifos();
-    // A model device simulates the doorbells before the frames of the same
-    // pass: simulated together, a frame's receive path overtakes the
-    // doorbell block (and doorbells_before_rx takes those rung while this
-    // runs).
-    if (pipe && work) pipe->run();
+    if (cfg.group) {
+        // A fabric: the other devices' doorbells enter the simulation now
+        // too (their applications run meanwhile), and the fabric advances a
+        // quantum at a time below, not to idle: it has no port of its own
+        // whose frames could overtake the doorbells.
+        for (Impl* m : cfg.group->members)
+            if (m != this) work |= m->drain_fifos();
+    } else if (pipe && work) {
+        // A model device simulates the doorbells before the frames of the
+        // same pass: simulated together, a frame's receive path overtakes
+        // the doorbell block (and doorbells_before_rx takes those rung while
+        // this runs).
+        pipe->run();
+    }
     work |= rx_batch();
     work |= run_timers(now);
     // A model device simulates what came in, a quantum of its time per pass:
@@ -30,12 +39,21 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
     // taken in by the next.
     if (pipe && (work || simulating)) simulating = pipe->run_quantum();
     work |= simulating;
+    end_batch();
+    // A fabric's pass may have simulated the other members' devices too:
+    // their completions are woken now, not at their next pass.
+    if (cfg.group)
+        for (Impl* m : cfg.group->members)
+            if (m != this) m->end_batch();
+    return work;
+}
+
+void SoftEngine::Impl::end_batch() {
     drop_read_ahead();
     wc_flush();
     tx_flush();
     wake_cq_waiters();
     post_deferred_eqes();
-    return work;
 }
 
 void SoftEngine::Impl::loop() {

@@ -9,6 +9,10 @@
 //   {"op":"link_add","name":N,"type":"soft","netdev":I[,"pcap":F]}
 //   {"op":"link_del","name":N}
 //   {"op":"link_show"[,"name":N]}                      -> {"ok":true,"links":[...]}
+//   {"op":"fabric_add","name":F,"topology":PATH,"topology_text":T[,"config":P,"config_text":C]}
+//                                                       a fabric and a model device F_HOST per host
+//   {"op":"fabric_del","name":F}                       the fabric and its devices
+//   {"op":"fabric_show"[,"name":F]}                    -> {"ok":true,"fabrics":[...]}
 //   {"op":"resource_counts","device":N}               -> {"ok":true,"qps":..,"cqs":..,"mrs":..,
 //                                                         "pds":..,"srqs":..,"ahs":..,"contexts":..}
 //   {"op":"resources"[,"device":N]}                    -> {"ok":true,"devices":[{"name":..,"qps":..,

@@ -31,6 +31,10 @@ class MemTableStore;
 class LinuxNetdev;
 }  // namespace simnic::fw
 
+namespace simnic::model::fabric {
+class Fabric;
+}
+
 namespace simnic::daemon {
 
 class DeviceRuntime {
@@ -54,6 +58,11 @@ public:
         // capture): the firmware and its contexts only, which is all the
         // control protocol reaches (its tests and fuzzer).
         bool engine = true;
+        // A fabric's host (Device::fabric): the fabric, whose factory builds
+        // the device's pipeline in its context, and the device lock its
+        // engines share (soft_engine::EngineGroup).
+        model::fabric::Fabric* fabric = nullptr;
+        std::shared_ptr<soft_engine::EngineGroup> group;
     };
     // Creates the firmware for `dev`; on failure returns null and sets err.
     // `gsi` receives the device's QP1 traffic (the daemon's CM agent).
@@ -65,6 +74,9 @@ public:
     DeviceRuntime& operator=(const DeviceRuntime&) = delete;
 
     const Device& device() const;
+    // Stops the engine's thread (before a fabric's devices go: any of its
+    // engines may be simulating the others').
+    void stop_engine();
     size_t context_count() const;
 
     // Opens a context for process `pid`. The returned descriptors are the

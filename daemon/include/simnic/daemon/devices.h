@@ -1,6 +1,7 @@
 // The devices a daemon hosts. Each binds to one netdev, as an rxe device
 // does (a netdev carries at most one simnic device), or sits on a wire of
-// frames with addresses of its own (several may share a wire).
+// frames with addresses of its own (several may share a wire), or is a host
+// of a fabric (a model device whose wire is the fabric's switch).
 #pragma once
 
 #include <array>
@@ -41,6 +42,20 @@ struct WireAttach {
     bool on() const { return hub_port != 0; }
 };
 
+// A device of a fabric (`simnic fabric add`, daemon/src/fabrics.cc): the
+// fabric, its host in the topology, and that host's MAC and IPv4 address,
+// which the device has as its own (as on a wire).
+struct FabricAttach {
+    std::string fabric;  // empty: not in a fabric
+    size_t host = 0;     // index into the topology's hosts
+    std::string host_name;
+    std::array<uint8_t, 6> mac{};
+    uint32_t ipv4 = 0;  // host order
+    bool on() const { return !fabric.empty(); }
+};
+// A fabric's links carry jumbo frames (the ports' active MTU is 4096).
+inline constexpr uint32_t kFabricMtu = 9000;
+
 // Reads `wire`, `addr` (a list), `mac` and `mtu` of a link_add request
 // into w, with the defaults filled (the MAC from the device's name). An
 // error message if anything is missing or malformed.
@@ -56,6 +71,7 @@ struct Device {
     DeviceType type = DeviceType::Soft;
     std::string netdev;    // empty for a device on a wire
     WireAttach wire;
+    FabricAttach fabric;
     std::string pcap;  // empty: no capture
     // Frames addressed to the device's own address go straight from its TX
     // to its RX instead of through the kernel's UDP stack (rxe's loopback

@@ -15,6 +15,8 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <mutex>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -32,6 +34,7 @@
 namespace simnic::soft_engine {
 
 class Port;  // the engine's port (src/port.h)
+struct EngineGroup;  // the engines of one fabric (below)
 
 // A port on an Ethernet segment of whole frames (`simnic wire`, the rig's
 // wire: one frame per UDP datagram to a hub) instead of the host's UDP
@@ -96,6 +99,13 @@ struct EngineConfig {
     // No wire and no thread: the timing model loops MAC TX to MAC RX and the
     // caller drives it (`simnic bench`). Needs `timing`.
     bool standalone = false;
+    // Set: a device of a fabric in the daemon (docs/model.md, "The fabric"):
+    // standalone (the fabric is its wire), but with its thread. Every
+    // member's pass may simulate the whole fabric, and with it the other
+    // members' datapaths, so the members share one device lock (the
+    // group's): their passes take it in turn, and a pass ends every
+    // member's batch (CQ waiters woken, EQEs posted), not only its own.
+    std::shared_ptr<EngineGroup> group;
     // The GSI (QP1) belongs to the host's CM (the daemon's cm::Agent), not to
     // an application: each UD SEND ONLY to QP1 that arrives with a valid ICRC
     // and the GSI Q_Key is handed here, on the engine thread, with the
@@ -122,6 +132,10 @@ public:
     // batch. True if it did anything. Only on an engine from create_driven.
     bool poll(std::uint64_t now_ns);
     ~SoftEngine() override;  // stops the thread
+    // Stops the engine thread now (the destructor does too). A fabric's
+    // engines are all stopped before any of them goes: any of them may be
+    // simulating the others' devices.
+    void stop();
     SoftEngine(const SoftEngine&) = delete;
     SoftEngine& operator=(const SoftEngine&) = delete;
 
@@ -175,6 +189,22 @@ public:
 private:
     explicit SoftEngine(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
+};
+
+// The engines of one fabric's devices (EngineConfig::group): one device
+// lock for all of them, and who they are.
+struct EngineGroup {
+    std::recursive_mutex mu;
+    std::atomic<int> fence_waiters{0};
+    std::vector<SoftEngine::Impl*> members;  // under mu
+    // Runs `f` with every member between two batches (as
+    // SoftEngine::exclusive does for one).
+    void exclusive(const std::function<void()>& f) {
+        ++fence_waiters;
+        std::lock_guard<std::recursive_mutex> lk(mu);
+        --fence_waiters;
+        f();
+    }
 };
 
 // STATS_BLOCK counters of a BAR0 global page, by field name (hw-spec 2.6),

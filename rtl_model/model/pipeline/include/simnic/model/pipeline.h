@@ -87,12 +87,15 @@ public:
     // A device of a fabric (SharedWire): the blocks are built in `wire.ctx`
     // under a module named `name`, and not elaborated: the context's owner
     // starts it once every device and switch is built (SystemC builds no
-    // module after elaboration). run() and run_quantum() then simulate the
-    // whole fabric until it is idle.
+    // module after elaboration). run() then simulates the whole fabric
+    // until it is idle, run_quantum() the whole fabric for one quantum (so
+    // that the engines of the other devices take their doorbells in
+    // between: the daemon's fabrics, soft_engine::EngineGroup).
     static std::unique_ptr<Pipeline> create_shared(const std::string& name, const ModelConfig& cfg,
                                                    Datapath& datapath, const SharedWire& wire, std::string& err);
     // The TimingFactory of such a device, for its soft engine (which must be
-    // standalone: no port, no thread; the fabric is its wire).
+    // standalone: no port, the fabric is its wire; and no thread unless it
+    // is in the fabric's EngineGroup).
     static soft_engine::TimingFactory shared_factory(const std::string& name, const ModelConfig& cfg,
                                                      SharedWire wire, Pipeline** made = nullptr);
     ~Pipeline() override;

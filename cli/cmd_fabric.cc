@@ -1,0 +1,214 @@
+// `simnic fabric add|show|delete`: a fabric of model devices and a switch in
+// one simulated time, in the daemon, for real applications (docs/model.md,
+// "The fabric", "Real applications on a fabric"):
+//
+//   simnic fabric add fab0 docs/examples/fabric/incast2.toml [config FILE]
+//   simnic fabric show [fab0] [-j]
+//   simnic fabric delete fab0
+//
+// `add` makes a model device per host of the topology, named FABRIC_HOST
+// (fab0_h0, fab0_h1, ...), with the host's MAC and IPv4 address; `simnic link
+// show` and ibv_devices list them, and `simnic exec` runs applications on
+// them as on any device. They come and go with their fabric (`simnic link
+// delete` refuses them). Next to `simnic link add`: a fabric is a set of
+// links made at once from one file, not a kind of link.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "daemon_call.h"
+#include "simnic/model/config.h"
+#include "simnic/model/fabric/topology.h"
+
+namespace simnic::cli {
+namespace {
+
+using control::Json;
+
+struct FabricArgs {
+    std::vector<std::string> words;
+    bool json = false;
+};
+
+constexpr const char* kAddUsage =
+    "usage: simnic fabric add NAME TOPOLOGY.toml [config FILE]\n"
+    "  TOPOLOGY: hosts, links and switch settings (docs/examples/fabric/*.toml); each host becomes a\n"
+    "            model device NAME_HOST with the host's MAC and IPv4 address\n"
+    "  config: every device's model configuration (docs/model-config.toml; [congestion] enable = 1\n"
+    "          turns DCQCN on)\n";
+
+std::string absolute(const std::string& p) {
+    char buf[4096];
+    return (p.empty() || p[0] == '/' || !getcwd(buf, sizeof buf)) ? p : std::string(buf) + "/" + p;
+}
+
+bool read_file(const std::string& path, std::string& text) {
+    std::ifstream in(path);
+    if (!in) return false;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    return true;
+}
+
+int fabric_add(const FabricArgs& a) {
+    if (a.words.size() != 2 && !(a.words.size() == 4 && a.words[2] == "config")) {
+        std::fputs(kAddUsage, stderr);
+        return 2;
+    }
+    const std::string& topo_path = a.words[1];
+    Json req{{"op", "fabric_add"}, {"name", a.words[0]}, {"topology", absolute(topo_path)}};
+    std::string text;
+    if (!read_file(topo_path, text)) {
+        std::fprintf(stderr, "simnic fabric add: cannot read topology %s: %s\n", topo_path.c_str(),
+                     std::strerror(errno));
+        return 1;
+    }
+    // Checked here, so that mistakes are reported with their lines before
+    // anything starts (the daemon checks again).
+    std::string err;
+    model::fabric::Topology topo;
+    if (!model::fabric::parse_topology(text, topo_path, topo, err)) {
+        std::fprintf(stderr, "simnic fabric add: %s\n", err.c_str());
+        return 1;
+    }
+    req["topology_text"] = text;
+    if (a.words.size() == 4) {
+        const std::string& cp = a.words[3];
+        std::string ct;
+        if (!read_file(cp, ct)) {
+            std::fprintf(stderr, "simnic fabric add: cannot read config %s: %s\n", cp.c_str(), std::strerror(errno));
+            return 1;
+        }
+        model::ModelConfig cfg;
+        if (!model::parse_config(ct, cp, cfg, err)) {
+            std::fprintf(stderr, "simnic fabric add: %s\n", err.c_str());
+            return 1;
+        }
+        req["config"] = absolute(cp);
+        req["config_text"] = ct;
+    }
+    Json reply;
+    if (call_daemon(req, true, reply) != CallResult::Ok) return 1;
+    std::printf("fabric %s:", a.words[0].c_str());
+    for (const Json& d : reply.value("devices", Json::array())) std::printf(" %s", d.get<std::string>().c_str());
+    std::printf("\n");
+    return 0;
+}
+
+void print_fabric(const Json& f) {
+    std::printf("fabric %s topology %s simulated %.1f us\n", f.value("name", "").c_str(),
+                f.value("topology", "").c_str(), f.value("simulated_us", 0.0));
+    for (const Json& h : f["hosts"]) {
+        std::printf("  host %s device %s mac %s ip %s rate %g Gb/s: tx %llu rx %llu frames, %llu CE-marked from it",
+                    h.value("host", "").c_str(), h.value("device", "").c_str(), h.value("mac", "").c_str(),
+                    h.value("ip", "").c_str(), h.value("rate_gbps", 0.0),
+                    (unsigned long long)h.value("tx_frames", 0ull), (unsigned long long)h.value("rx_frames", 0ull),
+                    (unsigned long long)h.value("ce_frames_from", 0ull));
+        // Its frames' rate in simulated time, from its first frame to its
+        // last (gaps included: the time the applications left it idle).
+        const double first = h.value("tx_first_us", 0.0), last = h.value("tx_last_us", 0.0);
+        if (last > first)
+            std::printf(", sent %.2f Gb/s from %.1f to %.1f us", double(h.value("tx_bytes", 0ull)) * 8 / (last - first) / 1e3,
+                        first, last);
+        std::printf("\n");
+    }
+    for (const Json& s : f["switches"]) {
+        std::printf("  %s: rx %llu tx %llu frames, %llu drops, %llu ECN marks, %llu pauses and %llu resumes sent, "
+                    "deepest queue %llu B, shared buffer peak %llu B\n",
+                    s.value("name", "").c_str(), (unsigned long long)s.value("rx_frames", 0ull),
+                    (unsigned long long)s.value("tx_frames", 0ull), (unsigned long long)s.value("drops", 0ull),
+                    (unsigned long long)s.value("ecn_marked", 0ull), (unsigned long long)s.value("pause_sent", 0ull),
+                    (unsigned long long)s.value("resume_sent", 0ull),
+                    (unsigned long long)s.value("max_depth_bytes", 0ull),
+                    (unsigned long long)s.value("shared_peak_bytes", 0ull));
+        for (const Json& p : s["ports"])
+            std::printf("    port %u (%s): rx %llu tx %llu frames, %llu drops, %llu marks, %llu pauses sent, "
+                        "%llu received, deepest %llu B\n",
+                        p.value("port", 0u), p.value("peer", "").c_str(), (unsigned long long)p.value("rx_frames", 0ull),
+                        (unsigned long long)p.value("tx_frames", 0ull), (unsigned long long)p.value("drops", 0ull),
+                        (unsigned long long)p.value("ecn_marked", 0ull),
+                        (unsigned long long)p.value("pause_sent", 0ull),
+                        (unsigned long long)p.value("pause_received", 0ull),
+                        (unsigned long long)p.value("max_depth_bytes", 0ull));
+    }
+}
+
+int fabric_show(const FabricArgs& a) {
+    if (a.words.size() > 1) {
+        std::fprintf(stderr, "usage: simnic fabric show [NAME] [-j]\n");
+        return 2;
+    }
+    Json req{{"op", "fabric_show"}};
+    if (!a.words.empty()) req["name"] = a.words[0];
+    Json reply;
+    switch (call_daemon(req, false, reply)) {
+        case CallResult::Ok: break;
+        case CallResult::Failed: return 1;
+        case CallResult::NoDaemon:
+            if (a.words.empty()) {
+                if (a.json) std::printf("[]\n");
+                return 0;
+            }
+            std::fprintf(stderr, "simnic: no fabric %s\n", a.words[0].c_str());
+            return 1;
+    }
+    if (a.json) {
+        std::printf("%s\n", reply["fabrics"].dump().c_str());
+        return 0;
+    }
+    for (const Json& f : reply["fabrics"]) print_fabric(f);
+    return 0;
+}
+
+int fabric_delete(const FabricArgs& a) {
+    if (a.words.size() != 1) {
+        std::fprintf(stderr, "usage: simnic fabric delete NAME\n");
+        return 2;
+    }
+    Json reply;
+    const CallResult r = call_daemon(Json{{"op", "fabric_del"}, {"name", a.words[0]}}, false, reply);
+    if (r == CallResult::Ok) return 0;
+    if (r == CallResult::NoDaemon) std::fprintf(stderr, "simnic: no simnic daemon is running (no fabric %s)\n", a.words[0].c_str());
+    return 1;
+}
+
+}  // namespace
+
+Runner add_fabric_command(CLI::App& app) {
+    auto args = std::make_shared<FabricArgs>();
+    auto which = std::make_shared<int>(0);
+    CLI::App* sub = app.add_subcommand(
+        "fabric", "Add, show and delete fabrics: model devices and a switch in one simulated time");
+    sub->require_subcommand(1);
+    CLI::App* add = sub->add_subcommand("add", "Add a fabric: NAME TOPOLOGY.toml [config FILE]; a device NAME_HOST per host");
+    add->footer(kAddUsage);
+    add->add_option("words", args->words, "NAME, TOPOLOGY and config FILE")->required();
+    add->callback([which] { *which = 1; });
+    CLI::App* show = sub->add_subcommand("show", "Show fabrics: hosts, devices, switch counters: [NAME]");
+    show->add_option("words", args->words, "fabric name");
+    show->add_flag("-j,--json", args->json, "JSON output");
+    show->callback([which] { *which = 2; });
+    CLI::App* del = sub->add_subcommand("delete", "Delete a fabric and its devices: NAME");
+    del->alias("del");
+    del->add_option("words", args->words, "fabric name")->required();
+    del->callback([which] { *which = 3; });
+    return [args, which] {
+        switch (*which) {
+            case 1: return fabric_add(*args);
+            case 2: return fabric_show(*args);
+            case 3: return fabric_delete(*args);
+        }
+        return 2;
+    };
+}
+
+}  // namespace simnic::cli

@@ -1,0 +1,71 @@
+// A fabric in the daemon (`simnic fabric add NAME TOPO.toml`; docs/model.md,
+// "The fabric", "Real applications on a fabric"): a model::fabric::Fabric
+// built from a topology, and one model device per host, named NAME_HOST,
+// with the host's MAC and IPv4 address. The devices' engines share one
+// device lock (soft_engine::EngineGroup): whichever engine runs a pass
+// simulates the whole fabric, the others' devices with it.
+//
+// The daemon owns it (daemon.cc): DaemonFabric::create parses and builds the
+// fabric and lists its devices; the daemon creates their DeviceRuntimes
+// (with fabric() and group()), then start(); on delete, the runtimes go
+// first (their pipelines live in the fabric's context).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "simnic/control/protocol.h"
+#include "simnic/daemon/devices.h"
+#include "simnic/soft_engine/engine.h"
+
+namespace simnic::model::fabric {
+class Fabric;
+}
+
+namespace simnic::daemon {
+
+class DaemonFabric {
+public:
+    // `topology_text` is the file `origin` (messages say origin:line:column);
+    // `config_*` every device's model configuration (empty: the defaults).
+    // Null and `err` on bad input.
+    static std::unique_ptr<DaemonFabric> create(const std::string& name, const std::string& origin,
+                                                const std::string& topology_text, const std::string& config_path,
+                                                const std::string& config_text, std::string& err);
+    ~DaemonFabric();
+    DaemonFabric(const DaemonFabric&) = delete;
+    DaemonFabric& operator=(const DaemonFabric&) = delete;
+
+    const std::string& name() const { return name_; }
+    // One device per host, in the topology's order (not yet in any table).
+    const std::vector<Device>& devices() const { return devices_; }
+    model::fabric::Fabric* fabric() const { return fabric_.get(); }
+    const std::shared_ptr<soft_engine::EngineGroup>& group() const { return group_; }
+    // Elaborates the simulation once every device's runtime is built.
+    bool start(std::string& err);
+    // `simnic fabric show`: the hosts (device, MAC, IPv4, frames), every
+    // switch's counters per port (frames, drops, ECN marks, pauses, the
+    // deepest egress queue), the simulated time. Read under the devices'
+    // lock.
+    control::Json show() const;
+
+private:
+    DaemonFabric() = default;
+    std::string name_, origin_;
+    std::unique_ptr<model::fabric::Fabric> fabric_;
+    std::shared_ptr<soft_engine::EngineGroup> group_;
+    std::vector<Device> devices_;
+    // What each host's MAC TX sent (the fabric's tap, under the devices'
+    // lock): bytes, and the simulated times of its first and last frame.
+    struct Sent {
+        std::uint64_t bytes = 0, first_ps = 0, last_ps = 0;
+    };
+    std::vector<Sent> sent_;
+};
+
+// The device of host `host` of fabric `fabric`: FABRIC_HOST.
+std::string fabric_device_name(const std::string& fabric, const std::string& host);
+
+}  // namespace simnic::daemon

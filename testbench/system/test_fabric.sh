@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# A fabric in the daemon (`simnic fabric add`, docs/model.md, "Real
+# applications on a fabric"): model devices of a topology's hosts and the
+# switch in one simulated time, with unmodified applications on them.
+#
+#   test_fabric.sh CASE SIMNIC LIBSIMNIC_VERBS TOPOLOGY
+#
+#   cli       bad topology refused with FILE:LINE:COLUMN, duplicate refused,
+#             the devices listed by link show, ibv_devices and fabric show,
+#             passed by simnic doctor,
+#             not deletable one by one, gone with the fabric
+#   pingpong  ibv_rc_pingpong between two hosts: its frames cross the switch
+#             (the switch's and the hosts' frame counters); again with
+#             completion events (-e)
+#   incast    two ib_write_bw senders into one receiver (the topology's 2:1
+#             incast) with DCQCN on: both complete, the switch marks CE, the
+#             receiver sends CNPs and both senders receive them; then
+#             idle, the fabric stands still and costs no CPU
+#   leafspine ib_write_bw across two leaves and the spine (leafspine.toml,
+#             next to TOPOLOGY)
+set -u
+CASE=$1 SIMNIC=$2 LIB=$3 TOPO_SRC=$4
+. "$(dirname "$0")/lib.sh"
+sys_init fabric SIMNIC LIB
+FAB=tfab
+# The topology where the test's user can read it.
+TOPO=$work/topo.toml
+cp "$TOPO_SRC" "$TOPO" && chmod 644 "$TOPO"
+trap 'sim fabric delete $FAB >/dev/null 2>&1; sys_cleanup server_pid server2_pid' EXIT
+
+# show_num JQ: a number from `simnic fabric show -j`.
+show_num() { sim fabric show -j "$FAB" | jq -r ".[0]$1"; }
+# stat_of DEV COUNTER: a counter of `simnic stats DEV`.
+stat_of() { sim stats "$1" | awk -v c="$2" '$1 == c { print $2; exit }'; }
+
+case $CASE in
+cli)
+  # A bad topology: every problem with its file, line and column; nothing made.
+  printf '[link]\nrate_gbps = "fast"\n[[host]]\nname = "a"\nmac = "01:00:00:00:00:01"\nip = "10.0.0.1"\n' >"$work/bad.toml"
+  chmod 644 "$work/bad.toml"
+  if sim fabric add $FAB "$work/bad.toml" >"$work/bad.out" 2>&1; then fail "a bad topology was accepted"; fi
+  grep -Eq "bad\.toml:2:13: link\.rate_gbps: " "$work/bad.out" || fail "no FILE:LINE:COLUMN for the bad rate: $(cat "$work/bad.out")"
+  grep -Eq "bad\.toml:5:7: host\[0\]\.mac: .*multicast" "$work/bad.out" || fail "no FILE:LINE:COLUMN for the multicast MAC: $(cat "$work/bad.out")"
+  sim link show | grep -q "$FAB" && fail "a refused fabric left devices"
+
+  sim fabric add $FAB "$TOPO" >"$work/add.out" 2>&1 || fail "fabric add: $(cat "$work/add.out")"
+  grep -q "fabric $FAB: ${FAB}_h0 ${FAB}_h1 ${FAB}_h2" "$work/add.out" || fail "fabric add did not name its devices: $(cat "$work/add.out")"
+  # The same name again, and the same devices again, are refused.
+  if sim fabric add $FAB "$TOPO" >"$work/dup.out" 2>&1; then fail "a second fabric $FAB was accepted"; fi
+  grep -q "fabric $FAB already exists" "$work/dup.out" || fail "duplicate: $(cat "$work/dup.out")"
+  # The devices, with their hosts' addresses.
+  sim link show >"$work/links.out"
+  grep -q "link ${FAB}_h1/1 state ACTIVE physical_state LINK_UP fabric $FAB host h1 mac 02:00:00:00:00:11 addr 10.0.0.11" \
+    "$work/links.out" || fail "link show: $(cat "$work/links.out")"
+  [ "$(grep -c "fabric $FAB host" "$work/links.out")" -eq 3 ] || fail "link show lists $(grep -c "fabric $FAB" "$work/links.out") fabric devices, not 3"
+  app ibv_devices >"$work/devices.out" 2>&1
+  for h in h0 h1 h2; do grep -q "${FAB}_$h" "$work/devices.out" || fail "ibv_devices lacks ${FAB}_$h: $(cat "$work/devices.out")"; done
+  # The GID table holds the host's IPv4 address (index 1), as perftest -x 1 uses it.
+  sim resource show gid >"$work/gids.out"
+  grep -q "link ${FAB}_h2/1 index 1 gid ::ffff:10.0.0.12 type RoCEv2" "$work/gids.out" ||
+    fail "${FAB}_h2's GID 1 is not ::ffff:10.0.0.12: $(cat "$work/gids.out")"
+  sim fabric show $FAB >"$work/show.out"
+  grep -q "host h2 device ${FAB}_h2 mac 02:00:00:00:00:12 ip 10.0.0.12" "$work/show.out" || fail "fabric show: $(cat "$work/show.out")"
+  grep -q "^  switch: rx 0 tx 0 frames" "$work/show.out" || fail "fabric show's switch: $(cat "$work/show.out")"
+  # simnic doctor takes them for NICs of their own (no netdev to find).
+  sim doctor >"$work/doctor.out" 2>&1
+  grep -Eq "^OK +netdev ${FAB}_h1 +none: the device is host h1 of fabric $FAB" "$work/doctor.out" ||
+    fail "doctor's netdev check: $(cat "$work/doctor.out")"
+  grep -Eq "^FAIL .*${FAB}_" "$work/doctor.out" && fail "doctor fails a fabric's device: $(grep "^FAIL" "$work/doctor.out")"
+  # One by one: no; with the fabric: all.
+  if sim link delete ${FAB}_h1 >"$work/del1.out" 2>&1; then fail "link delete took a fabric's device"; fi
+  grep -q "simnic fabric delete $FAB" "$work/del1.out" || fail "link delete: $(cat "$work/del1.out")"
+  sim fabric delete $FAB || fail "fabric delete"
+  sim link show | grep -q "$FAB" && fail "devices left after fabric delete: $(sim link show)"
+  [ "$(sim fabric show -j)" = "[]" ] || fail "fabric show after delete: $(sim fabric show -j)"
+  if sim fabric delete $FAB 2>"$work/del2.out"; then fail "a second delete succeeded"; fi
+  grep -q "no fabric $FAB" "$work/del2.out" || fail "second delete: $(cat "$work/del2.out")"
+  ;;
+
+pingpong)
+  sim fabric add $FAB "$TOPO" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
+  PORT=$(free_port)
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h1 -g 1 -p "$PORT" -n 200 >"$work/server.out" 2>&1 &
+  server_pid=$!
+  wait_listen "$PORT" "$server_pid"
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h2 -g 1 -p "$PORT" -n 200 127.0.0.1 >"$work/client.out" 2>&1 ||
+    fail "client: $(cat "$work/client.out")"
+  wait "$server_pid" || fail "server: $(cat "$work/server.out")"
+  server_pid=
+  grep -q "200 iters in" "$work/client.out" || fail "client report: $(cat "$work/client.out")"
+  grep -q "remote address: .*GID ::ffff:10.0.0.11" "$work/client.out" || fail "the client's peer is not h1's address"
+  # Every message crossed the switch both ways: 200 SENDs each way (2 KiB:
+  # one packet each, MTU 4096) and their ACKs, in at h1's and h2's ports.
+  rx1=$(show_num '.switches[0].ports[1].rx_frames') rx2=$(show_num '.switches[0].ports[2].rx_frames')
+  tx1=$(show_num '.switches[0].ports[1].tx_frames') rx0=$(show_num '.switches[0].ports[0].rx_frames')
+  [ "$rx1" -ge 400 ] && [ "$rx2" -ge 400 ] || fail "the switch took $rx1 and $rx2 frames from h1 and h2, expected >= 400 each"
+  [ "$tx1" -eq "$rx2" ] || fail "the switch sent h1 $tx1 frames, h2 sent $rx2"
+  [ "$rx0" -eq 0 ] || fail "h0 sent $rx0 frames, it was idle"
+  [ "$(show_num '.hosts[2].tx_frames')" -eq "$rx2" ] || fail "h2's link and the switch's port disagree"
+  [ "$(show_num '.simulated_us > 0')" = true ] || fail "no simulated time went by"
+  # Completion events (-e: the applications sleep until their EQ's
+  # interrupt), h0 and h2: a device's CQEs and EQEs written while another
+  # device's engine simulates the fabric wake it all the same.
+  PORT=$(free_port)
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h0 -g 1 -p "$PORT" -n 200 -e >"$work/server_e.out" 2>&1 &
+  server_pid=$!
+  wait_listen "$PORT" "$server_pid"
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h2 -g 1 -p "$PORT" -n 200 -e 127.0.0.1 >"$work/client_e.out" 2>&1 ||
+    fail "client -e: $(cat "$work/client_e.out")"
+  wait "$server_pid" || fail "server -e: $(cat "$work/server_e.out")"
+  server_pid=
+  grep -q "200 iters in" "$work/client_e.out" || fail "client -e report: $(cat "$work/client_e.out")"
+  [ "$(show_num '.switches[0].ports[0].rx_frames')" -ge 400 ] || fail "h0's frames did not cross the switch"
+  nothing_left "after exit" qps cqs mrs pds
+  ;;
+
+incast)
+  printf '[congestion]\nenable = 1\n' >"$work/cc.toml"
+  chmod 644 "$work/cc.toml"
+  sim fabric add $FAB "$TOPO" config "$work/cc.toml" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
+  PORT=$(free_port 2)
+  # DSCP 26 (traffic class 104): the switch's priority 3, where ECN marks.
+  bw=(ib_write_bw -x 1 -F -s 65536 -n 400 --tclass=104)
+  app timeout 120 "${bw[@]}" -d ${FAB}_h0 -p "$PORT" >"$work/server1.out" 2>&1 &
+  server_pid=$!
+  app timeout 120 "${bw[@]}" -d ${FAB}_h0 -p $((PORT + 1)) >"$work/server2.out" 2>&1 &
+  server2_pid=$!
+  wait_listen "$PORT" "$server_pid"
+  wait_listen $((PORT + 1)) "$server2_pid"
+  app timeout 120 "${bw[@]}" -d ${FAB}_h1 -p "$PORT" 127.0.0.1 >"$work/client1.out" 2>&1 &
+  c1=$!
+  app timeout 120 "${bw[@]}" -d ${FAB}_h2 -p $((PORT + 1)) 127.0.0.1 >"$work/client2.out" 2>&1 &
+  c2=$!
+  wait "$c1" || fail "client h1: $(cat "$work/client1.out")"
+  wait "$c2" || fail "client h2: $(cat "$work/client2.out")"
+  wait "$server_pid" || fail "server 1: $(cat "$work/server1.out")"
+  wait "$server2_pid" || fail "server 2: $(cat "$work/server2.out")"
+  server_pid= server2_pid=
+  # perftest's report: bytes, iterations, peak and average MB/s.
+  bw1=$(awk '$1 == 65536 && $2 == 400 { print $4 }' "$work/client1.out")
+  bw2=$(awk '$1 == 65536 && $2 == 400 { print $4 }' "$work/client2.out")
+  echo "ib_write_bw average: h1 ${bw1:-none} MB/s, h2 ${bw2:-none} MB/s (wall clock)"
+  awk -v a="${bw1:-0}" -v b="${bw2:-0}" 'BEGIN { exit !(a > 0 && b > 0) }' || fail "a sender reported no bandwidth"
+  sim fabric show $FAB
+  marks=$(show_num '.switches[0].ecn_marked') drops=$(show_num '.switches[0].drops')
+  [ "$marks" -gt 0 ] || fail "the switch marked no packet CE"
+  [ "$drops" -eq 0 ] || fail "the switch dropped $drops frames (PFC is on)"
+  [ "$(show_num '.hosts[1].ce_frames_from')" -gt 0 ] && [ "$(show_num '.hosts[2].ce_frames_from')" -gt 0 ] ||
+    fail "CE marks did not reach the receiver from both senders"
+  # Every sender's data crossed to h0: 400 WRITEs of 64 KiB, 16 packets each.
+  for h in 1 2; do
+    [ "$(show_num ".switches[0].ports[$h].rx_frames")" -ge 6400 ] || fail "the switch took fewer than 6400 frames from h$h"
+  done
+  ce=$(stat_of ${FAB}_h0 ce_packets) sent=$(stat_of ${FAB}_h0 cnp_sent)
+  r1=$(stat_of ${FAB}_h1 cnp_received) r2=$(stat_of ${FAB}_h2 cnp_received)
+  echo "receiver: $ce CE packets, $sent CNPs sent; senders received $r1 and $r2 CNPs; switch: $marks marks"
+  [ "$ce" -eq "$marks" ] || fail "the receiver saw $ce CE packets, the switch marked $marks"
+  [ "$sent" -gt 0 ] || fail "the receiver sent no CNP"
+  [ "$r1" -gt 0 ] && [ "$r2" -gt 0 ] || fail "a sender received no CNP ($r1, $r2)"
+  [ $((r1 + r2)) -eq "$sent" ] || fail "CNPs sent $sent, received $r1 + $r2"
+  [ "$(stat_of ${FAB}_h1 retransmits)" -eq 0 ] || fail "h1 retransmitted"
+  nothing_left "after exit" qps cqs mrs pds
+  # Idle, the fabric stops (DCQCN's timers run out in simulated time) and its
+  # engines sleep: its simulated time stands still and the daemon takes
+  # (almost) no CPU time, a clock tick or two at most in a second.
+  t_prev=
+  for _ in $(seq 40); do
+    t=$(show_num '.simulated_us')
+    [ "$t" = "$t_prev" ] && break
+    t_prev=$t
+    sleep 0.5
+  done
+  [ "$t" = "$t_prev" ] || fail "the fabric's simulated time still advances 20 s after the applications ended"
+  pid=$(daemon_pid)
+  ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+  a=$(ticks); sleep 1; b=$(ticks)
+  echo "idle fabric: the daemon used $((b - a)) clock ticks in 1 s"
+  [ $((b - a)) -le 2 ] || fail "the idle fabric's daemon used $((b - a)) clock ticks in 1 s"
+  ;;
+leafspine)
+  # The leaf-spine next to the 2:1 topology: h1 on leaf 1 writes to h0 on
+  # leaf 0, through leaf 1's uplink, the spine and leaf 0.
+  cp "$(dirname "$TOPO_SRC")/leafspine.toml" "$TOPO" && chmod 644 "$TOPO"
+  sim fabric add $FAB "$TOPO" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
+  PORT=$(free_port)
+  app timeout 60 ib_write_bw -d ${FAB}_h0 -x 1 -F -s 65536 -n 100 -p "$PORT" >"$work/server.out" 2>&1 &
+  server_pid=$!
+  wait_listen "$PORT" "$server_pid"
+  app timeout 60 ib_write_bw -d ${FAB}_h1 -x 1 -F -s 65536 -n 100 -p "$PORT" 127.0.0.1 >"$work/client.out" 2>&1 ||
+    fail "client: $(cat "$work/client.out")"
+  wait "$server_pid" || fail "server: $(cat "$work/server.out")"
+  server_pid=
+  grep -Eq '^ *65536 +100 ' "$work/client.out" || fail "client report: $(cat "$work/client.out")"
+  sim fabric show $FAB
+  # 100 WRITEs of 64 KiB: 16 packets each, up leaf 1, across the spine,
+  # down leaf 0 to h0; nothing to the idle h2 and h3.
+  [ "$(show_num '.switches[1].ports[2].tx_frames')" -ge 1600 ] || fail "leaf 1 sent fewer than 1600 frames up"
+  [ "$(show_num '.switches[2].name')" = spine0 ] || fail "the third switch is not the spine"
+  [ "$(show_num '.switches[2].ports[0].tx_frames')" -ge 1600 ] || fail "the spine sent fewer than 1600 frames to leaf 0"
+  [ "$(show_num '.switches[0].ports[0].tx_frames')" -ge 1600 ] || fail "leaf 0 sent fewer than 1600 frames to h0"
+  [ "$(show_num '.hosts[2].rx_frames')" -eq 0 ] && [ "$(show_num '.hosts[3].rx_frames')" -eq 0 ] ||
+    fail "an idle host received frames"
+  nothing_left "after exit" qps cqs mrs pds
+  ;;
+*)
+  echo "unknown case $CASE"
+  exit 2
+  ;;
+esac
+sys_finish fabric.$CASE
