@@ -201,6 +201,13 @@ private:
         std::vector<char> ctl;
     };
     std::deque<Stashed> backlog_;
+    // Delivered entries kept for their buffers, and the stash's own batch.
+    std::vector<Stashed> stash_spare_;
+    static constexpr size_t kStashSpare = 256;
+    std::vector<std::vector<uint8_t>> stash_bufs_;
+    std::vector<char> stash_ctl_;
+    void arm_batch(std::vector<std::vector<uint8_t>>& bufs, std::vector<char>& ctl, sockaddr_storage* srcs,
+                   iovec* ivs, mmsghdr* msgs);
     size_t backlog_bytes_ = 0;
     size_t sent_since_rx_ = 0;  // frames sent since the sockets were last read
     // At most this much waits in the backlog: beyond it the sockets' own
@@ -493,30 +500,60 @@ void UdpPort::flush() {
 }
 
 void UdpPort::stash_arrivals() {
-    static thread_local std::vector<uint8_t> buf(kRoom + 65536);
-    char ctl[kRxCtl];
+    // One recvmmsg per kRxBatch datagrams, into the stash's own buffers (the
+    // receive ring's may be delivering the frame whose answer is being sent
+    // now), each datagram then copied into a backlog entry whose buffers
+    // are reused from the entries already delivered: no system call and no
+    // allocation per datagram on a long burst.
+    if (stash_bufs_.empty()) {
+        stash_bufs_.assign(kRxBatch, std::vector<uint8_t>(kRoom + 65536));
+        stash_ctl_.resize(kRxBatch * kRxCtl);
+    }
+    sockaddr_storage srcs[kRxBatch];
+    iovec ivs[kRxBatch];
+    mmsghdr msgs[kRxBatch];
     for (size_t sk = 0; sk < rx_socket_count(); ++sk) {
         const int fd = rx_socket(sk);
         if (fd < 0) continue;
         while (backlog_bytes_ < kBacklogBytes) {
-            Stashed st;
-            iovec iv{buf.data() + kRoom, buf.size() - kRoom};
-            msghdr mh{};
-            mh.msg_name = &st.src;
-            mh.msg_namelen = sizeof st.src;
-            mh.msg_iov = &iv;
-            mh.msg_iovlen = 1;
-            mh.msg_control = ctl;
-            mh.msg_controllen = sizeof ctl;
-            const ssize_t m = recvmsg(fd, &mh, MSG_DONTWAIT);
-            if (m < 0) break;
-            st.sk = sk;
-            st.n = size_t(m);
-            st.buf.assign(buf.data(), buf.data() + kRoom + st.n);
-            st.ctl.assign(ctl, ctl + mh.msg_controllen);
-            backlog_bytes_ += st.buf.size();
-            backlog_.push_back(std::move(st));
+            arm_batch(stash_bufs_, stash_ctl_, srcs, ivs, msgs);
+            const int m = recvmmsg(fd, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
+            if (m <= 0) break;
+            for (int i = 0; i < m; ++i) {
+                Stashed st;
+                if (!stash_spare_.empty()) {
+                    st = std::move(stash_spare_.back());
+                    stash_spare_.pop_back();
+                }
+                const msghdr& mh = msgs[i].msg_hdr;
+                const uint8_t* b = stash_bufs_[size_t(i)].data();
+                st.sk = sk;
+                st.n = msgs[i].msg_len;
+                st.src = srcs[i];
+                st.buf.assign(b, b + kRoom + st.n);
+                const char* c = static_cast<const char*>(mh.msg_control);
+                st.ctl.assign(c, c + mh.msg_controllen);
+                backlog_bytes_ += st.buf.size();
+                backlog_.push_back(std::move(st));
+            }
+            if (m < kRxBatch) break;
         }
+    }
+}
+
+// Points the batch's headers at `bufs` (header room first) and `ctl`.
+void UdpPort::arm_batch(std::vector<std::vector<uint8_t>>& bufs, std::vector<char>& ctl, sockaddr_storage* srcs,
+                        iovec* ivs, mmsghdr* msgs) {
+    for (int i = 0; i < kRxBatch; ++i) {
+        srcs[i] = sockaddr_storage{};
+        ivs[i] = iovec{bufs[size_t(i)].data() + kRoom, bufs[size_t(i)].size() - kRoom};
+        msgs[i] = mmsghdr{};
+        msgs[i].msg_hdr.msg_name = &srcs[i];
+        msgs[i].msg_hdr.msg_namelen = sizeof srcs[i];
+        msgs[i].msg_hdr.msg_iov = &ivs[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_control = ctl.data() + size_t(i) * kRxCtl;
+        msgs[i].msg_hdr.msg_controllen = kRxCtl;
     }
 }
 
@@ -624,6 +661,7 @@ bool UdpPort::receive(PortSink& sink) {
         mh.msg_control = st.ctl.empty() ? nullptr : st.ctl.data();
         mh.msg_controllen = st.ctl.size();
         deliver(st.sk, st.buf.data() + kRoom, st.n, mh, st.src, sink);
+        if (stash_spare_.size() < kStashSpare) stash_spare_.push_back(std::move(st));
         got = true;
     }
     if (!backlog_.empty()) return got;  // the sockets' turn comes after the backlog's
@@ -643,17 +681,7 @@ bool UdpPort::receive(PortSink& sink) {
         const int fd = rx_socket(sk);
         if (fd < 0) continue;
         for (int round = 0; round < 4; ++round) {
-            for (int i = 0; i < kRxBatch; ++i) {
-                srcs[i] = sockaddr_storage{};
-                ivs[i] = iovec{rx_bufs_[size_t(i)].data() + kRoom, rx_bufs_[size_t(i)].size() - kRoom};
-                msgs[i] = mmsghdr{};
-                msgs[i].msg_hdr.msg_name = &srcs[i];
-                msgs[i].msg_hdr.msg_namelen = sizeof srcs[i];
-                msgs[i].msg_hdr.msg_iov = &ivs[i];
-                msgs[i].msg_hdr.msg_iovlen = 1;
-                msgs[i].msg_hdr.msg_control = rx_ctl_.data() + size_t(i) * kRxCtl;
-                msgs[i].msg_hdr.msg_controllen = kRxCtl;
-            }
+            arm_batch(rx_bufs_, rx_ctl_, srcs, ivs, msgs);
             const int m = recvmmsg(fd, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
             if (m <= 0) break;
             got = true;
