@@ -113,53 +113,33 @@ Json DaemonFabric::show() const {
         for (size_t k = 0; k < fabric_->switches(); ++k) {
             const mf::Switch& sw = fabric_->sw(k);
             Json ports = Json::array();
+            // The same fields for a port and for the whole switch, so the two always agree.
+            const auto counters_json = [](const mf::PortPrioCounters& c) {
+                return Json{{"rx_frames", c.rx_frames},           {"tx_frames", c.tx_frames},
+                            {"drops", c.drops},                   {"ecn_marked", c.ecn_marked},
+                            {"pause_sent", c.pause_sent},         {"resume_sent", c.resume_sent},
+                            {"pause_received", c.pause_received}, {"max_depth_bytes", c.max_depth_bytes}};
+            };
             mf::PortPrioCounters tot;
             for (uint32_t p = 0; p < sw.ports(); ++p) {
                 mf::PortPrioCounters c;
-                for (unsigned pr = 0; pr < mf::kPriorities; ++pr) {
-                    const mf::PortPrioCounters& x = sw.counters(p, pr);
-                    c.rx_frames += x.rx_frames;
-                    c.tx_frames += x.tx_frames;
-                    c.drops += x.drops;
-                    c.ecn_marked += x.ecn_marked;
-                    c.pause_sent += x.pause_sent;
-                    c.resume_sent += x.resume_sent;
-                    c.pause_received += x.pause_received;
-                    c.max_depth_bytes = std::max(c.max_depth_bytes, x.max_depth_bytes);
-                }
+                for (unsigned pr = 0; pr < mf::kPriorities; ++pr) c.add(sw.counters(p, pr));
+                tot.add(c);
                 const mf::PortPeer& pp = t.peers[k][p];
-                ports.push_back(Json{{"port", p},
-                                     {"peer", pp.host ? host_name(t, pp.index) : "switch " + std::to_string(pp.index)},
-                                     {"rx_frames", c.rx_frames},
-                                     {"tx_frames", c.tx_frames},
-                                     {"drops", c.drops},
-                                     {"ecn_marked", c.ecn_marked},
-                                     {"pause_sent", c.pause_sent},
-                                     {"resume_sent", c.resume_sent},
-                                     {"pause_received", c.pause_received},
-                                     {"no_route", sw.port_counters(p).no_route},
-                                     {"max_depth_bytes", c.max_depth_bytes}});
-                tot.rx_frames += c.rx_frames;
-                tot.tx_frames += c.tx_frames;
-                tot.drops += c.drops;
-                tot.ecn_marked += c.ecn_marked;
-                tot.pause_sent += c.pause_sent;
-                tot.resume_sent += c.resume_sent;
-                tot.max_depth_bytes = std::max(tot.max_depth_bytes, c.max_depth_bytes);
+                Json pj = counters_json(c);
+                pj["port"] = p;
+                pj["peer"] = pp.host ? host_name(t, pp.index) : "switch " + std::to_string(pp.index);
+                pj["no_route"] = sw.port_counters(p).no_route;
+                ports.push_back(std::move(pj));
             }
             const std::string sname = t.leaves == 0 ? "switch"
                                       : k < t.leaves ? "leaf" + std::to_string(k)
                                                      : "spine" + std::to_string(k - t.leaves);
-            sws.push_back(Json{{"name", sname},
-                               {"rx_frames", tot.rx_frames},
-                               {"tx_frames", tot.tx_frames},
-                               {"drops", tot.drops},
-                               {"ecn_marked", tot.ecn_marked},
-                               {"pause_sent", tot.pause_sent},
-                               {"resume_sent", tot.resume_sent},
-                               {"max_depth_bytes", tot.max_depth_bytes},
-                               {"shared_peak_bytes", sw.shared_peak()},
-                               {"ports", ports}});
+            Json sj = counters_json(tot);
+            sj["name"] = sname;
+            sj["shared_peak_bytes"] = sw.shared_peak();
+            sj["ports"] = std::move(ports);
+            sws.push_back(std::move(sj));
         }
         j["switches"] = sws;
     });

@@ -596,20 +596,20 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
         sp.pauses_sent.assign(sw.ports(), 0);
         sp.drops.assign(sw.ports(), 0);
         sp.marks.assign(sw.ports(), 0);
-        for (uint32_t port = 0; port < sw.ports(); ++port)
-            for (unsigned p = 0; p < fabric::kPriorities; ++p) {
-                const fabric::PortPrioCounters& c = sw.counters(port, p);
-                sp.pauses_sent[port] += c.pause_sent;
-                sp.drops[port] += c.drops;
-                sp.marks[port] += c.ecn_marked;
-                out.switch_drops += c.drops;
-                out.switch_marks += c.ecn_marked;
-                out.switch_pauses += c.pause_sent;
-                out.switch_resumes += c.resume_sent;
-                bool dest = false;
-                for (const auto& fl : flows_) dest |= fabric_->host_at(fl.second) == std::make_pair(uint32_t(k), port);
-                if (dest) out.max_queue_bytes = std::max(out.max_queue_bytes, c.max_depth_bytes);
-            }
+        for (uint32_t port = 0; port < sw.ports(); ++port) {
+            fabric::PortPrioCounters c;
+            for (unsigned p = 0; p < fabric::kPriorities; ++p) c.add(sw.counters(port, p));
+            sp.pauses_sent[port] = c.pause_sent;
+            sp.drops[port] = c.drops;
+            sp.marks[port] = c.ecn_marked;
+            out.switch_drops += c.drops;
+            out.switch_marks += c.ecn_marked;
+            out.switch_pauses += c.pause_sent;
+            out.switch_resumes += c.resume_sent;
+            bool dest = false;
+            for (const auto& fl : flows_) dest |= fabric_->host_at(fl.second) == std::make_pair(uint32_t(k), port);
+            if (dest) out.max_queue_bytes = std::max(out.max_queue_bytes, c.max_depth_bytes);
+        }
         for (uint32_t port = 0; port < sw.ports(); ++port) out.switch_no_route += sw.port_counters(port).no_route;
         out.shared_peak = std::max(out.shared_peak, sw.shared_peak());
         out.switches.push_back(std::move(sp));

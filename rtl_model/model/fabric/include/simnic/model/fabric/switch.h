@@ -62,6 +62,28 @@ struct PortPrioCounters {
     std::uint64_t max_depth_bytes = 0;          // out: the egress queue's deepest
     std::uint64_t max_ingress_bytes = 0;        // in: the most this port and priority held in the buffer
     std::uint64_t max_headroom_bytes = 0;       // in: the most of its PFC headroom it used
+
+    // Folds another queue's counters into these: counts add, peaks take the larger. Used to total a
+    // port over its priorities and a switch over its ports; keeping it beside the fields means a new
+    // counter is totalled everywhere at once.
+    PortPrioCounters& add(const PortPrioCounters& o) {
+        rx_frames += o.rx_frames;
+        rx_bytes += o.rx_bytes;
+        drops += o.drops;
+        tx_frames += o.tx_frames;
+        tx_bytes += o.tx_bytes;
+        tx_drops += o.tx_drops;
+        ecn_marked += o.ecn_marked;
+        pause_sent += o.pause_sent;
+        resume_sent += o.resume_sent;
+        pause_received += o.pause_received;
+        resume_received += o.resume_received;
+        paused_ps += o.paused_ps;
+        max_depth_bytes = o.max_depth_bytes > max_depth_bytes ? o.max_depth_bytes : max_depth_bytes;
+        max_ingress_bytes = o.max_ingress_bytes > max_ingress_bytes ? o.max_ingress_bytes : max_ingress_bytes;
+        max_headroom_bytes = o.max_headroom_bytes > max_headroom_bytes ? o.max_headroom_bytes : max_headroom_bytes;
+        return *this;
+    }
 };
 
 // Counters of one port, whatever the priority.
