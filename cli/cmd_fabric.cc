@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "object_command.h"
 #include "daemon_call.h"
 #include "simnic/model/config.h"
 #include "simnic/model/fabric/topology.h"
@@ -33,10 +34,7 @@ namespace {
 
 using control::Json;
 
-struct FabricArgs {
-    std::vector<std::string> words;
-    bool json = false;
-};
+using FabricArgs = ObjectArgs;
 
 constexpr const char* kAddUsage =
     "usage: simnic fabric add NAME TOPOLOGY.toml [config FILE]\n"
@@ -184,31 +182,13 @@ int fabric_delete(const FabricArgs& a) {
 }  // namespace
 
 Runner add_fabric_command(CLI::App& app) {
-    auto args = std::make_shared<FabricArgs>();
-    auto which = std::make_shared<int>(0);
-    CLI::App* sub = app.add_subcommand(
-        "fabric", "Add, show and delete fabrics: model devices and a switch in one simulated time");
-    sub->require_subcommand(1);
-    CLI::App* add = sub->add_subcommand("add", "Add a fabric: NAME TOPOLOGY.toml [config FILE]; a device NAME_HOST per host");
-    add->footer(kAddUsage);
-    add->add_option("words", args->words, "NAME, TOPOLOGY and config FILE")->required();
-    add->callback([which] { *which = 1; });
-    CLI::App* show = sub->add_subcommand("show", "Show fabrics: hosts, devices, switch counters: [NAME]");
-    show->add_option("words", args->words, "fabric name");
-    show->add_flag("-j,--json", args->json, "JSON output");
-    show->callback([which] { *which = 2; });
-    CLI::App* del = sub->add_subcommand("delete", "Delete a fabric and its devices: NAME");
-    del->alias("del");
-    del->add_option("words", args->words, "fabric name")->required();
-    del->callback([which] { *which = 3; });
-    return [args, which] {
-        switch (*which) {
-            case 1: return fabric_add(*args);
-            case 2: return fabric_show(*args);
-            case 3: return fabric_delete(*args);
-        }
-        return 2;
-    };
+    return add_object_command(
+        app,
+        {"fabric", "Add, show and delete fabrics: model devices and a switch in one simulated time",
+         "Add a fabric: NAME TOPOLOGY.toml [config FILE]; a device NAME_HOST per host", kAddUsage,
+         "NAME, TOPOLOGY and config FILE", "Show fabrics: hosts, devices, switch counters: [NAME]", "fabric name",
+         "Delete a fabric and its devices: NAME", "fabric name"},
+        {fabric_add, fabric_show, fabric_delete});
 }
 
 }  // namespace simnic::cli

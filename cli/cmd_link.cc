@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "object_command.h"
 #include "daemon_call.h"
 #include "simnic/control/persisted.h"
 #include "simnic/control/runtime.h"
@@ -36,10 +37,7 @@ namespace {
 
 using control::Json;
 
-struct LinkArgs {
-    std::vector<std::string> words;  // NAME and keyword/value pairs
-    bool json = false;
-};
+using LinkArgs = ObjectArgs;  // NAME and keyword/value pairs
 
 constexpr const char* kAddUsage =
     "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE] [loopback on|off] [persist]\n"
@@ -248,31 +246,13 @@ int link_delete(const LinkArgs& a) {
 }  // namespace
 
 Runner add_link_command(CLI::App& app) {
-    auto args = std::make_shared<LinkArgs>();
-    auto which = std::make_shared<int>(0);
-    CLI::App* sub = app.add_subcommand("link", "Add, show and delete simnic devices (like `rdma link`)");
-    sub->require_subcommand(1);
-    CLI::App* add = sub->add_subcommand(
-        "add", "Add a device: NAME type soft|model netdev IFACE | wire HOST:PORT addr A.B.C.D/N [...]");
-    add->footer(kAddUsage);
-    add->add_option("words", args->words, "NAME and keyword/value pairs")->required();
-    add->callback([which] { *which = 1; });
-    CLI::App* show = sub->add_subcommand("show", "Show devices: [NAME]");
-    show->add_option("words", args->words, "device name");
-    show->add_flag("-j,--json", args->json, "JSON output");
-    show->callback([which] { *which = 2; });
-    CLI::App* del = sub->add_subcommand("delete", "Delete a device: NAME");
-    del->alias("del");
-    del->add_option("words", args->words, "device name")->required();
-    del->callback([which] { *which = 3; });
-    return [args, which] {
-        switch (*which) {
-            case 1: return link_add(*args);
-            case 2: return link_show(*args);
-            case 3: return link_delete(*args);
-        }
-        return 2;
-    };
+    return add_object_command(
+        app,
+        {"link", "Add, show and delete simnic devices (like `rdma link`)",
+         "Add a device: NAME type soft|model netdev IFACE | wire HOST:PORT addr A.B.C.D/N [...]", kAddUsage,
+         "NAME and keyword/value pairs", "Show devices: [NAME]", "device name", "Delete a device: NAME",
+         "device name"},
+        {link_add, link_show, link_delete});
 }
 
 Runner add_daemon_command(CLI::App& app) {
