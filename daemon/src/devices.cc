@@ -242,34 +242,21 @@ std::vector<const Device*> DeviceTable::all() const {
 }
 
 Json DeviceTable::link_json(const Device& d) {
+    Json j;
+    // A fabric's or a wire's port has no carrier to lose: it is up while the device exists. A
+    // netdev's follows the netdev's carrier, as rxe's does.
+    bool active = true;
     if (d.fabric.on()) {
-        // The fabric's link has no carrier to lose: up while the device is.
-        Json j;
-        j["ifname"] = d.name;
-        j["port"] = 1;
-        j["state"] = "ACTIVE";
-        j["physical_state"] = "LINK_UP";
         j["fabric"] = d.fabric.fabric;
         j["host"] = d.fabric.host_name;
-        j["type"] = type_name(d.type);
         j["mac"] = mac_string(d.fabric.mac);
         const uint32_t n4 = htonl(d.fabric.ipv4);
         const roce::Ipv6Addr ll = roce::ipv6_link_local(d.fabric.mac);
         j["addr"] = Json::array({addr_string(reinterpret_cast<const uint8_t*>(&n4), false),
                                  addr_string(ll.data(), true) + "/64"});
         j["mtu"] = kFabricMtu;
-        if (!d.config_path.empty()) j["config"] = d.config_path;
-        return j;
-    }
-    if (d.wire.on()) {
-        // A wire has no carrier: the port is up while the device exists.
-        Json j;
-        j["ifname"] = d.name;
-        j["port"] = 1;
-        j["state"] = "ACTIVE";
-        j["physical_state"] = "LINK_UP";
+    } else if (d.wire.on()) {
         j["wire"] = d.wire.endpoint;
-        j["type"] = type_name(d.type);
         j["mac"] = mac_string(d.wire.mac);
         const uint32_t n4 = htonl(d.wire.ipv4);
         Json addrs = Json::array();
@@ -283,24 +270,20 @@ Json DeviceTable::link_json(const Device& d) {
             if (!std::equal(a.begin(), a.end(), ll.begin())) addrs.push_back(addr_string(a.data(), true) + "/" + std::to_string(len));
         j["addr"] = addrs;
         j["mtu"] = d.wire.mtu;
-        if (!d.pcap.empty()) j["pcap"] = d.pcap;
         j["loopback"] = "on";
-        if (!d.config_path.empty()) j["config"] = d.config_path;
-        return j;
+    } else {
+        const NetdevState n = query_netdev(d.netdev);
+        active = n.exists && n.up && n.running;
+        j["netdev"] = d.netdev;
+        j["netdev_mtu"] = n.mtu;
+        if (d.loopback) j["loopback"] = "on";
     }
-    const NetdevState n = query_netdev(d.netdev);
-    // As rxe: the port follows the netdev's carrier.
-    const bool active = n.exists && n.up && n.running;
-    Json j;
     j["ifname"] = d.name;
     j["port"] = 1;
     j["state"] = active ? "ACTIVE" : "DOWN";
     j["physical_state"] = active ? "LINK_UP" : "DISABLED";
-    j["netdev"] = d.netdev;
     j["type"] = type_name(d.type);
-    j["netdev_mtu"] = n.mtu;
     if (!d.pcap.empty()) j["pcap"] = d.pcap;
-    if (d.loopback) j["loopback"] = "on";
     if (!d.config_path.empty()) j["config"] = d.config_path;
     return j;
 }
