@@ -92,7 +92,6 @@ SoftEngine::Impl::CqeWrite SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::C
         post_event(uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id)), hw::EventType::CqErr, cqn);
         return CqeWrite::Overrun;
     }
-    drop_read_ahead();
     wc_flush();  // the data a CQE completes is in memory before the CQE
     hw::Cqe v;
     v.wr_id = c.wr_id;

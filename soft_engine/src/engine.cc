@@ -175,6 +175,7 @@ void SoftEngine::remove_context(uint16_t ctx_id) {
     std::lock_guard<std::recursive_mutex> lk(m.mu);
     --m.fence_waiters;
     m.wc_flush();
+    m.drop_read_ahead();
     auto it = m.ctxs.find(ctx_id);
     if (it == m.ctxs.end()) return;
     epoll_ctl(m.epfd, EPOLL_CTL_DEL, it->second.engine_fd, nullptr);
@@ -224,6 +225,7 @@ void SoftEngine::fence(hw::Table, uint32_t) {
     impl_->mu.lock();
     --impl_->fence_waiters;
     impl_->wc_flush();  // the firmware may be about to unmap what it covers
+    impl_->drop_read_ahead();  // or to reuse the key the copy was read under
 }
 
 void SoftEngine::unfence(hw::Table t, uint32_t index) {
@@ -261,6 +263,7 @@ void SoftEngine::qp_destroying(uint32_t qpn) {
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
     impl_->drain_fifos();  // as cq_destroying
     impl_->wc_flush();
+    impl_->drop_read_ahead();
     if (impl_->pipe) {
         impl_->pipe->qp_reset(qpn);
         impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Sq), qpn);

@@ -168,7 +168,8 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     tp::MemStatus check(tp::KeyKind kind, uint32_t key, uint64_t addr, uint64_t len, uint32_t access) override;
     tp::MemStatus check_whole_mr(tp::KeyKind kind, uint32_t key, uint64_t addr, uint32_t access) override;
     tp::MemStatus read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) override;
-    tp::MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left) override;
+    tp::MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left,
+                         uint64_t wqe_seq) override;
     tp::MemStatus write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                         uint32_t access) override;
     tp::MemStatus atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_t swap_add, uint64_t compare,
@@ -285,7 +286,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // `gather_left`: for a requester's gather, the bytes of its SGE left
     // from `va` (the most read-ahead may fetch); 0 for every other access.
     tp::MemStatus mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf, size_t len,
-                         uint32_t access, bool wr, uint64_t gather_left = 0);
+                         uint32_t access, bool wr, uint64_t gather_left = 0, uint64_t wqe_seq = 0);
     std::vector<iovec> iov;  // mem_io's translation
     // Read-ahead of a requester's gather (see host_memory.cc).
     static constexpr size_t kReadAhead = 64 * 1024;
@@ -296,10 +297,16 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         uint64_t va = 0;
         size_t len = 0;
         std::vector<uint8_t> buf;
+        pid_t pid = 0;  // whose memory ra_iov is
+        uint32_t qpn = 0;
+        uint64_t wqe_seq = 0;  // the WQE it was read for (gather's)
     } ra;
-    std::vector<iovec> ra_iov;
+    std::vector<iovec> ra_iov;  // the host ranges the copy was read from
     void drop_read_ahead() { ra.valid = false; }
-    bool read_ahead(const EngineQp& q, uint32_t key, uint64_t va, void* dst, size_t len, uint64_t room);
+    // Drops the copy if a write of `pid`'s ranges `w` lands on bytes it holds.
+    void write_hits_read_ahead(pid_t pid, const std::vector<iovec>& w);
+    bool read_ahead(const EngineQp& q, uint32_t key, uint64_t va, void* dst, size_t len, uint64_t room,
+                    uint64_t wqe_seq);
     // Write combining (see host_memory.cc).
     static constexpr size_t kCombineMax = 256 * 1024;
     struct WriteCombine {

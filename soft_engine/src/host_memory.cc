@@ -53,17 +53,27 @@ bool SoftEngine::Impl::domain_pid(uint32_t dom, pid_t& pid) {
 // message reads up to kReadAhead bytes of the SGE in one process_vm_readv
 // and the following packets copy from it. Hardware may fetch a posted
 // WQE's data at any time before it completes, and the application may
-// change the buffer only after a completion the engine writes; the copy
-// is dropped on every CQE, every write to host memory and whenever the
-// engine's lock is released, so it never outlives that window. It never
+// change the buffer only after that WQE's completion: the copy serves the
+// one WQE it was read for (QP and send-queue sequence) and no other, so a
+// later WQE on a refilled buffer reads afresh. It is also dropped on every
+// write the device makes to the bytes it holds, and on every firmware
+// command and context or QP teardown (before an MR, its key or its QP
+// number can be reused). It is kept across the engine's passes and across
+// the completions of earlier WQEs: the requester's window (rxe's 128
+// unacked PSNs) lets the first packet of a message out in one pass and the
+// rest after the next ACK, whose completion came first, and dropping the
+// copy there made every message read most of its gather twice
+// (ib_write_bw -s 65536 on one device: a 64 KiB then a 60 KiB
+// process_vm_readv per message). It never
 // reaches past the SGE (`room` is bounded by it): the bytes after it may
 // be the buffer of a WQE not yet posted, which the application is still
 // filling. (Reading to the end of the MR instead sent stale bytes: UCX
 // fills its bounce buffers, consecutive in one MR, while earlier ones are
 // on the wire, and a later WQE of the same pass took the stale copy.)
 bool SoftEngine::Impl::read_ahead(const EngineQp& q, uint32_t key, uint64_t va, void* dst, size_t len,
-                                  uint64_t room) {
-    if (ra.valid && ra.ctx == q.ctx && ra.key == key && va >= ra.va && va - ra.va + len <= ra.len) {
+                                  uint64_t room, uint64_t wqe_seq) {
+    if (ra.valid && ra.ctx == q.ctx && ra.qpn == q.qpn && ra.wqe_seq == wqe_seq && ra.key == key && va >= ra.va &&
+        va - ra.va + len <= ra.len) {
         std::memcpy(dst, ra.buf.data() + (va - ra.va), len);
         return true;
     }
@@ -78,9 +88,22 @@ bool SoftEngine::Impl::read_ahead(const EngineQp& q, uint32_t key, uint64_t va, 
     if (translate(q, tp::KeyKind::Lkey, key, va, ahead, 0, &pid, &ra_iov, true) != tp::MemStatus::Ok) return false;
     ra.buf.resize(kReadAhead);
     if (!dma(pid, false, ra_iov.data(), ra_iov.size(), ra.buf.data(), ahead)) return false;
-    ra = ReadAhead{true, q.ctx, key, va, ahead, std::move(ra.buf)};
+    ra = ReadAhead{true, q.ctx, key, va, ahead, std::move(ra.buf), pid, q.qpn, wqe_seq};
     std::memcpy(dst, ra.buf.data(), len);
     return true;
+}
+
+void SoftEngine::Impl::write_hits_read_ahead(pid_t pid, const std::vector<iovec>& w) {
+    if (!ra.valid) return;
+    // Another process's memory may share pages with the copy's (a shared
+    // mapping at another address): only a write to the same process is
+    // known not to touch it when its ranges are apart.
+    if (pid != ra.pid) return drop_read_ahead();
+    for (const iovec& a : w)
+        for (const iovec& b : ra_iov) {
+            const auto a0 = reinterpret_cast<uintptr_t>(a.iov_base), b0 = reinterpret_cast<uintptr_t>(b.iov_base);
+            if (a0 < b0 + b.iov_len && b0 < a0 + a.iov_len) return drop_read_ahead();
+        }
 }
 
 // Write combining (soft device): the packets of one message land at
@@ -119,7 +142,8 @@ bool SoftEngine::Impl::wc_add(const EngineQp& q, pid_t pid, const iovec& dst, co
 }
 
 tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf,
-                                       size_t len, uint32_t access, bool wr, uint64_t gather_left) {
+                                       size_t len, uint32_t access, bool wr, uint64_t gather_left,
+                                       uint64_t wqe_seq) {
     pid_t pid = 0;
     uint64_t room = 0;
     bool on_demand = false;
@@ -131,13 +155,13 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
     // packet is acknowledged (a remote access error, as ODP hardware and
     // rxe_odp answer), not later at the flush.
     if (wr) {
-        drop_read_ahead();
+        write_hits_read_ahead(pid, iov);
         if (!pipe && !on_demand && access != hw::access::kRemoteAtomic && iov.size() == 1 && len <= kCombineMax &&
             wc_add(q, pid, iov[0], buf, len))
             return tp::MemStatus::Ok;
     }
     wc_flush();  // a read (or an uncombined write) sees every earlier write
-    if (!wr && !pipe && gather_left >= len && read_ahead(q, key, va, buf, len, std::min(room, gather_left)))
+    if (!wr && !pipe && gather_left >= len && read_ahead(q, key, va, buf, len, std::min(room, gather_left), wqe_seq))
         return tp::MemStatus::Ok;
     if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
         note_dma_failure(q.ctx);
@@ -167,8 +191,9 @@ void SoftEngine::Impl::note_dma_failure(uint16_t ctx) {
 tp::MemStatus EngineQp::read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) {
     return eng.mem_io(*this, kind, key, addr, dst, len, access, false);
 }
-tp::MemStatus EngineQp::gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left) {
-    return eng.mem_io(*this, tp::KeyKind::Lkey, lkey, addr, dst, len, 0, false, sge_left);
+tp::MemStatus EngineQp::gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left,
+                              uint64_t wqe_seq) {
+    return eng.mem_io(*this, tp::KeyKind::Lkey, lkey, addr, dst, len, 0, false, sge_left, wqe_seq);
 }
 tp::MemStatus EngineQp::write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                               uint32_t access) {

@@ -49,7 +49,9 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
 }
 
 void SoftEngine::Impl::end_batch() {
-    drop_read_ahead();
+    // The read-ahead copy is kept: its WQE has not completed (a CQE drops
+    // it), so the application may not change those bytes yet, and the
+    // firmware's commands drop it (fence) before anything is unmapped.
     wc_flush();
     tx_flush();
     wake_cq_waiters();

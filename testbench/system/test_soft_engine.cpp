@@ -390,6 +390,37 @@ TEST_CASE("a SEND carries its buffer as it was when posted, not as the engine re
     CHECK(bad == 0);
 }
 
+// The other edge of the read-ahead: what the engine fetched for one WQE
+// serves that WQE only. Here every message goes from the same buffer, which
+// the application refills once the previous message has completed; the
+// copy of the previous message's bytes, still held by the engine, must not
+// be sent for the next (it was, when the copy was kept across completions
+// and named only by key and address).
+TEST_CASE("a buffer refilled after its completion is sent as refilled, not from the copy read ahead for the last WQE",
+          "[soft_engine]") {
+    Rig r;
+    constexpr uint32_t kMsg = 16384, kDst = 128 * 1024;
+    for (int i = 0; i < 200; ++i) {
+        const auto pattern = uint8_t(i * 53 + 7);
+        fill(r.ptr(0), kMsg, pattern);
+        const bool send = i % 2 == 1;
+        if (send) {
+            r.post_recv(r.b, uint64_t(i), r.va(kDst), kMsg);
+            r.post_send(r.a, {hw::WrOpcode::Send, uint64_t(i), r.va(0), kMsg});
+        } else {
+            r.post_send(r.a, {hw::WrOpcode::RdmaWrite, uint64_t(i), r.va(0), kMsg, r.va(kDst), r.rkey});
+        }
+        Rig::Cqe c = r.poll(r.a.cq);
+        REQUIRE(c.status == 0);
+        REQUIRE(c.wr_id == uint64_t(i));
+        if (send) REQUIRE(r.poll(r.b.cq).status == 0);
+        std::vector<uint8_t> want(kMsg);
+        fill(want.data(), kMsg, pattern);
+        INFO("message " << i << (send ? " (SEND)" : " (WRITE)"));
+        REQUIRE(std::memcmp(r.ptr(kDst), want.data(), kMsg) == 0);
+    }
+}
+
 TEST_CASE("a bad rkey gives a remote access error and touches nothing", "[soft_engine]") {
     Rig r;
     // Canaries just outside the MR on both sides.

@@ -250,7 +250,7 @@ void Requester::send_packet(SqEntry& e) {
                 const uint64_t in = off + got - pos;
                 const size_t take = static_cast<size_t>(std::min<uint64_t>(s.length - in, n - got));
                 if (qp.env.mem->gather(s.lkey, s.addr + in, payload_.data() + got, take,
-                                       s.length - in) != MemStatus::Ok) {
+                                       s.length - in, qp.req.next_seq) != MemStatus::Ok) {
                     // rxe: a bad local SGE completes the WQE with a local
                     // protection error and the QP goes to ERR.
                     e.state = WqeState::Error;

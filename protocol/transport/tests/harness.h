@@ -142,7 +142,7 @@ public:
         uint64_t sge_left;
     };
     std::vector<Gather> gathers;
-    MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left) override {
+    MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left, uint64_t) override {
         gathers.push_back({addr, len, sge_left});
         return read(KeyKind::Lkey, lkey, addr, dst, len, 0);
     }

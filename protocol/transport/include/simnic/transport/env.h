@@ -59,8 +59,14 @@ public:
     // them wanted now). Only those belong to the WQE: the application may
     // rewrite the bytes past them (another WQE's buffer, not yet posted) at
     // any time, so a port that fetches ahead fetches no further than that.
-    virtual MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left) {
+    // `wqe_seq` names the WQE in its send queue (SqQueue's free-running
+    // sequence): what was fetched ahead serves that WQE only, since once an
+    // earlier one completes the application may refill the same buffer for
+    // a later one.
+    virtual MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left,
+                             uint64_t wqe_seq) {
         (void)sge_left;
+        (void)wqe_seq;
         return read(KeyKind::Lkey, lkey, addr, dst, len, 0);
     }
     // A 64-bit atomic on [addr, addr + 8) under an rkey with REMOTE_ATOMIC. The
