@@ -38,7 +38,11 @@ bool SoftEngine::Impl::gsi_send(const std::array<uint8_t, 16>& sgid, const std::
     if (v4 != std::equal(kMapped, kMapped + 12, dgid.begin())) return false;
     std::lock_guard<std::recursive_mutex> lk(mu);
     roce::Packet p;
+    // The port's MAC as the firmware has it now (BAR0's port block, written
+    // after the engine was built): a fabric's switch sees the host's own.
     std::copy(port_mac, port_mac + 6, p.eth.src.begin());
+    if (cfg.bar)
+        hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, p.eth.src.data(), 6);
     std::copy(dmac.begin(), dmac.end(), p.eth.dst.begin());
     if (v4) {
         p.ip_version = roce::IpVersion::V4;

@@ -270,7 +270,7 @@ rdmacm)
   # REQ, REP, RTU of both connections, DREQ and DREP of at least one.
   sim fabric delete $FAB || fail "fabric delete"
   "$SIMNIC" pcap --strict "$cap" >"$work/pcap.out" 2>&1 || fail "simnic pcap --strict: $(tail -5 "$work/pcap.out")"
-  mads="infiniband.bth.opcode == 100 && infiniband.bth.destqp == 1 && infiniband.deth.qkey == 0x80010000"
+  mads="infiniband.bth.opcode == 100 && infiniband.bth.destqp == 1 && infiniband.deth.q_key == 0x80010000"
   for a in 0x0010:REQ:4 0x0013:REP:4 0x0014:RTU:4 0x0015:DREQ:2 0x0016:DREP:2; do
     IFS=: read -r id what least <<<"$a"
     n=$(frames "$mads && infiniband.mad.attributeid == $id")
