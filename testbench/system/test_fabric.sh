@@ -6,12 +6,14 @@
 #   test_fabric.sh CASE SIMNIC LIBSIMNIC_VERBS TOPOLOGY
 #
 #   cli       bad topology refused with FILE:LINE:COLUMN, duplicate refused,
+#             bad keywords and a capture that cannot be created refused,
 #             the devices listed by link show, ibv_devices and fabric show,
 #             passed by simnic doctor,
 #             not deletable one by one, gone with the fabric
 #   pingpong  ibv_rc_pingpong between two hosts: its frames cross the switch
-#             (the switch's and the hosts' frame counters); again with
-#             completion events (-e)
+#             (the switch's and the hosts' frame counters), h1's waveform
+#             recorded meanwhile (simnic trace); again with completion
+#             events (-e)
 #   incast    two ib_write_bw senders into one receiver (the topology's 2:1
 #             incast) with DCQCN on: both complete, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them; then
@@ -21,7 +23,8 @@
 #   rdmacm    rping (with its data checked) and ib_write_bw -R between two
 #             hosts: the CM's MADs on QP1 cross the switch as RoCE v2 UD
 #             frames (the fabric's capture: valid ICRCs, REQ, REP, RTU, DREQ,
-#             DREP each sent and delivered); without a source address the
+#             DREP each sent and delivered; the client's MADs through its
+#             pipeline's qp1_to_tx_build); without a source address the
 #             fabric's first other host connects
 #   pcap      a smaller incast with DCQCN, captured (fabric add ... pcap):
 #             tshark finds the RoCE frames, as many CE-marked frames as the
@@ -84,6 +87,17 @@ cli)
   grep -Eq "bad\.toml:2:13: link\.rate_gbps: " "$work/bad.out" || fail "no FILE:LINE:COLUMN for the bad rate: $(cat "$work/bad.out")"
   grep -Eq "bad\.toml:5:7: host\[0\]\.mac: .*multicast" "$work/bad.out" || fail "no FILE:LINE:COLUMN for the multicast MAC: $(cat "$work/bad.out")"
   sim link show | grep -q "$FAB" && fail "a refused fabric left devices"
+  # Keywords: config and pcap, once each; a capture the daemon cannot create.
+  if sim fabric add $FAB "$TOPO" pcap a.pcap pcap b.pcap >"$work/kw.out" 2>&1; then fail "pcap twice was accepted"; fi
+  grep -q "usage: simnic fabric add NAME TOPOLOGY.toml \[config FILE\] \[pcap FILE\]" "$work/kw.out" ||
+    fail "pcap twice: $(cat "$work/kw.out")"
+  if sim fabric add $FAB "$TOPO" capture x.pcap >"$work/kw.out" 2>&1; then fail "an unknown keyword was accepted"; fi
+  grep -q "unknown keyword 'capture' (config, pcap)" "$work/kw.out" || fail "unknown keyword: $(cat "$work/kw.out")"
+  if sim fabric add $FAB "$TOPO" pcap "$work/no/such/dir/x.pcap" >"$work/kw.out" 2>&1; then
+    fail "a capture in a missing directory was accepted"
+  fi
+  grep -q "pcap $work/no/such/dir/x.pcap: " "$work/kw.out" || fail "unwritable capture: $(cat "$work/kw.out")"
+  sim link show | grep -q "$FAB" && fail "a refused fabric left devices"
 
   sim fabric add $FAB "$TOPO" >"$work/add.out" 2>&1 || fail "fabric add: $(cat "$work/add.out")"
   grep -q "fabric $FAB: ${FAB}_h0 ${FAB}_h1 ${FAB}_h2" "$work/add.out" || fail "fabric add did not name its devices: $(cat "$work/add.out")"
@@ -122,6 +136,8 @@ cli)
 pingpong)
   sim fabric add $FAB "$TOPO" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
   PORT=$(free_port)
+  # simnic trace on a fabric's device: h1's blocks, in the fabric's time.
+  sim trace ${FAB}_h1 vcd "$SIMNIC_RUNTIME_DIR/h1.vcd" --cycles 2000000 >/dev/null || fail "simnic trace on ${FAB}_h1"
   app timeout 60 ibv_rc_pingpong -d ${FAB}_h1 -g 1 -p "$PORT" -n 200 >"$work/server.out" 2>&1 &
   server_pid=$!
   wait_listen "$PORT" "$server_pid"
@@ -131,6 +147,13 @@ pingpong)
   server_pid=
   grep -q "200 iters in" "$work/client.out" || fail "client report: $(cat "$work/client.out")"
   grep -q "remote address: .*GID ::ffff:10.0.0.11" "$work/client.out" || fail "the client's peer is not h1's address"
+  sim trace ${FAB}_h1 stop >/dev/null || fail "simnic trace stop"
+  vcd=$SIMNIC_RUNTIME_DIR/h1.vcd
+  grep -q '^\$enddefinitions' "$vcd" || fail "the fabric device's VCD has no definitions"
+  grep -q 'mac_rx_to_parser' "$vcd" || fail "the fabric device's VCD lacks the parser's input channel"
+  changes=$(grep -c '^#' "$vcd")
+  echo "trace: $changes time steps in h1's waveform"
+  [ "$changes" -gt 100 ] || fail "the fabric device's VCD has only $changes time steps"
   # Every message crossed the switch both ways: 200 SENDs each way (2 KiB:
   # one packet each, MTU 4096) and their ACKs, in at h1's and h2's ports.
   rx1=$(show_num '.switches[0].ports[1].rx_frames') rx2=$(show_num '.switches[0].ports[2].rx_frames')
@@ -241,6 +264,10 @@ rdmacm)
   [ "$(grep '^server ping data: ' "$work/server.out")" == "$(rping_data 10 'server ping data: ')" ] ||
     fail "the server's ping lines differ from rping's data: $(cat "$work/server.out")"
   grep -q "server DISCONNECT EVENT" "$work/server.out" || fail "the rping server saw no DISCONNECTED"
+  # The client's MADs went through its pipeline: REQ, RTU, and DREQ or DREP.
+  mads=$(sim stats ${FAB}_h2 | awk '$1 == "chan.qp1_to_tx_build.transfers" { print $2 }')
+  echo "rping: ${mads:-no} MADs through h2's TX build"
+  [ "${mads:-0}" -ge 3 ] || fail "h2's qp1_to_tx_build carried ${mads:-no} MADs, expected >= 3"
   # Everything, the MADs with it, crossed between h1's and h2's ports.
   rx1=$(show_num '.switches[0].ports[1].rx_frames') rx2=$(show_num '.switches[0].ports[2].rx_frames')
   echo "rping: the switch took $rx1 frames from h1, $rx2 from h2"
@@ -252,7 +279,7 @@ rdmacm)
   PORT=$(free_port)
   app timeout 60 ib_write_bw -R -d ${FAB}_h1 -F -s 65536 -n 100 -p "$PORT" >"$work/bw_server.out" 2>&1 &
   server_pid=$!
-  wait_listen "$PORT" "$server_pid"
+  wait_cm_listen "$PORT" "$server_pid" || fail "ib_write_bw -R's server does not listen: $(cat "$work/bw_server.out")"
   app timeout 60 ib_write_bw -R -d ${FAB}_h0 -F -s 65536 -n 100 -p "$PORT" 10.0.0.11 >"$work/bw_client.out" 2>&1 ||
     fail "ib_write_bw -R client: $(cat "$work/bw_client.out")"
   wait "$server_pid" || fail "ib_write_bw -R server: $(cat "$work/bw_server.out")"
