@@ -261,8 +261,8 @@ struct Nic {
     // Every channel, in the order work flows.
     template <typename F>
     void each_chan(F&& f) {
-        f(db_in); f(wqe_to_req); f(req_to_txb); f(rxt_to_txb); f(qp1_to_txb); f(txb_to_mac); f(wire_in); f(mac_to_parser);
-        f(parser_to_icrc); f(rx_in); f(timer_in); f(cq_in); f(eq_in); f(fw_in); f(cqe_visible);
+        f(db_in); f(wqe_to_req); f(req_to_txb); f(rxt_to_txb); f(qp1_to_txb); f(txb_to_mac); f(wire_in);
+        f(mac_to_parser); f(parser_to_icrc); f(rx_in); f(timer_in); f(cq_in); f(eq_in); f(fw_in); f(cqe_visible);
     }
 
     // Per-block counters, in the order stats() lists them.

@@ -4,9 +4,9 @@
 // READ responses) first, since they are short and the peer's requester is
 // waiting on them, then QP1's MADs (a fabric's device: Pipeline::tx_frame;
 // few, and a connection waits on each), then the requester's request
-// packets. A frame cannot
-// start before its payload is in the device (FrameTok::ready_ps, set by the
-// DMA reads that fetch it): that wait is this block's stall.
+// packets. A frame cannot start before its payload is in the device
+// (FrameTok::ready_ps, set by the DMA reads that fetch it): that wait is
+// this block's stall.
 //
 // Why it costs what it costs: the frame streams through the datapath at one
 // beat (mac.width_bytes) per cycle, so it occupies the block for
@@ -25,8 +25,9 @@
 // (a difference counted and dumped, and the RTL's header sent), and its own
 // cycles replace the header's beats and tx_build.latency_cycles.
 //
-// In: Nic::rxt_to_txb, Nic::qp1_to_txb, Nic::req_to_txb. Out: Nic::txb_to_mac. Counters:
-// Nic::kTxBuild, Nic::icrc_rtl_mismatch, Nic::tx_build_rtl_mismatch.
+// In: Nic::rxt_to_txb, Nic::qp1_to_txb, Nic::req_to_txb. Out:
+// Nic::txb_to_mac. Counters: Nic::kTxBuild, Nic::icrc_rtl_mismatch,
+// Nic::tx_build_rtl_mismatch.
 #pragma once
 
 #include "nic.h"
