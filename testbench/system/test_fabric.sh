@@ -26,6 +26,7 @@
 #             DREP each sent and delivered; the client's MADs through its
 #             pipeline's qp1_to_tx_build); without a source address the
 #             fabric's first other host connects
+#   ucx       UCX's io_demo between two hosts, connected through rdma_cm
 #   pcap      a smaller incast with DCQCN, captured (fabric add ... pcap):
 #             tshark finds the RoCE frames, as many CE-marked frames as the
 #             switch marked, ECT(0) as sent, and every CNP (opcode 0x81)
@@ -307,6 +308,29 @@ rdmacm)
   # The first REQ left h2 for h1 (rping), in both copies.
   [ "$(frames "$mads && infiniband.mad.attributeid == 0x0010 && eth.src == 02:00:00:00:00:12 && eth.dst == 02:00:00:00:00:11 && ip.dst == 10.0.0.11")" -ge 2 ] ||
     fail "no REQ from h2 to h1 in the capture"
+  ;;
+ucx)
+  # UCX's io_demo (ucx-utils) connects through rdma_cm (its sockaddr
+  # connection manager), then writes over rc_verbs. io_demo binds no source
+  # address: 10.0.0.11 is reached from h0, the device its client must use.
+  command -v io_demo >/dev/null || { fail "io_demo not installed (apt-get install ucx-utils)"; sys_finish fabric.$CASE; }
+  sim fabric add $FAB "$TOPO" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
+  PORT=$(free_port)
+  export UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_TLS=rc_verbs,ud_verbs,self UCX_UD_VERBS_ETH_DGID_CHECK=n
+  UCX_NET_DEVICES=${FAB}_h1:1 app timeout 90 io_demo -p "$PORT" -d 1024 -i 10 >"$work/ucx_server.out" 2>&1 &
+  server_pid=$!
+  wait_cm_listen "$PORT" "$server_pid" || fail "io_demo's server does not listen: $(tail -5 "$work/ucx_server.out")"
+  UCX_NET_DEVICES=${FAB}_h0:1 app timeout 60 io_demo -p "$PORT" -d 1024 -i 10 10.0.0.11 >"$work/ucx_client.out" 2>&1 ||
+    fail "io_demo's client: $(tail -5 "$work/ucx_client.out")"
+  kill "$server_pid" 2>/dev/null
+  wait "$server_pid" 2>/dev/null
+  server_pid=
+  grep -q "Connected to server \[0\] 10.0.0.11" "$work/ucx_client.out" || fail "io_demo did not connect: $(tail -5 "$work/ucx_client.out")"
+  grep -q "Client exit with status 'OK'" "$work/ucx_client.out" || fail "io_demo's client: $(tail -5 "$work/ucx_client.out")"
+  rx0=$(show_num '.switches[0].ports[0].rx_frames') rx1=$(show_num '.switches[0].ports[1].rx_frames')
+  echo "io_demo: the switch took $rx0 frames from h0, $rx1 from h1"
+  [ "$rx0" -gt 0 ] && [ "$rx1" -gt 0 ] || fail "io_demo's frames did not cross the switch ($rx0, $rx1)"
+  [ "$(show_num '.switches[0].ports[2].rx_frames')" -eq 0 ] || fail "the idle h2 sent frames"
   ;;
 pcap)
   printf '[congestion]\nenable = 1\n' >"$work/cc.toml"
