@@ -2,7 +2,7 @@
 // one simulated time, in the daemon, for real applications (docs/model.md,
 // "The fabric", "Real applications on a fabric"):
 //
-//   simnic fabric add fab0 docs/examples/fabric/incast2.toml [config FILE]
+//   simnic fabric add fab0 docs/examples/fabric/incast2.toml [config FILE] [pcap FILE]
 //   simnic fabric show [fab0] [-j]
 //   simnic fabric delete fab0
 //
@@ -37,11 +37,14 @@ using control::Json;
 using FabricArgs = ObjectArgs;
 
 constexpr const char* kAddUsage =
-    "usage: simnic fabric add NAME TOPOLOGY.toml [config FILE]\n"
+    "usage: simnic fabric add NAME TOPOLOGY.toml [config FILE] [pcap FILE]\n"
     "  TOPOLOGY: hosts, links and switch settings (docs/examples/fabric/*.toml); each host becomes a\n"
     "            model device NAME_HOST with the host's MAC and IPv4 address\n"
     "  config: every device's model configuration (docs/model-config.toml; [congestion] enable = 1\n"
-    "          turns DCQCN on)\n";
+    "          turns DCQCN on)\n"
+    "  pcap:   capture every host's link: each frame as it leaves its sender and as it reaches its\n"
+    "          receiver (CE marks, CNPs, PFC frames), stamped with the simulated time; complete when\n"
+    "          the fabric is deleted (fabric show flushes it)\n";
 
 std::string absolute(const std::string& p) {
     char buf[4096];
@@ -58,7 +61,17 @@ bool read_file(const std::string& path, std::string& text) {
 }
 
 int fabric_add(const FabricArgs& a) {
-    if (a.words.size() != 2 && !(a.words.size() == 4 && a.words[2] == "config")) {
+    // NAME TOPOLOGY, then keyword and value pairs, each keyword once.
+    std::string config_path, pcap_path;
+    bool usage = a.words.size() < 2 || a.words.size() % 2 != 0;
+    for (size_t i = 2; !usage && i < a.words.size(); i += 2) {
+        const std::string& k = a.words[i];
+        std::string* v = k == "config" ? &config_path : k == "pcap" ? &pcap_path : nullptr;
+        if (!v) std::fprintf(stderr, "simnic fabric add: unknown keyword '%s' (config, pcap)\n", k.c_str());
+        usage = !v || !v->empty() || a.words[i + 1].empty();
+        if (!usage) *v = a.words[i + 1];
+    }
+    if (usage) {
         std::fputs(kAddUsage, stderr);
         return 2;
     }
@@ -79,8 +92,9 @@ int fabric_add(const FabricArgs& a) {
         return 1;
     }
     req["topology_text"] = text;
-    if (a.words.size() == 4) {
-        const std::string& cp = a.words[3];
+    if (!pcap_path.empty()) req["pcap"] = absolute(pcap_path);
+    if (!config_path.empty()) {
+        const std::string& cp = config_path;
         std::string ct;
         if (!read_file(cp, ct)) {
             std::fprintf(stderr, "simnic fabric add: cannot read config %s: %s\n", cp.c_str(), std::strerror(errno));
@@ -103,8 +117,10 @@ int fabric_add(const FabricArgs& a) {
 }
 
 void print_fabric(const Json& f) {
-    std::printf("fabric %s topology %s simulated %.1f us\n", f.value("name", "").c_str(),
+    std::printf("fabric %s topology %s simulated %.1f us", f.value("name", "").c_str(),
                 f.value("topology", "").c_str(), f.value("simulated_us", 0.0));
+    if (f.contains("pcap")) std::printf(" pcap %s", f.value("pcap", "").c_str());
+    std::printf("\n");
     for (const Json& h : f["hosts"]) {
         std::printf("  host %s device %s mac %s ip %s rate %g Gb/s: tx %llu rx %llu frames, %llu CE-marked from it",
                     h.value("host", "").c_str(), h.value("device", "").c_str(), h.value("mac", "").c_str(),
@@ -185,9 +201,9 @@ Runner add_fabric_command(CLI::App& app) {
     return add_object_command(
         app,
         {"fabric", "Add, show and delete fabrics: model devices and a switch in one simulated time",
-         "Add a fabric: NAME TOPOLOGY.toml [config FILE]; a device NAME_HOST per host", kAddUsage,
-         "NAME, TOPOLOGY and config FILE", "Show fabrics: hosts, devices, switch counters: [NAME]", "fabric name",
-         "Delete a fabric and its devices: NAME", "fabric name"},
+         "Add a fabric: NAME TOPOLOGY.toml [config FILE] [pcap FILE]; a device NAME_HOST per host", kAddUsage,
+         "NAME, TOPOLOGY, config FILE and pcap FILE", "Show fabrics: hosts, devices, switch counters: [NAME]",
+         "fabric name", "Delete a fabric and its devices: NAME", "fabric name"},
         {fabric_add, fabric_show, fabric_delete});
 }
 

@@ -54,14 +54,15 @@ constexpr FieldSpec kLinkAdd[] = {
     path_f("config", Opt),
     text_f("config_text", Opt, kMaxConfigTextBytes),
 };
-// `simnic fabric add`: the topology's file (for messages) and its text, and
-// every device's model configuration.
+// `simnic fabric add`: the topology's file (for messages) and its text,
+// every device's model configuration, and the links' capture.
 constexpr FieldSpec kFabricAdd[] = {
     name_f("name", Req, kMaxDeviceNameBytes),
     path_f("topology", Req),
     text_f("topology_text", Req, kMaxConfigTextBytes),
     path_f("config", Opt),
     text_f("config_text", Opt, kMaxConfigTextBytes),
+    path_f("pcap", Opt),
 };
 constexpr FieldSpec kName[] = {name_f("name", Req, kMaxDeviceNameBytes)};
 constexpr FieldSpec kOptName[] = {name_f("name", Opt, kMaxDeviceNameBytes)};

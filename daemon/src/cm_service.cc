@@ -253,8 +253,26 @@ std::optional<cm::Gid> CmService::wire_source(const cm::Gid& dst) const {
     return std::nullopt;
 }
 
+// A fabric's host address is reached through the fabric's switch from any
+// other host of the fabric (the switch sends no frame back out of the port
+// it came in by, so not from the host itself): the source is the first of
+// those hosts' devices by name, as a routing table picks the first of
+// several interfaces on one subnet. An application that wants another
+// binds it (rping -I, perftest's --source_ip).
+std::optional<cm::Gid> CmService::fabric_source(const cm::Gid& dst) const {
+    const FabricAttach* to = nullptr;
+    for (const auto& [name, rt] : devices_)
+        if (const FabricAttach& f = rt->device().fabric; f.on() && cm::ipv4_gid(f.ipv4) == dst) to = &f;
+    if (!to) return std::nullopt;
+    for (const auto& [name, rt] : devices_)
+        if (const FabricAttach& f = rt->device().fabric; f.fabric == to->fabric && f.ipv4 != to->ipv4)
+            return cm::ipv4_gid(f.ipv4);
+    return std::nullopt;
+}
+
 std::optional<cm::Gid> CmService::route_source(const cm::Gid& dst) {
     if (std::optional<cm::Gid> g = wire_source(dst)) return g;
+    if (std::optional<cm::Gid> g = fabric_source(dst)) return g;
     static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     const bool v4 = std::memcmp(dst.data(), kMapped, 12) == 0;
     // A connected UDP socket learns the source address the routing table

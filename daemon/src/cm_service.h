@@ -92,6 +92,7 @@ private:
     };
     void refresh_ports();
     std::optional<cm::Gid> wire_source(const cm::Gid& dst) const;
+    std::optional<cm::Gid> fabric_source(const cm::Gid& dst) const;
     void arm_timer();
     control::Json id_reply(uint32_t id);
 

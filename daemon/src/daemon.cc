@@ -601,7 +601,8 @@ Json Server::Impl::fabric_add(Call& c) {
     if (fabrics_.count(name)) return reply_error(EEXIST, "fabric " + name + " already exists");
     std::string err;
     std::unique_ptr<DaemonFabric> f =
-        DaemonFabric::create(name, q.str("topology"), q.str("topology_text"), q.str("config"), q.str("config_text"), err);
+        DaemonFabric::create(name, q.str("topology"), q.str("topology_text"), q.str("config"), q.str("config_text"),
+                             q.str("pcap"), err);
     if (!f) return reply_error(EINVAL, err);
     for (const Device& d : f->devices())
         if (devices_.find(d.name)) return reply_error(EEXIST, "device " + d.name + " already exists");

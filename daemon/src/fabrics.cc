@@ -7,6 +7,7 @@
 
 #include "simnic/model/fabric/fabric.h"
 #include "simnic/model/fabric/topology.h"
+#include "simnic/roce/pcap_io.h"
 
 namespace simnic::daemon {
 
@@ -32,7 +33,8 @@ std::string fabric_device_name(const std::string& fabric, const std::string& hos
 
 std::unique_ptr<DaemonFabric> DaemonFabric::create(const std::string& name, const std::string& origin,
                                                    const std::string& topology_text, const std::string& config_path,
-                                                   const std::string& config_text, std::string& err) {
+                                                   const std::string& config_text, const std::string& pcap,
+                                                   std::string& err) {
     if (!valid_device_name(name, err)) {
         err = "fabric name: " + err;
         return nullptr;
@@ -65,10 +67,22 @@ std::unique_ptr<DaemonFabric> DaemonFabric::create(const std::string& name, cons
         err = origin + ": " + err;
         return nullptr;
     }
+    if (!pcap.empty()) {
+        f->pcap_ = roce::PcapWriter::open(pcap, err);
+        if (!f->pcap_) {
+            err = "pcap " + pcap + ": " + err;
+            return nullptr;
+        }
+        f->pcap_path_ = pcap;
+    }
     f->group_ = std::make_shared<soft_engine::EngineGroup>();
     f->sent_.assign(topo.hosts.size(), {});
     DaemonFabric* fp = f.get();
     f->fabric_->tap([fp](size_t host, bool to_host, const std::vector<uint8_t>& fr, uint64_t ps) {
+        // Each frame as it leaves its sender and as it reaches its receiver
+        // (a forwarded frame twice: ECT(0) as sent, CE where the switch
+        // marked it), stamped with the simulated time (pcap's microseconds).
+        if (fp->pcap_) fp->pcap_->write(fr, ps / 1'000'000);
         if (to_host) return;
         Sent& s = fp->sent_[host];
         if (s.bytes == 0) s.first_ps = ps;
@@ -93,6 +107,10 @@ Json DaemonFabric::show() const {
         j["name"] = name_;
         j["topology"] = origin_;
         j["simulated_us"] = double(fabric_->now_ps()) / 1e6;
+        if (pcap_) {
+            pcap_->flush();
+            j["pcap"] = pcap_path_;
+        }
         Json hosts = Json::array();
         for (size_t i = 0; i < t.hosts.size(); ++i)
             hosts.push_back(Json{{"host", host_name(t, i)},

@@ -462,6 +462,9 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // SoftEngine::gsi_send).
     static constexpr uint32_t kGsiQpn = 1, kGsiQkey = 0x80010000;
     uint32_t gsi_psn = 0;  // QP1's next PSN
+    // A MAD went into the timing model's TX path (a fabric's device, whose
+    // wire is the fabric): the engine's next pass simulates it.
+    bool gsi_pending = false;
     std::vector<uint8_t> gsi_buf;
     void gsi_receive(const roce::Packet& pkt);
     bool gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,

@@ -1,7 +1,8 @@
 // QP1, the GSI: it belongs to the host's connection manager (the
 // daemon's cm::Agent), not to an application. MADs that arrive for it go to
 // EngineConfig::gsi_rx; MADs the CM sends leave as rxe sends them, built
-// here with the packet core and put straight on the wire.
+// here with the packet core and put straight on the wire, or, on a fabric's
+// device, into its TX pipeline (TimingModel::tx_frame).
 #include <algorithm>
 
 #include "engine_internal.h"
@@ -37,7 +38,11 @@ bool SoftEngine::Impl::gsi_send(const std::array<uint8_t, 16>& sgid, const std::
     if (v4 != std::equal(kMapped, kMapped + 12, dgid.begin())) return false;
     std::lock_guard<std::recursive_mutex> lk(mu);
     roce::Packet p;
+    // The port's MAC as the firmware has it now (BAR0's port block, written
+    // after the engine was built): a fabric's switch sees the host's own.
     std::copy(port_mac, port_mac + 6, p.eth.src.begin());
+    if (cfg.bar)
+        hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, p.eth.src.data(), 6);
     std::copy(dmac.begin(), dmac.end(), p.eth.dst.begin());
     if (v4) {
         p.ip_version = roce::IpVersion::V4;
@@ -72,8 +77,17 @@ bool SoftEngine::Impl::gsi_send(const std::array<uint8_t, 16>& sgid, const std::
         return false;
     }
     gsi_psn = roce::psn_add(gsi_psn, 1);
-    // Straight to the wire (on a model device too: QP1 is the host's, and
-    // its few MADs are not worth a place in the modelled TX timing).
+    // A fabric's device has no port: the MAD enters its TX pipeline and
+    // crosses the fabric in simulated time like any frame, simulated by the
+    // engine's next pass (woken below).
+    if (pipe && pipe->tx_frame(gsi_buf.data(), p.frame_len)) {
+        gsi_pending = true;
+        wake();
+        return true;
+    }
+    // Any other device: straight to its port (on a model device too: QP1 is
+    // the host's, and its few MADs are not worth a place in the modelled TX
+    // timing).
     send_frame(gsi_buf.data(), p.frame_len);
     tx_flush();
     wake();  // a loopback frame waits in loop_q

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "engine_internal.h"
 
@@ -34,6 +35,7 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
     }
     work |= rx_batch();
     work |= run_timers(now);
+    work |= std::exchange(gsi_pending, false);
     // A model device simulates what came in, a quantum of its time per pass:
     // what it sends goes out at the end of the pass, and what comes back is
     // taken in by the next.

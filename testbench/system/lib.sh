@@ -41,6 +41,10 @@
 #                          the device holds no object of each KIND (qps, cqs,
 #                          mrs, mws, pds: the counts of `simnic resource show
 #                          -j`); a failed check names WHAT.
+#   rping_data N PREFIX    the lines rping -v prints for pings 0..N-1, each
+#                          PREFIX then rping's data: "rdma-ping-I: " and
+#                          letters from 'A'+I upward, wrapping after 'z' to
+#                          'A', up to 63 bytes.
 #   fail MESSAGE           counts a failed check ($failures).
 #   sys_finish NAME        "NAME: passed" and exit 0 if no check failed, else
 #                          "NAME: N checks failed" and exit 1.
@@ -53,6 +57,19 @@
 #                          trap 'sys_cleanup server_pid' EXIT.
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+rping_data() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+for n in range(int(sys.argv[1])):
+    s = "rdma-ping-%d: " % n
+    c = 65 + n
+    while len(s) < 63:
+        s += chr(c)
+        c = 65 if c >= 122 else c + 1
+    print(sys.argv[2] + s)
+PY
+}
 
 sys_finish() {
   if [ "$failures" -ne 0 ]; then

@@ -6,18 +6,31 @@
 #   test_fabric.sh CASE SIMNIC LIBSIMNIC_VERBS TOPOLOGY
 #
 #   cli       bad topology refused with FILE:LINE:COLUMN, duplicate refused,
+#             bad keywords and a capture that cannot be created refused,
 #             the devices listed by link show, ibv_devices and fabric show,
 #             passed by simnic doctor,
 #             not deletable one by one, gone with the fabric
 #   pingpong  ibv_rc_pingpong between two hosts: its frames cross the switch
-#             (the switch's and the hosts' frame counters); again with
-#             completion events (-e)
+#             (the switch's and the hosts' frame counters), h1's waveform
+#             recorded meanwhile (simnic trace); again with completion
+#             events (-e)
 #   incast    two ib_write_bw senders into one receiver (the topology's 2:1
 #             incast) with DCQCN on: both complete, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them; then
 #             idle, the fabric stands still and costs no CPU
 #   leafspine ib_write_bw across two leaves and the spine (leafspine.toml,
 #             next to TOPOLOGY)
+#   rdmacm    rping (with its data checked) and ib_write_bw -R between two
+#             hosts: the CM's MADs on QP1 cross the switch as RoCE v2 UD
+#             frames (the fabric's capture: valid ICRCs, REQ, REP, RTU, DREQ,
+#             DREP each sent and delivered; the client's MADs through its
+#             pipeline's qp1_to_tx_build); without a source address the
+#             fabric's first other host connects
+#   ucx       UCX's io_demo between two hosts, connected through rdma_cm
+#   pcap      a smaller incast with DCQCN, captured (fabric add ... pcap):
+#             tshark finds the RoCE frames, as many CE-marked frames as the
+#             switch marked, ECT(0) as sent, and every CNP (opcode 0x81)
+#             the receiver sent, leaving it and reaching its sender
 set -u
 CASE=$1 SIMNIC=$2 LIB=$3 TOPO_SRC=$4
 . "$(dirname "$0")/lib.sh"
@@ -33,6 +46,39 @@ show_num() { sim fabric show -j "$FAB" | jq -r ".[0]$1"; }
 # stat_of DEV COUNTER: a counter of `simnic stats DEV`.
 stat_of() { sim stats "$1" | awk -v c="$2" '$1 == c { print $2; exit }'; }
 
+# incast N: two ib_write_bw senders (h1, h2) of N WRITEs of 64 KiB each into
+# h0, DSCP 26 (traffic class 104: the switch's priority 3, where ECN
+# marks); every process must succeed and both senders report a bandwidth.
+incast() {
+  local n=$1 port c1 c2 bw1 bw2
+  local bw=(ib_write_bw -x 1 -F -s 65536 -n "$n" --tclass=104)
+  port=$(free_port 2)
+  app timeout 120 "${bw[@]}" -d ${FAB}_h0 -p "$port" >"$work/server1.out" 2>&1 &
+  server_pid=$!
+  app timeout 120 "${bw[@]}" -d ${FAB}_h0 -p $((port + 1)) >"$work/server2.out" 2>&1 &
+  server2_pid=$!
+  wait_listen "$port" "$server_pid"
+  wait_listen $((port + 1)) "$server2_pid"
+  app timeout 120 "${bw[@]}" -d ${FAB}_h1 -p "$port" 127.0.0.1 >"$work/client1.out" 2>&1 &
+  c1=$!
+  app timeout 120 "${bw[@]}" -d ${FAB}_h2 -p $((port + 1)) 127.0.0.1 >"$work/client2.out" 2>&1 &
+  c2=$!
+  wait "$c1" || fail "client h1: $(cat "$work/client1.out")"
+  wait "$c2" || fail "client h2: $(cat "$work/client2.out")"
+  wait "$server_pid" || fail "server 1: $(cat "$work/server1.out")"
+  wait "$server2_pid" || fail "server 2: $(cat "$work/server2.out")"
+  server_pid= server2_pid=
+  # perftest's report: bytes, iterations, peak and average MB/s.
+  bw1=$(awk -v n="$n" '$1 == 65536 && $2 == n { print $4 }' "$work/client1.out")
+  bw2=$(awk -v n="$n" '$1 == 65536 && $2 == n { print $4 }' "$work/client2.out")
+  echo "ib_write_bw average: h1 ${bw1:-none} MB/s, h2 ${bw2:-none} MB/s (wall clock)"
+  awk -v a="${bw1:-0}" -v b="${bw2:-0}" 'BEGIN { exit !(a > 0 && b > 0) }' || fail "a sender reported no bandwidth"
+}
+
+# frames FILTER: how many frames of the capture $cap tshark's display
+# filter FILTER selects (UDP 4791 dissected as RoCE v2).
+frames() { tshark -r "$cap" -d udp.port==4791,infiniband -Y "$1" 2>/dev/null | wc -l; }
+
 case $CASE in
 cli)
   # A bad topology: every problem with its file, line and column; nothing made.
@@ -41,6 +87,17 @@ cli)
   if sim fabric add $FAB "$work/bad.toml" >"$work/bad.out" 2>&1; then fail "a bad topology was accepted"; fi
   grep -Eq "bad\.toml:2:13: link\.rate_gbps: " "$work/bad.out" || fail "no FILE:LINE:COLUMN for the bad rate: $(cat "$work/bad.out")"
   grep -Eq "bad\.toml:5:7: host\[0\]\.mac: .*multicast" "$work/bad.out" || fail "no FILE:LINE:COLUMN for the multicast MAC: $(cat "$work/bad.out")"
+  sim link show | grep -q "$FAB" && fail "a refused fabric left devices"
+  # Keywords: config and pcap, once each; a capture the daemon cannot create.
+  if sim fabric add $FAB "$TOPO" pcap a.pcap pcap b.pcap >"$work/kw.out" 2>&1; then fail "pcap twice was accepted"; fi
+  grep -q "usage: simnic fabric add NAME TOPOLOGY.toml \[config FILE\] \[pcap FILE\]" "$work/kw.out" ||
+    fail "pcap twice: $(cat "$work/kw.out")"
+  if sim fabric add $FAB "$TOPO" capture x.pcap >"$work/kw.out" 2>&1; then fail "an unknown keyword was accepted"; fi
+  grep -q "unknown keyword 'capture' (config, pcap)" "$work/kw.out" || fail "unknown keyword: $(cat "$work/kw.out")"
+  if sim fabric add $FAB "$TOPO" pcap "$work/no/such/dir/x.pcap" >"$work/kw.out" 2>&1; then
+    fail "a capture in a missing directory was accepted"
+  fi
+  grep -q "pcap $work/no/such/dir/x.pcap: " "$work/kw.out" || fail "unwritable capture: $(cat "$work/kw.out")"
   sim link show | grep -q "$FAB" && fail "a refused fabric left devices"
 
   sim fabric add $FAB "$TOPO" >"$work/add.out" 2>&1 || fail "fabric add: $(cat "$work/add.out")"
@@ -80,6 +137,8 @@ cli)
 pingpong)
   sim fabric add $FAB "$TOPO" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
   PORT=$(free_port)
+  # simnic trace on a fabric's device: h1's blocks, in the fabric's time.
+  sim trace ${FAB}_h1 vcd "$SIMNIC_RUNTIME_DIR/h1.vcd" --cycles 2000000 >/dev/null || fail "simnic trace on ${FAB}_h1"
   app timeout 60 ibv_rc_pingpong -d ${FAB}_h1 -g 1 -p "$PORT" -n 200 >"$work/server.out" 2>&1 &
   server_pid=$!
   wait_listen "$PORT" "$server_pid"
@@ -89,6 +148,13 @@ pingpong)
   server_pid=
   grep -q "200 iters in" "$work/client.out" || fail "client report: $(cat "$work/client.out")"
   grep -q "remote address: .*GID ::ffff:10.0.0.11" "$work/client.out" || fail "the client's peer is not h1's address"
+  sim trace ${FAB}_h1 stop >/dev/null || fail "simnic trace stop"
+  vcd=$SIMNIC_RUNTIME_DIR/h1.vcd
+  grep -q '^\$enddefinitions' "$vcd" || fail "the fabric device's VCD has no definitions"
+  grep -q 'mac_rx_to_parser' "$vcd" || fail "the fabric device's VCD lacks the parser's input channel"
+  changes=$(grep -c '^#' "$vcd")
+  echo "trace: $changes time steps in h1's waveform"
+  [ "$changes" -gt 100 ] || fail "the fabric device's VCD has only $changes time steps"
   # Every message crossed the switch both ways: 200 SENDs each way (2 KiB:
   # one packet each, MTU 4096) and their ACKs, in at h1's and h2's ports.
   rx1=$(show_num '.switches[0].ports[1].rx_frames') rx2=$(show_num '.switches[0].ports[2].rx_frames')
@@ -118,29 +184,7 @@ incast)
   printf '[congestion]\nenable = 1\n' >"$work/cc.toml"
   chmod 644 "$work/cc.toml"
   sim fabric add $FAB "$TOPO" config "$work/cc.toml" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
-  PORT=$(free_port 2)
-  # DSCP 26 (traffic class 104): the switch's priority 3, where ECN marks.
-  bw=(ib_write_bw -x 1 -F -s 65536 -n 400 --tclass=104)
-  app timeout 120 "${bw[@]}" -d ${FAB}_h0 -p "$PORT" >"$work/server1.out" 2>&1 &
-  server_pid=$!
-  app timeout 120 "${bw[@]}" -d ${FAB}_h0 -p $((PORT + 1)) >"$work/server2.out" 2>&1 &
-  server2_pid=$!
-  wait_listen "$PORT" "$server_pid"
-  wait_listen $((PORT + 1)) "$server2_pid"
-  app timeout 120 "${bw[@]}" -d ${FAB}_h1 -p "$PORT" 127.0.0.1 >"$work/client1.out" 2>&1 &
-  c1=$!
-  app timeout 120 "${bw[@]}" -d ${FAB}_h2 -p $((PORT + 1)) 127.0.0.1 >"$work/client2.out" 2>&1 &
-  c2=$!
-  wait "$c1" || fail "client h1: $(cat "$work/client1.out")"
-  wait "$c2" || fail "client h2: $(cat "$work/client2.out")"
-  wait "$server_pid" || fail "server 1: $(cat "$work/server1.out")"
-  wait "$server2_pid" || fail "server 2: $(cat "$work/server2.out")"
-  server_pid= server2_pid=
-  # perftest's report: bytes, iterations, peak and average MB/s.
-  bw1=$(awk '$1 == 65536 && $2 == 400 { print $4 }' "$work/client1.out")
-  bw2=$(awk '$1 == 65536 && $2 == 400 { print $4 }' "$work/client2.out")
-  echo "ib_write_bw average: h1 ${bw1:-none} MB/s, h2 ${bw2:-none} MB/s (wall clock)"
-  awk -v a="${bw1:-0}" -v b="${bw2:-0}" 'BEGIN { exit !(a > 0 && b > 0) }' || fail "a sender reported no bandwidth"
+  incast 400
   sim fabric show $FAB
   marks=$(show_num '.switches[0].ecn_marked') drops=$(show_num '.switches[0].drops')
   [ "$marks" -gt 0 ] || fail "the switch marked no packet CE"
@@ -201,6 +245,117 @@ leafspine)
   [ "$(show_num '.hosts[2].rx_frames')" -eq 0 ] && [ "$(show_num '.hosts[3].rx_frames')" -eq 0 ] ||
     fail "an idle host received frames"
   nothing_left "after exit" qps cqs mrs pds
+  ;;
+rdmacm)
+  cap=$SIMNIC_RUNTIME_DIR/cm.pcap
+  sim fabric add $FAB "$TOPO" pcap "$cap" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
+  sim fabric show $FAB | grep -q "^fabric $FAB .* pcap $cap$" || fail "fabric show names no capture: $(sim fabric show $FAB)"
+  # rping between h1 (10.0.0.11, the server) and h2 (the client, -I), its
+  # data checked on both sides.
+  PORT=$(free_port)
+  app timeout 60 stdbuf -oL rping -s -a 10.0.0.11 -p "$PORT" -C 10 -v >"$work/server.out" 2>&1 &
+  server_pid=$!
+  wait_cm_listen "$PORT" "$server_pid" || fail "rping's server does not listen: $(cat "$work/server.out")"
+  app timeout 60 stdbuf -oL rping -c -I 10.0.0.12 -a 10.0.0.11 -p "$PORT" -C 10 -v >"$work/client.out" 2>&1 ||
+    fail "rping client: $(cat "$work/client.out")"
+  wait "$server_pid" || fail "rping server: $(cat "$work/server.out")"
+  server_pid=
+  [ "$(grep '^ping data: ' "$work/client.out")" == "$(rping_data 10 'ping data: ')" ] ||
+    fail "the client's ping lines differ from rping's data: $(cat "$work/client.out")"
+  [ "$(grep '^server ping data: ' "$work/server.out")" == "$(rping_data 10 'server ping data: ')" ] ||
+    fail "the server's ping lines differ from rping's data: $(cat "$work/server.out")"
+  grep -q "server DISCONNECT EVENT" "$work/server.out" || fail "the rping server saw no DISCONNECTED"
+  # The client's MADs went through its pipeline: REQ, RTU, and DREQ or DREP.
+  mads=$(sim stats ${FAB}_h2 | awk '$1 == "chan.qp1_to_tx_build.transfers" { print $2 }')
+  echo "rping: ${mads:-no} MADs through h2's TX build"
+  [ "${mads:-0}" -ge 3 ] || fail "h2's qp1_to_tx_build carried ${mads:-no} MADs, expected >= 3"
+  # Everything, the MADs with it, crossed between h1's and h2's ports.
+  rx1=$(show_num '.switches[0].ports[1].rx_frames') rx2=$(show_num '.switches[0].ports[2].rx_frames')
+  echo "rping: the switch took $rx1 frames from h1, $rx2 from h2"
+  [ "$rx1" -gt 0 ] && [ "$rx2" -gt 0 ] || fail "rping's frames did not cross the switch ($rx1, $rx2)"
+  [ "$(show_num '.switches[0].ports[1].tx_frames')" -eq "$rx2" ] || fail "the switch did not send h1 what h2 sent"
+  [ "$(show_num '.switches[0].ports[0].rx_frames')" -eq 0 ] || fail "the idle h0 sent frames"
+  # ib_write_bw -R, the client naming no source: 10.0.0.11 is reached from
+  # the fabric's first other host, h0.
+  PORT=$(free_port)
+  app timeout 60 ib_write_bw -R -d ${FAB}_h1 -F -s 65536 -n 100 -p "$PORT" >"$work/bw_server.out" 2>&1 &
+  server_pid=$!
+  wait_cm_listen "$PORT" "$server_pid" || fail "ib_write_bw -R's server does not listen: $(cat "$work/bw_server.out")"
+  app timeout 60 ib_write_bw -R -d ${FAB}_h0 -F -s 65536 -n 100 -p "$PORT" 10.0.0.11 >"$work/bw_client.out" 2>&1 ||
+    fail "ib_write_bw -R client: $(cat "$work/bw_client.out")"
+  wait "$server_pid" || fail "ib_write_bw -R server: $(cat "$work/bw_server.out")"
+  server_pid=
+  grep -Eq '^ *65536 +100 ' "$work/bw_client.out" || fail "ib_write_bw -R report: $(cat "$work/bw_client.out")"
+  # 100 WRITEs of 64 KiB, 16 packets each, from h0 to h1.
+  rx0=$(show_num '.switches[0].ports[0].rx_frames')
+  [ "$rx0" -ge 1600 ] || fail "the switch took $rx0 frames from h0, expected >= 1600"
+  [ "$(show_num '.switches[0].drops')" -eq 0 ] || fail "the switch dropped frames"
+  wait_no_qps
+  nothing_left "after exit" qps cqs mrs pds
+  [ -z "$(sim resource show cm_id)" ] || fail "CM IDs left: $(sim resource show cm_id)"
+  # The capture: every frame valid (ICRCs too), and the CM's MADs as RoCE
+  # v2 UD SENDs to QP1 (Q_Key 0x80010000), each twice (sent, delivered):
+  # REQ, REP, RTU of both connections, DREQ and DREP of at least one.
+  sim fabric delete $FAB || fail "fabric delete"
+  "$SIMNIC" pcap --strict "$cap" >"$work/pcap.out" 2>&1 || fail "simnic pcap --strict: $(tail -5 "$work/pcap.out")"
+  mads="infiniband.bth.opcode == 100 && infiniband.bth.destqp == 1 && infiniband.deth.q_key == 0x80010000"
+  for a in 0x0010:REQ:4 0x0013:REP:4 0x0014:RTU:4 0x0015:DREQ:2 0x0016:DREP:2; do
+    IFS=: read -r id what least <<<"$a"
+    n=$(frames "$mads && infiniband.mad.attributeid == $id")
+    echo "capture: $n $what frames"
+    [ "$n" -ge "$least" ] && [ $((n % 2)) -eq 0 ] || fail "$n $what MADs in the capture (at least $least, in pairs)"
+  done
+  # The first REQ left h2 for h1 (rping), in both copies.
+  [ "$(frames "$mads && infiniband.mad.attributeid == 0x0010 && eth.src == 02:00:00:00:00:12 && eth.dst == 02:00:00:00:00:11 && ip.dst == 10.0.0.11")" -ge 2 ] ||
+    fail "no REQ from h2 to h1 in the capture"
+  ;;
+ucx)
+  # UCX's io_demo (ucx-utils) connects through rdma_cm (its sockaddr
+  # connection manager), then writes over rc_verbs. io_demo binds no source
+  # address: 10.0.0.11 is reached from h0, the device its client must use.
+  command -v io_demo >/dev/null || { fail "io_demo not installed (apt-get install ucx-utils)"; sys_finish fabric.$CASE; }
+  sim fabric add $FAB "$TOPO" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
+  PORT=$(free_port)
+  export UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_TLS=rc_verbs,ud_verbs,self UCX_UD_VERBS_ETH_DGID_CHECK=n
+  UCX_NET_DEVICES=${FAB}_h1:1 app timeout 90 io_demo -p "$PORT" -d 1024 -i 10 >"$work/ucx_server.out" 2>&1 &
+  server_pid=$!
+  wait_cm_listen "$PORT" "$server_pid" || fail "io_demo's server does not listen: $(tail -5 "$work/ucx_server.out")"
+  UCX_NET_DEVICES=${FAB}_h0:1 app timeout 60 io_demo -p "$PORT" -d 1024 -i 10 10.0.0.11 >"$work/ucx_client.out" 2>&1 ||
+    fail "io_demo's client: $(tail -5 "$work/ucx_client.out")"
+  kill "$server_pid" 2>/dev/null
+  wait "$server_pid" 2>/dev/null
+  server_pid=
+  grep -q "Connected to server \[0\] 10.0.0.11" "$work/ucx_client.out" || fail "io_demo did not connect: $(tail -5 "$work/ucx_client.out")"
+  grep -q "Client exit with status 'OK'" "$work/ucx_client.out" || fail "io_demo's client: $(tail -5 "$work/ucx_client.out")"
+  rx0=$(show_num '.switches[0].ports[0].rx_frames') rx1=$(show_num '.switches[0].ports[1].rx_frames')
+  echo "io_demo: the switch took $rx0 frames from h0, $rx1 from h1"
+  [ "$rx0" -gt 0 ] && [ "$rx1" -gt 0 ] || fail "io_demo's frames did not cross the switch ($rx0, $rx1)"
+  [ "$(show_num '.switches[0].ports[2].rx_frames')" -eq 0 ] || fail "the idle h2 sent frames"
+  ;;
+pcap)
+  printf '[congestion]\nenable = 1\n' >"$work/cc.toml"
+  chmod 644 "$work/cc.toml"
+  cap=$SIMNIC_RUNTIME_DIR/incast.pcap
+  sim fabric add $FAB "$TOPO" config "$work/cc.toml" pcap "$cap" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
+  incast 100
+  marks=$(show_num '.switches[0].ecn_marked') sent=$(stat_of ${FAB}_h0 cnp_sent)
+  echo "switch: $marks ECN marks; receiver: $sent CNPs sent"
+  [ "$marks" -gt 0 ] || fail "the switch marked no packet CE"
+  [ "$sent" -gt 0 ] || fail "the receiver sent no CNP"
+  sim fabric delete $FAB || fail "fabric delete"  # closes the capture
+  roce=$(frames "infiniband") ce=$(frames "infiniband && ip.dsfield.ecn == 3")
+  ect=$(frames "infiniband && ip.dsfield.ecn == 2") cnp=$(frames "infiniband.bth.opcode == 129")
+  cnp_out=$(frames "infiniband.bth.opcode == 129 && eth.src == 02:00:00:00:00:10 && ip.dsfield.ecn == 0")
+  echo "capture: $roce RoCE frames, $ce CE, $ect ECT(0), $cnp CNPs ($cnp_out from h0, Not-ECT)"
+  # Each frame twice: leaving its sender, reaching its receiver; a CE mark
+  # only on the second copy.
+  [ "$roce" -ge $((2 * 2 * 100 * 16)) ] || fail "$roce RoCE frames, expected >= 6400 (3200 WRITE packets, twice)"
+  [ "$ce" -eq "$marks" ] || fail "$ce CE-marked frames in the capture, the switch marked $marks"
+  # Every WRITE packet (100 of 16 packets from each sender) is ECT(0) as
+  # sent and ECT(0) or CE as delivered; the ACKs and CNPs are Not-ECT.
+  [ $((ect + ce)) -eq $((2 * 2 * 100 * 16)) ] || fail "$ect ECT(0) and $ce CE frames, expected 6400 together"
+  [ "$cnp" -eq $((2 * sent)) ] || fail "$cnp CNPs in the capture, the receiver sent $sent (each appears twice)"
+  [ "$cnp_out" -eq "$cnp" ] || fail "CNPs not from h0 or ECN-capable: $cnp_out of $cnp"
   ;;
 *)
   echo "unknown case $CASE"

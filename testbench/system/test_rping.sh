@@ -88,18 +88,7 @@ client_rc=$?
 wait "$server_pid"; server_rc=$?; server_pid=
 [ "$client_rc" -eq 0 ] || fail "client exited $client_rc"
 [ "$server_rc" -eq 0 ] || fail "server exited $server_rc"
-# rping's data: "rdma-ping-N: " then letters from 'A'+N upward, wrapping
-# after 'z' to 'A', up to 63 bytes.
-expected=$(python3 - <<'PY'
-for n in range(10):
-    s = "rdma-ping-%d: " % n
-    c = 65 + n
-    while len(s) < 63:
-        s += chr(c)
-        c = 65 if c >= 122 else c + 1
-    print("ping data: " + s)
-PY
-)
+expected=$(rping_data 10 'ping data: ')
 got=$(grep '^ping data: ' "$work/client.out")
 [ "$got" == "$expected" ] || fail "client ping lines differ from rping's data: $got"
 [ "$(grep -c '^server ping data: rdma-ping-' "$work/server.out")" -eq 10 ] || fail "server did not print 10 ping lines"

@@ -9,7 +9,7 @@
 //   {"op":"link_add","name":N,"type":"soft","netdev":I[,"pcap":F]}
 //   {"op":"link_del","name":N}
 //   {"op":"link_show"[,"name":N]}                      -> {"ok":true,"links":[...]}
-//   {"op":"fabric_add","name":F,"topology":PATH,"topology_text":T[,"config":P,"config_text":C]}
+//   {"op":"fabric_add","name":F,"topology":PATH,"topology_text":T[,"config":P,"config_text":C][,"pcap":P]}
 //                                                       a fabric and a model device F_HOST per host
 //   {"op":"fabric_del","name":F}                       the fabric and its devices
 //   {"op":"fabric_show"[,"name":F]}                    -> {"ok":true,"fabrics":[...]}

@@ -23,17 +23,22 @@
 namespace simnic::model::fabric {
 class Fabric;
 }
+namespace simnic::roce {
+class PcapWriter;
+}
 
 namespace simnic::daemon {
 
 class DaemonFabric {
 public:
     // `topology_text` is the file `origin` (messages say origin:line:column);
-    // `config_*` every device's model configuration (empty: the defaults).
-    // Null and `err` on bad input.
+    // `config_*` every device's model configuration (empty: the defaults);
+    // `pcap` a capture of every host's link (empty: none), as `simnic bench
+    // --fabric --pcap` writes it. Null and `err` on bad input.
     static std::unique_ptr<DaemonFabric> create(const std::string& name, const std::string& origin,
                                                 const std::string& topology_text, const std::string& config_path,
-                                                const std::string& config_text, std::string& err);
+                                                const std::string& config_text, const std::string& pcap,
+                                                std::string& err);
     ~DaemonFabric();
     DaemonFabric(const DaemonFabric&) = delete;
     DaemonFabric& operator=(const DaemonFabric&) = delete;
@@ -47,8 +52,8 @@ public:
     bool start(std::string& err);
     // `simnic fabric show`: the hosts (device, MAC, IPv4, frames), every
     // switch's counters per port (frames, drops, ECN marks, pauses, the
-    // deepest egress queue), the simulated time. Read under the devices'
-    // lock.
+    // deepest egress queue), the simulated time, the capture's file. Read
+    // under the devices' lock; what the capture holds is on disk after it.
     control::Json show() const;
 
 private:
@@ -63,6 +68,8 @@ private:
         std::uint64_t bytes = 0, first_ps = 0, last_ps = 0;
     };
     std::vector<Sent> sent_;
+    std::string pcap_path_;
+    std::unique_ptr<roce::PcapWriter> pcap_;  // written by the tap, under the devices' lock
 };
 
 // The device of host `host` of fabric `fabric`: FABRIC_HOST.

@@ -243,6 +243,9 @@ struct Nic {
     sim::Chan<TxnPtr> wqe_to_req{"wqe_fetch_to_requester", 16, probe_txn};
     sim::Chan<FrameTok> req_to_txb{"requester_to_tx_build", 16, probe_tok};
     sim::Chan<FrameTok> rxt_to_txb{"rx_transport_to_tx_build", 16, probe_tok};
+    // QP1's MADs from the host's CM, built outside the datapath
+    // (Pipeline::tx_frame): a fabric's device only, whose wire the fabric is.
+    sim::Chan<FrameTok> qp1_to_txb{"qp1_to_tx_build", size_t(1) << 30, probe_tok};
     sim::Chan<FrameTok> txb_to_mac{"tx_build_to_mac_tx", 8, probe_tok};
     sim::Chan<std::vector<uint8_t>> wire_in{"wire_to_mac_rx", size_t(1) << 30, probe_frame};
     sim::Chan<TxnPtr> mac_to_parser{"mac_rx_to_parser", 8, probe_txn};
@@ -258,8 +261,8 @@ struct Nic {
     // Every channel, in the order work flows.
     template <typename F>
     void each_chan(F&& f) {
-        f(db_in); f(wqe_to_req); f(req_to_txb); f(rxt_to_txb); f(txb_to_mac); f(wire_in); f(mac_to_parser);
-        f(parser_to_icrc); f(rx_in); f(timer_in); f(cq_in); f(eq_in); f(fw_in); f(cqe_visible);
+        f(db_in); f(wqe_to_req); f(req_to_txb); f(rxt_to_txb); f(qp1_to_txb); f(txb_to_mac); f(wire_in);
+        f(mac_to_parser); f(parser_to_icrc); f(rx_in); f(timer_in); f(cq_in); f(eq_in); f(fw_in); f(cqe_visible);
     }
 
     // Per-block counters, in the order stats() lists them.

@@ -255,6 +255,20 @@ void Pipeline::rx_frame(const uint8_t* frame, size_t len) {
     impl_->nic->wire_in.push_input(std::vector<uint8_t>(frame, frame + len));
 }
 
+bool Pipeline::tx_frame(const uint8_t* frame, size_t len) {
+    if (impl_->owns_ctx) return false;  // not a fabric's device: it has a port
+    SimGuard g(impl_->ctx);
+    FrameTok f;
+    f.f.bytes.assign(frame, frame + len);
+    const sim::Probe bth = probe_frame(f.f.bytes);
+    f.f.qpn = bth.qpn;
+    f.f.psn = bth.psn;
+    f.f.opcode = uint8_t(bth.opcode);
+    f.ready_ps = impl_->now_ps();  // all there: the CM built it in host memory
+    impl_->nic->qp1_to_txb.push_input(std::move(f));
+    return true;
+}
+
 void Pipeline::timer(uint32_t qpn, uint8_t timer) {
     SimGuard g(impl_->ctx);
     auto t = std::make_shared<Txn>();

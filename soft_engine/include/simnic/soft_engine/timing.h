@@ -124,6 +124,14 @@ public:
     // Inputs, stamped with the model's current time.
     virtual void doorbell(const Doorbell& db) = 0;
     virtual void rx_frame(const uint8_t* frame, size_t len) = 0;
+    // A frame built outside the datapath (QP1's MADs, which the host's CM
+    // sends) enters the model's TX path at its current time and leaves as
+    // the datapath's frames do. False: the model has no such path (its
+    // device has a port of its own, which the engine sends the frame to).
+    virtual bool tx_frame(const uint8_t* frame, size_t len) {
+        (void)frame, (void)len;
+        return false;
+    }
     virtual void timer(uint32_t qpn, uint8_t timer) = 0;
     // A firmware command ran (the management core is charged for it).
     virtual void fw_command(uint16_t opcode) = 0;

@@ -55,10 +55,12 @@ void TxBuildBlock::main() {
     for (;;) {
         // Responses (ACKs, READ responses) first: they are short and the
         // peer's requester is waiting on them.
-        while (nic.rxt_to_txb.empty() && nic.req_to_txb.empty())
+        while (nic.rxt_to_txb.empty() && nic.qp1_to_txb.empty() && nic.req_to_txb.empty())
             sc_core::wait(either_);
         uint64_t pushed = 0;
-        FrameTok f = !nic.rxt_to_txb.empty() ? nic.rxt_to_txb.read(&pushed) : nic.req_to_txb.read(&pushed);
+        FrameTok f = !nic.rxt_to_txb.empty()   ? nic.rxt_to_txb.read(&pushed)
+                     : !nic.qp1_to_txb.empty() ? nic.qp1_to_txb.read(&pushed)
+                                               : nic.req_to_txb.read(&pushed);
         sim::BlockStats& st = nic.blk[Nic::kTxBuild];
         const uint64_t in = std::max(pushed, f.ready_ps);
         sim::stall_until(st, f.ready_ps);  // payload still on its way from host memory

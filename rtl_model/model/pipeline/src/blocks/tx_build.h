@@ -1,10 +1,12 @@
 // TX build block: header build and ICRC insert for every frame that leaves.
 //
-// Takes frames from two queues, the RX transport stage's responses (ACKs,
+// Takes frames from three queues, the RX transport stage's responses (ACKs,
 // READ responses) first, since they are short and the peer's requester is
-// waiting on them, then the requester's request packets. A frame cannot
-// start before its payload is in the device (FrameTok::ready_ps, set by the
-// DMA reads that fetch it): that wait is this block's stall.
+// waiting on them, then QP1's MADs (a fabric's device: Pipeline::tx_frame;
+// few, and a connection waits on each), then the requester's request
+// packets. A frame cannot start before its payload is in the device
+// (FrameTok::ready_ps, set by the DMA reads that fetch it): that wait is
+// this block's stall.
 //
 // Why it costs what it costs: the frame streams through the datapath at one
 // beat (mac.width_bytes) per cycle, so it occupies the block for
@@ -23,8 +25,9 @@
 // (a difference counted and dumped, and the RTL's header sent), and its own
 // cycles replace the header's beats and tx_build.latency_cycles.
 //
-// In: Nic::rxt_to_txb, Nic::req_to_txb. Out: Nic::txb_to_mac. Counters:
-// Nic::kTxBuild, Nic::icrc_rtl_mismatch, Nic::tx_build_rtl_mismatch.
+// In: Nic::rxt_to_txb, Nic::qp1_to_txb, Nic::req_to_txb. Out:
+// Nic::txb_to_mac. Counters: Nic::kTxBuild, Nic::icrc_rtl_mismatch,
+// Nic::tx_build_rtl_mismatch.
 #pragma once
 
 #include "nic.h"
@@ -36,6 +39,7 @@ struct TxBuildBlock : BlockBase {
     TxBuildBlock(sc_core::sc_module_name n, Nic& nic) : BlockBase(n, nic) {
         either_ |= nic.rxt_to_txb.data_event();
         either_ |= nic.req_to_txb.data_event();
+        either_ |= nic.qp1_to_txb.data_event();
         SC_THREAD(main);
     }
     void main();
@@ -46,7 +50,7 @@ private:
     // datapath's and put on the frame.
     void rtl_header(std::vector<uint8_t>& b, uint64_t& in_cycles, uint64_t& hdr_latency);
 
-    // What main() waits on when both queues are empty. A member, built once:
+    // What main() waits on when every queue is empty. A member, built once:
     // `wait(a | b)` makes a list on the heap that SystemC frees when the wait
     // ends, and leaked it when a device was deleted with the thread waiting.
     sc_core::sc_event_or_list either_;

@@ -107,6 +107,10 @@ public:
     // doorbells of a destroyed object are dropped at the doorbell block.
     void doorbell(const Doorbell& db) override;
     void rx_frame(const uint8_t* frame, size_t len) override;
+    // A fabric's device only (its wire is the fabric; any other device sends
+    // QP1's MADs to its port): the frame joins TX build's input now and
+    // leaves MAC TX for the fabric like the datapath's frames.
+    bool tx_frame(const uint8_t* frame, size_t len) override;
     void timer(uint32_t qpn, uint8_t timer) override;
     void fw_command(uint16_t opcode) override;
     void qp_reset(uint32_t qpn) override;
