@@ -159,13 +159,7 @@ TEST_CASE("own req_seg: every port difference in one error, before anything is b
                    "extra port debug_o (out, 1 bits): the stage does not drive or read it",
                });
     // Building it stops there, all of them in one error.
-    setenv("XDG_CACHE_HOME", (kWork + "/cache").c_str(), 1);
-    std::string e;
-    try {
-        load_own_rtl(own_req_seg_stage(), bad);
-    } catch (const OwnRtlError& x) {
-        e = x.what();
-    }
+    const std::string e = testkit::load_error(own_req_seg_stage(), bad, kWork);
     CHECK(e.rfind("req_seg: my_req_seg does not have the req_seg's ports (docs/model.md, Your own RTL), 4 "
                   "differences:\n  port s_ready_o is in, expected out",
                   0) == 0);
