@@ -19,7 +19,9 @@ OwnRtlStage own_req_seg_stage() {
     s.include_dirs = {dir, common, transport, SIMNIC_ROCE_INCLUDE_DIR, SIMNIC_HWSPEC_INCLUDE_DIR};
     // The code the shim compiles and this build holds the other end of.
     s.abi_files = {dir + "/req_seg_driver.h", dir + "/req_seg_rtl.h", common + "/axis_top.h",
-                   common + "/verilated_block.h", transport + "/simnic/transport/segmentation.h"};
+                   common + "/verilated_block.h", transport + "/simnic/transport/segmentation.h",
+                   std::string(SIMNIC_HWSPEC_INCLUDE_DIR) + "/simnic/hw/verbs.h",
+                   std::string(SIMNIC_ROCE_INCLUDE_DIR) + "/simnic/roce/rules.h"};
     s.abi_id = SIMNIC_REQ_SEG_ABI_ID;
     s.entry = "simnic_own_req_seg_create";
     return s;
