@@ -27,7 +27,7 @@ namespace {
 
 struct BenchArgs {
     std::string op = "write", config, sweep, series, csv, plot;
-    uint32_t size = 65536, qps = 1, depth = 16;
+    uint32_t size = 65536, qps = 1, depth = 16, mtu = 4096;
     uint64_t messages = 0;
     std::optional<uint64_t> warmup;  // none: qps * depth
     std::vector<std::string> sets;
@@ -151,6 +151,7 @@ bool run_one(const BenchArgs& a, const std::string& file_text, const std::vector
         return false;
     }
     spec.size = a.size;
+    spec.mtu = a.mtu;
     spec.qps = a.qps;
     spec.depth = a.depth;
     spec.messages = a.messages;
@@ -187,8 +188,10 @@ void print_stages(const model::BenchResult& r) {
 }
 
 void print_result(const BenchArgs& a, const model::BenchResult& r) {
-    std::printf("simnic bench: %s %u B%s%s, %u QP(s), depth %u, %llu messages", a.op.c_str(), a.size,
-                a.inline_data ? " inline" : "", a.events ? " events" : "", a.qps, a.depth, (unsigned long long)r.messages);
+    std::printf("simnic bench: %s %u B%s%s%s, %u QP(s), depth %u, %llu messages", a.op.c_str(), a.size,
+                a.inline_data ? " inline" : "", a.events ? " events" : "",
+                a.mtu != 4096 ? (" PMTU " + std::to_string(a.mtu)).c_str() : "", a.qps, a.depth,
+                (unsigned long long)r.messages);
     if (r.warmup) std::printf(" after %llu of warm-up", (unsigned long long)r.warmup);
     std::printf("\n");
     if (r.rd_atomic && r.rd_atomic < a.depth)
@@ -483,6 +486,8 @@ Runner add_bench_command(CLI::App& app) {
     CLI::App* sub = app.add_subcommand("bench", "Drive a model device with a synthetic workload (no applications)");
     sub->add_option("--op", a->op, "write, read or send (default write)");
     sub->add_option("--size", a->size, "message size in bytes (default 65536)")->check(CLI::Range(1u, 1u << 30));
+    sub->add_option("--mtu", a->mtu, "the QPs' path MTU in bytes: 256, 512, 1024, 2048 or 4096 (default 4096)")
+        ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
     sub->add_option("--qps", a->qps, "number of QPs (default 1)")->check(CLI::Range(1u, 65536u));
     sub->add_option("--depth", a->depth, "messages outstanding per QP (default 16)")->check(CLI::Range(1u, 4096u));
     sub->add_option("--messages", a->messages,

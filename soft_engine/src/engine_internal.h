@@ -183,6 +183,7 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     void post(tp::CqSide side, const tp::Completion& c, bool solicited) override;
     // WirePort
     void transmit(roce::Packet& pkt) override;
+    void transmit_request(roce::Packet& pkt, const tp::SegWqe& wqe, const tp::SegPacket& seg) override;
     // TimerPort
     uint64_t now_ns() override;
     void arm(tp::QpTimer t, uint64_t deadline_ns) override;
@@ -431,7 +432,9 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     bool rx_doorbells_found = false;  // ... and they held doorbells
     std::vector<std::vector<uint8_t>> rx_held;  // a model device's frames of this pass
     void doorbells_before_rx();
-    void transmit(EngineQp& q, roce::Packet& pkt);
+    // `wqe`, `seg`: a request packet's segmentation step, kept in the
+    // frame's record for a timing model (null for other packets).
+    void transmit(EngineQp& q, roce::Packet& pkt, const tp::SegWqe* wqe = nullptr, const tp::SegPacket* seg = nullptr);
     void send_frame(const uint8_t* frame, size_t len);
     void tx_flush() {
         if (port) port->flush();

@@ -47,7 +47,7 @@ IpAddr destination(const OutFrame& o) {
 
 }  // namespace
 
-void SoftEngine::Impl::transmit(EngineQp& q, roce::Packet& pkt) {
+void SoftEngine::Impl::transmit(EngineQp& q, roce::Packet& pkt, const tp::SegWqe* wqe, const tp::SegPacket* seg) {
     if (ctx_gone(q.ctx)) return;  // its process has exited: rxe's QP would be gone
     const roce::OpcodeInfo& info = pkt.opinfo();
     port->prepare(pkt);  // the IP fields the port's path writes, before the ICRC covers them
@@ -64,6 +64,11 @@ void SoftEngine::Impl::transmit(EngineQp& q, roce::Packet& pkt) {
         f.psn = pkt.hdr.bth.psn;
         f.opcode = pkt.hdr.bth.opcode;
         f.payload = uint32_t(pkt.payload_len);
+        if (wqe && seg) {
+            f.has_seg = true;
+            f.seg_wqe = *wqe;
+            f.seg = *seg;
+        }
         rec->add(Op::Kind::TxFrame, q.qpn, uint32_t(pkt.frame_len), uint32_t(rec->frames.size()));
         rec->frames.push_back(std::move(f));
     } else {
@@ -288,5 +293,8 @@ void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, bool trusted
 }
 
 void EngineQp::transmit(roce::Packet& pkt) { eng.transmit(*this, pkt); }
+void EngineQp::transmit_request(roce::Packet& pkt, const tp::SegWqe& wqe, const tp::SegPacket& seg) {
+    eng.transmit(*this, pkt, &wqe, &seg);
+}
 
 }  // namespace simnic::soft_engine

@@ -123,6 +123,7 @@ private:
     uint64_t warmup_ = 0, total_ = 0;  // messages before the measurement; in all
     uint32_t rd_atomic_ = 16;          // the QPs' max_rd_atomic and max_dest_rd_atomic
     uint32_t max_inline_ = 0;          // the QPs' max_inline (--inline: the message size)
+    hw::Mtu path_mtu_ = hw::Mtu::M4096;  // the QPs' path MTU (BenchSpec::mtu)
     bool measuring_ = false;
     uint64_t c0_ = 0, done0_ = 0;  // at the measurement's start
     std::string trace_err_;
@@ -287,7 +288,7 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     av.hop_limit = 64;
     av.grh = true;
     hw::encode_av(at + f::av_dgid.offset, av);
-    hw::set(at, f::path_mtu, uint8_t(hw::Mtu::M4096));
+    hw::set(at, f::path_mtu, uint8_t(path_mtu_));
     hw::set(at, f::dest_qp_num, q.qpn);  // connected to itself
     hw::set(at, f::max_dest_rd_atomic, rd_atomic_);
     hw::set(at, f::min_rnr_timer, 1);
@@ -369,6 +370,13 @@ bool Bench::arm_trace() {
 bool Bench::run(BenchResult& out, std::string& err) {
     if (spec_.qps == 0 || spec_.depth == 0 || spec_.size == 0) {
         err = "qps, depth and size must be at least 1";
+        return false;
+    }
+    path_mtu_ = hw::Mtu(0);
+    for (uint8_t m = uint8_t(hw::Mtu::M256); m <= uint8_t(hw::Mtu::M4096); ++m)
+        if (spec_.mtu == 128u << m) path_mtu_ = hw::Mtu(m);
+    if (path_mtu_ == hw::Mtu(0)) {
+        err = "mtu " + std::to_string(spec_.mtu) + ": a path MTU is 256, 512, 1024, 2048 or 4096 bytes";
         return false;
     }
     // A READ holds one of its QP's max_rd_atomic credits until its response

@@ -6,6 +6,7 @@
 #include "simnic/roce/headers.h"
 #include "simnic/roce/opcode.h"
 #include "simnic/roce/rules.h"
+#include "simnic/transport/segmentation.h"
 
 namespace simnic::transport {
 
@@ -29,48 +30,6 @@ bool opcode_allowed(hw::QpType t, hw::WrOpcode o) {
             return o == hw::WrOpcode::Send || o == hw::WrOpcode::SendWithImm;
     }
     return false;
-}
-
-// The BTH opcode of packet `k` of `n` of a message: the RC form, moved to the
-// UC or UD range as the QP type asks. Same choice as rxe's next_opcode(), but
-// from the packet's position rather than the previous opcode, so that a
-// restart in the middle of a message needs no replay of the earlier ones.
-uint8_t request_opcode(hw::QpType t, hw::WrOpcode o, uint32_t k, uint32_t n) {
-    const bool first = k == 0, last = k + 1 == n, only = first && last;
-    uint8_t c = 0;
-    switch (o) {
-        case hw::WrOpcode::Send:
-            c = only ? op::RC_SEND_ONLY : first ? op::RC_SEND_FIRST
-                : last ? op::RC_SEND_LAST : op::RC_SEND_MIDDLE;
-            break;
-        case hw::WrOpcode::SendWithImm:
-            c = only ? op::RC_SEND_ONLY_WITH_IMMEDIATE : first ? op::RC_SEND_FIRST
-                : last ? op::RC_SEND_LAST_WITH_IMMEDIATE : op::RC_SEND_MIDDLE;
-            break;
-        case hw::WrOpcode::SendWithInv:
-            c = only ? op::RC_SEND_ONLY_WITH_INVALIDATE : first ? op::RC_SEND_FIRST
-                : last ? op::RC_SEND_LAST_WITH_INVALIDATE : op::RC_SEND_MIDDLE;
-            break;
-        case hw::WrOpcode::RdmaWrite:
-            c = only ? op::RC_RDMA_WRITE_ONLY : first ? op::RC_RDMA_WRITE_FIRST
-                : last ? op::RC_RDMA_WRITE_LAST : op::RC_RDMA_WRITE_MIDDLE;
-            break;
-        case hw::WrOpcode::RdmaWriteWithImm:
-            c = only ? op::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : first ? op::RC_RDMA_WRITE_FIRST
-                : last ? op::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : op::RC_RDMA_WRITE_MIDDLE;
-            break;
-        case hw::WrOpcode::RdmaRead: return op::RC_RDMA_READ_REQUEST;
-        case hw::WrOpcode::AtomicCmpAndSwp: return op::RC_COMPARE_SWAP;
-        case hw::WrOpcode::AtomicFetchAndAdd: return op::RC_FETCH_ADD;
-        case hw::WrOpcode::Flush: return op::RC_FLUSH;
-        case hw::WrOpcode::AtomicWrite: return op::RC_ATOMIC_WRITE;
-        case hw::WrOpcode::LocalInv:
-        case hw::WrOpcode::BindMw: return 0;
-    }
-    if (t == hw::QpType::Uc) return static_cast<uint8_t>(c | 0x20);
-    if (t == hw::QpType::Ud)
-        return o == hw::WrOpcode::SendWithImm ? op::UD_SEND_ONLY_WITH_IMMEDIATE : op::UD_SEND_ONLY;
-    return c;
 }
 
 }  // namespace
@@ -113,9 +72,7 @@ bool Requester::start_wqe(SqEntry& e) {
         --qp_.req.rd_atomic_credits;
         e.holds_rd_atomic = true;
     }
-    const uint64_t len = e.wr.length();
-    const uint32_t mtu = qp_.mtu();
-    e.npkts = hw::is_atomic(e.wr.opcode) || hw::is_placement(e.wr.opcode) ? 1 : std::max<uint32_t>(1, static_cast<uint32_t>((len + mtu - 1) / mtu));
+    e.npkts = seg_npkts(e.wr.opcode, e.wr.length(), qp_.mtu());
     e.first_psn = qp_.req.psn;
     e.last_psn = psn_add(e.first_psn, e.npkts - 1);
     e.state = WqeState::Processing;
@@ -181,29 +138,40 @@ void Requester::restart() {
     }
 }
 
+SegWqe Requester::seg_wqe(const SqEntry& e) const {
+    SegWqe w;
+    w.qp_type = qp_.cfg.type;
+    w.opcode = e.wr.opcode;
+    w.length = e.wr.opcode == hw::WrOpcode::Flush ? e.wr.flush_len : static_cast<uint32_t>(e.wr.length());
+    w.first_psn = e.first_psn;
+    w.pmtu = qp_.cfg.path_mtu;
+    w.remote_addr = e.wr.remote_addr;
+    w.rkey = e.wr.rkey;
+    w.solicited = (e.wr.send_flags & hw::send_flags::kSolicited) != 0;
+    w.start_pkt = qp_.req.next_pkt;
+    w.count = 1;
+    w.noack = qp_.req.noack_pkts;
+    return w;
+}
+
 void Requester::send_packet(SqEntry& e) {
     QpContext& qp = qp_;
-    const uint32_t mtu = qp.mtu();
     const uint32_t k = qp.req.next_pkt;
-    const uint64_t len = e.wr.length();
     const bool read = e.wr.opcode == hw::WrOpcode::RdmaRead;
-    const uint32_t psn = read ? psn_add(e.first_psn, k) : qp.req.psn;
+
+    // Segmentation: opcode, PSN, RETH, payload slice, AckReq and SE.
+    const SegWqe w = seg_wqe(e);
+    const SegPacket seg = seg_packet(w, k, qp.req.noack_pkts);
 
     roce::Packet p;
     const bool ud = qp.cfg.type == hw::QpType::Ud;
     qp.init_packet(p, ud ? e.wr.ud.av : qp.cfg.av, ud ? e.wr.ud.remote_qpn : qp.cfg.dest_qpn);
     auto& h = p.hdr;
-    h.bth.opcode = request_opcode(qp.cfg.type, e.wr.opcode, read ? 0 : k, read ? 1 : e.npkts);
-    h.bth.psn = psn;
+    h.bth.opcode = seg.opcode;
+    h.bth.psn = seg.psn;
+    h.bth.se = seg.se;
+    h.bth.ack_req = seg.ack_req;
     const roce::OpcodeInfo& info = roce::opcode_info(h.bth.opcode);
-    const bool last = (info.mask & roce::kLast) != 0;
-    h.bth.se = last && (e.wr.send_flags & hw::send_flags::kSolicited);
-    // AckReq: the last packet of each RC request, and now and then inside a
-    // long one so that the window keeps moving (rxe's RXE_MAX_PKT_PER_ACK).
-    if (qp.is_rc()) {
-        h.bth.ack_req = last || qp.req.noack_pkts++ > kMaxPktsPerAck;
-        if (h.bth.ack_req) qp.req.noack_pkts = 0;
-    }
     if (info.has(roce::Ext::DETH)) {
         const uint32_t qk = e.wr.ud.remote_qkey;
         h.deth.qkey = (qk & 0x80000000u) ? qp.cfg.qkey : qk;
@@ -213,12 +181,10 @@ void Requester::send_packet(SqEntry& e) {
         h.feth.placement = e.wr.flush_placement;
         h.feth.selectivity = e.wr.flush_selectivity;
     }
-    if (info.has(roce::Ext::RETH)) {
-        const uint64_t off = uint64_t{k} * mtu;
-        h.reth.va = e.wr.remote_addr + off;
-        h.reth.rkey = e.wr.rkey;
-        h.reth.dma_len = info.has(roce::kFlush) ? e.wr.flush_len
-                                                : static_cast<uint32_t>(len - (read ? off : 0));
+    if (seg.reth) {
+        h.reth.va = seg.reth_va;
+        h.reth.rkey = seg.reth_rkey;
+        h.reth.dma_len = seg.reth_dma_len;
     }
     if (info.has(roce::Ext::AtomicETH)) {
         h.atomic.va = e.wr.remote_addr;
@@ -231,8 +197,8 @@ void Requester::send_packet(SqEntry& e) {
     if (info.has(roce::Ext::IETH)) h.ieth_rkey = e.wr.invalidate_rkey;
 
     if (info.has(roce::kPayload) && !read) {
-        const uint64_t off = uint64_t{k} * mtu;
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(mtu, len - off));
+        const uint64_t off = seg.payload_off;
+        const size_t n = seg.payload_len;
         payload_.resize(n);
         if (e.wr.is_inline()) {
             std::copy_n(e.wr.inline_data.begin() + static_cast<std::ptrdiff_t>(off), n,
@@ -271,7 +237,7 @@ void Requester::send_packet(SqEntry& e) {
     // or READ response's CE mark would lower a rate nothing applies.
     if (qp.rp) roce::set_ecn(p, roce::Ecn::Ect0);
     const uint32_t wire_bytes = qp.rp ? frame_bytes(e) : 0;
-    qp.env.wire->transmit(p);
+    qp.env.wire->transmit_request(p, w, seg);
     if (qp.rp) qp.rp->on_bytes_sent(wire_bytes, qp.env.timers->now_ns());
     if (h.bth.ack_req) qp.arm_retransmit_timer();
 

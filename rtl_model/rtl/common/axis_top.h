@@ -29,20 +29,26 @@ template <typename V> void clock_cycle(V& top) {
     clock_cycle(top, [] {});
 }
 
-// Reset with no input valid: rst_ni low for three cycles, then high and one
-// more cycle, so that every register has left reset before the first beat.
-// `tick` runs one cycle (the caller's, so that it can count cycles or check
-// outputs on each edge). Inputs other than the stream's are the caller's to
-// set first.
-template <typename V, typename Tick> void reset_top(V& top, Tick&& tick) {
+// The reset every simnic block gets: rst_ni low for three cycles, then high
+// and one more cycle, so that every register has left reset before the
+// first input. `tick` runs one cycle (the caller's, so that it can count
+// cycles or check outputs on each edge). The inputs are the caller's to set
+// first (none valid).
+template <typename V, typename Tick> void reset_sequence(V& top, Tick&& tick) {
     top.clk_i = 0;
     top.rst_ni = 0;
-    top.s_axis_tvalid_i = 0;
     top.eval();
     for (int i = 0; i < 3; ++i) tick();
     top.rst_ni = 1;
     top.eval();
     tick();
+}
+
+// The same for a block with an AXI-stream sink, no beat valid. Inputs other
+// than the stream's are the caller's to set first.
+template <typename V, typename Tick> void reset_top(V& top, Tick&& tick) {
+    top.s_axis_tvalid_i = 0;
+    reset_sequence(top, tick);
 }
 
 // tkeep with the low n lanes set (all of them for n >= the port's width).

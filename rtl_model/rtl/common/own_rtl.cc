@@ -158,8 +158,9 @@ std::vector<std::string> verilator_args(const OwnRtlStage& stage, const OwnRtl& 
                                         const std::vector<std::string>& files, const std::string& mdir) {
     // Warnings are the designer's to read (the logs in the cache), not a
     // reason to refuse the design; errors are.
-    std::vector<std::string> a = {verilator_bin(), "-Wno-fatal", "--top-module", own.top,
-                                  "-GDataWidth=" + std::to_string(stage.data_width), "--Mdir", mdir};
+    std::vector<std::string> a = {verilator_bin(), "-Wno-fatal", "--top-module", own.top, "--Mdir", mdir};
+    // A stage without a datapath (the requester's segmentation) has no DataWidth.
+    if (stage.data_width) a.push_back("-GDataWidth=" + std::to_string(stage.data_width));
     for (const std::string& d : stage.lib_dirs) a.push_back("-y"), a.push_back(d);
     a.insert(a.end(), files.begin(), files.end());
     return a;
@@ -198,8 +199,9 @@ std::vector<std::string> port_check(const OwnRtlStage& stage, const OwnRtl& own,
 }
 
 [[noreturn]] void port_error(const OwnRtlStage& stage, const OwnRtl& own, const std::vector<std::string>& d) {
-    std::string m = stage.block + ": " + own.top + " does not have the " + stage.block + "'s ports (DataWidth " +
-                    std::to_string(stage.data_width) + "; docs/model.md, Your own RTL), " + std::to_string(d.size()) +
+    const std::string width = stage.data_width ? "DataWidth " + std::to_string(stage.data_width) + "; " : "";
+    std::string m = stage.block + ": " + own.top + " does not have the " + stage.block + "'s ports (" + width +
+                    "docs/model.md, Your own RTL), " + std::to_string(d.size()) +
                     (d.size() == 1 ? " difference:" : " differences:");
     for (const std::string& x : d) m += "\n  " + x;
     throw OwnRtlError(m);

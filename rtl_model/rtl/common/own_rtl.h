@@ -37,7 +37,7 @@ struct OwnRtlError : std::runtime_error {
 struct OwnRtlStage {
     std::string block;             // "parser": the config's table, in messages
     std::vector<PortSpec> ports;   // the interface
-    uint32_t data_width = 0;       // DataWidth the design is built with (-G)
+    uint32_t data_width = 0;       // DataWidth the design is built with (-G); 0: the stage has none
     std::vector<std::string> prelude;   // simnic's packages, compiled before the sources
     std::vector<std::string> lib_dirs;  // searched for modules the sources use (-y)
     std::string shim;              // C++ compiled with the model: defines `entry`

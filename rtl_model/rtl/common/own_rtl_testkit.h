@@ -7,10 +7,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "own_rtl.h"
 
 namespace simnic::rtl::testkit {
 
@@ -33,6 +36,18 @@ inline std::string replaced(std::string s, const std::string& from, const std::s
     const size_t p = s.find(from);
     REQUIRE(p != std::string::npos);
     return s.replace(p, from.size(), to);
+}
+
+// The error load_own_rtl() throws for `own` as a design of `stage` (empty if
+// none), in a cache in the test's work directory `work`.
+inline std::string load_error(const OwnRtlStage& stage, const OwnRtl& own, const std::string& work) {
+    setenv("XDG_CACHE_HOME", (work + "/cache").c_str(), 1);
+    try {
+        load_own_rtl(stage, own);
+    } catch (const OwnRtlError& e) {
+        return e.what();
+    }
+    return {};
 }
 
 }  // namespace simnic::rtl::testkit

@@ -41,6 +41,9 @@ public:
     // reset_top() with tick() for each cycle. Inputs other than the stream's
     // are the caller's to set first.
     void reset() { reset_top(*top_, [this] { tick(); }); }
+    // reset_sequence() with tick() for each cycle, for a block whose input
+    // is a descriptor: every input is the caller's to set first.
+    void reset_inputs_set() { reset_sequence(*top_, [this] { tick(); }); }
 
 private:
     std::unique_ptr<VerilatedContext> own_ctx_;

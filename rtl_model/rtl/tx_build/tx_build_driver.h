@@ -45,15 +45,9 @@ struct TxBuildDriver final : TxBuildRtl::Impl, VerilatedBlock<V> {
         // Reset as every simnic block is (axis_top.h's sequence), with no
         // descriptor offered and the header's beats always taken.
         V& top = **this;
-        top.clk_i = 0;
-        top.rst_ni = 0;
         top.s_valid_i = 0;
         top.m_axis_tready_i = 1;
-        top.eval();
-        for (int i = 0; i < 3; ++i) Block::tick();
-        top.rst_ni = 1;
-        top.eval();
-        Block::tick();
+        Block::reset_inputs_set();
     }
     uint64_t cycles() const override { return Block::cycles(); }
 

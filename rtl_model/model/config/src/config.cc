@@ -36,6 +36,9 @@ constexpr Table kTables[] = {
     {"parser", "Packet parser: splits a received frame into its RoCE v2 headers."},
     {"icrc", "ICRC: checks the invariant CRC of received frames, computes it for sent ones."},
     {"tx_build", "TX build: a sent frame's headers (Ethernet, IP, UDP, BTH and the rest) from its descriptor."},
+    {"req_seg",
+     "Requester segmentation: a send WQE's message cut into path-MTU request packets (opcode, PSN, payload "
+     "slice, RETH, AckReq)."},
     {"qpc_cache", "On-chip cache of QP contexts (hw-spec 9.2); a miss reads the QPC by DMA."},
     {"mpt_cache", "On-chip cache of memory protection entries (hw-spec 9.5)."},
     {"mtt_cache", "On-chip cache of memory translation entries (hw-spec 9.6)."},
@@ -137,6 +140,14 @@ constexpr Key kKeys[] = {
                    "One's own TX header builder: SystemVerilog files, verilated when the device is created (with "
                    "impl = \"rtl\"; relative to the config file); empty: the built-in RTL"),
     SIMNIC_CFG_KEY(tx_build, rtl_top, 0, 0, 0, "", "The top module of rtl_sources"),
+
+    SIMNIC_CFG_KEY(req_seg, impl, 0, 1, 0, "",
+                   "Implementation: the C++ model (requester.cycles_per_packet per packet) or the Verilated RTL, "
+                   "checked against the C++ on every WQE, with its own cycles"),
+    SIMNIC_CFG_KEY(req_seg, rtl_sources, 0, 0, 0, "",
+                   "One's own segmentation block: SystemVerilog files, verilated when the device is created (with "
+                   "impl = \"rtl\"; relative to the config file); empty: the built-in RTL"),
+    SIMNIC_CFG_KEY(req_seg, rtl_top, 0, 0, 0, "", "The top module of rtl_sources"),
 
     SIMNIC_CFG_CACHE_KEYS(qpc_cache, "QP contexts", hw::qpc::kSize),
     SIMNIC_CFG_CACHE_KEYS(mpt_cache, "MPT entries", hw::mpt_entry::kSize),
@@ -395,10 +406,11 @@ std::vector<CrossError> cross_check(const ModelConfig& c) {
         out.push_back(CrossError{std::string("[congestion]: ") + m,
                                  {"congestion.min_rate_mbps", "congestion.line_rate_gbps"}});
     }
-    // One's own RTL (parser, ICRC engine, TX build): sources and a top, with impl = "rtl".
+    // One's own RTL (parser, ICRC engine, TX build, segmentation): sources and a top, with impl = "rtl".
     for (const auto& [name, member] : {std::pair<std::string, BlockConfig ModelConfig::*>{"parser", &ModelConfig::parser},
                                        std::pair<std::string, BlockConfig ModelConfig::*>{"icrc", &ModelConfig::icrc},
-                                       std::pair<std::string, BlockConfig ModelConfig::*>{"tx_build", &ModelConfig::tx_build}}) {
+                                       std::pair<std::string, BlockConfig ModelConfig::*>{"tx_build", &ModelConfig::tx_build},
+                                       std::pair<std::string, BlockConfig ModelConfig::*>{"req_seg", &ModelConfig::req_seg}}) {
         const BlockConfig& p = c.*member;
         const std::string src = name + ".rtl_sources", top = name + ".rtl_top", impl = name + ".impl";
         if (!p.rtl_sources.empty() && p.impl != BlockImpl::rtl)
@@ -732,7 +744,7 @@ bool parse_config(std::string_view text, const std::string& origin_in, const std
     // file's absolute path as the origin, runs elsewhere); overrides are
     // relative to the working directory, as typed.
     if (const std::size_t slash = origin.rfind('/'); slash != std::string::npos)
-        for (auto* list : {&c.parser.rtl_sources, &c.icrc.rtl_sources, &c.tx_build.rtl_sources})
+        for (auto* list : {&c.parser.rtl_sources, &c.icrc.rtl_sources, &c.tx_build.rtl_sources, &c.req_seg.rtl_sources})
             for (std::string& src : *list)
                 if (!src.empty() && src[0] != '/') src = origin.substr(0, slash + 1) + src;
     // The overrides, in order, each named by its place on the command line.

@@ -108,6 +108,7 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "parser.impl", "parser.latency_cycles", "parser.rtl_sources", "parser.rtl_top",
         "icrc.impl", "icrc.latency_cycles", "icrc.rtl_sources", "icrc.rtl_top",
         "tx_build.impl", "tx_build.latency_cycles", "tx_build.rtl_sources", "tx_build.rtl_top",
+        "req_seg.impl", "req_seg.rtl_sources", "req_seg.rtl_top",
         "qpc_cache.entries", "qpc_cache.ways", "qpc_cache.hit_cycles", "qpc_cache.entry_bytes",
         "mpt_cache.entries", "mpt_cache.ways", "mpt_cache.hit_cycles", "mpt_cache.entry_bytes",
         "mtt_cache.entries", "mtt_cache.ways", "mtt_cache.hit_cycles", "mtt_cache.entry_bytes",
@@ -161,6 +162,7 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.parser = {BlockImpl::rtl, 9, {"a.sv", "b c.sv"}, "my_top"};
         c.icrc = {BlockImpl::rtl, 3, {"e.sv"}, "my_engine"};
         c.tx_build = {BlockImpl::rtl, 2, {"t.sv"}, "my_tx_build"};
+        c.req_seg = {BlockImpl::rtl, 0, {"s.sv"}, "my_req_seg"};
         c.qpc_cache = {512, 8, 3, 512};
         c.mpt_cache = {2048, 2, 1, 128};
         c.mtt_cache = {8192, 16, 4, 16};
@@ -277,7 +279,8 @@ TEST_CASE("model config: unknown tables", "[model][config]") {
     CHECK(error_of("[qpc_cach]\nways = 2\n") ==
           "t.toml:1:2: unknown table [qpc_cach] (did you mean [qpc_cache]?)");
     CHECK(error_of("[sim]\nmax_idle_gap_us = 1000\n") ==
-          "t.toml:1:2: unknown table [sim] (tables: clock, mac, doorbell, pipeline, parser, icrc, tx_build, qpc_cache, "
+          "t.toml:1:2: unknown table [sim] (tables: clock, mac, doorbell, pipeline, parser, icrc, tx_build, req_seg, "
+          "qpc_cache, "
           "mpt_cache, mtt_cache, dma, requester, responder, completer, cq, eq, fw, wire, congestion)");
     CHECK(error_of("mac = 5\n") == "t.toml:1:7: 'mac' must be a table ([mac]), got an integer 5");
     CHECK(error_of("[[mac]]\nwidth_bytes = 64\n").find("'mac' must be a table ([mac]), got an array") !=
@@ -565,6 +568,24 @@ TEST_CASE("model config: [tx_build] names its RTL as the parser does; impl is cp
           "\"rtl\")");
     // The worked examples selectable by impl are parsers.
     CHECK(error_of("[tx_build]\nimpl = \"rtl_example_buggy\"\n").find("tx_build.impl") != std::string::npos);
+}
+
+TEST_CASE("model config: [req_seg] names its RTL as the others do; impl is cpp or rtl; no latency key",
+          "[model][config]") {
+    CHECK(ModelConfig{}.req_seg.impl == BlockImpl::cpp);
+    const ModelConfig c = parsed("[req_seg]\nimpl = \"rtl\"\nrtl_sources = [\"seg.sv\"]\nrtl_top = \"my_req_seg\"\n");
+    CHECK(c.req_seg.impl == BlockImpl::rtl);
+    CHECK(c.req_seg.rtl_sources == std::vector<std::string>{"seg.sv"});
+    CHECK(c.req_seg.rtl_top == "my_req_seg");
+    CHECK(error_of("[req_seg]\nrtl_sources = [\"a.sv\"]\nrtl_top = \"a\"\n") ==
+          "t.toml:2:15: req_seg.rtl_sources is set but req_seg.impl = \"cpp\" (one's own RTL needs req_seg.impl = "
+          "\"rtl\")");
+    CHECK(error_of("[req_seg]\nimpl = \"rtl\"\nrtl_sources = [\"a.sv\"]\n") ==
+          "t.toml:3:15: req_seg.rtl_sources is set but req_seg.rtl_top is empty (name the top module)");
+    CHECK(error_of("[req_seg]\nimpl = \"rtl_example_slow\"\n").find("req_seg.impl") != std::string::npos);
+    // The C++ model's time per packet is requester.cycles_per_packet.
+    CHECK(error_of("[req_seg]\nlatency_cycles = 2\n").find("unknown key 'req_seg.latency_cycles'") !=
+          std::string::npos);
 }
 
 TEST_CASE("model config: one's own parser RTL is named by its files and top module", "[model][config]") {

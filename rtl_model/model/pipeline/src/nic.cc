@@ -12,6 +12,7 @@
 
 #include "icrc_engine_rtl.h"
 #include "own_rtl.h"
+#include "req_seg_rtl.h"
 #include "tx_build_rtl.h"
 #ifdef SIMNIC_HAVE_RTL_PARSER
 #include "roce_parser_rtl.h"
@@ -47,6 +48,14 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
         tx_build_rtl_dir = info.dir;
     } else if (cfg.tx_build.impl == BlockImpl::rtl) {
         tx_build_rtl = std::make_unique<rtl::TxBuildRtl>();
+    }
+    if (cfg.req_seg.impl == BlockImpl::rtl && !cfg.req_seg.rtl_sources.empty()) {
+        rtl::OwnRtlBuildInfo info;
+        req_seg_rtl = std::make_unique<rtl::ReqSegRtl>(rtl::OwnRtl{cfg.req_seg.rtl_sources, cfg.req_seg.rtl_top}, &info);
+        req_seg_rtl_cache_hit = info.cache_hit;
+        req_seg_rtl_dir = info.dir;
+    } else if (cfg.req_seg.impl == BlockImpl::rtl) {
+        req_seg_rtl = std::make_unique<rtl::ReqSegRtl>();
     }
 #ifdef SIMNIC_HAVE_RTL_PARSER
     if (cfg.parser.impl == BlockImpl::rtl && !cfg.parser.rtl_sources.empty()) {
@@ -229,6 +238,7 @@ void Nic::reset_stats() {
     mtt.reset_stats();
     rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = icrc_rx_rtl_mismatch = 0;
     tx_build_rtl_mismatch = tx_build_rtl_skipped = 0;
+    req_seg_rtl_wqes = req_seg_rtl_mismatch = req_seg_rtl_packets = 0;
     recv_wqe_prefetch_hits = recv_wqe_prefetch_misses = wqe_by_mmio = 0;
     pfc_rx_frames = pfc_paused_frames = pfc_paused_ps = 0;
     rx_drops_parser_reason.fill(0);

@@ -27,6 +27,7 @@
 
 namespace simnic::rtl {
 class IcrcEngineRtl;
+class ReqSegRtl;
 class RoceParserRtl;
 class TxBuildRtl;
 }  // namespace simnic::rtl
@@ -237,6 +238,11 @@ struct Nic {
     std::unique_ptr<rtl::TxBuildRtl> tx_build_rtl;
     bool tx_build_rtl_cache_hit = false;
     std::string tx_build_rtl_dir;
+    // The requester's segmentation with req_seg.impl = rtl (the built-in
+    // block, or one's own from req_seg.rtl_sources).
+    std::unique_ptr<rtl::ReqSegRtl> req_seg_rtl;
+    bool req_seg_rtl_cache_hit = false;
+    std::string req_seg_rtl_dir;
 
     // Inputs are unbounded: they come from outside the simulation.
     sim::Chan<TxnPtr> db_in{"doorbell_in", size_t(1) << 30, probe_txn};
@@ -297,6 +303,12 @@ struct Nic {
     // datapath built them); the last header's edges from its descriptor
     // taken to its first beat taken.
     uint64_t tx_build_rtl_mismatch = 0, tx_build_rtl_skipped = 0, tx_build_rtl_latency = 0;
+    // The requester's segmentation with its RTL: WQE transactions run (a
+    // WQE's packets made in one go), those whose packet descriptors differ
+    // from the ones the datapath's segmentation made, the packets in them,
+    // and the last transaction's edges from its descriptor offered to its
+    // first packet taken.
+    uint64_t req_seg_rtl_wqes = 0, req_seg_rtl_mismatch = 0, req_seg_rtl_packets = 0, req_seg_rtl_latency = 0;
     // The first mismatches between an RTL block and its C++ twin, each with
     // its frame (also on stderr as they happen): what a designer debugs from.
     static constexpr size_t kRtlMismatchDumps = 4;

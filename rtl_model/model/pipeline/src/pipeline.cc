@@ -503,6 +503,12 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({"rtl.tx_build_skipped", double(n.tx_build_rtl_skipped), ""});
         s.push_back({"rtl.tx_build_latency", double(n.tx_build_rtl_latency), "cycles"});
     }
+    if (n.req_seg_rtl) {
+        s.push_back({"rtl.req_seg_wqes", double(n.req_seg_rtl_wqes), ""});
+        s.push_back({"rtl.req_seg_packets", double(n.req_seg_rtl_packets), ""});
+        s.push_back({"rtl.req_seg_mismatches", double(n.req_seg_rtl_mismatch), ""});
+        s.push_back({"rtl.req_seg_latency", double(n.req_seg_rtl_latency), "cycles"});
+    }
     if (n.parser_rtl) {
         s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});
         s.push_back({"rtl.parser_latency", double(n.parser_rtl_latency), "cycles"});

@@ -2,14 +2,22 @@
 // stall), then per request packet does its MR lookups (waited for), issues
 // its payload reads without waiting for them, and sends the packet on
 // requester.cycles_per_packet later with the time its payload will be in;
-// packets leave in order; CQEs and EQEs go to their writers.
+// packets leave in order; CQEs and EQEs go to their writers. With
+// req_seg.impl = rtl: each packet at the segmentation RTL's own cycles,
+// checked against the datapath's segmentation, a disagreement counted and
+// dumped, one's own design with a planted bug caught.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "block_harness.h"
 #include "blocks/requester.h"
+#include "own_rtl.h"
+#include "simnic/transport/segmentation.h"
 
 using namespace simnic;
 using namespace simnic::model;
@@ -111,4 +119,181 @@ TEST_CASE("requester: work waits for its WQEs, and the wait is stall", "[model][
     CHECK(out[1].item.f.qpn == 8);
     CHECK(b.nic().blk[Nic::kRequester].stall_ps == wqe_in);
     CHECK(b.nic().blk[Nic::kRequester].busy_ps == 2 * per_doorbell);
+}
+
+namespace {
+
+// A doorbell's record whose packets carry their segmentation step, as the
+// datapath's requester records them (transport::seg_packet): `w`'s packets
+// start_pkt .. start_pkt + count - 1, each a frame (no payload reads: the
+// timing is segmentation's alone).
+TxnPtr segmented(const transport::SegWqe& w) {
+    auto t = std::make_shared<Txn>();
+    t->kind = Txn::Kind::Doorbell;
+    t->db.num = t->qpn = 7;
+    OpRecord& r = t->rec;
+    uint32_t noack = w.noack;
+    for (uint32_t k = w.start_pkt; k < w.start_pkt + w.count; ++k) {
+        TxFrameRec f;
+        f.qpn = 7;
+        f.has_seg = true;
+        f.seg_wqe = w;
+        f.seg_wqe.start_pkt = k;
+        f.seg_wqe.count = 1;
+        f.seg_wqe.noack = noack;
+        f.seg = transport::seg_packet(w, k, noack);
+        f.psn = f.seg.psn;
+        f.opcode = f.seg.opcode;
+        f.payload = f.seg.payload_len;
+        f.bytes = tb::bytes_frame(f.seg.payload_len + 58, uint8_t(k));
+        r.add(Op::Kind::TxFrame, 0, 0, uint32_t(r.frames.size()));
+        r.frames.push_back(std::move(f));
+    }
+    return t;
+}
+
+transport::SegWqe write_wqe(uint32_t length, roce::IbMtu pmtu) {
+    transport::SegWqe w;
+    w.opcode = hw::WrOpcode::RdmaWrite;
+    w.length = length;
+    w.pmtu = pmtu;
+    w.first_psn = 0xfffffe;  // crossing 2^24
+    w.remote_addr = 0x7f0000001000;
+    w.rkey = 0x1234;
+    w.count = transport::seg_npkts(w.opcode, length, roce::ib_mtu_bytes(pmtu));
+    return w;
+}
+
+struct SegRun {
+    std::vector<tb::Seen<FrameTok>> out;
+    uint64_t wqes = 0, packets = 0, mismatches = 0, latency = 0;
+    std::vector<std::string> dumps;
+    bool cache_hit = false;
+};
+
+// One run of `work`, all entering at time 0.
+SegRun run_seg(const ModelConfig& cfg, std::vector<TxnPtr> work) {
+    tb::BlockBench<RequesterBlock> b(cfg);
+    std::vector<std::pair<uint64_t, TxnPtr>> in;
+    for (TxnPtr& t : work) in.emplace_back(0, std::move(t));
+    b.drive(b.nic().wqe_to_req, std::move(in));
+    const auto& out = b.watch(b.nic().req_to_txb);
+    b.run();
+    SegRun r;
+    r.out = out;
+    r.wqes = b.nic().req_seg_rtl_wqes;
+    r.packets = b.nic().req_seg_rtl_packets;
+    r.mismatches = b.nic().req_seg_rtl_mismatch;
+    r.latency = b.nic().req_seg_rtl_latency;
+    r.dumps = b.nic().rtl_mismatch_log;
+    r.cache_hit = b.nic().req_seg_rtl_cache_hit;
+    return r;
+}
+
+// The same over fresh records of `wqes` (the block moves the frames out of
+// the records it plays).
+SegRun run_seg(const ModelConfig& cfg, const std::vector<transport::SegWqe>& wqes) {
+    std::vector<TxnPtr> work;
+    for (const transport::SegWqe& w : wqes) work.push_back(segmented(w));
+    return run_seg(cfg, std::move(work));
+}
+
+}  // namespace
+
+TEST_CASE("requester: with req_seg.impl = rtl each packet costs the segmentation RTL's own cycles, checked against "
+          "the datapath's",
+          "[model][block][requester][rtl]") {
+    // A 4 KiB + 1 WRITE at PMTU 1024 (five packets, the PSN wrapping) and a
+    // one-packet one behind it.
+    const std::vector<transport::SegWqe> work = {write_wqe(4097, roce::IbMtu::Mtu1024),
+                                                  write_wqe(100, roce::IbMtu::Mtu256)};
+    ModelConfig cpp, rtl, rtl_slow_cpp;
+    rtl.req_seg.impl = rtl_slow_cpp.req_seg.impl = BlockImpl::rtl;
+    rtl_slow_cpp.requester.cycles_per_packet = 9;  // the C++ model's figure: not used with the RTL
+    const uint64_t P = uint64_t(1e6 / cpp.clock.freq_mhz + 0.5);
+    const SegRun c = run_seg(cpp, work), r = run_seg(rtl, work), r9 = run_seg(rtl_slow_cpp, work);
+    REQUIRE(c.out.size() == 6);
+    REQUIRE(r.out.size() == 6);
+    REQUIRE(r9.out.size() == 6);
+    CHECK(c.wqes == 0);
+    CHECK(r.wqes == 2);
+    CHECK(r.packets == 6);
+    CHECK(r.mismatches == 0);
+    CHECK(r.dumps.empty());
+    CHECK(r.latency == 2);  // the descriptor's edge, then the first packet's
+    // C++: cycles_per_packet (2) per packet. RTL: the first packet of a WQE
+    // 2 edges after its descriptor, the rest one per edge.
+    const uint64_t rtl_at[] = {2, 3, 4, 5, 6, 8};
+    for (size_t i = 0; i < 6; ++i) {
+        INFO("packet " << i);
+        CHECK(c.out[i].t_ps == 2 * (i + 1) * P);
+        CHECK(r.out[i].t_ps == rtl_at[i] * P);
+        CHECK(r9.out[i].t_ps == r.out[i].t_ps);
+        CHECK(r.out[i].item.f.bytes == c.out[i].item.f.bytes);  // the datapath's packets go out
+    }
+}
+
+TEST_CASE("requester: a segmentation RTL that disagrees with the datapath is counted and dumped with the frame",
+          "[model][block][requester][rtl]") {
+    ModelConfig rtl;
+    rtl.req_seg.impl = BlockImpl::rtl;
+    // The datapath's record says the third packet went without AckReq and
+    // with another PSN: the RTL (which agrees with transport::seg_packet)
+    // disagrees there.
+    TxnPtr t = segmented(write_wqe(3 * 1024, roce::IbMtu::Mtu1024));
+    t->rec.frames[2].seg.ack_req = false;
+    const SegRun r = run_seg(rtl, std::vector<TxnPtr>{t});
+    CHECK(r.wqes == 1);
+    CHECK(r.mismatches == 1);
+    REQUIRE(r.dumps.size() == 1);
+    CHECK(r.dumps[0].rfind("req_seg at cycle ", 0) == 0);
+    CHECK(r.dumps[0].find("WQE opcode 0, 3072 bytes, PMTU 1024, packets 0+3: packet 2 from the RTL opcode 08 psn "
+                          "000000 payload 2048+1024 reth 0 va 0000000000000000 rkey 00000000 dma_len 0 ack_req 1 se 0, "
+                          "from the datapath opcode 08 psn 000000 payload 2048+1024 reth 0 va 0000000000000000 rkey "
+                          "00000000 dma_len 0 ack_req 0 se 0") != std::string::npos);
+    CHECK(r.dumps[0].find("frame (" + std::to_string(1024 + 58) + " bytes)") != std::string::npos);
+}
+
+TEST_CASE("requester: one's own segmentation RTL with a planted bug, named in the config, is caught on every WQE "
+          "it gets wrong",
+          "[model][block][requester][rtl][own_rtl]") {
+    // examples/roce_req_seg_buggy.sv named as a designer names theirs
+    // (req_seg.rtl_sources, req_seg.rtl_top): built at run time into a
+    // fresh cache, then found there. Its bug: a message that fills its last
+    // packet exactly is segmented as one byte longer.
+    namespace fs = std::filesystem;
+    const std::string cache = SIMNIC_OWN_REQ_SEG_TEST_CACHE;
+    fs::remove_all(cache);
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    ModelConfig buggy, ref;
+    buggy.req_seg.impl = ref.req_seg.impl = BlockImpl::rtl;
+    buggy.req_seg.rtl_sources = {std::string(SIMNIC_REQ_SEG_RTL_DIR) + "/examples/roce_req_seg_buggy.sv"};
+    buggy.req_seg.rtl_top = "roce_req_seg_buggy";
+    // Exact multiples of the PMTU (caught) and not (fine).
+    const std::vector<transport::SegWqe> work = {
+        write_wqe(4096, roce::IbMtu::Mtu1024), write_wqe(4097, roce::IbMtu::Mtu1024),
+        write_wqe(256, roce::IbMtu::Mtu256), write_wqe(255, roce::IbMtu::Mtu256), write_wqe(1, roce::IbMtu::Mtu4096)};
+    const uint64_t runs = rtl::verilator_runs();
+    const SegRun r = run_seg(buggy, work), want = run_seg(ref, work);
+    CHECK(rtl::verilator_runs() == runs + 2);  // the port check's pass and the build's
+    CHECK_FALSE(r.cache_hit);
+    CHECK(r.wqes == 5);
+    CHECK(r.mismatches == 2);
+    REQUIRE(r.dumps.size() == 2);
+    // The 4 KiB WRITE: its RETH asks for a byte too many (and its fourth
+    // packet would go out as a MIDDLE); the 256-byte one is a FIRST where
+    // the datapath sent an ONLY.
+    CHECK(r.dumps[0].find("WQE opcode 0, 4096 bytes, PMTU 1024, packets 0+4: packet 0 from the RTL opcode 06") !=
+          std::string::npos);
+    CHECK(r.dumps[0].find("dma_len 4097 ack_req 0 se 0, from the datapath opcode 06") != std::string::npos);
+    CHECK(r.dumps[1].find("WQE opcode 0, 256 bytes, PMTU 256, packets 0+1: packet 0 from the RTL opcode 06") !=
+          std::string::npos);
+    CHECK(want.mismatches == 0);
+    REQUIRE(r.out.size() == want.out.size());
+    for (size_t i = 0; i < r.out.size(); ++i) CHECK(r.out[i].t_ps == want.out[i].t_ps);  // the reference's timing
+    // Again: from the cache, with no Verilator to run.
+    const SegRun again = run_seg(buggy, work);
+    CHECK(rtl::verilator_runs() == runs + 2);
+    CHECK(again.cache_hit);
+    CHECK(again.mismatches == 2);
 }

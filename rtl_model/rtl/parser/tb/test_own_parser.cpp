@@ -31,17 +31,7 @@ using testkit::replaced;
 // A variant of a design, in this test's work directory.
 std::string write(const std::string& name, const std::string& text) { return testkit::write_in(kWork, name, text); }
 
-// The error load_own_rtl() throws for `own` (empty if none), in a cache
-// of this test's own.
-std::string load_error(const OwnRtl& own) {
-    setenv("XDG_CACHE_HOME", (kWork + "/cache").c_str(), 1);
-    try {
-        load_own_rtl(own_parser_stage(), own);
-    } catch (const OwnRtlError& e) {
-        return e.what();
-    }
-    return {};
-}
+std::string load_error(const OwnRtl& own) { return testkit::load_error(own_parser_stage(), own, kWork); }
 
 }  // namespace
 

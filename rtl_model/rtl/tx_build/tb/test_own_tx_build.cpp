@@ -92,17 +92,7 @@ roce::Packet random_packet(std::mt19937_64& rng, uint8_t opcode, bool v6, bool v
     return p;
 }
 
-// The error load_own_rtl() throws for `own` (empty if none), in a cache of
-// this test's own.
-std::string load_error(const OwnRtl& own) {
-    setenv("XDG_CACHE_HOME", (kWork + "/cache").c_str(), 1);
-    try {
-        load_own_rtl(own_tx_build_stage(), own);
-    } catch (const OwnRtlError& e) {
-        return e.what();
-    }
-    return {};
-}
+std::string load_error(const OwnRtl& own) { return testkit::load_error(own_tx_build_stage(), own, kWork); }
 
 }  // namespace
 

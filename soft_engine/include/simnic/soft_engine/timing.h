@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "simnic/transport/segmentation.h"
+
 namespace simnic::soft_engine {
 
 // Why a DMA transfer happened (the DMA engine counts bytes per purpose).
@@ -63,6 +65,12 @@ struct TxFrameRec {
     uint32_t psn = 0;
     uint8_t opcode = 0;
     uint32_t payload = 0;  // payload bytes (without headers, pad, ICRC)
+    // A request packet: the segmentation step that made it (the WQE with
+    // start_pkt this packet, count 1 and the QP's AckReq count before it,
+    // and what segmentation gave), for a model's segmentation stage.
+    bool has_seg = false;
+    transport::SegWqe seg_wqe;
+    transport::SegPacket seg;
 };
 
 struct OpRecord {

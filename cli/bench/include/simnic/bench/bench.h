@@ -42,6 +42,7 @@ const char* to_string(BenchOp op);
 struct BenchSpec {
     BenchOp op = BenchOp::Write;
     uint32_t size = 65536;    // bytes per message
+    uint32_t mtu = 4096;      // the QPs' path MTU, bytes: 256, 512, 1024, 2048 or 4096
     uint32_t qps = 1;
     uint32_t depth = 16;      // messages outstanding per QP
     uint64_t messages = 0;    // measured, in all; 0: enough for a steady state

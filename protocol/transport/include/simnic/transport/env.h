@@ -14,6 +14,7 @@
 #include "simnic/congestion/notification_point.h"
 #include "simnic/hw/verbs.h"
 #include "simnic/roce/packet.h"
+#include "simnic/transport/segmentation.h"
 #include "simnic/transport/wqe.h"
 
 namespace simnic::transport {
@@ -129,6 +130,15 @@ public:
     // engine may set fields the core does not own (IPv4 ID) and encodes it
     // with roce::encode_frame, which fills lengths, pad and ICRC.
     virtual void transmit(roce::Packet& pkt) = 0;
+    // A request packet, with the segmentation step that made it: `wqe` the
+    // WQE with start_pkt this packet, count 1 and the QP's noack before it,
+    // `seg` what segmentation gave (segmentation.h). A cycle model keeps
+    // them to check its segmentation stage's RTL; by default it is
+    // transmit().
+    virtual void transmit_request(roce::Packet& pkt, const SegWqe& wqe, const SegPacket& seg) {
+        (void)wqe, (void)seg;
+        transmit(pkt);
+    }
 };
 
 // ---- Time ----

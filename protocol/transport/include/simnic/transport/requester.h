@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "simnic/transport/qp_context.h"
+#include "simnic/transport/segmentation.h"
 
 namespace simnic::transport {
 
@@ -36,6 +37,8 @@ private:
     bool start_wqe(SqEntry& e);
     // BIND_MW and LOCAL_INV: act on the MPT through the memory port.
     void execute_local(SqEntry& e);
+    // The segmentation step of e's next packet (segmentation.h).
+    SegWqe seg_wqe(const SqEntry& e) const;
     void send_packet(SqEntry& e);
     // DCQCN's rate limiter (QpContext::rp): true if the next packet of `e`
     // may leave now; else it arms QpTimer::RateLimit for when it may.

@@ -1,7 +1,9 @@
 #include "blocks/requester.h"
 
 #include <algorithm>
+#include <cstdio>
 
+#include "req_seg_rtl.h"
 #include "simnic/roce/opcode.h"
 
 namespace simnic::model {
@@ -9,6 +11,69 @@ namespace simnic::model {
 using sim::now_ps;
 using sim::wait_ps;
 using sim::wait_until;
+
+namespace {
+
+// Packets k and k + 1 of one WQE's run through segmentation: the same WQE,
+// the next packet. A READ's request is a transaction of its own.
+bool continues(const TxFrameRec& a, const TxFrameRec& b) {
+    const transport::SegWqe &x = a.seg_wqe, &y = b.seg_wqe;
+    return b.has_seg && a.qpn == b.qpn && x.opcode != hw::WrOpcode::RdmaRead && x.qp_type == y.qp_type &&
+           x.opcode == y.opcode && x.length == y.length && x.first_psn == y.first_psn && x.pmtu == y.pmtu &&
+           x.remote_addr == y.remote_addr && x.rkey == y.rkey && x.solicited == y.solicited &&
+           y.start_pkt == x.start_pkt + 1;
+}
+
+std::string show(const transport::SegPacket& p) {
+    char w[200];
+    std::snprintf(w, sizeof w,
+                  "opcode %02x psn %06x payload %u+%u reth %d va %016llx rkey %08x dma_len %u ack_req %d se %d",
+                  p.opcode, p.psn, p.payload_off, p.payload_len, p.reth, static_cast<unsigned long long>(p.reth_va),
+                  p.reth_rkey, p.reth_dma_len, p.ack_req, p.se);
+    return w;
+}
+
+}  // namespace
+
+void RequesterBlock::rtl_segment(OpRecord& rec, std::vector<uint64_t>& cycles) {
+    cycles.assign(rec.frames.size(), 0);
+    for (size_t i = 0; i < rec.frames.size();) {
+        if (!rec.frames[i].has_seg) {
+            ++i;
+            continue;
+        }
+        // The packets the datapath made of this WQE in one go: one
+        // transaction, the WQE's descriptor granting that many.
+        size_t n = 1;
+        while (i + n < rec.frames.size() && continues(rec.frames[i + n - 1], rec.frames[i + n])) ++n;
+        transport::SegWqe w = rec.frames[i].seg_wqe;
+        w.count = uint32_t(n);
+        const rtl::ReqSegResult r = nic.req_seg_rtl->run(w);
+        ++nic.req_seg_rtl_wqes;
+        nic.req_seg_rtl_packets += n;
+        if (!r.gaps.empty()) nic.req_seg_rtl_latency = r.gaps[0];
+        // Its own cycles: each packet's edges (the first's with the
+        // descriptor's stalls and the latency).
+        for (size_t k = 0; k < n && k < r.gaps.size(); ++k) cycles[i + k] = r.gaps[k];
+        size_t bad = 0;
+        while (bad < n && bad < r.packets.size() && r.packets[bad] == rec.frames[i + bad].seg) ++bad;
+        if (bad < n || r.packets.size() != n) {
+            ++nic.req_seg_rtl_mismatch;
+            char head[160];
+            std::snprintf(head, sizeof head, "WQE opcode %u, %u bytes, PMTU %u, packets %u+%zu: ", unsigned(w.opcode),
+                          w.length, roce::ib_mtu_bytes(w.pmtu), w.start_pkt, n);
+            std::string what = head;
+            if (bad < n && bad < r.packets.size())
+                what += "packet " + std::to_string(bad) + " from the RTL " + show(r.packets[bad]) +
+                        ", from the datapath " + show(rec.frames[i + bad].seg);
+            else
+                what += std::to_string(r.packets.size()) + " packets from the RTL, " + std::to_string(n) +
+                        " from the datapath";
+            nic.rtl_mismatch("req_seg", what, rec.frames[i + std::min(bad, n - 1)].bytes);
+        }
+        i += n;
+    }
+}
 
 void RequesterBlock::main() {
     for (;;) {
@@ -30,6 +95,8 @@ void RequesterBlock::main() {
             nic.rtq_admit(requests);  // room in the retransmit queue
         }
         sim::BusyScope busy(st);
+        // With its RTL, segmentation's own cycles per packet.
+        if (nic.req_seg_rtl) rtl_segment(rec, seg_cycles_);
         uint64_t payload_ready = now_ps(), writes_done = now_ps();
         for (size_t i = 0; i < rec.ops.size();) {
             const Op& o = rec.ops[i];
@@ -43,7 +110,8 @@ void RequesterBlock::main() {
             }
             switch (o.kind) {
                 case Op::Kind::TxFrame: {
-                    wait_ps(nic.cycles(nic.cfg.requester.cycles_per_packet));
+                    const uint64_t seg = nic.req_seg_rtl ? seg_cycles_[o.aux] : 0;
+                    wait_ps(nic.cycles(seg ? seg : nic.cfg.requester.cycles_per_packet));
                     // An RC request holds a retransmit-queue entry until it
                     // is acknowledged.
                     const TxFrameRec& fr = rec.frames[o.aux];

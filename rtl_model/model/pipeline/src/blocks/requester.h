@@ -15,10 +15,22 @@
 // completions without a wire packet) go to their writers, a CQE not before
 // the payload writes it completes are visible.
 //
+// Segmentation: with req_seg.impl = rtl the Verilated segmentation block
+// (rtl_model/rtl/req_seg: roce_req_seg.sv, or one's own) runs on every
+// WQE's packets the datapath made in one go (a transaction: the WQE's
+// descriptor, as many packets as the datapath sent of it then): each packet
+// descriptor is compared with the one the datapath's segmentation made
+// (transport::seg_packet, recorded with the frame), a difference counted
+// and dumped with the frame, and its own cycles per packet (the first with
+// the descriptor's stalls and latency) replace cycles_per_packet. The
+// datapath's packets go on the wire either way.
+//
 // In: Nic::wqe_to_req (doorbells, and request packets the completer
 // released). Out: Nic::req_to_txb, Nic::cq_in, Nic::eq_in. Counters:
-// Nic::kRequester.
+// Nic::kRequester, Nic::req_seg_rtl_*.
 #pragma once
+
+#include <vector>
 
 #include "nic.h"
 
@@ -28,6 +40,13 @@ struct RequesterBlock : BlockBase {
     SC_HAS_PROCESS(RequesterBlock);
     RequesterBlock(sc_core::sc_module_name n, Nic& nic) : BlockBase(n, nic) { SC_THREAD(main); }
     void main();
+
+private:
+    // req_seg.impl = rtl: the RTL over the record's request packets, checked
+    // against the datapath's segmentation; `cycles` gets each frame's edges
+    // (0: no segmentation step, cycles_per_packet then).
+    void rtl_segment(OpRecord& rec, std::vector<uint64_t>& cycles);
+    std::vector<uint64_t> seg_cycles_;
 };
 
 }  // namespace simnic::model

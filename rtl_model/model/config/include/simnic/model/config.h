@@ -74,7 +74,8 @@ struct PipelineConfig {
     std::uint32_t cut_through = 0;
 };
 
-// [parser], [icrc], [tx_build]: a block that exists both in C++ and in RTL.
+// [parser], [icrc], [tx_build], [req_seg]: a block that exists both in C++
+// and in RTL.
 struct BlockConfig {
     BlockImpl impl = BlockImpl::cpp;  // which implementation runs
     std::uint32_t latency_cycles = 0;  // last beat in to result out, cycles (C++ model)
@@ -208,6 +209,10 @@ struct ModelConfig {
     // first beat, so that the C++ model's TX build costs the frame's beats
     // alone; the RTL (rtl_model/rtl/tx_build) brings its own (1).
     BlockConfig tx_build{BlockImpl::cpp, /*latency_cycles=*/0, {}, {}};
+    // The requester's segmentation (impl, rtl_sources, rtl_top; no
+    // latency_cycles: the C++ model's time per packet is
+    // requester.cycles_per_packet, the RTL brings its own).
+    BlockConfig req_seg{BlockImpl::cpp, /*latency_cycles=*/0, {}, {}};
     // QP contexts (hw-spec 9.2): 256 entries, 4 ways, 2 cycles, 256 bytes.
     CacheConfig qpc_cache{256, 4, 2, hw::qpc::kSize};
     // Memory protection entries (hw-spec 9.5): 1024 entries, 4 ways, 2 cycles, 64 bytes.

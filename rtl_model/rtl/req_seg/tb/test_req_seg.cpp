@@ -1,0 +1,173 @@
+// The requester segmentation stage's RTL: the reference (roce_req_seg.sv)
+// against transport::segment(), the C++ the requester builds its packets
+// from, on every operation each QP type allows, every PMTU, lengths from 0
+// to several PMTUs, resumes mid-message, partial grants and the AckReq
+// count crossing its limit, with its cycles; and, before anything is built
+// (Verilator's XML pass only), the port checker against the stage's
+// interface (req_seg_interface.cc), the template and the worked example
+// passing it, clear errors for a wrong design, and docs/model.md's table.
+// The run-time build and the designs in the requester are tb_requester.cpp's
+// and the bench's (rtl_model/model/pipeline/tests, cli/bench/tests).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "own_req_seg.h"
+#include "own_rtl.h"
+#include "own_rtl_testkit.h"
+#include "req_seg_interface.h"
+#include "req_seg_rtl.h"
+#include "simnic/roce/opcode.h"
+
+using namespace simnic;
+using namespace simnic::rtl;
+using transport::SegPacket;
+using transport::SegWqe;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = SIMNIC_REQ_SEG_SRC_DIR;
+const std::string kWork = SIMNIC_OWN_REQ_SEG_TEST_DIR;
+
+using testkit::read;
+using testkit::replaced;
+
+std::string write(const std::string& name, const std::string& text) { return testkit::write_in(kWork, name, text); }
+
+std::string show(const SegPacket& p) {
+    std::ostringstream s;
+    s << std::hex << "op " << unsigned(p.opcode) << " psn " << p.psn << " off " << p.payload_off << " len "
+      << p.payload_len << " reth " << p.reth << " va " << p.reth_va << " rkey " << p.reth_rkey << " dma "
+      << p.reth_dma_len << " ack " << p.ack_req << " se " << p.se;
+    return s.str();
+}
+
+std::string show(const SegWqe& w) {
+    std::ostringstream s;
+    s << "qp type " << unsigned(w.qp_type) << " wr " << unsigned(w.opcode) << " len " << w.length << " pmtu "
+      << roce::ib_mtu_bytes(w.pmtu) << " psn " << w.first_psn << " start " << w.start_pkt << " count " << w.count
+      << " noack " << w.noack << " solicited " << w.solicited;
+    return s.str();
+}
+
+// The operations a QP type allows that make packets (requester.cc's table).
+std::vector<hw::WrOpcode> ops_of(hw::QpType t) {
+    using O = hw::WrOpcode;
+    if (t == hw::QpType::Ud) return {O::Send, O::SendWithImm};
+    if (t == hw::QpType::Uc) return {O::Send, O::SendWithImm, O::RdmaWrite, O::RdmaWriteWithImm};
+    return {O::Send,    O::SendWithImm,      O::SendWithInv,       O::RdmaWrite, O::RdmaWriteWithImm,
+            O::RdmaRead, O::AtomicCmpAndSwp, O::AtomicFetchAndAdd, O::Flush,     O::AtomicWrite};
+}
+
+// The lengths each operation takes at PMTU `mtu` (UD: one packet).
+std::vector<uint32_t> lengths_of(hw::QpType t, hw::WrOpcode o, uint32_t mtu) {
+    if (hw::is_atomic(o) || o == hw::WrOpcode::AtomicWrite) return {8};
+    if (o == hw::WrOpcode::Flush) return {0, 1, 1u << 20};
+    if (t == hw::QpType::Ud) return {0, 1, 2, mtu - 1, mtu};
+    return {0, 1, 3, mtu - 1, mtu, mtu + 1, 2 * mtu, 3 * mtu + 7, 70 * mtu + 1, 1u << 31};
+}
+
+}  // namespace
+
+TEST_CASE("req_seg RTL: the reference makes transport::segment()'s packets, one per edge after the descriptor's",
+          "[rtl][req_seg]") {
+    std::mt19937_64 rng(17);
+    ReqSegRtl rtl;
+    size_t wqes = 0, packets = 0, mid_acks = 0;
+    for (hw::QpType t : {hw::QpType::Rc, hw::QpType::Uc, hw::QpType::Ud})
+        for (hw::WrOpcode o : ops_of(t))
+            for (int m = 1; m <= 5; ++m) {
+                const auto pmtu = roce::IbMtu(m);
+                const uint32_t mtu = roce::ib_mtu_bytes(pmtu);
+                for (uint32_t len : lengths_of(t, o, mtu)) {
+                    SegWqe w;
+                    w.qp_type = t;
+                    w.opcode = o;
+                    w.length = len;
+                    w.pmtu = pmtu;
+                    w.first_psn = uint32_t(rng()) & 0xffffff;  // crossing 2^24 now and then
+                    if (rng() % 4 == 0) w.first_psn = 0xffffff - uint32_t(rng() % 4);
+                    w.remote_addr = rng();
+                    w.rkey = uint32_t(rng());
+                    w.solicited = rng() & 1;
+                    w.noack = uint32_t(rng() % 66);
+                    const uint32_t n = transport::seg_npkts(o, len, mtu);
+                    const bool read = o == hw::WrOpcode::RdmaRead;
+                    // The whole message; resumed in its middle; a partial
+                    // grant (the window closed after a few packets).
+                    for (int variant = 0; variant < 3; ++variant) {
+                        w.start_pkt = variant == 1 ? n / 2 : 0;
+                        w.count = read ? 1 : n - w.start_pkt;
+                        if (variant == 2 && !read) w.count = std::min<uint32_t>(w.count, 1 + uint32_t(rng() % 3));
+                        if (w.count > 200) w.count = 200;  // enough for the AckReq count; keeps the test quick
+                        INFO(show(w));
+                        const std::vector<SegPacket> want = transport::segment(w);
+                        const ReqSegResult r = rtl.run(w);
+                        REQUIRE(r.packets.size() == want.size());
+                        for (size_t i = 0; i < want.size(); ++i) {
+                            INFO("packet " << i << ": RTL " << show(r.packets[i]) << "; C++ " << show(want[i]));
+                            CHECK(r.packets[i] == want[i]);
+                            mid_acks += want[i].ack_req && !(roce::opcode_info(want[i].opcode).mask & roce::kLast);
+                        }
+                        // Taken at once, the first packet one edge later,
+                        // then one per edge.
+                        CHECK(r.desc_cycles == 1);
+                        REQUIRE(r.gaps.size() == want.size());
+                        CHECK(r.gaps[0] == 1 + ReqSegRtl::kLatency);
+                        for (size_t i = 1; i < r.gaps.size(); ++i) CHECK(r.gaps[i] == 1);
+                        ++wqes;
+                        packets += want.size();
+                    }
+                }
+            }
+    CHECK(wqes > 500);
+    CHECK(packets > 5000);
+    CHECK(mid_acks > 10);  // AckReq inside long messages, from the QP's count
+}
+
+TEST_CASE("own req_seg: the template, the worked example and the reference have exactly the stage's ports",
+          "[rtl][own_rtl][req_seg]") {
+    CHECK(check_own_rtl_ports(own_req_seg_stage(), {{kDir + "/template/my_req_seg.sv"}, "my_req_seg"}).empty());
+    CHECK(check_own_rtl_ports(own_req_seg_stage(), {{kDir + "/examples/roce_req_seg_buggy.sv"}, "roce_req_seg_buggy"})
+              .empty());
+    CHECK(check_own_rtl_ports(own_req_seg_stage(), {{kDir + "/roce_req_seg.sv"}, "roce_req_seg"}).empty());
+}
+
+TEST_CASE("own req_seg: every port difference in one error, before anything is built", "[rtl][own_rtl][req_seg]") {
+    // The template with s_noack_i gone, m_psn_o 16 bits wide, s_ready_o an
+    // input and a port the stage lacks.
+    std::string t = read(kDir + "/template/my_req_seg.sv");
+    t = replaced(t, "  input  logic [6:0]  s_noack_i,\n", "");
+    t = replaced(t, "s_solicited_i,\n                    s_noack_i}", "s_solicited_i}");
+    t = replaced(t, "output logic [23:0] m_psn_o", "output logic [15:0] m_psn_o");
+    t = replaced(t, "assign m_psn_o   = psn_q;", "assign m_psn_o   = psn_q[15:0];");
+    t = replaced(t, "output logic        s_ready_o,", "input  logic        s_ready_o,");
+    t = replaced(t, "  assign s_ready_o = !busy_q || (m_ready_i && left_q == 24'd1);\n", "");
+    t = replaced(t, "  input  logic        rst_ni,\n", "  input  logic        rst_ni,\n  output logic        debug_o,\n");
+    t = replaced(t, "  logic unused;\n", "  assign debug_o = busy_q;\n  logic unused;\n");
+    const OwnRtl bad{{write("bad_ports.sv", t)}, "my_req_seg"};
+    const auto d = check_own_rtl_ports(own_req_seg_stage(), bad);
+    CHECK(d == std::vector<std::string>{
+                   "port s_ready_o is in, expected out",
+                   "missing port s_noack_i (in, 7 = 7 bits)",
+                   "port m_psn_o is 16 bits, expected 24",
+                   "extra port debug_o (out, 1 bits): the stage does not drive or read it",
+               });
+    // Building it stops there, all of them in one error.
+    const std::string e = testkit::load_error(own_req_seg_stage(), bad, kWork);
+    CHECK(e.rfind("req_seg: my_req_seg does not have the req_seg's ports (docs/model.md, Your own RTL), 4 "
+                  "differences:\n  port s_ready_o is in, expected out",
+                  0) == 0);
+}
+
+TEST_CASE("own req_seg: docs/model.md's port table is the interface's", "[rtl][own_rtl][req_seg]") {
+    const std::string table = ports_markdown(req_seg_ports());
+    const std::string doc = read(std::string(SIMNIC_SOURCE_DIR) + "/docs/model.md");
+    INFO("docs/model.md, Your own RTL, should hold this table:\n" << table);
+    CHECK(doc.find(table) != std::string::npos);
+}
