@@ -36,6 +36,10 @@ struct BenchArgs {
     std::optional<uint64_t> trace_from;
     uint64_t trace_cycles = 0;
     bool json = false, all = false, inline_data = false, events = false;
+    // --cq-mod COUNT[,PERIOD_US]: every CQ's own moderation (MODIFY_CQ);
+    // the sweep's cq_mod_count and cq_mod_period_us set its halves.
+    std::string cq_mod_arg;
+    std::optional<model::BenchSpec::CqModeration> cq_mod;
     // --fabric: an incast through the switch model (fabric_bench.h).
     std::string fabric, receiver, senders, out = "bench-fabric";
     std::vector<std::string> flows;  // FROM:TO
@@ -100,6 +104,28 @@ bool expand(const std::string& list, std::vector<std::string>& out, std::string&
     return true;
 }
 
+// A CQ moderation's count or period: an integer of 0..max.
+bool mod_field(const std::string& what, const std::string& value, uint64_t max, uint16_t& out, std::string& err) {
+    char* e = nullptr;
+    const unsigned long long v = std::strtoull(value.c_str(), &e, 10);
+    if (value.empty() || *e != 0 || value[0] == '-' || v > max) {
+        err = what + " = '" + value + "' is not an integer of 0.." + std::to_string(max);
+        return false;
+    }
+    out = uint16_t(v);
+    return true;
+}
+
+// --cq-mod COUNT[,PERIOD_US], as ibv_modify_cq's cq_count and cq_period
+// (0..65535 CQEs, 0..4095 us: mlx5's MLX5_MAX_CQ_PERIOD).
+bool parse_cq_mod(const std::string& text, model::BenchSpec::CqModeration& m, std::string& err) {
+    const size_t comma = text.find(',');
+    m = {};
+    if (!mod_field("--cq-mod COUNT", text.substr(0, comma), 0xFFFF, m.count, err)) return false;
+    if (comma != std::string::npos && !mod_field("--cq-mod PERIOD_US", text.substr(comma + 1), 4095, m.period_us, err))
+        return false;
+    return true;
+}
 
 // Applies PARAM=VALUE: a workload parameter (qps, size, depth, messages, op)
 // or a configuration key (TABLE.KEY).
@@ -134,10 +160,16 @@ bool apply(const std::string& param, const std::string& value, BenchArgs& a, std
         a.warmup = v;
     } else if (param == "op") {
         a.op = value;
+    } else if (param == "cq_mod_count" || param == "cq_mod_period_us") {
+        if (!a.cq_mod) a.cq_mod.emplace();
+        if (param == "cq_mod_count" ? !mod_field(param, value, 0xFFFF, a.cq_mod->count, err)
+                                    : !mod_field(param, value, 4095, a.cq_mod->period_us, err))
+            return false;
     } else if (param.find('.') != std::string::npos) {
         sets.push_back(param + "=" + value);
     } else {
-        err = "unknown parameter '" + param + "' (qps, size, depth, messages, warmup, op, or a config key TABLE.KEY)";
+        err = "unknown parameter '" + param +
+              "' (qps, size, depth, messages, warmup, op, cq_mod_count, cq_mod_period_us, or a config key TABLE.KEY)";
         return false;
     }
     return true;
@@ -158,6 +190,7 @@ bool run_one(const BenchArgs& a, const std::string& file_text, const std::vector
     spec.warmup = a.warmup;
     spec.inline_data = a.inline_data;
     spec.events = a.events;
+    spec.cq_mod = a.cq_mod;
     if (!a.trace.empty()) {
         const size_t dot = a.trace.rfind('.');
         spec.trace_path = a.trace;
@@ -202,6 +235,14 @@ void print_result(const BenchArgs& a, const model::BenchResult& r) {
     std::printf("  %-28s %.3f M/s\n", "message rate", r.msg_rate_mps);
     std::printf("  %-28s min %.0f / median %.0f / p99 %.0f ns\n", "message latency", r.lat_min_ns, r.lat_median_ns,
                 r.lat_p99_ns);
+    if (a.events || a.cq_mod) {
+        std::printf("  %-28s %llu completions, %llu events", "completion events", (unsigned long long)r.completions,
+                    (unsigned long long)r.events);
+        if (r.events) std::printf(" (%.2f completions per event)", double(r.completions) / double(r.events));
+        if (a.cq_mod) std::printf("; every CQ moderated to %u CQEs / %u us", a.cq_mod->count, a.cq_mod->period_us);
+        if (!a.events) std::printf(" (the host polls and arms no CQ: add --events)");
+        std::printf("\n");
+    }
     std::printf("  %-28s qpc %.1f%%  mpt %.1f%%  mtt %.1f%%\n", "cache hit rates", r.qpc_hit, r.mpt_hit, r.mtt_hit);
     std::printf("  %-28s %llu cycles = %.1f us\n", "simulated", (unsigned long long)r.sim_cycles, r.sim_ns / 1000.0);
     std::printf("  %-28s %.0f cycles/s (%.3f s wall)\n", "simulation speed", r.cycles_per_s, r.wall_s);
@@ -215,9 +256,10 @@ void print_result(const BenchArgs& a, const model::BenchResult& r) {
 // OUT-depth.csv/.svg).
 int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
     std::string err;
-    if (!a.sweep.empty() || !a.trace.empty() || a.op != "write" || a.inline_data || a.events || a.json) {
+    if (!a.sweep.empty() || !a.trace.empty() || a.op != "write" || a.inline_data || a.events || a.cq_mod ||
+        a.json) {
         std::fprintf(stderr, "simnic bench: --fabric runs RDMA WRITE streams only, without --sweep, --trace, --op, "
-                             "--inline, --events or --json\n");
+                             "--inline, --events, --cq-mod or --json\n");
         return 2;
     }
     model::FabricBenchSpec spec;
@@ -365,6 +407,12 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
 
 int run_bench_cmd(BenchArgs a) {
     std::string file_text, err;
+    if (!a.cq_mod_arg.empty()) {
+        if (!parse_cq_mod(a.cq_mod_arg, a.cq_mod.emplace(), err)) {
+            std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
+            return 2;
+        }
+    }
     if (!a.config.empty() && !read_file(a.config, file_text, err)) {
         std::fprintf(stderr, "simnic bench: %s\n", err.c_str());
         return 1;
@@ -381,10 +429,13 @@ int run_bench_cmd(BenchArgs a) {
             std::printf("{\"gbps\": %.4f, \"line_utilisation\": %.3f, \"messages\": %llu, \"errors\": %llu, "
                         "\"lat_min_ns\": %.1f, \"lat_median_ns\": %.1f, \"lat_p99_ns\": %.1f, \"qpc_hit\": %.3f, "
                         "\"mpt_hit\": %.3f, \"mtt_hit\": %.3f, \"sim_cycles\": %llu, \"cycles_per_s\": %.0f, "
-                        "\"warmup\": %llu, \"rd_atomic\": %u, \"stats\": {",
+                        "\"warmup\": %llu, \"rd_atomic\": %u, \"completions\": %llu, \"events\": %llu, "
+                        "\"cq_mod_count\": %u, \"cq_mod_period_us\": %u, \"stats\": {",
                         r.gbps, r.line_utilisation, (unsigned long long)r.messages, (unsigned long long)r.errors,
                         r.lat_min_ns, r.lat_median_ns, r.lat_p99_ns, r.qpc_hit, r.mpt_hit, r.mtt_hit,
-                        (unsigned long long)r.sim_cycles, r.cycles_per_s, (unsigned long long)r.warmup, r.rd_atomic);
+                        (unsigned long long)r.sim_cycles, r.cycles_per_s, (unsigned long long)r.warmup, r.rd_atomic,
+                        (unsigned long long)r.completions, (unsigned long long)r.events,
+                        a.cq_mod ? a.cq_mod->count : 0u, a.cq_mod ? a.cq_mod->period_us : 0u);
             for (size_t i = 0; i < r.stats.size(); ++i)
                 std::printf("%s\"%s\": %.6g", i ? ", " : "", r.stats[i].name.c_str(), r.stats[i].value);
             std::printf("}}\n");
@@ -502,9 +553,15 @@ Runner add_bench_command(CLI::App& app) {
     sub->add_flag("--events", a->events,
                   "the host sleeps on its CQs (armed with ibv_req_notify_cq) and is woken by their MSI-X "
                   "interrupts (cq.msix_ns) instead of polling");
+    sub->add_option("--cq-mod", a->cq_mod_arg,
+                    "COUNT[,PERIOD_US]: every CQ's own interrupt moderation, set as ibv_modify_cq sets it "
+                    "(MODIFY_CQ): an event per COUNT CQEs or PERIOD_US after the first (0..4095; default 0, no "
+                    "timer); with --events the output counts completions and events");
     sub->add_option("--config", a->config, "model configuration (TOML, as for link add ... config)");
     sub->add_option("--set", a->sets, "override a configuration key: TABLE.KEY=VALUE (repeatable)");
-    sub->add_option("--sweep", a->sweep, "PARAM=LIST: run over qps, size, depth or a config key; LIST is a,b,c or A..B");
+    sub->add_option("--sweep", a->sweep,
+                    "PARAM=LIST: run over qps, size, depth, cq_mod_count, cq_mod_period_us or a config key; LIST is "
+                    "a,b,c or A..B");
     sub->add_option("--series", a->series, "PARAM=LIST: one curve per value (e.g. qpc_cache.entries=256,4096)");
     sub->add_option("--csv", a->csv, "CSV output of a sweep (default bench-PARAM.csv)");
     sub->add_option("--plot", a->plot, "SVG plot of a sweep (default bench-PARAM.svg)");

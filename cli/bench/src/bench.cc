@@ -125,7 +125,8 @@ private:
     uint32_t max_inline_ = 0;          // the QPs' max_inline (--inline: the message size)
     hw::Mtu path_mtu_ = hw::Mtu::M4096;  // the QPs' path MTU (BenchSpec::mtu)
     bool measuring_ = false;
-    uint64_t c0_ = 0, done0_ = 0;  // at the measurement's start
+    uint64_t cqes_ = 0;            // CQEs the host consumed, in all
+    uint64_t c0_ = 0, done0_ = 0, cqes0_ = 0;  // at the measurement's start
     std::string trace_err_;
 };
 
@@ -256,6 +257,16 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     hw::set(cq, hw::cmd_create_cq_in::base, reinterpret_cast<uint64_t>(q.cq));
     if (!cmd(hw::CmdOpcode::CreateCq, cq, sizeof cq, hw::cmd_handle::kSize, &o, err)) return false;
     q.cqn = handle(o);
+    if (spec_.cq_mod) {
+        // As ibv_modify_cq does it (the verbs provider's modify_cq).
+        namespace mc = hw::cmd_modify_cq_in;
+        uint8_t in[mc::kSize] = {};
+        hw::set(in, mc::cqn, q.cqn);
+        hw::set(in, mc::attr_mask, hw::cq_attr_mask::kModerate);
+        hw::set(in, mc::cq_count, spec_.cq_mod->count);
+        hw::set(in, mc::cq_period, spec_.cq_mod->period_us);
+        if (!cmd(hw::CmdOpcode::ModifyCq, in, sizeof in, 0, nullptr, err)) return false;
+    }
     namespace c = hw::cmd_create_qp_in;
     uint8_t in[c::kSize] = {};
     hw::set(in, c::qp_type, uint8_t(hw::QpType::Rc));
@@ -333,6 +344,7 @@ void Bench::on_cqe(uint32_t cqn) {
         const hw::Cqe c = hw::decode_cqe(e);
         const bool ok = c.status == hw::WcStatus::Success;
         ++q.cq_ci;
+        ++cqes_;
         if (!ok) ++errors_;
         if (c.is_send) {
             --q.outstanding;
@@ -358,6 +370,7 @@ void Bench::begin_measurement() {
     pipe_->reset_stats();
     c0_ = pipe_->cycle();
     done0_ = done_;
+    cqes0_ = cqes_;
     if (!spec_.trace_path.empty() && !spec_.trace_from && !arm_trace()) spec_.trace_path.clear();
 }
 
@@ -395,6 +408,11 @@ bool Bench::run(BenchResult& out, std::string& err) {
             return false;
         }
         max_inline_ = spec_.size;
+    }
+    if (spec_.cq_mod && spec_.cq_mod->period_us > hw::kMaxCqPeriodUs) {
+        err = "CQ moderation period " + std::to_string(spec_.cq_mod->period_us) + " us: at most " +
+              std::to_string(hw::kMaxCqPeriodUs) + " (ibv_modify_cq's cq_period, mlx5's MLX5_MAX_CQ_PERIOD)";
+        return false;
     }
     if (spec_.messages == 0)
         spec_.messages = std::max<uint64_t>(uint64_t(spec_.qps) * spec_.depth * 4,
@@ -437,6 +455,9 @@ bool Bench::run(BenchResult& out, std::string& err) {
     if (done_ + errors_ != posted_ || !measuring_) {
         err = "the workload stalled: " + std::to_string(done_) + " of " + std::to_string(posted_) +
               " messages completed";
+        if (spec_.events && spec_.cq_mod && spec_.cq_mod->count > 1 && spec_.cq_mod->period_us == 0)
+            err += " (a CQ moderated by a count without a period holds its event until " +
+                   std::to_string(spec_.cq_mod->count) + " CQEs are written; give it a period)";
         return false;
     }
     const double period_ps = spec_.cfg.clock_period_ps();
@@ -453,7 +474,9 @@ bool Bench::run(BenchResult& out, std::string& err) {
         else if (s.name == "cache.mpt.hit_rate") out.mpt_hit = s.value;
         else if (s.name == "cache.mtt.hit_rate") out.mtt_hit = s.value;
         else if (s.name == "mac.tx_line_utilisation") out.line_utilisation = s.value;
+        else if (s.name == "cq.interrupts") out.events = uint64_t(s.value);
     }
+    out.completions = cqes_ - cqes0_;
     out.cycles_per_s = out.wall_s > 0 ? double(out.sim_cycles) / out.wall_s : 0;
     return true;
 }

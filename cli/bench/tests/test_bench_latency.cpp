@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -381,4 +382,105 @@ TEST_CASE("latency: interrupt moderation holds an event for its count or its per
     BenchResult u;
     REQUIRE(run_bench(s, u, err));
     CHECK(stat(u, "cq.interrupts") > stat(r, "cq.interrupts"));
+}
+
+// Per-CQ moderation (simnic bench --cq-mod): each CQ's own count and period
+// set through MODIFY_CQ, as ibv_modify_cq sets them, after the CQ is
+// created. The bench reports the completions the host consumed and the
+// events (interrupts) that woke it.
+namespace {
+
+BenchResult run_mod(uint32_t depth, std::optional<BenchSpec::CqModeration> mod, uint64_t messages,
+                    const ModelConfig& cfg = {}) {
+    BenchSpec s;
+    s.op = BenchOp::Write;
+    s.size = 64;
+    s.depth = depth;
+    s.messages = messages;
+    s.events = true;
+    s.cq_mod = mod;
+    s.cfg = cfg;
+    BenchResult r;
+    std::string err;
+    REQUIRE(run_bench(s, r, err));
+    REQUIRE(r.errors == 0);
+    REQUIRE(r.messages == messages);
+    // A WRITE's one CQE (the requester's): the host consumed every one.
+    REQUIRE(r.completions == messages);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("bench --cq-mod: per-CQ moderation through MODIFY_CQ, completions per event", "[model][bench][msix][cq_mod]") {
+    const ModelConfig c;
+    // One message at a time without moderation: an event per completion.
+    const BenchResult none = run_mod(1, std::nullopt, 200);
+    CHECK(none.events == none.completions);
+    CHECK(stat(none, "cq.moderated_cqes") == 0);
+    // 0/0 (moderation off, as ibv_modify_cq(0, 0)): the same.
+    const BenchResult off = run_mod(1, BenchSpec::CqModeration{0, 0}, 200);
+    CHECK(off.events == off.completions);
+    CHECK(off.lat_median_ns == Approx(none.lat_median_ns).margin(0.01));
+    // One at a time, a count of 4: no second CQE comes, the period decides,
+    // and costs exactly its length and the EQE's posted write.
+    for (uint16_t period_us : {uint16_t(2), uint16_t(8)}) {
+        INFO("period " << period_us << " us");
+        const BenchResult r = run_mod(1, BenchSpec::CqModeration{4, period_us}, 200);
+        CHECK(r.events == r.completions);
+        CHECK(r.lat_median_ns ==
+              Approx(none.lat_median_ns + period_us * 1000.0 + c.dma.write_latency_ns).margin(0.01));
+    }
+
+    // 16 in flight on one QP, a long period: each held event waits for its
+    // count, so completions per event grow with the count until the host,
+    // which drains all it finds when woken, takes the whole depth per event.
+    const BenchResult many = run_mod(16, std::nullopt, 2000);
+    const double per_none = double(many.completions) / double(many.events);
+    double last = per_none;
+    INFO("no moderation: " << many.events << " events, " << per_none << " completions per event");
+    for (uint16_t n : {uint16_t(2), uint16_t(4), uint16_t(8)}) {
+        const BenchResult r = run_mod(16, BenchSpec::CqModeration{n, 1000}, 2000);
+        const double per = double(r.completions) / double(r.events);
+        INFO("count " << n << ": " << r.events << " events, " << per << " completions per event");
+        CHECK(r.events > 0);
+        CHECK(r.events <= r.completions / n + 1);  // at least n CQEs behind each event
+        CHECK(per >= last);                         // never more events as the count rises
+        CHECK(per <= 16.0);                         // never more than the depth per event
+        CHECK(stat(r, "cq.moderated_cqes") > 0);
+        if (n == 2) CHECK(per > per_none);
+        if (n == 4) CHECK(per > last);
+        last = per;
+    }
+    // A count above the depth is never reached: every event waits out the
+    // period, and the latency grows by exactly the period's difference.
+    const BenchResult p20 = run_mod(16, BenchSpec::CqModeration{32, 20}, 2000);
+    const BenchResult p100 = run_mod(16, BenchSpec::CqModeration{32, 100}, 2000);
+    CHECK(p20.lat_median_ns > many.lat_median_ns + 20000);
+    CHECK(p100.lat_median_ns == Approx(p20.lat_median_ns + 80000).margin(1));
+    CHECK(p100.events == p20.events);
+
+    // The CQ's own moderation overrides the device's default
+    // (cq.moderation_*): 0/0 on a moderating device is none, and the same
+    // count and period through MODIFY_CQ or the keys give the same run.
+    ModelConfig moderating;
+    moderating.cq.moderation_count = 8;
+    moderating.cq.moderation_period_ns = 1'000'000;
+    const BenchResult keys = run_mod(16, std::nullopt, 2000, moderating);
+    const BenchResult own = run_mod(16, BenchSpec::CqModeration{8, 1000}, 2000);
+    CHECK(own.events == keys.events);
+    CHECK(own.lat_median_ns == Approx(keys.lat_median_ns).margin(0.01));
+    const BenchResult own_off = run_mod(16, BenchSpec::CqModeration{0, 0}, 2000, moderating);
+    CHECK(own_off.events == many.events);
+    CHECK(own_off.lat_median_ns == Approx(many.lat_median_ns).margin(0.01));
+}
+
+TEST_CASE("bench --cq-mod: a period beyond ibv_modify_cq's 4095 us is refused", "[model][bench][cq_mod]") {
+    BenchSpec s;
+    s.events = true;
+    s.cq_mod = BenchSpec::CqModeration{8, 4096};
+    BenchResult r;
+    std::string err;
+    CHECK_FALSE(run_bench(s, r, err));
+    CHECK(err.find("4095") != std::string::npos);
 }

@@ -56,6 +56,17 @@ struct BenchSpec {
     // the CQ's MSI-X interrupt wakes it (cq.msix_ns), drains the CQ, re-arms
     // it and posts, as an application on a completion channel does.
     bool events = false;
+    // Each CQ's own interrupt moderation, set as ibv_modify_cq sets it
+    // (MODIFY_CQ with IBV_CQ_ATTR_MODERATE into the CQC) right after the CQ
+    // is created: cq_count CQEs per event, cq_period microseconds (0 to
+    // hw::kMaxCqPeriodUs). None: the CQs follow the device's
+    // cq.moderation_* keys. Only armed CQs raise events, so it shows with
+    // `events` only.
+    struct CqModeration {
+        uint16_t count = 0;
+        uint16_t period_us = 0;
+    };
+    std::optional<CqModeration> cq_mod;
     ModelConfig cfg;
     // A waveform (Pipeline::trace) of the measurement: from its start (or
     // from cycle trace_from) for trace_cycles cycles (0: to its end).
@@ -76,6 +87,11 @@ struct BenchResult {
     double msg_rate_mps = 0;     // messages per simulated microsecond
     double lat_min_ns = 0, lat_median_ns = 0, lat_p99_ns = 0;
     double qpc_hit = 0, mpt_hit = 0, mtt_hit = 0;  // %
+    // Completions the host consumed in the measurement (CQEs: a SEND's
+    // receive completions too) and the completion events (MSI-X interrupts,
+    // cq.interrupts) that woke it; 0 events when it polls. What moderation
+    // trades: completions per event against latency.
+    uint64_t completions = 0, events = 0;
     double wall_s = 0;           // host time spent simulating
     double cycles_per_s = 0;     // simulation speed
     std::vector<ModelStat> stats;
