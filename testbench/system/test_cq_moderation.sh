@@ -53,6 +53,31 @@ wake=$(stat_of cq.interrupt_wake_avg "$reset")
 echo "moderation set back to 0/0: cq.interrupt_wake_avg $wake ns"
 awk -v w="$wake" 'BEGIN{exit !(w < 10000)}' || fail "a CQ set back to no moderation woke after $wake ns"
 
+# An event count: 64 WRITEs in 8 rounds of 8, one arm per round. The
+# application gets one event per round whatever the moderation (the
+# program checks it); the model holds each round's interrupt until the
+# round's 8th CQE when the CQ's count is 8 (7 CQEs of 8 held, woken within
+# microseconds), and for the 500 us period when its count is 16, which no
+# round reaches.
+count=$(run "[rounds][count]")
+n=$(stat_of cq.interrupts "$count") held=$(stat_of cq.moderated_cqes "$count")
+wake=$(stat_of cq.interrupt_wake_avg "$count")
+echo "rounds of 8, moderated to 8 CQEs / 500 us: cq.interrupts $n, cq.moderated_cqes $held, cq.interrupt_wake_avg $wake ns"
+[ "$n" = 8 ] || fail "8 rounds behind one arm each: $n interrupts, not 8"
+[ "$held" = 56 ] || fail "a count of 8 met by each round's CQEs: $held CQEs held, not 7 of each 8 (56)"
+awk -v w="$wake" 'BEGIN{exit !(w < 100000)}' || fail "a round that meets its count woke after $wake ns"
+period=$(run "[rounds][period]")
+n=$(stat_of cq.interrupts "$period") wake=$(stat_of cq.interrupt_wake_avg "$period")
+echo "rounds of 8, moderated to 16 CQEs / 500 us: cq.interrupts $n, cq.interrupt_wake_avg $wake ns"
+[ "$n" = 8 ] || fail "8 rounds, a count no round reaches: $n interrupts, not 8"
+awk -v w="$wake" 'BEGIN{exit !(w >= 500000 && w < 600000)}' ||
+  fail "a count no round reaches: woke after $wake ns, not the 500 us period and a little"
+plain=$(run "[rounds][plain]")
+n=$(stat_of cq.interrupts "$plain") held=$(stat_of cq.moderated_cqes "$plain")
+echo "rounds of 8, no moderation: cq.interrupts $n, cq.moderated_cqes $held"
+[ "$n" = 8 ] || fail "8 rounds without moderation: $n interrupts, not 8"
+[ "$held" = 0 ] || fail "CQEs held without moderation"
+
 # Bad input: errno as on mlx5.
 "${AS[@]}" timeout 120 "$SIMNIC" exec -- "$EXE" "[modify_cq]" >"$work/case.txt" 2>&1 ||
   { fail "ibv_modify_cq errno cases"; cat "$work/case.txt"; }
