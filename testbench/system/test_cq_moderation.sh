@@ -19,39 +19,37 @@ trap sys_cleanup EXIT
 
 SIMNIC_DEVICE_TYPE=model link_add "$DEV"
 
-stat_of() { awk -v k="$1" '$1==k{print $2}' <<<"$2"; }
-
-# run CASE: the program's case CASE alone, the model's figures reset first;
-# prints the stats after it.
-run() {
+# figures CASE LABEL: the program's case CASE alone, the model's figures
+# reset first; sets n (cq.interrupts), held (cq.moderated_cqes) and wake
+# (cq.interrupt_wake_avg, ns) from the stats after it, and prints them. (In
+# this shell, not a $(...) one, so that a failed case counts.)
+figures() {
   sim stats "$DEV" --reset >/dev/null || fail "stats --reset"
   "${AS[@]}" timeout 120 "$SIMNIC" exec -- "$EXE" "$1" >"$work/case.txt" 2>&1 ||
     { fail "case $1"; cat "$work/case.txt"; }
-  sim stats "$DEV"
+  sim stats "$DEV" >"$work/stats.txt" || fail "stats after $1"
+  stat_of() { awk -v k="$1" '$1==k{print $2}' "$work/stats.txt"; }
+  n=$(stat_of cq.interrupts) held=$(stat_of cq.moderated_cqes) wake=$(stat_of cq.interrupt_wake_avg)
+  echo "$2: cq.interrupts $n, cq.moderated_cqes $held, cq.interrupt_wake_avg $wake ns"
 }
+# within V LO HI: LO <= V < HI.
+within() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN{exit !(v >= lo && v < hi)}'; }
 
 # 500 us of its own (cq_count 64: one CQE never reaches it): the interrupt
 # waits out the period after its CQE.
-own=$(run "[own]")
-n=$(stat_of cq.interrupts "$own") wake=$(stat_of cq.interrupt_wake_avg "$own")
-echo "own moderation (64 CQEs / 500 us): cq.interrupts $n, cq.interrupt_wake_avg $wake ns"
+figures "[own]" "one WRITE, its CQ moderated to 64 CQEs / 500 us"
 [ "$n" = 1 ] || fail "one WRITE on an armed CQ: $n interrupts, not 1"
-awk -v w="$wake" 'BEGIN{exit !(w >= 500000 && w < 600000)}' ||
-  fail "a CQ moderated to 500 us woke after $wake ns, not 500 us and a little"
+within "$wake" 500000 600000 || fail "a CQ moderated to 500 us woke after $wake ns, not 500 us and a little"
 
 # The same device, a CQ without moderation (the device keys: none): at once.
-none=$(run "[none]")
-n=$(stat_of cq.interrupts "$none") wake=$(stat_of cq.interrupt_wake_avg "$none")
-echo "no moderation: cq.interrupts $n, cq.interrupt_wake_avg $wake ns"
+figures "[none]" "one WRITE, no moderation"
 [ "$n" = 1 ] || fail "one WRITE on an armed CQ without moderation: $n interrupts, not 1"
-awk -v w="$wake" 'BEGIN{exit !(w < 10000)}' || fail "a CQ without moderation woke after $wake ns"
-[ "$(stat_of cq.moderated_cqes "$none")" = 0 ] || fail "CQEs held without moderation"
+within "$wake" 0 10000 || fail "a CQ without moderation woke after $wake ns"
+[ "$held" = 0 ] || fail "CQEs held without moderation"
 
 # Set, then set back to 0/0: at once again.
-reset=$(run "[reset]")
-wake=$(stat_of cq.interrupt_wake_avg "$reset")
-echo "moderation set back to 0/0: cq.interrupt_wake_avg $wake ns"
-awk -v w="$wake" 'BEGIN{exit !(w < 10000)}' || fail "a CQ set back to no moderation woke after $wake ns"
+figures "[reset]" "one WRITE, moderation set back to 0/0"
+within "$wake" 0 10000 || fail "a CQ set back to no moderation woke after $wake ns"
 
 # An event count: 64 WRITEs in 8 rounds of 8, one arm per round. The
 # application gets one event per round whatever the moderation (the
@@ -59,22 +57,14 @@ awk -v w="$wake" 'BEGIN{exit !(w < 10000)}' || fail "a CQ set back to no moderat
 # round's 8th CQE when the CQ's count is 8 (7 CQEs of 8 held, woken within
 # microseconds), and for the 500 us period when its count is 16, which no
 # round reaches.
-count=$(run "[rounds][count]")
-n=$(stat_of cq.interrupts "$count") held=$(stat_of cq.moderated_cqes "$count")
-wake=$(stat_of cq.interrupt_wake_avg "$count")
-echo "rounds of 8, moderated to 8 CQEs / 500 us: cq.interrupts $n, cq.moderated_cqes $held, cq.interrupt_wake_avg $wake ns"
+figures "[rounds][count]" "rounds of 8, moderated to 8 CQEs / 500 us"
 [ "$n" = 8 ] || fail "8 rounds behind one arm each: $n interrupts, not 8"
 [ "$held" = 56 ] || fail "a count of 8 met by each round's CQEs: $held CQEs held, not 7 of each 8 (56)"
-awk -v w="$wake" 'BEGIN{exit !(w < 100000)}' || fail "a round that meets its count woke after $wake ns"
-period=$(run "[rounds][period]")
-n=$(stat_of cq.interrupts "$period") wake=$(stat_of cq.interrupt_wake_avg "$period")
-echo "rounds of 8, moderated to 16 CQEs / 500 us: cq.interrupts $n, cq.interrupt_wake_avg $wake ns"
+within "$wake" 0 100000 || fail "a round that meets its count woke after $wake ns"
+figures "[rounds][period]" "rounds of 8, moderated to 16 CQEs / 500 us"
 [ "$n" = 8 ] || fail "8 rounds, a count no round reaches: $n interrupts, not 8"
-awk -v w="$wake" 'BEGIN{exit !(w >= 500000 && w < 600000)}' ||
-  fail "a count no round reaches: woke after $wake ns, not the 500 us period and a little"
-plain=$(run "[rounds][plain]")
-n=$(stat_of cq.interrupts "$plain") held=$(stat_of cq.moderated_cqes "$plain")
-echo "rounds of 8, no moderation: cq.interrupts $n, cq.moderated_cqes $held"
+within "$wake" 500000 600000 || fail "a count no round reaches: woke after $wake ns, not the 500 us period and a little"
+figures "[rounds][plain]" "rounds of 8, no moderation"
 [ "$n" = 8 ] || fail "8 rounds without moderation: $n interrupts, not 8"
 [ "$held" = 0 ] || fail "CQEs held without moderation"
 

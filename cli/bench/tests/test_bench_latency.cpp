@@ -392,14 +392,13 @@ namespace {
 
 BenchResult run_mod(uint32_t depth, std::optional<BenchSpec::CqModeration> mod, uint64_t messages,
                     const ModelConfig& cfg = {}) {
-    BenchSpec s;
-    s.op = BenchOp::Write;
+    BenchSpec s;  // 64-byte WRITEs (the default op), the host woken by events
+    s.cfg = cfg;
     s.size = 64;
     s.depth = depth;
     s.messages = messages;
     s.events = true;
     s.cq_mod = mod;
-    s.cfg = cfg;
     BenchResult r;
     std::string err;
     REQUIRE(run_bench(s, r, err));
