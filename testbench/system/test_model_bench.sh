@@ -9,6 +9,9 @@
 #  - READ depth sets max_rd_atomic up to the device's limit, and says so;
 #  - a sweep writes a CSV with one row per point and every column, and an
 #    SVG plot of any columns, with 0 a number on the x axis;
+#  - --cq-mod (per-CQ moderation through MODIFY_CQ) reports completions
+#    and events, JSON and sweep columns alike, and refuses what
+#    ibv_modify_cq would;
 #  - bad parameters are refused with a message.
 #
 #   test_model_bench.sh SIMNIC
@@ -104,6 +107,25 @@ grep -q '<title>stage.cqe_writer.median</title>' "$work/z.svg" || fail "a stage'
 out=$("$SIMNIC" bench --size 4096 --messages 50 --sweep qps=1,2 --y latency_p50 --csv "$work/x.csv" \
   --plot "$work/x.svg" 2>&1) && fail "an unknown column to plot was accepted"
 echo "$out" | grep -q "no column 'latency_p50'" || fail "no reason for refusing --y latency_p50: $out"
+
+# Per-CQ moderation: the JSON's completions and events, and a sweep of the
+# count with its columns (the figures themselves: test_bench_latency.cpp).
+j=$("$SIMNIC" bench --op write --size 64 --messages 400 --events --cq-mod 8,100 -j) || fail "bench --cq-mod"
+c=$(echo "$j" | field completions) e=$(echo "$j" | field events)
+[ "$c" = 400 ] || fail "--cq-mod 8,100: $c completions for 400 WRITEs"
+ge "$e" 1 && ge "$((c / 8 + 1))" "$e" || fail "--cq-mod 8,100: $e events for $c completions, not 1..$((c / 8 + 1))"
+[ "$(echo "$j" | field cq_mod_count)" = 8 ] || fail "the JSON does not carry the moderation's count"
+"$SIMNIC" bench --op write --size 64 --messages 400 --events --cq-mod 1,100 --sweep cq_mod_count=1,8 \
+  --y completions_per_event --csv "$work/m.csv" --plot "$work/m.svg" >/dev/null || fail "sweep cq_mod_count"
+for col in completions events completions_per_event; do
+  head -1 "$work/m.csv" | tr -d '\r' | tr ',' '\n' | grep -qx "$col" || fail "sweep CSV lacks column $col"
+done
+out=$("$SIMNIC" bench --events --cq-mod 8,4096 2>&1) && fail "a period beyond 4095 us accepted"
+echo "$out" | grep -q "0..4095" || fail "no reason for refusing --cq-mod 8,4096: $out"
+out=$("$SIMNIC" bench --events --cq-mod eight 2>&1) && fail "--cq-mod eight accepted"
+out=$("$SIMNIC" bench --events --size 64 --depth 4 --messages 40 --cq-mod 8 2>&1) &&
+  fail "a count the depth never reaches, without a period, ran"
+echo "$out" | grep -q "give it a period" || fail "no reason for a stalled count without a period: $out"
 
 # Bad input.
 out=$("$SIMNIC" bench --set qpc_cache.wayz=4 2>&1) && fail "unknown config key accepted"
