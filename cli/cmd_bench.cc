@@ -478,8 +478,11 @@ int run_bench_cmd(BenchArgs a) {
     // Each run takes seconds: say which one is running (terminal only).
     Progress progress;
     const size_t total = values.size() * series_values.size();
-    std::printf("%-14s %-14s %10s %8s %10s %8s %12s\n", param.c_str(), series_param.empty() ? "" : series_param.c_str(),
+    // With events, how many woke the host: what moderation is swept for.
+    const bool show_events = a.events;
+    std::printf("%-14s %-14s %10s %8s %10s %8s %12s", param.c_str(), series_param.empty() ? "" : series_param.c_str(),
                 "Gb/s", "line%", "p50 ns", "qpc hit%", "cycles/s");
+    std::printf(show_events ? " %8s %12s\n" : "\n", "events", "compl/event");
     for (const std::string& sv : series_values) {
         for (const std::string& v : values) {
             BenchArgs b = a;
@@ -498,8 +501,12 @@ int run_bench_cmd(BenchArgs a) {
                 std::fprintf(stderr, "simnic bench: %s=%s: %s\n", param.c_str(), v.c_str(), err.c_str());
                 return 1;
             }
-            std::printf("%-14s %-14s %10.2f %8.1f %10.0f %8.1f %12.0f\n", v.c_str(), sv.c_str(), p.r.gbps,
+            std::printf("%-14s %-14s %10.2f %8.1f %10.0f %8.1f %12.0f", v.c_str(), sv.c_str(), p.r.gbps,
                         p.r.line_utilisation, p.r.lat_median_ns, p.r.qpc_hit, p.r.cycles_per_s);
+            if (show_events)
+                std::printf(" %8llu %12.2f", (unsigned long long)p.r.events,
+                            p.r.events ? double(p.r.completions) / double(p.r.events) : 0.0);
+            std::printf("\n");
             std::fflush(stdout);
             pts.push_back(std::move(p));
             // A column to plot that no run measures is found after the first.

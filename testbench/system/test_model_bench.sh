@@ -116,7 +116,8 @@ c=$(echo "$j" | field completions) e=$(echo "$j" | field events)
 ge "$e" 1 && ge "$((c / 8 + 1))" "$e" || fail "--cq-mod 8,100: $e events for $c completions, not 1..$((c / 8 + 1))"
 [ "$(echo "$j" | field cq_mod_count)" = 8 ] || fail "the JSON does not carry the moderation's count"
 "$SIMNIC" bench --op write --size 64 --messages 400 --events --cq-mod 1,100 --sweep cq_mod_count=1,8 \
-  --y completions_per_event --csv "$work/m.csv" --plot "$work/m.svg" >/dev/null || fail "sweep cq_mod_count"
+  --y completions_per_event --csv "$work/m.csv" --plot "$work/m.svg" >"$work/m.txt" || fail "sweep cq_mod_count"
+grep -q "events  compl/event" "$work/m.txt" || fail "a sweep with --events does not print its events"
 for col in completions events completions_per_event; do
   head -1 "$work/m.csv" | tr -d '\r' | tr ',' '\n' | grep -qx "$col" || fail "sweep CSV lacks column $col"
 done
