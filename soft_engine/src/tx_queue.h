@@ -6,6 +6,12 @@
 // sendmmsg: a system call per step, not per packet. Frames leave in the
 // order they were built.
 //
+// A run of equal-sized frames to one destination on this host (a message's
+// packets after its first) may go as one UDP GSO send: the kernel carries
+// it through the stack once and cuts it into the same datagrams at the
+// receiving socket, or hands it whole to a receiver that asked for UDP GRO
+// (udp_port.cc). See udp_port.cc for when the port allows it.
+//
 // Measured and left out: sending from a second thread. On lo the sending
 // system call also runs the receive side up to the destination socket, but
 // with the application's core freed (hw-spec 3.5) a second thread did not
@@ -33,6 +39,10 @@ struct TxFrame {
     // ancillary data when not 0, the sockets' own.
     uint8_t tos = 0;
     bool v6 = false;
+    // UDP port: the frame may leave in one UDP GSO send with its neighbours
+    // (see TxQueue::flush); only frames whose every segment the receiver
+    // takes as the kernel splits it (a destination on this host).
+    bool gso = false;
 };
 
 class TxQueue {
@@ -49,11 +59,20 @@ public:
     size_t pending() const { return n_; }
     // Sends every queued frame, in order.
     void flush();
+    // Whether GSO sends are allowed at all; a GSO send the kernel refuses
+    // (no UDP_SEGMENT on this path) turns them off for good and its frames
+    // go one by one.
+    bool gso_allowed() const { return gso_; }
+    void set_gso_allowed(bool on) { gso_ = on && !gso_refused_; }
 
 private:
+    // How many frames from q_[i] on go in one UDP GSO send (1: alone).
+    size_t gso_run(size_t i, size_t end) const;
     Sent sent_;
     std::vector<TxFrame> q_;
     size_t n_ = 0;
+    bool gso_ = false;
+    bool gso_refused_ = false;  // the kernel refused one: never again
 };
 
 }  // namespace simnic::soft_engine

@@ -13,16 +13,23 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <unordered_map>
 
 #include "port.h"
 #include "tx_queue.h"
+
+#ifndef UDP_GRO
+#define UDP_GRO 104  // linux/udp.h, since Linux 5.0
+#endif
 
 namespace simnic::soft_engine {
 
@@ -64,7 +71,35 @@ int rx_socket_of(roce::IpVersion v) {
         setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
     }
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    // A GSO send from a device of this host then arrives whole, one
+    // datagram per message, cut into its packets here (deliver); so may a
+    // NIC's GRO of a remote sender's equal packets. Without it (a kernel
+    // before 5.0) the kernel cuts them itself.
+    setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
     return fd;
+}
+
+// Whether a packet socket (tcpdump, any capture through libpcap) is open on
+// netdev `ifindex`, on lo or on every netdev, in this network namespace
+// (lo: a device's frames to its own address go through it whatever its
+// netdev). Their sockets are listed in /proc/net/packet, one per line, the
+// netdev's index in the fifth column (0: bound to none, every netdev; lo's
+// is 1 in every namespace).
+bool capture_open(unsigned ifindex) {
+    FILE* f = std::fopen("/proc/net/packet", "re");
+    if (!f) return true;  // cannot tell: as if one were
+    char line[256];
+    bool open = false;
+    if (std::fgets(line, sizeof line, f)) {  // the header
+        while (!open && std::fgets(line, sizeof line, f)) {
+            unsigned long long sk = 0;
+            unsigned refs = 0, type = 0, proto = 0, iface = 0;
+            if (std::sscanf(line, "%llx %u %u %x %u", &sk, &refs, &type, &proto, &iface) == 5)
+                open = iface == 0 || iface == 1 || iface == ifindex;
+        }
+    }
+    std::fclose(f);
+    return open;
 }
 
 // UDP 4791 of `a` (IPv6: `scope` is the interface of a link-local address
@@ -153,6 +188,15 @@ private:
     // One datagram of socket `sk` (see rx_socket).
     void deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const sockaddr_storage& src, PortSink& sink);
     void stash_arrivals();
+    // UDP GSO (tx_queue.h): allowed while nothing captures on the netdev
+    // (checked every kCaptureCheckNs), for frames to an address of this
+    // host. A capture on lo would see the GSO send as one datagram, not
+    // the frames; a GSO send that leaves the host would have its
+    // datagrams' IPv4 IDs counted up by the kernel, which the ICRC covers.
+    bool gso_to(const uint8_t* f, bool v6) const;
+    void check_capture();
+    uint64_t capture_checked_ns_ = 0;
+    static constexpr uint64_t kCaptureCheckNs = 10'000'000;
     // The receiving sockets, by index: 0 the IPv4 address's, 1 .. n those of
     // local6_, then one per multicast group joined (groups_).
     size_t rx_socket_count() const { return 1 + local6_.size() + groups_.size(); }
@@ -474,13 +518,34 @@ bool UdpPort::send(const OutFrame& of) {
     it.counted = it.data.size();
     it.v6 = of.v6;
     it.tos = of.v6 ? uint8_t((f[l3] & 0x0F) << 4 | f[l3 + 1] >> 4) : f[l3 + 1];
+    it.gso = gso_to(f + l3, of.v6);
     ++sent_since_rx_;
     if (tx_.pending() >= TxQueue::kBatch) flush();
     return true;
 }
 
+bool UdpPort::gso_to(const uint8_t* ip, bool v6) const {
+    if (!tx_.gso_allowed()) return false;
+    if (v6) {
+        static const uint8_t kLoopback6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        return std::memcmp(ip + 24, kLoopback6, 16) == 0 || local6_index(ip + 24) >= 0;
+    }
+    const uint32_t dst = uint32_t(ip[16]) << 24 | uint32_t(ip[17]) << 16 | uint32_t(ip[18]) << 8 | ip[19];
+    return dst >> 24 == 127 || dst == local_ip_;
+}
+
+void UdpPort::check_capture() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    const uint64_t now = uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+    if (capture_checked_ns_ && now - capture_checked_ns_ < kCaptureCheckNs) return;
+    capture_checked_ns_ = now;
+    tx_.set_gso_allowed(!capture_open(ifindex_));
+}
+
 void UdpPort::flush() {
     tx_.flush();
+    check_capture();  // for the next step's frames
     // The engine may send much more than a batch before it reads again (a
     // READ response of many packets, a deep queue of UC or UD SENDs, each
     // QP's step flushed on its own), and it may be sending to this very
@@ -642,10 +707,29 @@ void UdpPort::receive6(uint8_t* pay, size_t n, msghdr& mh, const sockaddr_in6& s
 
 void UdpPort::deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const sockaddr_storage& src, PortSink& sink) {
     const IpAddr to = rx_socket_addr(sk);
-    if (to.version == roce::IpVersion::V4)
-        receive4(pay, n, mh, reinterpret_cast<const sockaddr_in&>(src), to.v4, sink);
-    else
-        receive6(pay, n, mh, reinterpret_cast<const sockaddr_in6&>(src), to.v6.data(), sink);
+    // A GRO datagram (UDP_GRO on the socket) holds several packets of
+    // `seg` bytes, the last one maybe shorter: each is a datagram of its
+    // own to the engine, with the same addresses, TTL and TOS (GRO merges
+    // only packets whose headers agree, so a CE mark stays on its packet).
+    size_t seg = n;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int v = 0;
+            std::memcpy(&v, CMSG_DATA(c), sizeof v);
+            if (v > 0) seg = std::min(n, size_t(v));
+        }
+    for (size_t off = 0; off < n; off += seg) {
+        // Each packet's headers are rebuilt in front of it, over the end of
+        // the packet before, which the engine is done with: it keeps
+        // nothing of a packet past rx_ip (the receive buffers are reused
+        // from one recvmmsg to the next on the same terms).
+        const size_t len = std::min(seg, n - off);
+        uint8_t* p = pay + off;
+        if (to.version == roce::IpVersion::V4)
+            receive4(p, len, mh, reinterpret_cast<const sockaddr_in&>(src), to.v4, sink);
+        else
+            receive6(p, len, mh, reinterpret_cast<const sockaddr_in6&>(src), to.v6.data(), sink);
+    }
 }
 
 bool UdpPort::receive(PortSink& sink) {
