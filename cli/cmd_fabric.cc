@@ -231,7 +231,7 @@ int fabric_delete(const FabricArgs& a) {
         std::fprintf(stderr, "usage: simnic fabric delete NAME\n");
         return 2;
     }
-    // A kept fabric is forgotten whether or not it runs now.
+    // A kept fabric is forgotten whether or not it runs now (not if in use).
     return delete_kept("fabric", "fabric_add", Json{{"op", "fabric_del"}, {"name", a.words[0]}},
                        "no simnic daemon is running (no fabric " + a.words[0] + ")");
 }

@@ -218,7 +218,7 @@ int link_delete(const LinkArgs& a) {
         std::fprintf(stderr, "usage: simnic link delete NAME\n");
         return 2;
     }
-    // A kept device is forgotten whether or not it runs now.
+    // A kept device is forgotten whether or not it runs now (not if in use).
     return delete_kept("device", "link_add", Json{{"op", "link_del"}, {"name", a.words[0]}},
                        "no simnic daemon is running (simnic link add starts one)");
 }

@@ -14,9 +14,10 @@ namespace simnic::cli {
 int keep_created(const char* what, const control::Json& req);
 
 // `delete NAME` of a device or fabric (`del`, the link_del or fabric_del
-// request; `add_op`, the op it was kept under): forgets a kept one whether
-// or not it runs, then asks the daemon. `no_daemon` is printed when none
-// runs and nothing was kept. The command's exit status.
+// request; `add_op`, the op it was kept under): asks the daemon, then
+// forgets a kept one unless the daemon refused to delete it (in use): so a
+// kept one is forgotten whether it was running or not. `no_daemon` is
+// printed when none runs and nothing was kept. The command's exit status.
 int delete_kept(const char* what, const std::string& add_op, const control::Json& del, const std::string& no_daemon);
 
 }  // namespace simnic::cli

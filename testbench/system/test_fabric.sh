@@ -31,7 +31,8 @@
 #             new daemon, from the kept topology text (its file removed),
 #             with the same devices, MACs, IPs and GIDs, and carries
 #             ibv_rc_pingpong; asking again changes nothing; fabric delete
-#             forgets it, running or not; kept fabrics that cannot be
+#             forgets it, running or not, but not while in use (refused);
+#             kept fabrics that cannot be
 #             created again (capture's directory gone, device names taken
 #             by a kept device) are logged and skipped, the other kept
 #             fabric and device come back
@@ -367,8 +368,22 @@ persist)
   [ "$(gids $FAB)" = "$gids_before" ] || fail "the GIDs changed: $gids_before -> $(gids $FAB)"
   pingpong h1 h2 50
   [ "$(show_num '.switches[0].ports[2].rx_frames')" -ge 100 ] || fail "the kept fabric's switch did not carry the pingpong"
-  # Deleting forgets: the next daemon has no fabric.
-  sim fabric delete $FAB || fail "fabric delete"
+  # In use (a pingpong server waiting): delete is refused, and the fabric
+  # stays kept as it stays running; the server's client then ends it.
+  PORT=$(free_port)
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h1 -g 1 -p "$PORT" -n 5 >"$work/server.out" 2>&1 &
+  server_pid=$!
+  wait_listen "$PORT" "$server_pid"
+  if sim fabric delete $FAB >"$work/busy.out" 2>&1; then fail "a fabric in use was deleted"; fi
+  grep -q "is in use by" "$work/busy.out" || fail "delete in use: $(cat "$work/busy.out")"
+  grep -q "\"name\":\"$FAB\"" "$list" || fail "a fabric in use was forgotten: $(cat "$list")"
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h2 -g 1 -p "$PORT" -n 5 127.0.0.1 >"$work/client.out" 2>&1 ||
+    fail "client: $(cat "$work/client.out")"
+  wait "$server_pid" || fail "server: $(cat "$work/server.out")"
+  server_pid=
+  # Deleting forgets (once the contexts have closed): the next daemon has no fabric.
+  for _ in $(seq 50); do sim fabric delete $FAB 2>"$work/del.out" && break; sleep 0.1; done
+  [ "$(sim fabric show -j)" = "[]" ] || fail "fabric delete: $(sim fabric show -j | jq -c '[.[].name]')"
   [ -s "$list" ] && fail "still kept after fabric delete: $(cat "$list")"
   restart
   [ "$(sim fabric show -j)" = "[]" ] || fail "a deleted fabric came back: $(sim fabric show -j)"
