@@ -34,8 +34,9 @@
 #             forgets it, running or not, but not while in use (refused);
 #             kept fabrics that cannot be
 #             created again (capture's directory gone, device names taken
-#             by a kept device) are logged and skipped, the other kept
-#             fabric and device come back
+#             by a kept device) are logged and skipped, named by simnic
+#             doctor with the log's reason, the other kept fabric and
+#             device come back
 #   pcap      a smaller incast with DCQCN, captured (fabric add ... pcap):
 #             tshark finds the RoCE frames, as many CE-marked frames as the
 #             switch marked, ECT(0) as sent, and every CNP (opcode 0x81)
@@ -367,6 +368,9 @@ persist)
   [ "$(hosts $FAB)" = "$before" ] || fail "the hosts changed: $before -> $(hosts $FAB)"
   [ "$(gids $FAB)" = "$gids_before" ] || fail "the GIDs changed: $gids_before -> $(gids $FAB)"
   pingpong h1 h2 50
+  sim doctor >"$work/doctor.out" 2>&1
+  grep -Eq "^OK +kept +1 kept device\(s\) and fabric\(s\), all running" "$work/doctor.out" ||
+    fail "doctor on a kept fabric that came back: $(grep kept "$work/doctor.out")"
   [ "$(show_num '.switches[0].ports[2].rx_frames')" -ge 100 ] || fail "the kept fabric's switch did not carry the pingpong"
   # In use (a pingpong server waiting): delete is refused, and the fabric
   # stays kept as it stays running; the server's client then ends it.
@@ -412,6 +416,15 @@ persist)
   grep -E "kept (fabric|device) " "$log" | tail -4 | sed 's/^[^]]*]: /daemon log: /'
   [ "$(sim fabric show -j | jq -c '[.[].name]')" = '["p2"]' ] || fail "fabrics after the failures: $(sim fabric show -j | jq -c '[.[].name]')"
   sim link show p3_h1 | grep -q "netdev lo" || fail "the kept device p3_h1 did not come back"
+  # simnic doctor names them, with the log's reason and the fixes.
+  if sim doctor >"$work/doctor.out" 2>&1; then fail "doctor passed with kept fabrics not running"; fi
+  grep -Eq "^FAIL +kept $FAB +kept fabric $FAB is not running: the daemon could not create it again \(pcap $work/cap/f.pcap: " \
+    "$work/doctor.out" || fail "doctor on $FAB: $(grep -A1 kept "$work/doctor.out")"
+  grep -Eq "^FAIL +kept p3 +kept fabric p3 is not running: .*\(device p3_h1 already exists\)" "$work/doctor.out" ||
+    fail "doctor on p3: $(grep -A1 kept "$work/doctor.out")"
+  grep -Eq "^ +fix: .* or forget it: simnic fabric delete p3$" "$work/doctor.out" || fail "doctor's fix for p3: $(grep -A1 kept "$work/doctor.out")"
+  [ "$(grep -c "^[A-Z]* *kept" "$work/doctor.out")" -eq 2 ] || fail "doctor: $(grep kept "$work/doctor.out")"
+  grep "^FAIL *kept" "$work/doctor.out" | sed 's/^/doctor: /'
   # What failed stays kept (it may come back once fixed) until deleted.
   [ "$(wc -l <"$list")" -eq 4 ] || fail "the list lost entries: $(cat "$list")"
   for f in $FAB p3; do
@@ -421,6 +434,8 @@ persist)
   sim fabric delete p2 || fail "fabric delete p2"
   sim link delete p3_h1 || fail "link delete p3_h1"
   [ -s "$list" ] && fail "entries left: $(cat "$list")"
+  sim doctor >"$work/doctor.out" 2>&1
+  grep -q "kept" "$work/doctor.out" && fail "doctor with nothing kept: $(grep kept "$work/doctor.out")"
   ;;
 pcap)
   printf '[congestion]\nenable = 1\n' >"$work/cc.toml"

@@ -5,8 +5,8 @@
 # starts later creates it again before it answers, asking again for the same
 # device changes nothing, `simnic link delete` forgets it (running or not;
 # not while in use, when the delete is refused),
-# and a device that cannot be created again (its netdev gone) is logged and
-# skipped while the others come back. As an ordinary user (lib.sh drops to
+# and a device that cannot be created again (its netdev gone) is logged,
+# named by simnic doctor, and skipped while the others come back. As an ordinary user (lib.sh drops to
 # nobody under root).
 #
 #   test_persist.sh SIMNIC LIBSIMNIC_VERBS
@@ -93,4 +93,8 @@ restart
 expect 0 "link keep_a/1" sim link show keep_a
 expect 1 "no device gone0" sim link show gone0
 grep -q "kept device gone0 not created" "$SIMNIC_RUNTIME_DIR/simnicd.log" || fail "the daemon's log does not say gone0 failed"
+# simnic doctor names it, with the log's reason and the fix.
+out=$(sim doctor 2>&1) && fail "doctor passed with the kept gone0 not running"
+[[ "$out" =~ FAIL\ +kept\ gone0\ +kept\ device\ gone0\ is\ not\ running:.*nosuchif0 ]] || fail "doctor on gone0: $out"
+[[ "$out" =~ forget\ it:\ simnic\ link\ delete\ gone0 ]] || fail "doctor's fix for gone0: $out"
 sys_finish cli.persist
