@@ -2,7 +2,7 @@
 // one simulated time, in the daemon, for real applications (docs/model.md,
 // "The fabric", "Real applications on a fabric"):
 //
-//   simnic fabric add fab0 docs/examples/fabric/incast2.toml [config FILE] [pcap FILE]
+//   simnic fabric add fab0 docs/examples/fabric/incast2.toml [config FILE] [pcap FILE] [persist]
 //   simnic fabric show [fab0] [-j]
 //   simnic fabric delete fab0
 //
@@ -11,7 +11,13 @@
 // show` and ibv_devices list them, and `simnic exec` runs applications on
 // them as on any device. They come and go with their fabric (`simnic link
 // delete` refuses them). Next to `simnic link add`: a fabric is a set of
-// links made at once from one file, not a kind of link.
+// links made at once from one file, not a kind of link. `persist` keeps a
+// fabric as it keeps a device (control/persisted.h, the same list): every
+// daemon that starts later creates it again, its devices named as before,
+// until `simnic fabric delete`. What is kept is the request, which holds the
+// topology's and the config's text: a kept fabric stays the one that was
+// added when its files are edited or removed (as a kept model device keeps
+// its config's text).
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +32,8 @@
 #include "commands.h"
 #include "object_command.h"
 #include "daemon_call.h"
+#include "kept.h"
+#include "simnic/control/persisted.h"
 #include "simnic/model/config.h"
 #include "simnic/model/fabric/topology.h"
 
@@ -37,7 +45,7 @@ using control::Json;
 using FabricArgs = ObjectArgs;
 
 constexpr const char* kAddUsage =
-    "usage: simnic fabric add NAME TOPOLOGY.toml [config FILE] [pcap FILE]\n"
+    "usage: simnic fabric add NAME TOPOLOGY.toml [config FILE] [pcap FILE] [persist]\n"
     "  TOPOLOGY: hosts, links and switch settings (docs/examples/fabric/*.toml); each host becomes a\n"
     "            model device NAME_HOST with the host's MAC and IPv4 address\n"
     "  config: every device's model configuration (docs/model-config.toml; [congestion] enable = 1\n"
@@ -60,15 +68,44 @@ bool read_file(const std::string& path, std::string& text) {
     return true;
 }
 
+// Prints what `add` made: "fabric NAME: DEVICE...".
+void print_devices(const std::string& name, const Json& devices) {
+    std::printf("fabric %s:", name.c_str());
+    for (const Json& d : devices) std::printf(" %s", d.get<std::string>().c_str());
+    std::printf("\n");
+}
+
+// The devices of fabric `name` in the running daemon (started now if none
+// runs, which creates the kept fabrics), or null if it has no such fabric.
+Json running_devices(const std::string& name) {
+    Json reply;
+    if (call_daemon(Json{{"op", "fabric_show"}}, true, reply) != CallResult::Ok) return nullptr;
+    for (const Json& f : reply.value("fabrics", Json::array()))
+        if (f.value("name", "") == name) {
+            Json devs = Json::array();
+            for (const Json& h : f.value("hosts", Json::array())) devs.push_back(h.value("device", ""));
+            return devs;
+        }
+    return nullptr;
+}
+
 int fabric_add(const FabricArgs& a) {
-    // NAME TOPOLOGY, then keyword and value pairs, each keyword once.
+    // NAME TOPOLOGY, then keyword and value pairs, each keyword once, and
+    // `persist`, a word of its own, where a keyword may be.
     std::string config_path, pcap_path;
-    bool usage = a.words.size() < 2 || a.words.size() % 2 != 0;
+    bool persist = false;
+    bool usage = a.words.size() < 2;
     for (size_t i = 2; !usage && i < a.words.size(); i += 2) {
         const std::string& k = a.words[i];
+        if (k == "persist") {
+            usage = persist;
+            persist = true;
+            --i;  // a word without a value
+            continue;
+        }
         std::string* v = k == "config" ? &config_path : k == "pcap" ? &pcap_path : nullptr;
-        if (!v) std::fprintf(stderr, "simnic fabric add: unknown keyword '%s' (config, pcap)\n", k.c_str());
-        usage = !v || !v->empty() || a.words[i + 1].empty();
+        if (!v) std::fprintf(stderr, "simnic fabric add: unknown keyword '%s' (config, pcap, persist)\n", k.c_str());
+        usage = !v || !v->empty() || i + 1 >= a.words.size() || a.words[i + 1].empty();
         if (!usage) *v = a.words[i + 1];
     }
     if (usage) {
@@ -108,12 +145,18 @@ int fabric_add(const FabricArgs& a) {
         req["config"] = absolute(cp);
         req["config_text"] = ct;
     }
+    if (persist && control::is_persisted(req)) {
+        // The same fabric kept before: a daemon starting now creates it
+        // from the list, and asking again changes nothing.
+        if (Json devs = running_devices(a.words[0]); !devs.is_null()) {
+            print_devices(a.words[0], devs);
+            return 0;
+        }
+    }
     Json reply;
     if (call_daemon(req, true, reply) != CallResult::Ok) return 1;
-    std::printf("fabric %s:", a.words[0].c_str());
-    for (const Json& d : reply.value("devices", Json::array())) std::printf(" %s", d.get<std::string>().c_str());
-    std::printf("\n");
-    return 0;
+    print_devices(a.words[0], reply.value("devices", Json::array()));
+    return persist ? keep_created("fabric", req) : 0;
 }
 
 void print_fabric(const Json& f) {
@@ -188,11 +231,9 @@ int fabric_delete(const FabricArgs& a) {
         std::fprintf(stderr, "usage: simnic fabric delete NAME\n");
         return 2;
     }
-    Json reply;
-    const CallResult r = call_daemon(Json{{"op", "fabric_del"}, {"name", a.words[0]}}, false, reply);
-    if (r == CallResult::Ok) return 0;
-    if (r == CallResult::NoDaemon) std::fprintf(stderr, "simnic: no simnic daemon is running (no fabric %s)\n", a.words[0].c_str());
-    return 1;
+    // A kept fabric is forgotten whether or not it runs now (not if in use).
+    return delete_kept("fabric", "fabric_add", Json{{"op", "fabric_del"}, {"name", a.words[0]}},
+                       "no simnic daemon is running (no fabric " + a.words[0] + ")");
 }
 
 }  // namespace
@@ -201,8 +242,8 @@ Runner add_fabric_command(CLI::App& app) {
     return add_object_command(
         app,
         {"fabric", "Add, show and delete fabrics: model devices and a switch in one simulated time",
-         "Add a fabric: NAME TOPOLOGY.toml [config FILE] [pcap FILE]; a device NAME_HOST per host", kAddUsage,
-         "NAME, TOPOLOGY, config FILE and pcap FILE", "Show fabrics: hosts, devices, switch counters: [NAME]",
+         "Add a fabric: NAME TOPOLOGY.toml [config FILE] [pcap FILE] [persist]; a device NAME_HOST per host",
+         kAddUsage, "NAME, TOPOLOGY, config FILE, pcap FILE and persist", "Show fabrics: hosts, devices, switch counters: [NAME]",
          "fabric name", "Delete a fabric and its devices: NAME", "fabric name"},
         {fabric_add, fabric_show, fabric_delete});
 }

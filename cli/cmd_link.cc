@@ -27,6 +27,7 @@
 #include "commands.h"
 #include "object_command.h"
 #include "daemon_call.h"
+#include "kept.h"
 #include "simnic/control/persisted.h"
 #include "simnic/control/runtime.h"
 #include "simnic/daemon/daemon.h"
@@ -153,19 +154,11 @@ int link_add(const LinkArgs& a) {
     if (persist) {
         // The same device kept before: a daemon starting now creates it
         // from the list, and asking again changes nothing.
-        std::string ignored;
-        for (const Json& kept : control::load_persisted(ignored))
-            if (kept == req && daemon_has(a.words[0])) return 0;
+        if (control::is_persisted(req) && daemon_has(a.words[0])) return 0;
     }
     Json reply;
     if (call_daemon(req, true, reply) != CallResult::Ok) return 1;
-    if (persist) {
-        if (std::string e = control::persist_device(req); !e.empty()) {
-            std::fprintf(stderr, "simnic: %s created, but not kept: %s\n", a.words[0].c_str(), e.c_str());
-            return 1;
-        }
-    }
-    return 0;
+    return persist ? keep_created("device", req) : 0;
 }
 
 int link_show(const LinkArgs& a) {
@@ -225,22 +218,9 @@ int link_delete(const LinkArgs& a) {
         std::fprintf(stderr, "usage: simnic link delete NAME\n");
         return 2;
     }
-    // A kept device is forgotten whether or not it runs now.
-    bool kept = false;
-    if (std::string e = control::forget_device(a.words[0], kept); !e.empty()) {
-        std::fprintf(stderr, "simnic: cannot forget the kept device %s: %s\n", a.words[0].c_str(), e.c_str());
-        return 1;
-    }
-    Json reply;
-    const CallResult r = call_daemon(Json{{"op", "link_del"}, {"name", a.words[0]}}, false, reply);
-    if (r == CallResult::Ok) return 0;
-    if (kept) {
-        std::fprintf(stderr, "simnic: forgot the kept device %s (it was not running)\n", a.words[0].c_str());
-        return 0;
-    }
-    if (r == CallResult::Failed) return 1;
-    std::fprintf(stderr, "simnic: no simnic daemon is running (simnic link add starts one)\n");
-    return 1;
+    // A kept device is forgotten whether or not it runs now (not if in use).
+    return delete_kept("device", "link_add", Json{{"op", "link_del"}, {"name", a.words[0]}},
+                       "no simnic daemon is running (simnic link add starts one)");
 }
 
 }  // namespace
@@ -264,7 +244,7 @@ Runner add_daemon_command(CLI::App& app) {
     sub->add_flag("--stop", *stop, "stop the running daemon (its devices go with it)");
     sub->add_flag("--start", *start,
                   "start a daemon in the background unless one runs, and return once it answers "
-                  "(with its kept devices created)");
+                  "(with its kept devices and fabrics created)");
     return [opt, stop, start] {
         if (*start) {
             Json reply;

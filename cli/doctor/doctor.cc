@@ -3,7 +3,9 @@
 // 6.3), the netdev under it (2.3, 6.3), the GID table (3.3, 6.4 step 3), UDP
 // 4791 on the real path (6.4 step 2), how applications reach the device
 // (1.1: simnic's uverbs is the preload), what lets the device reach memory
-// (Yama), and objects left by processes that are gone (6.5).
+// (Yama), and objects left by processes that are gone (6.5). Before the
+// devices: the kept devices and fabrics (persist) a daemon could not create
+// again, which are otherwise only in its log.
 #include "doctor.h"
 
 #include <arpa/inet.h>
@@ -20,6 +22,7 @@
 #include <sstream>
 
 #include "simnic/control/client.h"
+#include "simnic/control/persisted.h"
 #include "simnic/control/runtime.h"
 #include "simnic/fw/linux_netdev.h"
 #include "simnic/roce/rules.h"
@@ -77,6 +80,7 @@ public:
     std::vector<Check> run() {
         const bool daemon_ok = runtime_dir() && daemon();
         std::vector<Json> links;
+        if (daemon_ok) kept();
         if (daemon_ok) links = devices();
         else skip("device", "", "no daemon to ask");
         for (const Json& l : links) device_checks(l);
@@ -160,6 +164,56 @@ private:
         add("daemon", "", Status::Ok,
             "pid " + std::to_string(daemon_pid_) + " answers (" + r.value("version", std::string("?")) + ")");
         return true;
+    }
+
+    // The kept devices and fabrics (control/persisted.h): each should run,
+    // since a daemon creates them all when it starts; one that does not is
+    // one it could not create, and its log says why. Nothing to say (no
+    // line) when nothing is kept; with a device, only what makes it.
+    void kept() {
+        std::string bad;
+        const std::vector<Json> entries = control::load_persisted(bad);
+        if (!bad.empty()) add("kept", "", Status::Warn, bad, "remove or fix the line(s) in " + control::persisted_devices_path());
+        std::map<std::string, bool> running;  // "link_add NAME" / "fabric_add NAME"
+        Json reply;
+        std::string err;
+        if (ask(Json{{"op", "link_show"}}, reply, err))
+            for (const Json& l : reply["links"]) running["link_add " + l.value("ifname", std::string())] = true;
+        if (ask(Json{{"op", "fabric_show"}}, reply, err))
+            for (const Json& f : reply["fabrics"]) running["fabric_add " + f.value("name", std::string())] = true;
+        unsigned ok = 0, failed = 0;
+        for (const Json& e : entries) {
+            const std::string op = e.value("op", std::string()), name = e.value("name", std::string());
+            const bool fabric = op == "fabric_add";
+            if (!opt_.device.empty() && opt_.device != name && !(fabric && opt_.device.rfind(name + "_", 0) == 0))
+                continue;
+            if (running.count(op + " " + name)) {
+                ++ok;
+                continue;
+            }
+            ++failed;
+            const std::string what = fabric ? "fabric" : "device";
+            const std::string why = kept_failure(what, name);
+            add("kept", name, Status::Fail,
+                "kept " + what + " " + name + " is not running: the daemon could not create it again (" +
+                    (why.empty() ? "its log says why" : why) + ")",
+                std::string("fix that and restart the daemon (simnic daemon --stop; simnic daemon --start), or "
+                            "forget it: simnic ") +
+                    (fabric ? "fabric" : "link") + " delete " + name);
+        }
+        if (ok > 0 && failed == 0) add("kept", "", Status::Ok, std::to_string(ok) + " kept device(s) and fabric(s), all running");
+    }
+
+    // Why the daemon last failed to create kept `what` `name`, from its
+    // log in the runtime directory (a daemon in the foreground logs
+    // elsewhere: empty).
+    std::string kept_failure(const std::string& what, const std::string& name) const {
+        std::ifstream in(paths_.dir + "/simnicd.log");
+        const std::string key = "kept " + what + " " + name + " not created: ";
+        std::string line, why;
+        while (std::getline(in, line))
+            if (auto at = line.find(key); at != std::string::npos) why = line.substr(at + key.size());
+        return why;
     }
 
     std::vector<Json> devices() {

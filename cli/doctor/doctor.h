@@ -26,8 +26,8 @@ enum class Status {
 const char* to_string(Status s);
 
 // One check's result. `id` is stable (scripts and the guide name checks by
-// it): runtime_dir, daemon, device, port, netdev, address, mtu, gid,
-// udp4791, exec, ptrace, stale.
+// it): runtime_dir, daemon, kept (only when something is kept), device,
+// port, netdev, address, mtu, gid, udp4791, exec, ptrace, stale.
 struct Check {
     std::string id;
     std::string device;  // the device it is about; empty for the host's checks

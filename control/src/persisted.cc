@@ -50,6 +50,11 @@ std::string save(const std::vector<Json>& entries) {
     return {};
 }
 
+// An entry is known by its op and name (a device and a fabric may share a name).
+bool same_entry(const Json& j, const std::string& op, const std::string& name) {
+    return j.value("op", "") == op && j.value("name", "") == name;
+}
+
 }  // namespace
 
 std::string persisted_devices_path() { return config_dir() + "/devices.jsonl"; }
@@ -62,9 +67,10 @@ std::vector<Json> load_persisted(std::string& err) {
     for (int n = 1; std::getline(in, line); ++n) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         Json j;
-        if (!parse_message(line, j).empty() || !j.contains("name") || !j["name"].is_string()) {
+        if (!parse_message(line, j).empty() || !j.contains("name") || !j["name"].is_string() ||
+            !j.contains("op") || !j["op"].is_string()) {
             err += (err.empty() ? "" : "; ") + persisted_devices_path() + ":" + std::to_string(n) +
-                   " is not a kept device";
+                   " is not a kept device or fabric";
             continue;
         }
         out.push_back(std::move(j));
@@ -72,27 +78,33 @@ std::vector<Json> load_persisted(std::string& err) {
     return out;
 }
 
-std::string persist_device(const Json& link_add) {
+bool is_persisted(const Json& req) {
+    std::string ignored;
+    for (const Json& j : load_persisted(ignored))
+        if (j == req) return true;
+    return false;
+}
+
+std::string persist_request(const Json& req) {
     std::string ignored;
     std::vector<Json> entries = load_persisted(ignored);
-    const std::string name = link_add.value("name", "");
     bool replaced = false;
     for (Json& j : entries)
-        if (j.value("name", "") == name) {
-            j = link_add;
+        if (same_entry(j, req.value("op", ""), req.value("name", ""))) {
+            j = req;
             replaced = true;
         }
-    if (!replaced) entries.push_back(link_add);
+    if (!replaced) entries.push_back(req);
     return save(entries);
 }
 
-std::string forget_device(const std::string& name, bool& found) {
+std::string forget_request(const std::string& op, const std::string& name, bool& found) {
     std::string ignored;
     std::vector<Json> entries = load_persisted(ignored);
     const size_t before = entries.size();
     std::vector<Json> kept;
     for (Json& j : entries)
-        if (j.value("name", "") != name) kept.push_back(std::move(j));
+        if (!same_entry(j, op, name)) kept.push_back(std::move(j));
     found = kept.size() != before;
     return found ? save(kept) : std::string();
 }

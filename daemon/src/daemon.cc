@@ -842,16 +842,17 @@ Server::Server(const RuntimePaths& paths, ServerOptions opt) : impl_(std::make_u
 Server::~Server() = default;
 std::string Server::start() { return impl_->start(); }
 
-control::Json Server::add_device(const control::Json& link_add) {
+control::Json Server::add_kept(const control::Json& kept) {
     std::string why;
     int err = 0;
-    if (link_add.value("op", "") != "link_add") return reply_error(EINVAL, "not a link_add request");
-    const OpSpec* op = check_request(link_add, 0, why, err);
+    const std::string o = kept.value("op", "");
+    if (o != "link_add" && o != "fabric_add") return reply_error(EINVAL, "not a link_add or fabric_add request");
+    const OpSpec* op = check_request(kept, 0, why, err);
     if (!op) return reply_error(err, why);
-    const Request req(link_add, *op);
+    const Request req(kept, *op);
     std::vector<int> none_in, none_out;
     Impl::Call c{-1, req, none_in, none_out};
-    return impl_->link_add(c);
+    return o == "link_add" ? impl_->link_add(c) : impl_->fabric_add(c);
 }
 int Server::run_once(int timeout_ms) { return impl_->run_once(timeout_ms); }
 bool Server::stop_requested() const { return impl_->stop_; }
@@ -910,14 +911,22 @@ int run_daemon(const DaemonOptions& opt, int ready_fd) {
         return 1;
     }
     logf("listening on %s", paths.socket.c_str());
-    // The kept devices (`simnic link add ... persist`), before the daemon
-    // says it is ready, so that the command that started it finds them.
+    // The kept devices and fabrics (`simnic link add ... persist`, `simnic
+    // fabric add ... persist`), in the order kept, before the daemon says it
+    // is ready, so that the command that started it finds them. One that
+    // cannot be created again is logged and the others still come.
     std::string bad;
     for (const control::Json& req : control::load_persisted(bad)) {
-        const control::Json r = d.add_device(req);
+        const control::Json r = d.add_kept(req);
         const std::string name = req.value("name", "");
-        if (r.value("ok", false)) logf("kept device %s created again", name.c_str());
-        else logf("kept device %s not created: %s", name.c_str(), r.value("error", std::string("?")).c_str());
+        const char* what = req.value("op", "") == "fabric_add" ? "fabric" : "device";
+        if (!r.value("ok", false)) {
+            logf("kept %s %s not created: %s", what, name.c_str(), r.value("error", std::string("?")).c_str());
+            continue;
+        }
+        std::string devs;  // a fabric's devices, named as before (from the kept topology's hosts)
+        for (const control::Json& n : r.value("devices", control::Json::array())) devs += " " + n.get<std::string>();
+        logf("kept %s %s created again%s%s", what, name.c_str(), devs.empty() ? "" : ":", devs.c_str());
     }
     if (!bad.empty()) logf("%s", bad.c_str());
     if (ready_fd >= 0) {

@@ -27,6 +27,16 @@
 #             pipeline's qp1_to_tx_build); without a source address the
 #             fabric's first other host connects
 #   ucx       UCX's io_demo between two hosts, connected through rdma_cm
+#   persist   a kept fabric (fabric add ... persist) comes back with every
+#             new daemon, from the kept topology text (its file removed),
+#             with the same devices, MACs, IPs and GIDs, and carries
+#             ibv_rc_pingpong; asking again changes nothing; fabric delete
+#             forgets it, running or not, but not while in use (refused);
+#             kept fabrics that cannot be
+#             created again (capture's directory gone, device names taken
+#             by a kept device) are logged and skipped, named by simnic
+#             doctor with the log's reason, the other kept fabric and
+#             device come back
 #   pcap      a smaller incast with DCQCN, captured (fabric add ... pcap):
 #             tshark finds the RoCE frames, as many CE-marked frames as the
 #             switch marked, ECT(0) as sent, and every CNP (opcode 0x81)
@@ -75,6 +85,23 @@ incast() {
   awk -v a="${bw1:-0}" -v b="${bw2:-0}" 'BEGIN { exit !(a > 0 && b > 0) }' || fail "a sender reported no bandwidth"
 }
 
+# pingpong SERVER CLIENT N [OPTION...]: ibv_rc_pingpong of N iterations
+# between two hosts' devices (h1 h2: ${FAB}_h1 serves ${FAB}_h2), both
+# with OPTIONs; both must succeed and the client report N iterations.
+pingpong() {
+  local s=$1 c=$2 n=$3 port
+  shift 3
+  port=$(free_port)
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_$s -g 1 -p "$port" -n "$n" "$@" >"$work/server.out" 2>&1 &
+  server_pid=$!
+  wait_listen "$port" "$server_pid"
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_$c -g 1 -p "$port" -n "$n" "$@" 127.0.0.1 >"$work/client.out" 2>&1 ||
+    fail "client $*: $(cat "$work/client.out")"
+  wait "$server_pid" || fail "server $*: $(cat "$work/server.out")"
+  server_pid=
+  grep -q "$n iters in" "$work/client.out" || fail "client $* report: $(cat "$work/client.out")"
+}
+
 # frames FILTER: how many frames of the capture $cap tshark's display
 # filter FILTER selects (UDP 4791 dissected as RoCE v2).
 frames() { tshark -r "$cap" -d udp.port==4791,infiniband -Y "$1" 2>/dev/null | wc -l; }
@@ -93,7 +120,7 @@ cli)
   grep -q "usage: simnic fabric add NAME TOPOLOGY.toml \[config FILE\] \[pcap FILE\]" "$work/kw.out" ||
     fail "pcap twice: $(cat "$work/kw.out")"
   if sim fabric add $FAB "$TOPO" capture x.pcap >"$work/kw.out" 2>&1; then fail "an unknown keyword was accepted"; fi
-  grep -q "unknown keyword 'capture' (config, pcap)" "$work/kw.out" || fail "unknown keyword: $(cat "$work/kw.out")"
+  grep -q "unknown keyword 'capture' (config, pcap, persist)" "$work/kw.out" || fail "unknown keyword: $(cat "$work/kw.out")"
   if sim fabric add $FAB "$TOPO" pcap "$work/no/such/dir/x.pcap" >"$work/kw.out" 2>&1; then
     fail "a capture in a missing directory was accepted"
   fi
@@ -136,17 +163,9 @@ cli)
 
 pingpong)
   sim fabric add $FAB "$TOPO" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
-  PORT=$(free_port)
   # simnic trace on a fabric's device: h1's blocks, in the fabric's time.
   sim trace ${FAB}_h1 vcd "$SIMNIC_RUNTIME_DIR/h1.vcd" --cycles 2000000 >/dev/null || fail "simnic trace on ${FAB}_h1"
-  app timeout 60 ibv_rc_pingpong -d ${FAB}_h1 -g 1 -p "$PORT" -n 200 >"$work/server.out" 2>&1 &
-  server_pid=$!
-  wait_listen "$PORT" "$server_pid"
-  app timeout 60 ibv_rc_pingpong -d ${FAB}_h2 -g 1 -p "$PORT" -n 200 127.0.0.1 >"$work/client.out" 2>&1 ||
-    fail "client: $(cat "$work/client.out")"
-  wait "$server_pid" || fail "server: $(cat "$work/server.out")"
-  server_pid=
-  grep -q "200 iters in" "$work/client.out" || fail "client report: $(cat "$work/client.out")"
+  pingpong h1 h2 200
   grep -q "remote address: .*GID ::ffff:10.0.0.11" "$work/client.out" || fail "the client's peer is not h1's address"
   sim trace ${FAB}_h1 stop >/dev/null || fail "simnic trace stop"
   vcd=$SIMNIC_RUNTIME_DIR/h1.vcd
@@ -167,15 +186,7 @@ pingpong)
   # Completion events (-e: the applications sleep until their EQ's
   # interrupt), h0 and h2: a device's CQEs and EQEs written while another
   # device's engine simulates the fabric wake it all the same.
-  PORT=$(free_port)
-  app timeout 60 ibv_rc_pingpong -d ${FAB}_h0 -g 1 -p "$PORT" -n 200 -e >"$work/server_e.out" 2>&1 &
-  server_pid=$!
-  wait_listen "$PORT" "$server_pid"
-  app timeout 60 ibv_rc_pingpong -d ${FAB}_h2 -g 1 -p "$PORT" -n 200 -e 127.0.0.1 >"$work/client_e.out" 2>&1 ||
-    fail "client -e: $(cat "$work/client_e.out")"
-  wait "$server_pid" || fail "server -e: $(cat "$work/server_e.out")"
-  server_pid=
-  grep -q "200 iters in" "$work/client_e.out" || fail "client -e report: $(cat "$work/client_e.out")"
+  pingpong h0 h2 200 -e
   [ "$(show_num '.switches[0].ports[0].rx_frames')" -ge 400 ] || fail "h0's frames did not cross the switch"
   nothing_left "after exit" qps cqs mrs pds
   ;;
@@ -331,6 +342,100 @@ ucx)
   echo "io_demo: the switch took $rx0 frames from h0, $rx1 from h1"
   [ "$rx0" -gt 0 ] && [ "$rx1" -gt 0 ] || fail "io_demo's frames did not cross the switch ($rx0, $rx1)"
   [ "$(show_num '.switches[0].ports[2].rx_frames')" -eq 0 ] || fail "the idle h2 sent frames"
+  ;;
+persist)
+  sys_dir cfg cap
+  export SIMNIC_CONFIG_DIR=$work/cfg
+  list=$SIMNIC_CONFIG_DIR/devices.jsonl log=$SIMNIC_RUNTIME_DIR/simnicd.log
+  restart() { sim daemon --stop && sim daemon --start || fail "the daemon did not restart"; }
+  # What must not change across daemons: each host's device and addresses, the GIDs.
+  hosts() { sim fabric show -j "$1" | jq -c '[.[0].hosts[] | {host, device, mac, ip}]'; }
+  gids() { sim resource show gid | grep "^link ${1}_h"; }
+  sim fabric add $FAB "$TOPO" persist >"$work/add.out" 2>&1 || fail "fabric add persist: $(cat "$work/add.out")"
+  grep -qx "fabric $FAB: ${FAB}_h0 ${FAB}_h1 ${FAB}_h2" "$work/add.out" || fail "fabric add persist: $(cat "$work/add.out")"
+  [ "$(wc -l <"$list")" -eq 1 ] || fail "the list holds $(wc -l <"$list") entries, not 1: $(cat "$list")"
+  jq -e --arg t "$TOPO" '.op == "fabric_add" and .topology == $t and (.topology_text | test("\\[\\[host\\]\\]"))' "$list" >/dev/null ||
+    fail "the kept entry lacks the topology's path or text: $(cat "$list")"
+  # The same fabric again is nothing new (it runs, as kept).
+  sim fabric add $FAB "$TOPO" persist >"$work/again.out" 2>&1 || fail "the same fabric again: $(cat "$work/again.out")"
+  grep -qx "fabric $FAB: ${FAB}_h0 ${FAB}_h1 ${FAB}_h2" "$work/again.out" || fail "again: $(cat "$work/again.out")"
+  before=$(hosts $FAB) gids_before=$(gids $FAB)
+  [ "$(echo "$gids_before" | grep -c "index 1 gid ::ffff:10.0.0.1")" -eq 3 ] || fail "GIDs before: $gids_before"
+  # The topology's file goes: what was kept is its text.
+  rm -f "$TOPO"
+  restart
+  grep -q "kept fabric $FAB created again: ${FAB}_h0 ${FAB}_h1 ${FAB}_h2" "$log" || fail "the log does not say $FAB came back: $(tail -5 "$log")"
+  [ "$(hosts $FAB)" = "$before" ] || fail "the hosts changed: $before -> $(hosts $FAB)"
+  [ "$(gids $FAB)" = "$gids_before" ] || fail "the GIDs changed: $gids_before -> $(gids $FAB)"
+  pingpong h1 h2 50
+  sim doctor >"$work/doctor.out" 2>&1
+  grep -Eq "^OK +kept +1 kept device\(s\) and fabric\(s\), all running" "$work/doctor.out" ||
+    fail "doctor on a kept fabric that came back: $(grep kept "$work/doctor.out")"
+  [ "$(show_num '.switches[0].ports[2].rx_frames')" -ge 100 ] || fail "the kept fabric's switch did not carry the pingpong"
+  # In use (a pingpong server waiting): delete is refused, and the fabric
+  # stays kept as it stays running; the server's client then ends it.
+  PORT=$(free_port)
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h1 -g 1 -p "$PORT" -n 5 >"$work/server.out" 2>&1 &
+  server_pid=$!
+  wait_listen "$PORT" "$server_pid"
+  if sim fabric delete $FAB >"$work/busy.out" 2>&1; then fail "a fabric in use was deleted"; fi
+  grep -q "is in use by" "$work/busy.out" || fail "delete in use: $(cat "$work/busy.out")"
+  grep -q "\"name\":\"$FAB\"" "$list" || fail "a fabric in use was forgotten: $(cat "$list")"
+  app timeout 60 ibv_rc_pingpong -d ${FAB}_h2 -g 1 -p "$PORT" -n 5 127.0.0.1 >"$work/client.out" 2>&1 ||
+    fail "client: $(cat "$work/client.out")"
+  wait "$server_pid" || fail "server: $(cat "$work/server.out")"
+  server_pid=
+  # Deleting forgets (once the contexts have closed): the next daemon has no fabric.
+  for _ in $(seq 50); do sim fabric delete $FAB 2>"$work/del.out" && break; sleep 0.1; done
+  [ "$(sim fabric show -j)" = "[]" ] || fail "fabric delete: $(sim fabric show -j | jq -c '[.[].name]')"
+  [ -s "$list" ] && fail "still kept after fabric delete: $(cat "$list")"
+  restart
+  [ "$(sim fabric show -j)" = "[]" ] || fail "a deleted fabric came back: $(sim fabric show -j)"
+  # Kept, not running: delete forgets it all the same.
+  cp "$TOPO_SRC" "$TOPO" && chmod 644 "$TOPO"
+  sim fabric add $FAB "$TOPO" persist >/dev/null || fail "fabric add persist (2)"
+  sim daemon --stop
+  sim fabric delete $FAB >"$work/del.out" 2>&1 || fail "fabric delete with no daemon: $(cat "$work/del.out")"
+  grep -q "forgot the kept fabric $FAB (it was not running)" "$work/del.out" || fail "delete, no daemon: $(cat "$work/del.out")"
+  [ -s "$list" ] && fail "still kept after fabric delete with no daemon: $(cat "$list")"
+
+  # Kept fabrics that cannot come back: $FAB's capture directory is
+  # removed, p3's device p3_h1 is a kept device's name (kept before it);
+  # p2 (the same topology, no capture) and the device p3_h1 come back.
+  sim fabric add $FAB "$TOPO" pcap "$work/cap/f.pcap" persist >/dev/null || fail "fabric add persist pcap"
+  sim daemon --stop
+  rm -rf "$work/cap"
+  entry=$(head -1 "$list")
+  { jq -c '.name = "p2" | del(.pcap)' <<<"$entry"
+    echo '{"op":"link_add","name":"p3_h1","type":"soft","netdev":"lo"}'
+    jq -c '.name = "p3" | del(.pcap)' <<<"$entry"; } >>"$list"
+  restart
+  grep -q "kept fabric $FAB not created: pcap $work/cap/f.pcap: " "$log" || fail "the log does not say why $FAB failed: $(tail -6 "$log")"
+  grep -q "kept fabric p3 not created: device p3_h1 already exists" "$log" || fail "the log does not say why p3 failed: $(tail -6 "$log")"
+  grep -q "kept fabric p2 created again: p2_h0 p2_h1 p2_h2" "$log" || fail "p2 did not come back: $(tail -6 "$log")"
+  grep -E "kept (fabric|device) " "$log" | tail -4 | sed 's/^[^]]*]: /daemon log: /'
+  [ "$(sim fabric show -j | jq -c '[.[].name]')" = '["p2"]' ] || fail "fabrics after the failures: $(sim fabric show -j | jq -c '[.[].name]')"
+  sim link show p3_h1 | grep -q "netdev lo" || fail "the kept device p3_h1 did not come back"
+  # simnic doctor names them, with the log's reason and the fixes.
+  if sim doctor >"$work/doctor.out" 2>&1; then fail "doctor passed with kept fabrics not running"; fi
+  grep -Eq "^FAIL +kept $FAB +kept fabric $FAB is not running: the daemon could not create it again \(pcap $work/cap/f.pcap: " \
+    "$work/doctor.out" || fail "doctor on $FAB: $(grep -A1 kept "$work/doctor.out")"
+  grep -Eq "^FAIL +kept p3 +kept fabric p3 is not running: .*\(device p3_h1 already exists\)" "$work/doctor.out" ||
+    fail "doctor on p3: $(grep -A1 kept "$work/doctor.out")"
+  grep -Eq "^ +fix: .* or forget it: simnic fabric delete p3$" "$work/doctor.out" || fail "doctor's fix for p3: $(grep -A1 kept "$work/doctor.out")"
+  [ "$(grep -c "^[A-Z]* *kept" "$work/doctor.out")" -eq 2 ] || fail "doctor: $(grep kept "$work/doctor.out")"
+  grep "^FAIL *kept" "$work/doctor.out" | sed 's/^/doctor: /'
+  # What failed stays kept (it may come back once fixed) until deleted.
+  [ "$(wc -l <"$list")" -eq 4 ] || fail "the list lost entries: $(cat "$list")"
+  for f in $FAB p3; do
+    sim fabric delete $f >"$work/del.out" 2>&1 || fail "fabric delete $f: $(cat "$work/del.out")"
+    grep -q "forgot the kept fabric $f (it was not running)" "$work/del.out" || fail "delete $f: $(cat "$work/del.out")"
+  done
+  sim fabric delete p2 || fail "fabric delete p2"
+  sim link delete p3_h1 || fail "link delete p3_h1"
+  [ -s "$list" ] && fail "entries left: $(cat "$list")"
+  sim doctor >"$work/doctor.out" 2>&1
+  grep -q "kept" "$work/doctor.out" && fail "doctor with nothing kept: $(grep kept "$work/doctor.out")"
   ;;
 pcap)
   printf '[congestion]\nenable = 1\n' >"$work/cc.toml"

@@ -3,9 +3,10 @@
 # device in the user's list (SIMNIC_CONFIG_DIR here, else
 # ${XDG_CONFIG_HOME:-~/.config}/simnic/devices.jsonl), every daemon that
 # starts later creates it again before it answers, asking again for the same
-# device changes nothing, `simnic link delete` forgets it (running or not),
-# and a device that cannot be created again (its netdev gone) is logged and
-# skipped while the others come back. As an ordinary user (lib.sh drops to
+# device changes nothing, `simnic link delete` forgets it (running or not;
+# not while in use, when the delete is refused),
+# and a device that cannot be created again (its netdev gone) is logged,
+# named by simnic doctor, and skipped while the others come back. As an ordinary user (lib.sh drops to
 # nobody under root).
 #
 #   test_persist.sh SIMNIC LIBSIMNIC_VERBS
@@ -64,6 +65,18 @@ expect 0 '^$' sim link add keep_lo type soft netdev lo persist
 expect 1 "already" sim link add keep_lo type model netdev lo persist
 grep -q '"name":"keep_lo".*"type":"soft"' "$list" || fail "the kept keep_lo changed: $(cat "$list")"
 
+# In use (a pingpong server waiting on it): delete is refused and the
+# device stays kept, as it stays running; the server's client ends it.
+port=$(free_port)
+app timeout 60 ibv_rc_pingpong -d keep_lo -g 1 -p "$port" -n 5 >"$work/out/server.out" 2>&1 &
+spid=$!
+wait_listen "$port" "$spid" || fail "the pingpong server does not listen: $(cat "$work/out/server.out")"
+expect 1 "keep_lo is in use by" sim link delete keep_lo
+grep -q '"name":"keep_lo"' "$list" || fail "a device in use was forgotten: $(cat "$list")"
+app timeout 60 ibv_rc_pingpong -d keep_lo -g 1 -p "$port" -n 5 127.0.0.1 >"$work/out/client.out" 2>&1 ||
+  fail "client: $(cat "$work/out/client.out")"
+wait "$spid" || fail "server: $(cat "$work/out/server.out")"
+
 # Deleting forgets, whether the device runs or not.
 expect 0 '^$' sim link delete keep_w
 grep -q keep_w "$list" && fail "keep_w still kept after link delete"
@@ -80,4 +93,8 @@ restart
 expect 0 "link keep_a/1" sim link show keep_a
 expect 1 "no device gone0" sim link show gone0
 grep -q "kept device gone0 not created" "$SIMNIC_RUNTIME_DIR/simnicd.log" || fail "the daemon's log does not say gone0 failed"
+# simnic doctor names it, with the log's reason and the fix.
+out=$(sim doctor 2>&1) && fail "doctor passed with the kept gone0 not running"
+[[ "$out" =~ FAIL\ +kept\ gone0\ +kept\ device\ gone0\ is\ not\ running:.*nosuchif0 ]] || fail "doctor on gone0: $out"
+[[ "$out" =~ forget\ it:\ simnic\ link\ delete\ gone0 ]] || fail "doctor's fix for gone0: $out"
 sys_finish cli.persist

@@ -60,9 +60,10 @@ public:
     // on a fatal error.
     int run_once(int timeout_ms);
     bool stop_requested() const;
-    // Creates a device from a link_add request as a client's would be (the
-    // kept devices, control/persisted.h, at start): the reply.
-    control::Json add_device(const control::Json& link_add);
+    // Creates a device or a fabric from a link_add or fabric_add request as
+    // a client's would be (the kept devices and fabrics,
+    // control/persisted.h, at start): the reply.
+    control::Json add_kept(const control::Json& req);
 
     // Requests whose handling threw, caught by the last-resort catch around
     // dispatch (answered with EIO and logged). Never more than 0 unless the
