@@ -765,6 +765,13 @@ bool UdpPort::receive(PortSink& sink) {
         const int fd = rx_socket(sk);
         if (fd < 0) continue;
         for (int round = 0; round < 4; ++round) {
+            // What the engine sent while delivering the last batch may have
+            // stashed later arrivals (flush): they go before anything read
+            // now. (Reading on put them behind newer datagrams: the
+            // responder saw a PSN gap and NAKed, go-back-N resent, on
+            // every burst of ib_write_bw -q 2 once a GRO datagram of a
+            // whole message made one batch answer enough to stash.)
+            if (!backlog_.empty()) return got;
             arm_batch(rx_bufs_, rx_ctl_, srcs, ivs, msgs);
             const int m = recvmmsg(fd, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
             if (m <= 0) break;

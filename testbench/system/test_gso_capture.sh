@@ -10,6 +10,8 @@
 #      the run is there, as the device's own capture has them.
 #   2. The same run without tcpdump: it completes, and the device sent and
 #      received the same packets (simnic stats).
+#   3. ib_write_bw -q 2 without tcpdump: no request out of sequence (unless
+#      the kernel dropped a datagram).
 # Needs root (tcpdump); CI runs as root.
 #   test_gso_capture.sh SIMNIC LIBSIMNIC_VERBS
 set -u
@@ -27,10 +29,10 @@ port=$(free_port)
 
 # One ib_write_bw -s 65536 -n $N on the device, server and client.
 write_bw() {
-  app timeout 60 ib_write_bw -d "$DEV" -s 65536 -n "$N" -p "$port" >"$work/server.out" 2>&1 &
+  app timeout 60 ib_write_bw -d "$DEV" -s 65536 -n "$N" -p "$port" "$@" >"$work/server.out" 2>&1 &
   server_pid=$!
   wait_listen "$port" "$server_pid"
-  app timeout 60 ib_write_bw -d "$DEV" -s 65536 -n "$N" -p "$port" 127.0.0.1 >"$work/client.out" 2>&1 ||
+  app timeout 60 ib_write_bw -d "$DEV" -s 65536 -n "$N" -p "$port" "$@" 127.0.0.1 >"$work/client.out" 2>&1 ||
     fail "ib_write_bw client: $(tail -3 "$work/client.out")"
   wait "$server_pid" || fail "ib_write_bw server: $(tail -3 "$work/server.out")"
   server_pid=
@@ -69,6 +71,19 @@ write_bw
 read -r tx1 rx1 < <(counters)
 [ $((tx1 - tx0)) -ge $((N * 16)) ] || fail "the device sent $((tx1 - tx0)) packets without a capture, fewer than $((N * 16))"
 [ $((tx1 - tx0)) -eq $((rx1 - rx0)) ] || fail "sent $((tx1 - tx0)) and received $((rx1 - rx0)) packets on lo"
+# 3. Two QPs (ib_write_bw -q 2): every packet in order. A whole message
+# arriving as one GRO datagram makes the device answer enough at once to
+# take later arrivals off the socket (the backlog); those must come before
+# anything read after them, or the responder sees a PSN gap and NAKs.
+# Only a datagram the kernel dropped (a full socket buffer) excuses one.
+oos() { sim stats "$DEV" -j | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["out_of_seq_requests"])'; }
+rcvbuf_errors() { awk '/^Udp: [0-9]/ {print $6}' /proc/net/snmp; }
+o0=$(oos) e0=$(rcvbuf_errors)
+write_bw -q 2
+o1=$(oos) e1=$(rcvbuf_errors)
+[ "$o1" -eq "$o0" ] || [ "$e1" -gt "$e0" ] ||
+  fail "$((o1 - o0)) out-of-sequence requests with ib_write_bw -q 2 on lo, and no datagram dropped by the kernel"
+
 sim link delete "$DEV" >/dev/null 2>&1  # closes and flushes its capture
 "$SIMNIC" pcap --strict "$SIMNIC_RUNTIME_DIR/dev.pcap" >"$work/dev.txt" 2>&1 || fail "the device's own capture: $(tail -1 "$work/dev.txt")"
 echo "gso_capture: tcpdump saw $writes WRITE packets (${dropped:-?} dropped by its ring), the longest datagram $longest bytes; without it $((tx1 - tx0)) packets"
