@@ -110,13 +110,20 @@ void TxQueue::flush() {
             k += run;
         }
         const int sent = sendmmsg(q_[i].fd, msgs, unsigned(nm), MSG_DONTWAIT);
-        const int err = errno;
+        const int err = sent < 0 ? errno : 0;
         size_t done = 0;  // messages accounted for
         for (; done < nm && sent >= 0 && done < size_t(sent); ++done) {
             size_t bytes = 0;
             for (size_t r = 0; r < count[done]; ++r) bytes += q_[first[done] + r].data.size();
             const bool ok = msgs[done].msg_len == bytes;
             for (size_t r = 0; r < count[done]; ++r) sent_(q_[first[done] + r], ok);
+        }
+        if (sent > 0 && done < nm) {
+            // A message after the first failed, and sendmmsg does not say
+            // why (errno is not set): the rest go again, so that the failing
+            // one is first and its error is reported.
+            i = first[done];
+            continue;
         }
         if (done < nm && count[done] > 1 && (err == EIO || err == EINVAL || err == ENOPROTOOPT || err == EOPNOTSUPP)) {
             // The path cannot take a GSO send (a device without checksum
