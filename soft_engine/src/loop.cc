@@ -51,9 +51,10 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
 }
 
 void SoftEngine::Impl::end_batch() {
-    // The read-ahead copy is kept: its WQE has not completed (a CQE drops
-    // it), so the application may not change those bytes yet, and the
-    // firmware's commands drop it (fence) before anything is unmapped.
+    // The read-ahead copy is kept: it serves only the WQE it was read for,
+    // whose bytes the application may not change before that WQE
+    // completes, and the firmware's commands drop it (fence) before
+    // anything is unmapped (host_memory.cc).
     wc_flush();
     tx_flush();
     wake_cq_waiters();
