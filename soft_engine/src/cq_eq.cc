@@ -48,6 +48,79 @@ void SoftEngine::Impl::post_event(uint16_t ctx, hw::EventType type, uint32_t obj
     // The object goes with it: a completion event's CQN is where the model
     // device's interrupt wakes the application (cq.msix_ns).
     if (rec) rec->add(Op::Kind::Eqe, uint32_t(type), 0, obj);
+    // Completion events on a model device. The datapath decides that an
+    // event is due (the arm, solicited or not, met by a CQE, or an arm that
+    // finds CQEs: write_cqe, cq_doorbell, as on a soft device); the model's
+    // CQE writer decides when it reaches the host: behind its CQE, held by
+    // the CQ's moderation (ibv_modify_cq's count and period), the EQE and
+    // MSI-X message written, cq.msix_ns later (blocks/cqe_writer.h). So
+    // that the application sees what the model models, the event waits here
+    // for that interrupt (cq_event), one interrupt per event raised, in the
+    // order raised. Only an event recorded for the model waits: one raised
+    // outside a step the model plays (a firmware command's flush) goes out
+    // at once, as the model never hears of it.
+    if (rec && model_cq_events && type == hw::EventType::Completion) {
+        held_cq_events[obj].emplace_back(ctx, mono_ns());
+        return;
+    }
+    post_eqe(ctx, type, obj, aux);
+}
+
+// The model's interrupt for a CQ: its oldest held event goes to the host.
+//
+// Simulated and wall-clock time. The model runs ahead of the wall clock
+// (it jumps over idle time: docs/model.md, "Simulated time and wall-clock
+// time"), so an event its moderation timer sent after a period of 500 us
+// of simulated time would reach the application a few microseconds of
+// wall-clock time after its CQE: before the real peer's next
+// acknowledgements, and with them the CQEs the period exists to gather,
+// could come back through the kernel. As protocol timers stay in wall-clock
+// time on such a device (they never fire early against a slow real peer),
+// an event the period sent (`period_ns`) goes out no earlier than that
+// period of wall-clock time after the datapath raised it: the application
+// is never woken earlier than the period it asked for, and the CQEs written
+// meanwhile are in its ring when it is. One the count sent (or no
+// moderation) goes at once: the count is met in simulated time, when the
+// CQEs are already in the ring. A fabric's device keeps protocol time in
+// simulated time, every peer with it, and so does this; a standalone engine
+// (simnic bench, whose host lives in the simulation) too.
+void SoftEngine::Impl::cq_event(uint32_t cqn, uint64_t period_ns) {
+    auto it = held_cq_events.find(cqn);
+    if (it == held_cq_events.end() || it->second.empty()) return;  // its CQ destroyed since
+    if (period_ns && !sim_time && !cfg.standalone) {
+        const uint64_t due = it->second.front().second + period_ns;
+        if (due > mono_ns()) {
+            due_cq_events.emplace_back(due, cqn);
+            return;
+        }
+    }
+    const uint16_t ctx = it->second.front().first;
+    it->second.pop_front();
+    if (it->second.empty()) held_cq_events.erase(it);
+    // The CQ is still the one the event was raised for (a destroyed CQ's
+    // events are dropped with it: cq_destroying).
+    const uint8_t* e = entry(Table::Cqc, cqn);
+    if (!e || g(e, Table::Cqc, hw::cqc::cqn) != cqn || g(e, Table::Cqc, hw::cqc::ctx_id) != ctx) return;
+    post_eqe(ctx, hw::EventType::Completion, cqn, 0);
+}
+
+// The events whose period has passed in wall-clock time (cq_event): posted.
+bool SoftEngine::Impl::post_due_cq_events(uint64_t now) {
+    if (due_cq_events.empty()) return false;
+    std::vector<uint32_t> due;
+    for (size_t i = 0; i < due_cq_events.size();) {
+        if (due_cq_events[i].first > now) {
+            ++i;
+            continue;
+        }
+        due.push_back(due_cq_events[i].second);
+        due_cq_events.erase(due_cq_events.begin() + std::ptrdiff_t(i));
+    }
+    for (uint32_t cqn : due) cq_event(cqn, 0);
+    return !due.empty();
+}
+
+void SoftEngine::Impl::post_eqe(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux) {
     wc_flush();
     hw::Eqe v;
     v.event_type = type;

@@ -70,6 +70,7 @@ bool finish(SoftEngine::Impl& m, const EngineConfig& cfg, std::string& err) {
         m.pipe = cfg.timing(m, cfg.standalone, err);
         if (!m.pipe) return false;
         m.sim_time = m.pipe->simulated_protocol_time();
+        m.model_cq_events = m.pipe->delivers_cq_events();
     }
     if (!cfg.pcap.empty()) {
         m.pcap = roce::PcapWriter::open(cfg.pcap, err);
@@ -281,6 +282,12 @@ void SoftEngine::cq_destroying(uint32_t cqn) {
     impl_->drain_fifos();
     if (impl_->pipe) impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Cq), cqn);
     impl_->cqs.erase(cqn);
+    // A model device's events still held for the model's interrupt go with
+    // the CQ: that interrupt, if it comes, finds none (cq_event), and never
+    // posts to a CQ that is gone or to a new one given its number.
+    impl_->held_cq_events.erase(cqn);
+    auto& due = impl_->due_cq_events;
+    due.erase(std::remove_if(due.begin(), due.end(), [cqn](const auto& d) { return d.second == cqn; }), due.end());
 }
 
 void SoftEngine::srq_destroying(uint32_t srqn) {

@@ -253,6 +253,10 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // deadlines (timers.cc).
     bool sim_time = false;
     uint64_t protocol_now() const { return sim_time ? pipe->now_ns() : mono_ns(); }
+    // The model raises the applications' completion events at its interrupt
+    // (TimingModel::delivers_cq_events; cq_eq.cc, "Completion events on a
+    // model device").
+    bool model_cq_events = false;
 
     // ---- contexts and their doorbell FIFOs (doorbell.cc) ----
     struct CtxState {
@@ -354,6 +358,17 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::unordered_map<uint32_t, CqState> cqs;
     std::vector<uint16_t> cqe_ctxs;  // contexts with cqe_written set
     void post_event(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux = 0);
+    void post_eqe(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux);
+    // A model device's completion events, raised by the datapath and held
+    // until the model's interrupt for their CQ (Datapath::cq_event): per
+    // CQ, oldest first, each event's context and the wall-clock time it was
+    // raised. A CQ's are dropped when it is destroyed.
+    std::unordered_map<uint32_t, std::deque<std::pair<uint16_t, uint64_t>>> held_cq_events;
+    // Events the model sent after their CQ's moderation period whose period
+    // has not yet passed in wall-clock time since they were raised: posted
+    // when it has (run_timers). (when due, CQN)
+    std::vector<std::pair<uint64_t, uint32_t>> due_cq_events;
+    bool post_due_cq_events(uint64_t now);
     // The EQEs of the engine thread's pass (loop.cc), posted at its end,
     // after the pass's frames are sent: an EQE may raise an interrupt, whose
     // woken application thread, on a machine with fewer cores than busy
@@ -484,6 +499,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     void rx_dropped(bool bad_icrc) override;
     void exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) override;
     void wire_tx(const uint8_t* frame, size_t len) override;
+    void cq_event(uint32_t cqn, uint64_t period_ns) override;
 };
 
 }  // namespace simnic::soft_engine

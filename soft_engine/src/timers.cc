@@ -11,7 +11,9 @@
 namespace simnic::soft_engine {
 
 bool SoftEngine::Impl::run_timers(uint64_t now) {
-    bool any = false;
+    // A model device's completion events held for their period in
+    // wall-clock time (cq_eq.cc, cq_event).
+    bool any = post_due_cq_events(now);
     std::vector<EngineQp*> due;
     for (auto& [n, q] : qps)
         for (int t = 0; t < tp::kNumQpTimers; ++t)
@@ -40,6 +42,8 @@ uint64_t SoftEngine::Impl::next_deadline() {
     for (auto& [n, q] : qps)
         for (uint64_t t : q->timer_deadline)
             if (t && (d == 0 || t < d)) d = t;
+    for (const auto& [t, cqn] : due_cq_events)
+        if (d == 0 || t < d) d = t;
     return d;
 }
 

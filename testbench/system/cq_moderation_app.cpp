@@ -17,13 +17,23 @@
 // waiting out the period). "[nohold]": a count no round reaches and no
 // period, which a device that held events would never answer: a soft
 // device, which models no interrupt timing, posts every event at once.
+// "[held]": what a model device's application sees now that its events go
+// out at the model's interrupt (its moderation): a round's event behind
+// the round's 8th CQE when the count is 8 (its first poll finds all 8), no
+// sooner than the period (4 ms) after the round when no round reaches the count,
+// and a CQ destroyed while its event is held takes it along (the CQ that
+// reuses its number gets only its own). Only test_cq_moderation.sh's model
+// device runs them: a soft device posts each event at its first CQE.
 #include <infiniband/verbs.h>
 
 #include <poll.h>
+#include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -88,14 +98,27 @@ struct Pair {
         CHECK(dst.buf[63] == 7);
     }
 
+    // What run_rounds saw: the events the application got; of all rounds,
+    // the fewest completions the first poll after a round's event found
+    // (a model device that holds the event for a count of the round's size
+    // has them all there), and the shortest wall-clock time from posting a
+    // round to its event.
+    struct Rounds {
+        int events = 0;
+        int fewest_at_event = 0;
+        std::uint64_t shortest_wait_ns = 0;
+    };
     // `rounds` rounds of `per_round` signaled 64-byte WRITEs from A to B,
     // as an application on a completion channel runs them: arm A's CQ,
     // post the round as one chain, sleep in ibv_get_cq_event, then poll
-    // until the round's completions are all in. Returns the events the
-    // application got; after the last round none is left over.
-    int run_rounds(int rounds, int per_round) {
+    // until the round's completions are all in. After the last round no
+    // event is left over.
+    Rounds run_rounds(int rounds, int per_round) {
         simnic::tb::Mr src(d.pd, 64, kAccess, 9), dst(d.pd, 64, kAccess, 0);
-        int events = 0, completions = 0;
+        Rounds out;
+        out.fewest_at_event = per_round;
+        out.shortest_wait_ns = UINT64_MAX;
+        int completions = 0;
         for (int r = 0; r < rounds; ++r) {
             REQUIRE(ibv_req_notify_cq(cq_a, 0) == 0);
             std::vector<ibv_sge> sg(std::size_t(per_round), src.sge(0, 64));
@@ -104,10 +127,22 @@ struct Pair {
                 w.push_back(simnic::tb::rdma_wr(std::uint64_t(r * per_round + i), IBV_WR_RDMA_WRITE,
                                                 &sg[std::size_t(i)], dst.va(0), dst.mr->rkey));
             for (int i = 0; i + 1 < per_round; ++i) w[std::size_t(i)].next = &w[std::size_t(i) + 1];
+            const std::uint64_t posted = now_ns();
             simnic::tb::post_send(a, w[0]);
             REQUIRE(simnic::tb::wait_cq_event(ch) == cq_a);
-            ++events;
-            for (int i = 0; i < per_round; ++i, ++completions)
+            out.shortest_wait_ns = std::min(out.shortest_wait_ns, now_ns() - posted);
+            ++out.events;
+            // One poll for the whole round, as the woken application does:
+            // what was in the CQ when the event came.
+            std::vector<ibv_wc> wc(static_cast<std::size_t>(per_round));
+            const int found = ibv_poll_cq(cq_a, per_round, wc.data());
+            REQUIRE(found >= 0);
+            out.fewest_at_event = std::min(out.fewest_at_event, found);
+            for (int i = 0; i < found; ++i, ++completions) {
+                CHECK(wc[std::size_t(i)].wr_id == std::uint64_t(r * per_round + i));
+                CHECK(wc[std::size_t(i)].status == IBV_WC_SUCCESS);
+            }
+            for (int i = found; i < per_round; ++i, ++completions)
                 simnic::tb::expect_wc(cq_a, "WRITE", std::uint64_t(r * per_round + i), IBV_WC_SUCCESS,
                                       IBV_WC_RDMA_WRITE);
         }
@@ -116,8 +151,16 @@ struct Pair {
         CHECK(poll(&pfd, 1, 100) == 0);
         CHECK(completions == rounds * per_round);
         CHECK(dst.buf[63] == 9);
-        std::printf("%d completions, %d events\n", completions, events);
-        return events;
+        std::printf("%d completions, %d events; at each event the first poll found at least %d; "
+                    "post to event at least %llu ns\n",
+                    completions, out.events, out.fewest_at_event, (unsigned long long)out.shortest_wait_ns);
+        return out;
+    }
+
+    static std::uint64_t now_ns() {
+        timespec t{};
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return std::uint64_t(t.tv_sec) * 1000000000ull + std::uint64_t(t.tv_nsec);
     }
 };
 
@@ -171,20 +214,20 @@ TEST_CASE("rounds: 64 WRITEs in rounds of 8 on a CQ moderated to 8 CQEs / 500 us
     Device d;
     Pair p(d);
     REQUIRE(modify(p.cq_a, IBV_CQ_ATTR_MODERATE, kPerRound, 500) == 0);
-    CHECK(p.run_rounds(kRounds, kPerRound) == kRounds);
+    CHECK(p.run_rounds(kRounds, kPerRound).events == kRounds);
 }
 
 TEST_CASE("rounds: 64 WRITEs in rounds of 8 on a CQ moderated to 16 CQEs / 500 us", "[rounds][period]") {
     Device d;
     Pair p(d);
     REQUIRE(modify(p.cq_a, IBV_CQ_ATTR_MODERATE, 2 * kPerRound, 500) == 0);
-    CHECK(p.run_rounds(kRounds, kPerRound) == kRounds);
+    CHECK(p.run_rounds(kRounds, kPerRound).events == kRounds);
 }
 
 TEST_CASE("rounds: 64 WRITEs in rounds of 8 on a CQ without moderation", "[rounds][plain]") {
     Device d;
     Pair p(d);
-    CHECK(p.run_rounds(kRounds, kPerRound) == kRounds);
+    CHECK(p.run_rounds(kRounds, kPerRound).events == kRounds);
 }
 
 TEST_CASE("nohold: a count no round reaches and no period, events at once", "[nohold]") {
@@ -193,5 +236,59 @@ TEST_CASE("nohold: a count no round reaches and no period, events at once", "[no
     REQUIRE(modify(p.cq_a, IBV_CQ_ATTR_MODERATE, 64, 0) == 0);
     // Each round's event comes within wait_cq_event's 5 s although its CQ
     // never sees 64 CQEs behind one arm.
-    CHECK(p.run_rounds(kRounds, kPerRound) == kRounds);
+    CHECK(p.run_rounds(kRounds, kPerRound).events == kRounds);
+}
+
+TEST_CASE("held: rounds of 8 on a CQ moderated to 8 CQEs, each event behind its round's 8th CQE",
+          "[held][count]") {
+    Device d;
+    Pair p(d);
+    REQUIRE(modify(p.cq_a, IBV_CQ_ATTR_MODERATE, kPerRound, 500) == 0);
+    const Pair::Rounds r = p.run_rounds(kRounds, kPerRound);
+    CHECK(r.events == kRounds);
+    // The model holds the event until the count is written: the first
+    // poll after it finds the whole round.
+    CHECK(r.fewest_at_event == kPerRound);
+}
+
+TEST_CASE("held: rounds of 8 on a CQ moderated to 16 CQEs / 4000 us, each event after the period",
+          "[held][period]") {
+    Device d;
+    Pair p(d);
+    // A period well above a round's wall-clock time through the model
+    // (about 0.4 ms on lo): an event posted at the round's first CQE comes
+    // sooner.
+    REQUIRE(modify(p.cq_a, IBV_CQ_ATTR_MODERATE, 2 * kPerRound, 4000) == 0);
+    const Pair::Rounds r = p.run_rounds(kRounds, kPerRound);
+    CHECK(r.events == kRounds);  // none lost: the period sends each
+    // The period, in wall-clock time too (cq_eq.cc, cq_event).
+    CHECK(r.shortest_wait_ns >= 4000000);
+}
+
+TEST_CASE("held: a CQ destroyed while its event is held takes it along", "[held][destroy]") {
+    Device d;
+    {
+        // The longest period, and a count one WRITE never reaches: the
+        // event is held when its CQ goes.
+        auto p = std::make_unique<Pair>(d);
+        REQUIRE(modify(p->cq_a, IBV_CQ_ATTR_MODERATE, 64, 4095) == 0);
+        simnic::tb::Mr src(d.pd, 64, kAccess, 5), dst(d.pd, 64, kAccess, 0);
+        REQUIRE(ibv_req_notify_cq(p->cq_a, 0) == 0);
+        ibv_sge sg = src.sge(0, 64);
+        ibv_send_wr w = simnic::tb::rdma_wr(3, IBV_WR_RDMA_WRITE, &sg, dst.va(0), dst.mr->rkey);
+        simnic::tb::post_send(p->a, w);
+        simnic::tb::expect_wc(p->cq_a, "WRITE", 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+        // Its event has not come (4.095 ms of wall-clock time at least).
+        pollfd pfd{p->ch->fd, POLLIN, 0};
+        REQUIRE(poll(&pfd, 1, 0) == 0);
+        p.reset();  // QPs, CQs, channel
+    }
+    // Past the period: the device goes on, and a new CQ (which may get the
+    // old number) has its own event only.
+    timespec ts{0, 10 * 1000 * 1000};
+    nanosleep(&ts, nullptr);
+    Pair q(d);
+    q.write_one();
+    pollfd pfd{q.ch->fd, POLLIN, 0};
+    CHECK(poll(&pfd, 1, 100) == 0);
 }

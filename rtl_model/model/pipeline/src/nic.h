@@ -81,6 +81,10 @@ struct CqeTok {
     // Written while its CQ's event was held by interrupt moderation: the
     // application sees it when that interrupt wakes it (cq.moderation_*).
     bool moderated = false;
+    // An event the moderation timer sent: the period it was held (its
+    // count not reached); 0 when the count, or no moderation, sent it.
+    // Datapath::cq_event hands it to the engine with the event.
+    uint64_t period_ps = 0;
     // An event's: the send WQEs (wqe_key) of the CQEs its moderation held,
     // whose latency is taken when the application is woken.
     std::vector<uint64_t> held{};

@@ -82,6 +82,10 @@ public:
     // Frames the parser (bad header) or the ICRC check dropped.
     void rx_dropped(bool bad_icrc) override { ++(bad_icrc ? dropped_icrc : dropped_hdr); }
     uint64_t dropped_hdr = 0, dropped_icrc = 0;
+    // The application's completion events the model sent: (CQN, the
+    // moderation period that held it, ns), with when.
+    void cq_event(uint32_t cqn, uint64_t period_ns) override { cq_events.push_back({sim::now_ps(), {cqn, period_ns}}); }
+    std::vector<Seen<std::pair<uint32_t, uint64_t>>> cq_events;
 };
 
 // A test process: an SC_THREAD that runs `body` once.

@@ -47,8 +47,8 @@ struct Op {
     // Cqe: the CQ's own interrupt moderation, as its CQC held it when the
     // CQE was written (MODIFY_CQ, hw-spec 5.6.6 and 9.3): whether it has
     // one (false: the device's default), CQEs per event and the longest
-    // wait in us. Only a timing model uses it; the datapath posts events
-    // as it always does.
+    // wait in us. Only a timing model uses it (its interrupt moderation);
+    // one that delivers_cq_events() sends the application's event then.
     bool cq_mod_en = false;
     uint16_t cq_mod_count = 0;
     uint16_t cq_mod_period_us = 0;
@@ -120,6 +120,14 @@ public:
     virtual void exec_timer(uint32_t qpn, uint8_t timer, OpRecord& rec) = 0;
     // A frame leaves MAC TX (the engine puts it on the wire).
     virtual void wire_tx(const uint8_t* frame, size_t len) = 0;
+    // The model's interrupt for CQ `cqn` (TimingModel::delivers_cq_events):
+    // the application's completion event that the datapath raised for this
+    // CQ (recorded as an Eqe op, EventType::Completion) and the engine has
+    // held since goes to the host now, the oldest first. `period_ns`: the
+    // CQ's moderation period held it this long (the count was not reached);
+    // 0: the count, or no moderation, sent it. A call that finds no event
+    // held for the CQ (destroyed since) does nothing.
+    virtual void cq_event(uint32_t cqn, uint64_t period_ns) { (void)cqn, (void)period_ns; }
 };
 
 // A timing model, as the engine drives it. With one, the engine hands every
@@ -150,6 +158,11 @@ public:
     // destroyed: doorbells rung for it and still inside the model are
     // dropped, so that they never reach an object that reuses the number.
     virtual void forget_doorbells(uint8_t kind, uint32_t num) = 0;
+    // True: the model raises the applications' completion events itself,
+    // when its interrupt (with its moderation) fires: the engine holds each
+    // completion event the datapath raises while recording and posts it at
+    // Datapath::cq_event. False: the engine posts them at once.
+    virtual bool delivers_cq_events() const { return false; }
     // Runs the model until it has no work. Returns the time units advanced.
     virtual uint64_t run() = 0;
     // Runs the model until it has no work, or until frames it sent to the

@@ -28,10 +28,17 @@ void CqeWriterBlock::visible() {
 
 // The application blocked in ibv_get_cq_event, woken by a CQ's MSI-X
 // interrupt: it polls (cq.poll_ns) and finds the CQE that raised the event.
+// Its real completion event, which the engine holds for this interrupt
+// (Datapath::cq_event; a model device), goes to the host then, with
+// on_cq_event. (At the poll, not the wake: this thread takes the wakes one
+// after the other, and a wake due while it waits for the previous one's
+// poll would be late anyway; an application's ibv_get_cq_event is
+// followed by its poll.)
 void CqeWriterBlock::woken() {
     for (;;) {
         auto [t, c] = nic.cq_wake.read();
         wait_until(t + uint64_t(nic.cfg.cq.poll_ns) * 1000);
+        nic.be.cq_event(c.cqn, c.period_ps / 1000);
         if (c.is_send && !c.event_only) {
             if (uint64_t started = 0; nic.wqe_start.take(wqe_key(c.qpn, c.wqe_index), started))
                 nic.latency_ps.add(now_ps() - started);
@@ -82,6 +89,7 @@ void CqeWriterBlock::moderation_timer() {
         }
         Held h = std::move(first->second);
         held.erase(first);
+        h.c.period_ps = h.deadline - h.cqe_ps;
         interrupt(std::move(h.c), h.cqe_ps, h.cqe_ps);
     }
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "simnic/hw/verbs.h"
+
 namespace simnic::model {
 
 using sim::now_ps;
@@ -51,7 +53,18 @@ void DoorbellBlock::main() {
             auto ep = nic.db_epoch.find(Nic::db_key(t->db.kind, t->db.num));
             const bool gone = ep != nic.db_epoch.end() && ep->second != t->db_epoch;
             if (nic.db_in_flight && --nic.db_in_flight == 0) nic.db_epoch.clear();  // none can be stale now
-            if (gone) continue;  // its object is gone
+            if (gone) {
+                // Its object is gone. A doorbell the datapath took when it
+                // was rung (an RQ's: its flush CQEs) may have raised
+                // completion events on a CQ that lives on: the engine holds
+                // them for an interrupt this record will never reach, so
+                // they go now, untimed, rather than never.
+                if (t->executed)
+                    for (const Op& o : t->rec.ops)
+                        if (o.kind == Op::Kind::Eqe && o.id == uint32_t(hw::EventType::Completion))
+                            nic.be.cq_event(o.aux, 0);
+                continue;
+            }
             if (t->db.kind == kDbSq || t->db.kind == kDbRq) nic.lookup(nic.qpc, t->db.num, st);
             if (!t->executed && t->db.kind == kDbCq) {
                 // Arm-only: the consumer index was taken when rung; the arm

@@ -120,6 +120,10 @@ public:
     // timers are kept by the TimerBlock and expire into the completer; a
     // QP's timers are dropped by qp_reset().
     bool simulated_protocol_time() const override;
+    // The applications' completion events go out at the CQE writer's
+    // interrupt (behind the CQE, held by the CQ's moderation, cq.msix_ns
+    // later): Datapath::cq_event.
+    bool delivers_cq_events() const override { return true; }
     uint64_t now_ns() const override;
     void arm_timer(uint32_t qpn, uint8_t timer, uint64_t deadline_ns) override;
     void cancel_timer(uint32_t qpn, uint8_t timer) override;
