@@ -292,3 +292,39 @@ TEST_CASE("held: a CQ destroyed while its event is held takes it along", "[held]
     pollfd pfd{q.ch->fd, POLLIN, 0};
     CHECK(poll(&pfd, 1, 100) == 0);
 }
+
+// An arm for solicited completions (ibv_req_notify_cq(cq, 1)) through the
+// same path: the datapath's rule raises the event at the solicited SEND's
+// receive CQE only, and on a model device the model's interrupt sends it.
+// On any device: one event, the two unsolicited receives already in the CQ
+// with it, none more.
+TEST_CASE("solicited: an arm for solicited completions wakes at the solicited SEND", "[solicited]") {
+    Device d;
+    Pair p(d);
+    simnic::tb::Mr src(d.pd, 64, kAccess, 4), dst(d.pd, 3 * 64, kAccess, 0);
+    for (int i = 0; i < 3; ++i) {
+        ibv_sge sg = dst.sge(std::size_t(i) * 64, 64);
+        simnic::tb::post_recv(p.a, sg, std::uint64_t(100 + i));
+    }
+    REQUIRE(ibv_req_notify_cq(p.cq_a, 1) == 0);
+    ibv_sge sg[3] = {src.sge(0, 64), src.sge(0, 64), src.sge(0, 64)};
+    ibv_send_wr w[3];
+    for (int i = 0; i < 3; ++i) w[i] = simnic::tb::send_wr(std::uint64_t(200 + i), IBV_WR_SEND, &sg[i]);
+    w[0].next = &w[1];
+    w[1].next = &w[2];
+    w[2].send_flags |= IBV_SEND_SOLICITED;
+    simnic::tb::post_send(p.b, w[0]);
+    for (int i = 0; i < 3; ++i)
+        simnic::tb::expect_wc(p.cq_b, "SEND", std::uint64_t(200 + i), IBV_WC_SUCCESS, IBV_WC_SEND);
+    REQUIRE(simnic::tb::wait_cq_event(p.ch) == p.cq_a);
+    ibv_wc wc[3];
+    const int n = ibv_poll_cq(p.cq_a, 3, wc);
+    CHECK(n == 3);  // the solicited receive is the last: the event came with it
+    for (int i = 0; i < n; ++i) {
+        CHECK(wc[i].wr_id == std::uint64_t(100 + i));
+        CHECK(wc[i].opcode == IBV_WC_RECV);
+    }
+    pollfd pfd{p.ch->fd, POLLIN, 0};
+    CHECK(poll(&pfd, 1, 100) == 0);
+    CHECK(dst.buf[3 * 64 - 1] == 4);
+}

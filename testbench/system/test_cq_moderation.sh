@@ -87,6 +87,9 @@ grep "completions, " "$work/case.txt"
 "${AS[@]}" timeout 120 "$SIMNIC" exec -- "$EXE" "[held][destroy]" >"$work/case.txt" 2>&1 ||
   { fail "a CQ destroyed while its event is held"; cat "$work/case.txt"; }
 sim stats "$DEV" >/dev/null || fail "the device answers after a CQ went with its event held"
+# A solicited-only arm: one event, at the solicited SEND, from the model's interrupt.
+figures "[solicited]" "solicited: three SENDs, the last solicited, on a CQ armed for solicited completions"
+[ "$n" = 1 ] || fail "a solicited-only arm and one solicited SEND: $n interrupts, not 1"
 
 # Bad input: errno as on mlx5.
 "${AS[@]}" timeout 120 "$SIMNIC" exec -- "$EXE" "[modify_cq]" >"$work/case.txt" 2>&1 ||
