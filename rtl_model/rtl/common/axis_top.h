@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace simnic::rtl {
@@ -73,6 +74,22 @@ void load_beat(V& top, size_t beat_bytes, const uint8_t* p, size_t n, Filler&& f
         top.s_axis_tdata_i[w] = v;
     }
     set_keep(top.s_axis_tkeep_i, n);
+}
+
+// The same with zeros in lanes n.. (a wrapper's beat). On a little-endian
+// host Verilator's 32-bit words hold the lanes in wire order, so the beat is
+// one copy; this is per beat of every frame, beside the model's eval().
+template <typename V> void load_beat(V& top, size_t beat_bytes, const uint8_t* p, size_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    static_assert(sizeof(top.s_axis_tdata_i[0]) == 4, "Verilator's wide words are 32 bits");
+    auto* lanes = reinterpret_cast<uint8_t*>(&top.s_axis_tdata_i[0]);
+    const size_t k = n < beat_bytes ? n : beat_bytes;
+    if (k) std::memcpy(lanes, p, k);
+    std::memset(lanes + k, 0, beat_bytes - k);
+    set_keep(top.s_axis_tkeep_i, n);
+#else
+    load_beat(top, beat_bytes, p, n, [] { return 0u; });
+#endif
 }
 
 }  // namespace simnic::rtl

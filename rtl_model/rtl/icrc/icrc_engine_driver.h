@@ -19,9 +19,11 @@ struct IcrcEngineRtl::Impl {
     virtual std::vector<IcrcResult> run(const std::vector<std::vector<uint8_t>>& frames, IcrcRunStats* stats) = 0;
 };
 
-template <typename V>
-struct IcrcEngineDriver final : IcrcEngineRtl::Impl, VerilatedBlock<V> {
-    using Block = VerilatedBlock<V>;
+// kRiseOnly: the design is the repo's engine, known to have no falling-edge
+// logic (verilated_block.h); one's own is clocked on both edges.
+template <typename V, bool kRiseOnly = false>
+struct IcrcEngineDriver final : IcrcEngineRtl::Impl, VerilatedBlock<V, kRiseOnly> {
+    using Block = VerilatedBlock<V, kRiseOnly>;
     IcrcEngineDriver() { Block::reset(); }
 
     std::vector<IcrcResult> run(const std::vector<std::vector<uint8_t>>& frames, IcrcRunStats* stats) override {
@@ -59,7 +61,7 @@ struct IcrcEngineDriver final : IcrcEngineRtl::Impl, VerilatedBlock<V> {
             const size_t nbeats = (f.size() + IcrcEngineRtl::kBeatBytes - 1) / IcrcEngineRtl::kBeatBytes;
             for (size_t b = 0; b < nbeats; ++b) {
                 const size_t off = b * IcrcEngineRtl::kBeatBytes;
-                load_beat(*m, IcrcEngineRtl::kBeatBytes, &f[off], std::min(IcrcEngineRtl::kBeatBytes, f.size() - off), [] { return 0u; });
+                load_beat(*m, IcrcEngineRtl::kBeatBytes, &f[off], std::min(IcrcEngineRtl::kBeatBytes, f.size() - off));
                 m->s_axis_tvalid_i = 1;
                 m->s_axis_tlast_i = b + 1 == nbeats;
                 while (!m->s_axis_tready_o) edge();

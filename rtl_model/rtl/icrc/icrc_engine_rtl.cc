@@ -1,12 +1,13 @@
 #include "icrc_engine_rtl.h"
 
 #include "Vicrc_engine.h"
+#include "Vicrc_engine___024root.h"
 #include "icrc_engine_driver.h"
 #include "own_icrc.h"
 
 namespace simnic::rtl {
 
-IcrcEngineRtl::IcrcEngineRtl() : impl_(std::make_unique<IcrcEngineDriver<Vicrc_engine>>()) {}
+IcrcEngineRtl::IcrcEngineRtl() : impl_(std::make_unique<IcrcEngineDriver<Vicrc_engine, true>>()) {}
 IcrcEngineRtl::IcrcEngineRtl(const OwnRtl& own, OwnRtlBuildInfo* info) : impl_(load_own_icrc(own, info)) {}
 IcrcEngineRtl::~IcrcEngineRtl() = default;
 

@@ -23,9 +23,11 @@ struct RoceParserRtl::Impl {
     virtual uint64_t cycles() const = 0;
 };
 
-template <typename V>
-struct RoceParserDriver final : RoceParserRtl::Impl, VerilatedBlock<V> {
-    using Block = VerilatedBlock<V>;
+// kRiseOnly: the design is one of the repo's, known to have no falling-edge
+// logic (verilated_block.h); one's own is clocked on both edges.
+template <typename V, bool kRiseOnly = false>
+struct RoceParserDriver final : RoceParserRtl::Impl, VerilatedBlock<V, kRiseOnly> {
+    using Block = VerilatedBlock<V, kRiseOnly>;
     RoceParserDriver() {
         // The record is taken as soon as it is valid: the output never
         // stalls, and a record left on the port is consumed by the edge
@@ -44,7 +46,7 @@ struct RoceParserDriver final : RoceParserRtl::Impl, VerilatedBlock<V> {
         for (size_t b = 0; b < nbeats; ++b) {
             const size_t off = b * kBeatBytes;
             const size_t n = std::min(kBeatBytes, len - std::min(len, off));
-            load_beat(top, kBeatBytes, frame + std::min(len, off), n, [] { return 0u; });
+            load_beat(top, kBeatBytes, frame + std::min(len, off), n);
             top.s_axis_tvalid_i = 1;
             top.s_axis_tlast_i = b + 1 == nbeats;
             top.eval();

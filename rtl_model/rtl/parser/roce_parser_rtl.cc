@@ -1,8 +1,11 @@
 #include "roce_parser_rtl.h"
 
 #include "Vroce_parser.h"
+#include "Vroce_parser___024root.h"
 #include "Vroce_parser_buggy.h"
+#include "Vroce_parser_buggy___024root.h"
 #include "Vroce_parser_slow.h"
+#include "Vroce_parser_slow___024root.h"
 #include "own_parser.h"
 #include "roce_parser_driver.h"
 
@@ -14,11 +17,11 @@ namespace {
 
 std::unique_ptr<RoceParserRtl::Impl> make(RoceParserRtl::Design d) {
     switch (d) {
-        case RoceParserRtl::Design::ExampleSlow: return std::make_unique<RoceParserDriver<Vroce_parser_slow>>();
-        case RoceParserRtl::Design::ExampleBuggy: return std::make_unique<RoceParserDriver<Vroce_parser_buggy>>();
+        case RoceParserRtl::Design::ExampleSlow: return std::make_unique<RoceParserDriver<Vroce_parser_slow, true>>();
+        case RoceParserRtl::Design::ExampleBuggy: return std::make_unique<RoceParserDriver<Vroce_parser_buggy, true>>();
         case RoceParserRtl::Design::Reference: break;
     }
-    return std::make_unique<RoceParserDriver<Vroce_parser>>();
+    return std::make_unique<RoceParserDriver<Vroce_parser, true>>();
 }
 
 }  // namespace

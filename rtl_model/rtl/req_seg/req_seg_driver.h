@@ -19,9 +19,11 @@ struct ReqSegRtl::Impl {
     virtual uint64_t cycles() const = 0;
 };
 
-template <typename V>
-struct ReqSegDriver final : ReqSegRtl::Impl, VerilatedBlock<V> {
-    using Block = VerilatedBlock<V>;
+// kRiseOnly: the design is the repo's, known to have no falling-edge logic
+// (verilated_block.h); one's own is clocked on both edges.
+template <typename V, bool kRiseOnly = false>
+struct ReqSegDriver final : ReqSegRtl::Impl, VerilatedBlock<V, kRiseOnly> {
+    using Block = VerilatedBlock<V, kRiseOnly>;
     ReqSegDriver() {
         // Reset as every simnic block is (axis_top.h's sequence), with no
         // descriptor offered and packet descriptors always taken.

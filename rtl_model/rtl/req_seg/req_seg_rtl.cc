@@ -1,12 +1,13 @@
 #include "req_seg_rtl.h"
 
 #include "Vroce_req_seg.h"
+#include "Vroce_req_seg___024root.h"
 #include "own_req_seg.h"
 #include "req_seg_driver.h"
 
 namespace simnic::rtl {
 
-ReqSegRtl::ReqSegRtl() : impl_(std::make_unique<ReqSegDriver<Vroce_req_seg>>()) {}
+ReqSegRtl::ReqSegRtl() : impl_(std::make_unique<ReqSegDriver<Vroce_req_seg, true>>()) {}
 ReqSegRtl::ReqSegRtl(const OwnRtl& own, OwnRtlBuildInfo* info) : impl_(load_own_req_seg(own, info)) {}
 ReqSegRtl::~ReqSegRtl() = default;
 

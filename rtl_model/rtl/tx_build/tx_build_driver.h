@@ -38,9 +38,11 @@ template <typename Wide> void set128(Wide& w, const roce::Ipv6Addr& a) {
 
 }  // namespace tx_build_detail
 
-template <typename V>
-struct TxBuildDriver final : TxBuildRtl::Impl, VerilatedBlock<V> {
-    using Block = VerilatedBlock<V>;
+// kRiseOnly: the design is the repo's, known to have no falling-edge logic
+// (verilated_block.h); one's own is clocked on both edges.
+template <typename V, bool kRiseOnly = false>
+struct TxBuildDriver final : TxBuildRtl::Impl, VerilatedBlock<V, kRiseOnly> {
+    using Block = VerilatedBlock<V, kRiseOnly>;
     TxBuildDriver() {
         // Reset as every simnic block is (axis_top.h's sequence), with no
         // descriptor offered and the header's beats always taken.

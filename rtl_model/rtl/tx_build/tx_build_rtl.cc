@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "Vroce_tx_build.h"
+#include "Vroce_tx_build___024root.h"
 #include "own_tx_build.h"
 #include "simnic/roce/packet.h"
 #include "tx_build_driver.h"
@@ -83,7 +84,7 @@ bool tx_header_desc_of_frame(const uint8_t* frame, size_t len, TxHeaderDesc& d, 
     return true;
 }
 
-TxBuildRtl::TxBuildRtl() : impl_(std::make_unique<TxBuildDriver<Vroce_tx_build>>()) {}
+TxBuildRtl::TxBuildRtl() : impl_(std::make_unique<TxBuildDriver<Vroce_tx_build, true>>()) {}
 TxBuildRtl::TxBuildRtl(const OwnRtl& own, OwnRtlBuildInfo* info) : impl_(load_own_tx_build(own, info)) {}
 TxBuildRtl::~TxBuildRtl() = default;
 
