@@ -439,7 +439,12 @@ void Firmware::refresh_locked() {
         hw::get_bytes(e.p, e.n, ge::gid, g.data(), g.size());
         return g;
     };
+    // Every refresh that changes the table adds one to gid_gen (hw-spec
+    // 2.5), after the table and under the same lock as QUERY_GID and
+    // port_block(), so a driver's cached entries go stale with it.
+    bool changed = false;
     auto write_gid = [&](std::uint32_t idx, const Gid& g) {
+        changed = true;
         fence(Table::Gid, idx);
         Entry e(ent(Table::Gid, idx), Table::Gid);
         e.clear();
@@ -469,6 +474,7 @@ void Firmware::refresh_locked() {
             present[static_cast<std::size_t>(it - want.begin())] = true;
             continue;
         }
+        changed = true;
         fence(Table::Gid, i);
         e.clear();
         unfence(Table::Gid, i);
@@ -480,6 +486,10 @@ void Firmware::refresh_locked() {
         while (next_free < len && Entry(ent(Table::Gid, next_free), Table::Gid)[ge::valid]) ++next_free;
         if (next_free >= len) break;  // table full: the address gets no GID
         write_gid(next_free, want[k]);
+    }
+    if (changed) {
+        const auto g = hw::get(port_.data(), port_.size(), pb::gid_gen);
+        put(port_.data(), port_.size(), pb::gid_gen, (g + 1) & 0xFFFFFFFFu);
     }
 }
 

@@ -60,11 +60,14 @@ TEST_CASE("GID table from a fake netdev", "[fw][gid]") {
     CHECK_FALSE(t.valid(3));
     CHECK(d.sink.events.empty());
 
-    // Address added: lowest free index, GID_CHANGE to every context.
+    // Address added: lowest free index, GID_CHANGE to every context, and
+    // one more generation (hw-spec 2.5: what a driver's GID cache checks).
+    const std::uint64_t gen0 = port(d, hw::port_block::gid_gen);
     REQUIRE(d.fw->open_context(2, 7) == hw::CmdStatus::Ok);
     d.netdev.snap.ipv4.push_back({192, 168, 0, 9});
     d.fw->refresh_netdev();
     CHECK(t.gid(3) == parse("::ffff:192.168.0.9"));
+    CHECK(port(d, hw::port_block::gid_gen) == gen0 + 1);
     REQUIRE(d.sink.events.size() == 2);
     for (const Event& e : d.sink.events) {
         CHECK(e.type == static_cast<std::uint8_t>(EventType::GidChange));
@@ -76,6 +79,7 @@ TEST_CASE("GID table from a fake netdev", "[fw][gid]") {
     d.netdev.snap.ipv4.erase(d.netdev.snap.ipv4.begin());
     d.fw->refresh_netdev();
     CHECK_FALSE(t.valid(1));
+    CHECK(port(d, hw::port_block::gid_gen) == gen0 + 2);
     CHECK(t.gid(2) == parse("2001:db8::1"));
     CHECK(t.gid(3) == parse("::ffff:192.168.0.9"));
     REQUIRE(d.sink.events.size() == 2);
@@ -85,10 +89,12 @@ TEST_CASE("GID table from a fake netdev", "[fw][gid]") {
     d.netdev.snap.ipv6.push_back(parse("2001:db8::2"));
     d.fw->refresh_netdev();
     CHECK(t.gid(1) == parse("2001:db8::2"));
-    // Nothing changed: no events.
+    CHECK(port(d, hw::port_block::gid_gen) == gen0 + 3);
+    // Nothing changed: no events, the same generation.
     d.sink.events.clear();
     d.fw->refresh_netdev();
     CHECK(d.sink.events.empty());
+    CHECK(port(d, hw::port_block::gid_gen) == gen0 + 3);
     // MAC change (the kernel changes the EUI-64 link-local address with it)
     // rewrites GID 0 only.
     d.netdev.snap.mac[5] = 0x57;
@@ -96,6 +102,7 @@ TEST_CASE("GID table from a fake netdev", "[fw][gid]") {
     d.fw->refresh_netdev();
     CHECK(t.gid(0) == parse("fe80::5054:ff:fe12:3457"));
     CHECK(d.sink.events.size() == 2);
+    CHECK(port(d, hw::port_block::gid_gen) == gen0 + 4);  // one refresh, one generation
 }
 
 TEST_CASE("Port state and MTU follow the netdev; PORT_ACTIVE / PORT_ERR", "[fw][gid]") {

@@ -150,6 +150,16 @@ struct SimContext {
     std::atomic<bool> fatal{false};
     // The completion channels made on this context (obj_mu): closed with it.
     std::set<struct SimChannel*> channels;
+    // GID entries of port 1 read by QUERY_GID, each with the PORT_BLOCK
+    // gid_gen read before it was fetched: good while BAR0 still shows that
+    // generation (hw-spec 2.5, 9.8; devices.cc, query_gid_entry). gid_mu.
+    struct GidSlot {
+        bool known = false;
+        std::uint32_t gen = 0;
+        std::array<std::uint8_t, hw::gid_entry::kSize> entry{};
+    };
+    std::mutex gid_mu;
+    std::vector<GidSlot> gids;
     std::uint64_t cap_get(hw::Field f) const { return hw::get(cap.data(), cap.size(), f); }
 };
 

@@ -196,6 +196,45 @@ TEST_CASE("query_device: CAP_BLOCK and ID_BLOCK, rxe's values", "[verbs][query]"
     sv::close_device(ctx);
 }
 
+TEST_CASE("GIDs: a changed table is read at once, though entries are kept between changes", "[verbs][query][gid]") {
+    Rig rig;
+    ibv_context* ctx = rig.open();
+    ibv_gid g;
+    // Read (and kept) before the change.
+    REQUIRE(sv::query_gid(ctx, 1, 1, &g) == 0);
+    CHECK(gid_hex(g) == "0000:0000:0000:0000:0000:ffff:0a01:0203");
+    REQUIRE(sv::query_gid(ctx, 1, 2, &g) == 0);
+    const std::string two = gid_hex(g);
+    // The address at index 1 goes and another comes: the lowest free index
+    // (1) takes it, as rxe's table does. The next query sees it, with no
+    // event taken in between.
+    rig.netdev.snap.ipv4 = {{192, 168, 7, 1}};
+    rig.firmware->refresh_netdev();
+    REQUIRE(sv::query_gid(ctx, 1, 1, &g) == 0);
+    CHECK(gid_hex(g) == "0000:0000:0000:0000:0000:ffff:c0a8:0701");
+    ibv_gid_entry e;
+    REQUIRE(sv::query_gid_ex(ctx, 1, 1, &e, 0, sizeof e) == 0);
+    CHECK(gid_hex(e.gid) == "0000:0000:0000:0000:0000:ffff:c0a8:0701");
+    REQUIRE(sv::query_gid(ctx, 1, 2, &g) == 0);
+    CHECK(gid_hex(g) == two);
+    // Gone without a replacement: unused from the next query on.
+    rig.netdev.snap.ipv4.clear();
+    rig.firmware->refresh_netdev();
+    CHECK(sv::query_gid_ex(ctx, 1, 1, &e, 0, sizeof e) == ENODATA);
+    // A second context sees the same, and its queries do not disturb the first's.
+    ibv_context* other = rig.open();
+    REQUIRE(sv::query_gid(other, 1, 1, &g) == 0);
+    CHECK(gid_hex(g) == "0000:0000:0000:0000:0000:0000:0000:0000");
+    rig.netdev.snap.ipv4 = {{10, 1, 2, 3}};
+    rig.firmware->refresh_netdev();
+    REQUIRE(sv::query_gid(ctx, 1, 1, &g) == 0);
+    CHECK(gid_hex(g) == "0000:0000:0000:0000:0000:ffff:0a01:0203");
+    REQUIRE(sv::query_gid(other, 1, 1, &g) == 0);
+    CHECK(gid_hex(g) == "0000:0000:0000:0000:0000:ffff:0a01:0203");
+    sv::close_device(other);
+    sv::close_device(ctx);
+}
+
 TEST_CASE("query_port: PORT_BLOCK, netdev state and MTU", "[verbs][query]") {
     Rig rig;
     ibv_context* ctx = rig.open();

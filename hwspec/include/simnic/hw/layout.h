@@ -408,7 +408,8 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(ifindex, 0x2C, 0, 32)            \
     F(mac, 0x30, 0, 48)                \
     F(bad_pkey_cntr, 0x38, 0, 32)      \
-    F(qkey_viol_cntr, 0x3C, 0, 32)
+    F(qkey_viol_cntr, 0x3C, 0, 32)     \
+    F(gid_gen, 0x40, 0, 32)
 
 // STATS_BLOCK (hw-spec.md 2.6)
 #define SIMNIC_HW_STATS_BLOCK_FIELDS(F) \
@@ -997,7 +998,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(reg_block_header, REG_BLOCK_HEADER, 16)         \
     L(id_block, ID_BLOCK, 64)                         \
     L(cap_block, CAP_BLOCK, 256)                      \
-    L(port_block, PORT_BLOCK, 64)                     \
+    L(port_block, PORT_BLOCK, 80)                     \
     L(stats_block, STATS_BLOCK, 256)                  \
     L(ctxwin_block, CTXWIN_BLOCK, 32)                 \
     L(cc_stats_block, CC_STATS_BLOCK, 64)             \

@@ -8,7 +8,7 @@ namespace simnic::model {
 DmaEngine::DmaEngine(const DmaConfig& cfg)
     : cfg_(cfg), ps_per_byte_(8000.0 / cfg.bandwidth_gbps), tag_free_(std::max<uint32_t>(1, cfg.outstanding_reads), 0) {}
 
-uint64_t DmaEngine::read(uint64_t now, uint32_t bytes, DmaPurpose p) {
+uint64_t DmaEngine::read(uint64_t now, uint32_t bytes, DmaPurpose p, std::vector<DmaArrival>* arrivals) {
     st_.read_bytes[size_t(p)] += bytes;
     ++st_.reads;
     const uint64_t lat = uint64_t(cfg_.read_latency_ns) * 1000;
@@ -34,12 +34,27 @@ uint64_t DmaEngine::read(uint64_t now, uint32_t bytes, DmaPurpose p) {
             obs_->link_in(start, end);
         }
         done = std::max(done, end);
+        if (arrivals) arrivals->push_back({start, end, r});
         ++st_.read_requests;
         left -= r;
     } while (left > 0);
     st_.read_latency_sum_ps += done - now;
     st_.read_latency_max_ps = std::max(st_.read_latency_max_ps, done - now);
     return done;
+}
+
+uint64_t arrival_of(const std::vector<DmaArrival>& spans, uint64_t bytes) {
+    uint64_t at = 0;
+    for (const DmaArrival& a : spans) {
+        if (bytes <= a.bytes) {
+            if (a.bytes == 0) return a.end_ps;
+            // Rounded up: the byte is not there before.
+            return a.start_ps + ((a.end_ps - a.start_ps) * bytes + a.bytes - 1) / a.bytes;
+        }
+        bytes -= a.bytes;
+        at = a.end_ps;
+    }
+    return at;
 }
 
 uint64_t DmaEngine::write(uint64_t now, uint32_t bytes, DmaPurpose p) {

@@ -339,7 +339,8 @@ void Nic::wave_undeclare() {
 }
 
 size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
-                        uint64_t& writes_done, bool block_on_reads, uint32_t qpn) {
+                        uint64_t& writes_done, bool block_on_reads, uint32_t qpn,
+                        std::vector<DmaArrival>* payload_spans) {
     for (; i < rec.ops.size() && is_memory_op(rec.ops[i].kind); ++i) {
         const Op& o = rec.ops[i];
         switch (o.kind) {
@@ -362,11 +363,12 @@ size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& 
                     ++recv_wqe_prefetch_misses;
                 }
                 const uint64_t t0 = now_ps();
-                const uint64_t t = dma.read(t0, o.bytes, o.purpose);
                 // Payload for a frame overlaps with what follows; anything the
                 // datapath must see before it can go on (a receive WQE, an
                 // atomic's old value) is waited for.
-                if (!block_on_reads && o.purpose == DmaPurpose::Payload) {
+                const bool overlap = !block_on_reads && o.purpose == DmaPurpose::Payload;
+                const uint64_t t = dma.read(t0, o.bytes, o.purpose, overlap ? payload_spans : nullptr);
+                if (overlap) {
                     payload_ready = std::max(payload_ready, t);
                 } else {
                     sim::stall_until(st, t);

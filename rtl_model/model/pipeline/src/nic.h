@@ -65,6 +65,9 @@ struct FrameTok {
     TxFrameRec f;
     uint64_t ready_ps = 0;  // when its payload is in; out of TX build: when its last beat is out
     uint64_t head_ps = 0;   // pipeline.cut_through, out of TX build: when its first beat is out
+    // pipeline.cut_through, into TX build: when each part of its payload
+    // comes in from host memory (empty: none read, or store-and-forward).
+    std::vector<DmaArrival> payload;
 };
 
 struct CqeTok {
@@ -463,10 +466,12 @@ struct Nic {
     void lookup(TableCache& cache, uint32_t key, sim::BlockStats& st);
     // Plays ops [i, end) of a record that only touch memory, until an op of
     // another kind; returns the index it stopped at. `payload_ready` is
-    // raised to the arrival time of payload reads (not waited for);
-    // `writes_done` to the visibility of payload writes.
+    // raised to the arrival time of payload reads (not waited for), and
+    // their spans are appended to `payload_spans` if given; `writes_done`
+    // to the visibility of payload writes.
     size_t play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
-                       uint64_t& writes_done, bool block_on_reads, uint32_t qpn = 0);
+                       uint64_t& writes_done, bool block_on_reads, uint32_t qpn = 0,
+                       std::vector<DmaArrival>* payload_spans = nullptr);
 
     // Receive-WQE prefetch (doorbell.recv_wqe_prefetch): per QP, when each
     // receive WQE posted and not yet used is on chip, in posting order; and

@@ -3,9 +3,11 @@
 // its ICRC ready icrc.latency_cycles after its last beat; responses go
 // before requests; with icrc.impl = rtl the ICRC on the frame is the one
 // roce::compute_icrc gives, at the C++ model's timing; a full MAC queue
-// stalls the block, which counts the stall.
+// stalls the block, which counts the stall; streamed (cut-through), a
+// frame starts on its payload's first bytes and paces its beats to the rest.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -74,6 +76,85 @@ TEST_CASE("tx_build: waits for the payload, then one beat per cycle, ICRC out ic
         CHECK(st.busy_ps == beats_ps(cfg, l1) + beats_ps(cfg, l2));
         CHECK(st.items == 2);
     }
+}
+
+namespace {
+
+// A payload of `bytes` coming in from host memory over [from, to), in two
+// requests back to back (as the DMA engine's spans are).
+std::vector<DmaArrival> arriving(uint64_t from, uint64_t to, uint32_t bytes) {
+    const uint32_t first = bytes / 2;
+    const uint64_t mid = from + (to - from) * first / bytes;
+    return {{from, mid, first}, {mid, to, bytes - first}};
+}
+
+}  // namespace
+
+TEST_CASE("tx_build: streamed (pipeline.cut_through), a frame starts on its payload's first bytes and each beat "
+          "waits for the payload it carries",
+          "[model][block][tx_build][cut_through]") {
+    ModelConfig cfg;
+    cfg.pipeline.cut_through = 1;
+    cfg.tx_build.latency_cycles = 2;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    const uint64_t W = cfg.mac.width_bytes, Li = cfg.icrc.latency_cycles * P, Lh = cfg.tx_build.latency_cycles * P;
+    const uint32_t payload = 1024;
+    const size_t hdr = 54, len = hdr + payload + 4;  // headers, payload (a multiple of 4), ICRC
+    const uint64_t B = (len + W - 1) / W;
+    const uint64_t t0 = 100 * P + 7;
+    // The last beat, unrolled: each beat j is out a cycle after both the
+    // beat before it and the last payload byte it carries, so the last is
+    // out at the latest of (the start + all the beats) and, per beat, (its
+    // payload in + the beats from it to the end).
+    auto last_beat = [&](const std::vector<DmaArrival>& in) {
+        uint64_t last = t0 + B * P;
+        for (uint64_t j = 0; j < B; ++j) {
+            const uint64_t end = (j + 1) * W;
+            if (end <= hdr) continue;
+            const uint64_t need = std::min<uint64_t>(payload, end - hdr);
+            last = std::max(last, arrival_of(in, need) + (B - j) * P);
+        }
+        return last;
+    };
+    // The payload faster than the datapath (a beat's bytes in 1.5 ns of its
+    // 4): the beats are paced by the cycle, less what the first beat's bytes
+    // took; and slower (in 3 times a beat's time): the last beat follows the
+    // last payload byte by a cycle.
+    for (const uint64_t span : {uint64_t(B) * 3 * P / 8, uint64_t(B) * 3 * P}) {
+        INFO("payload in over " << span << " ps, " << B << " beats of " << P << " ps");
+        const std::vector<DmaArrival> in = arriving(t0, t0 + span, payload);
+        tb::BlockBench<TxBuildBlock> b(cfg);
+        FrameTok f = tok(tb::bytes_frame(len), t0 + span, 1);
+        f.payload = in;
+        b.drive(b.nic().req_to_txb, {{0, std::move(f)}});
+        const auto& out = b.watch(b.nic().txb_to_mac);
+        b.run();
+        REQUIRE(out.size() == 1);
+        const uint64_t last = last_beat(in);
+        // The first beat goes to MAC TX a cycle (and the header latency)
+        // after the first payload bytes began to come in, not after the last.
+        CHECK(out[0].t_ps == t0 + P + Lh);
+        CHECK(out[0].item.head_ps == t0 + P + Lh);
+        CHECK(out[0].item.ready_ps == last + Lh + Li);
+        if (span > B * P) {
+            CHECK(last == t0 + span + P);  // paced by the payload
+        } else {
+            CHECK(last < t0 + B * P + P);  // paced by the clock (the first beat's 10 bytes cost a fraction of one)
+            CHECK(last > t0 + B * P);
+        }
+        CHECK(b.nic().blk[Nic::kTxBuild].stall_ps == t0);  // waited for the first payload only
+    }
+    // Store-and-forward waits for the last byte, spans or not.
+    cfg.pipeline.cut_through = 0;
+    tb::BlockBench<TxBuildBlock> b(cfg);
+    FrameTok f = tok(tb::bytes_frame(len), t0 + 500 * P, 1);
+    f.payload = arriving(t0, t0 + 500 * P, payload);
+    b.drive(b.nic().req_to_txb, {{0, std::move(f)}});
+    const auto& out = b.watch(b.nic().txb_to_mac);
+    b.run();
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].t_ps == t0 + 500 * P + B * P);
+    CHECK(out[0].item.ready_ps == t0 + 500 * P + B * P + Lh + Li);
 }
 
 TEST_CASE("tx_build: responses go before queued requests", "[model][block][tx_build]") {

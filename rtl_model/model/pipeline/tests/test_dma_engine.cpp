@@ -1,6 +1,8 @@
 // The DMA engine's PCIe model against hand-computed timings.
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "simnic/model/dma_engine.h"
 
 using namespace simnic::model;
@@ -73,4 +75,37 @@ TEST_CASE("dma: posted writes serialise on the outbound link and are visible aft
     CHECK(d.read(0, 64, DmaPurpose::Payload) == 500'000 + d.link_ps(64));
     CHECK(d.stats().writes == 2);
     CHECK(d.stats().write_bytes[size_t(DmaPurpose::Cqe)] == 32);
+}
+
+TEST_CASE("dma: a read's spans on the inbound link, and when its first bytes are in", "[model][dma][cut_through]") {
+    DmaEngine d(base());
+    std::vector<DmaArrival> a;
+    // 2560 B: five requests of 512 on four tags. The first four come back
+    // together and queue on the link; the fifth is issued when the first
+    // tag frees and comes back a round trip later, after a gap.
+    const uint64_t done = d.read(0, 2560, DmaPurpose::Payload, &a);
+    REQUIRE(a.size() == 5);
+    const uint64_t x = (512 + 48) * 125;
+    for (size_t i = 0; i < 4; ++i) {
+        CHECK(a[i].start_ps == 500'000 + i * x);
+        CHECK(a[i].end_ps == 500'000 + (i + 1) * x);
+        CHECK(a[i].bytes == 512);
+    }
+    CHECK(a[4].start_ps == 500'000 + x + 500'000);  // the first tag, free after its completion
+    CHECK(a[4].end_ps == done);
+    // Within a request at the link's rate (overheads spread evenly, rounded up).
+    CHECK(arrival_of(a, 0) == a[0].start_ps);
+    CHECK(arrival_of(a, 256) == a[0].start_ps + x / 2);
+    CHECK(arrival_of(a, 1) == a[0].start_ps + (x + 511) / 512);
+    CHECK(arrival_of(a, 512) == a[0].end_ps);
+    CHECK(arrival_of(a, 513) == a[1].start_ps + (x + 511) / 512);
+    CHECK(arrival_of(a, 2048) == a[3].end_ps);
+    CHECK(arrival_of(a, 2049) == a[4].start_ps + (x + 511) / 512);  // after the gap
+    CHECK(a[4].start_ps > a[3].end_ps + 200'000);
+    CHECK(arrival_of(a, 2560) == done);
+    CHECK(arrival_of(a, 1 << 20) == done);  // past the end: the last byte
+    CHECK(arrival_of({}, 64) == 0);
+    // Without a vector to fill, the same timing.
+    DmaEngine e(base());
+    CHECK(e.read(0, 2560, DmaPurpose::Payload) == done);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "req_seg_rtl.h"
 #include "simnic/roce/opcode.h"
@@ -98,6 +99,9 @@ void RequesterBlock::main() {
         // With its RTL, segmentation's own cycles per packet.
         if (nic.req_seg_rtl) rtl_segment(rec, seg_cycles_);
         uint64_t payload_ready = now_ps(), writes_done = now_ps();
+        // With cut-through, where each frame's payload comes in (TX build streams it).
+        std::vector<DmaArrival> spans;
+        std::vector<DmaArrival>* spans_of = nic.cut_through ? &spans : nullptr;
         for (size_t i = 0; i < rec.ops.size();) {
             const Op& o = rec.ops[i];
             if ((o.kind == Op::Kind::DmaRead && o.purpose == DmaPurpose::WqeFetch) || o.kind == Op::Kind::WqeFetched) {
@@ -105,7 +109,7 @@ void RequesterBlock::main() {
                 continue;
             }
             if (is_memory_op(o.kind)) {
-                i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t->qpn);
+                i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t->qpn, spans_of);
                 continue;
             }
             switch (o.kind) {
@@ -116,7 +120,7 @@ void RequesterBlock::main() {
                     // is acknowledged.
                     const TxFrameRec& fr = rec.frames[o.aux];
                     if (is_rc_request(fr.opcode)) nic.rtq_take(fr.qpn, fr.psn);
-                    FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
+                    FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps()), 0, std::exchange(spans, {})};
                     const uint64_t ready = f.ready_ps;
                     nic.req_to_txb.write(std::move(f), &st);
                     nic.stage_sample(Nic::kRequester, start, std::max(now_ps(), ready));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "simnic/hw/verbs.h"
 #include "simnic/roce/opcode.h"
@@ -108,15 +109,18 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st,
             }
     };
     uint64_t payload_ready = now_ps(), writes_done = now_ps(), out_ready = 0;
+    // With cut-through, where each response's payload comes in (TX build streams it).
+    std::vector<DmaArrival> spans;
+    std::vector<DmaArrival>* spans_of = nic.cut_through ? &spans : nullptr;
     for (size_t i = 0; i < rec.ops.size();) {
         const Op& o = rec.ops[i];
         if (is_memory_op(o.kind)) {
-            i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t.qpn);
+            i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t.qpn, spans_of);
             continue;
         }
         switch (o.kind) {
             case Op::Kind::TxFrame: {
-                FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps())};
+                FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps()), 0, std::exchange(spans, {})};
                 out_ready = std::max(out_ready, f.ready_ps);
                 nic.rxt_to_txb.write(std::move(f), &st);
                 payload_ready = now_ps();

@@ -13,6 +13,33 @@ using sim::now_ps;
 using sim::wait_ps;
 using sim::wait_until;
 
+namespace {
+
+// pipeline.cut_through: when the last of a frame's beats is out of TX build
+// if it starts at `s` with one beat a cycle and each beat waits for the
+// payload bytes it carries. The frame is its headers, the payload, the pad
+// to 4 and the ICRC; `spans` bring the payload in, in order, from host
+// memory. Without payload (an ACK, inline data) it is s + the beats.
+uint64_t paced_last_beat(uint64_t s, uint64_t cycle_ps, uint32_t width, size_t frame_bytes,
+                         const std::vector<DmaArrival>& spans) {
+    uint64_t payload = 0;
+    for (const DmaArrival& a : spans) payload += a.bytes;
+    const uint64_t beats = (frame_bytes + width - 1) / width;
+    const uint64_t padded = (payload + 3) / 4 * 4;
+    if (payload == 0 || frame_bytes < padded + 4) return s + beats * cycle_ps;
+    const uint64_t hdr = frame_bytes - 4 - padded;
+    uint64_t out = s;  // when the beat before is out
+    for (uint64_t j = 0; j < beats; ++j) {
+        const uint64_t end = (j + 1) * width;  // the frame's bytes through beat j
+        const uint64_t need = end <= hdr ? 0 : std::min(payload, end - hdr);
+        if (need) out = std::max(out, arrival_of(spans, need));
+        out += cycle_ps;
+    }
+    return out;
+}
+
+}  // namespace
+
 void TxBuildBlock::rtl_header(std::vector<uint8_t>& b, uint64_t& in_cycles, uint64_t& hdr_latency) {
     rtl::TxHeaderDesc d;
     size_t hdr_len = 0;
@@ -63,7 +90,10 @@ void TxBuildBlock::main() {
                                                : nic.req_to_txb.read(&pushed);
         sim::BlockStats& st = nic.blk[Nic::kTxBuild];
         const uint64_t in = std::max(pushed, f.ready_ps);
-        sim::stall_until(st, f.ready_ps);  // payload still on its way from host memory
+        // Payload still on its way from host memory: store-and-forward
+        // waits for all of it; streamed, TX build starts when the first of
+        // it comes in and paces its beats to the rest (paced_last_beat).
+        sim::stall_until(st, nic.cut_through && !f.payload.empty() ? f.payload.front().start_ps : f.ready_ps);
         uint64_t ready = 0;
         {
             sim::BusyScope busy(st);
@@ -101,15 +131,19 @@ void TxBuildBlock::main() {
             }
             if (nic.cut_through) {
                 // The frame streams on to MAC TX: its first beat is out a
-                // cycle after it started, its last after all its beats and
-                // the ICRC that goes at its end.
+                // cycle after it started, its last after all its beats, each
+                // no earlier than a cycle after its payload came in, and the
+                // ICRC that goes at its end.
                 const uint64_t s = now_ps();
+                const uint64_t paced = paced_last_beat(s, nic.cycles(1), nic.cfg.mac.width_bytes, b.size(), f.payload);
+                const uint64_t waited = paced - std::min(paced, s + nic.cycles(beats));  // beats held for payload
                 f.head_ps = s + nic.cycles(1 + hdr_latency);
-                f.ready_ps = s + nic.cycles(in_cycles + hdr_latency + latency);
+                f.ready_ps = s + nic.cycles(in_cycles + hdr_latency + latency) + waited;
                 ready = f.ready_ps;
+                f.payload.clear();
                 wait_ps(nic.cycles(1 + hdr_latency));
                 nic.txb_to_mac.write(std::move(f), &st);
-                wait_until(s + nic.cycles(in_cycles));  // the rest of its beats (latency pipelined)
+                wait_until(s + nic.cycles(in_cycles) + waited);  // the rest of its beats (latency pipelined)
             } else {
                 wait_ps(nic.cycles(in_cycles));
                 f.ready_ps = ready = now_ps() + nic.cycles(hdr_latency + latency);

@@ -27,13 +27,27 @@ namespace simnic::model {
 
 using soft_engine::DmaPurpose;  // what the datapath records each transfer for
 
+// Where a read's data comes in: one span of the inbound link per request,
+// in link order, and the bytes its completions bring. A stage that streams
+// (TX build with pipeline.cut_through) starts on the first bytes instead of
+// waiting for the last.
+struct DmaArrival {
+    uint64_t start_ps = 0, end_ps = 0;
+    uint32_t bytes = 0;
+};
+// When the first `bytes` of the data in `spans` are in: within a request
+// they come in at the link's rate (its TLP overheads spread evenly, a
+// fraction of a nanosecond at most); past the spans' total, the last end.
+uint64_t arrival_of(const std::vector<DmaArrival>& spans, uint64_t bytes);
+
 class DmaEngine {
 public:
     explicit DmaEngine(const DmaConfig& cfg);
 
     // A read of `bytes` issued at `now_ps`; returns when its last byte has
     // arrived. Requests are issued in order, each as soon as a tag is free.
-    uint64_t read(uint64_t now_ps, uint32_t bytes, DmaPurpose p);
+    // With `arrivals`, each request's span of the inbound link is appended.
+    uint64_t read(uint64_t now_ps, uint32_t bytes, DmaPurpose p, std::vector<DmaArrival>* arrivals = nullptr);
     // A posted write of `bytes` at `now_ps`; returns when it is visible.
     uint64_t write(uint64_t now_ps, uint32_t bytes, DmaPurpose p);
 
