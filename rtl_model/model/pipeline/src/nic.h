@@ -314,8 +314,10 @@ struct Nic {
     // WQE's packets made in one go), those whose packet descriptors differ
     // from the ones the datapath's segmentation made, the packets in them,
     // and the last transaction's edges from its descriptor offered to its
-    // first packet taken.
+    // first packet taken; the edges the requester held its m_ready_i low
+    // (its output queue to TX build full), each also the requester's stall.
     uint64_t req_seg_rtl_wqes = 0, req_seg_rtl_mismatch = 0, req_seg_rtl_packets = 0, req_seg_rtl_latency = 0;
+    uint64_t req_seg_rtl_ready_low = 0;
     // The first mismatches between an RTL block and its C++ twin, each with
     // its frame (also on stderr as they happen): what a designer debugs from.
     static constexpr size_t kRtlMismatchDumps = 4;
