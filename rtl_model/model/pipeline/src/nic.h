@@ -305,6 +305,9 @@ struct Nic {
     // to its result out (the stage's timing with impl = rtl, instead of the
     // configured latency_cycles).
     uint64_t parser_rtl_latency = 0, icrc_rtl_latency = 0;
+    // The parser with its RTL: edges its m_ready_i was held low (the queue
+    // to the ICRC check full while its header vector waited on the port).
+    uint64_t parser_rtl_ready_low = 0;
     // TX build with its RTL: sent frames whose header from the RTL differs
     // from the datapath's; frames the descriptor cannot carry (sent as the
     // datapath built them); the last header's edges from its descriptor
