@@ -65,9 +65,13 @@ TEST_CASE("req_seg RTL in the loop: WRITE, SEND and READ of 1 byte to several PM
                 CHECK(stat(r, "mac.tx_payload_bytes") == stat(c, "mac.tx_payload_bytes"));
                 CHECK(r.messages == c.messages);
                 // One packet: the RTL's 2 edges are cycles_per_packet's 2;
-                // more: one edge per further packet instead of two.
+                // more: one edge per further packet instead of two, but a
+                // packet the full queue to TX build holds (m_ready_i low)
+                // goes on the RTL's first edge after TX build made room,
+                // up to a cycle after the C++ model's zero-time hand-over.
+                const double cycle_ns = 1e3 / BenchSpec{}.cfg.clock.freq_mhz;
                 if (packets == 1) CHECK(r.lat_median_ns == Approx(c.lat_median_ns).margin(0.01));
-                else CHECK(r.lat_median_ns <= c.lat_median_ns);
+                else CHECK(r.lat_median_ns <= c.lat_median_ns + cycle_ns);
                 ++runs;
             }
     CHECK(runs == 54);

@@ -20,6 +20,7 @@ struct RoceParserRtl::Impl {
     virtual ~Impl() = default;
     virtual roce::HeaderVector parse(const uint8_t* frame, size_t len, uint64_t* cycles_out,
                                      uint64_t* in_cycles_out) = 0;
+    virtual uint64_t hold(uint64_t edges, roce::HeaderVector* after) = 0;
     virtual uint64_t cycles() const = 0;
 };
 
@@ -71,6 +72,22 @@ struct RoceParserDriver final : RoceParserRtl::Impl, VerilatedBlock<V, kRiseOnly
         }
         if (cycles_out) *cycles_out = Block::cycles() - start;
         return read_header_vector(top);
+    }
+
+    uint64_t hold(uint64_t edges, roce::HeaderVector* after) override {
+        V& top = **this;
+        top.m_ready_i = 0;
+        top.eval();
+        uint64_t valid = 0;
+        for (uint64_t i = 0; i < edges; ++i) {
+            valid += top.m_valid_o ? 1 : 0;
+            Block::tick();
+        }
+        if (after) *after = read_header_vector(top);
+        if (!top.m_valid_o) valid = 0;  // it dropped the record by the end
+        top.m_ready_i = 1;
+        top.eval();
+        return valid;
     }
 };
 

@@ -15,7 +15,8 @@ const std::vector<PortSpec>& roce_parser_ports() {
         {"s_axis_tready_o", Out, 1, 0,
          "the block takes the beat on this edge (low: the stage stalls, and the model counts it as busy)"},
         {"m_valid_o", Out, 1, 0, "the frame's header vector is on the `m_*` ports (one per frame, in frame order)"},
-        {"m_ready_i", In, 1, 0, "the stage takes the header vector (the model holds it high)"},
+        {"m_ready_i", In, 1, 0, "the stage takes the header vector; low while the queue to the ICRC check is full (the header vector "
+                                  "must stay on the port unchanged; the low edges are the parser's stall)"},
         {"m_verdict_o", Out, 4, 0, "`roce::ParseVerdict`: 0 accept, else the drop reason (`VERDICT_*`)"},
         {"m_has_vlan_o", Out, 1, 0, "one 802.1Q tag precedes the ethertype"},
         {"m_vlan_tci_o", Out, 16, 0, "its TCI (0 without a tag)"},

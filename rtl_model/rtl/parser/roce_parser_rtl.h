@@ -53,6 +53,14 @@ public:
     roce::HeaderVector parse(const uint8_t* frame, size_t len, uint64_t* cycles_out = nullptr,
                              uint64_t* in_cycles_out = nullptr);
 
+    // Backpressure after parse(): `edges` edges with m_ready_i low while
+    // the frame's header vector is on the port (the stage after the parser
+    // full). Returns the edges m_valid_o was high on (0 if it is low after
+    // them: the record was dropped); `after` gets the port's header vector
+    // then, which a design that holds its output leaves unchanged.
+    // m_ready_i is high again afterwards.
+    uint64_t hold(uint64_t edges, roce::HeaderVector* after = nullptr);
+
     // Clock cycles simulated so far, reset included.
     uint64_t cycles() const;
 

@@ -26,7 +26,8 @@ const std::vector<PortSpec>& req_seg_ports() {
          "message's; a READ makes one)"},
         {"s_noack_i", In, 7, 0, "the QP's request packets sent without AckReq since the last one with it (RC)"},
         {"m_valid_o", Out, 1, 0, "a packet descriptor is on the `m_*` ports"},
-        {"m_ready_i", In, 1, 0, "the requester takes it on this edge (the model holds it high)"},
+        {"m_ready_i", In, 1, 0, "the requester takes it on this edge; low while the requester's queue to TX build is full (the block "
+         "must hold its descriptor; the low edges are the requester's stall)"},
         {"m_opcode_o", Out, 8, 0, "BTH opcode (FIRST/MIDDLE/LAST/ONLY of the WQE's operation, in the QP type's range)"},
         {"m_psn_o", Out, 24, 0, "BTH PSN: the WQE's first PSN plus the packet's index"},
         {"m_payload_off_o", Out, 32, 0, "where the packet's payload starts in the message: index * PMTU"},

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,6 +27,19 @@ struct ReqSegResult {
     // Per packet, the edges from the previous one's (the first: the
     // descriptor's) through the one that took it: the time each packet costs.
     std::vector<uint64_t> gaps;
+    // Edges m_ready_i was low, and of those the ones where the block held a
+    // packet descriptor (m_valid_o high): the backpressure it saw.
+    uint64_t ready_low = 0, held = 0;
+};
+
+// What one edge did (ReqSegRtl::step): the model steps a transaction edge
+// by edge, driving m_ready_i from its output queue's room.
+struct ReqSegEdge {
+    bool desc_taken = false;  // s_valid_i and s_ready_o: the descriptor went in
+    bool packet = false;      // m_valid_o and m_ready_i: `p` came out (`last`: with m_last_o)
+    bool last = false;
+    bool held = false;  // m_valid_o with m_ready_i low: the block holds its output
+    transport::SegPacket p;
 };
 
 class ReqSegRtl {
@@ -45,12 +59,28 @@ public:
     ReqSegRtl& operator=(const ReqSegRtl&) = delete;
 
     // One transaction on the idle block: the descriptor offered until taken,
-    // the packet descriptors taken as they come (m_ready_i held high) until
-    // m_last_o, or until w.count of them came without it (the result then
-    // has one more, the block's count being wrong). Throws
-    // std::runtime_error if the RTL takes more than kMaxCyclesPerPacket
-    // edges for the descriptor or a packet.
-    ReqSegResult run(const transport::SegWqe& w);
+    // the packet descriptors taken as they come until m_last_o, or until
+    // w.count of them came without it (the result then has one more, the
+    // block's count being wrong). m_ready_i is `ready(edge)` on each edge
+    // (0: the edge the descriptor is first offered on), high without it.
+    // Throws std::runtime_error if the RTL takes more than
+    // kMaxCyclesPerPacket edges with m_ready_i high for the descriptor or a
+    // packet.
+    ReqSegResult run(const transport::SegWqe& w, const std::function<bool(uint64_t edge)>& ready = {});
+
+    // The same, edge by edge, for a caller that keeps its own time (the
+    // cycle model's requester): offer() puts the descriptor on the s_*
+    // ports (s_valid_i until an edge takes it); each step() is one edge with
+    // m_ready_i = `ready`. Throws as run() does, and if a packet descriptor
+    // comes before the descriptor was taken.
+    void offer(const transport::SegWqe& w);
+    ReqSegEdge step(bool ready);
+    // Packets taken since the last offer().
+    uint64_t packets() const { return packets_; }
+    // Edges stepped with m_ready_i low, and with the block holding its
+    // output then (m_valid_o high), since construction.
+    uint64_t ready_low_edges() const { return ready_low_; }
+    uint64_t held_edges() const { return held_; }
 
     // Clock cycles simulated so far, reset included.
     uint64_t cycles() const;
@@ -60,6 +90,9 @@ public:
 
 private:
     std::unique_ptr<Impl> impl_;
+    bool taken_ = false;     // the offered descriptor went in
+    uint64_t since_ = 0;     // edges with m_ready_i high since the last event
+    uint64_t packets_ = 0, ready_low_ = 0, held_ = 0;
 };
 
 }  // namespace simnic::rtl

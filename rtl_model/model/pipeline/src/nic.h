@@ -305,6 +305,9 @@ struct Nic {
     // to its result out (the stage's timing with impl = rtl, instead of the
     // configured latency_cycles).
     uint64_t parser_rtl_latency = 0, icrc_rtl_latency = 0;
+    // The parser with its RTL: edges its m_ready_i was held low (the queue
+    // to the ICRC check full while its header vector waited on the port).
+    uint64_t parser_rtl_ready_low = 0;
     // TX build with its RTL: sent frames whose header from the RTL differs
     // from the datapath's; frames the descriptor cannot carry (sent as the
     // datapath built them); the last header's edges from its descriptor
@@ -314,8 +317,10 @@ struct Nic {
     // WQE's packets made in one go), those whose packet descriptors differ
     // from the ones the datapath's segmentation made, the packets in them,
     // and the last transaction's edges from its descriptor offered to its
-    // first packet taken.
+    // first packet taken; the edges the requester held its m_ready_i low
+    // (its output queue to TX build full), each also the requester's stall.
     uint64_t req_seg_rtl_wqes = 0, req_seg_rtl_mismatch = 0, req_seg_rtl_packets = 0, req_seg_rtl_latency = 0;
+    uint64_t req_seg_rtl_ready_low = 0;
     // The first mismatches between an RTL block and its C++ twin, each with
     // its frame (also on stderr as they happen): what a designer debugs from.
     static constexpr size_t kRtlMismatchDumps = 4;

@@ -508,10 +508,12 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({"rtl.req_seg_packets", double(n.req_seg_rtl_packets), ""});
         s.push_back({"rtl.req_seg_mismatches", double(n.req_seg_rtl_mismatch), ""});
         s.push_back({"rtl.req_seg_latency", double(n.req_seg_rtl_latency), "cycles"});
+        s.push_back({"rtl.req_seg_ready_low", double(n.req_seg_rtl_ready_low), "cycles"});
     }
     if (n.parser_rtl) {
         s.push_back({"rtl.parser_mismatches", double(n.parser_rtl_mismatch), ""});
         s.push_back({"rtl.parser_latency", double(n.parser_rtl_latency), "cycles"});
+        s.push_back({"rtl.parser_ready_low", double(n.parser_rtl_ready_low), "cycles"});
     }
     std::vector<uint64_t> lat = n.latency_ps.kept();
     s.push_back({"latency.messages", double(n.latency_ps.count()), ""});

@@ -252,6 +252,14 @@ private:
     BlockStats* s_;
 };
 
+// Counts [from, to) (ps, to <= now) as the block's stall after the fact:
+// for a stall whose length is only known when it ends, such as an RTL
+// output held while its m_ready_i was low (whole edges, decided by when the
+// consumer made room). The stall signal on the waveform is the caller's.
+inline void add_stall(BlockStats& s, uint64_t from, uint64_t to) {
+    if (to > from) s.stall_ps += to - std::max(from, std::min(to, s.since_ps));
+}
+
 // Waits until `t` (ps), counting the wait as the block's stall.
 inline void stall_until(BlockStats& st, uint64_t t) {
     if (t <= now_ps()) return;
@@ -312,6 +320,9 @@ public:
     size_t depth() const { return depth_; }
     const std::string& name() const { return name_; }
     const sc_core::sc_event& data_event() const { return pushed_; }
+    // Notified when the consumer takes an item: the FIFO has room again.
+    const sc_core::sc_event& room_event() const { return popped_; }
+    bool full() const { return q_.size() >= depth_; }
     uint64_t transfers() const { return pushed_count_; }
     // Items the consumer took since reset_count(): the transfers across the
     // channel.

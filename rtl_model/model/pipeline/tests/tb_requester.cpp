@@ -17,6 +17,7 @@
 #include "block_harness.h"
 #include "blocks/requester.h"
 #include "own_rtl.h"
+#include "req_seg_rtl.h"
 #include "simnic/transport/segmentation.h"
 
 using namespace simnic;
@@ -230,6 +231,79 @@ TEST_CASE("requester: with req_seg.impl = rtl each packet costs the segmentation
         CHECK(r.out[i].t_ps == rtl_at[i] * P);
         CHECK(r9.out[i].t_ps == r.out[i].t_ps);
         CHECK(r.out[i].item.f.bytes == c.out[i].item.f.bytes);  // the datapath's packets go out
+    }
+}
+
+TEST_CASE("requester: with req_seg.impl = rtl a full queue to TX build holds the segmentation RTL's m_ready_i low, "
+          "the low edges are the requester's stall, and the packets later by exactly them",
+          "[model][block][requester][rtl][backpressure]") {
+    // One 20-packet WRITE (PMTU 256). The queue to TX build holds 16; TX
+    // build (the monitor) takes nothing before 40.5 cycles. With room,
+    // packet k leaves on edge k + 2 (the descriptor's edge, then one per
+    // edge): packets 0..15 at 2..17 cycles fill the queue. Packet 16's edges
+    // start at 17 with the queue full: m_ready_i is low on every edge before
+    // TX build takes an entry (edges 18..40: 23 of them), the RTL holding
+    // packet 16 on its outputs, and the edge at 41 takes it: packets 16..19
+    // leave on edges 41..44, each exactly 23 later than with room (18..21).
+    // With TX build starting on an edge (40) the edge at 40 sees the room
+    // (queues hand over in zero time): 22 low edges. Nothing lost, nothing
+    // reordered. (With m_ready_i held high, as before, packet 16 went the
+    // moment TX build took one, at 40.5, after a 22.5-cycle stall.)
+    const transport::SegWqe w = write_wqe(20 * 256, roce::IbMtu::Mtu256);
+    ModelConfig rtl;
+    rtl.req_seg.impl = BlockImpl::rtl;
+    const uint64_t P = uint64_t(1e6 / rtl.clock.freq_mhz + 0.5);
+    struct Run {
+        std::vector<tb::Seen<FrameTok>> out;
+        uint64_t ready_low = 0, rtl_low = 0, rtl_held = 0, stall_ps = 0, busy_ps = 0, mismatches = 0, depth = 0;
+    };
+    auto run = [&](uint64_t txb_from) {
+        tb::BlockBench<RequesterBlock> b(rtl);
+        b.drive(b.nic().wqe_to_req, 0, segmented(w));
+        const auto& out = b.watch(b.nic().req_to_txb, txb_from);
+        b.run();
+        Run r;
+        r.out = out;
+        r.ready_low = b.nic().req_seg_rtl_ready_low;
+        r.rtl_low = b.nic().req_seg_rtl->ready_low_edges();
+        r.rtl_held = b.nic().req_seg_rtl->held_edges();
+        r.stall_ps = b.nic().blk[Nic::kRequester].stall_ps;
+        r.busy_ps = b.nic().blk[Nic::kRequester].busy_ps;
+        r.mismatches = b.nic().req_seg_rtl_mismatch;
+        r.depth = b.nic().req_to_txb.depth();
+        return r;
+    };
+    const Run free = run(0);
+    REQUIRE(free.out.size() == 20);
+    CHECK(free.mismatches == 0);
+    // With room: m_ready_i never low, no stall.
+    CHECK(free.ready_low == 0);
+    CHECK(free.rtl_low == 0);
+    CHECK(free.stall_ps == 0);
+    for (const auto& [from, low] : {std::pair<uint64_t, uint64_t>{40 * P + P / 2, 23}, {40 * P, 22}}) {
+        INFO("TX build from " << from << " ps");
+        const Run full = run(from);
+        REQUIRE(full.depth == 16);  // what the timeline above assumes
+        REQUIRE(full.out.size() == 20);
+        CHECK(full.mismatches == 0);
+        // Full: `low` edges with m_ready_i low, the RTL holding its packet on
+        // each, each a cycle of the requester's stall.
+        CHECK(full.ready_low == low);
+        CHECK(full.rtl_low == low);
+        CHECK(full.rtl_held == low);
+        CHECK(full.stall_ps == low * P);
+        CHECK(full.busy_ps == free.busy_ps + low * P);  // the stall is inside the busy time, as a blocked write's is
+        for (size_t k = 0; k < 20; ++k) {
+            INFO("packet " << k);
+            CHECK(free.out[k].item.f.psn == ((w.first_psn + k) & 0xffffff));
+            CHECK(full.out[k].item.f.psn == free.out[k].item.f.psn);  // in order
+            CHECK(full.out[k].item.f.bytes == free.out[k].item.f.bytes);
+            CHECK(free.out[k].t_ps == (k + 2) * P);
+            // Taken by TX build when it starts (those already queued), or
+            // as they leave: the held ones exactly `low` cycles later.
+            const uint64_t leave = k < 16 ? (k + 2) * P : (k + 2 + low) * P;
+            CHECK(full.out[k].t_ps == std::max(leave, from));
+        }
     }
 }
 

@@ -1,7 +1,11 @@
 // simnic_rtl_parser (the W=512 RTL behind RoceParserRtl::parse()) against
 // parse_header_vector(): every golden frame, every vector and random frames,
 // some of them cut short. Each frame must take ceil(len / 64) + kLatency
-// cycles and give the twin's header vector.
+// cycles and give the twin's header vector. Every 7th random frame's header
+// vector is then held with m_ready_i low for 1..20 edges (the stage after
+// the parser full, RoceParserRtl::hold): it must stay on the port unchanged,
+// m_valid_o high on every one of those edges, and the next frames still
+// take their cycles.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -23,9 +27,9 @@ namespace {
 
 using namespace simnic;
 
-size_t checked = 0, accepted = 0;
+size_t checked = 0, accepted = 0, held = 0;
 
-void check(rtl::RoceParserRtl& rtl, const std::string& name, const std::vector<uint8_t>& f) {
+roce::HeaderVector check(rtl::RoceParserRtl& rtl, const std::string& name, const std::vector<uint8_t>& f) {
     uint64_t cycles = 0;
     const roce::HeaderVector got = rtl.parse(f.data(), f.size(), &cycles);
     const roce::HeaderVector exp = roce::parse_header_vector(f.data(), f.size());
@@ -38,6 +42,7 @@ void check(rtl::RoceParserRtl& rtl, const std::string& name, const std::vector<u
     }
     ++checked;
     accepted += got.accepted();
+    return got;
 }
 
 }  // namespace
@@ -57,7 +62,18 @@ int main() {
     for (int i = 0; i < 2000; ++i) {
         tb::GenFrame g = gen.next();
         if (i % 4 == 3) g.bytes.resize(gen.rng()() % g.bytes.size());
-        check(rtl, "random#" + std::to_string(i), g.bytes);
+        const roce::HeaderVector hv = check(rtl, "random#" + std::to_string(i), g.bytes);
+        if (i % 7 == 5) {
+            const uint64_t edges = 1 + gen.rng()() % 20;
+            roce::HeaderVector after;
+            const uint64_t valid = rtl.hold(edges, &after);
+            if (valid != edges || after != hv) {
+                std::fprintf(stderr, "FAIL: random#%d held %" PRIu64 " edges with m_ready_i low: m_valid_o high on %" PRIu64
+                             "\n%s", i, edges, valid, roce::diff(after, hv).c_str());
+                return 1;
+            }
+            held += edges;
+        }
     }
     check(rtl, "empty", {});
     if (golden == 0) {
@@ -65,7 +81,7 @@ int main() {
         return 1;
     }
     std::printf("RoceParserRtl: %zu frames (%zu golden), %zu accepted, all equal to "
-                "parse_header_vector(), %" PRIu64 " cycles\nPASS\n",
-                checked, golden, accepted, rtl.cycles());
+                "parse_header_vector(), %zu edges held with m_ready_i low, %" PRIu64 " cycles\nPASS\n",
+                checked, golden, accepted, held, rtl.cycles());
     return 0;
 }

@@ -26,6 +26,37 @@ void fill_txn(Txn& t, const roce::HeaderVector& hv) {
 
 }  // namespace
 
+#ifdef SIMNIC_HAVE_RTL_PARSER
+void ParserBlock::hold_rtl(const roce::HeaderVector& hv, const std::vector<uint8_t>& frame, sim::BlockStats& st) {
+    // The queue to the ICRC check is full: the frame's header vector waits
+    // on the RTL's port with m_ready_i low, for every edge until the ICRC
+    // check takes an entry (the wait is the stall, as the blocked write's
+    // always was), and the RTL must hold it there unchanged.
+    const uint64_t t0 = now_ps();
+    {
+        sim::StallScope stalled(&st);
+        while (nic.parser_to_icrc.full()) sc_core::wait(nic.parser_to_icrc.room_event());
+    }
+    const uint64_t low = (now_ps() - t0) / nic.period_ps;
+    roce::HeaderVector after;
+    const uint64_t held = nic.parser_rtl->hold(low, &after);
+    // Counted as the stall is: edges before the statistics' last reset are not.
+    const uint64_t before =
+        st.since_ps > t0 ? std::min(low, (st.since_ps - t0 + nic.period_ps - 1) / nic.period_ps) : 0;
+    nic.parser_rtl_ready_low += low - before;
+    if (held != low || !(after == hv)) {
+        ++nic.parser_rtl_mismatch;
+        nic.rtl_mismatch("parser",
+                         "the header vector was not held with m_ready_i low: m_valid_o high on " +
+                             std::to_string(held) + " of " + std::to_string(low) + " edges, opcode " +
+                             std::to_string(after.opcode) + " dqpn " + std::to_string(after.dqpn) + " psn " +
+                             std::to_string(after.psn) + " after, " + std::to_string(hv.opcode) + " " +
+                             std::to_string(hv.dqpn) + " " + std::to_string(hv.psn) + " before",
+                         frame);
+    }
+}
+#endif
+
 void ParserBlock::main() {
     for (;;) {
         uint64_t pushed = 0;
@@ -105,6 +136,9 @@ void ParserBlock::main() {
             continue;
         }
         fill_txn(*t, hv);
+#ifdef SIMNIC_HAVE_RTL_PARSER
+        if (nic.parser_rtl && nic.parser_to_icrc.full()) hold_rtl(hv, t->frame, st);
+#endif
         nic.parser_to_icrc.write(t, &st);
         nic.stage_sample(Nic::kParser, in, std::max(now_ps(), t->ready_ps));
     }

@@ -14,11 +14,21 @@
 // the ICRC check, which waits for it. The RTL parser runs with the same
 // timing as the C++ model.
 //
+// Backpressure with the RTL (store-and-forward only): when the queue to the
+// ICRC check is full as a frame is handed on, its header vector waits on
+// the RTL's port with m_ready_i low for the whole edges until the ICRC
+// check takes an entry (RoceParserRtl::hold), the wait being the parser's
+// stall as before; an RTL that drops or changes the record meanwhile is a
+// mismatch. Counted in Nic::parser_rtl_ready_low.
+//
 // In: Nic::mac_to_parser. Out: Nic::parser_to_icrc. Counters: Nic::kParser,
 // rx_drops_parser, rx_drops_parser_reason, parser_rtl_mismatch.
 #pragma once
 
+#include <vector>
+
 #include "nic.h"
+#include "simnic/roce/header_vector.h"
 
 namespace simnic::model {
 
@@ -26,6 +36,11 @@ struct ParserBlock : BlockBase {
     SC_HAS_PROCESS(ParserBlock);
     ParserBlock(sc_core::sc_module_name n, Nic& nic) : BlockBase(n, nic) { SC_THREAD(main); }
     void main();
+
+private:
+    // The queue to the ICRC check is full: wait for room with the RTL's
+    // m_ready_i low, checking that it holds `hv` (built with the RTL only).
+    void hold_rtl(const roce::HeaderVector& hv, const std::vector<uint8_t>& frame, sim::BlockStats& st);
 };
 
 }  // namespace simnic::model

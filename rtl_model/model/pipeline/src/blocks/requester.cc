@@ -36,8 +36,9 @@ std::string show(const transport::SegPacket& p) {
 
 }  // namespace
 
-void RequesterBlock::rtl_segment(OpRecord& rec, std::vector<uint64_t>& cycles) {
-    cycles.assign(rec.frames.size(), 0);
+void RequesterBlock::rtl_transactions(const OpRecord& rec) {
+    seg_first_.assign(rec.frames.size(), 0);
+    seg_count_.assign(rec.frames.size(), 0);
     for (size_t i = 0; i < rec.frames.size();) {
         if (!rec.frames[i].has_seg) {
             ++i;
@@ -47,33 +48,113 @@ void RequesterBlock::rtl_segment(OpRecord& rec, std::vector<uint64_t>& cycles) {
         // transaction, the WQE's descriptor granting that many.
         size_t n = 1;
         while (i + n < rec.frames.size() && continues(rec.frames[i + n - 1], rec.frames[i + n])) ++n;
-        transport::SegWqe w = rec.frames[i].seg_wqe;
-        w.count = uint32_t(n);
-        const rtl::ReqSegResult r = nic.req_seg_rtl->run(w);
-        ++nic.req_seg_rtl_wqes;
-        nic.req_seg_rtl_packets += n;
-        if (!r.gaps.empty()) nic.req_seg_rtl_latency = r.gaps[0];
-        // Its own cycles: each packet's edges (the first's with the
-        // descriptor's stalls and the latency).
-        for (size_t k = 0; k < n && k < r.gaps.size(); ++k) cycles[i + k] = r.gaps[k];
-        size_t bad = 0;
-        while (bad < n && bad < r.packets.size() && r.packets[bad] == rec.frames[i + bad].seg) ++bad;
-        if (bad < n || r.packets.size() != n) {
-            ++nic.req_seg_rtl_mismatch;
-            char head[160];
-            std::snprintf(head, sizeof head, "WQE opcode %u, %u bytes, PMTU %u, packets %u+%zu: ", unsigned(w.opcode),
-                          w.length, roce::ib_mtu_bytes(w.pmtu), w.start_pkt, n);
-            std::string what = head;
-            if (bad < n && bad < r.packets.size())
-                what += "packet " + std::to_string(bad) + " from the RTL " + show(r.packets[bad]) +
-                        ", from the datapath " + show(rec.frames[i + bad].seg);
-            else
-                what += std::to_string(r.packets.size()) + " packets from the RTL, " + std::to_string(n) +
-                        " from the datapath";
-            nic.rtl_mismatch("req_seg", what, rec.frames[i + std::min(bad, n - 1)].bytes);
+        for (size_t k = i; k < i + n; ++k) {
+            seg_first_[k] = i;
+            seg_count_[k] = n;
         }
         i += n;
     }
+}
+
+void RequesterBlock::rtl_packet(OpRecord& rec, size_t j, sim::BlockStats& st) {
+    rtl::ReqSegRtl& seg = *nic.req_seg_rtl;
+    if (seg_first_[j] == j) {
+        if (txn_.open) rtl_close(rec);
+        txn_ = SegTxn{};
+        txn_.open = true;
+        txn_.first = j;
+        txn_.n = seg_count_[j];
+        txn_.w = rec.frames[j].seg_wqe;
+        txn_.w.count = uint32_t(txn_.n);
+        txn_.offered_at = seg.cycles();
+        for (size_t k = j; k < j + txn_.n; ++k) txn_.want.push_back(rec.frames[k].seg);
+        seg.offer(txn_.w);
+        ++nic.req_seg_rtl_wqes;
+        nic.req_seg_rtl_packets += txn_.n;
+    }
+    if (!txn_.open || txn_.ended) {
+        // The RTL ended the transaction early (a mismatch): this packet
+        // costs the C++ model's cycles.
+        wait_ps(nic.cycles(nic.cfg.requester.cycles_per_packet));
+    } else {
+        // Edge by edge until the block hands this packet over, `base` the
+        // start of the cycle whose edge is the first of `edges`. Only this
+        // block writes req_to_txb, so its room can only grow while the
+        // edges run: once m_ready_i is high it stays high until the packet
+        // is taken, and those edges are waited at once.
+        uint64_t base = now_ps(), edges = 0;
+        for (;;) {
+            if (nic.req_to_txb.full()) {
+                // m_ready_i is low on every edge before TX build takes an
+                // entry; the first edge at or after that sees the room (the
+                // model's queues hand over in zero time). The RTL's edges
+                // run meanwhile, its own work too. Each low edge is a cycle
+                // of stall, counted once known.
+                wait_until(base + nic.cycles(edges));
+                const uint64_t t0 = base = now_ps();
+                edges = 0;
+                if (st.tap) st.tap->set(t0, st.stall_sig, 1);
+                while (nic.req_to_txb.full()) sc_core::wait(nic.req_to_txb.room_event());
+                const uint64_t low = std::max<uint64_t>(1, (now_ps() - t0 + nic.period_ps - 1) / nic.period_ps) - 1;
+                for (uint64_t k = 0; k < low; ++k) seg.step(false);
+                // Counted as the stall is: edges before the statistics'
+                // last reset are not.
+                const uint64_t before =
+                    st.since_ps > t0 ? std::min(low, (st.since_ps - t0 + nic.period_ps - 1) / nic.period_ps) : 0;
+                nic.req_seg_rtl_ready_low += low - before;
+                sim::add_stall(st, t0, t0 + nic.cycles(low));
+                if (st.tap) st.tap->set(now_ps(), st.stall_sig, 0);
+                base = t0 + nic.cycles(low);  // the next edge ends the cycle from here
+            }
+            const rtl::ReqSegEdge e = seg.step(true);
+            ++edges;
+            if (e.packet) {
+                txn_.packets.push_back(e.p);
+                txn_.ended = e.last || txn_.packets.size() > txn_.n;
+                if (txn_.packets.size() == 1) nic.req_seg_rtl_latency = seg.cycles() - txn_.offered_at;
+                break;
+            }
+        }
+        wait_until(base + nic.cycles(edges));
+    }
+    if (txn_.open) {
+        const size_t k = j - txn_.first;
+        if (txn_.bad == SIZE_MAX && (k >= txn_.packets.size() || txn_.packets[k] != txn_.want[k])) {
+            txn_.bad = k;
+            txn_.bad_frame = rec.frames[j].bytes;
+        }
+    }
+    if (j + 1 == seg_first_[j] + seg_count_[j] && txn_.open) rtl_close(rec);
+}
+
+void RequesterBlock::rtl_close(OpRecord& rec) {
+    rtl::ReqSegRtl& seg = *nic.req_seg_rtl;
+    txn_.open = false;
+    while (!txn_.ended) {
+        const rtl::ReqSegEdge e = seg.step(true);
+        if (!e.packet) continue;
+        txn_.packets.push_back(e.p);
+        txn_.ended = e.last || txn_.packets.size() > txn_.n;
+    }
+    const size_t i = txn_.first, n = txn_.n;
+    const std::vector<transport::SegPacket>& got = txn_.packets;
+    size_t bad = 0;
+    while (bad < n && bad < got.size() && got[bad] == txn_.want[bad]) ++bad;
+    if (bad == n && got.size() == n) return;
+    ++nic.req_seg_rtl_mismatch;
+    const transport::SegWqe& w = txn_.w;
+    char head[160];
+    std::snprintf(head, sizeof head, "WQE opcode %u, %u bytes, PMTU %u, packets %u+%zu: ", unsigned(w.opcode), w.length,
+                  roce::ib_mtu_bytes(w.pmtu), w.start_pkt, n);
+    std::string what = head;
+    if (bad < n && bad < got.size())
+        what += "packet " + std::to_string(bad) + " from the RTL " + show(got[bad]) + ", from the datapath " +
+                show(txn_.want[bad]);
+    else
+        what += std::to_string(got.size()) + " packets from the RTL, " + std::to_string(n) + " from the datapath";
+    // The frame of the packet found wrong: kept if it was sent already.
+    const size_t at = std::min(bad, n - 1);
+    nic.rtl_mismatch("req_seg", what, at == txn_.bad ? txn_.bad_frame : rec.frames[i + at].bytes);
 }
 
 void RequesterBlock::main() {
@@ -97,7 +178,7 @@ void RequesterBlock::main() {
         }
         sim::BusyScope busy(st);
         // With its RTL, segmentation's own cycles per packet.
-        if (nic.req_seg_rtl) rtl_segment(rec, seg_cycles_);
+        if (nic.req_seg_rtl) rtl_transactions(rec);
         uint64_t payload_ready = now_ps(), writes_done = now_ps();
         // With cut-through, where each frame's payload comes in (TX build streams it).
         std::vector<DmaArrival> spans;
@@ -114,8 +195,10 @@ void RequesterBlock::main() {
             }
             switch (o.kind) {
                 case Op::Kind::TxFrame: {
-                    const uint64_t seg = nic.req_seg_rtl ? seg_cycles_[o.aux] : 0;
-                    wait_ps(nic.cycles(seg ? seg : nic.cfg.requester.cycles_per_packet));
+                    if (nic.req_seg_rtl && rec.frames[o.aux].has_seg)
+                        rtl_packet(rec, o.aux, st);
+                    else
+                        wait_ps(nic.cycles(nic.cfg.requester.cycles_per_packet));
                     // An RC request holds a retransmit-queue entry until it
                     // is acknowledged.
                     const TxFrameRec& fr = rec.frames[o.aux];
@@ -133,6 +216,8 @@ void RequesterBlock::main() {
             }
             ++i;
         }
+        // A transaction whose last packet the record did not play.
+        if (txn_.open) rtl_close(rec);
     }
 }
 
