@@ -361,6 +361,8 @@ struct Nic {
     // message is in host memory), in order; on_cq_event is called then.
     sim::Chan<std::pair<uint64_t, CqeTok>> cq_wake{"cq_event_wake", size_t(1) << 30, probe_visible};
     std::function<void(uint32_t)> on_cq_event;
+    // Drops the event moderation holds for a CQ being destroyed (the CQE writer's).
+    std::function<void(uint32_t)> forget_cq_event;
     uint64_t interrupts = 0;
     uint64_t moderated_cqes = 0;  // CQEs written while their CQ's event was held (cq.moderation_*)
     uint64_t interrupt_wake_ps = 0;  // sum over interrupts: the CQE (or event) written to the application woken

@@ -247,7 +247,10 @@ void Pipeline::doorbell(const Doorbell& db) {
 void Pipeline::forget_doorbells(uint8_t kind, uint32_t num) {
     SimGuard g(impl_->ctx);
     ++impl_->nic->db_epoch[Nic::db_key(kind, num)];
-    if (kind == uint8_t(hw::DbKind::Cq)) impl_->nic->cq_ci_rung.erase(num);
+    if (kind == uint8_t(hw::DbKind::Cq)) {
+        impl_->nic->cq_ci_rung.erase(num);
+        if (impl_->nic->forget_cq_event) impl_->nic->forget_cq_event(num);
+    }
 }
 
 void Pipeline::rx_frame(const uint8_t* frame, size_t len) {

@@ -377,3 +377,26 @@ TEST_CASE("cqe_writer: the application's event goes to the datapath at its inter
     CHECK(ev[2].item == std::pair<uint32_t, uint64_t>{5, 5000});
     CHECK(b.nic().interrupts == 3);
 }
+
+TEST_CASE("cqe_writer: a destroyed CQ's held event goes with it; a CQ given its number is not moderated by it",
+          "[model][block][cqe_writer]") {
+    const ModelConfig cfg;
+    tb::BlockBench<CqeWriterBlock> b(cfg);
+    // CQ 5 moderated to 64 CQEs and no period: its event is held, for good.
+    b.drive(b.nic().cq_in, {{0, own(armed(5, 8, 0, false), 64, 0)}});
+    b.run();
+    CHECK(b.nic().interrupts == 0);
+    CHECK(b.be.cq_events.empty());
+    // Destroyed (the engine's cq_destroying: forget_doorbells), and a new
+    // CQ 5 without moderation, armed: its CQE is its own, not held behind
+    // the old event, and its event goes at once.
+    REQUIRE(b.nic().forget_cq_event);
+    b.nic().forget_cq_event(5);
+    b.nic().cq_in.push_input(own(armed(5, 9, 0, false), 0, 0));
+    b.nic().cq_in.push_input(own(cqe(5, 9, 1, false), 0, 0));
+    b.run();
+    CHECK(b.nic().moderated_cqes == 0);
+    CHECK(b.nic().interrupts == 1);
+    REQUIRE(b.be.cq_events.size() == 1);
+    CHECK(b.be.cq_events[0].item == std::pair<uint32_t, uint64_t>{5, 0});
+}

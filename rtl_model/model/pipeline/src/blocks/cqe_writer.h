@@ -48,6 +48,12 @@ struct CqeWriterBlock : BlockBase {
         SC_THREAD(visible);
         SC_THREAD(woken);
         SC_THREAD(moderation_timer);
+        // A destroyed CQ's held event goes with it (the engine drops the
+        // application's event too: cq_destroying), so that a CQ given its
+        // number is not moderated, nor woken, by what was left of it.
+        nic.forget_cq_event = [this](uint32_t cqn) {
+            if (held.erase(cqn)) held_changed.notify(sc_core::SC_ZERO_TIME);
+        };
     }
     // An MSI-X message: one DWORD of data (PCIe MSI-X, its table's Message Data).
     static constexpr uint32_t kMsixMessageBytes = 4;
