@@ -20,13 +20,22 @@ namespace {
 // payload bytes it carries. The frame is its headers, the payload, the pad
 // to 4 and the ICRC; `spans` bring the payload in, in order, from host
 // memory. Without payload (an ACK, inline data) it is s + the beats.
-uint64_t paced_last_beat(uint64_t s, uint64_t cycle_ps, uint32_t width, size_t frame_bytes,
-                         const std::vector<DmaArrival>& spans) {
+// Whether `spans` can be the payload of a frame of `frame_bytes` (room for
+// it, its pad and the ICRC): otherwise TX build does not stream it and
+// waits for all of it, as store-and-forward.
+bool streamable(size_t frame_bytes, const std::vector<DmaArrival>& spans) {
     uint64_t payload = 0;
     for (const DmaArrival& a : spans) payload += a.bytes;
+    return payload > 0 && frame_bytes >= (payload + 3) / 4 * 4 + 4;
+}
+
+uint64_t paced_last_beat(uint64_t s, uint64_t cycle_ps, uint32_t width, size_t frame_bytes,
+                         const std::vector<DmaArrival>& spans) {
     const uint64_t beats = (frame_bytes + width - 1) / width;
+    if (!streamable(frame_bytes, spans)) return s + beats * cycle_ps;
+    uint64_t payload = 0;
+    for (const DmaArrival& a : spans) payload += a.bytes;
     const uint64_t padded = (payload + 3) / 4 * 4;
-    if (payload == 0 || frame_bytes < padded + 4) return s + beats * cycle_ps;
     const uint64_t hdr = frame_bytes - 4 - padded;
     uint64_t out = s;  // when the beat before is out
     for (uint64_t j = 0; j < beats; ++j) {
@@ -93,7 +102,8 @@ void TxBuildBlock::main() {
         // Payload still on its way from host memory: store-and-forward
         // waits for all of it; streamed, TX build starts when the first of
         // it comes in and paces its beats to the rest (paced_last_beat).
-        sim::stall_until(st, nic.cut_through && !f.payload.empty() ? f.payload.front().start_ps : f.ready_ps);
+        const bool stream = nic.cut_through && streamable(f.f.bytes.size(), f.payload);
+        sim::stall_until(st, stream ? f.payload.front().start_ps : f.ready_ps);
         uint64_t ready = 0;
         {
             sim::BusyScope busy(st);
