@@ -33,6 +33,14 @@ void dispatch(SimContext& c, const hw::Eqe& e) {
         return;
     }
     if (type > static_cast<std::uint32_t>(hw::EventType::WqFatal)) return;  // CMD_COMPLETION
+    if (e.event_type == hw::EventType::GidChange) {
+        // The GID cache forgets the port's entries before the application
+        // hears of the change: firmware posts the event before BAR0 shows
+        // the new gid_gen (hw-spec 9.8), and a query made on the event must
+        // not be answered from what the change made stale.
+        std::lock_guard<std::mutex> g(c.gid_mu);
+        c.gids.clear();
+    }
     ibv_async_event ev;
     std::memset(&ev, 0, sizeof ev);
     ev.event_type = static_cast<ibv_event_type>(type);
