@@ -15,28 +15,31 @@ using sim::wait_until;
 
 namespace {
 
-// pipeline.cut_through: when the last of a frame's beats is out of TX build
-// if it starts at `s` with one beat a cycle and each beat waits for the
-// payload bytes it carries. The frame is its headers, the payload, the pad
-// to 4 and the ICRC; `spans` bring the payload in, in order, from host
-// memory. Without payload (an ACK, inline data) it is s + the beats.
+// The payload bytes `spans` bring in from host memory.
+uint64_t payload_bytes(const std::vector<DmaArrival>& spans) {
+    uint64_t n = 0;
+    for (const DmaArrival& a : spans) n += a.bytes;
+    return n;
+}
+
 // Whether `spans` can be the payload of a frame of `frame_bytes` (room for
 // it, its pad and the ICRC): otherwise TX build does not stream it and
 // waits for all of it, as store-and-forward.
 bool streamable(size_t frame_bytes, const std::vector<DmaArrival>& spans) {
-    uint64_t payload = 0;
-    for (const DmaArrival& a : spans) payload += a.bytes;
+    const uint64_t payload = payload_bytes(spans);
     return payload > 0 && frame_bytes >= (payload + 3) / 4 * 4 + 4;
 }
 
+// pipeline.cut_through, a streamable frame: when the last of its beats is
+// out of TX build if it starts at `s` with one beat a cycle and each beat
+// waits for the payload bytes it carries. The frame is its headers, the
+// payload, the pad to 4 and the ICRC; `spans` bring the payload in, in
+// order, from host memory.
 uint64_t paced_last_beat(uint64_t s, uint64_t cycle_ps, uint32_t width, size_t frame_bytes,
                          const std::vector<DmaArrival>& spans) {
     const uint64_t beats = (frame_bytes + width - 1) / width;
-    if (!streamable(frame_bytes, spans)) return s + beats * cycle_ps;
-    uint64_t payload = 0;
-    for (const DmaArrival& a : spans) payload += a.bytes;
-    const uint64_t padded = (payload + 3) / 4 * 4;
-    const uint64_t hdr = frame_bytes - 4 - padded;
+    const uint64_t payload = payload_bytes(spans);
+    const uint64_t hdr = frame_bytes - 4 - (payload + 3) / 4 * 4;
     uint64_t out = s;  // when the beat before is out
     for (uint64_t j = 0; j < beats; ++j) {
         const uint64_t end = (j + 1) * width;  // the frame's bytes through beat j
@@ -145,8 +148,11 @@ void TxBuildBlock::main() {
                 // no earlier than a cycle after its payload came in, and the
                 // ICRC that goes at its end.
                 const uint64_t s = now_ps();
-                const uint64_t paced = paced_last_beat(s, nic.cycles(1), nic.cfg.mac.width_bytes, b.size(), f.payload);
-                const uint64_t waited = paced - std::min(paced, s + nic.cycles(beats));  // beats held for payload
+                // Beats held for payload (none without a streamed payload: an
+                // ACK, inline data).
+                const uint64_t paced =
+                    stream ? paced_last_beat(s, nic.cycles(1), nic.cfg.mac.width_bytes, b.size(), f.payload) : 0;
+                const uint64_t waited = paced - std::min(paced, s + nic.cycles(beats));
                 f.head_ps = s + nic.cycles(1 + hdr_latency);
                 f.ready_ps = s + nic.cycles(in_cycles + hdr_latency + latency) + waited;
                 ready = f.ready_ps;
