@@ -22,9 +22,10 @@ void SoftEngine::Impl::exec_doorbell(const Doorbell& db, OpRecord& r) {
     doorbell(db.ctx, hw::DbKind(db.kind), db.num, db.index, db.cq_cmd, db.cq_seen);
 }
 
-void SoftEngine::Impl::exec_rx(const uint8_t* frame, size_t len, OpRecord& r) {
+void SoftEngine::Impl::exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& r) {
     Recording g(*this, r);
-    if (len > roce::kEthHdrBytes) rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, false, frame);
+    if (len > roce::kEthHdrBytes)
+        rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, icrc_checked, frame);
 }
 
 void SoftEngine::Impl::rx_dropped(bool bad_icrc) {

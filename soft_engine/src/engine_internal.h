@@ -495,7 +495,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
 
     // ---- Datapath: a timing model's stages execute here (datapath.cc) ----
     void exec_doorbell(const Doorbell& db, OpRecord& r) override;
-    void exec_rx(const uint8_t* frame, size_t len, OpRecord& r) override;
+    void exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& r) override;
     void rx_dropped(bool bad_icrc) override;
     void exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) override;
     void wire_tx(const uint8_t* frame, size_t len) override;

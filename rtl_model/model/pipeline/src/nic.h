@@ -53,6 +53,7 @@ struct Txn {
     uint8_t opcode = 0;
     uint32_t psn = 0;
     uint8_t aeth_syndrome = 0;  // responses: ACK, RNR NAK or NAK
+    bool icrc_good = false;     // received frames: the C++ ICRC check found the ICRC right
     bool resume = false;        // request packets the completer released (window reopened, retransmission)
     OpRecord rec;
     uint32_t db_epoch = 0;  // doorbells: the object's epoch when it was rung (Nic::db_epoch)

@@ -44,6 +44,7 @@ std::vector<Stim> stimulus(uint64_t period) {
 struct Result {
     std::vector<tb::Seen<std::vector<uint8_t>>> out;
     std::vector<uint64_t> ready;
+    std::vector<bool> icrc_good;  // what the check told the datapath (exec_rx need not check again)
     uint64_t drops = 0, busy_ps = 0, items = 0, rtl_mismatch = 0, rtl_latency = 0;
     std::vector<std::string> dumps;
 };
@@ -59,6 +60,7 @@ Result run(const ModelConfig& cfg, const std::vector<Stim>& s) {
     for (const auto& o : seen) {
         r.out.push_back({o.t_ps, o.item->frame});
         r.ready.push_back(o.item->ready_ps);
+        r.icrc_good.push_back(o.item->icrc_good);
     }
     r.drops = b.nic().rx_drops_icrc;
     r.busy_ps = b.nic().blk[Nic::kIcrcCheck].busy_ps;
@@ -102,6 +104,9 @@ TEST_CASE("icrc_check: good frames pass after their beats, bad ICRCs are dropped
             CHECK(r.ready[i] == want_ready[i]);
             CHECK(r.out[i].item == want_frames[i]);
         }
+        // Every frame it passed had its ICRC checked and right, so the
+        // datapath is told it need not compute it again.
+        CHECK(r.icrc_good == std::vector<bool>(want_t.size(), true));
         CHECK(r.drops == bad);
         CHECK(r.drops == 2);
         CHECK(r.items == s.size());
@@ -127,6 +132,7 @@ TEST_CASE("icrc_check: the Verilated ICRC engine gives the C++ verdicts, with it
         CHECK(rtl.out[i].item == cpp.out[i].item);
     }
     CHECK(rtl.ready == cpp.ready);
+    CHECK(rtl.icrc_good == cpp.icrc_good);
     CHECK(rtl.drops == cpp.drops);
     CHECK(rtl.busy_ps == cpp.busy_ps);
     CHECK(rtl.rtl_latency == 7);
@@ -147,8 +153,15 @@ TEST_CASE("icrc_check: an RTL verdict that differs from the C++ one is counted a
     cfg.icrc.impl = BlockImpl::rtl;
     std::vector<uint8_t> not_ip = tb::roce_frame(roce::op::RC_SEND_ONLY, 0x21, 7, 100);
     not_ip[12] = 0x88, not_ip[13] = 0xB5;
-    const Result r = run(cfg, {{0, tb::roce_frame(roce::op::RC_SEND_ONLY, 0x21, 6, 100), true}, {0, not_ip, false}});
+    const std::vector<Stim> s = {{0, tb::roce_frame(roce::op::RC_SEND_ONLY, 0x21, 6, 100), true}, {0, not_ip, false}};
+    const Result r = run(cfg, s);
     CHECK(r.out.size() == 1);  // the pipeline follows the RTL's verdict
+    // The C++ check alone lets the frame by (its ICRC is not what fails
+    // it), but does not tell the datapath its ICRC was checked: the
+    // datapath decodes it in full, and drops it there.
+    const Result c = run(ModelConfig{}, s);
+    CHECK(c.out.size() == 2);
+    CHECK(c.icrc_good == std::vector<bool>{true, false});
     CHECK(r.rtl_mismatch == 1);
     REQUIRE(r.dumps.size() == 1);
     CHECK(r.dumps[0].find("icrc_check") == 0);

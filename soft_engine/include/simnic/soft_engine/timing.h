@@ -110,7 +110,11 @@ public:
     virtual ~Datapath() = default;
     virtual void exec_doorbell(const Doorbell& db, OpRecord& rec) = 0;
     // An Ethernet frame that passed the parser and the ICRC check.
-    virtual void exec_rx(const uint8_t* frame, size_t len, OpRecord& rec) = 0;
+    // `icrc_checked`: the model's C++ ICRC check found this frame's ICRC
+    // right, so the datapath need not compute it again (a third of a
+    // received frame's CRC work). False when only an RTL verdict let it
+    // through, or nothing checked it: the datapath checks then.
+    virtual void exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& rec) = 0;
     // A frame the model's RX dropped before exec_rx: its parser found a bad
     // header (`bad_icrc` false) or its ICRC check a bad ICRC. The engine
     // counts it in the device's statistics block under the names the soft

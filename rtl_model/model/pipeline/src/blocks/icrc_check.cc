@@ -29,8 +29,14 @@ void IcrcCheckBlock::main() {
             roce::Packet p;
             roce::DecodeOptions o;
             o.check_ip_checksum = false;
-            const bool cpp_ok = roce::decode_frame(b.data(), b.size(), p, o).error != roce::DecodeError::BadIcrc;
+            const roce::DecodeResult dr = roce::decode_frame(b.data(), b.size(), p, o);
+            const bool cpp_ok = dr.error != roce::DecodeError::BadIcrc;
             ok = cpp_ok;
+            // Decoded with its ICRC right: the datapath need not check it
+            // again (exec_rx). A frame the decoder failed for another
+            // reason was not checked, and one that only the RTL passes is
+            // checked there.
+            t->icrc_good = dr.ok();
             if (nic.icrc_rtl) {
                 // The RTL's verdict is the one the pipeline follows, and its
                 // own cycles set the timing (beats taken, then its latency);

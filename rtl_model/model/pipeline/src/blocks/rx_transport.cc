@@ -196,7 +196,7 @@ void RxTransportBlock::decide(Role r, TxnPtr t, uint64_t in) {
         if (t->kind == Txn::Kind::Timer) {
             nic.be.exec_timer(t->qpn, t->timer, t->rec);
         } else {
-            nic.be.exec_rx(t->frame.data(), t->frame.size(), t->rec);
+            nic.be.exec_rx(t->frame.data(), t->frame.size(), t->icrc_good, t->rec);
             if (r == kComp && t->opcode < 0x20) {
                 // An RC response frees the retransmit-queue entries it
                 // acknowledges (a NAK or RNR NAK: those before its PSN).
