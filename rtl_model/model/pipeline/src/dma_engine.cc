@@ -17,8 +17,14 @@ uint64_t DmaEngine::read(uint64_t now, uint32_t bytes, DmaPurpose p, std::vector
     uint32_t left = bytes;
     do {
         const uint32_t r = std::min(left, mrrs);
-        // The tag that frees first carries this request.
-        auto tag = std::min_element(tag_free_.begin(), tag_free_.end());
+        // The tag that frees first carries this request. Every request
+        // ends after the one before it on the inbound link (start is at
+        // least in_free_, and in_free_ becomes its end), so tags free in
+        // the order they were given: the next in turn is the first free,
+        // as the smallest of tag_free_ would be (a search of every tag
+        // for every request was 3% of a simulation's instructions).
+        uint64_t* tag = &tag_free_[next_tag_];
+        next_tag_ = next_tag_ + 1 == tag_free_.size() ? 0 : next_tag_ + 1;
         if (*tag > issue) {
             st_.tag_wait_ps += *tag - issue;
             issue = *tag;

@@ -88,6 +88,7 @@ private:
     DmaConfig cfg_;
     double ps_per_byte_;
     std::vector<uint64_t> tag_free_;  // per tag: when it is free again
+    size_t next_tag_ = 0;             // the tag given out least recently (read())
     uint64_t in_free_ = 0, out_free_ = 0;
     Stats st_;
     Observer* obs_ = nullptr;
