@@ -31,6 +31,7 @@ RoceParserRtl::RoceParserRtl(const OwnRtl& own, OwnRtlBuildInfo* info) : impl_(l
 RoceParserRtl::~RoceParserRtl() = default;
 
 uint64_t RoceParserRtl::cycles() const { return impl_->cycles(); }
+size_t RoceParserRtl::beat_bytes() const { return impl_->beat_bytes(); }
 uint64_t RoceParserRtl::hold(uint64_t edges, roce::HeaderVector* after) { return impl_->hold(edges, after); }
 
 roce::HeaderVector RoceParserRtl::parse(const uint8_t* frame, size_t len, uint64_t* cycles_out,

@@ -90,5 +90,6 @@ TxBuildRtl::~TxBuildRtl() = default;
 
 TxBuildResult TxBuildRtl::build(const TxHeaderDesc& d) { return impl_->build(d); }
 uint64_t TxBuildRtl::cycles() const { return impl_->cycles(); }
+size_t TxBuildRtl::beat_bytes() const { return impl_->beat_bytes(); }
 
 }  // namespace simnic::rtl

@@ -109,3 +109,41 @@ TEST_CASE("own parser: docs/model.md's port table is the interface's", "[rtl][ow
     INFO("docs/model.md, Your own RTL, should hold this table:\n" << table);
     CHECK(doc.find(table) != std::string::npos);
 }
+
+TEST_CASE("own parser: checked at the DataWidth it is built at (the device's mac.width_bytes * 8)",
+          "[rtl][own_rtl]") {
+    // The template follows DataWidth: its ports fit at 256 as at 512.
+    const std::string tmpl = kDir + "/template/my_parser.sv";
+    CHECK(check_own_rtl_ports(own_parser_stage(), {{tmpl}, "my_parser", 256}).empty());
+    CHECK(check_own_rtl_ports(own_parser_stage(), {{kDir + "/examples/roce_parser_slow.sv"}, "roce_parser_slow", 256})
+              .empty());
+    // One whose stream does not follow DataWidth (512 bits, whatever it is
+    // built at) fits at 512 and not at 256: the widths that derive from
+    // DataWidth are checked against the width it is built at.
+    std::string t = read(tmpl);
+    t = replaced(t, "input  logic [DataWidth-1:0]   s_axis_tdata_i", "input  logic [511:0]           s_axis_tdata_i");
+    t = replaced(t, "input  logic [DataWidth/8-1:0] s_axis_tkeep_i", "input  logic [63:0]            s_axis_tkeep_i");
+    const std::string fixed = write("fixed_512.sv", t);
+    CHECK(check_own_rtl_ports(own_parser_stage(), {{fixed}, "my_parser"}).empty());
+    CHECK(check_own_rtl_ports(own_parser_stage(), {{fixed}, "my_parser", 256}) ==
+          std::vector<std::string>{"port s_axis_tdata_i is 512 bits, expected 256 (DataWidth)",
+                                   "port s_axis_tkeep_i is 64 bits, expected 32 (DataWidth/8)"});
+    CHECK(load_error({{fixed}, "my_parser", 256})
+              .rfind("parser: my_parser does not have the parser's ports (DataWidth 256; docs/model.md, Your own "
+                     "RTL), 2 differences:\n  port s_axis_tdata_i is 512 bits, expected 256 (DataWidth)",
+                     0) == 0);
+    // A width the drivers cannot take, or a stage without a datapath:
+    // refused before Verilator runs.
+    const uint64_t runs = verilator_runs();
+    const std::string pow2 =
+        ": a datapath is a power of two from 64 to 2048 bits (mac.width_bytes 8 to 256)";
+    CHECK(load_error({{tmpl}, "my_parser", 384}) == "parser: one's own RTL at DataWidth 384" + pow2);
+    CHECK(load_error({{tmpl}, "my_parser", 32}) == "parser: one's own RTL at DataWidth 32" + pow2);
+    CHECK(load_error({{tmpl}, "my_parser", 4096}) == "parser: one's own RTL at DataWidth 4096" + pow2);
+    OwnRtlStage no_datapath = own_parser_stage();
+    no_datapath.block = "req_seg";
+    no_datapath.data_width = 0;
+    CHECK(testkit::load_error(no_datapath, {{tmpl}, "my_parser", 256}, kWork) ==
+          "req_seg: one's own RTL at DataWidth 256: the stage has no datapath, and no DataWidth parameter");
+    CHECK(verilator_runs() == runs);
+}
