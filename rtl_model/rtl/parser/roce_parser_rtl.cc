@@ -12,6 +12,10 @@
 namespace simnic::rtl {
 
 static_assert(RoceParserRtl::kLatency == kRoceParserLatency);
+// The built-in designs are verilated at kBeatBytes (CMakeLists.txt, DataWidth=512).
+static_assert(RoceParserDriver<Vroce_parser, true>::kBeatBytes == RoceParserRtl::kBeatBytes);
+static_assert(RoceParserDriver<Vroce_parser_slow, true>::kBeatBytes == RoceParserRtl::kBeatBytes);
+static_assert(RoceParserDriver<Vroce_parser_buggy, true>::kBeatBytes == RoceParserRtl::kBeatBytes);
 
 namespace {
 
