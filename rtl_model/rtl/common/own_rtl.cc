@@ -293,7 +293,26 @@ std::string own_rtl_cache_dir() {
     throw OwnRtlError("no cache folder for one's own RTL: set XDG_CACHE_HOME or HOME");
 }
 
-std::vector<std::string> check_own_rtl_ports(const OwnRtlStage& stage, const OwnRtl& own) {
+OwnRtlStage own_rtl_at_width(const OwnRtlStage& stage, const OwnRtl& own) {
+    OwnRtlStage s = stage;
+    if (!own.data_width) return s;
+    const std::string w = std::to_string(own.data_width);
+    if (!stage.data_width)
+        throw OwnRtlError(stage.block + ": one's own RTL at DataWidth " + w +
+                          ": the stage has no datapath, and no DataWidth parameter");
+    // The drivers take a beat from the data port's bytes (axis_top.h,
+    // kPortBytes): Verilator's integer or 32-bit words hold exactly the
+    // port for these widths, the datapath's (mac.width_bytes 8 to 256).
+    const uint32_t d = own.data_width;
+    if (d < 64 || d > 2048 || (d & (d - 1)))
+        throw OwnRtlError(stage.block + ": one's own RTL at DataWidth " + w +
+                          ": a datapath is a power of two from 64 to 2048 bits (mac.width_bytes 8 to 256)");
+    s.data_width = d;
+    return s;
+}
+
+std::vector<std::string> check_own_rtl_ports(const OwnRtlStage& stage_default, const OwnRtl& own) {
+    const OwnRtlStage stage = own_rtl_at_width(stage_default, own);
     const std::vector<std::string> files = inputs(stage, own);
     const fs::path tmp = fs::temp_directory_path() / ("simnic-ports-" + std::to_string(getpid()));
     fs::remove_all(tmp);
@@ -308,7 +327,10 @@ std::vector<std::string> check_own_rtl_ports(const OwnRtlStage& stage, const Own
     }
 }
 
-void* load_own_rtl(const OwnRtlStage& stage, const OwnRtl& own, OwnRtlBuildInfo* info) {
+void* load_own_rtl(const OwnRtlStage& stage_default, const OwnRtl& own, OwnRtlBuildInfo* info) {
+    // Built at the device's DataWidth if it names one: the -G, the port
+    // check's widths and the key all take it.
+    const OwnRtlStage stage = own_rtl_at_width(stage_default, own);
     const std::vector<std::string> files = inputs(stage, own);
     // The key: what goes into the shared object. The design's files (their
     // text, in order), simnic's packages and the modules it may take from

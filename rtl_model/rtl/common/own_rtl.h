@@ -14,11 +14,17 @@
 
 namespace simnic::rtl {
 
-// A designer's block: its SystemVerilog files, in compile order, and its
-// top module.
+// A designer's block: its SystemVerilog files, in compile order, its top
+// module, and the DataWidth to build it at: the device's datapath,
+// mac.width_bytes * 8 (0: the stage's own, OwnRtlStage::data_width, 512).
+// The stage's driver is compiled with the design and takes its beat from
+// the Verilated model's data port, so a design built at 256 moves 32 bytes
+// a cycle. A stage without a datapath (the requester's segmentation)
+// refuses a width.
 struct OwnRtl {
     std::vector<std::string> sources;
     std::string top;
+    uint32_t data_width = 0;
 };
 
 // What building or loading one did.
@@ -37,7 +43,7 @@ struct OwnRtlError : std::runtime_error {
 struct OwnRtlStage {
     std::string block;             // "parser": the config's table, in messages
     std::vector<PortSpec> ports;   // the interface
-    uint32_t data_width = 0;       // DataWidth the design is built with (-G); 0: the stage has none
+    uint32_t data_width = 0;       // DataWidth the design is built with (-G) unless OwnRtl names one; 0: the stage has none
     std::vector<std::string> prelude;   // simnic's packages, compiled before the sources
     std::vector<std::string> lib_dirs;  // searched for modules the sources use (-y)
     std::string shim;              // C++ compiled with the model: defines `entry`
@@ -50,6 +56,11 @@ struct OwnRtlStage {
 // The stage's factory from the design's shared object (cached or built
 // now). Throws OwnRtlError.
 void* load_own_rtl(const OwnRtlStage& stage, const OwnRtl& own, OwnRtlBuildInfo* info = nullptr);
+
+// `stage` at the DataWidth `own` is built at (OwnRtl::data_width, else the
+// stage's). Throws OwnRtlError for a width the stage cannot take: one for a
+// stage without a datapath, or not a power of two from 64 to 2048 bits.
+OwnRtlStage own_rtl_at_width(const OwnRtlStage& stage, const OwnRtl& own);
 
 // Only the port check (a Verilator --xml-only pass): every difference, or
 // nothing. Throws OwnRtlError for missing files or a design Verilator

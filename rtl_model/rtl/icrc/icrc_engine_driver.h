@@ -17,6 +17,8 @@ namespace simnic::rtl {
 struct IcrcEngineRtl::Impl {
     virtual ~Impl() = default;
     virtual std::vector<IcrcResult> run(const std::vector<std::vector<uint8_t>>& frames, IcrcRunStats* stats) = 0;
+    // Bytes per beat: the DataWidth the design was verilated at, over 8.
+    virtual size_t beat_bytes() const = 0;
 };
 
 // kRiseOnly: the design is the repo's engine, known to have no falling-edge
@@ -25,6 +27,10 @@ template <typename V, bool kRiseOnly = false>
 struct IcrcEngineDriver final : IcrcEngineRtl::Impl, VerilatedBlock<V, kRiseOnly> {
     using Block = VerilatedBlock<V, kRiseOnly>;
     IcrcEngineDriver() { Block::reset(); }
+    size_t beat_bytes() const override { return kBeatBytes; }
+    // The beat the model was verilated with (one's own: the device's
+    // mac.width_bytes), from its s_axis_tdata_i port.
+    static constexpr size_t kBeatBytes = kSinkBeatBytes<V>;
 
     std::vector<IcrcResult> run(const std::vector<std::vector<uint8_t>>& frames, IcrcRunStats* stats) override {
         Block& m = *this;
@@ -58,10 +64,10 @@ struct IcrcEngineDriver final : IcrcEngineRtl::Impl, VerilatedBlock<V, kRiseOnly
                 continue;
             }
             ++sent;
-            const size_t nbeats = (f.size() + IcrcEngineRtl::kBeatBytes - 1) / IcrcEngineRtl::kBeatBytes;
+            const size_t nbeats = (f.size() + kBeatBytes - 1) / kBeatBytes;
             for (size_t b = 0; b < nbeats; ++b) {
-                const size_t off = b * IcrcEngineRtl::kBeatBytes;
-                load_beat(*m, IcrcEngineRtl::kBeatBytes, &f[off], std::min(IcrcEngineRtl::kBeatBytes, f.size() - off));
+                const size_t off = b * kBeatBytes;
+                load_beat(*m, kBeatBytes, &f[off], std::min(kBeatBytes, f.size() - off));
                 m->s_axis_tvalid_i = 1;
                 m->s_axis_tlast_i = b + 1 == nbeats;
                 while (!m->s_axis_tready_o) edge();

@@ -1,4 +1,5 @@
-// The Verilated ICRC engine (DataWidth 512) behind a plain C++ interface, for
+// The Verilated ICRC engine (DataWidth 512; one's own at the width it was
+// built at) behind a plain C++ interface, for
 // tools that want the RTL's verdict and timing on real frames (`simnic rtl
 // icrc`). The testbench in tb/ drives the RTL itself, with its own stimulus
 // and checks.
@@ -46,6 +47,10 @@ public:
     // result per frame, in order. Empty frames are not sent and get err set.
     std::vector<IcrcResult> run(const std::vector<std::vector<uint8_t>>& frames,
                                 IcrcRunStats* stats = nullptr);
+
+    // Bytes per beat: the DataWidth the design was verilated at, over 8
+    // (kBeatBytes for the built-in engine; one's own: OwnRtl::data_width).
+    size_t beat_bytes() const;
 
     // The driver of one design (icrc_engine_driver.h).
     struct Impl;

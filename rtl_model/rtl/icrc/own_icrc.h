@@ -9,7 +9,8 @@
 
 namespace simnic::rtl {
 
-// The ICRC engine stage as own_rtl.h takes it: its ports at DataWidth 512,
+// The ICRC engine stage as own_rtl.h takes it: its ports at DataWidth 512
+// (a design built at the device's width: own_rtl_at_width),
 // icrc_pkg first, the engine's own modules findable, the shim
 // icrc_engine_own_shim.cc and the driver it compiles.
 OwnRtlStage own_icrc_stage();

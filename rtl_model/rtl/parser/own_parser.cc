@@ -29,8 +29,15 @@ OwnRtlStage own_parser_stage() {
 
 std::unique_ptr<RoceParserRtl::Impl> load_own_parser(const OwnRtl& own, OwnRtlBuildInfo* info) {
     using Create = RoceParserRtl::Impl* (*)();
-    auto create = reinterpret_cast<Create>(load_own_rtl(own_parser_stage(), own, info));
-    return std::unique_ptr<RoceParserRtl::Impl>(create());
+    const OwnRtlStage stage = own_rtl_at_width(own_parser_stage(), own);
+    auto create = reinterpret_cast<Create>(load_own_rtl(stage, own, info));
+    std::unique_ptr<RoceParserRtl::Impl> impl(create());
+    // The driver took its beat from the Verilated model's port, which the
+    // port check held to DataWidth: this only guards the shared object.
+    if (impl->beat_bytes() * 8 != stage.data_width)
+        throw OwnRtlError(stage.block + ": " + own.top + " was built with " + std::to_string(impl->beat_bytes() * 8) +
+                          "-bit beats, not DataWidth " + std::to_string(stage.data_width));
+    return impl;
 }
 
 }  // namespace simnic::rtl

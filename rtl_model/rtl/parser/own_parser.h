@@ -9,7 +9,8 @@
 
 namespace simnic::rtl {
 
-// The parser stage as own_rtl.h takes it: its ports at DataWidth 512,
+// The parser stage as own_rtl.h takes it: its ports at DataWidth 512 (a
+// design built at the device's width: own_rtl_at_width),
 // simnic's packages first, roce_parser.sv findable (the examples build on
 // it), the shim roce_parser_own_shim.cc and the driver it compiles.
 OwnRtlStage own_parser_stage();

@@ -22,6 +22,8 @@ struct RoceParserRtl::Impl {
                                      uint64_t* in_cycles_out) = 0;
     virtual uint64_t hold(uint64_t edges, roce::HeaderVector* after) = 0;
     virtual uint64_t cycles() const = 0;
+    // Bytes per beat: the DataWidth the design was verilated at, over 8.
+    virtual size_t beat_bytes() const = 0;
 };
 
 // kRiseOnly: the design is one of the repo's, known to have no falling-edge
@@ -37,10 +39,13 @@ struct RoceParserDriver final : RoceParserRtl::Impl, VerilatedBlock<V, kRiseOnly
         Block::reset();
     }
     uint64_t cycles() const override { return Block::cycles(); }
+    size_t beat_bytes() const override { return kBeatBytes; }
+    // The beat the model was verilated with (one's own: the device's
+    // mac.width_bytes), from its s_axis_tdata_i port.
+    static constexpr size_t kBeatBytes = kSinkBeatBytes<V>;
 
     roce::HeaderVector parse(const uint8_t* frame, size_t len, uint64_t* cycles_out,
                              uint64_t* in_cycles_out) override {
-        constexpr size_t kBeatBytes = RoceParserRtl::kBeatBytes;
         V& top = **this;
         const size_t nbeats = std::max<size_t>(1, (len + kBeatBytes - 1) / kBeatBytes);
         const uint64_t start = Block::cycles();  // the next edge takes the first beat

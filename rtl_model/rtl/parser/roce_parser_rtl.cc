@@ -12,6 +12,10 @@
 namespace simnic::rtl {
 
 static_assert(RoceParserRtl::kLatency == kRoceParserLatency);
+// The built-in designs are verilated at kBeatBytes (CMakeLists.txt, DataWidth=512).
+static_assert(RoceParserDriver<Vroce_parser, true>::kBeatBytes == RoceParserRtl::kBeatBytes);
+static_assert(RoceParserDriver<Vroce_parser_slow, true>::kBeatBytes == RoceParserRtl::kBeatBytes);
+static_assert(RoceParserDriver<Vroce_parser_buggy, true>::kBeatBytes == RoceParserRtl::kBeatBytes);
 
 namespace {
 
@@ -31,6 +35,7 @@ RoceParserRtl::RoceParserRtl(const OwnRtl& own, OwnRtlBuildInfo* info) : impl_(l
 RoceParserRtl::~RoceParserRtl() = default;
 
 uint64_t RoceParserRtl::cycles() const { return impl_->cycles(); }
+size_t RoceParserRtl::beat_bytes() const { return impl_->beat_bytes(); }
 uint64_t RoceParserRtl::hold(uint64_t edges, roce::HeaderVector* after) { return impl_->hold(edges, after); }
 
 roce::HeaderVector RoceParserRtl::parse(const uint8_t* frame, size_t len, uint64_t* cycles_out,

@@ -1,4 +1,5 @@
-// The Verilated RoCE v2 header parser (DataWidth 512) behind a plain C++
+// The Verilated RoCE v2 header parser (DataWidth 512; one's own at the
+// width it was built at) behind a plain C++
 // interface, so that the cycle model can run the RTL where it would run the
 // C++ twin simnic::roce::parse_header_vector(). The testbench in tb/ drives
 // the RTL itself, with its own stimulus and checks.
@@ -44,7 +45,7 @@ public:
     // A frame of 0 bytes is one beat with no byte kept. `cycles_out`, if
     // given, receives the cycles the frame took, from the edge that took its
     // first beat through the edge after which the record was valid:
-    // max(1, ceil(len / 64)) + kLatency. Equals parse_header_vector(frame,
+    // max(1, ceil(len / beat_bytes())) + kLatency for roce_parser. Equals parse_header_vector(frame,
     // len) field for field (tb/ checks this). `in_cycles_out`, if given,
     // receives the part of those cycles that took the beats in (the first
     // beat's edge through the last one's, input stalls included): the rest
@@ -63,6 +64,10 @@ public:
 
     // Clock cycles simulated so far, reset included.
     uint64_t cycles() const;
+
+    // Bytes per beat: the DataWidth the design was verilated at, over 8
+    // (kBeatBytes for the built-in designs; one's own: OwnRtl::data_width).
+    size_t beat_bytes() const;
 
     // The driver of one design (roce_parser_rtl.cc).
     struct Impl;

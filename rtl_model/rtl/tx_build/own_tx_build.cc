@@ -25,8 +25,15 @@ OwnRtlStage own_tx_build_stage() {
 
 std::unique_ptr<TxBuildRtl::Impl> load_own_tx_build(const OwnRtl& own, OwnRtlBuildInfo* info) {
     using Create = TxBuildRtl::Impl* (*)();
-    auto create = reinterpret_cast<Create>(load_own_rtl(own_tx_build_stage(), own, info));
-    return std::unique_ptr<TxBuildRtl::Impl>(create());
+    const OwnRtlStage stage = own_rtl_at_width(own_tx_build_stage(), own);
+    auto create = reinterpret_cast<Create>(load_own_rtl(stage, own, info));
+    std::unique_ptr<TxBuildRtl::Impl> impl(create());
+    // The driver took its beat from the Verilated model's port, which the
+    // port check held to DataWidth: this only guards the shared object.
+    if (impl->beat_bytes() * 8 != stage.data_width)
+        throw OwnRtlError(stage.block + ": " + own.top + " was built with " + std::to_string(impl->beat_bytes() * 8) +
+                          "-bit beats, not DataWidth " + std::to_string(stage.data_width));
+    return impl;
 }
 
 }  // namespace simnic::rtl

@@ -10,7 +10,8 @@
 
 namespace simnic::rtl {
 
-// The TX build stage as own_rtl.h takes it: its ports at DataWidth 512,
+// The TX build stage as own_rtl.h takes it: its ports at DataWidth 512 (a
+// design built at the device's width: own_rtl_at_width),
 // roce_parser_gen_pkg (the opcode table) first, roce_tx_build.sv findable
 // (the examples build on it), the shim tx_build_own_shim.cc and the driver
 // it compiles.

@@ -17,6 +17,8 @@ struct TxBuildRtl::Impl {
     virtual ~Impl() = default;
     virtual TxBuildResult build(const TxHeaderDesc& d) = 0;
     virtual uint64_t cycles() const = 0;
+    // Bytes per beat: the DataWidth the design was verilated at, over 8.
+    virtual size_t beat_bytes() const = 0;
 };
 
 namespace tx_build_detail {
@@ -52,6 +54,10 @@ struct TxBuildDriver final : TxBuildRtl::Impl, VerilatedBlock<V, kRiseOnly> {
         Block::reset_inputs_set();
     }
     uint64_t cycles() const override { return Block::cycles(); }
+    size_t beat_bytes() const override { return kBeatBytes; }
+    // The beat the model was verilated with (one's own: the device's
+    // mac.width_bytes), from its m_axis_tdata_o port.
+    static constexpr size_t kBeatBytes = kSourceBeatBytes<V>;
 
     void offer(V& top, const TxHeaderDesc& d) {
         using namespace tx_build_detail;
@@ -99,7 +105,6 @@ struct TxBuildDriver final : TxBuildRtl::Impl, VerilatedBlock<V, kRiseOnly> {
     }
 
     TxBuildResult build(const TxHeaderDesc& d) override {
-        constexpr size_t kBeatBytes = TxBuildRtl::kBeatBytes;
         V& top = **this;
         TxBuildResult r;
         offer(top, d);
@@ -116,8 +121,7 @@ struct TxBuildDriver final : TxBuildRtl::Impl, VerilatedBlock<V, kRiseOnly> {
             const bool beat = top.m_axis_tvalid_o;
             if (beat) {
                 for (size_t i = 0; i < kBeatBytes; ++i)
-                    if ((static_cast<uint64_t>(top.m_axis_tkeep_o) >> i) & 1)
-                        r.header.push_back(uint8_t(top.m_axis_tdata_o[i / 4] >> (8 * (i % 4))));
+                    if (port_bit(top.m_axis_tkeep_o, i)) r.header.push_back(port_byte(top.m_axis_tdata_o, i));
                 done = top.m_axis_tlast_o;
             }
             Block::tick();

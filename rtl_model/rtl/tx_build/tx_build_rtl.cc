@@ -84,11 +84,15 @@ bool tx_header_desc_of_frame(const uint8_t* frame, size_t len, TxHeaderDesc& d, 
     return true;
 }
 
+// The built-in design is verilated at kBeatBytes (CMakeLists.txt, DataWidth=512).
+static_assert(TxBuildDriver<Vroce_tx_build, true>::kBeatBytes == TxBuildRtl::kBeatBytes);
+
 TxBuildRtl::TxBuildRtl() : impl_(std::make_unique<TxBuildDriver<Vroce_tx_build, true>>()) {}
 TxBuildRtl::TxBuildRtl(const OwnRtl& own, OwnRtlBuildInfo* info) : impl_(load_own_tx_build(own, info)) {}
 TxBuildRtl::~TxBuildRtl() = default;
 
 TxBuildResult TxBuildRtl::build(const TxHeaderDesc& d) { return impl_->build(d); }
 uint64_t TxBuildRtl::cycles() const { return impl_->cycles(); }
+size_t TxBuildRtl::beat_bytes() const { return impl_->beat_bytes(); }
 
 }  // namespace simnic::rtl

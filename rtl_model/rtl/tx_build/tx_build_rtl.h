@@ -110,6 +110,11 @@ public:
     // Clock cycles simulated so far, reset included.
     uint64_t cycles() const;
 
+    // Bytes per header beat: the DataWidth the design was verilated at,
+    // over 8 (kBeatBytes for the built-in design; one's own:
+    // OwnRtl::data_width).
+    size_t beat_bytes() const;
+
     // The driver of one design (tx_build_driver.h).
     struct Impl;
 

@@ -32,18 +32,21 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
       dma(c.dma),
       qpc(c.qpc_cache), mpt(c.mpt_cache), mtt(c.mtt_cache) {
     // One's own RTL (rtl_sources): built now, or found in the cache; throws
-    // rtl::OwnRtlError with every problem (Pipeline::create reports it).
+    // rtl::OwnRtlError with every problem (Pipeline::create reports it). A
+    // datapath stage's is built at the device's width (-GDataWidth), so its
+    // beats are the datapath's.
+    const uint32_t data_width = cfg.mac.width_bytes * 8;
     if (cfg.icrc.impl == BlockImpl::rtl && !cfg.icrc.rtl_sources.empty()) {
         rtl::OwnRtlBuildInfo info;
-        icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>(rtl::OwnRtl{cfg.icrc.rtl_sources, cfg.icrc.rtl_top}, &info);
+        icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>(rtl::OwnRtl{cfg.icrc.rtl_sources, cfg.icrc.rtl_top, data_width}, &info);
         icrc_rtl_cache_hit = info.cache_hit;
     } else if (cfg.icrc.impl == BlockImpl::rtl) {
         icrc_rtl = std::make_unique<rtl::IcrcEngineRtl>();
     }
     if (cfg.tx_build.impl == BlockImpl::rtl && !cfg.tx_build.rtl_sources.empty()) {
         rtl::OwnRtlBuildInfo info;
-        tx_build_rtl = std::make_unique<rtl::TxBuildRtl>(rtl::OwnRtl{cfg.tx_build.rtl_sources, cfg.tx_build.rtl_top},
-                                                         &info);
+        tx_build_rtl = std::make_unique<rtl::TxBuildRtl>(
+            rtl::OwnRtl{cfg.tx_build.rtl_sources, cfg.tx_build.rtl_top, data_width}, &info);
         tx_build_rtl_cache_hit = info.cache_hit;
         tx_build_rtl_dir = info.dir;
     } else if (cfg.tx_build.impl == BlockImpl::rtl) {
@@ -60,8 +63,8 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
 #ifdef SIMNIC_HAVE_RTL_PARSER
     if (cfg.parser.impl == BlockImpl::rtl && !cfg.parser.rtl_sources.empty()) {
         rtl::OwnRtlBuildInfo info;
-        parser_rtl = std::make_shared<rtl::RoceParserRtl>(rtl::OwnRtl{cfg.parser.rtl_sources, cfg.parser.rtl_top},
-                                                          &info);
+        parser_rtl = std::make_shared<rtl::RoceParserRtl>(
+            rtl::OwnRtl{cfg.parser.rtl_sources, cfg.parser.rtl_top, data_width}, &info);
         parser_rtl_cache_hit = info.cache_hit;
         parser_rtl_dir = info.dir;
     } else if (is_rtl(cfg.parser.impl))

@@ -106,23 +106,30 @@ std::unique_ptr<Pipeline> Pipeline::build(const std::string& name, const ModelCo
     }
 #endif
     // A Verilated block moves the beats it was built for: in a datapath of
-    // another width its cycles would be another design's. Refused rather
-    // than silently rescaled.
-    auto width_ok = [&](const char* key, const char* what, size_t rtl_bytes) {
+    // another width its cycles would be another design's. The built-in
+    // designs are verilated at 512 with simnic, so they are refused rather
+    // than silently rescaled; one's own (rtl_sources) is built at the
+    // device's width (nic.cc), as is a built-in design named there.
+    auto width_ok = [&](const char* block, BlockImpl impl, const char* what, size_t rtl_bytes) {
         if (cfg.mac.width_bytes == rtl_bytes) return true;
-        err = std::string(key) + " = \"rtl\": the Verilated " + what + " moves " + std::to_string(rtl_bytes) +
-              " bytes per cycle (DataWidth " + std::to_string(rtl_bytes * 8) + "), the datapath mac.width_bytes = " +
-              std::to_string(cfg.mac.width_bytes) + "; set mac.width_bytes = " + std::to_string(rtl_bytes) +
-              " or build the RTL at DataWidth " + std::to_string(cfg.mac.width_bytes * 8) + " (docs/model.md, Your own RTL)";
+        const std::string b = block, w = std::to_string(cfg.mac.width_bytes * 8);
+        err = b + ".impl = \"" + to_string(impl) + "\": the Verilated " + what + " moves " +
+              std::to_string(rtl_bytes) + " bytes per cycle (DataWidth " + std::to_string(rtl_bytes * 8) +
+              "), the datapath mac.width_bytes = " + std::to_string(cfg.mac.width_bytes) + "; set mac.width_bytes = " +
+              std::to_string(rtl_bytes) + " or name the RTL in " + b + ".rtl_sources and " + b +
+              ".rtl_top to build it at DataWidth " + w + " (docs/model.md, Your own RTL)";
         return false;
     };
-    if (cfg.icrc.impl == BlockImpl::rtl && !width_ok("icrc.impl", "ICRC engine", rtl::IcrcEngineRtl::kBeatBytes))
+    if (cfg.icrc.impl == BlockImpl::rtl && cfg.icrc.rtl_sources.empty() &&
+        !width_ok("icrc", cfg.icrc.impl, "ICRC engine", rtl::IcrcEngineRtl::kBeatBytes))
         return nullptr;
-    if (cfg.tx_build.impl == BlockImpl::rtl &&
-        !width_ok("tx_build.impl", "TX header builder", rtl::TxBuildRtl::kBeatBytes))
+    if (cfg.tx_build.impl == BlockImpl::rtl && cfg.tx_build.rtl_sources.empty() &&
+        !width_ok("tx_build", cfg.tx_build.impl, "TX header builder", rtl::TxBuildRtl::kBeatBytes))
         return nullptr;
 #ifdef SIMNIC_HAVE_RTL_PARSER
-    if (is_rtl(cfg.parser.impl) && !width_ok("parser.impl", "parser", rtl::RoceParserRtl::kBeatBytes))
+    const bool own_parser = cfg.parser.impl == BlockImpl::rtl && !cfg.parser.rtl_sources.empty();
+    if (is_rtl(cfg.parser.impl) && !own_parser &&
+        !width_ok("parser", cfg.parser.impl, "parser", rtl::RoceParserRtl::kBeatBytes))
         return nullptr;
 #endif
     // SystemC prints a banner on its first use unless told not to.

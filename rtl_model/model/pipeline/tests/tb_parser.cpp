@@ -16,7 +16,9 @@
 #include "blocks/parser.h"
 #ifdef SIMNIC_HAVE_RTL_PARSER
 #include "own_rtl.h"
+#include "roce_parser_rtl.h"
 #endif
+#include "simnic/model/pipeline.h"
 #include "simnic/roce/header_vector.h"
 #include "simnic/roce/packet.h"
 
@@ -391,5 +393,77 @@ TEST_CASE("parser: one's own RTL named in the config is verilated at run time an
     CHECK(again.rtl_latency == 5);
     CHECK(again.out == cpp.out);
     CHECK(again.rtl_mismatch == 0);
+}
+
+TEST_CASE("parser: one's own RTL in a 32-byte datapath is built at DataWidth 256 and moves 32-byte beats",
+          "[model][block][parser][rtl][own_rtl]") {
+    // The slower worked example named in the config of a device with
+    // mac.width_bytes = 32: verilated at -GDataWidth=256, its driver takes
+    // 32 bytes a beat (the width of the model's s_axis_tdata_i), and the
+    // stage's timing is its own cycles: ceil(len / 32) edges in, then its
+    // 5. The cache is kept between runs (one build per design and width).
+    namespace fs = std::filesystem;
+    setenv("XDG_CACHE_HOME", (std::string(SIMNIC_OWN_RTL_TEST_CACHE) + "_w256").c_str(), 1);
+    const std::string examples = std::string(SIMNIC_PARSER_RTL_DIR) + "/examples/";
+    const std::vector<Stim> s = stimulus();
+    ModelConfig cpp5, slow;
+    cpp5.mac.width_bytes = slow.mac.width_bytes = 32;
+    cpp5.mac.line_rate_gbps = slow.mac.line_rate_gbps = 50;  // within what 32 bytes at 250 MHz carry
+    cpp5.parser.latency_cycles = 5;
+    slow.parser.impl = BlockImpl::rtl;
+    slow.parser.rtl_sources = {examples + "roce_parser_slow.sv"};
+    slow.parser.rtl_top = "roce_parser_slow";
+
+    // In the stage: every record the twin's, every frame out when the C++
+    // twin at 32 bytes a beat and latency 5 has it out.
+    const Result r = run(slow, s), cpp = run(cpp5, s);
+    CHECK(r.rtl_mismatch == 0);
+    CHECK(r.rtl_latency == 5);
+    REQUIRE(r.out.size() == cpp.out.size());
+    CHECK(r.out == cpp.out);
+    CHECK(r.drops == cpp.drops);
+    CHECK(r.busy_ps == cpp.busy_ps);
+
+    // The design itself: a frame of 4066 bytes is 128 beats of 32 (the
+    // last one 2 bytes), where the same design at 512 (built in) takes 64.
+    const std::vector<uint8_t> f = tb::roce_frame(roce::op::RC_SEND_ONLY, 0x13, 102, 4008);
+    REQUIRE(f.size() == 4066);
+    uint64_t total = 0, in = 0, total512 = 0, in512 = 0;
+    {
+        tb::BlockBench<ParserBlock> b(slow);
+        REQUIRE(b.nic().parser_rtl);
+        CHECK(b.nic().parser_rtl_cache_hit);  // built by the run above
+        CHECK(b.nic().parser_rtl->beat_bytes() == 32);
+        const roce::HeaderVector hv = b.nic().parser_rtl->parse(f.data(), f.size(), &total, &in);
+        CHECK(hv == roce::parse_header_vector(f.data(), f.size()));
+    }
+    rtl::RoceParserRtl wide(rtl::RoceParserRtl::Design::ExampleSlow);
+    CHECK(wide.beat_bytes() == 64);
+    wide.parse(f.data(), f.size(), &total512, &in512);
+    CHECK(in == 128);
+    CHECK(total == 128 + 5);
+    CHECK(in512 == 64);
+    CHECK(total512 == 64 + 5);
+
+    // A device at 32 takes it; the same design built in (at 512) is refused,
+    // with the way out.
+    struct Nop final : Datapath {
+        void exec_doorbell(const Doorbell&, OpRecord&) override {}
+        void exec_rx(const uint8_t*, size_t, OpRecord&) override {}
+        void rx_dropped(bool) override {}
+        void exec_timer(uint32_t, uint8_t, OpRecord&) override {}
+        void wire_tx(const uint8_t*, size_t) override {}
+    } dp;
+    std::string err;
+    CHECK(Pipeline::create("own256", slow, dp, false, err) != nullptr);
+    CHECK(err.empty());
+    ModelConfig built_in = slow;
+    built_in.parser.impl = BlockImpl::rtl_example_slow;
+    built_in.parser.rtl_sources.clear();
+    built_in.parser.rtl_top.clear();
+    CHECK(Pipeline::create("builtin", built_in, dp, false, err) == nullptr);
+    CHECK(err == "parser.impl = \"rtl_example_slow\": the Verilated parser moves 64 bytes per cycle (DataWidth 512), "
+                 "the datapath mac.width_bytes = 32; set mac.width_bytes = 64 or name the RTL in parser.rtl_sources "
+                 "and parser.rtl_top to build it at DataWidth 256 (docs/model.md, Your own RTL)");
 }
 #endif  // SIMNIC_HAVE_RTL_PARSER

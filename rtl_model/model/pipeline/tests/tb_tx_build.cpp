@@ -19,6 +19,7 @@
 #include "simnic/model/pipeline.h"
 #include "simnic/roce/icrc.h"
 #include "simnic/roce/packet.h"
+#include "tx_build_rtl.h"
 
 using namespace simnic;
 using namespace simnic::model;
@@ -471,5 +472,55 @@ TEST_CASE("tx_build: one's own RTL named in the config, the slower example: its 
         CHECK(r.out[i].item.ready_ps == t + (2 + d.icrc.latency_cycles) * period);
     }
     CHECK(extra_total == 2 * in.size() + 4);  // four headers are over 64 bytes: those with a RETH, the IPv6 ones
+    CHECK(r.busy_ps == c.busy_ps + extra_total * period);
+}
+
+TEST_CASE("tx_build: one's own RTL in a 32-byte datapath is built at DataWidth 256: the slower example's header "
+          "beats are 32 bytes, and its bubbles the stage's timing", "[model][block][tx_build][rtl][own_rtl]") {
+    // The slower example again, in a device with mac.width_bytes = 32:
+    // verilated at -GDataWidth=256, its driver takes 32-byte header beats
+    // (the width of the model's m_axis_tdata_o). Every header is the
+    // datapath's; the bubble between two header beats now comes once per
+    // 32 header bytes, so each frame costs 2 + (ceil(header / 32) - 1)
+    // cycles more than the C++ model at 32. The cache is kept between runs.
+    setenv("XDG_CACHE_HOME", (std::string(SIMNIC_OWN_TX_BUILD_TEST_CACHE) + "_w256").c_str(), 1);
+    ModelConfig slow, cpp;
+    slow.mac.width_bytes = cpp.mac.width_bytes = 32;
+    slow.mac.line_rate_gbps = cpp.mac.line_rate_gbps = 50;
+    slow.tx_build.impl = BlockImpl::rtl;
+    slow.tx_build.rtl_sources = {std::string(SIMNIC_TX_BUILD_RTL_DIR) + "/examples/roce_tx_build_slow.sv"};
+    slow.tx_build.rtl_top = "roce_tx_build_slow";
+    const std::vector<std::vector<uint8_t>> in = sent_frames();
+    const TxRun r = run_tx(slow, in), c = run_tx(cpp, in);
+    REQUIRE(r.out.size() == in.size());
+    REQUIRE(c.out.size() == in.size());
+    CHECK(r.mismatches == 0);
+    CHECK(r.skipped == 0);
+    CHECK(r.latency == 2);
+    {
+        tb::BlockBench<TxBuildBlock> b(slow);
+        REQUIRE(b.nic().tx_build_rtl);
+        CHECK(b.nic().tx_build_rtl_cache_hit);  // built by the run above
+        CHECK(b.nic().tx_build_rtl->beat_bytes() == 32);
+    }
+    const uint64_t period = uint64_t(1e6 / slow.clock.freq_mhz + 0.5);
+    uint64_t t = 0, extra_total = 0, hdr_beats_total = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+        INFO("frame " << i);
+        roce::Packet p;
+        REQUIRE(roce::decode_frame(in[i].data(), in[i].size(), p));
+        const uint64_t hdr_beats = (p.payload_off + 31) / 32;
+        hdr_beats_total += hdr_beats;
+        const uint64_t extra = 2 + (hdr_beats - 1);
+        extra_total += extra;
+        t += ((in[i].size() + 31) / 32 + extra) * period;
+        CHECK(r.out[i].item.f.bytes == in[i]);
+        CHECK(r.out[i].t_ps == t);
+        CHECK(r.out[i].item.ready_ps == t + (2 + cpp.icrc.latency_cycles) * period);
+    }
+    // Every header is over 32 bytes (54 to 82 here): two or three beats
+    // each, 16 in all, where at 64 bytes four of the six took two (10).
+    CHECK(hdr_beats_total == 16);
+    CHECK(extra_total == 2 * in.size() + hdr_beats_total - in.size());
     CHECK(r.busy_ps == c.busy_ps + extra_total * period);
 }

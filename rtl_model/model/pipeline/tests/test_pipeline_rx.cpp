@@ -156,8 +156,8 @@ TEST_CASE("pipeline: a Verilated block in a datapath of another width is refused
     cfg.icrc.impl = model::BlockImpl::rtl;
     CHECK(!model::Pipeline::create("tb", cfg, be, false, err));
     CHECK(err == "icrc.impl = \"rtl\": the Verilated ICRC engine moves 64 bytes per cycle (DataWidth 512), the "
-                 "datapath mac.width_bytes = 32; set mac.width_bytes = 64 or build the RTL at DataWidth 256 "
-                 "(docs/model.md, Your own RTL)");
+                 "datapath mac.width_bytes = 32; set mac.width_bytes = 64 or name the RTL in icrc.rtl_sources and "
+                 "icrc.rtl_top to build it at DataWidth 256 (docs/model.md, Your own RTL)");
     cfg.icrc.impl = model::BlockImpl::cpp;
     cfg.parser.impl = model::BlockImpl::rtl;
     err.clear();

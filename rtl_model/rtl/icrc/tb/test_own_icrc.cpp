@@ -104,3 +104,40 @@ TEST_CASE("own icrc: the reference named at run time equals the built-in engine,
     CHECK(verilator_runs() == runs + 2);
     CHECK(cached.run(frames).at(3).icrc == want[3].icrc);
 }
+
+TEST_CASE("own icrc: the reference named at run time at DataWidth 256 moves 32-byte beats, with the same ICRCs",
+          "[rtl][own_rtl]") {
+    // A device with mac.width_bytes = 32 builds its own engine at
+    // -GDataWidth=256 (OwnRtl::data_width); its driver takes 32 bytes a
+    // beat from the model's s_axis_tdata_i. The cache is kept between runs.
+    setenv("XDG_CACHE_HOME", (kWork + "/cache_w256").c_str(), 1);
+    std::vector<std::vector<uint8_t>> frames;
+    for (size_t n : {0, 1, 9, 60, 200, 1024, 4000}) frames.push_back(frame(n, static_cast<uint8_t>(n)));
+    frames.back()[14] = 0x44;  // IHL 4: an error
+    IcrcEngineRtl built_in;
+    IcrcRunStats s512, s256;
+    const auto want = built_in.run(frames, &s512);
+    IcrcEngineRtl mine({{kDir + "/icrc_engine.sv"}, "icrc_engine", 256});
+    CHECK(built_in.beat_bytes() == 64);
+    CHECK(mine.beat_bytes() == 32);
+    const auto got = mine.run(frames, &s256);
+    REQUIRE(got.size() == want.size());
+    uint64_t beats32 = 0, beats64 = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        INFO("frame " << i << ", " << frames[i].size() << " bytes");
+        CHECK(got[i].icrc == want[i].icrc);
+        CHECK(got[i].ok == want[i].ok);
+        CHECK(got[i].err == want[i].err);
+        // Its beats went in one per edge: ceil(len / 32) of them, where the
+        // built-in engine took ceil(len / 64).
+        const uint64_t b32 = (frames[i].size() + 31) / 32, b64 = (frames[i].size() + 63) / 64;
+        CHECK(got[i].last_beat_cycle - got[i].first_beat_cycle + 1 == b32);
+        CHECK(want[i].last_beat_cycle - want[i].first_beat_cycle + 1 == b64);
+        beats32 += b32;
+        beats64 += b64;
+    }
+    CHECK(want.back().err);
+    CHECK(s256.beats == beats32);
+    CHECK(s512.beats == beats64);
+    CHECK(beats32 > beats64 + beats64 / 2);
+}
