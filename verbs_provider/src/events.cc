@@ -94,10 +94,11 @@ void event_loop(SimContext* c) {
     if (hfd < 0) return;
     const int lost = c->hc->lost_fd();
     int away_ms = 0;  // 0: watching the interrupt
+    bool ready = false;  // the last poll saw the interrupt
     for (;;) {
         // Before every sleep including the first: the thread may start long
         // after the context opened, with events already queued.
-        take_events(*c);
+        take_events(*c, ready);
         if (c->fatal.load(std::memory_order_acquire)) return;
         // While threads wait in ibv_get_cq_event, leave the interrupt to
         // them: woken beside them on every interrupt, this thread would take
@@ -117,6 +118,7 @@ void event_loop(SimContext* c) {
                        {c->irq_back_fd, POLLIN, 0}};
         [[maybe_unused]] const int n = ::poll(p, 4, leave ? away_ms : -1);
         if (p[1].revents != 0) return;
+        ready = (p[0].revents & POLLIN) != 0;
         if (p[3].revents & POLLIN) {
             std::uint64_t v = 0;
             [[maybe_unused]] const ssize_t r = ::read(c->irq_back_fd, &v, sizeof v);
@@ -133,12 +135,12 @@ void event_loop(SimContext* c) {
 
 }  // namespace
 
-bool detail::take_events(SimContext& c) {
+bool detail::take_events(SimContext& c, bool irq_ready) {
     std::lock_guard<std::mutex> lk(c.eq_mu);
     // The interrupt first: one raised after this read (by an EQE after the
-    // arm below) leaves event_fd() readable for the next wait.
-    std::uint64_t v = 0;
-    [[maybe_unused]] const ssize_t r = ::read(c.hc->event_fd(), &v, sizeof v);
+    // arm below) leaves event_fd() readable for the next wait. The driver
+    // reads only when an interrupt came since its last read.
+    c.hc->ack_interrupt(irq_ready);
     // Drain, arm, and drain again: an EQE written before the arm took effect
     // raised no interrupt (hw-spec 8.3: arming "at once if pi != ci" is the
     // driver's check). Repeat until arming finds the queue empty, so no
@@ -281,21 +283,30 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
         }
     };
     std::optional<Waiting> waiting;
+    // The channel's O_NONBLOCK is read once per call, and only when the
+    // call would block: a read(2) of a kernel channel looks at it once too.
+    bool may_block = false, irq_ready = false;
     for (;;) {
         if ((e = ch->events.try_pop(got)) != EAGAIN) break;
-        const int fl = ::fcntl(ch->events.fd, F_GETFL);
-        if (fl >= 0 && (fl & O_NONBLOCK)) break;
         const bool irq = hfd >= 0 && !c.fatal.load(std::memory_order_acquire);
-        if (irq && !waiting) waiting.emplace(c);
         if (irq) {
-            take_events(c);
+            // Events the device posted and nobody took yet (one that
+            // arrived while this thread was away may not have interrupted).
+            take_events(c, irq_ready);
             if ((e = ch->events.try_pop(got)) != EAGAIN) break;
         }
+        if (!may_block) {
+            const int fl = ::fcntl(ch->events.fd, F_GETFL);
+            if (fl >= 0 && (fl & O_NONBLOCK)) break;
+            may_block = true;
+        }
+        if (irq && !waiting) waiting.emplace(c);
         pollfd p[2] = {{ch->events.fd, POLLIN, 0}, {hfd, POLLIN, 0}};
         if (::poll(p, irq ? 2 : 1, -1) < 0 && errno != EINTR) {
             e = errno;
             break;
         }
+        irq_ready = irq && (p[1].revents & POLLIN) != 0;
     }
     if (e != 0) {
         errno = e;
