@@ -18,7 +18,7 @@ namespace {
 // ---- the event thread ----
 // EQE event types 0x00-0x13 are ibv_event_type's values (hw-spec 8.2,
 // verbs_abi.cc): dispatch() hands them to ibv_get_async_event unchanged.
-void dispatch(SimContext& c, const hw::Eqe& e) {
+void dispatch(SimContext& c, const hw::Eqe& e, DirectEvent* direct) {
     const auto type = static_cast<std::uint32_t>(e.event_type);
     const std::uint32_t obj = e.obj_num;
     if (e.event_type == hw::EventType::DeviceFatal) {
@@ -28,8 +28,22 @@ void dispatch(SimContext& c, const hw::Eqe& e) {
     std::lock_guard<std::mutex> lk(c.obj_mu);
     if (type == static_cast<std::uint32_t>(hw::EventType::Completion)) {
         auto it = c.cqs.find(obj);
-        if (it != c.cqs.end() && it->second->channel != nullptr)
-            it->second->channel->events.push(it->second);
+        if (it == c.cqs.end() || it->second->channel == nullptr) return;
+        SimChannel* ch = it->second->channel;
+        // The first event for the channel that the calling ibv_get_cq_event
+        // waits on, with nothing queued before it, goes straight to that
+        // call: through the queue it would cost a write and a read of the
+        // channel's eventfd for an event that is taken at once (another
+        // thread polling the fd sees what it would see of a kernel channel
+        // whose reader took the event first).
+        if (direct != nullptr && direct->ch == ch && direct->got == nullptr) {
+            std::lock_guard<std::mutex> q(ch->events.mu);
+            if (ch->events.q.empty() && !ch->events.closed) {
+                direct->got = it->second;
+                return;
+            }
+        }
+        ch->events.push(it->second);
         return;
     }
     if (type > static_cast<std::uint32_t>(hw::EventType::WqFatal)) return;  // CMD_COMPLETION
@@ -135,7 +149,7 @@ void event_loop(SimContext* c) {
 
 }  // namespace
 
-bool detail::take_events(SimContext& c, bool irq_ready) {
+bool detail::take_events(SimContext& c, bool irq_ready, DirectEvent* direct) {
     std::lock_guard<std::mutex> lk(c.eq_mu);
     // The interrupt first: one raised after this read (by an EQE after the
     // arm below) leaves event_fd() readable for the next wait. The driver
@@ -149,13 +163,13 @@ bool detail::take_events(SimContext& c, bool irq_ready) {
     bool any = false, found = true;
     while (found) {
         while (c.hc->next_event(e)) {
-            dispatch(c, e);
+            dispatch(c, e, direct);
             any = true;
         }
         c.hc->arm_events();
         found = false;
         while (c.hc->next_event(e)) {
-            dispatch(c, e);
+            dispatch(c, e, direct);
             any = found = true;
         }
     }
@@ -292,7 +306,13 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
         if (irq) {
             // Events the device posted and nobody took yet (one that
             // arrived while this thread was away may not have interrupted).
-            take_events(c, irq_ready);
+            DirectEvent direct{ch, nullptr};
+            take_events(c, irq_ready, &direct);
+            if (direct.got != nullptr) {
+                got = direct.got;
+                e = 0;
+                break;
+            }
             if ((e = ch->events.try_pop(got)) != EAGAIN) break;
         }
         if (!may_block) {

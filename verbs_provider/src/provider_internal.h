@@ -399,7 +399,14 @@ void device_fatal(SimContext& c);
 // events.cc: takes the device's interrupt (hc->ack_interrupt(); `irq_ready`:
 // a poll saw hc->event_fd() readable), then dispatches every EQE and re-arms the EQ, under
 // eq_mu; false if another thread is doing it (it will dispatch what is there).
-bool take_events(SimContext& c, bool irq_ready = false);
+// `direct`: the channel a thread in ibv_get_cq_event waits on; the first
+// completion event for it, with none queued before, is handed over in
+// direct->got instead of being queued.
+struct DirectEvent {
+    SimChannel* ch;
+    SimCq* got;
+};
+bool take_events(SimContext& c, bool irq_ready = false, DirectEvent* direct = nullptr);
 // fatal.cc: with the device gone, the next CQE of `cq` (under cq.mu, its
 // ring empty at ci): a flush error for the oldest work request still
 // outstanding on a QP completing there, written into the ring as the device
