@@ -136,6 +136,12 @@ void event_loop(SimContext* c) {
         if (p[3].revents & POLLIN) {
             std::uint64_t v = 0;
             [[maybe_unused]] const ssize_t r = ::read(c->irq_back_fd, &v, sizeof v);
+            // Called back by the last waiter to leave: the look-away starts
+            // again at 1 ms. Kept at its long step, it left irq_far set, and
+            // a waiter back within microseconds (an event-driven round trip)
+            // called it back on every event: a wake-up of this thread, two
+            // system calls and a wait on eq_mu per iteration.
+            away_ms = 0;
         }
         if ((p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) ||
             (lost >= 0 && (p[2].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))) {
