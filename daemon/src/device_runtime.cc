@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <mutex>
 #include <climits>
@@ -110,6 +111,15 @@ struct DeviceRuntime::Impl final : hw::EventSink {
         // Memory objects the process shared (queue memory): handle -> mapping.
         std::map<uint32_t, std::pair<uint8_t*, uint64_t>> shm;
         uint32_t next_shm = 1;
+        // Where the EQ ring is here (eq_ring()), for the EQ_REGS base and
+        // size and the CMDQ_REGS ci it was found with; `ring` null: in the
+        // process's private memory.
+        struct EqView {
+            bool known = false;
+            uint64_t base = 0;
+            uint32_t log_size = 0, cmd_ci = 0;
+            uint8_t* ring = nullptr;
+        } eq_view;
         ~Ctx() {
             for (int fd : {irq_fd, db_fd, engine_fd})
                 if (fd >= 0) close(fd);
@@ -145,9 +155,46 @@ struct DeviceRuntime::Impl final : hw::EventSink {
         put_header(bar.p, hw::kBar0CcStatsBlock, hw::BlockType::CcStats, 0, hw::cc_stats_block::kSize);
     }
 
-    // EQEs go into the context's EQ ring in its process's memory (hw-spec
-    // 8.1, 8.3): body first, owner dword last, then pi, then the interrupt
-    // if the EQ was armed.
+    // The EQ ring of context `c` as the daemon maps it, when it lies inside
+    // an SHM domain of the context (hw-spec 1.3, 2.7.2: the bootstrap-domain
+    // address and the SHM object are the same memory there, and the driver
+    // puts its EQ in such an object); null: in the process's private memory,
+    // reached with process_vm_writev. Only the context's own objects are
+    // used, and never past their size: a wrong map_base from the process
+    // misplaces its own EQEs, nobody else's. Domains change only by
+    // commands, so the answer holds until CMDQ_REGS.ci moves (or EQ_REGS base
+    // or size change); a DETACH_DOMAIN racing an EQE leaves the object
+    // mapped here until the context goes, like a DMA in flight.
+    uint8_t* eq_ring(uint16_t ctx_id, Ctx& c, uint64_t base, uint32_t log) {
+        const auto cmd_ci = static_cast<uint32_t>(hw::reg_get(c.page.p, hw::kCtxCmdqBlock, hw::cmdq_regs::ci));
+        Ctx::EqView& v = c.eq_view;
+        if (v.known && v.base == base && v.log_size == log && v.cmd_ci == cmd_ci) return v.ring;
+        v = Ctx::EqView{true, base, log, cmd_ci, nullptr};
+        if (base % hw::eqe::kSize != 0) return nullptr;  // not a ring the driver made
+        const uint64_t len = uint64_t{hw::eqe::kSize} << log;
+        namespace de = hw::domain_entry;
+        const uint32_t ndom = tables->capacity(hw::Table::Domain);
+        for (uint32_t d = 1; d < ndom; ++d) {
+            const uint8_t* e = tables->entry(hw::Table::Domain, d);
+            if (e == nullptr || !hw::get(e, de::kSize, de::valid) || hw::get(e, de::kSize, de::ctx_id) != ctx_id ||
+                hw::get(e, de::kSize, de::kind) != uint64_t(hw::DomainKind::Shm))
+                continue;
+            auto s = c.shm.find(static_cast<uint32_t>(hw::get(e, de::kSize, de::shm_handle)));
+            if (s == c.shm.end()) continue;
+            const uint64_t map_base = hw::get(e, de::kSize, de::map_base);
+            const uint64_t map_len = std::min(hw::get(e, de::kSize, de::map_len), s->second.second);
+            if (base >= map_base && len <= map_len && base - map_base <= map_len - len) {
+                v.ring = s->second.first + (base - map_base);
+                break;
+            }
+        }
+        return v.ring;
+    }
+
+    // EQEs go into the context's EQ ring (hw-spec 8.1, 8.3): body first,
+    // owner dword last, then pi, then the interrupt if the EQ was armed.
+    // In an SHM object with plain stores and a release fence; otherwise in
+    // the process's memory with process_vm_writev.
     void post_eqe(uint16_t ctx_id, const uint8_t* eqe, size_t len) override {
         std::lock_guard<std::mutex> lk(eq_mu);
         auto it = ctxs.find(ctx_id);
@@ -167,10 +214,18 @@ struct DeviceRuntime::Impl final : hw::EventSink {
         std::memcpy(e.data(), eqe, e.size());
         const auto log = static_cast<uint8_t>(n);
         hw::stamp_owner(hw::kEqRing, e.data(), pi, log);
-        const uint64_t slot = hw::reg_get(pg, eq, hw::eq_regs::base) + hw::ring_entry_offset(hw::kEqRing, pi, log);
-        ProcessMemory mem(static_cast<pid_t>(c.pid));
+        const uint64_t base = hw::reg_get(pg, eq, hw::eq_regs::base);
+        const uint64_t off = hw::ring_entry_offset(hw::kEqRing, pi, log);
         const uint32_t owner_off = hw::kEqRing.owner.offset;
-        if (!mem.write_entry(slot, e.data(), owner_off)) return;
+        if (uint8_t* ring = eq_ring(ctx_id, c, base, n)) {
+            std::memcpy(ring + off, e.data(), owner_off);
+            uint32_t owner_dw;
+            std::memcpy(&owner_dw, e.data() + owner_off, sizeof owner_dw);
+            hw::mmio_store32(ring + off, owner_off, owner_dw);  // release: after the body
+        } else {
+            ProcessMemory mem(static_cast<pid_t>(c.pid));
+            if (!mem.write_entry(base + off, e.data(), owner_off)) return;
+        }
         hw::mmio_store32(pg, eq + hw::eq_regs::pi.offset, pi + 1);
         // Store-load ordering with the driver's arm (see its arm_events()).
         __atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -10,15 +10,19 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "simnic/control/client.h"
 #include "simnic/host/context.h"
+#include "simnic/hw/cqe.h"
 #include "simnic/hw/layout.h"
+#include "simnic/hw/mmio.h"
 #include "private_daemon.h"
 
 using namespace simnic;
@@ -181,4 +185,110 @@ TEST_CASE("add_shm: the daemon maps only sealed objects of the stated size, for 
     CHECK(r.value("ok", false));
     CHECK(r.value("handle", 0u) >= 1u);
     close(fd);
+}
+
+// The EQ ring in a shared object (hw-spec 2.7.2): the daemon writes EQEs
+// there with plain stores. The test runs the command ring itself on a raw
+// context, attaches a memfd as an SHM domain at address A, points EQ_REGS at
+// A and then unmaps A: an EQE written with process_vm_writev to A would
+// fail, one written through the object shows in a second mapping of it.
+TEST_CASE("EQEs reach an EQ ring inside an SHM domain without a system call into the process", "[context][eq]") {
+    DaemonFixture d;
+    std::string err, notice;
+    control::Client c = control::Client::connect(control::runtime_paths(), false, err, notice);
+    REQUIRE(c.connected());
+    std::vector<int> fds;
+    control::Json r = c.request_with_fds(control::Json{{"op", "open_context"}, {"device", "ctxtest"}}, fds);
+    REQUIRE(r.value("ok", false));
+    REQUIRE(fds.size() == 5);
+    auto* page = static_cast<uint8_t*>(mmap(nullptr, 0x1000, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0));
+    REQUIRE(page != MAP_FAILED);
+    const int db_fd = fds[3];  // the command doorbell
+    for (int f : {fds[0], fds[1], fds[2], fds[4]}) close(f);
+    prctl(PR_SET_PTRACER, static_cast<unsigned long>(r.value("daemon_pid", 0)), 0, 0, 0);
+
+    // The command ring and a mailbox in this process's memory (hw-spec 5.1).
+    alignas(64) static uint8_t ring[16 * hw::cmdq_entry::kSize];
+    alignas(64) static uint8_t mbox[4096];
+    constexpr uint32_t cq = hw::kCtxCmdqBlock, eq = hw::kCtxEqBlock;
+    hw::reg_set(page, cq, hw::cmdq_regs::ring_base, reinterpret_cast<uint64_t>(ring));
+    hw::reg_set(page, cq, hw::cmdq_regs::log_size, 4);
+    hw::reg_set(page, cq, hw::cmdq_regs::mbox_base, reinterpret_cast<uint64_t>(mbox));
+    hw::reg_set(page, cq, hw::cmdq_regs::mbox_len, sizeof mbox);
+    hw::reg_set(page, cq, hw::cmdq_regs::enable, 1);
+    REQUIRE(hw::reg_get(page, cq, hw::cmdq_regs::ready) == 1);
+    uint32_t pi = 0;
+    // Posts one command with `in` and waits for it; its status.
+    auto command = [&](hw::CmdOpcode op, const uint8_t* in, size_t in_len, bool eqe_req, uint32_t& out_handle) {
+        namespace ce = hw::cmdq_entry;
+        std::memcpy(mbox, in, in_len);
+        uint8_t* e = ring + (pi % 16) * ce::kSize;
+        std::memset(e, 0, ce::kSize);
+        hw::set(e, ce::kSize, ce::opcode, static_cast<uint16_t>(op));
+        hw::set(e, ce::kSize, ce::eqe_req, eqe_req ? 1 : 0);
+        hw::set(e, ce::kSize, ce::token, 0x5000 + pi);
+        hw::set(e, ce::kSize, ce::in_addr, reinterpret_cast<uint64_t>(mbox));
+        hw::set(e, ce::kSize, ce::out_addr, reinterpret_cast<uint64_t>(mbox + 2048));
+        hw::set(e, ce::kSize, ce::in_len, in_len);
+        hw::set(e, ce::kSize, ce::out_len, hw::cmd_handle::kSize);
+        hw::mmio_store32(e, ce::status.offset, 1u << ce::owner.lo);
+        hw::mmio_store32(page, cq + hw::cmdq_regs::pi.offset, ++pi);
+        const uint64_t one = 1;
+        REQUIRE(write(db_fd, &one, sizeof one) == sizeof one);
+        for (int i = 0; i < 5000 && (hw::mmio_load32(e, ce::status.offset) >> ce::owner.lo) & 1; ++i) usleep(1000);
+        REQUIRE(((hw::mmio_load32(e, ce::status.offset) >> ce::owner.lo) & 1) == 0);
+        out_handle = static_cast<uint32_t>(hw::get(mbox + 2048, hw::cmd_handle::kSize, hw::cmd_handle::handle));
+        return static_cast<hw::CmdStatus>(hw::get(e, ce::kSize, ce::status));
+    };
+
+    // The EQ's object, shared and attached as an SHM domain at A.
+    constexpr uint32_t kLog = 4;
+    constexpr size_t kBytes = 0x1000;
+    const int mfd = memfd_create("simnic-test-eq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    REQUIRE(mfd >= 0);
+    REQUIRE(ftruncate(mfd, kBytes) == 0);
+    REQUIRE(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
+    r = c.request_passing_fds(control::Json{{"op", "add_shm"}, {"size", kBytes}}, {mfd});
+    REQUIRE(r.value("ok", false));
+    const uint32_t handle = r.value("handle", 0u);
+    void* a = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    auto* view = static_cast<uint8_t*>(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0));
+    REQUIRE(a != MAP_FAILED);
+    REQUIRE(view != MAP_FAILED);
+    close(mfd);
+    namespace ad = hw::cmd_attach_domain_in;
+    uint8_t in[ad::kSize] = {};
+    hw::set(in, ad::kind, static_cast<uint8_t>(hw::DomainKind::Shm));
+    hw::set(in, ad::shm_handle, handle);
+    hw::set(in, ad::map_base, reinterpret_cast<uint64_t>(a));
+    hw::set(in, ad::map_len, kBytes);
+    uint32_t dom = 0;
+    REQUIRE(command(hw::CmdOpcode::AttachDomain, in, sizeof in, false, dom) == hw::CmdStatus::Ok);
+    CHECK(dom != 0);
+
+    hw::reg_set(page, eq, hw::eq_regs::base, reinterpret_cast<uint64_t>(a));
+    hw::reg_set(page, eq, hw::eq_regs::log_size, kLog);
+    hw::reg_set(page, eq, hw::eq_regs::enable, 1);
+    // Nothing of this process is at A any more.
+    REQUIRE(munmap(a, kBytes) == 0);
+
+    uint32_t unused = 0;
+    for (uint32_t i = 0; i < 3; ++i) {
+        REQUIRE(command(hw::CmdOpcode::Nop, nullptr, 0, true, unused) == hw::CmdStatus::Ok);
+        // The EQE follows the command's completion; wait for pi to move.
+        for (int t = 0; t < 5000 && hw::reg_get(page, eq, hw::eq_regs::pi) == i; ++t) usleep(1000);
+        REQUIRE(hw::reg_get(page, eq, hw::eq_regs::pi) == i + 1);
+        const uint8_t* slot = hw::eqe_peek(view, i, kLog);
+        REQUIRE(slot != nullptr);
+        const hw::Eqe e = hw::decode_eqe(slot);
+        CHECK(e.event_type == hw::EventType::CmdCompletion);
+        CHECK(e.token == 0x5000 + pi - 1);
+        CHECK(e.cmd_status == hw::CmdStatus::Ok);
+        hw::mmio_store32(page, eq + hw::eq_regs::ci.offset, i + 1);
+    }
+    hw::reg_set(page, eq, hw::eq_regs::enable, 0);
+    hw::reg_set(page, cq, hw::cmdq_regs::enable, 0);
+    munmap(view, kBytes);
+    munmap(page, 0x1000);
+    close(db_fd);
 }

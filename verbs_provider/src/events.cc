@@ -18,7 +18,7 @@ namespace {
 // ---- the event thread ----
 // EQE event types 0x00-0x13 are ibv_event_type's values (hw-spec 8.2,
 // verbs_abi.cc): dispatch() hands them to ibv_get_async_event unchanged.
-void dispatch(SimContext& c, const hw::Eqe& e) {
+void dispatch(SimContext& c, const hw::Eqe& e, DirectEvent* direct) {
     const auto type = static_cast<std::uint32_t>(e.event_type);
     const std::uint32_t obj = e.obj_num;
     if (e.event_type == hw::EventType::DeviceFatal) {
@@ -28,8 +28,22 @@ void dispatch(SimContext& c, const hw::Eqe& e) {
     std::lock_guard<std::mutex> lk(c.obj_mu);
     if (type == static_cast<std::uint32_t>(hw::EventType::Completion)) {
         auto it = c.cqs.find(obj);
-        if (it != c.cqs.end() && it->second->channel != nullptr)
-            it->second->channel->events.push(it->second);
+        if (it == c.cqs.end() || it->second->channel == nullptr) return;
+        SimChannel* ch = it->second->channel;
+        // The first event for the channel that the calling ibv_get_cq_event
+        // waits on, with nothing queued before it, goes straight to that
+        // call: through the queue it would cost a write and a read of the
+        // channel's eventfd for an event that is taken at once (another
+        // thread polling the fd sees what it would see of a kernel channel
+        // whose reader took the event first).
+        if (direct != nullptr && direct->ch == ch && direct->got == nullptr) {
+            std::lock_guard<std::mutex> q(ch->events.mu);
+            if (ch->events.q.empty() && !ch->events.closed) {
+                direct->got = it->second;
+                return;
+            }
+        }
+        ch->events.push(it->second);
         return;
     }
     if (type > static_cast<std::uint32_t>(hw::EventType::WqFatal)) return;  // CMD_COMPLETION
@@ -94,10 +108,11 @@ void event_loop(SimContext* c) {
     if (hfd < 0) return;
     const int lost = c->hc->lost_fd();
     int away_ms = 0;  // 0: watching the interrupt
+    bool ready = false;  // the last poll saw the interrupt
     for (;;) {
         // Before every sleep including the first: the thread may start long
         // after the context opened, with events already queued.
-        take_events(*c);
+        take_events(*c, ready);
         if (c->fatal.load(std::memory_order_acquire)) return;
         // While threads wait in ibv_get_cq_event, leave the interrupt to
         // them: woken beside them on every interrupt, this thread would take
@@ -117,9 +132,16 @@ void event_loop(SimContext* c) {
                        {c->irq_back_fd, POLLIN, 0}};
         [[maybe_unused]] const int n = ::poll(p, 4, leave ? away_ms : -1);
         if (p[1].revents != 0) return;
+        ready = (p[0].revents & POLLIN) != 0;
         if (p[3].revents & POLLIN) {
             std::uint64_t v = 0;
             [[maybe_unused]] const ssize_t r = ::read(c->irq_back_fd, &v, sizeof v);
+            // Called back by the last waiter to leave: the look-away starts
+            // again at 1 ms. Kept at its long step, it left irq_far set, and
+            // a waiter back within microseconds (an event-driven round trip)
+            // called it back on every event: a wake-up of this thread, two
+            // system calls and a wait on eq_mu per iteration.
+            away_ms = 0;
         }
         if ((p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) ||
             (lost >= 0 && (p[2].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))) {
@@ -133,12 +155,12 @@ void event_loop(SimContext* c) {
 
 }  // namespace
 
-bool detail::take_events(SimContext& c) {
+bool detail::take_events(SimContext& c, bool irq_ready, DirectEvent* direct) {
     std::lock_guard<std::mutex> lk(c.eq_mu);
     // The interrupt first: one raised after this read (by an EQE after the
-    // arm below) leaves event_fd() readable for the next wait.
-    std::uint64_t v = 0;
-    [[maybe_unused]] const ssize_t r = ::read(c.hc->event_fd(), &v, sizeof v);
+    // arm below) leaves event_fd() readable for the next wait. The driver
+    // reads only when an interrupt came since its last read.
+    c.hc->ack_interrupt(irq_ready);
     // Drain, arm, and drain again: an EQE written before the arm took effect
     // raised no interrupt (hw-spec 8.3: arming "at once if pi != ci" is the
     // driver's check). Repeat until arming finds the queue empty, so no
@@ -147,13 +169,13 @@ bool detail::take_events(SimContext& c) {
     bool any = false, found = true;
     while (found) {
         while (c.hc->next_event(e)) {
-            dispatch(c, e);
+            dispatch(c, e, direct);
             any = true;
         }
         c.hc->arm_events();
         found = false;
         while (c.hc->next_event(e)) {
-            dispatch(c, e);
+            dispatch(c, e, direct);
             any = found = true;
         }
     }
@@ -281,21 +303,36 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
         }
     };
     std::optional<Waiting> waiting;
+    // The channel's O_NONBLOCK is read once per call, and only when the
+    // call would block: a read(2) of a kernel channel looks at it once too.
+    bool may_block = false, irq_ready = false;
     for (;;) {
         if ((e = ch->events.try_pop(got)) != EAGAIN) break;
-        const int fl = ::fcntl(ch->events.fd, F_GETFL);
-        if (fl >= 0 && (fl & O_NONBLOCK)) break;
         const bool irq = hfd >= 0 && !c.fatal.load(std::memory_order_acquire);
-        if (irq && !waiting) waiting.emplace(c);
         if (irq) {
-            take_events(c);
+            // Events the device posted and nobody took yet (one that
+            // arrived while this thread was away may not have interrupted).
+            DirectEvent direct{ch, nullptr};
+            take_events(c, irq_ready, &direct);
+            if (direct.got != nullptr) {
+                got = direct.got;
+                e = 0;
+                break;
+            }
             if ((e = ch->events.try_pop(got)) != EAGAIN) break;
         }
+        if (!may_block) {
+            const int fl = ::fcntl(ch->events.fd, F_GETFL);
+            if (fl >= 0 && (fl & O_NONBLOCK)) break;
+            may_block = true;
+        }
+        if (irq && !waiting) waiting.emplace(c);
         pollfd p[2] = {{ch->events.fd, POLLIN, 0}, {hfd, POLLIN, 0}};
         if (::poll(p, irq ? 2 : 1, -1) < 0 && errno != EINTR) {
             e = errno;
             break;
         }
+        irq_ready = irq && (p[1].revents & POLLIN) != 0;
     }
     if (e != 0) {
         errno = e;

@@ -94,6 +94,9 @@ struct FdQueue {
     std::deque<T> q;
     int fd = -1;
     bool closed = false;  // under mu
+    // fd holds a count that push() wrote and drain_locked() has not read
+    // (under mu): the drain reads only then, without a poll first.
+    bool signalled = false;
 
     void push(const T& v);
     // Pops one event; blocks (poll on fd) unless the fd is O_NONBLOCK.
@@ -219,20 +222,21 @@ template <typename T>
 void FdQueue<T>::push(const T& v) {
     std::lock_guard<std::mutex> lk(mu);
     q.push_back(v);
-    if (q.size() == 1) {
+    if (!signalled) {
         const std::uint64_t one = 1;
-        [[maybe_unused]] const ssize_t w = ::write(fd, &one, sizeof one);
+        signalled = ::write(fd, &one, sizeof one) == sizeof one;
     }
 }
 
 template <typename T>
 void FdQueue<T>::drain_locked() {
-    if (closed) return;  // stays readable
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
-        std::uint64_t v = 0;
-        [[maybe_unused]] const ssize_t r = ::read(fd, &v, sizeof v);
-    }
+    if (closed || !signalled) return;  // closed: stays readable
+    // Only this queue writes and reads fd, so the count is there and the
+    // read does not block, whatever O_NONBLOCK the application set. (An
+    // application reading the fd itself would take the event, as reading a
+    // kernel channel's fd does.)
+    std::uint64_t v = 0;
+    if (::read(fd, &v, sizeof v) == sizeof v) signalled = false;
 }
 
 template <typename T>
@@ -392,10 +396,17 @@ void purge_async(SimContext& c, const void* match);
 // connection close, or a DEVICE_FATAL event): marks the context, queues
 // IBV_EVENT_DEVICE_FATAL and closes its event queues. Once only.
 void device_fatal(SimContext& c);
-// events.cc: takes the device's interrupt (a non-blocking read of
-// hc->event_fd()), then dispatches every EQE and re-arms the EQ, under
+// events.cc: takes the device's interrupt (hc->ack_interrupt(); `irq_ready`:
+// a poll saw hc->event_fd() readable), then dispatches every EQE and re-arms the EQ, under
 // eq_mu; false if another thread is doing it (it will dispatch what is there).
-bool take_events(SimContext& c);
+// `direct`: the channel a thread in ibv_get_cq_event waits on; the first
+// completion event for it, with none queued before, is handed over in
+// direct->got instead of being queued.
+struct DirectEvent {
+    SimChannel* ch;
+    SimCq* got;
+};
+bool take_events(SimContext& c, bool irq_ready = false, DirectEvent* direct = nullptr);
 // fatal.cc: with the device gone, the next CQE of `cq` (under cq.mu, its
 // ring empty at ci): a flush error for the oldest work request still
 // outstanding on a QP completing there, written into the ring as the device

@@ -1350,6 +1350,66 @@ TEST_CASE("completion channels: COMPLETION EQEs wake the channel fd", "[verbs][e
     CHECK(sv::destroy_comp_channel(ch) == 0);
 }
 
+// ibv_get_cq_event takes the EQ itself and hands the first event for its
+// channel straight to the caller: what the application sees must not change
+// (order across CQs, O_NONBLOCK, the fd readable exactly while events wait).
+TEST_CASE("completion channels: order, O_NONBLOCK and the fd while a caller takes the EQ", "[verbs][events]") {
+    Rig r;
+    ibv_comp_channel* ch = sv::create_comp_channel(r.ctx);
+    REQUIRE(ch != nullptr);
+    int t1 = 1, t2 = 2;
+    ibv_cq* cq1 = sv::create_cq(r.ctx, 4, &t1, ch, 0);
+    ibv_cq* cq2 = sv::create_cq(r.ctx, 4, &t2, ch, 0);
+    REQUIRE(cq1 != nullptr);
+    REQUIRE(cq2 != nullptr);
+    const int fl = ::fcntl(ch->fd, F_GETFL);
+    REQUIRE(::fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) == 0);
+    ibv_cq* got = nullptr;
+    void* gctx = nullptr;
+    errno = 0;
+    CHECK(sv::get_cq_event(ch, &got, &gctx) == -1);
+    CHECK(errno == EAGAIN);
+    // Two events, one per CQ: both come out, in EQ order, whether the
+    // event thread queued them or the call took them from the EQ.
+    r.post_eqe(hw::EventType::Completion, sv::cq_number(cq1));
+    r.post_eqe(hw::EventType::Completion, sv::cq_number(cq2));
+    auto next = [&] {
+        for (int i = 0; i < 2000; ++i) {
+            if (sv::get_cq_event(ch, &got, &gctx) == 0) return true;
+            REQUIRE(errno == EAGAIN);
+            ::usleep(1000);
+        }
+        return false;
+    };
+    REQUIRE(next());
+    CHECK(got == cq1);
+    CHECK(gctx == &t1);
+    REQUIRE(readable(ch->fd, 2000));  // the second still waits
+    REQUIRE(next());
+    CHECK(got == cq2);
+    CHECK(gctx == &t2);
+    CHECK_FALSE(readable(ch->fd, 0));
+    errno = 0;
+    CHECK(sv::get_cq_event(ch, &got, &gctx) == -1);
+    CHECK(errno == EAGAIN);
+    // Blocking again: a call that waits gets the next event and leaves the
+    // fd unreadable.
+    REQUIRE(::fcntl(ch->fd, F_SETFL, fl) == 0);
+    std::thread t([&r, cq2] {
+        ::usleep(50 * 1000);
+        r.post_eqe(hw::EventType::Completion, sv::cq_number(cq2));
+    });
+    REQUIRE(sv::get_cq_event(ch, &got, &gctx) == 0);
+    t.join();
+    CHECK(got == cq2);
+    CHECK_FALSE(readable(ch->fd, 0));
+    sv::ack_cq_events(cq1, 1);
+    sv::ack_cq_events(cq2, 2);
+    CHECK(sv::destroy_cq(cq1) == 0);
+    CHECK(sv::destroy_cq(cq2) == 0);
+    CHECK(sv::destroy_comp_channel(ch) == 0);
+}
+
 TEST_CASE("async events: EQEs to ibv_async_event through async_fd", "[verbs][events]") {
     Rig r;
     ibv_cq* cq = sv::create_cq(r.ctx, 4, nullptr, nullptr, 0);

@@ -13,6 +13,8 @@
 //     whose model device takes the context's doorbells.
 #pragma once
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <array>
 #include <cstddef>
@@ -78,6 +80,16 @@ public:
     virtual int event_fd() const = 0;
     virtual bool next_event(hw::Eqe& eqe) = 0;
     virtual void arm_events() = 0;
+    // Takes the interrupts event_fd() holds, so that it polls readable again
+    // only for a later one; by the same one consumer. `ready`: a poll just
+    // saw event_fd() readable. Default: one non-blocking read. A driver that
+    // can tell that no interrupt came since its last read skips the system
+    // call (an empty read is most of them on an event-driven round trip).
+    virtual void ack_interrupt(bool ready) {
+        (void)ready;
+        std::uint64_t v = 0;
+        [[maybe_unused]] const ssize_t r = ::read(event_fd(), &v, sizeof v);
+    }
 
     // The DMA domain of this process (hw-spec 1.3): what queue memory and MRs
     // name when they live in this process's address space.
