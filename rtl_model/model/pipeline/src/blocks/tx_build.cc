@@ -132,9 +132,9 @@ void TxBuildBlock::main() {
             const uint64_t beats = nic.cfg.beats(uint32_t(b.size()));
             uint64_t in_cycles = beats, latency = nic.cfg.icrc.latency_cycles;
             uint64_t hdr_latency = nic.cfg.tx_build.latency_cycles;
-            // Where the frame starts, and the edges its first beat waited
-            // for room in the queue to MAC TX (with an RTL: the C++ model
-            // hands the frame on when it can, as before).
+            // Where the frame starts, and the edges an RTL held its first
+            // beat for room in the queue to MAC TX (the C++ model hands the
+            // frame on whenever the queue has room, as before).
             const uint64_t s0 = now_ps();
             uint64_t low = 0;
             // The RTL builds the headers from the frame's descriptor,
