@@ -5,6 +5,7 @@
 // that keys the cache.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 
 #include "tx_build_rtl.h"
@@ -15,7 +16,7 @@ namespace simnic::rtl {
 // What one design's driver does; TxBuildRtl holds one.
 struct TxBuildRtl::Impl {
     virtual ~Impl() = default;
-    virtual TxBuildResult build(const TxHeaderDesc& d) = 0;
+    virtual TxBuildResult build(const TxHeaderDesc& d, const TxBuildRtl::HoldFn& hold) = 0;
     virtual uint64_t cycles() const = 0;
     // Bytes per beat: the DataWidth the design was verilated at, over 8.
     virtual size_t beat_bytes() const = 0;
@@ -104,7 +105,16 @@ struct TxBuildDriver final : TxBuildRtl::Impl, VerilatedBlock<V, kRiseOnly> {
         top.s_valid_i = 1;
     }
 
-    TxBuildResult build(const TxHeaderDesc& d) override {
+    // The beat on the m_axis_* ports now: its kept bytes, and tlast.
+    static std::vector<uint8_t> port_beat(V& top) {
+        std::vector<uint8_t> v;
+        for (size_t i = 0; i < kBeatBytes; ++i)
+            if (port_bit(top.m_axis_tkeep_o, i)) v.push_back(port_byte(top.m_axis_tdata_o, i));
+        v.push_back(top.m_axis_tlast_o ? 1 : 0);
+        return v;
+    }
+
+    TxBuildResult build(const TxHeaderDesc& d, const TxBuildRtl::HoldFn& hold) override {
         V& top = **this;
         TxBuildResult r;
         offer(top, d);
@@ -112,10 +122,29 @@ struct TxBuildDriver final : TxBuildRtl::Impl, VerilatedBlock<V, kRiseOnly> {
         top.eval();
         const uint64_t start = Block::cycles();  // the next edge is the first the descriptor is offered on
         uint64_t taken = 0, first = 0;
+        bool asked = false;
         for (bool done = false; !done;) {
-            if (Block::cycles() - start > TxBuildRtl::kMaxCycles)
+            if (Block::cycles() - start > TxBuildRtl::kMaxCycles + r.held)
                 throw std::runtime_error(taken ? "tx_build: the header's last beat (m_axis_tlast_o) never came"
                                                : "tx_build: the descriptor was never taken (s_ready_o low)");
+            // The first beat is on the port: the stage after may not take
+            // it yet (m_axis_tready_i low for the edges `hold` says), and
+            // the RTL must keep it there, unchanged, meanwhile.
+            if (hold && !asked && top.m_axis_tvalid_o) {
+                asked = true;
+                r.held = hold(Block::cycles() - start + 1);
+                if (r.held) {
+                    const std::vector<uint8_t> want = port_beat(top);
+                    top.m_axis_tready_i = 0;
+                    top.eval();
+                    for (uint64_t i = 0; i < r.held; ++i) {
+                        Block::tick();
+                        r.held_valid += top.m_axis_tvalid_o && port_beat(top) == want ? 1 : 0;
+                    }
+                    top.m_axis_tready_i = 1;
+                    top.eval();
+                }
+            }
             // What this edge takes: read before it, as the RTL drives it now.
             const bool take_desc = !taken && top.s_ready_o;
             const bool beat = top.m_axis_tvalid_o;
@@ -137,7 +166,7 @@ struct TxBuildDriver final : TxBuildRtl::Impl, VerilatedBlock<V, kRiseOnly> {
         }
         if (!taken) throw std::runtime_error("tx_build: header beats came before the descriptor was taken");
         r.desc_cycles = taken - start;
-        r.latency = first - taken;
+        r.latency = first - taken - r.held;
         return r;
     }
 };

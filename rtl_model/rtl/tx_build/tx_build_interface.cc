@@ -57,7 +57,9 @@ const std::vector<PortSpec>& tx_build_ports() {
         {"m_axis_tkeep_o", Out, 0, 8, "valid lanes, contiguous from lane 0; all ones but on the last beat"},
         {"m_axis_tvalid_o", Out, 1, 0, "the beat is valid"},
         {"m_axis_tlast_o", Out, 1, 0, "the header's last beat (its last byte is the last extension header's)"},
-        {"m_axis_tready_i", In, 1, 0, "the stage takes the beat on this edge (the model holds it high)"},
+        {"m_axis_tready_i", In, 1, 0,
+         "the stage takes the beat on this edge; low on the first beat while the queue to MAC TX is full (the beat "
+         "must stay on the port unchanged; the low edges are TX build's stall)"},
     };
     return ports;
 }

@@ -91,7 +91,7 @@ TxBuildRtl::TxBuildRtl() : impl_(std::make_unique<TxBuildDriver<Vroce_tx_build, 
 TxBuildRtl::TxBuildRtl(const OwnRtl& own, OwnRtlBuildInfo* info) : impl_(load_own_tx_build(own, info)) {}
 TxBuildRtl::~TxBuildRtl() = default;
 
-TxBuildResult TxBuildRtl::build(const TxHeaderDesc& d) { return impl_->build(d); }
+TxBuildResult TxBuildRtl::build(const TxHeaderDesc& d, const HoldFn& hold) { return impl_->build(d, hold); }
 uint64_t TxBuildRtl::cycles() const { return impl_->cycles(); }
 size_t TxBuildRtl::beat_bytes() const { return impl_->beat_bytes(); }
 

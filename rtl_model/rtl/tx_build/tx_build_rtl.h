@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -82,6 +83,12 @@ struct TxBuildResult {
     // (m_axis_tvalid_o low between beats) included.
     uint64_t out_cycles = 0;
     uint64_t beats = 0;
+    // Edges the first beat was held on with m_axis_tready_i low (what the
+    // hold function asked for), and after how many of them it was still
+    // on the port unchanged (m_axis_tvalid_o high, the same bytes and
+    // tlast): equal for a design that holds its output. Not in
+    // desc_cycles, latency or out_cycles.
+    uint64_t held = 0, held_valid = 0;
 };
 
 class TxBuildRtl {
@@ -101,11 +108,19 @@ public:
     TxBuildRtl(const TxBuildRtl&) = delete;
     TxBuildRtl& operator=(const TxBuildRtl&) = delete;
 
+    // Backpressure on the header's first beat: called once, when the RTL
+    // first shows it (m_axis_tvalid_o high before an edge), with that
+    // edge's number counted from the first the descriptor was offered on
+    // (1: the first); returns how many edges, from that one on,
+    // m_axis_tready_i is low (the stage after TX build full). The model's
+    // function waits in simulated time for the room.
+    using HoldFn = std::function<uint64_t(uint64_t first_edge)>;
+
     // One transaction on the idle block: the descriptor offered until
-    // taken, the header's beats taken as they come (m_axis_tready_i held
-    // high). Throws std::runtime_error if the RTL takes more than
-    // kMaxCycles edges.
-    TxBuildResult build(const TxHeaderDesc& d);
+    // taken, the header's beats taken as they come (m_axis_tready_i high
+    // but for the edges `hold` asks for on the first beat). Throws
+    // std::runtime_error if the RTL takes more than kMaxCycles edges.
+    TxBuildResult build(const TxHeaderDesc& d, const HoldFn& hold = {});
 
     // Clock cycles simulated so far, reset included.
     uint64_t cycles() const;

@@ -309,6 +309,13 @@ struct Nic {
     // The parser with its RTL: edges its m_ready_i was held low (the queue
     // to the ICRC check full while its header vector waited on the port).
     uint64_t parser_rtl_ready_low = 0;
+    // TX build with its header builder's RTL: edges its m_axis_tready_i was
+    // held low (the queue to MAC TX full while the header's first beat
+    // waited on the port), each also TX build's stall. The ICRC engine,
+    // which has no output ready: edges a frame was held back from it
+    // (s_axis_tvalid_i low) because the queue after its stage was full (RX:
+    // to the RX transport; TX: to MAC TX), each also that stage's stall.
+    uint64_t tx_build_rtl_ready_low = 0, icrc_rtl_ready_low = 0;
     // TX build with its RTL: sent frames whose header from the RTL differs
     // from the datapath's; frames the descriptor cannot carry (sent as the
     // datapath built them); the last header's edges from its descriptor
@@ -327,6 +334,34 @@ struct Nic {
     static constexpr size_t kRtlMismatchDumps = 4;
     std::vector<std::string> rtl_mismatch_log;
     void rtl_mismatch(const char* block, const std::string& what, const std::vector<uint8_t>& frame);
+
+    // An RTL stage would hand an item on to `q` on the edge at `edge_ps`
+    // (now or later) and `q` is full: its ready is low on every edge from
+    // that one on before the consumer takes an entry (the model's queues
+    // hand over in zero time, so the first edge at or after that sees the
+    // room). Waits for the room, each low edge a cycle of the block's stall,
+    // and returns how many there were, waiting at most until `edge_ps` (0
+    // edges) if the room comes by then. The low edges after the statistics'
+    // last reset are added to `*counter` (and `*also`, if given), as the
+    // stall is counted. The caller goes on from `edge_ps` + that many cycles.
+    template <typename Q>
+    uint64_t wait_room_from(Q& q, uint64_t edge_ps, sim::BlockStats& st, uint64_t* counter, uint64_t* also = nullptr) {
+        while (q.full() && sim::now_ps() < edge_ps)
+            sc_core::wait(sc_core::sc_time(double(edge_ps - sim::now_ps()), sc_core::SC_PS), q.room_event());
+        if (!q.full()) return 0;
+        {
+            sim::StallScope stalled(&st);
+            while (q.full()) sc_core::wait(q.room_event());
+        }
+        const uint64_t room = sim::now_ps();
+        const uint64_t low = (room - edge_ps + period_ps - 1) / period_ps;
+        sim::add_stall(st, room, edge_ps + cycles(low));  // to the edge that sees the room
+        const uint64_t before =
+            st.since_ps > edge_ps ? std::min(low, (st.since_ps - edge_ps + period_ps - 1) / period_ps) : 0;
+        *counter += low - before;
+        if (also) *also += low - before;
+        return low;
+    }
     // The parser's drops by reason (index: roce::ParseVerdict; Accept stays 0).
     std::array<uint64_t, roce::kNumParseVerdicts> rx_drops_parser_reason{};
     uint64_t tx_frames = 0, tx_wire_bytes = 0, tx_payload_bytes = 0, rx_frames = 0;

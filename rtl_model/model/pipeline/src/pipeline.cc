@@ -507,11 +507,13 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({"rtl.icrc_mismatches", double(n.icrc_rtl_mismatch), ""});
         s.push_back({"rtl.icrc_rx_mismatches", double(n.icrc_rx_rtl_mismatch), ""});
         s.push_back({"rtl.icrc_latency", double(n.icrc_rtl_latency), "cycles"});
+        s.push_back({"rtl.icrc_ready_low", double(n.icrc_rtl_ready_low), "cycles"});
     }
     if (n.tx_build_rtl) {
         s.push_back({"rtl.tx_build_mismatches", double(n.tx_build_rtl_mismatch), ""});
         s.push_back({"rtl.tx_build_skipped", double(n.tx_build_rtl_skipped), ""});
         s.push_back({"rtl.tx_build_latency", double(n.tx_build_rtl_latency), "cycles"});
+        s.push_back({"rtl.tx_build_ready_low", double(n.tx_build_rtl_ready_low), "cycles"});
     }
     if (n.req_seg_rtl) {
         s.push_back({"rtl.req_seg_wqes", double(n.req_seg_rtl_wqes), ""});

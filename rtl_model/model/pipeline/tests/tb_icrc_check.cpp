@@ -218,3 +218,73 @@ TEST_CASE("icrc_check: with cut-through it starts on the first beat, and a bad I
     CHECK(seen[1].item->ready_ps == 600 * P);
     CHECK(seen[1].t_ps <= seen[1].item->ready_ps);
 }
+
+TEST_CASE("icrc_check: with icrc.impl = rtl a full queue to the RX transport holds the frame back from the "
+          "engine, which has no output ready, and the held edges are the stall",
+          "[model][block][icrc_check][rtl][backpressure]") {
+    // 18 good ACKs of b beats, all there at 0; the RX transport (the
+    // monitor) takes nothing before `open`. Frames 0..15 fill the queue
+    // (16 entries); frame 16 would be offered to the engine at 16b cycles
+    // with the queue full: s_axis_tvalid_i stays low on the 41 edges before
+    // `open` and it is offered on the first after. Frames 16 and 17 go on
+    // exactly 41 cycles later than with room, verdicts unchanged; the 41
+    // edges are the stage's stall and counted in icrc_rtl_ready_low. The
+    // C++ engine, which needs no such care, checks frame 16 at once and
+    // hands it on at `open` (its write was blocked), as before.
+    using namespace roce::op;
+    const ModelConfig base;
+    const uint64_t P = uint64_t(1e6 / base.clock.freq_mhz + 0.5);
+    std::vector<std::vector<uint8_t>> frames;
+    for (uint32_t k = 0; k < 18; ++k) frames.push_back(tb::roce_frame(RC_ACKNOWLEDGE, 0x13, 10 + k, 0));
+    const uint64_t b = base.beats(uint32_t(frames[0].size()));
+    const uint64_t open = (16 * b + 40) * P + 11, low = 41;
+    struct Run {
+        std::vector<uint64_t> t, ready, psn;
+        uint64_t held = 0, stall_ps = 0, mismatches = 0, depth = 0;
+    };
+    auto run_from = [&](const ModelConfig& cfg, uint64_t from) {
+        tb::BlockBench<IcrcCheckBlock> bench(cfg);
+        Run r;
+        r.depth = bench.nic().rx_in.depth();
+        std::vector<std::pair<uint64_t, TxnPtr>> in;
+        for (const auto& f : frames) in.emplace_back(0, tb::rx_txn(f));
+        bench.drive(bench.nic().parser_to_icrc, std::move(in));
+        const auto& seen = bench.watch(bench.nic().rx_in, from);
+        bench.run();
+        for (const auto& o : seen) {
+            r.t.push_back(o.t_ps);
+            r.ready.push_back(o.item->ready_ps);
+            const uint8_t* bth = o.item->frame.data() + 14 + 20 + 8;  // Ethernet, IPv4, UDP
+            r.psn.push_back(uint64_t(bth[9]) << 16 | uint64_t(bth[10]) << 8 | bth[11]);
+        }
+        r.held = bench.nic().icrc_rtl_ready_low;
+        r.stall_ps = bench.nic().blk[Nic::kIcrcCheck].stall_ps;
+        r.mismatches = bench.nic().icrc_rx_rtl_mismatch;
+        return r;
+    };
+    for (int cut : {0, 1}) {
+        INFO((cut ? "cut-through" : "store-and-forward"));
+        ModelConfig cfg = base, cpp_cfg = base;
+        cfg.pipeline.cut_through = cpp_cfg.pipeline.cut_through = uint32_t(cut);
+        cfg.icrc.impl = BlockImpl::rtl;
+        const Run free = run_from(cfg, 0), full = run_from(cfg, open), cpp = run_from(cpp_cfg, open);
+        REQUIRE(full.depth == 16);  // what the timeline assumes
+        REQUIRE(free.t.size() == 18);
+        REQUIRE(full.t.size() == 18);
+        REQUIRE(cpp.t.size() == 18);
+        CHECK(free.held == 0);
+        CHECK(free.stall_ps == 0);
+        CHECK(full.held == low);
+        CHECK(full.stall_ps == low * P);
+        CHECK(cpp.held == 0);
+        CHECK(full.mismatches == 0);
+        for (size_t k = 0; k < 18; ++k) {
+            INFO("frame " << k);
+            CHECK(full.psn[k] == 10 + k);  // in order, none lost
+            const uint64_t shift = k < 16 ? 0 : low * P;
+            CHECK(full.t[k] == std::max(open, free.t[k] + shift));
+            CHECK(full.ready[k] == free.ready[k] + shift);
+        }
+        CHECK(cpp.t[16] == open);  // checked at once, handed on when the queue had room
+    }
+}

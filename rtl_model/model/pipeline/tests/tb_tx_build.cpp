@@ -276,6 +276,81 @@ TEST_CASE("tx_build: a full MAC queue stalls the block and the stall is counted"
     CHECK(st.busy_ps == n * per_frame);
 }
 
+TEST_CASE("tx_build: with an RTL a full MAC queue holds the frame's first beat (the header builder's "
+          "m_axis_tready_i low, the ICRC engine not offered the frame), and the low edges are the stall",
+          "[model][block][tx_build][rtl][backpressure]") {
+    // depth + 2 SEND frames of b beats, none waiting for payload; MAC TX
+    // (the monitor) takes nothing before `open`. Frames 0..7 fill the
+    // queue; frame 8 starts at 8b cycles with it full, so its first beat
+    // (the RTL header builder's: the edge 2 cycles in, descriptor then
+    // latency 1; with the C++ header and the ICRC RTL: 1 cycle in) waits on
+    // every edge before `open`: `low` edges, the first edge after `open`
+    // takes it. Frames 8 and 9 go on exactly `low` cycles later than with
+    // room, with the same bytes; each low edge is a cycle of TX build's
+    // stall and counted as the RTL's. Both modes: store-and-forward hands
+    // the frame on after its last beat, cut-through at its first.
+    using namespace roce::op;
+    const ModelConfig base;
+    const uint64_t P = uint64_t(1e6 / base.clock.freq_mhz + 0.5);
+    const std::vector<uint8_t> frame = tb::roce_frame(RC_SEND_ONLY, 0x11, 1, 1000);
+    const uint64_t b = base.beats(uint32_t(frame.size()));
+    struct Run {
+        std::vector<tb::Seen<FrameTok>> out;
+        uint64_t tx_low = 0, icrc_low = 0, stall_ps = 0, mismatches = 0, depth = 0;
+    };
+    auto run_from = [&](const ModelConfig& cfg, uint64_t open) {
+        tb::BlockBench<TxBuildBlock> bench(cfg);
+        Run r;
+        r.depth = bench.nic().txb_to_mac.depth();
+        std::vector<std::pair<uint64_t, FrameTok>> v;
+        for (size_t i = 0; i < r.depth + 2; ++i) v.emplace_back(0, tok(frame, 0, uint32_t(i)));
+        bench.drive(bench.nic().req_to_txb, std::move(v));
+        const auto& out = bench.watch(bench.nic().txb_to_mac, open);
+        bench.run();
+        r.out = out;
+        r.tx_low = bench.nic().tx_build_rtl_ready_low;
+        r.icrc_low = bench.nic().icrc_rtl_ready_low;
+        r.stall_ps = bench.nic().blk[Nic::kTxBuild].stall_ps;
+        r.mismatches = bench.nic().tx_build_rtl_mismatch + bench.nic().icrc_rtl_mismatch;
+        return r;
+    };
+    for (int cut : {0, 1})
+        for (int which : {0, 1, 2}) {  // the header builder's RTL, the ICRC engine's, both
+            ModelConfig cfg = base;
+            cfg.pipeline.cut_through = uint32_t(cut);
+            if (which != 1) cfg.tx_build.impl = BlockImpl::rtl;
+            if (which != 0) cfg.icrc.impl = BlockImpl::rtl;
+            INFO((cut ? "cut-through" : "store-and-forward") << ", RTL: "
+                                                               << (which == 0   ? "header builder"
+                                                                   : which == 1 ? "ICRC engine"
+                                                                                : "both"));
+            const uint64_t first = which == 1 ? 1 : 2;  // the edge of frame 8's first beat, in cycles from its start
+            const uint64_t open = (8 * b + first + 40) * P + 11;  // 41 edges low, the last 11 ps before it
+            const uint64_t low = 41;
+            const Run free = run_from(cfg, 0), full = run_from(cfg, open);
+            REQUIRE(full.depth == 8);  // what the timeline assumes
+            REQUIRE(free.out.size() == 10);
+            REQUIRE(full.out.size() == 10);
+            CHECK(free.tx_low == 0);
+            CHECK(free.icrc_low == 0);
+            CHECK(free.stall_ps == 0);
+            CHECK(full.tx_low == (which != 1 ? low : 0));
+            CHECK(full.icrc_low == (which != 0 ? low : 0));
+            CHECK(full.stall_ps == low * P);
+            CHECK(free.mismatches == 0);
+            CHECK(full.mismatches == 0);  // the RTL held its first beat on all of them
+            for (size_t k = 0; k < 10; ++k) {
+                INFO("frame " << k);
+                CHECK(full.out[k].item.f.psn == k);
+                CHECK(full.out[k].item.f.bytes == free.out[k].item.f.bytes);
+                const uint64_t shift = k < 8 ? 0 : low * P;
+                CHECK(full.out[k].t_ps == std::max(open, free.out[k].t_ps + shift));
+                CHECK(full.out[k].item.ready_ps == free.out[k].item.ready_ps + shift);
+                if (cut) CHECK(full.out[k].item.head_ps == free.out[k].item.head_ps + shift);
+            }
+        }
+}
+
 namespace {
 
 // Frames the datapath built: each header kind the stage sends, two padded

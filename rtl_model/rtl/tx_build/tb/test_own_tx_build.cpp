@@ -143,6 +143,55 @@ TEST_CASE("tx_build RTL: the reference builds encode_frame's header, byte for by
     CHECK(two_beats > 50);  // IPv6 headers with the longer transport headers span two beats
 }
 
+TEST_CASE("tx_build RTL: with m_axis_tready_i low on its first beat the reference holds it, and the header and "
+          "the following transactions are unchanged",
+          "[rtl][tx_build][backpressure]") {
+    // Every opcode, IPv4 and IPv6, with and without a VLAN tag, every
+    // third header held 1..20 edges as the stage after TX build would hold it:
+    // the hold function is asked once, on the first beat's edge (2: the
+    // descriptor's, then latency 1), the beat stays on the port unchanged
+    // on every held edge, and the header, latency and beats are those of
+    // an unheld build; the next transaction is as if nothing happened.
+    std::mt19937_64 rng(23);
+    TxBuildRtl rtl;
+    size_t checked = 0;
+    uint64_t held = 0;
+    for (unsigned op = 0; op < 256; ++op) {
+        const roce::OpcodeInfo& info = roce::opcode_info(uint8_t(op));
+        if (!info.valid()) continue;
+        for (int variant = 0; variant < 4; ++variant) {
+            std::vector<uint8_t> data, frame;
+            roce::Packet p =
+                random_packet(rng, uint8_t(op), variant & 1, variant & 2, info.has(roce::kPayload) ? 8 : 0, data);
+            REQUIRE(roce::encode_frame(p, frame));
+            const std::vector<uint8_t> want(frame.begin(), frame.begin() + long(p.payload_off));
+            TxHeaderDesc d;
+            REQUIRE(tx_header_desc(p, d));
+            const uint64_t edges = checked % 3 == 0 ? 1 + rng() % 20 : 0;
+            std::vector<uint64_t> asked;
+            const uint64_t before = rtl.cycles();
+            const TxBuildResult r = rtl.build(d, [&](uint64_t first_edge) {
+                asked.push_back(first_edge);
+                return edges;
+            });
+            INFO(info.name << ", held " << edges);
+            REQUIRE(asked.size() == 1);
+            CHECK(asked[0] == 1 + TxBuildRtl::kLatency);
+            CHECK(r.header == want);
+            CHECK(r.held == edges);
+            CHECK(r.held_valid == edges);
+            CHECK(r.desc_cycles == 1);
+            CHECK(r.latency == TxBuildRtl::kLatency);
+            CHECK(r.out_cycles == r.beats);
+            CHECK(rtl.cycles() - before == r.desc_cycles + r.latency + edges + r.out_cycles - 1);
+            held += edges;
+            ++checked;
+        }
+    }
+    CHECK(checked > 100);
+    CHECK(held > 100);
+}
+
 TEST_CASE("tx_build RTL: a packet the descriptor cannot carry is refused, not built wrong", "[rtl][tx_build]") {
     std::mt19937_64 rng(3);
     std::vector<uint8_t> data;

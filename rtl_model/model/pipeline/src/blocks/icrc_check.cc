@@ -20,6 +20,13 @@ void IcrcCheckBlock::main() {
         const uint64_t in = nic.cut_through ? t->ready_ps : std::max(pushed, t->ready_ps);
         wait_until(nic.cut_through ? t->head_ps : t->ready_ps);
         sim::BlockStats& st = nic.blk[Nic::kIcrcCheck];
+        // The ICRC engine has no output ready: with its RTL the stage holds
+        // the frame back (s_axis_tvalid_i low) while the queue its verdict
+        // goes to is full, and offers it on the first edge with room.
+        if (nic.icrc_rtl && nic.rx_in.full()) {
+            const uint64_t t0 = now_ps();
+            wait_until(t0 + nic.cycles(nic.wait_room_from(nic.rx_in, t0, st, &nic.icrc_rtl_ready_low)));
+        }
         bool ok = false;
         {
             sim::BusyScope busy(st);

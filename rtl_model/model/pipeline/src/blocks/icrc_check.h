@@ -10,6 +10,12 @@
 // cycles, and the verdict is out icrc.latency_cycles after the last beat,
 // which the frame carries to the RX transport stage as its ready time.
 //
+// Backpressure: the Verilated engine has no output ready, so with
+// icrc.impl = rtl the stage does not offer it a frame while the queue to
+// the RX transport is full; the edges it waits are its stall
+// (Nic::icrc_rtl_ready_low) and the frame is that much later. The C++
+// model checks the frame and then waits to hand it on, as before.
+//
 // In: Nic::parser_to_icrc. Out: Nic::rx_in. Counters: Nic::kIcrcCheck,
 // rx_drops_icrc.
 #pragma once

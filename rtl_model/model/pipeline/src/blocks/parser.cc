@@ -27,17 +27,18 @@ void fill_txn(Txn& t, const roce::HeaderVector& hv) {
 }  // namespace
 
 #ifdef SIMNIC_HAVE_RTL_PARSER
-void ParserBlock::hold_rtl(const roce::HeaderVector& hv, const std::vector<uint8_t>& frame, sim::BlockStats& st) {
+void ParserBlock::hold_rtl(const roce::HeaderVector& hv, const std::vector<uint8_t>& frame, sim::BlockStats& st,
+                          uint64_t from_ps) {
     // The queue to the ICRC check is full: the frame's header vector waits
-    // on the RTL's port with m_ready_i low, for every edge until the ICRC
-    // check takes an entry (the wait is the stall, as the blocked write's
-    // always was), and the RTL must hold it there unchanged.
-    const uint64_t t0 = now_ps();
+    // on the RTL's port with m_ready_i low, for every edge from `from_ps`
+    // until the ICRC check takes an entry (the wait is the stall, as the
+    // blocked write's always was), and the RTL must hold it there unchanged.
     {
         sim::StallScope stalled(&st);
         while (nic.parser_to_icrc.full()) sc_core::wait(nic.parser_to_icrc.room_event());
     }
-    const uint64_t low = (now_ps() - t0) / nic.period_ps;
+    const uint64_t t0 = from_ps;
+    const uint64_t low = now_ps() > t0 ? (now_ps() - t0) / nic.period_ps : 0;
     roce::HeaderVector after;
     const uint64_t held = nic.parser_rtl->hold(low, &after);
     // Counted as the stall is: edges before the statistics' last reset are not.
@@ -114,6 +115,12 @@ void ParserBlock::main() {
                     t->ready_ps = tail;
                     fill_txn(*t, hv);
                     sim::wait_until(t->head_ps);
+#ifdef SIMNIC_HAVE_RTL_PARSER
+                    // Its beats go on from here, but its header vector is
+                    // on the RTL's port only from hdr_ps: m_ready_i is low
+                    // on the edges from then the queue is still full.
+                    if (nic.parser_rtl && nic.parser_to_icrc.full()) hold_rtl(hv, t->frame, st, t->hdr_ps);
+#endif
                     nic.parser_to_icrc.write(t, &st);
                     sim::wait_until(tail);
                 }
@@ -137,7 +144,7 @@ void ParserBlock::main() {
         }
         fill_txn(*t, hv);
 #ifdef SIMNIC_HAVE_RTL_PARSER
-        if (nic.parser_rtl && nic.parser_to_icrc.full()) hold_rtl(hv, t->frame, st);
+        if (nic.parser_rtl && nic.parser_to_icrc.full()) hold_rtl(hv, t->frame, st, now_ps());
 #endif
         nic.parser_to_icrc.write(t, &st);
         nic.stage_sample(Nic::kParser, in, std::max(now_ps(), t->ready_ps));

@@ -52,21 +52,36 @@ uint64_t paced_last_beat(uint64_t s, uint64_t cycle_ps, uint32_t width, size_t f
 
 }  // namespace
 
-void TxBuildBlock::rtl_header(std::vector<uint8_t>& b, uint64_t& in_cycles, uint64_t& hdr_latency) {
+bool TxBuildBlock::rtl_header(std::vector<uint8_t>& b, uint64_t& in_cycles, uint64_t& hdr_latency, uint64_t& low,
+                              sim::BlockStats& st) {
     rtl::TxHeaderDesc d;
     size_t hdr_len = 0;
     if (!rtl::tx_header_desc_of_frame(b.data(), b.size(), d, &hdr_len)) {
         ++nic.tx_build_rtl_skipped;  // sent as the datapath built it, at the C++ model's timing
-        return;
+        return false;
     }
-    const rtl::TxBuildResult r = nic.tx_build_rtl->build(d);
+    // The header's first beat is the frame's first into the queue to MAC
+    // TX: while that is full, m_axis_tready_i is low on its edges (the ICRC
+    // engine after the builder gets no beat either).
+    const uint64_t s0 = now_ps();
+    const rtl::TxBuildResult r = nic.tx_build_rtl->build(d, [&](uint64_t first_edge) {
+        return low = nic.wait_room_from(nic.txb_to_mac, s0 + nic.cycles(first_edge), st, &nic.tx_build_rtl_ready_low,
+                                        nic.icrc_rtl ? &nic.icrc_rtl_ready_low : nullptr);
+    });
+    if (r.held_valid != r.held) {
+        ++nic.tx_build_rtl_mismatch;
+        nic.rtl_mismatch("tx_build",
+                         "the header's first beat was not held with m_axis_tready_i low: on the port unchanged after " +
+                             std::to_string(r.held_valid) + " of " + std::to_string(r.held) + " edges",
+                         b);
+    }
     // Its own cycles: the descriptor's stalls, the header's beats as the
     // RTL sent them (bubbles included), then the beats that carry payload
     // only; its latency to the first beat is pipelined like the ICRC's.
     const uint64_t hdr_beats = nic.cfg.beats(uint32_t(hdr_len));
     in_cycles = (r.desc_cycles - 1) + r.out_cycles + (in_cycles - std::min(in_cycles, hdr_beats));
     hdr_latency = nic.tx_build_rtl_latency = r.latency;
-    if (r.header.size() == hdr_len && std::equal(r.header.begin(), r.header.end(), b.begin())) return;
+    if (r.header.size() == hdr_len && std::equal(r.header.begin(), r.header.end(), b.begin())) return true;
     ++nic.tx_build_rtl_mismatch;
     size_t at = 0;
     while (at < hdr_len && at < r.header.size() && r.header[at] == b[at]) ++at;
@@ -82,12 +97,13 @@ void TxBuildBlock::rtl_header(std::vector<uint8_t>& b, uint64_t& in_cycles, uint
     // the RX pipeline follows, and the ICRC after it covers it (the ICRC
     // engine's place in the stage). One of another length cannot replace
     // the datapath's: that frame goes as built.
-    if (r.header.size() != hdr_len || b.size() < hdr_len + roce::kIcrcBytes) return;
+    if (r.header.size() != hdr_len || b.size() < hdr_len + roce::kIcrcBytes) return true;
     std::copy(r.header.begin(), r.header.end(), b.begin());
     const size_t l3 = d.has_vlan ? 18 : 14, l4 = l3 + (d.ip_version == 6 ? 40 : 20);
     const uint32_t icrc = roce::compute_icrc(b.data(), b.size(), l3, l4,
                                              d.ip_version == 6 ? roce::IpVersion::V6 : roce::IpVersion::V4);
     for (size_t k = 0; k < 4; ++k) b[b.size() - 4 + k] = uint8_t(icrc >> (8 * k));
+    return true;
 }
 
 void TxBuildBlock::main() {
@@ -116,9 +132,25 @@ void TxBuildBlock::main() {
             const uint64_t beats = nic.cfg.beats(uint32_t(b.size()));
             uint64_t in_cycles = beats, latency = nic.cfg.icrc.latency_cycles;
             uint64_t hdr_latency = nic.cfg.tx_build.latency_cycles;
+            // Where the frame starts, and the edges an RTL held its first
+            // beat for room in the queue to MAC TX (the C++ model hands the
+            // frame on whenever the queue has room, as before).
+            const uint64_t s0 = now_ps();
+            uint64_t low = 0;
             // The RTL builds the headers from the frame's descriptor,
-            // checked against the datapath's; its own cycles set the timing.
-            if (nic.tx_build_rtl) rtl_header(b, in_cycles, hdr_latency);
+            // checked against the datapath's; its own cycles set the timing,
+            // and its first beat waits for room after TX build.
+            const bool rtl_built = nic.tx_build_rtl && rtl_header(b, in_cycles, hdr_latency, low, st);
+            if (!rtl_built && nic.icrc_rtl && nic.txb_to_mac.full()) {
+                // The ICRC engine has no output ready, so the stage does not
+                // offer it the frame (s_axis_tvalid_i low) while the queue
+                // its result goes to is full: the frame waits at its first
+                // beat.
+                low = nic.wait_room_from(nic.txb_to_mac, s0 + nic.cycles(1 + hdr_latency), st,
+                                         &nic.icrc_rtl_ready_low);
+            }
+            // The frame goes on `low` cycles later than it could have.
+            const uint64_t s = s0 + nic.cycles(low);
             if (nic.icrc_rtl && b.size() >= 4) {
                 // The RTL's ICRC goes on the frame, checked against the one
                 // the datapath computed; its own cycles set the timing.
@@ -147,7 +179,6 @@ void TxBuildBlock::main() {
                 // cycle after it started, its last after all its beats, each
                 // no earlier than a cycle after its payload came in, and the
                 // ICRC that goes at its end.
-                const uint64_t s = now_ps();
                 // Beats held for payload (none without a streamed payload: an
                 // ACK, inline data).
                 const uint64_t paced =
@@ -157,12 +188,13 @@ void TxBuildBlock::main() {
                 f.ready_ps = s + nic.cycles(in_cycles + hdr_latency + latency) + waited;
                 ready = f.ready_ps;
                 f.payload.clear();
-                wait_ps(nic.cycles(1 + hdr_latency));
+                wait_until(f.head_ps);
                 nic.txb_to_mac.write(std::move(f), &st);
                 wait_until(s + nic.cycles(in_cycles) + waited);  // the rest of its beats (latency pipelined)
             } else {
-                wait_ps(nic.cycles(in_cycles));
-                f.ready_ps = ready = now_ps() + nic.cycles(hdr_latency + latency);
+                const uint64_t end = s + nic.cycles(in_cycles);
+                wait_until(end);
+                f.ready_ps = ready = end + nic.cycles(hdr_latency + latency);
             }
         }
         if (!nic.cut_through) nic.txb_to_mac.write(std::move(f), &st);

@@ -25,6 +25,16 @@
 // (a difference counted and dumped, and the RTL's header sent), and its own
 // cycles replace the header's beats and tx_build.latency_cycles.
 //
+// Backpressure with an RTL: the frame's first beat is the one that needs
+// room in the queue to MAC TX. With tx_build.impl = rtl the header's first
+// beat waits on the RTL's port with m_axis_tready_i low for the edges the
+// queue stays full (the RTL must hold it; Nic::tx_build_rtl_ready_low);
+// with icrc.impl = rtl the frame is not offered to the ICRC engine, which
+// has no output ready, meanwhile (Nic::icrc_rtl_ready_low). Each such edge
+// is a cycle of TX build's stall and the frame goes on that much later.
+// The C++ model, with neither, hands the frame on when the queue has room
+// (after its last beat with store-and-forward), as before.
+//
 // In: Nic::rxt_to_txb, Nic::qp1_to_txb, Nic::req_to_txb. Out:
 // Nic::txb_to_mac. Counters: Nic::kTxBuild, Nic::icrc_rtl_mismatch,
 // Nic::tx_build_rtl_mismatch.
@@ -47,8 +57,12 @@ struct TxBuildBlock : BlockBase {
 private:
     // tx_build.impl = rtl: the RTL's header for frame `b` (its beats from
     // `in_cycles`, its latency into `hdr_latency`), compared with the
-    // datapath's and put on the frame.
-    void rtl_header(std::vector<uint8_t>& b, uint64_t& in_cycles, uint64_t& hdr_latency);
+    // datapath's and put on the frame; false if the descriptor cannot
+    // carry the frame (sent as built). Its first beat is held with
+    // m_axis_tready_i low while the queue to MAC TX is full: the edges
+    // into `low` (the stall, counted in `st`).
+    bool rtl_header(std::vector<uint8_t>& b, uint64_t& in_cycles, uint64_t& hdr_latency, uint64_t& low,
+                    sim::BlockStats& st);
 
     // What main() waits on when every queue is empty. A member, built once:
     // `wait(a | b)` makes a list on the heap that SystemC frees when the wait
