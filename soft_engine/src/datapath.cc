@@ -32,6 +32,19 @@ void SoftEngine::Impl::rx_dropped(bool bad_icrc) {
     stat(bad_icrc ? hw::stats_block::icrc_errors : hw::stats_block::rx_drops_bad_hdr);
 }
 
+uint32_t SoftEngine::Impl::probe_placement(const uint8_t* frame, size_t len, OpRecord& r) {
+    Recording g(*this, r);
+    if (len <= roce::kEthHdrBytes) return 0;
+    roce::Packet pkt;
+    roce::DecodeOptions o;
+    o.check_icrc = false;  // the frame is known bad: what its headers ask is what was placed
+    if (!roce::decode_ip_packet(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, pkt, o).ok()) return 0;
+    if ((pkt.hdr.bth.pkey & 0x7FFF) != 0x7FFF) return 0;
+    auto it = qps.find(pkt.hdr.bth.dqpn);
+    if (it == qps.end() || ctx_gone(it->second->ctx)) return 0;
+    return it->second->core->responder().placement(pkt);
+}
+
 void SoftEngine::Impl::exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) {
     Recording g(*this, r);
     auto it = qps.find(qpn);

@@ -497,6 +497,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     void exec_doorbell(const Doorbell& db, OpRecord& r) override;
     void exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& r) override;
     void rx_dropped(bool bad_icrc) override;
+    uint32_t probe_placement(const uint8_t* frame, size_t len, OpRecord& rec) override;
     void exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) override;
     void wire_tx(const uint8_t* frame, size_t len) override;
     void cq_event(uint32_t cqn, uint64_t period_ns) override;

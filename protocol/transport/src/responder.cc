@@ -40,6 +40,68 @@ void Responder::process(const roce::Packet& pkt) {
     }
 }
 
+uint32_t Responder::placement(const roce::Packet& pkt) const {
+    const uint32_t mask = pkt.opinfo().mask;
+    const size_t len = pkt.payload_len;
+    switch (qp_.state) {
+        case hw::QpState::Rtr:
+        case hw::QpState::Rts:
+        case hw::QpState::Sqd:
+        case hw::QpState::Sqe: break;
+        default: return 0;
+    }
+    if (!(mask & roce::kRequest) || !(mask & (roce::kSend | roce::kWrite)) || len == 0) return 0;
+    if (!qp_.is_rc() && qp_.cfg.type != hw::QpType::Uc) return 0;
+    // chk_psn: only the expected PSN is executed (a duplicate is not placed again).
+    if (pkt.hdr.bth.psn != psn_) return 0;
+    if (qp_.cfg.type == hw::QpType::Uc && uc_ == UcMessage::Dropping) return 0;
+    // chk_op_seq
+    const uint32_t prev = opcode_ < 0 ? 0 : roce::opcode_info(static_cast<uint8_t>(opcode_)).mask;
+    const uint32_t fam = roce::kSend | roce::kWrite;
+    const bool open = (prev & fam) && !(prev & roce::kLast);
+    const bool continues = (mask & fam) && !(mask & roce::kFirst);
+    if (open ? !(continues && (prev & fam) == (mask & fam)) : continues) return 0;
+    // chk_op_valid
+    if ((mask & roce::kWrite) && !(qp_.cfg.access_flags & hw::access::kRemoteWrite)) return 0;
+    // chk_length
+    const uint32_t mtu = qp_.mtu();
+    const bool first = mask & roce::kFirst, last = mask & roce::kLast;
+    if (first && last ? len > mtu : (first || (mask & roce::kMiddle)) ? len != mtu : len > mtu) return 0;
+    // chk_resource: a message that takes a receive WQE needs one.
+    const RecvWqe* w = qp_.recv ? &qp_.recv->wqe : nullptr;
+    if ((mask & roce::kUsesRecvWqe) && !w) {
+        w = qp_.env.rq->peek();
+        if (!w || w->sg.num_sge > kMaxSge) return 0;
+    }
+    if (mask & roce::kWrite) {
+        // chk_rkey: a FIRST or ONLY brings its RETH, a MIDDLE or LAST goes on where it left.
+        uint64_t va = va_;
+        uint32_t rkey = rkey_, resid = resid_;
+        if (mask & roce::kHasReth) {
+            va = pkt.hdr.reth.va;
+            rkey = pkt.hdr.reth.rkey;
+            resid = pkt.hdr.reth.dma_len;
+            if (resid > (1u << 31)) return 0;
+        }
+        if (resid > mtu ? len != mtu : len != resid) return 0;
+        if (qp_.env.mem->check(KeyKind::Rkey, rkey, va, len, hw::access::kRemoteWrite) != MemStatus::Ok) return 0;
+        return static_cast<uint32_t>(len);
+    }
+    // A SEND: the receive WQE's SGEs from where the message is, each under its lkey.
+    uint32_t idx = qp_.recv ? qp_.recv->sge_index : 0, off = qp_.recv ? qp_.recv->sge_offset : 0;
+    size_t left = len;
+    for (; left > 0; ++idx, off = 0) {
+        if (idx >= w->sg.num_sge) return 0;  // overflow: a length error, nothing placed
+        const Sge& sg = w->sg.sge[idx];
+        const size_t n = std::min<size_t>(sg.length - off, left);
+        if (n > 0 && qp_.env.mem->check(KeyKind::Lkey, sg.lkey, sg.addr + off, n, hw::access::kLocalWrite) !=
+                         MemStatus::Ok)
+            return 0;
+        left -= n;
+    }
+    return static_cast<uint32_t>(len);
+}
+
 RespState Responder::step(RespState s, Pass& p) {
     switch (s) {
         case RespState::GetReq: return get_req(p);

@@ -626,3 +626,104 @@ TEST_CASE("faults: a duplicated PSN sequence NAK starts one retry", "[transport]
     CHECK(f.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::Success);
     CHECK(bytes(f.b(), dst.addr, 5000) == bytes(f.a(), src.addr, 5000));
 }
+
+namespace {
+
+// Delivers what is on the wire, but a request frame of A's that `bad` picks
+// arrives with a bad ICRC at a NIC that places a payload as it streams in,
+// before the ICRC verdict (the model's pipeline.place_before_verdict): the
+// bytes its responder places (Responder::placement) are recorded, then the
+// packet is dropped at the verdict. The probe changes nothing: B's expected
+// PSN is the same after it.
+void deliver_bad_icrc(Fabric& f, std::function<bool(const roce::Packet&)> bad, std::vector<uint32_t>& placed) {
+    while (!f.in_flight.empty()) {
+        Frame fr = std::move(f.in_flight.front());
+        f.in_flight.pop_front();
+        roce::Packet p;
+        REQUIRE(roce::decode_frame(fr.bytes.data(), fr.bytes.size(), p).ok());
+        if (fr.from == 0 && bad(p)) {
+            const Responder& r = f.b().qp->responder();
+            const uint32_t psn = r.expected_psn(), msn = r.msn();
+            placed.push_back(r.placement(p));
+            CHECK(r.expected_psn() == psn);
+            CHECK(r.msn() == msn);
+            continue;
+        }
+        f.nodes[1 - fr.from]->qp->on_packet(p);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("faults: a payload placed before a bad ICRC verdict stays where the responder validated; the "
+          "retransmission completes",
+          "[transport][place_before_verdict]") {
+    Fabric f;  // MTU 1024
+    std::vector<uint32_t> placed;
+    SECTION("a WRITE's MIDDLE: its 1024 bytes at the RETH's address plus the FIRST's, then the LAST is out of "
+            "sequence") {
+        Buf src = make_buf(f.a(), 3000, kAllAccess, 2);
+        Buf dst = make_buf(f.b(), 3000, kAllAccess);
+        SendWqe w = wqe(hw::WrOpcode::RdmaWrite, 1, {src.sge()});
+        w.remote_addr = dst.addr;
+        w.rkey = dst.mr->rkey;
+        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+        auto once = std::make_shared<int>(0);
+        deliver_bad_icrc(
+            f, [&](const roce::Packet& p) { return p.hdr.bth.opcode == op::RC_RDMA_WRITE_MIDDLE && (*once)++ == 0; },
+            placed);
+        REQUIRE(placed == std::vector<uint32_t>{1024});
+        // The LAST after the dropped MIDDLE: a PSN the responder does not
+        // expect, so nothing of it would be placed.
+        f.run();
+        auto s = f.a().cq.side(CqSide::Send);
+        REQUIRE(s.size() == 1);
+        CHECK(s[0].wc.status == hw::WcStatus::Success);
+        CHECK(bytes(f.b(), dst.addr, 3000) == bytes(f.a(), src.addr, 3000));
+        CHECK(f.timer_fires + count_log(f, [](const roce::Packet& p) {
+                  return is_nak(p, roce::AethType::Nak);
+              }) > 0);  // recovered by the requester's retry (NAK or timeout)
+    }
+    SECTION("a WRITE past its MR: nothing is placed, and the good copy gets its access error") {
+        Buf src = make_buf(f.a(), 1000, kAllAccess, 2);
+        Buf dst = make_buf(f.b(), 600, kAllAccess);
+        Buf guard = make_buf(f.b(), 1000, kAllAccess);  // registered memory right behind, not the rkey's
+        const auto guard_before = bytes(f.b(), guard.addr, 1000);
+        SendWqe w = wqe(hw::WrOpcode::RdmaWrite, 1, {src.sge()});
+        w.remote_addr = dst.addr;
+        w.rkey = dst.mr->rkey;
+        REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+        auto once = std::make_shared<int>(0);
+        deliver_bad_icrc(f, [&](const roce::Packet&) { return (*once)++ == 0; }, placed);
+        CHECK(placed == std::vector<uint32_t>{0});
+        f.run();
+        auto s = f.a().cq.side(CqSide::Send);
+        REQUIRE(s.size() == 1);
+        CHECK(s[0].wc.status == hw::WcStatus::RemAccessErr);
+        CHECK(bytes(f.b(), guard.addr, 1000) == guard_before);
+    }
+    SECTION("a SEND's FIRST into the receive WQE's SGEs; one too big for its buffer places nothing") {
+        Buf src = make_buf(f.a(), 1500, kAllAccess, 2);
+        Buf dst = make_buf(f.b(), 1500, kAllAccess);
+        f.b().post_recv(9, {dst.sge(0, 700), dst.sge(700, 800)});
+        REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 1, {src.sge()})) == PostStatus::Ok);
+        auto once = std::make_shared<int>(0);
+        deliver_bad_icrc(
+            f, [&](const roce::Packet& p) { return p.hdr.bth.opcode == op::RC_SEND_FIRST && (*once)++ == 0; }, placed);
+        REQUIRE(placed == std::vector<uint32_t>{1024});
+        f.run();
+        auto r = f.b().cq.side(CqSide::Recv);
+        REQUIRE(r.size() == 1);
+        CHECK(r[0].wc.status == hw::WcStatus::Success);
+        CHECK(r[0].wc.byte_len == 1500);
+        CHECK(bytes(f.b(), dst.addr, 1500) == bytes(f.a(), src.addr, 1500));
+
+        // A second SEND, larger than the next receive buffer.
+        Buf small = make_buf(f.b(), 100, kAllAccess);
+        f.b().post_recv(10, {small.sge()});
+        REQUIRE(f.a().qp->post_send(wqe(hw::WrOpcode::Send, 2, {src.sge(0, 500)})) == PostStatus::Ok);
+        auto first = std::make_shared<int>(0);
+        deliver_bad_icrc(f, [&](const roce::Packet&) { return (*first)++ == 0; }, placed);
+        CHECK(placed == std::vector<uint32_t>{1024, 0});
+    }
+}

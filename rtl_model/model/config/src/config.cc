@@ -115,6 +115,10 @@ constexpr Key kKeys[] = {
     SIMNIC_CFG_KEY(pipeline, cut_through, 0, 1, 0, "",
                    "1: cut-through from TX build through the line to the ICRC check (a stage starts on a "
                    "frame's first beat; delivery still waits for the ICRC verdict); 0: store-and-forward"),
+    SIMNIC_CFG_KEY(pipeline, place_before_verdict, 0, 1, 0, "",
+                   "1 (needs cut_through): the responder writes a request's payload to host memory as it "
+                   "streams in, before the ICRC verdict; completion and ACK wait for it, a bad ICRC drops the "
+                   "packet after placement. 0: the payload waits on chip for the verdict"),
 
     SIMNIC_CFG_KEY(parser, impl, 0, 3, 0, "",
                    "Implementation: the C++ model, the Verilated RTL, or a worked example of one's own RTL"),
@@ -430,6 +434,14 @@ std::vector<CrossError> cross_check(const ModelConfig& c) {
                                      " Gb/s (mac.width_bytes " + std::to_string(c.mac.width_bytes) +
                                      " * 8 bits * clock.freq_mhz " + real_text(c.clock.freq_mhz) + " MHz)",
                                  {"mac.line_rate_gbps", "mac.width_bytes", "clock.freq_mhz"}});
+    }
+    if (c.pipeline.place_before_verdict && !c.pipeline.cut_through) {
+        // Placing before the verdict means the payload streams past the ICRC
+        // check; store-and-forward has the verdict before the transport sees
+        // the frame, so there is nothing to overlap.
+        out.push_back(CrossError{"pipeline.place_before_verdict = 1 needs pipeline.cut_through = 1 (with "
+                                 "store-and-forward the verdict is out before the responder sees the frame)",
+                                 {"pipeline.place_before_verdict", "pipeline.cut_through"}});
     }
     if (c.cq.moderation_count > 1 && c.cq.moderation_period_ns == 0) {
         // A count with no timer would hold an event for ever when fewer CQEs

@@ -104,7 +104,7 @@ TEST_CASE("model config: the key set is exactly the documented one, in table ord
         "clock.freq_mhz",
         "mac.width_bytes", "mac.line_rate_gbps", "mac.ifg_bytes", "mac.phy_latency_ns", "mac.cable_ns",
         "doorbell.mmio_ns", "doorbell.wqe_by_mmio_bytes", "doorbell.recv_wqe_prefetch",
-        "pipeline.cut_through",
+        "pipeline.cut_through", "pipeline.place_before_verdict",
         "parser.impl", "parser.latency_cycles", "parser.rtl_sources", "parser.rtl_top",
         "icrc.impl", "icrc.latency_cycles", "icrc.rtl_sources", "icrc.rtl_top",
         "tx_build.impl", "tx_build.latency_cycles", "tx_build.rtl_sources", "tx_build.rtl_top",
@@ -158,7 +158,7 @@ TEST_CASE("model config: render then parse gives the same configuration", "[mode
         c.clock.freq_mhz = 322.265625;
         c.mac = {256, 400, 24, 90, 15};
         c.doorbell = {120, 64, 1};
-        c.pipeline = {1};
+        c.pipeline = {1, 1};
         c.parser = {BlockImpl::rtl, 9, {"a.sv", "b c.sv"}, "my_top"};
         c.icrc = {BlockImpl::rtl, 3, {"e.sv"}, "my_engine"};
         c.tx_build = {BlockImpl::rtl, 2, {"t.sv"}, "my_tx_build"};
@@ -360,6 +360,11 @@ TEST_CASE("model config: cross-field rules", "[model][config]") {
     CHECK(error_of("[mac]\nwidth_bytes = 32\n") ==
           "t.toml:2:15: mac.line_rate_gbps = 100 exceeds the raw MAC rate of 64 Gb/s "
           "(mac.width_bytes 32 * 8 bits * clock.freq_mhz 250 MHz)");
+    // Placing a payload before its ICRC verdict needs the frame streamed.
+    CHECK(error_of("[pipeline]\nplace_before_verdict = 1\n") ==
+          "t.toml:2:24: pipeline.place_before_verdict = 1 needs pipeline.cut_through = 1 (with "
+          "store-and-forward the verdict is out before the responder sees the frame)");
+    CHECK(parsed("[pipeline]\ncut_through = 1\nplace_before_verdict = 1\n").pipeline.place_before_verdict == 1);
     // A faster clock makes room.
     CHECK(parsed("[clock]\nfreq_mhz = 400\n[mac]\nline_rate_gbps = 200\n").mac.line_rate_gbps == 200);
 

@@ -29,6 +29,7 @@ Nic::Nic(const ModelConfig& c, Datapath& b, bool lb)
       rx_path_ps(uint64_t(c.mac.phy_latency_ns) * 1000 *
                      (lb ? 2 : 1) + (lb ? uint64_t(c.mac.cable_ns) * 1000 : 0)),
       cut_through(c.pipeline.cut_through != 0),
+      place_before_verdict(c.pipeline.cut_through != 0 && c.pipeline.place_before_verdict != 0),
       dma(c.dma),
       qpc(c.qpc_cache), mpt(c.mpt_cache), mtt(c.mtt_cache) {
     // One's own RTL (rtl_sources): built now, or found in the cache; throws
@@ -239,6 +240,7 @@ void Nic::reset_stats() {
     qpc.reset_stats();
     mpt.reset_stats();
     mtt.reset_stats();
+    rx_placed_before_verdict = rx_dropped_after_placement = 0;
     rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = icrc_rx_rtl_mismatch = 0;
     parser_rtl_ready_low = tx_build_rtl_ready_low = icrc_rtl_ready_low = 0;
     tx_build_rtl_mismatch = tx_build_rtl_skipped = 0;
@@ -344,9 +346,13 @@ void Nic::wave_undeclare() {
 
 size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
                         uint64_t& writes_done, bool block_on_reads, uint32_t qpn,
-                        std::vector<DmaArrival>* payload_spans) {
+                        std::vector<DmaArrival>* payload_spans, const Txn* early) {
     for (; i < rec.ops.size() && is_memory_op(rec.ops[i].kind); ++i) {
         const Op& o = rec.ops[i];
+        const bool placing = o.kind == Op::Kind::Qpc || o.kind == Op::Kind::Mpt || o.kind == Op::Kind::Mtt ||
+                             (o.kind == Op::Kind::DmaRead && o.purpose == DmaPurpose::RecvWqe) ||
+                             (o.kind == Op::Kind::DmaWrite && o.purpose == DmaPurpose::Payload);
+        if (early && !placing) sim::stall_until(st, early->verdict_ps);
         switch (o.kind) {
             case Op::Kind::Qpc: lookup(qpc, o.id, st); break;
             case Op::Kind::Mpt: lookup(mpt, o.id, st); break;
@@ -379,9 +385,18 @@ size_t Nic::play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& 
                 }
                 break;
             }
-            case Op::Kind::DmaWrite:
-                writes_done = std::max(writes_done, dma.write(now_ps(), o.bytes, o.purpose));
+            case Op::Kind::DmaWrite: {
+                uint64_t at = now_ps();
+                if (early && o.purpose == DmaPurpose::Payload) {
+                    // Placed as it streams in: the TLPs follow the payload's
+                    // beats, the last (max_payload_bytes) once the last byte is in.
+                    const uint32_t last_tlp = std::min<uint32_t>(o.bytes, std::max(1u, cfg.dma.max_payload_bytes));
+                    const uint64_t ahead = dma.link_ps(o.bytes) - dma.link_ps(last_tlp);
+                    if (early->payload_in_ps > at + ahead) at = early->payload_in_ps - ahead;
+                }
+                writes_done = std::max(writes_done, dma.write(at, o.bytes, o.purpose));
                 break;
+            }
             default: break;
         }
     }

@@ -46,6 +46,13 @@ struct Txn {
     // of the previous block, head_ps when its first beat is, hdr_ps when
     // the parser's header vector is.
     uint64_t head_ps = 0, hdr_ps = 0;
+    // With pipeline.place_before_verdict, a SEND or WRITE request the ICRC
+    // check handed on before its verdict (its header vector is out): when
+    // its last beat is in (its payload all on chip) and when the verdict is
+    // out, and the verdict (icrc_bad: the responder places its payload, then
+    // drops it). verdict_ps 0: the frame came with its verdict.
+    uint64_t payload_in_ps = 0, verdict_ps = 0;
+    bool icrc_bad = false;
     Doorbell db;
     std::vector<uint8_t> frame;
     uint32_t qpn = 0;
@@ -231,6 +238,7 @@ struct Nic {
     const uint64_t rx_path_ps;  // PHYs and cable in front of MAC RX (mac_rx.cc)
     uint64_t cycles(uint64_t n) const { return n * period_ps; }
     const bool cut_through;  // pipeline.cut_through
+    const bool place_before_verdict;  // pipeline.place_before_verdict (implies cut_through)
 
     DmaEngine dma;
     TableCache qpc, mpt, mtt;
@@ -298,6 +306,10 @@ struct Nic {
     uint64_t stats_since_ps = 0;  // the last reset_stats(): the window of every rate
 
     // Counters that are not per block.
+    // pipeline.place_before_verdict: requests whose payload was written to
+    // host memory before their ICRC verdict, and those of them dropped
+    // afterwards (a bad ICRC; the requester retransmits).
+    uint64_t rx_placed_before_verdict = 0, rx_dropped_after_placement = 0;
     uint64_t rx_drops_parser = 0, rx_drops_icrc = 0, icrc_rtl_mismatch = 0, parser_rtl_mismatch = 0;
     // RX frames whose ICRC verdict from the RTL (which the pipeline follows)
     // differs from the C++ packet core's.
@@ -511,10 +523,14 @@ struct Nic {
     // another kind; returns the index it stopped at. `payload_ready` is
     // raised to the arrival time of payload reads (not waited for), and
     // their spans are appended to `payload_spans` if given; `writes_done`
-    // to the visibility of payload writes.
+    // to the visibility of payload writes. With `early` (a request the ICRC
+    // check handed on before its verdict, Txn::verdict_ps), payload writes
+    // stream behind the frame's payload as it comes in (the last TLP leaves
+    // when the last byte is in), and any other op but a table lookup or a
+    // receive WQE's read waits for the verdict first.
     size_t play_memory(OpRecord& rec, size_t i, sim::BlockStats& st, uint64_t& payload_ready,
                        uint64_t& writes_done, bool block_on_reads, uint32_t qpn = 0,
-                       std::vector<DmaArrival>* payload_spans = nullptr);
+                       std::vector<DmaArrival>* payload_spans = nullptr, const Txn* early = nullptr);
 
     // Receive-WQE prefetch (doorbell.recv_wqe_prefetch): per QP, when each
     // receive WQE posted and not yet used is on chip, in posting order; and

@@ -498,6 +498,10 @@ std::vector<ModelStat> Pipeline::stats() const {
             s.push_back({std::string("rx.drops_parser.") + lower(roce::kParseVerdictIds[v]),
                          double(n.rx_drops_parser_reason[v]), ""});
     s.push_back({"rx.drops_icrc", double(n.rx_drops_icrc), ""});
+    if (n.place_before_verdict) {
+        s.push_back({"rx.placed_before_verdict", double(n.rx_placed_before_verdict), ""});
+        s.push_back({"rx.dropped_after_placement", double(n.rx_dropped_after_placement), ""});
+    }
     if (n.cfg.doorbell.wqe_by_mmio_bytes) s.push_back({"doorbell.wqe_by_mmio", double(n.wqe_by_mmio), ""});
     if (n.cfg.doorbell.recv_wqe_prefetch) {
         s.push_back({"doorbell.recv_wqe_prefetch_hits", double(n.recv_wqe_prefetch_hits), ""});

@@ -82,6 +82,14 @@ public:
     // Frames the parser (bad header) or the ICRC check dropped.
     void rx_dropped(bool bad_icrc) override { ++(bad_icrc ? dropped_icrc : dropped_hdr); }
     uint64_t dropped_hdr = 0, dropped_icrc = 0;
+    // Frames placed before a bad ICRC verdict that the model asked about,
+    // and what the test says was placed (0 without on_probe).
+    std::function<uint32_t(const std::vector<uint8_t>&, OpRecord&)> on_probe;
+    std::vector<Seen<std::vector<uint8_t>>> probes;
+    uint32_t probe_placement(const uint8_t* f, size_t n, OpRecord& rec) override {
+        probes.push_back({sim::now_ps(), std::vector<uint8_t>(f, f + n)});
+        return on_probe ? on_probe(probes.back().item, rec) : 0;
+    }
     // The application's completion events the model sent: (CQN, the
     // moderation period that held it, ns), with when.
     void cq_event(uint32_t cqn, uint64_t period_ns) override { cq_events.push_back({sim::now_ps(), {cqn, period_ns}}); }

@@ -288,3 +288,54 @@ TEST_CASE("icrc_check: with icrc.impl = rtl a full queue to the RX transport hol
         CHECK(cpp.t[16] == open);  // checked at once, handed on when the queue had room
     }
 }
+
+TEST_CASE("icrc_check: placing before the verdict, a SEND or WRITE goes on with its header vector and carries "
+          "its verdict; other frames wait for theirs",
+          "[model][block][icrc_check][cut_through][place_before_verdict]") {
+    using namespace roce::op;
+    ModelConfig cfg;
+    cfg.pipeline.cut_through = 1;
+    cfg.pipeline.place_before_verdict = 1;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    const uint64_t L = cfg.icrc.latency_cycles;
+    struct In {
+        uint64_t head, tail, hdr;
+        uint8_t opcode;
+        std::vector<uint8_t> frame;
+    };
+    std::vector<In> s;
+    s.push_back({100 * P, 200 * P, 104 * P, RC_RDMA_WRITE_ONLY, tb::roce_frame(RC_RDMA_WRITE_ONLY, 0x11, 1, 4096)});
+    std::vector<uint8_t> flipped = tb::roce_frame(RC_SEND_ONLY, 0x11, 2, 4096);
+    flipped[flipped.size() - 4 - 500] ^= 0x08;
+    s.push_back({300 * P, 400 * P, 304 * P, RC_SEND_ONLY, flipped});
+    s.push_back({500 * P, 500 * P, 600 * P, RC_ACKNOWLEDGE, tb::roce_frame(RC_ACKNOWLEDGE, 0x13, 3, 0)});
+    tb::BlockBench<IcrcCheckBlock> b(cfg);
+    std::vector<std::pair<uint64_t, TxnPtr>> in;
+    for (const In& x : s) {
+        TxnPtr t = tb::rx_txn(x.frame, x.tail);
+        t->head_ps = x.head;
+        t->hdr_ps = x.hdr;
+        t->opcode = x.opcode;
+        in.emplace_back(x.head, t);
+    }
+    b.drive(b.nic().parser_to_icrc, std::move(in));
+    const auto& seen = b.watch(b.nic().rx_in);
+    b.run();
+    // The bad SEND goes on too: its responder places its payload, then
+    // drops it at the verdict (and tells the datapath then, not here).
+    REQUIRE(seen.size() == 3);
+    CHECK(b.nic().rx_drops_icrc == 1);
+    CHECK(b.be.dropped_icrc == 0);
+    for (int k = 0; k < 2; ++k) {
+        INFO("frame " << k);
+        const Txn& t = *seen[k].item;
+        CHECK(seen[k].t_ps == s[k].head);        // handed on when the check starts on it
+        CHECK(t.ready_ps == s[k].hdr);           // the responder starts on the header vector
+        CHECK(t.payload_in_ps == s[k].tail + P);  // its last beat in the check
+        CHECK(t.verdict_ps == s[k].tail + P + L * P);
+        CHECK(t.icrc_bad == (k == 1));
+    }
+    // A response has nothing to place: it comes with its verdict, as before.
+    CHECK(seen[2].item->verdict_ps == 0);
+    CHECK(seen[2].item->ready_ps == 600 * P);
+}

@@ -401,3 +401,58 @@ TEST_CASE("rx_transport: a CQ's CQEs leave in ring order when a later packet is 
         }
     }
 }
+
+TEST_CASE("rx_transport: placed before the ICRC verdict, a payload's write follows the frame in, CQE and ACK wait "
+          "for the verdict; a bad ICRC is placed, then dropped",
+          "[model][block][rx_transport][place_before_verdict]") {
+    using namespace roce::op;
+    ModelConfig cfg;
+    cfg.pipeline.cut_through = 1;
+    cfg.pipeline.place_before_verdict = 1;
+    const uint64_t P = uint64_t(1e6 / cfg.clock.freq_mhz + 0.5);
+    tb::BlockBench<RxTransportBlock> b(cfg);
+    b.nic().qpc.access(7);
+    b.nic().qpc.access(8);
+    b.be.on_rx = [](const std::vector<uint8_t>&, OpRecord& rec) {
+        rec.add(Op::Kind::DmaWrite, 0, 4096, 0, DmaPurpose::Payload);
+        add_frame(rec, RC_ACKNOWLEDGE, 1);
+        rec.add(Op::Kind::Cqe, 3, 0, 0, DmaPurpose::Payload, false);
+    };
+    // The bad frame: what the responder's checks validated (its MR's MPT
+    // entry looked up), 4096 bytes placed.
+    b.be.on_probe = [](const std::vector<uint8_t>&, OpRecord& rec) {
+        rec.add(Op::Kind::Mpt, 5);
+        return 4096u;
+    };
+    TxnPtr good = packet(RC_SEND_ONLY, 7, 1);
+    good->payload_in_ps = 1000 * P;
+    good->verdict_ps = 1007 * P;
+    TxnPtr bad = packet(RC_RDMA_WRITE_ONLY, 8, 2);
+    bad->payload_in_ps = 3000 * P;
+    bad->verdict_ps = 3007 * P;
+    bad->icrc_bad = true;
+    b.drive(b.nic().rx_in, {{0, good}, {0, bad}});
+    const auto& cqes = b.watch(b.nic().cq_in);
+    const auto& frames = b.watch(b.nic().rxt_to_txb);
+    b.run();
+    // The good SEND: executed; its write left as the payload came in (its
+    // last TLP once the last byte was in), its ACK and CQE at the verdict.
+    REQUIRE(b.be.rx.size() == 1);
+    REQUIRE(cqes.size() == 1);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].t_ps == 1007 * P);
+    CHECK(cqes[0].t_ps == 1007 * P);
+    DmaEngine dma(cfg.dma);
+    const uint64_t ahead = dma.link_ps(4096) - dma.link_ps(cfg.dma.max_payload_bytes);
+    CHECK(cqes[0].item.not_before_ps == dma.write(1000 * P - ahead, 4096, DmaPurpose::Payload));
+    // Visible sooner than a write that waits for the verdict.
+    CHECK(cqes[0].item.not_before_ps < DmaEngine(cfg.dma).write(1007 * P, 4096, DmaPurpose::Payload));
+    // The bad WRITE: not executed, asked what was placed, its payload
+    // written, then dropped at the verdict: no CQE, no ACK.
+    REQUIRE(b.be.probes.size() == 1);
+    CHECK(b.be.dropped_icrc == 1);
+    CHECK(b.nic().rx_placed_before_verdict == 2);
+    CHECK(b.nic().rx_dropped_after_placement == 1);
+    CHECK(b.nic().dma.stats().write_bytes[size_t(DmaPurpose::Payload)] == 2 * 4096);
+    CHECK(b.nic().mpt.stats().misses + b.nic().mpt.stats().hits == 1);
+}

@@ -121,6 +121,19 @@ public:
     // path's decode failures have (rx_drops_bad_hdr, icrc_errors), so that
     // `simnic stats` means the same on both device types.
     virtual void rx_dropped(bool bad_icrc) = 0;
+    // A request frame whose payload a model that places before the ICRC
+    // verdict (pipeline.place_before_verdict) wrote while it streamed in,
+    // and whose ICRC then turned out bad: the payload bytes the responder
+    // would have placed, and only inside memory its checks validated (the
+    // RETH's rkey and range, the receive WQE's SGEs: Responder::placement),
+    // 0 if none. Nothing is executed: no PSN advance, no CQE, no ACK, and
+    // no data is written (the buffer's content is undefined until the
+    // retransmitted copy completes; the model leaves it as it was). The
+    // lookups it made (QPC, MPT, a receive WQE's read) go into `rec`.
+    virtual uint32_t probe_placement(const uint8_t* frame, size_t len, OpRecord& rec) {
+        (void)frame, (void)len, (void)rec;
+        return 0;
+    }
     virtual void exec_timer(uint32_t qpn, uint8_t timer, OpRecord& rec) = 0;
     // A frame leaves MAC TX (the engine puts it on the wire).
     virtual void wire_tx(const uint8_t* frame, size_t len) = 0;

@@ -84,6 +84,17 @@ public:
     // frame the packet was decoded from).
     void process(const roce::Packet& pkt);
 
+    // The payload bytes process() would write to host memory for this
+    // packet, found by the same checks (QP state, PSN, opcode sequence, the
+    // QP's access, the MTU, the RETH's rkey and range or the receive WQE's
+    // SGEs) but without executing anything: no state changes, no memory
+    // written. 0: it would not place any (a duplicate, out of sequence, a
+    // bad key, no receive WQE, not a SEND or WRITE). A NIC that writes a
+    // payload as it streams in, before the ICRC verdict, places this much
+    // of a packet that then turns out bad, and only inside memory these
+    // checks validated. RC and UC only; a UD receive waits for the verdict.
+    uint32_t placement(const roce::Packet& pkt) const;
+
     uint32_t expected_psn() const { return psn_; }
     uint32_t msn() const { return msn_; }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "icrc_engine_rtl.h"
+#include "simnic/roce/opcode.h"
 #include "simnic/roce/packet.h"
 
 namespace simnic::model {
@@ -27,7 +28,7 @@ void IcrcCheckBlock::main() {
             const uint64_t t0 = now_ps();
             wait_until(t0 + nic.cycles(nic.wait_room_from(nic.rx_in, t0, st, &nic.icrc_rtl_ready_low)));
         }
-        bool ok = false;
+        bool ok = false, handed_on = false;
         {
             sim::BusyScope busy(st);
             const std::vector<uint8_t>& b = t->frame;
@@ -67,12 +68,37 @@ void IcrcCheckBlock::main() {
                 // transport only with its verdict (and its header vector):
                 // its payload waits on chip until then, so a frame with a
                 // bad ICRC is never delivered, as with store-and-forward.
-                wait_until(std::max(now_ps() + nic.cycles(in_cycles), t->ready_ps + nic.cycles(1)));
-                t->ready_ps = std::max(now_ps() + nic.cycles(latency), t->hdr_ps);
+                const uint64_t last = std::max(now_ps() + nic.cycles(in_cycles), t->ready_ps + nic.cycles(1));
+                const uint64_t verdict = std::max(last + nic.cycles(latency), t->hdr_ps);
+                const roce::OpcodeInfo& oi = roce::opcode_info(t->opcode);
+                if (nic.place_before_verdict && oi.has(roce::kRequest) && oi.has(roce::kPayload) &&
+                    (oi.has(roce::kSend) || oi.has(roce::kWrite))) {
+                    // Placed before the verdict: a SEND or WRITE goes to the
+                    // responder with its header vector, its payload
+                    // streaming behind; the verdict follows it (the
+                    // responder completes and acknowledges only then, or
+                    // drops the packet after placing it).
+                    t->payload_in_ps = last;
+                    t->verdict_ps = verdict;
+                    t->icrc_bad = !ok;
+                    t->ready_ps = std::max(now_ps(), t->hdr_ps);
+                    nic.rx_in.write(t, &st);
+                    handed_on = true;
+                    wait_until(last);
+                } else {
+                    wait_until(last);
+                    t->ready_ps = verdict;
+                }
             } else {
                 wait_ps(nic.cycles(in_cycles));
                 t->ready_ps = now_ps() + nic.cycles(latency);
             }
+        }
+        if (handed_on) {
+            // The responder counts the drop (after placing the payload).
+            if (!ok) ++nic.rx_drops_icrc;
+            nic.stage_sample(Nic::kIcrcCheck, in, std::max(now_ps(), t->verdict_ps));
+            continue;
         }
         if (!ok) {
             nic.stage_sample(Nic::kIcrcCheck, in, t->ready_ps);

@@ -112,12 +112,18 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st,
     // With cut-through, where each response's payload comes in (TX build streams it).
     std::vector<DmaArrival> spans;
     std::vector<DmaArrival>* spans_of = nic.cut_through ? &spans : nullptr;
+    // Placed before the ICRC verdict (pipeline.place_before_verdict): the
+    // payload's writes go as it streams in; anything else the packet does
+    // (its CQE, its ACK, what must not happen for a bad packet) waits for
+    // the verdict.
+    const Txn* early = t.verdict_ps ? &t : nullptr;
     for (size_t i = 0; i < rec.ops.size();) {
         const Op& o = rec.ops[i];
         if (is_memory_op(o.kind)) {
-            i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t.qpn, spans_of);
+            i = nic.play_memory(rec, i, st, payload_ready, writes_done, false, t.qpn, spans_of, early);
             continue;
         }
+        if (early) sim::stall_until(st, t.verdict_ps);
         switch (o.kind) {
             case Op::Kind::TxFrame: {
                 FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps()), 0, std::exchange(spans, {})};
@@ -140,6 +146,17 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st,
             default: break;
         }
         ++i;
+    }
+    if (early) {
+        sim::stall_until(st, t.verdict_ps);
+        if (t.icrc_bad) {
+            // Placed, then dropped at the verdict: nothing else was
+            // recorded (no PSN advance, CQE or ACK); the requester's
+            // retransmission places the payload again and completes.
+            if (std::any_of(rec.ops.begin(), rec.ops.end(), [](const Op& x) { return x.kind == Op::Kind::DmaWrite; }))
+                ++nic.rx_dropped_after_placement;
+            nic.be.rx_dropped(true);
+        }
     }
     for (uint32_t cqn : held) pass_cq_turn(cqn);
     // A ticket not used (cannot happen: every ticket is for a CQ the record
@@ -195,6 +212,13 @@ void RxTransportBlock::decide(Role r, TxnPtr t, uint64_t in) {
         nic.lookup(nic.qpc, t->qpn, st);
         if (t->kind == Txn::Kind::Timer) {
             nic.be.exec_timer(t->qpn, t->timer, t->rec);
+        } else if (t->verdict_ps && t->icrc_bad) {
+            // Handed on before its verdict, which will be bad: the datapath
+            // executes nothing, but the responder has already placed what
+            // its checks let through (inside the validated MR or receive
+            // buffer) while the payload streamed in.
+            const uint32_t placed = nic.be.probe_placement(t->frame.data(), t->frame.size(), t->rec);
+            if (placed) t->rec.add(Op::Kind::DmaWrite, 0, placed, 0, DmaPurpose::Payload);
         } else {
             nic.be.exec_rx(t->frame.data(), t->frame.size(), t->icrc_good, t->rec);
             if (r == kComp && t->opcode < 0x20) {
@@ -206,6 +230,10 @@ void RxTransportBlock::decide(Role r, TxnPtr t, uint64_t in) {
                             has_aeth && (at == roce::AethType::Nak || at == roce::AethType::RnrNak));
             }
         }
+        if (t->verdict_ps && std::any_of(t->rec.ops.begin(), t->rec.ops.end(), [](const Op& o) {
+                return o.kind == Op::Kind::DmaWrite && o.purpose == DmaPurpose::Payload;
+            }))
+            ++nic.rx_placed_before_verdict;
         // The CQs this record completes into take their turn now, in the
         // order the datapath wrote their rings.
         for (const Op& o : t->rec.ops) {

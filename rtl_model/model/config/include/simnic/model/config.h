@@ -72,6 +72,13 @@ struct PipelineConfig {
     // frame when its first beat is there. 0: store-and-forward, every stage
     // starts on a frame when all of it is there.
     std::uint32_t cut_through = 0;
+    // 1 (needs cut_through): the responder writes a request's payload to
+    // host memory while the frame streams in, before the ICRC verdict, as
+    // ConnectX-class NICs do; its completion and ACK still wait for the
+    // verdict, and a bad ICRC drops the packet after placement (no PSN
+    // advance, no CQE, no ACK: the requester retransmits). 0: "buffer until
+    // checked", the payload waits on chip for the verdict.
+    std::uint32_t place_before_verdict = 0;
 };
 
 // [parser], [icrc], [tx_build], [req_seg]: a block that exists both in C++
