@@ -65,7 +65,10 @@ WIRE=$(awk '{print $2}' "$OUT/wire.ready")
 [ -n "$WIRE" ] || { echo "FAIL: the wire did not start"; exit 1; }
 sim link add wa type soft wire "127.0.0.1:$WIRE" addr 10.0.0.10/24 || { echo "FAIL: link add wa"; exit 1; }
 devs+=(wa)
-sim link add wb type "$TYPE_B" wire "127.0.0.1:$WIRE" addr 10.0.0.11/24 || { echo "FAIL: link add wb"; exit 1; }
+# SIMNIC_WB_LINK_OPTS: more `link add` arguments for wb (a model's `config FILE`).
+read -r -a wb_opts <<<"${SIMNIC_WB_LINK_OPTS:-}"
+sim link add wb type "$TYPE_B" wire "127.0.0.1:$WIRE" addr 10.0.0.11/24 "${wb_opts[@]}" ||
+  { echo "FAIL: link add wb"; exit 1; }
 devs+=(wb)
 echo "wire 127.0.0.1:$WIRE, fault '${fault:-none}', seed $SEED, wa soft, wb $TYPE_B"
 
@@ -194,6 +197,13 @@ PY
     bad=0
     for d in wa wb; do bad=$((bad + $(sim stats "$d" | awk '$1 == "icrc_errors" || $1 ~ /^rx_drops/ {s += $2} END {print s + 0}'))); done
     [ "$bad" -gt 0 ] || fail "no device counted a corrupted frame"
+    # SIMNIC_FAULTS_STAT: a statistic of wb that the faults must have moved
+    # (a model placing before the ICRC verdict: rx.dropped_after_placement).
+    if [ -n "${SIMNIC_FAULTS_STAT:-}" ]; then
+      n=$(sim stats wb | awk -v k="$SIMNIC_FAULTS_STAT" '$1 == k {print $2}')
+      echo "wb: $SIMNIC_FAULTS_STAT ${n:-missing}"
+      [ "${n:-0}" != 0 ] || fail "wb's $SIMNIC_FAULTS_STAT is ${n:-missing}: $(sim stats wb | grep -E '^rx' | tr '\n' ' ')"
+    fi
   fi
 fi
 wait_no_qps || fail "QPs left behind: $(sim resource show -j)"
