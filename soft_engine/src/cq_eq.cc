@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "engine_internal.h"
@@ -84,19 +85,28 @@ void SoftEngine::Impl::post_event(uint16_t ctx, hw::EventType type, uint32_t obj
 // CQEs are already in the ring. A fabric's device keeps protocol time in
 // simulated time, every peer with it, and so does this; a standalone engine
 // (simnic bench, whose host lives in the simulation) too.
+//
+// Each interrupt is for the CQ's oldest event still held, which it takes
+// out of the queue at once, with its own raise time: an event that waits
+// out its period in wall-clock time waits on its own (due_cq_events), so
+// the next interrupt for the CQ is for the next event. (They waited at the
+// queue's front before: a second event's period was counted from the
+// first's raise time, and an event the count sent meanwhile posted the
+// waiting one early and itself late.)
 void SoftEngine::Impl::cq_event(uint32_t cqn, uint64_t period_ns) {
     auto it = held_cq_events.find(cqn);
     if (it == held_cq_events.end() || it->second.empty()) return;  // its CQ destroyed since
-    if (period_ns && !sim_time && !cfg.standalone) {
-        const uint64_t due = it->second.front().second + period_ns;
-        if (due > mono_ns()) {
-            due_cq_events.emplace_back(due, cqn);
-            return;
-        }
-    }
-    const uint16_t ctx = it->second.front().first;
+    const auto [ctx, raised] = it->second.front();
     it->second.pop_front();
     if (it->second.empty()) held_cq_events.erase(it);
+    if (period_ns && !sim_time && !cfg.standalone && raised + period_ns > mono_ns()) {
+        due_cq_events.push_back({raised + period_ns, cqn, ctx});
+        return;
+    }
+    post_cq_event(cqn, ctx);
+}
+
+void SoftEngine::Impl::post_cq_event(uint32_t cqn, uint16_t ctx) {
     // The CQ is still the one the event was raised for (a destroyed CQ's
     // events are dropped with it: cq_destroying).
     const uint8_t* e = entry(Table::Cqc, cqn);
@@ -104,19 +114,21 @@ void SoftEngine::Impl::cq_event(uint32_t cqn, uint64_t period_ns) {
     post_eqe(ctx, hw::EventType::Completion, cqn, 0);
 }
 
-// The events whose period has passed in wall-clock time (cq_event): posted.
+// The events whose period has passed in wall-clock time (cq_event): posted,
+// the earliest due first.
 bool SoftEngine::Impl::post_due_cq_events(uint64_t now) {
     if (due_cq_events.empty()) return false;
-    std::vector<uint32_t> due;
+    std::vector<DueCqEvent> due;
     for (size_t i = 0; i < due_cq_events.size();) {
-        if (due_cq_events[i].first > now) {
+        if (due_cq_events[i].due_ns > now) {
             ++i;
             continue;
         }
-        due.push_back(due_cq_events[i].second);
+        due.push_back(due_cq_events[i]);
         due_cq_events.erase(due_cq_events.begin() + std::ptrdiff_t(i));
     }
-    for (uint32_t cqn : due) cq_event(cqn, 0);
+    std::stable_sort(due.begin(), due.end(), [](const DueCqEvent& a, const DueCqEvent& b) { return a.due_ns < b.due_ns; });
+    for (const DueCqEvent& d : due) post_cq_event(d.cqn, d.ctx);
     return !due.empty();
 }
 

@@ -287,7 +287,7 @@ void SoftEngine::cq_destroying(uint32_t cqn) {
     // posts to a CQ that is gone or to a new one given its number.
     impl_->held_cq_events.erase(cqn);
     auto& due = impl_->due_cq_events;
-    due.erase(std::remove_if(due.begin(), due.end(), [cqn](const auto& d) { return d.second == cqn; }), due.end());
+    due.erase(std::remove_if(due.begin(), due.end(), [cqn](const auto& d) { return d.cqn == cqn; }), due.end());
 }
 
 void SoftEngine::srq_destroying(uint32_t srqn) {

@@ -366,9 +366,15 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::unordered_map<uint32_t, std::deque<std::pair<uint16_t, uint64_t>>> held_cq_events;
     // Events the model sent after their CQ's moderation period whose period
     // has not yet passed in wall-clock time since they were raised: posted
-    // when it has (run_timers). (when due, CQN)
-    std::vector<std::pair<uint64_t, uint32_t>> due_cq_events;
+    // when it has (run_timers), each with its own due time.
+    struct DueCqEvent {
+        uint64_t due_ns;
+        uint32_t cqn;
+        uint16_t ctx;
+    };
+    std::vector<DueCqEvent> due_cq_events;
     bool post_due_cq_events(uint64_t now);
+    void post_cq_event(uint32_t cqn, uint16_t ctx);  // an event the model sent, if its CQ is still there
     // The EQEs of the engine thread's pass (loop.cc), posted at its end,
     // after the pass's frames are sent: an EQE may raise an interrupt, whose
     // woken application thread, on a machine with fewer cores than busy

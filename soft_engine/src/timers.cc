@@ -42,8 +42,8 @@ uint64_t SoftEngine::Impl::next_deadline() {
     for (auto& [n, q] : qps)
         for (uint64_t t : q->timer_deadline)
             if (t && (d == 0 || t < d)) d = t;
-    for (const auto& [t, cqn] : due_cq_events)
-        if (d == 0 || t < d) d = t;
+    for (const DueCqEvent& e : due_cq_events)
+        if (d == 0 || e.due_ns < d) d = e.due_ns;
     return d;
 }
 
