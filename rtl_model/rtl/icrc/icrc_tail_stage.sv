@@ -12,7 +12,8 @@
 // remain, so only C bytes travel on.
 //
 // Reset: asynchronous, active low (rst_ni), on the valid bit only; the data
-// registers are not reset because nothing reads them while valid is low.
+// registers are not reset because nothing reads them while valid is low,
+// and they load only when valid_i is high.
 module icrc_tail_stage #(
   // Chunk absorbed by this stage, in bytes; a power of two.
   parameter int unsigned ChunkBytes = 32,
@@ -46,18 +47,33 @@ module icrc_tail_stage #(
     $error("icrc_tail_stage: LenWidth %0d too small for ChunkBytes %0d", LenWidth, ChunkBytes);
   end
 
-  logic        take;
-  logic [31:0] crc_chunk;
+  localparam int unsigned InBits    = ChunkBits + 32;
 
+  // The chunk's parallel CRC-32 (icrc_crc32_xor's XOR trees): row k is the
+  // set of inputs, {data, register}, whose XOR is output bit k.
+  function automatic logic [31:0][InBits-1:0] gen_rows();
+    logic [31:0][InBits-1:0] r;
+    logic [31:0] col;
+    for (int unsigned k = 0; k < 32; k++) r[k] = '0;
+    for (int unsigned i = 0; i < InBits; i++) begin
+      col = icrc_pkg::crc32_column(ChunkBits, i);
+      for (int unsigned k = 0; k < 32; k++) r[k][i] = col[k];
+    end
+    return r;
+  endfunction
+
+  localparam logic [31:0][InBits-1:0] Rows = gen_rows();
+
+  function automatic logic [31:0] crc_chunk(logic [31:0] crc, logic [ChunkBits-1:0] data);
+    logic [InBits-1:0] in_bits;
+    in_bits = {data, crc};
+    for (int unsigned k = 0; k < 32; k++) begin
+      crc_chunk[k] = ^(in_bits & Rows[k]);
+    end
+  endfunction
+
+  logic take;
   assign take = len_i[LenBit];
-
-  icrc_crc32_xor #(
-    .DataBytes(ChunkBytes)
-  ) u_crc (
-    .crc_i (crc_i),
-    .data_i(data_i[ChunkBits-1:0]),
-    .crc_o (crc_chunk)
-  );
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -67,12 +83,24 @@ module icrc_tail_stage #(
     end
   end
 
+  // The data registers load only with a frame (a clock enable): between
+  // frames nothing changes and the chunk's XOR trees are not exercised. The
+  // CRC is computed in this process so that it is evaluated only on the
+  // edges that load it; it is the same combinational logic in front of the
+  // register as an icrc_crc32_xor instance would be.
   always_ff @(posedge clk_i) begin
-    crc_o     <= take ? crc_chunk : crc_i;
-    data_o    <= take ? data_i[2*ChunkBits-1:ChunkBits] : data_i[ChunkBits-1:0];
-    len_o     <= len_i;
-    icrc_rx_o <= icrc_rx_i;
-    err_o     <= err_i;
+    if (valid_i) begin
+      if (take) begin
+        crc_o  <= crc_chunk(crc_i, data_i[ChunkBits-1:0]);
+        data_o <= data_i[2*ChunkBits-1:ChunkBits];
+      end else begin
+        crc_o  <= crc_i;
+        data_o <= data_i[ChunkBits-1:0];
+      end
+      len_o     <= len_i;
+      icrc_rx_o <= icrc_rx_i;
+      err_o     <= err_i;
+    end
   end
 
 endmodule
