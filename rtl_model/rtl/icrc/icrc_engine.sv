@@ -160,29 +160,49 @@ module icrc_engine #(
     return m;
   endfunction
 
-  // The body's parallel CRC-32 over a whole realigned beat (icrc_crc32_xor's
-  // XOR trees): row k is the set of inputs, {data, register}, whose XOR is
-  // output bit k.
-  localparam int unsigned BodyInBits = DataWidth + 32;
+  // The body CRC: a whole realigned beat in one step.
+  // The parallel CRC-32 over DataWidth bits (icrc_crc32_xor's function): one XOR
+  // tree per output bit. From 32 data bits on, the register enters the step
+  // exactly as the first 32 data bits do (each of its bits meets one of
+  // them at the feedback), so it is folded into them and each tree has DataWidth
+  // inputs; below that it stays a separate input. The trees are written
+  // lane by lane, 64 inputs at a time, the width of a simulator's words, so
+  // that it evaluates each tree in few operations; the hardware is the same
+  // XOR of the same inputs.
+  localparam bit          CrcFold  = (DataWidth >= 32);
+  localparam int unsigned CrcIn    = CrcFold ? DataWidth : DataWidth + 32;
+  localparam int unsigned CrcLanes = (CrcIn + 63) / 64;
 
-  function automatic logic [31:0][BodyInBits-1:0] gen_body_rows();
-    logic [31:0][BodyInBits-1:0] r;
+  // Row k: the inputs whose XOR is output bit k. Input i is data bit i
+  // (folded: with register bit i), or, unfolded, register bit i for i < 32
+  // and data bit i - 32 above.
+  function automatic logic [31:0][64*CrcLanes-1:0] crc_rows();
+    logic [31:0][64*CrcLanes-1:0] r;
     logic [31:0] col;
     for (int unsigned k = 0; k < 32; k++) r[k] = '0;
-    for (int unsigned i = 0; i < BodyInBits; i++) begin
-      col = icrc_pkg::crc32_column(DataWidth, i);
+    for (int unsigned i = 0; i < CrcIn; i++) begin
+      col = icrc_pkg::crc32_column(DataWidth, CrcFold ? 32 + i : i);
       for (int unsigned k = 0; k < 32; k++) r[k][i] = col[k];
     end
     return r;
   endfunction
 
-  localparam logic [31:0][BodyInBits-1:0] BodyRows = gen_body_rows();
+  localparam logic [31:0][64*CrcLanes-1:0] CrcRows = crc_rows();
 
-  function automatic logic [31:0] crc_beat(logic [31:0] crc, logic [DataWidth-1:0] data);
-    logic [BodyInBits-1:0] in_bits;
-    in_bits = {data, crc};
+  function automatic logic [31:0] crc_step(logic [31:0] crc, logic [DataWidth-1:0] data);
+    logic [64*CrcLanes-1:0] in_bits;
+    logic [63:0]            lane [CrcLanes];
+    logic [63:0]            acc;
+    if (CrcFold) begin
+      in_bits = (64*CrcLanes)'(data) ^ (64*CrcLanes)'(crc);
+    end else begin
+      in_bits = (64*CrcLanes)'({data, crc});
+    end
+    for (int unsigned j = 0; j < CrcLanes; j++) lane[j] = in_bits[64*j +: 64];
     for (int unsigned k = 0; k < 32; k++) begin
-      crc_beat[k] = ^(in_bits & BodyRows[k]);
+      acc = '0;
+      for (int unsigned j = 0; j < CrcLanes; j++) acc ^= lane[j] & CrcRows[k][64*j +: 64];
+      crc_step[k] = ^acc;
     end
   endfunction
 
@@ -300,7 +320,7 @@ module icrc_engine #(
         if (first) begin
           crc_q <= icrc_pkg::CRC_LRH_PRELOAD;
         end else begin
-          crc_q <= crc_beat(crc_q, realign_prev(s_axis_tdata_i[VlanBits-1:0], hold_q[DataWidth-1:EthBits], info_q.vlan,
+          crc_q <= crc_step(crc_q, realign_prev(s_axis_tdata_i[VlanBits-1:0], hold_q[DataWidth-1:EthBits], info_q.vlan,
                                       info_q.ipv6, info_q.l4_rel, beat_q - 3'd1));
         end
       end else begin
@@ -318,7 +338,7 @@ module icrc_engine #(
             launch_crc_q  <= crc_q;
             launch_data_q <= prev_aligned;
           end else begin
-            launch_crc_q  <= crc_beat(crc_q, prev_aligned);
+            launch_crc_q  <= crc_step(crc_q, prev_aligned);
             launch_data_q <= realign_cur(s_axis_tdata_i[DataWidth-1:EthBits], info.vlan, info.ipv6,
                                        info.l4_rel, beat_idx);
           end
