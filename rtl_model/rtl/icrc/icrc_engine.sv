@@ -100,11 +100,15 @@ module icrc_engine #(
   // ---------------------------------------------------------------------------
   // Frame decode from the first beat
   // ---------------------------------------------------------------------------
-  function automatic logic [7:0] beat_byte(logic [DataWidth-1:0] d, int unsigned i);
+  // The first beat's bytes the decode reads: up to the IP header's first
+  // byte behind an 802.1Q tag.
+  localparam int unsigned HeadBits = 8 * (icrc_pkg::VLAN_HDR_BYTES + 1);
+
+  function automatic logic [7:0] beat_byte(logic [HeadBits-1:0] d, int unsigned i);
     return d[8*i +: 8];
   endfunction
 
-  function automatic icrc_pkg::frame_info_t decode_first_beat(logic [DataWidth-1:0] d);
+  function automatic icrc_pkg::frame_info_t decode_first_beat(logic [HeadBits-1:0] d);
     icrc_pkg::frame_info_t info;
     logic [15:0] outer_type;
     logic [15:0] ether_type;
@@ -310,38 +314,39 @@ module icrc_engine #(
     logic [6:0]            ip_off;
     logic                  prev_is_tail;
     logic [DataWidth-1:0]  prev_aligned;
+    logic [31:0]           crc_body;
     if (beat) begin
       beat_idx = first ? 3'd0 : beat_q;
-      info     = first ? decode_first_beat(s_axis_tdata_i) : info_q;
+      info     = first ? decode_first_beat(s_axis_tdata_i[HeadBits-1:0]) : info_q;
       hold_q <= s_axis_tdata_i;
       beat_q <= (beat_idx == BeatCntMax) ? BeatCntMax : beat_idx + 3'd1;
       info_q <= info;
-      if (!s_axis_tlast_i) begin
-        if (first) begin
-          crc_q <= icrc_pkg::CRC_LRH_PRELOAD;
-        end else begin
-          crc_q <= crc_step(crc_q, realign_prev(s_axis_tdata_i[VlanBits-1:0], hold_q[DataWidth-1:EthBits], info_q.vlan,
-                                      info_q.ipv6, info_q.l4_rel, beat_q - 3'd1));
-        end
-      end else begin
+      prev_is_tail = 1'b0;
+      if (s_axis_tlast_i) begin
         n            = keep_count(s_axis_tkeep_i);
         ip_off       = info.vlan ? 7'(icrc_pkg::VLAN_HDR_BYTES) : 7'(icrc_pkg::ETH_HDR_BYTES);
         prev_is_tail = !first && (32'(n) < 32'(ip_off) + icrc_pkg::ICRC_BYTES);
-        if (first) begin
-          launch_crc_q  <= icrc_pkg::CRC_LRH_PRELOAD;
+      end
+      if (!first) begin
+        prev_aligned = realign_prev(s_axis_tdata_i[VlanBits-1:0], hold_q[DataWidth-1:EthBits],
+                                    info_q.vlan, info_q.ipv6, info_q.l4_rel, beat_q - 3'd1);
+      end
+      if (first) begin
+        crc_body = icrc_pkg::CRC_LRH_PRELOAD;
+      end else if (prev_is_tail) begin
+        crc_body = crc_q;
+      end else begin
+        crc_body = crc_step(crc_q, prev_aligned);
+      end
+      if (!s_axis_tlast_i) begin
+        crc_q <= crc_body;
+      end else begin
+        launch_crc_q <= crc_body;
+        if (prev_is_tail) begin
+          launch_data_q <= prev_aligned;
+        end else begin
           launch_data_q <= realign_cur(s_axis_tdata_i[DataWidth-1:EthBits], info.vlan, info.ipv6,
                                        info.l4_rel, beat_idx);
-        end else begin
-          prev_aligned = realign_prev(s_axis_tdata_i[VlanBits-1:0], hold_q[DataWidth-1:EthBits], info_q.vlan,
-                                      info_q.ipv6, info_q.l4_rel, beat_q - 3'd1);
-          if (prev_is_tail) begin
-            launch_crc_q  <= crc_q;
-            launch_data_q <= prev_aligned;
-          end else begin
-            launch_crc_q  <= crc_step(crc_q, prev_aligned);
-            launch_data_q <= realign_cur(s_axis_tdata_i[DataWidth-1:EthBits], info.vlan, info.ipv6,
-                                       info.l4_rel, beat_idx);
-          end
         end
         launch_len_q     <= LenWidth'(n) - LenWidth'(ip_off) - LenWidth'(icrc_pkg::ICRC_BYTES);
         launch_icrc_rx_q <= 32'({s_axis_tdata_i, hold_q} >> (8 * (DataBytes + 32'(n) - icrc_pkg::ICRC_BYTES)));
