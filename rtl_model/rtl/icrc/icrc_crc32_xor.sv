@@ -3,10 +3,10 @@
 //
 // The update is linear over GF(2), so every output bit is the XOR of a fixed
 // subset of the 32 state bits and the 8*DataBytes data bits. The subsets are
-// computed at elaboration from the columns of the step
-// (icrc_pkg::crc32_column). The hardware is then one balanced XOR tree per
-// output bit; its depth is log2 of the row weight (about half of 32 +
-// 8*DataBytes inputs).
+// computed at elaboration by running the bit-serial LFSR symbolically: each
+// register bit holds the set of inputs it depends on instead of a value. The
+// hardware is then one balanced XOR tree per output bit; its depth is
+// log2 of the row weight (about half of 32 + 8*DataBytes inputs).
 //
 // The engine itself (icrc_engine, icrc_tail_stage) computes the same XOR
 // trees inside its clocked processes, under the enable of the register they
@@ -33,14 +33,22 @@ module icrc_crc32_xor #(
 
   // Row k is the set of inputs whose XOR is output bit k.
   function automatic logic [31:0][InBits-1:0] gen_rows();
-    logic [31:0][InBits-1:0] r;
-    logic [31:0] col;
-    for (int unsigned k = 0; k < 32; k++) r[k] = '0;
-    for (int unsigned i = 0; i < InBits; i++) begin
-      col = icrc_pkg::crc32_column(DataBits, i);
-      for (int unsigned k = 0; k < 32; k++) r[k][i] = col[k];
+    logic [31:0][InBits-1:0] s;
+    logic [InBits-1:0] fb;
+    for (int unsigned k = 0; k < 32; k++) begin
+      s[k] = '0;
+      s[k][k] = 1'b1;
     end
-    return r;
+    for (int unsigned i = 0; i < DataBits; i++) begin
+      // Serial step: fb = crc[0] ^ d; crc = (crc >> 1) ^ (fb ? POLY : 0).
+      fb = s[0];
+      fb[32 + i] = 1'b1;  // data bit i enters here and nowhere earlier
+      for (int unsigned k = 0; k < 31; k++) begin
+        s[k] = s[k + 1] ^ (icrc_pkg::CRC_POLY[k] ? fb : '0);
+      end
+      s[31] = icrc_pkg::CRC_POLY[31] ? fb : '0;
+    end
+    return s;
   endfunction
 
   localparam logic [31:0][InBits-1:0] Rows = gen_rows();

@@ -58,7 +58,7 @@ package icrc_pkg;
   // one bits. A lone data bit i makes the serial register CRC_POLY as it
   // enters, and data_bits-1-i zero bits follow; a lone register bit sees
   // data_bits zero bits. Used only to compute constants at elaboration
-  // (icrc_crc32_xor, icrc_tail_stage, icrc_engine).
+  // (icrc_tail_stage, icrc_engine).
   function automatic logic [31:0] crc32_column(int unsigned data_bits, int unsigned in_bit);
     logic [31:0] c;
     int unsigned zeros;
