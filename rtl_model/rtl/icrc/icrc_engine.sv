@@ -164,15 +164,15 @@ module icrc_engine #(
     return m;
   endfunction
 
-  // The body CRC: a whole realigned beat in one step.
-  // The parallel CRC-32 over DataWidth bits (icrc_crc32_xor's function): one XOR
-  // tree per output bit. From 32 data bits on, the register enters the step
-  // exactly as the first 32 data bits do (each of its bits meets one of
-  // them at the feedback), so it is folded into them and each tree has DataWidth
-  // inputs; below that it stays a separate input. The trees are written
-  // lane by lane, 64 inputs at a time, the width of a simulator's words, so
-  // that it evaluates each tree in few operations; the hardware is the same
-  // XOR of the same inputs.
+  // The body CRC: the parallel CRC-32 over a whole realigned beat
+  // (icrc_crc32_xor's function, written as icrc_tail_stage writes it): one
+  // XOR tree per output bit. From 32 data bits on, the register enters the
+  // step exactly as the first 32 data bits do (each of its bits meets one
+  // of them at the feedback), so it is folded into them and each tree has
+  // DataWidth inputs; below that it would stay a separate input. The trees
+  // are written lane by lane, 64 inputs at a time, the width of a
+  // simulator's words, so that it evaluates each tree in few operations;
+  // the hardware is the same XOR of the same inputs.
   localparam bit          CrcFold  = (DataWidth >= 32);
   localparam int unsigned CrcIn    = CrcFold ? DataWidth : DataWidth + 32;
   localparam int unsigned CrcLanes = (CrcIn + 63) / 64;

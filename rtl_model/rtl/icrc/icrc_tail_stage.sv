@@ -47,14 +47,14 @@ module icrc_tail_stage #(
     $error("icrc_tail_stage: LenWidth %0d too small for ChunkBytes %0d", LenWidth, ChunkBytes);
   end
 
-  // The parallel CRC-32 over ChunkBits bits (icrc_crc32_xor's function): one XOR
-  // tree per output bit. From 32 data bits on, the register enters the step
-  // exactly as the first 32 data bits do (each of its bits meets one of
-  // them at the feedback), so it is folded into them and each tree has ChunkBits
-  // inputs; below that it stays a separate input. The trees are written
-  // lane by lane, 64 inputs at a time, the width of a simulator's words, so
-  // that it evaluates each tree in few operations; the hardware is the same
-  // XOR of the same inputs.
+  // The chunk's parallel CRC-32 (icrc_crc32_xor's function): one XOR tree
+  // per output bit. From 32 data bits on (chunks of 4 bytes and more), the
+  // register enters the step exactly as the first 32 data bits do (each of
+  // its bits meets one of them at the feedback), so it is folded into them
+  // and each tree has ChunkBits inputs; below that it stays a separate
+  // input. The trees are written lane by lane, 64 inputs at a time, the
+  // width of a simulator's words, so that it evaluates each tree in few
+  // operations; the hardware is the same XOR of the same inputs.
   localparam bit          CrcFold  = (ChunkBits >= 32);
   localparam int unsigned CrcIn    = CrcFold ? ChunkBits : ChunkBits + 32;
   localparam int unsigned CrcLanes = (CrcIn + 63) / 64;
