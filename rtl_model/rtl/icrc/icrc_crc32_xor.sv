@@ -8,6 +8,11 @@
 // hardware is then one balanced XOR tree per output bit; its depth is
 // log2 of the row weight (about half of 32 + 8*DataBytes inputs).
 //
+// The engine itself (icrc_engine, icrc_tail_stage) computes the same XOR
+// trees inside its clocked processes, under the enable of the register they
+// load, so that a simulator evaluates them once per loading edge; this
+// module is the same function for designs that want it as an instance.
+//
 // Byte 0 (data_i[7:0]) is the first byte on the wire; within a byte the
 // least significant bit goes first (the reflected convention).
 module icrc_crc32_xor #(

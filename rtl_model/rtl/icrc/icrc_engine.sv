@@ -100,11 +100,15 @@ module icrc_engine #(
   // ---------------------------------------------------------------------------
   // Frame decode from the first beat
   // ---------------------------------------------------------------------------
-  function automatic logic [7:0] beat_byte(logic [DataWidth-1:0] d, int unsigned i);
+  // The first beat's bytes the decode reads: up to the IP header's first
+  // byte behind an 802.1Q tag.
+  localparam int unsigned HeadBits = 8 * (icrc_pkg::VLAN_HDR_BYTES + 1);
+
+  function automatic logic [7:0] beat_byte(logic [HeadBits-1:0] d, int unsigned i);
     return d[8*i +: 8];
   endfunction
 
-  function automatic icrc_pkg::frame_info_t decode_first_beat(logic [DataWidth-1:0] d);
+  function automatic icrc_pkg::frame_info_t decode_first_beat(logic [HeadBits-1:0] d);
     icrc_pkg::frame_info_t info;
     logic [15:0] outer_type;
     logic [15:0] ether_type;
@@ -160,6 +164,93 @@ module icrc_engine #(
     return m;
   endfunction
 
+  // The body CRC: the parallel CRC-32 over a whole realigned beat
+  // (icrc_crc32_xor's function, written as icrc_tail_stage writes it): one
+  // XOR tree per output bit. From 32 data bits on, the register enters the
+  // step exactly as the first 32 data bits do (each of its bits meets one
+  // of them at the feedback), so it is folded into them and each tree has
+  // DataWidth inputs; below that it would stay a separate input. The trees
+  // are written lane by lane, 64 inputs at a time, the width of a
+  // simulator's words, so that it evaluates each tree in few operations;
+  // the hardware is the same XOR of the same inputs.
+  localparam bit          CrcFold  = (DataWidth >= 32);
+  localparam int unsigned CrcIn    = CrcFold ? DataWidth : DataWidth + 32;
+  localparam int unsigned CrcLanes = (CrcIn + 63) / 64;
+
+  // Row k: the inputs whose XOR is output bit k. Input i is data bit i
+  // (folded: with register bit i), or, unfolded, register bit i for i < 32
+  // and data bit i - 32 above.
+  function automatic logic [31:0][64*CrcLanes-1:0] crc_rows();
+    logic [31:0][64*CrcLanes-1:0] r;
+    logic [31:0] col;
+    for (int unsigned k = 0; k < 32; k++) r[k] = '0;
+    for (int unsigned i = 0; i < CrcIn; i++) begin
+      col = icrc_pkg::crc32_column(DataWidth, CrcFold ? 32 + i : i);
+      for (int unsigned k = 0; k < 32; k++) r[k][i] = col[k];
+    end
+    return r;
+  endfunction
+
+  localparam logic [31:0][64*CrcLanes-1:0] CrcRows = crc_rows();
+
+  function automatic logic [31:0] crc_step(logic [31:0] crc, logic [DataWidth-1:0] data);
+    logic [64*CrcLanes-1:0] in_bits;
+    logic [63:0]            lane [CrcLanes];
+    logic [63:0]            acc;
+    if (CrcFold) begin
+      in_bits = (64*CrcLanes)'(data) ^ (64*CrcLanes)'(crc);
+    end else begin
+      in_bits = (64*CrcLanes)'({data, crc});
+    end
+    for (int unsigned j = 0; j < CrcLanes; j++) lane[j] = in_bits[64*j +: 64];
+    for (int unsigned k = 0; k < 32; k++) begin
+      acc = '0;
+      for (int unsigned j = 0; j < CrcLanes; j++) acc ^= lane[j] & CrcRows[k][64*j +: 64];
+      crc_step[k] = ^acc;
+    end
+  endfunction
+
+  // tkeep is contiguous from lane 0: the count is the highest set lane + 1.
+  function automatic logic [CountWidth-1:0] keep_count(logic [DataBytes-1:0] keep);
+    keep_count = '0;
+    for (int unsigned i = 0; i < DataBytes; i++) begin
+      if (keep[i]) keep_count = CountWidth'(i + 1);
+    end
+  endfunction
+
+  // Realigned beat j-1 (masked): the held beat's bytes from the IP header
+  // on, completed by the first 14 or 18 bytes of this beat. It is used only
+  // on a beat that is not a frame's first, so it takes the frame info and
+  // the beat index from registers: that keeps the first-beat decode out of
+  // the body CRC's path.
+  function automatic logic [DataWidth-1:0] realign_prev(logic [VlanBits-1:0] head,
+                                                        logic [DataWidth-1:EthBits] hold,
+                                                        logic vlan, logic ipv6,
+                                                        logic [5:0] l4_rel, logic [2:0] k);
+    logic [DataWidth-1:0] raw;
+    if (vlan) begin
+      raw = {head, hold[DataWidth-1:VlanBits]};
+    end else begin
+      raw = {head[EthBits-1:0], hold};
+    end
+    return raw | mask_beat(ipv6, l4_rel, k);
+  endfunction
+
+  // Realigned beat j: this beat's own bytes from the IP header on (masked);
+  // it only feeds the tail launch register and may use the decode of this
+  // very beat.
+  function automatic logic [DataWidth-1:0] realign_cur(logic [DataWidth-1:EthBits] d,
+                                                       logic vlan, logic ipv6,
+                                                       logic [5:0] l4_rel, logic [2:0] k);
+    logic [DataWidth-1:0] raw;
+    if (vlan) begin
+      raw = {{VlanBits{1'b0}}, d[DataWidth-1:VlanBits]};
+    end else begin
+      raw = {{EthBits{1'b0}}, d};
+    end
+    return raw | mask_beat(ipv6, l4_rel, k);
+  endfunction
+
   // ---------------------------------------------------------------------------
   // Input stage: realign, mask, body CRC, tail launch
   // ---------------------------------------------------------------------------
@@ -171,101 +262,16 @@ module icrc_engine #(
 
   logic                  beat;         // a beat is accepted this cycle
   logic                  first;        // ... and it is a frame's first
-  logic [2:0]            beat_idx;     // ... its index j (saturating)
-  icrc_pkg::frame_info_t info;         // this frame's info
-  logic [CountWidth-1:0] beat_bytes;   // valid bytes in this beat (last beat only)
-  logic [6:0]            ip_off;
-  logic                  prev_is_tail; // realigned beat j-1 holds the tail
-  logic                  body_en;      // realigned beat j-1 is a full body beat
-  logic                  too_short;
-  logic [LenWidth-1:0]   tail_len;
-  logic [DataWidth-1:0]  prev_aligned; // realigned beat j-1, masked
-  logic [DataWidth-1:0]  cur_aligned;  // realigned beat j (this beat's own bytes), masked
-  logic [31:0]           crc_body;     // crc_q advanced over prev_aligned
-  logic [31:0]           icrc_rx;      // ICRC carried in the last 4 bytes
 
   assign s_axis_tready_o = 1'b1;
   assign beat     = s_axis_tvalid_i;
   assign first    = !in_frame_q;
-  assign beat_idx = first ? 3'd0 : beat_q;
-  assign info     = first ? decode_first_beat(s_axis_tdata_i) : info_q;
-  assign ip_off   = info.vlan ? 7'(icrc_pkg::VLAN_HDR_BYTES) : 7'(icrc_pkg::ETH_HDR_BYTES);
-
-  // tkeep is contiguous from lane 0: the count is the highest set lane + 1.
-  always_comb begin
-    beat_bytes = '0;
-    for (int unsigned i = 0; i < DataBytes; i++) begin
-      if (s_axis_tkeep_i[i]) beat_bytes = CountWidth'(i + 1);
-    end
-  end
-
-  // Realign by a fixed 14- or 18-byte shift, then force the variant fields.
-  // prev_aligned only matters when this is not a first beat, so it takes the
-  // frame info and beat index from registers: that keeps the first-beat
-  // decode out of the body CRC's path. cur_aligned only feeds the tail
-  // launch register and may use the decode of this very beat.
-  always_comb begin
-    logic [DataWidth-1:0] prev_raw;
-    logic [DataWidth-1:0] cur_raw;
-    if (info_q.vlan) begin
-      prev_raw = {s_axis_tdata_i[VlanBits-1:0], hold_q[DataWidth-1:VlanBits]};
-    end else begin
-      prev_raw = {s_axis_tdata_i[EthBits-1:0], hold_q[DataWidth-1:EthBits]};
-    end
-    if (info.vlan) begin
-      cur_raw  = {{VlanBits{1'b0}}, s_axis_tdata_i[DataWidth-1:VlanBits]};
-    end else begin
-      cur_raw  = {{EthBits{1'b0}}, s_axis_tdata_i[DataWidth-1:EthBits]};
-    end
-    prev_aligned = prev_raw | mask_beat(info_q.ipv6, info_q.l4_rel, beat_q - 3'd1);
-    cur_aligned  = cur_raw | mask_beat(info.ipv6, info.l4_rel, beat_idx);
-  end
-
-  // Where the frame ends, known in the cycle of its last beat.
-  always_comb begin
-    int unsigned n;
-    int unsigned off;
-    int unsigned frame_len;
-    n            = 32'(beat_bytes);
-    off          = 32'(ip_off);
-    frame_len    = 32'(beat_idx) * DataBytes + n;
-    too_short    = frame_len < 32'(info.min_len);
-    prev_is_tail = !first && (n < off + icrc_pkg::ICRC_BYTES);
-    body_en      = beat && !first && !(s_axis_tlast_i && prev_is_tail);
-    // Tail bytes: n - ip_off - 4, or B + n - ip_off - 4 when the held beat
-    // is the tail. B is 2**LenWidth, so both are the same sum mod B.
-    tail_len     = LenWidth'(beat_bytes) - LenWidth'(ip_off) - LenWidth'(icrc_pkg::ICRC_BYTES);
-    // The 4 ICRC bytes end at lane n of this beat; the window puts the held
-    // beat below this one so that they may straddle the two.
-    icrc_rx      = 32'({s_axis_tdata_i, hold_q} >> (8 * (DataBytes + n - icrc_pkg::ICRC_BYTES)));
-  end
-
-  icrc_crc32_xor #(
-    .DataBytes(DataBytes)
-  ) u_body_crc (
-    .crc_i (crc_q),
-    .data_i(prev_aligned),
-    .crc_o (crc_body)
-  );
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       in_frame_q <= 1'b0;
     end else if (beat) begin
       in_frame_q <= !s_axis_tlast_i;
-    end
-  end
-
-  always_ff @(posedge clk_i) begin
-    if (beat) begin
-      hold_q <= s_axis_tdata_i;
-      beat_q <= (beat_idx == BeatCntMax) ? BeatCntMax : beat_idx + 3'd1;
-      info_q <= info;
-      if (first) begin
-        crc_q <= icrc_pkg::CRC_LRH_PRELOAD;
-      end else if (body_en) begin
-        crc_q <= crc_body;
-      end
     end
   end
 
@@ -285,19 +291,67 @@ module icrc_engine #(
     end
   end
 
-  always_ff @(posedge clk_i) begin
-    if (beat && s_axis_tlast_i) begin
+  // The datapath of the input stage. Its combinational logic (decode,
+  // realign, mask, the body CRC, where the frame ends) is written inside
+  // the clocked process, under the enables of the registers it feeds: the
+  // hardware is the same logic in front of the same registers, and a
+  // simulator evaluates it once per accepted beat instead of at every
+  // change of the inputs and every edge. One body CRC serves both of its
+  // loads: the body register on a beat that is not the last (after a last
+  // beat the next frame pre-loads it, so its value there is never read) and
+  // the launch register on a last beat.
+  //
+  // Where the frame ends, known in the cycle of its last beat (n bytes
+  // valid in it): the held beat is the tail when n < ip_off + 4; the tail
+  // is n - ip_off - 4 bytes, or B + n - ip_off - 4 when the held beat is
+  // the tail: B is 2**LenWidth, so both are the same sum mod B. The 4 ICRC
+  // bytes end at lane n of this beat; the window puts the held beat below
+  // this one so that they may straddle the two.
+  always_ff @(posedge clk_i) begin : p_input
+    logic [2:0]            beat_idx;
+    icrc_pkg::frame_info_t info;
+    logic [CountWidth-1:0] n;
+    logic [6:0]            ip_off;
+    logic                  prev_is_tail;
+    logic [DataWidth-1:0]  prev_aligned;
+    logic [31:0]           crc_body;
+    if (beat) begin
+      beat_idx = first ? 3'd0 : beat_q;
+      info     = first ? decode_first_beat(s_axis_tdata_i[HeadBits-1:0]) : info_q;
+      hold_q <= s_axis_tdata_i;
+      beat_q <= (beat_idx == BeatCntMax) ? BeatCntMax : beat_idx + 3'd1;
+      info_q <= info;
+      prev_is_tail = 1'b0;
+      if (s_axis_tlast_i) begin
+        n            = keep_count(s_axis_tkeep_i);
+        ip_off       = info.vlan ? 7'(icrc_pkg::VLAN_HDR_BYTES) : 7'(icrc_pkg::ETH_HDR_BYTES);
+        prev_is_tail = !first && (32'(n) < 32'(ip_off) + icrc_pkg::ICRC_BYTES);
+      end
+      if (!first) begin
+        prev_aligned = realign_prev(s_axis_tdata_i[VlanBits-1:0], hold_q[DataWidth-1:EthBits],
+                                    info_q.vlan, info_q.ipv6, info_q.l4_rel, beat_q - 3'd1);
+      end
       if (first) begin
-        launch_crc_q <= icrc_pkg::CRC_LRH_PRELOAD;
+        crc_body = icrc_pkg::CRC_LRH_PRELOAD;
       end else if (prev_is_tail) begin
-        launch_crc_q <= crc_q;
+        crc_body = crc_q;
+      end else begin
+        crc_body = crc_step(crc_q, prev_aligned);
+      end
+      if (!s_axis_tlast_i) begin
+        crc_q <= crc_body;
       end else begin
         launch_crc_q <= crc_body;
+        if (prev_is_tail) begin
+          launch_data_q <= prev_aligned;
+        end else begin
+          launch_data_q <= realign_cur(s_axis_tdata_i[DataWidth-1:EthBits], info.vlan, info.ipv6,
+                                       info.l4_rel, beat_idx);
+        end
+        launch_len_q     <= LenWidth'(n) - LenWidth'(ip_off) - LenWidth'(icrc_pkg::ICRC_BYTES);
+        launch_icrc_rx_q <= 32'({s_axis_tdata_i, hold_q} >> (8 * (DataBytes + 32'(n) - icrc_pkg::ICRC_BYTES)));
+        launch_err_q     <= info.bad || (32'(beat_idx) * DataBytes + 32'(n) < 32'(info.min_len));
       end
-      launch_data_q    <= prev_is_tail ? prev_aligned : cur_aligned;
-      launch_len_q     <= tail_len;
-      launch_icrc_rx_q <= icrc_rx;
-      launch_err_q     <= info.bad || too_short;
     end
   end
 
@@ -379,10 +433,14 @@ module icrc_engine #(
     end
   end
 
+  // Loaded only with a result (a clock enable): the m_* data ports hold
+  // the last result between strobes.
   always_ff @(posedge clk_i) begin
-    m_icrc_o    <= done_icrc;
-    m_icrc_ok_o <= !done_err && (done_icrc == done_icrc_rx);
-    m_err_o     <= done_err;
+    if (done_valid) begin
+      m_icrc_o    <= done_icrc;
+      m_icrc_ok_o <= !done_err && (done_icrc == done_icrc_rx);
+      m_err_o     <= done_err;
+    end
   end
 
 endmodule

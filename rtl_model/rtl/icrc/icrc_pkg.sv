@@ -50,6 +50,31 @@ package icrc_pkg;
 
   localparam logic [31:0] CRC_LRH_PRELOAD = crc32_lrh_preload();
 
+  // Column `in_bit` of the parallel CRC-32 over data_bits bits: the raw CRC
+  // register after the data_bits-bit step when only input bit in_bit is one
+  // (in_bit < 32: that bit of the register before the step; else data bit
+  // in_bit - 32, data bit 0 the first on the wire). The step is linear over
+  // GF(2), so the register after any step is the XOR of the columns of its
+  // one bits. A lone data bit i makes the serial register CRC_POLY as it
+  // enters, and data_bits-1-i zero bits follow; a lone register bit sees
+  // data_bits zero bits. Used only to compute constants at elaboration
+  // (icrc_tail_stage, icrc_engine).
+  function automatic logic [31:0] crc32_column(int unsigned data_bits, int unsigned in_bit);
+    logic [31:0] c;
+    int unsigned zeros;
+    if (in_bit < 32) begin
+      c     = 32'd1 << in_bit;
+      zeros = data_bits;
+    end else begin
+      c     = CRC_POLY;
+      zeros = data_bits - 1 - (in_bit - 32);
+    end
+    for (int unsigned i = 0; i < zeros; i++) begin
+      c = (c >> 1) ^ (CRC_POLY & {32{c[0]}});
+    end
+    return c;
+  endfunction
+
   // What the first beat says about a frame: enough to realign it, mask it
   // and check its length.
   typedef struct packed {

@@ -12,7 +12,8 @@
 // remain, so only C bytes travel on.
 //
 // Reset: asynchronous, active low (rst_ni), on the valid bit only; the data
-// registers are not reset because nothing reads them while valid is low.
+// registers are not reset because nothing reads them while valid is low,
+// and they load only when valid_i is high.
 module icrc_tail_stage #(
   // Chunk absorbed by this stage, in bytes; a power of two.
   parameter int unsigned ChunkBytes = 32,
@@ -46,18 +47,53 @@ module icrc_tail_stage #(
     $error("icrc_tail_stage: LenWidth %0d too small for ChunkBytes %0d", LenWidth, ChunkBytes);
   end
 
-  logic        take;
-  logic [31:0] crc_chunk;
+  // The chunk's parallel CRC-32 (icrc_crc32_xor's function): one XOR tree
+  // per output bit. From 32 data bits on (chunks of 4 bytes and more), the
+  // register enters the step exactly as the first 32 data bits do (each of
+  // its bits meets one of them at the feedback), so it is folded into them
+  // and each tree has ChunkBits inputs; below that it stays a separate
+  // input. The trees are written lane by lane, 64 inputs at a time, the
+  // width of a simulator's words, so that it evaluates each tree in few
+  // operations; the hardware is the same XOR of the same inputs.
+  localparam bit          CrcFold  = (ChunkBits >= 32);
+  localparam int unsigned CrcIn    = CrcFold ? ChunkBits : ChunkBits + 32;
+  localparam int unsigned CrcLanes = (CrcIn + 63) / 64;
 
+  // Row k: the inputs whose XOR is output bit k. Input i is data bit i
+  // (folded: with register bit i), or, unfolded, register bit i for i < 32
+  // and data bit i - 32 above.
+  function automatic logic [31:0][64*CrcLanes-1:0] crc_rows();
+    logic [31:0][64*CrcLanes-1:0] r;
+    logic [31:0] col;
+    for (int unsigned k = 0; k < 32; k++) r[k] = '0;
+    for (int unsigned i = 0; i < CrcIn; i++) begin
+      col = icrc_pkg::crc32_column(ChunkBits, CrcFold ? 32 + i : i);
+      for (int unsigned k = 0; k < 32; k++) r[k][i] = col[k];
+    end
+    return r;
+  endfunction
+
+  localparam logic [31:0][64*CrcLanes-1:0] CrcRows = crc_rows();
+
+  function automatic logic [31:0] crc_step(logic [31:0] crc, logic [ChunkBits-1:0] data);
+    logic [64*CrcLanes-1:0] in_bits;
+    logic [63:0]            lane [CrcLanes];
+    logic [63:0]            acc;
+    if (CrcFold) begin
+      in_bits = (64*CrcLanes)'(data) ^ (64*CrcLanes)'(crc);
+    end else begin
+      in_bits = (64*CrcLanes)'({data, crc});
+    end
+    for (int unsigned j = 0; j < CrcLanes; j++) lane[j] = in_bits[64*j +: 64];
+    for (int unsigned k = 0; k < 32; k++) begin
+      acc = '0;
+      for (int unsigned j = 0; j < CrcLanes; j++) acc ^= lane[j] & CrcRows[k][64*j +: 64];
+      crc_step[k] = ^acc;
+    end
+  endfunction
+
+  logic take;
   assign take = len_i[LenBit];
-
-  icrc_crc32_xor #(
-    .DataBytes(ChunkBytes)
-  ) u_crc (
-    .crc_i (crc_i),
-    .data_i(data_i[ChunkBits-1:0]),
-    .crc_o (crc_chunk)
-  );
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -67,12 +103,24 @@ module icrc_tail_stage #(
     end
   end
 
+  // The data registers load only with a frame (a clock enable): between
+  // frames nothing changes and the chunk's XOR trees are not exercised. The
+  // CRC is computed in this process so that it is evaluated only on the
+  // edges that load it; it is the same combinational logic in front of the
+  // register as an icrc_crc32_xor instance would be.
   always_ff @(posedge clk_i) begin
-    crc_o     <= take ? crc_chunk : crc_i;
-    data_o    <= take ? data_i[2*ChunkBits-1:ChunkBits] : data_i[ChunkBits-1:0];
-    len_o     <= len_i;
-    icrc_rx_o <= icrc_rx_i;
-    err_o     <= err_i;
+    if (valid_i) begin
+      if (take) begin
+        crc_o  <= crc_step(crc_i, data_i[ChunkBits-1:0]);
+        data_o <= data_i[2*ChunkBits-1:ChunkBits];
+      end else begin
+        crc_o  <= crc_i;
+        data_o <= data_i[ChunkBits-1:0];
+      end
+      len_o     <= len_i;
+      icrc_rx_o <= icrc_rx_i;
+      err_o     <= err_i;
+    end
   end
 
 endmodule
