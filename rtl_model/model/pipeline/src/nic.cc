@@ -244,7 +244,7 @@ void Nic::reset_stats() {
     rx_drops_parser = rx_drops_icrc = icrc_rtl_mismatch = parser_rtl_mismatch = icrc_rx_rtl_mismatch = 0;
     parser_rtl_ready_low = tx_build_rtl_ready_low = icrc_rtl_ready_low = 0;
     tx_build_rtl_mismatch = tx_build_rtl_skipped = 0;
-    req_seg_rtl_wqes = req_seg_rtl_mismatch = req_seg_rtl_packets = req_seg_rtl_ready_low = 0;
+    req_seg_rtl_wqes = req_seg_rtl_mismatch = req_seg_rtl_skipped = req_seg_rtl_packets = req_seg_rtl_ready_low = 0;
     recv_wqe_prefetch_hits = recv_wqe_prefetch_misses = wqe_by_mmio = 0;
     pfc_rx_frames = pfc_paused_frames = pfc_paused_ps = 0;
     rx_drops_parser_reason.fill(0);

@@ -339,7 +339,10 @@ struct Nic {
     // and the last transaction's edges from its descriptor offered to its
     // first packet taken; the edges the requester held its m_ready_i low
     // (its output queue to TX build full), each also the requester's stall.
-    uint64_t req_seg_rtl_wqes = 0, req_seg_rtl_mismatch = 0, req_seg_rtl_packets = 0, req_seg_rtl_latency = 0;
+    // Skipped: packets whose descriptor differed but whose frame cannot
+    // carry it (rtl/req_seg/req_seg_frame.h), sent as the datapath built them.
+    uint64_t req_seg_rtl_wqes = 0, req_seg_rtl_mismatch = 0, req_seg_rtl_packets = 0, req_seg_rtl_latency = 0,
+             req_seg_rtl_skipped = 0;
     uint64_t req_seg_rtl_ready_low = 0;
     // The first mismatches between an RTL block and its C++ twin, each with
     // its frame (also on stderr as they happen): what a designer debugs from.

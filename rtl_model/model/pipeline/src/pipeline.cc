@@ -523,6 +523,7 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({"rtl.req_seg_wqes", double(n.req_seg_rtl_wqes), ""});
         s.push_back({"rtl.req_seg_packets", double(n.req_seg_rtl_packets), ""});
         s.push_back({"rtl.req_seg_mismatches", double(n.req_seg_rtl_mismatch), ""});
+        s.push_back({"rtl.req_seg_skipped", double(n.req_seg_rtl_skipped), ""});
         s.push_back({"rtl.req_seg_latency", double(n.req_seg_rtl_latency), "cycles"});
         s.push_back({"rtl.req_seg_ready_low", double(n.req_seg_rtl_ready_low), "cycles"});
     }

@@ -5,7 +5,9 @@
 // packets leave in order; CQEs and EQEs go to their writers. With
 // req_seg.impl = rtl: each packet at the segmentation RTL's own cycles,
 // checked against the datapath's segmentation, a disagreement counted and
-// dumped, one's own design with a planted bug caught.
+// dumped and the frame made to carry the RTL's descriptor (or, where it
+// cannot, sent as built and counted), one's own design with a planted bug
+// caught and followed.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -18,6 +20,8 @@
 #include "blocks/requester.h"
 #include "own_rtl.h"
 #include "req_seg_rtl.h"
+#include "simnic/roce/icrc.h"
+#include "simnic/roce/packet.h"
 #include "simnic/transport/segmentation.h"
 
 using namespace simnic;
@@ -124,10 +128,40 @@ TEST_CASE("requester: work waits for its WQEs, and the wait is stall", "[model][
 
 namespace {
 
+// The frame the datapath's requester builds of `s` (the packet core's
+// encoding, IPv4; payload bytes from the packet's offset in the message).
+std::vector<uint8_t> request_frame(const transport::SegPacket& s) {
+    roce::Packet p;
+    p.ip4.src = 0x0a000001;
+    p.ip4.dst = 0x0a000002;
+    p.hdr.bth.dqpn = 0x11;
+    p.hdr.bth.opcode = s.opcode;
+    p.hdr.bth.psn = s.psn;
+    p.hdr.bth.ack_req = s.ack_req;
+    p.hdr.bth.se = s.se;
+    p.hdr.reth = {s.reth_va, s.reth_rkey, s.reth_dma_len};
+    std::vector<uint8_t> payload(s.payload_len);
+    for (size_t i = 0; i < payload.size(); ++i) payload[i] = uint8_t(s.payload_off + i);
+    p.payload = payload.data();
+    p.payload_len = payload.size();
+    std::vector<uint8_t> f;
+    REQUIRE(roce::encode_frame(p, f));
+    return f;
+}
+
+// A frame that left the requester, decoded by the packet core, its ICRC
+// the one compute_icrc gives over it.
+roce::Packet sent(const std::vector<uint8_t>& f) {
+    roce::Packet p;
+    REQUIRE(roce::decode_frame(f.data(), f.size(), p).ok());
+    CHECK(p.icrc == roce::compute_icrc(f.data(), f.size(), p.l3_off, p.l4_off, p.ip_version));
+    return p;
+}
+
 // A doorbell's record whose packets carry their segmentation step, as the
 // datapath's requester records them (transport::seg_packet): `w`'s packets
-// start_pkt .. start_pkt + count - 1, each a frame (no payload reads: the
-// timing is segmentation's alone).
+// start_pkt .. start_pkt + count - 1, each a frame built from it (no
+// payload reads: the timing is segmentation's alone).
 TxnPtr segmented(const transport::SegWqe& w) {
     auto t = std::make_shared<Txn>();
     t->kind = Txn::Kind::Doorbell;
@@ -146,7 +180,7 @@ TxnPtr segmented(const transport::SegWqe& w) {
         f.psn = f.seg.psn;
         f.opcode = f.seg.opcode;
         f.payload = f.seg.payload_len;
-        f.bytes = tb::bytes_frame(f.seg.payload_len + 58, uint8_t(k));
+        f.bytes = request_frame(f.seg);
         r.add(Op::Kind::TxFrame, 0, 0, uint32_t(r.frames.size()));
         r.frames.push_back(std::move(f));
     }
@@ -167,7 +201,7 @@ transport::SegWqe write_wqe(uint32_t length, roce::IbMtu pmtu) {
 
 struct SegRun {
     std::vector<tb::Seen<FrameTok>> out;
-    uint64_t wqes = 0, packets = 0, mismatches = 0, latency = 0;
+    uint64_t wqes = 0, packets = 0, mismatches = 0, skipped = 0, latency = 0;
     std::vector<std::string> dumps;
     bool cache_hit = false;
 };
@@ -185,6 +219,7 @@ SegRun run_seg(const ModelConfig& cfg, std::vector<TxnPtr> work) {
     r.wqes = b.nic().req_seg_rtl_wqes;
     r.packets = b.nic().req_seg_rtl_packets;
     r.mismatches = b.nic().req_seg_rtl_mismatch;
+    r.skipped = b.nic().req_seg_rtl_skipped;
     r.latency = b.nic().req_seg_rtl_latency;
     r.dumps = b.nic().rtl_mismatch_log;
     r.cache_hit = b.nic().req_seg_rtl_cache_hit;
@@ -315,10 +350,20 @@ TEST_CASE("requester: a segmentation RTL that disagrees with the datapath is cou
     // with another PSN: the RTL (which agrees with transport::seg_packet)
     // disagrees there.
     TxnPtr t = segmented(write_wqe(3 * 1024, roce::IbMtu::Mtu1024));
+    const transport::SegPacket right = t->rec.frames[2].seg;
     t->rec.frames[2].seg.ack_req = false;
+    t->rec.frames[2].bytes = request_frame(t->rec.frames[2].seg);
+    const std::vector<uint8_t> built = t->rec.frames[2].bytes;
     const SegRun r = run_seg(rtl, std::vector<TxnPtr>{t});
     CHECK(r.wqes == 1);
     CHECK(r.mismatches == 1);
+    CHECK(r.skipped == 0);
+    // The pipeline follows the RTL: the frame that left carries its AckReq,
+    // the ICRC recomputed, the rest as built.
+    REQUIRE(r.out.size() == 3);
+    CHECK(r.out[2].item.f.bytes != built);
+    CHECK(r.out[2].item.f.bytes == request_frame(right));
+    CHECK(sent(r.out[2].item.f.bytes).hdr.bth.ack_req);
     REQUIRE(r.dumps.size() == 1);
     CHECK(r.dumps[0].rfind("req_seg at cycle ", 0) == 0);
     CHECK(r.dumps[0].find("WQE opcode 0, 3072 bytes, PMTU 1024, packets 0+3: packet 2 from the RTL opcode 08 psn "
@@ -326,6 +371,34 @@ TEST_CASE("requester: a segmentation RTL that disagrees with the datapath is cou
                           "from the datapath opcode 08 psn 000000 payload 2048+1024 reth 0 va 0000000000000000 rkey "
                           "00000000 dma_len 0 ack_req 0 se 0") != std::string::npos);
     CHECK(r.dumps[0].find("frame (" + std::to_string(1024 + 58) + " bytes)") != std::string::npos);
+}
+
+TEST_CASE("requester: a segmentation RTL descriptor the frame cannot carry is counted, and the frame goes as built",
+          "[model][block][requester][rtl]") {
+    ModelConfig rtl;
+    rtl.req_seg.impl = BlockImpl::rtl;
+    // The datapath's record (and the frames built from it) says packet 1 of
+    // a three-packet WRITE was a FIRST with a RETH, and packet 2 carried
+    // 1000 bytes: the RTL's MIDDLE has no RETH to put the frame's in (the
+    // header layouts differ), and its 1024-byte payload is not the frame's.
+    // Packet 0 agrees and goes as built too.
+    TxnPtr t = segmented(write_wqe(3 * 1024, roce::IbMtu::Mtu1024));
+    transport::SegPacket& first = t->rec.frames[1].seg;
+    first.opcode = roce::op::RC_RDMA_WRITE_FIRST;
+    first.reth = true;
+    first.reth_va = 0x1000;
+    first.reth_rkey = 7;
+    first.reth_dma_len = 3 * 1024;
+    t->rec.frames[2].seg.payload_len = 1000;
+    std::vector<std::vector<uint8_t>> built;
+    for (TxFrameRec& f : t->rec.frames) built.push_back(f.bytes = request_frame(f.seg));
+    const SegRun r = run_seg(rtl, std::vector<TxnPtr>{t});
+    CHECK(r.wqes == 1);
+    CHECK(r.mismatches == 1);  // one WQE, dumped once
+    CHECK(r.dumps.size() == 1);
+    CHECK(r.skipped == 2);
+    REQUIRE(r.out.size() == 3);
+    for (size_t k = 0; k < 3; ++k) CHECK(r.out[k].item.f.bytes == built[k]);
 }
 
 TEST_CASE("requester: one's own segmentation RTL with a planted bug, named in the config, is caught on every WQE "
@@ -365,6 +438,38 @@ TEST_CASE("requester: one's own segmentation RTL with a planted bug, named in th
     CHECK(want.mismatches == 0);
     REQUIRE(r.out.size() == want.out.size());
     for (size_t i = 0; i < r.out.size(); ++i) CHECK(r.out[i].t_ps == want.out[i].t_ps);  // the reference's timing
+    // The pipeline follows the RTL: those WQEs' frames carry its fields,
+    // every ICRC valid; the others, and the reference's, are the datapath's.
+    std::vector<std::vector<uint8_t>> built;
+    for (const transport::SegWqe& w : work) {
+        const TxnPtr t = segmented(w);
+        for (const TxFrameRec& f : t->rec.frames) built.push_back(f.bytes);
+    }
+    REQUIRE(r.out.size() == 12);
+    REQUIRE(built.size() == 12);
+    CHECK(r.skipped == 0);
+    CHECK(want.skipped == 0);
+    for (size_t i = 0; i < 12; ++i) {
+        INFO("packet " << i);
+        CHECK(want.out[i].item.f.bytes == built[i]);
+        const bool followed = i == 0 || i == 3 || i == 9;
+        CHECK((r.out[i].item.f.bytes == built[i]) == !followed);
+        sent(r.out[i].item.f.bytes);
+    }
+    // The 4 KiB WRITE: its FIRST asks for 4097 bytes, its last packet is a
+    // MIDDLE without AckReq; the 256-byte one a FIRST for 257 bytes.
+    const roce::Packet first = sent(r.out[0].item.f.bytes), last = sent(r.out[3].item.f.bytes),
+                       only = sent(r.out[9].item.f.bytes);
+    CHECK(first.hdr.bth.opcode == roce::op::RC_RDMA_WRITE_FIRST);
+    CHECK(first.hdr.reth.dma_len == 4097);
+    CHECK(first.hdr.reth.va == 0x7f0000001000);
+    CHECK(last.hdr.bth.opcode == roce::op::RC_RDMA_WRITE_MIDDLE);
+    CHECK_FALSE(last.hdr.bth.ack_req);
+    CHECK(last.hdr.bth.psn == 0x000001);
+    CHECK(r.out[3].item.f.opcode == roce::op::RC_RDMA_WRITE_MIDDLE);  // what the waveform shows
+    CHECK(only.hdr.bth.opcode == roce::op::RC_RDMA_WRITE_FIRST);
+    CHECK(only.hdr.reth.dma_len == 257);
+    CHECK_FALSE(only.hdr.bth.ack_req);
     // Again: from the cache, with no Verilator to run.
     const SegRun again = run_seg(buggy, work);
     CHECK(rtl::verilator_runs() == runs + 2);

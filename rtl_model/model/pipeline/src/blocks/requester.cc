@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "req_seg_frame.h"
 #include "req_seg_rtl.h"
 #include "simnic/roce/opcode.h"
 
@@ -119,9 +120,24 @@ void RequesterBlock::rtl_packet(OpRecord& rec, size_t j, sim::BlockStats& st) {
     }
     if (txn_.open) {
         const size_t k = j - txn_.first;
-        if (txn_.bad == SIZE_MAX && (k >= txn_.packets.size() || txn_.packets[k] != txn_.want[k])) {
-            txn_.bad = k;
-            txn_.bad_frame = rec.frames[j].bytes;
+        const bool given = k < txn_.packets.size();
+        if (!given || txn_.packets[k] != txn_.want[k]) {
+            if (txn_.bad == SIZE_MAX) {
+                txn_.bad = k;
+                txn_.bad_frame = rec.frames[j].bytes;  // as the datapath built it
+            }
+            // The pipeline follows the RTL: the frame carries its BTH and
+            // RETH fields (req_seg_frame.h), or goes as built where it
+            // cannot, counted. A frame the RTL gave no descriptor for (it
+            // ended the transaction early) goes as built, the transaction
+            // counted as a mismatch only.
+            TxFrameRec& fr = rec.frames[j];
+            if (given && rtl::splice_seg_packet(fr.bytes, txn_.want[k], txn_.packets[k]) == rtl::SegSplice::Spliced) {
+                fr.opcode = txn_.packets[k].opcode;  // what the waveform shows of it
+                fr.psn = txn_.packets[k].psn & 0xffffff;
+            } else if (given) {
+                ++nic.req_seg_rtl_skipped;
+            }
         }
     }
     if (j + 1 == seg_first_[j] + seg_count_[j] && txn_.open) rtl_close(rec);
@@ -195,14 +211,17 @@ void RequesterBlock::main() {
             }
             switch (o.kind) {
                 case Op::Kind::TxFrame: {
-                    if (nic.req_seg_rtl && rec.frames[o.aux].has_seg)
+                    // An RC request holds a retransmit-queue entry until it
+                    // is acknowledged: the datapath's PSN, which its ACKs
+                    // name (the RTL's may differ on the wire).
+                    const TxFrameRec& fr = rec.frames[o.aux];
+                    const bool rc_request = is_rc_request(fr.opcode);
+                    const uint32_t qpn = fr.qpn, psn = fr.psn;
+                    if (nic.req_seg_rtl && fr.has_seg)
                         rtl_packet(rec, o.aux, st);
                     else
                         wait_ps(nic.cycles(nic.cfg.requester.cycles_per_packet));
-                    // An RC request holds a retransmit-queue entry until it
-                    // is acknowledged.
-                    const TxFrameRec& fr = rec.frames[o.aux];
-                    if (is_rc_request(fr.opcode)) nic.rtq_take(fr.qpn, fr.psn);
+                    if (rc_request) nic.rtq_take(qpn, psn);
                     FrameTok f{std::move(rec.frames[o.aux]), std::max(payload_ready, now_ps()), 0, std::exchange(spans, {})};
                     const uint64_t ready = f.ready_ps;
                     nic.req_to_txb.write(std::move(f), &st);
