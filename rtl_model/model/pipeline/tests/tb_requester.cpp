@@ -475,4 +475,22 @@ TEST_CASE("requester: one's own segmentation RTL with a planted bug, named in th
     CHECK(rtl::verilator_runs() == runs + 2);
     CHECK(again.cache_hit);
     CHECK(again.mismatches == 2);
+    // A retry: the transport resends the 4 KiB WRITE from its third packet
+    // (Requester::retry, its ACK timer having fired: the wrong last packet
+    // had no AckReq). The engine rebuilds the packets, which pass the RTL
+    // again as a transaction resumed mid-message: the same wrong fields go
+    // out again.
+    transport::SegWqe retry = write_wqe(4096, roce::IbMtu::Mtu1024);
+    retry.start_pkt = 2;
+    retry.count = 2;
+    const SegRun r2 = run_seg(buggy, std::vector<transport::SegWqe>{retry});
+    CHECK(r2.wqes == 1);
+    CHECK(r2.mismatches == 1);
+    CHECK(r2.skipped == 0);
+    REQUIRE(r2.out.size() == 2);
+    CHECK(r2.out[0].item.f.bytes == built[2]);
+    const roce::Packet resent = sent(r2.out[1].item.f.bytes);
+    CHECK(resent.hdr.bth.opcode == roce::op::RC_RDMA_WRITE_MIDDLE);
+    CHECK_FALSE(resent.hdr.bth.ack_req);
+    CHECK(r2.out[1].item.f.bytes == r.out[3].item.f.bytes);
 }
