@@ -5,7 +5,8 @@
 // it: its last packet goes out as a MIDDLE and its RETH's DMA length is one
 // too many. Named in the config as one's own design (req_seg.rtl_sources),
 // the model counts every such WQE as a mismatch with the packets the
-// datapath made (rtl.req_seg_mismatches) and dumps the first ones (tested).
+// datapath made (rtl.req_seg_mismatches), dumps the first ones and sends
+// its packets' fields on the frames (tested).
 // Timing: roce_req_seg's.
 module roce_req_seg_buggy (
   input  logic        clk_i,

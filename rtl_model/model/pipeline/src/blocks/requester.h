@@ -30,8 +30,13 @@
 // (between them it does MR lookups and issues payload reads). Each packet
 // descriptor is compared with the one the datapath's segmentation made
 // (transport::seg_packet, recorded with the frame), a difference counted
-// and dumped with the frame once per transaction. The datapath's packets
-// go on the wire either way.
+// and dumped with the frame once per transaction, and the pipeline follows
+// the RTL: the frame is re-encoded with the RTL's BTH opcode, PSN, AckReq,
+// SE and RETH, its ICRC recomputed (rtl/req_seg/req_seg_frame.h), or, if
+// it cannot carry them (other headers, another payload), goes as built,
+// counted in Nic::req_seg_rtl_skipped. A packet the RTL did not give goes
+// as built. The datapath's own state (PSNs, the retransmit queue's
+// entries) stays the datapath's.
 // In: Nic::wqe_to_req (doorbells, and request packets the completer
 // released). Out: Nic::req_to_txb, Nic::cq_in, Nic::eq_in. Counters:
 // Nic::kRequester, Nic::req_seg_rtl_*.
