@@ -330,13 +330,13 @@ TEST_CASE("req_seg frame: a frame re-encoded with its own descriptor is byte for
     for (const bool v6 : {false, true})
         for (const bool vlan : {false, true})
             for (const bool pad : {false, true})
-            for (const SegPacket& s : packets) {
-                INFO("opcode " << int(s.opcode) << " v6 " << v6 << " vlan " << vlan << " pad " << pad);
-                const std::vector<uint8_t> built = request_frame(s, v6, vlan, pad);
-                std::vector<uint8_t> f = built;
-                CHECK(splice_seg_packet(f, s, s) == SegSplice::Spliced);
-                CHECK(f == built);
-            }
+                for (const SegPacket& s : packets) {
+                    INFO("opcode " << int(s.opcode) << " v6 " << v6 << " vlan " << vlan << " pad " << pad);
+                    const std::vector<uint8_t> built = request_frame(s, v6, vlan, pad);
+                    std::vector<uint8_t> f = built;
+                    CHECK(splice_seg_packet(f, s, s) == SegSplice::Spliced);
+                    CHECK(f == built);
+                }
     CHECK(request_frame(packets[4]).size() == roce::kEthMinFrameBytes);  // the short one, padded
     CHECK(request_frame(packets[4], false, false, false).size() < roce::kEthMinFrameBytes);
 }

@@ -132,11 +132,17 @@ void RequesterBlock::rtl_packet(OpRecord& rec, size_t j, sim::BlockStats& st) {
             // ended the transaction early) goes as built, the transaction
             // counted as a mismatch only.
             TxFrameRec& fr = rec.frames[j];
-            if (given && rtl::splice_seg_packet(fr.bytes, txn_.want[k], txn_.packets[k]) == rtl::SegSplice::Spliced) {
+            const rtl::SegSplice how =
+                given ? rtl::splice_seg_packet(fr.bytes, txn_.want[k], txn_.packets[k]) : rtl::SegSplice::Spliced;
+            if (given && how == rtl::SegSplice::Spliced) {
                 fr.opcode = txn_.packets[k].opcode;  // what the waveform shows of it
                 fr.psn = txn_.packets[k].psn & 0xffffff;
             } else if (given) {
                 ++nic.req_seg_rtl_skipped;
+                if (txn_.skipped == SIZE_MAX) {
+                    txn_.skipped = k;
+                    txn_.skipped_why = rtl::to_string(how);
+                }
             }
         }
     }
@@ -168,6 +174,8 @@ void RequesterBlock::rtl_close(OpRecord& rec) {
                 show(txn_.want[bad]);
     else
         what += std::to_string(got.size()) + " packets from the RTL, " + std::to_string(n) + " from the datapath";
+    if (txn_.skipped != SIZE_MAX)
+        what += "; packet " + std::to_string(txn_.skipped) + " sent as built: " + txn_.skipped_why;
     // The frame of the packet found wrong: kept if it was sent already.
     const size_t at = std::min(bad, n - 1);
     nic.rtl_mismatch("req_seg", what, at == txn_.bad ? txn_.bad_frame : rec.frames[i + at].bytes);

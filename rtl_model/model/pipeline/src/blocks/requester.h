@@ -80,6 +80,10 @@ private:
         // (the frames leave the record as they are sent).
         size_t bad = SIZE_MAX;
         std::vector<uint8_t> bad_frame;
+        // The first packet whose frame could not carry the RTL's
+        // descriptor, and why (said in the dump).
+        size_t skipped = SIZE_MAX;
+        const char* skipped_why = nullptr;
     } txn_;
 };
 
