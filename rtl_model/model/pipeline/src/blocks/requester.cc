@@ -133,8 +133,8 @@ void RequesterBlock::rtl_packet(OpRecord& rec, size_t j, sim::BlockStats& st) {
             // counted as a mismatch only.
             TxFrameRec& fr = rec.frames[j];
             const rtl::SegSplice how =
-                given ? rtl::splice_seg_packet(fr.bytes, txn_.want[k], txn_.packets[k]) : rtl::SegSplice::Spliced;
-            if (given && how == rtl::SegSplice::Spliced) {
+                given ? rtl::splice_seg_packet(fr.bytes, txn_.want[k], txn_.packets[k]) : rtl::SegSplice::NotAFrame;
+            if (how == rtl::SegSplice::Spliced) {
                 fr.opcode = txn_.packets[k].opcode;  // what the waveform shows of it
                 fr.psn = txn_.packets[k].psn & 0xffffff;
             } else if (given) {
