@@ -371,11 +371,17 @@ struct Nic {
         const uint64_t room = sim::now_ps();
         const uint64_t low = (room - edge_ps + period_ps - 1) / period_ps;
         sim::add_stall(st, room, edge_ps + cycles(low));  // to the edge that sees the room
-        const uint64_t before =
-            st.since_ps > edge_ps ? std::min(low, (st.since_ps - edge_ps + period_ps - 1) / period_ps) : 0;
-        *counter += low - before;
-        if (also) *also += low - before;
+        const uint64_t counted = low_edges_counted(st, edge_ps, low);
+        *counter += counted;
+        if (also) *also += counted;
         return low;
+    }
+    // Of `low` held edges from `t0_ps`, those the statistics count: as the
+    // stall is, the edges before their last reset are not.
+    uint64_t low_edges_counted(const sim::BlockStats& st, uint64_t t0_ps, uint64_t low) const {
+        const uint64_t before =
+            st.since_ps > t0_ps ? std::min(low, (st.since_ps - t0_ps + period_ps - 1) / period_ps) : 0;
+        return low - before;
     }
     // The parser's drops by reason (index: roce::ParseVerdict; Accept stays 0).
     std::array<uint64_t, roce::kNumParseVerdicts> rx_drops_parser_reason{};

@@ -41,10 +41,7 @@ void ParserBlock::hold_rtl(const roce::HeaderVector& hv, const std::vector<uint8
     const uint64_t low = now_ps() > t0 ? (now_ps() - t0) / nic.period_ps : 0;
     roce::HeaderVector after;
     const uint64_t held = nic.parser_rtl->hold(low, &after);
-    // Counted as the stall is: edges before the statistics' last reset are not.
-    const uint64_t before =
-        st.since_ps > t0 ? std::min(low, (st.since_ps - t0 + nic.period_ps - 1) / nic.period_ps) : 0;
-    nic.parser_rtl_ready_low += low - before;
+    nic.parser_rtl_ready_low += nic.low_edges_counted(st, t0, low);
     if (held != low || !(after == hv)) {
         ++nic.parser_rtl_mismatch;
         nic.rtl_mismatch("parser",

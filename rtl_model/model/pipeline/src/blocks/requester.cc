@@ -98,11 +98,7 @@ void RequesterBlock::rtl_packet(OpRecord& rec, size_t j, sim::BlockStats& st) {
                 while (nic.req_to_txb.full()) sc_core::wait(nic.req_to_txb.room_event());
                 const uint64_t low = std::max<uint64_t>(1, (now_ps() - t0 + nic.period_ps - 1) / nic.period_ps) - 1;
                 for (uint64_t k = 0; k < low; ++k) seg.step(false);
-                // Counted as the stall is: edges before the statistics'
-                // last reset are not.
-                const uint64_t before =
-                    st.since_ps > t0 ? std::min(low, (st.since_ps - t0 + nic.period_ps - 1) / nic.period_ps) : 0;
-                nic.req_seg_rtl_ready_low += low - before;
+                nic.req_seg_rtl_ready_low += nic.low_edges_counted(st, t0, low);
                 sim::add_stall(st, t0, t0 + nic.cycles(low));
                 if (st.tap) st.tap->set(now_ps(), st.stall_sig, 0);
                 base = t0 + nic.cycles(low);  // the next edge ends the cycle from here
