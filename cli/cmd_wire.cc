@@ -68,11 +68,14 @@ Runner add_wire_command(CLI::App& app) {
         "member (a zero-length one joins without sending a frame); every frame goes to every other\n"
         "member. Simnic devices join with `simnic link add NAME type soft wire 127.0.0.1:PORT addr A/N`,\n"
         "QEMU VMs with `-netdev dgram`.\n\n"
-        "A fault rule is KEY=VALUE,... with from=MAC and to=MAC to pick a direction (default: all\n"
-        "frames), drop=, dup=, reorder=, corrupt= as a percentage (1%) or a fraction (0.01), and\n"
+        "A fault rule is KEY=VALUE,... with from=MAC and to=MAC to pick a direction (default: every\n"
+        "direction), drop=, dup=, reorder=, corrupt= as a percentage (1%) or a fraction (0.01), and\n"
         "delay=, jitter=, hold= as a time (50us, 2ms), delayed= the share of frames that wait (default\n"
         "all), ce= the share of ECN-capable frames a congested switch marks CE (ECN; with the devices'\n"
         "congestion control on). The first matching rule decides a frame's fate.\n"
+        "Rules act on RoCE v2 frames (UDP port 4791) only, unless frames=all: a lost ARP reply fails\n"
+        "the verb waiting for it after 1 s, and a corrupted one teaches a peer a wrong MAC for up to\n"
+        "45 s (as Linux's neighbour table keeps it), which tests neighbour handling, not RDMA.\n"
         "Reordering holds a frame until the rule's next frame has gone (or `hold`, default 1ms).\n"
         "The same --seed replays the same decisions for the same frames.");
     sub->add_option("--port", a->opt.port, "UDP port on 127.0.0.1 (default: an ephemeral port)");

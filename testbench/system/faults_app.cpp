@@ -75,9 +75,10 @@ struct Rel {
 
 // A verb that applies an address vector fails with EAGAIN when the peer's
 // MAC is still unresolved after a second, as the kernel's does (ib_resolve_eth_dmac
-// waits 1 s). With 10% of frames dropped in each direction an ARP exchange
-// fails about one time in five, and the neighbour table asks again only after
-// its 1 s retrans time, so a test of the data path asks again too, as an
+// waits 1 s). With 10% of every frame dropped in each direction (a wire rule
+// with frames=all; the default rules leave ARP alone) an ARP exchange fails
+// about one time in five, and the neighbour table asks again only after its
+// 1 s retrans time, so a test of the data path asks again too, as an
 // application that resolves its route first (rdma_resolve_route) would.
 template <typename F>
 int retry_unresolved(F&& verb) {

@@ -74,15 +74,16 @@ std::string mac_string(const Mac& m) {
 }
 
 bool FaultRule::matches(const uint8_t* f, size_t len) const {
-    if (len < kEthHdr) return !from && !to;
+    if (len < kEthHdr) return !from && !to && all_frames;
     if (to && std::memcmp(f, to->data(), 6) != 0) return false;
     if (from && std::memcmp(f + 6, from->data(), 6) != 0) return false;
-    return true;
+    return all_frames || roce::is_roce_v2_frame(f, len);
 }
 
 std::string FaultRule::describe() const {
     std::ostringstream o;
-    o << "from " << (from ? mac_string(*from) : "any") << " to " << (to ? mac_string(*to) : "any") << ":";
+    o << "from " << (from ? mac_string(*from) : "any") << " to " << (to ? mac_string(*to) : "any")
+      << (all_frames ? ", all frames:" : ":");
     if (drop) o << " drop " << pct(drop);
     if (dup) o << " dup " << pct(dup);
     if (reorder) o << " reorder " << pct(reorder);
@@ -112,6 +113,9 @@ bool parse_rule(const std::string& text, FaultRule& r, std::string& err) {
             Mac m;
             ok = parse_mac(v, m);
             (k == "from" ? r.from : r.to) = m;
+        } else if (k == "frames") {
+            ok = v == "roce" || v == "all";
+            r.all_frames = v == "all";
         } else if (k == "drop") ok = parse_rate(v, r.drop);
         else if (k == "dup") ok = parse_rate(v, r.dup);
         else if (k == "reorder") ok = parse_rate(v, r.reorder);
@@ -122,11 +126,11 @@ bool parse_rule(const std::string& text, FaultRule& r, std::string& err) {
         else if (k == "hold") ok = parse_time_ns(v, r.reorder_hold_ns);
         else if (k == "ce") ok = parse_rate(v, r.ce);
         else {
-            err = "unknown key '" + k + "' (from, to, drop, dup, reorder, corrupt, delay, jitter, delayed, hold, ce)";
+            err = "unknown key '" + k + "' (from, to, frames, drop, dup, reorder, corrupt, delay, jitter, delayed, hold, ce)";
             return false;
         }
         if (!ok) {
-            err = "bad value for " + k + ": '" + v + "'";
+            err = "bad value for " + k + ": '" + v + "'" + (k == "frames" ? " (roce or all)" : "");
             return false;
         }
         any = true;

@@ -10,12 +10,17 @@ using namespace simnic::wire;
 
 namespace {
 
+// A RoCE v2 frame as far as the rules look: Ethernet, IPv4 with UDP, UDP
+// destination port 4791; the rest is filler.
 std::vector<uint8_t> frame(uint8_t dst_last, uint8_t src_last, size_t len = 100) {
     std::vector<uint8_t> f(len, 0xAB);
     const uint8_t dst[6] = {0x52, 0x54, 0, 0x12, 0x34, dst_last};
     const uint8_t src[6] = {0x52, 0x54, 0, 0x12, 0x34, src_last};
     std::copy(dst, dst + 6, f.begin());
     std::copy(src, src + 6, f.begin() + 6);
+    f[12] = 0x08, f[13] = 0x00;
+    f[14] = 0x45, f[20] = 0x40, f[21] = 0x00, f[23] = 17;  // IPv4, DF, no fragment offset, UDP
+    f[36] = 0x12, f[37] = 0xB7;                           // UDP destination port 4791
     return f;
 }
 
@@ -133,9 +138,61 @@ TEST_CASE("wire faults: the first matching rule decides, by source and destinati
     CHECK(d.rule == -1);
     CHECK_FALSE(d.drop);
     CHECK(d.copies == 1);
-    // A runt frame has no MACs: only a rule without direction applies to it.
+    // A runt frame has no MACs and is no RoCE frame: only a rule without
+    // direction that takes every frame applies to it.
     const uint8_t runt[4] = {1, 2, 3, 4};
     CHECK(inj.decide(runt, sizeof runt).rule == -1);
+    FaultInjector any({rule("drop=100%"), rule("frames=all,dup=100%")}, 1);
+    CHECK(any.decide(runt, sizeof runt).rule == 1);
+}
+
+TEST_CASE("wire faults: rules take RoCE v2 frames only unless frames=all; ARP, ND and other UDP pass untouched") {
+    // An ARP reply: a bit flipped in its sender MAC would teach the peer a
+    // wrong address for tens of seconds (the QP stuck in the user guide's
+    // example), so a default rule leaves it alone and does not count it.
+    std::vector<uint8_t> arp = frame(2, 1, 60);
+    arp[12] = 0x08, arp[13] = 0x06;
+    // An IPv6 neighbour advertisement (ICMPv6, next header 58).
+    std::vector<uint8_t> nd = frame(2, 1, 86);
+    nd[12] = 0x86, nd[13] = 0xDD, nd[14] = 0x60, nd[20] = 58;
+    // UDP to another port (a VXLAN frame, 4789).
+    std::vector<uint8_t> vxlan = frame(2, 1);
+    vxlan[37] = 0xB5;
+    // A later IPv4 fragment: no UDP header in it.
+    std::vector<uint8_t> frag = frame(2, 1);
+    frag[21] = 0x10;
+    // RoCE v2 over IPv6, and over IPv4 behind an 802.1Q tag with IP options.
+    std::vector<uint8_t> v6 = frame(2, 1, 120);
+    v6[12] = 0x86, v6[13] = 0xDD, v6[14] = 0x60, v6[20] = 17, v6[56] = 0x12, v6[57] = 0xB7;
+    std::vector<uint8_t> tagged(frame(2, 1, 110));
+    tagged[12] = 0x81, tagged[13] = 0x00, tagged[14] = 0x00, tagged[15] = 0x05, tagged[16] = 0x08, tagged[17] = 0x00;
+    std::fill(tagged.begin() + 18, tagged.begin() + 42, 0);
+    tagged[18] = 0x46, tagged[27] = 17, tagged[44] = 0x12, tagged[45] = 0xB7;
+
+    FaultInjector inj({rule("drop=100%")}, 3);
+    for (const auto* f : {&arp, &nd, &vxlan, &frag}) {
+        const Decision d = inj.decide(f->data(), f->size());
+        CHECK(d.rule == -1);
+        CHECK_FALSE(d.drop);
+    }
+    CHECK(inj.counters()[0].frames == 0);
+    for (const auto* f : {&v6, &tagged, &frag}) {
+        if (f == &frag) continue;
+        CHECK(inj.decide(f->data(), f->size()).drop);
+    }
+    CHECK(inj.counters()[0].frames == 2);
+
+    FaultRule all = rule("to=52:54:00:12:34:02,frames=all,corrupt=100%");
+    CHECK(all.all_frames);
+    CHECK(all.describe() == "from any to 52:54:00:12:34:02, all frames: corrupt 100%");
+    CHECK_FALSE(rule("frames=roce,drop=1%").all_frames);
+    FaultInjector everything({all}, 3);
+    for (const auto* f : {&arp, &nd, &vxlan, &frag, &v6}) CHECK(everything.decide(f->data(), f->size()).corrupt);
+
+    std::string err;
+    FaultRule bad;
+    CHECK_FALSE(parse_rule("frames=arp,drop=1%", bad, err));
+    CHECK(err == "bad value for frames: 'arp' (roce or all)");
 }
 
 TEST_CASE("wire faults: a seed replays the same decisions; rules draw from their own streams") {

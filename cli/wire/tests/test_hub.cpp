@@ -52,6 +52,7 @@ struct Member {
         std::copy(base, base + 5, f.begin() + 6);
         f[11] = mac_last;
         f[12] = 0x08;
+        f[14] = 0x45, f[23] = 17, f[36] = 0x12, f[37] = 0xB7;  // IPv4, UDP to 4791: what the rules take
         f[40] = tag;
         send_raw(f);
     }

@@ -76,6 +76,26 @@ size_t ip_header_offset(const uint8_t* frame, size_t len) {
     return et_off + 2;
 }
 
+bool is_roce_v2_frame(const uint8_t* frame, size_t len) {
+    const size_t l3 = ip_header_offset(frame, len);
+    if (l3 == 0 || len <= l3) return false;
+    const uint8_t* ip = frame + l3;
+    size_t l4 = 0;
+    if ((ip[0] >> 4) == 4) {
+        if (len < l3 + kIpv4HdrBytes) return false;
+        const size_t ihl = size_t(ip[0] & 0x0F) * 4;
+        const bool later_fragment = (load_be16(ip + 6) & 0x1FFF) != 0;  // no UDP header in it
+        if (ihl < kIpv4HdrBytes || ip[9] != kIpProtoUdp || later_fragment) return false;
+        l4 = l3 + ihl;
+    } else if ((ip[0] >> 4) == 6) {
+        if (len < l3 + kIpv6HdrBytes || ip[6] != kIpProtoUdp) return false;
+        l4 = l3 + kIpv6HdrBytes;
+    } else {
+        return false;
+    }
+    return len >= l4 + kUdpHdrBytes && load_be16(frame + l4 + 2) == kRoceV2Port;
+}
+
 std::optional<Ecn> read_frame_ecn(const uint8_t* frame, size_t len) {
     const size_t l3 = ip_header_offset(frame, len);
     if (l3 == 0) return std::nullopt;

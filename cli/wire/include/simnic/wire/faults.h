@@ -24,6 +24,16 @@ using Mac = std::array<uint8_t, 6>;
 struct FaultRule {
     std::optional<Mac> from;  // source MAC; unset: any
     std::optional<Mac> to;    // destination MAC; unset: any (broadcasts included)
+    // RoCE v2 frames only (UDP to 4791), the default, or every frame. The
+    // faults are there to exercise the transport; ARP and neighbour
+    // discovery have no checksum and no retransmission of their own worth
+    // the name. A dropped ARP reply fails the verb that waits for it (1 s,
+    // the kernel's rdma_addr timeout), and a bit flipped in one teaches the
+    // peer a wrong MAC that it keeps until its entry goes stale, 15 to 45 s,
+    // as Linux's neighbour table does: an RC QP then times out and
+    // retransmits into nowhere for that long (seen as a QP stuck for 24 s
+    // in the user guide's fault example, about one run in a hundred).
+    bool all_frames = false;
     double drop = 0;
     double dup = 0;      // the frame is delivered twice
     double reorder = 0;  // the frame is held back and delivered after the next one
@@ -44,7 +54,7 @@ struct FaultRule {
     std::string describe() const;
 };
 
-// Parses "[from=MAC,][to=MAC,]drop=1%,dup=0.5%,reorder=1%,corrupt=0.1%,
+// Parses "[from=MAC,][to=MAC,][frames=roce|all,]drop=1%,dup=0.5%,reorder=1%,corrupt=0.1%,
 // delay=50us,jitter=20us,delayed=5%,hold=2ms,ce=10%". Rates take a trailing % (else a fraction
 // of 1); times take ns, us, ms or s. False and `err` on anything else.
 bool parse_rule(const std::string& text, FaultRule& rule, std::string& err);

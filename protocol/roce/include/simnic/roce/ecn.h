@@ -52,6 +52,11 @@ bool mark_ce(uint8_t* ip, size_t len);
 // Where the IP header starts, or 0 if the frame is not IPv4/IPv6 over
 // Ethernet.
 size_t ip_header_offset(const uint8_t* frame, size_t len);
+// A RoCE v2 frame by its headers alone: UDP to port 4791 over IPv4 (first
+// fragment, any header length) or IPv6 (UDP as the next header). Nothing past
+// the UDP header is looked at: a frame whose BTH or ICRC is damaged is still
+// one (a wire's fault rules pick their frames with it).
+bool is_roce_v2_frame(const uint8_t* frame, size_t len);
 std::optional<Ecn> read_frame_ecn(const uint8_t* frame, size_t len);
 bool write_frame_ecn(uint8_t* frame, size_t len, Ecn e);
 
