@@ -572,6 +572,7 @@ static int qp_create(struct dev *d, const struct wl_case *c, struct side_qp *s, 
     s->max_inline = ia.cap.max_inline_data;
     struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)d->port};
     int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+    int rc; /* a verb's own errno: ibv_modify_qp returns it and need not set errno */
     if (c->qp_type == T_UD) {
         a.qkey = UD_QKEY;
         mask |= IBV_QP_QKEY;
@@ -580,7 +581,7 @@ static int qp_create(struct dev *d, const struct wl_case *c, struct side_qp *s, 
                             (c->qp_type == T_RC ? IBV_ACCESS_REMOTE_READ | (c->atomics ? IBV_ACCESS_REMOTE_ATOMIC : 0) : 0);
         mask |= IBV_QP_ACCESS_FLAGS;
     }
-    if (ibv_modify_qp(s->qp, &a, mask)) { snprintf(err, errlen, "QP to INIT failed: %s", strerror(errno)); return -1; }
+    if ((rc = ibv_modify_qp(s->qp, &a, mask))) { snprintf(err, errlen, "QP to INIT failed: %s", strerror(rc)); return -1; }
     return 0;
 }
 
@@ -596,6 +597,7 @@ static void fill_ah(struct dev *d, const struct qpinfo *them, struct ibv_ah_attr
 static int qp_connect(struct dev *d, const struct wl_case *c, struct side_qp *s, const struct qpinfo *them,
                       char *err, size_t errlen) {
     struct ibv_qp_attr a;
+    int rc;
     memset(&a, 0, sizeof a);
     a.qp_state = IBV_QPS_RTR;
     int mask = IBV_QP_STATE;
@@ -611,7 +613,7 @@ static int qp_connect(struct dev *d, const struct wl_case *c, struct side_qp *s,
             mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
         }
     }
-    if (ibv_modify_qp(s->qp, &a, mask)) { snprintf(err, errlen, "QP to RTR failed: %s", strerror(errno)); return -1; }
+    if ((rc = ibv_modify_qp(s->qp, &a, mask))) { snprintf(err, errlen, "QP to RTR failed: %s", strerror(rc)); return -1; }
     memset(&a, 0, sizeof a);
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = s->psn;
@@ -623,7 +625,7 @@ static int qp_connect(struct dev *d, const struct wl_case *c, struct side_qp *s,
         a.max_rd_atomic = (uint8_t)c->max_rd_atomic;
         mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
     }
-    if (ibv_modify_qp(s->qp, &a, mask)) { snprintf(err, errlen, "QP to RTS failed: %s", strerror(errno)); return -1; }
+    if ((rc = ibv_modify_qp(s->qp, &a, mask))) { snprintf(err, errlen, "QP to RTS failed: %s", strerror(rc)); return -1; }
     if (c->qp_type == T_UD) {
         struct ibv_ah_attr ah;
         fill_ah(d, them, &ah);

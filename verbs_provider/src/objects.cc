@@ -864,7 +864,21 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     return qp;
 }
 
+namespace {
+int modify_qp_cmd(ibv_qp* ibqp, ibv_qp_attr* attr, int mask);
+}
+
+// ibv_modify_qp returns the errno; a kernel provider's failing write() has
+// set errno to it as well, and applications print strerror(errno) (the
+// workload said "QP to RTR failed: Success" when a wire lost an ARP reply).
 int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
+    const int e = modify_qp_cmd(ibqp, attr, mask);
+    if (e != 0) errno = e;
+    return e;
+}
+
+namespace {
+int modify_qp_cmd(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     SimContext* c = ibqp ? sim(ibqp->context) : nullptr;
     if (c == nullptr || attr == nullptr) return EINVAL;
     SimQp& qp = *qp_of(ibqp);
@@ -938,6 +952,7 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     }
     return 0;
 }
+}  // namespace
 
 int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int /*mask*/, ibv_qp_init_attr* init) {
     SimContext* c = ibqp ? sim(ibqp->context) : nullptr;
