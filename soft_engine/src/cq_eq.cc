@@ -93,14 +93,14 @@ void SoftEngine::Impl::post_event(uint16_t ctx, hw::EventType type, uint32_t obj
 // queue's front before: a second event's period was counted from the
 // first's raise time, and an event the count sent meanwhile posted the
 // waiting one early and itself late.)
-void SoftEngine::Impl::cq_event(uint32_t cqn, uint64_t period_ns) {
+void SoftEngine::Impl::cq_event(uint32_t cqn, uint64_t period_ns, uint32_t cqes_to_count) {
     auto it = held_cq_events.find(cqn);
     if (it == held_cq_events.end() || it->second.empty()) return;  // its CQ destroyed since
     const auto [ctx, raised] = it->second.front();
     it->second.pop_front();
     if (it->second.empty()) held_cq_events.erase(it);
     if (period_ns && !sim_time && !cfg.standalone && raised + period_ns > mono_ns()) {
-        due_cq_events.push_back({raised + period_ns, cqn, ctx});
+        due_cq_events.push_back({raised + period_ns, cqn, ctx, cqes_to_count});
         return;
     }
     post_cq_event(cqn, ctx);
@@ -112,6 +112,23 @@ void SoftEngine::Impl::post_cq_event(uint32_t cqn, uint16_t ctx) {
     const uint8_t* e = entry(Table::Cqc, cqn);
     if (!e || g(e, Table::Cqc, hw::cqc::cqn) != cqn || g(e, Table::Cqc, hw::cqc::ctx_id) != ctx) return;
     post_eqe(ctx, hw::EventType::Completion, cqn, 0);
+}
+
+// A CQE written to a CQ whose event waits out its period in wall-clock
+// time (cq_event). The model's period ended in simulated time, before the
+// CQEs that a real peer's later packets complete could come back through
+// the kernel; a NIC's moderation, which sees them in its own time, would
+// send the event when its count is met. So the engine counts them on the
+// model's behalf, and the count sends the event now.
+void SoftEngine::Impl::count_due_cqe(uint32_t cqn) {
+    for (size_t i = 0; i < due_cq_events.size(); ++i) {
+        DueCqEvent& d = due_cq_events[i];
+        if (d.cqn != cqn || d.cqes_left == 0 || --d.cqes_left != 0) continue;
+        const uint16_t ctx = d.ctx;
+        due_cq_events.erase(due_cq_events.begin() + std::ptrdiff_t(i));
+        post_cq_event(cqn, ctx);
+        return;  // one CQE counts toward one event: the oldest waiting
+    }
 }
 
 // The events whose period has passed in wall-clock time (cq_event): posted,
@@ -201,6 +218,7 @@ SoftEngine::Impl::CqeWrite SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::C
         return CqeWrite::Fault;
     }
     s(e, Table::Cqc, hw::cqc::pi, pi + 1);
+    if (!due_cq_events.empty()) count_due_cqe(cqn);
     {
         const auto id = uint16_t(g(e, Table::Cqc, hw::cqc::ctx_id));
         auto it = ctxs.find(id);

@@ -367,13 +367,18 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // Events the model sent after their CQ's moderation period whose period
     // has not yet passed in wall-clock time since they were raised: posted
     // when it has (run_timers), each with its own due time.
+    // An event whose count is met by CQEs written meanwhile (the real
+    // peer's later acknowledgements, in later passes) goes then, as a NIC
+    // sends it at the count (count_due_cqe).
     struct DueCqEvent {
         uint64_t due_ns;
         uint32_t cqn;
         uint16_t ctx;
+        uint32_t cqes_left;  // CQEs still to count; 0: no count, the period only
     };
     std::vector<DueCqEvent> due_cq_events;
     bool post_due_cq_events(uint64_t now);
+    void count_due_cqe(uint32_t cqn);
     void post_cq_event(uint32_t cqn, uint16_t ctx);  // an event the model sent, if its CQ is still there
     // The EQEs of the engine thread's pass (loop.cc), posted at its end,
     // after the pass's frames are sent: an EQE may raise an interrupt, whose
@@ -506,7 +511,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     uint32_t probe_placement(const uint8_t* frame, size_t len, OpRecord& rec) override;
     void exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) override;
     void wire_tx(const uint8_t* frame, size_t len) override;
-    void cq_event(uint32_t cqn, uint64_t period_ns) override;
+    void cq_event(uint32_t cqn, uint64_t period_ns, uint32_t cqes_to_count) override;
 };
 
 }  // namespace simnic::soft_engine

@@ -22,8 +22,11 @@
 // the round's 8th CQE when the count is 8 (its first poll finds all 8), no
 // sooner than the period (4 ms) after the round when no round reaches the count,
 // and a CQ destroyed while its event is held takes it along (the CQ that
-// reuses its number gets only its own). Only test_cq_moderation.sh's model
-// device runs them: a soft device posts each event at its first CQE.
+// reuses its number gets only its own). "[held][late]": a count met by
+// CQEs that come later in wall-clock time, after the model's period has
+// ended in simulated time, sends the event then, not at the period's end in
+// wall-clock time. Only test_cq_moderation.sh's model device runs them: a
+// soft device posts each event at its first CQE.
 #include <infiniband/verbs.h>
 
 #include <poll.h>
@@ -263,6 +266,52 @@ TEST_CASE("held: rounds of 8 on a CQ moderated to 16 CQEs / 4000 us, each event 
     CHECK(r.events == kRounds);  // none lost: the period sends each
     // The period, in wall-clock time too (cq_eq.cc, cq_event).
     CHECK(r.shortest_wait_ns >= 4000000);
+}
+
+TEST_CASE("held: a count met by CQEs written later in wall-clock time sends the event at the count",
+          "[held][late]") {
+    Device d;
+    Pair p(d);
+    // Count 8, period 4000 us. Four WRITEs, a pause of 0.5 ms, four more:
+    // the model ends the period of the first four in simulated time at
+    // once, and the event waits for 4 ms of wall-clock time; the next four
+    // CQEs meet the count about 0.5 ms after the first round, and a NIC
+    // would send the event then. (Before the engine counted them, the
+    // event came 4 ms after the first CQE, every time.) A host that stalls
+    // this program past the period between the two halves sends it by the
+    // period: then again, three times at most.
+    REQUIRE(modify(p.cq_a, IBV_CQ_ATTR_MODERATE, 8, 4000) == 0);
+    simnic::tb::Mr src(d.pd, 64, kAccess, 4), dst(d.pd, 64, kAccess, 0);
+    std::uint64_t best_ns = UINT64_MAX;
+    int found_best = 0;
+    std::uint64_t id = 0;
+    for (int attempt = 0; attempt < 3 && best_ns >= 3000000; ++attempt) {
+        REQUIRE(ibv_req_notify_cq(p.cq_a, 0) == 0);
+        ibv_sge sg = src.sge(0, 64);
+        const std::uint64_t posted = Pair::now_ns();
+        for (int half = 0; half < 2; ++half) {
+            for (int i = 0; i < 4; ++i) {
+                ibv_send_wr w = simnic::tb::rdma_wr(id++, IBV_WR_RDMA_WRITE, &sg, dst.va(0), dst.mr->rkey);
+                simnic::tb::post_send(p.a, w);
+            }
+            if (half == 0) {
+                timespec ts{0, 500 * 1000};
+                nanosleep(&ts, nullptr);
+            }
+        }
+        REQUIRE(simnic::tb::wait_cq_event(p.ch) == p.cq_a);
+        const std::uint64_t waited = Pair::now_ns() - posted;
+        std::vector<ibv_wc> wc(8);
+        const int found = ibv_poll_cq(p.cq_a, 8, wc.data());
+        REQUIRE(found >= 0);
+        for (int i = found; i < 8; ++i)
+            simnic::tb::expect_wc(p.cq_a, "WRITE", id - 8 + std::uint64_t(i), IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+        if (waited < best_ns) best_ns = waited, found_best = found;
+    }
+    std::printf("count met later: event %llu ns after the first post, the first poll found %d\n",
+                (unsigned long long)best_ns, found_best);
+    CHECK(best_ns < 3000000);  // well before the 4 ms period
+    CHECK(found_best == 8);    // at the count: all eight CQEs are there
 }
 
 TEST_CASE("held: a CQ destroyed while its event is held takes it along", "[held][destroy]") {

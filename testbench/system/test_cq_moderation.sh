@@ -84,6 +84,9 @@ figures "[held][period]" "held: rounds of 8, moderated to 16 CQEs / 4000 us (the
 [ "$n" = 8 ] || fail "held, a count no round reaches: $n interrupts for 8 events, not 8"
 within "$wake" 4000000 4100000 || fail "held, a count no round reaches: woke after $wake ns"
 grep "completions, " "$work/case.txt"
+"${AS[@]}" timeout 120 "$SIMNIC" exec -- "$EXE" "[held][late]" >"$work/case.txt" 2>&1 ||
+  { fail "a count met by CQEs that come later in wall-clock time"; cat "$work/case.txt"; }
+grep "count met later" "$work/case.txt"
 "${AS[@]}" timeout 120 "$SIMNIC" exec -- "$EXE" "[held][destroy]" >"$work/case.txt" 2>&1 ||
   { fail "a CQ destroyed while its event is held"; cat "$work/case.txt"; }
 sim stats "$DEV" >/dev/null || fail "the device answers after a CQ went with its event held"

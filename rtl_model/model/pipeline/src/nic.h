@@ -94,8 +94,10 @@ struct CqeTok {
     bool moderated = false;
     // An event the moderation timer sent: the period it was held (its
     // count not reached); 0 when the count, or no moderation, sent it.
-    // Datapath::cq_event hands it to the engine with the event.
+    // Datapath::cq_event hands it to the engine with the event, and the
+    // CQEs its count still wanted then (0: no count).
     uint64_t period_ps = 0;
+    uint32_t cqes_to_count = 0;
     // An event's: the send WQEs (wqe_key) of the CQEs its moderation held,
     // whose latency is taken when the application is woken.
     std::vector<uint64_t> held{};

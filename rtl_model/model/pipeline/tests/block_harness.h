@@ -92,8 +92,12 @@ public:
     }
     // The application's completion events the model sent: (CQN, the
     // moderation period that held it, ns), with when.
-    void cq_event(uint32_t cqn, uint64_t period_ns) override { cq_events.push_back({sim::now_ps(), {cqn, period_ns}}); }
+    void cq_event(uint32_t cqn, uint64_t period_ns, uint32_t cqes_to_count) override {
+        cq_events.push_back({sim::now_ps(), {cqn, period_ns}});
+        cq_event_counts.push_back(cqes_to_count);
+    }
     std::vector<Seen<std::pair<uint32_t, uint64_t>>> cq_events;
+    std::vector<uint32_t> cq_event_counts;  // each call's cqes_to_count
 };
 
 // A test process: an SC_THREAD that runs `body` once.

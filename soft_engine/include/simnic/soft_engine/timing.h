@@ -142,9 +142,14 @@ public:
     // CQ (recorded as an Eqe op, EventType::Completion) and the engine has
     // held since goes to the host now, the oldest first. `period_ns`: the
     // CQ's moderation period held it this long (the count was not reached);
-    // 0: the count, or no moderation, sent it. A call that finds no event
-    // held for the CQ (destroyed since) does nothing.
-    virtual void cq_event(uint32_t cqn, uint64_t period_ns) { (void)cqn, (void)period_ns; }
+    // 0: the count, or no moderation, sent it. `cqes_to_count`: with a
+    // period, the CQEs the count still wanted (0: no count), which the
+    // engine counts in wall-clock time while the event waits out its period
+    // there. A call that finds no event held for the CQ (destroyed since)
+    // does nothing.
+    virtual void cq_event(uint32_t cqn, uint64_t period_ns, uint32_t cqes_to_count) {
+        (void)cqn, (void)period_ns, (void)cqes_to_count;
+    }
 };
 
 // A timing model, as the engine drives it. With one, the engine hands every

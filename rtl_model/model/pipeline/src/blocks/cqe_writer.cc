@@ -38,7 +38,7 @@ void CqeWriterBlock::woken() {
     for (;;) {
         auto [t, c] = nic.cq_wake.read();
         wait_until(t + uint64_t(nic.cfg.cq.poll_ns) * 1000);
-        nic.be.cq_event(c.cqn, c.period_ps / 1000);
+        nic.be.cq_event(c.cqn, c.period_ps / 1000, c.cqes_to_count);
         if (c.is_send && !c.event_only) {
             if (uint64_t started = 0; nic.wqe_start.take(wqe_key(c.qpn, c.wqe_index), started))
                 nic.latency_ps.add(now_ps() - started);
@@ -90,6 +90,7 @@ void CqeWriterBlock::moderation_timer() {
         Held h = std::move(first->second);
         held.erase(first);
         h.c.period_ps = h.deadline - h.cqe_ps;
+        h.c.cqes_to_count = h.limit > h.count ? h.limit - h.count : 0;
         interrupt(std::move(h.c), h.cqe_ps, h.cqe_ps);
     }
 }

@@ -62,7 +62,7 @@ void DoorbellBlock::main() {
                 if (t->executed)
                     for (const Op& o : t->rec.ops)
                         if (o.kind == Op::Kind::Eqe && o.id == uint32_t(hw::EventType::Completion))
-                            nic.be.cq_event(o.aux, 0);
+                            nic.be.cq_event(o.aux, 0, 0);
                 continue;
             }
             if (t->db.kind == kDbSq || t->db.kind == kDbRq) nic.lookup(nic.qpc, t->db.num, st);
