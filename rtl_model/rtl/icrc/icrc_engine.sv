@@ -164,51 +164,10 @@ module icrc_engine #(
     return m;
   endfunction
 
-  // The body CRC: the parallel CRC-32 over a whole realigned beat
-  // (icrc_crc32_xor's function, written as icrc_tail_stage writes it): one
-  // XOR tree per output bit. From 32 data bits on, the register enters the
-  // step exactly as the first 32 data bits do (each of its bits meets one
-  // of them at the feedback), so it is folded into them and each tree has
-  // DataWidth inputs; below that it would stay a separate input. The trees
-  // are written lane by lane, 64 inputs at a time, the width of a
-  // simulator's words, so that it evaluates each tree in few operations;
-  // the hardware is the same XOR of the same inputs.
-  localparam bit          CrcFold  = (DataWidth >= 32);
-  localparam int unsigned CrcIn    = CrcFold ? DataWidth : DataWidth + 32;
-  localparam int unsigned CrcLanes = (CrcIn + 63) / 64;
-
-  // Row k: the inputs whose XOR is output bit k. Input i is data bit i
-  // (folded: with register bit i), or, unfolded, register bit i for i < 32
-  // and data bit i - 32 above.
-  function automatic logic [31:0][64*CrcLanes-1:0] crc_rows();
-    logic [31:0][64*CrcLanes-1:0] r;
-    logic [31:0] col;
-    for (int unsigned k = 0; k < 32; k++) r[k] = '0;
-    for (int unsigned i = 0; i < CrcIn; i++) begin
-      col = icrc_pkg::crc32_column(DataWidth, CrcFold ? 32 + i : i);
-      for (int unsigned k = 0; k < 32; k++) r[k][i] = col[k];
-    end
-    return r;
-  endfunction
-
-  localparam logic [31:0][64*CrcLanes-1:0] CrcRows = crc_rows();
-
-  function automatic logic [31:0] crc_step(logic [31:0] crc, logic [DataWidth-1:0] data);
-    logic [64*CrcLanes-1:0] in_bits;
-    logic [63:0]            lane [CrcLanes];
-    logic [63:0]            acc;
-    if (CrcFold) begin
-      in_bits = (64*CrcLanes)'(data) ^ (64*CrcLanes)'(crc);
-    end else begin
-      in_bits = (64*CrcLanes)'({data, crc});
-    end
-    for (int unsigned j = 0; j < CrcLanes; j++) lane[j] = in_bits[64*j +: 64];
-    for (int unsigned k = 0; k < 32; k++) begin
-      acc = '0;
-      for (int unsigned j = 0; j < CrcLanes; j++) acc ^= lane[j] & CrcRows[k][64*j +: 64];
-      crc_step[k] = ^acc;
-    end
-  endfunction
+  // The parallel CRC-32 step (the body's, over a whole realigned beat): crc_step(), its XOR
+  // trees written once for the engine and its tail stages.
+  localparam int unsigned CrcDataBits = DataWidth;
+  `include "icrc_crc_step.svh"
 
   // tkeep is contiguous from lane 0: the count is the highest set lane + 1.
   function automatic logic [CountWidth-1:0] keep_count(logic [DataBytes-1:0] keep);
