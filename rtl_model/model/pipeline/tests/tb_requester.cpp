@@ -20,6 +20,7 @@
 #include "blocks/requester.h"
 #include "own_rtl.h"
 #include "req_seg_rtl.h"
+#include "req_seg_testkit.h"
 #include "simnic/roce/icrc.h"
 #include "simnic/roce/packet.h"
 #include "simnic/transport/segmentation.h"
@@ -128,25 +129,10 @@ TEST_CASE("requester: work waits for its WQEs, and the wait is stall", "[model][
 
 namespace {
 
-// The frame the datapath's requester builds of `s` (the packet core's
-// encoding, IPv4; payload bytes from the packet's offset in the message).
+// The frame the datapath's requester builds of `s`, as its records keep
+// it (not padded to the Ethernet minimum).
 std::vector<uint8_t> request_frame(const transport::SegPacket& s) {
-    roce::Packet p;
-    p.ip4.src = 0x0a000001;
-    p.ip4.dst = 0x0a000002;
-    p.hdr.bth.dqpn = 0x11;
-    p.hdr.bth.opcode = s.opcode;
-    p.hdr.bth.psn = s.psn;
-    p.hdr.bth.ack_req = s.ack_req;
-    p.hdr.bth.se = s.se;
-    p.hdr.reth = {s.reth_va, s.reth_rkey, s.reth_dma_len};
-    std::vector<uint8_t> payload(s.payload_len);
-    for (size_t i = 0; i < payload.size(); ++i) payload[i] = uint8_t(s.payload_off + i);
-    p.payload = payload.data();
-    p.payload_len = payload.size();
-    std::vector<uint8_t> f;
-    REQUIRE(roce::encode_frame(p, f));
-    return f;
+    return rtl::testkit::request_frame(s, false, false, false);
 }
 
 // A frame that left the requester, decoded by the packet core, its ICRC
