@@ -170,6 +170,8 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     tp::MemStatus read(tp::KeyKind kind, uint32_t key, uint64_t addr, void* dst, size_t len, uint32_t access) override;
     tp::MemStatus gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left,
                          uint64_t wqe_seq) override;
+    tp::MemStatus read_reply(uint32_t rkey, uint64_t addr, void* dst, size_t len, uint64_t left,
+                             uint64_t serve) override;
     tp::MemStatus write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                         uint32_t access) override;
     tp::MemStatus atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_t swap_add, uint64_t compare,
@@ -288,15 +290,23 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::unordered_map<uint64_t, std::pair<uint8_t*, uint64_t>> shm_views;  // (ctx, handle) -> mapping
     bool host_dom(uint32_t dom, HostDom& h);
     bool domain_pid(uint32_t dom, pid_t& pid);
-    // `gather_left`: for a requester's gather, the bytes of its SGE left
-    // from `va` (the most read-ahead may fetch); 0 for every other access.
+    // `ahead_left`: for a requester's gather, the bytes of its SGE left from
+    // `va`; for a READ response, the bytes of the READ left from `va` (the
+    // most read-ahead may fetch); 0 for every other access. `ahead_for`
+    // names what a read-ahead copy serves: the gather's WQE (its send
+    // queue sequence) or the READ's serving (RespResource::serve), as
+    // `ahead_kind` says.
+    enum class AheadKind : uint8_t { Gather, ReadReply };
     tp::MemStatus mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf, size_t len,
-                         uint32_t access, bool wr, uint64_t gather_left = 0, uint64_t wqe_seq = 0);
+                         uint32_t access, bool wr, uint64_t ahead_left = 0, uint64_t ahead_for = 0,
+                         AheadKind ahead_kind = AheadKind::Gather);
     std::vector<iovec> iov;  // mem_io's translation
-    // Read-ahead of a requester's gather (see host_memory.cc).
+    // Read-ahead of a requester's gather and of a READ's response data (see
+    // host_memory.cc).
     static constexpr size_t kReadAhead = 64 * 1024;
     struct ReadAhead {
         bool valid = false;
+        AheadKind kind = AheadKind::Gather;
         uint16_t ctx = 0;
         uint32_t key = 0;
         uint64_t va = 0;
@@ -304,14 +314,14 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         std::vector<uint8_t> buf;
         pid_t pid = 0;  // whose memory ra_iov is
         uint32_t qpn = 0;
-        uint64_t wqe_seq = 0;  // the WQE it was read for (gather's)
+        uint64_t serves = 0;  // the WQE (gather) or the READ serving it was read for
     } ra;
     std::vector<iovec> ra_iov;  // the host ranges the copy was read from
     void drop_read_ahead() { ra.valid = false; }
     // Drops the copy if a write of `pid`'s ranges `w` lands on bytes it holds.
     void write_hits_read_ahead(pid_t pid, const std::vector<iovec>& w);
-    bool read_ahead(const EngineQp& q, uint32_t key, uint64_t va, void* dst, size_t len, uint64_t room,
-                    uint64_t wqe_seq);
+    bool read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* dst, size_t len,
+                    uint64_t room, uint64_t serves, AheadKind ahead_kind);
     // Write combining (see host_memory.cc).
     static constexpr size_t kCombineMax = 256 * 1024;
     struct WriteCombine {

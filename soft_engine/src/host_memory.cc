@@ -70,10 +70,17 @@ bool SoftEngine::Impl::domain_pid(uint32_t dom, pid_t& pid) {
 // filling. (Reading to the end of the MR instead sent stale bytes: UCX
 // fills its bounce buffers, consecutive in one MR, while earlier ones are
 // on the wire, and a later WQE of the same pass took the stale copy.)
-bool SoftEngine::Impl::read_ahead(const EngineQp& q, uint32_t key, uint64_t va, void* dst, size_t len,
-                                  uint64_t room, uint64_t wqe_seq) {
-    if (ra.valid && ra.ctx == q.ctx && ra.qpn == q.qpn && ra.wqe_seq == wqe_seq && ra.key == key && va >= ra.va &&
-        va - ra.va + len <= ra.len) {
+//
+// A READ's response data (rkey reads) is fetched ahead the same way, within
+// the READ's range and for one serving of it (MemoryPort::read_reply): a
+// 64 KiB READ at MTU 4096 was sixteen process_vm_readv, one per response
+// packet, and is one. A duplicate READ that replays it is a new serving and
+// reads afresh. The key is still checked at every packet (mem_io translates
+// before it looks here), so a packet after a deregistration is refused.
+bool SoftEngine::Impl::read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* dst,
+                                  size_t len, uint64_t room, uint64_t serves, AheadKind ahead_kind) {
+    if (ra.valid && ra.kind == ahead_kind && ra.ctx == q.ctx && ra.qpn == q.qpn && ra.serves == serves &&
+        ra.key == key && va >= ra.va && va - ra.va + len <= ra.len) {
         std::memcpy(dst, ra.buf.data() + (va - ra.va), len);
         return true;
     }
@@ -85,10 +92,11 @@ bool SoftEngine::Impl::read_ahead(const EngineQp& q, uint32_t key, uint64_t va, 
     if (ahead <= len) return false;
     pid_t pid = 0;
     ra.valid = false;
-    if (translate(q, tp::KeyKind::Lkey, key, va, ahead, 0, &pid, &ra_iov, true) != tp::MemStatus::Ok) return false;
+    const uint32_t access = kind == tp::KeyKind::Rkey ? hw::access::kRemoteRead : 0;
+    if (translate(q, kind, key, va, ahead, access, &pid, &ra_iov, true) != tp::MemStatus::Ok) return false;
     ra.buf.resize(kReadAhead);
     if (!dma(pid, false, ra_iov.data(), ra_iov.size(), ra.buf.data(), ahead)) return false;
-    ra = ReadAhead{true, q.ctx, key, va, ahead, std::move(ra.buf), pid, q.qpn, wqe_seq};
+    ra = ReadAhead{true, ahead_kind, q.ctx, key, va, ahead, std::move(ra.buf), pid, q.qpn, serves};
     std::memcpy(dst, ra.buf.data(), len);
     return true;
 }
@@ -142,8 +150,8 @@ bool SoftEngine::Impl::wc_add(const EngineQp& q, pid_t pid, const iovec& dst, co
 }
 
 tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf,
-                                       size_t len, uint32_t access, bool wr, uint64_t gather_left,
-                                       uint64_t wqe_seq) {
+                                       size_t len, uint32_t access, bool wr, uint64_t ahead_left,
+                                       uint64_t ahead_for, AheadKind ahead_kind) {
     pid_t pid = 0;
     uint64_t room = 0;
     bool on_demand = false;
@@ -161,7 +169,8 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
             return tp::MemStatus::Ok;
     }
     wc_flush();  // a read (or an uncombined write) sees every earlier write
-    if (!wr && !pipe && gather_left >= len && read_ahead(q, key, va, buf, len, std::min(room, gather_left), wqe_seq))
+    if (!wr && !pipe && ahead_left >= len &&
+        read_ahead(q, kind, key, va, buf, len, std::min(room, ahead_left), ahead_for, ahead_kind))
         return tp::MemStatus::Ok;
     if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
         note_dma_failure(q.ctx);
@@ -194,6 +203,11 @@ tp::MemStatus EngineQp::read(tp::KeyKind kind, uint32_t key, uint64_t addr, void
 tp::MemStatus EngineQp::gather(uint32_t lkey, uint64_t addr, void* dst, size_t len, uint64_t sge_left,
                               uint64_t wqe_seq) {
     return eng.mem_io(*this, tp::KeyKind::Lkey, lkey, addr, dst, len, 0, false, sge_left, wqe_seq);
+}
+tp::MemStatus EngineQp::read_reply(uint32_t rkey, uint64_t addr, void* dst, size_t len, uint64_t left,
+                                   uint64_t serve) {
+    return eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, dst, len, hw::access::kRemoteRead, false, left, serve,
+                      SoftEngine::Impl::AheadKind::ReadReply);
 }
 tp::MemStatus EngineQp::write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                               uint32_t access) {

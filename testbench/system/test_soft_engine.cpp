@@ -421,6 +421,41 @@ TEST_CASE("a buffer refilled after its completion is sent as refilled, not from 
     }
 }
 
+// The responder fetches a READ's data ahead of its response packets (one
+// process_vm_readv for up to 64 KiB), for that serving of that READ only.
+// The source is refilled after each READ completes, and the next READ
+// (another length, starting inside the last one's range, so that the old
+// copy covers its bytes) must return the refilled bytes, not the copy.
+// Between READs the device itself also WRITEs into the source: its write
+// must be what the next READ sees.
+TEST_CASE("a READ returns its source as it is when served, not a copy fetched ahead for an earlier READ",
+          "[soft_engine]") {
+    Rig r;
+    constexpr uint32_t kSrc = 64 * 1024, kDst = 160 * 1024, kPatch = 256 * 1024;
+    for (int i = 0; i < 120; ++i) {
+        const auto pattern = uint8_t(i * 29 + 3);
+        const uint32_t off = uint32_t(i % 5) * 1024;        // inside the last READ's range
+        const uint32_t len = 4096 + uint32_t(i % 7) * 2048;  // 4 to 16 KiB: 4 to 16 packets at MTU 1024
+        fill(r.ptr(kSrc), 32 * 1024, pattern);
+        std::vector<uint8_t> want(r.ptr(kSrc), r.ptr(kSrc) + 32 * 1024);
+        if (i % 3 == 2) {
+            // The device writes 2 KiB into the middle of the source first.
+            fill(r.ptr(kPatch), 2048, uint8_t(pattern ^ 0xff));
+            r.post_send(r.a, {hw::WrOpcode::RdmaWrite, uint64_t(10000 + i), r.va(kPatch), 2048,
+                              r.va(kSrc + off + 1024), r.rkey});
+            REQUIRE(r.poll(r.a.cq).status == 0);
+            std::memcpy(want.data() + off + 1024, r.ptr(kPatch), 2048);
+        }
+        std::memset(r.ptr(kDst), 0, 32 * 1024);
+        r.post_send(r.a, {hw::WrOpcode::RdmaRead, uint64_t(i), r.va(kDst), len, r.va(kSrc + off), r.rkey});
+        const Rig::Cqe c = r.poll(r.a.cq);
+        REQUIRE(c.status == 0);
+        REQUIRE(c.wr_id == uint64_t(i));
+        INFO("READ " << i << ": " << len << " bytes at +" << off);
+        REQUIRE(std::memcmp(r.ptr(kDst), want.data() + off, len) == 0);
+    }
+}
+
 TEST_CASE("a bad rkey gives a remote access error and touches nothing", "[soft_engine]") {
     Rig r;
     // Canaries just outside the MR on both sides.

@@ -415,6 +415,7 @@ RespState Responder::read_reply(Pass& p) {
         r.va_org = r.va = va_;
         r.rkey = rkey_;
         r.length = r.resid = resid_;
+        r.serve = ++serves_;
         p.res = &r;
     }
     RespResource& r = *p.res;
@@ -427,8 +428,7 @@ RespState Responder::read_reply(Pass& p) {
     const uint32_t n = std::min(r.resid, mtu);
     buf_.resize(n);
     // The key is checked again at every packet: the MR may have gone since.
-    if (n > 0 && qp_.env.mem->read(KeyKind::Rkey, r.rkey, r.va, buf_.data(), n,
-                                   hw::access::kRemoteRead) != MemStatus::Ok)
+    if (n > 0 && qp_.env.mem->read_reply(r.rkey, r.va, buf_.data(), n, r.resid, r.serve) != MemStatus::Ok)
         return RespState::ErrRkeyViolation;
     send_ack(opcode, kAckSyndrome, r.cur_psn, 0, buf_.data(), n);
     r.va += n;
@@ -560,6 +560,7 @@ RespState Responder::duplicate_request(Pass& p) {
         r->replay = true;
         r->va_org = r->va = va;
         r->resid = len;
+        r->serve = ++serves_;  // served afresh: nothing fetched for the first serving is reused
         p.res = r;
         return RespState::ReadReply;
     }

@@ -70,6 +70,21 @@ public:
         (void)wqe_seq;
         return read(KeyKind::Lkey, lkey, addr, dst, len, 0);
     }
+    // A responder's read of one READ response packet's bytes: `left` bytes
+    // of the READ remain from `addr` on (len of them wanted now), under an
+    // rkey with REMOTE_READ. A NIC fetches a READ's data by DMA at its own
+    // pace, ahead of the packets that carry it, and IBA leaves undefined what
+    // a READ returns of bytes the responder's host changes while it is
+    // served; so a port may fetch up to `left` bytes at once. `serve` names
+    // this serving of the READ (the responder's count, new for every READ
+    // and for every duplicate that replays one): what was fetched ahead
+    // serves that one only, and a replay reads afresh.
+    virtual MemStatus read_reply(uint32_t rkey, uint64_t addr, void* dst, size_t len, uint64_t left,
+                                 uint64_t serve) {
+        (void)left;
+        (void)serve;
+        return read(KeyKind::Rkey, rkey, addr, dst, len, hw::access::kRemoteRead);
+    }
     // A 64-bit atomic on [addr, addr + 8) under an rkey with REMOTE_ATOMIC. The
     // engine makes it atomic against every other atomic of the device. The
     // core has already checked 8-byte alignment.

@@ -71,6 +71,7 @@ struct RespResource {
     uint32_t rkey = 0;
     uint32_t length = 0;
     uint32_t resid = 0;
+    uint64_t serve = 0;  // READ: this serving's number (MemoryPort::read_reply)
     // atomic
     uint64_t orig = 0;
 };
@@ -149,6 +150,7 @@ private:
     uint32_t length_ = 0;
     // Responder resources, max_dest_rd_atomic of them, reused round robin.
     std::vector<RespResource> res_;
+    uint64_t serves_ = 0;  // READs served or replayed so far (RespResource::serve)
     size_t res_head_ = 0;
     std::vector<uint8_t> buf_;
 };
