@@ -100,6 +100,10 @@ int main(int argc, char** argv) {
         impls.push_back({"clmul (PCLMULQDQ)", &roce::detail::crc32_clmul});
     else
         std::printf("note: this CPU lacks PCLMULQDQ/SSE4.1; the clmul row is left out\n");
+    if (roce::detail::vclmul_available())
+        impls.push_back({"vclmul (VPCLMULQDQ)", &roce::detail::crc32_vclmul});
+    else
+        std::printf("note: this CPU lacks VPCLMULQDQ/AVX-512; the vclmul row is left out\n");
     impls.push_back({"roce::crc32", &roce::crc32});
     impls.push_back({"zlib crc32", &crc32_zlib});
 

@@ -83,6 +83,7 @@ std::vector<Impl> implementations() {
     std::vector<Impl> v = {{"crc32", &roce::crc32},
                            {"crc32_portable", &roce::detail::crc32_portable}};
     if (roce::detail::clmul_available()) v.push_back({"crc32_clmul", &roce::detail::crc32_clmul});
+    if (roce::detail::vclmul_available()) v.push_back({"crc32_vclmul", &roce::detail::crc32_vclmul});
     return v;
 }
 
@@ -107,6 +108,8 @@ TEST_CASE("crc32: the carry-less multiply path is available on this machine", "[
     // faster path goes untested.
     if (!roce::detail::clmul_available())
         WARN("no PCLMULQDQ/SSE4.1: crc32_clmul is not exercised by these tests");
+    if (!roce::detail::vclmul_available())
+        WARN("no VPCLMULQDQ/AVX-512: crc32_vclmul is not exercised by these tests");
     CHECK(implementations().size() >= 2);
 }
 

@@ -25,13 +25,15 @@ uint32_t crc32(uint32_t crc, const uint8_t* data, size_t len);
 uint32_t compute_icrc(const uint8_t* frame, size_t len, size_t l3_off, size_t l4_off,
                       IpVersion version);
 
-// The two implementations behind crc32(), exposed for the unit tests and the
-// benchmark (testbench/bench/bench_crc.cpp). Both follow crc32()'s convention.
-// crc32() uses the carry-less multiply one for inputs of at least
-// kClmulMinBytes when the CPU has it, and the table one otherwise.
+// The implementations behind crc32(), exposed for the unit tests and the
+// benchmark (testbench/bench/bench_crc.cpp). All follow crc32()'s convention.
+// crc32() uses the 512-bit carry-less multiply one for inputs of at least
+// kVclmulMinBytes when the CPU has it, the 128-bit one for inputs of at
+// least kClmulMinBytes when the CPU has that, and the table one otherwise.
 namespace detail {
 
 inline constexpr size_t kClmulMinBytes = 64;
+inline constexpr size_t kVclmulMinBytes = 256;
 
 // Slicing-by-8 tables; any CPU, any length.
 uint32_t crc32_portable(uint32_t crc, const uint8_t* data, size_t len);
@@ -42,6 +44,14 @@ bool clmul_available();
 // PCLMULQDQ folding; any length (pieces under 16 bytes go through the
 // tables). Only call it when clmul_available().
 uint32_t crc32_clmul(uint32_t crc, const uint8_t* data, size_t len);
+
+// True when this CPU (and OS) has VPCLMULQDQ with AVX-512F and AVX-512VL
+// besides what clmul_available() asks.
+bool vclmul_available();
+
+// VPCLMULQDQ folding on 512-bit registers; any length (under 256 bytes it is
+// crc32_clmul). Only call it when vclmul_available().
+uint32_t crc32_vclmul(uint32_t crc, const uint8_t* data, size_t len);
 
 }  // namespace detail
 
