@@ -89,13 +89,42 @@ constexpr bool layout_ok(const NamedField (&fs)[N], std::uint32_t size) noexcept
     return true;
 }
 
+// Little-endian loads and stores of n <= 8 bytes. A dword field (n = 4) and a
+// 64-bit field (n = 8) are one memcpy on a little-endian host. Every WQE,
+// CQE, QPC and table field the engine and the model touch comes through
+// here; the byte loop cost 6% of the instructions of a one-deep 2-byte SEND
+// loop (`simnic bench --depth 1 --size 2`, callgrind). Other sizes and
+// big-endian hosts take the loop.
 inline std::uint64_t load_le(const std::uint8_t* p, std::size_t n) noexcept {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n == 4) {
+        std::uint32_t v;
+        __builtin_memcpy(&v, p, 4);
+        return v;
+    }
+    if (n == 8) {
+        std::uint64_t v;
+        __builtin_memcpy(&v, p, 8);
+        return v;
+    }
+#endif
     std::uint64_t v = 0;
     for (std::size_t i = 0; i < n; ++i) v |= std::uint64_t{p[i]} << (8 * i);
     return v;
 }
 
 inline void store_le(std::uint8_t* p, std::size_t n, std::uint64_t v) noexcept {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n == 4) {
+        const auto w = static_cast<std::uint32_t>(v);
+        __builtin_memcpy(p, &w, 4);
+        return;
+    }
+    if (n == 8) {
+        __builtin_memcpy(p, &v, 8);
+        return;
+    }
+#endif
     for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
 
