@@ -290,23 +290,20 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::unordered_map<uint64_t, std::pair<uint8_t*, uint64_t>> shm_views;  // (ctx, handle) -> mapping
     bool host_dom(uint32_t dom, HostDom& h);
     bool domain_pid(uint32_t dom, pid_t& pid);
-    // `ahead_left`: for a requester's gather, the bytes of its SGE left from
-    // `va`; for a READ response, the bytes of the READ left from `va` (the
-    // most read-ahead may fetch); 0 for every other access. `ahead_for`
-    // names what a read-ahead copy serves: the gather's WQE (its send
-    // queue sequence) or the READ's serving (RespResource::serve), as
-    // `ahead_kind` says.
-    enum class AheadKind : uint8_t { Gather, ReadReply };
+    // `ahead_left`: for a requester's gather (lkey), the bytes of its SGE
+    // left from `va`; for a READ response (rkey), the bytes of the READ left
+    // from `va` (the most read-ahead may fetch); 0 for every other access.
+    // `ahead_for` names what a read-ahead copy serves: the gather's WQE (its
+    // send queue sequence) or the READ's serving (RespResource::serve).
     tp::MemStatus mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf, size_t len,
-                         uint32_t access, bool wr, uint64_t ahead_left = 0, uint64_t ahead_for = 0,
-                         AheadKind ahead_kind = AheadKind::Gather);
+                         uint32_t access, bool wr, uint64_t ahead_left = 0, uint64_t ahead_for = 0);
     std::vector<iovec> iov;  // mem_io's translation
     // Read-ahead of a requester's gather and of a READ's response data (see
     // host_memory.cc).
     static constexpr size_t kReadAhead = 64 * 1024;
     struct ReadAhead {
         bool valid = false;
-        AheadKind kind = AheadKind::Gather;
+        tp::KeyKind kind = tp::KeyKind::Lkey;  // lkey: a gather's; rkey: a READ response's
         uint16_t ctx = 0;
         uint32_t key = 0;
         uint64_t va = 0;
@@ -320,8 +317,8 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     void drop_read_ahead() { ra.valid = false; }
     // Drops the copy if a write of `pid`'s ranges `w` lands on bytes it holds.
     void write_hits_read_ahead(pid_t pid, const std::vector<iovec>& w);
-    bool read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* dst, size_t len,
-                    uint64_t room, uint64_t serves, AheadKind ahead_kind);
+    bool read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint32_t access, uint64_t va, void* dst,
+                    size_t len, uint64_t room, uint64_t serves);
     // Write combining (see host_memory.cc).
     static constexpr size_t kCombineMax = 256 * 1024;
     struct WriteCombine {

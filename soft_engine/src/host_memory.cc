@@ -77,9 +77,9 @@ bool SoftEngine::Impl::domain_pid(uint32_t dom, pid_t& pid) {
 // packet, and is one. A duplicate READ that replays it is a new serving and
 // reads afresh. The key is still checked at every packet (mem_io translates
 // before it looks here), so a packet after a deregistration is refused.
-bool SoftEngine::Impl::read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* dst,
-                                  size_t len, uint64_t room, uint64_t serves, AheadKind ahead_kind) {
-    if (ra.valid && ra.kind == ahead_kind && ra.ctx == q.ctx && ra.qpn == q.qpn && ra.serves == serves &&
+bool SoftEngine::Impl::read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint32_t access, uint64_t va,
+                                  void* dst, size_t len, uint64_t room, uint64_t serves) {
+    if (ra.valid && ra.kind == kind && ra.ctx == q.ctx && ra.qpn == q.qpn && ra.serves == serves &&
         ra.key == key && va >= ra.va && va - ra.va + len <= ra.len) {
         std::memcpy(dst, ra.buf.data() + (va - ra.va), len);
         return true;
@@ -92,11 +92,10 @@ bool SoftEngine::Impl::read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t 
     if (ahead <= len) return false;
     pid_t pid = 0;
     ra.valid = false;
-    const uint32_t access = kind == tp::KeyKind::Rkey ? hw::access::kRemoteRead : 0;
     if (translate(q, kind, key, va, ahead, access, &pid, &ra_iov, true) != tp::MemStatus::Ok) return false;
     ra.buf.resize(kReadAhead);
     if (!dma(pid, false, ra_iov.data(), ra_iov.size(), ra.buf.data(), ahead)) return false;
-    ra = ReadAhead{true, ahead_kind, q.ctx, key, va, ahead, std::move(ra.buf), pid, q.qpn, serves};
+    ra = ReadAhead{true, kind, q.ctx, key, va, ahead, std::move(ra.buf), pid, q.qpn, serves};
     std::memcpy(dst, ra.buf.data(), len);
     return true;
 }
@@ -151,7 +150,7 @@ bool SoftEngine::Impl::wc_add(const EngineQp& q, pid_t pid, const iovec& dst, co
 
 tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf,
                                        size_t len, uint32_t access, bool wr, uint64_t ahead_left,
-                                       uint64_t ahead_for, AheadKind ahead_kind) {
+                                       uint64_t ahead_for) {
     pid_t pid = 0;
     uint64_t room = 0;
     bool on_demand = false;
@@ -170,7 +169,7 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
     }
     wc_flush();  // a read (or an uncombined write) sees every earlier write
     if (!wr && !pipe && ahead_left >= len &&
-        read_ahead(q, kind, key, va, buf, len, std::min(room, ahead_left), ahead_for, ahead_kind))
+        read_ahead(q, kind, key, access, va, buf, len, std::min(room, ahead_left), ahead_for))
         return tp::MemStatus::Ok;
     if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
         note_dma_failure(q.ctx);
@@ -206,8 +205,7 @@ tp::MemStatus EngineQp::gather(uint32_t lkey, uint64_t addr, void* dst, size_t l
 }
 tp::MemStatus EngineQp::read_reply(uint32_t rkey, uint64_t addr, void* dst, size_t len, uint64_t left,
                                    uint64_t serve) {
-    return eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, dst, len, hw::access::kRemoteRead, false, left, serve,
-                      SoftEngine::Impl::AheadKind::ReadReply);
+    return eng.mem_io(*this, tp::KeyKind::Rkey, rkey, addr, dst, len, hw::access::kRemoteRead, false, left, serve);
 }
 tp::MemStatus EngineQp::write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                               uint32_t access) {
