@@ -338,9 +338,9 @@ SIMNIC_VCLMUL_TARGET uint32_t vclmul_raw(uint32_t c, const uint8_t* p, size_t n)
         p += 256;
         n -= 256;
     }
-    __m512i z = _mm512_xor_si512(_mm512_xor_si512(advance512(z0, keys512(kFold1536)), advance512(z1, keys512(kFold1024))),
-                                 _mm512_xor_si512(advance512(z2, keys512(kFold512)), z3));
     const __m512i k512 = keys512(kFold512);
+    __m512i z = _mm512_xor_si512(_mm512_xor_si512(advance512(z0, keys512(kFold1536)), advance512(z1, keys512(kFold1024))),
+                                 _mm512_xor_si512(advance512(z2, k512), z3));
     for (; n >= 64; n -= 64, p += 64) z = _mm512_xor_si512(advance512(z, k512), load512(p));
     // The register's four blocks into one, as the 128-bit path merges its
     // lanes, then that path's tail.
@@ -360,12 +360,12 @@ bool detect_clmul() {
     return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 }
 
-// libgcc's check of avx512f includes the OS's saving of the 512-bit state
-// (XGETBV). Valgrind's CPU has no AVX-512, so callgrind counts the 128-bit
-// path.
+// What the 512-bit path needs besides detect_clmul()'s. libgcc's check of
+// avx512f includes the OS's saving of the 512-bit state (XGETBV). Valgrind's
+// CPU has no AVX-512, so callgrind counts the 128-bit path.
 bool detect_vclmul() {
     __builtin_cpu_init();
-    return detect_clmul() && __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx512f") &&
+    return __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx512f") &&
            __builtin_cpu_supports("avx512vl");
 }
 
@@ -382,7 +382,7 @@ bool detect_vclmul() { return false; }
 // translation unit's static constructor calling crc32) they read false and
 // the tables are used, which is just as correct.
 const bool g_clmul = detect_clmul();
-const bool g_vclmul = detect_vclmul();
+const bool g_vclmul = g_clmul && detect_vclmul();  // initialized after g_clmul: same unit, later
 
 // The raw register over n bytes, by whichever implementation suits.
 inline uint32_t crc_raw(uint32_t c, const uint8_t* p, size_t n) {
