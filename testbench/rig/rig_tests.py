@@ -996,13 +996,14 @@ def workload_summary(out):
     return "\n".join(lines[-8:])
 
 
-def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None):
+def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None, req_args=()):
     """simnic-workload between vm0's kernel rxe and the simnic device `dev`
     (of type `dtype`) on the rig's wire, each side once as requester: first
     simnic requests (client on the host, server in the VM), then rxe requests
     (server on the host, the VM's client connecting back over the control
-    NIC). Both append a results.jsonl row named `name`. Returns the failures
-    and the two verdict lines."""
+    NIC). Both append a results.jsonl row named `name`. `req_args` go to the
+    simnic requester's run only. Returns the failures and the two verdict
+    lines."""
     host_port = int(rig.cmd("port", 0, WORKLOAD_VM_PORT, check=0).stdout.strip())
     wire = rig.status()["wire"]
     pcap, delivered = wire["pcap"], wire.get("pcap_delivered")
@@ -1016,7 +1017,7 @@ def workload_both_ways(rig, kernel, dev, dtype, args, name, app_env, dev_ip=None
         server = rig.popen("exec", "--timeout", 200, 0,
                            f"simnic-workload -d rxe0 -g 1 -p {WORKLOAD_VM_PORT}")
         client = subprocess.run([TOOLS.workload, "-d", dev, "-g", "1", "-p", str(host_port)] + args +
-                                ["127.0.0.1"], env=app_env, stdout=subprocess.PIPE,
+                                list(req_args) + ["127.0.0.1"], env=app_env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, timeout=230)
         sout, _ = server.communicate(timeout=200)
         server = None
@@ -1297,10 +1298,24 @@ def group_interop_faults(rig, rep, series):
     rep.run("stop leaves nothing behind", stop_clean, rig)
 
 
+# Kernel rxe 6.12's responder cannot serve a READ resent after it executed a
+# zero-length READ or WRITE (docs/rxe-wire-rules.md#rxe-read-replay): under
+# 5% loss seed 1 of the CI's RC run met it in 9 runs of 10, and whether a run
+# then passed hung on how the wire showed the fault. The simnic requester's
+# RC run against 6.12 therefore sends such messages with 1 byte, so that it
+# must pass outright; rxe's requester keeps them against simnic's responder,
+# and 6.1 (no such fault seen) and the fault-free groups keep them both ways.
+def simnic_requester_args(series, key):
+    return ["--no-empty-rdma"] if series == "6.12" and key.endswith("@rc") else []
+
+
 def check_workload_faults(rig, host, series, wdevs, key, name, args):
     dev, addr, _ = wdevs[key]
+    req_args = simnic_requester_args(series, key)
+    if req_args:
+        print(f"simnic requests with {' '.join(req_args)} (rxe 6.12: {RXE_READ_REPLAY})")
     failures, verdicts = workload_both_ways(rig, series, dev, key.split("@")[0], args, name,
-                                            host.app_env, addr)
+                                            host.app_env, addr, req_args)
     print(f"{dev}: " + host.sim("stats", dev).strip().replace("\n", " ")[:600])
     if failures:
         raise Fail("simnic-workload failed: " + "; ".join(failures))

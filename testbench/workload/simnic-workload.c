@@ -153,6 +153,7 @@ struct wl_case {
     int32_t corrupt;     /* inject: message index on the first QP whose data the client spoils, -1 none */
     uint32_t max_rd_atomic;
     uint32_t atomics;    /* both devices support atomics */
+    uint32_t no_empty_rdma; /* READ and WRITE of 0 bytes are drawn as 1 byte */
 } __attribute__((packed));
 
 struct msg {
@@ -221,6 +222,10 @@ static void msg_spec(const struct wl_case *c, uint32_t q, uint32_t i, struct msg
         m->nsge = 1 + (int)rbelow(&r, c->max_sge);
     }
     if (!op_atomic(m->op) && m->size > c->size_cap) m->size = c->size_cap;
+    /* --no-empty-rdma: a responder that cannot serve a READ resent after a
+     * zero-length READ or WRITE (kernel rxe 6.12, docs/rxe-wire-rules.md
+     * #rxe-read-replay) still gets every other case of the seed. */
+    if (c->no_empty_rdma && m->size == 0 && (op_writes_target(m->op) || m->op == OP_READ)) m->size = 1;
     if (op_atomic(m->op)) m->nsge = 1;
     if (m->size == 0) m->nsge = (int)(key4(c->seed, q, i, K_RECV) & 1); /* 0 SGEs or one of 0 bytes */
     if ((uint32_t)m->nsge > m->size && m->size) m->nsge = (int)m->size;
@@ -1322,7 +1327,7 @@ static void server_case(int fd, struct dev *d, const struct wl_case *c) {
 
 struct overrides {
     int qp_type, mtu, qps, msgs, batch, sges, depth, max_size, qp_only, from, count, size_cap, corrupt;
-    uint32_t ops, ops_filter;
+    uint32_t ops, ops_filter, no_empty_rdma;
 };
 
 static void case_from_seed(uint64_t seed, const struct caps *cap, uint32_t budget, const struct overrides *o,
@@ -1364,6 +1369,7 @@ static void case_from_seed(uint64_t seed, const struct caps *cap, uint32_t budge
     c->ops_filter = o->ops_filter ? o->ops_filter : ALL_OPS;
     c->size_cap = o->size_cap >= 0 ? (uint32_t)o->size_cap : MAX_SIZE;
     c->corrupt = o->corrupt;
+    c->no_empty_rdma = o->no_empty_rdma;
     /* The message count: what the seed drew, cut where the payload budget
      * runs out (a message's size does not depend on the count). */
     if (o->msgs > 0) {
@@ -1412,6 +1418,7 @@ static void integrity_case(uint64_t seed, const struct caps *cap, int qpt, const
     c->ops_filter = o->ops_filter ? o->ops_filter : ALL_OPS;
     c->size_cap = o->size_cap >= 0 ? (uint32_t)o->size_cap : MAX_SIZE;
     c->corrupt = o->corrupt;
+    c->no_empty_rdma = o->no_empty_rdma;
 }
 
 static void ops_str(uint32_t mask, char *buf, size_t n) {
@@ -1499,6 +1506,7 @@ static void case_flags(const struct wl_case *c, char *buf, size_t n) {
     if (c->max_sge != orig->max_sge) ADD(" --sges %u", c->max_sge);
     if (c->loss_ok & LOSS_OK) ADD(" --loss-ok");
     if (c->loss_ok & DUP_OK) ADD(" --dup-ok");
+    if (c->no_empty_rdma) ADD(" --no-empty-rdma");
     if (c->corrupt >= 0) ADD(" --inject-corrupt %d", c->corrupt);
 #undef ADD
 }
@@ -1603,6 +1611,7 @@ static void usage(void) {
          "  --integrity-seed N         the seed of the integrity set's payloads (default 1)\n"
          "  --loss-ok                  UC/UD: a lost message may be missing (a lossy wire)\n"
          "  --dup-ok                   --loss-ok, and UC/UD: a message may arrive twice (a wire that duplicates)\n"
+         "  --no-empty-rdma            READ and WRITE of 0 bytes become 1 byte (a responder that mishandles them)\n"
          "  --stall S                  a QP with work outstanding is stuck after S seconds without a completion (default 20)\n"
          "  --shrink                   shrink the first failing case and print it\n"
          "  --budget BYTES             payload bytes per drawn case (default 1 MiB)\n"
@@ -1652,7 +1661,7 @@ int main(int argc, char **argv) {
                           .max_size = -1, .qp_only = -1, .from = -1, .count = -1, .size_cap = -1, .corrupt = -1};
     enum { O_SEED = 256, O_SEEDS, O_INTEG, O_INTEG_ONLY, O_LOSS, O_DUP, O_SHRINK, O_BUDGET, O_QPT, O_MTU, O_QPS, O_MSGS,
            O_MAXSIZE, O_OPS, O_BATCH, O_DEPTH, O_SGES, O_QP, O_FROM, O_COUNT, O_ONLYOPS, O_SIZECAP, O_CORRUPT,
-           O_RESULTS, O_NAME, O_INTEG_SEED, O_TARGET, O_PEER, O_ROLE, O_STALL };
+           O_RESULTS, O_NAME, O_INTEG_SEED, O_TARGET, O_PEER, O_ROLE, O_STALL, O_NO_EMPTY_RDMA };
     static const struct option lo[] = {
         {"seed", 1, 0, O_SEED}, {"seeds", 1, 0, O_SEEDS}, {"integrity", 0, 0, O_INTEG},
         {"integrity-only", 1, 0, O_INTEG_ONLY}, {"loss-ok", 0, 0, O_LOSS}, {"dup-ok", 0, 0, O_DUP}, {"shrink", 0, 0, O_SHRINK},
@@ -1662,6 +1671,7 @@ int main(int argc, char **argv) {
         {"count", 1, 0, O_COUNT}, {"only-ops", 1, 0, O_ONLYOPS}, {"size-cap", 1, 0, O_SIZECAP},
         {"inject-corrupt", 1, 0, O_CORRUPT}, {"results", 1, 0, O_RESULTS}, {"integrity-seed", 1, 0, O_INTEG_SEED}, {"name", 1, 0, O_NAME},
         {"target", 1, 0, O_TARGET}, {"peer", 1, 0, O_PEER}, {"role", 1, 0, O_ROLE}, {"stall", 1, 0, O_STALL},
+        {"no-empty-rdma", 0, 0, O_NO_EMPTY_RDMA},
         {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     int opt;
@@ -1709,6 +1719,7 @@ int main(int argc, char **argv) {
         case O_PEER: peer = optarg; break;
         case O_ROLE: role = optarg; break;
         case O_STALL: g_stall = atof(optarg); break;
+        case O_NO_EMPTY_RDMA: o.no_empty_rdma = 1; break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }

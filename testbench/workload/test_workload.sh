@@ -11,7 +11,8 @@
 #   mtu4096     devices of MTU 9000 (active MTU 4096): integrity set, seeds
 #   broken      the checker catches a corrupted byte (a WRITE's, a READ's, an
 #               atomic's), the shrinker cuts a failing case down to one
-#               message, and the command it prints fails the same way again
+#               message, and the command it prints fails the same way again;
+#               --no-empty-rdma turns the empty RDMA messages into 1-byte ones
 #   faults      a wire dropping and reordering 2% (then duplicating too, then
 #               corrupting and delaying): RC exact, UC and UD lose messages
 #               and nothing else
@@ -145,6 +146,18 @@ case_broken() {
   grep -q "shrunk in [0-9]* runs to 1 message(s)" "$OUT/seed.out" ||
     fail "seed 5 was not shrunk to one message: $(grep shrunk "$OUT/seed.out")"
   grep "shrunk\|^rerun" "$OUT/write.out" "$OUT/seed.out"
+  # 4. --no-empty-rdma: the integrity set's zero-length WRITE, WRITE_IMM and
+  # READ (one of each on each of its 2 QPs) carry 1 byte instead, on both
+  # sides (the server takes the case from the client), and nothing else.
+  workload wa wb plain --integrity-only RC
+  must_pass plain
+  workload wa wb noempty --integrity-only RC --no-empty-rdma
+  must_pass noempty
+  local b0 b1
+  b0=$(sed -n 's/^simnic-workload: pass: .* messages, \([0-9]*\) bytes in .*/\1/p' "$OUT/plain.out")
+  b1=$(sed -n 's/^simnic-workload: pass: .* messages, \([0-9]*\) bytes in .*/\1/p' "$OUT/noempty.out")
+  [ -n "$b0" ] && [ -n "$b1" ] && [ $((b1 - b0)) -eq 6 ] ||
+    fail "--no-empty-rdma should add 6 bytes to the RC integrity set (6 empty RDMA messages): $b0 -> $b1"
   stop_wire
 }
 

@@ -2,7 +2,8 @@
 """The rig's recognisers of kernel rxe's faults (rig_tests.py:
 rxe_read_replay_only, rxe_requester_faults;
 interop.rxe_requester_stall) and of a DREQ the wire's
-faults dropped (interop.Capture.lost_dreq) on hand-made captures: each
+faults dropped (interop.Capture.lost_dreq) on hand-made captures, and of
+rping's teardown race (interop.Matrix.rping_teardown_race) on its output: each
 recognises its case only when the wire shows it, so that a simnic bug is never
 recorded as rxe's difference or as the wire's loss. No VM, standard library
 only."""
@@ -282,6 +283,40 @@ class RequesterStall(unittest.TestCase):
 
     def test_not_quiet_long_enough(self):
         self.assertEqual(interop.rxe_requester_stall(self.run_of(), RXE, DEV, now=110.0), "")
+
+
+class RpingTeardownRace(unittest.TestCase):
+    """rping's client exiting 255 in its own teardown after all its pings
+    (seen once in rig.interop_faults612): only that exact shape is excused."""
+
+    PINGS = "".join(f"ping data: rdma-ping-{i}: ABCDEF\n" for i in range(10))
+
+    def race(self, rc, text):
+        return interop.Matrix.rping_teardown_race(rc, text)
+
+    def test_all_pings_then_the_closed_channel(self):
+        self.assertTrue(self.race(255, self.PINGS + "rdma_get_cm_event: Bad file descriptor\n"))
+
+    def test_a_missing_ping_is_a_failure(self):
+        nine = "".join(self.PINGS.splitlines(True)[:9])
+        self.assertFalse(self.race(255, nine + "rdma_get_cm_event: Bad file descriptor\n"))
+
+    def test_another_error_or_exit_status_is_a_failure(self):
+        self.assertFalse(self.race(255, self.PINGS + "cq completion failed status 5\n"))
+        self.assertFalse(self.race(1, self.PINGS + "rdma_get_cm_event: Bad file descriptor\n"))
+        # The error in the middle, pings after it: not the teardown.
+        self.assertFalse(self.race(255, "rdma_get_cm_event: Bad file descriptor\n" + self.PINGS))
+
+    def test_the_matrix_excuses_only_rping_clients(self):
+        m = interop.Matrix.__new__(interop.Matrix)
+        bad = self.PINGS + "rdma_get_cm_event: Bad file descriptor\n"
+        out = {"client": (255, bad), "server": (0, "")}
+        m.note_rping_race(out, "udaddy -s 10.0.0.1")
+        self.assertEqual(out["client"][0], 255)
+        m.note_rping_race(out, "rping -C 10 -V -S 3172 -v -c -a 10.0.0.1 -p 7180")
+        self.assertIsNone(out["client"][0])
+        self.assertIn("rping's own teardown", out["note"])
+        self.assertEqual(interop.Matrix.verdict(interop.Test("rping -C 10 -V", "rping", kind="rping"), out), [])
 
 
 if __name__ == "__main__":
