@@ -49,6 +49,10 @@ struct BenchArgs {
     // fluid_from_us (default: half the run) in windows of fluid_window_us.
     bool fluid = false;
     double fluid_from_us = -1, fluid_window_us = 5000;
+    // --fabric --seeds A-B: one run per switch marking seed, and the mean of
+    // the runs (what --fluid then compares; model::mean_of_runs).
+    std::string seeds;
+    double start_jitter_us = 0;  // --fabric: each flow starts within this (FabricBenchSpec::start_jitter_us)
     bool messages_given = false;
 };
 
@@ -250,6 +254,146 @@ void print_result(const BenchArgs& a, const model::BenchResult& r) {
     print_stages(r);
 }
 
+// "A-B" or "A": a range of at most 64 seeds.
+bool parse_seed_range(const std::string& text, uint64_t& lo, uint64_t& hi) {
+    const size_t dash = text.find('-');
+    auto num = [](const std::string& t, uint64_t& v) {
+        if (t.empty() || t.size() > 18 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+        v = std::stoull(t);
+        return true;
+    };
+    if (!num(text.substr(0, dash), lo)) return false;
+    if (dash == std::string::npos) hi = lo;
+    else if (!num(text.substr(dash + 1), hi)) return false;
+    return lo <= hi && hi - lo < 64;
+}
+
+// The comparison with the DCQCN fluid model; 1 when a flow's window is off
+// by more than 20%.
+int print_fluid(const model::FabricFluid& ff, double from_us, double window_us) {
+    int fluid_rc = 0;
+    const auto& sc = ff.scenario;
+    std::printf("  DCQCN fluid model, same parameters (%u flows, bottleneck %.2f Gb/s of frames, %u-byte packets, "
+                "links %.2f us, Kmin %.0f B, Kmax %.0f B, Pmax %g):\n",
+                sc.flows, sc.bottleneck_bps / 1e9, sc.packet_bytes, sc.link_delay_s * 1e6, sc.red.kmin_bytes,
+                sc.red.kmax_bytes, sc.red.pmax);
+    if (!ff.flows.error.empty()) {
+        std::printf("    each flow: %s\n", ff.flows.error.c_str());
+        fluid_rc = 1;
+    } else {
+        std::printf("    each flow from %.0f us, %zu windows of %.0f us: largest error %.3f (flow %zu at %.0f us), "
+                    "mean %.3f: %s within 20%%\n",
+                    from_us, ff.flows.windows, window_us, ff.flows.max_error, ff.flows.worst_flow,
+                    ff.flows.worst_t_s * 1e6, ff.flows.mean_error, ff.flows.max_error <= 0.2 ? "agree" : "do not agree");
+        if (ff.flows.max_error > 0.2) fluid_rc = 1;
+    }
+    std::printf("    the incast's transient (mean of the flows, 1 ms windows from 0): largest error %.3f at %.0f us, "
+                "mean %.3f\n",
+                ff.transient.max_error, ff.transient.worst_t_s * 1e6, ff.transient.mean_error);
+    std::printf("    within 10%% of the fair share (%.2f Gb/s) from: fabric %.1f ms, fluid %.1f ms\n",
+                ff.fair_bps / 1e9, ff.fabric_converged_s * 1e3, ff.fluid_converged_s * 1e3);
+    std::printf("    destination queue's mean from %.0f us: fabric %.0f B, fluid %.0f B\n", from_us,
+                ff.fabric_queue_bytes, ff.fluid_queue_bytes);
+    return fluid_rc;
+}
+
+// --fluid: run `r` against the fluid model (from --fluid-from-us, default
+// half the run), printed, and OUT-fluid.csv; print_fluid's verdict, or -1
+// when the run cannot be compared (the reason on stderr).
+int compare_fluid(const BenchArgs& a, const model::FabricBenchSpec& spec, const model::FabricBenchResult& r) {
+    std::string err;
+    model::FabricFluid ff;
+    const double span_us = r.flows.empty() ? 0 : double(r.flows[0].wire_gbps_series.size()) * r.bin_ns / 1000.0;
+    const double from_us = a.fluid_from_us >= 0 ? a.fluid_from_us : span_us / 2;
+    if (!model::fabric_fluid(spec, r, from_us * 1e-6, a.fluid_window_us * 1e-6, ff, err)) {
+        std::fprintf(stderr, "simnic bench: --fluid: %s\n", err.c_str());
+        return -1;
+    }
+    const int rc = print_fluid(ff, from_us, a.fluid_window_us);
+    congestion::fluid::write_csv(std::ofstream(a.out + "-fluid.csv").flush(), ff.fluid);
+    std::printf("  wrote the fluid model's rates to %s-fluid.csv\n", a.out.c_str());
+    return rc;
+}
+
+// OUT-throughput.csv/.svg, OUT-depth.csv/.svg, OUT-rates.csv of run `r`.
+void write_fabric_files(const BenchArgs& a, const model::FabricBenchResult& r, const std::string& what) {
+    const std::string title = "simnic bench --fabric " + a.fabric + what;
+    std::ofstream(a.out + "-throughput.csv") << model::fabric_throughput_csv(r);
+    if (!r.depth_csv.empty()) std::ofstream(a.out + "-depth.csv") << r.depth_csv;
+    std::ofstream(a.out + "-rates.csv") << model::fabric_rates_csv(r);
+    std::ofstream(a.out + "-throughput.svg") << model::fabric_throughput_svg(r, title + ": per-flow throughput");
+    std::ofstream(a.out + "-depth.svg") << model::fabric_depth_svg(r, title + ": switch egress queues");
+    const char* o = a.out.c_str();
+    if (r.depth_csv.empty())
+        std::printf("wrote %s-throughput.csv, %s-rates.csv, %s-throughput.svg and %s-depth.svg%s\n", o, o, o, o,
+                    what.c_str());
+    else
+        std::printf("wrote %s-throughput.csv, %s-depth.csv, %s-rates.csv, %s-throughput.svg and %s-depth.svg%s\n", o,
+                    o, o, o, o, what.c_str());
+}
+
+// --fabric --seeds A-B: the same fabric and workload once per switch
+// marking seed, a line per run, then the mean of the runs (its files, and
+// with --fluid its comparison: a fluid model describes the runs' mean).
+int run_fabric_seeds(const BenchArgs& a, model::FabricBenchSpec spec, uint64_t lo, uint64_t hi) {
+    std::string err;
+    std::printf("simnic bench --fabric %s: WRITE %u B, %u QP(s) per flow, depth %u, ", a.fabric.c_str(), spec.size,
+                spec.qps, spec.depth);
+    if (spec.duration_us > 0) std::printf("posting for %.0f us", spec.duration_us);
+    else std::printf("%llu messages per flow", (unsigned long long)spec.messages);
+    std::printf(", switch seeds %llu to %llu", (unsigned long long)lo, (unsigned long long)hi);
+    if (spec.start_jitter_us > 0) std::printf(", flows starting within %.1f us", spec.start_jitter_us);
+    std::printf("\n");
+    std::printf("  %-6s %8s %8s %8s %11s %8s %8s %8s %10s\n", "seed", "Gb/s", "marks", "CNPs", "queue peak", "pauses",
+                "drops", "errors", a.fluid ? "transient" : "");
+    std::vector<model::FabricBenchResult> runs;
+    uint64_t errors = 0;
+    for (uint64_t seed = lo; seed <= hi; ++seed) {
+        spec.topo.sw.seed = seed;
+        model::FabricBenchResult r;
+        if (!model::run_fabric_bench(spec, r, err)) {
+            std::fprintf(stderr, "simnic bench: seed %llu: %s\n", (unsigned long long)seed, err.c_str());
+            return 1;
+        }
+        double gbps = 0;
+        uint64_t errs = 0;
+        for (const model::FabricFlow& f : r.flows) {
+            gbps += f.gbps;
+            errs += f.errors;
+        }
+        errors += errs;
+        std::printf("  %-6llu %8.2f %8llu %8llu %11llu %8llu %8llu %8llu", (unsigned long long)seed, gbps,
+                    (unsigned long long)r.switch_marks, (unsigned long long)r.receiver_cnp_sent,
+                    (unsigned long long)r.max_queue_bytes, (unsigned long long)r.switch_pauses,
+                    (unsigned long long)r.switch_drops, (unsigned long long)errs);
+        if (a.fluid) {
+            model::FabricFluid ff;
+            if (!model::fabric_fluid(spec, r, 0, 1e-3, ff, err)) {
+                std::fprintf(stderr, "\nsimnic bench: --fluid: %s\n", err.c_str());
+                return 2;
+            }
+            std::printf(" %10.3f", ff.transient.max_error);
+        }
+        std::printf("\n");
+        runs.push_back(std::move(r));
+    }
+    if (a.fluid) std::printf("  (transient: the mean of the flows against the fluid model's, 1 ms windows from 0, "
+                             "largest error)\n");
+    const model::FabricBenchResult m = model::mean_of_runs(runs);
+    int fluid_rc = 0;
+    if (a.fluid) {
+        std::printf("  the mean of the %zu runs:\n", runs.size());
+        fluid_rc = compare_fluid(a, spec, m);
+        if (fluid_rc < 0) return 2;
+    }
+    // The depth CSV is every switch queue's, per run: the mean run has none.
+    model::FabricBenchResult files = m;
+    files.depth_csv.clear();
+    write_fabric_files(a, files, " (mean of " + std::to_string(runs.size()) + " seeds)");
+    if (errors) std::printf("  %llu error completions\n", (unsigned long long)errors);
+    return errors ? 1 : fluid_rc;
+}
+
 // --fabric TOPO.toml: every sender writes to the receiver through the
 // switch; prints per-flow and switch figures, writes the throughput and
 // queue-depth series as CSV and SVG (OUT-throughput.csv/.svg,
@@ -291,10 +435,28 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
         return 2;
     }
     spec.duration_us = a.duration_us;
+    if (!(a.start_jitter_us >= 0 && a.start_jitter_us <= 1e6)) {
+        std::fprintf(stderr, "simnic bench: --start-jitter-us must be between 0 and 1000000\n");
+        return 2;
+    }
+    spec.start_jitter_us = a.start_jitter_us;
     if (a.fluid && spec.cfg.congestion.enable == 0) {
         std::fprintf(stderr, "simnic bench: --fluid compares DCQCN with its fluid model: turn congestion control on "
                              "(--config with [congestion] enable = 1, or --set congestion.enable=1)\n");
         return 2;
+    }
+    if (!a.seeds.empty()) {
+        uint64_t lo = 0, hi = 0;
+        if (!parse_seed_range(a.seeds, lo, hi)) {
+            std::fprintf(stderr, "simnic bench: --seeds %s: A-B (or A), 0 <= A <= B, at most 64 seeds\n",
+                         a.seeds.c_str());
+            return 2;
+        }
+        if (!a.pcap.empty()) {
+            std::fprintf(stderr, "simnic bench: --seeds runs the fabric once per seed: without --pcap\n");
+            return 2;
+        }
+        return run_fabric_seeds(a, spec, lo, hi);
     }
     model::FabricBenchResult r;
     if (!model::run_fabric_bench(spec, r, err)) {
@@ -362,46 +524,10 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
     if (!a.pcap.empty()) std::printf("  captured every host link to %s\n", a.pcap.c_str());
     int fluid_rc = 0;
     if (a.fluid) {
-        model::FabricFluid ff;
-        const double span_us = r.flows.empty() ? 0 : double(r.flows[0].wire_gbps_series.size()) * r.bin_ns / 1000.0;
-        const double from_us = a.fluid_from_us >= 0 ? a.fluid_from_us : span_us / 2;
-        if (!model::fabric_fluid(spec, r, from_us * 1e-6, a.fluid_window_us * 1e-6, ff, err)) {
-            std::fprintf(stderr, "simnic bench: --fluid: %s\n", err.c_str());
-            return 2;
-        }
-        const auto& sc = ff.scenario;
-        std::printf("  DCQCN fluid model, same parameters (%u flows, bottleneck %.2f Gb/s of frames, %u-byte packets, "
-                    "links %.2f us, Kmin %.0f B, Kmax %.0f B, Pmax %g):\n",
-                    sc.flows, sc.bottleneck_bps / 1e9, sc.packet_bytes, sc.link_delay_s * 1e6, sc.red.kmin_bytes,
-                    sc.red.kmax_bytes, sc.red.pmax);
-        if (!ff.flows.error.empty()) {
-            std::printf("    each flow: %s\n", ff.flows.error.c_str());
-            fluid_rc = 1;
-        } else {
-            std::printf("    each flow from %.0f us, %zu windows of %.0f us: largest error %.3f (flow %zu at %.0f us), "
-                        "mean %.3f: %s within 20%%\n",
-                        from_us, ff.flows.windows, a.fluid_window_us, ff.flows.max_error, ff.flows.worst_flow,
-                        ff.flows.worst_t_s * 1e6, ff.flows.mean_error, ff.flows.max_error <= 0.2 ? "agree" : "do not agree");
-            if (ff.flows.max_error > 0.2) fluid_rc = 1;
-        }
-        std::printf("    the incast's transient (mean of the flows, 1 ms windows from 0): largest error %.3f at %.0f us, "
-                    "mean %.3f\n",
-                    ff.transient.max_error, ff.transient.worst_t_s * 1e6, ff.transient.mean_error);
-        std::printf("    within 10%% of the fair share (%.2f Gb/s) from: fabric %.1f ms, fluid %.1f ms\n",
-                    ff.fair_bps / 1e9, ff.fabric_converged_s * 1e3, ff.fluid_converged_s * 1e3);
-        std::printf("    destination queue's mean from %.0f us: fabric %.0f B, fluid %.0f B\n", from_us,
-                    ff.fabric_queue_bytes, ff.fluid_queue_bytes);
-        congestion::fluid::write_csv(std::ofstream(a.out + "-fluid.csv").flush(), ff.fluid);
-        std::printf("  wrote the fluid model's rates to %s-fluid.csv\n", a.out.c_str());
+        fluid_rc = compare_fluid(a, spec, r);
+        if (fluid_rc < 0) return 2;
     }
-    const std::string title = "simnic bench --fabric " + a.fabric;
-    std::ofstream(a.out + "-throughput.csv") << model::fabric_throughput_csv(r);
-    std::ofstream(a.out + "-depth.csv") << r.depth_csv;
-    std::ofstream(a.out + "-rates.csv") << model::fabric_rates_csv(r);
-    std::ofstream(a.out + "-throughput.svg") << model::fabric_throughput_svg(r, title + ": per-flow throughput");
-    std::ofstream(a.out + "-depth.svg") << model::fabric_depth_svg(r, title + ": switch egress queues");
-    std::printf("wrote %s-throughput.csv, %s-depth.csv, %s-rates.csv, %s-throughput.svg and %s-depth.svg\n",
-                a.out.c_str(), a.out.c_str(), a.out.c_str(), a.out.c_str(), a.out.c_str());
+    write_fabric_files(a, r, "");
     return errors ? 1 : fluid_rc;
 }
 
@@ -595,6 +721,12 @@ Runner add_bench_command(CLI::App& app) {
                   "parameters (exit 1 if a window is off by more than 20%)");
     sub->add_option("--fluid-from-us", a->fluid_from_us, "--fluid: compare from this time (default: half the run)");
     sub->add_option("--fluid-window-us", a->fluid_window_us, "--fluid: window of the comparison (default 5000)");
+    sub->add_option("--start-jitter-us", a->start_jitter_us,
+                    "--fabric: each flow starts at its own time, uniform in [0, this) us, drawn from the switch's "
+                    "seed (default 0: all at once)");
+    sub->add_option("--seeds", a->seeds,
+                    "--fabric: A-B, run once per switch marking seed A..B ([switch] seed) and report the mean of the "
+                    "runs (with --fluid: compare the mean with the fluid model)");
     sub->add_option("--out", a->out,
                     "--fabric: prefix of the CSV and SVG files (default bench-fabric: bench-fabric-throughput.csv, "
                     "-depth.csv, -rates.csv (the DCQCN fluid model's CSV form), -throughput.svg, -depth.svg)");

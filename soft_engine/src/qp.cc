@@ -105,7 +105,12 @@ tp::QpConfig SoftEngine::Impl::qp_config(uint32_t qpn, const uint8_t* e) {
     c.srq = g(e, Table::Qpc, hw::qpc::srq_en) != 0;
     c.en_sqd_async_notify = g(e, Table::Qpc, hw::qpc::en_sqd_async_notify) != 0;
     if (type != hw::QpType::Ud) build_av(hw::decode_av(e + hw::qpc::av_dgid.offset), c.av);
-    if (cfg.congestion.on) c.dcqcn = cfg.congestion.rp;
+    if (cfg.congestion.on) {
+        c.dcqcn = cfg.congestion.rp;
+        // In a fabric the requester keeps the line rate itself, so that a
+        // CNP acts on the next packet (DcqcnConfig::pace_line_rate).
+        c.dcqcn->pace_line_rate = sim_time;
+    }
     return c;
 }
 

@@ -491,11 +491,36 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     t0_ps_ = t0;
     for (size_t fl = 0; fl < nflows; ++fl) first_ps_[fl] = t0;
     measuring_ = true;  // the wire series from here, binned from t0
-    // Every sender's queues filled at the same instant, round robin.
-    for (uint32_t d = 0; d < spec_.depth; ++d)
-        for (auto& hp : hosts_)
-            for (Qp& q : hp->qps)
-                if (q.sender && (spec_.duration_us > 0 || posted_[q.flow] < spec_.messages)) post_write(*hp, q);
+    // Each flow's start: t0, or t0 plus its draw from the jitter
+    // (splitmix64 of the switch's seed and the flow, so that a seed repeats).
+    std::vector<uint64_t> start(nflows, t0);
+    if (spec_.start_jitter_us > 0)
+        for (size_t fl = 0; fl < nflows; ++fl) {
+            uint64_t z = spec_.topo.sw.seed * 0x9E3779B97F4A7C15ull + (fl + 1) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            z ^= z >> 31;
+            start[fl] = t0 + uint64_t(double(z >> 11) * 0x1.0p-53 * spec_.start_jitter_us * 1e6);
+        }
+    std::vector<size_t> order(nflows);
+    for (size_t fl = 0; fl < nflows; ++fl) order[fl] = fl;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return start[x] < start[y]; });
+    // Each flow's queues filled at its start (every sender's at the same
+    // instant without jitter), round robin over its QPs.
+    for (size_t k = 0; k < nflows;) {
+        const uint64_t at = start[order[k]];
+        fabric_->run_until(at);
+        size_t end = k;
+        while (end < nflows && start[order[end]] == at) ++end;
+        for (uint32_t d = 0; d < spec_.depth; ++d)
+            for (auto& hp : hosts_)
+                for (Qp& q : hp->qps)
+                    if (q.sender && std::find(order.begin() + long(k), order.begin() + long(end), q.flow) !=
+                                        order.begin() + long(end) &&
+                        (spec_.duration_us > 0 || posted_[q.flow] < spec_.messages))
+                        post_write(*hp, q);
+        k = end;
+    }
     const uint64_t w0 = base::mono_ns();
     for (;;) {
         fabric_->run();
@@ -743,6 +768,36 @@ std::string fabric_depth_svg(const FabricBenchResult& r, const std::string& titl
     }
     p.left = std::move(cols);
     return render_svg(p);
+}
+
+FabricBenchResult mean_of_runs(const std::vector<FabricBenchResult>& runs) {
+    if (runs.empty()) return {};
+    FabricBenchResult m = runs[0];
+    const double n = double(runs.size());
+    auto average = [&](std::vector<double>& into, auto&& series_of) {
+        size_t len = into.size();
+        for (const FabricBenchResult& r : runs) len = std::min(len, series_of(r).size());
+        into.assign(len, 0.0);
+        for (const FabricBenchResult& r : runs)
+            for (size_t b = 0; b < len; ++b) into[b] += series_of(r)[b] / n;
+    };
+    for (size_t i = 0; i < m.flows.size(); ++i) {
+        FabricFlow& f = m.flows[i];
+        f.wire_frames = f.wire_bytes = 0;
+        for (const FabricBenchResult& r : runs) {
+            if (i >= r.flows.size()) continue;  // not one fabric's runs: leave the flow as the first run's
+            f.wire_frames += r.flows[i].wire_frames;
+            f.wire_bytes += r.flows[i].wire_bytes;
+        }
+        average(f.wire_gbps_series, [i](const FabricBenchResult& r) -> const std::vector<double>& {
+            return r.flows.at(i).wire_gbps_series;
+        });
+        average(f.gbps_series, [i](const FabricBenchResult& r) -> const std::vector<double>& {
+            return r.flows.at(i).gbps_series;
+        });
+    }
+    average(m.dest_depth_bytes, [](const FabricBenchResult& r) -> const std::vector<double>& { return r.dest_depth_bytes; });
+    return m;
 }
 
 bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, double from_s, double window_s,

@@ -236,3 +236,73 @@ TEST_CASE("fabric: a leaf-spine, where PFC pauses propagate hop by hop back to t
     // The two flows share h0's link.
     CHECK(r.flows[0].gbps + r.flows[1].gbps > 70);
 }
+
+namespace {
+
+// The bin of flow f's first frame on the wire (its series from the start).
+size_t first_bin(const FabricBenchResult& r, size_t f) {
+    const auto& s = r.flows[f].wire_gbps_series;
+    for (size_t b = 0; b < s.size(); ++b)
+        if (s[b] > 0) return b;
+    return s.size();
+}
+
+}  // namespace
+
+TEST_CASE("fabric: --start-jitter-us starts each flow at its own time, drawn from the switch's seed", "[fabric]") {
+    fabric::Topology t = incast2();
+    FabricBenchSpec s = spec(t);
+    s.bin_ns = 1'000;  // 1 us bins: the starts are tens of us apart
+    const FabricBenchResult together = run(s);
+    all_complete(together, s);
+    // Together: both flows' first frames in one bin, a doorbell's way into
+    // the pipeline (a few us) after the start.
+    const size_t lead = first_bin(together, 0);
+    CHECK(first_bin(together, 1) == lead);
+    CHECK(lead < 10);
+    s.start_jitter_us = 200;
+    std::vector<std::pair<size_t, size_t>> starts;
+    for (uint64_t seed : {1, 2, 3}) {
+        s.topo.sw.seed = seed;
+        const FabricBenchResult r = run(s);
+        all_complete(r, s);  // every message still completes
+        starts.emplace_back(first_bin(r, 0), first_bin(r, 1));
+        std::printf("  seed %llu: flows start in bins %zu and %zu (1 us)\n", (unsigned long long)seed,
+                    starts.back().first, starts.back().second);
+        CHECK(starts.back().first < 200 + lead + 1);
+        CHECK(starts.back().second < 200 + lead + 1);
+        CHECK(starts.back().first != starts.back().second);
+    }
+    // Different seeds, different starts; the same seed, the same.
+    CHECK((starts[0] != starts[1] || starts[1] != starts[2]));
+    s.topo.sw.seed = 1;
+    const FabricBenchResult again = run(s);
+    CHECK(std::make_pair(first_bin(again, 0), first_bin(again, 1)) == starts[0]);
+}
+
+TEST_CASE("fabric: the mean of runs averages each flow's series bin by bin over the bins every run has", "[fabric]") {
+    FabricBenchResult a, b;
+    a.bin_ns = b.bin_ns = 10'000;
+    a.congestion_on = b.congestion_on = true;
+    a.flows.resize(2);
+    b.flows.resize(2);
+    a.flows[0].wire_gbps_series = {10, 20, 30, 40};
+    b.flows[0].wire_gbps_series = {30, 40, 50};
+    a.flows[1].wire_gbps_series = {0, 100, 0};
+    b.flows[1].wire_gbps_series = {100, 0, 100, 7};
+    a.flows[0].wire_frames = 3, a.flows[0].wire_bytes = 300;
+    b.flows[0].wire_frames = 1, b.flows[0].wire_bytes = 500;
+    a.dest_depth_bytes = {1000, 3000};
+    b.dest_depth_bytes = {3000, 5000, 9};
+    a.switch_marks = 5;
+    const FabricBenchResult m = mean_of_runs({a, b});
+    REQUIRE(m.flows.size() == 2);
+    CHECK(m.flows[0].wire_gbps_series == std::vector<double>{20, 30, 40});
+    CHECK(m.flows[1].wire_gbps_series == std::vector<double>{50, 50, 50});
+    CHECK(m.flows[0].wire_frames == 4);
+    CHECK(m.flows[0].wire_bytes == 800);
+    CHECK(m.dest_depth_bytes == std::vector<double>{2000, 4000});
+    CHECK(m.bin_ns == 10'000);
+    CHECK(m.switch_marks == 5);  // the rest: the first run's
+    CHECK(mean_of_runs({}).flows.empty());
+}

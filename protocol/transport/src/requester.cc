@@ -277,10 +277,11 @@ bool Requester::pace(const SqEntry& e) {
     congestion::DcqcnRp& rp = *qp_.rp;
     const uint64_t now = qp_.env.timers->now_ns();
     rp.advance(now);
-    // At line rate the port's MAC is the only limit: the engine's own
-    // pacing is not second-guessed (and the soft engine, whose host clock
-    // has no line rate, is not slowed by a timer per packet).
-    if (!rp.rate_limited()) return true;
+    // At line rate the port's MAC is the only limit, unless the engine asks
+    // for line-rate pacing (a fabric: DcqcnConfig::pace_line_rate). The soft
+    // engine on a host's clock has no line rate and is not slowed by a
+    // timer per packet.
+    if (!rp.rate_limited() && !rp.config().pace_line_rate) return true;
     const uint64_t at = rp.earliest_send_ns(frame_bytes(e), now);
     if (at <= now) return true;
     qp_.env.timers->arm(QpTimer::RateLimit, at);

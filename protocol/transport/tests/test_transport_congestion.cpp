@@ -183,6 +183,41 @@ TEST_CASE("congestion: the rate limiter spaces request packets at Rc", "[transpo
     CHECK(f.a().qp->congestion(f.clock.now).counters.rate_limited_ns > 0);
 }
 
+TEST_CASE("congestion: with pace_line_rate the requester keeps the line rate before any CNP, without it the MAC does",
+          "[transport][congestion]") {
+    for (const bool pace : {true, false}) {
+        cg::DcqcnConfig dc;  // line rate 100 Gb/s
+        dc.pace_line_rate = pace;
+        Fabric f = cc_fabric(hw::QpType::Rc, dc);
+        Buf src = make_buf(f.a(), 32 * 1024, kAllAccess, 4);
+        Buf dst = make_buf(f.b(), 32 * 1024, kAllAccess);
+        REQUIRE(f.a().qp->post_send(write_wqe(1, src, dst, 32 * 1024)) == PostStatus::Ok);
+        f.run(1'000'000);
+        std::vector<Seen> reqs;
+        for (const Seen& x : seen(f))
+            if (x.from == 0 && is_request(x.pkt)) reqs.push_back(x);
+        REQUIRE(reqs.size() == 32);
+        INFO("pace_line_rate " << pace);
+        // No CNP: Rc is the line rate and the QP is not rate-limited.
+        const QpCongestionState st = f.a().qp->congestion(f.clock.now);
+        CHECK(st.rate_bps == 100e9);
+        CHECK_FALSE(st.rate_limited);
+        CHECK(st.counters.cnps_received == 0);
+        for (size_t i = 1; i < reqs.size(); ++i) {
+            // Paced: each packet follows the previous one by its own frame
+            // at 100 Gb/s (about 85 ns for 1 KiB); unpaced: all at once.
+            const uint64_t gap = pace ? uint64_t(std::ceil(double(reqs[i].len) * 8 / 100e9 * 1e9)) : 0;
+            INFO("packet " << i << " of " << reqs[i].len << " bytes");
+            CHECK(reqs[i].at - reqs[i - 1].at == gap);
+        }
+        if (pace)
+            CHECK(f.a().counters.n[Counter::RateLimited] >= 31);
+        else
+            CHECK(f.a().counters.n[Counter::RateLimited] == 0);
+        CHECK(bytes(f.b(), dst.addr, 32 * 1024) == bytes(f.a(), src.addr, 32 * 1024));
+    }
+}
+
 TEST_CASE("congestion: without CNPs the rate recovers to the line rate", "[transport][congestion]") {
     cg::DcqcnConfig dc;  // T = 55 us, F = 5
     Fabric f = cc_fabric(hw::QpType::Rc, dc);

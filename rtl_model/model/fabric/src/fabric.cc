@@ -217,6 +217,12 @@ std::uint64_t Fabric::run() {
     return ctx_->time_stamp().value() - t0;
 }
 
+void Fabric::run_until(std::uint64_t ps) {
+    SimGuard g(ctx_);
+    const std::uint64_t now = ctx_->time_stamp().value();
+    if (ps > now) sc_core::sc_start(sc_core::sc_time(double(ps - now), sc_core::SC_PS), sc_core::SC_RUN_TO_TIME);
+}
+
 std::uint64_t Fabric::now_ps() const {
     SimGuard g(ctx_);
     return ctx_->time_stamp().value();

@@ -50,6 +50,13 @@ struct FabricBenchSpec {
     // The QPs' traffic class (the IP TOS byte): DSCP 26 (RoCE's usual
     // AF31, switch priority 3) and ECT(0), so that the switch may mark CE.
     uint8_t traffic_class = 26 << 2 | 2;
+    // Set: each flow posts its first WRITEs at its own time, drawn
+    // uniformly from [0, start_jitter_us) after the start by the switch's
+    // seed (topo.sw.seed). The senders of a real incast never start in the
+    // same nanosecond; with them in lockstep every run cuts each flow the
+    // same whole number of times, and a fluid model describes the mean
+    // over such phases (simnic bench --seeds).
+    double start_jitter_us = 0;
     uint8_t timeout = 10;      // QP local ACK timeout (4.096 us * 2^timeout, wall clock)
     uint64_t bin_ns = 10'000;  // the throughput series' bin
     double wall_limit_s = 120; // give up (the workload stalled) after this long
@@ -126,6 +133,15 @@ struct FabricBenchResult {
 };
 
 bool run_fabric_bench(const FabricBenchSpec& spec, FabricBenchResult& out, std::string& err);
+
+// The mean of runs of one fabric and workload that differ only in the
+// switches' marking seed: each flow's rate series and the destinations'
+// queue series averaged bin by bin (over the bins every run has), the
+// frame and byte counts summed (their ratio, the mean frame, is what the
+// fluid model takes), the rest the first run's. A fluid model describes
+// the mean of a DCQCN fabric, not any one run of it: two flows are cut a
+// whole number of times each, the fluid model's rates by fractions.
+FabricBenchResult mean_of_runs(const std::vector<FabricBenchResult>& runs);
 
 // CSV: time_us, then one column per flow (Gb/s per bin).
 std::string fabric_throughput_csv(const FabricBenchResult& r);

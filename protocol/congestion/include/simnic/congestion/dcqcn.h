@@ -87,6 +87,16 @@ struct DcqcnConfig {
     // increase since the last CNP adds i R_HAI (see above). mlx5:
     // rp_hai_rate.
     double rhai_bps = 200e6;
+    // Pace at the line rate too, not only below it: each packet waits for
+    // Rc's gap even before the first CNP. A NIC's rate limiter sits before
+    // its TX queue, so a CNP slows the very next packet; a requester that
+    // builds a doorbell's packets at once and leaves the pace to the MAC
+    // queues up to its whole window ahead of the limiter, and a CNP slows
+    // only what comes after that (docs/model.md, the 2:1 transient). Set
+    // by the engine in a fabric, where protocol time is simulated time;
+    // off on a host's UDP path, which has no line rate to keep and where a
+    // timer per packet would only cost.
+    bool pace_line_rate = false;
 };
 
 // nullptr if the configuration is usable, else what is wrong with it.

@@ -52,6 +52,9 @@ public:
     bool start(std::string& err);
     // Simulates until idle; returns the simulated ps advanced.
     std::uint64_t run();
+    // Simulates until simulated time `ps`, idle or not (nothing if it is
+    // past): for work that starts at a given time.
+    void run_until(std::uint64_t ps);
     std::uint64_t now_ps() const;
 
     const Topology& topology() const { return topo_; }
