@@ -772,29 +772,31 @@ std::string fabric_depth_svg(const FabricBenchResult& r, const std::string& titl
 
 FabricBenchResult mean_of_runs(const std::vector<FabricBenchResult>& runs) {
     if (runs.empty()) return {};
+    // The runs of one fabric and workload have the same flows; any other
+    // takes no part.
+    std::vector<const FabricBenchResult*> same;
+    for (const FabricBenchResult& r : runs)
+        if (r.flows.size() == runs[0].flows.size()) same.push_back(&r);
     FabricBenchResult m = runs[0];
-    const double n = double(runs.size());
+    const double n = double(same.size());
     auto average = [&](std::vector<double>& into, auto&& series_of) {
         size_t len = into.size();
-        for (const FabricBenchResult& r : runs) len = std::min(len, series_of(r).size());
+        for (const FabricBenchResult* r : same) len = std::min(len, series_of(*r).size());
         into.assign(len, 0.0);
-        for (const FabricBenchResult& r : runs)
-            for (size_t b = 0; b < len; ++b) into[b] += series_of(r)[b] / n;
+        for (const FabricBenchResult* r : same)
+            for (size_t b = 0; b < len; ++b) into[b] += series_of(*r)[b] / n;
     };
     for (size_t i = 0; i < m.flows.size(); ++i) {
         FabricFlow& f = m.flows[i];
         f.wire_frames = f.wire_bytes = 0;
-        for (const FabricBenchResult& r : runs) {
-            if (i >= r.flows.size()) continue;  // not one fabric's runs: leave the flow as the first run's
-            f.wire_frames += r.flows[i].wire_frames;
-            f.wire_bytes += r.flows[i].wire_bytes;
+        for (const FabricBenchResult* r : same) {
+            f.wire_frames += r->flows[i].wire_frames;
+            f.wire_bytes += r->flows[i].wire_bytes;
         }
-        average(f.wire_gbps_series, [i](const FabricBenchResult& r) -> const std::vector<double>& {
-            return r.flows.at(i).wire_gbps_series;
-        });
-        average(f.gbps_series, [i](const FabricBenchResult& r) -> const std::vector<double>& {
-            return r.flows.at(i).gbps_series;
-        });
+        average(f.wire_gbps_series,
+                [i](const FabricBenchResult& r) -> const std::vector<double>& { return r.flows[i].wire_gbps_series; });
+        average(f.gbps_series,
+                [i](const FabricBenchResult& r) -> const std::vector<double>& { return r.flows[i].gbps_series; });
     }
     average(m.dest_depth_bytes, [](const FabricBenchResult& r) -> const std::vector<double>& { return r.dest_depth_bytes; });
     return m;

@@ -305,4 +305,10 @@ TEST_CASE("fabric: the mean of runs averages each flow's series bin by bin over 
     CHECK(m.bin_ns == 10'000);
     CHECK(m.switch_marks == 5);  // the rest: the first run's
     CHECK(mean_of_runs({}).flows.empty());
+    // Another fabric's run (one flow) takes no part.
+    FabricBenchResult other;
+    other.flows.resize(1);
+    other.flows[0].wire_gbps_series = {1000, 1000, 1000};
+    const FabricBenchResult m2 = mean_of_runs({a, b, other});
+    CHECK(m2.flows[0].wire_gbps_series == std::vector<double>{20, 30, 40});
 }

@@ -138,7 +138,8 @@ bool run_fabric_bench(const FabricBenchSpec& spec, FabricBenchResult& out, std::
 // switches' marking seed: each flow's rate series and the destinations'
 // queue series averaged bin by bin (over the bins every run has), the
 // frame and byte counts summed (their ratio, the mean frame, is what the
-// fluid model takes), the rest the first run's. A fluid model describes
+// fluid model takes), the rest the first run's. A run whose flows differ
+// in number from the first's takes no part. A fluid model describes
 // the mean of a DCQCN fabric, not any one run of it: two flows are cut a
 // whole number of times each, the fluid model's rates by fractions.
 FabricBenchResult mean_of_runs(const std::vector<FabricBenchResult>& runs);
