@@ -1300,7 +1300,7 @@ def group_interop_faults(rig, rep, series):
 
 # Kernel rxe 6.12's responder cannot serve a READ resent after it executed a
 # zero-length READ or WRITE (docs/rxe-wire-rules.md#rxe-read-replay): under
-# 5% loss seed 1 of the CI's RC run met it in 9 runs of 10, and whether a run
+# 5% loss seed 1 of the CI's RC run met it in 11 runs of 12, and whether a run
 # then passed hung on how the wire showed the fault. The simnic requester's
 # RC run against 6.12 therefore sends such messages with 1 byte, so that it
 # must pass outright; rxe's requester keeps them against simnic's responder,
