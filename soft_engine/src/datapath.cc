@@ -51,6 +51,15 @@ void SoftEngine::Impl::exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) {
     if (it != qps.end() && t < tp::kNumQpTimers) fire_timer(*it->second, t);
 }
 
-void SoftEngine::Impl::wire_tx(const uint8_t* frame, size_t len) { send_frame(frame, len); }
+// A frame leaving MAC TX joins the port's queue, which goes to the kernel
+// at the end of the quantum (end_batch), or every kWireTxRun frames: one
+// sendmmsg for a message's packets, and one UDP GSO send where the port
+// allows it. Sent one by one as each protocol step ended (after()), a
+// 64 KiB WRITE at MTU 4096 was sixteen system calls, and each of them
+// first wrote the payload combined so far with its own process_vm_writev.
+void SoftEngine::Impl::wire_tx(const uint8_t* frame, size_t len) {
+    send_frame(frame, len, false);
+    if (tx_unflushed >= kWireTxRun) tx_flush();
+}
 
 }  // namespace simnic::soft_engine

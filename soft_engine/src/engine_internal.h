@@ -468,8 +468,21 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // `wqe`, `seg`: a request packet's segmentation step, kept in the
     // frame's record for a timing model (null for other packets).
     void transmit(EngineQp& q, roce::Packet& pkt, const tp::SegWqe* wqe = nullptr, const tp::SegPacket* seg = nullptr);
-    void send_frame(const uint8_t* frame, size_t len);
+    // `posted_writes_first`: write the posted payload writes now, before
+    // the frame is queued (see send_frame). A model device's MAC TX passes
+    // false and counts the frame in `tx_unflushed` instead: tx_flush writes
+    // them before it hands the queue to the kernel.
+    void send_frame(const uint8_t* frame, size_t len, bool posted_writes_first = true);
+    // Frames queued at the port whose posted writes are still combining.
+    // Kept below the ports' own batch (TxQueue::kBatch), at which a port
+    // would send without asking: wire_tx flushes at kWireTxRun.
+    static constexpr uint32_t kWireTxRun = 16;
+    uint32_t tx_unflushed = 0;
     void tx_flush() {
+        if (tx_unflushed) {
+            wc_flush();
+            tx_unflushed = 0;
+        }
         if (port) port->flush();
     }
     bool rx_batch();

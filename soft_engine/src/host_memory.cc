@@ -3,7 +3,9 @@
 // here), the data moves of the transport core's MemoryPort after the key
 // check of mpt.cc, and the two ways the soft device saves system calls on
 // them: read-ahead of a message's gather and write combining of its
-// scatter. A model device charges every packet's own DMA and uses neither.
+// scatter. A model device uses both as well: they change only how the bytes
+// cross to the process, while its pipeline still charges every packet's
+// own DMA (each is recorded for its stage, whichever way it was served).
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -156,31 +158,36 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
     bool on_demand = false;
     const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov, false, &room, &on_demand);
     if (st != tp::MemStatus::Ok || len == 0) return st;
-    // The model charges every packet's own DMA: no read-ahead or write
-    // combining there. Nor into an on-demand MR: its pages may be absent,
+    // A model device's stage charges this packet's DMA however the bytes
+    // are moved below (one system call for it, or part of a read-ahead or
+    // a combined write): the pipeline's timing is the same either way.
+    const auto charged = [&] {
+        if (rec)
+            rec->add(wr ? Op::Kind::DmaWrite : Op::Kind::DmaRead, 0, uint32_t(len), 0,
+                     access == hw::access::kRemoteAtomic ? DmaPurpose::Atomic : DmaPurpose::Payload);
+        return tp::MemStatus::Ok;
+    };
+    // No write combining into an on-demand MR: its pages may be absent,
     // and a write that cannot fault them in must fail here, before the
     // packet is acknowledged (a remote access error, as ODP hardware and
     // rxe_odp answer), not later at the flush.
     if (wr) {
         write_hits_read_ahead(pid, iov);
-        if (!pipe && !on_demand && access != hw::access::kRemoteAtomic && iov.size() == 1 && len <= kCombineMax &&
+        if (!on_demand && access != hw::access::kRemoteAtomic && iov.size() == 1 && len <= kCombineMax &&
             wc_add(q, pid, iov[0], buf, len))
-            return tp::MemStatus::Ok;
+            return charged();
     }
     wc_flush();  // a read (or an uncombined write) sees every earlier write
-    if (!wr && !pipe && ahead_left >= len &&
+    if (!wr && ahead_left >= len &&
         read_ahead(q, kind, key, access, va, buf, len, std::min(room, ahead_left), ahead_for))
-        return tp::MemStatus::Ok;
+        return charged();
     if (!dma(pid, wr, iov.data(), iov.size(), buf, len)) {
         note_dma_failure(q.ctx);
         stat(hw::stats_block::dma_faults);
         stat(kind == tp::KeyKind::Lkey ? hw::stats_block::local_prot_err : hw::stats_block::remote_access_err);
         return tp::MemStatus::OutOfBounds;
     }
-    if (rec)
-        rec->add(wr ? Op::Kind::DmaWrite : Op::Kind::DmaRead, 0, uint32_t(len), 0,
-                 access == hw::access::kRemoteAtomic ? DmaPurpose::Atomic : DmaPurpose::Payload);
-    return tp::MemStatus::Ok;
+    return charged();
 }
 
 void SoftEngine::Impl::note_dma_failure(uint16_t ctx) {

@@ -91,14 +91,19 @@ void SoftEngine::Impl::transmit(EngineQp& q, roce::Packet& pkt, const tp::SegWqe
 }
 
 // A frame leaves: through the loopback shortcut, or through the port.
-void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len) {
+void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len, bool posted_writes_first) {
     // Posted payload writes go out before any frame: an ACK tells the peer
     // that what it acknowledges is in memory, and the peer's application
     // may look at once (rxe writes before it acknowledges). Held back to
     // the batch's end, a WRITE's last bytes landed after its requester had
     // completed it (found by simnic-workload: a model requester, a soft
-    // responder, 2 of 1000 seeds).
-    if (wc.active) wc_flush();
+    // responder, 2 of 1000 seeds). A frame that only joins the port's queue
+    // may leave them for tx_flush, which writes them before the queue goes.
+    if (posted_writes_first) {
+        if (wc.active) wc_flush();
+    } else {
+        ++tx_unflushed;
+    }
     OutFrame o;
     if (!out_frame(f, len, o)) {
         stat(hw::stats_block::tx_drops);
