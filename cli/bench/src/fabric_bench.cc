@@ -41,6 +41,15 @@ using bench_host::HostMem;
 using bench_host::log2_ceil;
 using bench_host::WorkRing;
 
+// A draw in [0, 1) that depends only on (seed, n): splitmix64's finaliser
+// of the two, so that a seed repeats its draws whatever else changes.
+double unit_draw(uint64_t seed, uint64_t n) {
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + (n + 1) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return double(z >> 11) * 0x1.0p-53;
+}
 
 struct Qp {
     uint32_t qpn = 0, cqn = 0;
@@ -495,31 +504,24 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     // (splitmix64 of the switch's seed and the flow, so that a seed repeats).
     std::vector<uint64_t> start(nflows, t0);
     if (spec_.start_jitter_us > 0)
-        for (size_t fl = 0; fl < nflows; ++fl) {
-            uint64_t z = spec_.topo.sw.seed * 0x9E3779B97F4A7C15ull + (fl + 1) * 0xBF58476D1CE4E5B9ull;
-            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-            z ^= z >> 31;
-            start[fl] = t0 + uint64_t(double(z >> 11) * 0x1.0p-53 * spec_.start_jitter_us * 1e6);
-        }
+        for (size_t fl = 0; fl < nflows; ++fl)
+            start[fl] = t0 + uint64_t(unit_draw(spec_.topo.sw.seed, fl) * spec_.start_jitter_us * 1e6);
     std::vector<size_t> order(nflows);
     for (size_t fl = 0; fl < nflows; ++fl) order[fl] = fl;
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return start[x] < start[y]; });
     // Each flow's queues filled at its start (every sender's at the same
     // instant without jitter), round robin over its QPs.
+    std::vector<bool> starting(nflows, false);
     for (size_t k = 0; k < nflows;) {
         const uint64_t at = start[order[k]];
         fabric_->run_until(at);
-        size_t end = k;
-        while (end < nflows && start[order[end]] == at) ++end;
+        std::fill(starting.begin(), starting.end(), false);
+        for (; k < nflows && start[order[k]] == at; ++k) starting[order[k]] = true;
         for (uint32_t d = 0; d < spec_.depth; ++d)
             for (auto& hp : hosts_)
                 for (Qp& q : hp->qps)
-                    if (q.sender && std::find(order.begin() + long(k), order.begin() + long(end), q.flow) !=
-                                        order.begin() + long(end) &&
-                        (spec_.duration_us > 0 || posted_[q.flow] < spec_.messages))
+                    if (q.sender && starting[q.flow] && (spec_.duration_us > 0 || posted_[q.flow] < spec_.messages))
                         post_write(*hp, q);
-        k = end;
     }
     const uint64_t w0 = base::mono_ns();
     for (;;) {
