@@ -158,7 +158,7 @@ bool SoftEngine::Impl::rx_batch() {
         // A model device: the doorbells first, then the frames into MAC RX
         // (held until the port was done: simulating may send on it).
         if (rx_doorbells_found) pipe->run();
-        for (const auto& f : rx_held) pipe->rx_frame(f.data(), f.size());
+        for (auto& f : rx_held) pipe->rx_frame(std::move(f));
         rx_held.clear();
     }
     port_quiet = got ? 0 : port_quiet + 1;

@@ -261,8 +261,12 @@ void Pipeline::forget_doorbells(uint8_t kind, uint32_t num) {
 }
 
 void Pipeline::rx_frame(const uint8_t* frame, size_t len) {
+    rx_frame(std::vector<uint8_t>(frame, frame + len));
+}
+
+void Pipeline::rx_frame(std::vector<uint8_t>&& frame) {
     SimGuard g(impl_->ctx);
-    impl_->nic->wire_in.push_input(std::vector<uint8_t>(frame, frame + len));
+    impl_->nic->wire_in.push_input(std::move(frame));
 }
 
 bool Pipeline::tx_frame(const uint8_t* frame, size_t len) {

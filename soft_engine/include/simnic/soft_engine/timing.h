@@ -162,6 +162,9 @@ public:
     // Inputs, stamped with the model's current time.
     virtual void doorbell(const Doorbell& db) = 0;
     virtual void rx_frame(const uint8_t* frame, size_t len) = 0;
+    // The same, for a frame the engine hands over whole (its buffer moves
+    // into the model instead of being copied).
+    virtual void rx_frame(std::vector<uint8_t>&& frame) { rx_frame(frame.data(), frame.size()); }
     // A frame built outside the datapath (QP1's MADs, which the host's CM
     // sends) enters the model's TX path at its current time and leaves as
     // the datapath's frames do. False: the model has no such path (its

@@ -107,6 +107,7 @@ public:
     // doorbells of a destroyed object are dropped at the doorbell block.
     void doorbell(const Doorbell& db) override;
     void rx_frame(const uint8_t* frame, size_t len) override;
+    void rx_frame(std::vector<uint8_t>&& frame) override;
     // A fabric's device only (its wire is the fabric; any other device sends
     // QP1's MADs to its port): the frame joins TX build's input now and
     // leaves MAC TX for the fabric like the datapath's frames.
