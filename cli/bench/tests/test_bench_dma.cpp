@@ -7,18 +7,14 @@
 
 #include <string>
 
-#include "simnic/bench/bench.h"
+#include "bench_checks.h"
 
 using namespace simnic;
 using namespace simnic::model;
 
 namespace {
 
-double stat(const BenchResult& r, const std::string& name) {
-    for (const ModelStat& s : r.stats)
-        if (s.name == name) return s.value;
-    return 0;  // per-purpose byte counts are listed only when not 0
-}
+double stat(const BenchResult& r, const std::string& name) { return bench_checks::stat_or(r, name, 0); }
 
 BenchResult run(BenchOp op, uint32_t size, uint32_t mtu) {
     BenchSpec s;
@@ -28,12 +24,7 @@ BenchResult run(BenchOp op, uint32_t size, uint32_t mtu) {
     s.depth = 4;
     s.messages = 24;
     s.warmup = 0;  // every message in the counters
-    BenchResult r;
-    std::string err;
-    REQUIRE(run_bench(s, r, err));
-    REQUIRE(r.errors == 0);
-    REQUIRE(r.messages == 24);
-    return r;
+    return bench_checks::run_ok(s);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "simnic/bench/bench.h"
+#include "bench_checks.h"
 
 using namespace simnic;
 using namespace simnic::model;
@@ -41,22 +41,14 @@ BenchResult run(BenchOp op, const Knobs& k, uint32_t size = 2) {
     s.cfg.pipeline.place_before_verdict = k.place_before_verdict;
     s.cfg.cq.msix_ns = k.msix_ns;
     s.events = k.events;
-    BenchResult r;
-    std::string err;
-    REQUIRE(run_bench(s, r, err));
-    REQUIRE(r.errors == 0);
-    REQUIRE(r.messages == 200);
+    const BenchResult r = bench_checks::run_ok(s);
     // One message at a time: every message takes the same time.
     REQUIRE(r.lat_min_ns == Approx(r.lat_p99_ns).margin(0.01));
     return r;
 }
 
 // A statistic of the run; per-purpose byte counts are listed only when not 0.
-double stat(const BenchResult& r, const std::string& name) {
-    for (const ModelStat& s : r.stats)
-        if (s.name == name) return s.value;
-    return 0;
-}
+double stat(const BenchResult& r, const std::string& name) { return bench_checks::stat_or(r, name, 0); }
 
 // A DMA read of `bytes` that finds the link idle: the round trip, then its
 // completion on the inbound link with one TLP overhead (bytes <= MPS).
@@ -451,11 +443,7 @@ BenchResult run_mod(uint32_t depth, std::optional<BenchSpec::CqModeration> mod, 
     s.messages = messages;
     s.events = true;
     s.cq_mod = mod;
-    BenchResult r;
-    std::string err;
-    REQUIRE(run_bench(s, r, err));
-    REQUIRE(r.errors == 0);
-    REQUIRE(r.messages == messages);
+    const BenchResult r = bench_checks::run_ok(s);
     // A WRITE's one CQE (the requester's): the host consumed every one.
     REQUIRE(r.completions == messages);
     return r;

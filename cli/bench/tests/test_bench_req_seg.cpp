@@ -10,18 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "simnic/bench/bench.h"
+#include "bench_checks.h"
 
 using namespace simnic;
 using namespace simnic::model;
 
 namespace {
 
-double stat(const BenchResult& r, const std::string& name) {
-    for (const ModelStat& s : r.stats)
-        if (s.name == name) return s.value;
-    return -1;
-}
+double stat(const BenchResult& r, const std::string& name) { return bench_checks::stat_or(r, name, -1); }
 
 BenchResult run(BenchOp op, uint32_t size, uint32_t mtu, BlockImpl seg, uint32_t cycles_per_packet = 2,
                 bool inline_data = false) {
@@ -34,13 +30,7 @@ BenchResult run(BenchOp op, uint32_t size, uint32_t mtu, BlockImpl seg, uint32_t
     s.messages = 6;
     s.cfg.req_seg.impl = seg;
     s.cfg.requester.cycles_per_packet = cycles_per_packet;
-    BenchResult r;
-    std::string err;
-    INFO(err);
-    REQUIRE(run_bench(s, r, err));
-    REQUIRE(r.errors == 0);
-    REQUIRE(r.messages == 6);
-    return r;
+    return bench_checks::run_ok(s);
 }
 
 }  // namespace
