@@ -13,11 +13,14 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -913,12 +916,53 @@ double thread_cpu_seconds() {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+// While it lives, the calling thread may run on one CPU only, and another
+// thread spins: more threads are runnable than the caller has CPUs, which
+// is how the driver tells that its spinning would take a core from someone
+// (/proc/loadavg). The spinner runs on another CPU where there is one, so
+// that the caller's own spinning, were it to spin, would cost it a whole
+// CPU (on the same CPU its yields would hand most of it to the spinner).
+class CpusTaken {
+public:
+    CpusTaken() {
+        REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) == 0);
+        const int cpu = sched_getcpu();
+        REQUIRE(cpu >= 0);
+        CPU_ZERO(&mine_);
+        CPU_SET(cpu, &mine_);
+        CPU_ZERO(&spin_);
+        for (int c = 0; c < CPU_SETSIZE && CPU_COUNT(&spin_) == 0; ++c)
+            if (c != cpu && CPU_ISSET(c, &saved_)) CPU_SET(c, &spin_);
+        if (CPU_COUNT(&spin_) == 0) CPU_SET(cpu, &spin_);
+        REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof mine_, &mine_) == 0);
+        spinner_ = std::thread([this] {
+            pthread_setaffinity_np(pthread_self(), sizeof spin_, &spin_);
+            while (!stop_.load(std::memory_order_relaxed)) {
+            }
+        });
+    }
+    ~CpusTaken() {
+        stop_ = true;
+        spinner_.join();
+        pthread_setaffinity_np(pthread_self(), sizeof saved_, &saved_);
+    }
+
+private:
+    cpu_set_t saved_{}, mine_{}, spin_{};
+    std::atomic<bool> stop_{false};
+    std::thread spinner_;
+};
+
 TEST_CASE("poll_cq waiting long for a completion naps instead of spinning, and still sees it", "[verbs][poll]") {
     // The driver sleeps once its context's CQs have been empty for 100 us
-    // (hw-spec 3.5) and is woken by the CQE. Another thread posts the
-    // receive 50 ms later, while this one polls; the CQE must be seen, and
-    // the polling must have cost far less CPU than the wait took.
+    // while every CPU it may run on is taken (hw-spec 3.5), and is woken by
+    // the CQE. Here it may run on one CPU while another thread spins. Another
+    // thread posts the receive 50 ms later, while this one polls; the CQE
+    // must be seen, and the polling must have cost far less CPU than the
+    // wait took (it may spin for up to 10 ms at first, while the driver's
+    // last look at the CPUs' load is that old).
     Device d;
+    CpusTaken taken;
     Pair p(d, IBV_QPT_RC, 7);
     const std::size_t size = 1000;
     Buffer src(d, size), dst(d, size);

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// Whether the machine's CPUs are all taken: what a thread that would spin
+// asks before it gives its core away.
+#pragma once
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <string_view>
+
+namespace simnic::base {
+
+// From the text of /proc/loadavg ("0.20 0.18 0.12 3/245 1234"): whether more
+// threads are runnable now (the first number of its fourth field, the
+// reader included) than `cpus`. Text it cannot read counts as contended:
+// the caller then behaves as on a machine with no core to spare.
+inline bool runnable_exceed(std::string_view loadavg, unsigned cpus) {
+    std::size_t at = 0;
+    for (int field = 0; field < 3; ++field) {
+        at = loadavg.find(' ', at);
+        if (at == std::string_view::npos) return true;
+        ++at;
+    }
+    unsigned running = 0;
+    const char* const end = loadavg.data() + loadavg.size();
+    const auto r = std::from_chars(loadavg.data() + at, end, running);
+    if (r.ec != std::errc() || r.ptr == end || *r.ptr != '/') return true;
+    return running > cpus;
+}
+
+// The same for the calling thread: /proc/loadavg against the CPUs it may run
+// on (its affinity, as taskset sets it). Three system calls: callers keep
+// the answer for a while.
+inline bool cpus_contended() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const unsigned cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? unsigned(CPU_COUNT(&set)) : 1u;
+    const int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    char buf[128];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    if (n <= 0) return true;
+    return runnable_exceed(std::string_view(buf, std::size_t(n)), cpus);
+}
+
+}  // namespace simnic::base
