@@ -177,6 +177,7 @@ void SoftEngine::remove_context(uint16_t ctx_id) {
     --m.fence_waiters;
     m.wc_flush();
     m.drop_read_ahead();
+    m.forget_mappings();  // its process's pid may be reused
     auto it = m.ctxs.find(ctx_id);
     if (it == m.ctxs.end()) return;
     epoll_ctl(m.epfd, EPOLL_CTL_DEL, it->second.engine_fd, nullptr);
@@ -227,6 +228,7 @@ void SoftEngine::fence(hw::Table, uint32_t) {
     --impl_->fence_waiters;
     impl_->wc_flush();  // the firmware may be about to unmap what it covers
     impl_->drop_read_ahead();  // or to reuse the key the copy was read under
+    impl_->forget_mappings();  // and an MR may be about to cover other memory
 }
 
 void SoftEngine::unfence(hw::Table t, uint32_t index) {

@@ -49,6 +49,7 @@
 #include "simnic/roce/pcap_io.h"
 #include "simnic/soft_engine/engine.h"
 #include "simnic/transport/qp.h"
+#include "map_spans.h"
 #include "port.h"
 
 namespace simnic::soft_engine {
@@ -315,8 +316,18 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     } ra;
     std::vector<iovec> ra_iov;  // the host ranges the copy was read from
     void drop_read_ahead() { ra.valid = false; }
-    // Drops the copy if a write of `pid`'s ranges `w` lands on bytes it holds.
+    // Drops the copy if a write of `pid`'s ranges `w` may land on bytes it
+    // holds.
     void write_hits_read_ahead(pid_t pid, const std::vector<iovec>& w);
+    // Serves `len` bytes at `va` from the copy when it was read for this
+    // very access (see host_memory.cc).
+    bool read_ahead_hit(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* dst, size_t len,
+                        uint64_t serves);
+    // Which memory of the processes the device writes is private to them
+    // (write_hits_read_ahead). Cleared at every firmware fence and context
+    // removal.
+    MapSpans map_spans;
+    void forget_mappings() { map_spans.clear(); }
     bool read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint32_t access, uint64_t va, void* dst,
                     size_t len, uint64_t room, uint64_t serves);
     // Write combining (see host_memory.cc).
@@ -478,11 +489,17 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // would send without asking: wire_tx flushes at kWireTxRun.
     static constexpr uint32_t kWireTxRun = 16;
     uint32_t tx_unflushed = 0;
+    // Whether one of them is not a request (an ACK, a NAK, a READ response,
+    // an atomic ACK: each tells the peer that what came before it is in
+    // memory), so that the posted writes must land before the queue goes.
+    // Requests alone tell the peer nothing about this host's memory: the
+    // payload a responder is combining keeps combining while its device's
+    // requester sends.
+    bool tx_owes_writes = false;
     void tx_flush() {
-        if (tx_unflushed) {
-            wc_flush();
-            tx_unflushed = 0;
-        }
+        if (tx_owes_writes) wc_flush();
+        tx_unflushed = 0;
+        tx_owes_writes = false;
         if (port) port->flush();
     }
     bool rx_batch();

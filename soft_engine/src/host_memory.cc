@@ -79,13 +79,18 @@ bool SoftEngine::Impl::domain_pid(uint32_t dom, pid_t& pid) {
 // packet, and is one. A duplicate READ that replays it is a new serving and
 // reads afresh. The key is still checked at every packet (mem_io translates
 // before it looks here), so a packet after a deregistration is refused.
+bool SoftEngine::Impl::read_ahead_hit(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* dst,
+                                      size_t len, uint64_t serves) {
+    if (!(ra.valid && ra.kind == kind && ra.ctx == q.ctx && ra.qpn == q.qpn && ra.serves == serves &&
+          ra.key == key && va >= ra.va && va - ra.va + len <= ra.len))
+        return false;
+    std::memcpy(dst, ra.buf.data() + (va - ra.va), len);
+    return true;
+}
+
 bool SoftEngine::Impl::read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint32_t access, uint64_t va,
                                   void* dst, size_t len, uint64_t room, uint64_t serves) {
-    if (ra.valid && ra.kind == kind && ra.ctx == q.ctx && ra.qpn == q.qpn && ra.serves == serves &&
-        ra.key == key && va >= ra.va && va - ra.va + len <= ra.len) {
-        std::memcpy(dst, ra.buf.data() + (va - ra.va), len);
-        return true;
-    }
+    if (read_ahead_hit(q, kind, key, va, dst, len, serves)) return true;
     // Only a full packet's read (len >= 1 KiB, the smallest MTU) hints at
     // more of the same message; read at most 16 packets ahead, so a small
     // message in a large MR does not pay for 64 KiB.
@@ -105,9 +110,23 @@ bool SoftEngine::Impl::read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t 
 void SoftEngine::Impl::write_hits_read_ahead(pid_t pid, const std::vector<iovec>& w) {
     if (!ra.valid) return;
     // Another process's memory may share pages with the copy's (a shared
-    // mapping at another address): only a write to the same process is
-    // known not to touch it when its ranges are apart.
-    if (pid != ra.pid) return drop_read_ahead();
+    // mapping at another address), unless the write lands in its private
+    // mappings: a private page is that process's own (process_vm_writev
+    // breaks copy-on-write as a store would). A write to another process's
+    // private memory keeps the copy: that is every payload the responder
+    // writes while the requester sends from the same device (ib_write_bw's
+    // server and client on one device read each message's gather twice,
+    // 64 KiB and then 60 KiB, when the copy went at each write).
+    if (pid != ra.pid) {
+        // The spans read are kept until the next firmware fence or context
+        // removal: a mapping the application replaces under a registered
+        // MR without deregistering it (which the verbs leave undefined) may
+        // be seen late.
+        for (const iovec& a : w)
+            if (!map_spans.all_private(pid, reinterpret_cast<uintptr_t>(a.iov_base), a.iov_len))
+                return drop_read_ahead();
+        return;
+    }
     for (const iovec& a : w)
         for (const iovec& b : ra_iov) {
             const auto a0 = reinterpret_cast<uintptr_t>(a.iov_base), b0 = reinterpret_cast<uintptr_t>(b.iov_base);
@@ -177,6 +196,12 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
             wc_add(q, pid, iov[0], buf, len))
             return charged();
     }
+    // A read served from the read-ahead copy needs no flush: the copy was
+    // read after one, and every write since that may land on its bytes
+    // dropped it (write_hits_read_ahead). So the payload the responder is
+    // combining into one process's buffer keeps combining while the
+    // requester sends from another's.
+    if (!wr && ahead_left >= len && read_ahead_hit(q, kind, key, va, buf, len, ahead_for)) return charged();
     wc_flush();  // a read (or an uncombined write) sees every earlier write
     if (!wr && ahead_left >= len &&
         read_ahead(q, kind, key, access, va, buf, len, std::min(room, ahead_left), ahead_for))

@@ -99,15 +99,16 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len, bool posted_writ
     // completed it (found by simnic-workload: a model requester, a soft
     // responder, 2 of 1000 seeds). A frame that only joins the port's queue
     // may leave them for tx_flush, which writes them before the queue goes.
-    if (posted_writes_first) {
-        if (wc.active) wc_flush();
-    } else {
-        ++tx_unflushed;
-    }
+    if (posted_writes_first && wc.active) wc_flush();
     OutFrame o;
     if (!out_frame(f, len, o)) {
         stat(hw::stats_block::tx_drops);
         return;
+    }
+    if (!posted_writes_first) {
+        ++tx_unflushed;
+        const size_t bth = o.bth();
+        if (!(bth < len && roce::opcode_info(f[bth]).has(roce::kRequest))) tx_owes_writes = true;
     }
     if (cfg.standalone) return;  // no wire: the timing model loops MAC TX to MAC RX
     if (cfg.loopback && port->is_local(destination(o))) {
