@@ -19,13 +19,16 @@ namespace simnic::model::sim {
 using sc_core::sc_time;
 using sc_core::SC_PS;
 
-inline uint64_t now_ps() { return sc_core::sc_time_stamp().value(); }  // resolution is 1 ps
+// The time resolution is 1 ps, so a time's value is its picoseconds: a
+// delay is built from its value, not from a double and a unit (which
+// scales and rounds it, a cost every block paid at every wait).
+inline uint64_t now_ps() { return sc_core::sc_time_stamp().value(); }
 inline void wait_until(uint64_t t_ps) {
     const uint64_t n = now_ps();
-    if (t_ps > n) sc_core::wait(sc_time(double(t_ps - n), SC_PS));
+    if (t_ps > n) sc_core::wait(sc_time::from_value(t_ps - n));
 }
 inline void wait_ps(uint64_t d) {
-    if (d) sc_core::wait(sc_time(double(d), SC_PS));
+    if (d) sc_core::wait(sc_time::from_value(d));
 }
 
 // The waveform of one simulation: the writer, the window [from, to) in ps,
