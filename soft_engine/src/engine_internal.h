@@ -328,6 +328,8 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // removal.
     MapSpans map_spans;
     void forget_mappings() { map_spans.clear(); }
+    // After read_ahead_hit missed (and the combined writes were flushed):
+    // reads a new copy starting at `va` and serves `len` bytes from it.
     bool read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint32_t access, uint64_t va, void* dst,
                     size_t len, uint64_t room, uint64_t serves);
     // Write combining (see host_memory.cc).
@@ -484,7 +486,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // false and counts the frame in `tx_unflushed` instead: tx_flush writes
     // them before it hands the queue to the kernel.
     void send_frame(const uint8_t* frame, size_t len, bool posted_writes_first = true);
-    // Frames queued at the port whose posted writes are still combining.
+    // Frames queued at the port since its last flush (tx_flush).
     // Kept below the ports' own batch (TxQueue::kBatch), at which a port
     // would send without asking: wire_tx flushes at kWireTxRun.
     static constexpr uint32_t kWireTxRun = 16;

@@ -90,7 +90,7 @@ bool SoftEngine::Impl::read_ahead_hit(const EngineQp& q, tp::KeyKind kind, uint3
 
 bool SoftEngine::Impl::read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint32_t access, uint64_t va,
                                   void* dst, size_t len, uint64_t room, uint64_t serves) {
-    if (read_ahead_hit(q, kind, key, va, dst, len, serves)) return true;
+    // mem_io asked read_ahead_hit first: the copy does not hold these bytes.
     // Only a full packet's read (len >= 1 KiB, the smallest MTU) hints at
     // more of the same message; read at most 16 packets ahead, so a small
     // message in a large MR does not pay for 64 KiB.
