@@ -303,9 +303,12 @@ void Nic::wave_declare() {
     for (int b = 0; b < kNumBlocks; ++b) {
         sim::BlockStats& s = blk[b];
         const std::string scope = std::string("nic.") + block_name(b);
-        s.busy_sig = tap.declare(scope, "busy", 1, s.busy_depth ? 1 : 0);
+        // A busy interval may open ahead of now (BusyScope's from_ps).
+        const bool ahead = s.busy_depth && s.busy_open_ps > now;
+        s.busy_sig = tap.declare(scope, "busy", 1, s.busy_depth && !ahead ? 1 : 0);
         s.stall_sig = tap.declare(scope, "stall", 1, s.stall_depth ? 1 : 0);
         s.tap = &tap;
+        if (ahead) tap.set_later(s.busy_open_ps, s.busy_sig, 1);
     }
     const std::pair<const char*, TableCache*> caches[3] = {{"qpc_cache", &qpc}, {"mpt_cache", &mpt},
                                                            {"mtt_cache", &mtt}};

@@ -363,12 +363,10 @@ struct Nic {
     // stall is counted. The caller goes on from `edge_ps` + that many cycles.
     template <typename Q>
     uint64_t wait_room_from(Q& q, uint64_t edge_ps, sim::BlockStats& st, uint64_t* counter, uint64_t* also = nullptr) {
-        while (q.full() && sim::now_ps() < edge_ps)
-            sc_core::wait(sc_core::sc_time(double(edge_ps - sim::now_ps()), sc_core::SC_PS), q.room_event());
-        if (!q.full()) return 0;
+        if (q.wait_room_until(edge_ps)) return 0;
         {
             sim::StallScope stalled(&st);
-            while (q.full()) sc_core::wait(q.room_event());
+            q.wait_room();
         }
         const uint64_t room = sim::now_ps();
         const uint64_t low = (room - edge_ps + period_ps - 1) / period_ps;

@@ -212,13 +212,15 @@ struct BlockStats {
 class BusyScope {
 public:
     // `item`: this interval is a transaction of its own (counted in
-    // items), not more work on one already counted.
-    explicit BusyScope(BlockStats& s, bool item = true) : s_(s) {
-        const uint64_t t0 = now_ps();
+    // items), not more work on one already counted. `from_ps` (>= now):
+    // the work starts then, on the block's own time ahead of the kernel's
+    // (the block waits only where it next meets another one).
+    explicit BusyScope(BlockStats& s, bool item = true, uint64_t from_ps = 0) : s_(s) {
+        const uint64_t t0 = std::max(from_ps, now_ps());
         s_.items += item;
         if (s_.busy_depth++ != 0) return;
         s_.busy_open_ps = t0;
-        if (s_.tap) s_.tap->set(t0, s_.busy_sig, 1);
+        if (s_.tap) s_.tap->set_later(t0, s_.busy_sig, 1);
     }
     ~BusyScope() {
         if (--s_.busy_depth != 0) return;
@@ -296,9 +298,22 @@ public:
     void write(T v, BlockStats* st) {
         if (q_.size() >= depth_) {
             StallScope s(st);
-            while (q_.size() >= depth_) sc_core::wait(popped_);
+            wait_room();
         }
         push(std::move(v));
+    }
+    // Blocks while the FIFO is full (the caller counts the stall).
+    void wait_room() {
+        ++room_waiters_;
+        while (q_.size() >= depth_) sc_core::wait(popped_);
+        --room_waiters_;
+    }
+    // Blocks while the FIFO is full, but not past `t_ps`; true if it has room.
+    bool wait_room_until(uint64_t t_ps) {
+        ++room_waiters_;
+        while (q_.size() >= depth_ && now_ps() < t_ps) sc_core::wait(sc_time::from_value(t_ps - now_ps()), popped_);
+        --room_waiters_;
+        return q_.size() < depth_;
     }
     // `pushed_ps` (if given): when the item was written.
     T read(uint64_t* pushed_ps = nullptr) {
@@ -313,7 +328,10 @@ public:
         ++popped_count_;
         if (pushed_ps) *pushed_ps = s.t;
         if (tap_) show_pop();
-        popped_.notify(sc_core::SC_ZERO_TIME);
+        // Only a blocked producer needs the event: a notification nobody
+        // waits for is still queued and triggered by the kernel, and most
+        // transfers find room.
+        if (room_waiters_) popped_.notify(sc_core::SC_ZERO_TIME);
         return std::move(s.v);
     }
     // Writes from outside the simulation's processes (inputs): never blocks.
@@ -322,9 +340,12 @@ public:
     size_t size() const { return q_.size(); }
     size_t depth() const { return depth_; }
     const std::string& name() const { return name_; }
+    // Notified when an item is written, for a process that waits on several
+    // channels at once (wait_any); a process blocked in read() needs nothing.
     const sc_core::sc_event& data_event() const { return pushed_; }
-    // Notified when the consumer takes an item: the FIFO has room again.
-    const sc_core::sc_event& room_event() const { return popped_; }
+    // Counts a process waiting on data_event() outside read(): the
+    // notification is only made while one waits.
+    void watch(int d) { watchers_ += d; }
     bool full() const { return q_.size() >= depth_; }
     uint64_t transfers() const { return pushed_count_; }
     // Items the consumer took since reset_count(): the transfers across the
@@ -363,7 +384,7 @@ private:
         q_.push_back(Slot{std::move(v), t});
         ++pushed_count_;
         if (tap_) show_push(t);
-        pushed_.notify(sc_core::SC_ZERO_TIME);
+        if (waiting_ || watchers_) pushed_.notify(sc_core::SC_ZERO_TIME);
     }
     void show_probe(uint64_t t, const Probe& p) {
         tap_->set(t, sig_qpn_, p.qpn & 0xFFFFFF);
@@ -396,8 +417,20 @@ private:
     uint64_t pushed_count_ = 0, popped_count_ = 0, popped_base_ = 0;
     Tap* tap_ = nullptr;
     bool waiting_ = false;  // the consumer is blocked in read()
+    int watchers_ = 0;      // processes waiting on data_event() (watch())
+    int room_waiters_ = 0;  // producers blocked on a full FIFO
     uint32_t sig_valid_ = Tap::kNone, sig_ready_ = Tap::kNone, sig_count_ = Tap::kNone, sig_level_ = Tap::kNone,
              sig_qpn_ = Tap::kNone, sig_psn_ = Tap::kNone, sig_op_ = Tap::kNone, sig_bytes_ = Tap::kNone;
 };
+
+// Blocks until one of `chans` holds an item; `any` is the or-list of their
+// data events.
+template <typename... C>
+void wait_any(const sc_core::sc_event_or_list& any, C&... chans) {
+    if ((!chans.empty() || ...)) return;
+    (chans.watch(1), ...);
+    while ((chans.empty() && ...)) sc_core::wait(any);
+    (chans.watch(-1), ...);
+}
 
 }  // namespace simnic::model::sim

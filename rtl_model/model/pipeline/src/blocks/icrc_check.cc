@@ -19,18 +19,27 @@ void IcrcCheckBlock::main() {
         // Cut-through: the ICRC check starts on the frame's first beat;
         // the stage is what it adds to the frame's last beat.
         const uint64_t in = nic.cut_through ? t->ready_ps : std::max(pushed, t->ready_ps);
-        wait_until(nic.cut_through ? t->head_ps : t->ready_ps);
+        const uint64_t start = nic.cut_through ? t->head_ps : t->ready_ps;
+        // The check's work from `start` touches nothing another block sees
+        // until it hands the frame on: it is timed from `start` and waited
+        // for once, at the hand-over (one wake of this process per frame,
+        // not two). With its RTL the stage looks at the queue it hands on
+        // to, and placing before the verdict hands on at `start`: those
+        // wait for it first.
+        if (nic.icrc_rtl || nic.place_before_verdict) wait_until(start);
+        const uint64_t s0 = std::max(start, now_ps());
         sim::BlockStats& st = nic.blk[Nic::kIcrcCheck];
         // The ICRC engine has no output ready: with its RTL the stage holds
         // the frame back (s_axis_tvalid_i low) while the queue its verdict
         // goes to is full, and offers it on the first edge with room.
+        uint64_t s = s0;
         if (nic.icrc_rtl && nic.rx_in.full()) {
-            const uint64_t t0 = now_ps();
-            wait_until(t0 + nic.cycles(nic.wait_room_from(nic.rx_in, t0, st, &nic.icrc_rtl_ready_low)));
+            wait_until(s0 + nic.cycles(nic.wait_room_from(nic.rx_in, s0, st, &nic.icrc_rtl_ready_low)));
+            s = now_ps();
         }
         bool ok = false, handed_on = false;
         {
-            sim::BusyScope busy(st);
+            sim::BusyScope busy(st, true, s);
             const std::vector<uint8_t>& b = t->frame;
             // The C++ model: the frame's beats, then icrc.latency_cycles.
             uint64_t in_cycles = nic.cfg.beats(uint32_t(b.size())), latency = nic.cfg.icrc.latency_cycles;
@@ -68,7 +77,7 @@ void IcrcCheckBlock::main() {
                 // transport only with its verdict (and its header vector):
                 // its payload waits on chip until then, so a frame with a
                 // bad ICRC is never delivered, as with store-and-forward.
-                const uint64_t last = std::max(now_ps() + nic.cycles(in_cycles), t->ready_ps + nic.cycles(1));
+                const uint64_t last = std::max(s + nic.cycles(in_cycles), t->ready_ps + nic.cycles(1));
                 const uint64_t verdict = std::max(last + nic.cycles(latency), t->hdr_ps);
                 const roce::OpcodeInfo& oi = roce::opcode_info(t->opcode);
                 if (nic.place_before_verdict && oi.has(roce::kRequest) && oi.has(roce::kPayload) &&
@@ -90,7 +99,7 @@ void IcrcCheckBlock::main() {
                     t->ready_ps = verdict;
                 }
             } else {
-                wait_ps(nic.cycles(in_cycles));
+                wait_until(s + nic.cycles(in_cycles));
                 t->ready_ps = now_ps() + nic.cycles(latency);
             }
         }

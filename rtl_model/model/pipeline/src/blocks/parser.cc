@@ -35,7 +35,7 @@ void ParserBlock::hold_rtl(const roce::HeaderVector& hv, const std::vector<uint8
     // blocked write's always was), and the RTL must hold it there unchanged.
     {
         sim::StallScope stalled(&st);
-        while (nic.parser_to_icrc.full()) sc_core::wait(nic.parser_to_icrc.room_event());
+        nic.parser_to_icrc.wait_room();
     }
     const uint64_t t0 = from_ps;
     const uint64_t low = now_ps() > t0 ? (now_ps() - t0) / nic.period_ps : 0;

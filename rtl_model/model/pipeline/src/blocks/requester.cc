@@ -95,7 +95,7 @@ void RequesterBlock::rtl_packet(OpRecord& rec, size_t j, sim::BlockStats& st) {
                 const uint64_t t0 = base = now_ps();
                 edges = 0;
                 if (st.tap) st.tap->set(t0, st.stall_sig, 1);
-                while (nic.req_to_txb.full()) sc_core::wait(nic.req_to_txb.room_event());
+                nic.req_to_txb.wait_room();
                 const uint64_t low = std::max<uint64_t>(1, (now_ps() - t0 + nic.period_ps - 1) / nic.period_ps) - 1;
                 for (uint64_t k = 0; k < low; ++k) seg.step(false);
                 nic.req_seg_rtl_ready_low += nic.low_edges_counted(st, t0, low);

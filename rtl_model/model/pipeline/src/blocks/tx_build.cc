@@ -110,8 +110,7 @@ void TxBuildBlock::main() {
     for (;;) {
         // Responses (ACKs, READ responses) first: they are short and the
         // peer's requester is waiting on them.
-        while (nic.rxt_to_txb.empty() && nic.qp1_to_txb.empty() && nic.req_to_txb.empty())
-            sc_core::wait(either_);
+        sim::wait_any(either_, nic.rxt_to_txb, nic.qp1_to_txb, nic.req_to_txb);
         uint64_t pushed = 0;
         FrameTok f = !nic.rxt_to_txb.empty()   ? nic.rxt_to_txb.read(&pushed)
                      : !nic.qp1_to_txb.empty() ? nic.qp1_to_txb.read(&pushed)
