@@ -133,9 +133,14 @@ void Nic::rtq_admit(size_t n) {
 }
 
 void Nic::rtq_take(uint32_t qpn, uint32_t psn) {
-    std::deque<uint32_t>& q = rtq[qpn];
-    for (uint32_t p : q)
-        if (p == psn) return;  // a retransmission: its entry is still held
+    RtqEntries& e = rtq[qpn];
+    std::deque<uint32_t>& q = e.psn;
+    if (q.empty() || roce::psn_before(e.newest, psn)) {
+        e.newest = psn;
+    } else {
+        for (uint32_t p : q)
+            if (p == psn) return;  // a retransmission: its entry is still held
+    }
     q.push_back(psn);
     rtq_peak = std::max(rtq_peak, ++rtq_used);
     show_rtq();
@@ -144,7 +149,7 @@ void Nic::rtq_take(uint32_t qpn, uint32_t psn) {
 void Nic::rtq_ack(uint32_t qpn, uint32_t psn, bool nak) {
     auto it = rtq.find(qpn);
     if (it == rtq.end()) return;
-    std::deque<uint32_t>& q = it->second;
+    std::deque<uint32_t>& q = it->second.psn;
     size_t freed = 0;
     while (!q.empty() && (roce::psn_before(q.front(), psn) || (!nak && q.front() == psn))) {
         q.pop_front();
@@ -160,7 +165,7 @@ void Nic::rtq_ack(uint32_t qpn, uint32_t psn, bool nak) {
 void Nic::rtq_drop(uint32_t qpn) {
     auto it = rtq.find(qpn);
     if (it == rtq.end()) return;
-    rtq_used -= it->second.size();
+    rtq_used -= it->second.psn.size();
     rtq.erase(it);
     rtq_freed.notify(sc_core::SC_ZERO_TIME);
     show_rtq();
