@@ -488,8 +488,11 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     void send_frame(const uint8_t* frame, size_t len, bool posted_writes_first = true);
     // Frames queued at the port since its last flush (tx_flush).
     // Kept below the ports' own batch (TxQueue::kBatch), at which a port
-    // would send without asking: wire_tx flushes at kWireTxRun.
-    static constexpr uint32_t kWireTxRun = 16;
+    // would send without asking: wire_tx flushes at kWireTxRun. As long as
+    // one UDP GSO send can be (64 segments, 65,507 bytes: 62 frames at MTU
+    // 1024), so that a 64 KiB message at MTU 1024 leaves in two sends, not
+    // the four a run of 16 made.
+    static constexpr uint32_t kWireTxRun = 60;
     uint32_t tx_unflushed = 0;
     // Whether one of them is not a request (an ACK, a NAK, a READ response,
     // an atomic ACK: each tells the peer that what came before it is in

@@ -47,8 +47,10 @@ struct TxFrame {
 
 class TxQueue {
 public:
-    // Most frames queued before flush() is forced.
-    static constexpr size_t kBatch = 32;
+    // Most frames queued before flush() is forced: one GSO send's worth of
+    // segments (kMaxSegments in tx_queue.cc), so that a run of a message's
+    // frames is not cut by the batch.
+    static constexpr size_t kBatch = 64;
 
     // `sent(frame, ok)` counts each frame as sent (ok) or dropped.
     using Sent = std::function<void(const TxFrame& frame, bool ok)>;
