@@ -21,6 +21,7 @@ namespace {
 // 6.x is 64) and on a UDP datagram's payload (IPv4's 16-bit total length;
 // IPv6's payload length, which counts the UDP header too).
 constexpr size_t kMaxSegments = 64;
+static_assert(TxQueue::kBatch >= kMaxSegments, "a batch must hold a whole GSO send's run of frames");
 constexpr size_t kMaxGsoBytes4 = 65535 - 20 - 8;
 constexpr size_t kMaxGsoBytes6 = 65535 - 8;
 

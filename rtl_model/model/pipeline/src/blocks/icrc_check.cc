@@ -27,14 +27,13 @@ void IcrcCheckBlock::main() {
         // to, and placing before the verdict hands on at `start`: those
         // wait for it first.
         if (nic.icrc_rtl || nic.place_before_verdict) wait_until(start);
-        const uint64_t s0 = std::max(start, now_ps());
+        uint64_t s = std::max(start, now_ps());  // when the check starts
         sim::BlockStats& st = nic.blk[Nic::kIcrcCheck];
         // The ICRC engine has no output ready: with its RTL the stage holds
         // the frame back (s_axis_tvalid_i low) while the queue its verdict
         // goes to is full, and offers it on the first edge with room.
-        uint64_t s = s0;
         if (nic.icrc_rtl && nic.rx_in.full()) {
-            wait_until(s0 + nic.cycles(nic.wait_room_from(nic.rx_in, s0, st, &nic.icrc_rtl_ready_low)));
+            wait_until(s + nic.cycles(nic.wait_room_from(nic.rx_in, s, st, &nic.icrc_rtl_ready_low)));
             s = now_ps();
         }
         bool ok = false, handed_on = false;
