@@ -18,6 +18,8 @@ PACKAGES=(
   # tests, captures and libraries
   catch2 libpcap-dev zlib1g-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   tshark tcpdump iproute2 python3
+  # a hung daemon's thread stacks in a failed system test (eu-stack)
+  elfutils
   # simnic doctor's test: the tutorial's firewall rule on UDP 4791 (iptables, nft)
   iptables nftables
   # the kernel-rxe reference rig (testbench/rig): QEMU and the initramfs tools;

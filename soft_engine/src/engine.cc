@@ -319,11 +319,17 @@ void SoftEngine::srq_resizing(uint32_t) {
 // orders the driver's doorbell writes before its command doorbell). A model
 // device simulates them to the end first.
 void SoftEngine::ah_destroying(uint32_t) {
-    std::lock_guard<std::recursive_mutex> lk(impl_->mu);
-    impl_->drain_fifos();
-    if (impl_->pipe) impl_->pipe->run();
-    impl_->wc_flush();
-    impl_->tx_flush();
+    {
+        std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+        impl_->drain_fifos();
+        // Only as far as the doorbells: a fabric never goes idle while a
+        // QP's timer re-arms in its simulated time, and this runs under the
+        // lock every command and every member device waits for.
+        if (impl_->pipe && impl_->pipe->take_doorbells()) impl_->resume_sim = true;
+        impl_->wc_flush();
+        impl_->tx_flush();
+    }
+    impl_->wake();  // to simulate what is left
 }
 
 bool SoftEngine::cq_copy_entries(const uint8_t* cqc, uint16_t new_domain, uint64_t new_base, uint8_t new_log_size) {

@@ -536,6 +536,9 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // A MAD went into the timing model's TX path (a fabric's device, whose
     // wire is the fabric): the engine's next pass simulates it.
     bool gsi_pending = false;
+    // A command simulated part of the model's work (TimingModel::
+    // take_doorbells) and left the rest: the next pass simulates on.
+    bool resume_sim = false;
     std::vector<uint8_t> gsi_buf;
     void gsi_receive(const roce::Packet& pkt);
     bool gsi_send(const std::array<uint8_t, 16>& sgid, const std::array<uint8_t, 16>& dgid,

@@ -36,6 +36,7 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
     work |= rx_batch();
     work |= run_timers(now);
     work |= std::exchange(gsi_pending, false);
+    work |= std::exchange(resume_sim, false);
     // A model device simulates what came in, a quantum of its time per pass:
     // what it sends goes out at the end of the pass, and what comes back is
     // taken in by the next.

@@ -87,6 +87,17 @@ int retry_unresolved(F&& verb) {
     return e;
 }
 
+// An address vector to `peer`'s GID, for an AH.
+ibv_ah_attr av_to(const Dev& peer) {
+    ibv_ah_attr aa{};
+    aa.is_global = 1;
+    aa.grh.dgid = peer.gid;
+    aa.grh.sgid_index = kVerbsGidIndex;
+    aa.grh.hop_limit = 64;
+    aa.port_num = kVerbsPort;
+    return aa;
+}
+
 // A QP on `d` connected to `dest_qpn` on `peer`'s GID (RC, UC), or a UD QP.
 void bring_up(const Dev& d, const Dev& peer, ibv_qp* qp, ibv_qp_type type, std::uint32_t dest_qpn,
               const Rel& r = {}) {
@@ -318,12 +329,7 @@ static void unreliable(const Sides& p, ibv_qp_type type) {
     bring_up(p.b, p.a, qb, type, qa->qp_num);
     ibv_ah* ah = nullptr;
     if (ud) {
-        ibv_ah_attr aa{};
-        aa.is_global = 1;
-        aa.grh.dgid = p.b.gid;
-        aa.grh.sgid_index = kVerbsGidIndex;
-        aa.grh.hop_limit = 64;
-        aa.port_num = kVerbsPort;
+        ibv_ah_attr aa = av_to(p.b);
         REQUIRE(retry_unresolved([&] {
                     ah = ibv_create_ah(p.a.pd, &aa);
                     return ah ? 0 : errno;
@@ -419,6 +425,18 @@ double rnr_s(int code) {
                                   2.56,   3.84,  5.12,  7.68,  10.24, 15.36,  20.48,  30.72,
                                   40.96,  61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52};
     return ms[code] / 1000;
+}
+// A requester's SEND (m) waits out RNR NAKs for ever: the receive `rs` (in
+// r) posted on the responder qb lets it through, byte for byte, and each
+// side completes once (send CQ ca, receive CQ cb).
+void receive_lets_send_through(ibv_qp* qb, ibv_sge& rs, ibv_cq* ca, ibv_cq* cb, const Mr& m, const Mr& r) {
+    post_recv(qb, rs, 9);
+    const auto sc = poll_n(ca, 1, std::chrono::seconds(10));
+    REQUIRE(sc.size() == 1);
+    INFO(wc_str(sc[0]));
+    CHECK(sc[0].status == IBV_WC_SUCCESS);
+    CHECK(r.buf == m.buf);
+    CHECK(poll_n(cb, 1, std::chrono::seconds(1)).size() == 1);
 }
 }  // namespace
 
@@ -583,15 +601,96 @@ TEST_CASE("timers: RNR waits follow min_rnr_timer, rnr_retry bounds them", "[tim
     ibv_send_wr w = send_wr(1, IBV_WR_SEND, &s);
     post_send(qa, w);
     std::this_thread::sleep_for(std::chrono::milliseconds(18));
-    post_recv(qb, rs, 9);
-    const auto sc = poll_n(ca, 1, std::chrono::seconds(5));
-    REQUIRE(sc.size() == 1);
-    INFO(wc_str(sc[0]));
-    CHECK(sc[0].status == IBV_WC_SUCCESS);
-    CHECK(r.buf == m.buf);
-    CHECK(poll_n(cb, 1, std::chrono::seconds(1)).size() == 1);
+    receive_lets_send_through(qb, rs, ca, cb, m, r);
     CHECK(ibv_destroy_qp(qa) == 0);
     CHECK(ibv_destroy_qp(qb) == 0);
     CHECK(ibv_destroy_cq(ca) == 0);
     CHECK(ibv_destroy_cq(cb) == 0);
+}
+
+// A fabric's devices (test_fabric.sh, case faults): their protocol timers
+// run in the fabric's simulated time. A requester waiting out RNR NAKs for
+// ever (rnr_retry 7, no receive posted) keeps a timer re-arming without end,
+// so the fabric is never idle. An AH destroyed on its device meanwhile must
+// still return (the device simulates until the doorbells rung before the
+// destroy are taken, not to idle), UD SENDs posted just before it naming it
+// must all arrive (their WQEs read it first, as rxe's copy of the address
+// vector at post would), and the waiting SEND must go through once a
+// receive is posted.
+TEST_CASE("fabric: an AH destroyed while a QP waits out RNR NAKs for ever", "[fabric]") {
+    Pair pair;
+    Sides p{pair.a, pair.b};
+    ibv_cq* ca = ibv_create_cq(p.a.ctx, 64, nullptr, nullptr, 0);
+    ibv_cq* cb = ibv_create_cq(p.b.ctx, 64, nullptr, nullptr, 0);
+    REQUIRE((ca && cb));
+    ibv_qp* qa = make_qp(p.a, ca, IBV_QPT_RC, 16);
+    ibv_qp* qb = make_qp(p.b, cb, IBV_QPT_RC, 16);
+    Rel rb;
+    rb.min_rnr_timer = 1;  // 0.01 ms: many waits in a millisecond of simulated time
+    bring_up(p.a, p.b, qa, IBV_QPT_RC, qb->qp_num);
+    bring_up(p.b, p.a, qb, IBV_QPT_RC, qa->qp_num, rb);
+    Mr m(p.a.pd, 64, IBV_ACCESS_LOCAL_WRITE, 0x44), r(p.b.pd, 64, IBV_ACCESS_LOCAL_WRITE, 0);
+    const long long nak0 = stat_of(p.a.name, "rx_rnr_nak");
+    ibv_sge s = m.sge(0, 64), rs = r.sge(0, 64);
+    ibv_send_wr w = send_wr(1, IBV_WR_SEND, &s);
+    post_send(qa, w);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(poll_n(ca, 1, std::chrono::milliseconds(1)).empty());  // still waiting
+    if (nak0 >= 0) CHECK(stat_of(p.a.name, "rx_rnr_nak") - nak0 >= 2);
+    // UD from a to b, through an AH that goes as soon as the SENDs are posted.
+    constexpr int kUd = 8;
+    ibv_cq* ua = ibv_create_cq(p.a.ctx, 64, nullptr, nullptr, 0);
+    ibv_cq* ub = ibv_create_cq(p.b.ctx, 64, nullptr, nullptr, 0);
+    REQUIRE((ua && ub));
+    ibv_qp* da = make_qp(p.a, ua, IBV_QPT_UD, 16);
+    ibv_qp* db = make_qp(p.b, ub, IBV_QPT_UD, 16);
+    bring_up(p.a, p.b, da, IBV_QPT_UD, 0);
+    bring_up(p.b, p.a, db, IBV_QPT_UD, 0);
+    Mr us(p.a.pd, 64 * kUd, IBV_ACCESS_LOCAL_WRITE, 0), ur(p.b.pd, (64 + 40) * kUd, IBV_ACCESS_LOCAL_WRITE, 0);
+    for (int i = 0; i < kUd; ++i) {
+        fill_msg(us.buf.data() + 64 * i, std::uint32_t(i + 100), 64);
+        ibv_sge g = ur.sge(std::size_t(104) * i, 104);  // 40 bytes of GRH first
+        post_recv(db, g, std::uint64_t(i));
+    }
+    ibv_ah_attr aa = av_to(p.b);
+    for (int round = 0; round < 3; ++round) {
+        ibv_ah* ah = ibv_create_ah(p.a.pd, &aa);
+        REQUIRE(ah != nullptr);
+        if (round == 0) {
+            ibv_sge g[kUd];
+            ibv_send_wr uw[kUd];
+            for (int i = 0; i < kUd; ++i) {
+                g[i] = us.sge(std::size_t(64) * i, 64);
+                uw[i] = send_wr(std::uint64_t(i), IBV_WR_SEND, &g[i]);
+                uw[i].wr.ud.ah = ah;
+                uw[i].wr.ud.remote_qpn = db->qp_num;
+                uw[i].wr.ud.remote_qkey = 0x11111111;
+                uw[i].next = i + 1 < kUd ? &uw[i + 1] : nullptr;
+            }
+            post_send(da, uw[0]);
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        CHECK(ibv_destroy_ah(ah) == 0);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("ibv_destroy_ah during RNR waits%s: %.1f ms\n", round == 0 ? ", UD SENDs posted" : "",
+                    took * 1e3);
+    }
+    const auto usent = poll_n(ua, kUd, std::chrono::seconds(10));
+    const auto urecv = poll_n(ub, kUd, std::chrono::seconds(10));
+    REQUIRE(usent.size() == std::size_t(kUd));
+    REQUIRE(urecv.size() == std::size_t(kUd));
+    for (int i = 0; i < kUd; ++i) {
+        INFO(wc_str(usent[i]) << " / " << wc_str(urecv[i]));
+        CHECK(usent[i].status == IBV_WC_SUCCESS);
+        CHECK(urecv[i].status == IBV_WC_SUCCESS);
+        CHECK(urecv[i].byte_len == 104u);
+        std::vector<std::uint8_t> want(64);
+        fill_msg(want.data(), std::uint32_t(urecv[i].wr_id + 100), 64);
+        const std::uint8_t* got = ur.buf.data() + 104 * urecv[i].wr_id + 40;
+        CHECK(std::vector<std::uint8_t>(got, got + 64) == want);
+    }
+    // The RC SEND waited all along: a receive lets it through.
+    receive_lets_send_through(qb, rs, ca, cb, m, r);
+    for (ibv_qp* q : {qa, qb, da, db}) CHECK(ibv_destroy_qp(q) == 0);
+    for (ibv_cq* c : {ca, cb, ua, ub}) CHECK(ibv_destroy_cq(c) == 0);
 }

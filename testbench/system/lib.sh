@@ -45,7 +45,9 @@
 #                          PREFIX then rping's data: "rdma-ping-I: " and
 #                          letters from 'A'+I upward, wrapping after 'z' to
 #                          'A', up to 63 bytes.
-#   fail MESSAGE           counts a failed check ($failures).
+#   fail MESSAGE           counts a failed check ($failures); at the first,
+#                          a daemon that no longer answers is reported
+#                          (daemon_hang_report: its log's tail, its stacks).
 #   sys_finish NAME        "NAME: passed" and exit 0 if no check failed, else
 #                          "NAME: N checks failed" and exit 1.
 #   daemon_pid             the pid of the private daemon (from its state file).
@@ -56,7 +58,29 @@
 #                          the test's EXIT trap, e.g.
 #                          trap 'sys_cleanup server_pid' EXIT.
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+  [ "$failures" -eq 1 ] && daemon_hang_report
+  return 0
+}
+
+# At a test's first failure: a daemon that is alive but does not answer
+# (`simnic link show` within 5 s) is named, with the tail of its log and its
+# threads' stacks (eu-stack, elfutils), so that a hang seen once in CI
+# shows where it waits.
+daemon_hang_report() {
+  local pid
+  [ -n "${SIMNIC:-}" ] || return 0
+  pid=$(daemon_pid)
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  timeout 5 "${AS[@]}" "$SIMNIC" link show >/dev/null 2>&1 && return 0
+  echo "the daemon (pid $pid) does not answer within 5 s; its log's tail and its threads:"
+  tail -20 "$SIMNIC_RUNTIME_DIR/simnicd.log" 2>/dev/null | sed 's/^/  log: /'
+  if command -v eu-stack >/dev/null; then
+    timeout 30 eu-stack -p "$pid" 2>&1 | head -400 | sed 's/^/  /'
+  fi
+}
 
 rping_data() {
   python3 - "$1" "$2" <<'PY'

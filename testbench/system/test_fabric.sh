@@ -3,7 +3,7 @@
 # applications on a fabric"): model devices of a topology's hosts and the
 # switch in one simulated time, with unmodified applications on them.
 #
-#   test_fabric.sh CASE SIMNIC LIBSIMNIC_VERBS TOPOLOGY
+#   test_fabric.sh CASE SIMNIC LIBSIMNIC_VERBS TOPOLOGY [FAULTS_APP]
 #
 #   cli       bad topology refused with FILE:LINE:COLUMN, duplicate refused,
 #             bad keywords and a capture that cannot be created refused,
@@ -27,6 +27,10 @@
 #             pipeline's qp1_to_tx_build); without a source address the
 #             fabric's first other host connects
 #   ucx       UCX's io_demo between two hosts, connected through rdma_cm
+#   timers    protocol timers in the fabric's simulated time
+#             (simnic_faults_app [fabric], FAULTS_APP): an AH destroyed,
+#             and UD SENDs through it delivered, while an RC requester
+#             waits out RNR NAKs for ever, so that the fabric is never idle
 #   persist   a kept fabric (fabric add ... persist) comes back with every
 #             new daemon, from the kept topology text (its file removed),
 #             with the same devices, MACs, IPs and GIDs, and carries
@@ -42,9 +46,9 @@
 #             switch marked, ECT(0) as sent, and every CNP (opcode 0x81)
 #             the receiver sent, leaving it and reaching its sender
 set -u
-CASE=$1 SIMNIC=$2 LIB=$3 TOPO_SRC=$4
+CASE=$1 SIMNIC=$2 LIB=$3 TOPO_SRC=$4 FAULTS_APP=${5:-}
 . "$(dirname "$0")/lib.sh"
-sys_init fabric SIMNIC LIB
+if [ -n "$FAULTS_APP" ]; then sys_init fabric SIMNIC LIB FAULTS_APP; else sys_init fabric SIMNIC LIB; fi
 FAB=tfab
 # The topology where the test's user can read it.
 TOPO=$work/topo.toml
@@ -342,6 +346,16 @@ ucx)
   echo "io_demo: the switch took $rx0 frames from h0, $rx1 from h1"
   [ "$rx0" -gt 0 ] && [ "$rx1" -gt 0 ] || fail "io_demo's frames did not cross the switch ($rx0, $rx1)"
   [ "$(show_num '.switches[0].ports[2].rx_frames')" -eq 0 ] || fail "the idle h2 sent frames"
+  ;;
+timers)
+  [ -n "$FAULTS_APP" ] || { fail "no FAULTS_APP given"; sys_finish fabric.$CASE; }
+  sim fabric add $FAB "$TOPO" >/dev/null || { fail "fabric add"; sys_finish fabric.$CASE; }
+  SIMNIC_TEST_DEVICE=${FAB}_h0 SIMNIC_TEST_PEER=${FAB}_h1 SIMNIC=$SIMNIC \
+    app timeout 60 "$FAULTS_APP" "[fabric]" >"$work/app.out" 2>&1 || fail "simnic_faults_app [fabric]: $(tail -40 "$work/app.out")"
+  grep "ibv_destroy_ah" "$work/app.out"
+  [ "$(show_num '.switches[0].drops')" -eq 0 ] || fail "the switch dropped frames"
+  wait_no_qps
+  nothing_left "after exit" qps cqs mrs pds
   ;;
 persist)
   sys_dir cfg cap

@@ -492,6 +492,9 @@ struct Nic {
     // entry for every QP, CQ and SRQ number ever destroyed, and QPNs are
     // handed out cyclically over a million numbers.
     uint64_t db_in_flight = 0;
+    // Set: the simulation pauses (sc_pause) when db_in_flight reaches 0
+    // (Pipeline::take_doorbells).
+    bool pause_when_doorbells_taken = false;
     static uint64_t db_key(uint8_t kind, uint32_t num) { return uint64_t{kind} << 32 | num; }
     // Per CQ, the consumer index last rung (taken at once, Pipeline::doorbell):
     // an arm the doorbell block carries out later goes with it, never with

@@ -402,6 +402,28 @@ bool Pipeline::run_quantum() {
     return more;
 }
 
+bool Pipeline::take_doorbells() {
+    Impl& m = *impl_;
+    if (m.owns_ctx) {
+        run();
+        return false;
+    }
+    SimGuard g(m.ctx);
+    Nic& n = *m.nic;
+    if (n.db_in_flight > 0) {
+        const uint64_t t0 = m.now_ps();
+        const uint64_t w0 = base::mono_ns();
+        n.pause_when_doorbells_taken = true;
+        sc_core::sc_start(sc_core::sc_time(double(kTakeDoorbellsPs), sc_core::SC_PS),
+                          sc_core::SC_EXIT_ON_STARVATION);
+        n.pause_when_doorbells_taken = false;
+        m.trace_update();
+        m.sim_wall_ns += base::mono_ns() - w0;
+        m.sim_ps_run += m.now_ps() - t0;
+    }
+    return sc_core::sc_pending_activity(m.ctx);
+}
+
 uint64_t Pipeline::cycle() const { return impl_->now_ps() / impl_->nic->period_ps; }
 
 void Pipeline::on_cqe(std::function<void(uint32_t)> f) {

@@ -135,6 +135,14 @@ public:
     // or without a wire); true if work is left. docs/model.md, "Simulated
     // time and wall-clock time".
     bool run_quantum() override;
+    // Own time: run() to idle. A fabric's device: its whole fabric is
+    // simulated until this device's doorbell block has taken every doorbell
+    // rung so far, not to idle, which never comes while a QP's protocol
+    // timer keeps re-arming in simulated time (a requester waiting out RNR
+    // NAKs with rnr_retry 7, DCQCN's timers); at most kTakeDoorbellsPs of
+    // simulated time.
+    bool take_doorbells() override;
+    static constexpr uint64_t kTakeDoorbellsPs = 1'000'000'000;  // 1 ms
     // Simulates at most `cycles` more (the bench uses run()).
     uint64_t cycle() const;
 
