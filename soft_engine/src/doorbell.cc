@@ -54,6 +54,18 @@ bool SoftEngine::Impl::drain_fifos() {
     return any;
 }
 
+// A fabric's members' doorbells too: simulating one device simulates the
+// whole fabric, so every doorbell its applications rang before must be in
+// it first (a frame must not reach a device ahead of the receive its
+// application posted earlier, in wall time).
+bool SoftEngine::Impl::drain_group_fifos() {
+    bool any = drain_fifos();
+    if (cfg.group)
+        for (Impl* m : cfg.group->members)
+            if (m != this) any |= m->drain_fifos();
+    return any;
+}
+
 bool SoftEngine::Impl::fifos_pending() {
     for (auto& [id, c] : ctxs)
         if (hw::mmio_load32(c.page, hw::kCtxDbFifo + hw::db_fifo_regs::fifo_pi.offset) != c.fifo_ci) return true;

@@ -321,7 +321,7 @@ void SoftEngine::srq_resizing(uint32_t) {
 void SoftEngine::ah_destroying(uint32_t) {
     {
         std::lock_guard<std::recursive_mutex> lk(impl_->mu);
-        impl_->drain_fifos();
+        impl_->drain_group_fifos();
         // Only as far as the doorbells: a fabric never goes idle while a
         // QP's timer re-arms in its simulated time, and this runs under the
         // lock every command and every member device waits for.

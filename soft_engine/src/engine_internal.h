@@ -284,6 +284,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     }
     void doorbell(uint16_t ctx, hw::DbKind kind, uint32_t num, uint32_t index, uint32_t cq_cmd, uint32_t cq_seen);
     bool drain_fifos();
+    bool drain_group_fifos();  // this device's, and in a fabric every member's
     bool fifos_pending();
     void set_sleeping(uint32_t v);
 

@@ -18,15 +18,12 @@ namespace simnic::soft_engine {
 bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
     bool work = false;
     defer_eqes = true;
-    work |= drain_fifos();
-    if (cfg.group) {
-        // A fabric: the other devices' doorbells enter the simulation now
-        // too (their applications run meanwhile), and the fabric advances a
-        // quantum at a time below, not to idle: it has no port of its own
-        // whose frames could overtake the doorbells.
-        for (Impl* m : cfg.group->members)
-            if (m != this) work |= m->drain_fifos();
-    } else if (pipe && work) {
+    // A fabric: the other devices' doorbells enter the simulation now too
+    // (their applications run meanwhile), and the fabric advances a
+    // quantum at a time below, not to idle: it has no port of its own whose
+    // frames could overtake the doorbells.
+    work |= drain_group_fifos();
+    if (!cfg.group && pipe && work) {
         // A model device simulates the doorbells before the frames of the
         // same pass: simulated together, a frame's receive path overtakes
         // the doorbell block (and doorbells_before_rx takes those rung while

@@ -296,6 +296,7 @@ void Switch::receive_mac_control(std::uint32_t port, const std::vector<std::uint
 
 void Switch::forward() {
     const std::uint64_t t = now();
+    arbitrate_ties(t);
     while (!delay_.empty() && delay_.front().first <= t) {
         Frame f = std::move(delay_.front().second);
         delay_.pop_front();
@@ -309,6 +310,33 @@ void Switch::forward() {
         egress_[port]->kick.notify(sc_core::SC_ZERO_TIME);
     }
     if (!delay_.empty()) delay_ev_.notify(sc_time(double(delay_.front().first - t), SC_PS));
+}
+
+// Frames whose last bits arrived at the same time on several ports enter
+// their egress queues in an order that rotates among the ports, as an
+// ingress arbiter's round robin serves them, not in the order the
+// simulation kernel happened to run their links' processes. That order is
+// fixed for a given build (and moves with any change to which process runs
+// first), and the frame taken second finds the queue one frame deeper,
+// which RED marks more often: two DCQCN flows paced alike, whose frames
+// often arrive together, split the bottleneck unevenly by it.
+void Switch::arbitrate_ties(std::uint64_t t) {
+    const std::uint32_t n_ports = ports();
+    auto b = delay_.begin();
+    while (b != delay_.end() && b->first <= t) {
+        auto e = b;
+        while (e != delay_.end() && e->first == b->first) ++e;
+        if (e - b > 1) {
+            const std::uint32_t first = tie_rr_;
+            const auto rank = [&](const std::pair<std::uint64_t, Frame>& x) {
+                return (x.second.in_port + n_ports - first) % n_ports;
+            };
+            // Stable: one port's frames keep their order.
+            std::stable_sort(b, e, [&](const auto& x, const auto& y) { return rank(x) < rank(y); });
+            tie_rr_ = (b->second.in_port + 1) % n_ports;
+        }
+        b = e;
+    }
 }
 
 // RED on the depth the frame finds (the frame on the line included, the

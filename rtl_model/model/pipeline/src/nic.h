@@ -492,9 +492,15 @@ struct Nic {
     // entry for every QP, CQ and SRQ number ever destroyed, and QPNs are
     // handed out cyclically over a million numbers.
     uint64_t db_in_flight = 0;
-    // Set: the simulation pauses (sc_pause) when db_in_flight reaches 0
+    // Doorbells rung and not yet carried out by the doorbell block (the
+    // datapath's WQE fetch done: after its QPC lookup, which may wait).
+    // Set, the simulation pauses (sc_pause) when none is left
     // (Pipeline::take_doorbells).
+    uint64_t db_untaken = 0;
     bool pause_when_doorbells_taken = false;
+    void doorbell_taken() {
+        if (db_untaken && --db_untaken == 0 && pause_when_doorbells_taken) sc_core::sc_pause();
+    }
     static uint64_t db_key(uint8_t kind, uint32_t num) { return uint64_t{kind} << 32 | num; }
     // Per CQ, the consumer index last rung (taken at once, Pipeline::doorbell):
     // an arm the doorbell block carries out later goes with it, never with

@@ -248,6 +248,7 @@ void Pipeline::doorbell(const Doorbell& db) {
         t->executed = db.cq_cmd == 0;
     }
     ++impl_->nic->db_in_flight;
+    ++impl_->nic->db_untaken;
     impl_->nic->db_in.push_input(t);
 }
 
@@ -410,7 +411,7 @@ bool Pipeline::take_doorbells() {
     }
     SimGuard g(m.ctx);
     Nic& n = *m.nic;
-    if (n.db_in_flight > 0) {
+    if (n.db_untaken > 0) {
         const uint64_t t0 = m.now_ps();
         const uint64_t w0 = base::mono_ns();
         n.pause_when_doorbells_taken = true;

@@ -52,12 +52,7 @@ void DoorbellBlock::main() {
             wait_ps(nic.cycles(1));  // the doorbell write itself
             auto ep = nic.db_epoch.find(Nic::db_key(t->db.kind, t->db.num));
             const bool gone = ep != nic.db_epoch.end() && ep->second != t->db_epoch;
-            if (nic.db_in_flight && --nic.db_in_flight == 0) {
-                nic.db_epoch.clear();  // none can be stale now
-                // After this delta cycle: the datapath takes this doorbell
-                // below, in the same one.
-                if (nic.pause_when_doorbells_taken) sc_core::sc_pause();
-            }
+            if (nic.db_in_flight && --nic.db_in_flight == 0) nic.db_epoch.clear();  // none can be stale now
             if (gone) {
                 // Its object is gone. A doorbell the datapath took when it
                 // was rung (an RQ's: its flush CQEs) may have raised
@@ -68,6 +63,7 @@ void DoorbellBlock::main() {
                     for (const Op& o : t->rec.ops)
                         if (o.kind == Op::Kind::Eqe && o.id == uint32_t(hw::EventType::Completion))
                             nic.be.cq_event(o.aux, 0, 0);
+                nic.doorbell_taken();
                 continue;
             }
             if (t->db.kind == kDbSq || t->db.kind == kDbRq) nic.lookup(nic.qpc, t->db.num, st);
@@ -82,6 +78,7 @@ void DoorbellBlock::main() {
             } else if (!t->executed) {
                 nic.be.exec_doorbell(t->db, t->rec);
             }
+            nic.doorbell_taken();
             // WQE fetch: every WQE read of this doorbell is issued back to
             // back, and the next doorbell's right after: fetches overlap (up
             // to the DMA engine's tags). The requester starts on this

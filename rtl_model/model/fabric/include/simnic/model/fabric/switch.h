@@ -162,6 +162,7 @@ private:
     std::uint64_t now() const { return sc_core::sc_time_stamp().value(); }
 
     void forward();  // SC_METHOD: the forwarding delay line
+    void arbitrate_ties(std::uint64_t t);  // frames due at t that arrived together: round robin by port
     void receive_mac_control(std::uint32_t port, const std::vector<std::uint8_t>& f);
     bool admit(Frame& f);
     void release(const Frame& f);  // its last bit left
@@ -180,6 +181,7 @@ private:
     sc_core::sc_event delay_ev_;
     std::vector<std::unique_ptr<EgressPort>> egress_;
     std::mt19937_64 rng_;
+    std::uint32_t tie_rr_ = 0;  // the port a tie of arrivals serves first
 };
 
 }  // namespace simnic::model::fabric
