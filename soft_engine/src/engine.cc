@@ -317,7 +317,8 @@ void SoftEngine::srq_resizing(uint32_t) {
 // and is read when the engine takes its doorbell: the doorbells rung before
 // the command are taken, and their WQEs sent, before the AH goes (PCIe
 // orders the driver's doorbell writes before its command doorbell). A model
-// device simulates them to the end first.
+// device simulates until its doorbell block has carried them out
+// (TimingModel::take_doorbells; on its own time, to the end).
 void SoftEngine::ah_destroying(uint32_t) {
     {
         std::lock_guard<std::recursive_mutex> lk(impl_->mu);

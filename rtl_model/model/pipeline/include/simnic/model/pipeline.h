@@ -139,8 +139,9 @@ public:
     // simulated until this device's doorbell block has taken every doorbell
     // rung so far, not to idle, which never comes while a QP's protocol
     // timer keeps re-arming in simulated time (a requester waiting out RNR
-    // NAKs with rnr_retry 7, DCQCN's timers); at most kTakeDoorbellsPs of
-    // simulated time.
+    // NAKs with rnr_retry 7, or resending to a peer that is gone with
+    // retry_cnt 7, which rxe also takes as for ever; DCQCN's timers); at
+    // most kTakeDoorbellsPs of simulated time.
     bool take_doorbells() override;
     static constexpr uint64_t kTakeDoorbellsPs = 1'000'000'000;  // 1 ms
     // Simulates at most `cycles` more (the bench uses run()).
