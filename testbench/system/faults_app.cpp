@@ -6,6 +6,8 @@
 // The runner (test_faults.sh) starts a `simnic wire` with the faults, puts
 // the devices $SIMNIC_TEST_DEVICE and $SIMNIC_TEST_PEER on it and runs the
 // cases tagged [faults] on the faulty wire and [timers] on a clean one.
+// test_fabric.sh (case timers) runs the [fabric] case on two hosts of a
+// fabric, whose protocol timers run in its simulated time.
 //   SIMNIC_FAULTS_ITERS  rounds of the RC case and messages of UC/UD (100)
 //   SIMNIC_FAULTS_KIND   the wire's fault (drop, dup, reorder, delay,
 //                        corrupt): what UD may see twice
@@ -608,7 +610,7 @@ TEST_CASE("timers: RNR waits follow min_rnr_timer, rnr_retry bounds them", "[tim
     CHECK(ibv_destroy_cq(cb) == 0);
 }
 
-// A fabric's devices (test_fabric.sh, case faults): their protocol timers
+// A fabric's devices (test_fabric.sh, case timers): their protocol timers
 // run in the fabric's simulated time. A requester waiting out RNR NAKs for
 // ever (rnr_retry 7, no receive posted) keeps a timer re-arming without end,
 // so the fabric is never idle. An AH destroyed on its device meanwhile must
