@@ -486,20 +486,20 @@ struct Nic {
     // Each doorbell carries its object's epoch from when it was rung, and a
     // destroy moves the epoch on (key: kind << 32 | number).
     std::unordered_map<uint64_t, uint32_t> db_epoch;
-    // Doorbells rung (Pipeline::doorbell) and not yet taken by the doorbell
-    // block. When none is left, no doorbell can carry an old epoch, so the
-    // epochs start over (db_epoch cleared): otherwise the table keeps an
-    // entry for every QP, CQ and SRQ number ever destroyed, and QPNs are
-    // handed out cyclically over a million numbers.
+    // Doorbells rung (Pipeline::doorbell) and not yet carried out by the
+    // doorbell block (dropped as stale, or the datapath's WQE fetch done:
+    // after its QPC lookup, which may wait). When none is left, no doorbell
+    // can carry an old epoch, so the epochs start over (db_epoch cleared):
+    // otherwise the table keeps an entry for every QP, CQ and SRQ number
+    // ever destroyed, and QPNs are handed out cyclically over a million
+    // numbers. And with pause_when_doorbells_taken set, the simulation
+    // pauses (sc_pause; Pipeline::take_doorbells).
     uint64_t db_in_flight = 0;
-    // Doorbells rung and not yet carried out by the doorbell block (the
-    // datapath's WQE fetch done: after its QPC lookup, which may wait).
-    // Set, the simulation pauses (sc_pause) when none is left
-    // (Pipeline::take_doorbells).
-    uint64_t db_untaken = 0;
     bool pause_when_doorbells_taken = false;
     void doorbell_taken() {
-        if (db_untaken && --db_untaken == 0 && pause_when_doorbells_taken) sc_core::sc_pause();
+        if (db_in_flight == 0 || --db_in_flight != 0) return;
+        db_epoch.clear();  // none can be stale now
+        if (pause_when_doorbells_taken) sc_core::sc_pause();
     }
     static uint64_t db_key(uint8_t kind, uint32_t num) { return uint64_t{kind} << 32 | num; }
     // Per CQ, the consumer index last rung (taken at once, Pipeline::doorbell):

@@ -54,6 +54,17 @@ struct Pipeline::Impl {
 
     uint64_t now_ps() const { return ctx->time_stamp().value(); }
 
+    // One stretch of simulation (run, run_quantum, take_doorbells), counted
+    // into sim.speed when it ends: the simulated and the wall time it took.
+    struct Stretch {
+        Impl& m;
+        const uint64_t t0 = m.now_ps(), w0 = base::mono_ns();
+        ~Stretch() {
+            m.sim_wall_ns += base::mono_ns() - w0;
+            m.sim_ps_run += m.now_ps() - t0;
+        }
+    };
+
     void trace_close() {
         nic->wave_undeclare();
         if (auto w = nic->tap.finish(now_ps())) {
@@ -248,7 +259,6 @@ void Pipeline::doorbell(const Doorbell& db) {
         t->executed = db.cq_cmd == 0;
     }
     ++impl_->nic->db_in_flight;
-    ++impl_->nic->db_untaken;
     impl_->nic->db_in.push_input(t);
 }
 
@@ -335,8 +345,7 @@ void Pipeline::cancel_timer(uint32_t qpn, uint8_t timer) {
 uint64_t Pipeline::run() {
     SimGuard g(impl_->ctx);
     Impl& m = *impl_;
-    const uint64_t t0 = m.now_ps();
-    const uint64_t w0 = base::mono_ns();
+    const Impl::Stretch span{m};
     if (m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) {
         // Stop at the end of the waveform window (or earlier, when idle) so
         // the file is closed on time.
@@ -348,10 +357,7 @@ uint64_t Pipeline::run() {
     }
     sc_core::sc_start();  // until no block has work
     m.trace_update();
-    const uint64_t t1 = m.now_ps();
-    m.sim_wall_ns += base::mono_ns() - w0;
-    m.sim_ps_run += t1 - t0;
-    return (t1 - t0) / m.nic->period_ps;
+    return (m.now_ps() - span.t0) / m.nic->period_ps;
 }
 
 bool Pipeline::run_quantum() {
@@ -362,8 +368,7 @@ bool Pipeline::run_quantum() {
         return false;
     }
     SimGuard g(m.ctx);
-    const uint64_t t0 = m.now_ps();
-    const uint64_t w0 = base::mono_ns();
+    const Impl::Stretch span{m};
     // Quantum after quantum until idle, or until frames left for the wire:
     // those may come back (the device's own, through the kernel) or be
     // answered, so the engine takes its turn at the port first. Work that
@@ -397,10 +402,7 @@ bool Pipeline::run_quantum() {
         // several devices overlap in simulated time as they do in wall time.
         if (!m.owns_ctx) break;
     }
-    const bool more = sc_core::sc_pending_activity(m.ctx);
-    m.sim_wall_ns += base::mono_ns() - w0;
-    m.sim_ps_run += m.now_ps() - t0;
-    return more;
+    return sc_core::sc_pending_activity(m.ctx);
 }
 
 bool Pipeline::take_doorbells() {
@@ -411,16 +413,13 @@ bool Pipeline::take_doorbells() {
     }
     SimGuard g(m.ctx);
     Nic& n = *m.nic;
-    if (n.db_untaken > 0) {
-        const uint64_t t0 = m.now_ps();
-        const uint64_t w0 = base::mono_ns();
+    if (n.db_in_flight > 0) {
+        const Impl::Stretch span{m};
         n.pause_when_doorbells_taken = true;
         sc_core::sc_start(sc_core::sc_time(double(kTakeDoorbellsPs), sc_core::SC_PS),
                           sc_core::SC_EXIT_ON_STARVATION);
         n.pause_when_doorbells_taken = false;
         m.trace_update();
-        m.sim_wall_ns += base::mono_ns() - w0;
-        m.sim_ps_run += m.now_ps() - t0;
     }
     return sc_core::sc_pending_activity(m.ctx);
 }

@@ -52,7 +52,6 @@ void DoorbellBlock::main() {
             wait_ps(nic.cycles(1));  // the doorbell write itself
             auto ep = nic.db_epoch.find(Nic::db_key(t->db.kind, t->db.num));
             const bool gone = ep != nic.db_epoch.end() && ep->second != t->db_epoch;
-            if (nic.db_in_flight && --nic.db_in_flight == 0) nic.db_epoch.clear();  // none can be stale now
             if (gone) {
                 // Its object is gone. A doorbell the datapath took when it
                 // was rung (an RQ's: its flush CQEs) may have raised
