@@ -96,17 +96,20 @@ inline ibv_qp* create_qp(ibv_pd* pd, ibv_qp_type type, ibv_cq* cq, ibv_qp_cap& c
     return qp;
 }
 
-// The RoCE v2 address vector of the device's own GID 1: two QPs of one
-// device reach each other through it, as two processes on one host do.
-inline ibv_ah_attr gid_av(const VerbsDevice& d) {
+// The RoCE v2 address vector to `gid` from this side's GID 1.
+inline ibv_ah_attr gid_av(const ibv_gid& gid) {
     ibv_ah_attr ah{};
     ah.is_global = 1;
-    ah.grh.dgid = d.gid;
+    ah.grh.dgid = gid;
     ah.grh.sgid_index = kVerbsGidIndex;
     ah.grh.hop_limit = 64;
     ah.port_num = kVerbsPort;
     return ah;
 }
+
+// The RoCE v2 address vector of the device's own GID 1: two QPs of one
+// device reach each other through it, as two processes on one host do.
+inline ibv_ah_attr gid_av(const VerbsDevice& d) { return gid_av(d.gid); }
 
 // How a QP is taken to RTS. The defaults are what the simple programs want:
 // PSN 0x100 both ways, one outstanding READ/atomic each way, remote read and

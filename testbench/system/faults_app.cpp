@@ -89,17 +89,6 @@ int retry_unresolved(F&& verb) {
     return e;
 }
 
-// An address vector to `peer`'s GID, for an AH.
-ibv_ah_attr av_to(const Dev& peer) {
-    ibv_ah_attr aa{};
-    aa.is_global = 1;
-    aa.grh.dgid = peer.gid;
-    aa.grh.sgid_index = kVerbsGidIndex;
-    aa.grh.hop_limit = 64;
-    aa.port_num = kVerbsPort;
-    return aa;
-}
-
 // A QP on `d` connected to `dest_qpn` on `peer`'s GID (RC, UC), or a UD QP.
 void bring_up(const Dev& d, const Dev& peer, ibv_qp* qp, ibv_qp_type type, std::uint32_t dest_qpn,
               const Rel& r = {}) {
@@ -122,11 +111,7 @@ void bring_up(const Dev& d, const Dev& peer, ibv_qp* qp, ibv_qp_type type, std::
         a.path_mtu = d.port.active_mtu;
         a.dest_qp_num = dest_qpn;
         a.rq_psn = 0x77;
-        a.ah_attr.is_global = 1;
-        a.ah_attr.grh.dgid = peer.gid;
-        a.ah_attr.grh.sgid_index = kVerbsGidIndex;
-        a.ah_attr.grh.hop_limit = 64;
-        a.ah_attr.port_num = kVerbsPort;
+        a.ah_attr = gid_av(peer.gid);
         mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
         if (type == IBV_QPT_RC) {
             a.max_dest_rd_atomic = r.rd_atomic;
@@ -331,7 +316,7 @@ static void unreliable(const Sides& p, ibv_qp_type type) {
     bring_up(p.b, p.a, qb, type, qa->qp_num);
     ibv_ah* ah = nullptr;
     if (ud) {
-        ibv_ah_attr aa = av_to(p.b);
+        ibv_ah_attr aa = gid_av(p.b.gid);
         REQUIRE(retry_unresolved([&] {
                     ah = ibv_create_ah(p.a.pd, &aa);
                     return ah ? 0 : errno;
@@ -654,7 +639,7 @@ TEST_CASE("fabric: an AH destroyed while a QP waits out RNR NAKs for ever", "[fa
         ibv_sge g = ur.sge(std::size_t(104) * i, 104);  // 40 bytes of GRH first
         post_recv(db, g, std::uint64_t(i));
     }
-    ibv_ah_attr aa = av_to(p.b);
+    ibv_ah_attr aa = gid_av(p.b.gid);
     for (int round = 0; round < 3; ++round) {
         ibv_ah* ah = ibv_create_ah(p.a.pd, &aa);
         REQUIRE(ah != nullptr);

@@ -48,7 +48,7 @@
 set -u
 CASE=$1 SIMNIC=$2 LIB=$3 TOPO_SRC=$4 FAULTS_APP=${5:-}
 . "$(dirname "$0")/lib.sh"
-if [ -n "$FAULTS_APP" ]; then sys_init fabric SIMNIC LIB FAULTS_APP; else sys_init fabric SIMNIC LIB; fi
+sys_init fabric SIMNIC LIB ${FAULTS_APP:+FAULTS_APP}
 FAB=tfab
 # The topology where the test's user can read it.
 TOPO=$work/topo.toml
