@@ -5,6 +5,8 @@
 //   simnic fabric add fab0 docs/examples/fabric/incast2.toml [config FILE] [pcap FILE] [persist]
 //   simnic fabric show [fab0] [-j]
 //   simnic fabric delete fab0
+//   simnic fabric hold fab0
+//   simnic fabric release fab0
 //
 // `add` makes a model device per host of the topology, named FABRIC_HOST
 // (fab0_h0, fab0_h1, ...), with the host's MAC and IPv4 address; `simnic link
@@ -17,7 +19,11 @@
 // until `simnic fabric delete`. What is kept is the request, which holds the
 // topology's and the config's text: a kept fabric stays the one that was
 // added when its files are edited or removed (as a kept model device keeps
-// its config's text).
+// its config's text). `hold` stops the fabric's simulated time while
+// applications start (their doorbells wait, `simnic stats DEV`'s
+// doorbell.waiting counts them), and `release` lets it go on: flows whose
+// applications start at different wall times then start at one simulated
+// instant, as an experiment on a real fabric would start them.
 #include <unistd.h>
 
 #include <cerrno>
@@ -160,8 +166,9 @@ int fabric_add(const FabricArgs& a) {
 }
 
 void print_fabric(const Json& f) {
-    std::printf("fabric %s topology %s simulated %.1f us", f.value("name", "").c_str(),
-                f.value("topology", "").c_str(), f.value("simulated_us", 0.0));
+    std::printf("fabric %s topology %s simulated %.1f us%s", f.value("name", "").c_str(),
+                f.value("topology", "").c_str(), f.value("simulated_us", 0.0),
+                f.value("held", false) ? " held" : "");
     if (f.contains("pcap")) std::printf(" pcap %s", f.value("pcap", "").c_str());
     std::printf("\n");
     for (const Json& h : f["hosts"]) {
@@ -236,16 +243,47 @@ int fabric_delete(const FabricArgs& a) {
                        "no simnic daemon is running (no fabric " + a.words[0] + ")");
 }
 
+// hold or release NAME: the daemon says at what simulated time it stands.
+int fabric_hold(const FabricArgs& a, bool on) {
+    const char* verb = on ? "hold" : "release";
+    if (a.words.size() != 1) {
+        std::fprintf(stderr, "usage: simnic fabric %s NAME\n", verb);
+        return 2;
+    }
+    Json reply;
+    switch (call_daemon(Json{{"op", "fabric_hold"}, {"name", a.words[0]}, {"hold", on}}, false, reply)) {
+        case CallResult::Ok: break;
+        case CallResult::Failed: return 1;
+        case CallResult::NoDaemon:
+            std::fprintf(stderr, "simnic: no simnic daemon is running (no fabric %s)\n", a.words[0].c_str());
+            return 1;
+    }
+    // Saying so when nothing changed: a script that releases a fabric it
+    // never held learns of it.
+    const bool was = reply.value("was_held", false);
+    std::printf("fabric %s %s at %.3f us simulated%s\n", a.words[0].c_str(), on ? "held" : "released",
+                reply.value("simulated_us", 0.0), was == on ? (on ? " (it was held)" : " (it was not held)") : "");
+    return 0;
+}
+
 }  // namespace
 
 Runner add_fabric_command(CLI::App& app) {
     return add_object_command(
         app,
-        {"fabric", "Add, show and delete fabrics: model devices and a switch in one simulated time",
+        {"fabric", "Add, show, delete, hold and release fabrics: model devices and a switch in one simulated time",
          "Add a fabric: NAME TOPOLOGY.toml [config FILE] [pcap FILE] [persist]; a device NAME_HOST per host",
          kAddUsage, "NAME, TOPOLOGY, config FILE, pcap FILE and persist", "Show fabrics: hosts, devices, switch counters: [NAME]",
          "fabric name", "Delete a fabric and its devices: NAME", "fabric name"},
-        {fabric_add, fabric_show, fabric_delete});
+        {fabric_add,
+         fabric_show,
+         fabric_delete,
+         {{"hold",
+           "Stop a fabric's simulated time (its devices take doorbells; nothing is simulated) until "
+           "release: NAME",
+           "fabric name", [](const FabricArgs& a) { return fabric_hold(a, true); }},
+          {"release", "Let a held fabric's simulated time go on: NAME", "fabric name",
+           [](const FabricArgs& a) { return fabric_hold(a, false); }}}});
 }
 
 }  // namespace simnic::cli

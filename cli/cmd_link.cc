@@ -232,7 +232,7 @@ Runner add_link_command(CLI::App& app) {
          "Add a device: NAME type soft|model netdev IFACE | wire HOST:PORT addr A.B.C.D/N [...]", kAddUsage,
          "NAME and keyword/value pairs", "Show devices: [NAME]", "device name", "Delete a device: NAME",
          "device name"},
-        {link_add, link_show, link_delete});
+        {link_add, link_show, link_delete, {}});
 }
 
 Runner add_daemon_command(CLI::App& app) {

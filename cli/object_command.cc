@@ -22,6 +22,11 @@ Runner add_object_command(CLI::App& app, const ObjectCommandText& text, ObjectVe
     del->alias("del");
     del->add_option("words", args->words, text.del_words)->required();
     del->callback([chosen, f = verbs.del] { *chosen = f; });
+    for (const ObjectVerb& v : verbs.more) {
+        CLI::App* sv = sub->add_subcommand(v.name, v.help);
+        sv->add_option("words", args->words, v.words)->required();
+        sv->callback([chosen, f = v.run] { *chosen = f; });
+    }
     return [args, chosen] { return *chosen ? (*chosen)(*args) : 2; };
 }
 

@@ -28,8 +28,18 @@ struct ObjectCommandText {
     const char* del_words;
 };
 
+// A verb of one object's own (`simnic fabric hold NAME`): its words are
+// positional, as delete's.
+struct ObjectVerb {
+    const char* name;
+    const char* help;
+    const char* words;
+    std::function<int(const ObjectArgs&)> run;
+};
+
 struct ObjectVerbs {
     std::function<int(const ObjectArgs&)> add, show, del;
+    std::vector<ObjectVerb> more;
 };
 
 Runner add_object_command(CLI::App& app, const ObjectCommandText& text, ObjectVerbs verbs);

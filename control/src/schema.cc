@@ -64,6 +64,8 @@ constexpr FieldSpec kFabricAdd[] = {
     text_f("config_text", Opt, kMaxConfigTextBytes),
     path_f("pcap", Opt),
 };
+// `simnic fabric hold` (hold true) and `release` (false).
+constexpr FieldSpec kFabricHold[] = {name_f("name", Req, kMaxDeviceNameBytes), bool_f("hold", Req)};
 constexpr FieldSpec kName[] = {name_f("name", Req, kMaxDeviceNameBytes)};
 constexpr FieldSpec kOptName[] = {name_f("name", Opt, kMaxDeviceNameBytes)};
 constexpr FieldSpec kDevice[] = {name_f("device", Req, kMaxDeviceNameBytes)};
@@ -145,6 +147,7 @@ const std::vector<OpSpec> kOps = {
     op("fabric_add", kFabricAdd),
     op("fabric_del", kName),
     op("fabric_show", kOptName),
+    op("fabric_hold", kFabricHold),
     op("resource_counts", kDevice),
     op("resources", kOptDevice),
     op("stats", kStats),

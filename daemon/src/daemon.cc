@@ -104,6 +104,7 @@ struct Server::Impl {
     Json fabric_add(Call& c);
     Json fabric_del(Call& c);
     Json fabric_show(Call& c);
+    Json fabric_hold(Call& c);
     Json resource_counts(Call& c);
     Json resources(Call& c);
     Json stats(Call& c);
@@ -441,6 +442,7 @@ Json Server::Impl::dispatch(int fd, RawMessage& m, std::vector<int>& out_fds) {
         {"fabric_add", &Impl::fabric_add},
         {"fabric_del", &Impl::fabric_del},
         {"fabric_show", &Impl::fabric_show},
+        {"fabric_hold", &Impl::fabric_hold},
         {"resource_counts", &Impl::resource_counts},
         {"resources", &Impl::resources},
         {"stats", &Impl::stats},
@@ -684,6 +686,22 @@ Json Server::Impl::fabric_show(Call& c) {
     }
     Json r = reply_ok();
     r["fabrics"] = list;
+    return r;
+}
+
+// `simnic fabric hold|release NAME`: its simulated time stands still, or
+// goes on (fabrics.h). Not kept: a fabric created again starts running.
+Json Server::Impl::fabric_hold(Call& c) {
+    const std::string& name = c.req.str("name");
+    auto f = fabrics_.find(name);
+    if (f == fabrics_.end()) return reply_error(ENODEV, "no fabric " + name);
+    const bool on = c.req.flag("hold");
+    bool was = false;
+    const double us = f->second->hold(on, was);
+    log("fabric %s %s at %.3f us simulated", name.c_str(), on ? "held" : "released", us);
+    Json r = reply_ok();
+    r["simulated_us"] = us;
+    r["was_held"] = was;
     return r;
 }
 

@@ -100,6 +100,13 @@ bool DaemonFabric::start(std::string& err) {
     return ok;
 }
 
+double DaemonFabric::hold(bool on, bool& was_held) {
+    was_held = group_->hold(on);
+    double us = 0;
+    group_->exclusive([&] { us = double(fabric_->now_ps()) / 1e6; });
+    return us;
+}
+
 Json DaemonFabric::show() const {
     Json j;
     group_->exclusive([&] {
@@ -107,6 +114,7 @@ Json DaemonFabric::show() const {
         j["name"] = name_;
         j["topology"] = origin_;
         j["simulated_us"] = double(fabric_->now_ps()) / 1e6;
+        j["held"] = group_->held;
         if (pcap_) {
             pcap_->flush();
             j["pcap"] = pcap_path_;

@@ -29,6 +29,22 @@ void SoftEngine::Impl::wake() {
     if (::write(wake_fd, &one, sizeof one) != sizeof one) {}
 }
 
+bool EngineGroup::hold(bool on) {
+    bool was = false;
+    exclusive([&] {
+        was = std::exchange(held, on);
+        if (on || !was) return;
+        // What the members took while held (and what was left simulating)
+        // is simulated from the next pass: any member's pass simulates the
+        // whole fabric, so the first engine awake starts it.
+        for (SoftEngine::Impl* m : members) {
+            m->resume_sim = true;
+            m->wake();
+        }
+    });
+    return was;
+}
+
 namespace {
 
 // What every engine needs besides its port: the wake-up and timer

@@ -32,6 +32,13 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
     }
     work |= rx_batch();
     work |= run_timers(now);
+    // A held fabric (EngineGroup::hold): the doorbells and MADs wait in the
+    // simulation's inputs, and the engine sleeps until the fabric is
+    // released (which sets resume_sim) or more doorbells come.
+    if (cfg.group && cfg.group->held) {
+        end_batch();
+        return work;
+    }
     work |= std::exchange(gsi_pending, false);
     work |= std::exchange(resume_sim, false);
     // A model device simulates what came in, a quantum of its time per pass:

@@ -8,14 +8,17 @@
 #   cli       bad topology refused with FILE:LINE:COLUMN, duplicate refused,
 #             bad keywords and a capture that cannot be created refused,
 #             the devices listed by link show, ibv_devices and fabric show,
-#             passed by simnic doctor,
+#             passed by simnic doctor, held and released (fabric hold,
+#             release; a missing fabric or name refused),
 #             not deletable one by one, gone with the fabric
 #   pingpong  ibv_rc_pingpong between two hosts: its frames cross the switch
 #             (the switch's and the hosts' frame counters), h1's waveform
 #             recorded meanwhile (simnic trace); again with completion
 #             events (-e)
 #   incast    two ib_write_bw senders into one receiver (the topology's 2:1
-#             incast) with DCQCN on: both complete, the switch marks CE, the
+#             incast) with DCQCN on, started in a held fabric (their WRITEs
+#             wait, its time stands still) and released at once: their first
+#             frames leave together, both complete, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them; then
 #             idle, the fabric stands still and costs no CPU
 #   leafspine ib_write_bw across two leaves and the spine (leafspine.toml,
@@ -60,12 +63,31 @@ show_num() { sim fabric show -j "$FAB" | jq -r ".[0]$1"; }
 # stat_of DEV COUNTER: a counter of `simnic stats DEV`.
 stat_of() { sim stats "$1" | awk -v c="$2" '$1 == c { print $2; exit }'; }
 
+# wait_doorbells DEV N: until N doorbells of DEV wait in its held fabric.
+wait_doorbells() {
+  local w
+  for _ in $(seq 600); do
+    w=$(stat_of "$1" doorbell.waiting)
+    [ "${w:-0}" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "$1: ${w:-no} doorbells waiting after 60 s, expected $2"
+}
+
 # incast N: two ib_write_bw senders (h1, h2) of N WRITEs of 64 KiB each into
 # h0, DSCP 26 (traffic class 104: the switch's priority 3, where ECN
 # marks); every process must succeed and both senders report a bandwidth.
+# The fabric is held while the applications start (simnic fabric hold), so
+# that both senders start at one simulated instant whenever the machine
+# lets each start: the fabric simulates about a hundred times slower than
+# real time, and a sender started 50 ms of wall time after the other would
+# find the first one's WRITEs all sent.
 incast() {
-  local n=$1 port c1 c2 bw1 bw2
+  local n=$1 port c1 c2 bw1 bw2 t0 f1 f2
   local bw=(ib_write_bw -x 1 -F -s 65536 -n "$n" --tclass=104)
+  sim fabric hold $FAB >"$work/hold.out" || fail "fabric hold: $(cat "$work/hold.out")"
+  t0=$(show_num '.simulated_us')
+  [ "$(show_num '.held')" = true ] || fail "fabric show: not held"
   port=$(free_port 2)
   app timeout 120 "${bw[@]}" -d ${FAB}_h0 -p "$port" >"$work/server1.out" 2>&1 &
   server_pid=$!
@@ -77,6 +99,13 @@ incast() {
   c1=$!
   app timeout 120 "${bw[@]}" -d ${FAB}_h2 -p $((port + 1)) 127.0.0.1 >"$work/client2.out" 2>&1 &
   c2=$!
+  # perftest posts as many WRITEs as its send queue's depth (128) at once,
+  # one ibv_post_send (one doorbell) each.
+  wait_doorbells ${FAB}_h1 $((n < 128 ? n : 128))
+  wait_doorbells ${FAB}_h2 $((n < 128 ? n : 128))
+  [ "$(show_num '.simulated_us')" = "$t0" ] || fail "held, the fabric's time went from $t0 to $(show_num '.simulated_us') us"
+  sim fabric release $FAB >"$work/hold.out" || fail "fabric release: $(cat "$work/hold.out")"
+  grep -q "^fabric $FAB released at " "$work/hold.out" || fail "fabric release: $(cat "$work/hold.out")"
   wait "$c1" || fail "client h1: $(cat "$work/client1.out")"
   wait "$c2" || fail "client h2: $(cat "$work/client2.out")"
   wait "$server_pid" || fail "server 1: $(cat "$work/server1.out")"
@@ -87,6 +116,12 @@ incast() {
   bw2=$(awk -v n="$n" '$1 == 65536 && $2 == n { print $4 }' "$work/client2.out")
   echo "ib_write_bw average: h1 ${bw1:-none} MB/s, h2 ${bw2:-none} MB/s (wall clock)"
   awk -v a="${bw1:-0}" -v b="${bw2:-0}" 'BEGIN { exit !(a > 0 && b > 0) }' || fail "a sender reported no bandwidth"
+  # Released together: both senders' first frames leave in the same
+  # microsecond of simulated time (each WQE's fetch and segmentation).
+  f1=$(show_num '.hosts[1].tx_first_us') f2=$(show_num '.hosts[2].tx_first_us')
+  echo "first frames: h1 at $f1 us, h2 at $f2 us (simulated; held at $t0 us)"
+  awk -v a="$f1" -v b="$f2" -v t="$t0" 'BEGIN { d = a - b; exit !(d < 1 && d > -1 && a >= t && b >= t) }' ||
+    fail "the senders' first frames left at $f1 and $f2 us, not together after $t0 us"
 }
 
 # pingpong SERVER CLIENT N [OPTION...]: ibv_rc_pingpong of N iterations
@@ -149,6 +184,20 @@ cli)
     fail "${FAB}_h2's GID 1 is not ::ffff:10.0.0.12: $(cat "$work/gids.out")"
   sim fabric show $FAB >"$work/show.out"
   grep -q "host h2 device ${FAB}_h2 mac 02:00:00:00:00:12 ip 10.0.0.12" "$work/show.out" || fail "fabric show: $(cat "$work/show.out")"
+  grep -q "^fabric $FAB .* simulated 0.0 us$" "$work/show.out" || fail "fabric show's first line: $(head -1 "$work/show.out")"
+  # Hold and release: show says so; a missing fabric or name is refused.
+  sim fabric hold $FAB >"$work/hold.out" 2>&1 || fail "fabric hold: $(cat "$work/hold.out")"
+  grep -q "^fabric $FAB held at 0.000 us simulated$" "$work/hold.out" || fail "fabric hold: $(cat "$work/hold.out")"
+  sim fabric show $FAB | grep -q "^fabric $FAB .* simulated 0.0 us held$" || fail "fabric show after hold: $(sim fabric show $FAB | head -1)"
+  if sim fabric hold nosuch >"$work/hold.out" 2>&1; then fail "hold of a missing fabric succeeded"; fi
+  grep -q "no fabric nosuch" "$work/hold.out" || fail "hold nosuch: $(cat "$work/hold.out")"
+  if sim fabric release >"$work/hold.out" 2>&1; then fail "release without a name succeeded"; fi
+  grep -q "words is required" "$work/hold.out" || fail "release without a name: $(cat "$work/hold.out")"
+  sim fabric release $FAB >/dev/null || fail "fabric release"
+  [ "$(show_num '.held')" = false ] || fail "fabric show -j after release: held"
+  sim fabric release $FAB >"$work/hold.out" 2>&1 || fail "a second release: $(cat "$work/hold.out")"
+  grep -q "^fabric $FAB released at [0-9.]* us simulated (it was not held)$" "$work/hold.out" ||
+    fail "a second release: $(cat "$work/hold.out")"
   grep -q "^  switch: rx 0 tx 0 frames" "$work/show.out" || fail "fabric show's switch: $(cat "$work/show.out")"
   # simnic doctor takes them for NICs of their own (no netdev to find).
   sim doctor >"$work/doctor.out" 2>&1

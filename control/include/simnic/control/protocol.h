@@ -13,6 +13,9 @@
 //                                                       a fabric and a model device F_HOST per host
 //   {"op":"fabric_del","name":F}                       the fabric and its devices
 //   {"op":"fabric_show"[,"name":F]}                    -> {"ok":true,"fabrics":[...]}
+//   {"op":"fabric_hold","name":F,"hold":B}             -> {"ok":true,"simulated_us":T,"was_held":W}: its
+//                                                         simulated time stands still (B true)
+//                                                         or goes on
 //   {"op":"resource_counts","device":N}               -> {"ok":true,"qps":..,"cqs":..,"mrs":..,
 //                                                         "pds":..,"srqs":..,"ahs":..,"contexts":..}
 //   {"op":"resources"[,"device":N]}                    -> {"ok":true,"devices":[{"name":..,"qps":..,

@@ -52,9 +52,14 @@ public:
     bool start(std::string& err);
     // `simnic fabric show`: the hosts (device, MAC, IPv4, frames), every
     // switch's counters per port (frames, drops, ECN marks, pauses, the
-    // deepest egress queue), the simulated time, the capture's file. Read
+    // deepest egress queue), the simulated time and whether it is held,
+    // the capture's file. Read
     // under the devices' lock; what the capture holds is on disk after it.
     control::Json show() const;
+    // `simnic fabric hold|release` (soft_engine::EngineGroup::hold): the
+    // simulated time, in microseconds, at which the fabric now stands, and
+    // in `was_held` whether it was held before.
+    double hold(bool on, bool& was_held);
 
 private:
     DaemonFabric() = default;

@@ -528,6 +528,9 @@ std::vector<ModelStat> Pipeline::stats() const {
         s.push_back({"rx.placed_before_verdict", double(n.rx_placed_before_verdict), ""});
         s.push_back({"rx.dropped_after_placement", double(n.rx_dropped_after_placement), ""});
     }
+    // Rung and not yet carried out: what a held fabric's applications have
+    // posted (simnic fabric hold), or a doorbell block behind its work.
+    s.push_back({"doorbell.waiting", double(n.db_in_flight), ""});
     if (n.cfg.doorbell.wqe_by_mmio_bytes) s.push_back({"doorbell.wqe_by_mmio", double(n.wqe_by_mmio), ""});
     if (n.cfg.doorbell.recv_wqe_prefetch) {
         s.push_back({"doorbell.recv_wqe_prefetch_hits", double(n.recv_wqe_prefetch_hits), ""});

@@ -197,6 +197,17 @@ struct EngineGroup {
     std::recursive_mutex mu;
     std::atomic<int> fence_waiters{0};
     std::vector<SoftEngine::Impl*> members;  // under mu
+    // `simnic fabric hold`: the fabric's simulated time stands still. The
+    // engines still take every doorbell into the simulation (stamped with
+    // the time it stands at) and the firmware still executes commands, but
+    // no pass simulates, so flows whose applications start at different
+    // wall times can start at one simulated instant. Destroying an AH still
+    // simulates until the doorbells rung before it are carried out
+    // (SoftEngine::ah_destroying): correctness comes first. Under mu.
+    bool held = false;
+    // Holds or releases the fabric; released, every member's engine
+    // simulates on at its next pass. Returns whether it was held.
+    bool hold(bool on);
     // Runs `f` with every member between two batches (as
     // SoftEngine::exclusive does for one).
     void exclusive(const std::function<void()>& f) {
