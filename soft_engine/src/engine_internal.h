@@ -549,6 +549,10 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     bool run_timers(uint64_t now);
     void fire_timer(EngineQp& q, int t);
     uint64_t next_deadline();
+    // A fabric's pass with nothing new: whether the model may simulate on
+    // now (busy, or its quiet gap has lasted as long in wall time: pacing
+    // in EngineGroup). Anything new ends the gap (pass).
+    bool quiet_gap_due(uint64_t now);
 
     // ---- Datapath: a timing model's stages execute here (datapath.cc) ----
     void exec_doorbell(const Doorbell& db, OpRecord& r) override;

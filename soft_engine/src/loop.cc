@@ -43,9 +43,17 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
     work |= std::exchange(resume_sim, false);
     // A model device simulates what came in, a quantum of its time per pass:
     // what it sends goes out at the end of the pass, and what comes back is
-    // taken in by the next.
-    if (pipe && (work || simulating)) simulating = pipe->run_quantum();
-    work |= simulating;
+    // taken in by the next. A fabric with nothing new simulates on only
+    // while busy, or once its quiet gap has lasted in wall time.
+    bool due = work || simulating;
+    if (cfg.group && pipe) {
+        if (work) cfg.group->quiet_until_ns = 0;
+        else if (due) due = quiet_gap_due(now);
+    }
+    if (pipe && due) {
+        simulating = pipe->run_quantum();
+        work |= simulating;
+    }
     end_batch();
     // A fabric's pass may have simulated the other members' devices too:
     // their completions are woken now, not at their next pass.
@@ -53,6 +61,18 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
         for (Impl* m : cfg.group->members)
             if (m != this) m->end_batch();
     return work;
+}
+
+bool SoftEngine::Impl::quiet_gap_due(uint64_t now) {
+    EngineGroup& g = *cfg.group;
+    if (g.quiet_until_ns == 0) {
+        const uint64_t gap = pipe->quiet_gap_ns();
+        if (gap == 0) return true;  // busy (or idle: run_quantum says so)
+        g.quiet_until_ns = now + gap;
+    }
+    if (now < g.quiet_until_ns) return false;
+    g.quiet_until_ns = 0;
+    return true;
 }
 
 void SoftEngine::Impl::end_batch() {

@@ -44,6 +44,9 @@ uint64_t SoftEngine::Impl::next_deadline() {
             if (t && (d == 0 || t < d)) d = t;
     for (const DueCqEvent& e : due_cq_events)
         if (d == 0 || e.due_ns < d) d = e.due_ns;
+    // A fabric's quiet gap, jumped when it has lasted (loop.cc).
+    if (cfg.group && cfg.group->quiet_until_ns && (d == 0 || cfg.group->quiet_until_ns < d))
+        d = cfg.group->quiet_until_ns;
     return d;
 }
 

@@ -405,6 +405,15 @@ bool Pipeline::run_quantum() {
     return sc_core::sc_pending_activity(m.ctx);
 }
 
+uint64_t Pipeline::quiet_gap_ns() const {
+    const Impl& m = *impl_;
+    if (m.owns_ctx) return 0;
+    SimGuard g(m.ctx);
+    if (!sc_core::sc_pending_activity(m.ctx)) return 0;
+    const uint64_t to = sc_core::sc_time_to_pending_activity(m.ctx).value();  // ps
+    return to > m.nic->cfg.wire.quantum_cycles * m.nic->period_ps ? to / 1000 : 0;
+}
+
 bool Pipeline::take_doorbells() {
     Impl& m = *impl_;
     if (m.owns_ctx) {

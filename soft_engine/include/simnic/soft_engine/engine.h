@@ -205,6 +205,16 @@ struct EngineGroup {
     // simulates until the doorbells rung before it are carried out
     // (SoftEngine::ah_destroying): correctness comes first. Under mu.
     bool held = false;
+    // Pacing of quiet gaps (TimingModel::quiet_gap_ns): the fabric
+    // simulates about a hundred times slower than real time while busy, but
+    // jumps a gap with nothing but a timer in it at once, so a timer could
+    // expire (an RNR wait, a retransmit, DCQCN's rate increase) while the
+    // application that would have acted before it, in any real time, is
+    // still between two calls. A gap is jumped only once as long has passed
+    // in wall time with nothing new; a doorbell or frame meanwhile is taken
+    // at the time the fabric stands at. The wall-clock time (the engines'
+    // monotonic ns) the current gap may be jumped at; 0: none. Under mu.
+    std::uint64_t quiet_until_ns = 0;
     // Holds or releases the fabric; released, every member's engine
     // simulates on at its next pass. Returns whether it was held.
     bool hold(bool on);

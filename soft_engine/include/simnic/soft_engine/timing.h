@@ -211,6 +211,14 @@ public:
         run();
         return false;
     }
+    // A quiet gap: nothing happens in the model for longer than a quantum
+    // before its next event (a protocol timer, a paused link, a paced
+    // sender's next packet): the simulated time to that event, in ns. 0
+    // while busy (an event within the quantum) or idle (none at all). A
+    // fabric's engines jump such a gap only once as much wall time has
+    // passed with nothing new (EngineGroup::quiet_until_ns), so that its
+    // timers never expire before a real application could act.
+    virtual uint64_t quiet_gap_ns() const { return 0; }
 
     // Protocol time: the clock of the QPs' timers (retransmit, RNR, DCQCN's
     // rate limiter) and of DCQCN's reaction and notification points

@@ -135,6 +135,9 @@ public:
     // or without a wire); true if work is left. docs/model.md, "Simulated
     // time and wall-clock time".
     bool run_quantum() override;
+    // A fabric's device: the time to the fabric's next event when it is
+    // more than a quantum away (timing.h); 0 on any other device.
+    uint64_t quiet_gap_ns() const override;
     // Own time: run() to idle. A fabric's device: its whole fabric is
     // simulated until this device's doorbell block has taken every doorbell
     // rung so far, not to idle, which never comes while a QP's protocol
