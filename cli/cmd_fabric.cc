@@ -171,6 +171,12 @@ void print_fabric(const Json& f) {
                 f.value("held", false) ? " held" : "");
     if (f.contains("pcap")) std::printf(" pcap %s", f.value("pcap", "").c_str());
     std::printf("\n");
+    // How much of the simulated time is the applications' (docs/model.md,
+    // "Simulated time and wall-clock time"): a gap before a timer waited
+    // out in wall time became simulated time.
+    const Json q = f.value("quiet_gaps", Json::object());
+    std::printf("  quiet gaps: %llu waited out in wall time, %llu cut short by new work\n",
+                (unsigned long long)q.value("waited_out", 0ull), (unsigned long long)q.value("cut_short", 0ull));
     for (const Json& h : f["hosts"]) {
         std::printf("  host %s device %s mac %s ip %s rate %g Gb/s: tx %llu rx %llu frames, %llu CE-marked from it",
                     h.value("host", "").c_str(), h.value("device", "").c_str(), h.value("mac", "").c_str(),

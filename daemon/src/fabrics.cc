@@ -115,6 +115,7 @@ Json DaemonFabric::show() const {
         j["topology"] = origin_;
         j["simulated_us"] = double(fabric_->now_ps()) / 1e6;
         j["held"] = group_->held;
+        j["quiet_gaps"] = Json{{"waited_out", group_->gaps_waited_out}, {"cut_short", group_->gaps_cut_short}};
         if (pcap_) {
             pcap_->flush();
             j["pcap"] = pcap_path_;

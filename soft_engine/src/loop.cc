@@ -47,7 +47,10 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
     // while busy, or once its quiet gap has lasted in wall time.
     bool due = work || simulating;
     if (cfg.group && pipe) {
-        if (work) cfg.group->quiet_until_ns = 0;
+        if (work && cfg.group->quiet_until_ns) {
+            cfg.group->quiet_until_ns = 0;
+            ++cfg.group->gaps_cut_short;
+        }
         else if (due) due = quiet_gap_due(now);
     }
     if (pipe && due) {
@@ -72,6 +75,7 @@ bool SoftEngine::Impl::quiet_gap_due(uint64_t now) {
     }
     if (now < g.quiet_until_ns) return false;
     g.quiet_until_ns = 0;
+    ++g.gaps_waited_out;
     return true;
 }
 

@@ -33,7 +33,10 @@
 #   timers    protocol timers in the fabric's simulated time
 #             (simnic_faults_app [fabric], FAULTS_APP): an AH destroyed,
 #             and UD SENDs through it delivered, while an RC requester
-#             waits out RNR NAKs for ever, so that the fabric is never idle
+#             waits out RNR NAKs for ever, so that the fabric is never idle;
+#             then the wire devices' [timers] cases: retransmit and RNR
+#             timers take their time in wall time too (quiet gaps paced),
+#             and fabric show counts gaps waited out
 #   persist   a kept fabric (fabric add ... persist) comes back with every
 #             new daemon, from the kept topology text (its file removed),
 #             with the same devices, MACs, IPs and GIDs, and carries
@@ -407,6 +410,7 @@ timers)
   SIMNIC_TEST_DEVICE=${FAB}_h0 SIMNIC_TEST_PEER=${FAB}_h1 SIMNIC=$SIMNIC \
     app timeout 90 "$FAULTS_APP" "[timers]" >"$work/timers.out" 2>&1 || fail "simnic_faults_app [timers]: $(tail -40 "$work/timers.out")"
   grep -E "^(retransmit|RNR):" "$work/timers.out"
+  [ "$(show_num '.quiet_gaps.waited_out')" -gt 0 ] || fail "fabric show counts no quiet gap waited out: $(sim fabric show $FAB | sed -n 2p)"
   [ "$(show_num '.switches[0].drops')" -eq 0 ] || fail "the switch dropped frames"
   wait_no_qps
   nothing_left "after exit" qps cqs mrs pds

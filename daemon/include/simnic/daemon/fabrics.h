@@ -53,7 +53,8 @@ public:
     // `simnic fabric show`: the hosts (device, MAC, IPv4, frames), every
     // switch's counters per port (frames, drops, ECN marks, pauses, the
     // deepest egress queue), the simulated time and whether it is held,
-    // the capture's file. Read
+    // its quiet gaps (waited out in wall time, cut short), the capture's
+    // file. Read
     // under the devices' lock; what the capture holds is on disk after it.
     control::Json show() const;
     // `simnic fabric hold|release` (soft_engine::EngineGroup::hold): the

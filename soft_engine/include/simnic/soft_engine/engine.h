@@ -215,6 +215,10 @@ struct EngineGroup {
     // at the time the fabric stands at. The wall-clock time (the engines'
     // monotonic ns) the current gap may be jumped at; 0: none. Under mu.
     std::uint64_t quiet_until_ns = 0;
+    // Gaps waited out (the applications were slower than the gap: their
+    // time between calls became simulated time) and gaps cut short by a
+    // doorbell or frame (`simnic fabric show`). Under mu.
+    std::uint64_t gaps_waited_out = 0, gaps_cut_short = 0;
     // Holds or releases the fabric; released, every member's engine
     // simulates on at its next pass. Returns whether it was held.
     bool hold(bool on);
