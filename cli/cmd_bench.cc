@@ -311,7 +311,10 @@ int compare_fluid(const BenchArgs& a, const model::FabricBenchSpec& spec, const 
     }
     const int rc = print_fluid(ff, from_us, a.fluid_window_us);
     congestion::fluid::write_csv(std::ofstream(a.out + "-fluid.csv").flush(), ff.fluid);
-    std::printf("  wrote the fluid model's rates to %s-fluid.csv\n", a.out.c_str());
+    std::ofstream(a.out + "-fluid.svg") << model::fabric_fluid_svg(
+        r, ff, "simnic bench --fabric " + a.fabric + ": each flow on the wire and in the DCQCN fluid model");
+    std::printf("  wrote the fluid model's rates to %s-fluid.csv, and both models' to %s-fluid.svg\n", a.out.c_str(),
+                a.out.c_str());
     return rc;
 }
 

@@ -3,6 +3,7 @@
 // a soft device runs, with `rec` set so that every table access, DMA, frame,
 // CQE and EQE of the step is recorded for the stage to charge.
 #include "engine_internal.h"
+#include "tx_queue.h"
 
 namespace simnic::soft_engine {
 
@@ -57,6 +58,10 @@ void SoftEngine::Impl::exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) {
 // allows it. Sent one by one as each protocol step ended (after()), a
 // 64 KiB WRITE at MTU 4096 was sixteen system calls, and each of them
 // first wrote the payload combined so far with its own process_vm_writev.
+// The run stays below the ports' own batch: at that a port sends without
+// asking, before tx_flush has written the posted writes the frames follow.
+static_assert(SoftEngine::Impl::kWireTxRun < TxQueue::kBatch, "a run of wire frames must fit in a port's batch");
+
 void SoftEngine::Impl::wire_tx(const uint8_t* frame, size_t len) {
     send_frame(frame, len, false);
     if (tx_unflushed >= kWireTxRun) tx_flush();

@@ -772,6 +772,46 @@ std::string fabric_depth_svg(const FabricBenchResult& r, const std::string& titl
     return render_svg(p);
 }
 
+std::string fabric_fluid_svg(const FabricBenchResult& r, const FabricFluid& ff, const std::string& title) {
+    PlotSpec p;
+    p.title = title;
+    p.x = {"simulated time (us)"};
+    p.y_left = {"on the wire (Gb/s)"};
+    p.y_right = {"fluid model (Gb/s)"};
+    // One scale for both: the two sides are the same quantity.
+    double top = 0;
+    for (const auto* s : {&ff.fabric, &ff.fluid})
+        for (const std::vector<double>& f : s->rate_bps)
+            for (double v : f) top = std::max(top, v / 1e9);
+    p.y_left.min = p.y_right.min = 0;
+    p.y_left.max = p.y_right.max = top > 0 ? top : 1;
+    // The model is integrated in steps far finer than the fabric's bins: a
+    // point per bin (the last step at or before the bin's end) keeps the
+    // file small and its markers apart.
+    const double bin_s = ff.fabric.t_s.size() > 1 ? ff.fabric.t_s[1] - ff.fabric.t_s[0] : 0;
+    for (size_t i = 0; i < ff.fabric.flows(); ++i) {
+        const std::string name = i < r.flows.size() ? r.flows[i].host + " -> " + r.flows[i].to : "flow " + std::to_string(i);
+        Series wire{name + ", fabric", {}, {}};
+        for (size_t k = 0; k < ff.fabric.samples(); ++k) {
+            wire.x.push_back(ff.fabric.t_s[k] * 1e6);
+            wire.y.push_back(ff.fabric.rate_bps[i][k] / 1e9);
+        }
+        p.left.push_back(std::move(wire));
+        if (i >= ff.fluid.flows()) continue;
+        Series fluid{name + ", fluid model", {}, {}};
+        double next = 0;
+        for (size_t k = 0; k < ff.fluid.samples(); ++k) {
+            const bool last = k + 1 == ff.fluid.samples();
+            if (ff.fluid.t_s[k] < next && !last) continue;
+            fluid.x.push_back(ff.fluid.t_s[k] * 1e6);
+            fluid.y.push_back(ff.fluid.rate_bps[i][k] / 1e9);
+            next = ff.fluid.t_s[k] + bin_s;
+        }
+        p.right.push_back(std::move(fluid));
+    }
+    return render_svg(p);
+}
+
 FabricBenchResult mean_of_runs(const std::vector<FabricBenchResult>& runs) {
     if (runs.empty()) return {};
     // The runs of one fabric and workload have the same flows; any other

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -311,4 +312,51 @@ TEST_CASE("fabric: the mean of runs averages each flow's series bin by bin over 
     other.flows[0].wire_gbps_series = {1000, 1000, 1000};
     const FabricBenchResult m2 = mean_of_runs({a, b, other});
     CHECK(m2.flows[0].wire_gbps_series == std::vector<double>{20, 30, 40});
+}
+
+TEST_CASE("fabric: the fluid plot draws each flow on the wire (solid) and in the fluid model (dashed), "
+          "one point per bin, one scale",
+          "[fabric]") {
+    FabricBenchResult r;
+    r.flows.resize(2);
+    r.flows[0].host = "h1", r.flows[0].to = "h0";
+    r.flows[1].host = "h2", r.flows[1].to = "h0";
+    FabricFluid ff;
+    // The fabric: two bins of 1 ms; the model: a step every 0.1 ms.
+    ff.fabric.t_s = {1e-3, 2e-3};
+    ff.fabric.rate_bps = {{40e9, 50e9}, {60e9, 50e9}};
+    for (int k = 0; k <= 20; ++k) ff.fluid.t_s.push_back(k * 1e-4);
+    ff.fluid.rate_bps.assign(2, std::vector<double>(21, 50e9));
+    ff.fluid.rate_bps[1][0] = 80e9;  // the highest of either: the shared top
+    const std::string svg = fabric_fluid_svg(r, ff, "t");
+    auto count = [&](const std::string& what) {
+        size_t n = 0;
+        for (size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+        return n;
+    };
+    CHECK(count("<g class=\"series left\"") == 2);
+    CHECK(count("<g class=\"series right\"") == 2);
+    CHECK(svg.find("<title>h1 -&gt; h0, fabric</title>") != std::string::npos);
+    CHECK(svg.find("<title>h2 -&gt; h0, fluid model</title>") != std::string::npos);
+    // 21 model steps thinned to a point per millisecond: 0, 1 and 2 ms.
+    const size_t right = svg.find("<g class=\"series right\"");
+    REQUIRE(right != std::string::npos);
+    const size_t line = svg.find("points=\"", right);
+    REQUIRE(line != std::string::npos);
+    const std::string pts = svg.substr(line + 8, svg.find('"', line + 8) - line - 8);
+    CHECK(std::count(pts.begin(), pts.end(), ',') == 3);
+    // Both axes have the same ticks, up to the highest rate, 80 Gb/s.
+    auto ticks = [&](const std::string& cls) {
+        std::vector<std::string> t;
+        const std::string tag = "<text class=\"" + cls + "\"";
+        for (size_t at = svg.find(tag); at != std::string::npos; at = svg.find(tag, at + 1)) {
+            const size_t b = svg.find('>', at) + 1;
+            t.push_back(svg.substr(b, svg.find('<', b) - b));
+        }
+        return t;
+    };
+    CHECK(ticks("tick-yl") == ticks("tick-yr"));
+    REQUIRE_FALSE(ticks("tick-yl").empty());
+    CHECK(ticks("tick-yl").front() == "0");
+    CHECK(ticks("tick-yl").back() == "80");
 }

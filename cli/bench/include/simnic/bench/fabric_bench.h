@@ -183,5 +183,10 @@ struct FabricFluid {
 // control off, a bad scenario).
 bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, double from_s, double window_s,
                   FabricFluid& out, std::string& err);
+// The fabric's rates and the fluid model's on one plot (`simnic bench
+// --fluid`, OUT-fluid.svg): each flow of `r` on the wire (solid, left axis)
+// and in the fluid model (dashed, right axis, the same scale), in Gb/s
+// against simulated time; the model's series thinned to the fabric's bins.
+std::string fabric_fluid_svg(const FabricBenchResult& r, const FabricFluid& ff, const std::string& title);
 
 }  // namespace simnic::model
