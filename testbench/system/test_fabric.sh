@@ -18,7 +18,8 @@
 #   incast    two ib_write_bw senders into one receiver (the topology's 2:1
 #             incast) with DCQCN on, started in a held fabric (their WRITEs
 #             wait, its time stands still) and released at once: their first
-#             frames leave together, both complete, the switch marks CE, the
+#             frames leave together, both complete, their shares in simulated
+#             time within 10% of each other, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them; then
 #             idle, the fabric stands still and costs no CPU
 #   leafspine ib_write_bw across two leaves and the spine (leafspine.toml,
@@ -86,7 +87,7 @@ wait_doorbells() {
 # real time, and a sender started 50 ms of wall time after the other would
 # find the first one's WRITEs all sent.
 incast() {
-  local n=$1 port c1 c2 bw1 bw2 t0 f1 f2
+  local n=$1 port c1 c2 bw1 bw2 t0 f1 f2 g1 g2
   local bw=(ib_write_bw -x 1 -F -s 65536 -n "$n" --tclass=104)
   sim fabric hold $FAB >"$work/hold.out" || fail "fabric hold: $(cat "$work/hold.out")"
   t0=$(show_num '.simulated_us')
@@ -125,6 +126,14 @@ incast() {
   echo "first frames: h1 at $f1 us, h2 at $f2 us (simulated; held at $t0 us)"
   awk -v a="$f1" -v b="$f2" -v t="$t0" 'BEGIN { d = a - b; exit !(d < 1 && d > -1 && a >= t && b >= t) }' ||
     fail "the senders' first frames left at $f1 and $f2 us, not together after $t0 us"
+  # The link's share, in simulated time: each sender's bytes from its first
+  # frame to its last (perftest's own figures are wall-clock time, and
+  # count the hold).
+  g1=$(show_num '.hosts[1] | .tx_bytes * 8 / (.tx_last_us - .tx_first_us) / 1000')
+  g2=$(show_num '.hosts[2] | .tx_bytes * 8 / (.tx_last_us - .tx_first_us) / 1000')
+  printf 'in simulated time: h1 %.2f Gb/s, h2 %.2f Gb/s\n' "$g1" "$g2"
+  awk -v a="$g1" -v b="$g2" 'BEGIN { exit !(a > 0 && b > 0 && a <= 1.1 * b && b <= 1.1 * a) }' ||
+    fail "the senders' shares in simulated time, $g1 and $g2 Gb/s, are not within 10% of each other"
 }
 
 # pingpong SERVER CLIENT N [OPTION...]: ibv_rc_pingpong of N iterations
