@@ -7,6 +7,7 @@
 //   simnic fabric delete fab0
 //   simnic fabric hold fab0
 //   simnic fabric release fab0
+//   simnic fabric rates fab0 [bin-us N] [out PREFIX]
 //
 // `add` makes a model device per host of the topology, named FABRIC_HOST
 // (fab0_h0, fab0_h1, ...), with the host's MAC and IPv4 address; `simnic link
@@ -23,7 +24,10 @@
 // applications start (their doorbells wait, `simnic stats DEV`'s
 // doorbell.waiting counts them), and `release` lets it go on: flows whose
 // applications start at different wall times then start at one simulated
-// instant, as an experiment on a real fabric would start them.
+// instant, as an experiment on a real fabric would start them. `rates`
+// gives each flow's rate over simulated time (frames from one host to
+// another as they leave the sender), as CSV, or as PREFIX-rates.csv and an
+// SVG plot: what `simnic bench --fabric` gives its own flows.
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,6 +46,7 @@
 #include "simnic/control/persisted.h"
 #include "simnic/model/config.h"
 #include "simnic/model/fabric/topology.h"
+#include "simnic/model/plot.h"
 
 namespace simnic::cli {
 namespace {
@@ -272,12 +277,100 @@ int fabric_hold(const FabricArgs& a, bool on) {
     return 0;
 }
 
+constexpr const char* kRatesUsage =
+    "usage: simnic fabric rates NAME [bin-us N] [out PREFIX]\n"
+    "  each flow's rate in simulated time (frames from one host to another as they leave the sender),\n"
+    "  Gb/s per bin of N us (a multiple of 10, default 10, widened to at most 50000 numbers);\n"
+    "  CSV on stdout, or PREFIX-rates.csv and PREFIX-rates.svg\n";
+
+int fabric_rates(const FabricArgs& a) {
+    std::string bin_text, out;
+    bool usage = a.words.empty();
+    for (size_t i = 1; !usage && i < a.words.size(); i += 2) {
+        const std::string& k = a.words[i];
+        std::string* v = k == "bin-us" ? &bin_text : k == "out" ? &out : nullptr;
+        if (!v) std::fprintf(stderr, "simnic fabric rates: unknown keyword '%s' (bin-us, out)\n", k.c_str());
+        usage = !v || !v->empty() || i + 1 >= a.words.size() || a.words[i + 1].empty();
+        if (!usage) *v = a.words[i + 1];
+    }
+    uint64_t bin_us = 10;
+    if (!usage && !bin_text.empty()) {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long v = std::strtoull(bin_text.c_str(), &end, 10);
+        if (errno || *end || bin_text[0] == '-' || v < 10 || v > 1'000'000 || v % 10) {
+            std::fprintf(stderr, "simnic fabric rates: bin-us %s: a multiple of 10 from 10 to 1000000\n",
+                         bin_text.c_str());
+            return 2;
+        }
+        bin_us = v;
+    }
+    if (usage) {
+        std::fputs(kRatesUsage, stderr);
+        return 2;
+    }
+    Json reply;
+    switch (call_daemon(Json{{"op", "fabric_rates"}, {"name", a.words[0]}, {"bin_us", bin_us}}, false, reply)) {
+        case CallResult::Ok: break;
+        case CallResult::Failed: return 1;
+        case CallResult::NoDaemon:
+            std::fprintf(stderr, "simnic: no simnic daemon is running (no fabric %s)\n", a.words[0].c_str());
+            return 1;
+    }
+    const Json& r = reply["rates"];
+    const double bin = r.value("bin_us", 10.0);
+    const size_t bins = r.value("bins", size_t{0});
+    // As simnic bench --fabric writes its flows' (OUT-throughput.csv):
+    // time_us (the bin's start), then FROM_TO_gbps per flow.
+    std::ostringstream csv;
+    csv << "time_us";
+    for (const Json& f : r["flows"]) csv << "," << f.value("from", "") << "_" << f.value("to", "") << "_gbps";
+    csv << "\n";
+    for (size_t b = 0; b < bins; ++b) {
+        csv << double(b) * bin;
+        for (const Json& f : r["flows"]) csv << "," << (b < f["gbps"].size() ? f["gbps"][b].get<double>() : 0.0);
+        csv << "\n";
+    }
+    if (bin != double(bin_us))
+        std::fprintf(stderr, "simnic fabric rates: bins of %.0f us (%zu flows: at most %zu numbers)\n", bin,
+                     r["flows"].size(), size_t{50'000});
+    if (r.value("cut", false))
+        std::fprintf(stderr, "simnic fabric rates: frames after 10 s of simulated time are not counted\n");
+    if (out.empty()) {
+        std::fputs(csv.str().c_str(), stdout);
+        return 0;
+    }
+    model::PlotSpec p;
+    p.title = "simnic fabric " + a.words[0] + ": each flow's rate in simulated time";
+    p.x = {"simulated time (us)"};
+    p.y_left = {"throughput (Gb/s)"};
+    p.y_left.min = 0;
+    for (const Json& f : r["flows"]) {
+        model::Series s{f.value("from", "") + " -> " + f.value("to", ""), {}, {}};
+        for (size_t b = 0; b < f["gbps"].size(); ++b) {
+            s.x.push_back(double(b) * bin);
+            s.y.push_back(f["gbps"][b].get<double>());
+        }
+        p.left.push_back(std::move(s));
+    }
+    for (const auto& [file, text] : {std::pair{out + "-rates.csv", csv.str()}, {out + "-rates.svg", model::render_svg(p)}}) {
+        std::ofstream o(file);
+        if (!(o << text) || !o.flush()) {
+            std::fprintf(stderr, "simnic fabric rates: cannot write %s: %s\n", file.c_str(), std::strerror(errno));
+            return 1;
+        }
+    }
+    std::printf("wrote %s-rates.csv and %s-rates.svg: %zu flows, %zu bins of %.0f us\n", out.c_str(), out.c_str(),
+                r["flows"].size(), bins, bin);
+    return 0;
+}
+
 }  // namespace
 
 Runner add_fabric_command(CLI::App& app) {
     return add_object_command(
         app,
-        {"fabric", "Add, show, delete, hold and release fabrics: model devices and a switch in one simulated time",
+        {"fabric", "Add, show, delete, hold and release fabrics, and their flows' rates: model devices and a switch in one simulated time",
          "Add a fabric: NAME TOPOLOGY.toml [config FILE] [pcap FILE] [persist]; a device NAME_HOST per host",
          kAddUsage, "NAME, TOPOLOGY, config FILE, pcap FILE and persist", "Show fabrics: hosts, devices, switch counters: [NAME]",
          "fabric name", "Delete a fabric and its devices: NAME", "fabric name"},
@@ -289,7 +382,9 @@ Runner add_fabric_command(CLI::App& app) {
            "release: NAME",
            "fabric name", [](const FabricArgs& a) { return fabric_hold(a, true); }},
           {"release", "Let a held fabric's simulated time go on: NAME", "fabric name",
-           [](const FabricArgs& a) { return fabric_hold(a, false); }}}});
+           [](const FabricArgs& a) { return fabric_hold(a, false); }},
+          {"rates", "Each flow's rate in simulated time, as CSV or CSV and SVG: NAME [bin-us N] [out PREFIX]",
+           "NAME, bin-us N and out PREFIX", fabric_rates}}});
 }
 
 }  // namespace simnic::cli

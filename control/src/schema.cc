@@ -66,6 +66,8 @@ constexpr FieldSpec kFabricAdd[] = {
 };
 // `simnic fabric hold` (hold true) and `release` (false).
 constexpr FieldSpec kFabricHold[] = {name_f("name", Req, kMaxDeviceNameBytes), bool_f("hold", Req)};
+// `simnic fabric rates`: the bin, µs (at most a second).
+constexpr FieldSpec kFabricRates[] = {name_f("name", Req, kMaxDeviceNameBytes), uint_f("bin_us", Opt, 1, 1'000'000)};
 constexpr FieldSpec kName[] = {name_f("name", Req, kMaxDeviceNameBytes)};
 constexpr FieldSpec kOptName[] = {name_f("name", Opt, kMaxDeviceNameBytes)};
 constexpr FieldSpec kDevice[] = {name_f("device", Req, kMaxDeviceNameBytes)};
@@ -148,6 +150,7 @@ const std::vector<OpSpec> kOps = {
     op("fabric_del", kName),
     op("fabric_show", kOptName),
     op("fabric_hold", kFabricHold),
+    op("fabric_rates", kFabricRates),
     op("resource_counts", kDevice),
     op("resources", kOptDevice),
     op("stats", kStats),

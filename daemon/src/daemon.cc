@@ -105,6 +105,7 @@ struct Server::Impl {
     Json fabric_del(Call& c);
     Json fabric_show(Call& c);
     Json fabric_hold(Call& c);
+    Json fabric_rates(Call& c);
     Json resource_counts(Call& c);
     Json resources(Call& c);
     Json stats(Call& c);
@@ -443,6 +444,7 @@ Json Server::Impl::dispatch(int fd, RawMessage& m, std::vector<int>& out_fds) {
         {"fabric_del", &Impl::fabric_del},
         {"fabric_show", &Impl::fabric_show},
         {"fabric_hold", &Impl::fabric_hold},
+        {"fabric_rates", &Impl::fabric_rates},
         {"resource_counts", &Impl::resource_counts},
         {"resources", &Impl::resources},
         {"stats", &Impl::stats},
@@ -702,6 +704,16 @@ Json Server::Impl::fabric_hold(Call& c) {
     Json r = reply_ok();
     r["simulated_us"] = us;
     r["was_held"] = was;
+    return r;
+}
+
+// `simnic fabric rates NAME [bin-us N]` (fabrics.h).
+Json Server::Impl::fabric_rates(Call& c) {
+    const std::string& name = c.req.str("name");
+    auto f = fabrics_.find(name);
+    if (f == fabrics_.end()) return reply_error(ENODEV, "no fabric " + name);
+    Json r = reply_ok();
+    r["rates"] = f->second->rates(c.req.uint("bin_us", DaemonFabric::kRateBinUs));
     return r;
 }
 

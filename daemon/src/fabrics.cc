@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "simnic/model/fabric/fabric.h"
@@ -77,6 +79,7 @@ std::unique_ptr<DaemonFabric> DaemonFabric::create(const std::string& name, cons
     }
     f->group_ = std::make_shared<soft_engine::EngineGroup>();
     f->sent_.assign(topo.hosts.size(), {});
+    for (size_t i = 0; i < topo.hosts.size(); ++i) f->host_of_mac_[topo.hosts[i].mac] = i;
     DaemonFabric* fp = f.get();
     f->fabric_->tap([fp](size_t host, bool to_host, const std::vector<uint8_t>& fr, uint64_t ps) {
         // Each frame as it leaves its sender and as it reaches its receiver
@@ -88,6 +91,19 @@ std::unique_ptr<DaemonFabric> DaemonFabric::create(const std::string& name, cons
         if (s.bytes == 0) s.first_ps = ps;
         s.bytes += fr.size();
         s.last_ps = ps;
+        roce::MacAddr dst{};
+        if (fr.size() < dst.size()) return;
+        std::copy_n(fr.begin(), dst.size(), dst.begin());
+        const auto to = fp->host_of_mac_.find(dst);
+        if (to == fp->host_of_mac_.end()) return;
+        const uint64_t bin = ps / (kRateBinUs * 1'000'000);
+        if (bin >= kMaxRateBins) {
+            fp->rates_cut_ = true;
+            return;
+        }
+        std::vector<uint64_t>& b = fp->flow_bins_[{host, to->second}];
+        if (b.size() <= bin) b.resize(bin + 1);
+        b[bin] += fr.size();
     });
     return f;
 }
@@ -105,6 +121,43 @@ double DaemonFabric::hold(bool on, bool& was_held) {
     double us = 0;
     group_->exclusive([&] { us = double(fabric_->now_ps()) / 1e6; });
     return us;
+}
+
+Json DaemonFabric::rates(uint64_t bin_us) const {
+    Json j;
+    group_->exclusive([&] {
+        const mf::Topology& t = fabric_->topology();
+        size_t span = 0;  // fine bins
+        for (const auto& [k, b] : flow_bins_) span = std::max(span, b.size());
+        // Whole fine bins, and no more numbers than a reply may carry.
+        uint64_t per = std::max<uint64_t>(1, (bin_us + kRateBinUs - 1) / kRateBinUs);
+        if (!flow_bins_.empty()) {
+            const uint64_t most = std::max<uint64_t>(1, kMaxRatePoints / flow_bins_.size());
+            per = std::max<uint64_t>(per, (span + most - 1) / most);
+        }
+        const size_t bins = (span + per - 1) / per;
+        const double us = double(per * kRateBinUs);
+        j["bin_us"] = per * kRateBinUs;
+        j["bins"] = bins;
+        j["simulated_us"] = double(fabric_->now_ps()) / 1e6;
+        j["cut"] = rates_cut_;
+        Json flows = Json::array();
+        for (const auto& [k, b] : flow_bins_) {
+            Json g = Json::array();
+            uint64_t total = 0;
+            for (size_t i = 0; i < bins; ++i) {
+                uint64_t sum = 0;
+                for (size_t f = i * per; f < std::min(b.size(), (i + 1) * per); ++f) sum += b[f];
+                total += sum;
+                // Gb/s to the kb/s: a reply of numbers no longer than they need.
+                g.push_back(std::round(double(sum) * 8 / (us * 1e3) * 1e6) / 1e6);
+            }
+            flows.push_back(Json{{"from", host_name(t, k.first)}, {"to", host_name(t, k.second)}, {"bytes", total},
+                                 {"gbps", std::move(g)}});
+        }
+        j["flows"] = std::move(flows);
+    });
+    return j;
 }
 
 Json DaemonFabric::show() const {

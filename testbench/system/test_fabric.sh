@@ -9,7 +9,8 @@
 #             bad keywords and a capture that cannot be created refused,
 #             the devices listed by link show, ibv_devices and fabric show,
 #             passed by simnic doctor, held and released (fabric hold,
-#             release; a missing fabric or name refused),
+#             release; a missing fabric or name refused), fabric rates of
+#             an idle fabric a header alone, bad bins and keywords refused,
 #             not deletable one by one, gone with the fabric
 #   pingpong  ibv_rc_pingpong between two hosts: its frames cross the switch
 #             (the switch's and the hosts' frame counters), h1's waveform
@@ -19,7 +20,8 @@
 #             incast) with DCQCN on, started in a held fabric (their WRITEs
 #             wait, its time stands still) and released at once: their first
 #             frames leave together, both complete, their shares in simulated
-#             time within 10% of each other, the switch marks CE, the
+#             time within 10% of each other, fabric rates' bins adding up
+#             to each sender's bytes, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them; then
 #             idle, the fabric stands still and costs no CPU
 #   leafspine ib_write_bw across two leaves and the spine (leafspine.toml,
@@ -207,6 +209,14 @@ cli)
   grep -q "words is required" "$work/hold.out" || fail "release without a name: $(cat "$work/hold.out")"
   sim fabric release $FAB >/dev/null || fail "fabric release"
   [ "$(show_num '.held')" = false ] || fail "fabric show -j after release: held"
+  # rates: nothing sent yet is a header alone; bad bins and keywords refused.
+  [ "$(sim fabric rates $FAB)" = "time_us" ] || fail "rates of an idle fabric: $(sim fabric rates $FAB)"
+  if sim fabric rates $FAB bin-us 15 >"$work/rates.out" 2>&1; then fail "bin-us 15 was accepted"; fi
+  grep -q "bin-us 15: a multiple of 10 from 10 to 1000000" "$work/rates.out" || fail "bin-us 15: $(cat "$work/rates.out")"
+  if sim fabric rates $FAB every 5 >"$work/rates.out" 2>&1; then fail "an unknown rates keyword was accepted"; fi
+  grep -q "unknown keyword 'every' (bin-us, out)" "$work/rates.out" || fail "rates keyword: $(cat "$work/rates.out")"
+  if sim fabric rates nosuch >"$work/rates.out" 2>&1; then fail "rates of a missing fabric succeeded"; fi
+  grep -q "no fabric nosuch" "$work/rates.out" || fail "rates nosuch: $(cat "$work/rates.out")"
   sim fabric release $FAB >"$work/hold.out" 2>&1 || fail "a second release: $(cat "$work/hold.out")"
   grep -q "^fabric $FAB released at [0-9.]* us simulated (it was not held)$" "$work/hold.out" ||
     fail "a second release: $(cat "$work/hold.out")"
@@ -279,6 +289,21 @@ incast)
   [ "$r1" -gt 0 ] && [ "$r2" -gt 0 ] || fail "a sender received no CNP ($r1, $r2)"
   [ $((r1 + r2)) -eq "$sent" ] || fail "CNPs sent $sent, received $r1 + $r2"
   [ "$(stat_of ${FAB}_h1 retransmits)" -eq 0 ] || fail "h1 retransmitted"
+  # Each flow's rate in simulated time: the bins add up to what each
+  # sender's link carried, and the plot has a line per flow (data both
+  # ways, ACKs and CNPs back), written where the test's user may write.
+  sim fabric rates $FAB bin-us 500 out "$SIMNIC_RUNTIME_DIR/r" >"$work/rates.out" 2>&1 || fail "fabric rates: $(cat "$work/rates.out")"
+  grep -q "^wrote $SIMNIC_RUNTIME_DIR/r-rates.csv and $SIMNIC_RUNTIME_DIR/r-rates.svg: 4 flows, [0-9]* bins of 500 us$" "$work/rates.out" ||
+    fail "fabric rates: $(cat "$work/rates.out")"
+  head -1 "$SIMNIC_RUNTIME_DIR/r-rates.csv" | grep -q "^time_us,.*h1_h0_gbps" || fail "rates CSV header: $(head -1 "$SIMNIC_RUNTIME_DIR/r-rates.csv")"
+  for h in 1 2; do
+    got=$(awk -F, -v c="h${h}_h0_gbps" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+                                       { s += $k * 500 * 1000 / 8 } END { printf "%.0f", s }' "$SIMNIC_RUNTIME_DIR/r-rates.csv")
+    want=$(show_num ".hosts[$h].tx_bytes")
+    awk -v a="$got" -v b="$want" 'BEGIN { exit !(b > 0 && a >= 0.999 * b && a <= 1.001 * b) }' ||
+      fail "h$h: the rates add up to $got bytes, its link carried $want"
+  done
+  [ "$(grep -c '<g class="series left"' "$SIMNIC_RUNTIME_DIR/r-rates.svg")" -eq 4 ] || fail "the rates plot has not 4 lines"
   nothing_left "after exit" qps cqs mrs pds
   # Idle, the fabric stops (DCQCN's timers run out in simulated time) and its
   # engines sleep: its simulated time stands still and the daemon takes

@@ -16,6 +16,8 @@
 //   {"op":"fabric_hold","name":F,"hold":B}             -> {"ok":true,"simulated_us":T,"was_held":W}: its
 //                                                         simulated time stands still (B true)
 //                                                         or goes on
+//   {"op":"fabric_rates","name":F[,"bin_us":B]}        -> {"ok":true,"rates":{"bin_us":..,"bins":..,
+//                                                         "flows":[{"from","to","bytes","gbps":[..]}]}}
 //   {"op":"resource_counts","device":N}               -> {"ok":true,"qps":..,"cqs":..,"mrs":..,
 //                                                         "pds":..,"srqs":..,"ahs":..,"contexts":..}
 //   {"op":"resources"[,"device":N]}                    -> {"ok":true,"devices":[{"name":..,"qps":..,

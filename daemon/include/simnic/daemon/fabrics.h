@@ -12,12 +12,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "simnic/control/protocol.h"
 #include "simnic/daemon/devices.h"
+#include "simnic/roce/packet.h"
 #include "simnic/soft_engine/engine.h"
 
 namespace simnic::model::fabric {
@@ -61,6 +63,15 @@ public:
     // simulated time, in microseconds, at which the fabric now stands, and
     // in `was_held` whether it was held before.
     double hold(bool on, bool& was_held);
+    // `simnic fabric rates`: each flow's rate over simulated time (the
+    // frames from one host to another as they leave the sender, Gb/s per
+    // `bin_us`, a multiple of 10; widened so that the reply holds at most
+    // kMaxRatePoints numbers), as `simnic bench --fabric` gives its flows'.
+    control::Json rates(std::uint64_t bin_us) const;
+    static constexpr std::uint64_t kRateBinUs = 10;
+    static constexpr std::size_t kMaxRatePoints = 50'000;
+    // Kept for the first 10 s of simulated time (a million bins per flow).
+    static constexpr std::size_t kMaxRateBins = 1'000'000;
 
 private:
     DaemonFabric() = default;
@@ -74,6 +85,12 @@ private:
         std::uint64_t bytes = 0, first_ps = 0, last_ps = 0;
     };
     std::vector<Sent> sent_;
+    // Each flow's bytes per kRateBinUs of simulated time, by (from, to)
+    // host (the tap, under the devices' lock); a frame to an address no
+    // host has (PFC, broadcast) belongs to no flow.
+    std::map<std::pair<std::size_t, std::size_t>, std::vector<std::uint64_t>> flow_bins_;
+    std::map<roce::MacAddr, std::size_t> host_of_mac_;
+    bool rates_cut_ = false;  // frames past kMaxRateBins were not counted
     std::string pcap_path_;
     std::unique_ptr<roce::PcapWriter> pcap_;  // written by the tap, under the devices' lock
 };
