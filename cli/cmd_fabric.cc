@@ -254,6 +254,18 @@ int fabric_delete(const FabricArgs& a) {
                        "no simnic daemon is running (no fabric " + a.words[0] + ")");
 }
 
+// A request about fabric `name` (hold, release, rates): true with the
+// reply; false when it failed (said on stderr), no daemon running included.
+bool call_fabric(const Json& req, const std::string& name, Json& reply) {
+    switch (call_daemon(req, false, reply)) {
+        case CallResult::Ok: return true;
+        case CallResult::Failed: return false;
+        case CallResult::NoDaemon: break;
+    }
+    std::fprintf(stderr, "simnic: no simnic daemon is running (no fabric %s)\n", name.c_str());
+    return false;
+}
+
 // hold or release NAME: the daemon says at what simulated time it stands.
 int fabric_hold(const FabricArgs& a, bool on) {
     const char* verb = on ? "hold" : "release";
@@ -262,13 +274,7 @@ int fabric_hold(const FabricArgs& a, bool on) {
         return 2;
     }
     Json reply;
-    switch (call_daemon(Json{{"op", "fabric_hold"}, {"name", a.words[0]}, {"hold", on}}, false, reply)) {
-        case CallResult::Ok: break;
-        case CallResult::Failed: return 1;
-        case CallResult::NoDaemon:
-            std::fprintf(stderr, "simnic: no simnic daemon is running (no fabric %s)\n", a.words[0].c_str());
-            return 1;
-    }
+    if (!call_fabric(Json{{"op", "fabric_hold"}, {"name", a.words[0]}, {"hold", on}}, a.words[0], reply)) return 1;
     // Saying so when nothing changed: a script that releases a fabric it
     // never held learns of it.
     const bool was = reply.value("was_held", false);
@@ -310,13 +316,8 @@ int fabric_rates(const FabricArgs& a) {
         return 2;
     }
     Json reply;
-    switch (call_daemon(Json{{"op", "fabric_rates"}, {"name", a.words[0]}, {"bin_us", bin_us}}, false, reply)) {
-        case CallResult::Ok: break;
-        case CallResult::Failed: return 1;
-        case CallResult::NoDaemon:
-            std::fprintf(stderr, "simnic: no simnic daemon is running (no fabric %s)\n", a.words[0].c_str());
-            return 1;
-    }
+    if (!call_fabric(Json{{"op", "fabric_rates"}, {"name", a.words[0]}, {"bin_us", bin_us}}, a.words[0], reply))
+        return 1;
     const Json& r = reply["rates"];
     const double bin = r.value("bin_us", 10.0);
     const size_t bins = r.value("bins", size_t{0});

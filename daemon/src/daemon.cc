@@ -106,6 +106,7 @@ struct Server::Impl {
     Json fabric_show(Call& c);
     Json fabric_hold(Call& c);
     Json fabric_rates(Call& c);
+    DaemonFabric* fabric_named(const std::string& name);
     Json resource_counts(Call& c);
     Json resources(Call& c);
     Json stats(Call& c);
@@ -680,9 +681,9 @@ Json Server::Impl::fabric_show(Call& c) {
     const std::string& name = c.req.str("name");
     Json list = Json::array();
     if (!name.empty()) {
-        auto f = fabrics_.find(name);
-        if (f == fabrics_.end()) return reply_error(ENODEV, "no fabric " + name);
-        list.push_back(f->second->show());
+        const DaemonFabric* f = fabric_named(name);
+        if (!f) return reply_error(ENODEV, "no fabric " + name);
+        list.push_back(f->show());
     } else {
         for (const auto& [n, f] : fabrics_) list.push_back(f->show());
     }
@@ -693,13 +694,18 @@ Json Server::Impl::fabric_show(Call& c) {
 
 // `simnic fabric hold|release NAME`: its simulated time stands still, or
 // goes on (fabrics.h). Not kept: a fabric created again starts running.
+DaemonFabric* Server::Impl::fabric_named(const std::string& name) {
+    auto f = fabrics_.find(name);
+    return f == fabrics_.end() ? nullptr : f->second.get();
+}
+
 Json Server::Impl::fabric_hold(Call& c) {
     const std::string& name = c.req.str("name");
-    auto f = fabrics_.find(name);
-    if (f == fabrics_.end()) return reply_error(ENODEV, "no fabric " + name);
+    DaemonFabric* f = fabric_named(name);
+    if (!f) return reply_error(ENODEV, "no fabric " + name);
     const bool on = c.req.flag("hold");
     bool was = false;
-    const double us = f->second->hold(on, was);
+    const double us = f->hold(on, was);
     log("fabric %s %s at %.3f us simulated", name.c_str(), on ? "held" : "released", us);
     Json r = reply_ok();
     r["simulated_us"] = us;
@@ -710,10 +716,10 @@ Json Server::Impl::fabric_hold(Call& c) {
 // `simnic fabric rates NAME [bin-us N]` (fabrics.h).
 Json Server::Impl::fabric_rates(Call& c) {
     const std::string& name = c.req.str("name");
-    auto f = fabrics_.find(name);
-    if (f == fabrics_.end()) return reply_error(ENODEV, "no fabric " + name);
+    DaemonFabric* f = fabric_named(name);
+    if (!f) return reply_error(ENODEV, "no fabric " + name);
     Json r = reply_ok();
-    r["rates"] = f->second->rates(c.req.uint("bin_us", DaemonFabric::kRateBinUs));
+    r["rates"] = f->rates(c.req.uint("bin_us", DaemonFabric::kRateBinUs));
     return r;
 }
 
