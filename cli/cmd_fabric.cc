@@ -286,7 +286,8 @@ int fabric_hold(const FabricArgs& a, bool on) {
 constexpr const char* kRatesUsage =
     "usage: simnic fabric rates NAME [bin-us N] [out PREFIX]\n"
     "  each flow's rate in simulated time (frames from one host to another as they leave the sender),\n"
-    "  Gb/s per bin of N us (a multiple of 10, default 10, widened to at most 50000 numbers);\n"
+    "  Gb/s per bin of N us (a multiple of 10, default 10; wider when the record's bins are, after a long\n"
+    "  run, or to keep the reply to 50000 numbers);\n"
     "  CSV on stdout, or PREFIX-rates.csv and PREFIX-rates.svg\n";
 
 int fabric_rates(const FabricArgs& a) {
@@ -332,11 +333,12 @@ int fabric_rates(const FabricArgs& a) {
         for (const Json& f : r["flows"]) csv << "," << (b < f["gbps"].size() ? f["gbps"][b].get<double>() : 0.0);
         csv << "\n";
     }
+    // Said when the bins are wider than asked: the record's own bins grow
+    // with a long run, and a reply holds at most 50,000 numbers.
     if (bin != double(bin_us))
-        std::fprintf(stderr, "simnic fabric rates: bins of %.0f us (%zu flows: at most %zu numbers)\n", bin,
-                     r["flows"].size(), size_t{50'000});
-    if (r.value("cut", false))
-        std::fprintf(stderr, "simnic fabric rates: frames after 10 s of simulated time are not counted\n");
+        std::fprintf(stderr, "simnic fabric rates: bins of %.0f us (the record's are %.0f us; %zu flows: at most %zu "
+                     "numbers)\n",
+                     bin, r.value("record_bin_us", 10.0), r["flows"].size(), size_t{50'000});
     if (out.empty()) {
         std::fputs(csv.str().c_str(), stdout);
         return 0;

@@ -10,6 +10,7 @@
 #include "simnic/model/fabric/fabric.h"
 #include "simnic/model/fabric/topology.h"
 #include "simnic/roce/pcap_io.h"
+#include "rate_record.h"
 
 namespace simnic::daemon {
 
@@ -80,6 +81,7 @@ std::unique_ptr<DaemonFabric> DaemonFabric::create(const std::string& name, cons
     f->group_ = std::make_shared<soft_engine::EngineGroup>();
     f->sent_.assign(topo.hosts.size(), {});
     for (size_t i = 0; i < topo.hosts.size(); ++i) f->host_of_mac_[topo.hosts[i].mac] = i;
+    f->rates_ = std::make_unique<RateRecord>(kRateBinUs * 1'000'000, kMaxRateCells);
     DaemonFabric* fp = f.get();
     f->fabric_->tap([fp](size_t host, bool to_host, const std::vector<uint8_t>& fr, uint64_t ps) {
         // Each frame as it leaves its sender and as it reaches its receiver
@@ -96,14 +98,7 @@ std::unique_ptr<DaemonFabric> DaemonFabric::create(const std::string& name, cons
         std::copy_n(fr.begin(), dst.size(), dst.begin());
         const auto to = fp->host_of_mac_.find(dst);
         if (to == fp->host_of_mac_.end()) return;
-        const uint64_t bin = ps / (kRateBinUs * 1'000'000);
-        if (bin >= kMaxRateBins) {
-            fp->rates_cut_ = true;
-            return;
-        }
-        std::vector<uint64_t>& b = fp->flow_bins_[{host, to->second}];
-        if (b.size() <= bin) b.resize(bin + 1);
-        b[bin] += fr.size();
+        fp->rates_->count(host, to->second, ps, fr.size());
     });
     return f;
 }
@@ -127,34 +122,15 @@ Json DaemonFabric::rates(uint64_t bin_us) const {
     Json j;
     group_->exclusive([&] {
         const mf::Topology& t = fabric_->topology();
-        size_t span = 0;  // fine bins
-        for (const auto& [k, b] : flow_bins_) span = std::max(span, b.size());
-        // Whole fine bins, and no more numbers than a reply may carry.
-        uint64_t per = std::max<uint64_t>(1, (bin_us + kRateBinUs - 1) / kRateBinUs);
-        if (!flow_bins_.empty()) {
-            const uint64_t most = std::max<uint64_t>(1, kMaxRatePoints / flow_bins_.size());
-            per = std::max<uint64_t>(per, (span + most - 1) / most);
-        }
-        const size_t bins = (span + per - 1) / per;
-        const double us = double(per * kRateBinUs);
-        j["bin_us"] = per * kRateBinUs;
-        j["bins"] = bins;
+        const RateRecord::Rates r = rates_->rates(bin_us * 1'000'000, kMaxRatePoints);
+        j["bin_us"] = r.bin_ps / 1'000'000;
+        j["record_bin_us"] = rates_->bin_ps() / 1'000'000;
+        j["bins"] = r.bins;
         j["simulated_us"] = double(fabric_->now_ps()) / 1e6;
-        j["cut"] = rates_cut_;
         Json flows = Json::array();
-        for (const auto& [k, b] : flow_bins_) {
-            Json g = Json::array();
-            uint64_t total = 0;
-            for (size_t i = 0; i < bins; ++i) {
-                uint64_t sum = 0;
-                for (size_t f = i * per; f < std::min(b.size(), (i + 1) * per); ++f) sum += b[f];
-                total += sum;
-                // Gb/s to the kb/s: a reply of numbers no longer than they need.
-                g.push_back(std::round(double(sum) * 8 / (us * 1e3) * 1e6) / 1e6);
-            }
-            flows.push_back(Json{{"from", host_name(t, k.first)}, {"to", host_name(t, k.second)}, {"bytes", total},
-                                 {"gbps", std::move(g)}});
-        }
+        for (const RateRecord::Flow& f : r.flows)
+            flows.push_back(Json{{"from", host_name(t, f.from)}, {"to", host_name(t, f.to)}, {"bytes", f.bytes},
+                                 {"gbps", f.gbps}});
         j["flows"] = std::move(flows);
     });
     return j;

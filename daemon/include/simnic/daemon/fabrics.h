@@ -31,6 +31,8 @@ class PcapWriter;
 
 namespace simnic::daemon {
 
+class RateRecord;
+
 class DaemonFabric {
 public:
     // `topology_text` is the file `origin` (messages say origin:line:column);
@@ -65,13 +67,14 @@ public:
     double hold(bool on, bool& was_held);
     // `simnic fabric rates`: each flow's rate over simulated time (the
     // frames from one host to another as they leave the sender, Gb/s per
-    // `bin_us`, a multiple of 10; widened so that the reply holds at most
-    // kMaxRatePoints numbers), as `simnic bench --fabric` gives its flows'.
+    // `bin_us`, rounded up to whole bins of the record; widened so that the
+    // reply holds at most kMaxRatePoints numbers), as `simnic bench
+    // --fabric` gives its flows'.
     control::Json rates(std::uint64_t bin_us) const;
-    static constexpr std::uint64_t kRateBinUs = 10;
+    static constexpr std::uint64_t kRateBinUs = 10;  // the record's first bin
     static constexpr std::size_t kMaxRatePoints = 50'000;
-    // Kept for the first 10 s of simulated time (a million bins per flow).
-    static constexpr std::size_t kMaxRateBins = 1'000'000;
+    // The record's bound (RateRecord): 32 MiB of bins.
+    static constexpr std::size_t kMaxRateCells = std::size_t{1} << 22;
 
 private:
     DaemonFabric() = default;
@@ -85,12 +88,11 @@ private:
         std::uint64_t bytes = 0, first_ps = 0, last_ps = 0;
     };
     std::vector<Sent> sent_;
-    // Each flow's bytes per kRateBinUs of simulated time, by (from, to)
-    // host (the tap, under the devices' lock); a frame to an address no
-    // host has (PFC, broadcast) belongs to no flow.
-    std::map<std::pair<std::size_t, std::size_t>, std::vector<std::uint64_t>> flow_bins_;
+    // Each flow's bytes over simulated time, by (from, to) host (the tap,
+    // under the devices' lock); a frame to an address no host has (PFC,
+    // broadcast) belongs to no flow.
+    std::unique_ptr<RateRecord> rates_;
     std::map<roce::MacAddr, std::size_t> host_of_mac_;
-    bool rates_cut_ = false;  // frames past kMaxRateBins were not counted
     std::string pcap_path_;
     std::unique_ptr<roce::PcapWriter> pcap_;  // written by the tap, under the devices' lock
 };
