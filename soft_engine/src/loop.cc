@@ -47,11 +47,13 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
     // while busy, or once its quiet gap has lasted in wall time.
     bool due = work || simulating;
     if (cfg.group && pipe) {
+        // Anything new ends a quiet gap: it is taken at the time the fabric
+        // stands at, an event now, so the gap check below lets it through.
         if (work && cfg.group->quiet_until_ns) {
             cfg.group->quiet_until_ns = 0;
             ++cfg.group->gaps_cut_short;
         }
-        else if (due) due = quiet_gap_due(now);
+        if (due) due = quiet_gap_due(now);
     }
     if (pipe && due) {
         simulating = pipe->run_quantum();
