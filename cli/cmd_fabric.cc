@@ -46,7 +46,7 @@
 #include "simnic/control/persisted.h"
 #include "simnic/model/config.h"
 #include "simnic/model/fabric/topology.h"
-#include "simnic/model/plot.h"
+#include "simnic/bench/fabric_bench.h"
 
 namespace simnic::cli {
 namespace {
@@ -322,16 +322,18 @@ int fabric_rates(const FabricArgs& a) {
     const Json& r = reply["rates"];
     const double bin = r.value("bin_us", 10.0);
     const size_t bins = r.value("bins", size_t{0});
-    // As simnic bench --fabric writes its flows' (OUT-throughput.csv):
-    // time_us (the bin's start), then FROM_TO_gbps per flow.
-    std::ostringstream csv;
-    csv << "time_us";
-    for (const Json& f : r["flows"]) csv << "," << f.value("from", "") << "_" << f.value("to", "") << "_gbps";
-    csv << "\n";
-    for (size_t b = 0; b < bins; ++b) {
-        csv << double(b) * bin;
-        for (const Json& f : r["flows"]) csv << "," << (b < f["gbps"].size() ? f["gbps"][b].get<double>() : 0.0);
-        csv << "\n";
+    // Written as simnic bench --fabric writes its flows' (OUT-throughput.csv
+    // and .svg: time_us of the bin's start, then FROM_TO_gbps per flow), by
+    // the same code; here each series is the flow's frames on the wire.
+    model::FabricBenchResult fr;
+    fr.bin_ns = uint64_t(bin * 1000);
+    for (const Json& f : r["flows"]) {
+        model::FabricFlow flow;
+        flow.host = f.value("from", "");
+        flow.to = f.value("to", "");
+        flow.gbps_series = f["gbps"].get<std::vector<double>>();
+        flow.gbps_series.resize(bins);
+        fr.flows.push_back(std::move(flow));
     }
     // Said when the bins are wider than asked: the record's own bins grow
     // with a long run, and a reply holds at most 50,000 numbers.
@@ -339,24 +341,14 @@ int fabric_rates(const FabricArgs& a) {
         std::fprintf(stderr, "simnic fabric rates: bins of %.0f us (the record's are %.0f us; %zu flows: at most %zu "
                      "numbers)\n",
                      bin, r.value("record_bin_us", 10.0), r["flows"].size(), size_t{50'000});
+    const std::string csv = model::fabric_throughput_csv(fr);
     if (out.empty()) {
-        std::fputs(csv.str().c_str(), stdout);
+        std::fputs(csv.c_str(), stdout);
         return 0;
     }
-    model::PlotSpec p;
-    p.title = "simnic fabric " + a.words[0] + ": each flow's rate in simulated time";
-    p.x = {"simulated time (us)"};
-    p.y_left = {"throughput (Gb/s)"};
-    p.y_left.min = 0;
-    for (const Json& f : r["flows"]) {
-        model::Series s{f.value("from", "") + " -> " + f.value("to", ""), {}, {}};
-        for (size_t b = 0; b < f["gbps"].size(); ++b) {
-            s.x.push_back(double(b) * bin);
-            s.y.push_back(f["gbps"][b].get<double>());
-        }
-        p.left.push_back(std::move(s));
-    }
-    for (const auto& [file, text] : {std::pair{out + "-rates.csv", csv.str()}, {out + "-rates.svg", model::render_svg(p)}}) {
+    const std::string svg =
+        model::fabric_throughput_svg(fr, "simnic fabric " + a.words[0] + ": each flow's rate in simulated time");
+    for (const auto& [file, text] : {std::pair{out + "-rates.csv", csv}, {out + "-rates.svg", svg}}) {
         std::ofstream o(file);
         if (!(o << text) || !o.flush()) {
             std::fprintf(stderr, "simnic fabric rates: cannot write %s: %s\n", file.c_str(), std::strerror(errno));

@@ -692,13 +692,13 @@ Json Server::Impl::fabric_show(Call& c) {
     return r;
 }
 
-// `simnic fabric hold|release NAME`: its simulated time stands still, or
-// goes on (fabrics.h). Not kept: a fabric created again starts running.
 DaemonFabric* Server::Impl::fabric_named(const std::string& name) {
     auto f = fabrics_.find(name);
     return f == fabrics_.end() ? nullptr : f->second.get();
 }
 
+// `simnic fabric hold|release NAME`: its simulated time stands still, or
+// goes on (fabrics.h). Not kept: a fabric created again starts running.
 Json Server::Impl::fabric_hold(Call& c) {
     const std::string& name = c.req.str("name");
     DaemonFabric* f = fabric_named(name);

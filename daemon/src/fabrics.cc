@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <cmath>
 #include <mutex>
 
 #include "simnic/model/fabric/fabric.h"
