@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "port.h"
+#include "simnic/base/clock.h"
 #include "tx_queue.h"
 
 #ifndef UDP_GRO
@@ -234,6 +235,28 @@ private:
     static constexpr size_t kRxCtl = 256;
     std::vector<std::vector<uint8_t>> rx_bufs_;  // recvmmsg's buffers, IP + UDP header room first
     std::vector<char> rx_ctl_;
+    // receive()'s batch headers, pointed at rx_bufs_ once and again only
+    // after a call that filled them: an empty read changes none of them, and
+    // a spinning engine makes many.
+    sockaddr_storage rx_srcs_[kRxBatch];
+    iovec rx_ivs_[kRxBatch];
+    mmsghdr rx_msgs_[kRxBatch];
+    bool rx_armed_ = false;
+    // When each receiving socket (by rx_socket index) last gave a datagram
+    // and was last read. A spinning engine reads a socket that gave one
+    // within kRxHotNs on every pass, and one that has been quiet longer
+    // only once kRxColdPollNs have passed since it was last read, as NAPI
+    // stops polling a quiet queue: on lo the IPv6 socket of a device used
+    // over IPv4 cost one empty recvmmsg per pass, in the critical path of
+    // every round trip. The first datagram to a quiet socket waits at most
+    // that long more; a sleeping engine is woken by any socket (epoll).
+    struct RxPoll {
+        uint64_t data_ns = 0;
+        uint64_t read_ns = 0;
+    };
+    std::vector<RxPoll> rx_poll_;
+    static constexpr uint64_t kRxHotNs = 1'000'000;
+    static constexpr uint64_t kRxColdPollNs = 10'000;
     // The device's receive ring beyond the sockets' buffers: datagrams taken
     // off the sockets while a burst is being sent (stash_arrivals), in
     // arrival order, handed to the engine before anything read later.
@@ -757,13 +780,18 @@ bool UdpPort::receive(PortSink& sink) {
         rx_bufs_.assign(kRxBatch, std::vector<uint8_t>(kRoom + 65536));
         rx_ctl_.resize(kRxBatch * kRxCtl);
     }
-    sockaddr_storage srcs[kRxBatch];
-    iovec ivs[kRxBatch];
-    mmsghdr msgs[kRxBatch];
-    // Every socket of the port: IPv4, then each IPv6 address, then each group.
-    for (size_t sk = 0; sk < rx_socket_count(); ++sk) {
+    // Every socket of the port: IPv4, then each IPv6 address, then each
+    // group (which come and go: a socket's poll record may pass to another
+    // as they do, which costs at most one read early or late).
+    const size_t count = rx_socket_count();
+    if (rx_poll_.size() != count) rx_poll_.resize(count);
+    const uint64_t now = base::mono_ns();
+    for (size_t sk = 0; sk < count; ++sk) {
         const int fd = rx_socket(sk);
         if (fd < 0) continue;
+        RxPoll& rp = rx_poll_[sk];
+        if (now - rp.data_ns >= kRxHotNs && now - rp.read_ns < kRxColdPollNs) continue;
+        rp.read_ns = now;
         for (int round = 0; round < 4; ++round) {
             // What the engine sent while delivering the last batch may have
             // stashed later arrivals (flush): they go before anything read
@@ -772,12 +800,18 @@ bool UdpPort::receive(PortSink& sink) {
             // every burst of ib_write_bw -q 2 once a GRO datagram of a
             // whole message made one batch answer enough to stash.)
             if (!backlog_.empty()) return got;
-            arm_batch(rx_bufs_, rx_ctl_, srcs, ivs, msgs);
-            const int m = recvmmsg(fd, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
+            if (!rx_armed_) {
+                arm_batch(rx_bufs_, rx_ctl_, rx_srcs_, rx_ivs_, rx_msgs_);
+                rx_armed_ = true;
+            }
+            const int m = recvmmsg(fd, rx_msgs_, kRxBatch, MSG_DONTWAIT, nullptr);
             if (m <= 0) break;
+            rx_armed_ = false;
+            rp.data_ns = now;
             got = true;
             for (int i = 0; i < m; ++i)
-                deliver(sk, rx_bufs_[size_t(i)].data() + kRoom, msgs[i].msg_len, msgs[i].msg_hdr, srcs[i], sink);
+                deliver(sk, rx_bufs_[size_t(i)].data() + kRoom, rx_msgs_[i].msg_len, rx_msgs_[i].msg_hdr,
+                        rx_srcs_[i], sink);
             if (m < kRxBatch) break;
         }
     }
