@@ -51,6 +51,16 @@
 #   sys_finish NAME        "NAME: passed" and exit 0 if no check failed, else
 #                          "NAME: N checks failed" and exit 1.
 #   daemon_pid             the pid of the private daemon (from its state file).
+#   stall_watch SECS PROG...
+#                          a watcher that, if the test still runs SECS
+#                          seconds later, writes what a hung tool waits for
+#                          to $work/stall.txt: the daemon's objects (`simnic
+#                          resource show`: QPs and their states, CM IDs), the
+#                          counters of the test's devices, and the stacks
+#                          (eu-stack) of the running processes named PROG.
+#                          fail() prints it, so that a hang seen once in CI
+#                          (the tool then killed by its timeout) shows where
+#                          it was; sys_cleanup stops the watcher.
 #   sys_cleanup [PIDVAR...]
 #                          kills the processes whose pids the named variables
 #                          hold (those set), deletes the devices link_add
@@ -61,8 +71,39 @@ failures=0
 fail() {
   echo "FAIL: $*"
   failures=$((failures + 1))
-  [ "$failures" -eq 1 ] && daemon_hang_report
+  if [ "$failures" -eq 1 ]; then
+    daemon_hang_report
+    if [ -s "$work/stall.txt" ]; then sed 's/^/  /' "$work/stall.txt"; fi
+  fi
   return 0
+}
+
+stall_pid=
+stall_watch() {
+  local secs=$1
+  shift
+  (
+    sleep "$secs"
+    {
+      echo "still running after $secs s: the device's objects, counters and the tools' stacks"
+      local d p pid what
+      for what in "" qp cm_id; do
+        timeout 10 "${AS[@]}" "$SIMNIC" resource show $what 2>&1 | head -40 | sed 's/^/  /'
+      done
+      for d in "${devs[@]}"; do
+        timeout 10 "${AS[@]}" "$SIMNIC" stats "$d" 2>&1 | awk '$2 != "0"' | head -60 | sed "s/^/  $d: /"
+      done
+      command -v eu-stack >/dev/null || exit 0
+      for p in "$@"; do
+        for pid in $(pgrep -x "${p:0:15}"); do
+          echo "  $p (pid $pid):"
+          timeout 20 eu-stack -p "$pid" 2>&1 | head -80 | sed 's/^/    /'
+        done
+      done
+    } >"$work/stall.tmp" 2>&1
+    mv "$work/stall.tmp" "$work/stall.txt"
+  ) </dev/null >/dev/null 2>&1 &
+  stall_pid=$!
 }
 
 # At a test's first failure: a daemon that is alive but does not answer
@@ -232,7 +273,9 @@ daemon_pid() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd
 
 sys_cleanup() {
   local var dev pid
-  for var in "$@"; do
+  # The watcher's sleep too, or it would outlive the test.
+  [ -n "$stall_pid" ] && pkill -P "$stall_pid" 2>/dev/null
+  for var in stall_pid "$@"; do
     [ -n "${!var:-}" ] && kill "${!var}" 2>/dev/null
   done
   for dev in "${devs[@]}"; do sim link delete "$dev" >/dev/null 2>&1; done

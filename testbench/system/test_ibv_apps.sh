@@ -95,6 +95,8 @@ pcap_args=()
 case "$CASE" in rc_pingpong | rc_pingpong_ipv6 | ib_write_bw_tclass*) pcap_args=(pcap "$SIMNIC_RUNTIME_DIR/dev.pcap") ;; esac
 link_add "$DEV" "${pcap_args[@]}"
 
+# Both ends wait at most 60 s; what they wait for is recorded before then.
+stall_watch 50 "${server[0]}" "${client[0]}"
 app timeout 60 "${server[@]}" >"$work/server.out" 2>&1 &
 server_pid=$!
 # The server is ready when its TCP port listens.

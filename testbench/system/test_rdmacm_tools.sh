@@ -189,6 +189,8 @@ else
   link_add "$DEV"
 fi
 
+# Both ends wait at most 60 s; what they wait for is recorded before then.
+stall_watch 50 "${server[0]}" "${client[0]}"
 # (env before stdbuf: stdbuf adds its library to LD_PRELOAD.)
 app timeout 60 env "${case_env[@]}" stdbuf -oL "${server[@]}" >"$work/server.out" 2>&1 &
 server_pid=$!
