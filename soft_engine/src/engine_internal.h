@@ -471,8 +471,13 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     std::vector<uint8_t> txbuf;  // the frame being encoded
     uint8_t port_mac[6] = {};
     // Loopback shortcut (EngineConfig::loopback): self-addressed IP packets
-    // waiting for this device's RX, and spare buffers for them.
-    std::deque<std::vector<uint8_t>> loop_q;
+    // waiting for this device's RX (each at `off` in its buffer, `len`
+    // bytes), and spare buffers for them.
+    struct LoopFrame {
+        std::vector<uint8_t> buf;
+        size_t off = 0, len = 0;
+    };
+    std::deque<LoopFrame> loop_q;
     std::vector<std::vector<uint8_t>> loop_spare;
     uint32_t port_quiet = 0, port_skip = 0;  // receive passes that found nothing
     bool rx_doorbells_taken = false;  // this pass's FIFOs looked at after a frame was read
