@@ -173,6 +173,10 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
                          uint64_t wqe_seq) override;
     tp::MemStatus read_reply(uint32_t rkey, uint64_t addr, void* dst, size_t len, uint64_t left,
                              uint64_t serve) override;
+    tp::MemStatus gather_view(uint32_t lkey, uint64_t addr, size_t len, uint64_t sge_left, uint64_t wqe_seq,
+                              const uint8_t*& view) override;
+    tp::MemStatus read_reply_view(uint32_t rkey, uint64_t addr, size_t len, uint64_t left, uint64_t serve,
+                                  const uint8_t*& view) override;
     tp::MemStatus write(tp::KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                         uint32_t access) override;
     tp::MemStatus atomic(uint32_t rkey, uint64_t addr, tp::AtomicOp op, uint64_t swap_add, uint64_t compare,
@@ -300,6 +304,11 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     tp::MemStatus mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf, size_t len,
                          uint32_t access, bool wr, uint64_t ahead_left = 0, uint64_t ahead_for = 0);
     std::vector<iovec> iov;  // mem_io's translation
+    // mem_io's read served from the read-ahead copy in place: the same
+    // checks and charges, `view` pointing into the copy; `view` null and
+    // nothing done when the copy does not hold the bytes.
+    tp::MemStatus mem_view(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, size_t len,
+                           uint32_t access, uint64_t ahead_left, uint64_t ahead_for, const uint8_t*& view);
     // Read-ahead of a requester's gather and of a READ's response data (see
     // host_memory.cc).
     static constexpr size_t kReadAhead = 64 * 1024;
@@ -324,6 +333,9 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // very access (see host_memory.cc).
     bool read_ahead_hit(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* dst, size_t len,
                         uint64_t serves);
+    // Where the copy holds those bytes, or null.
+    const uint8_t* read_ahead_at(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, size_t len,
+                                 uint64_t serves) const;
     // Which memory of the processes the device writes is private to them
     // (write_hits_read_ahead). Cleared at every firmware fence and context
     // removal.

@@ -200,13 +200,33 @@ void Requester::send_packet(SqEntry& e) {
         const uint64_t off = seg.payload_off;
         const size_t n = seg.payload_len;
         payload_.resize(n);
+        const uint8_t* view = nullptr;
         if (e.wr.is_inline()) {
             std::copy_n(e.wr.inline_data.begin() + static_cast<std::ptrdiff_t>(off), n,
                         payload_.begin());
         } else {
-            // Gather [off, off + n) of the message from the SGEs.
+            // Gather [off, off + n) of the message from the SGEs: in place
+            // where the port already holds the bytes of the one SGE they lie
+            // in (a read-ahead of this WQE), else copied.
             uint64_t pos = 0;
             size_t got = 0;
+            for (size_t i = 0; i < e.wr.sg.num_sge; ++i) {
+                const Sge& s = e.wr.sg.sge[i];
+                if (pos + s.length <= off) {
+                    pos += s.length;
+                    continue;
+                }
+                if (off - pos + n <= s.length &&
+                    qp.env.mem->gather_view(s.lkey, s.addr + (off - pos), n, s.length - (off - pos),
+                                            qp.req.next_seq, view) != MemStatus::Ok) {
+                    e.state = WqeState::Error;  // as the gather below
+                    e.status = hw::WcStatus::LocProtErr;
+                    return;
+                }
+                break;
+            }
+            if (view) got = n;
+            pos = 0;
             for (size_t i = 0; i < e.wr.sg.num_sge && got < n; ++i) {
                 const Sge& s = e.wr.sg.sge[i];
                 if (pos + s.length <= off + got) {
@@ -227,7 +247,7 @@ void Requester::send_packet(SqEntry& e) {
                 pos += s.length;
             }
         }
-        p.payload = payload_.data();
+        p.payload = view ? view : payload_.data();
         p.payload_len = n;
     }
 

@@ -426,11 +426,17 @@ RespState Responder::read_reply(Pass& p) {
         opcode = r.resid > mtu ? op::RC_RDMA_READ_RESPONSE_MIDDLE : op::RC_RDMA_READ_RESPONSE_LAST;
     r.started = true;
     const uint32_t n = std::min(r.resid, mtu);
-    buf_.resize(n);
     // The key is checked again at every packet: the MR may have gone since.
-    if (n > 0 && qp_.env.mem->read_reply(r.rkey, r.va, buf_.data(), n, r.resid, r.serve) != MemStatus::Ok)
+    // The bytes in place where the port already holds them, else copied.
+    const uint8_t* view = nullptr;
+    if (n > 0 && qp_.env.mem->read_reply_view(r.rkey, r.va, n, r.resid, r.serve, view) != MemStatus::Ok)
         return RespState::ErrRkeyViolation;
-    send_ack(opcode, kAckSyndrome, r.cur_psn, 0, buf_.data(), n);
+    if (!view) {
+        buf_.resize(n);
+        if (n > 0 && qp_.env.mem->read_reply(r.rkey, r.va, buf_.data(), n, r.resid, r.serve) != MemStatus::Ok)
+            return RespState::ErrRkeyViolation;
+    }
+    send_ack(opcode, kAckSyndrome, r.cur_psn, 0, view ? view : buf_.data(), n);
     r.va += n;
     r.resid -= n;
     r.cur_psn = psn_add(r.cur_psn, 1);

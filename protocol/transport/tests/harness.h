@@ -146,6 +146,28 @@ public:
         gathers.push_back({addr, len, sge_left});
         return read(KeyKind::Lkey, lkey, addr, dst, len, 0);
     }
+    // With `views` set, the node lends the bytes in place, as a port with a
+    // read-ahead copy does (gather_view, read_reply_view), and counts them.
+    bool views = false;
+    int views_lent = 0;
+    MemStatus lend(KeyKind kind, uint32_t key, uint64_t addr, size_t len, uint32_t access,
+                   const uint8_t*& view) {
+        view = nullptr;
+        if (!views) return MemStatus::Ok;
+        const MemStatus s = check(kind, key, addr, len, access);
+        if (s != MemStatus::Ok) return s;
+        view = ptr(translated_);
+        ++views_lent;
+        return MemStatus::Ok;
+    }
+    MemStatus gather_view(uint32_t lkey, uint64_t addr, size_t len, uint64_t, uint64_t,
+                          const uint8_t*& view) override {
+        return lend(KeyKind::Lkey, lkey, addr, len, 0, view);
+    }
+    MemStatus read_reply_view(uint32_t rkey, uint64_t addr, size_t len, uint64_t, uint64_t,
+                              const uint8_t*& view) override {
+        return lend(KeyKind::Rkey, rkey, addr, len, hw::access::kRemoteRead, view);
+    }
     MemStatus write(KeyKind kind, uint32_t key, uint64_t addr, const void* src, size_t len,
                     uint32_t access) override {
         MemStatus s = check(kind, key, addr, len, access);

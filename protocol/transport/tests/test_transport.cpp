@@ -76,6 +76,52 @@ TEST_CASE("transport: a gather names the bytes left of its SGE", "[transport]") 
     CHECK(bytes(f.b(), dst.addr, 2500) == bytes(f.a(), src.addr, 2500));
 }
 
+TEST_CASE("transport: bytes a port holds are sent in place, not copied", "[transport]") {
+    // Both nodes lend their bytes (a read-ahead copy in the engines): a
+    // packet within one SGE takes them in place, one across two SGEs is
+    // gathered as before, and a READ response takes the responder's.
+    Fabric f;
+    f.a().mem.views = f.b().mem.views = true;
+    Buf src = make_buf(f.a(), 2500, kAllAccess, 5);
+    Buf dst = make_buf(f.b(), 2500, kAllAccess);
+    auto w = wqe(hw::WrOpcode::RdmaWrite, 1, {src.sge(0, 1500), src.sge(1500, 1000)});
+    w.remote_addr = dst.addr;
+    w.rkey = dst.mr->rkey;
+    REQUIRE(f.a().qp->post_send(w) == PostStatus::Ok);
+    f.run();
+    // Packets [0, 1024) and [2048, 2500) lie in one SGE; [1024, 2048) spans both.
+    CHECK(f.a().mem.views_lent == 2);
+    REQUIRE(f.a().mem.gathers.size() == 2);
+    CHECK((f.a().mem.gathers[0].addr == src.addr + 1024 && f.a().mem.gathers[0].len == 476));
+    CHECK(bytes(f.b(), dst.addr, 2500) == bytes(f.a(), src.addr, 2500));
+
+    Buf remote = make_buf(f.b(), 3000, kAllAccess, 9);
+    Buf local = make_buf(f.a(), 3000, kAllAccess);
+    auto r = wqe(hw::WrOpcode::RdmaRead, 2, {local.sge()});
+    r.remote_addr = remote.addr;
+    r.rkey = remote.mr->rkey;
+    REQUIRE(f.a().qp->post_send(r) == PostStatus::Ok);
+    f.run();
+    CHECK(f.b().mem.views_lent == 3);  // three response packets
+    CHECK(bytes(f.a(), local.addr, 3000) == bytes(f.b(), remote.addr, 3000));
+    auto s = f.a().cq.side(CqSide::Send);
+    REQUIRE(s.size() == 2);
+    CHECK((s[0].wc.status == hw::WcStatus::Success && s[1].wc.status == hw::WcStatus::Success));
+
+    // A key the port refuses while lending fails the WQE as a refused gather does.
+    Fabric g;
+    g.a().mem.views = true;
+    Buf b = make_buf(g.a(), 100, kAllAccess, 1);
+    Sge bad = b.sge();
+    bad.lkey = 0x777;
+    REQUIRE(g.a().qp->post_send(wqe(hw::WrOpcode::Send, 3, {bad})) == PostStatus::Ok);
+    g.run();
+    REQUIRE(g.a().cq.side(CqSide::Send).size() == 1);
+    CHECK(g.a().cq.side(CqSide::Send)[0].wc.status == hw::WcStatus::LocProtErr);
+    CHECK(g.transmitted == 0);
+    CHECK(g.a().mem.gathers.empty());
+}
+
 TEST_CASE("transport: SEND with immediate, solicited, unsignaled", "[transport]") {
     Fabric f;
     Buf src = make_buf(f.a(), 2000, kAllAccess, 9);

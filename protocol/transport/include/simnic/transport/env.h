@@ -85,6 +85,25 @@ public:
         (void)serve;
         return read(KeyKind::Rkey, rkey, addr, dst, len, hw::access::kRemoteRead);
     }
+    // gather() and read_reply() without a copy, for a port that may already
+    // hold the bytes (fetched ahead for this very WQE or READ serving). It
+    // makes the same checks: a refusal is returned as gather() or
+    // read_reply() would return it, with `view` null. Ok with `view` set:
+    // the `len` bytes are there, valid until the port is next called. Ok
+    // with `view` null: the port did nothing, and the caller calls gather()
+    // or read_reply(). The default holds nothing.
+    virtual MemStatus gather_view(uint32_t lkey, uint64_t addr, size_t len, uint64_t sge_left,
+                                  uint64_t wqe_seq, const uint8_t*& view) {
+        (void)lkey, (void)addr, (void)len, (void)sge_left, (void)wqe_seq;
+        view = nullptr;
+        return MemStatus::Ok;
+    }
+    virtual MemStatus read_reply_view(uint32_t rkey, uint64_t addr, size_t len, uint64_t left,
+                                      uint64_t serve, const uint8_t*& view) {
+        (void)rkey, (void)addr, (void)len, (void)left, (void)serve;
+        view = nullptr;
+        return MemStatus::Ok;
+    }
     // A 64-bit atomic on [addr, addr + 8) under an rkey with REMOTE_ATOMIC. The
     // engine makes it atomic against every other atomic of the device. The
     // core has already checked 8-byte alignment.
