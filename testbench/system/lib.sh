@@ -78,9 +78,21 @@ fail() {
   return 0
 }
 
+# Whether process $1 descends from process $2 (its parent chain in /proc).
+descends_from() {
+  local pid=$1 ppid
+  while [ "$pid" -gt 1 ]; do
+    [ "$pid" -eq "$2" ] && return 0
+    ppid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) || return 1
+    [ -n "$ppid" ] || return 1
+    pid=$ppid
+  done
+  return 1
+}
+
 stall_pid=
 stall_watch() {
-  local secs=$1
+  local secs=$1 test_pid=$$
   shift
   (
     sleep "$secs"
@@ -95,7 +107,9 @@ stall_watch() {
       done
       command -v eu-stack >/dev/null || exit 0
       for p in "$@"; do
+        # This test's own (ctest runs others beside it, with the same tools).
         for pid in $(pgrep -x "${p:0:15}"); do
+          descends_from "$pid" "$test_pid" || continue
           echo "  $p (pid $pid):"
           timeout 20 eu-stack -p "$pid" 2>&1 | head -80 | sed 's/^/    /'
         done
