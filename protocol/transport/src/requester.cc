@@ -205,28 +205,11 @@ void Requester::send_packet(SqEntry& e) {
             std::copy_n(e.wr.inline_data.begin() + static_cast<std::ptrdiff_t>(off), n,
                         payload_.begin());
         } else {
-            // Gather [off, off + n) of the message from the SGEs: in place
-            // where the port already holds the bytes of the one SGE they lie
-            // in (a read-ahead of this WQE), else copied.
+            // Gather [off, off + n) of the message from the SGEs. A packet
+            // within one SGE is taken in place where the port already holds
+            // its bytes (a read-ahead of this WQE), else copied.
             uint64_t pos = 0;
             size_t got = 0;
-            for (size_t i = 0; i < e.wr.sg.num_sge; ++i) {
-                const Sge& s = e.wr.sg.sge[i];
-                if (pos + s.length <= off) {
-                    pos += s.length;
-                    continue;
-                }
-                if (off - pos + n <= s.length &&
-                    qp.env.mem->gather_view(s.lkey, s.addr + (off - pos), n, s.length - (off - pos),
-                                            qp.req.next_seq, view) != MemStatus::Ok) {
-                    e.state = WqeState::Error;  // as the gather below
-                    e.status = hw::WcStatus::LocProtErr;
-                    return;
-                }
-                break;
-            }
-            if (view) got = n;
-            pos = 0;
             for (size_t i = 0; i < e.wr.sg.num_sge && got < n; ++i) {
                 const Sge& s = e.wr.sg.sge[i];
                 if (pos + s.length <= off + got) {
@@ -235,8 +218,13 @@ void Requester::send_packet(SqEntry& e) {
                 }
                 const uint64_t in = off + got - pos;
                 const size_t take = static_cast<size_t>(std::min<uint64_t>(s.length - in, n - got));
-                if (qp.env.mem->gather(s.lkey, s.addr + in, payload_.data() + got, take,
-                                       s.length - in, qp.req.next_seq) != MemStatus::Ok) {
+                MemStatus st = MemStatus::Ok;
+                if (take == n)
+                    st = qp.env.mem->gather_view(s.lkey, s.addr + in, n, s.length - in, qp.req.next_seq, view);
+                if (st == MemStatus::Ok && !view)
+                    st = qp.env.mem->gather(s.lkey, s.addr + in, payload_.data() + got, take, s.length - in,
+                                            qp.req.next_seq);
+                if (st != MemStatus::Ok) {
                     // rxe: a bad local SGE completes the WQE with a local
                     // protection error and the QP goes to ERR.
                     e.state = WqeState::Error;
