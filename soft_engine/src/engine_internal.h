@@ -304,6 +304,13 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     tp::MemStatus mem_io(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* buf, size_t len,
                          uint32_t access, bool wr, uint64_t ahead_left = 0, uint64_t ahead_for = 0);
     std::vector<iovec> iov;  // mem_io's translation
+    // A model device's stage is charged one packet's own DMA, whichever way
+    // its bytes crossed (mem_io, mem_view).
+    void charge_dma(bool wr, size_t len, uint32_t access) {
+        if (rec)
+            rec->add(wr ? Op::Kind::DmaWrite : Op::Kind::DmaRead, 0, uint32_t(len), 0,
+                     access == hw::access::kRemoteAtomic ? DmaPurpose::Atomic : DmaPurpose::Payload);
+    }
     // mem_io's read served from the read-ahead copy in place: the same
     // checks and charges, `view` pointing into the copy; `view` null and
     // nothing done when the copy does not hold the bytes.

@@ -191,9 +191,7 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
     // are moved below (one system call for it, or part of a read-ahead or
     // a combined write): the pipeline's timing is the same either way.
     const auto charged = [&] {
-        if (rec)
-            rec->add(wr ? Op::Kind::DmaWrite : Op::Kind::DmaRead, 0, uint32_t(len), 0,
-                     access == hw::access::kRemoteAtomic ? DmaPurpose::Atomic : DmaPurpose::Payload);
+        charge_dma(wr, len, access);
         return tp::MemStatus::Ok;
     };
     // No write combining into an on-demand MR: its pages may be absent,
@@ -242,7 +240,7 @@ tp::MemStatus SoftEngine::Impl::mem_view(const EngineQp& q, tp::KeyKind kind, ui
     pid_t pid = 0;
     const tp::MemStatus st = translate(q, kind, key, va, len, access, &pid, &iov);
     if (st != tp::MemStatus::Ok) return st;
-    if (rec) rec->add(Op::Kind::DmaRead, 0, uint32_t(len), 0, DmaPurpose::Payload);
+    charge_dma(false, len, access);
     view = at;
     return tp::MemStatus::Ok;
 }
