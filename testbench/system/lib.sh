@@ -106,7 +106,8 @@ stall_watch() {
         timeout 10 "${AS[@]}" "$SIMNIC" stats "$d" 2>&1 | awk '$2 != "0"' | head -60 | sed "s/^/  $d: /"
       done
       command -v eu-stack >/dev/null || exit 0
-      for p in "$@"; do
+      # Each name once: a server and its client are often the same tool.
+      for p in $(printf '%s\n' "$@" | sort -u); do
         # This test's own (ctest runs others beside it, with the same tools).
         for pid in $(pgrep -x "${p:0:15}"); do
           descends_from "$pid" "$test_pid" || continue
