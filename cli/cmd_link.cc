@@ -41,9 +41,12 @@ using control::Json;
 using LinkArgs = ObjectArgs;  // NAME and keyword/value pairs
 
 constexpr const char* kAddUsage =
-    "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE] [loopback on|off] [persist]\n"
+    "usage: simnic link add NAME type soft|model netdev IFACE [pcap FILE] [config FILE] [loopback on|off]\n"
+    "                       [ack_hold_us N] [persist]\n"
     "       simnic link add NAME type soft|model wire HOST:PORT addr A.B.C.D/N [addr X::Y/N] [mac M] [mtu N]\n"
-    "                       [pcap FILE] [config FILE] [persist]\n"
+    "                       [pcap FILE] [config FILE] [ack_hold_us N] [persist]\n"
+    "  ack_hold_us: how long an RC ACK may wait for its QP's reply, to leave with it in one system\n"
+    "          call (0 to 100, default 50; only QPs seen to reply within it hold one; 0: never)\n"
     "  config: a model device's TOML configuration (docs/model-config.toml); a soft device's holds\n"
     "          [congestion] only (congestion control: enable = 1 and the DCQCN parameters)\n"
     "  persist: create the device again whenever a daemon starts, until `simnic link delete NAME`\n"
@@ -82,7 +85,8 @@ int link_add(const LinkArgs& a) {
         // The daemon runs elsewhere: give it absolute paths.
         char buf[4096];
         const std::string abs = (v.empty() || v[0] == '/' || !getcwd(buf, sizeof buf)) ? v : std::string(buf) + "/" + v;
-        if (k == "type" || k == "netdev" || k == "loopback" || k == "wire" || k == "mac" || k == "mtu") {
+        if (k == "type" || k == "netdev" || k == "loopback" || k == "wire" || k == "mac" || k == "mtu" ||
+            k == "ack_hold_us") {
             if (req.contains(k)) {
                 std::fprintf(stderr, "simnic link add: '%s' given twice\n", k.c_str());
                 return 2;
@@ -114,7 +118,7 @@ int link_add(const LinkArgs& a) {
         } else {
             std::fprintf(stderr,
                          "simnic link add: unknown keyword '%s' (type, netdev, wire, addr, mac, mtu, pcap, config, "
-                         "loopback)\n",
+                         "loopback, ack_hold_us)\n",
                          k.c_str());
             return 2;
         }

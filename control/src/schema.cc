@@ -51,6 +51,7 @@ constexpr FieldSpec kLinkAdd[] = {
     name_f("mtu", Opt, 5),
     path_f("pcap", Opt),
     name_f("loopback", Opt, 3),  // on | off
+    name_f("ack_hold_us", Opt, 3),  // 0 to 100
     path_f("config", Opt),
     text_f("config_text", Opt, kMaxConfigTextBytes),
 };

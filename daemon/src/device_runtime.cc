@@ -307,6 +307,9 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         }
         ec.pcap = dev.pcap;
         ec.loopback = dev.loopback;
+        static_assert(uint64_t{Device::kMaxAckHoldUs} * 1000 == soft_engine::EngineConfig::kMaxAckHoldNs,
+                      "one limit for ack_hold_us");
+        ec.ack_hold_ns = uint64_t{dev.ack_hold_us} * 1000;
         ec.congestion.on = cc.enable != 0;
         ec.congestion.rp = cc.dcqcn(dev.type == DeviceType::Model ? line_gbps : 100);
         ec.congestion.np = cc.np();

@@ -271,12 +271,14 @@ Json DeviceTable::link_json(const Device& d) {
         j["addr"] = addrs;
         j["mtu"] = d.wire.mtu;
         j["loopback"] = "on";
+        if (d.ack_hold_us != Device::kDefaultAckHoldUs) j["ack_hold_us"] = d.ack_hold_us;
     } else {
         const NetdevState n = query_netdev(d.netdev);
         active = n.exists && n.up && n.running;
         j["netdev"] = d.netdev;
         j["netdev_mtu"] = n.mtu;
         if (d.loopback) j["loopback"] = "on";
+        if (d.ack_hold_us != Device::kDefaultAckHoldUs) j["ack_hold_us"] = d.ack_hold_us;
     }
     j["ifname"] = d.name;
     j["port"] = 1;

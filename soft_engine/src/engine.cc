@@ -127,6 +127,7 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         std::lock_guard<std::recursive_mutex> lk(m.mu);
         cfg.group->members.push_back(&m);
     }
+    m.ack_hold = AckHold(std::min(cfg.ack_hold_ns, EngineConfig::kMaxAckHoldNs));
     if (!cfg.standalone || cfg.group) m.thread = std::thread([&m] { m.loop(); });
     return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
 }

@@ -49,6 +49,7 @@
 #include "simnic/roce/pcap_io.h"
 #include "simnic/soft_engine/engine.h"
 #include "simnic/transport/qp.h"
+#include "ack_hold.h"
 #include "map_spans.h"
 #include "port.h"
 
@@ -531,6 +532,15 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         tx_unflushed = 0;
         tx_owes_writes = false;
         if (port) port->flush();
+        ack_hold.sent(mono_ns());
+    }
+    // The end of a step or of a pass: the port's queue leaves, unless it
+    // holds only ACKs that may wait for their flow's reply (ack_hold.h).
+    // The engine spins while one waits (a pass ends each time) and sends
+    // before it sleeps.
+    AckHold ack_hold;
+    void tx_step_end() {
+        if (!ack_hold.may_wait(mono_ns())) tx_flush();
     }
     bool rx_batch();
     void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false, const uint8_t* eth = nullptr);

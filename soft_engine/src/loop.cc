@@ -87,13 +87,14 @@ void SoftEngine::Impl::end_batch() {
     // completes, and the firmware's commands drop it (fence) before
     // anything is unmapped (host_memory.cc).
     wc_flush();
-    tx_flush();
+    tx_step_end();
     wake_cq_waiters();
     post_deferred_eqes();
 }
 
 void SoftEngine::Impl::loop() {
     constexpr uint64_t kSpinNs = 200'000;  // stay awake this long after the last work
+    static_assert(EngineConfig::kMaxAckHoldNs < kSpinNs, "a held ACK runs out while the engine spins");
     uint64_t last_work = mono_ns();
     epoll_event evs[32];
     bool simulating = false;  // a model device's pipeline has work left
@@ -119,6 +120,9 @@ void SoftEngine::Impl::loop() {
         // Going to sleep (hw-spec 3.4): flag, fence, look once more.
         {
             std::lock_guard<std::recursive_mutex> lk(mu);
+            // No ACK waits for a reply across a sleep (the hold is far
+            // shorter than the spin: it has run out by now).
+            if (ack_hold.holding()) tx_flush();
             set_sleeping(1);
             __atomic_thread_fence(__ATOMIC_SEQ_CST);
             if (fifos_pending() || !loop_q.empty() || port->rx_pending()) {

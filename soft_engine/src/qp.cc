@@ -215,11 +215,12 @@ void SoftEngine::Impl::reload_qp(uint32_t qpn) {
 
 void SoftEngine::Impl::after(EngineQp& q, bool was_err) {
     // What this step sent goes out now, in one sendmmsg: a message's
-    // packets together, a lone ACK without waiting for the batch's end. A
+    // packets together, a lone ACK without waiting for the batch's end
+    // (unless its flow replies: ack_hold.h). A
     // model device's step (rec set) sends nothing itself: its frames leave
     // MAC TX later, and the port's queue then holds other steps' frames,
     // which go together at the quantum's end (wire_tx).
-    if (!rec) tx_flush();
+    if (!rec) tx_step_end();
     if (!q.core) return;
     if (q.fault != hw::ErrorCause::None && q.core->state() != hw::QpState::Err) {
         q.cause = q.fault;

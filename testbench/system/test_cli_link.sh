@@ -40,6 +40,11 @@ expect 2 "unknown keyword 'speed'" "$SIMNIC" link add x type soft netdev lo spee
 expect 2 "'mtu' applies to a device on a wire" "$SIMNIC" link add x type soft netdev lo mtu 9000
 expect 2 "'netdev' needs a value" "$SIMNIC" link add x type soft netdev
 expect 2 "'type' and one of 'netdev' or 'wire' are required" "$SIMNIC" link add x netdev lo
+for v in 101 -1 5x; do
+  expect 1 'ack_hold_us must be 0 to 100' "$SIMNIC" link add x type soft netdev lo ack_hold_us "$v"
+done
+expect 1 "'ack_hold_us' must be 1 to 3 bytes" "$SIMNIC" link add x type soft netdev lo ack_hold_us ''
+expect 2 "'ack_hold_us' given twice" "$SIMNIC" link add x type soft netdev lo ack_hold_us 1 ack_hold_us 2
 expect 1 'no device nosuch' "$SIMNIC" link show nosuch
 expect 1 'no device nosuch' "$SIMNIC" link delete nosuch
 expect 0 '^link rxe_lo/1 ' "$SIMNIC" link show
@@ -124,5 +129,14 @@ expect 0 '^link rxe_lo/1 ' "$SIMNIC" link show
 
 expect 0 '^$' "$SIMNIC" link delete rxe_lo
 expect 0 '^$' "$SIMNIC" link show
+
+# ack_hold_us: the default is not listed; another value is, and kept.
+expect 0 '^$' "$SIMNIC" link add rxe_lo type soft netdev lo ack_hold_us 0
+expect 0 '"ack_hold_us":0' "$SIMNIC" link show -j
+expect 0 '^$' "$SIMNIC" link delete rxe_lo
+expect 0 '^$' "$SIMNIC" link add rxe_lo type soft netdev lo ack_hold_us 50
+out=$("$SIMNIC" link show -j)
+[[ "$out" == *ack_hold_us* ]] && fail "the default ack_hold_us is listed: $out"
+expect 0 '^$' "$SIMNIC" link delete rxe_lo
 
 sys_finish "cli link"

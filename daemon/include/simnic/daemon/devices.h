@@ -78,6 +78,11 @@ struct Device {
     // shortcut). Off by default: tcpdump on the netdev then sees nothing of
     // them; the pcap option still records them.
     bool loopback = false;
+    // How long an RC ACK may wait at the port for its flow's reply, so that
+    // both leave in one system call (`ack_hold_us`, soft_engine's
+    // ack_hold.h); 0: never. Only flows seen to reply soon hold one.
+    static constexpr unsigned kDefaultAckHoldUs = 50, kMaxAckHoldUs = 100;
+    unsigned ack_hold_us = kDefaultAckHoldUs;
     // The configuration file (absolute path; empty: the defaults) and the
     // text it held when the device was added: a model device's whole
     // configuration, a soft device's [congestion] table.

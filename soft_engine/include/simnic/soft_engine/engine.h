@@ -83,6 +83,12 @@ struct EngineConfig {
     // Frames to the device's own address skip the kernel (see Device). A wire
     // port always does this, as rxe always does: no host stack is behind it.
     bool loopback = false;
+    // How long an RC ACK may wait at the port for its flow's reply, so that
+    // both leave in one system call (src/ack_hold.h); 0: never. The engine
+    // thread spins while one waits, so create() takes at most
+    // kMaxAckHoldNs. A driven engine (create_driven) never holds.
+    std::uint64_t ack_hold_ns = 50'000;
+    static constexpr std::uint64_t kMaxAckHoldNs = 100'000;
     // SHM domains (hw-spec 1.3): the local mapping of shared object `handle`
     // of context `ctx` and its size; null if there is none. Called by the
     // engine thread; the mapping must stay until the context is removed.
