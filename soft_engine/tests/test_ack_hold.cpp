@@ -35,7 +35,7 @@ struct Frame {
         bytes[bth + 5] = uint8_t(dqpn >> 16);
         bytes[bth + 6] = uint8_t(dqpn >> 8);
         bytes[bth + 7] = uint8_t(dqpn);
-        std::memcpy(bytes.data() + bth + roce::kBthBytes, ext.data(), ext.size());
+        if (!ext.empty()) std::memcpy(bytes.data() + bth + roce::kBthBytes, ext.data(), ext.size());
         out.data = bytes.data();
         out.len = out.ip_end = bytes.size();
         out.v6 = v6;
@@ -154,7 +154,7 @@ TEST_CASE("ack hold: a flow whose reply follows its ACK holds the next ACK until
     CHECK(h.counters().expired == 0);
 }
 
-TEST_CASE("ack hold: a hold that runs out ends the mode; a late reply does not start it", "[ack_hold]") {
+TEST_CASE("ack hold: a hold that runs out ends the mode, and a late reply does not start it", "[ack_hold]") {
     AckHold h(kHold);
     enter_pingpong(h, 9, 0);
     const uint64_t t = 1000 * kUs;
