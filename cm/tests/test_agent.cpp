@@ -243,7 +243,7 @@ TEST_CASE("connect and disconnect: REQ, REP, RTU, DREQ, DREP and the events of e
     CHECK(t.net.log.size() == 5);  // destroying disconnected IDs sends nothing
 }
 
-TEST_CASE("rdma_set_option's ToS: the REQ's traffic class and both QPs' AV; read at rdma_resolve_route", "[cm][agent][tos]") {
+TEST_CASE("rdma_set_option's ToS: the REQ's traffic class and both QPs' AV, read at rdma_resolve_route", "[cm][agent][tos]") {
     // The traffic class of each side's RTR address vector and of the REQ.
     auto run = [](int before, int after, uint8_t& req_tc, uint8_t& client_tc, uint8_t& server_tc) {
         Pair t;
@@ -831,7 +831,7 @@ TEST_CASE("list: the IDs as rdma_cm reports them to `rdma resource show cm_id`",
     CHECK(l[0].id == t.listen_id);
 }
 
-TEST_CASE("a listener whose channel holds the most IDs it may drops further REQs; their resends find room later",
+TEST_CASE("a listener whose channel holds the most IDs it may drops further REQs, their resends find room later",
           "[cm][agent][limits]") {
     Pair t;
     t.server.agent->set_max_ids_per_channel(2);  // the listener and one connection
@@ -887,7 +887,7 @@ TEST_CASE("a SIDR_REQ for a listener whose channel is full is answered REJECT", 
     CHECK(un[0].status == int(cm::SidrStatus::Rejected));
 }
 
-TEST_CASE("ECE: connect and accept send it in the REQ and REP; CONNECT_REQUEST and CONNECT_RESPONSE report the peer's",
+TEST_CASE("ECE: connect and accept send it in the REQ and REP, CONNECT_REQUEST and CONNECT_RESPONSE report the peer's",
           "[cm][agent][ece]") {
     Pair t;
     t.listen();
@@ -933,7 +933,7 @@ TEST_CASE("ECE: connect and accept send it in the REQ and REP; CONNECT_REQUEST a
     CHECK(t.net.mads[2] == t.net.mads[1]);
 }
 
-TEST_CASE("rdma_reject_ece: REJ with reason 35 and REJECTED with status 35; only 0, 28 and 35 are taken",
+TEST_CASE("rdma_reject_ece: REJ with reason 35 and REJECTED with status 35, only 0, 28 and 35 are taken",
           "[cm][agent][ece]") {
     Pair t;
     t.listen();
@@ -969,7 +969,7 @@ TEST_CASE("rdma_reject_ece: REJ with reason 35 and REJECTED with status 35; only
     CHECK(u.client.of(cm::EventType::Rejected)[0].status == 28);
 }
 
-TEST_CASE("rdma_notify: COMM_EST establishes a connection whose RTU is late; EISCONN once established, EINVAL before",
+TEST_CASE("rdma_notify: COMM_EST establishes a connection whose RTU is late, EISCONN once established, EINVAL before",
           "[cm][agent][notify]") {
     constexpr uint32_t kCommEst = 4, kPathMig = 6, kQpFatal = 1;
     Pair t;
@@ -1055,7 +1055,7 @@ TEST_CASE("rdma_set_option REUSEADDR: both IDs must allow it, a listener stays a
     CHECK(ag.set_reuseaddr(99, true) == EINVAL);
 }
 
-TEST_CASE("rdma_set_option AFONLY: IPv4 and IPv6 share a port only if both are AF-only; a listener that is not "
+TEST_CASE("rdma_set_option AFONLY: IPv4 and IPv6 share a port only if both are AF-only, a listener that is not "
           "takes both", "[cm][agent]") {
     SECTION("bind") {
         Pair t;
@@ -1105,7 +1105,7 @@ TEST_CASE("rdma_set_option AFONLY: IPv4 and IPv6 share a port only if both are A
     }
 }
 
-TEST_CASE("rdma_set_option ACK_TIMEOUT: the RC QP's local ACK timeout at RTS; EINVAL for UD", "[cm][agent]") {
+TEST_CASE("rdma_set_option ACK_TIMEOUT: the RC QP's local ACK timeout at RTS, EINVAL for UD", "[cm][agent]") {
     Pair t;
     t.establish();
     cm::QpAttr rts;
@@ -1122,7 +1122,7 @@ TEST_CASE("rdma_set_option ACK_TIMEOUT: the RC QP's local ACK timeout at RTS; EI
     CHECK(t.client.agent->set_ack_timeout(ud, 14) == EINVAL);
 }
 
-TEST_CASE("the ToS set before the route goes with every MAD of the connection; an answer without one goes with "
+TEST_CASE("the ToS set before the route goes with every MAD of the connection, an answer without one goes with "
           "none over IPv4", "[cm][agent]") {
     Pair t;
     t.tos_before_route = 0x20;

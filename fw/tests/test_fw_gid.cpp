@@ -105,7 +105,7 @@ TEST_CASE("GID table from a fake netdev", "[fw][gid]") {
     CHECK(port(d, hw::port_block::gid_gen) == gen0 + 4);  // one refresh, one generation
 }
 
-TEST_CASE("Port state and MTU follow the netdev; PORT_ACTIVE / PORT_ERR", "[fw][gid]") {
+TEST_CASE("Port state and MTU follow the netdev, PORT_ACTIVE / PORT_ERR", "[fw][gid]") {
     Dev d;
     namespace pb = hw::port_block;
     CHECK(port(d, pb::state) == 4);

@@ -92,7 +92,7 @@ TEST_CASE("MW: allocation, index range, keys, states, PD reference", "[fw][mw]")
           CmdStatus::NoObject);
 }
 
-TEST_CASE("MW: DEREG_MR refused while bound; DEALLOC_MW and cleanup unbind", "[fw][mw]") {
+TEST_CASE("MW: DEREG_MR refused while bound, DEALLOC_MW and cleanup unbind", "[fw][mw]") {
     Dev d;
     const std::uint32_t pd = d.alloc_pd();
     const std::uint32_t lkey = d.reg_mr(pd, acc::kLocalWrite | acc::kMwBind);
@@ -309,7 +309,7 @@ TEST_CASE("ODP: REG_MR of an on-demand MR, the implicit MR, and their rules", "[
     CHECK(mpt(d, hw::key_index(odp), me::access) == (acc::kLocalWrite | acc::kRemoteRead));
 }
 
-TEST_CASE("ODP: a device without ODP refuses on-demand MRs; without IMPLICIT, the implicit MR", "[fw][odp]") {
+TEST_CASE("ODP: a device without ODP refuses on-demand MRs, without IMPLICIT, the implicit MR", "[fw][odp]") {
     Dev none(small_limits(), [](auto& c) { REQUIRE(hw::set(c.data(), c.size(), hw::cap_block::odp_general_caps, 0)); });
     const std::uint32_t pd = none.alloc_pd();
     CHECK(none.cmd(CmdOpcode::RegMr, none.mr_in(pd, acc::kLocalWrite | acc::kOnDemand)).status ==

@@ -116,7 +116,7 @@ TEST_CASE("neighbour table: an answer releases the waiting frames in order", "[w
     CHECK(a.empty());
 }
 
-TEST_CASE("neighbour table: the queue is bounded; the oldest frames go first", "[wire][neighbour]") {
+TEST_CASE("neighbour table: the queue is bounded, the oldest frames go first", "[wire][neighbour]") {
     NeighbourTable::Params p;
     p.queue_bytes = 1000;
     NeighbourTable t(p, 1);
@@ -135,7 +135,7 @@ TEST_CASE("neighbour table: the queue is bounded; the oldest frames go first", "
     CHECK(a.back().held.frame[0] == 99);
 }
 
-TEST_CASE("neighbour table: REACHABLE goes STALE; use moves it to DELAY, then PROBE by unicast", "[wire][neighbour]") {
+TEST_CASE("neighbour table: REACHABLE goes STALE, use moves it to DELAY, then PROBE by unicast", "[wire][neighbour]") {
     NeighbourTable t({}, 5);
     std::vector<NeighbourTable::Action> a;
     roce::MacAddr mac{};

@@ -64,7 +64,7 @@ std::uint8_t last_syndrome(EngineWorld& w) {
 // Found by fuzz_engine_rx (ASan: a read past the frame): an ATOMIC WRITE
 // whose RETH and payload said 2 bytes had 8 bytes written from its 2-byte
 // payload, with the key checked for 2.
-TEST_CASE("an ATOMIC WRITE of other than 8 bytes is an invalid request; one of 8 is placed", "[fuzz][engine]") {
+TEST_CASE("an ATOMIC WRITE of other than 8 bytes is an invalid request, one of 8 is placed", "[fuzz][engine]") {
     EngineWorld w;
     REQUIRE(w.open());
     QpInfo& q = w.add_qp(hw::QpType::Rc, hw::QpState::Rts);

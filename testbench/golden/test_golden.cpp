@@ -546,7 +546,7 @@ TEST_CASE("golden: AckReq marks the last packet of each RC request", "[golden]")
     });
 }
 
-TEST_CASE("golden: PSNs advance packet by packet; resends go back", "[golden]") {
+TEST_CASE("golden: PSNs advance packet by packet, resends go back", "[golden]") {
     std::map<std::string, size_t> resends;
     for (const auto& c : captures()) {
         INFO(c.file);

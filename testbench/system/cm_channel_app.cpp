@@ -182,7 +182,7 @@ TEST_CASE("a non-blocking channel with nothing queued says EAGAIN", "[cm]") {
 // ucma_set_option_id's lengths: the ToS one byte, REUSEADDR and AFONLY an
 // int, else EINVAL; an option or level it does not know ENOSYS. (What the
 // ToS does is rdmacm.ucmatose_tos's and simnic_cm_tests [tos]'s.)
-TEST_CASE("rdma_set_option: the ToS takes one byte, REUSEADDR an int; unknown options ENOSYS", "[cm][option]") {
+TEST_CASE("rdma_set_option: the ToS takes one byte, REUSEADDR an int, unknown options ENOSYS", "[cm][option]") {
     rdma_event_channel* ch = rdma_create_event_channel();
     REQUIRE(ch != nullptr);
     rdma_cm_id* id = nullptr;
@@ -573,7 +573,7 @@ TEST_CASE("rdma_migrate_id of a listener takes its unread connection requests al
 // ESTABLISHED, with the event; EISCONN once established; EINVAL for an ID
 // without a device, without a connection, or before its REP, and for events
 // other than COMM_EST and PATH_MIG.
-TEST_CASE("rdma_notify: COMM_EST establishes the passive side before the RTU; EISCONN after, EINVAL before",
+TEST_CASE("rdma_notify: COMM_EST establishes the passive side before the RTU, EISCONN after, EINVAL before",
           "[cm][notify]") {
     const uint16_t port = some_port();
     rdma_event_channel* chs = rdma_create_event_channel();
@@ -645,7 +645,7 @@ TEST_CASE("rdma_notify: COMM_EST establishes the passive side before the RTU; EI
 // rdma_create_qp puts the QP's ECE in place of what was set, none on rxe
 // (ibv_query_ece: EOPNOTSUPP) and on simnic, and with a QP both calls are
 // EINVAL.
-TEST_CASE("ECE: set on each side, read on the other; with rdma_create_qp's QP none goes", "[cm][ece]") {
+TEST_CASE("ECE: set on each side, read on the other, with rdma_create_qp's QP none goes", "[cm][ece]") {
     const uint16_t port = some_port();
     rdma_event_channel* chs = rdma_create_event_channel();
     rdma_event_channel* chc = rdma_create_event_channel();
@@ -807,7 +807,7 @@ ibv_wc poll_wc(ibv_cq* cq) {
 // used by the QP rdma_create_qp makes next, and a SEND from the peer lands
 // in one of its receives. An XRC SRQ is refused (no XRC on rxe or simnic:
 // EOPNOTSUPP), as is one without a type (EINVAL).
-TEST_CASE("rdma_create_srq: the ID's SRQ takes the QP's receives; XRC refused", "[cm][srq]") {
+TEST_CASE("rdma_create_srq: the ID's SRQ takes the QP's receives, XRC refused", "[cm][srq]") {
     const uint16_t port = some_port();
     rdma_event_channel* chs = rdma_create_event_channel();
     rdma_event_channel* chc = rdma_create_event_channel();

@@ -1065,7 +1065,7 @@ constexpr uint32_t kSqSlots = 1u << kLogQ;
 
 // rxe's completer ignores rxe_cq_post's EBUSY: a lost send CQE leaves the
 // requester's QP as it was.
-TEST_CASE("a full CQ loses the send CQE with CQ_ERR; the QP goes on and the CQ takes CQEs once polled",
+TEST_CASE("a full CQ loses the send CQE with CQ_ERR, the QP goes on and the CQ takes CQEs once polled",
           "[soft_engine][cq]") {
     Rig r;
     Overrun o(r);

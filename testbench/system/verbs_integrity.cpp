@@ -1662,7 +1662,7 @@ struct PageRange {
     }
 };
 
-TEST_CASE("ODP: capabilities; pages mapped after registration are reached, unmapped ones are errors",
+TEST_CASE("ODP: capabilities, pages mapped after registration are reached, unmapped ones are errors",
           "[verbs][odp]") {
     Device d;
     ibv_device_attr_ex ax{};

@@ -33,7 +33,7 @@ FaultRule rule(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("wire faults: rules parse rates, times and directions; mistakes are refused") {
+TEST_CASE("wire faults: rules parse rates, times and directions, mistakes are refused") {
     FaultRule r = rule("from=52:54:00:12:34:01,to=52:54:00:12:34:02,drop=1%,dup=0.5%,reorder=0.02,"
                        "corrupt=0.1%,delay=50us,jitter=2ms,hold=5ms");
     REQUIRE(r.from);
@@ -146,7 +146,7 @@ TEST_CASE("wire faults: the first matching rule decides, by source and destinati
     CHECK(any.decide(runt, sizeof runt).rule == 1);
 }
 
-TEST_CASE("wire faults: rules take RoCE v2 frames only unless frames=all; ARP, ND and other UDP pass untouched") {
+TEST_CASE("wire faults: rules take RoCE v2 frames only unless frames=all, ARP, ND and other UDP pass untouched") {
     // An ARP reply: a bit flipped in its sender MAC would teach the peer a
     // wrong address for tens of seconds (the QP stuck in the user guide's
     // example), so a default rule leaves it alone and does not count it.
@@ -195,7 +195,7 @@ TEST_CASE("wire faults: rules take RoCE v2 frames only unless frames=all; ARP, N
     CHECK(err == "bad value for frames: 'arp' (roce or all)");
 }
 
-TEST_CASE("wire faults: a seed replays the same decisions; rules draw from their own streams") {
+TEST_CASE("wire faults: a seed replays the same decisions, rules draw from their own streams") {
     auto run = [](uint64_t seed, bool other_traffic) {
         FaultInjector inj({rule("from=52:54:00:12:34:01,drop=10%,corrupt=10%"), rule("drop=50%")}, seed);
         const std::vector<uint8_t> mine = frame(2, 1), other = frame(1, 2);

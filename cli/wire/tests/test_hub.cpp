@@ -124,7 +124,7 @@ TEST_CASE("wire hub: every frame reaches every other member, never its sender") 
     CHECK(h.hub.stats().joins == 3);
 }
 
-TEST_CASE("wire hub: faults apply per direction; duplicates, drops and reordering arrive as decided") {
+TEST_CASE("wire hub: faults apply per direction, duplicates, drops and reordering arrive as decided") {
     const std::string dir = "/tmp/simnic-wire-test-" + std::to_string(getpid());
     REQUIRE(system(("mkdir -p " + dir).c_str()) == 0);
     HubOptions o;

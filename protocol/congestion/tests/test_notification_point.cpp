@@ -26,7 +26,7 @@ TEST_CASE("NP: the first CE mark asks for a CNP, then at most one per N per QP",
     CHECK(c.cnps_requested + c.cnps_suppressed == c.ce_packets);
 }
 
-TEST_CASE("NP: a configurable interval; 0 answers every mark", "[np]") {
+TEST_CASE("NP: a configurable interval, 0 answers every mark", "[np]") {
     NotificationPoint every(NpConfig{0});
     for (uint64_t t = 0; t < 5; ++t) CHECK(every.on_ce(1, 100));
     CHECK(every.counters().cnps_requested == 5);
@@ -40,7 +40,7 @@ TEST_CASE("NP: a configurable interval; 0 answers every mark", "[np]") {
     CHECK(np.counters().cnps_suppressed == 80 - 10);
 }
 
-TEST_CASE("NP: a forgotten QP asks at once; a clock stepping back opens nothing", "[np]") {
+TEST_CASE("NP: a forgotten QP asks at once, a clock stepping back opens nothing", "[np]") {
     NotificationPoint np;
     CHECK(np.on_ce(5, 100'000));
     np.forget(5);

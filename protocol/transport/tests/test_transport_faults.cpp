@@ -417,7 +417,7 @@ TEST_CASE("faults: UC drops a message that lost a packet, and never resends",
     CHECK(bytes(f.b(), dst.addr, 2500) == bytes(f.a(), src2.addr, 2500));
 }
 
-TEST_CASE("faults: max_rd_atomic bounds outstanding READs; fence waits", "[transport]") {
+TEST_CASE("faults: max_rd_atomic bounds outstanding READs, fence waits", "[transport]") {
     Fabric f(hw::QpType::Rc, roce::IbMtu::Mtu1024, [](QpConfig& c, int) { c.max_rd_atomic = 1; });
     Buf remote = make_buf(f.b(), 3000, kAllAccess, 7);
     Buf local = make_buf(f.a(), 9000, kAllAccess);
@@ -655,7 +655,7 @@ void deliver_bad_icrc(Fabric& f, std::function<bool(const roce::Packet&)> bad, s
 
 }  // namespace
 
-TEST_CASE("faults: a payload placed before a bad ICRC verdict stays where the responder validated; the "
+TEST_CASE("faults: a payload placed before a bad ICRC verdict stays where the responder validated, the "
           "retransmission completes",
           "[transport][place_before_verdict]") {
     Fabric f;  // MTU 1024

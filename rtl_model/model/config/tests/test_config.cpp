@@ -396,7 +396,7 @@ TEST_CASE("model config: TOML syntax errors are one line with a position", "[mod
     CHECK(e.find('\n') == std::string::npos);
 }
 
-TEST_CASE("model config: every problem is reported, in file order; a failed parse leaves the output alone",
+TEST_CASE("model config: every problem is reported, in file order, a failed parse leaves the output alone",
           "[model][config]") {
     // toml++ iterates keys alphabetically; the report follows the file.
     CHECK(error_of("[mac]\nzzz = 1\n[dma]\naaa = 2\n") ==
@@ -558,7 +558,7 @@ TEST_CASE("model config: a soft device's config holds [congestion] only", "[mode
     CHECK(err.find("congestion.enable = 3 is out of range") != std::string::npos);
 }
 
-TEST_CASE("model config: [tx_build] names its RTL as the parser does; impl is cpp or rtl", "[model][config]") {
+TEST_CASE("model config: [tx_build] names its RTL as the parser does, impl is cpp or rtl", "[model][config]") {
     const ModelConfig d;
     CHECK(d.tx_build.impl == BlockImpl::cpp);
     CHECK(d.tx_build.latency_cycles == 0);  // the C++ model's TX build: the frame's beats alone
@@ -575,7 +575,7 @@ TEST_CASE("model config: [tx_build] names its RTL as the parser does; impl is cp
     CHECK(error_of("[tx_build]\nimpl = \"rtl_example_buggy\"\n").find("tx_build.impl") != std::string::npos);
 }
 
-TEST_CASE("model config: [req_seg] names its RTL as the others do; impl is cpp or rtl; no latency key",
+TEST_CASE("model config: [req_seg] names its RTL as the others do, impl is cpp or rtl, no latency key",
           "[model][config]") {
     CHECK(ModelConfig{}.req_seg.impl == BlockImpl::cpp);
     const ModelConfig c = parsed("[req_seg]\nimpl = \"rtl\"\nrtl_sources = [\"seg.sv\"]\nrtl_top = \"my_req_seg\"\n");

@@ -154,7 +154,7 @@ TEST_CASE("pfc: 2:1 overload: XOFF when an ingress's bytes cross XOFF, XON at XO
     CHECK_FALSE(b.sw().pausing(0, 3));
 }
 
-TEST_CASE("pfc: a headroom smaller than what is in flight after XOFF drops; a source that ignores PFC fills it",
+TEST_CASE("pfc: a headroom smaller than what is in flight after XOFF drops, a source that ignores PFC fills it",
           "[model][switch][pfc]") {
     SECTION("headroom of one frame, a 1 us cable") {
         SwitchConfig c = lossless(3, 20'000, 15'000, kLen);
@@ -218,7 +218,7 @@ TEST_CASE("pfc: an XOFF is refreshed every half pause time while the ingress sta
     CHECK(b.sw().counters(0, 3).resume_sent == 1);
 }
 
-TEST_CASE("pfc: a received PAUSE stops the egress for its priority for exactly the pause time; others go on",
+TEST_CASE("pfc: a received PAUSE stops the egress for its priority for exactly the pause time, others go on",
           "[model][switch][pfc]") {
     SwitchConfig c = lossless(2, 1'000'000, 900'000, 32 * 1024);
     const uint16_t q = 1000;
@@ -278,7 +278,7 @@ TEST_CASE("pfc: a received PAUSE stops the egress for its priority for exactly t
     }
 }
 
-TEST_CASE("pfc: an XOFF names only the congested priority; another from the same ingress is neither paused nor dropped",
+TEST_CASE("pfc: an XOFF names only the congested priority, another from the same ingress is neither paused nor dropped",
           "[model][switch][pfc]") {
     // Port 0 sends priority 3 (lossless, congested 2:1 with port 1) and
     // priority 1 to an idle port. (The source is one FIFO, as a MAC with one
@@ -306,7 +306,7 @@ TEST_CASE("pfc: an XOFF names only the congested priority; another from the same
     CHECK(b.sw().counters(0, 1).pause_sent == 0);
 }
 
-TEST_CASE("pfc: 8:1 incast on the default configuration: lossless, the egress at line rate; simulation speed",
+TEST_CASE("pfc: 8:1 incast on the default configuration: lossless, the egress at line rate, simulation speed",
           "[model][switch][pfc]") {
     // The defaults (priority 3 lossless and marked, 12 MiB, 100 Gb/s), nine
     // ports, eight senders that honour PFC over 100 m of cable (500 ns) and

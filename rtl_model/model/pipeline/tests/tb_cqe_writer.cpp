@@ -382,7 +382,7 @@ TEST_CASE("cqe_writer: the application's event goes to the datapath at its inter
     CHECK(b.nic().interrupts == 3);
 }
 
-TEST_CASE("cqe_writer: a destroyed CQ's held event goes with it; a CQ given its number is not moderated by it",
+TEST_CASE("cqe_writer: a destroyed CQ's held event goes with it, a CQ given its number is not moderated by it",
           "[model][block][cqe_writer]") {
     const ModelConfig cfg;
     tb::BlockBench<CqeWriterBlock> b(cfg);

@@ -290,7 +290,7 @@ TEST_CASE("icrc_check: with icrc.impl = rtl a full queue to the RX transport hol
 }
 
 TEST_CASE("icrc_check: placing before the verdict, a SEND or WRITE goes on with its header vector and carries "
-          "its verdict; other frames wait for theirs",
+          "its verdict, other frames wait for theirs",
           "[model][block][icrc_check][cut_through][place_before_verdict]") {
     using namespace roce::op;
     ModelConfig cfg;

@@ -403,7 +403,7 @@ TEST_CASE("rx_transport: a CQ's CQEs leave in ring order when a later packet is 
 }
 
 TEST_CASE("rx_transport: placed before the ICRC verdict, a payload's write follows the frame in, CQE and ACK wait "
-          "for the verdict; a bad ICRC is placed, then dropped",
+          "for the verdict, a bad ICRC is placed, then dropped",
           "[model][block][rx_transport][place_before_verdict]") {
     using namespace roce::op;
     ModelConfig cfg;

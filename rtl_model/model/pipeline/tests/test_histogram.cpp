@@ -50,7 +50,7 @@ TEST_CASE("histogram: small values are exact, large ones within 1/128", "[model]
     }
 }
 
-TEST_CASE("histogram: equal samples give their value exactly; clear forgets", "[model][histogram]") {
+TEST_CASE("histogram: equal samples give their value exactly, clear forgets", "[model][histogram]") {
     Histogram h;
     for (int i = 0; i < 100; ++i) h.add(85'608'960);  // one value, far above the exact range
     CHECK(h.quantile(0.5) == 85'608'960);

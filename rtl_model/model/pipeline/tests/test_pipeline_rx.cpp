@@ -270,7 +270,7 @@ TEST_CASE("pipeline: with cut-through the parser and ICRC check overlap the fram
     CHECK(double(cycles[0] - cycles[1]) == Approx(2 * (beats - 1) + cfg.parser.latency_cycles).margin(1));
 }
 
-TEST_CASE("pipeline: statistics reset; a waveform cannot start in the past", "[model][pipeline][stats][trace]") {
+TEST_CASE("pipeline: statistics reset, a waveform cannot start in the past", "[model][pipeline][stats][trace]") {
     const std::vector<std::vector<uint8_t>> frames = golden("6.1", "rc_pingpong.pcap");
     FakeDatapath be;
     std::string err;

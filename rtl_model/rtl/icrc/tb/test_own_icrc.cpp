@@ -45,7 +45,7 @@ std::vector<uint8_t> frame(size_t payload, uint8_t seed) {
 
 }  // namespace
 
-TEST_CASE("own icrc: the reference engine has exactly the stage's ports; a wrong one gets every difference",
+TEST_CASE("own icrc: the reference engine has exactly the stage's ports, a wrong one gets every difference",
           "[rtl][own_rtl]") {
     CHECK(check_own_rtl_ports(own_icrc_stage(), {{kDir + "/icrc_engine.sv"}, "icrc_engine"}).empty());
     // icrc_engine with m_icrc_o 16 bits wide and no m_err_o.

@@ -138,7 +138,7 @@ TEST_CASE("req_seg RTL: the reference makes transport::segment()'s packets, one 
     CHECK(mid_acks > 10);  // AckReq inside long messages, from the QP's count
 }
 
-TEST_CASE("req_seg RTL: with m_ready_i low the block holds its packet descriptor; each low edge costs one, nothing "
+TEST_CASE("req_seg RTL: with m_ready_i low the block holds its packet descriptor, each low edge costs one, nothing "
           "lost or reordered",
           "[rtl][req_seg][backpressure]") {
     // A 6-packet WRITE. With m_ready_i high: the descriptor taken on edge
