@@ -559,12 +559,11 @@ Json Server::Impl::link_add(Call& c) {
         d.loopback = d.loopback || v == "on";
     }
     if (q.has("ack_hold_us")) {
-        const std::string& v = q.str("ack_hold_us");
-        const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits || std::stoul(v) > Device::kMaxAckHoldUs)
+        unsigned long us = 0;
+        if (!parse_uint(q.str("ack_hold_us"), Device::kMaxAckHoldUs, us))
             return reply_error(EINVAL, "ack_hold_us must be 0 to " + std::to_string(Device::kMaxAckHoldUs) +
                                            " (microseconds an ACK may wait for its flow's reply; 0: never)");
-        d.ack_hold_us = unsigned(std::stoul(v));
+        d.ack_hold_us = unsigned(us);
     }
     if (q.has("config")) {
         // A model device's whole configuration; a soft device's [congestion]

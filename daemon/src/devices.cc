@@ -55,13 +55,13 @@ bool valid_device_name(const std::string& name, std::string& why) {
 
 // ---- devices on a wire ----
 
-namespace {
-
 bool parse_uint(const std::string& s, unsigned long max, unsigned long& v) {
     if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return false;
     v = std::stoul(s);
     return v <= max;
 }
+
+namespace {
 
 std::string addr_string(const uint8_t* a, bool v6) {
     char b[INET6_ADDRSTRLEN] = {};
@@ -271,15 +271,14 @@ Json DeviceTable::link_json(const Device& d) {
         j["addr"] = addrs;
         j["mtu"] = d.wire.mtu;
         j["loopback"] = "on";
-        if (d.ack_hold_us != Device::kDefaultAckHoldUs) j["ack_hold_us"] = d.ack_hold_us;
     } else {
         const NetdevState n = query_netdev(d.netdev);
         active = n.exists && n.up && n.running;
         j["netdev"] = d.netdev;
         j["netdev_mtu"] = n.mtu;
         if (d.loopback) j["loopback"] = "on";
-        if (d.ack_hold_us != Device::kDefaultAckHoldUs) j["ack_hold_us"] = d.ack_hold_us;
     }
+    if (d.ack_hold_us != Device::kDefaultAckHoldUs) j["ack_hold_us"] = d.ack_hold_us;
     j["ifname"] = d.name;
     j["port"] = 1;
     j["state"] = active ? "ACTIVE" : "DOWN";

@@ -56,6 +56,10 @@ struct FabricAttach {
 // A fabric's links carry jumbo frames (the ports' active MTU is 4096).
 inline constexpr uint32_t kFabricMtu = 9000;
 
+// A decimal number of at most `max` (digits only, as a request field
+// carries it) into v; false if `s` is anything else.
+bool parse_uint(const std::string& s, unsigned long max, unsigned long& v);
+
 // Reads `wire`, `addr` (a list), `mac` and `mtu` of a link_add request
 // into w, with the defaults filled (the MAC from the device's name). An
 // error message if anything is missing or malformed.
