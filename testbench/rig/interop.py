@@ -171,6 +171,40 @@ def rxe_requester_stall(frames, rxe_ip, dev_ip, now, quiet_s=30.0):
             f"PSN {last[2]}, acknowledged) and sent nothing more for {now - last[0]:.0f} s")
 
 
+# Kernel rxe's completer can reach its error state with a WQE whose status
+# is still success (a response packet out of the order it expects, after
+# READ responses were resent and reordered): it warns (WARN_ON_ONCE in
+# rxe_completer), completes that WQE as if it had succeeded and moves the QP
+# to ERROR, flushing the rest of its work (docs/rxe-wire-rules.md#rxe-completer-warn).
+# A tool that skips flushed completions, as rping does, then waits for ever.
+RXE_COMPLETER_WARN = "docs/rxe-wire-rules.md#rxe-completer-warn"
+COMPLETER_WARN = re.compile(r"WARNING: CPU: \d+ PID: \d+ at drivers/infiniband/sw/rxe/rxe_comp\.c:(\d+) "
+                            r"rxe_completer")
+
+
+def rxe_completer_warned(kernel_log):
+    """What the VM's kernel log of one run shows of rxe's completer failing a
+    QP past its own warning, or ''."""
+    warns = COMPLETER_WARN.findall(kernel_log)
+    if not warns:
+        return ""
+    return (f"rxe's completer warned {len(warns)} time(s) (rxe_comp.c:{warns[0]}, an error state with "
+            f"a successful WQE) and flushed the QP's work without an error completion")
+
+
+def rxe_log_lines(text, keep=40):
+    """The lines of a kernel log about rxe, and each warning whole (its
+    last `keep` lines)."""
+    out, inside = [], False
+    for line in text.splitlines():
+        inside = inside or "WARNING:" in line
+        if inside or "rxe" in line:
+            out.append(line)
+        if "end trace" in line:
+            inside = False
+    return out[-keep:]
+
+
 def matrix_tests():
     """The tests a group runs."""
     return TESTS
@@ -409,8 +443,14 @@ def tcp_listening(port):
 # One run: a test, a simnic device, a role, an MTU
 
 class Matrix:
-    def __init__(self, rig, host, capture, kernel, series, devices=None):
+    def __init__(self, rig, host, capture, kernel, series, devices=None, vm_log=None):
+        """`vm_log`: (reset, read), two callables that empty the VM's kernel
+        log (re-arming its warn-once warnings) and return it: given, each
+        run starts with an empty log, and a failed run prints what the
+        kernel said of rxe and is judged against rxe's known faults that only
+        the log shows (the fault groups)."""
         self.rig = rig
+        self.vm_log = vm_log
         self.devices = devices or DEVICES
         self.host = host
         self.capture = capture
@@ -437,6 +477,8 @@ class Matrix:
         the tools' outputs)."""
         dev, addr, _ = self.devices[typ]
         srv, cli = self.commands(test, mtu, dev, "host" if role == "simnic-server" else "vm")
+        if self.vm_log:
+            self.vm_log[0]()
         t0 = time.monotonic()
         self.capture.mark()
         if test.kind == "rping":
@@ -451,6 +493,12 @@ class Matrix:
             stall = rxe_requester_stall(frames, VM_IP, addr, time.time())
             if stall:
                 out["differs"] = (RXE_REQ_STALL, stall)
+        if errors and self.vm_log:
+            klog = self.vm_log[1]()
+            out["kernel_log"] = rxe_log_lines(klog)
+            warned = rxe_completer_warned(klog)
+            if ok_wire and warned and "differs" not in out:
+                out["differs"] = (RXE_COMPLETER_WARN, warned)
         n_from, n_to = roce_count(frames, addr)
         if not ok_wire:
             errors.append(f"wire: {summary}")
@@ -664,5 +712,8 @@ class Matrix:
                             rc, text = out[side]
                             log(f"    {side} (rc {rc}):\n      " + "\n      ".join(
                                 l[:160] for l in text.strip().splitlines()[-12:]))
+                        if "kernel_log" in out:
+                            log("    the VM's kernel log (rxe, warnings):\n      " + (
+                                "\n      ".join(l[:160] for l in out["kernel_log"]) or "(nothing)"))
         if failed:
             raise Fail(f"{test.name}: failed {len(failed)} runs: {', '.join(failed)}")

@@ -868,16 +868,10 @@ ATOMIC_ERR = re.compile(r"message \d+ \((cas|faa)\) returned 0x[0-9a-f]+, want 0
                         r"the buffer's old content: nothing was written")
 
 
-# Kernel rxe's completer can reach its error state with a WQE whose status
-# is still success (a response packet out of the order it expects, after
-# READ responses were resent and reordered): it warns (WARN_ON_ONCE in
-# rxe_completer), completes that WQE as if it had succeeded and moves the QP
-# to ERROR, so the requester's first error is a flushed WQE
-# (docs/rxe-wire-rules.md#rxe-completer-warn).
-RXE_COMPLETER_WARN = "docs/rxe-wire-rules.md#rxe-completer-warn"
+# Kernel rxe's completer failing a QP past its own warning (interop.py).
+RXE_COMPLETER_WARN = interop.RXE_COMPLETER_WARN
+COMPLETER_WARN = interop.COMPLETER_WARN
 FLUSH_ERR = re.compile(r"^seed \d+ QP \d+: message \d+ \([^)]*\) completed with Work Request Flushed Error")
-COMPLETER_WARN = re.compile(r"WARNING: CPU: \d+ PID: \d+ at drivers/infiniband/sw/rxe/rxe_comp\.c:(\d+) "
-                            r"rxe_completer")
 
 
 # Kernel rxe's requester can resend a different request at a PSN it used
@@ -943,8 +937,7 @@ def rxe_requester_faults(out, frames, rxe_ip, dev_ip, kernel_log):
                     f"(QPN {', '.join(map(str, shifted_qps[:4]))}), every later request one PSN late")
     if used["warn"]:
         reasons.append(RXE_COMPLETER_WARN)
-        what.append(f"rxe's completer warned {len(warns)} time(s) (rxe_comp.c:{warns[0]}, an error state "
-                    f"with a successful WQE) and flushed the QP's work without an error completion")
+        what.append(interop.rxe_completer_warned(kernel_log))
     if used["ack"]:
         reasons.append(RXE_ATOMIC_ACK)
         what.append(f"rxe completed atomics without their ATOMIC ACKNOWLEDGE: plain ACKs at the PSNs of "
@@ -980,14 +973,8 @@ def keep_workload_capture(pcap, offset, name):
 
 def print_kernel_log(text):
     """Prints vm0's kernel log lines about rxe, and each warning whole."""
-    keep, inside = [], False
-    for line in text.splitlines():
-        inside = inside or "WARNING:" in line
-        if inside or "rxe" in line:
-            keep.append(line)
-        if "end trace" in line:
-            inside = False
-    print("vm0 kernel log (rxe, warnings):\n  " + ("\n  ".join(keep[-40:]) if keep else "(nothing)"))
+    keep = interop.rxe_log_lines(text)
+    print("vm0 kernel log (rxe, warnings):\n  " + ("\n  ".join(keep) if keep else "(nothing)"))
 
 
 def workload_summary(out):
@@ -1274,7 +1261,8 @@ def group_interop_faults(rig, rep, series):
     host = interop.Host(TOOLS.simnic, TOOLS.verbs, st["wire"]["port"])
     m = interop.Matrix(rig, host, interop.Capture(st["wire"]["pcap"], TOOLS.wire_check,
                                                   st["wire"].get("pcap_delivered")),
-                       st["kernel"], series, devs)
+                       st["kernel"], series, devs,
+                       vm_log=(lambda: reset_vm_kernel_log(rig), lambda: vm_kernel_log(rig)))
     try:
         rep.run("soft and model devices at each rate on the wire", lambda: print(
             host.add_links(1024, {**devs, **wdevs})), fatal=True)

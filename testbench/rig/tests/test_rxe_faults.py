@@ -3,7 +3,8 @@
 rxe_read_replay_only, rxe_requester_faults;
 interop.rxe_requester_stall) and of a DREQ the wire's
 faults dropped (interop.Capture.lost_dreq) on hand-made captures, and of
-rping's teardown race (interop.Matrix.rping_teardown_race) on its output: each
+rping's teardown race (interop.Matrix.rping_teardown_race) on its output, and
+of rxe's completer warning in a matrix run's kernel log (interop.Matrix.run_one): each
 recognises its case only when the wire shows it, so that a simnic bug is never
 recorded as rxe's difference or as the wire's loss. No VM, standard library
 only."""
@@ -317,6 +318,71 @@ class RpingTeardownRace(unittest.TestCase):
         self.assertIsNone(out["client"][0])
         self.assertIn("rping's own teardown", out["note"])
         self.assertEqual(interop.Matrix.verdict(interop.Test("rping -C 10 -V", "rping", kind="rping"), out), [])
+
+
+class MatrixKernelLog(unittest.TestCase):
+    """A fault group's matrix run starts with the VM's kernel log emptied; a
+    failed run shows the log's rxe lines, and is recorded as rxe's
+    completer fault only when this run's log has the warning and the wire
+    shows no fault of simnic's (seen in rig.interop_faults612: rping with a
+    model device as client hung after 8 pings, the VM's server waiting)."""
+
+    class Capture:
+        def __init__(self, ok_wire):
+            self.ok_wire = ok_wire
+
+        def mark(self):
+            pass
+
+        def check(self, addr, cm):
+            fd, pcap = tempfile.mkstemp(suffix=".pcap")
+            os.close(fd)
+            frames = [timed(1.0, frame(RXE, addr, 0x04, 1)[1]), timed(1.1, frame(addr, RXE, ACK, 1, syn=0)[1])]
+            return self.ok_wire, "ok" if self.ok_wire else "an ID overtaken", frames, pcap
+
+    def run_matrix(self, kernel_log, pings=8, ok_wire=True, server=(124, "command timed out after 90 s")):
+        calls = []
+        m = interop.Matrix(None, None, self.Capture(ok_wire), "6.12.95", "6.12",
+                           {"model": ("m0", DEV, None)},
+                           vm_log=(lambda: calls.append("reset"), lambda: calls.append("read") or kernel_log))
+        text = "".join(f"ping data: rdma-ping-{i}: ABC\n" for i in range(pings))
+        m.run_rping = lambda *a: (calls.append("run") or
+                                  {"client": (0, text), "server": server})
+        errors, detail, out = m.run_one(interop.Test("rping -C 10 -V", "rping", kind="rping"), "model",
+                                        1024, "simnic-client")
+        return calls, errors, out
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        os.environ["SIMNIC_COVERIFY_RESULTS"] = self.dir
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_the_warning_of_a_failed_run(self):
+        calls, errors, out = self.run_matrix("[ 1.0] rdma_rxe: loaded\n" + KERNEL_WARN)
+        self.assertEqual(calls, ["reset", "run", "read"])
+        self.assertTrue(any("8 verified pings" in e for e in errors))
+        self.assertEqual(out["differs"][0], interop.RXE_COMPLETER_WARN)
+        self.assertIn("rxe_comp.c:827", out["differs"][1])
+        self.assertIn("end trace", out["kernel_log"][-1])
+
+    def test_no_warning_is_a_failure(self):
+        calls, errors, out = self.run_matrix("[ 1.0] rdma_rxe: loaded\n[ 2.0] other: line\n")
+        self.assertEqual(calls, ["reset", "run", "read"])
+        self.assertNotIn("differs", out)
+        self.assertEqual(out["kernel_log"], ["[ 1.0] rdma_rxe: loaded"])
+
+    def test_a_wire_fault_of_simnics_is_a_failure_despite_the_warning(self):
+        _, errors, out = self.run_matrix(KERNEL_WARN, ok_wire=False)
+        self.assertNotIn("differs", out)
+        self.assertTrue(any(e.startswith("wire: ") for e in errors))
+
+    def test_a_passing_run_does_not_read_the_log(self):
+        calls, errors, out = self.run_matrix(KERNEL_WARN, pings=10, server=(0, ""))
+        self.assertEqual(calls, ["reset", "run"])
+        self.assertEqual(errors, [])
+        self.assertNotIn("differs", out)
 
 
 if __name__ == "__main__":
