@@ -152,7 +152,9 @@ struct DeviceRuntime::Impl final : hw::EventSink {
         std::memcpy(bar.p + hw::kBar0PortBlock, port.data(), port.size());
         put_header(bar.p, hw::kBar0StatsBlock, hw::BlockType::Stats, hw::kBar0CtxWinBlock, hw::stats_block::kSize);
         put_header(bar.p, hw::kBar0CtxWinBlock, hw::BlockType::CtxWin, hw::kBar0CcStatsBlock, hw::ctxwin_block::kSize);
-        put_header(bar.p, hw::kBar0CcStatsBlock, hw::BlockType::CcStats, 0, hw::cc_stats_block::kSize);
+        put_header(bar.p, hw::kBar0CcStatsBlock, hw::BlockType::CcStats, hw::kBar0TxStatsBlock,
+                   hw::cc_stats_block::kSize);
+        put_header(bar.p, hw::kBar0TxStatsBlock, hw::BlockType::TxStats, 0, hw::tx_stats_block::kSize);
     }
 
     // The EQ ring of context `c` as the daemon maps it, when it lies inside

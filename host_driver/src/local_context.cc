@@ -74,8 +74,11 @@ public:
                 hw::get(cap.data(), cap.size(), hw::cap_block::max_ctx));
         place(bar, hw::kBar0CtxWinBlock, win);
         std::array<std::uint8_t, hw::cc_stats_block::kSize> cc{};
-        header(cc.data(), cc.size(), hw::BlockType::CcStats, 0);
+        header(cc.data(), cc.size(), hw::BlockType::CcStats, hw::kBar0TxStatsBlock);
         place(bar, hw::kBar0CcStatsBlock, cc);
+        std::array<std::uint8_t, hw::tx_stats_block::kSize> tx{};
+        header(tx.data(), tx.size(), hw::BlockType::TxStats, 0);
+        place(bar, hw::kBar0TxStatsBlock, tx);
         std::memcpy(dst, bar.data() + offset, len);
         return true;
     }

@@ -24,7 +24,7 @@ AckHold::Kind AckHold::classify(const OutFrame& f, Flow& flow) {
     if (opcode == roce::op::RC_ACKNOWLEDGE && has_aeth &&
         roce::aeth_type(f.data[b + roce::kBthBytes]) == roce::AethType::Ack)
         return Kind::PureAck;
-    return Kind::Flow;
+    return roce::opcode_info(opcode).has(roce::kRequest) ? Kind::Request : Kind::Flow;
 }
 
 size_t AckHold::slot(const Flow& flow) {
@@ -58,10 +58,10 @@ void AckHold::queued(Kind k, const Flow& flow, uint64_t now) {
         return;
     }
     Entry& e = entry(flow);
-    if (k == Kind::Flow) {
-        // Its own packet soon after its ACK: a held ACK would have gone
-        // with it.
-        if (e.acked && now - e.ack_ns <= hold_ns_) e.pingpong = true;
+    if (k != Kind::PureAck) {
+        // Its own request soon after its ACK: a held ACK would have gone
+        // with it. (Any packet of the flow sends a held ACK with it.)
+        if (k == Kind::Request && e.acked && now - e.ack_ns <= hold_ns_) e.pingpong = true;
         if (e.held && e.acked) ++counters_.joined;
         e.acked = false;
         must_send_ = true;

@@ -13,8 +13,9 @@
 // A held ACK is a late ACK, so only a flow that has shown it replies holds
 // one, as Linux TCP delays an ACK only in its ping-pong mode:
 // - a flow (the peer's IP address and QP: an ACK and the same QP's next
-//   request carry both alike) enters the mode when a packet of its own
-//   follows one of its ACKs within the hold time;
+//   request carry both alike) enters the mode when a request of its own
+//   follows one of its ACKs within the hold time (a response does not: a
+//   NAK, a READ response or an atomic ACK is no reply to the peer);
 // - in the mode, its pure ACKs wait at most the hold time; any other packet
 //   (of any flow, or none: UD, CNP, a NAK) ends the wait for the whole
 //   queue, which leaves in order;
@@ -48,7 +49,8 @@ public:
     // What a frame leaving through the port is to the hold.
     enum class Kind : uint8_t {
         PureAck,  // RC ACKNOWLEDGE with an ACK syndrome: may wait
-        Flow,     // another packet of an RC flow (request, READ response, NAK, atomic ACK)
+        Request,  // an RC request: what a held ACK waits for
+        Flow,     // another packet of an RC flow (READ response, NAK, atomic ACK)
         Other,    // of no RC flow (UC, UD, CNP, or not RoCE): never waits
     };
     // The frame's kind and, unless Other, its flow.
@@ -67,10 +69,10 @@ public:
     // Whether any ACK is being held (the engine sends before it sleeps).
     bool holding() const { return !held_.empty(); }
     // The queue left at `now`. If that is because the hold ran out, its
-    // flows leave the ping-pong mode.
+    // flows leave the ping-pong mode. `now` is read only while holding().
     void sent(uint64_t now);
 
-    // For tests and figures.
+    // For tests, and TX_STATS_BLOCK (hw-spec 2.6.2).
     struct Counters {
         uint64_t held = 0;     // ACKs that waited
         uint64_t joined = 0;   // holds ended by a packet of the ACK's own flow

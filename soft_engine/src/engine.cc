@@ -357,18 +357,16 @@ bool SoftEngine::cq_copy_entries(const uint8_t* cqc, uint16_t new_domain, uint64
 
 std::vector<std::pair<std::string, uint64_t>> read_stats(const uint8_t* bar) {
     std::vector<std::pair<std::string, uint64_t>> r;
-    for (const hw::NamedField& f : hw::stats_block::kFields) {
-        if (f.field.offset < 0x10) continue;
-        const uint64_t v = __atomic_load_n(
-            reinterpret_cast<const uint64_t*>(bar + hw::kBar0StatsBlock + f.field.offset), __ATOMIC_RELAXED);
-        r.emplace_back(f.name, v);
-    }
-    for (const hw::NamedField& f : hw::cc_stats_block::kFields) {
-        if (f.field.offset < 0x10) continue;
-        const uint64_t v = __atomic_load_n(
-            reinterpret_cast<const uint64_t*>(bar + hw::kBar0CcStatsBlock + f.field.offset), __ATOMIC_RELAXED);
-        r.emplace_back(f.name, v);
-    }
+    const auto block = [&](uint32_t at, const auto& fields) {
+        for (const hw::NamedField& f : fields) {
+            if (f.field.offset < 0x10) continue;  // the block's header
+            r.emplace_back(f.name, __atomic_load_n(reinterpret_cast<const uint64_t*>(bar + at + f.field.offset),
+                                                   __ATOMIC_RELAXED));
+        }
+    };
+    block(hw::kBar0StatsBlock, hw::stats_block::kFields);
+    block(hw::kBar0CcStatsBlock, hw::cc_stats_block::kFields);
+    block(hw::kBar0TxStatsBlock, hw::tx_stats_block::kFields);
     return r;
 }
 

@@ -233,7 +233,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // anything; `simulating`: a model device's pipeline has work left.
     bool pass(uint64_t now, bool& simulating);
 
-    // Statistics (hw-spec 2.6; congestion control's: 2.6.1).
+    // Statistics (hw-spec 2.6; congestion control's: 2.6.1; MAC TX's: 2.6.2).
     void stat(hw::Field f, uint64_t n = 1, uint32_t block = hw::kBar0StatsBlock) {
         if (!cfg.bar) return;
         __atomic_fetch_add(reinterpret_cast<uint64_t*>(cfg.bar + block + f.offset), n, __ATOMIC_RELAXED);
@@ -532,15 +532,26 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         tx_unflushed = 0;
         tx_owes_writes = false;
         if (port) port->flush();
+        if (!ack_hold.holding()) {
+            ack_hold.sent(0);  // the time matters only to a hold (a clock read per step saved)
+            return;
+        }
         ack_hold.sent(mono_ns());
+        // Every count moves while an ACK is held: published as the hold ends.
+        const AckHold::Counters& c = ack_hold.counters();
+        stat(hw::tx_stats_block::acks_held, c.held - ack_hold_published.held, hw::kBar0TxStatsBlock);
+        stat(hw::tx_stats_block::acks_joined, c.joined - ack_hold_published.joined, hw::kBar0TxStatsBlock);
+        stat(hw::tx_stats_block::ack_holds_expired, c.expired - ack_hold_published.expired, hw::kBar0TxStatsBlock);
+        ack_hold_published = c;
     }
     // The end of a step or of a pass: the port's queue leaves, unless it
     // holds only ACKs that may wait for their flow's reply (ack_hold.h).
     // The engine spins while one waits (a pass ends each time) and sends
     // before it sleeps.
     AckHold ack_hold;
+    AckHold::Counters ack_hold_published;  // what TX_STATS_BLOCK has of ack_hold's counters (hw-spec 2.6.2)
     void tx_step_end() {
-        if (!ack_hold.may_wait(mono_ns())) tx_flush();
+        if (!ack_hold.holding() || !ack_hold.may_wait(mono_ns())) tx_flush();
     }
     bool rx_batch();
     void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false, const uint8_t* eth = nullptr);

@@ -144,9 +144,11 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len, bool posted_writ
     }
     // The port's queue leaves at the end of the step, or, holding only ACKs
     // that may wait for their flow's reply, later (ack_hold.h).
-    AckHold::Flow flow;
-    const AckHold::Kind kind = AckHold::classify(o, flow);
-    ack_hold.queued(kind, flow, kind == AckHold::Kind::Other ? 0 : mono_ns());
+    if (ack_hold.hold_ns()) {
+        AckHold::Flow flow;
+        const AckHold::Kind kind = AckHold::classify(o, flow);
+        ack_hold.queued(kind, flow, kind == AckHold::Kind::Other ? 0 : mono_ns());
+    }
     // The port counts what it sends and drops (PortSent); the capture has
     // what it took, or, from a port that writes the link header itself,
     // what it put on the wire (PortSent again).

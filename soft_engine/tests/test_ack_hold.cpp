@@ -88,7 +88,7 @@ TEST_CASE("ack hold: frames are told apart by opcode and AETH syndrome, flows by
     CHECK(f.dst[4] == 0);
 
     // A NAK, a READ response, an atomic ACK and a request belong to the flow
-    // but never wait.
+    // but never wait; only a request is a reply that a held ACK waits for.
     CHECK(AckHold::classify(Frame(roce::op::RC_ACKNOWLEDGE, 7, kPeer, {kNakSyndrome, 0, 0, 1}).out, f) ==
           AckHold::Kind::Flow);
     CHECK(AckHold::classify(Frame(roce::op::RC_ACKNOWLEDGE, 7, kPeer,
@@ -98,8 +98,10 @@ TEST_CASE("ack hold: frames are told apart by opcode and AETH syndrome, flows by
           AckHold::Kind::Flow);
     CHECK(AckHold::classify(Frame(roce::op::RC_ATOMIC_ACKNOWLEDGE, 7, kPeer, {kAckSyndrome, 0, 0, 1}).out, f) ==
           AckHold::Kind::Flow);
-    CHECK(AckHold::classify(send(7).out, f) == AckHold::Kind::Flow);
+    CHECK(AckHold::classify(send(7).out, f) == AckHold::Kind::Request);
     CHECK(f.dqpn == 7);
+    CHECK(AckHold::classify(Frame(roce::op::RC_RDMA_READ_REQUEST, 7, kPeer).out, f) == AckHold::Kind::Request);
+    CHECK(AckHold::classify(Frame(roce::op::RC_RDMA_WRITE_MIDDLE, 7, kPeer).out, f) == AckHold::Kind::Request);
 
     // Of no RC flow.
     CHECK(AckHold::classify(Frame(roce::op::UD_SEND_ONLY, 7, kPeer).out, f) == AckHold::Kind::Other);
@@ -179,6 +181,32 @@ TEST_CASE("ack hold: a hold that runs out ends the mode, and a late reply does n
         h.sent(3000 * kUs + i * kUs);
     }
     CHECK(h.counters().held == 1);
+}
+
+TEST_CASE("ack hold: a response after an ACK is no reply, and starts no mode", "[ack_hold]") {
+    // ib_write_bw's responder under loss: an ACK, then a NAK (or an RNR
+    // NAK) of the same flow at once. Its next ACK must not wait for a
+    // request that never comes.
+    AckHold h(kHold);
+    const Frame responses[] = {
+        Frame(roce::op::RC_ACKNOWLEDGE, 9, kPeer, {kNakSyndrome, 0, 0, 2}),
+        Frame(roce::op::RC_ACKNOWLEDGE, 9, kPeer, {roce::make_syndrome(roce::AethType::RnrNak, 4), 0, 0, 2}),
+        Frame(roce::op::RC_RDMA_READ_RESPONSE_ONLY, 9, kPeer, {kAckSyndrome, 0, 0, 2}),
+        Frame(roce::op::RC_ATOMIC_ACKNOWLEDGE, 9, kPeer, {kAckSyndrome, 0, 0, 2}),
+    };
+    uint64_t t = 0;
+    for (const Frame& r : responses) {
+        queue(h, ack(9), t);
+        CHECK_FALSE(h.may_wait(t));
+        h.sent(t);
+        queue(h, r, t + kUs);
+        h.sent(t + kUs);
+        CHECK_FALSE(h.in_pingpong(flow_of(ack(9))));
+        t += 1000 * kUs;
+    }
+    queue(h, ack(9), t);
+    CHECK_FALSE(h.may_wait(t));
+    CHECK(h.counters().held == 0);
 }
 
 TEST_CASE("ack hold: any frame that may not wait sends the held ACKs with it, keeping their mode", "[ack_hold]") {

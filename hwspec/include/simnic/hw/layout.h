@@ -42,6 +42,7 @@ enum class BlockType : std::uint32_t {
     Stats = 0x00000004,
     CtxWin = 0x00000005,
     CcStats = 0x00000006,
+    TxStats = 0x00000007,
     Cmdq = 0x00000101,
     Eq = 0x00000102,
     Intr = 0x00000103,
@@ -55,6 +56,7 @@ constexpr std::uint32_t kBar0PortBlock = 0x0200;  // port 1
 constexpr std::uint32_t kBar0StatsBlock = 0x0300;
 constexpr std::uint32_t kBar0CtxWinBlock = 0x0400;
 constexpr std::uint32_t kBar0CcStatsBlock = 0x0500;
+constexpr std::uint32_t kBar0TxStatsBlock = 0x0540;
 constexpr std::uint32_t kBar0CtxBase = 0x1000;
 constexpr std::uint32_t kCtxPageSize = 0x1000;
 
@@ -452,6 +454,13 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(cnp_received, 0x20, 0, 64)           \
     F(cnp_suppressed, 0x28, 0, 64)         \
     F(rate_limit_holds, 0x30, 0, 64)
+
+// TX_STATS_BLOCK (hw-spec.md 2.6.2): the port's MAC TX, its ACKs that wait
+// for their flow's reply.
+#define SIMNIC_HW_TX_STATS_BLOCK_FIELDS(F) \
+    F(acks_held, 0x10, 0, 64)              \
+    F(acks_joined, 0x18, 0, 64)            \
+    F(ack_holds_expired, 0x20, 0, 64)
 
 // CTXWIN_BLOCK (hw-spec.md 2.7)
 #define SIMNIC_HW_CTXWIN_BLOCK_FIELDS(F) \
@@ -1002,6 +1011,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(stats_block, STATS_BLOCK, 256)                  \
     L(ctxwin_block, CTXWIN_BLOCK, 32)                 \
     L(cc_stats_block, CC_STATS_BLOCK, 64)             \
+    L(tx_stats_block, TX_STATS_BLOCK, 64)             \
     L(cmdq_regs, CMDQ_REGS, 64)                       \
     L(eq_regs, EQ_REGS, 64)                           \
     L(intr_regs, INTR_REGS, 32)                       \
@@ -1116,7 +1126,8 @@ static_assert(kBar0CapBlock + cap_block::kSize <= kBar0PortBlock, "BAR0: CAP ove
 static_assert(kBar0PortBlock + port_block::kSize <= kBar0StatsBlock, "BAR0: PORT overlaps STATS");
 static_assert(kBar0StatsBlock + stats_block::kSize <= kBar0CtxWinBlock, "BAR0: STATS overlaps CTXWIN");
 static_assert(kBar0CtxWinBlock + ctxwin_block::kSize <= kBar0CcStatsBlock, "BAR0: CTXWIN overlaps CC_STATS");
-static_assert(kBar0CcStatsBlock + cc_stats_block::kSize <= kBar0CtxBase, "BAR0: CC_STATS overlaps contexts");
+static_assert(kBar0CcStatsBlock + cc_stats_block::kSize <= kBar0TxStatsBlock, "BAR0: CC_STATS overlaps TX_STATS");
+static_assert(kBar0TxStatsBlock + tx_stats_block::kSize <= kBar0CtxBase, "BAR0: TX_STATS overlaps contexts");
 static_assert(kCtxCmdqBlock + cmdq_regs::kSize <= kCtxEqBlock, "ctx page: CMDQ overlaps EQ");
 static_assert(kCtxEqBlock + eq_regs::kSize <= kCtxIntrBlock, "ctx page: EQ overlaps INTR");
 static_assert(kCtxIntrBlock + intr_regs::kSize <= kCtxDbBlock, "ctx page: INTR overlaps DB");
