@@ -870,7 +870,6 @@ ATOMIC_ERR = re.compile(r"message \d+ \((cas|faa)\) returned 0x[0-9a-f]+, want 0
 
 # Kernel rxe's completer failing a QP past its own warning (interop.py).
 RXE_COMPLETER_WARN = interop.RXE_COMPLETER_WARN
-COMPLETER_WARN = interop.COMPLETER_WARN
 FLUSH_ERR = re.compile(r"^seed \d+ QP \d+: message \d+ \([^)]*\) completed with Work Request Flushed Error")
 
 
@@ -912,14 +911,14 @@ def rxe_requester_faults(out, frames, rxe_ip, dev_ip, kernel_log):
               if l.startswith("  ") and not l.startswith("  rerun:")]
     if not errors:
         return "", ""
-    warns = COMPLETER_WARN.findall(kernel_log)
+    warned = interop.rxe_completer_warned(kernel_log)
     atomics = {psn for op, psn, _, _ in roce_headers(frames, rxe_ip, dev_ip) if op in (0x13, 0x14)}
     acked = sorted({psn for op, psn, syn, _ in roce_headers(frames, dev_ip, rxe_ip)
                     if op == 0x11 and syn is not None and syn >> 5 == 0 and psn in atomics})
     shifted_qps = sorted({q for q, _ in shifted_resends(frames, rxe_ip, dev_ip)})
     used = {"warn": 0, "ack": 0, "shift": 0}
     for e in errors:
-        if FLUSH_ERR.search(e) and warns:
+        if FLUSH_ERR.search(e) and warned:
             # One warning covers every QP of the run: the kernel warns once
             # until the rig re-arms it, before the next run.
             used["warn"] += 1
@@ -937,7 +936,7 @@ def rxe_requester_faults(out, frames, rxe_ip, dev_ip, kernel_log):
                     f"(QPN {', '.join(map(str, shifted_qps[:4]))}), every later request one PSN late")
     if used["warn"]:
         reasons.append(RXE_COMPLETER_WARN)
-        what.append(interop.rxe_completer_warned(kernel_log))
+        what.append(warned)
     if used["ack"]:
         reasons.append(RXE_ATOMIC_ACK)
         what.append(f"rxe completed atomics without their ATOMIC ACKNOWLEDGE: plain ACKs at the PSNs of "
