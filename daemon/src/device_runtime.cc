@@ -5,7 +5,6 @@
 #include <linux/futex.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "simnic/fw/firmware.h"
 #include "simnic/fw/gid.h"
 #include "simnic/fw/linux_netdev.h"
+#include "simnic/fw/shm_object.h"
 #include "simnic/fw/table_store.h"
 #include "simnic/fw/wire_netdev.h"
 #include "simnic/hw/cqe.h"
@@ -451,26 +451,8 @@ bool DeviceRuntime::add_shm(uint16_t ctx_id, int fd, uint64_t size, uint32_t& ha
         int fd;
         ~Closer() { close(fd); }
     } closer{fd};
-    // The object must not shrink under the device (a mapping of a truncated
-    // file faults) nor grow past what was checked.
-    const int seals = fcntl(fd, F_GET_SEALS);
-    struct stat st {};
-    if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
-        err_no = EPERM;
-        err = "the memory object must be a memfd sealed against shrinking and growing";
-        return false;
-    }
-    if (fstat(fd, &st) != 0 || size == 0 || uint64_t(st.st_size) != size || size > (uint64_t{1} << 40)) {
-        err_no = EINVAL;
-        err = "size " + std::to_string(size) + " does not match the object";
-        return false;
-    }
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-    if (p == MAP_FAILED) {
-        err_no = errno;
-        err = std::string("mmap: ") + std::strerror(errno);
-        return false;
-    }
+    uint8_t* p = nullptr;
+    if ((err_no = fw::map_shm_object(fd, size, p, err)) != 0) return false;
     std::lock_guard<std::mutex> lk(m.eq_mu);
     auto it = m.ctxs.find(ctx_id);
     if (it == m.ctxs.end()) {
@@ -487,7 +469,7 @@ bool DeviceRuntime::add_shm(uint16_t ctx_id, int fd, uint64_t size, uint32_t& ha
         err = "the firmware refused the object";
         return false;
     }
-    c.shm[h] = {static_cast<uint8_t*>(p), size};
+    c.shm[h] = {p, size};
     handle = h;
     return true;
 }

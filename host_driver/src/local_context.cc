@@ -7,6 +7,7 @@
 #include "simnic/host/local_context.h"
 
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +15,11 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <string>
+#include <vector>
 
 #include "simnic/fw/firmware.h"
+#include "simnic/fw/shm_object.h"
 #include "simnic/hw/field.h"
 #include "simnic/hw/layout.h"
 
@@ -36,7 +40,11 @@ public:
 
     ~LocalContext() override {
         sink_.detach(ctx_id_, this);
+        // The firmware's teardown fences the context's domains, so the
+        // engine lets go of the objects' mappings before they are unmapped.
         fw_.destroy_context(ctx_id_);
+        sink_.remove_shm(ctx_id_);
+        for (const auto& [p, size] : shm_) munmap(p, size);
         ::close(efd_);
     }
 
@@ -101,6 +109,24 @@ public:
 
     std::uint16_t boot_domain() const override { return boot_; }
 
+    // As the daemon takes an object (add_shm), where the sink offers it.
+    int share_memory(int fd, std::uint64_t size, std::uint32_t& handle) override {
+        if (!sink_.shm_offered()) return EOPNOTSUPP;
+        std::uint8_t* p = nullptr;
+        std::string why;
+        if (const int e = fw::map_shm_object(fd, size, p, why)) return e;
+        std::lock_guard<std::mutex> lk(mu_);
+        const std::uint32_t h = next_shm_++;
+        if (fw_.add_shm_object(ctx_id_, h, size) != hw::CmdStatus::Ok) {
+            munmap(p, size);
+            return EIO;
+        }
+        shm_.emplace_back(p, size);
+        sink_.add_shm(ctx_id_, h, p, size);
+        handle = h;
+        return 0;
+    }
+
     // In order, to the device's engine if it has one (DoorbellSink).
     // (An arm's `cq_seen` does not reach an in-process engine: it takes
     // the arm as from the register, cq_seen = cq_ci.)
@@ -156,6 +182,8 @@ private:
     std::mutex mu_;
     std::deque<hw::Eqe> events_;
     bool armed_ = false;
+    std::uint32_t next_shm_ = 1;
+    std::vector<std::pair<std::uint8_t*, std::uint64_t>> shm_;  // the device's mappings
 };
 
 void LocalEventSink::post_eqe(std::uint16_t ctx_id, const std::uint8_t* eqe, std::size_t len) {
@@ -174,6 +202,25 @@ void LocalEventSink::detach(std::uint16_t ctx_id, LocalContext* ctx) {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = ctxs_.find(ctx_id);
     if (it != ctxs_.end() && it->second == ctx) ctxs_.erase(it);
+}
+
+std::uint8_t* LocalEventSink::shm_object(std::uint16_t ctx_id, std::uint32_t handle, std::uint64_t& size) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = shm_.find(std::uint64_t{ctx_id} << 32 | handle);
+    if (it == shm_.end()) return nullptr;
+    size = it->second.second;
+    return it->second.first;
+}
+
+void LocalEventSink::add_shm(std::uint16_t ctx_id, std::uint32_t handle, std::uint8_t* p, std::uint64_t size) {
+    std::lock_guard<std::mutex> lk(mu_);
+    shm_[std::uint64_t{ctx_id} << 32 | handle] = {p, size};
+}
+
+void LocalEventSink::remove_shm(std::uint16_t ctx_id) {
+    std::lock_guard<std::mutex> lk(mu_);
+    const std::uint64_t lo = std::uint64_t{ctx_id} << 32;
+    shm_.erase(shm_.lower_bound(lo), shm_.lower_bound(lo + (std::uint64_t{1} << 32)));
 }
 
 LocalEventSink& local_event_sink() {

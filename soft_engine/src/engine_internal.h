@@ -82,6 +82,12 @@ inline bool dma_write(pid_t pid, uint64_t addr, const void* src, size_t len) {
     return dma(pid, true, &r, 1, const_cast<void*>(src), len);
 }
 
+// What translate() gives as the pid of an MR in an SHM domain: its
+// iovecs are then addresses in this process (the object's mapping here),
+// and mem_io copies with memcpy. No process has this pid, so a
+// process_vm_readv/writev given it by mistake fails (ESRCH).
+constexpr pid_t kMappedHere = -1;
+
 // Host memory of one DMA domain (hw-spec 1.3): a process, reached with
 // process_vm_readv/writev, or a shared object (SHM) that the process mapped
 // at map_base and the daemon mapped at `base`, reached with plain loads and
@@ -296,7 +302,6 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // ---- host memory (host_memory.cc) ----
     std::unordered_map<uint64_t, std::pair<uint8_t*, uint64_t>> shm_views;  // (ctx, handle) -> mapping
     bool host_dom(uint32_t dom, HostDom& h);
-    bool domain_pid(uint32_t dom, pid_t& pid);
     // `ahead_left`: for a requester's gather (lkey), the bytes of its SGE
     // left from `va`; for a READ response (rkey), the bytes of the READ left
     // from `va` (the most read-ahead may fetch); 0 for every other access.
@@ -376,7 +381,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         bool on_demand = false;  // MPT_ENTRY.on_demand: pages looked up at each access
         uint32_t key = 0, ctx = 0, pdn = 0, rights = 0, domain = 0, log_page = 0, mtt_base = 0, mtt_count = 0;
         uint64_t iova = 0, length = 0, host_addr = 0;
-        pid_t pid = 0;  // of `domain`, 0 if it has none
+        HostDom mem;  // of `domain`: its process, or its SHM object mapped here; neither if it has none
     };
     std::unordered_map<uint32_t, MptView> mpt_views;
     const MptView* mpt_view(uint32_t idx);
@@ -386,6 +391,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     tp::MemStatus translate(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, uint64_t len,
                             uint32_t access, pid_t* pid, std::vector<iovec>* out, bool quiet = false,
                             uint64_t* room = nullptr, bool* on_demand = nullptr, bool whole_mr = false);
+    bool mapped_here(const MptView& m, std::vector<iovec>& out);
     uint8_t* mpt_of(const EngineQp& q, uint32_t key);
     void count_mw(const EngineQp& q, uint32_t key, int delta);
     tp::MemStatus bind_mw(const EngineQp& q, const tp::MwBind& b);

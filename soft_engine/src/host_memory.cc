@@ -42,15 +42,6 @@ bool SoftEngine::Impl::host_dom(uint32_t dom, HostDom& h) {
     return true;
 }
 
-bool SoftEngine::Impl::domain_pid(uint32_t dom, pid_t& pid) {
-    const uint8_t* d = entry(Table::Domain, dom);
-    if (!d || dom == 0 || !g(d, Table::Domain, hw::domain_entry::valid) ||
-        g(d, Table::Domain, hw::domain_entry::kind) != uint64_t(hw::DomainKind::Process))
-        return false;
-    pid = static_cast<pid_t>(g(d, Table::Domain, hw::domain_entry::pid));
-    return pid > 0;
-}
-
 // Read-ahead of a requester's gather (lkey reads): the first packet of a
 // message reads up to kReadAhead bytes of the SGE in one process_vm_readv
 // and the following packets copy from it. Hardware may fetch a posted
@@ -194,6 +185,24 @@ tp::MemStatus SoftEngine::Impl::mem_io(const EngineQp& q, tp::KeyKind kind, uint
         charge_dma(wr, len, access);
         return tp::MemStatus::Ok;
     };
+    if (pid == kMappedHere) {
+        // An SHM domain: the bytes are mapped here, so a copy moves them,
+        // and neither read-ahead nor write combining has a system call to
+        // save. A process's memory may map the same object, so its combined
+        // writes go first, and a write drops a read-ahead copy it may
+        // overlap.
+        wc_flush();
+        if (wr) drop_read_ahead();
+        uint8_t* b = static_cast<uint8_t*>(buf);
+        for (const iovec& v : iov) {
+            if (wr)
+                std::memcpy(v.iov_base, b, v.iov_len);
+            else
+                std::memcpy(b, v.iov_base, v.iov_len);
+            b += v.iov_len;
+        }
+        return charged();
+    }
     // No write combining into an on-demand MR: its pages may be absent,
     // and a write that cannot fault them in must fail here, before the
     // packet is acknowledged (a remote access error, as ODP hardware and

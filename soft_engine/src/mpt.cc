@@ -36,7 +36,7 @@ const SoftEngine::Impl::MptView* SoftEngine::Impl::mpt_view(uint32_t idx) {
     v.domain = uint32_t(g(m, Table::Mpt, hw::mpt_entry::domain_id));
     v.mw = mpt_is_mw(m);
     v.on_demand = g(m, Table::Mpt, hw::mpt_entry::on_demand) != 0;
-    if (!domain_pid(v.domain, v.pid)) v.pid = 0;
+    if (!host_dom(v.domain, v.mem)) v.mem = HostDom{};
     return &mpt_views.emplace(idx, v).first->second;
 }
 
@@ -84,16 +84,16 @@ tp::MemStatus SoftEngine::Impl::translate(const EngineQp& q, tp::KeyKind kind, u
     if (room) *room = start + mlen - va;
     if (on_demand) *on_demand = m->on_demand;
     if (!pid) return tp::MemStatus::Ok;
-    if (m->pid <= 0) {
+    if (!m->mem.ok()) {
         stat(hw::stats_block::dma_faults);
         return refuse(tp::MemStatus::BadKey);
     }
-    *pid = m->pid;
+    *pid = m->mem.base ? kMappedHere : m->mem.pid;
     out->clear();
     const uint64_t off0 = va - start;
     if (!m->mtt_mode) {
         out->push_back(iovec{reinterpret_cast<void*>(m->host_addr + off0), len});
-        return tp::MemStatus::Ok;
+        return mapped_here(*m, *out) ? tp::MemStatus::Ok : refuse(tp::MemStatus::OutOfBounds);
     }
     const uint32_t lps = m->log_page;
     const uint64_t ps = uint64_t{1} << lps;
@@ -121,7 +121,26 @@ tp::MemStatus SoftEngine::Impl::translate(const EngineQp& q, tp::KeyKind kind, u
         off += n;
         left -= n;
     }
-    return tp::MemStatus::Ok;
+    return mapped_here(*m, *out) ? tp::MemStatus::Ok : refuse(tp::MemStatus::OutOfBounds);
+}
+
+// An MR in an SHM domain: its host addresses (the process's, where it
+// mapped the object) become this process's addresses of the same bytes.
+// Each range must lie inside the domain's mapping; the firmware checked a
+// direct MR's range at registration, but an MTT entry or a mapping cut
+// short (map_len beyond the object) is only seen here, and the device
+// never reaches past its object (hw-spec 1.3, 11).
+bool SoftEngine::Impl::mapped_here(const MptView& m, std::vector<iovec>& out) {
+    if (!m.mem.base) return true;
+    for (iovec& v : out) {
+        uint8_t* p = m.mem.at(reinterpret_cast<uint64_t>(v.iov_base), v.iov_len);
+        if (!p) {
+            stat(hw::stats_block::dma_faults);
+            return false;
+        }
+        v.iov_base = p;
+    }
+    return true;
 }
 
 // ---- memory windows (hw-spec 6.5): the engine writes the ENG fields ----

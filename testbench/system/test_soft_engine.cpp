@@ -30,16 +30,28 @@ using namespace simnic;
 
 namespace {
 
-// Page-aligned zeroed memory of this process.
+// Page-aligned zeroed memory of this process: private, or (`shared`) a
+// memfd sealed at its size, mapped shared, which a context can hand the
+// device as an SHM domain's object (hw-spec 1.3).
 struct Mem {
     size_t len;
     uint8_t* p;
-    explicit Mem(size_t n) : len(n) {
-        void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int fd = -1;
+    explicit Mem(size_t n, bool shared = false) : len(n) {
+        if (shared) {
+            fd = memfd_create("se-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+            REQUIRE(fd >= 0);
+            REQUIRE(ftruncate(fd, off_t(n)) == 0);
+            REQUIRE(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0);
+        }
+        void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, shared ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS, fd, 0);
         REQUIRE(m != MAP_FAILED);
         p = static_cast<uint8_t*>(m);
     }
-    ~Mem() { munmap(p, len); }
+    ~Mem() {
+        munmap(p, len);
+        if (fd >= 0) close(fd);
+    }
     uint64_t addr(size_t off = 0) const { return reinterpret_cast<uint64_t>(p + off); }
 };
 
@@ -66,11 +78,14 @@ struct Qp {
     Cq cq;
 };
 
+enum class BufIn { Process, Shm };
+
 struct Rig {
     test::PrivateDaemon d;
     std::unique_ptr<host::Context> ctx;
     uint32_t pdn = 0, lkey = 0, rkey = 0;
-    Mem buf{1 << 20};
+    Mem buf;
+    uint32_t buf_domain = 0;                    // the MR's domain
     size_t mr_off = 4096, mr_len = 512 * 1024;  // the MR: [buf + 4096, buf + 4096 + 512K)
     Qp a, b;
     hw::QpType type;
@@ -78,17 +93,23 @@ struct Rig {
 
     // `engine`: the device's (soft, or the cycle-level model).
     // `extra`: more link add words (" config FILE").
-    explicit Rig(hw::QpType t = hw::QpType::Rc, const char* engine = "soft", const std::string& extra = "")
-        : d{"setest", "se-test", engine, extra}, type(t) {
+    // `in`: the MR's memory in the context's bootstrap (PROCESS) domain, or
+    // in an SHM domain of its own, which the device reaches without system
+    // calls.
+    explicit Rig(hw::QpType t = hw::QpType::Rc, const char* engine = "soft", const std::string& extra = "",
+                 BufIn in = BufIn::Process)
+        : d{"setest", "se-test", engine, extra}, buf(1 << 20, in == BufIn::Shm), type(t) {
         int err = 0;
         ctx = host::open_context("setest", err);
         REQUIRE(ctx);
+        buf_domain = ctx->boot_domain();
+        if (in == BufIn::Shm) buf_domain = attach_shm(buf);
         uint8_t none[4] = {};
         pdn = cmd(*ctx, hw::CmdOpcode::AllocPd, none);
         uint8_t mr[hw::cmd_reg_mr_in::kSize] = {};
         hw::set(mr, hw::cmd_reg_mr_in::pdn, pdn);
         hw::set(mr, hw::cmd_reg_mr_in::access, hw::access::kAll);
-        hw::set(mr, hw::cmd_reg_mr_in::domain_id, ctx->boot_domain());
+        hw::set(mr, hw::cmd_reg_mr_in::domain_id, buf_domain);
         hw::set(mr, hw::cmd_reg_mr_in::iova, buf.addr(mr_off));
         hw::set(mr, hw::cmd_reg_mr_in::length, mr_len);
         hw::set(mr, hw::cmd_reg_mr_in::host_addr, buf.addr(mr_off));
@@ -100,6 +121,20 @@ struct Rig {
         for (Qp* q : {&a, &b}) create(*q);
         connect(a, b);
         connect(b, a);
+    }
+
+    // Shares `m` (Mem's shared form) with the device and attaches all of
+    // it as an SHM domain; its id.
+    uint32_t attach_shm(const Mem& m) {
+        uint32_t handle = 0;
+        REQUIRE(ctx->share_memory(m.fd, m.len, handle) == 0);
+        namespace ad = hw::cmd_attach_domain_in;
+        uint8_t in[ad::kSize] = {};
+        hw::set(in, ad::kind, static_cast<uint8_t>(hw::DomainKind::Shm));
+        hw::set(in, ad::shm_handle, handle);
+        hw::set(in, ad::map_base, m.addr());
+        hw::set(in, ad::map_len, m.len);
+        return cmd(*ctx, hw::CmdOpcode::AttachDomain, in);
     }
 
     void create(Qp& q) {
@@ -275,7 +310,11 @@ void fill(uint8_t* p, size_t n, uint8_t seed) {
 }  // namespace
 
 TEST_CASE("two RC QPs exchange SEND, WRITE, READ and atomics over lo", "[soft_engine]") {
-    Rig r;
+    // hw-spec 1.3: an MR names its domain, a process or an SHM object; the
+    // data path moves the same bytes either way.
+    const BufIn in = GENERATE(BufIn::Process, BufIn::Shm);
+    INFO((in == BufIn::Shm ? "MR in an SHM domain" : "MR in the process's domain"));
+    Rig r(hw::QpType::Rc, "soft", "", in);
     // SEND of 3000 bytes: three packets at MTU 1024, with immediate.
     fill(r.ptr(0), 3000, 1);
     r.post_recv(r.b, 77, r.va(100000), 4000);
@@ -457,7 +496,11 @@ TEST_CASE("a READ returns its source as it is when served, not a copy fetched ah
 }
 
 TEST_CASE("a bad rkey gives a remote access error and touches nothing", "[soft_engine]") {
-    Rig r;
+    // In an SHM domain the canaries lie inside the object the device maps:
+    // only the MR's check keeps it off them.
+    const BufIn in = GENERATE(BufIn::Process, BufIn::Shm);
+    INFO((in == BufIn::Shm ? "MR in an SHM domain" : "MR in the process's domain"));
+    Rig r(hw::QpType::Rc, "soft", "", in);
     // Canaries just outside the MR on both sides.
     std::memset(r.buf.p, 0xA5, r.mr_off);
     std::memset(r.buf.p + r.mr_off + r.mr_len, 0x5A, 4096);

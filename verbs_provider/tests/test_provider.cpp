@@ -3,7 +3,9 @@
 // application sees through libibverbs' public structs is checked against the
 // firmware's block images and rxe's values (facts.md 3, hw-spec 2.3-2.5).
 #include <endian.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -518,13 +520,25 @@ TEST_CASE("sysfs files as rxe has them", "[verbs][sysfs]") {
     CHECK_FALSE(sv::read_sysfs_file("/sys/class/infiniband/sim00", "fw_ver", buf, sizeof buf, ret));
 }
 
-TEST_CASE("local context: BAR0 global area, commands, events", "[host][local]") {
+// A firmware with fw_test_util.h's small limits on a fake netdev, whose
+// events go to `sink`: the device behind the local contexts below.
+struct SmallFirmware {
+    static fw::FwConfig config() {
+        fw::FwConfig c;
+        c.cap = fw::default_cap_block(fw::test::small_limits());
+        return c;
+    }
     FakeNetdev netdev;
     host::LocalEventSink sink;
-    fw::FwConfig cfg;
-    cfg.cap = fw::default_cap_block(fw::test::small_limits());
-    fw::MemTableStore store(fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len));
-    fw::Firmware firmware(cfg, store, netdev, sink);
+    fw::FwConfig cfg = config();
+    fw::MemTableStore store{fw::table_capacities(cfg.cap.data(), cfg.gid_tbl_len)};
+    fw::Firmware firmware{cfg, store, netdev, sink};
+};
+
+TEST_CASE("local context: BAR0 global area, commands, events", "[host][local]") {
+    SmallFirmware dev;
+    fw::Firmware& firmware = dev.firmware;
+    host::LocalEventSink& sink = dev.sink;
     auto hc = host::open_local_context(firmware, sink, "sim0", 3, 77, 5);
     REQUIRE(hc);
     CHECK(hc->device_name() == "sim0");
@@ -571,7 +585,7 @@ TEST_CASE("local context: BAR0 global area, commands, events", "[host][local]") 
     };
     hw::Eqe e;
     CHECK_FALSE(hc->next_event(e));
-    netdev.snap.running = false;
+    dev.netdev.snap.running = false;
     firmware.refresh_netdev();  // PORT_ERR to every context
     CHECK_FALSE(readable());
     hc->arm_events();
@@ -581,7 +595,7 @@ TEST_CASE("local context: BAR0 global area, commands, events", "[host][local]") 
     CHECK(e.event_type == hw::EventType::PortErr);
     CHECK(e.obj_num == 1);
     CHECK_FALSE(hc->next_event(e));
-    netdev.snap.running = true;
+    dev.netdev.snap.running = true;
     firmware.refresh_netdev();  // disarmed: queued, no wake-up
     CHECK_FALSE(readable());
     hc->arm_events();  // pending at arm time: wakes at once
@@ -592,6 +606,73 @@ TEST_CASE("local context: BAR0 global area, commands, events", "[host][local]") 
 
     hc.reset();
     CHECK_FALSE(firmware.has_context(3));
-    netdev.snap.running = false;
+    dev.netdev.snap.running = false;
     firmware.refresh_netdev();  // no receiver any more: dropped, no crash
+}
+
+// A sealed memfd of `n` bytes (unsealed: `seal` false), or -1.
+static int memfd_of(std::size_t n, bool seal = true) {
+    const int fd = memfd_create("local-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return -1;
+    if (ftruncate(fd, static_cast<off_t>(n)) != 0 ||
+        (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+TEST_CASE("local context: SHM objects only where the device offers them, by the daemon's rules", "[host][local]") {
+    namespace hw = simnic::hw;
+    SmallFirmware dev;
+    host::LocalEventSink& sink = dev.sink;
+    auto hc = host::open_local_context(dev.firmware, sink, "sim0", 3, 77);
+    REQUIRE(hc);
+    constexpr std::size_t kLen = 64 * 1024;
+    const int fd = memfd_of(kLen);
+    REQUIRE(fd >= 0);
+    std::uint32_t handle = 0;
+    // No engine that reaches SHM objects: a driver keeps its memory in the
+    // process (the provider's queue arena falls back).
+    CHECK(hc->share_memory(fd, kLen, handle) == EOPNOTSUPP);
+
+    sink.offer_shm();
+    const int loose = memfd_of(kLen, false);
+    REQUIRE(loose >= 0);
+    CHECK(hc->share_memory(loose, kLen, handle) == EPERM);  // may shrink under the device
+    close(loose);
+    CHECK(hc->share_memory(fd, kLen / 2, handle) == EINVAL);  // not its size
+    REQUIRE(hc->share_memory(fd, kLen, handle) == 0);
+
+    // The device's mapping is the same memory as the host's.
+    std::uint64_t size = 0;
+    std::uint8_t* mapped = sink.shm_object(3, handle, size);
+    REQUIRE(mapped != nullptr);
+    CHECK(size == kLen);
+    CHECK(sink.shm_object(4, handle, size) == nullptr);  // another context's
+    void* host_map = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(host_map != MAP_FAILED);
+    static_cast<std::uint8_t*>(host_map)[kLen - 1] = 0x5c;
+    CHECK(mapped[kLen - 1] == 0x5c);
+
+    // The firmware knows the handle: ATTACH_DOMAIN takes it, and refuses a
+    // mapping longer than the object.
+    namespace ad = hw::cmd_attach_domain_in;
+    std::uint8_t in[ad::kSize] = {};
+    hw::set(in, ad::kind, static_cast<std::uint8_t>(hw::DomainKind::Shm));
+    hw::set(in, ad::shm_handle, handle);
+    hw::set(in, ad::map_base, reinterpret_cast<std::uintptr_t>(host_map));
+    hw::set(in, ad::map_len, kLen + 4096);
+    host::CmdOutcome o;
+    REQUIRE(hc->command(hw::CmdOpcode::AttachDomain, in, sizeof in, hw::cmd_handle::kSize, o) == 0);
+    CHECK(o.status == hw::CmdStatus::BadParam);
+    hw::set(in, ad::map_len, kLen);
+    REQUIRE(hc->command(hw::CmdOpcode::AttachDomain, in, sizeof in, hw::cmd_handle::kSize, o) == 0);
+    CHECK(o.status == hw::CmdStatus::Ok);
+
+    // The context's end takes the device's mappings with it.
+    hc.reset();
+    CHECK(sink.shm_object(3, handle, size) == nullptr);
+    munmap(host_map, kLen);
+    close(fd);
 }

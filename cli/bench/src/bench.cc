@@ -42,6 +42,7 @@ namespace {
 
 constexpr uint16_t kCtx = 1;
 
+using bench_host::attach_shm_domain;
 using bench_host::HostMem;
 using bench_host::log2_ceil;
 using bench_host::WorkRing;
@@ -112,6 +113,7 @@ private:
     // QPs and CQs that use it.
     HostMem mem_;
     std::unique_ptr<host::Context> ctx_;
+    uint16_t dom_ = 0;  // mem_'s SHM domain
     uint32_t pdn_ = 0, lkey_ = 0, rkey_ = 0;
     uint8_t log_q_ = 0, log_cq_ = 0;
     size_t data_off_ = 0, data_len_ = 0;
@@ -148,6 +150,9 @@ bool Bench::device_setup(std::string& err) {
     ec.bar = bar_.p;
     ec.timing = Pipeline::factory("bench", spec_.cfg, &pipe_);
     ec.standalone = true;
+    // The host's memory is an SHM domain (bench_host::attach_shm_domain).
+    sink_.offer_shm();
+    ec.shm = [this](uint16_t ctx, uint32_t handle, uint64_t& size) { return sink_.shm_object(ctx, handle, size); };
     engine_ = soft_engine::SoftEngine::create(ec, err);
     if (!engine_) return false;
     fw_ = std::make_unique<fw::Firmware>(fc, *tables_, *netdev_, sink_, engine_.get());
@@ -187,15 +192,16 @@ bool Bench::host_setup(std::string& err) {
     // Every QP reads and writes the same two message-sized areas: the bench
     // measures the device, not the data.
     data_len_ = 2 * size_t(std::max<uint32_t>(spec_.size, 8)) + 4096;
-    if (!mem_.alloc(per_qp * spec_.qps + data_len_ + 4096)) {
+    if (!mem_.alloc_shared(per_qp * spec_.qps + data_len_ + 4096)) {
         err = "out of memory for " + std::to_string(spec_.qps) + " QPs";
         return false;
     }
+    if (!attach_shm_domain(*ctx_, mem_, dom_, err)) return false;
     data_off_ = per_qp * spec_.qps;
     uint8_t mr[hw::cmd_reg_mr_in::kSize] = {};
     hw::set(mr, hw::cmd_reg_mr_in::pdn, pdn_);
     hw::set(mr, hw::cmd_reg_mr_in::access, hw::access::kAll);
-    hw::set(mr, hw::cmd_reg_mr_in::domain_id, ctx_->boot_domain());
+    hw::set(mr, hw::cmd_reg_mr_in::domain_id, dom_);
     hw::set(mr, hw::cmd_reg_mr_in::iova, mem_.addr(data_off_));
     hw::set(mr, hw::cmd_reg_mr_in::length, data_len_);
     hw::set(mr, hw::cmd_reg_mr_in::host_addr, mem_.addr(data_off_));
@@ -253,7 +259,7 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     std::vector<uint8_t> o;
     uint8_t cq[hw::cmd_create_cq_in::kSize] = {};
     hw::set(cq, hw::cmd_create_cq_in::log_size, log_cq_);
-    hw::set(cq, hw::cmd_create_cq_in::domain_id, ctx_->boot_domain());
+    hw::set(cq, hw::cmd_create_cq_in::domain_id, dom_);
     hw::set(cq, hw::cmd_create_cq_in::base, reinterpret_cast<uint64_t>(q.cq));
     if (!cmd(hw::CmdOpcode::CreateCq, cq, sizeof cq, hw::cmd_handle::kSize, &o, err)) return false;
     q.cqn = handle(o);
@@ -273,7 +279,7 @@ bool Bench::create_qp(Qp& q, std::string& err) {
     hw::set(in, c::pdn, pdn_);
     hw::set(in, c::send_cqn, q.cqn);
     hw::set(in, c::recv_cqn, q.cqn);
-    hw::set(in, c::domain_id, ctx_->boot_domain());
+    hw::set(in, c::domain_id, dom_);
     hw::set(in, c::sq_base, reinterpret_cast<uint64_t>(q.sq.base));
     hw::set(in, c::rq_base, reinterpret_cast<uint64_t>(q.rq.base));
     hw::set(in, c::log_sq_size, q.sq.log_size);

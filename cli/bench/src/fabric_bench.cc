@@ -37,6 +37,7 @@ namespace {
 
 constexpr uint16_t kCtx = 1;
 
+using bench_host::attach_shm_domain;
 using bench_host::HostMem;
 using bench_host::log2_ceil;
 using bench_host::WorkRing;
@@ -75,6 +76,7 @@ struct Host {
     Pipeline* pipe = nullptr;
     HostMem mem;
     std::unique_ptr<host::Context> ctx;
+    uint16_t dom = 0;  // mem's SHM domain
     uint32_t pdn = 0, lkey = 0, rkey = 0;
     uint8_t log_q = 0, log_cq = 0;
     size_t data_off = 0;
@@ -174,6 +176,10 @@ bool FabricBench::device_setup(size_t i, std::string& err) {
     ec.bar = h->bar.p;
     ec.timing = fabric_->factory(i, spec_.cfg);
     ec.standalone = true;
+    // The host's memory is an SHM domain (bench_host::attach_shm_domain).
+    h->sink.offer_shm();
+    Host* hp = h.get();
+    ec.shm = [hp](uint16_t ctx, uint32_t handle, uint64_t& size) { return hp->sink.shm_object(ctx, handle, size); };
     // Congestion control as a device's config turns it on (the daemon does
     // the same, daemon/src/device_runtime.cc): the reaction points' line
     // rate is the host's link's unless the table gives one.
@@ -214,15 +220,19 @@ bool FabricBench::host_setup(Host& h, uint32_t nqps, std::string& err) {
     const size_t cq_bytes = page((size_t(1) << h.log_cq) * hw::kCqeSize);
     const size_t per_qp = sq_bytes + rq_bytes + cq_bytes;
     const size_t data_len = 2 * size_t(spec_.size) + 4096;
-    if (!h.mem.alloc(per_qp * nqps + data_len + 4096)) {
+    if (!h.mem.alloc_shared(per_qp * nqps + data_len + 4096)) {
         err = "out of memory";
+        return false;
+    }
+    if (!attach_shm_domain(*h.ctx, h.mem, h.dom, err)) {
+        err = h.spec.name + ": " + err;
         return false;
     }
     h.data_off = per_qp * nqps;
     uint8_t mr[hw::cmd_reg_mr_in::kSize] = {};
     hw::set(mr, hw::cmd_reg_mr_in::pdn, h.pdn);
     hw::set(mr, hw::cmd_reg_mr_in::access, hw::access::kAll);
-    hw::set(mr, hw::cmd_reg_mr_in::domain_id, h.ctx->boot_domain());
+    hw::set(mr, hw::cmd_reg_mr_in::domain_id, h.dom);
     hw::set(mr, hw::cmd_reg_mr_in::iova, h.mem.addr(h.data_off));
     hw::set(mr, hw::cmd_reg_mr_in::length, data_len);
     hw::set(mr, hw::cmd_reg_mr_in::host_addr, h.mem.addr(h.data_off));
@@ -255,7 +265,7 @@ bool FabricBench::create_qp(Host& h, Qp& q, std::string& err) {
     std::vector<uint8_t> o;
     uint8_t cq[hw::cmd_create_cq_in::kSize] = {};
     hw::set(cq, hw::cmd_create_cq_in::log_size, h.log_cq);
-    hw::set(cq, hw::cmd_create_cq_in::domain_id, h.ctx->boot_domain());
+    hw::set(cq, hw::cmd_create_cq_in::domain_id, h.dom);
     hw::set(cq, hw::cmd_create_cq_in::base, reinterpret_cast<uint64_t>(q.cq));
     if (!h.cmd(hw::CmdOpcode::CreateCq, cq, sizeof cq, hw::cmd_handle::kSize, &o, err)) return false;
     q.cqn = Host::handle(o);
@@ -265,7 +275,7 @@ bool FabricBench::create_qp(Host& h, Qp& q, std::string& err) {
     hw::set(in, c::pdn, h.pdn);
     hw::set(in, c::send_cqn, q.cqn);
     hw::set(in, c::recv_cqn, q.cqn);
-    hw::set(in, c::domain_id, h.ctx->boot_domain());
+    hw::set(in, c::domain_id, h.dom);
     hw::set(in, c::sq_base, reinterpret_cast<uint64_t>(q.sq.base));
     hw::set(in, c::rq_base, reinterpret_cast<uint64_t>(q.rq.base));
     hw::set(in, c::log_sq_size, q.sq.log_size);

@@ -31,9 +31,27 @@ public:
     void attach(std::uint16_t ctx_id, LocalContext* ctx);
     void detach(std::uint16_t ctx_id, LocalContext* ctx);
 
+    // SHM domains (hw-spec 1.3) on an in-process device. The sink is the
+    // device's side of its local contexts, so it also keeps the device's
+    // mappings of the objects they share (Context::share_memory). Off until
+    // the device's owner offers them, which it does only when its engine
+    // reaches them (EngineConfig::shm calling shm_object): a device without
+    // one would accept queues it never sees. Off, share_memory answers
+    // EOPNOTSUPP and a driver keeps its memory in a PROCESS domain.
+    void offer_shm() { shm_offered_ = true; }
+    bool shm_offered() const { return shm_offered_; }
+    // The device's mapping of context `ctx_id`'s object `handle` and its
+    // size; null if there is none.
+    std::uint8_t* shm_object(std::uint16_t ctx_id, std::uint32_t handle, std::uint64_t& size);
+    // Used by LocalContext, which owns the mappings.
+    void add_shm(std::uint16_t ctx_id, std::uint32_t handle, std::uint8_t* p, std::uint64_t size);
+    void remove_shm(std::uint16_t ctx_id);
+
 private:
     std::mutex mu_;
     std::map<std::uint16_t, LocalContext*> ctxs_;
+    bool shm_offered_ = false;
+    std::map<std::uint64_t, std::pair<std::uint8_t*, std::uint64_t>> shm_;  // (ctx << 32 | handle) -> mapping
 };
 
 // The process-wide sink open_local_context(fw, name, ctx_id, pid) attaches to.
