@@ -16,7 +16,6 @@
 #include <cstring>
 #include <deque>
 #include <string>
-#include <vector>
 
 #include "simnic/fw/firmware.h"
 #include "simnic/fw/shm_object.h"
@@ -44,7 +43,6 @@ public:
         // engine lets go of the objects' mappings before they are unmapped.
         fw_.destroy_context(ctx_id_);
         sink_.remove_shm(ctx_id_);
-        for (const auto& [p, size] : shm_) munmap(p, size);
         ::close(efd_);
     }
 
@@ -121,7 +119,6 @@ public:
             munmap(p, size);
             return EIO;
         }
-        shm_.emplace_back(p, size);
         sink_.add_shm(ctx_id_, h, p, size);
         handle = h;
         return 0;
@@ -183,7 +180,6 @@ private:
     std::deque<hw::Eqe> events_;
     bool armed_ = false;
     std::uint32_t next_shm_ = 1;
-    std::vector<std::pair<std::uint8_t*, std::uint64_t>> shm_;  // the device's mappings
 };
 
 void LocalEventSink::post_eqe(std::uint16_t ctx_id, const std::uint8_t* eqe, std::size_t len) {
@@ -220,7 +216,21 @@ void LocalEventSink::add_shm(std::uint16_t ctx_id, std::uint32_t handle, std::ui
 void LocalEventSink::remove_shm(std::uint16_t ctx_id) {
     std::lock_guard<std::mutex> lk(mu_);
     const std::uint64_t lo = std::uint64_t{ctx_id} << 32;
-    shm_.erase(shm_.lower_bound(lo), shm_.lower_bound(lo + (std::uint64_t{1} << 32)));
+    const auto from = shm_.lower_bound(lo), to = shm_.lower_bound(lo + (std::uint64_t{1} << 32));
+    for (auto it = from; it != to; ++it) munmap(it->second.first, it->second.second);
+    shm_.erase(from, to);
+}
+
+LocalEventSink::ShmLookup LocalEventSink::offer_shm() {
+    shm_offered_ = true;
+    return [this](std::uint16_t ctx_id, std::uint32_t handle, std::uint64_t& size) {
+        return shm_object(ctx_id, handle, size);
+    };
+}
+
+LocalEventSink::~LocalEventSink() {
+    // Contexts unmap theirs as they go; these are of contexts still open.
+    for (const auto& [key, m] : shm_) munmap(m.first, m.second);
 }
 
 LocalEventSink& local_event_sink() {

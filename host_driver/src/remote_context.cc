@@ -171,21 +171,10 @@ public:
     uint8_t* share_eq() {
         int fd = -1;
         if (!eq_shared_.alloc(kEqBytes, fd)) return nullptr;
-        uint32_t handle = 0;
-        const int e = share_memory(fd, kEqBytes, handle);
+        uint16_t domain = 0;
+        const int e = attach_shm_domain(*this, fd, eq_shared_.addr(), kEqBytes, domain);
         close(fd);  // the mappings (here and in the daemon) keep the object
-        if (e != 0) return nullptr;
-        namespace a = hw::cmd_attach_domain_in;
-        std::array<uint8_t, a::kSize> in{};
-        hw::set(in.data(), in.size(), a::kind, static_cast<uint8_t>(hw::DomainKind::Shm));
-        hw::set(in.data(), in.size(), a::shm_handle, handle);
-        hw::set(in.data(), in.size(), a::map_base, eq_shared_.addr());
-        hw::set(in.data(), in.size(), a::map_len, kEqBytes);
-        CmdOutcome r;
-        if (command(hw::CmdOpcode::AttachDomain, in.data(), in.size(), hw::cmd_handle::kSize, r) != 0 ||
-            r.status != hw::CmdStatus::Ok)
-            return nullptr;
-        return eq_shared_.p;
+        return e == 0 ? eq_shared_.p : nullptr;
     }
 
     const std::string& device_name() const override { return name_; }

@@ -126,15 +126,9 @@ struct Rig {
     // Shares `m` (Mem's shared form) with the device and attaches all of
     // it as an SHM domain; its id.
     uint32_t attach_shm(const Mem& m) {
-        uint32_t handle = 0;
-        REQUIRE(ctx->share_memory(m.fd, m.len, handle) == 0);
-        namespace ad = hw::cmd_attach_domain_in;
-        uint8_t in[ad::kSize] = {};
-        hw::set(in, ad::kind, static_cast<uint8_t>(hw::DomainKind::Shm));
-        hw::set(in, ad::shm_handle, handle);
-        hw::set(in, ad::map_base, m.addr());
-        hw::set(in, ad::map_len, m.len);
-        return cmd(*ctx, hw::CmdOpcode::AttachDomain, in);
+        uint16_t domain = 0;
+        REQUIRE(host::attach_shm_domain(*ctx, m.fd, m.addr(), m.len, domain) == 0);
+        return domain;
     }
 
     void create(Qp& q) {

@@ -4,12 +4,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 
-#include "simnic/hw/layout.h"
 
 namespace simnic::verbs {
 
@@ -26,29 +24,16 @@ bool QueueArena::init_locked(host::Context& hc) {
     const int fd = memfd_create("simnic-queues", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return false;
     void* m = MAP_FAILED;
-    std::uint32_t handle = 0;
     bool ok = ftruncate(fd, static_cast<off_t>(kArenaBytes)) == 0 &&
               fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0;
     if (ok) m = mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-    ok = ok && m != MAP_FAILED && hc.share_memory(fd, kArenaBytes, handle) == 0;
+    ok = ok && m != MAP_FAILED &&
+         host::attach_shm_domain(hc, fd, reinterpret_cast<std::uintptr_t>(m), kArenaBytes, domain_) == 0;
     close(fd);  // the mapping (here and in the daemon) keeps the object
     if (!ok) {
         if (m != MAP_FAILED) munmap(m, kArenaBytes);
         return false;
     }
-    namespace a = hw::cmd_attach_domain_in;
-    std::array<std::uint8_t, a::kSize> in{};
-    hw::set(in.data(), in.size(), a::kind, static_cast<std::uint8_t>(hw::DomainKind::Shm));
-    hw::set(in.data(), in.size(), a::shm_handle, handle);
-    hw::set(in.data(), in.size(), a::map_base, reinterpret_cast<std::uintptr_t>(m));
-    hw::set(in.data(), in.size(), a::map_len, kArenaBytes);
-    host::CmdOutcome r;
-    if (hc.command(hw::CmdOpcode::AttachDomain, in.data(), in.size(), hw::cmd_handle::kSize, r) != 0 ||
-        r.status != hw::CmdStatus::Ok || r.out.size() < hw::cmd_handle::kSize) {
-        munmap(m, kArenaBytes);
-        return false;
-    }
-    domain_ = static_cast<std::uint16_t>(hw::get(r.out.data(), r.out.size(), hw::cmd_handle::handle));
     base_ = static_cast<std::uint8_t*>(m);
     free_ = base::RangeAllocator<std::size_t>(kArenaBytes);
     return true;

@@ -151,8 +151,7 @@ bool Bench::device_setup(std::string& err) {
     ec.timing = Pipeline::factory("bench", spec_.cfg, &pipe_);
     ec.standalone = true;
     // The host's memory is an SHM domain (bench_host::attach_shm_domain).
-    sink_.offer_shm();
-    ec.shm = [this](uint16_t ctx, uint32_t handle, uint64_t& size) { return sink_.shm_object(ctx, handle, size); };
+    ec.shm = sink_.offer_shm();
     engine_ = soft_engine::SoftEngine::create(ec, err);
     if (!engine_) return false;
     fw_ = std::make_unique<fw::Firmware>(fc, *tables_, *netdev_, sink_, engine_.get());

@@ -177,9 +177,7 @@ bool FabricBench::device_setup(size_t i, std::string& err) {
     ec.timing = fabric_->factory(i, spec_.cfg);
     ec.standalone = true;
     // The host's memory is an SHM domain (bench_host::attach_shm_domain).
-    h->sink.offer_shm();
-    Host* hp = h.get();
-    ec.shm = [hp](uint16_t ctx, uint32_t handle, uint64_t& size) { return hp->sink.shm_object(ctx, handle, size); };
+    ec.shm = h->sink.offer_shm();
     // Congestion control as a device's config turns it on (the daemon does
     // the same, daemon/src/device_runtime.cc): the reaction points' line
     // rate is the host's link's unless the table gives one.

@@ -14,7 +14,6 @@
 #include <string>
 
 #include "simnic/host/context.h"
-#include "simnic/hw/field.h"
 #include "simnic/hw/layout.h"
 
 namespace simnic::model::bench_host {
@@ -64,32 +63,17 @@ struct HostMem {
 };
 
 // Shares `m` (alloc_shared) with the device of `ctx` and attaches all of it
-// as an SHM domain (hw-spec 1.3, 5.6.3), into `domain`: the bench's rings,
-// CQs and data buffers live there, so the device reaches them with loads
-// and stores, where a PROCESS domain of this very process costs a
+// as an SHM domain (host::attach_shm_domain), into `domain`: the bench's
+// rings, CQs and data buffers live there, so the device reaches them with
+// loads and stores, where a PROCESS domain of this very process costs a
 // process_vm_readv or process_vm_writev per access. That changes the wall
 // time of a run only: the pipeline charges every DMA its simulated time
 // either way, so the simulated figures are the same.
 inline bool attach_shm_domain(host::Context& ctx, const HostMem& m, uint16_t& domain, std::string& err) {
-    uint32_t handle = 0;
-    if (const int e = ctx.share_memory(m.fd, m.len, handle)) {
-        err = std::string("the device did not take the bench's host memory: ") + std::strerror(e);
+    if (const int e = host::attach_shm_domain(ctx, m.fd, m.addr(), m.len, domain)) {
+        err = std::string("the device did not take the bench's host memory as an SHM domain: ") + std::strerror(e);
         return false;
     }
-    namespace a = hw::cmd_attach_domain_in;
-    uint8_t in[a::kSize] = {};
-    hw::set(in, a::kind, uint8_t(hw::DomainKind::Shm));
-    hw::set(in, a::shm_handle, handle);
-    hw::set(in, a::map_base, m.addr());
-    hw::set(in, a::map_len, m.len);
-    host::CmdOutcome o;
-    if (ctx.command(hw::CmdOpcode::AttachDomain, in, sizeof in, hw::cmd_handle::kSize, o) != 0 ||
-        o.status != hw::CmdStatus::Ok || o.out.size() < hw::cmd_handle::kSize) {
-        err = "ATTACH_DOMAIN of the bench's host memory failed (status " + std::to_string(int(o.status)) +
-              ", syndrome " + std::to_string(o.syndrome) + ")";
-        return false;
-    }
-    domain = uint16_t(hw::get(o.out.data(), o.out.size(), hw::cmd_handle::handle));
     return true;
 }
 

@@ -128,6 +128,13 @@ public:
     }
 };
 
+// Shares memory object `fd` (a sealed memfd, as share_memory wants it) with
+// the device of `ctx` and attaches `len` bytes of it, mapped here at `base`,
+// as an SHM domain (hw-spec 1.3, 5.6.3) into `domain`. 0, or an errno:
+// share_memory's, the command's transport's, or the refusal's
+// (hw::status_errno). The caller keeps `fd` and its mapping.
+int attach_shm_domain(Context& ctx, int fd, std::uint64_t base, std::uint64_t len, std::uint16_t& domain);
+
 // Opens `device` in the running daemon. Null and an errno (ENODEV: no such
 // device; ECONNREFUSED: no daemon) on failure.
 std::unique_ptr<Context> open_context(const std::string& device, int& err);

@@ -33,19 +33,22 @@ public:
 
     // SHM domains (hw-spec 1.3) on an in-process device. The sink is the
     // device's side of its local contexts, so it also keeps the device's
-    // mappings of the objects they share (Context::share_memory). Off until
-    // the device's owner offers them, which it does only when its engine
-    // reaches them (EngineConfig::shm calling shm_object): a device without
-    // one would accept queues it never sees. Off, share_memory answers
-    // EOPNOTSUPP and a driver keeps its memory in a PROCESS domain.
-    void offer_shm() { shm_offered_ = true; }
+    // mappings of the objects they share (Context::share_memory), and unmaps
+    // them when their context goes. Off until the device's owner offers them
+    // by taking the lookup its engine reaches them through (a function for
+    // EngineConfig::shm): a device without an engine would accept queues it
+    // never sees. Off, share_memory answers EOPNOTSUPP and a driver keeps its
+    // memory in a PROCESS domain.
+    using ShmLookup = std::function<std::uint8_t*(std::uint16_t ctx_id, std::uint32_t handle, std::uint64_t& size)>;
+    ShmLookup offer_shm();
     bool shm_offered() const { return shm_offered_; }
     // The device's mapping of context `ctx_id`'s object `handle` and its
     // size; null if there is none.
     std::uint8_t* shm_object(std::uint16_t ctx_id, std::uint32_t handle, std::uint64_t& size);
-    // Used by LocalContext, which owns the mappings.
+    // Used by LocalContext.
     void add_shm(std::uint16_t ctx_id, std::uint32_t handle, std::uint8_t* p, std::uint64_t size);
-    void remove_shm(std::uint16_t ctx_id);
+    void remove_shm(std::uint16_t ctx_id);  // and unmaps them
+    ~LocalEventSink() override;
 
 private:
     std::mutex mu_;
