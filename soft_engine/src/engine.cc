@@ -142,12 +142,15 @@ std::unique_ptr<SoftEngine> SoftEngine::create_driven(const EngineConfig& cfg, s
         return nullptr;
     }
     if (!finish(*impl, cfg, err)) return nullptr;
+    impl->ack_hold = AckHold(std::min(cfg.ack_hold_ns, EngineConfig::kMaxAckHoldNs));
+    impl->driven = true;
     return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
 }
 
 bool SoftEngine::poll(uint64_t now_ns) {
     bool simulating = false;
     std::lock_guard<std::recursive_mutex> lk(impl_->mu);
+    impl_->driven_now = now_ns;
     return impl_->pass(now_ns, simulating);
 }
 

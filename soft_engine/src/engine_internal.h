@@ -542,7 +542,7 @@ struct SoftEngine::Impl final : Datapath, PortSink {
             ack_hold.sent(0);  // the time matters only to a hold (a clock read per step saved)
             return;
         }
-        ack_hold.sent(mono_ns());
+        ack_hold.sent(hold_now());
         // Every count moves while an ACK is held: published as the hold ends.
         const AckHold::Counters& c = ack_hold.counters();
         stat(hw::tx_stats_block::acks_held, c.held - ack_hold_published.held, hw::kBar0TxStatsBlock);
@@ -555,9 +555,15 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // The engine spins while one waits (a pass ends each time) and sends
     // before it sleeps.
     AckHold ack_hold;
+    // The hold's clock: the host's, or on an engine driven by poll() the
+    // time poll() was given, so that a test decides when a hold runs out
+    // (testbench/fuzz/test_port_ack_hold.cpp) instead of the scheduler.
+    bool driven = false;
+    uint64_t driven_now = 0;
+    uint64_t hold_now() const { return driven ? driven_now : mono_ns(); }
     AckHold::Counters ack_hold_published;  // what TX_STATS_BLOCK has of ack_hold's counters (hw-spec 2.6.2)
     void tx_step_end() {
-        if (!ack_hold.holding() || !ack_hold.may_wait(mono_ns())) tx_flush();
+        if (!ack_hold.holding() || !ack_hold.may_wait(hold_now())) tx_flush();
     }
     bool rx_batch();
     void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false, const uint8_t* eth = nullptr);

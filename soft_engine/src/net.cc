@@ -147,7 +147,7 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len, bool posted_writ
     if (ack_hold.hold_ns()) {
         AckHold::Flow flow;
         const AckHold::Kind kind = AckHold::classify(o, flow);
-        ack_hold.queued(kind, flow, kind == AckHold::Kind::Other ? 0 : mono_ns());
+        ack_hold.queued(kind, flow, kind == AckHold::Kind::Other ? 0 : hold_now());
     }
     // The port counts what it sends and drops (PortSent); the capture has
     // what it took, or, from a port that writes the link header itself,

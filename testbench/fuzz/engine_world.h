@@ -92,7 +92,10 @@ public:
         bool as_ip = false;
     };
     std::deque<In> rx;
-    std::vector<std::vector<std::uint8_t>> sent;  // the last kKeep frames sent
+    // What the engine queued (send) leaves when it flushes the queue, as
+    // from the UDP and wire ports: the moment the port's ACK hold moves.
+    std::vector<std::vector<std::uint8_t>> queued;
+    std::vector<std::vector<std::uint8_t>> sent;  // the first kKeep frames sent
     std::size_t sent_total = 0;
     std::size_t delivered = 0;  // frames handed to the engine
     static constexpr std::size_t kKeep = 256;
@@ -105,11 +108,17 @@ public:
     void prepare(roce::Packet&) override {}
     bool send(const se::OutFrame& f) override {
         std::lock_guard<std::mutex> lk(mu);
-        ++sent_total;
-        if (sent.size() < kKeep) sent.emplace_back(f.data, f.data + f.len);
+        queued.emplace_back(f.data, f.data + f.len);
         return true;
     }
-    void flush() override {}
+    void flush() override {
+        std::lock_guard<std::mutex> lk(mu);
+        for (auto& f : queued) {
+            ++sent_total;
+            if (sent.size() < kKeep) sent.push_back(std::move(f));
+        }
+        queued.clear();
+    }
     // Queues a frame to arrive (any thread: a test may poll the engine from
     // another, as the engine thread runs beside the control thread).
     void arrive(std::vector<std::uint8_t> frame, bool as_ip = false) {
@@ -298,6 +307,9 @@ struct EngineWorld {
     // touched).
     Mr a, b, c, e, r, d;
     std::string error;  // what failed to set up
+    // The port's ACK hold (EngineConfig::ack_hold_ns), set before open(): on
+    // a driven engine it runs on poll()'s clock. 0: every ACK leaves at once.
+    std::uint64_t ack_hold_ns = 0;
 
     ~EngineWorld() {
         // The engine goes before the firmware that calls into it; contexts first.
@@ -547,6 +559,7 @@ struct EngineWorld {
         ec.events = &sink;
         ec.bar = bar.data();
         ec.timing = std::move(timing);
+        ec.ack_hold_ns = ack_hold_ns;
         // The port's MAC, which a model device's MAC RX filters on.
         hw::set_bytes(bar.data() + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, kLocalMac.data(), 6);
         auto p = std::make_unique<FakePort>();

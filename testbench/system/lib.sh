@@ -195,6 +195,10 @@ sys_dir() {
 }
 
 sim() { "${AS[@]}" "$SIMNIC" "$@"; }
+# stat_in FILE COUNTER: one counter of a saved `simnic stats` (empty if it
+# has none); stat_of DEV COUNTER: one of `simnic stats DEV` now.
+stat_in() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
+stat_of() { sim stats "$1" | stat_in /dev/stdin "$2"; }
 
 app() { "${AS[@]}" env LD_PRELOAD="$LIB" "$@"; }
 

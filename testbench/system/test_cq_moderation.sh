@@ -30,8 +30,8 @@ figures() {
   "${AS[@]}" timeout 120 "$SIMNIC" exec -- "$EXE" "$1" >"$work/case.txt" 2>&1 ||
     { fail "case $1"; cat "$work/case.txt"; }
   sim stats "$DEV" >"$work/stats.txt" || fail "stats after $1"
-  stat_of() { awk -v k="$1" '$1==k{print $2}' "$work/stats.txt"; }
-  n=$(stat_of cq.interrupts) held=$(stat_of cq.moderated_cqes) wake=$(stat_of cq.interrupt_wake_avg)
+  n=$(stat_in "$work/stats.txt" cq.interrupts) held=$(stat_in "$work/stats.txt" cq.moderated_cqes)
+  wake=$(stat_in "$work/stats.txt" cq.interrupt_wake_avg)
   echo "$2: cq.interrupts $n, cq.moderated_cqes $held, cq.interrupt_wake_avg $wake ns"
 }
 # within V LO HI: LO <= V < HI.

@@ -66,8 +66,6 @@ trap 'sim fabric delete $FAB >/dev/null 2>&1; sys_cleanup server_pid server2_pid
 
 # show_num JQ: a number from `simnic fabric show -j`.
 show_num() { sim fabric show -j "$FAB" | jq -r ".[0]$1"; }
-# stat_of DEV COUNTER: a counter of `simnic stats DEV`.
-stat_of() { sim stats "$1" | awk -v c="$2" '$1 == c { print $2; exit }'; }
 
 # wait_doorbells DEV N: until N doorbells of DEV wait in its held fabric.
 wait_doorbells() {
@@ -370,7 +368,7 @@ rdmacm)
     fail "the server's ping lines differ from rping's data: $(cat "$work/server.out")"
   grep -q "server DISCONNECT EVENT" "$work/server.out" || fail "the rping server saw no DISCONNECTED"
   # The client's MADs went through its pipeline: REQ, RTU, and DREQ or DREP.
-  mads=$(sim stats ${FAB}_h2 | awk '$1 == "chan.qp1_to_tx_build.transfers" { print $2 }')
+  mads=$(stat_of ${FAB}_h2 chan.qp1_to_tx_build.transfers)
   echo "rping: ${mads:-no} MADs through h2's TX build"
   [ "${mads:-0}" -ge 3 ] || fail "h2's qp1_to_tx_build carried ${mads:-no} MADs, expected >= 3"
   # Everything, the MADs with it, crossed between h1's and h2's ports.

@@ -111,9 +111,9 @@ server_client() {
       [ "$side" = client ] && pid=$cp dev=wb
       if kill -0 "$pid" 2>/dev/null; then
         local re0 re1 nqp
-        re0=$(sim stats "$dev" | awk '$1 == "retransmits" {print $2}')
+        re0=$(stat_of "$dev" retransmits)
         sleep 1
-        re1=$(sim stats "$dev" | awk '$1 == "retransmits" {print $2}')
+        re1=$(stat_of "$dev" retransmits)
         nqp=$(sim resource show qp | grep -c "comm ibv_rc_pingpong")
         if [ "$nqp" = 1 ] && [ "$re1" -gt "$re0" ]; then
           echo "rc_pingpong: the $side still resends its last SEND to a peer that has exited (stopped)"
@@ -200,7 +200,7 @@ PY
     # SIMNIC_FAULTS_STAT: a statistic of wb that the faults must have moved
     # (a model placing before the ICRC verdict: rx.dropped_after_placement).
     if [ -n "${SIMNIC_FAULTS_STAT:-}" ]; then
-      n=$(sim stats wb | awk -v k="$SIMNIC_FAULTS_STAT" '$1 == k {print $2}')
+      n=$(stat_of wb "$SIMNIC_FAULTS_STAT")
       echo "wb: $SIMNIC_FAULTS_STAT ${n:-missing}"
       [ "${n:-0}" != 0 ] || fail "wb's $SIMNIC_FAULTS_STAT is ${n:-missing}: $(sim stats wb | grep -E '^rx' | tr '\n' ' ')"
     fi

@@ -93,8 +93,8 @@ esac
 # The plain rc_pingpong case also records the device's traffic (`pcap FILE`).
 pcap_args=()
 case "$CASE" in rc_pingpong | rc_pingpong_ipv6 | ib_write_bw_tclass*) pcap_args=(pcap "$SIMNIC_RUNTIME_DIR/dev.pcap") ;; esac
-# The ping-pong's ACKs wait for their reply (TX_STATS_BLOCK, checked below):
-# the longest hold, so that a loaded machine's slower replies still join.
+# The ping-pong's ACKs may wait for their reply (TX_STATS_BLOCK, checked
+# below): the longest hold the link takes.
 hold_args=()
 [ "$CASE" = ib_send_lat ] && hold_args=(ack_hold_us 100)
 link_add "$DEV" "${pcap_args[@]}" "${hold_args[@]}"
@@ -177,22 +177,23 @@ nothing_left "after exit" qps cqs mrs pds
 
 # The port's ACK hold (hw-spec 2.6.2): a hold ends joined by its flow's
 # packet or by running out (or by another frame, counted as neither).
-# ib_send_lat's responder replies to each SEND: its ACKs waited, and most
-# left with the reply. ib_write_bw's responder never sends a request: no
-# flow of it enters ping-pong mode, and no ACK waits. With `loopback on` no
-# frame reaches the port, and no ACK waits either.
-stat_of() { awk -v k="$1" '$1==k{print $2}' "$work/stats.txt"; }
+# Whether ib_send_lat's replies come within the hold is the machine's to
+# decide (a loaded CI machine took 480 us per round trip, and every hold ran
+# out), so when ACKs wait and what ends the wait is tested on a clock the
+# test drives (testbench/fuzz/test_port_ack_hold.cpp). Here: the counters
+# reach `simnic stats` and agree with each other, and where no ACK may wait,
+# none did. ib_write_bw's responder never sends a request: no flow of it
+# enters ping-pong mode. With `loopback on` no frame reaches the port.
 case "$CASE" in
 ib_send_lat | ib_write_bw)
   sim stats "$DEV" >"$work/stats.txt" 2>&1 || fail "simnic stats: $(cat "$work/stats.txt")"
-  held=$(stat_of acks_held) joined=$(stat_of acks_joined) expired=$(stat_of ack_holds_expired)
+  held=$(stat_in "$work/stats.txt" acks_held) joined=$(stat_in "$work/stats.txt" acks_joined)
+  expired=$(stat_in "$work/stats.txt" ack_holds_expired)
   echo "acks_held ${held:-none} acks_joined ${joined:-none} ack_holds_expired ${expired:-none}"
   [ -n "$held" ] && [ -n "$joined" ] && [ -n "$expired" ] || fail "simnic stats lacks the ACK hold's counters"
-  if [ "$CASE" = ib_send_lat ] && [[ " ${SIMNIC_LINK_OPTS:-} " != *" loopback on "* ]]; then
-    [ "${held:-0}" -gt 0 ] && [ "${joined:-0}" -gt 0 ] || fail "no ACK waited for ib_send_lat's reply"
-    [ $((${joined:-0} + ${expired:-0})) -le "${held:-0}" ] || fail "more holds ended than began"
-  else
-    [ "${held:-1}" -eq 0 ] || fail "$CASE held $held ACKs (${SIMNIC_LINK_OPTS:-})"
+  [ $((joined + expired)) -le "$held" ] || fail "more holds ended than began"
+  if [ "$CASE" = ib_write_bw ] || [[ " ${SIMNIC_LINK_OPTS:-} " = *" loopback on "* ]]; then
+    [ "$held" -eq 0 ] || fail "$CASE held $held ACKs (${SIMNIC_LINK_OPTS:-})"
   fi
   ;;
 esac

@@ -62,7 +62,6 @@ start_wire() {
 stop_wire() {
   kill "$wire_pid"; wait "$wire_pid" 2>/dev/null; wire_pid=
 }
-stat_of() { sim stats "$1" | awk -v k="$2" '$1 == k {print $2}'; }
 
 # The wire's capture: valid ICRCs (simnic's packet core and an independent
 # check), IP IDs, DF, ARP before RoCE, source ports.

@@ -86,7 +86,8 @@ struct EngineConfig {
     // How long an RC ACK may wait at the port for its flow's reply, so that
     // both leave in one system call (src/ack_hold.h); 0: never. The engine
     // thread spins while one waits, so create() takes at most
-    // kMaxAckHoldNs. A driven engine (create_driven) never holds.
+    // kMaxAckHoldNs. A driven engine (create_driven) holds on the clock
+    // poll() is given.
     std::uint64_t ack_hold_ns = 50'000;
     static constexpr std::uint64_t kMaxAckHoldNs = 100'000;
     // SHM domains (hw-spec 1.3): the local mapping of shared object `handle`
@@ -135,7 +136,8 @@ public:
                                                      std::string& err);
     // One pass of the engine thread's loop: the doorbells, what the port
     // holds, the timers due at `now_ns` (mono_ns's clock), the end of the
-    // batch. True if it did anything. Only on an engine from create_driven.
+    // batch. True if it did anything. Only on an engine from create_driven,
+    // whose ACK hold (EngineConfig::ack_hold_ns) runs on this clock alone.
     bool poll(std::uint64_t now_ns);
     ~SoftEngine() override;  // stops the thread
     // Stops the engine thread now (the destructor does too). A fabric's
