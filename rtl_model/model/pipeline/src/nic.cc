@@ -216,7 +216,7 @@ void Nic::timers_expire() {
         const uint64_t key = timer_due.begin()->second;
         timer_due.erase(timer_due.begin());
         timer_at.erase(key);
-        auto t = std::make_shared<Txn>();
+        TxnPtr t = txns.take();
         t->kind = Txn::Kind::Timer;
         t->t_in = now;
         t->qpn = uint32_t(key >> 8);

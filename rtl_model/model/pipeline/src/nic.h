@@ -63,10 +63,67 @@ struct Txn {
     bool icrc_good = false;     // received frames: the C++ ICRC check found the ICRC right
     bool resume = false;        // request packets the completer released (window reopened, retransmission)
     OpRecord rec;
+    // The responder's and completer's: per CQ the record completes into,
+    // its turn (RxTransportBlock::cq_order), and whether it was waited for.
+    struct CqTicket {
+        uint32_t cqn = 0;
+        uint64_t ticket = 0;
+        bool waited = false;
+    };
+    std::vector<CqTicket> cq_tickets;
     uint32_t db_epoch = 0;  // doorbells: the object's epoch when it was rung (Nic::db_epoch)
     bool executed = false;  // doorbells: the datapath took it when it was rung (RQ, SRQ, CQ)
+
+    // As new, but with the buffers it had (the frame, the record's ops and
+    // frames) keeping their capacity.
+    void recycle() {
+        std::vector<uint8_t> f = std::move(frame);
+        OpRecord r = std::move(rec);
+        std::vector<CqTicket> c = std::move(cq_tickets);
+        *this = Txn{};
+        f.clear();
+        r.clear();
+        c.clear();
+        frame = std::move(f);
+        rec = std::move(r);
+        cq_tickets = std::move(c);
+    }
 };
 using TxnPtr = std::shared_ptr<Txn>;
+
+// Every doorbell, received frame and timer is a Txn. Made anew, each cost
+// about eight allocations (its shared block, then its op record growing op
+// by op, its frame's copy, its CQ tickets); these are given out again once the pipeline
+// holds them no more, buffers and all. A Txn is free when the pool's
+// reference is its only one: the pipeline keeps them in TxnPtrs alone
+// (nothing holds a Txn by a raw pointer past its last TxnPtr), and all of
+// it runs in its simulation context's one thread.
+class TxnPool {
+public:
+    TxnPtr take() {
+        // Txns leave the pipeline about in the order they entered: the
+        // oldest few are where a free one is found.
+        const size_t n = pool_.size();
+        for (size_t k = 0; k < std::min(n, kScan); ++k) {
+            TxnPtr& p = pool_[next_];
+            next_ = next_ + 1 == n ? 0 : next_ + 1;
+            if (p.use_count() == 1) {
+                p->recycle();
+                return p;
+            }
+        }
+        auto t = std::make_shared<Txn>();
+        // Beyond the pool's size (a deep queue of doorbells, a long burst
+        // of frames) the rest are made and freed as before.
+        if (n < kMax) pool_.push_back(t);
+        return t;
+    }
+
+private:
+    static constexpr size_t kScan = 8, kMax = 512;
+    std::vector<TxnPtr> pool_;
+    size_t next_ = 0;
+};
 
 // A frame on its way out, and when its payload is in the device.
 struct FrameTok {
@@ -147,7 +204,9 @@ public:
         t = e->second;
         q->second.erase(e);
         --size_;
-        if (q->second.empty()) by_qp_.erase(q);
+        // A QP's table stays while it does, empty or not (drop_qp takes
+        // it): made again for each message of a QP one WQE deep, it was
+        // three allocations a message.
         return true;
     }
     void drop_qp(uint32_t qpn) {
@@ -235,6 +294,7 @@ struct Nic {
 
     const ModelConfig cfg;
     Datapath& be;
+    TxnPool txns;  // where new Txns come from (Txn, TxnPool)
     const bool loopback;
     const uint64_t period_ps;
     const uint64_t rx_path_ps;  // PHYs and cable in front of MAC RX (mac_rx.cc)

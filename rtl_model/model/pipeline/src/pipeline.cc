@@ -222,7 +222,7 @@ Pipeline::~Pipeline() {
 
 void Pipeline::doorbell(const Doorbell& db) {
     SimGuard g(impl_->ctx);
-    auto t = std::make_shared<Txn>();
+    TxnPtr t = impl_->nic->txns.take();
     t->kind = Txn::Kind::Doorbell;
     t->t_in = impl_->now_ps();
     t->db = db;
@@ -296,7 +296,7 @@ bool Pipeline::tx_frame(const uint8_t* frame, size_t len) {
 
 void Pipeline::timer(uint32_t qpn, uint8_t timer) {
     SimGuard g(impl_->ctx);
-    auto t = std::make_shared<Txn>();
+    TxnPtr t = impl_->nic->txns.take();
     t->kind = Txn::Kind::Timer;
     t->t_in = impl_->now_ps();
     t->qpn = qpn;

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
+#include <vector>
 
 #include "simnic/congestion/dcqcn.h"
 #include "simnic/roce/packet.h"
@@ -42,24 +42,39 @@ struct SqEntry {
 
 // Send WQEs addressed by a free-running sequence number; the oldest not yet
 // completed is at head_seq.
+//
+// A ring whose slot for `seq` is seq modulo its size (a power of two), grown
+// by doubling: an SqEntry is larger than a std::deque block, so a deque made
+// and freed one block per WQE. Pointers from at() and head() last until the
+// next push (which may grow the ring); no caller keeps one longer.
 class SendQueue {
 public:
     uint64_t head_seq() const { return head_seq_; }
-    uint64_t tail_seq() const { return head_seq_ + q_.size(); }
-    size_t size() const { return q_.size(); }
-    bool empty() const { return q_.empty(); }
-    SqEntry* at(uint64_t seq) {
-        return seq >= head_seq_ && seq < tail_seq() ? &q_[seq - head_seq_] : nullptr;
+    uint64_t tail_seq() const { return head_seq_ + n_; }
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    SqEntry* at(uint64_t seq) { return seq >= head_seq_ && seq < tail_seq() ? &slot(seq) : nullptr; }
+    SqEntry* head() { return n_ ? &slot(head_seq_) : nullptr; }
+    void push(SqEntry&& e) {
+        if (n_ == ring_.size()) grow();
+        slot(head_seq_ + n_) = std::move(e);
+        ++n_;
     }
-    SqEntry* head() { return q_.empty() ? nullptr : &q_.front(); }
-    void push(SqEntry&& e) { q_.push_back(std::move(e)); }
+    // The popped slot keeps its entry until a push overwrites it.
     void pop() {
-        q_.pop_front();
         ++head_seq_;
+        --n_;
     }
 
 private:
-    std::deque<SqEntry> q_;
+    SqEntry& slot(uint64_t seq) { return ring_[seq & (ring_.size() - 1)]; }
+    void grow() {
+        std::vector<SqEntry> r(ring_.empty() ? 16 : ring_.size() * 2);
+        for (uint64_t s = head_seq_; s != head_seq_ + n_; ++s) r[s & (r.size() - 1)] = std::move(slot(s));
+        ring_ = std::move(r);
+    }
+    std::vector<SqEntry> ring_;
+    size_t n_ = 0;
     uint64_t head_seq_ = 0;
 };
 

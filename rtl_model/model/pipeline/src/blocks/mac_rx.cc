@@ -45,7 +45,7 @@ void MacRxBlock::main() {
         // kernel's.)
         sim::wait_until(in + nic.rx_path_ps);
         sim::BlockStats& st = nic.blk[Nic::kMacRx];
-        auto t = std::make_shared<Txn>();
+        TxnPtr t = nic.txns.take();
         t->kind = Txn::Kind::Rx;
         t->t_in = now_ps();
         const uint32_t len = uint32_t(fr.size());

@@ -53,12 +53,11 @@ void RxTransportBlock::wait_cq_turn(uint32_t cqn, uint64_t ticket, sim::BlockSta
 void RxTransportBlock::pass_cq_turn(uint32_t cqn) {
     auto it = cq_order.find(cqn);
     if (it == cq_order.end()) return;
-    if (++it->second.turn == it->second.next) cq_order.erase(it);
+    ++it->second.turn;
     cq_turn_moved.notify(sc_core::SC_ZERO_TIME);
 }
 
-uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st,
-                                const std::vector<std::pair<uint32_t, uint64_t>>& tickets) {
+uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st) {
     OpRecord& rec = t.rec;
     // Request packets the completer releases (the send window reopened, a
     // retransmission) belong to the requester's stream: they go behind the
@@ -71,7 +70,7 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st,
         if (o.kind != Op::Kind::TxFrame) continue;
         if (!roce::opcode_info(rec.frames[o.aux].opcode).has(roce::kRequest)) continue;
         if (!resume) {
-            resume = std::make_shared<Txn>();
+            resume = nic.txns.take();
             resume->kind = Txn::Kind::Doorbell;
             resume->resume = true;
             resume->t_in = now_ps();
@@ -98,13 +97,11 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st,
         seg = i + 1;
     }
     // Waits for the turn of the CQ that op i completes into (the first time only).
-    std::vector<uint32_t> held;
     auto cq_turn = [&](uint32_t cqn) {
-        if (std::find(held.begin(), held.end(), cqn) != held.end()) return;
-        for (const auto& [c, ticket] : tickets)
-            if (c == cqn) {
-                wait_cq_turn(cqn, ticket, st);
-                held.push_back(cqn);
+        for (Txn::CqTicket& c : t.cq_tickets)
+            if (c.cqn == cqn) {
+                if (!c.waited) wait_cq_turn(cqn, c.ticket, st);
+                c.waited = true;
                 return;
             }
     };
@@ -158,13 +155,15 @@ uint64_t RxTransportBlock::play(Txn& t, sim::BlockStats& st,
             nic.be.rx_dropped(true);
         }
     }
-    for (uint32_t cqn : held) pass_cq_turn(cqn);
+    // The turns taken pass, in the order they were taken.
+    for (const Txn::CqTicket& c : t.cq_tickets)
+        if (c.waited) pass_cq_turn(c.cqn);
     // A ticket not used (cannot happen: every ticket is for a CQ the record
     // completes into) must still pass, or the CQ's next entry would wait forever.
-    for (const auto& [c, ticket] : tickets)
-        if (std::find(held.begin(), held.end(), c) == held.end()) {
-            wait_cq_turn(c, ticket, st);
-            pass_cq_turn(c);
+    for (const Txn::CqTicket& c : t.cq_tickets)
+        if (!c.waited) {
+            wait_cq_turn(c.cqn, c.ticket, st);
+            pass_cq_turn(c.cqn);
         }
     if (resume) nic.wqe_to_req.write(resume, &st);
     return out_ready;
@@ -207,6 +206,7 @@ void RxTransportBlock::decide(Role r, TxnPtr t, uint64_t in) {
     const int blk = r == kResp ? Nic::kResponder : Nic::kCompleter;
     sim::BlockStats& st = nic.blk[blk];
     Decided d;
+    t->cq_tickets.clear();
     {
         sim::BusyScope b(st);
         nic.lookup(nic.qpc, t->qpn, st);
@@ -242,8 +242,8 @@ void RxTransportBlock::decide(Role r, TxnPtr t, uint64_t in) {
             else if (o.kind == Op::Kind::Eqe && o.id == uint32_t(hw::EventType::Completion)) cqn = o.aux;
             else continue;
             bool have = false;
-            for (const auto& tk : d.cq_tickets) have = have || tk.first == cqn;
-            if (!have) d.cq_tickets.emplace_back(cqn, cq_order[cqn].next++);
+            for (const Txn::CqTicket& tk : t->cq_tickets) have = have || tk.cqn == cqn;
+            if (!have) t->cq_tickets.push_back({cqn, cq_order[cqn].next++});
         }
         wait_ps(nic.cycles(r == kResp ? nic.cfg.responder.cycles_per_packet : nic.cfg.completer.cycles_per_packet));
     }
@@ -259,7 +259,7 @@ void RxTransportBlock::play_decided(Role r, Decided& d) {
     uint64_t out_ready = 0;
     {
         sim::BusyScope b(st, /*item=*/false);
-        out_ready = play(*d.t, st, d.cq_tickets);
+        out_ready = play(*d.t, st);
     }
     // Until its last frame is handed on with its payload in (a READ
     // response's data read from host memory), as for the requester.

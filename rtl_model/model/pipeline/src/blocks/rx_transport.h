@@ -57,8 +57,7 @@ struct RxTransportBlock : BlockBase {
     struct Decided {
         TxnPtr t;
         uint64_t in = 0;  // when it was there for the stage (its stage time starts)
-        // Per CQ the record completes into: its turn (Nic-wide per CQ).
-        std::vector<std::pair<uint32_t, uint64_t>> cq_tickets;
+        // Per CQ the record completes into, its turn: in t->cq_tickets.
     };
     static constexpr size_t kContextQueue = 4;  // decided packets waiting per context
 
@@ -73,14 +72,15 @@ struct RxTransportBlock : BlockBase {
     void decide(Role r, TxnPtr t, uint64_t in);
     void play_decided(Role r, Decided& d);
     // Plays the record; returns when its last frame's payload is in (0: no frame).
-    uint64_t play(Txn& t, sim::BlockStats& st, const std::vector<std::pair<uint32_t, uint64_t>>& tickets);
+    uint64_t play(Txn& t, sim::BlockStats& st);
 
     sim::Chan<std::pair<TxnPtr, uint64_t>> to_stage[2]{{"rx_transport.responder_in", 2},
                                                        {"rx_transport.completer_in", 2}};
     std::vector<std::unique_ptr<Context>> ctx[2];
 
     // CQE order per CQ: the next ticket to hand out, and the ticket whose
-    // turn it is. An entry leaves when every ticket handed out was used.
+    // turn it is. A CQ's entry stays once made (turn == next: none waits),
+    // so that each completion does not make and free one.
     struct CqOrder {
         uint64_t next = 0, turn = 0;
     };
