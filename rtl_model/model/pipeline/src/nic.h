@@ -93,11 +93,11 @@ using TxnPtr = std::shared_ptr<Txn>;
 
 // Every doorbell, received frame and timer is a Txn. Made anew, each cost
 // about eight allocations (its shared block, then its op record growing op
-// by op, its frame's copy, its CQ tickets); these are given out again once the pipeline
-// holds them no more, buffers and all. A Txn is free when the pool's
-// reference is its only one: the pipeline keeps them in TxnPtrs alone
-// (nothing holds a Txn by a raw pointer past its last TxnPtr), and all of
-// it runs in its simulation context's one thread.
+// by op, its frame's copy, its CQ tickets); these are given out again once
+// the pipeline holds them no more, buffers and all. A Txn is free when the
+// pool's reference is its only one: the pipeline keeps them in TxnPtrs
+// alone (nothing holds a Txn by a raw pointer past its last TxnPtr), and
+// all of it runs in its simulation context's one thread.
 class TxnPool {
 public:
     TxnPtr take() {
