@@ -81,6 +81,7 @@ PortSent sent_counter(SoftEngine::Impl* mp) {
 // The rest of the device once it has its port: the timing model, the
 // capture, the descriptors the thread sleeps on.
 bool finish(SoftEngine::Impl& m, const EngineConfig& cfg, std::string& err) {
+    m.ack_hold = AckHold(std::min(cfg.ack_hold_ns, EngineConfig::kMaxAckHoldNs));
     if (cfg.bar) hw::get_bytes(cfg.bar + hw::kBar0PortBlock, hw::port_block::kSize, hw::port_block::mac, m.port_mac, 6);
     if (cfg.timing) {
         m.pipe = cfg.timing(m, cfg.standalone, err);
@@ -127,7 +128,6 @@ std::unique_ptr<SoftEngine> SoftEngine::create(const EngineConfig& cfg, std::str
         std::lock_guard<std::recursive_mutex> lk(m.mu);
         cfg.group->members.push_back(&m);
     }
-    m.ack_hold = AckHold(std::min(cfg.ack_hold_ns, EngineConfig::kMaxAckHoldNs));
     if (!cfg.standalone || cfg.group) m.thread = std::thread([&m] { m.loop(); });
     return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
 }
@@ -142,7 +142,6 @@ std::unique_ptr<SoftEngine> SoftEngine::create_driven(const EngineConfig& cfg, s
         return nullptr;
     }
     if (!finish(*impl, cfg, err)) return nullptr;
-    impl->ack_hold = AckHold(std::min(cfg.ack_hold_ns, EngineConfig::kMaxAckHoldNs));
     impl->driven = true;
     return std::unique_ptr<SoftEngine>(new SoftEngine(std::move(impl)));
 }

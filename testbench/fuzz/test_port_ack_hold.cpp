@@ -66,17 +66,13 @@ struct PingPong {
         t0 = now = base::mono_ns();
         at(0);
     }
-    // Passes at t0 + `us` until the engine has nothing left to do.
-    void at(std::uint64_t us) {
-        now = t0 + us * kUs;
-        for (int i = 0; i < 64 && w.poll(now); ++i) {
-        }
-    }
+    // Passes at t0 + `ns` until the engine has nothing left to do.
     void at_ns(std::uint64_t ns) {
         now = t0 + ns;
         for (int i = 0; i < 64 && w.poll(now); ++i) {
         }
     }
+    void at(std::uint64_t us) { at_ns(us * kUs); }
     // The peer's SEND arrives (the device ACKs it); the device's reply.
     std::uint32_t peer_sends() {
         const std::uint32_t psn = peer_psn++;

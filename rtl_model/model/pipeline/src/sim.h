@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "simnic/base/ring.h"
 #include "simnic/model/wave_writer.h"
 
 namespace simnic::model::sim {
@@ -279,42 +280,6 @@ inline void stall_until(BlockStats& st, uint64_t t) {
     wait_until(t);
 }
 
-// A FIFO on one array that doubles when full and never shrinks: a channel
-// whose fill rises and falls allocates nothing once it has been as full as
-// it gets (std::deque gave a block back and took one again every few items,
-// each time for items as large as a frame's record). An item leaves as it
-// was moved out, its slot reset, so that nothing it held (a TxnPtr) lingers.
-template <typename T>
-class Ring {
-public:
-    bool empty() const { return n_ == 0; }
-    size_t size() const { return n_; }
-    const T& front() const { return buf_[head_]; }
-    const T& back() const { return buf_[(head_ + n_ - 1) & (buf_.size() - 1)]; }
-    void push_back(T v) {
-        if (n_ == buf_.size()) grow();
-        buf_[(head_ + n_) & (buf_.size() - 1)] = std::move(v);
-        ++n_;
-    }
-    T pop_front() {
-        T v = std::move(buf_[head_]);
-        buf_[head_] = T{};
-        head_ = (head_ + 1) & (buf_.size() - 1);
-        --n_;
-        return v;
-    }
-
-private:
-    void grow() {
-        std::vector<T> b(buf_.empty() ? 4 : buf_.size() * 2);  // a power of two
-        for (size_t i = 0; i < n_; ++i) b[i] = std::move(buf_[(head_ + i) & (buf_.size() - 1)]);
-        buf_ = std::move(b);
-        head_ = 0;
-    }
-    std::vector<T> buf_;
-    size_t head_ = 0, n_ = 0;
-};
-
 // A bounded FIFO between two blocks: the producer's valid, the consumer's
 // ready. write() blocks while the FIFO is full (the producer stalls); read()
 // blocks while it is empty. The time a producer spends blocked is its stall.
@@ -454,7 +419,7 @@ private:
     std::string name_;
     size_t depth_;
     ProbeFn probe_;
-    Ring<Slot> q_;
+    base::Ring<Slot> q_;  // not a std::deque: that allocated every few items
     sc_core::sc_event pushed_, popped_;
     uint64_t pushed_count_ = 0, popped_count_ = 0, popped_base_ = 0;
     Tap* tap_ = nullptr;

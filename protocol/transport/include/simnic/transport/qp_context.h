@@ -6,8 +6,8 @@
 
 #include <cstdint>
 #include <optional>
-#include <vector>
 
+#include "simnic/base/ring.h"
 #include "simnic/congestion/dcqcn.h"
 #include "simnic/roce/packet.h"
 #include "simnic/transport/env.h"
@@ -41,40 +41,27 @@ struct SqEntry {
 };
 
 // Send WQEs addressed by a free-running sequence number; the oldest not yet
-// completed is at head_seq.
-//
-// A ring whose slot for `seq` is seq modulo its size (a power of two), grown
-// by doubling: an SqEntry is larger than a std::deque block, so a deque made
-// and freed one block per WQE. Pointers from at() and head() last until the
-// next push (which may grow the ring); no caller keeps one longer.
+// completed is at head_seq. A ring, not a std::deque: an SqEntry is larger
+// than a deque block, so a deque took and freed a block per WQE. Pointers
+// from at() and head() last until the next push; no caller keeps one longer.
 class SendQueue {
 public:
     uint64_t head_seq() const { return head_seq_; }
-    uint64_t tail_seq() const { return head_seq_ + n_; }
-    size_t size() const { return n_; }
-    bool empty() const { return n_ == 0; }
-    SqEntry* at(uint64_t seq) { return seq >= head_seq_ && seq < tail_seq() ? &slot(seq) : nullptr; }
-    SqEntry* head() { return n_ ? &slot(head_seq_) : nullptr; }
-    void push(SqEntry&& e) {
-        if (n_ == ring_.size()) grow();
-        slot(head_seq_ + n_) = std::move(e);
-        ++n_;
+    uint64_t tail_seq() const { return head_seq_ + q_.size(); }
+    size_t size() const { return q_.size(); }
+    bool empty() const { return q_.empty(); }
+    SqEntry* at(uint64_t seq) {
+        return seq >= head_seq_ && seq < tail_seq() ? &q_[size_t(seq - head_seq_)] : nullptr;
     }
-    // The popped slot keeps its entry until a push overwrites it.
+    SqEntry* head() { return q_.empty() ? nullptr : &q_.front(); }
+    void push(SqEntry&& e) { q_.push_back(std::move(e)); }
     void pop() {
+        q_.drop_front();
         ++head_seq_;
-        --n_;
     }
 
 private:
-    SqEntry& slot(uint64_t seq) { return ring_[seq & (ring_.size() - 1)]; }
-    void grow() {
-        std::vector<SqEntry> r(ring_.empty() ? 16 : ring_.size() * 2);
-        for (uint64_t s = head_seq_; s != head_seq_ + n_; ++s) r[s & (r.size() - 1)] = std::move(slot(s));
-        ring_ = std::move(r);
-    }
-    std::vector<SqEntry> ring_;
-    size_t n_ = 0;
+    base::Ring<SqEntry> q_;
     uint64_t head_seq_ = 0;
 };
 
