@@ -23,6 +23,13 @@
 #               the model device's active-MTU-1024 row; without it that row
 #               reads "skipped".
 #   --sets      which devices to run (default all three).
+#   --csv FILE  also writes every row to FILE (what, device, figure, unit,
+#               limit, limit value, ratio, target, result), for plotting or
+#               for comparing runs.
+#
+# After the table it prints the scaling curve of each soft set: ib_write_bw
+# at 1, 2, 4 and 8 QPs, and 1, 2 and 4 application pairs at once (each
+# pair's figure beside their sum), each point as a ratio to one QP.
 #
 # Binaries: $SIMNIC (default: the build tree's cli/simnic beside this script's
 # build/, else `simnic` on PATH), $SIMNIC_BENCH_LIMITS (default: the build
@@ -30,7 +37,7 @@
 # exec` reads it.
 set -euo pipefail
 
-cores=2 scale=1 quick=0 netns=0 sets=soft,loopback,model inside=0
+cores=2 scale=1 quick=0 netns=0 sets=soft,loopback,model inside=0 csv=
 args=("$@")
 while [ $# -gt 0 ]; do
   case $1 in
@@ -39,12 +46,17 @@ while [ $# -gt 0 ]; do
   --quick) quick=1; shift ;;
   --netns) netns=1; shift ;;
   --sets) sets=$2; shift 2 ;;
+  --csv) csv=$2; shift 2 ;;
   --inside) inside=1; shift ;;  # internal: already in the namespace / on the CPU set
-  *) echo "usage: bench-soft.sh [--cores 1|2] [--scale F] [--quick] [--netns] [--sets soft,loopback,model]" >&2
+  *) echo "usage: bench-soft.sh [--cores 1|2] [--scale F] [--quick] [--netns] [--sets soft,loopback,model] [--csv FILE]" >&2
      exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
+if [ -n "$csv" ] && [ "$inside" -eq 0 ]; then
+  : >"$csv" || { echo "bench-soft.sh: cannot write $csv" >&2; exit 2; }
+  echo "what,device,figure,unit,limit,limit_value,ratio,target,result" >"$csv"
+fi
 if [ "$inside" -eq 0 ]; then
   pre=()
   [ "$cores" = 1 ] && pre+=(taskset -c 0)
@@ -167,18 +179,35 @@ run_bandwidth() {  # S
   for q in 2 4 8; do
     pair ib_write_bw "${d[@]}" -n $((bw_n / q + 1)) -q "$q"; fig[$s.write_bw_q$q]=$(bw_average)
   done
-  # Two application pairs at once on the device: their sum.
-  local p1=$((port + 1)) p2=$((port + 2)) s1 s2 c1 c2
-  port=$p2
-  "$SIMNIC" exec -- ib_write_bw "${d[@]}" -n "$bw_n" -p "$p1" >/dev/null 2>&1 & s1=$!
-  "$SIMNIC" exec -- ib_write_bw "${d[@]}" -n "$bw_n" -p "$p2" >/dev/null 2>&1 & s2=$!
-  wait_listen "$p1" && wait_listen "$p2" || true
-  "$SIMNIC" exec -- ib_write_bw "${d[@]}" -n "$bw_n" -p "$p1" "$addr" >"$SIMNIC_RUNTIME_DIR/c1.out" 2>&1 & c1=$!
-  "$SIMNIC" exec -- ib_write_bw "${d[@]}" -n "$bw_n" -p "$p2" "$addr" >"$SIMNIC_RUNTIME_DIR/c2.out" 2>&1 & c2=$!
-  wait "$c1" "$c2" "$s1" "$s2" 2>/dev/null || true
-  out=$(cat "$SIMNIC_RUNTIME_DIR/c1.out"); local b1; b1=$(bw_average)
-  out=$(cat "$SIMNIC_RUNTIME_DIR/c2.out"); local b2; b2=$(bw_average)
-  fig[$s.write_bw_2pairs]=$( [ -n "$b1" ] && [ -n "$b2" ] && awk -v a="$b1" -v b="$b2" 'BEGIN {printf "%.2f", a + b}')
+  # Two and four application pairs at once on the device: their sum (and
+  # each pair's figure, for the curve).
+  pairs_at_once "$s" 2
+  pairs_at_once "$s" 4
+}
+# pairs_at_once S N: N servers, then N clients started together, each its own
+# ib_write_bw on the device (one QP each); fig[S.write_bw_Npairs] is their
+# sum, fig[S.write_bw_Npairs_each] their figures. A pair that printed no
+# figure leaves the sum empty (NO FIGURE), not short.
+pairs_at_once() {
+  local s=$1 n=$2 d=(-d "$dev" -F -s 65536 --report_gbits) k pids=() each=() v sum=0 ok=1
+  for k in $(seq "$n"); do
+    "$SIMNIC" exec -- ib_write_bw "${d[@]}" -n "$bw_n" -p $((port + k)) >/dev/null 2>&1 & pids+=($!)
+  done
+  for k in $(seq "$n"); do wait_listen $((port + k)) || true; done
+  for k in $(seq "$n"); do
+    "$SIMNIC" exec -- ib_write_bw "${d[@]}" -n "$bw_n" -p $((port + k)) "$addr" \
+      >"$SIMNIC_RUNTIME_DIR/c$k.out" 2>&1 & pids+=($!)
+  done
+  wait "${pids[@]}" 2>/dev/null || true
+  for k in $(seq "$n"); do
+    out=$(cat "$SIMNIC_RUNTIME_DIR/c$k.out")
+    v=$(bw_average)
+    if [ -n "$v" ]; then each+=("$v"); sum=$(awk -v a="$sum" -v b="$v" 'BEGIN {printf "%.2f", a + b}'); else ok=0; fi
+  done
+  port=$((port + n))
+  fig[$s.write_bw_${n}pairs_each]="${each[*]}"
+  [ "$ok" -eq 1 ] && fig[$s.write_bw_${n}pairs]=$sum
+  return 0
 }
 
 IFS=, read -r -a want <<<"$sets"
@@ -247,6 +276,7 @@ row() {
   v=${fig[$key]:-}
   if [ -z "$v" ]; then
     printf '%-34s %-9s %11s  %-22s %7s %7s  %s\n' "$what" "$set" "-" "$lname" "-" "$([ "$dir" = le ] && echo '<=' || echo '>=') $target" "NO FIGURE"
+    csv_row "$what" "$set" "" "$unit" "$lname" "$lval" "" "$dir $target" "NO FIGURE"
     misses=$((misses + 1))
     return
   fi
@@ -258,6 +288,14 @@ row() {
   fi
   printf '%-34s %-9s %11s  %-22s %7s %7s  %s\n' "$what" "$set" "$v $unit" "$lname" "${ratio}x" \
     "$([ "$dir" = le ] && echo '<=' || echo '>=') $target" "$res"
+  csv_row "$what" "$set" "$v" "$unit" "$lname" "$lval" "$ratio" "$dir $target" "$res"
+}
+# csv_row FIELD...: one CSV line, each field quoted (names hold commas).
+csv_row() {
+  [ -n "$csv" ] || return 0
+  local f line=
+  for f in "$@"; do line+="${line:+,}\"${f//\"/\"\"}\""; done
+  echo "$line" >>"$csv"
 }
 skip() { printf '%-34s %-9s %11s  %s\n' "$1" "$2" "-" "skipped ($3)"; }
 for s in soft loopback; do
@@ -275,7 +313,9 @@ for s in soft loopback; do
   for q in 2 4 8; do
     row "ib_write_bw -s 65536 -q $q" "$s" "$s.write_bw_q$q" Gb/s "same, -q 1: $one" "$one" ge 0.9
   done
-  row "ib_write_bw, 2 pairs at once (sum)" "$s" "$s.write_bw_2pairs" Gb/s "same, one pair: $one" "$one" ge 0.9
+  for n in 2 4; do
+    row "ib_write_bw, $n pairs at once (sum)" "$s" "$s.write_bw_${n}pairs" Gb/s "same, one pair: $one" "$one" ge 0.9
+  done
 done
 if has soft; then
   row "idle device, daemon CPU" soft idle.cpu cores "one core" 1 le 0.01
@@ -291,3 +331,25 @@ if has model; then
   row "simnic bench, RTL parser + ICRC" model model.rtl_cycles "M cyc/s" "issue's 2 M cycles/s" 2 ge 1.0
 fi
 printf '\n%d PASS, %d MISS (figures and limits from this run; not a test)\n' "$passes" "$misses"
+
+# The scaling curve: the same 64 KiB WRITEs spread over more QPs of one
+# pair, and over more application pairs at once; a point is its sum and
+# its ratio to one QP of one pair.
+point() {  # KEY: "FIGURE (RATIOx)", or "-" when the run gave none
+  local v=${fig[$1]:-}
+  [ -n "$v" ] || { printf -- '-'; return; }
+  printf '%s (%sx)' "$v" "$(awk -v a="$v" -v b="$one" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')"
+}
+if has soft || has loopback; then
+  printf '\nscaling of ib_write_bw -s 65536, Gb/s (ratio to one QP of one pair):\n'
+fi
+for s in soft loopback; do
+  has "$s" || continue
+  one=${fig[$s.write_bw]:-0}
+  printf '  %-9s QPs of one pair   1: %s   2: %s   4: %s   8: %s\n' "$s" "${fig[$s.write_bw]:--}" \
+    "$(point "$s.write_bw_q2")" "$(point "$s.write_bw_q4")" "$(point "$s.write_bw_q8")"
+  printf '  %-9s pairs at once     1: %s   2: %s   4: %s\n' "$s" "${fig[$s.write_bw]:--}" \
+    "$(point "$s.write_bw_2pairs")" "$(point "$s.write_bw_4pairs")"
+  printf '  %-9s each pair         2: %s   4: %s\n' "$s" "${fig[$s.write_bw_2pairs_each]:--}" \
+    "${fig[$s.write_bw_4pairs_each]:--}"
+done
