@@ -513,6 +513,8 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // `wqe`, `seg`: a request packet's segmentation step, kept in the
     // frame's record for a timing model (null for other packets).
     void transmit(EngineQp& q, roce::Packet& pkt, const tp::SegWqe* wqe = nullptr, const tp::SegPacket* seg = nullptr);
+    // A packet that only this engine's receive path will see (net.cc).
+    bool loop_unseen(const roce::Packet& pkt) const;
     // `posted_writes_first`: write the posted payload writes now, before
     // the frame is queued (see send_frame). A model device's MAC TX passes
     // false and counts the frame in `tx_unflushed` instead: tx_flush writes
