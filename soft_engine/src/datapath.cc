@@ -26,7 +26,8 @@ void SoftEngine::Impl::exec_doorbell(const Doorbell& db, OpRecord& r) {
 void SoftEngine::Impl::exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& r) {
     Recording g(*this, r);
     if (len > roce::kEthHdrBytes)
-        rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, icrc_checked, frame);
+        rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, icrc_checked ? RxTrust::Icrc : RxTrust::None,
+                   frame);
 }
 
 void SoftEngine::Impl::rx_dropped(bool bad_icrc) {

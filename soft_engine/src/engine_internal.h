@@ -568,7 +568,13 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         if (!ack_hold.holding() || !ack_hold.may_wait(hold_now())) tx_flush();
     }
     bool rx_batch();
-    void rx_deliver(const uint8_t* ip_packet, size_t len, bool trusted = false, const uint8_t* eth = nullptr);
+    // What a received packet's sender vouches for, so that rx_deliver need
+    // not check it: nothing (the port's), its ICRC (a model device's ICRC
+    // check passed it), or all of it (built by this engine a moment ago:
+    // the loopback shortcut).
+    enum class RxTrust : uint8_t { None, Icrc, Built };
+    void rx_deliver(const uint8_t* ip_packet, size_t len, RxTrust trust = RxTrust::None,
+                    const uint8_t* eth = nullptr);
     // PortSink
     void rx_ip(const uint8_t* ip, size_t len) override;
     void rx_frame(const uint8_t* frame, size_t len) override;
