@@ -23,11 +23,12 @@ void SoftEngine::Impl::exec_doorbell(const Doorbell& db, OpRecord& r) {
     doorbell(db.ctx, hw::DbKind(db.kind), db.num, db.index, db.cq_cmd, db.cq_seen);
 }
 
-void SoftEngine::Impl::exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& r) {
+void SoftEngine::Impl::exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& r,
+                               const roce::Packet* decoded) {
     Recording g(*this, r);
     if (len > roce::kEthHdrBytes)
         rx_deliver(frame + roce::kEthHdrBytes, len - roce::kEthHdrBytes, icrc_checked ? RxTrust::Icrc : RxTrust::None,
-                   frame);
+                   frame, decoded);
 }
 
 void SoftEngine::Impl::rx_dropped(bool bad_icrc) {

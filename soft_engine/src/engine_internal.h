@@ -571,10 +571,11 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // What a received packet's sender vouches for, so that rx_deliver need
     // not check it: nothing (the port's), its ICRC (a model device's ICRC
     // check passed it), or all of it (built by this engine a moment ago:
-    // the loopback shortcut).
+    // the loopback shortcut). `decoded`: the packet as a model device's
+    // parser decoded it from the frame at `eth` (offsets from there).
     enum class RxTrust : uint8_t { None, Icrc, Built };
     void rx_deliver(const uint8_t* ip_packet, size_t len, RxTrust trust = RxTrust::None,
-                    const uint8_t* eth = nullptr);
+                    const uint8_t* eth = nullptr, const roce::Packet* decoded = nullptr);
     // PortSink
     void rx_ip(const uint8_t* ip, size_t len) override;
     void rx_frame(const uint8_t* frame, size_t len) override;
@@ -621,7 +622,8 @@ struct SoftEngine::Impl final : Datapath, PortSink {
 
     // ---- Datapath: a timing model's stages execute here (datapath.cc) ----
     void exec_doorbell(const Doorbell& db, OpRecord& r) override;
-    void exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& r) override;
+    void exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& r,
+                 const roce::Packet* decoded) override;
     void rx_dropped(bool bad_icrc) override;
     uint32_t probe_placement(const uint8_t* frame, size_t len, OpRecord& rec) override;
     void exec_timer(uint32_t qpn, uint8_t t, OpRecord& r) override;

@@ -270,7 +270,8 @@ void SoftEngine::Impl::rx_frame(const uint8_t* frame, size_t len) {
 // One received RoCE packet (IPv4 or IPv6): capture, decode, count, and hand
 // it to its QP. `eth`: the Ethernet header in front of it, if it came as a
 // whole frame (the capture keeps its MACs); else the capture gets a blank one.
-void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, RxTrust trust, const uint8_t* eth) {
+void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, RxTrust trust, const uint8_t* eth,
+                                  const roce::Packet* decoded) {
     constexpr size_t kEth = 14;
     const bool v6 = total > 0 && (buf[0] >> 4) == 6;
     const size_t n =
@@ -287,15 +288,23 @@ void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, RxTrust trus
             pcap->write(fr, wall_us());
         }
         roce::Packet pkt;
-        // A loopback frame was encoded by this engine a moment ago: its ICRC
-        // and IPv4 header checksum are right by construction (and the
-        // capture shows them), or were left out where nothing else sees the
-        // frame (transmit, loop_unseen). A model device's frame had its
-        // ICRC checked in the pipeline; its IP header is checked here still.
-        roce::DecodeOptions dopt;
-        dopt.check_icrc = trust == RxTrust::None;
-        dopt.check_ip_checksum = trust != RxTrust::Built;
-        const roce::DecodeResult r = roce::decode_ip_packet(buf, total, pkt, dopt);
+        roce::DecodeResult r;
+        if (decoded && eth) {
+            // A model device's parser decoded the frame (its IPv4 header
+            // checksum checked) and its ICRC check usually passed it: the
+            // ICRC is checked here only if that check did not.
+            pkt = *decoded;
+            if (trust == RxTrust::None) r = roce::check_icrc(eth, pkt);
+        } else {
+            // A loopback frame was encoded by this engine a moment ago: its
+            // ICRC and IPv4 header checksum are right by construction (and
+            // the capture shows them), or were left out where nothing else
+            // sees the frame (transmit, loop_unseen).
+            roce::DecodeOptions dopt;
+            dopt.check_icrc = trust == RxTrust::None;
+            dopt.check_ip_checksum = trust != RxTrust::Built;
+            r = roce::decode_ip_packet(buf, total, pkt, dopt);
+        }
         // The frame's MACs, where it came as a frame (a model device, a
         // wire port): what answers the packet from its own addresses rather
         // than the QP's address vector (a CNP, roce::make_cnp) reverses

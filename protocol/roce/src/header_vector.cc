@@ -134,9 +134,10 @@ std::string describe(const HeaderVector& hv) {
     return out;
 }
 
-HeaderVector parse_header_vector(const uint8_t* frame, size_t len) {
+HeaderVector parse_header_vector(const uint8_t* frame, size_t len, Packet* decoded) {
     HeaderVector hv;
-    Packet p;
+    Packet local;
+    Packet& p = decoded ? *decoded : local;
     DecodeOptions opt;
     opt.check_icrc = false;  // the ICRC engine's job
     opt.check_ip_checksum = true;

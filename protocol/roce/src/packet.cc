@@ -148,6 +148,18 @@ DecodeResult fail(DecodeError e, size_t off) {
     return r;
 }
 
+// The ICRC check of a packet whose IP header starts at `l3` and which ends
+// (ICRC included) at `len`: `carried` against the ICRC computed.
+DecodeResult icrc_verdict(const uint8_t* f, size_t len, size_t l3, size_t l4, IpVersion ver, uint32_t carried) {
+    DecodeResult r;
+    r.computed_icrc = compute_icrc(f, len, l3, l4, ver);
+    if (r.computed_icrc != carried) {
+        r.error = DecodeError::BadIcrc;
+        r.offset = len - kIcrcBytes;
+    }
+    return r;
+}
+
 // Everything from the IP header on. `f` is the buffer the offsets count from;
 // `len` bounds every read.
 // `trailer_ok`: the frame is no longer than the Ethernet minimum, so bytes
@@ -248,13 +260,7 @@ DecodeResult decode_l3(const uint8_t* f, size_t len, size_t l3, IpVersion ver, P
     out.icrc = load_le32(f + len - kIcrcBytes);
 
     DecodeResult r;
-    if (opt.check_icrc) {
-        r.computed_icrc = compute_icrc(f, len, l3, l4, ver);
-        if (r.computed_icrc != out.icrc) {
-            r.error = DecodeError::BadIcrc;
-            r.offset = len - kIcrcBytes;
-        }
-    }
+    if (opt.check_icrc) r = icrc_verdict(f, len, l3, l4, ver, out.icrc);
     return r;
 }
 
@@ -283,6 +289,13 @@ DecodeResult decode_frame(const uint8_t* frame, size_t len, Packet& out, const D
     else
         return fail(DecodeError::UnsupportedEthertype, et_off);
     return decode_l3(frame, len, et_off + 2, ver, out, opt, len <= kEthMinFrameBytes);
+}
+
+DecodeResult check_icrc(const uint8_t* buf, const Packet& p) {
+    // Where decode_l3 found the packet's end: its payload, pad and ICRC
+    // after the payload's offset (any Ethernet padding already left out).
+    const size_t end = p.payload_off + p.payload_len + p.hdr.bth.pad + kIcrcBytes;
+    return icrc_verdict(buf, end, p.l3_off, p.l4_off, p.ip_version, p.icrc);
 }
 
 DecodeResult decode_ip_packet(const uint8_t* pkt, size_t len, Packet& out, const DecodeOptions& opt) {

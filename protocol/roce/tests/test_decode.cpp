@@ -600,3 +600,45 @@ TEST_CASE("decode: a short frame padded to the Ethernet minimum is accepted", "[
         CHECK(p.udp.length == v.built.udp_len);
     }
 }
+
+TEST_CASE("check_icrc: the verdict decode_frame gives, on a packet decoded without the check",
+          "[decode][icrc]") {
+    // What the model's ICRC check does with the packet its parser decoded
+    // (check_icrc off): every vector, intact, with each ICRC byte or a
+    // payload or header byte flipped, and a short frame with the Ethernet
+    // minimum's padding (which the ICRC does not cover).
+    DecodeOptions no_icrc;
+    no_icrc.check_icrc = false;
+    auto same_verdict = [&](const std::vector<uint8_t>& b) {
+        Packet with, without;
+        const DecodeResult full = decode_exact(b, with);
+        REQUIRE(decode_exact(b, without, no_icrc).ok() ==
+                (full.ok() || full.error == DecodeError::BadIcrc));
+        if (!full.ok() && full.error != DecodeError::BadIcrc) return;  // no packet to check
+        const DecodeResult r = check_icrc(b.data(), without);
+        CHECK(r.error == full.error);
+        CHECK(r.computed_icrc == full.computed_icrc);
+        CHECK(r.offset == full.offset);
+    };
+    size_t bad = 0;
+    for (const auto& v : ref::packet_core_ref_vectors()) {
+        INFO(v.name);
+        const auto& f = v.built;
+        same_verdict(f.bytes);
+        for (size_t i : {f.bytes.size() - 1, f.bytes.size() - 4, f.bth + 8, f.l4 + 1}) {
+            std::vector<uint8_t> b = f.bytes;
+            b[i] ^= 0x04;
+            same_verdict(b);
+            Packet p;
+            bad += decode_exact(b, p, no_icrc).ok() && check_icrc(b.data(), p).error == DecodeError::BadIcrc;
+        }
+    }
+    CHECK(bad >= ref::packet_core_ref_vectors().size() * 2);  // at least the ICRC bytes' flips
+    std::vector<uint8_t> b = vec("RC_SEND_ONLY/empty").built.bytes;
+    b.push_back(0xaa);
+    b.push_back(0xaa);
+    same_verdict(b);
+    Packet p;
+    REQUIRE(decode_exact(b, p, no_icrc).ok());
+    CHECK(check_icrc(b.data(), p).ok());
+}

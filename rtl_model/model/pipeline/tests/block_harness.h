@@ -70,7 +70,7 @@ public:
         doorbells.push_back({sim::now_ps(), db});
         if (on_doorbell) on_doorbell(db, rec);
     }
-    void exec_rx(const uint8_t* f, size_t n, bool, OpRecord& rec) override {
+    void exec_rx(const uint8_t* f, size_t n, bool, OpRecord& rec, const roce::Packet*) override {
         rx.push_back({sim::now_ps(), std::vector<uint8_t>(f, f + n)});
         if (on_rx) on_rx(rx.back().item, rec);
     }

@@ -519,7 +519,7 @@ TEST_CASE("parser: one's own RTL in a 32-byte datapath is built at DataWidth 256
     // with the way out.
     struct Nop final : Datapath {
         void exec_doorbell(const Doorbell&, OpRecord&) override {}
-        void exec_rx(const uint8_t*, size_t, bool, OpRecord&) override {}
+        void exec_rx(const uint8_t*, size_t, bool, OpRecord&, const roce::Packet*) override {}
         void rx_dropped(bool) override {}
         void exec_timer(uint32_t, uint8_t, OpRecord&) override {}
         void wire_tx(const uint8_t*, size_t) override {}

@@ -435,7 +435,7 @@ TEST_CASE("tx_build: a device with tx_build.impl = rtl is refused at another dat
     cfg.mac.line_rate_gbps = 50;
     struct Nop final : Datapath {
         void exec_doorbell(const Doorbell&, OpRecord&) override {}
-        void exec_rx(const uint8_t*, size_t, bool, OpRecord&) override {}
+        void exec_rx(const uint8_t*, size_t, bool, OpRecord&, const roce::Packet*) override {}
         void rx_dropped(bool) override {}
         void exec_timer(uint32_t, uint8_t, OpRecord&) override {}
         void wire_tx(const uint8_t*, size_t) override {}

@@ -28,7 +28,7 @@ struct FakeDatapath final : model::Datapath {
     std::vector<std::vector<uint8_t>> rx;
     std::vector<std::vector<uint8_t>> wire;
     void exec_doorbell(const model::Doorbell&, model::OpRecord&) override {}
-    void exec_rx(const uint8_t* f, size_t n, bool, model::OpRecord&) override { rx.emplace_back(f, f + n); }
+    void exec_rx(const uint8_t* f, size_t n, bool, model::OpRecord&, const roce::Packet*) override { rx.emplace_back(f, f + n); }
     void rx_dropped(bool bad_icrc) override { ++(bad_icrc ? dropped_icrc : dropped_hdr); }
     uint64_t dropped_hdr = 0, dropped_icrc = 0;
     void exec_timer(uint32_t, uint8_t, model::OpRecord&) override {}
@@ -323,7 +323,7 @@ struct AnsweringDatapath final : model::Datapath {
     std::vector<uint64_t> wire_at_cycle;
     const model::Pipeline* p = nullptr;
     void exec_doorbell(const model::Doorbell&, model::OpRecord&) override {}
-    void exec_rx(const uint8_t*, size_t, bool, model::OpRecord& rec) override {
+    void exec_rx(const uint8_t*, size_t, bool, model::OpRecord& rec, const roce::Packet*) override {
         model::TxFrameRec f;
         f.bytes.assign(60, 0x5A);
         f.opcode = 0x11;  // RC ACKNOWLEDGE: a response, TX build's first queue
@@ -399,7 +399,7 @@ TEST_CASE("pipeline: a receive doorbell takes effect before a frame that comes a
         void exec_doorbell(const model::Doorbell& db, model::OpRecord&) override {
             log.push_back(db.kind == uint8_t(hw::DbKind::Rq) ? "rq" : "db");
         }
-        void exec_rx(const uint8_t*, size_t, bool, model::OpRecord&) override { log.push_back("rx"); }
+        void exec_rx(const uint8_t*, size_t, bool, model::OpRecord&, const roce::Packet*) override { log.push_back("rx"); }
         void rx_dropped(bool) override {}
         void exec_timer(uint32_t, uint8_t, model::OpRecord&) override {}
         void wire_tx(const uint8_t*, size_t) override {}

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "simnic/roce/packet.h"
 #include "simnic/transport/segmentation.h"
 
 namespace simnic::soft_engine {
@@ -114,7 +115,11 @@ public:
     // right, so the datapath need not compute it again (a third of a
     // received frame's CRC work). False when only an RTL verdict let it
     // through, or nothing checked it: the datapath checks then.
-    virtual void exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& rec) = 0;
+    // `decoded`: the packet the model's parser decoded from `frame`
+    // (roce::decode_frame, IPv4 header checksum checked), so that the
+    // datapath need not decode it again; null: it decodes the frame.
+    virtual void exec_rx(const uint8_t* frame, size_t len, bool icrc_checked, OpRecord& rec,
+                         const roce::Packet* decoded) = 0;
     // A frame the model's RX dropped before exec_rx: its parser found a bad
     // header (`bad_icrc` false) or its ICRC check a bad ICRC. The engine
     // counts it in the device's statistics block under the names the soft

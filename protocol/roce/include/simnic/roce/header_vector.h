@@ -145,6 +145,9 @@ std::string describe(const HeaderVector& hv);
 // The C++ twin of the RTL parser: decode_frame() (IPv4 header checksum
 // checked, ICRC not checked) turned into a header vector. `frame` is an
 // Ethernet frame without FCS; it is never read outside [frame, frame + len).
-HeaderVector parse_header_vector(const uint8_t* frame, size_t len);
+// `decoded`, if given, gets the packet decode_frame() made of it (valid
+// when the vector is accepted), so that a later stage need not decode the
+// frame again.
+HeaderVector parse_header_vector(const uint8_t* frame, size_t len, Packet* decoded = nullptr);
 
 }  // namespace simnic::roce

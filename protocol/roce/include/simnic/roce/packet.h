@@ -90,6 +90,10 @@ DecodeResult decode_frame(const uint8_t* frame, size_t len, Packet& out,
 // link types). out.eth is left default and out.l3_off is 0.
 DecodeResult decode_ip_packet(const uint8_t* pkt, size_t len, Packet& out,
                               const DecodeOptions& opt = {});
+// The ICRC check decode_frame() or decode_ip_packet() makes with
+// check_icrc, for a packet `p` they decoded without it from `buf` (the
+// buffer its offsets count from): BadIcrc or Ok, and the ICRC computed.
+DecodeResult check_icrc(const uint8_t* buf, const Packet& p);
 
 enum class UdpChecksum : uint8_t {
     Zero,     // what rxe sends (RoCE v2 permits a zero UDP checksum)

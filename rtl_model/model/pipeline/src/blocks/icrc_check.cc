@@ -42,10 +42,18 @@ void IcrcCheckBlock::main() {
             const std::vector<uint8_t>& b = t->frame;
             // The C++ model: the frame's beats, then icrc.latency_cycles.
             uint64_t in_cycles = nic.cfg.beats(uint32_t(b.size())), latency = nic.cfg.icrc.latency_cycles;
-            roce::Packet p;
-            roce::DecodeOptions o;
-            o.check_ip_checksum = false;
-            const roce::DecodeResult dr = roce::decode_frame(b.data(), b.size(), p, o);
+            // The packet the parser decoded: only its ICRC is computed here
+            // (the same check decode_frame makes). Without it (an RTL
+            // parser passed a frame its C++ twin did not), decoded anew.
+            roce::DecodeResult dr;
+            if (t->decoded) {
+                dr = roce::check_icrc(b.data(), *t->pkt);
+            } else {
+                roce::Packet p;
+                roce::DecodeOptions o;
+                o.check_ip_checksum = false;
+                dr = roce::decode_frame(b.data(), b.size(), p, o);
+            }
             const bool cpp_ok = dr.error != roce::DecodeError::BadIcrc;
             ok = cpp_ok;
             // Decoded with its ICRC right: the datapath need not check it

@@ -24,6 +24,12 @@ void fill_txn(Txn& t, const roce::HeaderVector& hv) {
     t.aeth_syndrome = hv.aeth_syndrome;
 }
 
+// The Txn's packet, for the C++ twin to decode the frame into.
+roce::Packet& decode_into(Txn& t) {
+    if (!t.pkt) t.pkt = std::make_unique<roce::Packet>();
+    return *t.pkt;
+}
+
 }  // namespace
 
 #ifdef SIMNIC_HAVE_RTL_PARSER
@@ -80,7 +86,9 @@ void ParserBlock::main() {
                 uint64_t total = 0;
                 hv = nic.parser_rtl->parse(t->frame.data(), t->frame.size(), &total, &in_cycles);
                 latency = nic.parser_rtl_latency = total - in_cycles;
-                const roce::HeaderVector want = roce::parse_header_vector(t->frame.data(), t->frame.size());
+                const roce::HeaderVector want =
+                    roce::parse_header_vector(t->frame.data(), t->frame.size(), &decode_into(*t));
+                t->decoded = want.accepted();
                 if (!(hv == want)) {
                     ++nic.parser_rtl_mismatch;
                     nic.rtl_mismatch("parser", "RTL verdict " + std::to_string(int(hv.verdict)) + " opcode " +
@@ -93,7 +101,10 @@ void ParserBlock::main() {
                 }
             } else
 #endif
-                hv = roce::parse_header_vector(t->frame.data(), t->frame.size());
+            {
+                hv = roce::parse_header_vector(t->frame.data(), t->frame.size(), &decode_into(*t));
+                t->decoded = hv.accepted();
+            }
             if (nic.cut_through) {
                 // The header vector is out `latency` after the header's
                 // beats (a malformed frame is judged on all of them); the

@@ -220,7 +220,9 @@ void RxTransportBlock::decide(Role r, TxnPtr t, uint64_t in) {
             const uint32_t placed = nic.be.probe_placement(t->frame.data(), t->frame.size(), t->rec);
             if (placed) t->rec.add(Op::Kind::DmaWrite, 0, placed, 0, DmaPurpose::Payload);
         } else {
-            nic.be.exec_rx(t->frame.data(), t->frame.size(), t->icrc_good, t->rec);
+            // The parser's packet points into the frame it decoded: this one.
+            if (t->decoded) t->pkt->payload = t->frame.data() + t->pkt->payload_off;
+            nic.be.exec_rx(t->frame.data(), t->frame.size(), t->icrc_good, t->rec, t->decoded ? t->pkt.get() : nullptr);
             if (r == kComp && t->opcode < 0x20) {
                 // An RC response frees the retransmit-queue entries it
                 // acknowledges (a NAK or RNR NAK: those before its PSN).
