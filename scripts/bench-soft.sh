@@ -23,6 +23,9 @@
 #               the model device's active-MTU-1024 row; without it that row
 #               reads "skipped".
 #   --sets      which devices to run (default all three).
+#   --repeat N  runs each point of the scaling curve (below) N times, in
+#               turn, and takes the median: on a shared machine one
+#               bandwidth run may land in a slow or a fast band (default 1).
 #   --csv FILE  also writes every row to FILE (what, device, figure, unit,
 #               limit, limit value, ratio, target, result), for plotting or
 #               for comparing runs.
@@ -37,7 +40,7 @@
 # exec` reads it.
 set -euo pipefail
 
-cores=2 scale=1 quick=0 netns=0 sets=soft,loopback,model inside=0 csv=
+cores=2 scale=1 quick=0 netns=0 sets=soft,loopback,model inside=0 csv= repeat=1
 args=("$@")
 while [ $# -gt 0 ]; do
   case $1 in
@@ -47,11 +50,13 @@ while [ $# -gt 0 ]; do
   --netns) netns=1; shift ;;
   --sets) sets=$2; shift 2 ;;
   --csv) csv=$2; shift 2 ;;
+  --repeat) repeat=$2; shift 2 ;;
   --inside) inside=1; shift ;;  # internal: already in the namespace / on the CPU set
-  *) echo "usage: bench-soft.sh [--cores 1|2] [--scale F] [--quick] [--netns] [--sets soft,loopback,model] [--csv FILE]" >&2
+  *) echo "usage: bench-soft.sh [--cores 1|2] [--scale F] [--quick] [--netns] [--sets soft,loopback,model] [--repeat N] [--csv FILE]" >&2
      exit 2 ;;
   esac
 done
+[[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "bench-soft.sh: --repeat takes a whole number of runs, 1 or more (not '$repeat')" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -n "$csv" ] && [ "$inside" -eq 0 ]; then
   : >"$csv" || { echo "bench-soft.sh: cannot write $csv" >&2; exit 2; }
@@ -171,23 +176,39 @@ run_latency() {  # S
   pair ibv_rc_pingpong -g 1 -d "$dev" -s 64 -n "$pp_n" -e; fig[$s.pp_e]=$(pp_half_rtt)
 }
 run_bandwidth() {  # S
-  local s=$1 d=(-d "$dev" -F -s 65536 --report_gbits) q
-  pair ib_write_bw "${d[@]}" -n "$bw_n";              fig[$s.write_bw]=$(bw_average)
+  local s=$1 d=(-d "$dev" -F -s 65536 --report_gbits) q r k
   pair ib_send_bw "${d[@]}" -n "$bw_n";               fig[$s.send_bw]=$(bw_average)
   pair ib_read_bw "${d[@]}" -n "$bw_n";               fig[$s.read_bw]=$(bw_average)
   pair ibv_rc_pingpong -g 1 -d "$dev" -n "$pp_n";     fig[$s.pp]=$(pp_gbits)
-  for q in 2 4 8; do
-    pair ib_write_bw "${d[@]}" -n $((bw_n / q + 1)) -q "$q"; fig[$s.write_bw_q$q]=$(bw_average)
+  # The scaling curve: one QP, more QPs of one pair, two and four
+  # application pairs at once (their sum, and each pair's figure). With
+  # --repeat the points take turns, so that a slow spell of the machine
+  # falls on all of them alike, and each is the median of its runs.
+  for r in $(seq "$repeat"); do
+    pair ib_write_bw "${d[@]}" -n "$bw_n";            add_run "$s.write_bw" "$(bw_average)"
+    for q in 2 4 8; do
+      pair ib_write_bw "${d[@]}" -n $((bw_n / q + 1)) -q "$q"; add_run "$s.write_bw_q$q" "$(bw_average)"
+    done
+    pairs_at_once "$s" 2
+    pairs_at_once "$s" 4
   done
-  # Two and four application pairs at once on the device: their sum (and
-  # each pair's figure, for the curve).
-  pairs_at_once "$s" 2
-  pairs_at_once "$s" 4
+  for k in write_bw write_bw_q2 write_bw_q4 write_bw_q8 write_bw_2pairs write_bw_4pairs; do
+    fig[$s.$k]=$(median ${runs[$s.$k]})
+  done
+}
+# add_run KEY FIGURE: one run's figure of a curve point ("-" if it gave none).
+declare -A runs
+add_run() { runs[$1]="${runs[$1]:-}${runs[$1]:+ }${2:--}"; }
+# median FIGURE...: of those that are numbers; nothing if none is.
+median() {
+  printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+    awk '{a[NR] = $1} END {if (NR) printf "%.2f", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
 }
 # pairs_at_once S N: N servers, then N clients started together, each its own
-# ib_write_bw on the device (one QP each); fig[S.write_bw_Npairs] is their
-# sum, fig[S.write_bw_Npairs_each] their figures. A pair that printed no
-# figure leaves the sum empty (NO FIGURE), not short.
+# ib_write_bw on the device (one QP each): one run of the point
+# S.write_bw_Npairs, their sum, and fig[S.write_bw_Npairs_each] their
+# figures (the last run's). A run in which a pair printed no figure has no
+# sum ("-"), not a short one.
 pairs_at_once() {
   local s=$1 n=$2 d=(-d "$dev" -F -s 65536 --report_gbits) k pids=() each=() v sum=0 ok=1
   for k in $(seq "$n"); do
@@ -206,8 +227,8 @@ pairs_at_once() {
   done
   port=$((port + n))
   fig[$s.write_bw_${n}pairs_each]="${each[*]}"
-  [ "$ok" -eq 1 ] && fig[$s.write_bw_${n}pairs]=$sum
-  return 0
+  [ "$ok" -eq 1 ] || sum=
+  add_run "$s.write_bw_${n}pairs" "$sum"
 }
 
 IFS=, read -r -a want <<<"$sets"
@@ -352,4 +373,9 @@ for s in soft loopback; do
     "$(point "$s.write_bw_2pairs")" "$(point "$s.write_bw_4pairs")"
   printf '  %-9s each pair         2: %s   4: %s\n' "$s" "${fig[$s.write_bw_2pairs_each]:--}" \
     "${fig[$s.write_bw_4pairs_each]:--}"
+  if [ "$repeat" -gt 1 ]; then
+    printf '  %-9s runs (median above) QPs 1: %s; 2: %s; 4: %s; 8: %s; pairs 2: %s; 4: %s\n' "$s" \
+      "${runs[$s.write_bw]}" "${runs[$s.write_bw_q2]}" "${runs[$s.write_bw_q4]}" "${runs[$s.write_bw_q8]}" \
+      "${runs[$s.write_bw_2pairs]}" "${runs[$s.write_bw_4pairs]}"
+  fi
 done

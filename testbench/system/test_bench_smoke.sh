@@ -11,7 +11,10 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 csv=$(mktemp /tmp/bench-smoke.XXXXXX.csv)
 trap 'rm -f "$csv"' EXIT
-out=$("$SCRIPT" --quick --csv "$csv" 2>&1) || fail "bench-soft.sh exited with $?"
+# A bad --repeat is refused before anything runs.
+bad=$("$SCRIPT" --quick --repeat 0 2>&1)
+[ $? -eq 2 ] && grep -q -- "--repeat takes a whole number" <<<"$bad" || fail "--repeat 0: $bad"
+out=$("$SCRIPT" --quick --repeat 2 --csv "$csv" 2>&1) || fail "bench-soft.sh exited with $?"
 echo "$out"
 for l in "busy-polling: half round trip" "blocking: half round trip" "UDP one way over lo" "memcpy, one thread"; do
   grep -E "$l.* [0-9.]+ (us|Gb/s) " <<<"$out" >/dev/null || fail "no figure for the limit '$l'"
@@ -42,6 +45,14 @@ for set in soft loopback; do
     fail "scaling curve over pairs on $set: a point without a figure and ratio"
   grep -E "^  $set +each pair +2: [0-9.]+ [0-9.]+ +4: [0-9.]+ [0-9.]+ [0-9.]+ [0-9.]+$" <<<"$out" >/dev/null ||
     fail "scaling curve on $set: not every pair's own figure"
+  # --repeat 2: each point's two runs, its figure their median.
+  r='[0-9.]+ [0-9.]+'
+  line=$(grep -E "^  $set +runs \(median above\) QPs 1: $r; 2: $r; 4: $r; 8: $r; pairs 2: $r; 4: $r$" <<<"$out") ||
+    fail "scaling curve on $set: not two runs of every point"
+  one=$(sed -n "s/^  $set  *QPs of one pair  *1: \([0-9.]*\) .*/\1/p" <<<"$out")
+  read -r a b < <(sed -n 's/.*QPs 1: \([0-9.]*\) \([0-9.]*\);.*/\1 \2/p' <<<"$line")
+  awk -v m="$one" -v a="${a:-x}" -v b="${b:-x}" 'BEGIN {exit !(m + 0 > 0 && (m - (a + b) / 2) ^ 2 < 0.0001)}' ||
+    fail "scaling curve on $set: one QP reads $one, not the median of its runs $a and $b"
 done
 # --csv: a header, then the table's rows, one line each, in its order.
 table=$(grep -cE ' (PASS|MISS|NO FIGURE)$' <<<"$out")
