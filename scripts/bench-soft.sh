@@ -291,17 +291,23 @@ printf '  %-58s %9s   (%s)\n' \
   "memcpy, one thread, 64 MiB" "$memcpy Gb/s" "${lim_runs[memcpy_gbits]}"
 printf '\n%-34s %-9s %11s  %-22s %7s %7s  %s\n' "what" "device" "figure" "limit" "ratio" "target" "result"
 passes=0 misses=0
+# ratio_of A B: A / B to two places, or nothing when B is not a positive
+# number (a limit or a one-QP figure the run did not give: mawk prints inf
+# for a division by zero, gawk stops).
+ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN {if (b + 0 > 0) printf "%.2f", a / b}'; }
 # row WHAT SET KEY UNIT LIMIT_NAME LIMIT_VALUE le|ge TARGET
 row() {
   local what=$1 set=$2 key=$3 unit=$4 lname=$5 lval=$6 dir=$7 target=$8 v ratio res
   v=${fig[$key]:-}
-  if [ -z "$v" ]; then
-    printf '%-34s %-9s %11s  %-22s %7s %7s  %s\n' "$what" "$set" "-" "$lname" "-" "$([ "$dir" = le ] && echo '<=' || echo '>=') $target" "NO FIGURE"
-    csv_row "$what" "$set" "" "$unit" "$lname" "$lval" "" "$dir $target" "NO FIGURE"
+  [ -z "$v" ] || ratio=$(ratio_of "$v" "$lval")
+  if [ -z "$v" ] || [ -z "$ratio" ]; then
+    res="NO FIGURE"
+    [ -z "$v" ] || res="NO LIMIT"
+    printf '%-34s %-9s %11s  %-22s %7s %7s  %s\n' "$what" "$set" "${v:--}" "$lname" "-" "$([ "$dir" = le ] && echo '<=' || echo '>=') $target" "$res"
+    csv_row "$what" "$set" "$v" "$unit" "$lname" "$lval" "" "$dir $target" "$res"
     misses=$((misses + 1))
     return
   fi
-  ratio=$(awk -v a="$v" -v b="$lval" 'BEGIN {printf "%.2f", a / b}')
   if awk -v r="$ratio" -v t="$target" -v d="$dir" 'BEGIN {exit !(d == "le" ? r <= t : r >= t)}'; then
     res=PASS passes=$((passes + 1))
   else
@@ -359,7 +365,9 @@ printf '\n%d PASS, %d MISS (figures and limits from this run; not a test)\n' "$p
 point() {  # KEY: "FIGURE (RATIOx)", or "-" when the run gave none
   local v=${fig[$1]:-}
   [ -n "$v" ] || { printf -- '-'; return; }
-  printf '%s (%sx)' "$v" "$(awk -v a="$v" -v b="$one" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')"
+  local r
+  r=$(ratio_of "$v" "$one")
+  printf '%s (%sx)' "$v" "${r:--}"
 }
 if has soft || has loopback; then
   printf '\nscaling of ib_write_bw -s 65536, Gb/s (ratio to one QP of one pair):\n'
