@@ -154,7 +154,9 @@ struct DeviceRuntime::Impl final : hw::EventSink {
         put_header(bar.p, hw::kBar0CtxWinBlock, hw::BlockType::CtxWin, hw::kBar0CcStatsBlock, hw::ctxwin_block::kSize);
         put_header(bar.p, hw::kBar0CcStatsBlock, hw::BlockType::CcStats, hw::kBar0TxStatsBlock,
                    hw::cc_stats_block::kSize);
-        put_header(bar.p, hw::kBar0TxStatsBlock, hw::BlockType::TxStats, 0, hw::tx_stats_block::kSize);
+        put_header(bar.p, hw::kBar0TxStatsBlock, hw::BlockType::TxStats, hw::kBar0DmaStatsBlock,
+                   hw::tx_stats_block::kSize);
+        put_header(bar.p, hw::kBar0DmaStatsBlock, hw::BlockType::DmaStats, 0, hw::dma_stats_block::kSize);
     }
 
     // The EQ ring of context `c` as the daemon maps it, when it lies inside

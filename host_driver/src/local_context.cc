@@ -83,8 +83,11 @@ public:
         header(cc.data(), cc.size(), hw::BlockType::CcStats, hw::kBar0TxStatsBlock);
         place(bar, hw::kBar0CcStatsBlock, cc);
         std::array<std::uint8_t, hw::tx_stats_block::kSize> tx{};
-        header(tx.data(), tx.size(), hw::BlockType::TxStats, 0);
+        header(tx.data(), tx.size(), hw::BlockType::TxStats, hw::kBar0DmaStatsBlock);
         place(bar, hw::kBar0TxStatsBlock, tx);
+        std::array<std::uint8_t, hw::dma_stats_block::kSize> dma{};
+        header(dma.data(), dma.size(), hw::BlockType::DmaStats, 0);
+        place(bar, hw::kBar0DmaStatsBlock, dma);
         std::memcpy(dst, bar.data() + offset, len);
         return true;
     }

@@ -151,6 +151,7 @@ bool SoftEngine::Impl::post_due_cq_events(uint64_t now) {
 
 void SoftEngine::Impl::post_eqe(uint16_t ctx, hw::EventType type, uint32_t obj, uint32_t aux) {
     wc_flush();
+    publish_dma_stats();
     hw::Eqe v;
     v.event_type = type;
     v.obj_num = obj;  // the codec keeps the field's 24 bits
@@ -195,6 +196,7 @@ SoftEngine::Impl::CqeWrite SoftEngine::Impl::write_cqe(uint32_t cqn, const tp::C
         return CqeWrite::Overrun;
     }
     wc_flush();  // the data a CQE completes is in memory before the CQE
+    publish_dma_stats();
     hw::Cqe v;
     v.wr_id = c.wr_id;
     v.status = c.status;

@@ -323,32 +323,41 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     tp::MemStatus mem_view(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, size_t len,
                            uint32_t access, uint64_t ahead_left, uint64_t ahead_for, const uint8_t*& view);
     // Read-ahead of a requester's gather and of a READ's response data (see
-    // host_memory.cc).
+    // host_memory.cc): a copy per slot, each for one QP's one WQE or READ
+    // serving.
     static constexpr size_t kReadAhead = 64 * 1024;
+    static constexpr size_t kReadAheadSlots = 8;
     struct ReadAhead {
-        bool valid = false;
         tp::KeyKind kind = tp::KeyKind::Lkey;  // lkey: a gather's; rkey: a READ response's
         uint16_t ctx = 0;
         uint32_t key = 0;
         uint64_t va = 0;
         size_t len = 0;
         std::vector<uint8_t> buf;
-        pid_t pid = 0;  // whose memory ra_iov is
+        pid_t pid = 0;  // whose memory iov is
         uint32_t qpn = 0;
-        uint64_t serves = 0;  // the WQE (gather) or the READ serving it was read for
-    } ra;
-    std::vector<iovec> ra_iov;  // the host ranges the copy was read from
-    void drop_read_ahead() { ra.valid = false; }
-    // Drops the copy if a write of `pid`'s ranges `w` may land on bytes it
-    // holds.
+        uint64_t serves = 0;          // the WQE (gather) or the READ serving it was read for
+        uint64_t used = 0;            // when it last served a packet (ra_clock), for eviction
+        std::vector<iovec> iov;       // the host ranges the copy was read from
+    };
+    std::array<ReadAhead, kReadAheadSlots> ra;
+    // Bit i: slot i holds a copy. A mask, so that a device with none (every
+    // SHM domain, every packet of a model device's bench) looks at no slot.
+    uint32_t ra_held = 0;
+    static_assert(kReadAheadSlots <= 32, "ra_held has a bit per slot");
+    uint64_t ra_clock = 0;
+    size_t ra_last = 0;  // the slot that served last: looked at first
+    void drop_read_ahead() { ra_held = 0; }
+    // Drops every copy that a write of `pid`'s ranges `w` may land on.
     void write_hits_read_ahead(pid_t pid, const std::vector<iovec>& w);
-    // Serves `len` bytes at `va` from the copy when it was read for this
-    // very access (see host_memory.cc).
+    // Serves `len` bytes at `va` from a copy read for this very access (see
+    // host_memory.cc).
     bool read_ahead_hit(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, void* dst, size_t len,
                         uint64_t serves);
-    // Where the copy holds those bytes, or null.
+    // Where a copy holds those bytes, or null.
     const uint8_t* read_ahead_at(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va, size_t len,
-                                 uint64_t serves) const;
+                                 uint64_t serves);
+    size_t read_ahead_slot(const EngineQp& q, tp::KeyKind kind) const;
     // Which memory of the processes the device writes is private to them
     // (write_hits_read_ahead). Cleared at every firmware fence and context
     // removal.
@@ -358,17 +367,42 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // reads a new copy starting at `va` and serves `len` bytes from it.
     bool read_ahead(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint32_t access, uint64_t va, void* dst,
                     size_t len, uint64_t room, uint64_t serves);
-    // Write combining (see host_memory.cc).
+    // Write combining (see host_memory.cc): the payload writes to one
+    // process since the last flush, in the order they came, as one
+    // process_vm_writev of many remote ranges.
     static constexpr size_t kCombineMax = 256 * 1024;
+    static constexpr size_t kCombineRanges = 64;
     struct WriteCombine {
         bool active = false;
         pid_t pid = 0;
-        uint32_t qpn = 0;
-        uint64_t addr = 0;  // host address of data[0]
+        std::vector<iovec> to;        // remote ranges, in order; data holds their bytes back to back
+        std::vector<uint32_t> qpn;    // the QP that wrote each range
         std::vector<uint8_t> data;
     } wc;
     void wc_flush() {
         if (wc.active) wc_write();
+    }
+    // DMA_STATS_BLOCK (hw-spec 2.6.3), counted here per packet and
+    // published to the BAR at each CQE and EQE (so that what a completion
+    // follows is counted when it is seen) and at the end of each batch: an
+    // atomic add to the BAR per packet was 0.2% of a model device's
+    // simulation.
+    struct DmaCounts {
+        uint64_t reads = 0, writes = 0, ahead_hits = 0, combined = 0;
+    } dma_n, dma_published;
+    // One host transfer of the transport's data (a system call, or a copy
+    // into an SHM domain).
+    void host_transfer(bool wr) { ++(wr ? dma_n.writes : dma_n.reads); }
+    void publish_dma_stats() {
+        namespace f = hw::dma_stats_block;
+        const auto put = [&](hw::Field fl, uint64_t now, uint64_t& was) {
+            if (now != was) stat(fl, now - was, hw::kBar0DmaStatsBlock);
+            was = now;
+        };
+        put(f::host_reads, dma_n.reads, dma_published.reads);
+        put(f::host_writes, dma_n.writes, dma_published.writes);
+        put(f::read_ahead_hits, dma_n.ahead_hits, dma_published.ahead_hits);
+        put(f::writes_combined, dma_n.combined, dma_published.combined);
     }
     void wc_write();
     bool wc_add(const EngineQp& q, pid_t pid, const iovec& dst, const void* src, size_t len);

@@ -87,6 +87,7 @@ void SoftEngine::Impl::end_batch() {
     // completes, and the firmware's commands drop it (fence) before
     // anything is unmapped (host_memory.cc).
     wc_flush();
+    publish_dma_stats();
     tx_step_end();
     wake_cq_waiters();
     post_deferred_eqes();

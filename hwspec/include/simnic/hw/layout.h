@@ -43,6 +43,7 @@ enum class BlockType : std::uint32_t {
     CtxWin = 0x00000005,
     CcStats = 0x00000006,
     TxStats = 0x00000007,
+    DmaStats = 0x00000008,
     Cmdq = 0x00000101,
     Eq = 0x00000102,
     Intr = 0x00000103,
@@ -57,6 +58,7 @@ constexpr std::uint32_t kBar0StatsBlock = 0x0300;
 constexpr std::uint32_t kBar0CtxWinBlock = 0x0400;
 constexpr std::uint32_t kBar0CcStatsBlock = 0x0500;
 constexpr std::uint32_t kBar0TxStatsBlock = 0x0540;
+constexpr std::uint32_t kBar0DmaStatsBlock = 0x0580;
 constexpr std::uint32_t kBar0CtxBase = 0x1000;
 constexpr std::uint32_t kCtxPageSize = 0x1000;
 
@@ -461,6 +463,14 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(acks_held, 0x10, 0, 64)              \
     F(acks_joined, 0x18, 0, 64)            \
     F(ack_holds_expired, 0x20, 0, 64)
+
+// DMA_STATS_BLOCK (hw-spec.md 2.6.3): how the transport's data crossed to
+// host memory, in transfers and in packets that needed none of their own.
+#define SIMNIC_HW_DMA_STATS_BLOCK_FIELDS(F) \
+    F(host_reads, 0x10, 0, 64)              \
+    F(host_writes, 0x18, 0, 64)             \
+    F(read_ahead_hits, 0x20, 0, 64)         \
+    F(writes_combined, 0x28, 0, 64)
 
 // CTXWIN_BLOCK (hw-spec.md 2.7)
 #define SIMNIC_HW_CTXWIN_BLOCK_FIELDS(F) \
@@ -1012,6 +1022,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(ctxwin_block, CTXWIN_BLOCK, 32)                 \
     L(cc_stats_block, CC_STATS_BLOCK, 64)             \
     L(tx_stats_block, TX_STATS_BLOCK, 64)             \
+    L(dma_stats_block, DMA_STATS_BLOCK, 64)           \
     L(cmdq_regs, CMDQ_REGS, 64)                       \
     L(eq_regs, EQ_REGS, 64)                           \
     L(intr_regs, INTR_REGS, 32)                       \
@@ -1127,7 +1138,8 @@ static_assert(kBar0PortBlock + port_block::kSize <= kBar0StatsBlock, "BAR0: PORT
 static_assert(kBar0StatsBlock + stats_block::kSize <= kBar0CtxWinBlock, "BAR0: STATS overlaps CTXWIN");
 static_assert(kBar0CtxWinBlock + ctxwin_block::kSize <= kBar0CcStatsBlock, "BAR0: CTXWIN overlaps CC_STATS");
 static_assert(kBar0CcStatsBlock + cc_stats_block::kSize <= kBar0TxStatsBlock, "BAR0: CC_STATS overlaps TX_STATS");
-static_assert(kBar0TxStatsBlock + tx_stats_block::kSize <= kBar0CtxBase, "BAR0: TX_STATS overlaps contexts");
+static_assert(kBar0TxStatsBlock + tx_stats_block::kSize <= kBar0DmaStatsBlock, "BAR0: TX_STATS overlaps DMA_STATS");
+static_assert(kBar0DmaStatsBlock + dma_stats_block::kSize <= kBar0CtxBase, "BAR0: DMA_STATS overlaps contexts");
 static_assert(kCtxCmdqBlock + cmdq_regs::kSize <= kCtxEqBlock, "ctx page: CMDQ overlaps EQ");
 static_assert(kCtxEqBlock + eq_regs::kSize <= kCtxIntrBlock, "ctx page: EQ overlaps INTR");
 static_assert(kCtxIntrBlock + intr_regs::kSize <= kCtxDbBlock, "ctx page: INTR overlaps DB");
