@@ -75,8 +75,8 @@ bool SoftEngine::Impl::host_dom(uint32_t dom, HostDom& h) {
 // sending at once, one QP's window fills in the middle of a message and the
 // others send meanwhile; a single copy was another QP's by the time the
 // first one's ACK came, and the rest of its message was read again
-// (ib_write_bw -q 8 with the loopback shortcut: 1.21 process_vm_readv per
-// 64 KiB message, against 1.07 at -q 1).
+// (ib_write_bw -s 65536 -q 8: 1.14 process_vm_readv per message, against
+// 1.00 at -q 1).
 const uint8_t* SoftEngine::Impl::read_ahead_at(const EngineQp& q, tp::KeyKind kind, uint32_t key, uint64_t va,
                                                size_t len, uint64_t serves) {
     if (!ra_held) return nullptr;
@@ -204,9 +204,8 @@ void SoftEngine::Impl::write_hits_read_ahead(pid_t pid, const std::vector<iovec>
 // consecutive bytes one remote iovec of the same system call, in the order
 // the packets came (so that where two ranges overlap the later write
 // lands last, as it would have alone). With one range only, every packet
-// of another QP in between flushed it: ib_write_bw -q 8 with the loopback
-// shortcut made 1.35 process_vm_writev per 64 KiB message, against 1.26 at
-// -q 1.
+// of another QP in between flushed it: ib_write_bw -s 65536 -q 8 through
+// the kernel made 1.17 process_vm_writev per message, now 1.05.
 void SoftEngine::Impl::wc_write() {
     wc.active = false;
     iovec l{wc.data.data(), wc.data.size()};
