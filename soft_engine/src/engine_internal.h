@@ -372,13 +372,33 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     // process_vm_writev of many remote ranges.
     static constexpr size_t kCombineMax = 256 * 1024;
     static constexpr size_t kCombineRanges = 64;
+    static constexpr size_t kCombinePieces = 512;  // local iovecs: at most IOV_MAX (1024)
     struct WriteCombine {
         bool active = false;
         pid_t pid = 0;
-        std::vector<iovec> to;        // remote ranges, in order; data holds their bytes back to back
-        std::vector<uint32_t> qpn;    // the QP that wrote each range
+        std::vector<iovec> to;      // remote ranges, in order
+        std::vector<uint32_t> qpn;  // the QP that wrote each range
+        // Their bytes back to back: each piece either still in the
+        // loopback frame it came in (`at`, a buffer kept in `pinned` until
+        // the flush) or copied into `data` (`at` null, from `off`).
+        struct Piece {
+            const uint8_t* at;
+            size_t off, len;
+        };
+        std::vector<Piece> from;
         std::vector<uint8_t> data;
+        std::vector<std::vector<uint8_t>> pinned;
+        std::vector<iovec> local;  // `from` as iovecs, at the flush
+        size_t bytes = 0;          // in `from`
+        uint64_t gen = 0;          // flushes so far
     } wc;
+    // The loopback frame rx_batch is delivering: wc_add borrows a payload
+    // that lies in it instead of copying it (`lent` then says so, in
+    // flush generation `lent_gen`).
+    const uint8_t* lend_begin = nullptr;
+    const uint8_t* lend_end = nullptr;
+    bool lent = false;
+    uint64_t lent_gen = 0;
     void wc_flush() {
         if (wc.active) wc_write();
     }

@@ -194,8 +194,18 @@ bool SoftEngine::Impl::rx_batch() {
     for (int k = 0; k < 256 && !loop_q.empty(); ++k) {
         LoopFrame lf = std::move(loop_q.front());
         loop_q.pop_front();
+        // The responder's payload writes may stay in the frame until the
+        // combined write goes (host_memory.cc, wc_add): its buffer is then
+        // kept with them, not reused.
+        lend_begin = lf.buf.data();
+        lend_end = lend_begin + lf.buf.size();
+        lent = false;
         rx_deliver(lf.buf.data() + lf.off, lf.len, RxTrust::Built);
-        loop_spare.push_back(std::move(lf.buf));
+        lend_begin = lend_end = nullptr;
+        if (lent && wc.active && lent_gen == wc.gen)
+            wc.pinned.push_back(std::move(lf.buf));
+        else
+            loop_spare.push_back(std::move(lf.buf));
         any = true;
     }
     // With the shortcut, a device on lo mostly talks to itself: while the
