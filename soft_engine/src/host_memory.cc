@@ -167,6 +167,7 @@ void SoftEngine::Impl::write_hits_read_ahead(pid_t pid, const std::vector<iovec>
     // removal: a mapping the application replaces under a registered MR
     // without deregistering it (which the verbs leave undefined) may be
     // seen late.
+    if (!ra_held) return;
     int private_to_pid = -1;  // asked once, for the first copy of another process
     for (size_t i = 0; i < ra.size(); ++i) {
         if (!(ra_held >> i & 1)) continue;
