@@ -32,7 +32,8 @@
 #
 # After the table it prints the scaling curve of each soft set: ib_write_bw
 # at 1, 2, 4 and 8 QPs, and 1, 2 and 4 application pairs at once (each
-# pair's figure beside their sum), each point as a ratio to one QP.
+# pair's figure beside their sum), each point as a ratio to one QP. Every
+# QP and every pair runs the iterations one QP runs.
 #
 # Binaries: $SIMNIC (default: the build tree's cli/simnic beside this script's
 # build/, else `simnic` on PATH), $SIMNIC_BENCH_LIMITS (default: the build
