@@ -97,6 +97,43 @@ TEST_CASE("a context executes firmware commands through the command ring", "[con
     ctx.reset();
 }
 
+// A driver finds the global register blocks by following their headers'
+// `next` from ID_BLOCK (hw-spec 2.2): every block the spec's BAR0 map lists
+// must be on that chain, at its offset, with its type and length, and the
+// chain must end.
+TEST_CASE("BAR0's global blocks form one chain from ID_BLOCK to DMA_STATS_BLOCK", "[context]") {
+    DaemonFixture d;
+    int err = 0;
+    auto ctx = host::open_context("ctxtest", err);
+    REQUIRE(ctx);
+    struct Want {
+        uint32_t at;
+        hw::BlockType type;
+        uint32_t length;
+    };
+    const Want want[] = {
+        {hw::kBar0IdBlock, hw::BlockType::Id, hw::id_block::kSize},
+        {hw::kBar0CapBlock, hw::BlockType::Cap, hw::cap_block::kSize},
+        {hw::kBar0PortBlock, hw::BlockType::Port, hw::port_block::kSize},
+        {hw::kBar0StatsBlock, hw::BlockType::Stats, hw::stats_block::kSize},
+        {hw::kBar0CtxWinBlock, hw::BlockType::CtxWin, hw::ctxwin_block::kSize},
+        {hw::kBar0CcStatsBlock, hw::BlockType::CcStats, hw::cc_stats_block::kSize},
+        {hw::kBar0TxStatsBlock, hw::BlockType::TxStats, hw::tx_stats_block::kSize},
+        {hw::kBar0DmaStatsBlock, hw::BlockType::DmaStats, hw::dma_stats_block::kSize},
+    };
+    uint32_t at = hw::kBar0IdBlock;
+    for (const Want& w : want) {
+        INFO("block at 0x" << std::hex << w.at);
+        REQUIRE(at == w.at);
+        uint8_t h[hw::reg_block_header::kSize];
+        REQUIRE(ctx->read_bar(at, h, sizeof h));
+        CHECK(hw::get(h, hw::reg_block_header::type) == static_cast<uint32_t>(w.type));
+        CHECK(hw::get(h, hw::reg_block_header::length) == w.length);
+        at = uint32_t(hw::get(h, hw::reg_block_header::next));
+    }
+    CHECK(at == 0);  // DMA_STATS_BLOCK is the last
+}
+
 TEST_CASE("objects of a process killed with SIGKILL are released", "[context]") {
     DaemonFixture d;
     int pipefd[2];
