@@ -150,13 +150,10 @@ struct DeviceRuntime::Impl final : hw::EventSink {
         std::memcpy(bar.p + hw::kBar0IdBlock, id.data(), id.size());
         std::memcpy(bar.p + hw::kBar0CapBlock, cap.data(), cap.size());
         std::memcpy(bar.p + hw::kBar0PortBlock, port.data(), port.size());
-        put_header(bar.p, hw::kBar0StatsBlock, hw::BlockType::Stats, hw::kBar0CtxWinBlock, hw::stats_block::kSize);
-        put_header(bar.p, hw::kBar0CtxWinBlock, hw::BlockType::CtxWin, hw::kBar0CcStatsBlock, hw::ctxwin_block::kSize);
-        put_header(bar.p, hw::kBar0CcStatsBlock, hw::BlockType::CcStats, hw::kBar0TxStatsBlock,
-                   hw::cc_stats_block::kSize);
-        put_header(bar.p, hw::kBar0TxStatsBlock, hw::BlockType::TxStats, hw::kBar0DmaStatsBlock,
-                   hw::tx_stats_block::kSize);
-        put_header(bar.p, hw::kBar0DmaStatsBlock, hw::BlockType::DmaStats, 0, hw::dma_stats_block::kSize);
+        for (std::size_t i = 0; i < hw::kBar0DeviceBlockCount; ++i) {
+            const hw::GlobalBlock& b = hw::kBar0DeviceBlocks[i];
+            put_header(bar.p, b.at, b.type, hw::bar0_device_block_next(i), b.length);
+        }
     }
 
     // The EQ ring of context `c` as the daemon maps it, when it lies inside

@@ -69,25 +69,15 @@ public:
         place(bar, hw::kBar0CapBlock, cap);
         place(bar, hw::kBar0PortBlock, fw_.port_block());
         // No engine behind a local context: the statistics stay zero.
-        std::array<std::uint8_t, hw::stats_block::kSize> stats{};
-        header(stats.data(), stats.size(), hw::BlockType::Stats, hw::kBar0CtxWinBlock);
-        place(bar, hw::kBar0StatsBlock, stats);
-        std::array<std::uint8_t, hw::ctxwin_block::kSize> win{};
-        header(win.data(), win.size(), hw::BlockType::CtxWin, hw::kBar0CcStatsBlock);
-        hw::set(win.data(), win.size(), hw::ctxwin_block::ctx_base, hw::kBar0CtxBase);
-        hw::set(win.data(), win.size(), hw::ctxwin_block::ctx_stride, hw::kCtxPageSize);
-        hw::set(win.data(), win.size(), hw::ctxwin_block::ctx_count,
+        for (std::size_t i = 0; i < hw::kBar0DeviceBlockCount; ++i) {
+            const hw::GlobalBlock& b = hw::kBar0DeviceBlocks[i];
+            header(bar.data() + b.at, b.length, b.type, hw::bar0_device_block_next(i));
+        }
+        std::uint8_t* win = bar.data() + hw::kBar0CtxWinBlock;
+        hw::set(win, hw::ctxwin_block::kSize, hw::ctxwin_block::ctx_base, hw::kBar0CtxBase);
+        hw::set(win, hw::ctxwin_block::kSize, hw::ctxwin_block::ctx_stride, hw::kCtxPageSize);
+        hw::set(win, hw::ctxwin_block::kSize, hw::ctxwin_block::ctx_count,
                 hw::get(cap.data(), cap.size(), hw::cap_block::max_ctx));
-        place(bar, hw::kBar0CtxWinBlock, win);
-        std::array<std::uint8_t, hw::cc_stats_block::kSize> cc{};
-        header(cc.data(), cc.size(), hw::BlockType::CcStats, hw::kBar0TxStatsBlock);
-        place(bar, hw::kBar0CcStatsBlock, cc);
-        std::array<std::uint8_t, hw::tx_stats_block::kSize> tx{};
-        header(tx.data(), tx.size(), hw::BlockType::TxStats, hw::kBar0DmaStatsBlock);
-        place(bar, hw::kBar0TxStatsBlock, tx);
-        std::array<std::uint8_t, hw::dma_stats_block::kSize> dma{};
-        header(dma.data(), dma.size(), hw::BlockType::DmaStats, 0);
-        place(bar, hw::kBar0DmaStatsBlock, dma);
         std::memcpy(dst, bar.data() + offset, len);
         return true;
     }

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "local_device.h"
 
@@ -561,6 +562,23 @@ TEST_CASE("local context: BAR0 global area, commands, events", "[host][local]") 
     CHECK(hw::get(win.data(), win.size(), hw::reg_block_header::type) ==
           static_cast<std::uint32_t>(hw::BlockType::CtxWin));
     CHECK(hw::get(win.data(), win.size(), hw::ctxwin_block::ctx_count) == 8);
+    // The chain from ID_BLOCK: the firmware's three blocks, then every block
+    // the device writes, with its type and length, and then its end.
+    std::vector<std::uint32_t> chain, want{hw::kBar0IdBlock, hw::kBar0CapBlock, hw::kBar0PortBlock};
+    for (const hw::GlobalBlock& g : hw::kBar0DeviceBlocks) want.push_back(g.at);
+    std::uint32_t at = hw::kBar0IdBlock;  // 0: a `next` of 0 ends the chain after it
+    do {
+        std::array<std::uint8_t, hw::reg_block_header::kSize> h{};
+        REQUIRE(hc->read_bar(at, h.data(), h.size()));
+        for (const hw::GlobalBlock& g : hw::kBar0DeviceBlocks)
+            if (g.at == at) {
+                CHECK(hw::get(h.data(), h.size(), hw::reg_block_header::type) == static_cast<std::uint32_t>(g.type));
+                CHECK(hw::get(h.data(), h.size(), hw::reg_block_header::length) == g.length);
+            }
+        chain.push_back(at);
+        at = static_cast<std::uint32_t>(hw::get(h.data(), h.size(), hw::reg_block_header::next));
+    } while (at != 0 && chain.size() <= want.size());
+    CHECK(chain == want);
     std::uint8_t b = 0;
     CHECK(hc->read_bar(hw::kBar0CtxBase - 1, &b, 1));
     CHECK_FALSE(hc->read_bar(hw::kBar0CtxBase - 1, &b, 2));

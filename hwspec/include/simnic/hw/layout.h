@@ -1140,6 +1140,27 @@ static_assert(kBar0CtxWinBlock + ctxwin_block::kSize <= kBar0CcStatsBlock, "BAR0
 static_assert(kBar0CcStatsBlock + cc_stats_block::kSize <= kBar0TxStatsBlock, "BAR0: CC_STATS overlaps TX_STATS");
 static_assert(kBar0TxStatsBlock + tx_stats_block::kSize <= kBar0DmaStatsBlock, "BAR0: TX_STATS overlaps DMA_STATS");
 static_assert(kBar0DmaStatsBlock + dma_stats_block::kSize <= kBar0CtxBase, "BAR0: DMA_STATS overlaps contexts");
+// The global blocks after PORT_BLOCK on the chain (hw-spec 2.1, 2.2), in
+// order. The firmware writes ID, CAP and PORT; the device writes these
+// headers, each pointing at the block after it and the last at 0, from
+// this one list (the daemon's BAR0, and a local context's image of it).
+struct GlobalBlock {
+    std::uint32_t at;
+    BlockType type;
+    std::uint32_t length;
+};
+inline constexpr GlobalBlock kBar0DeviceBlocks[] = {
+    {kBar0StatsBlock, BlockType::Stats, stats_block::kSize},
+    {kBar0CtxWinBlock, BlockType::CtxWin, ctxwin_block::kSize},
+    {kBar0CcStatsBlock, BlockType::CcStats, cc_stats_block::kSize},
+    {kBar0TxStatsBlock, BlockType::TxStats, tx_stats_block::kSize},
+    {kBar0DmaStatsBlock, BlockType::DmaStats, dma_stats_block::kSize},
+};
+constexpr std::size_t kBar0DeviceBlockCount = sizeof kBar0DeviceBlocks / sizeof kBar0DeviceBlocks[0];
+// The `next` of kBar0DeviceBlocks[i]'s header.
+constexpr std::uint32_t bar0_device_block_next(std::size_t i) {
+    return i + 1 < kBar0DeviceBlockCount ? kBar0DeviceBlocks[i + 1].at : 0;
+}
 static_assert(kCtxCmdqBlock + cmdq_regs::kSize <= kCtxEqBlock, "ctx page: CMDQ overlaps EQ");
 static_assert(kCtxEqBlock + eq_regs::kSize <= kCtxIntrBlock, "ctx page: EQ overlaps INTR");
 static_assert(kCtxIntrBlock + intr_regs::kSize <= kCtxDbBlock, "ctx page: INTR overlaps DB");
