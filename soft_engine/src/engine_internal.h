@@ -339,6 +339,9 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         uint64_t serves = 0;          // the WQE (gather) or the READ serving it was read for
         uint64_t used = 0;            // when it last served a packet (ra_clock), for eviction
         std::vector<iovec> iov;       // the host ranges the copy was read from
+        // Whether it was read for QP `q`'s gathers (lkey) or READ responses
+        // (rkey).
+        bool of(const EngineQp& q, tp::KeyKind k) const { return kind == k && ctx == q.ctx && qpn == q.qpn; }
     };
     std::array<ReadAhead, kReadAheadSlots> ra;
     // Bit i: slot i holds a copy. A mask, so that a device with none (every
@@ -393,12 +396,12 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         uint64_t gen = 0;          // flushes so far
     } wc;
     // The loopback frame rx_batch is delivering: wc_add borrows a payload
-    // that lies in it instead of copying it (`lent` then says so, in
-    // flush generation `lent_gen`).
+    // that lies in it instead of copying it, and notes the flush
+    // generation it borrowed in (kNotLent: none since the frame came).
+    static constexpr uint64_t kNotLent = ~uint64_t{0};
     const uint8_t* lend_begin = nullptr;
     const uint8_t* lend_end = nullptr;
-    bool lent = false;
-    uint64_t lent_gen = 0;
+    uint64_t lent_gen = kNotLent;
     void wc_flush() {
         if (wc.active) wc_write();
     }

@@ -82,8 +82,8 @@ const uint8_t* SoftEngine::Impl::read_ahead_at(const EngineQp& q, tp::KeyKind ki
     if (!ra_held) return nullptr;
     const auto holds = [&](size_t i) {
         const ReadAhead& r = ra[i];
-        return (ra_held >> i & 1) && r.kind == kind && r.ctx == q.ctx && r.qpn == q.qpn && r.serves == serves &&
-               r.key == key && va >= r.va && va - r.va + len <= r.len;
+        return (ra_held >> i & 1) && r.of(q, kind) && r.serves == serves && r.key == key && va >= r.va &&
+               va - r.va + len <= r.len;
     };
     size_t i = ra_last;
     if (!holds(i)) {
@@ -113,7 +113,7 @@ size_t SoftEngine::Impl::read_ahead_slot(const EngineQp& q, tp::KeyKind kind) co
     for (size_t i = 0; i < ra.size(); ++i) {
         const ReadAhead& r = ra[i];
         const bool held = ra_held >> i & 1;
-        if (held && r.kind == kind && r.ctx == q.ctx && r.qpn == q.qpn) return i;
+        if (held && r.of(q, kind)) return i;
         if ((ra_held >> v & 1) && (!held || r.used < ra[v].used)) v = i;
     }
     return v;
@@ -273,7 +273,6 @@ bool SoftEngine::Impl::wc_add(const EngineQp& q, pid_t pid, const iovec& dst, co
     const auto from = reinterpret_cast<uintptr_t>(p);
     if (from >= reinterpret_cast<uintptr_t>(lend_begin) && from + len <= reinterpret_cast<uintptr_t>(lend_end)) {
         wc.from.push_back(WriteCombine::Piece{p, 0, len});
-        lent = true;
         lent_gen = wc.gen;
     } else if (!wc.from.empty() && !wc.from.back().at) {
         wc.from.back().len += len;  // follows the last copied piece in `data`

@@ -199,10 +199,10 @@ bool SoftEngine::Impl::rx_batch() {
         // kept with them, not reused.
         lend_begin = lf.buf.data();
         lend_end = lend_begin + lf.buf.size();
-        lent = false;
+        lent_gen = kNotLent;
         rx_deliver(lf.buf.data() + lf.off, lf.len, RxTrust::Built);
         lend_begin = lend_end = nullptr;
-        if (lent && wc.active && lent_gen == wc.gen)
+        if (wc.active && lent_gen == wc.gen)
             wc.pinned.push_back(std::move(lf.buf));
         else
             loop_spare.push_back(std::move(lf.buf));
