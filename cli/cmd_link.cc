@@ -243,13 +243,29 @@ Runner add_daemon_command(CLI::App& app) {
     auto opt = std::make_shared<daemon::DaemonOptions>();
     auto stop = std::make_shared<bool>(false);
     auto start = std::make_shared<bool>(false);
+    auto status = std::make_shared<bool>(false);
     CLI::App* sub = app.add_subcommand("daemon", "Run the simnic daemon (normally started on demand by simnic link add)");
     sub->add_flag("-f,--foreground", opt->foreground, "stay in the foreground and log to stderr");
     sub->add_flag("--stop", *stop, "stop the running daemon (its devices go with it)");
     sub->add_flag("--start", *start,
                   "start a daemon in the background unless one runs, and return once it answers "
                   "(with its kept devices and fabrics created)");
-    return [opt, stop, start] {
+    sub->add_flag("--status", *status,
+                  "print the running daemon's pid, version and heap (bytes in use, bytes held from the "
+                  "kernel), one `name value` per line; exit 1 if none runs");
+    sub->get_option("--status")->excludes("--stop")->excludes("--start")->excludes("--foreground");
+    sub->get_option("--stop")->excludes("--start")->excludes("--foreground");
+    return [opt, stop, start, status] {
+        if (*status) {
+            Json reply;
+            const CallResult r = call_daemon(Json{{"op", "ping"}}, false, reply);
+            if (r == CallResult::NoDaemon) std::fprintf(stderr, "simnic: no simnic daemon is running\n");
+            if (r != CallResult::Ok) return 1;
+            std::printf("pid %u\nversion %s\n", reply.value("pid", 0u), reply.value("version", std::string("?")).c_str());
+            for (const char* k : {"heap_in_use", "heap_held"})
+                std::printf("%s %llu\n", k, static_cast<unsigned long long>(reply.value(k, uint64_t(0))));
+            return 0;
+        }
         if (*start) {
             Json reply;
             return call_daemon(Json{{"op", "ping"}}, true, reply) == CallResult::Ok ? 0 : 1;

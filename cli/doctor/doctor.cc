@@ -59,6 +59,12 @@ bool ask(const Json& req, Json& reply, std::string& err) {
 
 namespace {
 
+std::string mib(uint64_t bytes) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
+    return b;
+}
+
 std::string dotted(const std::array<uint8_t, 4>& a) {
     return std::to_string(a[0]) + "." + std::to_string(a[1]) + "." + std::to_string(a[2]) + "." +
            std::to_string(a[3]);
@@ -162,7 +168,9 @@ private:
         }
         daemon_pid_ = r.value("pid", 0u);
         add("daemon", "", Status::Ok,
-            "pid " + std::to_string(daemon_pid_) + " answers (" + r.value("version", std::string("?")) + ")");
+            "pid " + std::to_string(daemon_pid_) + " answers (" + r.value("version", std::string("?")) +
+                "), heap " + mib(r.value("heap_in_use", uint64_t(0))) + " in use of " +
+                mib(r.value("heap_held", uint64_t(0))) + " held");
         return true;
     }
 

@@ -57,6 +57,9 @@ case_no_daemon() {
   has FAIL daemon "no simnic daemon is running"
   grep -q 'fix: simnic link add rxe_lo type soft netdev lo' <<<"$out" || fail "no fix for a missing daemon: $out"
   has SKIP device "no daemon"
+  # `simnic daemon --status` starts none either.
+  st=$("$SIMNIC" daemon --status 2>&1) && fail "daemon --status succeeded with no daemon: $st"
+  grep -q "no simnic daemon is running" <<<"$st" || fail "daemon --status with no daemon said: $st"
   doctor --json
   status_is 1
   printf '%s' "$out" >"$work/doctor.json"
@@ -74,7 +77,7 @@ case_healthy() {
   lo_device
   doctor rxe_lo
   status_is 0
-  has OK daemon "pid [0-9]+ answers"
+  has OK daemon "pid [0-9]+ answers \(.*\), heap [0-9]+\.[0-9] MiB in use of [0-9]+\.[0-9] MiB held"
   has OK "device rxe_lo" "type soft, on netdev lo"
   has OK "port rxe_lo" "state ACTIVE"
   has OK "netdev rxe_lo" "lo is UP"
@@ -86,6 +89,16 @@ case_healthy() {
   has OK ptrace ""
   # The same answer ibv_devinfo gives for active_mtu.
   "$SIMNIC" exec -- ibv_devinfo -d rxe_lo | grep -Eq 'active_mtu:\s+4096' || fail "ibv_devinfo's active_mtu is not 4096"
+  # The daemon's figures, one per line, for scripts (the soak samples them):
+  # the device's tables are live allocations of the daemon's heap, and go
+  # with the device.
+  heap_status() { "$SIMNIC" daemon --status | awk -v k="$1" '$1 == k {print $2}'; }
+  [ "$(heap_status pid)" = "$(daemon_pid)" ] || fail "daemon --status: $("$SIMNIC" daemon --status)"
+  local used held
+  used=$(heap_status heap_in_use) held=$(heap_status heap_held)
+  [ "${used:-0}" -gt 0 ] && [ "$held" -ge "$used" ] || fail "daemon --status: heap_in_use '$used', heap_held '$held'"
+  "$SIMNIC" link delete rxe_lo || fail "link delete rxe_lo"
+  [ "$(heap_status heap_in_use)" -lt "$used" ] || fail "deleting the device left heap_in_use at $used or more"
 }
 
 # exec: With and without simnic exec

@@ -5,7 +5,8 @@
 // cannot leave half a message behind. Requests carry "op"; replies carry
 // "ok" (bool) and, when false, "error" (a sentence for the user) and "errno".
 //
-//   {"op":"ping"}                                     -> {"ok":true,"pid":N,"version":"..."}
+//   {"op":"ping"}                                     -> {"ok":true,"pid":N,"version":"...",
+//                                                         "heap_in_use":B,"heap_held":B}
 //   {"op":"link_add","name":N,"type":"soft","netdev":I[,"pcap":F]}
 //   {"op":"link_del","name":N}
 //   {"op":"link_show"[,"name":N]}                      -> {"ok":true,"links":[...]}
