@@ -396,7 +396,7 @@ void Firmware::refresh_locked() {
 
     s(hw::reg_block_header::type, static_cast<std::uint32_t>(hw::BlockType::Port));
     s(hw::reg_block_header::version, hw::kBlockVersion);
-    s(hw::reg_block_header::next, hw::kBar0StatsBlock);
+    s(hw::reg_block_header::next, hw::kBar0DeviceBlocks[0].at);  // the device's blocks follow (layout.h)
     s(hw::reg_block_header::length, pb::kSize);
     s(pb::port_num, 1);
     s(pb::link_layer, hw::kLinkLayerEthernet);

@@ -1141,9 +1141,10 @@ static_assert(kBar0CcStatsBlock + cc_stats_block::kSize <= kBar0TxStatsBlock, "B
 static_assert(kBar0TxStatsBlock + tx_stats_block::kSize <= kBar0DmaStatsBlock, "BAR0: TX_STATS overlaps DMA_STATS");
 static_assert(kBar0DmaStatsBlock + dma_stats_block::kSize <= kBar0CtxBase, "BAR0: DMA_STATS overlaps contexts");
 // The global blocks after PORT_BLOCK on the chain (hw-spec 2.1, 2.2), in
-// order. The firmware writes ID, CAP and PORT; the device writes these
-// headers, each pointing at the block after it and the last at 0, from
-// this one list (the daemon's BAR0, and a local context's image of it).
+// order. The firmware writes ID, CAP and PORT (PORT's `next` is this
+// list's first); the device writes these headers, each pointing at the
+// block after it and the last at 0, from this one list (the daemon's BAR0,
+// and a local context's image of it).
 struct GlobalBlock {
     std::uint32_t at;
     BlockType type;
