@@ -1022,16 +1022,24 @@ def compare_with(ref_target, sc, answer, rules):
 def run_target(tname, scenarios, tools, args, out_dir, workdir):
     """Brings the target up once and runs every scenario on it."""
     results = []
-    target = make_target(tname, tools, workdir)
-    t0 = time.monotonic()
-    try:
-        target.start()
-    except Exception as e:  # noqa: BLE001 - the target never came up: every scenario fails
-        target.stop()
-        for sc in scenarios:
-            if sc.runs_on(tname):
-                results.append((sc, "fail", f"target did not start: {e}", "", None, 0.0))
-        return results
+    # A target that does not come up is tried once more: a VM boot on a
+    # loaded host can fail for reasons of the host's (a boot that misses its
+    # timeout), and one failed boot would otherwise fail every scenario
+    # without one frame sent. Each failure is printed whole.
+    for attempt in (1, 2):
+        target = make_target(tname, tools, workdir)
+        t0 = time.monotonic()
+        try:
+            target.start()
+            break
+        except Exception as e:  # noqa: BLE001 - the target never came up
+            target.stop()
+            log(f"== {tname}: did not start (attempt {attempt} of 2): {e}")
+            if attempt == 2:
+                for sc in scenarios:
+                    if sc.runs_on(tname):
+                        results.append((sc, "fail", f"target did not start: {e}", "", None, 0.0))
+                return results
     log(f"== {tname}: up in {time.monotonic() - t0:.1f} s")
     try:
         for sc in scenarios:

@@ -25,6 +25,10 @@ groups:
 """
 
 import argparse
+import contextlib
+import importlib.machinery
+import importlib.util
+import io
 import json
 import os
 import re
@@ -1379,6 +1383,56 @@ def check_ports_in_use(rig):
         rig.assert_clean(f"a busy {which} port")
 
 
+def check_port_taken_retry(rig):
+    """The race start_once covers: the rig picks free ports by binding and
+    closing probe sockets, and another process may bind one before QEMU
+    does. The rig runs in this process with its port choice wrapped so that
+    the first choice of TCP ports includes one this check holds (what a
+    client's ephemeral port or another test's listener does by chance):
+    QEMU cannot set up that forward, and the rig must choose again and
+    boot."""
+    loader = importlib.machinery.SourceFileLoader("simnic_rig_under_test", rig.rig)
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(mod)
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    taken = held.getsockname()[1]
+    real_pick, tcp_picks = mod.pick_ports, []
+
+    def pick(n, kind=socket.SOCK_DGRAM):
+        ports = real_pick(n, kind)
+        if kind == socket.SOCK_STREAM:
+            tcp_picks.append(list(ports))
+            if len(tcp_picks) == 1:
+                ports[0] = taken
+        return ports
+
+    mod.pick_ports = pick
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            rc = mod.main(["--state", rig.state, "start", "--vms", "1", "--lifetime", "120"])
+    finally:
+        held.close()
+    text = err.getvalue()
+    try:
+        if rc != 0:
+            raise Fail(f"start gave {rc} with a port taken once:\n{text}")
+        if len(tcp_picks) != 2:
+            raise Fail(f"the rig chose TCP ports {len(tcp_picks)} times, wanted 2:\n{text}")
+        if "choosing ports again (2/3)" not in text or "Could not set up host forwarding" not in text:
+            raise Fail(f"no word of the taken port and the second choice:\n{text}")
+        fw = rig.status()["vms"][0]["control"]["forwards"]
+        if taken in fw.values():
+            raise Fail(f"the VM runs with the taken port {taken} among its forwards {fw}")
+        print(text.strip().splitlines()[0])
+        print(f"forwards after the second choice: {fw}")
+    finally:
+        rig.cmd("stop", check=0)
+    rig.assert_clean("a start that chose its ports again")
+
+
 def probe_free(port, kind):
     s = socket.socket(socket.AF_INET, kind)
     try:
@@ -1428,6 +1482,8 @@ def group_lifecycle(rig, rep):
     rep.run("start with a bad fault rule is a clear error and leaves nothing",
             check_bad_fault, rig)
     rep.run("busy UDP and TCP ports are clear errors", check_ports_in_use, rig)
+    rep.run("a port taken between the rig's choice and QEMU's bind is chosen again",
+            check_port_taken_retry, rig)
     rep.run("a boot timeout is a clear error and leaves nothing", check_boot_timeout, rig)
     rep.run("--lifetime: the reaper stops VMs and wire", check_lifetime, rig)
 
