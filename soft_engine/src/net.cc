@@ -183,7 +183,9 @@ void SoftEngine::Impl::send_frame(const uint8_t* f, size_t len, bool posted_writ
     }
     // The port counts what it sends and drops (PortSent); the capture has
     // what it took, or, from a port that writes the link header itself,
-    // what it put on the wire (PortSent again).
+    // what it put on the wire (PortSent again). transmit()'s own buffer may
+    // change hands (OutFrame::owner): f stays valid, in the port's queue.
+    if (f == txbuf.data()) o.owner = &txbuf;
     if (port->send(o) && pcap && !port->captures_sent()) pcap->write(f, len, wall_us());
 }
 

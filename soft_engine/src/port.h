@@ -42,6 +42,11 @@ struct OutFrame {
     size_t len = 0;
     bool v6 = false;
     size_t ip_end = 0;  // the IP packet ends here (Ethernet padding may follow)
+    // The buffer data points into (its start), when the sender lets the port
+    // take it: a port that queues the frame then swaps the buffer with one
+    // of its own instead of copying the bytes (the engine encodes the next
+    // frame into what it gets back). Null: the port copies.
+    std::vector<uint8_t>* owner = nullptr;
     const uint8_t* ip() const { return data + roce::kEthHdrBytes; }
     // The UDP header, and the BTH that starts the UDP payload.
     size_t udp() const { return roce::kEthHdrBytes + (v6 ? roce::kIpv6HdrBytes : roce::kIpv4HdrBytes); }

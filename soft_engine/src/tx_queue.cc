@@ -39,7 +39,7 @@ TxFrame& TxQueue::next() {
 size_t TxQueue::gso_run(size_t i, size_t end) const {
     const TxFrame& f = q_[i];
     if (!gso_ || !f.gso) return 1;
-    const size_t seg = f.data.size(), cap = f.v6 ? kMaxGsoBytes6 : kMaxGsoBytes4;
+    const size_t seg = f.len, cap = f.v6 ? kMaxGsoBytes6 : kMaxGsoBytes4;
     size_t j = i + 1, bytes = seg;
     // Equal sizes, the last one no larger (the kernel's rule for a GSO
     // send), the same destination and TOS: the datagrams it is cut into
@@ -47,11 +47,11 @@ size_t TxQueue::gso_run(size_t i, size_t end) const {
     while (j < end && j - i < kMaxSegments) {
         const TxFrame& g = q_[j];
         if (!g.gso || g.fd != f.fd || g.tos != f.tos || g.v6 != f.v6 || !same_dst(f, g) ||
-            g.data.size() > seg || bytes + g.data.size() > cap)
+            g.len > seg || bytes + g.len > cap)
             break;
-        bytes += g.data.size();
+        bytes += g.len;
         ++j;
-        if (g.data.size() < seg) break;  // a shorter one ends the run
+        if (g.len < seg) break;  // a shorter one ends the run
     }
     return j - i;
 }
@@ -76,7 +76,7 @@ void TxQueue::flush() {
         for (size_t k = i; k < end; ++nm) {
             const size_t run = gso_run(k, end);
             TxFrame& t = q_[k];
-            for (size_t r = 0; r < run; ++r) ivs[k - i + r] = iovec{q_[k + r].data.data(), q_[k + r].data.size()};
+            for (size_t r = 0; r < run; ++r) ivs[k - i + r] = iovec{const_cast<uint8_t*>(q_[k + r].bytes()), q_[k + r].len};
             mmsghdr& m = msgs[nm];
             m = mmsghdr{};
             m.msg_hdr.msg_name = t.dst_len ? &t.dst : nullptr;
@@ -104,7 +104,7 @@ void TxQueue::flush() {
                     cm->cmsg_level = SOL_UDP;
                     cm->cmsg_type = UDP_SEGMENT;
                     cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-                    const uint16_t seg = uint16_t(t.data.size());
+                    const uint16_t seg = uint16_t(t.len);
                     std::memcpy(CMSG_DATA(cm), &seg, sizeof seg);
                 }
             }
@@ -115,7 +115,7 @@ void TxQueue::flush() {
         size_t done = 0;  // messages accounted for
         for (; done < nm && sent >= 0 && done < size_t(sent); ++done) {
             size_t bytes = 0;
-            for (size_t r = 0; r < count[done]; ++r) bytes += q_[first[done] + r].data.size();
+            for (size_t r = 0; r < count[done]; ++r) bytes += q_[first[done] + r].len;
             const bool ok = msgs[done].msg_len == bytes;
             for (size_t r = 0; r < count[done]; ++r) sent_(q_[first[done] + r], ok);
         }

@@ -32,8 +32,27 @@ struct TxFrame {
     int fd = -1;  // the UDP socket of the frame's source port, or the wire's
     sockaddr_storage dst{};
     socklen_t dst_len = 0;      // 0: the socket's connected peer
-    std::vector<uint8_t> data;  // UDP port: from the BTH on; wire port: the whole frame
-    size_t counted = 0;         // what the statistics count of it (tx_bytes: from the BTH on)
+    // What is sent: data[off, off + len). UDP port: from the BTH on; wire
+    // port: the whole frame. The UDP port takes the engine's encoded frame
+    // whole where it can (OutFrame::owner) and sends from its BTH, where it
+    // copied the UDP payload out.
+    std::vector<uint8_t> data;
+    size_t off = 0, len = 0;
+    const uint8_t* bytes() const { return data.data() + off; }
+    // The frame's bytes: a copy of [p, p + n).
+    void assign(const uint8_t* p, size_t n) {
+        data.assign(p, p + n);
+        off = 0;
+        len = n;
+    }
+    // The frame's bytes: [at, at + n) of buf, which this frame takes; buf
+    // gets this frame's old buffer back (a frame's worth, to be refilled).
+    void take(std::vector<uint8_t>& buf, size_t at, size_t n) {
+        data.swap(buf);
+        off = at;
+        len = n;
+    }
+    size_t counted = 0;  // what the statistics count of it (tx_bytes: from the BTH on)
     // UDP port: the IPv4 TOS or IPv6 traffic class the kernel writes (the
     // QP's address vector's, as rxe's prepare4/prepare6 write it); sent as
     // ancillary data when not 0, the sockets' own.

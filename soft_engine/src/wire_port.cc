@@ -157,7 +157,7 @@ private:
 WirePort::WirePort(const WireConfig& w, PortSent sent)
     : w_(w),
       sent_(sent),
-      tx_([sent](const TxFrame& t, bool ok) { sent(t.counted, ok, t.data.data(), t.data.size()); }),
+      tx_([sent](const TxFrame& t, bool ok) { sent(t.counted, ok, t.bytes(), t.len); }),
       // Seeded from the MAC: a device's IDs and reachable times replay.
       ident_(roce::load_be32(w.mac.data()) ^ (uint64_t(roce::load_be16(w.mac.data() + 4)) << 32)),
       table_(NeighbourTable::Params{}, roce::load_be32(w.mac.data() + 2) + 1) {
@@ -336,7 +336,7 @@ void WirePort::queue_frame(const uint8_t* f, size_t len, const MacAddr& dst, siz
     TxFrame& t = tx_.next();
     t.fd = fd_;
     t.dst_len = 0;  // the hub: the socket is connected
-    t.data.assign(f, f + len);
+    t.assign(f, len);
     std::copy(dst.begin(), dst.end(), t.data.begin());
     std::copy(mac_.begin(), mac_.end(), t.data.begin() + 6);
     t.counted = counted;
