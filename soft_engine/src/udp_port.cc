@@ -292,6 +292,10 @@ private:
     // buffers overflow, as a NIC's receive ring does.
     static constexpr size_t kBacklogBytes = 256u << 20;
     static constexpr size_t kRoom = roce::kIpv6HdrBytes + roce::kUdpHdrBytes;
+    // A receive buffer: the header room, then the largest UDP payload (a
+    // GRO datagram). The receive ring's, the stash batch's, and the whole
+    // buffers that stashed entries take from the batch.
+    static constexpr size_t kRxBufBytes = kRoom + 65536;
 };
 
 UdpPort::~UdpPort() {
@@ -612,9 +616,8 @@ void UdpPort::stash_arrivals() {
     // entries already delivered: a large one by trading buffers with the
     // batch, a small one by a copy. No system call, no allocation and no
     // copy of a GRO datagram's payload per datagram on a long burst.
-    constexpr size_t kWhole = kRoom + 65536;
     if (stash_bufs_.empty()) {
-        stash_bufs_.assign(kRxBatch, std::vector<uint8_t>(kWhole));
+        stash_bufs_.assign(kRxBatch, std::vector<uint8_t>(kRxBufBytes));
         stash_ctl_.resize(kRxBatch * kRxCtl);
     }
     const auto take = [](std::vector<Stashed>& pool) {
@@ -644,7 +647,7 @@ void UdpPort::stash_arrivals() {
                     st.buf.swap(batch_buf);
                     // Only when no whole entry was spare: the batch's
                     // buffer grows back to whole size (an allocation).
-                    if (batch_buf.size() != kWhole) batch_buf.resize(kWhole);
+                    if (batch_buf.size() != kRxBufBytes) batch_buf.resize(kRxBufBytes);
                 } else {
                     st = take(stash_spare_);
                     st.buf.assign(batch_buf.data(), batch_buf.data() + kRoom + n);
@@ -802,7 +805,7 @@ bool UdpPort::receive(PortSink& sink) {
         mh.msg_control = st.ctl.empty() ? nullptr : st.ctl.data();
         mh.msg_controllen = st.ctl.size();
         deliver(st.sk, st.buf.data() + kRoom, st.n, mh, st.src, sink);
-        const bool whole = st.buf.size() == kRoom + 65536;
+        const bool whole = st.buf.size() == kRxBufBytes;
         std::vector<Stashed>& pool = whole ? stash_whole_ : stash_spare_;
         if (pool.size() < (whole ? kStashWhole : kStashSpare)) pool.push_back(std::move(st));
         got = true;
@@ -813,7 +816,7 @@ bool UdpPort::receive(PortSink& sink) {
     // kernel took off (IPv6's are the larger), which are rebuilt in front of
     // the payload.
     if (rx_bufs_.empty()) {
-        rx_bufs_.assign(kRxBatch, std::vector<uint8_t>(kRoom + 65536));
+        rx_bufs_.assign(kRxBatch, std::vector<uint8_t>(kRxBufBytes));
         rx_ctl_.resize(kRxBatch * kRxCtl);
     }
     // Every socket of the port: IPv4, then each IPv6 address, then each

@@ -173,11 +173,9 @@ step = max(1, len(pts) // 12)
 sel = pts[::step] + ([pts[-1]] if (len(pts) - 1) % step else [])
 print("daemon (s: RSS MiB / heap in use MiB / mappings): " +
       ", ".join(f"{t}: {r / 1024:.1f}/{h / 2**20:.1f}/{m}" for t, r, h, m in sel))
-warm = [p for p in pts if p[0] >= T / 3]
-w0 = T / 3
-cut = [w0 + (T - w0) * k / 3 for k in (1, 2)]
-parts = [[p for p in warm if p[0] < cut[0]], [p for p in warm if cut[0] <= p[0] < cut[1]],
-         [p for p in warm if p[0] >= cut[1]]]
+# After the first third (warm-up), three parts of equal length.
+edges = [T / 3 + (T - T / 3) * k / 3 for k in range(3)] + [float("inf")]
+parts = [[p for p in pts if lo <= p[0] < hi] for lo, hi in zip(edges, edges[1:])]
 if any(not ps for ps in parts):
     print("daemon memory: a part after warm-up has no sample"); sys.exit(1)
 floor = lambda ps, i: min(p[i] for p in ps)
