@@ -614,6 +614,10 @@ struct Nic {
     // A table lookup through `cache`: hit_cycles, plus the entry's DMA read
     // on a miss. The wait for memory counts as the block's stall.
     void lookup(TableCache& cache, uint32_t key, sim::BlockStats& st);
+    // The same on the block's own clock `t` (ps, >= now): a hit moves `t`
+    // on by hit_cycles and does not wait; a miss waits until `t`, then for
+    // the entry's read, and sets `t` to now.
+    void lookup_ahead(TableCache& cache, uint32_t key, sim::BlockStats& st, uint64_t& t);
     // Plays ops [i, end) of a record that only touch memory, until an op of
     // another kind; returns the index it stopped at. `payload_ready` is
     // raised to the arrival time of payload reads (not waited for), and

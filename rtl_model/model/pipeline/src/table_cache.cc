@@ -16,17 +16,26 @@ TableCache::Way* TableCache::set_of(uint32_t key) {
     return &ways_[size_t(h % sets_) * std::max<uint32_t>(1, cfg_.ways)];
 }
 
+TableCache::Way* TableCache::find(Way* set, uint32_t key) {
+    const uint32_t nw = std::max<uint32_t>(1, cfg_.ways);
+    for (uint32_t i = 0; i < nw; ++i)
+        if (set[i].valid && set[i].key == key) return &set[i];
+    return nullptr;
+}
+
+bool TableCache::touch(uint32_t key) {
+    Way* w = find(set_of(key), key);
+    if (!w) return false;
+    w->used = ++clock_;
+    ++st_.hits;
+    return true;
+}
+
 bool TableCache::access(uint32_t key) {
+    if (touch(key)) return true;
     ++clock_;
     Way* set = set_of(key);
     const uint32_t nw = std::max<uint32_t>(1, cfg_.ways);
-    for (uint32_t i = 0; i < nw; ++i) {
-        if (set[i].valid && set[i].key == key) {
-            set[i].used = clock_;
-            ++st_.hits;
-            return true;
-        }
-    }
     ++st_.misses;
     Way* victim = set;
     for (uint32_t i = 0; i < nw; ++i) {

@@ -59,3 +59,22 @@ TEST_CASE("cache: invalidate forces a miss", "[model][cache]") {
     c.invalidate(7);
     CHECK_FALSE(c.access(7));
 }
+
+// touch() is the hit half of access(): a lookup decided at its issue
+// (Nic::lookup_ahead) touches first and only waits on a miss, where
+// access() then installs the entry at the lookup's data-out time.
+TEST_CASE("cache: touch hits like access and leaves a miss to it", "[model][cache]") {
+    TableCache c(cfg(2, 2));  // one set of two ways
+    CHECK_FALSE(c.touch(1));  // not cached: nothing counted, nothing installed
+    CHECK(c.stats().misses == 0);
+    CHECK(c.stats().hits == 0);
+    CHECK_FALSE(c.access(1));  // still a miss for access(), which installs it
+    CHECK_FALSE(c.access(2));
+    CHECK(c.touch(1));  // a hit, counted, and 1 is now the most recently used
+    CHECK(c.stats().hits == 1);
+    CHECK(c.stats().misses == 2);
+    CHECK_FALSE(c.access(3));  // evicts 2, the least recently used
+    CHECK(c.touch(1));
+    CHECK_FALSE(c.touch(2));
+    CHECK(c.stats().evictions == 1);
+}

@@ -19,6 +19,9 @@ public:
     // Looks `key` up and makes it most recently used; on a miss, installs it
     // (evicting the set's least recently used entry if the set is full).
     bool access(uint32_t key);
+    // access() for a key that is cached (true); for one that is not, false
+    // and nothing changes (no miss counted, nothing installed).
+    bool touch(uint32_t key);
     // Drops `key` (the firmware changed or destroyed the entry).
     void invalidate(uint32_t key);
 
@@ -37,6 +40,8 @@ private:
         uint64_t used = 0;  // LRU stamp
     };
     Way* set_of(uint32_t key);
+    // The way holding `key` in `set`, or null.
+    Way* find(Way* set, uint32_t key);
     CacheConfig cfg_;
     uint32_t sets_;
     std::vector<Way> ways_;
