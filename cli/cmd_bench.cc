@@ -290,8 +290,14 @@ int print_fluid(const model::FabricFluid& ff, double from_us, double window_us) 
     std::printf("    the incast's transient (mean of the flows, 1 ms windows from 0): largest error %.3f at %.0f us, "
                 "mean %.3f\n",
                 ff.transient.max_error, ff.transient.worst_t_s * 1e6, ff.transient.mean_error);
-    std::printf("    within 10%% of the fair share (%.2f Gb/s) from: fabric %.1f ms, fluid %.1f ms\n",
-                ff.fair_bps / 1e9, ff.fabric_converged_s * 1e3, ff.fluid_converged_s * 1e3);
+    std::printf("    the same against the packet-level DCQCN model (same parameters, mean of %u seeds): largest error "
+                "%.3f at %.0f us, mean %.3f; that model against the fluid model: largest %.3f at %.0f us, mean %.3f\n",
+                model::FabricFluid::kReferenceSeeds, ff.transient_reference.max_error,
+                ff.transient_reference.worst_t_s * 1e6, ff.transient_reference.mean_error,
+                ff.reference_fluid.max_error, ff.reference_fluid.worst_t_s * 1e6, ff.reference_fluid.mean_error);
+    std::printf("    within 10%% of the fair share (%.2f Gb/s) from: fabric %.1f ms, fluid %.1f ms, packet-level %.1f ms\n",
+                ff.fair_bps / 1e9, ff.fabric_converged_s * 1e3, ff.fluid_converged_s * 1e3,
+                ff.reference_converged_s * 1e3);
     std::printf("    destination queue's mean from %.0f us: fabric %.0f B, fluid %.0f B\n", from_us,
                 ff.fabric_queue_bytes, ff.fluid_queue_bytes);
     return fluid_rc;

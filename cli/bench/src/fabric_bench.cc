@@ -16,6 +16,7 @@
 
 #include "simnic/base/clock.h"
 #include "simnic/congestion/fluid/fluid_model.h"
+#include "simnic/congestion/fluid/packet_sim.h"
 #include "simnic/fw/firmware.h"
 #include "simnic/fw/table_store.h"
 #include "simnic/fw/wire_netdev.h"
@@ -933,12 +934,23 @@ bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, doubl
     }
     out.flows = fl::compare(out.fluid, out.fabric, from_s, window_s);
     out.transient = fl::compare(fl::mean_of_flows(out.fluid), fl::mean_of_flows(out.fabric), 0, 1e-3);
+    std::vector<fl::Series> ref_runs;
+    for (uint64_t seed = 1; seed <= FabricFluid::kReferenceSeeds; ++seed)
+        ref_runs.push_back(fl::simulate_packets(sc, seed));
+    if (!fl::ensemble_mean(ref_runs, out.reference, err)) {
+        err = "the packet-level reference: " + err;
+        return false;
+    }
+    out.transient_reference =
+        fl::compare(fl::mean_of_flows(out.reference), fl::mean_of_flows(out.fabric), 0, 1e-3);
+    out.reference_fluid = fl::compare(fl::mean_of_flows(out.fluid), fl::mean_of_flows(out.reference), 0, 1e-3);
     const double end = out.fabric.t_s.empty() ? 0 : out.fabric.t_s.back();
     out.fabric_queue_bytes = queue ? fl::mean_queue(out.fabric, from_s, end) : 0;
     out.fluid_queue_bytes = fl::mean_queue(out.fluid, from_s, end);
     out.fair_bps = sc.bottleneck_bps / sc.flows;
     out.fabric_converged_s = fl::convergence_time(fl::mean_of_flows(out.fabric), out.fair_bps, 1e-3, 0.1);
     out.fluid_converged_s = fl::convergence_time(fl::mean_of_flows(out.fluid), out.fair_bps, 1e-3, 0.1);
+    out.reference_converged_s = fl::convergence_time(fl::mean_of_flows(out.reference), out.fair_bps, 1e-3, 0.1);
     return true;
 }
 

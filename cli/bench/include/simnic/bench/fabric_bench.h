@@ -171,11 +171,24 @@ struct FabricFluid {
     // The mean over the flows, from the start, in 1 ms windows: the
     // incast's transient (docs/model.md: where they part, and why).
     congestion::fluid::Agreement transient;
+    // The packet-level DCQCN model (congestion/fluid/packet_sim.h) for the
+    // same scenario, the mean of kReferenceSeeds runs: the published
+    // algorithm with every CNP a discrete cut, without the NIC pipeline,
+    // the switch model or the links of the fabric. Where the fluid model's
+    // mean field parts from discrete DCQCN (an incast of 4 KiB frames cut
+    // by whole halvings), the reference parts from it the same way, and the
+    // fabric is held to the reference (docs/model.md, The incast of 4 KiB
+    // frames).
+    static constexpr unsigned kReferenceSeeds = 8;
+    congestion::fluid::Series reference;
+    // The mean over the flows, from the start, in 1 ms windows: the fabric
+    // against the reference, and the reference against the fluid model.
+    congestion::fluid::Agreement transient_reference, reference_fluid;
     // The destination queue's mean from `from_s` to the end, bytes.
     double fabric_queue_bytes = 0, fluid_queue_bytes = 0;
     // When the mean over the flows is within 10% of the fair share (1 ms
     // windows) from then on; NaN if never.
-    double fabric_converged_s = 0, fluid_converged_s = 0;
+    double fabric_converged_s = 0, fluid_converged_s = 0, reference_converged_s = 0;
     double fair_bps = 0;
 };
 // False with `err` when the run cannot be described to the fluid model
