@@ -264,6 +264,10 @@ void Nic::reset_stats() {
 
 void Nic::lookup(TableCache& cache, uint32_t key, sim::BlockStats& st) {
     wait_ps(cycles(cache.config().hit_cycles));
+    lookup_out(cache, key, st);
+}
+
+void Nic::lookup_out(TableCache& cache, uint32_t key, sim::BlockStats& st) {
     const bool hit = cache.access(key);
     if (tap.on()) {
         const CacheSignals& c = cache_sig[&cache == &qpc ? 0 : &cache == &mpt ? 1 : 2];
@@ -276,23 +280,17 @@ void Nic::lookup(TableCache& cache, uint32_t key, sim::BlockStats& st) {
 }
 
 void Nic::lookup_ahead(TableCache& cache, uint32_t key, sim::BlockStats& st, uint64_t& t) {
-    // A waveform shows each lookup's hit or miss at its own edge, which is
-    // the kernel's time: there, every lookup waits as lookup() does.
-    if (tap.on()) {
-        wait_until(t);
-        lookup(cache, key, st);
-        t = now_ps();
-        return;
-    }
     t += cycles(cache.config().hit_cycles);
     // A hit is decided at the lookup's issue (the tags as they stand), where
     // lookup() decides it at data out, hit_cycles later: a hit's LRU stamp
-    // may come before another block's access within those cycles.
-    if (cache.touch(key)) return;
+    // may come before another block's access within those cycles. With a
+    // waveform armed, every lookup is decided at data out, so that its hit
+    // or miss pulse is on its own edge.
+    if (!tap.on() && cache.touch(key)) return;
     // A miss is decided, and its entry installed, at data out, as lookup()
     // does: another block's lookup meanwhile may have installed it.
     wait_until(t);
-    if (!cache.access(key)) sim::stall_until(st, dma.read(now_ps(), cache.config().entry_bytes, DmaPurpose::Context));
+    lookup_out(cache, key, st);
     t = now_ps();
 }
 

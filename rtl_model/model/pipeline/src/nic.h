@@ -618,6 +618,8 @@ struct Nic {
     // on by hit_cycles and does not wait; a miss waits until `t`, then for
     // the entry's read, and sets `t` to now.
     void lookup_ahead(TableCache& cache, uint32_t key, sim::BlockStats& st, uint64_t& t);
+    // Both, at the lookup's data out (now): hit or miss, and a miss's read.
+    void lookup_out(TableCache& cache, uint32_t key, sim::BlockStats& st);
     // Plays ops [i, end) of a record that only touch memory, until an op of
     // another kind; returns the index it stopped at. `payload_ready` is
     // raised to the arrival time of payload reads (not waited for), and
