@@ -295,6 +295,10 @@ int print_fluid(const model::FabricFluid& ff, double from_us, double window_us) 
                 model::FabricFluid::kReferenceSeeds, ff.transient_reference.max_error,
                 ff.transient_reference.worst_t_s * 1e6, ff.transient_reference.mean_error,
                 ff.reference_fluid.max_error, ff.reference_fluid.worst_t_s * 1e6, ff.reference_fluid.mean_error);
+    std::printf("    the fabric against the packet-level model in fractions of the fair share (for rates near zero): "
+                "largest %.3f at %.0f us, mean %.3f\n",
+                ff.transient_reference_share.max_error, ff.transient_reference_share.worst_t_s * 1e6,
+                ff.transient_reference_share.mean_error);
     std::printf("    within 10%% of the fair share (%.2f Gb/s) from: fabric %.1f ms, fluid %.1f ms, packet-level %.1f ms\n",
                 ff.fair_bps / 1e9, ff.fabric_converged_s * 1e3, ff.fluid_converged_s * 1e3,
                 ff.reference_converged_s * 1e3);
@@ -377,7 +381,7 @@ int run_fabric_seeds(const BenchArgs& a, model::FabricBenchSpec spec, uint64_t l
                     (unsigned long long)r.switch_drops, (unsigned long long)errs);
         if (a.fluid) {
             model::FabricFluid ff;
-            if (!model::fabric_fluid(spec, r, 0, 1e-3, ff, err)) {
+            if (!model::fabric_fluid(spec, r, 0, 1e-3, ff, err, /*reference=*/false)) {
                 std::fprintf(stderr, "\nsimnic bench: --fluid: %s\n", err.c_str());
                 return 2;
             }

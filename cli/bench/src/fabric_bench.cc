@@ -854,7 +854,7 @@ FabricBenchResult mean_of_runs(const std::vector<FabricBenchResult>& runs) {
 }
 
 bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, double from_s, double window_s,
-                  FabricFluid& out, std::string& err) {
+                  FabricFluid& out, std::string& err, bool reference) {
     namespace fl = congestion::fluid;
     if (r.flows.empty() || r.bin_ns <= 0) {
         err = "the run has no flows to compare";
@@ -933,7 +933,15 @@ bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, doubl
         }
     }
     out.flows = fl::compare(out.fluid, out.fabric, from_s, window_s);
-    out.transient = fl::compare(fl::mean_of_flows(out.fluid), fl::mean_of_flows(out.fabric), 0, 1e-3);
+    const fl::Series fabric_mean = fl::mean_of_flows(out.fabric), fluid_mean = fl::mean_of_flows(out.fluid);
+    out.transient = fl::compare(fluid_mean, fabric_mean, 0, 1e-3);
+    const double end = out.fabric.t_s.empty() ? 0 : out.fabric.t_s.back();
+    out.fabric_queue_bytes = queue ? fl::mean_queue(out.fabric, from_s, end) : 0;
+    out.fluid_queue_bytes = fl::mean_queue(out.fluid, from_s, end);
+    out.fair_bps = sc.bottleneck_bps / sc.flows;
+    out.fabric_converged_s = fl::convergence_time(fabric_mean, out.fair_bps, 1e-3, 0.1);
+    out.fluid_converged_s = fl::convergence_time(fluid_mean, out.fair_bps, 1e-3, 0.1);
+    if (!reference) return true;
     std::vector<fl::Series> ref_runs;
     for (uint64_t seed = 1; seed <= FabricFluid::kReferenceSeeds; ++seed)
         ref_runs.push_back(fl::simulate_packets(sc, seed));
@@ -941,16 +949,11 @@ bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, doubl
         err = "the packet-level reference: " + err;
         return false;
     }
-    out.transient_reference =
-        fl::compare(fl::mean_of_flows(out.reference), fl::mean_of_flows(out.fabric), 0, 1e-3);
-    out.reference_fluid = fl::compare(fl::mean_of_flows(out.fluid), fl::mean_of_flows(out.reference), 0, 1e-3);
-    const double end = out.fabric.t_s.empty() ? 0 : out.fabric.t_s.back();
-    out.fabric_queue_bytes = queue ? fl::mean_queue(out.fabric, from_s, end) : 0;
-    out.fluid_queue_bytes = fl::mean_queue(out.fluid, from_s, end);
-    out.fair_bps = sc.bottleneck_bps / sc.flows;
-    out.fabric_converged_s = fl::convergence_time(fl::mean_of_flows(out.fabric), out.fair_bps, 1e-3, 0.1);
-    out.fluid_converged_s = fl::convergence_time(fl::mean_of_flows(out.fluid), out.fair_bps, 1e-3, 0.1);
-    out.reference_converged_s = fl::convergence_time(fl::mean_of_flows(out.reference), out.fair_bps, 1e-3, 0.1);
+    const fl::Series reference_mean = fl::mean_of_flows(out.reference);
+    out.transient_reference = fl::compare(reference_mean, fabric_mean, 0, 1e-3);
+    out.transient_reference_share = fl::compare(reference_mean, fabric_mean, 0, 1e-3, out.fair_bps);
+    out.reference_fluid = fl::compare(fluid_mean, reference_mean, 0, 1e-3);
+    out.reference_converged_s = fl::convergence_time(reference_mean, out.fair_bps, 1e-3, 0.1);
     return true;
 }
 

@@ -226,7 +226,7 @@ bool ensemble_mean(const std::vector<Series>& runs, Series& mean, std::string& e
     return true;
 }
 
-Agreement compare(const Series& ref, const Series& meas, double from_s, double window_s) {
+Agreement compare(const Series& ref, const Series& meas, double from_s, double window_s, double scale_bps) {
     Agreement a;
     if (ref.flows() != meas.flows()) {
         a.error = "the series have " + std::to_string(ref.flows()) + " and " + std::to_string(meas.flows()) + " flows";
@@ -240,6 +240,10 @@ Agreement compare(const Series& ref, const Series& meas, double from_s, double w
         a.error = "the window must be positive";
         return a;
     }
+    if (!(scale_bps >= 0)) {
+        a.error = "the scale must be 0 (relative to the reference) or positive";
+        return a;
+    }
     const double end = std::min(ref.t_s.back(), meas.t_s.back());
     double sum = 0;
     std::size_t terms = 0;
@@ -248,12 +252,12 @@ Agreement compare(const Series& ref, const Series& meas, double from_s, double w
         for (std::size_t f = 0; f < ref.flows(); ++f) {
             const double r = mean_rate(ref, f, t0, t0 + window_s);
             const double m = mean_rate(meas, f, t0, t0 + window_s);
-            if (std::isnan(r) || std::isnan(m) || !(r > 0)) {
+            if (std::isnan(r) || std::isnan(m) || !(r > 0 || scale_bps > 0)) {
                 a.error = "flow " + std::to_string(f) + " has no reference rate in the window at " +
                           std::to_string(t0 * 1e6) + " us";
                 return a;
             }
-            const double e = std::fabs(m - r) / r;
+            const double e = std::fabs(m - r) / (scale_bps > 0 ? scale_bps : r);
             sum += e;
             ++terms;
             if (e > a.max_error) {

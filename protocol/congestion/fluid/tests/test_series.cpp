@@ -109,6 +109,19 @@ TEST_CASE("series: compare gives the worst window's relative error", "[fluid][cs
     CHECK(a.worst_flow == 0);
     CHECK(a.worst_t_s == Approx(600e-6));
     CHECK(a.mean_error == Approx(0.015));
+    // The same against a scale (a fair share of 50 Gb/s): 1.5 Gb/s apart
+    // in that window is 3% of it; a window whose reference rate is 0 is
+    // compared too.
+    const Agreement share = compare(ref, meas, 0, 200e-6, 50e9);
+    REQUIRE(share.error.empty());
+    CHECK(share.max_error == Approx(0.03));
+    CHECK(share.worst_t_s == Approx(600e-6));
+    Series stalled = ref;
+    for (double& x : stalled.rate_bps[1]) x = 0;
+    CHECK_FALSE(compare(stalled, meas, 0, 200e-6).error.empty());
+    REQUIRE(compare(stalled, stalled, 0, 200e-6, 50e9).error.empty());
+    CHECK(compare(stalled, stalled, 0, 200e-6, 50e9).max_error == 0);
+    CHECK_FALSE(compare(ref, meas, 0, 200e-6, -1).error.empty());
     // Several runs: their mean.
     Series mean;
     std::string err;

@@ -184,6 +184,11 @@ struct FabricFluid {
     // The mean over the flows, from the start, in 1 ms windows: the fabric
     // against the reference, and the reference against the fluid model.
     congestion::fluid::Agreement transient_reference, reference_fluid;
+    // The fabric against the reference as transient_reference, each
+    // window's error a fraction of the fair share: an 8:1 incast's first
+    // cuts take every flow to a few hundred Mb/s, where errors relative to
+    // the rate say little.
+    congestion::fluid::Agreement transient_reference_share;
     // The destination queue's mean from `from_s` to the end, bytes.
     double fabric_queue_bytes = 0, fluid_queue_bytes = 0;
     // When the mean over the flows is within 10% of the fair share (1 ms
@@ -193,9 +198,11 @@ struct FabricFluid {
 };
 // False with `err` when the run cannot be described to the fluid model
 // (no flows, one flow's destination differs from another's, congestion
-// control off, a bad scenario).
+// control off, a bad scenario). With `reference` false the packet-level
+// reference (kReferenceSeeds runs of it) is not computed and its fields
+// stay empty: a line per seed needs only the fluid model.
 bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, double from_s, double window_s,
-                  FabricFluid& out, std::string& err);
+                  FabricFluid& out, std::string& err, bool reference = true);
 // The fabric's rates and the fluid model's on one plot (`simnic bench
 // --fluid`, OUT-fluid.svg): each flow of `r` on the wire (solid, left axis)
 // and in the fluid model (dashed, right axis, the same scale), in Gb/s
