@@ -597,6 +597,7 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
         f.rate_limit_holds = stat_of(st, "rate_limit_holds");
         f.wire_frames = wire_frames_[fl];
         f.wire_bytes = wire_bytes_[fl];
+        f.starts_us = {double(start[fl] - t0) / 1e6};
         // The flow's QPs' reaction points, as `simnic stats` shows them.
         {
             std::vector<uint32_t> mine;
@@ -840,9 +841,11 @@ FabricBenchResult mean_of_runs(const std::vector<FabricBenchResult>& runs) {
     for (size_t i = 0; i < m.flows.size(); ++i) {
         FabricFlow& f = m.flows[i];
         f.wire_frames = f.wire_bytes = 0;
+        f.starts_us.clear();
         for (const FabricBenchResult* r : same) {
             f.wire_frames += r->flows[i].wire_frames;
             f.wire_bytes += r->flows[i].wire_bytes;
+            f.starts_us.insert(f.starts_us.end(), r->flows[i].starts_us.begin(), r->flows[i].starts_us.end());
         }
         average(f.wire_gbps_series,
                 [i](const FabricBenchResult& r) -> const std::vector<double>& { return r.flows[i].wire_gbps_series; });
@@ -911,11 +914,46 @@ bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, doubl
     for (const FabricFlow& f : r.flows) bins = std::max(bins, f.wire_gbps_series.size());
     sc.sample_s = r.bin_ns * 1e-9;
     sc.duration_s = double(bins) * sc.sample_s;
+    // Each run's start times (one set for a run, one per run for a mean of
+    // runs); none when every flow started at the measurement's start, as
+    // without jitter.
+    std::vector<std::vector<double>> starts;
+    for (size_t i = 0; i < r.flows.size(); ++i) {
+        const std::vector<double>& st = r.flows[i].starts_us;
+        if (i == 0) starts.assign(st.size(), std::vector<double>(r.flows.size(), 0.0));
+        if (st.size() != starts.size()) {
+            err = "the flows have start times for different numbers of runs";
+            return false;
+        }
+        for (size_t k = 0; k < st.size(); ++k) starts[k][i] = st[k] * 1e-6;
+    }
+    bool together = true;
+    for (const std::vector<double>& v : starts)
+        for (double at : v) together &= at == 0;
+    if (together) starts.assign(1, {});
+    // A model's series for this run: the mean of its runs for each set of
+    // start times.
+    auto over_starts = [&](auto&& model, const char* what, fl::Series& into) {
+        std::vector<fl::Series> runs;
+        for (const std::vector<double>& st : starts) {
+            fl::Scenario one = sc;
+            one.start_s = st;
+            model(one, runs);
+        }
+        if (!fl::ensemble_mean(runs, into, err)) {
+            err = std::string(what) + ": " + err;
+            return false;
+        }
+        return true;
+    };
+    sc.start_s = starts[0];
     if (const std::string bad = fl::check(sc); !bad.empty()) {
         err = "the fabric's run is no fluid scenario:\n" + bad;
         return false;
     }
-    out.fluid = fl::integrate_fluid(sc);
+    if (!over_starts([](const fl::Scenario& one, std::vector<fl::Series>& runs) { runs.push_back(fl::integrate_fluid(one)); },
+                     "the fluid model", out.fluid))
+        return false;
     out.fabric = fl::Series{};
     out.fabric.rate_bps.assign(r.flows.size(), {});
     const bool queue = !r.dest_depth_bytes.empty() && r.depth_sample_ns > 0;
@@ -942,13 +980,13 @@ bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, doubl
     out.fabric_converged_s = fl::convergence_time(fabric_mean, out.fair_bps, 1e-3, 0.1);
     out.fluid_converged_s = fl::convergence_time(fluid_mean, out.fair_bps, 1e-3, 0.1);
     if (!reference) return true;
-    std::vector<fl::Series> ref_runs;
-    for (uint64_t seed = 1; seed <= FabricFluid::kReferenceSeeds; ++seed)
-        ref_runs.push_back(fl::simulate_packets(sc, seed));
-    if (!fl::ensemble_mean(ref_runs, out.reference, err)) {
-        err = "the packet-level reference: " + err;
+    if (!over_starts(
+            [](const fl::Scenario& one, std::vector<fl::Series>& runs) {
+                for (uint64_t seed = 1; seed <= FabricFluid::kReferenceSeeds; ++seed)
+                    runs.push_back(fl::simulate_packets(one, seed));
+            },
+            "the packet-level reference", out.reference))
         return false;
-    }
     const fl::Series reference_mean = fl::mean_of_flows(out.reference);
     out.transient_reference = fl::compare(reference_mean, fabric_mean, 0, 1e-3);
     out.transient_reference_share = fl::compare(reference_mean, fabric_mean, 0, 1e-3, out.fair_bps);

@@ -86,6 +86,11 @@ struct FabricFlow {
     // fluid model's rates (congestion/fluid/series.h).
     std::vector<double> wire_gbps_series;
     uint64_t wire_frames = 0, wire_bytes = 0;  // those frames, in all
+    // When the flow started posting, microseconds from the measurement's
+    // start (0 without start_jitter_us): one per run, so that the mean of
+    // runs (mean_of_runs) keeps every run's, which fabric_fluid gives the
+    // reference models.
+    std::vector<double> starts_us;
     // Congestion control (the sending device's CC_STATS_BLOCK, shared by
     // its flows, and its QPs' reaction points).
     uint64_t cnp_received = 0;   // CNPs that reached the sender
@@ -138,7 +143,8 @@ bool run_fabric_bench(const FabricBenchSpec& spec, FabricBenchResult& out, std::
 // switches' marking seed: each flow's rate series and the destinations'
 // queue series averaged bin by bin (over the bins every run has), the
 // frame and byte counts summed (their ratio, the mean frame, is what the
-// fluid model takes), the rest the first run's. A run whose flows differ
+// fluid model takes), each run's start times kept, the rest the first
+// run's. A run whose flows differ
 // in number from the first's takes no part. A fluid model describes
 // the mean of a DCQCN fabric, not any one run of it: two flows are cut a
 // whole number of times each, the fluid model's rates by fractions.
@@ -196,6 +202,10 @@ struct FabricFluid {
     double fabric_converged_s = 0, fluid_converged_s = 0, reference_converged_s = 0;
     double fair_bps = 0;
 };
+// Flows that start at their own times (start_jitter_us) start so in both
+// models too; for the mean of runs, each model's series is the mean of its
+// runs with each run's start times (for the packet-level model,
+// kReferenceSeeds runs for each).
 // False with `err` when the run cannot be described to the fluid model
 // (no flows, one flow's destination differs from another's, congestion
 // control off, a bad scenario). With `reference` false the packet-level
