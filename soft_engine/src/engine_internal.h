@@ -252,8 +252,12 @@ struct SoftEngine::Impl final : Datapath, PortSink {
 
     // Tables.
     uint8_t* entry(Table t, uint32_t i) { return tables.entry(t, i); }
-    static uint64_t g(const uint8_t* e, Table t, hw::Field f) { return hw::get(e, hw::entry_size(t), f); }
-    static void s(uint8_t* e, Table t, hw::Field f, uint64_t v) {
+    // Inline with hw::get and hw::set (field.h): at a call with a constant
+    // table and field the entry's size and the field's checks fold away.
+    SIMNIC_HW_INLINE static uint64_t g(const uint8_t* e, Table t, hw::Field f) {
+        return hw::get(e, hw::entry_size(t), f);
+    }
+    SIMNIC_HW_INLINE static void s(uint8_t* e, Table t, hw::Field f, uint64_t v) {
         hw::set(e, hw::entry_size(t), f, v & hw::mask_of(f.width));
     }
 

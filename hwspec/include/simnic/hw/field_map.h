@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "simnic/hw/field.h"
 
@@ -32,9 +34,12 @@ constexpr MemberField<V, M> member_field(M V::*m, Field f) noexcept {
     return {m, f};
 }
 
+// put and take are forced inline with the accessors (field.h): each field
+// of a map is then a constant, and encoding a CQE is its fields' shifts and
+// masks.
 namespace field_map_detail {
 template <typename M>
-inline void put(std::uint8_t* p, std::uint32_t len, Field f, const M& v) noexcept {
+SIMNIC_HW_INLINE void put(std::uint8_t* p, std::uint32_t len, Field f, const M& v) noexcept {
     if constexpr (std::is_same_v<M, bool>) {
         set(p, len, f, v ? 1 : 0);
     } else if constexpr (std::is_integral_v<M> || std::is_enum_v<M>) {
@@ -44,7 +49,7 @@ inline void put(std::uint8_t* p, std::uint32_t len, Field f, const M& v) noexcep
     }
 }
 template <typename M>
-inline void take(const std::uint8_t* p, std::uint32_t len, Field f, M& v) noexcept {
+SIMNIC_HW_INLINE void take(const std::uint8_t* p, std::uint32_t len, Field f, M& v) noexcept {
     if constexpr (std::is_same_v<M, bool>) {
         v = get(p, len, f) != 0;
     } else if constexpr (std::is_integral_v<M> || std::is_enum_v<M>) {
@@ -66,20 +71,53 @@ constexpr FieldMap<V, M...> field_map(std::uint32_t size, MemberField<V, M>... p
     return {size, std::make_tuple(pairs...)};
 }
 
-// Writes every mapped member of `v` into the `len` bytes at `p`; the bits of
-// no mapped field are left as they are.
+// The walkers below take the map as a template argument (a constexpr
+// object of static storage), so each field is a constant where it is
+// written or read, and with put and take inlined a CQE's encode is its
+// fields' shifts and masks. A map passed at run time was copied to the
+// stack and walked with every field's checks (640 instructions a CQE).
+namespace field_map_detail {
+template <const auto& Map, std::size_t I, typename V>
+SIMNIC_HW_INLINE void put_at(std::uint8_t* p, const V& v) noexcept {
+    constexpr auto mf = std::get<I>(Map.fields);
+    static_assert(fits(mf.field, Map.size), "a mapped field leaves its layout");
+    put(p, Map.size, mf.field, v.*(mf.member));
+}
+template <const auto& Map, std::size_t I, typename V>
+SIMNIC_HW_INLINE void take_at(const std::uint8_t* p, V& v) noexcept {
+    constexpr auto mf = std::get<I>(Map.fields);
+    static_assert(fits(mf.field, Map.size), "a mapped field leaves its layout");
+    take(p, Map.size, mf.field, v.*(mf.member));
+}
+template <const auto& Map, typename V, std::size_t... I>
+SIMNIC_HW_INLINE void put_all(std::uint8_t* p, const V& v, std::index_sequence<I...>) noexcept {
+    (put_at<Map, I>(p, v), ...);
+}
+template <const auto& Map, typename V, std::size_t... I>
+SIMNIC_HW_INLINE void take_all(const std::uint8_t* p, V& v, std::index_sequence<I...>) noexcept {
+    (take_at<Map, I>(p, v), ...);
+}
+template <typename T>
+struct field_count;
 template <typename V, typename... M>
-inline void encode_fields(std::uint8_t* p, std::uint32_t len, const V& v,
-                          const std::tuple<MemberField<V, M>...>& map) noexcept {
-    std::apply([&](const auto&... m) { (field_map_detail::put(p, len, m.field, v.*(m.member)), ...); }, map);
+struct field_count<FieldMap<V, M...>> : std::integral_constant<std::size_t, sizeof...(M)> {};
+}  // namespace field_map_detail
+
+// Writes every member of `v` that `Map` (a FieldMap of static storage)
+// maps into its layout at `p`, which has Map.size bytes behind it; the
+// bits of no mapped field are left as they are.
+template <const auto& Map, typename V>
+inline void encode_fields(std::uint8_t* p, const V& v) noexcept {
+    using T = std::remove_cv_t<std::remove_reference_t<decltype(Map)>>;
+    field_map_detail::put_all<Map>(p, v, std::make_index_sequence<field_map_detail::field_count<T>::value>{});
 }
 
-// Reads every mapped member of `v` from the `len` bytes at `p`; the other
-// members are left as they are.
-template <typename V, typename... M>
-inline void decode_fields(const std::uint8_t* p, std::uint32_t len, V& v,
-                          const std::tuple<MemberField<V, M>...>& map) noexcept {
-    std::apply([&](const auto&... m) { (field_map_detail::take(p, len, m.field, v.*(m.member)), ...); }, map);
+// Reads every member of `v` that `Map` maps from the layout at `p`; the
+// other members are left as they are.
+template <const auto& Map, typename V>
+inline void decode_fields(const std::uint8_t* p, V& v) noexcept {
+    using T = std::remove_cv_t<std::remove_reference_t<decltype(Map)>>;
+    field_map_detail::take_all<Map>(p, v, std::make_index_sequence<field_map_detail::field_count<T>::value>{});
 }
 
 // A value type V with a map declares it as an overload
@@ -87,15 +125,17 @@ inline void decode_fields(const std::uint8_t* p, std::uint32_t len, V& v,
 // beside V (found by argument-dependent lookup); then these encode and
 // decode it at `p`, which has the layout's size behind it.
 template <typename V>
+struct map_of {
+    static constexpr auto value = field_map_of(static_cast<const V*>(nullptr));
+};
+template <typename V>
 inline void encode_value(std::uint8_t* p, const V& v) noexcept {
-    constexpr auto m = field_map_of(static_cast<const V*>(nullptr));
-    encode_fields(p, m.size, v, m.fields);
+    encode_fields<map_of<V>::value>(p, v);
 }
 template <typename V>
 inline V decode_value(const std::uint8_t* p) noexcept {
-    constexpr auto m = field_map_of(static_cast<const V*>(nullptr));
     V v;
-    decode_fields(p, m.size, v, m.fields);
+    decode_fields<map_of<V>::value>(p, v);
     return v;
 }
 

@@ -315,7 +315,7 @@ struct SendWqe {
 // CTRL_SEG's fields that are the WQE's own; inline_data, num_sge and
 // total_len follow from its data.
 namespace wqe_detail {
-constexpr auto kCtrl = field_map(
+inline constexpr auto kCtrl = field_map(
     ctrl_seg::kSize, member_field(&SendWqe::opcode, ctrl_seg::opcode), member_field(&SendWqe::fence, ctrl_seg::fence),
     member_field(&SendWqe::signaled, ctrl_seg::signaled), member_field(&SendWqe::solicited, ctrl_seg::solicited),
     member_field(&SendWqe::imm_inv, ctrl_seg::imm_inv), member_field(&SendWqe::wr_id, ctrl_seg::wr_id));
@@ -361,7 +361,8 @@ inline WqeFault encode_send(const SendWqe& w, QpType qp_type, std::uint8_t* slot
     using wqe_detail::put;
     namespace c = ctrl_seg;
     std::memset(slot, 0, stride);
-    encode_fields(slot, c::kSize, w, wqe_detail::kCtrl.fields);
+    static_assert(wqe_detail::kCtrl.size == c::kSize);
+    encode_fields<wqe_detail::kCtrl>(slot, w);
     put(slot, c::kSize, c::inline_data, w.inline_data ? 1 : 0);
     put(slot, c::kSize, c::num_sge, w.inline_data ? 0 : w.num_sge);
     put(slot, c::kSize, c::total_len, static_cast<std::uint32_t>(w.data_len()));
@@ -405,7 +406,7 @@ inline WqeFault decode_send(const std::uint8_t* slot, const SqLimits& lim, SendW
     w = SendWqe{};
     const std::uint64_t stride = lim.stride;
     if (stride < c::kSize) return WqeFault::Truncated;
-    decode_fields(slot, c::kSize, w, wqe_detail::kCtrl.fields);
+    decode_fields<wqe_detail::kCtrl>(slot, w);
     const WrOpcode o = w.opcode;
     const bool inl = get(slot, c::kSize, c::inline_data) != 0;
     const auto nsge = static_cast<std::uint32_t>(get(slot, c::kSize, c::num_sge));
