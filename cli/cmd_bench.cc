@@ -268,6 +268,17 @@ bool parse_seed_range(const std::string& text, uint64_t& lo, uint64_t& hi) {
     return lo <= hi && hi - lo < 64;
 }
 
+// One comparison's figures, or why there are none (a window where the
+// reference has no rate: flows started later than the window, with
+// --start-jitter-us).
+std::string agreement_text(const congestion::fluid::Agreement& a) {
+    if (!a.error.empty()) return "not compared (" + a.error + ")";
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "largest error %.3f at %.0f us, mean %.3f", a.max_error, a.worst_t_s * 1e6,
+                  a.mean_error);
+    return buf;
+}
+
 // The comparison with the DCQCN fluid model; 1 when a flow's window is off
 // by more than 20%.
 int print_fluid(const model::FabricFluid& ff, double from_us, double window_us) {
@@ -287,18 +298,17 @@ int print_fluid(const model::FabricFluid& ff, double from_us, double window_us) 
                     ff.flows.worst_t_s * 1e6, ff.flows.mean_error, ff.flows.max_error <= 0.2 ? "agree" : "do not agree");
         if (ff.flows.max_error > 0.2) fluid_rc = 1;
     }
-    std::printf("    the incast's transient (mean of the flows, 1 ms windows from 0): largest error %.3f at %.0f us, "
-                "mean %.3f\n",
-                ff.transient.max_error, ff.transient.worst_t_s * 1e6, ff.transient.mean_error);
-    std::printf("    the same against the packet-level DCQCN model (same parameters, mean of %u seeds): largest error "
-                "%.3f at %.0f us, mean %.3f; that model against the fluid model: largest %.3f at %.0f us, mean %.3f\n",
-                model::FabricFluid::kReferenceSeeds, ff.transient_reference.max_error,
-                ff.transient_reference.worst_t_s * 1e6, ff.transient_reference.mean_error,
-                ff.reference_fluid.max_error, ff.reference_fluid.worst_t_s * 1e6, ff.reference_fluid.mean_error);
-    std::printf("    the fabric against the packet-level model in fractions of the fair share (for rates near zero): "
-                "largest %.3f at %.0f us, mean %.3f\n",
-                ff.transient_reference_share.max_error, ff.transient_reference_share.worst_t_s * 1e6,
-                ff.transient_reference_share.mean_error);
+    std::printf("    the incast's transient (mean of the flows, 1 ms windows from 0): %s\n",
+                agreement_text(ff.transient).c_str());
+    if (ff.reference.flows()) {
+        std::printf("    the same against the packet-level DCQCN model (same parameters, mean of %u seeds): %s; that "
+                    "model against the fluid model: %s\n",
+                    model::FabricFluid::kReferenceSeeds, agreement_text(ff.transient_reference).c_str(),
+                    agreement_text(ff.reference_fluid).c_str());
+        std::printf("    the fabric against the packet-level model in fractions of the fair share (for rates near "
+                    "zero): %s\n",
+                    agreement_text(ff.transient_reference_share).c_str());
+    }
     std::printf("    within 10%% of the fair share (%.2f Gb/s) from: fabric %.1f ms, fluid %.1f ms, packet-level %.1f ms\n",
                 ff.fair_bps / 1e9, ff.fabric_converged_s * 1e3, ff.fluid_converged_s * 1e3,
                 ff.reference_converged_s * 1e3);
@@ -385,13 +395,14 @@ int run_fabric_seeds(const BenchArgs& a, model::FabricBenchSpec spec, uint64_t l
                 std::fprintf(stderr, "\nsimnic bench: --fluid: %s\n", err.c_str());
                 return 2;
             }
-            std::printf(" %10.3f", ff.transient.max_error);
+            if (ff.transient.error.empty()) std::printf(" %10.3f", ff.transient.max_error);
+            else std::printf(" %10s", "-");  // no rate in a window of the model's (a late start)
         }
         std::printf("\n");
         runs.push_back(std::move(r));
     }
     if (a.fluid) std::printf("  (transient: the mean of the flows against the fluid model's, 1 ms windows from 0, "
-                             "largest error)\n");
+                             "largest error; -: a window where no flow of the model had started)\n");
     const model::FabricBenchResult m = model::mean_of_runs(runs);
     int fluid_rc = 0;
     if (a.fluid) {
