@@ -917,19 +917,19 @@ bool fabric_fluid(const FabricBenchSpec& spec, const FabricBenchResult& r, doubl
     // Each run's start times (one set for a run, one per run for a mean of
     // runs); none when every flow started at the measurement's start, as
     // without jitter.
-    std::vector<std::vector<double>> starts;
+    std::vector<std::vector<double>> starts(r.flows[0].starts_us.size(), std::vector<double>(r.flows.size()));
+    bool together = true;
     for (size_t i = 0; i < r.flows.size(); ++i) {
         const std::vector<double>& st = r.flows[i].starts_us;
-        if (i == 0) starts.assign(st.size(), std::vector<double>(r.flows.size(), 0.0));
         if (st.size() != starts.size()) {
             err = "the flows have start times for different numbers of runs";
             return false;
         }
-        for (size_t k = 0; k < st.size(); ++k) starts[k][i] = st[k] * 1e-6;
+        for (size_t k = 0; k < st.size(); ++k) {
+            starts[k][i] = st[k] * 1e-6;
+            together &= st[k] == 0;
+        }
     }
-    bool together = true;
-    for (const std::vector<double>& v : starts)
-        for (double at : v) together &= at == 0;
     if (together) starts.assign(1, {});
     // A model's series for this run: the mean of its runs for each set of
     // start times.

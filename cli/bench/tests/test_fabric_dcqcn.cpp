@@ -80,6 +80,18 @@ std::vector<FabricBenchResult> run_seeds(FabricBenchSpec s, int n) {
     return runs;
 }
 
+// `r` (one run or a mean of runs) against both reference models
+// (fabric_fluid): each flow from `from_s` in windows of `window_s`.
+FabricFluid against_models(const FabricBenchSpec& s, const FabricBenchResult& r, double from_s, double window_s) {
+    FabricFluid ff;
+    std::string err;
+    const bool ok = fabric_fluid(s, r, from_s, window_s, ff, err);
+    INFO(err);
+    REQUIRE(ok);
+    REQUIRE(ff.flows.error.empty());
+    return ff;
+}
+
 // Flow f's mean wire rate (frame bytes, DCQCN's unit) over [t0, t1) us of
 // the run, Gb/s.
 double mean_gbps(const FabricBenchResult& r, size_t f, double t0_us, double t1_us) {
@@ -300,14 +312,9 @@ TEST_CASE("fabric DCQCN: the 2:1 incast's rates over time agree with the DCQCN f
     for (const FabricBenchResult& one : runs) REQUIRE(one.flows.size() == 2);
     const FabricBenchResult r = mean_of_runs(runs);
     REQUIRE(r.flows.size() == 2);
-    FabricFluid ff;
-    std::string err;
     // Each flow from 20 ms (the fluid model's flows have converged by 14 ms)
     // to the end of posting, in 5 ms windows.
-    const bool ok = fabric_fluid(s, r, 20e-3, 5e-3, ff, err);
-    INFO(err);
-    REQUIRE(ok);
-    REQUIRE(ff.flows.error.empty());
+    const FabricFluid ff = against_models(s, r, 20e-3, 5e-3);
     std::printf("  each flow from 20 ms, %zu windows of 5 ms: largest error %.3f (flow %zu at %.0f us), mean %.3f\n",
                 ff.flows.windows, ff.flows.max_error, ff.flows.worst_flow, ff.flows.worst_t_s * 1e6,
                 ff.flows.mean_error);
@@ -348,7 +355,6 @@ TEST_CASE("fabric DCQCN: the 2:1 incast's rates over time agree with the DCQCN f
     CHECK(ff.fabric_queue_bytes <= 2 * ff.fluid_queue_bytes);
 }
 
-
 namespace {
 
 // The 8:1 incast of incast8.toml, the mean of three seeds' runs against
@@ -363,12 +369,7 @@ FabricFluid eight_to_one_against_models(const fabric::Topology& t, FabricBenchRe
     }
     mean = mean_of_runs(runs);
     REQUIRE(mean.flows.size() == 8);
-    FabricFluid ff;
-    std::string err;
-    const bool ok = fabric_fluid(s, mean, 20e-3, 5e-3, ff, err);
-    INFO(err);
-    REQUIRE(ok);
-    REQUIRE(ff.flows.error.empty());
+    const FabricFluid ff = against_models(s, mean, 20e-3, 5e-3);
     REQUIRE(ff.transient_reference_share.error.empty());
     std::printf("  each flow against the fluid model from 20 ms, %zu windows of 5 ms: largest error %.3f, mean %.3f\n",
                 ff.flows.windows, ff.flows.max_error, ff.flows.mean_error);
@@ -444,7 +445,6 @@ TEST_CASE("fabric DCQCN: with PFC the 8:1 incast's flows run above DCQCN alone's
     CHECK(ff.fabric_converged_s <= ff.reference_converged_s + 1e-3);
 }
 
-
 // Flows that start at their own times (--start-jitter-us) start so in both
 // reference models (FabricFlow::starts_us, Scenario::start_s): with seed 1
 // and 3 ms of jitter h1 starts at 2.68 ms and h2 at 0.06 ms, so h2 has the
@@ -471,10 +471,7 @@ TEST_CASE("fabric DCQCN: flows that start at their own times start so in the flu
     REQUIRE(late_us > 1000);
     REQUIRE(r.flows[1 - late].starts_us.at(0) < late_us - 1000);
     auto against = [&](const FabricBenchResult& x, FabricFluid& ff) {
-        std::string err;
-        const bool ok = fabric_fluid(s, x, 10e-3, 5e-3, ff, err);
-        INFO(err);
-        REQUIRE(ok);
+        ff = against_models(s, x, 10e-3, 5e-3);
         const fl::Agreement each = fl::compare(ff.fluid, ff.fabric, 0, 1e-3, ff.fair_bps);
         REQUIRE(each.error.empty());
         std::printf("  each flow against the fluid model, 1 ms windows from 0, in fractions of the fair share: "
