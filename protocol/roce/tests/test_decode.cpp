@@ -407,6 +407,63 @@ TEST_CASE("decode: IPv4 header checks", "[decode][ip]") {
     }
 }
 
+// Ones' complement has two zeros. A header whose words (checksum field
+// included) add up to 0xffff is valid whichever zero its checksum field
+// holds: 0x0000, as a sender computes it, or 0xffff, the same sum's other
+// form, which Linux's ip_fast_csum also accepts. The decoder (and the RTL
+// parser, which folds the same sum) accepts both; the encoder writes the
+// computed 0x0000. Found by fuzz_decode: a frame whose re-encoding differed
+// from it in these two bytes only.
+TEST_CASE("decode: an IPv4 header checksum of 0xffff, the other zero, is accepted and re-encoded as 0x0000", "[decode][ip]") {
+    for (const ref::RefVector* v : base_vectors()) {
+        if (v->spec.ipv6) continue;
+        INFO(v->name);
+        const auto& f = v->built;
+        // Make the header's sum without its checksum 0xffff: set the
+        // identification field so that the other words' sum is completed.
+        std::vector<uint8_t> b = f.bytes;
+        b[f.l3 + 4] = b[f.l3 + 5] = 0;
+        b[f.l3 + 10] = b[f.l3 + 11] = 0;
+        const uint16_t rest = static_cast<uint16_t>(~ipv4_checksum(&b[f.l3], kIpv4HdrBytes));
+        const uint16_t id = static_cast<uint16_t>(~rest);  // rest + id == 0xffff, no carry
+        b[f.l3 + 4] = static_cast<uint8_t>(id >> 8);
+        b[f.l3 + 5] = static_cast<uint8_t>(id);
+        REQUIRE(ipv4_checksum(&b[f.l3], kIpv4HdrBytes) == 0);  // the computed checksum is 0x0000
+        ref::ref_fix_icrc(b, f.l3, f.l4, false);
+        REQUIRE(decode_err(b) == DecodeError::Ok);
+
+        std::vector<uint8_t> other = b;
+        other[f.l3 + 10] = other[f.l3 + 11] = 0xff;
+        REQUIRE(ipv4_checksum(&other[f.l3], kIpv4HdrBytes) == 0);  // still sums to zero
+        REQUIRE(decode_err(other) == DecodeError::Ok);
+        Packet p;  // decoded in place: its payload points into `other`
+        REQUIRE(decode_frame(other.data(), other.size(), p).ok());
+        CHECK(p.ip4.checksum == 0xffff);
+
+        // Re-encoded with the checksum kept as decoded: 0xffff, byte for
+        // byte. With it computed: the canonical 0x0000, and nothing else
+        // changes. (In this order: encoding stores the checksum it writes
+        // in the packet.)
+        EncodeOptions kept;
+        kept.fill_icrc = false;
+        kept.udp_checksum = UdpChecksum::Keep;
+        kept.fill_ip_checksum = false;
+        std::vector<uint8_t> out;
+        REQUIRE(encode_frame(p, out, kept));
+        CHECK(out == other);
+        EncodeOptions computed = kept;
+        computed.fill_ip_checksum = true;
+        REQUIRE(encode_frame(p, out, computed));
+        CHECK(out == b);
+
+        // Any other value is still refused.
+        std::vector<uint8_t> wrong = b;
+        wrong[f.l3 + 10] = 0xff;
+        wrong[f.l3 + 11] = 0xfe;
+        CHECK(decode_err(wrong) == DecodeError::BadIpHeader);
+    }
+}
+
 TEST_CASE("decode: IP length field disagreeing with the frame", "[decode][ip]") {
     for (const ref::RefVector* v : base_vectors()) {
         INFO(v->name);
