@@ -338,7 +338,8 @@ int compare_fluid(const BenchArgs& a, const model::FabricBenchSpec& spec, const 
     return rc;
 }
 
-// OUT-throughput.csv/.svg, OUT-depth.csv/.svg, OUT-rates.csv of run `r`.
+// OUT-throughput.csv/.svg, OUT-depth.csv/.svg, OUT-rates.csv of run `r`;
+// with congestion control on, OUT-dcqcn.csv/.svg.
 void write_fabric_files(const BenchArgs& a, const model::FabricBenchResult& r, const std::string& what) {
     const std::string title = "simnic bench --fabric " + a.fabric + what;
     std::ofstream(a.out + "-throughput.csv") << model::fabric_throughput_csv(r);
@@ -353,6 +354,12 @@ void write_fabric_files(const BenchArgs& a, const model::FabricBenchResult& r, c
     else
         std::printf("wrote %s-throughput.csv, %s-depth.csv, %s-rates.csv, %s-throughput.svg and %s-depth.svg%s\n", o,
                     o, o, o, o, what.c_str());
+    if (r.congestion_on) {
+        std::ofstream(a.out + "-dcqcn.csv") << model::fabric_dcqcn_csv(r);
+        std::ofstream(a.out + "-dcqcn.svg") << model::fabric_dcqcn_svg(r, title + ": DCQCN's Rc and alpha per flow");
+        std::printf("wrote %s-dcqcn.csv and %s-dcqcn.svg: each flow's Rc, Rt and alpha over time%s\n", o, o,
+                    what.c_str());
+    }
 }
 
 // --fabric --seeds A-B: the same fabric and workload once per switch

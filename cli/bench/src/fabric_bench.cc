@@ -137,6 +137,22 @@ private:
     // bytes per bin, frames and bytes in all.
     std::vector<std::vector<double>> wire_bin_;
     std::vector<uint64_t> wire_frames_, wire_bytes_;
+    // The reaction points of the flow's QPs: the mean of their Rc, Rt and
+    // alpha (Gb/s, Gb/s, fraction) at the present simulated time.
+    struct RpMean {
+        unsigned qps = 0;
+        double rc_gbps = 0, rt_gbps = 0, alpha = 0;
+        uint64_t rate_limited_ns = 0, cnps = 0;  // summed
+    };
+    RpMean rp_mean(size_t fl);
+    // With congestion control on, each flow's RpMean at every bin's end
+    // from t0 (FabricFlow::rc_gbps_series and the others).
+    bool sample_rp_ = false;
+    uint64_t next_rp_ps_ = 0;
+    std::vector<std::vector<RpMean>> rp_bins_;
+    void sample_rp_due(uint64_t upto_ps);
+    void run_to(uint64_t ps);
+    void run_while_busy();
     uint64_t t0_ps_ = 0;
     bool measuring_ = false;
     uint64_t pfc_to_hosts_ = 0, last_pfc_ps_ = 0;
@@ -338,6 +354,58 @@ void FabricBench::post_write(Host& h, Qp& q) {
     h.ctx->ring_doorbell(hw::DbKind::Sq, q.qpn, q.sq.pi);
 }
 
+FabricBench::RpMean FabricBench::rp_mean(size_t fl) {
+    Host& h = *hosts_[flows_[fl].first];
+    RpMean m;
+    for (const soft_engine::QpCongestionStats& c : h.engine->congestion_stats()) {
+        const bool mine = std::any_of(h.qps.begin(), h.qps.end(),
+                                      [&](const Qp& q) { return q.sender && q.flow == fl && q.qpn == c.qpn; });
+        if (!mine) continue;
+        ++m.qps;
+        m.rc_gbps += c.rate_bps / 1e9;
+        m.rt_gbps += c.target_rate_bps / 1e9;
+        m.alpha += c.alpha;
+        m.rate_limited_ns += c.counters.rate_limited_ns;
+        m.cnps += c.counters.cnps_received;
+    }
+    if (m.qps) {
+        m.rc_gbps /= m.qps;
+        m.rt_gbps /= m.qps;
+        m.alpha /= m.qps;
+    }
+    return m;
+}
+
+// Samples every flow's reaction points at each bin end up to `upto_ps`
+// that the simulation has reached (the caller ran it there).
+void FabricBench::sample_rp_due(uint64_t upto_ps) {
+    if (!sample_rp_) return;
+    const uint64_t bin_ps = spec_.bin_ns * 1000;
+    for (; next_rp_ps_ <= upto_ps; next_rp_ps_ += bin_ps)
+        for (size_t fl = 0; fl < flows_.size(); ++fl) rp_bins_[fl].push_back(rp_mean(fl));
+}
+
+// Simulates to `ps`, stopping at each bin's end on the way to sample.
+// Stopping changes nothing simulated: the scheduler runs the same events
+// in the same order, and reading a reaction point only applies the timers
+// due by then, which it would apply at the same times later.
+void FabricBench::run_to(uint64_t ps) {
+    while (sample_rp_ && next_rp_ps_ <= ps) {
+        fabric_->run_until(next_rp_ps_);
+        sample_rp_due(next_rp_ps_);
+    }
+    fabric_->run_until(ps);
+}
+
+// Simulates until idle, as Fabric::run(), sampling at each bin's end.
+void FabricBench::run_while_busy() {
+    if (!sample_rp_) {
+        fabric_->run();
+        return;
+    }
+    while (fabric_->run_until_or_idle(next_rp_ps_)) sample_rp_due(next_rp_ps_);
+}
+
 // A CQE became visible on host `hi` (in simulated time): consume them, post
 // the next WRITE while the flow has messages left.
 void FabricBench::on_cqe(size_t hi, uint32_t cqn) {
@@ -509,6 +577,9 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     t0_ps_ = t0;
     for (size_t fl = 0; fl < nflows; ++fl) first_ps_[fl] = t0;
     measuring_ = true;  // the wire series from here, binned from t0
+    sample_rp_ = spec_.cfg.congestion.enable != 0;
+    next_rp_ps_ = t0 + spec_.bin_ns * 1000;  // the first bin's end
+    rp_bins_.assign(nflows, {});
     // Each flow's start: t0, or t0 plus its draw from the jitter
     // (splitmix64 of the switch's seed and the flow, so that a seed repeats).
     std::vector<uint64_t> start(nflows, t0);
@@ -523,7 +594,7 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     std::vector<bool> starting(nflows, false);
     for (size_t k = 0; k < nflows;) {
         const uint64_t at = start[order[k]];
-        fabric_->run_until(at);
+        run_to(at);
         std::fill(starting.begin(), starting.end(), false);
         for (; k < nflows && start[order[k]] == at; ++k) starting[order[k]] = true;
         for (uint32_t d = 0; d < spec_.depth; ++d)
@@ -534,7 +605,7 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
     }
     const uint64_t w0 = base::mono_ns();
     for (;;) {
-        fabric_->run();
+        run_while_busy();
         uint64_t ended = 0;
         for (size_t fl = 0; fl < nflows; ++fl) ended += done_[fl] + errors_[fl];
         if (spec_.duration_us > 0) {
@@ -599,25 +670,16 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
         f.wire_bytes = wire_bytes_[fl];
         f.starts_us = {double(start[fl] - t0) / 1e6};
         // The flow's QPs' reaction points, as `simnic stats` shows them.
-        {
-            std::vector<uint32_t> mine;
-            for (const Qp& q : h.qps)
-                if (q.sender && q.flow == fl) mine.push_back(q.qpn);
-            unsigned n = 0;
-            for (const soft_engine::QpCongestionStats& c : h.engine->congestion_stats()) {
-                if (std::find(mine.begin(), mine.end(), c.qpn) == mine.end()) continue;
-                ++n;
-                f.rate_gbps += c.rate_bps / 1e9;
-                f.target_rate_gbps += c.target_rate_bps / 1e9;
-                f.alpha += c.alpha;
-                f.rate_limited_ns += c.counters.rate_limited_ns;
-                f.rp_cnps += c.counters.cnps_received;
-            }
-            if (n) {
-                f.rate_gbps /= n;
-                f.target_rate_gbps /= n;
-                f.alpha /= n;
-            }
+        const RpMean rp = rp_mean(fl);
+        f.rate_gbps = rp.rc_gbps;
+        f.target_rate_gbps = rp.rt_gbps;
+        f.alpha = rp.alpha;
+        f.rate_limited_ns = rp.rate_limited_ns;
+        f.rp_cnps = rp.cnps;
+        for (const RpMean& b : rp_bins_[fl]) {
+            f.rc_gbps_series.push_back(b.rc_gbps);
+            f.rt_gbps_series.push_back(b.rt_gbps);
+            f.alpha_series.push_back(b.alpha);
         }
         // Bins from the measurement's start.
         const size_t b0 = size_t(t0 / (spec_.bin_ns * 1000));
@@ -732,6 +794,55 @@ std::string fabric_rates_csv(const FabricBenchResult& r) {
         os << "\n";
     }
     return os.str();
+}
+
+std::string fabric_dcqcn_csv(const FabricBenchResult& r) {
+    std::ostringstream os;
+    os << "# simnic bench --fabric: each flow's DCQCN reaction point (the mean over its QPs) at each "
+       << r.bin_ns / 1000.0 << " us from the measurement's start: Rc and Rt in Gb/s, alpha\n";
+    os << "t_us";
+    size_t bins = 0;
+    for (const FabricFlow& f : r.flows) {
+        const std::string n = f.host + "_" + f.to;
+        os << "," << n << "_rc_gbps," << n << "_rt_gbps," << n << "_alpha";
+        bins = std::max(bins, f.rc_gbps_series.size());
+    }
+    os << "\n";
+    for (size_t b = 0; b < bins; ++b) {
+        os << double(b + 1) * r.bin_ns / 1000.0;
+        for (const FabricFlow& f : r.flows) {
+            if (b < f.rc_gbps_series.size())
+                os << "," << f.rc_gbps_series[b] << "," << f.rt_gbps_series[b] << "," << f.alpha_series[b];
+            else
+                os << ",,,";
+        }
+        os << "\n";
+    }
+    return os.str();
+}
+
+std::string fabric_dcqcn_svg(const FabricBenchResult& r, const std::string& title) {
+    PlotSpec p;
+    p.title = title;
+    p.x = {"simulated time (us)"};
+    p.y_left = {"Rc, the rate limiter's rate (Gb/s)"};
+    p.y_right = {"alpha"};
+    p.y_left.min = p.y_right.min = 0;
+    p.y_right.max = 1;
+    for (const FabricFlow& f : r.flows) {
+        Series rc{f.host + " -> " + f.to + ", Rc", {}, {}};
+        Series alpha{f.host + " -> " + f.to + ", alpha", {}, {}};
+        for (size_t b = 0; b < f.rc_gbps_series.size(); ++b) {
+            const double t_us = double(b + 1) * r.bin_ns / 1000.0;
+            rc.x.push_back(t_us);
+            rc.y.push_back(f.rc_gbps_series[b]);
+            alpha.x.push_back(t_us);
+            alpha.y.push_back(f.alpha_series[b]);
+        }
+        p.left.push_back(std::move(rc));
+        p.right.push_back(std::move(alpha));
+    }
+    return render_svg(p);
 }
 
 std::string fabric_throughput_svg(const FabricBenchResult& r, const std::string& title) {
@@ -851,6 +962,12 @@ FabricBenchResult mean_of_runs(const std::vector<FabricBenchResult>& runs) {
                 [i](const FabricBenchResult& r) -> const std::vector<double>& { return r.flows[i].wire_gbps_series; });
         average(f.gbps_series,
                 [i](const FabricBenchResult& r) -> const std::vector<double>& { return r.flows[i].gbps_series; });
+        average(f.rc_gbps_series,
+                [i](const FabricBenchResult& r) -> const std::vector<double>& { return r.flows[i].rc_gbps_series; });
+        average(f.rt_gbps_series,
+                [i](const FabricBenchResult& r) -> const std::vector<double>& { return r.flows[i].rt_gbps_series; });
+        average(f.alpha_series,
+                [i](const FabricBenchResult& r) -> const std::vector<double>& { return r.flows[i].alpha_series; });
     }
     average(m.dest_depth_bytes, [](const FabricBenchResult& r) -> const std::vector<double>& { return r.dest_depth_bytes; });
     return m;

@@ -314,6 +314,92 @@ TEST_CASE("fabric: the mean of runs averages each flow's series bin by bin over 
     CHECK(m2.flows[0].wire_gbps_series == std::vector<double>{20, 30, 40});
 }
 
+TEST_CASE("fabric: each flow's DCQCN state over time: sampled at each bin's end, averaged over runs, "
+          "written as CSV with Rc, Rt and alpha per flow",
+          "[fabric]") {
+    FabricBenchResult a, b;
+    a.bin_ns = b.bin_ns = 10'000;
+    a.congestion_on = b.congestion_on = true;
+    a.flows.resize(2);
+    b.flows.resize(2);
+    a.flows[0].host = "h1", a.flows[0].to = "h0";
+    a.flows[1].host = "h2", a.flows[1].to = "h0";
+    a.flows[0].rc_gbps_series = {100, 50, 60};
+    b.flows[0].rc_gbps_series = {100, 30};
+    a.flows[0].rt_gbps_series = {100, 100, 100};
+    b.flows[0].rt_gbps_series = {100, 80};
+    a.flows[0].alpha_series = {1, 1, 0.9};
+    b.flows[0].alpha_series = {1, 0.5};
+    for (FabricBenchResult* r : {&a, &b}) {
+        r->flows[1].rc_gbps_series = {100, 100};
+        r->flows[1].rt_gbps_series = {100, 100};
+        r->flows[1].alpha_series = {1, 1};
+    }
+    const FabricBenchResult m = mean_of_runs({a, b});
+    REQUIRE(m.flows.size() == 2);
+    CHECK(m.flows[0].rc_gbps_series == std::vector<double>{100, 40});
+    CHECK(m.flows[0].rt_gbps_series == std::vector<double>{100, 90});
+    CHECK(m.flows[0].alpha_series == std::vector<double>{1, 0.75});
+    // The CSV: a comment, the header, a row per bin stamped with its end.
+    const std::string csv = fabric_dcqcn_csv(a);
+    std::vector<std::string> lines;
+    for (size_t at = 0, nl; (nl = csv.find('\n', at)) != std::string::npos; at = nl + 1)
+        lines.push_back(csv.substr(at, nl - at));
+    REQUIRE(lines.size() == 5);
+    CHECK(lines[0].rfind("# ", 0) == 0);
+    CHECK(lines[1] == "t_us,h1_h0_rc_gbps,h1_h0_rt_gbps,h1_h0_alpha,h2_h0_rc_gbps,h2_h0_rt_gbps,h2_h0_alpha");
+    CHECK(lines[2] == "10,100,100,1,100,100,1");
+    CHECK(lines[3] == "20,50,100,1,100,100,1");
+    CHECK(lines[4] == "30,60,100,0.9,,,");  // the second flow's series ends earlier: empty cells
+    const std::string svg = fabric_dcqcn_svg(a, "t");
+    CHECK(svg.find("<title>h1 -&gt; h0, Rc</title>") != std::string::npos);
+    CHECK(svg.find("<title>h2 -&gt; h0, alpha</title>") != std::string::npos);
+}
+
+TEST_CASE("fabric: with DCQCN on, a run samples each flow's reaction point at every bin's end, "
+          "and sampling changes nothing simulated",
+          "[fabric]") {
+    FabricBenchSpec s;
+    s.topo = incast2();
+    s.size = 65536;
+    s.depth = 16;
+    s.duration_us = 1000;
+    s.cfg.congestion.enable = 0;
+    const FabricBenchResult off = run(s);
+    s.cfg.congestion.enable = 1;
+    const FabricBenchResult on = run(s);
+    REQUIRE(on.flows.size() == 2);
+    for (const FabricFlow& f : off.flows) CHECK(f.rc_gbps_series.empty());
+    for (const FabricFlow& f : on.flows) {
+        // A sample per bin to the end of the run (posting stops at 1 ms,
+        // then what was posted completes).
+        CHECK(f.rc_gbps_series.size() >= 100);
+        CHECK(double(f.rc_gbps_series.size()) <= on.sim_ns / on.bin_ns + 1);
+        CHECK(f.rt_gbps_series.size() == f.rc_gbps_series.size());
+        CHECK(f.alpha_series.size() == f.rc_gbps_series.size());
+        // At the line rate until the first CNP, then cut by the incast.
+        CHECK(f.rc_gbps_series.front() == Approx(100));
+        CHECK(*std::min_element(f.rc_gbps_series.begin(), f.rc_gbps_series.end()) < 50);
+        for (size_t b = 0; b < f.rc_gbps_series.size(); ++b) {
+            CHECK(f.rc_gbps_series[b] <= f.rt_gbps_series[b] + 1e-9);
+            CHECK(f.alpha_series[b] >= 0);
+            CHECK(f.alpha_series[b] <= 1);
+        }
+    }
+    // The same run sampled at another bin: the same messages, bytes and
+    // marks, so stopping the simulation to sample moved nothing.
+    s.bin_ns = 7'000;
+    const FabricBenchResult other = run(s);
+    REQUIRE(other.flows.size() == 2);
+    for (size_t i = 0; i < 2; ++i) {
+        CHECK(other.flows[i].messages == on.flows[i].messages);
+        CHECK(other.flows[i].wire_bytes == on.flows[i].wire_bytes);
+        CHECK(other.flows[i].cnp_received == on.flows[i].cnp_received);
+    }
+    CHECK(other.switch_marks == on.switch_marks);
+    CHECK(other.sim_ns == on.sim_ns);
+}
+
 TEST_CASE("fabric: the fluid plot draws each flow on the wire (solid) and in the fluid model (dashed), "
           "one point per bin, one scale",
           "[fabric]") {

@@ -98,6 +98,10 @@ struct FabricFlow {
     double rate_gbps = 0, target_rate_gbps = 0, alpha = 0;  // the flow's QPs at the end (mean)
     uint64_t rate_limited_ns = 0;                            // the flow's QPs, summed
     uint64_t rp_cnps = 0;        // CNPs its QPs' reaction points acted on
+    // With congestion control on: at each bin's end from the measurement's
+    // start (the first at bin_ns), the same means of its QPs' Rc and Rt
+    // (Gb/s) and alpha, the reaction point's state at that simulated time.
+    std::vector<double> rc_gbps_series, rt_gbps_series, alpha_series;
 };
 
 struct FabricBenchResult {
@@ -157,6 +161,12 @@ std::string fabric_throughput_csv(const FabricBenchResult& r);
 // rate_gbps_0..N-1, and the receivers' queue depth (the deepest egress
 // queue of a destination's port, bytes) where the depth series has it.
 std::string fabric_rates_csv(const FabricBenchResult& r);
+// With congestion control on: each flow's reaction point over time
+// (rc_gbps_series, rt_gbps_series, alpha_series). CSV: t_us at each bin's
+// end, then per flow its Rc (Gb/s), Rt (Gb/s) and alpha; SVG: Rc on the
+// left axis, alpha on the right.
+std::string fabric_dcqcn_csv(const FabricBenchResult& r);
+std::string fabric_dcqcn_svg(const FabricBenchResult& r, const std::string& title);
 // SVG plots: per-flow throughput over time, and the receiver's queue depth.
 std::string fabric_throughput_svg(const FabricBenchResult& r, const std::string& title);
 std::string fabric_depth_svg(const FabricBenchResult& r, const std::string& title);

@@ -55,6 +55,10 @@ public:
     // Simulates until simulated time `ps`, idle or not (nothing if it is
     // past): for work that starts at a given time.
     void run_until(std::uint64_t ps);
+    // Simulates until simulated time `ps` or until idle, whichever comes
+    // first; true if it got to `ps` (for sampling at fixed times while the
+    // fabric is busy: an idle fabric still costs no simulated time).
+    bool run_until_or_idle(std::uint64_t ps);
     std::uint64_t now_ps() const;
 
     const Topology& topology() const { return topo_; }
