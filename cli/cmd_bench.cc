@@ -532,6 +532,9 @@ int run_fabric_cmd(const BenchArgs& a, const std::string& file_text) {
     if (r.switch_no_route)
         std::printf("  switch: %llu frames to an address it has no route for\n", (unsigned long long)r.switch_no_route);
     std::printf("  receivers: %llu NAKs (PSN sequence error) sent\n", (unsigned long long)r.receiver_naks_sent);
+    std::printf("  goodput %.2f Gb/s: every flow's completed payload over the simulated time; their frames left "
+                "the senders at %.2f Gb/s (retransmissions included)\n",
+                r.goodput_gbps, r.wire_gbps);
     if (r.congestion_on) {
         // DCQCN (the devices' [congestion] table): the receivers' NPs, then
         // each flow's RPs at the end of the run.

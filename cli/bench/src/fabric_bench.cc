@@ -641,6 +641,15 @@ bool FabricBench::run(FabricBenchResult& out, std::string& err) {
         pcap->flush();
     }
     out.sim_ns = double(fabric_->now_ps() - t0) / 1000.0;
+    {
+        double payload = 0, wire = 0;
+        for (size_t fl = 0; fl < nflows; ++fl) {
+            payload += double(done_[fl]) * spec_.size;
+            wire += double(wire_bytes_[fl]);
+        }
+        out.goodput_gbps = out.sim_ns > 0 ? payload * 8.0 / out.sim_ns : 0;
+        out.wire_gbps = out.sim_ns > 0 ? wire * 8.0 / out.sim_ns : 0;
+    }
     out.bin_ns = double(spec_.bin_ns);
     std::ostringstream depth;
     fabric_->write_depth_csv(depth);  // flushes every switch's series
@@ -970,6 +979,11 @@ FabricBenchResult mean_of_runs(const std::vector<FabricBenchResult>& runs) {
                 [i](const FabricBenchResult& r) -> const std::vector<double>& { return r.flows[i].alpha_series; });
     }
     average(m.dest_depth_bytes, [](const FabricBenchResult& r) -> const std::vector<double>& { return r.dest_depth_bytes; });
+    m.goodput_gbps = m.wire_gbps = 0;
+    for (const FabricBenchResult* r : same) {
+        m.goodput_gbps += r->goodput_gbps / n;
+        m.wire_gbps += r->wire_gbps / n;
+    }
     return m;
 }
 

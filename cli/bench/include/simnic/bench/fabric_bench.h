@@ -108,6 +108,11 @@ struct FabricBenchResult {
     std::vector<FabricFlow> flows;
     double sim_ns = 0;
     double wall_s = 0;
+    // Every flow's completed payload over the run's simulated time (sim_ns),
+    // and every flow's frames leaving its sender over the same time
+    // (retransmissions included): a lossy fabric's goodput falls far below
+    // what its links carry.
+    double goodput_gbps = 0, wire_gbps = 0;
     uint64_t switch_drops = 0, switch_marks = 0, switch_pauses = 0, switch_resumes = 0;
     uint64_t switch_no_route = 0;  // frames to a MAC the switches have no route for (every port)
     uint64_t max_queue_bytes = 0;  // the receiver's egress queues (any destination's, with spec.flows), deepest
