@@ -3,10 +3,14 @@
 #include <cstdio>
 #include <string>
 
+#include "simnic/roce/bytes.h"
 #include "simnic/roce/icrc.h"
+#include "simnic/roce/packet.h"
 #include "vectors.h"
 
 namespace {
+
+using namespace simnic::roce;
 
 // The frame with its IPv4 header checksum at 0xffff, the other form of
 // ones' complement zero (the identification chosen so that the header
@@ -14,21 +18,17 @@ namespace {
 // the encoder writes back as 0x0000 (fuzz_decode.cc). Empty if the frame
 // is not IPv4.
 std::vector<uint8_t> checksum_other_zero(std::vector<uint8_t> f) {
-    size_t l3 = 14;
-    if (f.size() > 18 && f[12] == 0x81 && f[13] == 0x00) l3 = 18;
-    if (f.size() < l3 + 20 || f[l3 - 2] != 0x08 || f[l3 - 1] != 0x00) return {};
-    const size_t hl = size_t(f[l3] & 0x0f) * 4;
-    if (hl < 20 || f.size() < l3 + hl) return {};
-    uint32_t sum = 0;
-    for (size_t i = 0; i < hl; i += 2)
-        if (i != 4 && i != 10) sum += uint32_t(f[l3 + i]) << 8 | f[l3 + i + 1];
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    const uint16_t id = uint16_t(~sum);  // sum + id == 0xffff
-    f[l3 + 4] = uint8_t(id >> 8);
-    f[l3 + 5] = uint8_t(id);
-    f[l3 + 10] = f[l3 + 11] = 0xff;
-    const uint32_t icrc = simnic::roce::compute_icrc(f.data(), f.size(), l3, l3 + hl, simnic::roce::IpVersion::V4);
-    for (size_t k = 0; k < 4; ++k) f[f.size() - 4 + k] = uint8_t(icrc >> (8 * k));  // carried little-endian
+    Packet p;
+    if (!decode_frame(f.data(), f.size(), p).ok() || p.ip_version != IpVersion::V4) return {};
+    uint8_t* ip = f.data() + p.l3_off;
+    const size_t hl = p.l4_off - p.l3_off;
+    ip[4] = ip[5] = ip[10] = ip[11] = 0;
+    // The checksum of the other words is the complement of their sum: as
+    // the identification, it completes the sum to 0xffff.
+    store_be16(ip + 4, ipv4_checksum(ip, hl));
+    ip[10] = ip[11] = 0xff;
+    const size_t end = p.l3_off + p.ip4.total_len;  // the ICRC's end, before any Ethernet padding
+    store_le32(f.data() + end - kIcrcBytes, compute_icrc(f.data(), end, p.l3_off, p.l4_off, IpVersion::V4));
     return f;
 }
 
