@@ -165,7 +165,8 @@ TEST_CASE("fabric: 2:1 incast with neither and a small buffer: drops, go-back-N,
     CHECK(lossless.goodput_gbps > 0.85 * t.hosts[0].rate_gbps);  // h0's link, the bottleneck
     CHECK(r.goodput_gbps < 0.25 * lossless.goodput_gbps);
     // What the links carried beyond the goodput: the retransmissions and
-    // the dropped frames, not only the headers (a tenth more).
+    // the dropped frames, not only the headers (1.5% more: 96.82 against
+    // 95.42 Gb/s through the lossless switch).
     CHECK(r.wire_gbps > 1.2 * r.goodput_gbps);
 }
 
