@@ -8,6 +8,7 @@
 //   simnic fabric hold fab0
 //   simnic fabric release fab0
 //   simnic fabric rates fab0 [bin-us N] [out PREFIX]
+//   simnic fabric dcqcn fab0 [bin-us N] [out PREFIX]
 //
 // `add` makes a model device per host of the topology, named FABRIC_HOST
 // (fab0_h0, fab0_h1, ...), with the host's MAC and IPv4 address; `simnic link
@@ -27,10 +28,13 @@
 // instant, as an experiment on a real fabric would start them. `rates`
 // gives each flow's rate over simulated time (frames from one host to
 // another as they leave the sender), as CSV, or as PREFIX-rates.csv and an
-// SVG plot: what `simnic bench --fabric` gives its own flows.
+// SVG plot: what `simnic bench --fabric` gives its own flows. `dcqcn` gives
+// each QP's DCQCN reaction point over simulated time (Rc, Rt, alpha), as
+// the bench gives its flows', told by the reaction points themselves.
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -290,74 +294,146 @@ constexpr const char* kRatesUsage =
     "  run, or to keep the reply to 50000 numbers);\n"
     "  CSV on stdout, or PREFIX-rates.csv and PREFIX-rates.svg\n";
 
-int fabric_rates(const FabricArgs& a) {
-    std::string bin_text, out;
+// `rates` and `dcqcn`: NAME [bin-us N] [out PREFIX]. 0, or the exit code
+// after saying what is wrong.
+int series_args(const FabricArgs& a, const char* cmd, const char* usage_text, uint64_t& bin_us, std::string& out) {
+    std::string bin_text;
     bool usage = a.words.empty();
     for (size_t i = 1; !usage && i < a.words.size(); i += 2) {
         const std::string& k = a.words[i];
         std::string* v = k == "bin-us" ? &bin_text : k == "out" ? &out : nullptr;
-        if (!v) std::fprintf(stderr, "simnic fabric rates: unknown keyword '%s' (bin-us, out)\n", k.c_str());
+        if (!v) std::fprintf(stderr, "simnic fabric %s: unknown keyword '%s' (bin-us, out)\n", cmd, k.c_str());
         usage = !v || !v->empty() || i + 1 >= a.words.size() || a.words[i + 1].empty();
         if (!usage) *v = a.words[i + 1];
     }
-    uint64_t bin_us = 10;
+    bin_us = 10;
     if (!usage && !bin_text.empty()) {
         char* end = nullptr;
         errno = 0;
         const unsigned long long v = std::strtoull(bin_text.c_str(), &end, 10);
         if (errno || *end || bin_text[0] == '-' || v < 10 || v > 1'000'000 || v % 10) {
-            std::fprintf(stderr, "simnic fabric rates: bin-us %s: a multiple of 10 from 10 to 1000000\n",
+            std::fprintf(stderr, "simnic fabric %s: bin-us %s: a multiple of 10 from 10 to 1000000\n", cmd,
                          bin_text.c_str());
             return 2;
         }
         bin_us = v;
     }
     if (usage) {
-        std::fputs(kRatesUsage, stderr);
+        std::fputs(usage_text, stderr);
         return 2;
     }
+    return 0;
+}
+
+// What `rates` and `dcqcn` share: the arguments, the daemon's reply
+// (`fabric_CMD`, its CMD object, whose ITEMS are the series), and a word on
+// stderr when the bins are wider than asked: the record's own bins grow
+// with a long run, and a reply holds at most 50,000 numbers.
+struct SeriesReply {
+    std::string out;
+    Json r;                       // the reply's CMD object
+    model::FabricBenchResult fr;  // bin_ns set; the caller adds the series
+    double bin_us = 0;
+    size_t bins = 0;
+};
+int fetch_series(const FabricArgs& a, const char* cmd, const char* usage_text, const char* items, const char* noun,
+                 SeriesReply& s) {
+    uint64_t bin_us = 0;
+    if (const int rc = series_args(a, cmd, usage_text, bin_us, s.out)) return rc;
     Json reply;
-    if (!call_fabric(Json{{"op", "fabric_rates"}, {"name", a.words[0]}, {"bin_us", bin_us}}, a.words[0], reply))
+    if (!call_fabric(Json{{"op", std::string("fabric_") + cmd}, {"name", a.words[0]}, {"bin_us", bin_us}}, a.words[0],
+                     reply))
         return 1;
-    const Json& r = reply["rates"];
-    const double bin = r.value("bin_us", 10.0);
-    const size_t bins = r.value("bins", size_t{0});
+    s.r = reply[cmd];
+    s.bin_us = s.r.value("bin_us", 10.0);
+    s.bins = s.r.value("bins", size_t{0});
+    s.fr.bin_ns = uint64_t(s.bin_us * 1000);
+    if (s.bin_us != double(bin_us))
+        std::fprintf(stderr, "simnic fabric %s: bins of %.0f us (the record's are %.0f us; %zu %s: at most %zu "
+                     "numbers)\n",
+                     cmd, s.bin_us, s.r.value("record_bin_us", 10.0), s.r[items].size(), noun, size_t{50'000});
+    return 0;
+}
+
+// The CSV on stdout, or PREFIX-CMD.csv and PREFIX-CMD.svg.
+int emit_series(const char* cmd, const SeriesReply& s, const char* noun, size_t n, const std::string& csv,
+                const std::string& svg) {
+    if (s.out.empty()) {
+        std::fputs(csv.c_str(), stdout);
+        return 0;
+    }
+    const std::string base = s.out + "-" + cmd;
+    for (const auto& [file, text] : {std::pair{base + ".csv", csv}, {base + ".svg", svg}}) {
+        std::ofstream o(file);
+        if (!(o << text) || !o.flush()) {
+            std::fprintf(stderr, "simnic fabric %s: cannot write %s: %s\n", cmd, file.c_str(), std::strerror(errno));
+            return 1;
+        }
+    }
+    std::printf("wrote %s.csv and %s.svg: %zu %s, %zu bins of %.0f us\n", base.c_str(), base.c_str(), n, noun, s.bins,
+                s.bin_us);
+    return 0;
+}
+
+int fabric_rates(const FabricArgs& a) {
+    SeriesReply s;
+    if (const int rc = fetch_series(a, "rates", kRatesUsage, "flows", "flows", s)) return rc;
     // Written as simnic bench --fabric writes its flows' (OUT-throughput.csv
     // and .svg: time_us of the bin's start, then FROM_TO_gbps per flow), by
     // the same code; here each series is the flow's frames on the wire.
-    model::FabricBenchResult fr;
-    fr.bin_ns = uint64_t(bin * 1000);
-    for (const Json& f : r["flows"]) {
+    for (const Json& f : s.r["flows"]) {
         model::FabricFlow flow;
         flow.host = f.value("from", "");
         flow.to = f.value("to", "");
         flow.gbps_series = f["gbps"].get<std::vector<double>>();
-        flow.gbps_series.resize(bins);
-        fr.flows.push_back(std::move(flow));
+        flow.gbps_series.resize(s.bins);
+        s.fr.flows.push_back(std::move(flow));
     }
-    // Said when the bins are wider than asked: the record's own bins grow
-    // with a long run, and a reply holds at most 50,000 numbers.
-    if (bin != double(bin_us))
-        std::fprintf(stderr, "simnic fabric rates: bins of %.0f us (the record's are %.0f us; %zu flows: at most %zu "
-                     "numbers)\n",
-                     bin, r.value("record_bin_us", 10.0), r["flows"].size(), size_t{50'000});
-    const std::string csv = model::fabric_throughput_csv(fr);
-    if (out.empty()) {
-        std::fputs(csv.c_str(), stdout);
-        return 0;
+    return emit_series("rates", s, "flows", s.fr.flows.size(), model::fabric_throughput_csv(s.fr),
+                       s.out.empty() ? std::string()
+                                     : model::fabric_throughput_svg(
+                                           s.fr, "simnic fabric " + a.words[0] + ": each flow's rate in simulated time"));
+}
+
+constexpr const char* kDcqcnUsage =
+    "usage: simnic fabric dcqcn NAME [bin-us N] [out PREFIX]\n"
+    "  each QP's DCQCN reaction point in simulated time: Rc and Rt (Gb/s) and alpha at the end of each\n"
+    "  bin of N us (as rates), from the QP's creation to its end, for the fabric's devices with\n"
+    "  congestion control on;\n"
+    "  CSV on stdout, or PREFIX-dcqcn.csv and PREFIX-dcqcn.svg (Rc on the left axis, alpha on the right)\n";
+
+int fabric_dcqcn(const FabricArgs& a) {
+    SeriesReply s;
+    if (const int rc = fetch_series(a, "dcqcn", kDcqcnUsage, "qps", "QPs", s)) return rc;
+    // Written as simnic bench --fabric writes its flows' reaction points
+    // (OUT-dcqcn.csv and .svg), by the same code: a QP is a "flow" from its
+    // host to its QPN (HOST_qpN, and HOST_qpN_M for the M-th QP of that
+    // number), and a bin where it did not exist (null) is empty.
+    const auto numbers = [&](const Json& v) {
+        std::vector<double> x(s.bins, std::nan(""));
+        for (size_t i = 0; i < s.bins && i < v.size(); ++i)
+            if (v[i].is_number()) x[i] = v[i].get<double>();
+        return x;
+    };
+    for (const Json& q : s.r["qps"]) {
+        model::FabricFlow flow;
+        flow.host = q.value("host", "");
+        const unsigned life = q.value("life", 1u);
+        flow.to = "qp" + std::to_string(q.value("qpn", 0u)) + (life > 1 ? "_" + std::to_string(life) : "");
+        flow.rc_gbps_series = numbers(q["rc_gbps"]);
+        flow.rt_gbps_series = numbers(q["rt_gbps"]);
+        flow.alpha_series = numbers(q["alpha"]);
+        s.fr.flows.push_back(std::move(flow));
     }
-    const std::string svg =
-        model::fabric_throughput_svg(fr, "simnic fabric " + a.words[0] + ": each flow's rate in simulated time");
-    for (const auto& [file, text] : {std::pair{out + "-rates.csv", csv}, {out + "-rates.svg", svg}}) {
-        std::ofstream o(file);
-        if (!(o << text) || !o.flush()) {
-            std::fprintf(stderr, "simnic fabric rates: cannot write %s: %s\n", file.c_str(), std::strerror(errno));
-            return 1;
-        }
-    }
-    std::printf("wrote %s-rates.csv and %s-rates.svg: %zu flows, %zu bins of %.0f us\n", out.c_str(), out.c_str(),
-                r["flows"].size(), bins, bin);
-    return 0;
+    char about[200];
+    std::snprintf(about, sizeof about,
+                  "simnic fabric dcqcn %s: each QP's DCQCN reaction point at the end of each %.0f us of simulated "
+                  "time: Rc and Rt in Gb/s, alpha",
+                  a.words[0].c_str(), s.bin_us);
+    return emit_series(
+        "dcqcn", s, "QPs", s.fr.flows.size(), model::fabric_dcqcn_csv(s.fr, about),
+        s.out.empty() ? std::string()
+                      : model::fabric_dcqcn_svg(s.fr, "simnic fabric " + a.words[0] + ": DCQCN's Rc and alpha per QP"));
 }
 
 }  // namespace
@@ -379,7 +455,11 @@ Runner add_fabric_command(CLI::App& app) {
           {"release", "Let a held fabric's simulated time go on: NAME", "fabric name",
            [](const FabricArgs& a) { return fabric_hold(a, false); }},
           {"rates", "Each flow's rate in simulated time, as CSV or CSV and SVG: NAME [bin-us N] [out PREFIX]",
-           "NAME, bin-us N and out PREFIX", fabric_rates}}});
+           "NAME, bin-us N and out PREFIX", fabric_rates},
+          {"dcqcn",
+           "Each QP's DCQCN reaction point (Rc, Rt, alpha) in simulated time, as CSV or CSV and SVG: NAME "
+           "[bin-us N] [out PREFIX]",
+           "NAME, bin-us N and out PREFIX", fabric_dcqcn}}});
 }
 
 }  // namespace simnic::cli

@@ -152,6 +152,7 @@ const std::vector<OpSpec> kOps = {
     op("fabric_show", kOptName),
     op("fabric_hold", kFabricHold),
     op("fabric_rates", kFabricRates),
+    op("fabric_dcqcn", kFabricRates),  // the same fields
     op("resource_counts", kDevice),
     op("resources", kOptDevice),
     op("stats", kStats),

@@ -107,6 +107,7 @@ struct Server::Impl {
     Json fabric_show(Call& c);
     Json fabric_hold(Call& c);
     Json fabric_rates(Call& c);
+    Json fabric_dcqcn(Call& c);
     DaemonFabric* fabric_named(const std::string& name);
     Json resource_counts(Call& c);
     Json resources(Call& c);
@@ -447,6 +448,7 @@ Json Server::Impl::dispatch(int fd, RawMessage& m, std::vector<int>& out_fds) {
         {"fabric_show", &Impl::fabric_show},
         {"fabric_hold", &Impl::fabric_hold},
         {"fabric_rates", &Impl::fabric_rates},
+        {"fabric_dcqcn", &Impl::fabric_dcqcn},
         {"resource_counts", &Impl::resource_counts},
         {"resources", &Impl::resources},
         {"stats", &Impl::stats},
@@ -654,6 +656,7 @@ Json Server::Impl::fabric_add(Call& c) {
             undo();
             return reply_error(e, m);
         }
+        opt.rp_observer = f->rp_observer(d.fabric.host);
         auto rt = DeviceRuntime::create(d, err, cm_->gsi_handler(d.name), opt);
         if (!rt) {
             devices_.remove(d.name, e);
@@ -744,6 +747,20 @@ Json Server::Impl::fabric_rates(Call& c) {
     if (!f) return reply_error(ENODEV, "no fabric " + name);
     Json r = reply_ok();
     r["rates"] = f->rates(c.req.uint("bin_us", DaemonFabric::kRateBinUs));
+    return r;
+}
+
+// `simnic fabric dcqcn NAME [bin-us N]` (fabrics.h). Reading each device's
+// reaction points brings their timers to the fabric's time.
+Json Server::Impl::fabric_dcqcn(Call& c) {
+    const std::string& name = c.req.str("name");
+    DaemonFabric* f = fabric_named(name);
+    if (!f) return reply_error(ENODEV, "no fabric " + name);
+    Json r = reply_ok();
+    r["dcqcn"] = f->dcqcn(c.req.uint("bin_us", DaemonFabric::kRateBinUs), [&] {
+        for (const Device& d : f->devices())
+            if (auto rt = runtimes_.find(d.name); rt != runtimes_.end()) rt->second->congestion_stats();
+    });
     return r;
 }
 

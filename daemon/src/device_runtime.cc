@@ -314,6 +314,7 @@ std::unique_ptr<DeviceRuntime> DeviceRuntime::create(const Device& dev, std::str
         ec.congestion.on = cc.enable != 0;
         ec.congestion.rp = cc.dcqcn(dev.type == DeviceType::Model ? line_gbps : 100);
         ec.congestion.np = cc.np();
+        ec.congestion.observer = opt.rp_observer;
         // SHM domains: where a context's shared objects are mapped here.
         Impl* im = impl.get();
         ec.shm = [im](uint16_t ctx, uint32_t handle, uint64_t& size) -> uint8_t* {

@@ -4,8 +4,10 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
+#include "simnic/congestion/rp_record.h"
 #include "simnic/model/fabric/fabric.h"
 #include "simnic/model/fabric/topology.h"
 #include "simnic/roce/pcap_io.h"
@@ -81,6 +83,8 @@ std::unique_ptr<DaemonFabric> DaemonFabric::create(const std::string& name, cons
     f->sent_.assign(topo.hosts.size(), {});
     for (size_t i = 0; i < topo.hosts.size(); ++i) f->host_of_mac_[topo.hosts[i].mac] = i;
     f->rates_ = std::make_unique<RateRecord>(kRateBinUs * 1'000'000, kMaxRateCells);
+    f->rp_record_ = std::make_unique<congestion::RpRecord>(kRateBinUs * 1'000, kMaxRateCells);
+    for (size_t i = 0; i < topo.hosts.size(); ++i) f->rp_observers_.push_back(f->rp_record_->source(uint32_t(i)));
     DaemonFabric* fp = f.get();
     f->fabric_->tap([fp](size_t host, bool to_host, const std::vector<uint8_t>& fr, uint64_t ps) {
         // Each frame as it leaves its sender and as it reaches its receiver
@@ -131,6 +135,47 @@ Json DaemonFabric::rates(uint64_t bin_us) const {
             flows.push_back(Json{{"from", host_name(t, f.from)}, {"to", host_name(t, f.to)}, {"bytes", f.bytes},
                                  {"gbps", f.gbps}});
         j["flows"] = std::move(flows);
+    });
+    return j;
+}
+
+Json DaemonFabric::dcqcn(uint64_t bin_us, const std::function<void()>& advance) const {
+    Json j;
+    group_->exclusive([&] {
+        advance();
+        const mf::Topology& t = fabric_->topology();
+        const uint64_t now_ns = fabric_->now_ps() / 1000;
+        const congestion::RpRecord::Table r = rp_record_->table(bin_us * 1000, kMaxRatePoints, now_ns);
+        j["bin_us"] = r.bin_ns / 1000;
+        j["record_bin_us"] = rp_record_->bin_ns() / 1000;
+        j["bins"] = r.bins;
+        j["simulated_us"] = double(now_ns) / 1e3;
+        // Gb/s to the kb/s and alpha to 1e-9: numbers no longer than they
+        // need. A bin where the QP did not exist is null.
+        const auto numbers = [](const std::vector<double>& v, double scale, double unit) {
+            Json a = Json::array();
+            for (double x : v) {
+                if (std::isnan(x))
+                    a.push_back(nullptr);
+                else
+                    a.push_back(std::round(x * scale / unit) * unit);
+            }
+            return a;
+        };
+        Json qps = Json::array();
+        for (const congestion::RpRecord::Track& k : r.tracks) {
+            Json q{{"host", host_name(t, k.source)},
+                   {"device", devices_[k.source].name},
+                   {"qpn", k.id},
+                   {"life", k.life},
+                   {"begin_us", double(k.begin_ns) / 1e3},
+                   {"end_us", k.ended ? Json(double(k.end_ns) / 1e3) : Json(nullptr)},
+                   {"rc_gbps", numbers(k.rc_bps, 1e-9, 1e-6)},
+                   {"rt_gbps", numbers(k.rt_bps, 1e-9, 1e-6)},
+                   {"alpha", numbers(k.alpha, 1, 1e-9)}};
+            qps.push_back(std::move(q));
+        }
+        j["qps"] = std::move(qps);
     });
     return j;
 }

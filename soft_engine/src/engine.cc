@@ -291,8 +291,7 @@ void SoftEngine::qp_destroying(uint32_t qpn) {
         impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Sq), qpn);
         impl_->pipe->forget_doorbells(uint8_t(hw::DbKind::Rq), qpn);
     }
-    impl_->qps.erase(qpn);
-    impl_->np.forget(qpn);
+    impl_->drop_qp(qpn);
 }
 
 void SoftEngine::cq_destroying(uint32_t cqn) {

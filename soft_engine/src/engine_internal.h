@@ -513,6 +513,10 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     tp::QpConfig qp_config(uint32_t qpn, const uint8_t* e);
     void load_static(EngineQp& q, const uint8_t* e);
     void reload_qp(uint32_t qpn);
+    // The QP is gone (RESET, destroyed): its state, its notification
+    // point's memory of it (a new QP of this number asks for its first CNP
+    // at once), and its reaction point's record, which ends now.
+    void drop_qp(uint32_t qpn);
     // Runs `f` on the QP's core, then acts on what it left behind.
     template <typename F>
     void run(EngineQp& q, F&& f) {

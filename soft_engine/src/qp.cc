@@ -70,7 +70,10 @@ tp::TransportEnv EngineQp::env() {
     e.timers = this;
     e.events = this;
     e.counters = this;
-    if (eng.cfg.congestion.on) e.np = &eng.np;
+    if (eng.cfg.congestion.on) {
+        e.np = &eng.np;
+        e.rp_observer = eng.cfg.congestion.observer;
+    }
     return e;
 }
 
@@ -114,6 +117,19 @@ tp::QpConfig SoftEngine::Impl::qp_config(uint32_t qpn, const uint8_t* e) {
     return c;
 }
 
+void SoftEngine::Impl::drop_qp(uint32_t qpn) {
+    np.forget(qpn);
+    const auto it = qps.find(qpn);
+    if (it == qps.end()) return;
+    if (congestion::RpObserver* o = cfg.congestion.observer; o && it->second->core) {
+        // Its timers' changes up to now are told first.
+        const uint64_t now = protocol_now();
+        it->second->core->congestion(now);
+        o->rp_end(qpn, now);
+    }
+    qps.erase(it);
+}
+
 // The QPC fields the engine itself acts on.
 void SoftEngine::Impl::load_static(EngineQp& q, const uint8_t* e) {
     q.ctx = uint16_t(g(e, Table::Qpc, hw::qpc::ctx_id));
@@ -143,8 +159,7 @@ void SoftEngine::Impl::reload_qp(uint32_t qpn) {
     const hw::QpState st = live ? hw::QpState(g(e, Table::Qpc, hw::qpc::state)) : hw::QpState::Reset;
     auto it = qps.find(qpn);
     if (st == hw::QpState::Reset) {
-        if (it != qps.end()) qps.erase(it);
-        np.forget(qpn);  // a new QP of this number asks for its first CNP at once
+        drop_qp(qpn);
         if (pipe) pipe->qp_reset(qpn);
         return;
     }

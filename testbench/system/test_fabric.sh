@@ -9,8 +9,9 @@
 #             bad keywords and a capture that cannot be created refused,
 #             the devices listed by link show, ibv_devices and fabric show,
 #             passed by simnic doctor, held and released (fabric hold,
-#             release; a missing fabric or name refused), fabric rates of
-#             an idle fabric a header alone, bad bins and keywords refused,
+#             release; a missing fabric or name refused), fabric rates
+#             and dcqcn of an idle fabric a header alone, bad bins and
+#             keywords refused,
 #             not deletable one by one, gone with the fabric
 #   pingpong  ibv_rc_pingpong between two hosts: its frames cross the switch
 #             (the switch's and the hosts' frame counters), h1's waveform
@@ -21,7 +22,8 @@
 #             wait, its time stands still) and released at once: their first
 #             frames leave together, both complete, both have a share in
 #             simulated time, fabric rates' bins adding up
-#             to each sender's bytes, the switch marks CE, the
+#             to each sender's bytes, fabric dcqcn's reaction points cut
+#             by each CNP, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them; then
 #             idle, the fabric stands still and costs no CPU
 #   leafspine ib_write_bw across two leaves and the spine (leafspine.toml,
@@ -218,6 +220,14 @@ cli)
   grep -q "unknown keyword 'every' (bin-us, out)" "$work/rates.out" || fail "rates keyword: $(cat "$work/rates.out")"
   if sim fabric rates nosuch >"$work/rates.out" 2>&1; then fail "rates of a missing fabric succeeded"; fi
   grep -q "no fabric nosuch" "$work/rates.out" || fail "rates nosuch: $(cat "$work/rates.out")"
+  # dcqcn, the same way: no QP yet is the header alone.
+  [ "$(sim fabric dcqcn $FAB | grep -v '^#')" = "t_us" ] || fail "dcqcn of an idle fabric: $(sim fabric dcqcn $FAB)"
+  if sim fabric dcqcn $FAB bin-us 0 >"$work/dcqcn.out" 2>&1; then fail "dcqcn bin-us 0 was accepted"; fi
+  grep -q "dcqcn: bin-us 0: a multiple of 10 from 10 to 1000000" "$work/dcqcn.out" || fail "dcqcn bin-us 0: $(cat "$work/dcqcn.out")"
+  if sim fabric dcqcn $FAB out >"$work/dcqcn.out" 2>&1; then fail "dcqcn out without a prefix was accepted"; fi
+  grep -q "^usage: simnic fabric dcqcn NAME" "$work/dcqcn.out" || fail "dcqcn out: $(cat "$work/dcqcn.out")"
+  if sim fabric dcqcn nosuch >"$work/dcqcn.out" 2>&1; then fail "dcqcn of a missing fabric succeeded"; fi
+  grep -q "no fabric nosuch" "$work/dcqcn.out" || fail "dcqcn nosuch: $(cat "$work/dcqcn.out")"
   sim fabric release $FAB >"$work/hold.out" 2>&1 || fail "a second release: $(cat "$work/hold.out")"
   grep -q "^fabric $FAB released at [0-9.]* us simulated (it was not held)$" "$work/hold.out" ||
     fail "a second release: $(cat "$work/hold.out")"
@@ -305,6 +315,32 @@ incast)
       fail "h$h: the rates add up to $got bytes, its link carried $want"
   done
   [ "$(grep -c '<g class="series left"' "$SIMNIC_RUNTIME_DIR/r-rates.svg")" -eq 4 ] || fail "the rates plot has not 4 lines"
+  # Each QP's reaction point over simulated time, told by the RPs: each
+  # sender's one QP, from its creation to the run's end, was cut below the
+  # line rate by CNPs (falls between bins at least once, at most once per
+  # CNP it received), never above its target, alpha in [0, 1].
+  sim fabric dcqcn $FAB bin-us 20 out "$SIMNIC_RUNTIME_DIR/d" >"$work/dcqcn.out" 2>&1 || fail "fabric dcqcn: $(cat "$work/dcqcn.out")"
+  cat "$work/dcqcn.out"
+  grep -q "^wrote $SIMNIC_RUNTIME_DIR/d-dcqcn.csv and $SIMNIC_RUNTIME_DIR/d-dcqcn.svg: [0-9]* QPs, [0-9]* bins of 20 us$" "$work/dcqcn.out" ||
+    fail "fabric dcqcn: $(cat "$work/dcqcn.out")"
+  sim fabric dcqcn $FAB bin-us 20 >"$work/dcqcn.csv"
+  cmp -s "$SIMNIC_RUNTIME_DIR/d-dcqcn.csv" "$work/dcqcn.csv" || fail "fabric dcqcn: stdout and the file differ"
+  for h in 1 2; do
+    awk -F, -v h="h$h" -v cnps="$(stat_of ${FAB}_h$h cnp_received)" '
+      /^#/ { next }
+      !hdr { hdr = 1; for (i = 2; i <= NF; i++) if (index($i, h "_qp") == 1 && $i ~ /_rc_gbps$/) { rc = i; n++ } next }
+      { rows++
+        if ($rc == "") { if (seen) { print h ": no value at " $1 " us after its first"; bad = 1 } next }
+        seen++; if (seen == 1 || $rc + 0 < min) min = $rc + 0
+        if (seen > 1 && $rc + 0 < prev) falls++
+        prev = $rc + 0
+        if ($rc > $(rc + 1) + 1e-6) { print h ": Rc " $rc " above Rt " $(rc + 1) " at " $1 " us"; bad = 1 }
+        if ($(rc + 2) < 0 || $(rc + 2) > 1) { print h ": alpha " $(rc + 2) " at " $1 " us"; bad = 1 } }
+      END { printf "%s: %d QP, %d of %d bins, Rc down to %.3f Gb/s, %d falls, %d CNPs\n", h, n, seen, rows, min, falls, cnps
+            exit bad || n != 1 || seen < rows / 2 || min >= 100 || falls < 1 || falls > cnps }' "$work/dcqcn.csv" ||
+      fail "h$h's reaction point over time"
+  done
+  [ "$(grep -c '<g class="series left"' "$SIMNIC_RUNTIME_DIR/d-dcqcn.svg")" -ge 2 ] || fail "the dcqcn plot has fewer than 2 lines"
   nothing_left "after exit" qps cqs mrs pds
   # Idle, the fabric stops (DCQCN's timers run out in simulated time) and its
   # engines sleep: its simulated time stands still and the daemon takes

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -202,6 +203,7 @@ bool FabricBench::device_setup(size_t i, std::string& err) {
     ec.congestion.on = cc.enable != 0;
     ec.congestion.rp = cc.dcqcn(h->spec.rate_gbps);
     ec.congestion.np = cc.np();
+    if (spec_.rp_observer) ec.congestion.observer = spec_.rp_observer(i);
     h->engine = soft_engine::SoftEngine::create(ec, err);
     if (!h->engine) return false;
     h->pipe = fabric_->device(i);
@@ -805,10 +807,13 @@ std::string fabric_rates_csv(const FabricBenchResult& r) {
     return os.str();
 }
 
-std::string fabric_dcqcn_csv(const FabricBenchResult& r) {
+std::string fabric_dcqcn_csv(const FabricBenchResult& r, const std::string& about) {
     std::ostringstream os;
-    os << "# simnic bench --fabric: each flow's DCQCN reaction point (the mean over its QPs) at each "
-       << r.bin_ns / 1000.0 << " us from the measurement's start: Rc and Rt in Gb/s, alpha\n";
+    if (about.empty())
+        os << "# simnic bench --fabric: each flow's DCQCN reaction point (the mean over its QPs) at each "
+           << r.bin_ns / 1000.0 << " us from the measurement's start: Rc and Rt in Gb/s, alpha\n";
+    else
+        os << "# " << about << "\n";
     os << "t_us";
     size_t bins = 0;
     for (const FabricFlow& f : r.flows) {
@@ -820,10 +825,10 @@ std::string fabric_dcqcn_csv(const FabricBenchResult& r) {
     for (size_t b = 0; b < bins; ++b) {
         os << double(b + 1) * r.bin_ns / 1000.0;
         for (const FabricFlow& f : r.flows) {
-            if (b < f.rc_gbps_series.size())
-                os << "," << f.rc_gbps_series[b] << "," << f.rt_gbps_series[b] << "," << f.alpha_series[b];
-            else
-                os << ",,,";
+            for (const std::vector<double>* s : {&f.rc_gbps_series, &f.rt_gbps_series, &f.alpha_series}) {
+                os << ",";
+                if (b < s->size() && !std::isnan((*s)[b])) os << (*s)[b];
+            }
         }
         os << "\n";
     }
@@ -843,10 +848,14 @@ std::string fabric_dcqcn_svg(const FabricBenchResult& r, const std::string& titl
         Series alpha{f.host + " -> " + f.to + ", alpha", {}, {}};
         for (size_t b = 0; b < f.rc_gbps_series.size(); ++b) {
             const double t_us = double(b + 1) * r.bin_ns / 1000.0;
-            rc.x.push_back(t_us);
-            rc.y.push_back(f.rc_gbps_series[b]);
-            alpha.x.push_back(t_us);
-            alpha.y.push_back(f.alpha_series[b]);
+            if (!std::isnan(f.rc_gbps_series[b])) {
+                rc.x.push_back(t_us);
+                rc.y.push_back(f.rc_gbps_series[b]);
+            }
+            if (!std::isnan(f.alpha_series[b])) {
+                alpha.x.push_back(t_us);
+                alpha.y.push_back(f.alpha_series[b]);
+            }
         }
         p.left.push_back(std::move(rc));
         p.right.push_back(std::move(alpha));

@@ -10,9 +10,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
 #include <string>
 
 #include "simnic/bench/fabric_bench.h"
+#include "simnic/congestion/rp_record.h"
 #include "simnic/roce/pcap_io.h"
 
 using namespace simnic::model;
@@ -418,6 +422,133 @@ TEST_CASE("fabric: with DCQCN on, a run samples each flow's reaction point at ev
     }
     CHECK(other.switch_marks == on.switch_marks);
     CHECK(other.sim_ns == on.sim_ns);
+}
+
+namespace {
+
+// Every report of every host's reaction points, in the order told, and each
+// passed on to a record as well (as a daemon's fabric keeps them).
+struct Told {
+    size_t host;
+    uint32_t id;
+    uint64_t t_ns;
+    char kind;  // 'b'egin, 'r'ate, 'a'lpha, 'e'nd
+    double x, y;
+};
+class Teller final : public simnic::congestion::RpObserver {
+public:
+    Teller(std::vector<Told>& log, size_t host, simnic::congestion::RpObserver* also)
+        : log_(log), host_(host), also_(also) {}
+    void rp_begin(uint32_t id, uint64_t t) override {
+        log_.push_back({host_, id, t, 'b', 0, 0});
+        also_->rp_begin(id, t);
+    }
+    void rp_rate(uint32_t id, uint64_t t, double rc, double rt) override {
+        log_.push_back({host_, id, t, 'r', rc, rt});
+        also_->rp_rate(id, t, rc, rt);
+    }
+    void rp_alpha(uint32_t id, uint64_t t, double a) override {
+        log_.push_back({host_, id, t, 'a', a, 0});
+        also_->rp_alpha(id, t, a);
+    }
+    void rp_end(uint32_t id, uint64_t t) override {
+        log_.push_back({host_, id, t, 'e', 0, 0});
+        also_->rp_end(id, t);
+    }
+
+private:
+    std::vector<Told>& log_;
+    size_t host_;
+    simnic::congestion::RpObserver* also_;
+};
+
+// RP (host, id)'s last report of `kind` at or before t_ns: {x, y}, or
+// nothing (NaN) if it told none.
+std::pair<double, double> told_at(const std::vector<Told>& log, size_t host, uint32_t id, char kind, uint64_t t_ns) {
+    std::pair<double, double> v{std::nan(""), std::nan("")};
+    for (const Told& e : log)
+        if (e.host == host && e.id == id && e.kind == kind && e.t_ns <= t_ns) v = {e.x, e.y};
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("fabric: each QP's reaction point, as it tells its changes, is what the bench samples at every "
+          "bin's end, and a record of them holds the state at each of its bins' ends",
+          "[fabric]") {
+    namespace cg = simnic::congestion;
+    FabricBenchSpec s;
+    s.topo = incast2();
+    s.size = 65536;
+    s.depth = 16;
+    s.duration_us = 500;
+    s.cfg.congestion.enable = 1;
+    std::vector<Told> log;
+    cg::RpRecord record(10'000, size_t{1} << 20);
+    std::vector<std::unique_ptr<Teller>> tellers;
+    s.rp_observer = [&](size_t host) {
+        tellers.push_back(std::make_unique<Teller>(log, host, record.source(uint32_t(host))));
+        return tellers.back().get();
+    };
+    const FabricBenchResult r = run(s);
+    REQUIRE(r.flows.size() == 2);
+    REQUIRE(tellers.size() == 3);
+    // Each kind of report in time order, per RP; every RP began first.
+    std::map<std::pair<size_t, uint32_t>, std::map<char, uint64_t>> last;
+    for (const Told& e : log) {
+        auto& l = last[{e.host, e.id}];
+        if (e.kind != 'b') CHECK(l.count('b'));
+        if (l.count(e.kind)) CHECK(e.t_ns >= l[e.kind]);
+        l[e.kind] = e.t_ns;
+    }
+    // The senders' QPs: h1 and h2 (hosts 1 and 2), one QP each.
+    const double start_ns = r.start_ns;
+    size_t cuts = 0;
+    for (size_t f = 0; f < 2; ++f) {
+        const size_t host = f + 1;
+        std::set<uint32_t> ids;
+        for (const Told& e : log)
+            if (e.host == host && e.kind == 'r' && e.x < 99e9) ids.insert(e.id);
+        REQUIRE(ids.size() == 1);  // the sender's one QP, cut by CNPs
+        const uint32_t id = *ids.begin();
+        const FabricFlow& fl = r.flows[f];
+        REQUIRE(fl.rc_gbps_series.size() >= 50);
+        for (size_t k = 0; k < fl.rc_gbps_series.size(); ++k) {
+            const uint64_t t = uint64_t(std::llround(start_ns)) + (k + 1) * r.bin_ns;
+            const auto [rc, rt] = told_at(log, host, id, 'r', t);
+            const double alpha = told_at(log, host, id, 'a', t).first;
+            INFO("flow " << f << " bin " << k << " at " << t << " ns");
+            CHECK(rc / 1e9 == Approx(fl.rc_gbps_series[k]).epsilon(1e-12));
+            CHECK(rt / 1e9 == Approx(fl.rt_gbps_series[k]).epsilon(1e-12));
+            CHECK(alpha == Approx(fl.alpha_series[k]).epsilon(1e-12));
+        }
+        for (const Told& e : log) cuts += e.host == host && e.id == id && e.kind == 'r' && e.x < e.y;
+    }
+    CHECK(cuts > 0);
+    // The record: at each of its 10 us bins' ends (from simulated time 0),
+    // the last state told by then; before a QP began, nothing.
+    const uint64_t now_ns = uint64_t(std::llround(start_ns + r.sim_ns));
+    const cg::RpRecord::Table tab = record.table(10'000, size_t{1} << 22, now_ns);
+    CHECK(tab.bin_ns == 10'000);
+    size_t compared = 0;
+    for (const cg::RpRecord::Track& k : tab.tracks) {
+        REQUIRE(k.rc_bps.size() == tab.bins);
+        for (size_t b = 0; b < tab.bins; ++b) {
+            const uint64_t end = (b + 1) * tab.bin_ns - 1;  // the bin's last nanosecond
+            const auto [rc, rt] = told_at(log, k.source, k.id, 'r', end);
+            const double alpha = told_at(log, k.source, k.id, 'a', end).first;
+            INFO("host " << k.source << " qp " << k.id << " bin " << b);
+            if (end < k.begin_ns) {
+                CHECK(std::isnan(k.rc_bps[b]));
+                continue;
+            }
+            CHECK(k.rc_bps[b] == rc);
+            CHECK(k.rt_bps[b] == rt);
+            CHECK(k.alpha[b] == alpha);
+            ++compared;
+        }
+    }
+    CHECK(compared > 100);
 }
 
 TEST_CASE("fabric: the fluid plot draws each flow on the wire (solid) and in the fluid model (dashed), "

@@ -75,6 +75,16 @@ void DcqcnRp::rate_increase() {
         t_cnt_ = bc_ = 0;
         bytes_ = 0;
     }
+    tell_rate();
+}
+
+void DcqcnRp::observe(RpObserver* o, uint32_t id) {
+    observer_ = o;
+    id_ = id;
+    if (!o) return;
+    o->rp_begin(id, now_ns_);
+    tell_rate();
+    o->rp_alpha(id, now_ns_, alpha_);
 }
 
 void DcqcnRp::advance(uint64_t now_ns) {
@@ -85,8 +95,14 @@ void DcqcnRp::advance(uint64_t now_ns) {
     if (now_ns >= next_alpha_ns_) {
         const uint64_t n = (now_ns - next_alpha_ns_) / cfg_.alpha_timer_ns + 1;
         const uint64_t loop = std::min<uint64_t>(n, 4096);
-        for (uint64_t i = 0; i < loop; ++i) alpha_ *= 1 - cfg_.g;
-        if (n > loop) alpha_ *= std::pow(1 - cfg_.g, double(n - loop));
+        for (uint64_t i = 0; i < loop; ++i) {
+            alpha_ *= 1 - cfg_.g;
+            if (observer_) observer_->rp_alpha(id_, next_alpha_ns_ + i * cfg_.alpha_timer_ns, alpha_);
+        }
+        if (n > loop) {
+            alpha_ *= std::pow(1 - cfg_.g, double(n - loop));
+            if (observer_) observer_->rp_alpha(id_, next_alpha_ns_ + (n - 1) * cfg_.alpha_timer_ns, alpha_);
+        }
         next_alpha_ns_ += n * cfg_.alpha_timer_ns;
         counters_.alpha_decays += n;
     }
@@ -115,6 +131,8 @@ void DcqcnRp::on_cnp(uint64_t now_ns) {
     bytes_ = 0;
     next_rate_ns_ = now_ns_ + cfg_.rate_timer_ns;
     next_alpha_ns_ = now_ns_ + cfg_.alpha_timer_ns;
+    tell_rate();
+    if (observer_) observer_->rp_alpha(id_, now_ns_, alpha_);
 }
 
 void DcqcnRp::on_bytes_sent(uint64_t bytes, uint64_t now_ns) {

@@ -3,7 +3,9 @@
 // them).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "simnic/congestion/dcqcn.h"
 
@@ -240,4 +242,139 @@ TEST_CASE("RP: the rate limiter spaces packets at the current rate", "[dcqcn]") 
     // The packet's own size sets its gap; a late caller is not held back.
     CHECK(rp.earliest_send_ns(4000, t) == t + 640);
     CHECK(rp.earliest_send_ns(1000, t + 10'000) == t + 10'000);
+}
+
+namespace {
+
+// What an observed RP tells, in order.
+struct Report {
+    char kind;  // 'b'egin, 'r'ate, 'a'lpha
+    uint64_t t_ns;
+    double x, y;
+};
+class Log final : public RpObserver {
+public:
+    std::vector<Report> r;
+    void rp_begin(uint32_t id, uint64_t t) override { add(id, {'b', t, 0, 0}); }
+    void rp_rate(uint32_t id, uint64_t t, double rc, double rt) override { add(id, {'r', t, rc, rt}); }
+    void rp_alpha(uint32_t id, uint64_t t, double a) override { add(id, {'a', t, a, 0}); }
+    void rp_end(uint32_t, uint64_t) override { FAIL("an RP does not tell its own end"); }
+
+private:
+    void add(uint32_t id, Report x) {
+        CHECK(id == 42);
+        r.push_back(x);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("RP: an observed RP tells every change at the time it takes effect, and behaves as one unobserved",
+          "[dcqcn]") {
+    DcqcnConfig c;
+    c.byte_counter_bytes = 1'000'000;  // byte counter events too
+    Log log;
+    DcqcnRp seen(c, 5 * kUs), plain(c, 5 * kUs);
+    seen.observe(&log, 42);
+    REQUIRE(log.r.size() == 3);
+    CHECK(log.r[0].kind == 'b');
+    CHECK(log.r[1].kind == 'r');
+    CHECK(log.r[1].x == kG);
+    CHECK(log.r[2].kind == 'a');
+    CHECK(log.r[2].x == 1.0);
+    // CNPs, packets, a long idle gap (thousands of alpha expiries at once),
+    // read at odd times: the same calls on both.
+    uint64_t t = 5 * kUs;
+    const auto both = [&](auto f) {
+        f(seen);
+        f(plain);
+    };
+    for (int i = 0; i < 3; ++i) {
+        t += 60 * kUs;
+        both([&](DcqcnRp& rp) { rp.on_cnp(t); });
+        for (int p = 0; p < 200; ++p) {
+            t += 1 * kUs;
+            both([&](DcqcnRp& rp) { rp.on_bytes_sent(4096, t); });
+        }
+    }
+    t += 700 * kUs;
+    both([&](DcqcnRp& rp) { rp.advance(t); });
+    t += 400'000 * kUs;  // 0.4 s: 7,272 alpha expiries
+    both([&](DcqcnRp& rp) { rp.advance(t); });
+    CHECK(seen.rate_bps() == plain.rate_bps());
+    CHECK(seen.target_rate_bps() == plain.target_rate_bps());
+    CHECK(seen.alpha() == plain.alpha());
+    CHECK(seen.counters().additive_steps == plain.counters().additive_steps);
+    // Each kind in time order; a change of each kind, and CNP cuts among them.
+    uint64_t last_rate = 0, last_alpha = 0;
+    size_t cuts = 0, rises = 0, decays = 0;
+    double rc = kG, a = 1;
+    for (size_t i = 3; i < log.r.size(); ++i) {
+        const Report& e = log.r[i];
+        REQUIRE(e.kind != 'b');
+        uint64_t& last = e.kind == 'r' ? last_rate : last_alpha;
+        CHECK(e.t_ns >= last);
+        last = e.t_ns;
+        if (e.kind == 'r') {
+            cuts += e.x < rc;
+            rises += e.x > rc;
+            rc = e.x;
+            CHECK(e.x <= e.y);
+        } else {
+            decays += e.x < a;
+            a = e.x;
+        }
+    }
+    CHECK(cuts == 3);
+    CHECK(rises > 5);
+    CHECK(decays > 4096);  // one per expiry up to 4,096 at once, then the rest in one
+    CHECK(rc == seen.rate_bps());
+    CHECK(a == seen.alpha());
+    // Replayed from the start, every report is the state an unobserved RP
+    // shows when brought to that time by the same calls up to it: checked
+    // at each report's time with a fresh RP driven to it.
+    // (A report followed by one of its kind at the same time, a timer's
+    // step then a CNP's, is an intermediate state the twin cannot stop at.)
+    const auto last_at_its_time = [&](size_t i) {
+        for (size_t j = i + 1; j < log.r.size(); ++j)
+            if (log.r[j].kind == log.r[i].kind) return log.r[j].t_ns != log.r[i].t_ns;
+        return true;
+    };
+    size_t checked = 0;
+    for (size_t i = 3; i < log.r.size(); i += 37) {
+        const Report& e = log.r[i];
+        if (!last_at_its_time(i)) continue;
+        DcqcnRp twin(c, 5 * kUs);
+        uint64_t u = 5 * kUs;
+        bool done = false;
+        const auto step = [&](uint64_t at, auto f) {
+            if (done) return;
+            if (at > e.t_ns) {
+                twin.advance(e.t_ns);
+                done = true;
+                return;
+            }
+            f(at);
+        };
+        for (int k = 0; k < 3 && !done; ++k) {
+            u += 60 * kUs;
+            step(u, [&](uint64_t at) { twin.on_cnp(at); });
+            for (int p = 0; p < 200 && !done; ++p) {
+                u += 1 * kUs;
+                step(u, [&](uint64_t at) { twin.on_bytes_sent(4096, at); });
+            }
+        }
+        if (!done) twin.advance(std::min(e.t_ns, u + 700 * kUs));
+        if (!done && e.t_ns > u + 700 * kUs) twin.advance(e.t_ns);
+        INFO("report " << i << " (" << e.kind << ") at " << e.t_ns << " ns");
+        if (e.kind == 'r') {
+            CHECK(twin.rate_bps() == e.x);
+            CHECK(twin.target_rate_bps() == e.y);
+        } else if (e.t_ns < t - 2 * c.alpha_timer_ns) {
+            // (The last report of the long gap is its final alpha, applied at once.)
+            CHECK(twin.alpha() == Approx(e.x).epsilon(1e-12));
+        }
+        ++checked;
+    }
+    CHECK(checked > 100);
 }

@@ -28,7 +28,10 @@ QpContext::QpContext(const QpConfig& c, const TransportEnv& e) : cfg(c), env(e) 
     comp.psn = req.psn;
     reset_retry_counters();
     // The RP starts at line rate; its timers run from the QP's creation.
-    if (cfg.dcqcn) rp.emplace(*cfg.dcqcn, env.timers->now_ns());
+    if (cfg.dcqcn) {
+        rp.emplace(*cfg.dcqcn, env.timers->now_ns());
+        if (env.rp_observer) rp->observe(env.rp_observer, cfg.qpn);
+    }
     // rxe keeps one source port per QP: from the address vector's flow label
     // or the QPN pair for connected QPs, from its own QPN for UD.
     sport_ = cfg.type == hw::QpType::Ud ? roce::roce_udp_sport_unconnected(cfg.qpn)

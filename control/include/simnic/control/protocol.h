@@ -19,6 +19,10 @@
 //                                                         or goes on
 //   {"op":"fabric_rates","name":F[,"bin_us":B]}        -> {"ok":true,"rates":{"bin_us":..,"bins":..,
 //                                                         "flows":[{"from","to","bytes","gbps":[..]}]}}
+//   {"op":"fabric_dcqcn","name":F[,"bin_us":B]}        -> {"ok":true,"dcqcn":{"bin_us":..,"bins":..,
+//                                                         "qps":[{"host","device","qpn","life","begin_us",
+//                                                         "end_us","rc_gbps":[..],"rt_gbps":[..],
+//                                                         "alpha":[..]}]}} (null: the QP did not exist)
 //   {"op":"resource_counts","device":N}               -> {"ok":true,"qps":..,"cqs":..,"mrs":..,
 //                                                         "pds":..,"srqs":..,"ahs":..,"contexts":..}
 //   {"op":"resources"[,"device":N]}                    -> {"ok":true,"devices":[{"name":..,"qps":..,

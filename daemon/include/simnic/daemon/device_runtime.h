@@ -34,6 +34,9 @@ class LinuxNetdev;
 namespace simnic::model::fabric {
 class Fabric;
 }
+namespace simnic::congestion {
+class RpObserver;
+}
 
 namespace simnic::daemon {
 
@@ -63,6 +66,9 @@ public:
         // engines share (soft_engine::EngineGroup).
         model::fabric::Fabric* fabric = nullptr;
         std::shared_ptr<soft_engine::EngineGroup> group;
+        // Where its QPs' reaction points report their changes (the
+        // fabric's record, `simnic fabric dcqcn`); null: nowhere.
+        congestion::RpObserver* rp_observer = nullptr;
     };
     // Creates the firmware for `dev`; on failure returns null and sets err.
     // `gsi` receives the device's QP1 traffic (the daemon's CM agent).

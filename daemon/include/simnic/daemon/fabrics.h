@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,10 @@ class Fabric;
 }
 namespace simnic::roce {
 class PcapWriter;
+}
+namespace simnic::congestion {
+class RpObserver;
+class RpRecord;
 }
 
 namespace simnic::daemon {
@@ -71,7 +76,17 @@ public:
     // reply holds at most kMaxRatePoints numbers), as `simnic bench
     // --fabric` gives its flows'.
     control::Json rates(std::uint64_t bin_us) const;
-    static constexpr std::uint64_t kRateBinUs = 10;  // the record's first bin
+    // `simnic fabric dcqcn`: each QP's DCQCN reaction point over simulated
+    // time (Rc, Rt and alpha at the end of every `bin_us`, rounded and
+    // widened as rates'), told by the RPs themselves
+    // (congestion::RpRecord). `advance` brings every device's RPs to the
+    // fabric's time first (DeviceRuntime::congestion_stats), under the
+    // devices' lock, so that the last bins hold their timers' changes.
+    control::Json dcqcn(std::uint64_t bin_us, const std::function<void()>& advance) const;
+    // What host `host`'s device gives its engine to report its RPs to
+    // (soft_engine::CongestionControl::observer).
+    congestion::RpObserver* rp_observer(std::size_t host) const { return rp_observers_.at(host); }
+    static constexpr std::uint64_t kRateBinUs = 10;  // the records' first bin
     static constexpr std::size_t kMaxRatePoints = 50'000;
     // The record's bound (RateRecord): 32 MiB of bins.
     static constexpr std::size_t kMaxRateCells = std::size_t{1} << 22;
@@ -92,6 +107,10 @@ private:
     // under the devices' lock); a frame to an address no host has (PFC,
     // broadcast) belongs to no flow.
     std::unique_ptr<RateRecord> rates_;
+    // Each QP's reaction point over simulated time (told by the engines,
+    // under the devices' lock), and its observer for each host's device.
+    std::unique_ptr<congestion::RpRecord> rp_record_;
+    std::vector<congestion::RpObserver*> rp_observers_;
     std::map<roce::MacAddr, std::size_t> host_of_mac_;
     std::string pcap_path_;
     std::unique_ptr<roce::PcapWriter> pcap_;  // written by the tap, under the devices' lock

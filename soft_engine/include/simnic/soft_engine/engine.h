@@ -63,6 +63,10 @@ struct CongestionControl {
     bool on = false;
     congestion::DcqcnConfig rp;  // rp.line_rate_bps: the port's line rate
     congestion::NpConfig np;
+    // Set: every QP's reaction point reports its changes to it, as its
+    // QPN, and the QP's end (a fabric's record, `simnic fabric dcqcn`).
+    // Called under the engine's lock; must outlive the engine.
+    congestion::RpObserver* observer = nullptr;
 };
 
 // What `simnic stats` shows of one QP's reaction point.

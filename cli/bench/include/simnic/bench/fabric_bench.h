@@ -17,9 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "simnic/congestion/dcqcn.h"
 #include "simnic/congestion/fluid/scenario.h"
 #include "simnic/congestion/fluid/series.h"
 #include "simnic/model/config.h"
@@ -64,6 +66,11 @@ struct FabricBenchSpec {
     // frame as it leaves its sender and as it reaches its receiver, stamped
     // with its simulated time in microseconds (pcap's resolution). Empty: none.
     std::string pcap;
+    // Set: host i's QPs' reaction points report their changes to
+    // rp_observer(i) (soft_engine::CongestionControl::observer), as a
+    // daemon's fabric records them for `simnic fabric dcqcn`. Must outlive
+    // the run.
+    std::function<congestion::RpObserver*(size_t host)> rp_observer;
 };
 
 struct FabricFlow {
@@ -169,8 +176,10 @@ std::string fabric_rates_csv(const FabricBenchResult& r);
 // With congestion control on: each flow's reaction point over time
 // (rc_gbps_series, rt_gbps_series, alpha_series). CSV: t_us at each bin's
 // end, then per flow its Rc (Gb/s), Rt (Gb/s) and alpha; SVG: Rc on the
-// left axis, alpha on the right.
-std::string fabric_dcqcn_csv(const FabricBenchResult& r);
+// left axis, alpha on the right. A NaN (a QP of `simnic fabric dcqcn`
+// before it began or after it ended) is an empty cell, and no point.
+// `about`: the CSV's first line, after "# " (the bench's flows if empty).
+std::string fabric_dcqcn_csv(const FabricBenchResult& r, const std::string& about = "");
 std::string fabric_dcqcn_svg(const FabricBenchResult& r, const std::string& title);
 // SVG plots: per-flow throughput over time, and the receiver's queue depth.
 std::string fabric_throughput_svg(const FabricBenchResult& r, const std::string& title);

@@ -116,10 +116,34 @@ struct RpCounters {
     uint64_t rate_limited_ns = 0;       // time spent with Rc below the line rate
 };
 
+// Told every change of a reaction point's state, at the time it takes
+// effect (`simnic fabric dcqcn` records them: congestion/rp_record.h). A
+// QP's Rc, Rt and alpha over time then come from the RP itself, exactly,
+// with no one polling it at every bin. Alpha and the rates change on
+// separate timers and advance() catches up on the alpha timer first, so
+// each kind of call comes in time order, but a rate call may come after an
+// alpha call of a later time. Called under whatever guards the RP.
+class RpObserver {
+public:
+    virtual ~RpObserver() = default;
+    // RP `id` exists from `t_ns` (its state follows at once). A QP's RP
+    // may begin again while the QP lives (an engine builds its transport
+    // core anew at INIT and at RTR): one life until rp_end.
+    virtual void rp_begin(uint32_t id, uint64_t t_ns) = 0;
+    virtual void rp_rate(uint32_t id, uint64_t t_ns, double rc_bps, double rt_bps) = 0;
+    virtual void rp_alpha(uint32_t id, uint64_t t_ns, double alpha) = 0;
+    // Its QP is gone (not told by the RP: its owner knows when).
+    virtual void rp_end(uint32_t id, uint64_t t_ns) = 0;
+};
+
 class DcqcnRp {
 public:
     // A QP that starts at line rate at `now_ns`. check(cfg) must pass.
     explicit DcqcnRp(const DcqcnConfig& cfg = {}, uint64_t now_ns = 0);
+
+    // From now on, every change is told to `o` (null: no one) as RP `id`,
+    // first rp_begin and the state at the last time given to the RP.
+    void observe(RpObserver* o, uint32_t id);
 
     // Runs the alpha timer and the rate increase timer up to `now_ns`.
     void advance(uint64_t now_ns);
@@ -148,6 +172,9 @@ public:
 private:
     void rate_increase();
     void clamp();
+    void tell_rate() const {
+        if (observer_) observer_->rp_rate(id_, now_ns_, rc_, rt_);
+    }
 
     DcqcnConfig cfg_;
     double rc_;
@@ -163,6 +190,8 @@ private:
     bool sent_any_ = false;
     uint64_t last_send_ns_ = 0;
     RpCounters counters_;
+    RpObserver* observer_ = nullptr;
+    uint32_t id_ = 0;
 };
 
 }  // namespace simnic::congestion

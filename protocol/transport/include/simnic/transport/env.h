@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "simnic/congestion/dcqcn.h"
 #include "simnic/congestion/notification_point.h"
 #include "simnic/hw/verbs.h"
 #include "simnic/roce/packet.h"
@@ -229,7 +230,8 @@ public:
     virtual void count(Counter c) = 0;
 };
 
-// The ports of one QP. All but `trace`, `counters` and `np` must be set.
+// The ports of one QP. All but `trace`, `counters`, `np` and `rp_observer`
+// must be set.
 //
 // `np`: the device's DCQCN notification point (one per device, shared by its
 // QPs). Set, a CE-marked packet for the QP may make it send a CNP to the QP
@@ -245,6 +247,9 @@ struct TransportEnv {
     TracePort* trace = nullptr;
     CounterPort* counters = nullptr;
     congestion::NotificationPoint* np = nullptr;
+    // Set: the QP's reaction point reports its changes to it, as the QPN
+    // (`simnic fabric dcqcn` records them). Its owner tells it rp_end.
+    congestion::RpObserver* rp_observer = nullptr;
 };
 
 }  // namespace simnic::transport
