@@ -8,6 +8,7 @@
 //   simnic fabric hold fab0
 //   simnic fabric release fab0
 //   simnic fabric rates fab0 [bin-us N] [out PREFIX]
+//   simnic fabric depth fab0 [bin-us N] [out PREFIX]
 //   simnic fabric dcqcn fab0 [bin-us N] [out PREFIX]
 //
 // `add` makes a model device per host of the topology, named FABRIC_HOST
@@ -28,7 +29,9 @@
 // instant, as an experiment on a real fabric would start them. `rates`
 // gives each flow's rate over simulated time (frames from one host to
 // another as they leave the sender), as CSV, or as PREFIX-rates.csv and an
-// SVG plot: what `simnic bench --fabric` gives its own flows. `dcqcn` gives
+// SVG plot: what `simnic bench --fabric` gives its own flows. `depth` gives
+// each switch egress queue's depth over simulated time (its deepest per
+// bin), told by the switches as it changes. `dcqcn` gives
 // each QP's DCQCN reaction point over simulated time (Rc, Rt, alpha), as
 // the bench gives its flows', told by the reaction points themselves.
 #include <unistd.h>
@@ -51,6 +54,7 @@
 #include "simnic/model/config.h"
 #include "simnic/model/fabric/topology.h"
 #include "simnic/bench/fabric_bench.h"
+#include "simnic/model/plot.h"
 
 namespace simnic::cli {
 namespace {
@@ -395,6 +399,49 @@ int fabric_rates(const FabricArgs& a) {
                                            s.fr, "simnic fabric " + a.words[0] + ": each flow's rate in simulated time"));
 }
 
+constexpr const char* kDepthUsage =
+    "usage: simnic fabric depth NAME [bin-us N] [out PREFIX]\n"
+    "  each switch egress queue's depth in simulated time: the deepest it was in each bin of N us\n"
+    "  (bytes; as rates), for every queue that has held a frame;\n"
+    "  CSV on stdout, or PREFIX-depth.csv and PREFIX-depth.svg\n";
+
+int fabric_depth(const FabricArgs& a) {
+    SeriesReply s;
+    if (const int rc = fetch_series(a, "depth", kDepthUsage, "queues", "queues", s)) return rc;
+    // time_us of the bin's start, as rates, then SWITCH_portP_prioI_bytes
+    // per queue: the deepest it was within the bin.
+    std::ostringstream csv;
+    csv << "time_us";
+    model::PlotSpec p;
+    p.title = "simnic fabric " + a.words[0] + ": each switch egress queue's depth in simulated time";
+    p.x = {"simulated time (us)"};
+    p.y_left = {"queue depth, the deepest in each bin (bytes)"};
+    p.y_left.min = 0;
+    std::vector<std::vector<double>> cols;
+    for (const Json& q : s.r["queues"]) {
+        const std::string sw = q.value("switch", ""), peer = q.value("peer", "");
+        const unsigned port = q.value("port", 0u), prio = q.value("prio", 0u);
+        csv << "," << sw << "_port" << port << "_prio" << prio << "_bytes";
+        std::vector<double> v(s.bins, 0);
+        const Json& pk = q["peak_bytes"];
+        for (size_t i = 0; i < s.bins && i < pk.size(); ++i) v[i] = pk[i].get<double>();
+        model::Series line{sw + " port " + std::to_string(port) + " (" + peer + ") prio " + std::to_string(prio), {}, {}};
+        for (size_t i = 0; i < s.bins; ++i) {
+            line.x.push_back(double(i) * s.bin_us);
+            line.y.push_back(v[i]);
+        }
+        p.left.push_back(std::move(line));
+        cols.push_back(std::move(v));
+    }
+    csv << "\n";
+    for (size_t i = 0; i < s.bins; ++i) {
+        csv << double(i) * s.bin_us;
+        for (const std::vector<double>& c : cols) csv << "," << uint64_t(c[i]);
+        csv << "\n";
+    }
+    return emit_series("depth", s, "queues", cols.size(), csv.str(), s.out.empty() ? std::string() : model::render_svg(p));
+}
+
 constexpr const char* kDcqcnUsage =
     "usage: simnic fabric dcqcn NAME [bin-us N] [out PREFIX]\n"
     "  each QP's DCQCN reaction point in simulated time: Rc and Rt (Gb/s) and alpha at the end of each\n"
@@ -456,6 +503,10 @@ Runner add_fabric_command(CLI::App& app) {
            [](const FabricArgs& a) { return fabric_hold(a, false); }},
           {"rates", "Each flow's rate in simulated time, as CSV or CSV and SVG: NAME [bin-us N] [out PREFIX]",
            "NAME, bin-us N and out PREFIX", fabric_rates},
+          {"depth",
+           "Each switch egress queue's depth (its deepest per bin) in simulated time, as CSV or CSV and SVG: "
+           "NAME [bin-us N] [out PREFIX]",
+           "NAME, bin-us N and out PREFIX", fabric_depth},
           {"dcqcn",
            "Each QP's DCQCN reaction point (Rc, Rt, alpha) in simulated time, as CSV or CSV and SVG: NAME "
            "[bin-us N] [out PREFIX]",

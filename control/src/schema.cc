@@ -153,6 +153,7 @@ const std::vector<OpSpec> kOps = {
     op("fabric_hold", kFabricHold),
     op("fabric_rates", kFabricRates),
     op("fabric_dcqcn", kFabricRates),  // the same fields
+    op("fabric_depth", kFabricRates),
     op("resource_counts", kDevice),
     op("resources", kOptDevice),
     op("stats", kStats),

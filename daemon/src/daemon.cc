@@ -106,8 +106,11 @@ struct Server::Impl {
     Json fabric_del(Call& c);
     Json fabric_show(Call& c);
     Json fabric_hold(Call& c);
+    template <typename F>
+    Json fabric_series(Call& c, const char* key, F series);
     Json fabric_rates(Call& c);
     Json fabric_dcqcn(Call& c);
+    Json fabric_depth(Call& c);
     DaemonFabric* fabric_named(const std::string& name);
     Json resource_counts(Call& c);
     Json resources(Call& c);
@@ -449,6 +452,7 @@ Json Server::Impl::dispatch(int fd, RawMessage& m, std::vector<int>& out_fds) {
         {"fabric_hold", &Impl::fabric_hold},
         {"fabric_rates", &Impl::fabric_rates},
         {"fabric_dcqcn", &Impl::fabric_dcqcn},
+        {"fabric_depth", &Impl::fabric_depth},
         {"resource_counts", &Impl::resource_counts},
         {"resources", &Impl::resources},
         {"stats", &Impl::stats},
@@ -740,28 +744,35 @@ Json Server::Impl::fabric_hold(Call& c) {
     return r;
 }
 
-// `simnic fabric rates NAME [bin-us N]` (fabrics.h).
-Json Server::Impl::fabric_rates(Call& c) {
+// `simnic fabric rates|depth|dcqcn NAME [bin-us N]` (fabrics.h): the
+// fabric's series in the reply's `key`, from `series(fabric, bin_us)`.
+template <typename F>
+Json Server::Impl::fabric_series(Call& c, const char* key, F series) {
     const std::string& name = c.req.str("name");
     DaemonFabric* f = fabric_named(name);
     if (!f) return reply_error(ENODEV, "no fabric " + name);
     Json r = reply_ok();
-    r["rates"] = f->rates(c.req.uint("bin_us", DaemonFabric::kRateBinUs));
+    r[key] = series(*f, c.req.uint("bin_us", DaemonFabric::kRateBinUs));
     return r;
 }
 
-// `simnic fabric dcqcn NAME [bin-us N]` (fabrics.h). Reading each device's
-// reaction points brings their timers to the fabric's time.
+Json Server::Impl::fabric_rates(Call& c) {
+    return fabric_series(c, "rates", [](const DaemonFabric& f, uint64_t bin_us) { return f.rates(bin_us); });
+}
+
+Json Server::Impl::fabric_depth(Call& c) {
+    return fabric_series(c, "depth", [](const DaemonFabric& f, uint64_t bin_us) { return f.depth(bin_us); });
+}
+
+// Reading each device's reaction points brings their timers to the
+// fabric's time first.
 Json Server::Impl::fabric_dcqcn(Call& c) {
-    const std::string& name = c.req.str("name");
-    DaemonFabric* f = fabric_named(name);
-    if (!f) return reply_error(ENODEV, "no fabric " + name);
-    Json r = reply_ok();
-    r["dcqcn"] = f->dcqcn(c.req.uint("bin_us", DaemonFabric::kRateBinUs), [&] {
-        for (const Device& d : f->devices())
-            if (auto rt = runtimes_.find(d.name); rt != runtimes_.end()) rt->second->congestion_stats();
+    return fabric_series(c, "dcqcn", [&](const DaemonFabric& f, uint64_t bin_us) {
+        return f.dcqcn(bin_us, [&] {
+            for (const Device& d : f.devices())
+                if (auto rt = runtimes_.find(d.name); rt != runtimes_.end()) rt->second->congestion_stats();
+        });
     });
-    return r;
 }
 
 Json Server::Impl::link_show(Call& c) {

@@ -11,6 +11,7 @@
 #include "simnic/model/fabric/fabric.h"
 #include "simnic/model/fabric/topology.h"
 #include "simnic/roce/pcap_io.h"
+#include "depth_record.h"
 #include "rate_record.h"
 
 namespace simnic::daemon {
@@ -22,6 +23,11 @@ namespace {
 
 std::string host_name(const mf::Topology& t, size_t i) {
     return t.hosts[i].name.empty() ? "h" + std::to_string(i) : t.hosts[i].name;
+}
+
+// "switch" alone, or the leaves and the spines of a leaf-spine.
+std::string switch_name(const mf::Topology& t, size_t k) {
+    return t.leaves == 0 ? "switch" : k < t.leaves ? "leaf" + std::to_string(k) : "spine" + std::to_string(k - t.leaves);
 }
 
 std::string ipv4_string(uint32_t host_order) {
@@ -83,6 +89,11 @@ std::unique_ptr<DaemonFabric> DaemonFabric::create(const std::string& name, cons
     f->sent_.assign(topo.hosts.size(), {});
     for (size_t i = 0; i < topo.hosts.size(); ++i) f->host_of_mac_[topo.hosts[i].mac] = i;
     f->rates_ = std::make_unique<RateRecord>(kRateBinUs * 1'000'000, kMaxRateCells);
+    f->depths_ = std::make_unique<DepthRecord>(kRateBinUs * 1'000'000, kMaxRateCells);
+    DepthRecord* depths = f->depths_.get();
+    f->fabric_->depth_tap([depths](size_t sw, uint32_t port, unsigned prio, uint64_t ps, uint64_t bytes) {
+        depths->set(sw, port, prio, ps, bytes);
+    });
     f->rp_record_ = std::make_unique<congestion::RpRecord>(kRateBinUs * 1'000, kMaxRateCells);
     for (size_t i = 0; i < topo.hosts.size(); ++i) f->rp_observers_.push_back(f->rp_record_->source(uint32_t(i)));
     DaemonFabric* fp = f.get();
@@ -180,6 +191,30 @@ Json DaemonFabric::dcqcn(uint64_t bin_us, const std::function<void()>& advance) 
     return j;
 }
 
+Json DaemonFabric::depth(uint64_t bin_us) const {
+    Json j;
+    group_->exclusive([&] {
+        const mf::Topology& t = fabric_->topology();
+        const DepthRecord::Depths d = depths_->depths(bin_us * 1'000'000, kMaxRatePoints, fabric_->now_ps());
+        j["bin_us"] = d.bin_ps / 1'000'000;
+        j["record_bin_us"] = depths_->bin_ps() / 1'000'000;
+        j["bins"] = d.bins;
+        j["simulated_us"] = double(fabric_->now_ps()) / 1e6;
+        Json qs = Json::array();
+        for (const DepthRecord::Queue& q : d.queues) {
+            const mf::PortPeer& pp = t.peers[q.sw][q.port];
+            qs.push_back(Json{{"switch", switch_name(t, q.sw)},
+                              {"port", q.port},
+                              {"peer", pp.host ? host_name(t, pp.index) : "switch " + std::to_string(pp.index)},
+                              {"prio", q.prio},
+                              {"now_bytes", q.now_bytes},
+                              {"peak_bytes", q.peak}});
+        }
+        j["queues"] = std::move(qs);
+    });
+    return j;
+}
+
 Json DaemonFabric::show() const {
     Json j;
     group_->exclusive([&] {
@@ -232,11 +267,8 @@ Json DaemonFabric::show() const {
                 pj["no_route"] = sw.port_counters(p).no_route;
                 ports.push_back(std::move(pj));
             }
-            const std::string sname = t.leaves == 0 ? "switch"
-                                      : k < t.leaves ? "leaf" + std::to_string(k)
-                                                     : "spine" + std::to_string(k - t.leaves);
             Json sj = counters_json(tot);
-            sj["name"] = sname;
+            sj["name"] = switch_name(t, k);
             sj["shared_peak_bytes"] = sw.shared_peak();
             sj["ports"] = std::move(ports);
             sws.push_back(std::move(sj));

@@ -9,8 +9,8 @@
 #             bad keywords and a capture that cannot be created refused,
 #             the devices listed by link show, ibv_devices and fabric show,
 #             passed by simnic doctor, held and released (fabric hold,
-#             release; a missing fabric or name refused), fabric rates
-#             and dcqcn of an idle fabric a header alone, bad bins and
+#             release; a missing fabric or name refused), fabric rates,
+#             depth and dcqcn of an idle fabric a header alone, bad bins and
 #             keywords refused,
 #             not deletable one by one, gone with the fabric
 #   pingpong  ibv_rc_pingpong between two hosts: its frames cross the switch
@@ -22,7 +22,8 @@
 #             wait, its time stands still) and released at once: their first
 #             frames leave together, both complete, both have a share in
 #             simulated time, fabric rates' bins adding up
-#             to each sender's bytes, fabric dcqcn's reaction points cut
+#             to each sender's bytes, fabric depth's peaks those of the
+#             switch's counters, fabric dcqcn's reaction points cut
 #             by each CNP, the switch marks CE, the
 #             receiver sends CNPs and both senders receive them; then
 #             idle, the fabric stands still and costs no CPU
@@ -220,7 +221,11 @@ cli)
   grep -q "unknown keyword 'every' (bin-us, out)" "$work/rates.out" || fail "rates keyword: $(cat "$work/rates.out")"
   if sim fabric rates nosuch >"$work/rates.out" 2>&1; then fail "rates of a missing fabric succeeded"; fi
   grep -q "no fabric nosuch" "$work/rates.out" || fail "rates nosuch: $(cat "$work/rates.out")"
-  # dcqcn, the same way: no QP yet is the header alone.
+  # depth and dcqcn, the same way: no frame and no QP yet is the header alone.
+  [ "$(sim fabric depth $FAB)" = "time_us" ] || fail "depth of an idle fabric: $(sim fabric depth $FAB)"
+  if sim fabric depth $FAB bin-us 2000000 >"$work/depth.out" 2>&1; then fail "depth bin-us 2000000 was accepted"; fi
+  grep -q "depth: bin-us 2000000: a multiple of 10 from 10 to 1000000" "$work/depth.out" ||
+    fail "depth bin-us: $(cat "$work/depth.out")"
   [ "$(sim fabric dcqcn $FAB | grep -v '^#')" = "t_us" ] || fail "dcqcn of an idle fabric: $(sim fabric dcqcn $FAB)"
   if sim fabric dcqcn $FAB bin-us 0 >"$work/dcqcn.out" 2>&1; then fail "dcqcn bin-us 0 was accepted"; fi
   grep -q "dcqcn: bin-us 0: a multiple of 10 from 10 to 1000000" "$work/dcqcn.out" || fail "dcqcn bin-us 0: $(cat "$work/dcqcn.out")"
@@ -315,6 +320,22 @@ incast)
       fail "h$h: the rates add up to $got bytes, its link carried $want"
   done
   [ "$(grep -c '<g class="series left"' "$SIMNIC_RUNTIME_DIR/r-rates.svg")" -eq 4 ] || fail "the rates plot has not 4 lines"
+  # Each switch egress queue's depth over simulated time, told by the
+  # switch: the deepest of every bin of each port's queues is the deepest
+  # the switch's counters saw there, to the byte.
+  sim fabric depth $FAB bin-us 20 out "$SIMNIC_RUNTIME_DIR/q" >"$work/depth.out" 2>&1 || fail "fabric depth: $(cat "$work/depth.out")"
+  cat "$work/depth.out"
+  grep -q "^wrote $SIMNIC_RUNTIME_DIR/q-depth.csv and $SIMNIC_RUNTIME_DIR/q-depth.svg: [0-9]* queues, [0-9]* bins of 20 us$" "$work/depth.out" ||
+    fail "fabric depth: $(cat "$work/depth.out")"
+  for p in 0 1 2; do
+    got=$(awk -F, -v p="switch_port${p}_prio" 'NR == 1 { for (i = 2; i <= NF; i++) if (index($i, p) == 1) c[i] = 1; next }
+                                               { for (i in c) if ($i + 0 > m) m = $i + 0 } END { print m + 0 }' "$SIMNIC_RUNTIME_DIR/q-depth.csv")
+    want=$(show_num ".switches[0].ports[$p].max_depth_bytes")
+    echo "port $p: deepest $got bytes in the depth record, $want in the counters"
+    [ "$got" = "$want" ] || fail "port $p: the depth record's deepest is $got bytes, the switch's counters $want"
+  done
+  [ "$(show_num '.switches[0].ports[0].max_depth_bytes')" -gt 100000 ] || fail "no incast queue at h0's port"
+  [ "$(grep -c '<g class="series left"' "$SIMNIC_RUNTIME_DIR/q-depth.svg")" -ge 3 ] || fail "the depth plot has fewer than 3 lines"
   # Each QP's reaction point over simulated time, told by the RPs: each
   # sender's one QP, from its creation to the run's end, was cut below the
   # line rate by CNPs (falls between bins at least once, at most once per

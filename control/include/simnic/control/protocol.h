@@ -19,6 +19,9 @@
 //                                                         or goes on
 //   {"op":"fabric_rates","name":F[,"bin_us":B]}        -> {"ok":true,"rates":{"bin_us":..,"bins":..,
 //                                                         "flows":[{"from","to","bytes","gbps":[..]}]}}
+//   {"op":"fabric_depth","name":F[,"bin_us":B]}        -> {"ok":true,"depth":{"bin_us":..,"bins":..,
+//                                                         "queues":[{"switch","port","peer","prio",
+//                                                         "now_bytes","peak_bytes":[..]}]}}
 //   {"op":"fabric_dcqcn","name":F[,"bin_us":B]}        -> {"ok":true,"dcqcn":{"bin_us":..,"bins":..,
 //                                                         "qps":[{"host","device","qpn","life","begin_us",
 //                                                         "end_us","rc_gbps":[..],"rt_gbps":[..],

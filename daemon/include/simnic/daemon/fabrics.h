@@ -37,6 +37,7 @@ class RpRecord;
 namespace simnic::daemon {
 
 class RateRecord;
+class DepthRecord;
 
 class DaemonFabric {
 public:
@@ -83,6 +84,11 @@ public:
     // fabric's time first (DeviceRuntime::congestion_stats), under the
     // devices' lock, so that the last bins hold their timers' changes.
     control::Json dcqcn(std::uint64_t bin_us, const std::function<void()>& advance) const;
+    // `simnic fabric depth`: each switch egress queue's depth over
+    // simulated time, the deepest it was in every `bin_us` (rounded and
+    // widened as rates'), told by the switches as it changes
+    // (DepthRecord), with its depth now.
+    control::Json depth(std::uint64_t bin_us) const;
     // What host `host`'s device gives its engine to report its RPs to
     // (soft_engine::CongestionControl::observer).
     congestion::RpObserver* rp_observer(std::size_t host) const { return rp_observers_.at(host); }
@@ -107,6 +113,9 @@ private:
     // under the devices' lock); a frame to an address no host has (PFC,
     // broadcast) belongs to no flow.
     std::unique_ptr<RateRecord> rates_;
+    // Each switch egress queue's depth over simulated time (the switches'
+    // depth taps, under the devices' lock).
+    std::unique_ptr<DepthRecord> depths_;
     // Each QP's reaction point over simulated time (told by the engines,
     // under the devices' lock), and its observer for each host's device.
     std::unique_ptr<congestion::RpRecord> rp_record_;

@@ -378,6 +378,10 @@ void Switch::set_depth(Queue& qu, std::uint64_t depth) {
     if (cfg_.depth_sample_ps) sample_to(qu, now(), false);
     qu.depth = depth;
     qu.c.max_depth_bytes = std::max(qu.c.max_depth_bytes, depth);
+    if (depth_tap_) {
+        const size_t i = size_t(&qu - queues_.data());
+        depth_tap_(std::uint32_t(i / kPriorities), unsigned(i % kPriorities), now(), depth);
+    }
 }
 
 void Switch::flush_depth() {

@@ -84,6 +84,16 @@ public:
     using Tap = std::function<void(size_t host, bool to_host, const std::vector<std::uint8_t>& frame,
                                    std::uint64_t ps)>;
     void tap(Tap t) { tap_ = std::move(t); }
+    // Every switch's egress queues' depth changes (Switch::depth_tap), with
+    // the switch's index.
+    using DepthTap = std::function<void(size_t sw, std::uint32_t port, unsigned prio, std::uint64_t ps,
+                                        std::uint64_t bytes)>;
+    void depth_tap(const DepthTap& t) {
+        for (size_t k = 0; k < sws_.size(); ++k)
+            sws_[k]->depth_tap([t, k](std::uint32_t port, unsigned prio, std::uint64_t ps, std::uint64_t bytes) {
+                t(k, port, prio, ps, bytes);
+            });
+    }
     // Frames from host i (by source MAC) delivered marked CE (ECN 0b11).
     std::uint64_t ce_frames_from(size_t i) const { return ce_from_[i]; }
 

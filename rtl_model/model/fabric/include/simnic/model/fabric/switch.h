@@ -135,6 +135,12 @@ public:
     // The series as CSV: time_ns, then a column portP_prioI for every queue
     // that ever held a frame.
     void write_depth_csv(std::ostream& os) const;
+    // Told each change of an egress queue's depth as it happens (the
+    // simulated time in ps, the bytes it now holds): a record of its own
+    // for whoever wants one (`simnic fabric depth`), bounded as it likes,
+    // where depth_series() keeps every sample.
+    using DepthTap = std::function<void(std::uint32_t port, unsigned prio, std::uint64_t ps, std::uint64_t bytes)>;
+    void depth_tap(DepthTap t) { depth_tap_ = std::move(t); }
 
 private:
     friend class EgressPort;
@@ -173,6 +179,7 @@ private:
 
     const SwitchConfig cfg_;
     Sink sink_;
+    DepthTap depth_tap_;
     std::uint64_t shared_cap_ = 0, shared_used_ = 0, shared_peak_ = 0;
     std::vector<Queue> queues_;
     std::vector<PortCounters> port_c_;
