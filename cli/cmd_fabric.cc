@@ -213,15 +213,24 @@ void print_fabric(const Json& f) {
                     (unsigned long long)s.value("resume_sent", 0ull),
                     (unsigned long long)s.value("max_depth_bytes", 0ull),
                     (unsigned long long)s.value("shared_peak_bytes", 0ull));
-        for (const Json& p : s["ports"])
-            std::printf("    port %u (%s): rx %llu tx %llu frames, %llu drops, %llu marks, %llu pauses sent, "
-                        "%llu received, deepest %llu B\n",
-                        p.value("port", 0u), p.value("peer", "").c_str(), (unsigned long long)p.value("rx_frames", 0ull),
-                        (unsigned long long)p.value("tx_frames", 0ull), (unsigned long long)p.value("drops", 0ull),
-                        (unsigned long long)p.value("ecn_marked", 0ull),
-                        (unsigned long long)p.value("pause_sent", 0ull),
-                        (unsigned long long)p.value("pause_received", 0ull),
-                        (unsigned long long)p.value("max_depth_bytes", 0ull));
+        // A port's counters, then each priority's that saw anything.
+        const auto counters = [](const Json& c) {
+            std::printf("rx %llu tx %llu frames, %llu drops, %llu marks, %llu pauses sent, %llu received, deepest %llu B\n",
+                        (unsigned long long)c.value("rx_frames", 0ull), (unsigned long long)c.value("tx_frames", 0ull),
+                        (unsigned long long)c.value("drops", 0ull), (unsigned long long)c.value("ecn_marked", 0ull),
+                        (unsigned long long)c.value("pause_sent", 0ull),
+                        (unsigned long long)c.value("pause_received", 0ull),
+                        (unsigned long long)c.value("max_depth_bytes", 0ull));
+        };
+        for (const Json& p : s["ports"]) {
+            std::printf("    port %u (%s): ", p.value("port", 0u), p.value("peer", "").c_str());
+            counters(p);
+            if (p.contains("priorities"))
+                for (const Json& pr : p["priorities"]) {
+                    std::printf("      prio %u: ", pr.value("prio", 0u));
+                    counters(pr);
+                }
+        }
     }
 }
 

@@ -258,10 +258,23 @@ Json DaemonFabric::show() const {
             mf::PortPrioCounters tot;
             for (uint32_t p = 0; p < sw.ports(); ++p) {
                 mf::PortPrioCounters c;
-                for (unsigned pr = 0; pr < mf::kPriorities; ++pr) c.add(sw.counters(p, pr));
+                // Per priority too (PFC and ECN act per priority), those
+                // that saw anything.
+                Json prios = Json::array();
+                for (unsigned pr = 0; pr < mf::kPriorities; ++pr) {
+                    const mf::PortPrioCounters& pc = sw.counters(p, pr);
+                    c.add(pc);
+                    if (pc.rx_frames || pc.tx_frames || pc.drops || pc.pause_sent || pc.resume_sent ||
+                        pc.pause_received) {
+                        Json prj = counters_json(pc);
+                        prj["prio"] = pr;
+                        prios.push_back(std::move(prj));
+                    }
+                }
                 tot.add(c);
                 const mf::PortPeer& pp = t.peers[k][p];
                 Json pj = counters_json(c);
+                pj["priorities"] = std::move(prios);
                 pj["port"] = p;
                 pj["peer"] = pp.host ? host_name(t, pp.index) : "switch " + std::to_string(pp.index);
                 pj["no_route"] = sw.port_counters(p).no_route;

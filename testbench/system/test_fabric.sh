@@ -335,6 +335,16 @@ incast)
     [ "$got" = "$want" ] || fail "port $p: the depth record's deepest is $got bytes, the switch's counters $want"
   done
   [ "$(show_num '.switches[0].ports[0].max_depth_bytes')" -gt 100000 ] || fail "no incast queue at h0's port"
+  # Per priority: the WRITEs (DSCP 26, priority 3) hold every mark and the
+  # deepest queue at h0's port, and each port's priorities add up to it.
+  [ "$(show_num '.switches[0].ports[0].priorities[] | select(.prio == 3) | .ecn_marked')" = "$marks" ] ||
+    fail "priority 3 of h0's port: $(show_num '.switches[0].ports[0].priorities')"
+  [ "$(show_num '.switches[0].ports[0].priorities[] | select(.prio == 3) | .max_depth_bytes')" = \
+    "$(show_num '.switches[0].ports[0].max_depth_bytes')" ] || fail "the deepest queue of h0's port is not priority 3's"
+  for p in 0 1 2; do
+    [ "$(show_num ".switches[0].ports[$p] | [.priorities[].tx_frames] | add")" = "$(show_num ".switches[0].ports[$p].tx_frames")" ] ||
+      fail "port $p: its priorities' frames do not add up to its own"
+  done
   [ "$(grep -c '<g class="series left"' "$SIMNIC_RUNTIME_DIR/q-depth.svg")" -ge 3 ] || fail "the depth plot has fewer than 3 lines"
   # Each QP's reaction point over simulated time, told by the RPs: each
   # sender's one QP, from its creation to the run's end, was cut below the
