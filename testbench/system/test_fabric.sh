@@ -70,6 +70,16 @@ trap 'sim fabric delete $FAB >/dev/null 2>&1; sys_cleanup server_pid server2_pid
 # show_num JQ: a number from `simnic fabric show -j`.
 show_num() { sim fabric show -j "$FAB" | jq -r ".[0]$1"; }
 
+# series_files CMD P BIN WHAT: `simnic fabric CMD` writes its series as
+# $SIMNIC_RUNTIME_DIR/P-CMD.csv and .svg in bins of BIN us (where the
+# test's user may write) and says so, with WHAT (a pattern: "4 flows").
+series_files() {
+  local base=$SIMNIC_RUNTIME_DIR/$2-$1
+  sim fabric "$1" $FAB bin-us "$3" out "$SIMNIC_RUNTIME_DIR/$2" >"$work/$1.out" 2>&1 || fail "fabric $1: $(cat "$work/$1.out")"
+  cat "$work/$1.out"
+  grep -q "^wrote $base.csv and $base.svg: $4, [0-9]* bins of $3 us$" "$work/$1.out" || fail "fabric $1: $(cat "$work/$1.out")"
+}
+
 # wait_doorbells DEV N: until N doorbells of DEV wait in its held fabric.
 wait_doorbells() {
   local w
@@ -307,10 +317,8 @@ incast)
   [ "$(stat_of ${FAB}_h1 retransmits)" -eq 0 ] || fail "h1 retransmitted"
   # Each flow's rate in simulated time: the bins add up to what each
   # sender's link carried, and the plot has a line per flow (data both
-  # ways, ACKs and CNPs back), written where the test's user may write.
-  sim fabric rates $FAB bin-us 500 out "$SIMNIC_RUNTIME_DIR/r" >"$work/rates.out" 2>&1 || fail "fabric rates: $(cat "$work/rates.out")"
-  grep -q "^wrote $SIMNIC_RUNTIME_DIR/r-rates.csv and $SIMNIC_RUNTIME_DIR/r-rates.svg: 4 flows, [0-9]* bins of 500 us$" "$work/rates.out" ||
-    fail "fabric rates: $(cat "$work/rates.out")"
+  # ways, ACKs and CNPs back).
+  series_files rates r 500 "4 flows"
   head -1 "$SIMNIC_RUNTIME_DIR/r-rates.csv" | grep -q "^time_us,.*h1_h0_gbps" || fail "rates CSV header: $(head -1 "$SIMNIC_RUNTIME_DIR/r-rates.csv")"
   for h in 1 2; do
     got=$(awk -F, -v c="h${h}_h0_gbps" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
@@ -323,10 +331,7 @@ incast)
   # Each switch egress queue's depth over simulated time, told by the
   # switch: the deepest of every bin of each port's queues is the deepest
   # the switch's counters saw there, to the byte.
-  sim fabric depth $FAB bin-us 20 out "$SIMNIC_RUNTIME_DIR/q" >"$work/depth.out" 2>&1 || fail "fabric depth: $(cat "$work/depth.out")"
-  cat "$work/depth.out"
-  grep -q "^wrote $SIMNIC_RUNTIME_DIR/q-depth.csv and $SIMNIC_RUNTIME_DIR/q-depth.svg: [0-9]* queues, [0-9]* bins of 20 us$" "$work/depth.out" ||
-    fail "fabric depth: $(cat "$work/depth.out")"
+  series_files depth q 20 "[0-9]* queues"
   for p in 0 1 2; do
     got=$(awk -F, -v p="switch_port${p}_prio" 'NR == 1 { for (i = 2; i <= NF; i++) if (index($i, p) == 1) c[i] = 1; next }
                                                { for (i in c) if ($i + 0 > m) m = $i + 0 } END { print m + 0 }' "$SIMNIC_RUNTIME_DIR/q-depth.csv")
@@ -350,10 +355,7 @@ incast)
   # sender's one QP, from its creation to the run's end, was cut below the
   # line rate by CNPs (falls between bins at least once, at most once per
   # CNP it received), never above its target, alpha in [0, 1].
-  sim fabric dcqcn $FAB bin-us 20 out "$SIMNIC_RUNTIME_DIR/d" >"$work/dcqcn.out" 2>&1 || fail "fabric dcqcn: $(cat "$work/dcqcn.out")"
-  cat "$work/dcqcn.out"
-  grep -q "^wrote $SIMNIC_RUNTIME_DIR/d-dcqcn.csv and $SIMNIC_RUNTIME_DIR/d-dcqcn.svg: [0-9]* QPs, [0-9]* bins of 20 us$" "$work/dcqcn.out" ||
-    fail "fabric dcqcn: $(cat "$work/dcqcn.out")"
+  series_files dcqcn d 20 "[0-9]* QPs"
   sim fabric dcqcn $FAB bin-us 20 >"$work/dcqcn.csv"
   cmp -s "$SIMNIC_RUNTIME_DIR/d-dcqcn.csv" "$work/dcqcn.csv" || fail "fabric dcqcn: stdout and the file differ"
   for h in 1 2; do

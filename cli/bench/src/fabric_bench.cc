@@ -846,16 +846,14 @@ std::string fabric_dcqcn_svg(const FabricBenchResult& r, const std::string& titl
     for (const FabricFlow& f : r.flows) {
         Series rc{f.host + " -> " + f.to + ", Rc", {}, {}};
         Series alpha{f.host + " -> " + f.to + ", alpha", {}, {}};
+        // (A NaN, where a QP did not exist, is no point: render_svg leaves
+        // out what is not finite.)
         for (size_t b = 0; b < f.rc_gbps_series.size(); ++b) {
             const double t_us = double(b + 1) * r.bin_ns / 1000.0;
-            if (!std::isnan(f.rc_gbps_series[b])) {
-                rc.x.push_back(t_us);
-                rc.y.push_back(f.rc_gbps_series[b]);
-            }
-            if (!std::isnan(f.alpha_series[b])) {
-                alpha.x.push_back(t_us);
-                alpha.y.push_back(f.alpha_series[b]);
-            }
+            rc.x.push_back(t_us);
+            rc.y.push_back(f.rc_gbps_series[b]);
+            alpha.x.push_back(t_us);
+            alpha.y.push_back(f.alpha_series[b]);
         }
         p.left.push_back(std::move(rc));
         p.right.push_back(std::move(alpha));

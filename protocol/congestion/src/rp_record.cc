@@ -109,13 +109,11 @@ void RpRecord::halve() {
 
 RpRecord::Table RpRecord::table(uint64_t want_ns, size_t max_points, uint64_t now_ns) const {
     Table t;
-    if (kept_.empty()) {  // no RP has begun: nothing to show, not bins of nothing
-        t.bin_ns = std::max<uint64_t>(1, (want_ns + bin_ns_ - 1) / bin_ns_) * bin_ns_;
-        return t;
-    }
+    uint64_t per = std::max<uint64_t>(1, (want_ns + bin_ns_ - 1) / bin_ns_);
+    t.bin_ns = per * bin_ns_;
+    if (kept_.empty()) return t;  // no RP has begun: nothing to show, not bins of nothing
     uint64_t span = now_ns / bin_ns_ + 1;  // the record's bins up to now's
     for (const Kept& k : kept_) span = std::max(span, k.last + 1);
-    uint64_t per = std::max<uint64_t>(1, (want_ns + bin_ns_ - 1) / bin_ns_);
     const uint64_t most = std::max<uint64_t>(1, max_points / (3 * kept_.size()));
     per = std::max(per, (span + most - 1) / most);
     t.bin_ns = per * bin_ns_;

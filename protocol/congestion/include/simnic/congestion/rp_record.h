@@ -55,8 +55,9 @@ public:
     // The state at the end of each bin of `want_ns` (rounded up to whole
     // bins of the record, widened so that all tracks together hold at most
     // `max_points` numbers), up to `now_ns`: a track that has not ended
-    // goes on to it; no bins at all before any RP began. Each RP's reports up to `now_ns` must have been made
-    // (DcqcnRp::advance) for the last bins to be exact.
+    // goes on to it; no bins at all before any RP began. Each RP's reports
+    // up to `now_ns` must have been made (DcqcnRp::advance) for the last
+    // bins to be exact.
     Table table(uint64_t want_ns, size_t max_points, uint64_t now_ns) const;
 
     uint64_t bin_ns() const { return bin_ns_; }
