@@ -34,6 +34,10 @@
 #                          a client's REQ that comes sooner is rejected
 #                          (no one listens on its service ID); stops early if
 #                          process PID has exited.
+#   cm_race_lost FILE      whether a perftest -R client, whose output is FILE,
+#                          was rejected because its REQ came before its
+#                          server's second rdma_listen (see below): the pair
+#                          is to be started again.
 #   wait_no_qps            waits (up to 5 s) for the device to hold no QP: the
 #                          daemon learns of a process's end from its closed
 #                          connection.
@@ -241,6 +245,22 @@ wait_listen() {
   done
   return 1
 }
+
+# perftest -R listens twice on one port, the second time after a handshake
+# over its first connection whose last SEND the client sees complete before
+# the server does (the server waits for the ACK). Then the client's
+# rdma_resolve_addr, rdma_resolve_route and rdma_connect race the server's
+# rdma_create_id, rdma_bind_addr and rdma_listen, and a REQ that comes first
+# is rejected with reason 8 (no one listens on its service ID, as ib_cm
+# answers); perftest 4.5's own retry then crashes (it resolves again on the
+# IDs it has just destroyed). On the kernel the server's three calls are
+# system calls that never sleep, while the client's wait for their events;
+# here each is a round trip to the daemon (about 0.45 ms for the three
+# against the client's 1 ms, on two cores with a CPU hog), so one thread
+# descheduled for a time slice decides the race: the server lost 14 of 75
+# (ib_write_lat -R, one or two hogs on two cores). A test starts the pair
+# again, on a new port, up to 11 times.
+cm_race_lost() { grep -q "RDMA_CM_EVENT_REJECTED; error: 8" "$1"; }
 
 wait_cm_listen() {
   local port=$1 pid=${2:-}

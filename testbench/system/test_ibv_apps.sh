@@ -142,23 +142,12 @@ fi
 
 run_client
 client_rc=$?
-# perftest -R listens twice on one port, the second time after a handshake
-# over its first connection whose last SEND the client sees complete before
-# the server does (the server waits for the ACK). Then the client's
-# rdma_resolve_addr, rdma_resolve_route and rdma_connect race the server's
-# rdma_create_id, rdma_bind_addr and rdma_listen, and a REQ that comes first
-# is rejected with reason 8 (no one listens on its service ID, as ib_cm
-# answers); perftest 4.5's own retry then crashes (it resolves again on the
-# IDs it has just destroyed). On the kernel the server's three calls are
-# system calls that never sleep, while the client's wait for their events;
-# here each is a round trip to the daemon (about 0.45 ms for the three
-# against the client's 1 ms, on two cores with a CPU hog), so one thread
-# descheduled for a time slice decides the race: the server lost 14 of 75
-# (ib_write_lat -R, one or two hogs on two cores). The pair is started
-# again, up to 11 times (free_port 12 above).
+# perftest -R: a client whose REQ came before its server's second listen
+# (lib.sh, cm_race_lost); the pair is started again on the next port
+# (free_port 12 above).
 for _ in $(seq 11); do
   case "$CASE" in *_rdma_cm) ;; *) break ;; esac
-  grep -q "RDMA_CM_EVENT_REJECTED; error: 8" "$work/client.out" || break
+  cm_race_lost "$work/client.out" || break
   echo "perftest -R: the client was quicker than its server's second listen; again"
   # timeout's child is the tool: stop the tool itself, then its wrappers.
   pkill -KILL -f -- "${server[*]}\$"
