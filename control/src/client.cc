@@ -31,6 +31,7 @@ int try_connect(const std::string& path, int& err) {
         err = errno;
         return -1;
     }
+    widen_send_buffer(fd);  // for long requests (message_capacity)
     if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
         err = errno;
         close(fd);

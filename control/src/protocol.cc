@@ -12,6 +12,20 @@
 
 namespace simnic::control {
 
+size_t message_capacity(int fd) {
+    int sndbuf = 0;
+    socklen_t len = sizeof sndbuf;
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) != 0 || sndbuf <= 32) return kMaxMessageBytes;
+    // net/unix/af_unix.c refuses a datagram longer than sk_sndbuf - 32.
+    return std::min(kMaxMessageBytes, static_cast<size_t>(sndbuf) - 32);
+}
+
+void widen_send_buffer(int fd) {
+    // The kernel doubles what it is asked for (half is its own overhead).
+    const int want = int(kMaxMessageBytes / 2 + 4096);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof want);
+}
+
 std::string send_message(int fd, const Json& msg, const std::vector<int>& fds) {
     // Replace, not throw, should a string ever hold bad UTF-8: a reply must
     // always go out.
@@ -19,6 +33,7 @@ std::string send_message(int fd, const Json& msg, const std::vector<int>& fds) {
     if (s.size() > kMaxMessageBytes) return "message too large";
     if (fds.size() > kMaxFdsPerMessage) return "too many descriptors";
     const int e = send_raw(fd, s, fds);
+    if (e == EMSGSIZE) return "message too large";  // longer than the socket's buffer takes (message_capacity)
     if (e != 0) return std::string("send: ") + std::strerror(e);
     return {};
 }

@@ -356,6 +356,7 @@ void Server::Impl::accept_clients() {
             continue;
         }
         ++n;
+        widen_send_buffer(fd);  // for the long replies (message_capacity)
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLRDHUP;
         ev.data.fd = fd;
@@ -421,8 +422,20 @@ void Server::Impl::serve(int fd) {
     // Descriptors no handler kept are not kept.
     for (int f : m.fds)
         if (f >= 0) close(f);
+    if (!clients_.count(fd)) return;
+    std::string err = send_message(fd, reply, out_fds);
+    if (err == "message too large") {
+        // A reply the protocol cannot carry is a bug of the daemon's bounds:
+        // the client is told so, not cut off.
+        ++internal_errors_;
+        const size_t room = message_capacity(fd);
+        log("BUG: a reply to pid %d is longer than its connection carries (%zu bytes)", clients_[fd].pid, room);
+        err = send_message(fd, reply_error(EMSGSIZE, "the reply is longer than the connection carries (" +
+                                                         std::to_string(room) +
+                                                         " bytes): a simnic daemon bug, logged"));
+    }
     // A client that does not read its replies fills its socket: drop it.
-    if (clients_.count(fd) && !send_message(fd, reply, out_fds).empty()) drop(fd);
+    if (!err.empty()) drop(fd);
 }
 
 Json Server::Impl::dispatch(int fd, RawMessage& m, std::vector<int>& out_fds) {
@@ -751,8 +764,11 @@ Json Server::Impl::fabric_series(Call& c, const char* key, F series) {
     const std::string& name = c.req.str("name");
     DaemonFabric* f = fabric_named(name);
     if (!f) return reply_error(ENODEV, "no fabric " + name);
+    // Room for the reply's own keys around the series.
+    const size_t cap = message_capacity(c.fd), room = cap - std::min<size_t>(cap, 256);
     Json r = reply_ok();
-    r[key] = series(*f, c.req.uint("bin_us", DaemonFabric::kRateBinUs));
+    r[key] = DaemonFabric::fit(room, c.req.uint("bin_us", DaemonFabric::kRateBinUs),
+                               [&](uint64_t bin_us) { return series(*f, bin_us); });
     return r;
 }
 

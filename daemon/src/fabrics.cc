@@ -132,6 +132,15 @@ double DaemonFabric::hold(bool on, bool& was_held) {
     return us;
 }
 
+Json DaemonFabric::fit(size_t room, uint64_t bin_us, const std::function<Json(uint64_t)>& series) {
+    for (;;) {
+        Json s = series(bin_us);
+        const uint64_t got = s.value("bin_us", uint64_t{0});
+        if (s.value("bins", uint64_t{0}) <= 1 || got == 0 || s.dump().size() <= room) return s;
+        bin_us = got * 2;  // a multiple of the record's bin, as `got` is
+    }
+}
+
 Json DaemonFabric::rates(uint64_t bin_us) const {
     Json j;
     group_->exclusive([&] {

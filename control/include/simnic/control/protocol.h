@@ -77,6 +77,17 @@ struct RawMessage {
     bool too_long = false;   // the message was longer than kMaxMessageBytes: `bytes` is cut
     bool too_many_fds = false;  // more than kMaxFdsPerMessage: the kernel closed the rest
 };
+// The longest message `fd` can send now. A SOCK_SEQPACKET unix socket
+// sends a message whole or not at all, and not one longer than its send
+// buffer less the kernel's 32 bytes of bookkeeping: with Linux's default
+// buffer (net.core.wmem_default, 208 KiB) that is far below
+// kMaxMessageBytes, and a longer message fails with EMSGSIZE.
+size_t message_capacity(int fd);
+// Asks for a send buffer that holds a message of kMaxMessageBytes. An
+// unprivileged process is granted at most twice net.core.wmem_max (416 KiB
+// by default), so a sender of long messages bounds them by
+// message_capacity, not by kMaxMessageBytes.
+void widen_send_buffer(int fd);
 // Sends `bytes` as one message with `fds` (SCM_RIGHTS), as they are: no size
 // or descriptor limit, so that tests and fuzzers can send what send_message
 // refuses to. `flags` are sendmsg's (MSG_NOSIGNAL is always added). 0, or

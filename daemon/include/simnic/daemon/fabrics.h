@@ -92,6 +92,15 @@ public:
     // What host `host`'s device gives its engine to report its RPs to
     // (soft_engine::CongestionControl::observer).
     congestion::RpObserver* rp_observer(std::size_t host) const { return rp_observers_.at(host); }
+    // The series `series(bin_us)` (rates, dcqcn or depth) as one reply can
+    // carry it: a connection sends a reply whole or not at all, and its
+    // buffer may hold far less than kMaxRatePoints numbers
+    // (control::message_capacity), so a long run's series is taken with
+    // bins twice as wide at a time until its JSON is at most `room` bytes,
+    // or holds one bin. The caller sees the wider bins in its `bin_us`, as
+    // when the record's bound widens them.
+    static control::Json fit(std::size_t room, std::uint64_t bin_us,
+                             const std::function<control::Json(std::uint64_t)>& series);
     static constexpr std::uint64_t kRateBinUs = 10;  // the records' first bin
     static constexpr std::size_t kMaxRatePoints = 50'000;
     // The record's bound (RateRecord): 32 MiB of bins.
