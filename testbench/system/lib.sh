@@ -60,11 +60,15 @@
 #                          seconds later, writes what a hung tool waits for
 #                          to $work/stall.txt: the daemon's objects (`simnic
 #                          resource show`: QPs and their states, CM IDs), the
-#                          counters of the test's devices, and the stacks
+#                          counters of the test's devices, the daemon's
+#                          log's tail, and the stacks
 #                          (eu-stack) of the running processes named PROG.
 #                          fail() prints it, so that a hang seen once in CI
 #                          (the tool then killed by its timeout) shows where
 #                          it was; sys_cleanup stops the watcher.
+#   stall_report SECS PROG...
+#                          the same report at once, on stdout: for a test
+#                          that sees its tools stuck before it stops them.
 #   sys_cleanup [PIDVAR...]
 #                          kills the processes whose pids the named variables
 #                          hold (those set), deletes the devices link_add
@@ -96,33 +100,39 @@ descends_from() {
 
 stall_pid=
 stall_watch() {
-  local secs=$1 test_pid=$$
+  local secs=$1
   shift
   (
     sleep "$secs"
-    {
-      echo "still running after $secs s: the device's objects, counters and the tools' stacks"
-      local d p pid what
-      for what in "" qp cm_id; do
-        timeout 10 "${AS[@]}" "$SIMNIC" resource show $what 2>&1 | head -40 | sed 's/^/  /'
-      done
-      for d in "${devs[@]}"; do
-        timeout 10 "${AS[@]}" "$SIMNIC" stats "$d" 2>&1 | awk '$2 != "0"' | head -60 | sed "s/^/  $d: /"
-      done
-      command -v eu-stack >/dev/null || exit 0
-      # Each name once: a server and its client are often the same tool.
-      for p in $(printf '%s\n' "$@" | sort -u); do
-        # This test's own (ctest runs others beside it, with the same tools).
-        for pid in $(pgrep -x "${p:0:15}"); do
-          descends_from "$pid" "$test_pid" || continue
-          echo "  $p (pid $pid):"
-          timeout 20 eu-stack -p "$pid" 2>&1 | head -80 | sed 's/^/    /'
-        done
-      done
-    } >"$work/stall.tmp" 2>&1
+    stall_report "$secs" "$@" >"$work/stall.tmp" 2>&1
     mv "$work/stall.tmp" "$work/stall.txt"
   ) </dev/null >/dev/null 2>&1 &
   stall_pid=$!
+}
+
+# stall_report SECS PROG...: what stall_watch writes, on stdout, for a test
+# that finds its tools stuck itself (SECS: how long they have run).
+stall_report() {
+  local secs=$1 test_pid=$$ d p pid what
+  shift
+  echo "still running after $secs s: the device's objects, counters and the tools' stacks"
+  for what in "" qp cm_id; do
+    timeout 10 "${AS[@]}" "$SIMNIC" resource show $what 2>&1 | head -40 | sed 's/^/  /'
+  done
+  for d in "${devs[@]}"; do
+    timeout 10 "${AS[@]}" "$SIMNIC" stats "$d" 2>&1 | awk '$2 != "0"' | head -60 | sed "s/^/  $d: /"
+  done
+  tail -20 "$SIMNIC_RUNTIME_DIR/simnicd.log" 2>/dev/null | sed 's/^/  log: /'
+  command -v eu-stack >/dev/null || return 0
+  # Each name once: a server and its client are often the same tool.
+  for p in $(printf '%s\n' "$@" | sort -u); do
+    # This test's own (ctest runs others beside it, with the same tools).
+    for pid in $(pgrep -x "${p:0:15}"); do
+      descends_from "$pid" "$test_pid" || continue
+      echo "  $p (pid $pid):"
+      timeout 20 eu-stack -p "$pid" 2>&1 | head -80 | sed 's/^/    /'
+    done
+  done
 }
 
 # At a test's first failure: a daemon that is alive but does not answer

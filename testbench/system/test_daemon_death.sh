@@ -33,7 +33,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-daemon_pid() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state"; }
 # How the daemon goes, as a command the test's user can run.
 case $CASE in
 *_kill*) how=kill ;;
@@ -120,14 +119,24 @@ write_bw_*)
 rping_*)
   run timeout 60 rping -s -a 127.0.0.1 -p "$PORT" -C 0 >"$work/server.out" 2>&1 &
   server_pid=$!
-  sleep 0.5
-  run timeout 60 rping -c -a 127.0.0.1 -p "$PORT" -C 0 -v >"$work/client.out" 2>&1 &
+  wait_cm_listen "$PORT" "$server_pid" || fail "the rping server does not listen: $(cat "$work/server.out")"
+  # Line-buffered: rping's stdout into a file is otherwise written 4 KiB
+  # (some 50 pings) at a time, and the count below would lag.
+  run timeout 60 stdbuf -oL rping -c -a 127.0.0.1 -p "$PORT" -C 0 -v >"$work/client.out" 2>&1 &
   client_pid=$!
+  t_start=$(now_ms)
   for _ in $(seq 100); do
     [ "$(grep -c '^ping data' "$work/client.out")" -ge 5 ] && break
+    kill -0 "$client_pid" 2>/dev/null || break
     sleep 0.1
   done
-  [ "$(grep -c '^ping data' "$work/client.out")" -ge 5 ] || fail "rping did not get going: $(cat "$work/client.out")"
+  if [ "$(grep -c '^ping data' "$work/client.out")" -lt 5 ]; then
+    # Before the daemon goes: where the pair stands (QPs' PSNs, counters,
+    # the tools' stacks), so that a pair stuck once in CI shows where.
+    fail "rping did not get going in $(( $(now_ms) - t_start )) ms: $(tail -5 "$work/client.out")"
+    devs=("$DEV")
+    stall_report $(( ($(now_ms) - t_start) / 1000 )) rping
+  fi
   t0=$(now_ms)
   go_away
   wait "$client_pid"; client_rc=$?; t_client=$(( $(now_ms) - t0 )); client_pid=
