@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "daemon_call.h"
+#include "simnic/control/resources.h"
 #include "simnic/hw/verbs.h"
 
 namespace simnic::cli {
@@ -201,9 +202,20 @@ int run_resource(const ResourceArgs& a) {
         a.what == "cq" || a.what == "mr" || a.what == "mw" || a.what == "pd" || a.what == "srq" || a.what == "cm_id";
     Json req{{"op", "resources"}};
     if (!a.device.empty()) req["device"] = a.device;
-    Json reply;
-    if (!ask(req, reply)) return 1;
-    Json& devs = reply["devices"];
+    // Only the lists this view shows: the daemon makes no others, and a
+    // device with many objects answers in fewer pages. The JSON of the
+    // summary, qp and gid views is the device records with qp_list and gids.
+    if (listing) req["lists"] = a.what + "_list";
+    else if (a.json) req["lists"] = "qp_list,gids";
+    else if (a.what == "qp") req["lists"] = "qp_list";
+    else if (a.what == "gid") req["lists"] = "gids";
+    else req["lists"] = "";
+    Json devs;
+    std::string err;
+    if (!control::fetch_resources(req, [](const Json& r, Json& reply) { return ask(r, reply); }, devs, err)) {
+        if (!err.empty()) std::fprintf(stderr, "simnic: %s\n", err.c_str());
+        return 1;
+    }
     if (listing) {
         std::vector<Line> lines;
         for (const Json& d : devs) {
@@ -220,9 +232,6 @@ int run_resource(const ResourceArgs& a) {
         return 0;
     }
     if (a.json) {
-        // The summary, qp and gid views dump the device records as before.
-        for (Json& d : devs)
-            for (const char* k : {"cq_list", "mr_list", "mw_list", "pd_list", "srq_list", "cm_id_list"}) d.erase(k);
         std::printf("%s\n", devs.dump().c_str());
         return 0;
     }

@@ -23,6 +23,7 @@
 
 #include "simnic/control/client.h"
 #include "simnic/control/persisted.h"
+#include "simnic/control/resources.h"
 #include "simnic/control/runtime.h"
 #include "simnic/fw/linux_netdev.h"
 #include "simnic/roce/rules.h"
@@ -55,6 +56,12 @@ bool ask(const Json& req, Json& reply, std::string& err) {
         return false;
     }
     return true;
+}
+
+// Every page of a `resources` request: the device records, merged.
+static bool resources(const Json& req, Json& devices, std::string& err) {
+    return control::fetch_resources(
+        req, [&err](const Json& r, Json& reply) { return ask(r, reply, err); }, devices, err);
 }
 
 namespace {
@@ -361,13 +368,13 @@ private:
     // The GID table (tutorial 3.3, 6.4 step 3). Returns the index of the
     // first RoCE v2 GID over IPv4 (IPv4-mapped, ::ffff:a.b.c.d), or -1.
     int gid_check(const std::string& dev, const std::optional<fw::NetdevSnapshot>& nd) {
-        Json reply;
+        Json devs;
         std::string err;
-        if (!ask(Json{{"op", "resources"}, {"device", dev}}, reply, err) || reply["devices"].empty()) {
+        if (!resources(Json{{"op", "resources"}, {"device", dev}, {"lists", "gids"}}, devs, err) || devs.empty()) {
             add("gid", dev, Status::Fail, "cannot read the GID table: " + err);
             return -1;
         }
-        const Json& gids = reply["devices"][0]["gids"];
+        const Json& gids = devs[0]["gids"];
         if (gids.empty()) {
             add("gid", dev, Status::Fail,
                 "the GID table is empty: nothing can connect (rping and perftest stop at the handshake)",
@@ -484,17 +491,17 @@ private:
     // a child that inherited the descriptor keeps them after its parent
     // died.
     void stale() {
-        Json reply;
+        Json records;
         std::string err;
-        Json req{{"op", "resources"}};
+        Json req{{"op", "resources"}, {"lists", "qp_list,cq_list,mr_list,mw_list,pd_list,srq_list"}};
         if (!opt_.device.empty()) req["device"] = opt_.device;
-        if (!ask(req, reply, err)) {
+        if (!resources(req, records, err)) {
             skip("stale", opt_.device, "cannot list objects: " + err);
             return;
         }
         // pid -> device -> kind -> count
         std::map<uint32_t, std::map<std::string, std::map<std::string, unsigned>>> gone;
-        for (const Json& d : reply["devices"]) {
+        for (const Json& d : records) {
             const std::string dev = d.value("name", std::string());
             for (const auto& [list, kind] : std::map<std::string, std::string>{
                      {"qp_list", "QP"}, {"cq_list", "CQ"}, {"mr_list", "MR"}, {"mw_list", "MW"},

@@ -73,7 +73,18 @@ constexpr FieldSpec kName[] = {name_f("name", Req, kMaxDeviceNameBytes)};
 constexpr FieldSpec kOptName[] = {name_f("name", Opt, kMaxDeviceNameBytes)};
 constexpr FieldSpec kDevice[] = {name_f("device", Req, kMaxDeviceNameBytes)};
 constexpr FieldSpec kStats[] = {name_f("device", Req, kMaxDeviceNameBytes), bool_f("reset", Opt)};
-constexpr FieldSpec kOptDevice[] = {name_f("device", Opt, kMaxDeviceNameBytes)};
+// `resources` in pages (resources.h): the lists wanted, and where the last
+// page ended.
+constexpr FieldSpec kResourceCursor[] = {
+    name_f("device", Req, kMaxDeviceNameBytes),
+    name_f("list", Req, 16),
+    uint_f("key", Req, 0, kU64),
+};
+constexpr FieldSpec kResources[] = {
+    name_f("device", Opt, kMaxDeviceNameBytes),
+    text_f("lists", Opt, 128),
+    object_f("after", Opt, kResourceCursor),
+};
 constexpr FieldSpec kTrace[] = {
     name_f("device", Req, kMaxDeviceNameBytes),
     bool_f("stop", Opt),
@@ -155,7 +166,7 @@ const std::vector<OpSpec> kOps = {
     op("fabric_dcqcn", kFabricRates),  // the same fields
     op("fabric_depth", kFabricRates),
     op("resource_counts", kDevice),
-    op("resources", kOptDevice),
+    op("resources", kResources),
     op("stats", kStats),
     op("trace", kTrace),
     op("open_context", kDevice),

@@ -30,6 +30,7 @@
 #include "simnic/daemon/fabrics.h"
 #include "simnic/control/persisted.h"
 #include "simnic/control/protocol.h"
+#include "simnic/control/resources.h"
 #include "simnic/control/runtime.h"
 #include "simnic/control/schema.h"
 
@@ -849,62 +850,76 @@ Json Server::Impl::trace(Call& c) {
     return r;
 }
 
-// Everything `simnic resource show` prints, for one device or all.
+// One device's list, made when a page of `resources` reaches it. Field
+// names as iproute2's `rdma resource show` prints them.
+static Json resource_list(DeviceRuntime& rt, CmService& cm, const std::string& name, std::string_view list) {
+    Json out = Json::array();
+    if (list == "qp_list") {
+        for (const DeviceRuntime::QpInfo& q : rt.qps())
+            out.push_back(Json{{"qpn", q.qpn}, {"type", q.type}, {"state", q.state}, {"sq_psn", q.sq_psn},
+                               {"rq_psn", q.rq_psn}, {"dest_qpn", q.dest_qpn}, {"pid", q.pid}});
+    } else if (list == "cq_list") {
+        for (const DeviceRuntime::CqInfo& q : rt.cqs())
+            out.push_back(Json{{"cqn", q.cqn}, {"cqe", q.cqe}, {"users", q.users}, {"ctxn", q.ctx_id},
+                               {"pid", q.pid}});
+    } else if (list == "mr_list") {
+        for (const DeviceRuntime::MrInfo& m : rt.mrs())
+            out.push_back(Json{{"mrn", m.mrn}, {"rkey", m.key}, {"lkey", m.key}, {"iova", m.iova},
+                               {"mrlen", m.length}, {"pdn", m.pdn}, {"ctxn", m.ctx_id}, {"pid", m.pid}});
+    } else if (list == "mw_list") {
+        for (const DeviceRuntime::MwInfo& w : rt.mws())
+            out.push_back(Json{{"mwn", w.mwn}, {"rkey", w.rkey}, {"type", w.type}, {"state", w.state},
+                               {"pdn", w.pdn}, {"mr_key", w.mr_key}, {"addr", w.addr}, {"length", w.length},
+                               {"qpn", w.qpn}, {"ctxn", w.ctx_id}, {"pid", w.pid}});
+    } else if (list == "pd_list") {
+        for (const DeviceRuntime::PdInfo& p : rt.pds())
+            out.push_back(Json{{"pdn", p.pdn}, {"users", p.users}, {"ctxn", p.ctx_id}, {"pid", p.pid}});
+    } else if (list == "srq_list") {
+        for (const DeviceRuntime::SrqInfo& q : rt.srqs())
+            out.push_back(Json{{"srqn", q.srqn}, {"lqpn", q.qpns}, {"pdn", q.pdn}, {"max_wr", q.max_wr},
+                               {"max_sge", q.max_sge}, {"limit", q.limit}, {"ctxn", q.ctx_id}, {"pid", q.pid}});
+    } else if (list == "gids") {
+        for (const auto& [idx, g] : rt.gids()) {
+            char buf[INET6_ADDRSTRLEN] = {};
+            inet_ntop(AF_INET6, g.data(), buf, sizeof buf);
+            out.push_back(Json{{"index", idx}, {"gid", buf}});
+        }
+    } else if (list == "cm_id_list") {
+        out = cm.cm_id_list(name);
+    }
+    return out;
+}
+
+// A device may hold more objects than one reply carries: the answer comes
+// in pages as long as the connection carries (control/resources.h).
 Json Server::Impl::resources(Call& call) {
     const std::string& only = call.req.str("device");
     if (!only.empty() && !runtimes_.count(only)) return reply_error(ENODEV, "no device " + only);
-    Json devs = Json::array();
+    std::string err;
+    std::optional<std::string_view> want;
+    if (call.req.has("lists")) want = call.req.str("lists");
+    const auto lists = control::resource_lists_of(want, err);
+    if (!lists) return reply_error(EINVAL, err);
+    Json after;
+    if (call.req.has("after")) {
+        const Request a = call.req.object("after");
+        after = Json{{"device", a.str("device")}, {"list", a.str("list")}, {"key", a.uint("key")}};
+    }
+    std::vector<control::ResourceDevice> devs;
     for (const auto& [name, rt] : runtimes_) {
         if (!only.empty() && name != only) continue;
         const DeviceRuntime::Counts c = rt->counts();
-        Json d{{"name", name}, {"qps", c.qps}, {"cqs", c.cqs}, {"mrs", c.mrs}, {"pds", c.pds},
-               {"srqs", c.srqs}, {"ahs", c.ahs}, {"mws", c.mws}, {"contexts", rt->context_count()}};
-        Json qps = Json::array();
-        for (const DeviceRuntime::QpInfo& q : rt->qps())
-            qps.push_back(Json{{"qpn", q.qpn}, {"type", q.type}, {"state", q.state}, {"sq_psn", q.sq_psn},
-                               {"rq_psn", q.rq_psn}, {"dest_qpn", q.dest_qpn}, {"pid", q.pid}});
-        d["qp_list"] = qps;
-        // Field names as iproute2's `rdma resource show` prints them.
-        Json cqs = Json::array();
-        for (const DeviceRuntime::CqInfo& q : rt->cqs())
-            cqs.push_back(Json{{"cqn", q.cqn}, {"cqe", q.cqe}, {"users", q.users}, {"ctxn", q.ctx_id},
-                               {"pid", q.pid}});
-        d["cq_list"] = cqs;
-        Json mrs = Json::array();
-        for (const DeviceRuntime::MrInfo& m : rt->mrs())
-            mrs.push_back(Json{{"mrn", m.mrn}, {"rkey", m.key}, {"lkey", m.key}, {"iova", m.iova},
-                               {"mrlen", m.length}, {"pdn", m.pdn}, {"ctxn", m.ctx_id},
-                               {"pid", m.pid}});
-        d["mr_list"] = mrs;
-        Json mws = Json::array();
-        for (const DeviceRuntime::MwInfo& w : rt->mws())
-            mws.push_back(Json{{"mwn", w.mwn}, {"rkey", w.rkey}, {"type", w.type}, {"state", w.state},
-                               {"pdn", w.pdn}, {"mr_key", w.mr_key}, {"addr", w.addr},
-                               {"length", w.length}, {"qpn", w.qpn}, {"ctxn", w.ctx_id},
-                               {"pid", w.pid}});
-        d["mw_list"] = mws;
-        Json pds = Json::array();
-        for (const DeviceRuntime::PdInfo& p : rt->pds())
-            pds.push_back(Json{{"pdn", p.pdn}, {"users", p.users}, {"ctxn", p.ctx_id}, {"pid", p.pid}});
-        d["pd_list"] = pds;
-        Json srqs = Json::array();
-        for (const DeviceRuntime::SrqInfo& s : rt->srqs())
-            srqs.push_back(Json{{"srqn", s.srqn}, {"lqpn", s.qpns}, {"pdn", s.pdn}, {"max_wr", s.max_wr},
-                                {"max_sge", s.max_sge}, {"limit", s.limit}, {"ctxn", s.ctx_id},
-                                {"pid", s.pid}});
-        d["srq_list"] = srqs;
-        Json gids = Json::array();
-        for (const auto& [idx, g] : rt->gids()) {
-            char buf[INET6_ADDRSTRLEN] = {};
-            inet_ntop(AF_INET6, g.data(), buf, sizeof buf);
-            gids.push_back(Json{{"index", idx}, {"gid", buf}});
-        }
-        d["gids"] = gids;
-        d["cm_id_list"] = cm_->cm_id_list(name);
-        devs.push_back(d);
+        DeviceRuntime* r = rt.get();
+        devs.push_back({name,
+                        Json{{"qps", c.qps}, {"cqs", c.cqs}, {"mrs", c.mrs}, {"pds", c.pds}, {"srqs", c.srqs},
+                             {"ahs", c.ahs}, {"mws", c.mws}, {"contexts", rt->context_count()}},
+                        [this, r, n = name](std::string_view list) { return resource_list(*r, *cm_, n, list); }});
     }
-    Json r = reply_ok();
-    r["devices"] = devs;
+    // The room a reply has, less a margin for what the pager does not
+    // count exactly (the frame's "ok").
+    const size_t room = std::min(control::message_capacity(call.fd), control::kMaxMessageBytes);
+    Json r = control::resource_page(std::move(devs), *lists, after, room > 1024 ? room - 1024 : room);
+    r["ok"] = true;
     return r;
 }
 

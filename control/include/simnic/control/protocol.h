@@ -28,8 +28,10 @@
 //                                                         "alpha":[..]}]}} (null: the QP did not exist)
 //   {"op":"resource_counts","device":N}               -> {"ok":true,"qps":..,"cqs":..,"mrs":..,
 //                                                         "pds":..,"srqs":..,"ahs":..,"contexts":..}
-//   {"op":"resources"[,"device":N]}                    -> {"ok":true,"devices":[{"name":..,"qps":..,
-//                                                         ..,"qp_list":[..],"gids":[..]}]}
+//   {"op":"resources"[,"device":N][,"lists":L][,"after":C]}
+//                                                     -> {"ok":true,"devices":[{"name":..,"qps":..,
+//                                                         ..,"qp_list":[..],"gids":[..]}][,"more":C]}
+//                                                         in pages: resources.h
 //   {"op":"stats","device":N[,"reset":true]}          -> {"ok":true,"stats":{counter:value,..}
 //                                                         [,"model":[..],"trace":..]} (reset: a
 //                                                         model device's figures start again)

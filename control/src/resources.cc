@@ -1,0 +1,174 @@
+#include "simnic/control/resources.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <tuple>
+
+namespace simnic::control {
+
+namespace {
+
+// kResourceLists' index of `name`, or its size when there is none.
+std::size_t list_index(std::string_view name) {
+    std::size_t i = 0;
+    for (const ResourceList& l : kResourceLists) {
+        if (l.name == name) break;
+        ++i;
+    }
+    return i;
+}
+
+// A key or cursor number: a JSON integer that is not negative (parsed
+// JSON holds it unsigned, one built from an int signed).
+bool natural(const Json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0); }
+
+std::uint64_t key_of(const Json& entry, std::string_view key) {
+    const auto it = entry.find(std::string(key));
+    return it != entry.end() && natural(*it) ? it->get<std::uint64_t>() : 0;
+}
+
+// Where a cursor stands, comparable: (device, list, key).
+using Position = std::tuple<std::string, std::size_t, std::uint64_t>;
+
+std::optional<Position> position_of(const Json& cursor) {
+    if (!cursor.is_object()) return std::nullopt;
+    const auto d = cursor.find("device"), l = cursor.find("list"), k = cursor.find("key");
+    if (d == cursor.end() || !d->is_string() || l == cursor.end() || !l->is_string() || k == cursor.end() ||
+        !natural(*k))
+        return std::nullopt;
+    const std::size_t li = list_index(l->get<std::string>());
+    if (li == std::size(kResourceLists)) return std::nullopt;
+    return Position{d->get<std::string>(), li, k->get<std::uint64_t>()};
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string_view>> resource_lists_of(std::optional<std::string_view> lists,
+                                                              std::string& err) {
+    std::vector<std::string_view> out;
+    if (!lists) {
+        for (const ResourceList& l : kResourceLists) out.push_back(l.name);
+        return out;
+    }
+    const std::string_view s = *lists;
+    std::vector<bool> wanted(std::size(kResourceLists), false);
+    std::size_t at = 0;
+    while (at < s.size()) {
+        std::size_t end = s.find(',', at);
+        if (end == std::string::npos) end = s.size();
+        const std::string_view name = s.substr(at, end - at);
+        const std::size_t i = list_index(name);
+        if (i == std::size(kResourceLists)) {
+            err = "no resource list '" + std::string(name) + "'";
+            return std::nullopt;
+        }
+        wanted[i] = true;
+        at = end + 1;
+    }
+    for (std::size_t i = 0; i < wanted.size(); ++i)
+        if (wanted[i]) out.push_back(kResourceLists[i].name);
+    return out;
+}
+
+Json resource_page(std::vector<ResourceDevice> devices, const std::vector<std::string_view>& lists,
+                   const Json& after, std::size_t budget) {
+    std::sort(devices.begin(), devices.end(),
+              [](const ResourceDevice& a, const ResourceDevice& b) { return a.name < b.name; });
+    const std::optional<Position> from = position_of(after);
+    Json out = Json::array();
+    // The bytes the reply takes so far, as it is dumped: its frame, then
+    // each record's fields and each entry with its comma.
+    std::size_t used = std::string_view(R"({"ok":true,"devices":[],"more":})").size();
+    std::size_t entries = 0;
+    Json last;  // the cursor of the last entry taken
+    bool cut = false;
+    for (ResourceDevice& dev : devices) {
+        if (from && dev.name < std::get<0>(*from)) continue;
+        const bool resuming = from && dev.name == std::get<0>(*from);
+        Json rec = dev.header;
+        rec["name"] = dev.name;
+        used += rec.dump().size() + 1;
+        for (std::string_view list : lists) {
+            const std::size_t li = list_index(list);
+            if (resuming && li < std::get<1>(*from)) continue;  // sent in earlier pages
+            const std::string_view key = kResourceLists[li].key;
+            Json all = dev.list(list);
+            std::vector<Json> items;
+            if (all.is_array()) items.assign(all.begin(), all.end());
+            std::sort(items.begin(), items.end(),
+                      [key](const Json& a, const Json& b) { return key_of(a, key) < key_of(b, key); });
+            Json taken = Json::array();
+            used += list.size() + 6;  // "list":[],
+            // Room for the cursor, should the page end in this list.
+            const std::size_t cursor =
+                Json{{"device", dev.name}, {"key", UINT64_MAX}, {"list", std::string(list)}}.dump().size();
+            for (Json& e : items) {
+                const std::uint64_t k = key_of(e, key);
+                if (resuming && li == std::get<1>(*from) && k <= std::get<2>(*from)) continue;
+                const std::size_t size = e.dump().size() + 1;
+                // At least one entry per page, so that every page moves on.
+                if (entries > 0 && used + size + cursor > budget) {
+                    cut = true;
+                    break;
+                }
+                used += size;
+                ++entries;
+                last = Json{{"device", dev.name}, {"list", std::string(list)}, {"key", k}};
+                taken.push_back(std::move(e));
+            }
+            rec[std::string(list)] = std::move(taken);
+            if (cut) break;
+        }
+        out.push_back(std::move(rec));
+        if (cut) break;
+    }
+    Json r{{"devices", std::move(out)}};
+    if (cut) r["more"] = std::move(last);
+    return r;
+}
+
+void merge_resource_page(Json& into, const Json& page_devices) {
+    if (!into.is_array()) into = Json::array();
+    if (!page_devices.is_array()) return;
+    for (const Json& rec : page_devices) {
+        const std::string name = rec.value("name", std::string());
+        auto have = std::find_if(into.begin(), into.end(),
+                                 [&name](const Json& d) { return d.value("name", std::string()) == name; });
+        if (have == into.end()) {
+            into.push_back(rec);
+            continue;
+        }
+        // The device's counts stay those of its first page; its lists grow.
+        for (const ResourceList& l : kResourceLists) {
+            const std::string list(l.name);
+            const auto more = rec.find(list);
+            if (more == rec.end() || !more->is_array()) continue;
+            Json& mine = (*have)[list];
+            if (!mine.is_array()) mine = Json::array();
+            for (const Json& e : *more) mine.push_back(e);
+        }
+    }
+}
+
+bool fetch_resources(Json req, const std::function<bool(const Json& req, Json& reply)>& ask, Json& out,
+                     std::string& err) {
+    out = Json::array();
+    std::optional<Position> at;
+    for (;;) {
+        Json reply;
+        if (!ask(req, reply)) return false;
+        merge_resource_page(out, reply.value("devices", Json::array()));
+        const auto more = reply.find("more");
+        if (more == reply.end()) return true;
+        // A cursor that does not move on would ask for the same page for ever.
+        const std::optional<Position> next = position_of(*more);
+        if (!next || (at && !(*at < *next))) {
+            err = "the daemon's resource pages do not move on (a simnic daemon bug)";
+            return false;
+        }
+        at = next;
+        req["after"] = *more;
+    }
+}
+
+}  // namespace simnic::control

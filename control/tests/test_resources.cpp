@@ -1,0 +1,193 @@
+// The resources op's pages (resources.h): every entry once, in order, in
+// replies no longer than the budget, whatever changes between pages.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "simnic/control/resources.h"
+
+using namespace simnic::control;
+
+namespace {
+
+// Devices whose lists the test holds and may change between pages.
+struct World {
+    // device -> list -> entries (unsorted on purpose: the pager sorts)
+    std::map<std::string, std::map<std::string, std::vector<Json>>> lists;
+
+    void add(const std::string& dev, const std::string& list, const std::string& key, std::uint64_t k) {
+        lists[dev][list].push_back(Json{{key, k}, {"pid", 4242}, {"pad", std::string(40, 'p')}});
+    }
+    std::vector<ResourceDevice> devices() {
+        std::vector<ResourceDevice> out;
+        for (auto& [name, ls] : lists) {
+            auto* mine = &ls;
+            out.push_back(ResourceDevice{name, Json{{"qps", mine->count("qp_list") ? (*mine)["qp_list"].size() : 0}},
+                                         [mine](std::string_view l) {
+                                             auto it = mine->find(std::string(l));
+                                             Json a = Json::array();
+                                             if (it != mine->end())
+                                                 for (const Json& e : it->second) a.push_back(e);
+                                             return a;
+                                         }});
+        }
+        return out;
+    }
+    // Every page of a request, through the pager, as a client gets them.
+    Json fetch(const Json& req, std::size_t budget, std::size_t& pages, std::size_t& longest,
+               const std::function<void(std::size_t page)>& between = {}) {
+        Json out;
+        std::string err;
+        pages = longest = 0;
+        const bool ok = fetch_resources(
+            req,
+            [&](const Json& r, Json& reply) {
+                if (between) between(pages);
+                std::string e;
+                std::optional<std::string_view> lists;
+                if (r.contains("lists")) lists = r["lists"].get_ref<const std::string&>();
+                const auto wanted = resource_lists_of(lists, e);
+                REQUIRE(wanted);
+                reply = resource_page(devices(), *wanted, r.value("after", Json()), budget);
+                reply["ok"] = true;
+                ++pages;
+                longest = std::max(longest, reply.dump().size());
+                return true;
+            },
+            out, err);
+        REQUIRE(ok);
+        CHECK(err.empty());
+        return out;
+    }
+};
+
+std::vector<std::uint64_t> keys(const Json& devs, const std::string& dev, const std::string& list,
+                                const std::string& key) {
+    std::vector<std::uint64_t> out;
+    for (const Json& d : devs)
+        if (d["name"] == dev && d.contains(list))
+            for (const Json& e : d[list]) out.push_back(e[key].get<std::uint64_t>());
+    return out;
+}
+
+std::vector<std::uint64_t> range(std::uint64_t from, std::uint64_t to) {
+    std::vector<std::uint64_t> v;
+    for (std::uint64_t i = from; i <= to; ++i) v.push_back(i);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("resources: many objects come in pages no longer than the budget, each once and in key order",
+          "[resources]") {
+    World w;
+    // Keys put in out of order: the pages give them sorted.
+    for (std::uint64_t i = 3000; i >= 1; --i) w.add("dev_b", "mr_list", "mrn", i);
+    for (std::uint64_t i = 1; i <= 500; ++i) w.add("dev_b", "qp_list", "qpn", 1000 + i);
+    for (std::uint64_t i = 1; i <= 40; ++i) w.add("dev_a", "cq_list", "cqn", i);
+    w.add("dev_c", "gids", "index", 0);
+    w.add("dev_c", "gids", "index", 1);
+
+    std::size_t pages = 0, longest = 0;
+    const std::size_t budget = 16 * 1024;
+    const Json all = w.fetch(Json{{"op", "resources"}}, budget, pages, longest);
+    CHECK(pages > 10);  // some 270 KiB of entries
+    CHECK(longest <= budget);
+    REQUIRE(all.size() == 3);
+    CHECK(all[0]["name"] == "dev_a");  // name order
+    CHECK(all[1]["name"] == "dev_b");
+    CHECK(all[2]["name"] == "dev_c");
+    CHECK(keys(all, "dev_a", "cq_list", "cqn") == range(1, 40));
+    CHECK(keys(all, "dev_b", "mr_list", "mrn") == range(1, 3000));
+    CHECK(keys(all, "dev_b", "qp_list", "qpn") == range(1001, 1500));
+    CHECK(keys(all, "dev_c", "gids", "index") == range(0, 1));
+    // The counts of a device come with it; every requested list is there,
+    // empty ones too.
+    CHECK(all[1]["qps"] == 500);
+    CHECK(all[0].contains("mw_list"));
+    CHECK(all[0]["mw_list"].empty());
+
+    SECTION("one page when it all fits, without a cursor") {
+        const Json one = w.fetch(Json{{"op", "resources"}}, 1 << 20, pages, longest);
+        CHECK(pages == 1);
+        CHECK(one == all);
+    }
+}
+
+TEST_CASE("resources: the lists asked for, and none: the counts alone", "[resources]") {
+    World w;
+    for (std::uint64_t i = 1; i <= 100; ++i) w.add("d", "mr_list", "mrn", i);
+    for (std::uint64_t i = 1; i <= 10; ++i) w.add("d", "qp_list", "qpn", i);
+    std::size_t pages = 0, longest = 0;
+
+    const Json qps = w.fetch(Json{{"op", "resources"}, {"lists", "qp_list,gids"}}, 1024, pages, longest);
+    REQUIRE(qps.size() == 1);
+    CHECK(keys(qps, "d", "qp_list", "qpn") == range(1, 10));
+    CHECK(qps[0].contains("gids"));
+    CHECK_FALSE(qps[0].contains("mr_list"));
+
+    const Json counts = w.fetch(Json{{"op", "resources"}, {"lists", ""}}, 1024, pages, longest);
+    CHECK(pages == 1);
+    REQUIRE(counts.size() == 1);
+    CHECK(counts[0] == Json{{"name", "d"}, {"qps", 10}});
+
+    std::string err;
+    CHECK_FALSE(resource_lists_of("qp_list,nonsense", err));
+    CHECK(err == "no resource list 'nonsense'");
+    CHECK_FALSE(resource_lists_of(",", err));
+    CHECK(err == "no resource list ''");
+    // In kResourceLists' order, each once, whatever the request's order.
+    const auto some = resource_lists_of("gids,qp_list,gids", err);
+    REQUIRE(some);
+    CHECK(*some == std::vector<std::string_view>{"qp_list", "gids"});
+}
+
+TEST_CASE("resources: objects made or destroyed and devices gone between pages", "[resources]") {
+    World w;
+    for (std::uint64_t i = 1; i <= 400; ++i) w.add("a", "mr_list", "mrn", 2 * i);  // even keys
+    for (std::uint64_t i = 1; i <= 50; ++i) w.add("b", "pd_list", "pdn", i);
+    for (std::uint64_t i = 1; i <= 50; ++i) w.add("c", "pd_list", "pdn", i);
+    std::size_t pages = 0, longest = 0;
+    const Json got = w.fetch(Json{{"op", "resources"}, {"lists", "mr_list,pd_list"}}, 4096, pages, longest,
+                             [&w](std::size_t page) {
+                                 if (page != 2) return;
+                                 // Between the second and third page: an
+                                 // entry already sent goes, one before the
+                                 // cursor and one after it come, and
+                                 // device b goes.
+                                 auto& mrs = w.lists["a"]["mr_list"];
+                                 mrs.erase(mrs.begin());  // key 2, sent
+                                 w.add("a", "mr_list", "mrn", 3);    // behind the cursor: not seen
+                                 w.add("a", "mr_list", "mrn", 799);  // ahead: seen
+                                 w.lists.erase("b");
+                             });
+    CHECK(pages > 3);
+    std::vector<std::uint64_t> want;
+    for (std::uint64_t i = 1; i <= 400; ++i) {
+        want.push_back(2 * i);
+        if (2 * i == 798) want.push_back(799);
+    }
+    CHECK(keys(got, "a", "mr_list", "mrn") == want);  // each once, in order
+    CHECK(keys(got, "b", "pd_list", "pdn").empty());
+    CHECK(keys(got, "c", "pd_list", "pdn") == range(1, 50));
+}
+
+TEST_CASE("resources: a client stops on a cursor that does not move on", "[resources]") {
+    Json out;
+    std::string err;
+    int asked = 0;
+    const Json stuck{{"device", "d"}, {"list", "qp_list"}, {"key", 5}};
+    const bool ok = fetch_resources(
+        Json{{"op", "resources"}},
+        [&](const Json&, Json& reply) {
+            ++asked;
+            reply = Json{{"ok", true}, {"devices", Json::array({Json{{"name", "d"}}})}, {"more", stuck}};
+            return true;
+        },
+        out, err);
+    CHECK_FALSE(ok);
+    CHECK(asked == 2);
+    CHECK(err == "the daemon's resource pages do not move on (a simnic daemon bug)");
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# `simnic resource show` and `simnic doctor` over more objects than one
+# control reply carries: a process holding 25,000 MRs and 300 QPs (some
+# 3 MB of JSON, past the protocol's 1 MiB message and the 416 KiB a default
+# Linux lets a socket buffer). The daemon answers in pages (control/
+# resources.h); every object must be listed once, in order, and the summary
+# and the doctor's checks must still work.
+#
+# In a network namespace of its own (a user namespace too when not root),
+# so that its device on lo takes nobody's UDP 4791.
+#   test_resource_pages.sh SIMNIC LIBSIMNIC_VERBS MANY_OBJECTS
+set -u
+if [ -z "${SIMNIC_PAGES_NS:-}" ]; then
+  export SIMNIC_PAGES_NS=1
+  if [ "$(id -u)" -eq 0 ]; then exec unshare --net "$0" "$@"; fi
+  exec unshare --user --map-root-user --net "$0" "$@"
+fi
+SIMNIC=$1 LIB=$2 PROG=$3
+MRS=25000 QPS=300
+. "$(dirname "$0")/lib.sh"
+sys_init --as-caller pages
+ip link set lo up
+cleanup() {
+  [ -n "${holder:-}" ] && kill "$holder" 2>/dev/null
+  "$SIMNIC" daemon --stop >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$SIMNIC" link add pages_lo type soft netdev lo || { echo "FAIL: link add"; exit 1; }
+env LD_PRELOAD="$LIB" "$PROG" pages_lo "$MRS" "$QPS" >"$work/holder.out" 2>&1 &
+holder=$!
+for _ in $(seq 600); do
+  grep -q ready "$work/holder.out" && break
+  kill -0 "$holder" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q ready "$work/holder.out" || { echo "FAIL: many_objects: $(cat "$work/holder.out")"; exit 1; }
+
+# The summary: counts only.
+out=$("$SIMNIC" resource show 2>&1) || fail "resource show: $out"
+grep -Eq "^0: pages_lo: pd 1 cq 1 qp $QPS mr $MRS srq 0 ah 0 ctx 1$" <<<"$out" || fail "summary: $out"
+
+# Every MR once, in MR number order, each the holder's.
+"$SIMNIC" resource show mr >"$work/mr.txt" 2>"$work/mr.err" || fail "resource show mr: $(cat "$work/mr.err")"
+[ "$(wc -l <"$work/mr.txt")" -eq "$MRS" ] || fail "resource show mr listed $(wc -l <"$work/mr.txt") MRs, not $MRS"
+awk '{print $4}' "$work/mr.txt" >"$work/mrn.txt"
+sort -n -u "$work/mrn.txt" | cmp -s - "$work/mrn.txt" || fail "MR numbers not each once in order"
+comm=$(basename "$PROG" | cut -c1-15)  # the kernel's 15 bytes of it
+[ "$(grep -c " pid $holder comm $comm$" "$work/mr.txt")" -eq "$MRS" ] ||
+  fail "MRs not all the holder's ($holder $comm): $(head -2 "$work/mr.txt")"
+[ -s "$work/mr.err" ] && fail "resource show mr said: $(cat "$work/mr.err")"
+
+# The same as JSON: longer than any one message.
+"$SIMNIC" resource show mr -j >"$work/mr.json" || fail "resource show mr -j"
+bytes=$(wc -c <"$work/mr.json")
+[ "$bytes" -gt 1048576 ] || fail "the MR list is $bytes bytes of JSON: no longer than one message, nothing paged"
+n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/mr.json") ||
+  fail "resource show mr -j is not JSON"
+[ "$n" = "$MRS" ] || fail "resource show mr -j listed $n MRs"
+
+# QPs, the PD (its users: every MR and QP), and the summary's JSON.
+[ "$("$SIMNIC" resource show qp | grep -c " type RC state RESET ")" -eq "$QPS" ] || fail "resource show qp"
+"$SIMNIC" resource show pd | grep -Eq "pdn 1 users $((MRS + QPS)) " || fail "resource show pd: $("$SIMNIC" resource show pd)"
+python3 - "$QPS" <<PY || fail "resource show -j: $("$SIMNIC" resource show -j | head -c 300)"
+import json, subprocess, sys
+d = json.loads(subprocess.run(["$SIMNIC", "resource", "show", "-j"], capture_output=True, check=True).stdout)
+assert len(d) == 1 and d[0]["name"] == "pages_lo", d
+assert d[0]["mrs"] == $MRS and len(d[0]["qp_list"]) == int(sys.argv[1]), (d[0]["mrs"], len(d[0]["qp_list"]))
+assert d[0]["gids"], "no GIDs"
+assert "mr_list" not in d[0], "the summary carries the MR list"
+PY
+
+# The doctor reads every object's owner the same way.
+out=$("$SIMNIC" doctor 2>&1)
+grep -Eq "^OK +stale +every QP, CQ, MR, MW, PD and SRQ belongs to a running process" <<<"$out" ||
+  fail "doctor's stale check: $out"
+grep -Eq "^OK +gid +pages_lo " <<<"$out" || fail "doctor's gid check: $out"
+sys_finish "resource pages"
