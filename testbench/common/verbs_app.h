@@ -22,6 +22,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "open_device.h"
+
 namespace simnic::tb {
 
 constexpr std::uint8_t kVerbsPort = 1;
@@ -51,12 +53,7 @@ struct VerbsDevice {
         const char* name = std::getenv("SIMNIC_TEST_DEVICE");
         INFO("SIMNIC_TEST_DEVICE must name the simnic device");
         REQUIRE(name != nullptr);
-        int n = 0;
-        ibv_device** list = ibv_get_device_list(&n);
-        REQUIRE(list != nullptr);
-        for (int i = 0; i < n && ctx == nullptr; ++i)
-            if (std::strcmp(ibv_get_device_name(list[i]), name) == 0) ctx = ibv_open_device(list[i]);
-        ibv_free_device_list(list);
+        ctx = open_device_named(name);
         INFO("device " << name);
         REQUIRE(ctx != nullptr);
         REQUIRE(ibv_query_device(ctx, &attr) == 0);

@@ -12,16 +12,14 @@
 #include <cstdio>
 #include <cstring>
 
+#include "open_device.h"
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         std::fprintf(stderr, "usage: doctor_orphan DEVICE\n");
         return 2;
     }
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    ibv_context* ctx = nullptr;
-    for (int i = 0; list && i < n && !ctx; ++i)
-        if (std::strcmp(ibv_get_device_name(list[i]), argv[1]) == 0) ctx = ibv_open_device(list[i]);
+    ibv_context* ctx = simnic::tb::open_device_named(argv[1]);
     if (!ctx) {
         std::fprintf(stderr, "doctor_orphan: cannot open %s\n", argv[1]);
         return 1;

@@ -6,10 +6,12 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
+
+#include "open_device.h"
 
 int main(int argc, char** argv) {
     if (argc != 4) {
@@ -17,11 +19,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     const long mrs = std::atol(argv[2]), qps = std::atol(argv[3]);
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    ibv_context* ctx = nullptr;
-    for (int i = 0; list && i < n && !ctx; ++i)
-        if (std::strcmp(ibv_get_device_name(list[i]), argv[1]) == 0) ctx = ibv_open_device(list[i]);
+    ibv_context* ctx = simnic::tb::open_device_named(argv[1]);
     if (!ctx) {
         std::fprintf(stderr, "many_objects: cannot open %s\n", argv[1]);
         return 1;
