@@ -127,6 +127,17 @@ Json resource_page(std::vector<ResourceDevice> devices, const std::vector<std::s
     return r;
 }
 
+std::size_t entries_that_fit(const Json& items, std::size_t budget) {
+    if (!items.is_array()) return 0;
+    std::size_t used = 0, n = 0;
+    for (const Json& e : items) {
+        used += e.dump().size() + 1;
+        if (n > 0 && used > budget) break;
+        ++n;
+    }
+    return n;
+}
+
 void merge_resource_page(Json& into, const Json& page_devices) {
     if (!into.is_array()) into = Json::array();
     if (!page_devices.is_array()) return;

@@ -72,7 +72,9 @@ constexpr FieldSpec kFabricRates[] = {name_f("name", Req, kMaxDeviceNameBytes), 
 constexpr FieldSpec kName[] = {name_f("name", Req, kMaxDeviceNameBytes)};
 constexpr FieldSpec kOptName[] = {name_f("name", Opt, kMaxDeviceNameBytes)};
 constexpr FieldSpec kDevice[] = {name_f("device", Req, kMaxDeviceNameBytes)};
-constexpr FieldSpec kStats[] = {name_f("device", Req, kMaxDeviceNameBytes), bool_f("reset", Opt)};
+// "qps_after": a later page of the per-QP congestion list (after that QPN).
+constexpr FieldSpec kStats[] = {name_f("device", Req, kMaxDeviceNameBytes), bool_f("reset", Opt),
+                                uint_f("qps_after", Opt, 0, kU32)};
 // `resources` in pages (resources.h): the lists wanted, and where the last
 // page ended.
 constexpr FieldSpec kResourceCursor[] = {

@@ -191,3 +191,14 @@ TEST_CASE("resources: a client stops on a cursor that does not move on", "[resou
     CHECK(asked == 2);
     CHECK(err == "the daemon's resource pages do not move on (a simnic daemon bug)");
 }
+
+TEST_CASE("resources: entries_that_fit counts whole entries with their commas, at least one", "[resources]") {
+    Json items = Json::array();
+    for (int i = 0; i < 10; ++i) items.push_back(Json{{"q", 1000 + i}});  // {"q":1000}: 10 bytes, 11 with a comma
+    CHECK(entries_that_fit(items, 110) == 10);
+    CHECK(entries_that_fit(items, 109) == 9);
+    CHECK(entries_that_fit(items, 22) == 2);
+    CHECK(entries_that_fit(items, 5) == 1);  // one even when it does not fit
+    CHECK(entries_that_fit(Json::array(), 100) == 0);
+    CHECK(entries_that_fit(Json::object(), 100) == 0);
+}

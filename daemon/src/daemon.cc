@@ -521,18 +521,29 @@ Json Server::Impl::resource_counts(Call& c) {
     return r;
 }
 
+// A device with congestion control on lists every RC QP's reaction point,
+// which for thousands of QPs is more than one reply carries: the list comes
+// in pages, the first with the counters, each later one ("qps_after", the
+// last QPN the client has) with the list's next part alone; "more_after"
+// says there is more.
 Json Server::Impl::stats(Call& c) {
     const std::string& name = c.req.str("device");
     auto rt = runtimes_.find(name);
     if (rt == runtimes_.end()) return reply_error(ENODEV, "no device " + name);
+    const bool later_page = c.req.has("qps_after");
+    const uint64_t after = c.req.uint("qps_after");
     Json r = reply_ok();
-    Json st = Json::object();
-    for (const auto& [counter, v] : rt->second->stats()) st[counter] = v;
-    r["stats"] = st;
-    // Congestion control: on or off, and each QP's reaction point.
+    if (!later_page) {
+        Json st = Json::object();
+        for (const auto& [counter, v] : rt->second->stats()) st[counter] = v;
+        r["stats"] = st;
+    }
+    // Congestion control: on or off, and each QP's reaction point (in QPN
+    // order).
     Json cc = Json::array();
     for (const soft_engine::QpCongestionStats& q : rt->second->congestion_stats())
-        cc.push_back(Json{{"qpn", q.qpn},
+        if (!later_page || q.qpn > after)
+            cc.push_back(Json{{"qpn", q.qpn},
                           {"rate_gbps", q.rate_bps / 1e9},
                           {"target_rate_gbps", q.target_rate_bps / 1e9},
                           {"alpha", q.alpha},
@@ -542,16 +553,28 @@ Json Server::Impl::stats(Call& c) {
                           {"fast_recovery_steps", q.counters.fast_recovery_steps},
                           {"additive_steps", q.counters.additive_steps},
                           {"hyper_steps", q.counters.hyper_steps}});
-    r["congestion"] = Json{{"enabled", rt->second->congestion_on()}, {"qps", cc}};
-    // A model device adds its pipeline's figures, in simulated time.
-    Json model = Json::array();
-    // "reset": the model's figures start again (read and reset at once).
-    for (const model::ModelStat& m : rt->second->model_stats(c.req.flag("reset")))
-        model.push_back(Json{{"name", m.name}, {"value", m.value}, {"unit", m.unit}});
-    if (!model.empty()) {
-        r["model"] = model;
-        r["trace"] = rt->second->trace_state();
+    r["congestion"] = Json{{"enabled", rt->second->congestion_on()}, {"qps", Json::array()}};
+    if (!later_page) {
+        // A model device adds its pipeline's figures, in simulated time.
+        Json model = Json::array();
+        // "reset": the model's figures start again (read and reset at once).
+        for (const model::ModelStat& m : rt->second->model_stats(c.req.flag("reset")))
+            model.push_back(Json{{"name", m.name}, {"value", m.value}, {"unit", m.unit}});
+        if (!model.empty()) {
+            r["model"] = model;
+            r["trace"] = rt->second->trace_state();
+        }
     }
+    // What the rest of the reply leaves of the connection's room (less a
+    // margin, and room for "more_after").
+    const size_t room = std::min(control::message_capacity(c.fd), control::kMaxMessageBytes);
+    const size_t rest = r.dump().size() + 1024;
+    const size_t n = control::entries_that_fit(cc, room > rest ? room - rest : 0);
+    if (n < cc.size()) {
+        r["congestion"]["more_after"] = cc[n - 1]["qpn"];
+        cc.erase(cc.begin() + static_cast<std::ptrdiff_t>(n), cc.end());
+    }
+    r["congestion"]["qps"] = std::move(cc);
     return r;
 }
 

@@ -1,8 +1,12 @@
 // Holds many verbs objects on a device until it is killed, for `simnic
 // resource show` and `simnic doctor` over more objects than one control
 // reply carries (test_resource_pages.sh).
-//   many_objects DEVICE MRS QPS   prints "ready" once it holds a PD, MRS
-//                                 MRs, a CQ and QPS RC QPs, then waits
+//   many_objects DEVICE MRS QPS [init]
+//                                 prints "ready" once it holds a PD, MRS
+//                                 MRs, a CQ and QPS RC QPs (in INIT with
+//                                 "init": a QP of a device with congestion
+//                                 control on then has its reaction point),
+//                                 then waits
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
@@ -14,10 +18,11 @@
 #include "open_device.h"
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: many_objects DEVICE MRS QPS\n");
+    if (argc != 4 && !(argc == 5 && std::strcmp(argv[4], "init") == 0)) {
+        std::fprintf(stderr, "usage: many_objects DEVICE MRS QPS [init]\n");
         return 2;
     }
+    const bool init = argc == 5;
     const long mrs = std::atol(argv[2]), qps = std::atol(argv[3]);
     ibv_context* ctx = simnic::tb::open_device_named(argv[1]);
     if (!ctx) {
@@ -43,8 +48,16 @@ int main(int argc, char** argv) {
         a.qp_type = IBV_QPT_RC;
         a.cap.max_send_wr = a.cap.max_recv_wr = 1;
         a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-        if (!ibv_create_qp(pd, &a)) {
+        ibv_qp* qp = ibv_create_qp(pd, &a);
+        if (!qp) {
             std::fprintf(stderr, "many_objects: QP %ld: %s\n", i, std::strerror(errno));
+            return 1;
+        }
+        ibv_qp_attr at{};
+        at.qp_state = IBV_QPS_INIT;
+        at.port_num = 1;
+        if (init && ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+            std::fprintf(stderr, "many_objects: QP %ld to INIT: %s\n", i, std::strerror(errno));
             return 1;
         }
     }

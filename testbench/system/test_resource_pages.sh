@@ -4,7 +4,9 @@
 # 3 MB of JSON, past the protocol's 1 MiB message and the 416 KiB a default
 # Linux lets a socket buffer). The daemon answers in pages (control/
 # resources.h); every object must be listed once, in order, and the summary
-# and the doctor's checks must still work.
+# and the doctor's checks must still work. The same for `simnic stats` of a
+# device with congestion control on and 6,000 QPs (each one's reaction
+# point).
 #
 # In a network namespace of its own (a user namespace too when not root),
 # so that its device on lo takes nobody's UDP 4791.
@@ -21,7 +23,7 @@ MRS=25000 QPS=300
 sys_init --as-caller pages
 ip link set lo up
 cleanup() {
-  [ -n "${holder:-}" ] && kill "$holder" 2>/dev/null
+  for p in ${holder:-} ${cc_holder:-}; do kill "$p" 2>/dev/null; done
   "$SIMNIC" daemon --stop >/dev/null 2>&1
   rm -rf "$work"
 }
@@ -76,4 +78,33 @@ out=$("$SIMNIC" doctor 2>&1)
 grep -Eq "^OK +stale +every QP, CQ, MR, MW, PD and SRQ belongs to a running process" <<<"$out" ||
   fail "doctor's stale check: $out"
 grep -Eq "^OK +gid +pages_lo " <<<"$out" || fail "doctor's gid check: $out"
+
+# `simnic stats` of a device with congestion control on lists every RC QP's
+# reaction point: 6,000 QPs in INIT, some 1.3 MB, come in pages too.
+CCQPS=6000
+kill "$holder"
+"$SIMNIC" link delete pages_lo || fail "link delete pages_lo"  # lo's UDP 4791 for the next
+printf '[congestion]\nenable = 1\n' >"$work/cc.toml"
+"$SIMNIC" link add pages_cc type soft netdev lo config "$work/cc.toml" || fail "link add pages_cc"
+env LD_PRELOAD="$LIB" "$PROG" pages_cc 0 "$CCQPS" init >"$work/cc_holder.out" 2>&1 &
+cc_holder=$!
+for _ in $(seq 600); do
+  grep -q ready "$work/cc_holder.out" && break
+  kill -0 "$cc_holder" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q ready "$work/cc_holder.out" || fail "many_objects with congestion control: $(cat "$work/cc_holder.out")"
+"$SIMNIC" stats pages_cc >"$work/stats.txt" 2>"$work/stats.err" || fail "stats: $(cat "$work/stats.err")"
+grep -q "^congestion control: on (DCQCN)$" "$work/stats.txt" || fail "stats: congestion control not on"
+grep -E "^  qp " "$work/stats.txt" | awk '{print $2}' >"$work/ccqpn.txt"
+[ "$(wc -l <"$work/ccqpn.txt")" -eq "$CCQPS" ] || fail "stats listed $(wc -l <"$work/ccqpn.txt") QPs, not $CCQPS"
+sort -n -u "$work/ccqpn.txt" | cmp -s - "$work/ccqpn.txt" || fail "stats' QPs not each once in QPN order"
+"$SIMNIC" stats pages_cc -j >"$work/stats.json" || fail "stats -j"
+bytes=$(wc -c <"$work/stats.json")
+[ "$bytes" -gt 1048576 ] || fail "the congestion list is $bytes bytes of JSON: nothing paged"
+n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["congestion"]["qps"]))' "$work/stats.json")
+[ "$n" = "$CCQPS" ] || fail "stats -j listed $n QPs"
+grep -q more_after "$work/stats.json" && fail "stats -j kept the daemon's page cursor"
+kill "$cc_holder"
+
 sys_finish "resource pages"

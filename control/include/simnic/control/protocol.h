@@ -32,9 +32,13 @@
 //                                                     -> {"ok":true,"devices":[{"name":..,"qps":..,
 //                                                         ..,"qp_list":[..],"gids":[..]}][,"more":C]}
 //                                                         in pages: resources.h
-//   {"op":"stats","device":N[,"reset":true]}          -> {"ok":true,"stats":{counter:value,..}
+//   {"op":"stats","device":N[,"reset":true]}          -> {"ok":true,"stats":{counter:value,..},
+//                                                         "congestion":{"enabled":..,"qps":[..]
+//                                                         [,"more_after":QPN]}
 //                                                         [,"model":[..],"trace":..]} (reset: a
 //                                                         model device's figures start again)
+//   {"op":"stats","device":N,"qps_after":QPN}          -> {"ok":true,"congestion":{..}}: the
+//                                                         congestion list's next page
 //   {"op":"shutdown"}
 //   {"op":"open_context","device":N}                  -> {"ok":true,"ctx_id":..,"boot_domain":..,
 //                                                         "daemon_pid":..} + fds [context page,

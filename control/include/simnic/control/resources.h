@@ -62,6 +62,11 @@ struct ResourceDevice {
 Json resource_page(std::vector<ResourceDevice> devices, const std::vector<std::string_view>& lists,
                    const Json& after, std::size_t budget);
 
+// How many of `items`' first entries fit in `budget` bytes of JSON, each
+// with its comma; at least one, so that a list in pages moves on (`stats`
+// pages its per-QP congestion list with it).
+std::size_t entries_that_fit(const Json& items, std::size_t budget);
+
 // Appends one page's device records to `into` (an array): a device already
 // there gets the page's entries after its own.
 void merge_resource_page(Json& into, const Json& page_devices);
