@@ -271,20 +271,11 @@ int run_stats(const std::string& device, bool json, bool reset) {
         return 1;
     }
     // The per-QP congestion list of a device with thousands of QPs comes in
-    // pages: the rest of it after the last QPN it gave (without "reset":
-    // the figures were reset once, with the first page).
-    for (Json* cc = &reply["congestion"]; cc->is_object() && cc->contains("more_after");) {
-        const Json after = (*cc)["more_after"];
-        Json page;
-        if (!ask(Json{{"op", "stats"}, {"device", device}, {"qps_after", after}}, page)) return 1;
-        const Json& more = page["congestion"]["qps"];
-        if (!more.is_array() || more.empty() || more.front().value("qpn", 0u) <= after.get<unsigned>()) {
-            std::fprintf(stderr, "simnic: the daemon's congestion pages do not move on (a simnic daemon bug)\n");
-            return 1;
-        }
-        for (const Json& q : more) (*cc)["qps"].push_back(q);
-        if (page["congestion"].contains("more_after")) (*cc)["more_after"] = page["congestion"]["more_after"];
-        else cc->erase("more_after");
+    // pages (without "reset": the figures were reset once, with the first).
+    std::string err;
+    if (!control::fetch_stats_pages(device, reply, [](const Json& r, Json& page) { return ask(r, page); }, err)) {
+        if (!err.empty()) std::fprintf(stderr, "simnic: %s\n", err.c_str());
+        return 1;
     }
     if (json) {
         Json j = reply["stats"];

@@ -182,4 +182,43 @@ bool fetch_resources(Json req, const std::function<bool(const Json& req, Json& r
     }
 }
 
+bool fetch_stats_pages(const std::string& device, Json& reply,
+                       const std::function<bool(const Json& req, Json& reply)>& ask, std::string& err) {
+    const auto cc = reply.find("congestion");
+    if (cc == reply.end() || !cc->is_object()) return true;
+    Json& qps = (*cc)["qps"];
+    if (!qps.is_array()) qps = Json::array();
+    while (cc->contains("more_after")) {
+        const Json after = (*cc)["more_after"];
+        cc->erase("more_after");
+        if (!natural(after)) {
+            err = "the daemon's congestion pages have a bad cursor (a simnic daemon bug)";
+            return false;
+        }
+        const std::uint64_t last = after.get<std::uint64_t>();
+        Json page;
+        if (!ask(Json{{"op", "stats"}, {"device", device}, {"qps_after", last}}, page)) return false;
+        const Json more = page.value("congestion", Json::object()).value("qps", Json::array());
+        // Each page's QPs come after the cursor, in QPN order.
+        std::uint64_t prev = last;
+        for (const Json& q : more) {
+            const std::uint64_t qpn = key_of(q, "qpn");
+            if (qpn <= prev) {
+                err = "the daemon's congestion pages do not move on (a simnic daemon bug)";
+                return false;
+            }
+            prev = qpn;
+            qps.push_back(q);
+        }
+        const Json next = page.value("congestion", Json::object()).value("more_after", Json());
+        if (next.is_null()) break;
+        if (more.empty()) {
+            err = "the daemon's congestion pages do not move on (a simnic daemon bug)";
+            return false;
+        }
+        (*cc)["more_after"] = next;
+    }
+    return true;
+}
+
 }  // namespace simnic::control

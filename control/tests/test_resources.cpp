@@ -202,3 +202,94 @@ TEST_CASE("resources: entries_that_fit counts whole entries with their commas, a
     CHECK(entries_that_fit(Json::array(), 100) == 0);
     CHECK(entries_that_fit(Json::object(), 100) == 0);
 }
+
+namespace {
+
+// A daemon's stats pages over `qpns` (sorted), `per_page` QPs a page, the
+// way the daemon cuts them; `between` runs before each later page.
+struct StatsPages {
+    std::vector<std::uint64_t> qpns;
+    std::size_t per_page = 3;
+    int asked = 0;
+    std::function<void()> between;
+
+    Json page(std::uint64_t after, bool first) {
+        Json qps = Json::array();
+        Json more;
+        for (std::uint64_t q : qpns) {
+            if (!first && q <= after) continue;
+            if (qps.size() == per_page) {
+                more = qps.back()["qpn"];
+                break;
+            }
+            qps.push_back(Json{{"qpn", q}, {"alpha", 1.0}});
+        }
+        Json cc{{"enabled", true}, {"qps", qps}};
+        if (!more.is_null()) cc["more_after"] = more;
+        return Json{{"ok", true}, {"congestion", cc}};
+    }
+    bool ask(const Json& req, Json& reply) {
+        ++asked;
+        CHECK(req["op"] == "stats");
+        CHECK(req["device"] == "d");
+        CHECK_FALSE(req.contains("reset"));  // only the first page resets
+        if (between) between();
+        reply = page(req["qps_after"].get<std::uint64_t>(), false);
+        return true;
+    }
+};
+
+std::vector<std::uint64_t> qpns_of(const Json& reply) {
+    std::vector<std::uint64_t> out;
+    for (const Json& q : reply["congestion"]["qps"]) out.push_back(q["qpn"].get<std::uint64_t>());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("resources: a stats reply's congestion list is completed page by page", "[resources]") {
+    StatsPages d;
+    d.qpns = range(17, 26);  // 10 QPs, 3 a page
+    Json reply = d.page(0, true);
+    reply["stats"] = Json{{"tx_packets", 5}};
+    std::string err;
+    const auto ask = [&d](const Json& r, Json& p) { return d.ask(r, p); };
+    REQUIRE(fetch_stats_pages("d", reply, ask, err));
+    CHECK(err.empty());
+    CHECK(d.asked == 3);
+    CHECK(qpns_of(reply) == range(17, 26));
+    CHECK_FALSE(reply["congestion"].contains("more_after"));  // one whole reply
+    CHECK(reply["stats"]["tx_packets"] == 5);
+
+    SECTION("QPs destroyed between pages: an empty last page ends it") {
+        StatsPages e;
+        e.qpns = range(1, 6);
+        Json r = e.page(0, true);  // 1, 2, 3 and more after 3
+        e.between = [&e] { e.qpns = {1, 2, 3}; };  // 4 to 6 are gone
+        REQUIRE(fetch_stats_pages("d", r, [&e](const Json& q, Json& p) { return e.ask(q, p); }, err));
+        CHECK(qpns_of(r) == range(1, 3));
+    }
+    SECTION("a page that goes back is refused") {
+        StatsPages e;
+        e.qpns = range(1, 6);
+        Json r = e.page(0, true);
+        bool ok = fetch_stats_pages(
+            "d", r,
+            [](const Json&, Json& p) {
+                p = Json{{"ok", true}, {"congestion", {{"qps", Json::array({Json{{"qpn", 2}}})}, {"more_after", 2}}}};
+                return true;
+            },
+            err);
+        CHECK_FALSE(ok);
+        CHECK(err == "the daemon's congestion pages do not move on (a simnic daemon bug)");
+    }
+    SECTION("a reply without a cursor is left as it is") {
+        StatsPages e;
+        e.qpns = range(1, 2);
+        Json r = e.page(0, true);
+        const Json before = r;
+        REQUIRE(fetch_stats_pages("d", r, [&e](const Json& q, Json& p) { return e.ask(q, p); }, err));
+        CHECK(e.asked == 0);
+        CHECK(r == before);
+    }
+}

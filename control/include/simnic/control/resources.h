@@ -67,6 +67,15 @@ Json resource_page(std::vector<ResourceDevice> devices, const std::vector<std::s
 // pages its per-QP congestion list with it).
 std::size_t entries_that_fit(const Json& items, std::size_t budget);
 
+// Completes a `stats` reply whose per-QP congestion list was cut
+// ("congestion.more_after"): asks for the later pages ({"op":"stats",
+// "device":D,"qps_after":QPN}) with `ask` and appends their QPs, leaving
+// the reply as one whole. A later page may be empty (the QPs after the
+// cursor were destroyed meanwhile). False if a reply failed, or a page went
+// back or stood still (`err` says so).
+bool fetch_stats_pages(const std::string& device, Json& reply,
+                       const std::function<bool(const Json& req, Json& reply)>& ask, std::string& err);
+
 // Appends one page's device records to `into` (an array): a device already
 // there gets the page's entries after its own.
 void merge_resource_page(Json& into, const Json& page_devices);
