@@ -521,6 +521,13 @@ Json Server::Impl::resource_counts(Call& c) {
     return r;
 }
 
+// The bytes a reply on `fd` may hold besides `reserved` of its own keys
+// (message_capacity is already bounded by the protocol's kMaxMessageBytes).
+static size_t reply_room(int fd, size_t reserved) {
+    const size_t cap = message_capacity(fd);
+    return cap - std::min(cap, reserved);
+}
+
 // A device with congestion control on lists every RC QP's reaction point,
 // which for thousands of QPs is more than one reply carries: the list comes
 // in pages, the first with the counters, each later one ("qps_after", the
@@ -567,9 +574,7 @@ Json Server::Impl::stats(Call& c) {
     }
     // What the rest of the reply leaves of the connection's room (less a
     // margin, and room for "more_after").
-    const size_t room = std::min(control::message_capacity(c.fd), control::kMaxMessageBytes);
-    const size_t rest = r.dump().size() + 1024;
-    const size_t n = control::entries_that_fit(cc, room > rest ? room - rest : 0);
+    const size_t n = control::entries_that_fit(cc, reply_room(c.fd, r.dump().size() + 1024));
     if (n < cc.size()) {
         r["congestion"]["more_after"] = cc[n - 1]["qpn"];
         cc.erase(cc.begin() + static_cast<std::ptrdiff_t>(n), cc.end());
@@ -789,9 +794,8 @@ Json Server::Impl::fabric_series(Call& c, const char* key, F series) {
     DaemonFabric* f = fabric_named(name);
     if (!f) return reply_error(ENODEV, "no fabric " + name);
     // Room for the reply's own keys around the series.
-    const size_t cap = message_capacity(c.fd), room = cap - std::min<size_t>(cap, 256);
     Json r = reply_ok();
-    r[key] = DaemonFabric::fit(room, c.req.uint("bin_us", DaemonFabric::kRateBinUs),
+    r[key] = DaemonFabric::fit(reply_room(c.fd, 256), c.req.uint("bin_us", DaemonFabric::kRateBinUs),
                                [&](uint64_t bin_us) { return series(*f, bin_us); });
     return r;
 }
@@ -940,8 +944,7 @@ Json Server::Impl::resources(Call& call) {
     }
     // The room a reply has, less a margin for what the pager does not
     // count exactly (the frame's "ok").
-    const size_t room = std::min(control::message_capacity(call.fd), control::kMaxMessageBytes);
-    Json r = control::resource_page(std::move(devs), *lists, after, room > 1024 ? room - 1024 : room);
+    Json r = control::resource_page(std::move(devs), *lists, after, reply_room(call.fd, 1024));
     r["ok"] = true;
     return r;
 }
