@@ -23,21 +23,31 @@ MRS=25000 QPS=300
 sys_init --as-caller pages
 ip link set lo up
 cleanup() {
-  for p in ${holder:-} ${cc_holder:-}; do kill "$p" 2>/dev/null; done
+  for p in ${holder:-} ${cc_holder:-} ${held:-}; do kill "$p" 2>/dev/null; done
   "$SIMNIC" daemon --stop >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
 
+# hold NAME ARGS...: many_objects ARGS in the background, its pid in
+# $held, its output in $work/NAME.out; fails unless it says "ready"
+# within 60 s.
+hold() {
+  local name=$1
+  shift
+  env LD_PRELOAD="$LIB" "$PROG" "$@" >"$work/$name.out" 2>&1 &
+  held=$!
+  for _ in $(seq 600); do
+    grep -q ready "$work/$name.out" && return 0
+    kill -0 "$held" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q ready "$work/$name.out"
+}
+
 "$SIMNIC" link add pages_lo type soft netdev lo || { echo "FAIL: link add"; exit 1; }
-env LD_PRELOAD="$LIB" "$PROG" pages_lo "$MRS" "$QPS" >"$work/holder.out" 2>&1 &
-holder=$!
-for _ in $(seq 600); do
-  grep -q ready "$work/holder.out" && break
-  kill -0 "$holder" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q ready "$work/holder.out" || { echo "FAIL: many_objects: $(cat "$work/holder.out")"; exit 1; }
+hold holder pages_lo "$MRS" "$QPS" || { echo "FAIL: many_objects: $(cat "$work/holder.out")"; exit 1; }
+holder=$held
 
 # The summary: counts only.
 out=$("$SIMNIC" resource show 2>&1) || fail "resource show: $out"
@@ -86,14 +96,9 @@ kill "$holder"
 "$SIMNIC" link delete pages_lo || fail "link delete pages_lo"  # lo's UDP 4791 for the next
 printf '[congestion]\nenable = 1\n' >"$work/cc.toml"
 "$SIMNIC" link add pages_cc type soft netdev lo config "$work/cc.toml" || fail "link add pages_cc"
-env LD_PRELOAD="$LIB" "$PROG" pages_cc 0 "$CCQPS" init >"$work/cc_holder.out" 2>&1 &
-cc_holder=$!
-for _ in $(seq 600); do
-  grep -q ready "$work/cc_holder.out" && break
-  kill -0 "$cc_holder" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q ready "$work/cc_holder.out" || fail "many_objects with congestion control: $(cat "$work/cc_holder.out")"
+hold cc_holder pages_cc 0 "$CCQPS" init ||
+  fail "many_objects with congestion control: $(cat "$work/cc_holder.out")"
+cc_holder=$held
 "$SIMNIC" stats pages_cc >"$work/stats.txt" 2>"$work/stats.err" || fail "stats: $(cat "$work/stats.err")"
 grep -q "^congestion control: on (DCQCN)$" "$work/stats.txt" || fail "stats: congestion control not on"
 grep -E "^  qp " "$work/stats.txt" | awk '{print $2}' >"$work/ccqpn.txt"
