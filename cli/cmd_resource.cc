@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "commands.h"
@@ -29,11 +30,16 @@ struct ResourceArgs {
 const char* qp_type_name(int t) { return t >= 0 && t <= 0xFF ? hw::to_string(hw::QpType(t)) : "?"; }
 const char* qp_state_name(int s) { return s >= 0 && s <= 0xFF ? hw::to_string(hw::QpState(s)) : "?"; }
 // The process's name from /proc/PID/comm; empty if it cannot be read.
+// Read once per process and command: a listing's objects mostly share a few
+// owners, and 30,000 MRs of one process were 30,000 opens of one file, more
+// of the command's time than the daemon's pages.
 std::string read_comm(uint32_t pid) {
+    static std::unordered_map<uint32_t, std::string> known;
+    if (auto it = known.find(pid); it != known.end()) return it->second;
     std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
     std::string c;
     std::getline(in, c);
-    return c;
+    return known.emplace(pid, std::move(c)).first->second;
 }
 std::string comm_of(uint32_t pid) {
     const std::string c = read_comm(pid);

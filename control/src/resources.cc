@@ -27,6 +27,10 @@ std::uint64_t key_of(const Json& entry, std::string_view key) {
     return it != entry.end() && natural(*it) ? it->get<std::uint64_t>() : 0;
 }
 
+// A list's first batch of a page: enough to measure its entries' size by,
+// few enough that a page that ends soon after builds little it does not send.
+constexpr std::size_t kFirstBatch = 64;
+
 // Where a cursor stands, comparable: (device, list, key).
 using Position = std::tuple<std::string, std::size_t, std::uint64_t>;
 
@@ -80,7 +84,10 @@ Json resource_page(std::vector<ResourceDevice> devices, const std::vector<std::s
     // each record's fields and each entry with its comma.
     std::size_t used = std::string_view(R"({"ok":true,"devices":[],"more":})").size();
     std::size_t entries = 0;
-    Json last;  // the cursor of the last entry taken
+    // The last entry taken, for the cursor.
+    std::uint64_t last_key = 0;
+    std::string_view last_list;
+    const std::string* last_device = nullptr;
     bool cut = false;
     for (ResourceDevice& dev : devices) {
         if (from && dev.name < std::get<0>(*from)) continue;
@@ -92,29 +99,57 @@ Json resource_page(std::vector<ResourceDevice> devices, const std::vector<std::s
             const std::size_t li = list_index(list);
             if (resuming && li < std::get<1>(*from)) continue;  // sent in earlier pages
             const std::string_view key = kResourceLists[li].key;
-            Json all = dev.list(list);
-            std::vector<Json> items;
-            if (all.is_array()) items.assign(all.begin(), all.end());
-            std::sort(items.begin(), items.end(),
-                      [key](const Json& a, const Json& b) { return key_of(a, key) < key_of(b, key); });
+            std::optional<std::uint64_t> after_key;
+            if (resuming && li == std::get<1>(*from)) after_key = std::get<2>(*from);
             Json taken = Json::array();
             used += list.size() + 6;  // "list":[],
             // Room for the cursor, should the page end in this list.
             const std::size_t cursor =
                 Json{{"device", dev.name}, {"key", UINT64_MAX}, {"list", std::string(list)}}.dump().size();
-            for (Json& e : items) {
-                const std::uint64_t k = key_of(e, key);
-                if (resuming && li == std::get<1>(*from) && k <= std::get<2>(*from)) continue;
-                const std::size_t size = e.dump().size() + 1;
-                // At least one entry per page, so that every page moves on.
-                if (entries > 0 && used + size + cursor > budget) {
-                    cut = true;
-                    break;
+            // The list in batches of the entries with the smallest keys
+            // after the last one taken, each about as many as the page has
+            // room for, as the entries so far measure: a page of a long list
+            // costs its maker the page's entries, not the list's.
+            std::size_t limit = kFirstBatch, list_bytes = 0, list_entries = 0;
+            for (;;) {
+                Json batch = dev.list(list, after_key, limit);
+                // Each entry's key is read once: a comparison that looked it
+                // up by name in both entries was most of a long list's page.
+                std::vector<std::pair<std::uint64_t, Json>> items;
+                if (batch.is_array()) {
+                    items.reserve(batch.size());
+                    for (Json& e : batch) {
+                        const std::uint64_t k = key_of(e, key);
+                        if (after_key && k <= *after_key) continue;  // sent already
+                        items.emplace_back(k, std::move(e));
+                    }
                 }
-                used += size;
-                ++entries;
-                last = Json{{"device", dev.name}, {"list", std::string(list)}, {"key", k}};
-                taken.push_back(std::move(e));
+                std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+                for (auto& [k, e] : items) {
+                    const std::size_t size = e.dump().size() + 1;
+                    // At least one entry per page, so that every page moves on.
+                    if (entries > 0 && used + size + cursor > budget) {
+                        cut = true;
+                        break;
+                    }
+                    used += size;
+                    list_bytes += size;
+                    ++list_entries;
+                    ++entries;
+                    last_key = k;
+                    last_list = list;
+                    last_device = &dev.name;
+                    taken.push_back(std::move(e));
+                }
+                // Fewer than asked for: the list has no more. Nothing new:
+                // a maker that ignores `after` gave all it has at once.
+                if (cut || batch.size() < limit || items.empty()) break;
+                after_key = items.back().first;
+                // Room for this many more entries of the list's mean size,
+                // and an eighth over, so that one more batch mostly ends it.
+                const std::size_t mean = std::max<std::size_t>(1, list_bytes / list_entries);
+                const std::size_t room = budget > used + cursor ? (budget - used - cursor) / mean : 0;
+                limit = std::max<std::size_t>(kFirstBatch, room + room / 8 + 1);
             }
             rec[std::string(list)] = std::move(taken);
             if (cut) break;
@@ -123,7 +158,7 @@ Json resource_page(std::vector<ResourceDevice> devices, const std::vector<std::s
         if (cut) break;
     }
     Json r{{"devices", std::move(out)}};
-    if (cut) r["more"] = std::move(last);
+    if (cut) r["more"] = Json{{"device", *last_device}, {"list", std::string(last_list)}, {"key", last_key}};
     return r;
 }
 
@@ -138,15 +173,15 @@ std::size_t entries_that_fit(const Json& items, std::size_t budget) {
     return n;
 }
 
-void merge_resource_page(Json& into, const Json& page_devices) {
+void merge_resource_page(Json& into, Json page_devices) {
     if (!into.is_array()) into = Json::array();
     if (!page_devices.is_array()) return;
-    for (const Json& rec : page_devices) {
+    for (Json& rec : page_devices) {
         const std::string name = rec.value("name", std::string());
         auto have = std::find_if(into.begin(), into.end(),
                                  [&name](const Json& d) { return d.value("name", std::string()) == name; });
         if (have == into.end()) {
-            into.push_back(rec);
+            into.push_back(std::move(rec));
             continue;
         }
         // The device's counts stay those of its first page; its lists grow.
@@ -156,7 +191,7 @@ void merge_resource_page(Json& into, const Json& page_devices) {
             if (more == rec.end() || !more->is_array()) continue;
             Json& mine = (*have)[list];
             if (!mine.is_array()) mine = Json::array();
-            for (const Json& e : *more) mine.push_back(e);
+            for (Json& e : *more) mine.push_back(std::move(e));
         }
     }
 }
@@ -168,7 +203,7 @@ bool fetch_resources(Json req, const std::function<bool(const Json& req, Json& r
     for (;;) {
         Json reply;
         if (!ask(req, reply)) return false;
-        merge_resource_page(out, reply.value("devices", Json::array()));
+        if (auto d = reply.find("devices"); d != reply.end()) merge_resource_page(out, std::move(*d));
         const auto more = reply.find("more");
         if (more == reply.end()) return true;
         // A cursor that does not move on would ask for the same page for ever.

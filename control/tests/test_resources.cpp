@@ -2,8 +2,11 @@
 // replies no longer than the budget, whatever changes between pages.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "simnic/control/resources.h"
@@ -16,6 +19,13 @@ namespace {
 struct World {
     // device -> list -> entries (unsorted on purpose: the pager sorts)
     std::map<std::string, std::map<std::string, std::vector<Json>>> lists;
+    // Whether the lists' maker gives only the `limit` smallest keys after
+    // `after`, as the daemon's does, or the whole list each time (which the
+    // pager takes too), and what it was asked: device, list, after, limit.
+    bool honour = false;
+    // The page each was asked for.
+    std::vector<std::tuple<std::string, std::string, std::optional<std::uint64_t>, std::size_t, std::size_t>> asked;
+    std::size_t page = 0;
 
     void add(const std::string& dev, const std::string& list, const std::string& key, std::uint64_t k) {
         lists[dev][list].push_back(Json{{key, k}, {"pid", 4242}, {"pad", std::string(40, 'p')}});
@@ -24,14 +34,31 @@ struct World {
         std::vector<ResourceDevice> out;
         for (auto& [name, ls] : lists) {
             auto* mine = &ls;
-            out.push_back(ResourceDevice{name, Json{{"qps", mine->count("qp_list") ? (*mine)["qp_list"].size() : 0}},
-                                         [mine](std::string_view l) {
-                                             auto it = mine->find(std::string(l));
-                                             Json a = Json::array();
-                                             if (it != mine->end())
-                                                 for (const Json& e : it->second) a.push_back(e);
-                                             return a;
-                                         }});
+            out.push_back(ResourceDevice{
+                name, Json{{"qps", mine->count("qp_list") ? (*mine)["qp_list"].size() : 0}},
+                [this, mine, name = name](std::string_view l, std::optional<std::uint64_t> after, std::size_t limit) {
+                    asked.emplace_back(name, std::string(l), after, limit, page);
+                    Json a = Json::array();
+                    auto it = mine->find(std::string(l));
+                    if (it == mine->end()) return a;
+                    if (!honour) {
+                        for (const Json& e : it->second) a.push_back(e);
+                        return a;
+                    }
+                    const std::string key(std::find_if(std::begin(kResourceLists), std::end(kResourceLists),
+                                                       [l](const ResourceList& r) { return r.name == l; })
+                                              ->key);
+                    std::vector<Json> above;
+                    for (const Json& e : it->second)
+                        if (!after || e[key].get<std::uint64_t>() > *after) above.push_back(e);
+                    std::sort(above.begin(), above.end(), [&key](const Json& x, const Json& y) {
+                        return x[key].get<std::uint64_t>() < y[key].get<std::uint64_t>();
+                    });
+                    if (above.size() > limit) above.resize(limit);
+                    // In reverse: a maker's batch need not be in order.
+                    for (auto e = above.rbegin(); e != above.rend(); ++e) a.push_back(*e);
+                    return a;
+                }});
         }
         return out;
     }
@@ -45,6 +72,7 @@ struct World {
             req,
             [&](const Json& r, Json& reply) {
                 if (between) between(pages);
+                ++page;
                 std::string e;
                 std::optional<std::string_view> lists;
                 if (r.contains("lists")) lists = r["lists"].get_ref<const std::string&>();
@@ -109,11 +137,64 @@ TEST_CASE("resources: many objects come in pages no longer than the budget, each
     CHECK(all[0].contains("mw_list"));
     CHECK(all[0]["mw_list"].empty());
 
+    SECTION("a maker that gives batches after the cursor, as the daemon's, gives the same pages") {
+        w.honour = true;
+        w.asked.clear();
+        std::size_t pages2 = 0;
+        CHECK(w.fetch(Json{{"op", "resources"}}, budget, pages2, longest) == all);
+        CHECK(pages2 == pages);
+        CHECK(longest <= budget);
+        // The cursor's key goes only to the list a page resumes in, and no
+        // batch is longer than a page can hold.
+        std::size_t resumed = 0, at_page = SIZE_MAX;
+        for (const auto& [dev, list, after, limit, page] : w.asked) {
+            CHECK(limit <= budget / 16);  // no entry is shorter
+            const bool first_of_page = page != at_page;
+            at_page = page;
+            if (!after) continue;
+            CHECK((list == "mr_list" || list == "qp_list"));  // the only lists longer than a page
+            resumed += first_of_page;
+        }
+        CHECK(resumed == pages - 1);
+    }
+
     SECTION("one page when it all fits, without a cursor") {
         const Json one = w.fetch(Json{{"op", "resources"}}, 1 << 20, pages, longest);
         CHECK(pages == 1);
         CHECK(one == all);
     }
+}
+
+TEST_CASE("resources: a page of entries shorter than the pager reckons takes several batches, each after the last",
+          "[resources]") {
+    World w;
+    w.honour = true;
+    // {"mrn":N}: shorter than any entry the daemon makes, so a page's first
+    // batch leaves it room and the pager asks again after its last key.
+    for (std::uint64_t i = 5000; i >= 1; --i) w.lists["d"]["mr_list"].push_back(Json{{"mrn", i}});
+    std::size_t pages = 0, longest = 0;
+    const std::size_t budget = 16 * 1024;
+    const Json all = w.fetch(Json{{"op", "resources"}, {"lists", "mr_list"}}, budget, pages, longest);
+    CHECK(keys(all, "d", "mr_list", "mrn") == range(1, 5000));
+    CHECK(longest <= budget);
+    CHECK(pages > 1);
+    // Within a page, each batch asks after the last key of the one before
+    // (keys 1, 2, ...: after + limit), for about as many as the page has
+    // room for: the first batch measured the entries, so two batches end
+    // the page.
+    std::size_t again = 0;
+    for (std::size_t i = 1; i < w.asked.size(); ++i) {
+        const auto& [d0, l0, after0, limit0, page0] = w.asked[i - 1];
+        const auto& [d1, l1, after1, limit1, page1] = w.asked[i];
+        if (page1 != page0) continue;
+        ++again;
+        REQUIRE(after1);
+        CHECK(*after1 == (after0 ? *after0 : 0) + limit0);
+        CHECK(limit1 > limit0);
+        CHECK(limit1 <= budget / 8);  // about the page's room at 9 to 13 bytes an entry, not the whole list
+        if (i >= 2) CHECK(std::get<4>(w.asked[i - 2]) != page1);
+    }
+    CHECK(again >= pages - 1);  // the last page's first batch may end the list
 }
 
 TEST_CASE("resources: the lists asked for, and none: the counts alone", "[resources]") {

@@ -877,35 +877,74 @@ Json Server::Impl::trace(Call& c) {
     return r;
 }
 
-// One device's list, made when a page of `resources` reaches it. Field
-// names as iproute2's `rdma resource show` prints them.
-static Json resource_list(DeviceRuntime& rt, CmService& cm, const std::string& name, std::string_view list) {
+// At most `limit` of `infos` whose keys are above `after`, those with the
+// smallest keys, as JSON (control::ResourceDevice): a page deep into a
+// list of 100,000 MRs builds the page's entries, not the list's.
+template <class Info, class Key, class ToJson>
+static Json resource_batch(std::vector<Info> infos, std::optional<uint64_t> after, size_t limit, Key key,
+                           ToJson to_json) {
+    if (after)
+        infos.erase(std::remove_if(infos.begin(), infos.end(), [&](const Info& i) { return key(i) <= *after; }),
+                    infos.end());
+    if (infos.size() > limit) {
+        std::nth_element(infos.begin(), infos.begin() + static_cast<std::ptrdiff_t>(limit), infos.end(),
+                         [&](const Info& a, const Info& b) { return key(a) < key(b); });
+        infos.resize(limit);
+    }
     Json out = Json::array();
-    if (list == "qp_list") {
-        for (const DeviceRuntime::QpInfo& q : rt.qps())
-            out.push_back(Json{{"qpn", q.qpn}, {"type", q.type}, {"state", q.state}, {"sq_psn", q.sq_psn},
-                               {"rq_psn", q.rq_psn}, {"dest_qpn", q.dest_qpn}, {"pid", q.pid}});
-    } else if (list == "cq_list") {
-        for (const DeviceRuntime::CqInfo& q : rt.cqs())
-            out.push_back(Json{{"cqn", q.cqn}, {"cqe", q.cqe}, {"users", q.users}, {"ctxn", q.ctx_id},
-                               {"pid", q.pid}});
-    } else if (list == "mr_list") {
-        for (const DeviceRuntime::MrInfo& m : rt.mrs())
-            out.push_back(Json{{"mrn", m.mrn}, {"rkey", m.key}, {"lkey", m.key}, {"iova", m.iova},
-                               {"mrlen", m.length}, {"pdn", m.pdn}, {"ctxn", m.ctx_id}, {"pid", m.pid}});
-    } else if (list == "mw_list") {
-        for (const DeviceRuntime::MwInfo& w : rt.mws())
-            out.push_back(Json{{"mwn", w.mwn}, {"rkey", w.rkey}, {"type", w.type}, {"state", w.state},
-                               {"pdn", w.pdn}, {"mr_key", w.mr_key}, {"addr", w.addr}, {"length", w.length},
-                               {"qpn", w.qpn}, {"ctxn", w.ctx_id}, {"pid", w.pid}});
-    } else if (list == "pd_list") {
-        for (const DeviceRuntime::PdInfo& p : rt.pds())
-            out.push_back(Json{{"pdn", p.pdn}, {"users", p.users}, {"ctxn", p.ctx_id}, {"pid", p.pid}});
-    } else if (list == "srq_list") {
-        for (const DeviceRuntime::SrqInfo& q : rt.srqs())
-            out.push_back(Json{{"srqn", q.srqn}, {"lqpn", q.qpns}, {"pdn", q.pdn}, {"max_wr", q.max_wr},
-                               {"max_sge", q.max_sge}, {"limit", q.limit}, {"ctxn", q.ctx_id}, {"pid", q.pid}});
-    } else if (list == "gids") {
+    for (const Info& i : infos) out.push_back(to_json(i));
+    return out;
+}
+
+// One batch of a device's list (control::ResourceDevice's `list`). Field
+// names as iproute2's `rdma resource show` prints them. GIDs (a table of a
+// few entries) and CM IDs come whole, which the pager takes.
+static Json resource_list(DeviceRuntime& rt, CmService& cm, const std::string& name, std::string_view list,
+                          std::optional<uint64_t> after, size_t limit) {
+    using R = DeviceRuntime;
+    if (list == "qp_list")
+        return resource_batch(
+            rt.qps(), after, limit, [](const R::QpInfo& q) { return q.qpn; },
+            [](const R::QpInfo& q) {
+                return Json{{"qpn", q.qpn},       {"type", q.type},         {"state", q.state}, {"sq_psn", q.sq_psn},
+                            {"rq_psn", q.rq_psn}, {"dest_qpn", q.dest_qpn}, {"pid", q.pid}};
+            });
+    if (list == "cq_list")
+        return resource_batch(
+            rt.cqs(), after, limit, [](const R::CqInfo& q) { return q.cqn; },
+            [](const R::CqInfo& q) {
+                return Json{{"cqn", q.cqn}, {"cqe", q.cqe}, {"users", q.users}, {"ctxn", q.ctx_id}, {"pid", q.pid}};
+            });
+    if (list == "mr_list")
+        return resource_batch(
+            rt.mrs(), after, limit, [](const R::MrInfo& m) { return m.mrn; },
+            [](const R::MrInfo& m) {
+                return Json{{"mrn", m.mrn},      {"rkey", m.key}, {"lkey", m.key},    {"iova", m.iova},
+                            {"mrlen", m.length}, {"pdn", m.pdn},  {"ctxn", m.ctx_id}, {"pid", m.pid}};
+            });
+    if (list == "mw_list")
+        return resource_batch(
+            rt.mws(), after, limit, [](const R::MwInfo& w) { return w.mwn; },
+            [](const R::MwInfo& w) {
+                return Json{{"mwn", w.mwn}, {"rkey", w.rkey},     {"type", w.type}, {"state", w.state},
+                            {"pdn", w.pdn}, {"mr_key", w.mr_key}, {"addr", w.addr}, {"length", w.length},
+                            {"qpn", w.qpn}, {"ctxn", w.ctx_id},   {"pid", w.pid}};
+            });
+    if (list == "pd_list")
+        return resource_batch(
+            rt.pds(), after, limit, [](const R::PdInfo& p) { return p.pdn; },
+            [](const R::PdInfo& p) {
+                return Json{{"pdn", p.pdn}, {"users", p.users}, {"ctxn", p.ctx_id}, {"pid", p.pid}};
+            });
+    if (list == "srq_list")
+        return resource_batch(
+            rt.srqs(), after, limit, [](const R::SrqInfo& q) { return q.srqn; },
+            [](const R::SrqInfo& q) {
+                return Json{{"srqn", q.srqn},       {"lqpn", q.qpns},   {"pdn", q.pdn},     {"max_wr", q.max_wr},
+                            {"max_sge", q.max_sge}, {"limit", q.limit}, {"ctxn", q.ctx_id}, {"pid", q.pid}};
+            });
+    Json out = Json::array();
+    if (list == "gids") {
         for (const auto& [idx, g] : rt.gids()) {
             char buf[INET6_ADDRSTRLEN] = {};
             inet_ntop(AF_INET6, g.data(), buf, sizeof buf);
@@ -940,7 +979,9 @@ Json Server::Impl::resources(Call& call) {
         devs.push_back({name,
                         Json{{"qps", c.qps}, {"cqs", c.cqs}, {"mrs", c.mrs}, {"pds", c.pds}, {"srqs", c.srqs},
                              {"ahs", c.ahs}, {"mws", c.mws}, {"contexts", rt->context_count()}},
-                        [this, r, n = name](std::string_view list) { return resource_list(*r, *cm_, n, list); }});
+                        [this, r, n = name](std::string_view list, std::optional<uint64_t> key, size_t limit) {
+                            return resource_list(*r, *cm_, n, list, key, limit);
+                        }});
     }
     // The room a reply has, less a margin for what the pager does not
     // count exactly (the frame's "ok").

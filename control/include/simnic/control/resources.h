@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -49,10 +50,17 @@ std::optional<std::vector<std::string_view>> resource_lists_of(std::optional<std
 
 // One device as the pager sees it: its record without lists (name and
 // counts), and its lists, each made when a page reaches it.
+// list(L, after, limit) gives list L's entries whose keys are above `after`
+// (all of them without one), in any order: at most `limit` of them, those
+// with the smallest keys; fewer than `limit` when there are no more. A page
+// deep into a long list then costs the maker that page's entries, not the
+// list's. A maker may also ignore both and give the whole list each time:
+// the pager drops what it is given at or below `after`, and stops asking
+// when a batch brings nothing new.
 struct ResourceDevice {
     std::string name;
     Json header;
-    std::function<Json(std::string_view list)> list;
+    std::function<Json(std::string_view list, std::optional<std::uint64_t> after, std::size_t limit)> list;
 };
 
 // One page: the devices (in name order) from `after` on (null: from the
@@ -77,8 +85,9 @@ bool fetch_stats_pages(const std::string& device, Json& reply,
                        const std::function<bool(const Json& req, Json& reply)>& ask, std::string& err);
 
 // Appends one page's device records to `into` (an array): a device already
-// there gets the page's entries after its own.
-void merge_resource_page(Json& into, const Json& page_devices);
+// there gets the page's entries after its own. The page's entries are moved,
+// not copied (pass a copy to keep it).
+void merge_resource_page(Json& into, Json page_devices);
 
 // Asks for every page of `req` with `ask` (one request, one reply; false:
 // stop, the error told), and returns the merged device records in `out`.
