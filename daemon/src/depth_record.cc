@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "simnic/base/time_bins.h"
+
 namespace simnic::daemon {
 
 void DepthRecord::set(std::size_t sw, std::uint32_t port, unsigned prio, std::uint64_t ps, std::uint64_t bytes) {
@@ -19,15 +21,12 @@ void DepthRecord::set(std::size_t sw, std::uint32_t port, unsigned prio, std::ui
     std::uint64_t& b = k.peak[std::min(bin, k.peak.size() - 1)];
     b = std::max(b, bytes);
     k.now = bytes;
-    // Over the bound: bins 2i and 2i+1 of every queue become bin i, the
-    // deeper of the two. (In place: bin i is written only after bins i and
-    // below were read.)
+    // Over the bound: every queue's bins merge in pairs, the deeper of the
+    // two kept.
     while (cells_ > max_cells_) {
         cells_ = 0;
         for (auto& [key, q] : kept_) {
-            for (std::size_t i = 0; i < q.peak.size(); ++i)
-                q.peak[i / 2] = i % 2 ? std::max(q.peak[i / 2], q.peak[i]) : q.peak[i];
-            q.peak.resize((q.peak.size() + 1) / 2);
+            base::merge_bin_pairs(q.peak, [](std::uint64_t x, std::uint64_t y) { return std::max(x, y); });
             cells_ += q.peak.size();
         }
         bin_ps_ *= 2;
@@ -36,13 +35,11 @@ void DepthRecord::set(std::size_t sw, std::uint32_t port, unsigned prio, std::ui
 
 DepthRecord::Depths DepthRecord::depths(std::uint64_t want_ps, std::size_t max_points, std::uint64_t now_ps) const {
     Depths d;
-    std::uint64_t per = std::max<std::uint64_t>(1, (want_ps + bin_ps_ - 1) / bin_ps_);
-    d.bin_ps = per * bin_ps_;
+    d.bin_ps = base::bins_per_table_bin(want_ps, bin_ps_, 0, 0, max_points) * bin_ps_;
     if (kept_.empty()) return d;  // no queue ever held a frame: no rows
     std::size_t span = std::size_t(now_ps / bin_ps_) + 1;
     for (const auto& [key, q] : kept_) span = std::max(span, q.peak.size());
-    const std::uint64_t most = std::max<std::size_t>(1, max_points / kept_.size());
-    per = std::max<std::uint64_t>(per, (span + most - 1) / most);
+    const std::uint64_t per = base::bins_per_table_bin(want_ps, bin_ps_, span, kept_.size(), max_points);
     d.bin_ps = per * bin_ps_;
     d.bins = std::size_t((span + per - 1) / per);
     for (const auto& [key, q] : kept_) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "simnic/base/time_bins.h"
+
 namespace simnic::daemon {
 
 void RateRecord::count(std::size_t from, std::size_t to, std::uint64_t ps, std::size_t bytes) {
@@ -14,13 +16,11 @@ void RateRecord::count(std::size_t from, std::size_t to, std::uint64_t ps, std::
         b.resize(bin + 1);
     }
     b[bin] += bytes;
-    // Over the bound: bins 2k and 2k+1 of every flow become bin k. (In
-    // place: bin k is written only after bins k and below were read.)
+    // Over the bound: every flow's bins merge in pairs, their bytes added.
     while (cells_ > max_cells_) {
         cells_ = 0;
         for (auto& [k, v] : bins_) {
-            for (std::size_t i = 0; i < v.size(); ++i) v[i / 2] = (i % 2 ? v[i / 2] : 0) + v[i];
-            v.resize((v.size() + 1) / 2);
+            base::merge_bin_pairs(v, [](std::uint64_t x, std::uint64_t y) { return x + y; });
             cells_ += v.size();
         }
         bin_ps_ *= 2;
@@ -30,11 +30,7 @@ void RateRecord::count(std::size_t from, std::size_t to, std::uint64_t ps, std::
 RateRecord::Rates RateRecord::rates(std::uint64_t want_ps, std::size_t max_points) const {
     std::size_t span = 0;
     for (const auto& [k, b] : bins_) span = std::max(span, b.size());
-    std::uint64_t per = std::max<std::uint64_t>(1, (want_ps + bin_ps_ - 1) / bin_ps_);
-    if (!bins_.empty()) {
-        const std::uint64_t most = std::max<std::size_t>(1, max_points / bins_.size());
-        per = std::max<std::uint64_t>(per, (span + most - 1) / most);
-    }
+    const std::uint64_t per = base::bins_per_table_bin(want_ps, bin_ps_, span, bins_.size(), max_points);
     Rates r;
     r.bin_ps = per * bin_ps_;
     r.bins = std::size_t((span + per - 1) / per);
