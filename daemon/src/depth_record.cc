@@ -35,12 +35,11 @@ void DepthRecord::set(std::size_t sw, std::uint32_t port, unsigned prio, std::ui
 
 DepthRecord::Depths DepthRecord::depths(std::uint64_t want_ps, std::size_t max_points, std::uint64_t now_ps) const {
     Depths d;
-    d.bin_ps = base::bins_per_table_bin(want_ps, bin_ps_, 0, 0, max_points) * bin_ps_;
-    if (kept_.empty()) return d;  // no queue ever held a frame: no rows
     std::size_t span = std::size_t(now_ps / bin_ps_) + 1;
     for (const auto& [key, q] : kept_) span = std::max(span, q.peak.size());
     const std::uint64_t per = base::bins_per_table_bin(want_ps, bin_ps_, span, kept_.size(), max_points);
     d.bin_ps = per * bin_ps_;
+    if (kept_.empty()) return d;  // no queue ever held a frame: no rows
     d.bins = std::size_t((span + per - 1) / per);
     for (const auto& [key, q] : kept_) {
         Queue out{std::get<0>(key), std::get<1>(key), std::get<2>(key), q.now, std::vector<std::uint64_t>(d.bins, 0)};

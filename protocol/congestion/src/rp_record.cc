@@ -111,13 +111,12 @@ void RpRecord::halve() {
 
 RpRecord::Table RpRecord::table(uint64_t want_ns, size_t max_points, uint64_t now_ns) const {
     Table t;
-    t.bin_ns = base::bins_per_table_bin(want_ns, bin_ns_, 0, 0, max_points) * bin_ns_;
-    if (kept_.empty()) return t;  // no RP has begun: nothing to show, not bins of nothing
     uint64_t span = now_ns / bin_ns_ + 1;  // the record's bins up to now's
     for (const Kept& k : kept_) span = std::max(span, k.last + 1);
     // Three numbers a track's bin: Rc, Rt, alpha.
     const uint64_t per = base::bins_per_table_bin(want_ns, bin_ns_, span, kept_.size(), max_points, 3);
     t.bin_ns = per * bin_ns_;
+    if (kept_.empty()) return t;  // no RP has begun: nothing to show, not bins of nothing
     t.bins = size_t((span + per - 1) / per);
     for (const Kept& k : kept_) {
         const uint64_t end = k.ended ? k.last : span - 1;  // the record's last bin the QP existed in
