@@ -39,6 +39,7 @@ rc_pingpong)        pingpong ibv_rc_pingpong ;;
 rc_pingpong_s1)     pingpong ibv_rc_pingpong -s 1 ;;
 rc_pingpong_s65536) pingpong ibv_rc_pingpong -s 65536 ;;
 rc_pingpong_events) pingpong ibv_rc_pingpong -e ;;
+rc_pingpong_chk)    pingpong ibv_rc_pingpong -c -n 2000 ;;  # every received buffer checked
 rc_pingpong_newapi) pingpong ibv_rc_pingpong -N ;;
 rc_pingpong_ipv6)   pingpong ibv_rc_pingpong -g 2 ;;  # GID 2 on lo is ::1: RoCE v2 over IPv6
 rc_pingpong_nogrh)

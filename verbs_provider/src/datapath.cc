@@ -25,8 +25,9 @@ namespace {
 // Empty polls of one CQ before poll_cq yields the CPU once (see op_poll_cq).
 constexpr std::uint32_t kPollsBeforeYield = 16;
 
-// A context whose CQs have been empty this long naps in poll_cq, this long at
-// most (see cq_relax).
+// A context whose CQs have been empty this long naps in poll_cq when the
+// CPUs are all taken (at once on one CPU), this long at most (see
+// poll_nap_after_ns).
 constexpr std::uint64_t kNapAfterNs = 100'000;
 constexpr std::uint64_t kNapNs = 500'000;
 // How long the answer to "are the CPUs all taken?" is kept (cq_relax).
@@ -99,33 +100,29 @@ bool cq_batch_end(SimCq& cq, std::uint32_t n) {
     return ++cq.empty_polls % kPollsBeforeYield == 0;
 }
 
-// Whether the CPUs this thread may run on are all taken, asked at most
-// every kContentionCheckNs by the process (base::cpus_contended reads
+// What the CPUs this thread may run on look like, asked at most every
+// kContentionCheckNs by the process (base::cpu_share reads its affinity and
 // /proc/loadavg).
-bool cpus_taken(std::uint64_t now) {
+base::CpuShare cpus_now(std::uint64_t now) {
     static std::atomic<std::uint64_t> checked_ns{0};
-    static std::atomic<bool> taken{true};
+    static std::atomic<unsigned> cpus{1};
+    static std::atomic<bool> contended{true};
     const std::uint64_t then = checked_ns.load(std::memory_order_relaxed);
     if (then == 0 || now - then >= kContentionCheckNs) {
         checked_ns.store(now, std::memory_order_relaxed);
-        taken.store(base::cpus_contended(), std::memory_order_relaxed);
+        const base::CpuShare s = base::cpu_share();
+        cpus.store(s.cpus, std::memory_order_relaxed);
+        contended.store(s.contended, std::memory_order_relaxed);
     }
-    return taken.load(std::memory_order_relaxed);
+    return {cpus.load(std::memory_order_relaxed), contended.load(std::memory_order_relaxed)};
 }
 
-// After a yield point of an empty poll (outside cq.mu). Spinning stays the
-// rule, as on a NIC: a completion that comes within kNapAfterNs of the last
-// one is seen at once. Past that, the application is waiting for something
-// slow (a bandwidth test's moderated completions, a peer that went quiet).
-// If every CPU it may run on is taken, its spinning takes a core from the
-// engine that would produce the completion; the thread then sleeps until
-// the device writes any CQE of this context (hw-spec 3.5) or kNapNs pass,
-// and poll_cq returns what it finds then. With a core to spare it keeps
-// spinning: its nap saves no one's time there, and its wake-up costs the
-// engine a system call per CQE (futex, an inter-processor interrupt to the
-// sleeper's idle core; ib_write_bw -s 65536 on a model device on 2 cores
-// moved 4.7 Gb/s napping and 5.1 spinning). SIMNIC_POLL_NAP=0 turns the
-// nap off, =1 takes it whatever the load.
+// After a yield point of an empty poll (outside cq.mu): nap once the
+// context's CQs have been empty for poll_nap_after_ns (the thread then
+// sleeps until the device writes any CQE of this context, hw-spec 3.5, or
+// kNapNs pass, and poll_cq returns what it finds then), else give the CPU
+// away once. SIMNIC_POLL_NAP=0 turns the nap off, =1 takes it after
+// kNapAfterNs whatever the CPUs.
 void cq_relax(SimCq& cq) {
     enum class Nap { Never, Contended, Always };
     static const Nap nap = [] {
@@ -142,8 +139,12 @@ void cq_relax(SimCq& cq) {
             c.last_cqe_ns.compare_exchange_strong(last, now, std::memory_order_relaxed);
             last = now;
         }
-        if (now - last >= kNapAfterNs && (nap == Nap::Always || cpus_taken(now)) &&
-            c.hc->wait_cqe(kNapNs, [&cq] {
+        std::uint64_t after = kNapAfterNs;
+        if (nap == Nap::Contended) {
+            const base::CpuShare s = cpus_now(now);
+            after = poll_nap_after_ns(s.cpus, s.contended);
+        }
+        if (now - last >= after && c.hc->wait_cqe(kNapNs, [&cq] {
                 std::lock_guard<std::mutex> lk(cq.mu);
                 return cq_peek(cq) == nullptr;
             }))
@@ -153,6 +154,32 @@ void cq_relax(SimCq& cq) {
 }
 
 }  // namespace
+
+// Spinning stays the rule, as on a NIC: a completion that comes within
+// kNapAfterNs of the last one is seen at once. Past that, the application is
+// waiting for something slow (a bandwidth test's moderated completions, a
+// peer that went quiet). If every CPU it may run on is taken, its spinning
+// takes a core from the engine that would produce the completion, so it
+// naps. With a core to spare it keeps spinning: its nap saves no one's time
+// there, and its wake-up costs the engine a system call per CQE (futex, an
+// inter-processor interrupt to the sleeper's idle core; ib_write_bw -s 65536
+// on a model device on 2 cores moved 4.7 Gb/s napping and 5.1 spinning).
+//
+// On one CPU that is taken it naps at once: every thread that could produce
+// its completion (the engine, the peer application) needs that CPU, and a
+// yield gives it to whichever runnable thread the scheduler picks, often
+// another spinner. A trace of ib_send_lat on one CPU showed the two
+// applications yielding to each other several times in every half round
+// trip before the engine ran; napping at once leaves the engine alone until
+// it writes the CQE and wakes the sleeper (ib_send_lat -s 2, taskset -c 0:
+// 42-79 us typical yielding, 31-47 napping). On two CPUs shared by three
+// spinners the same made it worse (22-28 us against 18-19): each CQE then
+// costs the engine a futex wake and the sleeper a wake-up on the other CPU,
+// where a spinner there would have seen it at once.
+std::uint64_t detail::poll_nap_after_ns(unsigned cpus, bool contended) {
+    if (!contended) return kNoNap;
+    return cpus <= 1 ? 0 : kNapAfterNs;
+}
 
 int detail::op_poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
     SimCq& cq = *cq_of(ibcq);

@@ -173,6 +173,12 @@ struct SimPd {
 
 int op_poll_cq(ibv_cq*, int, ibv_wc*);  // identifies simnic contexts
 
+// How long a context's CQs stay empty before poll_cq naps (datapath.cc,
+// cq_relax), given what the polling thread's CPUs look like; kNoNap: it
+// keeps spinning.
+inline constexpr std::uint64_t kNoNap = ~std::uint64_t{0};
+std::uint64_t poll_nap_after_ns(unsigned cpus, bool contended);
+
 inline ContextShell* shell_of(ibv_context* ctx) {
     auto* v = reinterpret_cast<verbs_context*>(reinterpret_cast<std::uint8_t*>(ctx) -
                                                offsetof(verbs_context, context));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "local_device.h"
+#include "provider_internal.h"
 #include "simnic/host/user_pages.h"
 #include "simnic/hw/cqe.h"
 #include "simnic/hw/field.h"
@@ -2160,4 +2161,20 @@ TEST_CASE("memory windows: ALLOC_MW, BIND_SEG bytes, LOCAL_INV, ibv_qp_ex, REREG
     CHECK(sv::dealloc_pd(pd2) == 0);
     CHECK(sv::destroy_qp(qp) == 0);
     CHECK(sv::destroy_cq(cq) == 0);
+}
+
+TEST_CASE("poll_cq naps by what the polling thread's CPUs look like", "[datapath][nap]") {
+    using sv::detail::kNoNap;
+    using sv::detail::poll_nap_after_ns;
+    // A CPU to spare: spin, whatever the count.
+    CHECK(poll_nap_after_ns(1, false) == kNoNap);
+    CHECK(poll_nap_after_ns(2, false) == kNoNap);
+    CHECK(poll_nap_after_ns(64, false) == kNoNap);
+    // All taken on one CPU: the engine and the peer need that CPU, nap at once.
+    CHECK(poll_nap_after_ns(1, true) == 0);
+    // All taken on several: nap only once the CQs have been empty for long.
+    const std::uint64_t several = poll_nap_after_ns(2, true);
+    CHECK(several > 0);
+    CHECK(several != kNoNap);
+    CHECK(poll_nap_after_ns(8, true) == several);
 }

@@ -30,20 +30,30 @@ inline bool runnable_exceed(std::string_view loadavg, unsigned cpus) {
     return running > cpus;
 }
 
-// The same for the calling thread: /proc/loadavg against the CPUs it may run
-// on (its affinity, as taskset sets it). Three system calls: callers keep
-// the answer for a while.
-inline bool cpus_contended() {
+// What the calling thread's CPUs look like: how many it may run on (its
+// affinity, as taskset sets it), and whether more threads are runnable than
+// that (/proc/loadavg). Four system calls: callers keep the answer for a
+// while.
+struct CpuShare {
+    unsigned cpus = 1;
+    bool contended = true;
+};
+
+inline CpuShare cpu_share() {
+    CpuShare s;
     cpu_set_t set;
     CPU_ZERO(&set);
-    const unsigned cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? unsigned(CPU_COUNT(&set)) : 1u;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) s.cpus = unsigned(CPU_COUNT(&set));
     const int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return true;
+    if (fd < 0) return s;
     char buf[128];
     const ssize_t n = ::read(fd, buf, sizeof buf);
     ::close(fd);
-    if (n <= 0) return true;
-    return runnable_exceed(std::string_view(buf, std::size_t(n)), cpus);
+    if (n <= 0) return s;
+    s.contended = runnable_exceed(std::string_view(buf, std::size_t(n)), s.cpus);
+    return s;
 }
+
+inline bool cpus_contended() { return cpu_share().contended; }
 
 }  // namespace simnic::base
