@@ -101,20 +101,16 @@ bool cq_batch_end(SimCq& cq, std::uint32_t n) {
 }
 
 // What the CPUs this thread may run on look like, asked at most every
-// kContentionCheckNs by the process (base::cpu_share reads its affinity and
-// /proc/loadavg).
+// kContentionCheckNs by each polling thread (base::cpu_share reads its
+// affinity, which is the thread's own, and /proc/loadavg).
 base::CpuShare cpus_now(std::uint64_t now) {
-    static std::atomic<std::uint64_t> checked_ns{0};
-    static std::atomic<unsigned> cpus{1};
-    static std::atomic<bool> contended{true};
-    const std::uint64_t then = checked_ns.load(std::memory_order_relaxed);
-    if (then == 0 || now - then >= kContentionCheckNs) {
-        checked_ns.store(now, std::memory_order_relaxed);
-        const base::CpuShare s = base::cpu_share();
-        cpus.store(s.cpus, std::memory_order_relaxed);
-        contended.store(s.contended, std::memory_order_relaxed);
+    thread_local std::uint64_t checked_ns = 0;
+    thread_local base::CpuShare share;
+    if (checked_ns == 0 || now - checked_ns >= kContentionCheckNs) {
+        checked_ns = now;
+        share = base::cpu_share();
     }
-    return {cpus.load(std::memory_order_relaxed), contended.load(std::memory_order_relaxed)};
+    return share;
 }
 
 // After a yield point of an empty poll (outside cq.mu): nap once the
@@ -171,9 +167,10 @@ void cq_relax(SimCq& cq) {
 // another spinner. A trace of ib_send_lat on one CPU showed the two
 // applications yielding to each other several times in every half round
 // trip before the engine ran; napping at once leaves the engine alone until
-// it writes the CQE and wakes the sleeper (ib_send_lat -s 2, taskset -c 0:
-// 42-79 us typical yielding, 31-47 napping). On two CPUs shared by three
-// spinners the same made it worse (22-28 us against 18-19): each CQE then
+// it writes the CQE and wakes the sleeper (taskset -c 0, typical: ib_send_lat
+// -s 2 38-41 us yielding, 30-31 napping; ib_read_lat 54 and 37-40). On two
+// CPUs shared by three spinners the same made it worse (ib_send_lat 22-28 us
+// against 18-19): each CQE then
 // costs the engine a futex wake and the sleeper a wake-up on the other CPU,
 // where a spinner there would have seen it at once.
 std::uint64_t detail::poll_nap_after_ns(unsigned cpus, bool contended) {
