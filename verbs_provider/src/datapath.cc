@@ -169,9 +169,7 @@ void cq_relax(SimCq& cq) {
 // trip before the engine ran; napping at once leaves the engine alone until
 // it writes the CQE and wakes the sleeper (taskset -c 0, median typical of
 // alternating runs: ib_send_lat -s 2 39.7 us yielding, 30.6 napping;
-// ib_read_lat 54.3 and 38.6). The load check can miss: /proc/loadavg counts
-// the threads runnable at the instant it is read, which this thread's own
-// nap lowers (docs/performance.md). On two
+// ib_read_lat 54.3 and 38.6). On two
 // CPUs shared by three spinners the same made it worse (ib_send_lat 22-28 us
 // against 18-19): each CQE then
 // costs the engine a futex wake and the sleeper a wake-up on the other CPU,
