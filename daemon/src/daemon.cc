@@ -877,20 +877,12 @@ Json Server::Impl::trace(Call& c) {
     return r;
 }
 
-// At most `limit` of `infos` whose keys are above `after`, those with the
-// smallest keys, as JSON (control::ResourceDevice): a page deep into a
-// list of 100,000 MRs builds the page's entries, not the list's.
-template <class Info, class Key, class ToJson>
-static Json resource_batch(std::vector<Info> infos, std::optional<uint64_t> after, size_t limit, Key key,
-                           ToJson to_json) {
-    if (after)
-        infos.erase(std::remove_if(infos.begin(), infos.end(), [&](const Info& i) { return key(i) <= *after; }),
-                    infos.end());
-    if (infos.size() > limit) {
-        std::nth_element(infos.begin(), infos.begin() + static_cast<std::ptrdiff_t>(limit), infos.end(),
-                         [&](const Info& a, const Info& b) { return key(a) < key(b); });
-        infos.resize(limit);
-    }
+// One batch as JSON (control::ResourceDevice): the runtime's listing of a
+// range is already the `limit` smallest numbers after the cursor
+// (DeviceRuntime::Range, down to the firmware's ordered sets), so a page deep
+// into a list of 100,000 MRs costs the page's entries, not the list's.
+template <class Info, class ToJson>
+static Json resource_batch(const std::vector<Info>& infos, ToJson to_json) {
     Json out = Json::array();
     for (const Info& i : infos) out.push_back(to_json(i));
     return out;
@@ -902,29 +894,32 @@ static Json resource_batch(std::vector<Info> infos, std::optional<uint64_t> afte
 static Json resource_list(DeviceRuntime& rt, CmService& cm, const std::string& name, std::string_view list,
                           std::optional<uint64_t> after, size_t limit) {
     using R = DeviceRuntime;
+    // Object numbers are 32 bits wide: nothing comes after a larger cursor.
+    if (after && *after > UINT32_MAX) return Json::array();
+    const R::Range range{after ? std::optional<uint32_t>(static_cast<uint32_t>(*after)) : std::nullopt, limit};
     if (list == "qp_list")
         return resource_batch(
-            rt.qps(), after, limit, [](const R::QpInfo& q) { return q.qpn; },
+            rt.qps(range),
             [](const R::QpInfo& q) {
                 return Json{{"qpn", q.qpn},       {"type", q.type},         {"state", q.state}, {"sq_psn", q.sq_psn},
                             {"rq_psn", q.rq_psn}, {"dest_qpn", q.dest_qpn}, {"pid", q.pid}};
             });
     if (list == "cq_list")
         return resource_batch(
-            rt.cqs(), after, limit, [](const R::CqInfo& q) { return q.cqn; },
+            rt.cqs(range),
             [](const R::CqInfo& q) {
                 return Json{{"cqn", q.cqn}, {"cqe", q.cqe}, {"users", q.users}, {"ctxn", q.ctx_id}, {"pid", q.pid}};
             });
     if (list == "mr_list")
         return resource_batch(
-            rt.mrs(), after, limit, [](const R::MrInfo& m) { return m.mrn; },
+            rt.mrs(range),
             [](const R::MrInfo& m) {
                 return Json{{"mrn", m.mrn},      {"rkey", m.key}, {"lkey", m.key},    {"iova", m.iova},
                             {"mrlen", m.length}, {"pdn", m.pdn},  {"ctxn", m.ctx_id}, {"pid", m.pid}};
             });
     if (list == "mw_list")
         return resource_batch(
-            rt.mws(), after, limit, [](const R::MwInfo& w) { return w.mwn; },
+            rt.mws(range),
             [](const R::MwInfo& w) {
                 return Json{{"mwn", w.mwn}, {"rkey", w.rkey},     {"type", w.type}, {"state", w.state},
                             {"pdn", w.pdn}, {"mr_key", w.mr_key}, {"addr", w.addr}, {"length", w.length},
@@ -932,13 +927,13 @@ static Json resource_list(DeviceRuntime& rt, CmService& cm, const std::string& n
             });
     if (list == "pd_list")
         return resource_batch(
-            rt.pds(), after, limit, [](const R::PdInfo& p) { return p.pdn; },
+            rt.pds(range),
             [](const R::PdInfo& p) {
                 return Json{{"pdn", p.pdn}, {"users", p.users}, {"ctxn", p.ctx_id}, {"pid", p.pid}};
             });
     if (list == "srq_list")
         return resource_batch(
-            rt.srqs(), after, limit, [](const R::SrqInfo& q) { return q.srqn; },
+            rt.srqs(range),
             [](const R::SrqInfo& q) {
                 return Json{{"srqn", q.srqn},       {"lqpn", q.qpns},   {"pdn", q.pdn},     {"max_wr", q.max_wr},
                             {"max_sge", q.max_sge}, {"limit", q.limit}, {"ctxn", q.ctx_id}, {"pid", q.pid}};

@@ -580,7 +580,11 @@ std::string DeviceRuntime::trace_state() const {
     return r;
 }
 
-std::vector<DeviceRuntime::QpInfo> DeviceRuntime::qps() const {
+namespace {
+fw::Firmware::ListRange fw_range(const DeviceRuntime::Range& r) { return {r.after, r.limit}; }
+}  // namespace
+
+std::vector<DeviceRuntime::QpInfo> DeviceRuntime::qps(const Range& r) const {
     Impl& m = *impl_;
     std::vector<QpInfo> out;
     std::map<uint16_t, uint32_t> pid_of;
@@ -589,7 +593,7 @@ std::vector<DeviceRuntime::QpInfo> DeviceRuntime::qps() const {
         for (const auto& [id, c] : m.ctxs) pid_of[id] = c->pid;
     }
     namespace q = hw::qpc;
-    for (uint32_t qpn : m.fw->qpns()) {
+    for (uint32_t qpn : m.fw->qpns(fw_range(r))) {
         const uint8_t* e = m.tables->entry(hw::Table::Qpc, qpn);
         if (!e) continue;
         QpInfo i;
@@ -606,36 +610,36 @@ std::vector<DeviceRuntime::QpInfo> DeviceRuntime::qps() const {
     return out;
 }
 
-std::vector<DeviceRuntime::CqInfo> DeviceRuntime::cqs() const {
+std::vector<DeviceRuntime::CqInfo> DeviceRuntime::cqs(const Range& r) const {
     std::vector<CqInfo> out;
-    for (const auto& l : impl_->fw->cq_list()) out.push_back(CqInfo{l.cqn, l.cqe, l.users, l.ctx_id, l.pid});
+    for (const auto& l : impl_->fw->cq_list(fw_range(r))) out.push_back(CqInfo{l.cqn, l.cqe, l.users, l.ctx_id, l.pid});
     return out;
 }
 
-std::vector<DeviceRuntime::MrInfo> DeviceRuntime::mrs() const {
+std::vector<DeviceRuntime::MrInfo> DeviceRuntime::mrs(const Range& r) const {
     std::vector<MrInfo> out;
-    for (const auto& l : impl_->fw->mr_list())
+    for (const auto& l : impl_->fw->mr_list(fw_range(r)))
         out.push_back(MrInfo{l.mrn, l.key, l.iova, l.length, l.pdn, l.ctx_id, l.pid});
     return out;
 }
 
-std::vector<DeviceRuntime::MwInfo> DeviceRuntime::mws() const {
+std::vector<DeviceRuntime::MwInfo> DeviceRuntime::mws(const Range& r) const {
     std::vector<MwInfo> out;
-    for (const auto& l : impl_->fw->mw_list())
+    for (const auto& l : impl_->fw->mw_list(fw_range(r)))
         out.push_back(MwInfo{l.mwn, l.rkey, l.type, l.state, l.pdn, l.mr_key, l.qpn, l.addr, l.length,
                              l.ctx_id, l.pid});
     return out;
 }
 
-std::vector<DeviceRuntime::PdInfo> DeviceRuntime::pds() const {
+std::vector<DeviceRuntime::PdInfo> DeviceRuntime::pds(const Range& r) const {
     std::vector<PdInfo> out;
-    for (const auto& l : impl_->fw->pd_list()) out.push_back(PdInfo{l.pdn, l.users, l.ctx_id, l.pid});
+    for (const auto& l : impl_->fw->pd_list(fw_range(r))) out.push_back(PdInfo{l.pdn, l.users, l.ctx_id, l.pid});
     return out;
 }
 
-std::vector<DeviceRuntime::SrqInfo> DeviceRuntime::srqs() const {
+std::vector<DeviceRuntime::SrqInfo> DeviceRuntime::srqs(const Range& r) const {
     std::vector<SrqInfo> out;
-    for (const auto& l : impl_->fw->srq_list())
+    for (const auto& l : impl_->fw->srq_list(fw_range(r)))
         out.push_back(SrqInfo{l.srqn, l.pdn, l.max_wr, l.max_sge, l.limit, l.qpns, l.ctx_id, l.pid});
     return out;
 }

@@ -569,31 +569,38 @@ Firmware::Counts Firmware::counts(std::uint16_t ctx_id) const {
     return n;
 }
 
-std::vector<std::uint32_t> Firmware::qpns() const {
-    std::lock_guard<std::mutex> lk(mu_);
-    std::vector<std::uint32_t> v;
-    for (const auto& kv : ctxs_) v.insert(v.end(), kv.second.qps.begin(), kv.second.qps.end());
-    std::sort(v.begin(), v.end());
-    return v;
-}
-
 namespace {
-// (number, owning context) of every object in one of a context's sets, ascending by number.
+// (number, owning context) of the objects in one of a context's sets whose
+// numbers are the r.limit smallest above r.after, ascending. Each context's
+// set is ordered, so each gives at most r.limit from its lower bound: a
+// range costs the range times the contexts, not the table.
 template <typename Ctxs, typename Set>
-std::vector<std::pair<std::uint32_t, std::uint16_t>> owned(const Ctxs& ctxs, Set member) {
+std::vector<std::pair<std::uint32_t, std::uint16_t>> owned(const Ctxs& ctxs, Set member,
+                                                           const Firmware::ListRange& r) {
     std::vector<std::pair<std::uint32_t, std::uint16_t>> v;
-    for (const auto& kv : ctxs)
-        for (std::uint32_t n : kv.second.*member) v.emplace_back(n, kv.first);
+    for (const auto& kv : ctxs) {
+        const auto& set = kv.second.*member;
+        auto it = r.after ? set.upper_bound(*r.after) : set.begin();
+        for (std::size_t n = 0; it != set.end() && n < r.limit; ++it, ++n) v.emplace_back(*it, kv.first);
+    }
     std::sort(v.begin(), v.end());
+    if (v.size() > r.limit) v.resize(r.limit);
     return v;
 }
 }  // namespace
 
-std::vector<Firmware::CqListing> Firmware::cq_list() const {
+std::vector<std::uint32_t> Firmware::qpns(const ListRange& range) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<std::uint32_t> v;
+    for (const auto& [qpn, ctx] : owned(ctxs_, &Ctx::qps, range)) v.push_back(qpn);
+    return v;
+}
+
+std::vector<Firmware::CqListing> Firmware::cq_list(const ListRange& range) const {
     namespace cc = hw::cqc;
     std::lock_guard<std::mutex> lk(mu_);
     std::vector<CqListing> out;
-    for (const auto& [cqn, ctx] : owned(ctxs_, &Ctx::cqs)) {
+    for (const auto& [cqn, ctx] : owned(ctxs_, &Ctx::cqs, range)) {
         const Entry e(tables_.entry(Table::Cqc, cqn), Table::Cqc);
         CqListing l;
         l.cqn = cqn;
@@ -607,11 +614,11 @@ std::vector<Firmware::CqListing> Firmware::cq_list() const {
     return out;
 }
 
-std::vector<Firmware::MrListing> Firmware::mr_list() const {
+std::vector<Firmware::MrListing> Firmware::mr_list(const ListRange& range) const {
     namespace me = hw::mpt_entry;
     std::lock_guard<std::mutex> lk(mu_);
     std::vector<MrListing> out;
-    for (const auto& [idx, ctx] : owned(ctxs_, &Ctx::mrs)) {
+    for (const auto& [idx, ctx] : owned(ctxs_, &Ctx::mrs, range)) {
         const Entry e(tables_.entry(Table::Mpt, idx), Table::Mpt);
         MrListing l;
         l.mrn = idx;
@@ -627,11 +634,11 @@ std::vector<Firmware::MrListing> Firmware::mr_list() const {
     return out;
 }
 
-std::vector<Firmware::MwListing> Firmware::mw_list() const {
+std::vector<Firmware::MwListing> Firmware::mw_list(const ListRange& range) const {
     namespace me = hw::mpt_entry;
     std::lock_guard<std::mutex> lk(mu_);
     std::vector<MwListing> out;
-    for (const auto& [idx, ctx] : owned(ctxs_, &Ctx::mws)) {
+    for (const auto& [idx, ctx] : owned(ctxs_, &Ctx::mws, range)) {
         // The engine writes a window's binding: read it under the fence.
         if (engine_) engine_->fence(Table::Mpt, idx);
         const Entry e(tables_.entry(Table::Mpt, idx), Table::Mpt);
@@ -653,10 +660,10 @@ std::vector<Firmware::MwListing> Firmware::mw_list() const {
     return out;
 }
 
-std::vector<Firmware::PdListing> Firmware::pd_list() const {
+std::vector<Firmware::PdListing> Firmware::pd_list(const ListRange& range) const {
     std::lock_guard<std::mutex> lk(mu_);
     std::vector<PdListing> out;
-    for (const auto& [pdn, ctx] : owned(ctxs_, &Ctx::pds)) {
+    for (const auto& [pdn, ctx] : owned(ctxs_, &Ctx::pds, range)) {
         const Entry e(tables_.entry(Table::Pd, pdn), Table::Pd);
         PdListing l;
         l.pdn = pdn;
@@ -668,19 +675,19 @@ std::vector<Firmware::PdListing> Firmware::pd_list() const {
     return out;
 }
 
-std::vector<Firmware::SrqListing> Firmware::srq_list() const {
+std::vector<Firmware::SrqListing> Firmware::srq_list(const ListRange& range) const {
     namespace sc = hw::srqc;
     namespace qc = hw::qpc;
     std::lock_guard<std::mutex> lk(mu_);
     // The QPs on each SRQ, from their QPCs.
     std::map<std::uint32_t, std::vector<std::uint32_t>> qps_of;
-    for (const auto& [qpn, ctx] : owned(ctxs_, &Ctx::qps)) {
+    for (const auto& [qpn, ctx] : owned(ctxs_, &Ctx::qps, ListRange{})) {
         (void)ctx;
         const Entry q(tables_.entry(Table::Qpc, qpn), Table::Qpc);
         if (q[qc::srq_en] != 0) qps_of[static_cast<std::uint32_t>(q[qc::srqn])].push_back(qpn);
     }
     std::vector<SrqListing> out;
-    for (const auto& [srqn, ctx] : owned(ctxs_, &Ctx::srqs)) {
+    for (const auto& [srqn, ctx] : owned(ctxs_, &Ctx::srqs, range)) {
         const Entry e(tables_.entry(Table::Srqc, srqn), Table::Srqc);
         SrqListing l;
         l.srqn = srqn;

@@ -127,3 +127,49 @@ TEST_CASE("Listings: CQs, MRs, PDs and SRQs with their owners", "[fw][listing]")
         CHECK(d.fw->srq_list().empty());
     }
 }
+
+TEST_CASE("Listings of a range: the smallest numbers after a cursor, across contexts", "[fw][listing]") {
+    Dev d;  // context 1
+    REQUIRE(d.fw->open_context(2, 999) == hw::CmdStatus::Ok);
+    // PDs of two contexts, interleaved, so that each context's ordered set
+    // holds every other number.
+    std::vector<std::uint32_t> all;
+    for (int i = 0; i < 20; ++i) {
+        const std::uint16_t ctx = i % 2 == 0 ? 1 : 2;
+        all.push_back(d.ok_handle(d.cmd(CmdOpcode::AllocPd, Mbox{}, 256, ctx)));
+    }
+    std::sort(all.begin(), all.end());
+    const auto numbers = [](const std::vector<Firmware::PdListing>& v) {
+        std::vector<std::uint32_t> n;
+        for (const auto& l : v) n.push_back(l.pdn);
+        return n;
+    };
+    // The whole list by default, as before.
+    CHECK(numbers(d.fw->pd_list()) == all);
+    // Every cursor and limit: the `limit` numbers after the cursor, in order,
+    // whichever context holds them.
+    for (std::size_t at = 0; at <= all.size(); ++at) {
+        for (std::size_t limit : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{7}, all.size()}) {
+            ListRange r;
+            if (at > 0) r.after = all[at - 1];
+            r.limit = limit;
+            const std::size_t end = std::min(all.size(), at + limit);
+            const std::vector<std::uint32_t> want(all.begin() + std::ptrdiff_t(at), all.begin() + std::ptrdiff_t(end));
+            INFO("after index " << at << ", limit " << limit);
+            CHECK(numbers(d.fw->pd_list(r)) == want);
+        }
+    }
+    // A cursor past the last number.
+    ListRange past;
+    past.after = all.back();
+    CHECK(d.fw->pd_list(past).empty());
+    // The QP numbers take a range the same way.
+    const std::uint32_t cq = d.create_cq(4);
+    std::vector<std::uint32_t> qpns;
+    for (int i = 0; i < 5; ++i) qpns.push_back(d.create_qp(QpType::Rc, all[0], cq));
+    std::sort(qpns.begin(), qpns.end());
+    ListRange two;
+    two.after = qpns[1];
+    two.limit = 2;
+    CHECK(d.fw->qpns(two) == std::vector<std::uint32_t>{qpns[2], qpns[3]});
+}

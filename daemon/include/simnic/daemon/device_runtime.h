@@ -9,6 +9,7 @@
 // written with process_vm_readv/writev, as a NIC's DMA would.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -39,6 +40,15 @@ class RpObserver;
 }
 
 namespace simnic::daemon {
+
+// Which objects a listing of DeviceRuntime gives: the `limit` smallest
+// numbers above `after`, ascending (all of them by default). A range costs
+// the range, not the list (`simnic resource show` pages long lists). (At
+// namespace scope: its member initializers serve default arguments.)
+struct ListingRange {
+    std::optional<uint32_t> after;
+    std::size_t limit = SIZE_MAX;
+};
 
 class DeviceRuntime {
 public:
@@ -113,6 +123,8 @@ public:
     };
     Counts counts() const;
 
+    // Which objects a listing below gives (see ListingRange).
+    using Range = ListingRange;
     // One QP as `simnic resource show qp` lists it (read from the QPC).
     struct QpInfo {
         uint32_t qpn = 0;
@@ -121,7 +133,7 @@ public:
         uint32_t sq_psn = 0, rq_psn = 0, dest_qpn = 0;
         uint32_t pid = 0;   // the process whose context owns it
     };
-    std::vector<QpInfo> qps() const;
+    std::vector<QpInfo> qps(const Range& r = {}) const;
     // CQs, MRs, PDs and SRQs as `simnic resource show cq|mr|pd|srq` lists
     // them (the firmware's listings: see fw::Firmware::cq_list and the rest),
     // ascending by number; ctx_id is the owning context, pid its process.
@@ -156,11 +168,11 @@ public:
         uint16_t ctx_id = 0;
         uint32_t pid = 0;
     };
-    std::vector<CqInfo> cqs() const;
-    std::vector<MrInfo> mrs() const;
-    std::vector<MwInfo> mws() const;
-    std::vector<PdInfo> pds() const;
-    std::vector<SrqInfo> srqs() const;
+    std::vector<CqInfo> cqs(const Range& r = {}) const;
+    std::vector<MrInfo> mrs(const Range& r = {}) const;
+    std::vector<MwInfo> mws(const Range& r = {}) const;
+    std::vector<PdInfo> pds(const Range& r = {}) const;
+    std::vector<SrqInfo> srqs(const Range& r = {}) const;
     // QP1's side of the CM: what the agent needs to know of the port, and
     // sending a MAD (the destination's MAC from the neighbour table).
     struct GsiPort {

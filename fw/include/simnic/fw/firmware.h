@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -92,6 +93,16 @@ struct DeviceLimits {
 };
 std::array<std::uint8_t, hw::cap_block::kSize> default_cap_block(const DeviceLimits& = {});
 
+// Which objects a listing gives: the `limit` smallest numbers above `after`
+// (all of them by default), ascending. A listing of a range costs the range,
+// not the table: `simnic resource show` pages a list of 100,000 MRs a few
+// hundred at a time (control::ResourceDevice). (At namespace scope: its
+// member initializers serve Firmware's default arguments.)
+struct ListRange {
+    std::optional<std::uint32_t> after;
+    std::size_t limit = SIZE_MAX;
+};
+
 class Firmware {
 public:
     // Reads the netdev once (refresh_netdev) to fill the port block and GIDs.
@@ -149,7 +160,8 @@ public:
     };
     Counts counts() const;
     Counts counts(std::uint16_t ctx_id) const;
-    std::vector<std::uint32_t> qpns() const;  // live QPNs, ascending
+    using ListRange = fw::ListRange;
+    std::vector<std::uint32_t> qpns(const ListRange& r = {}) const;  // live QPNs
 
     // Every live object of one kind, ascending by number, as `simnic resource
     // show cq|mr|pd|srq` lists it: what its table entry says, the exact
@@ -198,11 +210,11 @@ public:
         std::uint16_t ctx_id = 0;
         std::uint32_t pid = 0;
     };
-    std::vector<CqListing> cq_list() const;
-    std::vector<MrListing> mr_list() const;
-    std::vector<MwListing> mw_list() const;
-    std::vector<PdListing> pd_list() const;
-    std::vector<SrqListing> srq_list() const;
+    std::vector<CqListing> cq_list(const ListRange& r = {}) const;
+    std::vector<MrListing> mr_list(const ListRange& r = {}) const;
+    std::vector<MwListing> mw_list(const ListRange& r = {}) const;
+    std::vector<PdListing> pd_list(const ListRange& r = {}) const;
+    std::vector<SrqListing> srq_list(const ListRange& r = {}) const;
 
 private:
     struct Ctx {
