@@ -54,6 +54,4 @@ inline CpuShare cpu_share() {
     return s;
 }
 
-inline bool cpus_contended() { return cpu_share().contended; }
-
 }  // namespace simnic::base
