@@ -169,11 +169,10 @@ void cq_relax(SimCq& cq) {
 // trip before the engine ran; napping at once leaves the engine alone until
 // it writes the CQE and wakes the sleeper (taskset -c 0, median typical of
 // alternating runs: ib_send_lat -s 2 39.7 us yielding, 30.6 napping;
-// ib_read_lat 54.3 and 38.6). On two
-// CPUs shared by three spinners the same made it worse (ib_send_lat 22-28 us
-// against 18-19): each CQE then
-// costs the engine a futex wake and the sleeper a wake-up on the other CPU,
-// where a spinner there would have seen it at once.
+// ib_read_lat 54.3 and 38.6). On two CPUs shared by three spinners the same
+// made it worse (ib_send_lat 22-28 us against 18-19): each CQE then costs the
+// engine a futex wake and the sleeper a wake-up on the other CPU, where a
+// spinner there would have seen it at once.
 std::uint64_t detail::poll_nap_after_ns(unsigned cpus, bool contended) {
     if (!contended) return kNoNap;
     return cpus <= 1 ? 0 : kNapAfterNs;
