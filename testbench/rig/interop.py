@@ -310,6 +310,12 @@ class Capture:
         self.offset = 0
         self.doffset = 0
 
+    def restart(self):
+        """The wire was started again (fresh VMs after a guest oops): its
+        capture files are new, and the ARP frames of the old wire are no
+        neighbour entries of the new VM."""
+        self.arp, self.offset, self.doffset = [], 0, 0
+
     def mark(self):
         time.sleep(0.2)  # frames still in flight belong to the previous run
         _, recs, end = pcap_records(self.pcap, self.offset)

@@ -172,26 +172,42 @@ class Report:
     get_random_u32 calling address 0 inside kernel rxe's ACK path, under
     TCG) leaves the check failing on a VM that is no longer a fair peer.
     When a failed check's VMs show a new oops on their consoles, the report
-    prints it and, for a group whose VMs were booted with start_vms (nothing
-    set up on them since), runs the check once more on freshly booted VMs.
+    prints it and, for a group whose VMs were booted with start_vms, runs
+    the check once more on freshly booted VMs, after `setup` (the group's
+    set-up of its VMs and wire since the boot, as it stands at that check).
     The retry decides; the oops is listed in the summary either way, and a
-    crash that simnic's frames cause every time fails the retry too."""
+    crash that simnic's frames cause every time fails the retry too.
 
-    def __init__(self, rig=None):
+    `crash_once` (rig_tests.py --crash-once, to test this path): a regular
+    expression; the first check whose name matches starts by crashing vm0
+    (sysrq's c, a panic), once."""
+
+    def __init__(self, rig=None, crash_once=None):
         self.rig = rig
         self.results = []
         self.boot = None      # start_vms' arguments: how to boot fresh VMs
+        self.setup = None     # what the group set up on them since: redone on fresh VMs
         self.oopses = []      # (check, console, first oops line, retry passed)
+        self.crash_once = re.compile(crash_once) if crash_once else None
 
     def start_vms(self, *args):
         """Boots the group's VMs (simnic-rig start ARGS) and remembers how,
         so that a check a guest oops spoiled can run again on fresh ones."""
         start(self.rig, *args)
         self.boot = args
+        self.setup = None
 
-    def attempt(self, fn, args):
+    def crash_vm0(self):
+        with contextlib.suppress(subprocess.TimeoutExpired):   # the VM dies under it
+            self.rig.cmd("exec", "--timeout", 5, 0, "echo c > /proc/sysrq-trigger", timeout=30)
+
+    def attempt(self, fn, args, name=""):
         marks = console_marks(self.rig.state) if self.rig else {}
         try:
+            if self.crash_once and self.crash_once.search(name):
+                self.crash_once = None
+                print(f"--crash-once: crashing vm0 at the start of: {name}", flush=True)
+                self.crash_vm0()
             fn(*args)
             return True, "", {}
         except Fail as e:
@@ -206,7 +222,7 @@ class Report:
     def run(self, name, fn, *args, fatal=False):
         t0 = time.monotonic()
         print(f"--- {name}", flush=True)
-        ok, why, oops = self.attempt(fn, args)
+        ok, why, oops = self.attempt(fn, args, name)
         if oops and not fatal:
             ok, why = self.again(name, fn, args, why, oops)
         dt = time.monotonic() - t0
@@ -226,17 +242,20 @@ class Report:
             for c, l in first.items():
                 self.oopses.append((name, c, l, None))
             return False, (f"{why}\n(a guest kernel oopsed during the check, {said}; this "
-                           "group's VMs carry set-up a fresh boot lacks, so it is not retried)")
+                           "group did not boot its VMs with start_vms, so it is not retried)")
         print(f"--- {name}: once more, on fresh VMs (the first attempt failed after a guest "
               f"kernel oops: {said})", flush=True)
         try:
             self.rig.cmd("stop", timeout=60)
             self.rig.kill_stray()
             start(self.rig, *self.boot)
+            if self.setup:
+                self.setup()
         except (Fail, subprocess.TimeoutExpired) as e:
             for c, l in first.items():
                 self.oopses.append((name, c, l, False))
-            return False, f"{why}\n(after a guest oops, {said}, fresh VMs did not boot: {e})"
+            return False, (f"{why}\n(after a guest oops, {said}, fresh VMs did not boot or "
+                           f"set up: {e})")
         ok, why2, oops2 = self.attempt(fn, args)
         for c, l in first.items():
             self.oopses.append((name, c, l, ok))
@@ -1256,9 +1275,16 @@ def set_mtu(rig, host, mtu, devices=None):
     print(host.add_links(mtu, devices))
 
 
+def on_fresh_wire(rig, host, m):
+    """After Report booted fresh VMs (a guest oops): the host's devices join
+    the new wire, and the capture is read from the new file's start."""
+    host.wire_port = rig.status()["wire"]["port"]
+    m.capture.restart()
+
+
 def group_interop(rig, rep, series):
     interop_tools()
-    rep.run(f"start one {series} VM on the simnic wire", start, rig, "--kernel", series,
+    rep.run(f"start one {series} VM on the simnic wire", rep.start_vms, "--kernel", series,
             "--vms", 1, "--mtu", 9000, "--lifetime", 1500, fatal=True)
     st = rig.status()
     host = interop.Host(TOOLS.simnic, TOOLS.verbs, st["wire"]["port"])
@@ -1268,6 +1294,7 @@ def group_interop(rig, rep, series):
         for mtu in (1024, 4096):
             rep.run(f"MTU {mtu}: eth0 {interop.NETDEV_MTU[mtu]} in the VM, soft and model on the wire",
                     set_mtu, rig, host, mtu, fatal=True)
+            rep.setup = lambda mtu=mtu: (on_fresh_wire(rig, host, m), set_mtu(rig, host, mtu))
             for t in selected(interop.matrix_tests()):
                 rep.run(f"{t.name}, MTU {mtu}: soft and model, simnic server and client",
                         m.run_test, t, ("soft", "model"), (mtu,), ROLES, print)
@@ -1367,7 +1394,7 @@ def group_interop_faults(rig, rep, series):
         for d in ("from", "to"):
             rules += ["--fault", f"{d}={mac},{workload_fault_rules(rate, kind)}"]
     rep.run(f"start one {series} VM on a wire with {len(rules) // 2} fault rules --seed "
-            f"{FAULT_SEED_INTEROP}", start, rig, "--kernel", series, "--vms", 1, "--lifetime",
+            f"{FAULT_SEED_INTEROP}", rep.start_vms, "--kernel", series, "--vms", 1, "--lifetime",
             max(1500, int(TOOLS.budget) + 60),
             "--seed", FAULT_SEED_INTEROP, *rules, fatal=True)
     st = rig.status()
@@ -1379,6 +1406,7 @@ def group_interop_faults(rig, rep, series):
     try:
         rep.run("soft and model devices at each rate on the wire", lambda: print(
             host.add_links(1024, {**devs, **wdevs})), fatal=True)
+        rep.setup = lambda: (on_fresh_wire(rig, host, m), print(host.add_links(1024, {**devs, **wdevs})))
         for rate in matrix_rates:
             for t in [t for t in selected(interop.matrix_tests()) if t.faults]:
                 rep.run(f"{t.name} under {fault_label(rate)}: soft and model, simnic server and "
@@ -1604,8 +1632,7 @@ def check_guest_oops_retry(rig):
     def crash(times):
         boots.append(boot_id())
         if len(boots) <= times:
-            with contextlib.suppress(subprocess.TimeoutExpired):   # the VM dies under it
-                rig.cmd("exec", "--timeout", 5, 0, "echo c > /proc/sysrq-trigger", timeout=30)
+            rep.crash_vm0()
             raise Fail(f"the VM crashed ({len(boots)})")
 
     out = io.StringIO()
@@ -1689,6 +1716,10 @@ def main():
                     "runs on under faults, e.g. soft,model (default soft)")
     ap.add_argument("--fault-scale", choices=("ci", "full"),
                     help="interop_faults groups: the workload's seeds and budget (default ci)")
+    ap.add_argument("--crash-once", metavar="REGEX",
+                    help="crash vm0 (sysrq's c) at the start of the first check whose name "
+                    "matches, to test the second attempt on fresh VMs; the group then passes "
+                    "only if that check passed on them")
     ap.add_argument("group", choices=sorted(GROUPS))
     a = ap.parse_args()
     TOOLS.simnic, TOOLS.verbs, TOOLS.wire_check = a.simnic, a.verbs, a.wire_check
@@ -1718,7 +1749,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda _s, _f: (_ for _ in ()).throw(Fail("terminated")))
     signal.alarm(int(a.budget))
     rig = Rig(a.rig, a.group)
-    rep = Report(rig)
+    rep = Report(rig, a.crash_once)
     t0 = time.monotonic()
     ok = False
     try:
@@ -1733,6 +1764,10 @@ def main():
         rig.cleanup(ok)
     if rig.stray():
         print(f"FAILED: stray processes: {rig.stray()}")
+        ok = False
+    if a.crash_once and not any(o[3] for o in rep.oopses):
+        print(f"FAILED: --crash-once {a.crash_once}: no check crashed its VM and passed on "
+              f"fresh ones ({rep.oopses or 'no check matched, or no oops was seen'})")
         ok = False
     rep.summary()
     print(f"{a.group}: {'passed' if ok else 'FAILED'} in {time.monotonic() - t0:.1f} s")

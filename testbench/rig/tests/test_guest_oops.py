@@ -130,6 +130,61 @@ class GuestOopsTest(unittest.TestCase):
                       "pointer dereference, address: 0000000000000000 (passed on fresh VMs)",
                       out.getvalue())
 
+    def test_the_groups_set_up_is_redone_on_the_fresh_vms_before_the_check(self):
+        order = []
+        self.rep.setup = lambda: order.append(("setup", [c[0] for c in self.rig.calls]))
+
+        def check():
+            order.append(("check", [c[0] for c in self.rig.calls]))
+            if len(order) == 1:
+                self.rig.say(0, OOPS_612)
+                raise Fail("first")
+        self.assertTrue(self.run_check("matrix test", check))
+        self.assertEqual(order, [("check", []), ("setup", ["stop", "kill_stray", "start"]),
+                                 ("check", ["stop", "kill_stray", "start"])])
+
+    def test_a_set_up_that_fails_on_the_fresh_vms_fails_the_check(self):
+        def setup():
+            raise Fail("rxe0 did not follow eth0 to MTU 9000")
+        self.rep.setup = setup
+        tries = []
+
+        def check():
+            tries.append(1)
+            self.rig.say(0, OOPS_612)
+            raise Fail("first")
+        self.assertFalse(self.run_check("matrix test", check))
+        self.assertEqual(len(tries), 1)
+        self.assertIn("did not boot or set up: rxe0 did not follow", self.rep.results[-1][3])
+
+    def test_a_new_boot_forgets_the_old_set_up(self):
+        self.rep.setup = lambda: None
+        with contextlib.redirect_stdout(self.out):
+            self.rep.start_vms("--vms", 1)
+        self.assertIsNone(self.rep.setup)
+
+    def test_crash_once_crashes_vm0_at_the_first_matching_check_only(self):
+        rep = Report(self.rig, crash_once="^MTU 4096")
+        rep.boot = ("--vms", 1)
+        crashed = []
+
+        def crash_vm0():
+            crashed.append(1)
+            self.rig.say(0, "[ 5.7] Kernel panic - not syncing: sysrq triggered crash\n")
+        rep.crash_vm0 = crash_vm0
+        seen = []
+
+        def check():
+            seen.append(len(crashed))
+            if len(seen) == 2 and crashed:
+                raise Fail("the VM is gone")
+        with contextlib.redirect_stdout(self.out):
+            self.assertTrue(rep.run("MTU 1024: ib_send_bw", check))
+            self.assertTrue(rep.run("MTU 4096: ib_send_bw", check))
+            self.assertTrue(rep.run("MTU 4096: ib_write_bw", check))
+        self.assertEqual(seen, [0, 1, 1, 1], "crashed once, before the 2nd check's first attempt")
+        self.assertEqual([(o[0], o[3]) for o in rep.oopses], [("MTU 4096: ib_send_bw", True)])
+
     def test_an_oops_on_the_fresh_vms_too_fails_with_both_reasons(self):
         tries = []
 
@@ -197,7 +252,7 @@ class GuestOopsTest(unittest.TestCase):
             return types.SimpleNamespace(returncode=0, stdout="", stderr="")
         self.rig.cmd = no_boot
         self.assertFalse(self.run_check("workload", check))
-        self.assertIn("fresh VMs did not boot: vm0 did not boot", self.rep.results[-1][3])
+        self.assertIn("fresh VMs did not boot or set up: vm0 did not boot", self.rep.results[-1][3])
         self.assertEqual(self.rep.oopses[0][3], False)
 
 
