@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """The rig's own tests (ctest label `rig`). A group boots its VMs once and runs
 several checks against them, reporting each; every group uses a state
-directory of its own and leaves no process behind, pass or fail.
+directory of its own and leaves no process behind, pass or fail. A check
+that fails after a guest kernel oopsed during it runs once more on fresh
+VMs (Report); --crash-once REGEX crashes vm0 at a check's start to test that.
 
-usage: rig_tests.py [--rig PATH] [--simnic PATH] [--verbs LIB --wire-check PY] GROUP
+usage: rig_tests.py [--rig PATH] [--simnic PATH] [--verbs LIB --wire-check PY]
+                    [--only REGEX] [--crash-once REGEX] GROUP
 groups:
   kernel61   two 6.1 VMs on the simnic wire: status, the pingpong across the
              wire, the control NIC both ways, exec's semantics, rxe's loopback,
