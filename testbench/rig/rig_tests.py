@@ -146,8 +146,12 @@ def guest_oopses(state, marks):
         if not f.endswith(".console"):
             continue
         try:
-            with open(os.path.join(state, f), "rb") as fh:
-                fh.seek(marks.get(f, 0))
+            path = os.path.join(state, f)
+            # A console shorter than its mark was started again during the
+            # check (a VM the check itself booted): all of it is new.
+            mark = marks.get(f, 0)
+            with open(path, "rb") as fh:
+                fh.seek(mark if os.path.getsize(path) >= mark else 0)
                 lines = fh.read().decode(errors="replace").splitlines()
         except OSError:
             continue

@@ -94,6 +94,15 @@ class GuestOopsTest(unittest.TestCase):
         self.assertIn("BUG: kernel NULL pointer dereference", lines[2])
         self.assertIn("send_common_ack", found["vm1.console"])
 
+    def test_a_console_started_again_during_the_check_is_read_whole(self):
+        self.rig.say(0, "[ 1.0] " + "x" * 4000 + "\n")
+        marks = rig_tests.console_marks(self.rig.state)
+        self.rig.boot()                      # shorter than its mark now
+        self.rig.say(0, OOPS_612)
+        found = rig_tests.guest_oopses(self.rig.state, marks)
+        self.assertEqual(list(found), ["vm0.console"])
+        self.assertIn("Oops: 0010", found["vm0.console"])
+
     def test_what_counts_as_an_oops(self):
         for text in ("[1] Kernel panic - not syncing: sysrq triggered crash",
                      "[1] general protection fault, probably for non-canonical address",
