@@ -137,9 +137,9 @@ GUEST_OOPS = re.compile(r"Oops: |BUG: |kernel BUG at |general protection fault|"
 
 
 def guest_oopses(state, marks):
-    """{console file: the oops it shows past its mark}: what a VM's kernel
-    said of a crash since `marks` ({file: size}, console_marks) were taken.
-    The text runs from two lines before the first oops line for 60 lines:
+    """{console file: (first oops line, excerpt)}: what a VM's kernel said of
+    a crash since `marks` ({file: size}, console_marks) were taken. The
+    excerpt runs from two lines before the first oops line for 60 lines:
     the oops, its registers and its call trace."""
     found = {}
     for f in sorted(os.listdir(state)):
@@ -157,7 +157,7 @@ def guest_oopses(state, marks):
             continue
         first = next((i for i, l in enumerate(lines) if GUEST_OOPS.search(l)), None)
         if first is not None:
-            found[f] = "\n".join(lines[max(0, first - 2):first + 58])
+            found[f] = (lines[first].strip(), "\n".join(lines[max(0, first - 2):first + 58]))
     return found
 
 
@@ -204,6 +204,15 @@ class Report:
         self.boot = args
         self.setup = None
 
+    def fresh_vms(self):
+        """Stops the group's VMs and wire, boots fresh ones as start_vms did,
+        and redoes the group's set-up of them."""
+        self.rig.cmd("stop", timeout=60)
+        self.rig.kill_stray()
+        start(self.rig, *self.boot)
+        if self.setup:
+            self.setup()
+
     def crash_vm0(self):
         with contextlib.suppress(subprocess.TimeoutExpired):   # the VM dies under it
             self.rig.cmd("exec", "--timeout", 5, 0, "echo c > /proc/sysrq-trigger", timeout=30)
@@ -222,7 +231,7 @@ class Report:
         except subprocess.TimeoutExpired as e:
             why = f"timeout: {e}"
         oops = guest_oopses(self.rig.state, marks) if self.rig else {}
-        for console, text in oops.items():
+        for console, (_, text) in oops.items():
             print(f"--- {console}: the guest kernel oopsed during the check:\n{text}", flush=True)
         return False, why, oops
 
@@ -242,8 +251,7 @@ class Report:
 
     def again(self, name, fn, args, why, oops):
         """The second attempt of a check during which a guest oopsed."""
-        first = {c: next(l for l in t.splitlines() if GUEST_OOPS.search(l)).strip()
-                 for c, t in oops.items()}
+        first = {c: line for c, (line, _) in oops.items()}
         said = "; ".join(f"{c}: {l}" for c, l in first.items())
         if self.boot is None:
             for c, l in first.items():
@@ -253,11 +261,7 @@ class Report:
         print(f"--- {name}: once more, on fresh VMs (the first attempt failed after a guest "
               f"kernel oops: {said})", flush=True)
         try:
-            self.rig.cmd("stop", timeout=60)
-            self.rig.kill_stray()
-            start(self.rig, *self.boot)
-            if self.setup:
-                self.setup()
+            self.fresh_vms()
         except (Fail, subprocess.TimeoutExpired) as e:
             for c, l in first.items():
                 self.oopses.append((name, c, l, False))
@@ -1411,9 +1415,10 @@ def group_interop_faults(rig, rep, series):
                        st["kernel"], series, devs,
                        vm_log=(lambda: reset_vm_kernel_log(rig), lambda: vm_kernel_log(rig)))
     try:
-        rep.run("soft and model devices at each rate on the wire", lambda: print(
-            host.add_links(1024, {**devs, **wdevs})), fatal=True)
-        rep.setup = lambda: (on_fresh_wire(rig, host, m), print(host.add_links(1024, {**devs, **wdevs})))
+        def join_devices():
+            print(host.add_links(1024, {**devs, **wdevs}))
+        rep.run("soft and model devices at each rate on the wire", join_devices, fatal=True)
+        rep.setup = lambda: (on_fresh_wire(rig, host, m), join_devices())
         for rate in matrix_rates:
             for t in [t for t in selected(interop.matrix_tests()) if t.faults]:
                 rep.run(f"{t.name} under {fault_label(rate)}: soft and model, simnic server and "
@@ -1668,8 +1673,7 @@ def check_guest_oops_retry(rig):
     def fails():
         tries.append(1)
         raise Fail("an ordinary failure")
-    rig.cmd("stop", timeout=60)   # the last crash left the wire, but no VM
-    start(rig, *rep.boot)
+    rep.fresh_vms()   # the last crash left the wire, but no VM
     with contextlib.redirect_stdout(out):
         plain = rep.run("(inner) fails without an oops", fails)
     if plain or len(tries) != 1:

@@ -89,10 +89,12 @@ class GuestOopsTest(unittest.TestCase):
         self.rig.say(1, "[ 2.0] a\n[ 2.1] b\n[ 2.2] c\n" + OOPS_612)
         found = rig_tests.guest_oopses(self.rig.state, marks)
         self.assertEqual(list(found), ["vm1.console"])
-        lines = found["vm1.console"].splitlines()
+        line, excerpt = found["vm1.console"]
+        lines = excerpt.splitlines()
         self.assertEqual(lines[0], "[ 2.1] b")          # two lines of context
         self.assertIn("BUG: kernel NULL pointer dereference", lines[2])
-        self.assertIn("send_common_ack", found["vm1.console"])
+        self.assertEqual(line, lines[2])
+        self.assertIn("send_common_ack", excerpt)
 
     def test_a_console_started_again_during_the_check_is_read_whole(self):
         self.rig.say(0, "[ 1.0] " + "x" * 4000 + "\n")
@@ -101,7 +103,7 @@ class GuestOopsTest(unittest.TestCase):
         self.rig.say(0, OOPS_612)
         found = rig_tests.guest_oopses(self.rig.state, marks)
         self.assertEqual(list(found), ["vm0.console"])
-        self.assertIn("Oops: 0010", found["vm0.console"])
+        self.assertIn("Oops: 0010", found["vm0.console"][1])
 
     def test_what_counts_as_an_oops(self):
         for text in ("[1] Kernel panic - not syncing: sysrq triggered crash",
