@@ -343,9 +343,13 @@ def start(rig, *args):
     print(r.stderr.strip())
 
 
-def pingpong(rig, iters=20, size=3000, timeout=60, extra=""):
+def pingpong(rig, iters=20, size=3000, timeout=60, extra="", stuck_server=None):
     """ibv_rc_pingpong from vm1 (client) to vm0 (server); both must complete.
-    Returns the client's output."""
+    Returns the client's output.
+
+    stuck_server: on a wire with faults, a callable that says why a server
+    still running 30 s after its client finished can never finish ('' when
+    nothing shows it). The server is then stopped and the run counts."""
     cmd = f"ibv_rc_pingpong -g 1 -n {iters} -s {size} {extra}".strip()
     server = rig.popen("exec", "--timeout", timeout, 0, cmd)
     try:
@@ -359,9 +363,18 @@ def pingpong(rig, iters=20, size=3000, timeout=60, extra=""):
         print(f"client: rc {client.returncode}\n{client.stdout}{client.stderr}")
         if client.returncode != 0:
             raise Fail("ibv_rc_pingpong client failed")
-        sout, _ = server.communicate(timeout=timeout + 30)
+        why = ""
+        try:
+            sout, _ = server.communicate(timeout=30 if stuck_server else timeout + 30)
+        except subprocess.TimeoutExpired:
+            why = stuck_server() if stuck_server else ""
+            if why:
+                rig.cmd("exec", 0, "kill $(pidof ibv_rc_pingpong) 2>/dev/null; true", timeout=60)
+            sout, _ = server.communicate(timeout=timeout + 30)
         print(f"server: rc {server.returncode}\n{sout}")
-        if server.returncode != 0:
+        if why:
+            print(f"NOTE: the server was stopped: {why}")
+        elif server.returncode != 0:
             raise Fail("ibv_rc_pingpong server failed")
         if f"{iters} iters in" not in client.stdout:
             raise Fail(f"the client did not report {iters} iterations")
@@ -708,10 +721,51 @@ FAULTS = "drop=1%,reorder=1%"
 FAULT_SEED = 7
 
 
+RC_REQUEST_OPS = frozenset(range(0x15)) - {0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12}
+
+
+def pingpong_lost_last_ack(sent, delivered, server_ip, client_ip):
+    """Why an ibv_rc_pingpong server can never finish after its client did,
+    when the wire's two captures ((pcap record header, frame) pairs: what
+    reached the wire, what it delivered) show it; '' otherwise.
+
+    The pingpong ends without a handshake: the client exits as soon as its
+    last receive completes, destroying its QP. If the wire drops the client's
+    ACK of the server's last SEND, the server resends that SEND into a QP
+    that no longer exists, and with the pingpong's retry count of 7 (retry
+    for ever) it never completes. Any NIC would wait the same way. This is
+    said only when the captures show every step: the client's ACK of the
+    server's last request PSN reached the wire, none was delivered, and the
+    server resent that PSN."""
+    reqs = [psn for op, psn, _, _ in roce_headers(sent, server_ip, client_ip)
+            if op in RC_REQUEST_OPS]
+    if not reqs:
+        return ""
+    last = reqs[-1]
+
+    def acks(frames):
+        return sum(1 for op, psn, syn, _ in roce_headers(frames, client_ip, server_ip)
+                   if op == 0x11 and psn == last and syn is not None and syn >> 5 == 0)
+
+    resends = reqs.count(last) - 1
+    if resends < 1 or acks(sent) < 1 or acks(delivered) > 0:
+        return ""
+    return (f"the wire dropped the client's ACK of the server's last SEND (PSN {last:#x}); the "
+            f"client had exited, and the server resent that PSN {resends} times into a QP that no "
+            f"longer exists (retry count 7 retries for ever)")
+
+
 def check_faults(rig):
     iters = 200
     t0 = time.monotonic()
-    pingpong(rig, iters=iters, timeout=240)
+
+    def stuck_server():
+        w = rig.status()["wire"]
+        return pingpong_lost_last_ack(interop.pcap_records(w["pcap"])[1],
+                                      interop.pcap_records(w["pcap_delivered"])[1],
+                                      "10.0.0.1", "10.0.0.2")
+
+    pingpong(rig, iters=iters, timeout=240, stuck_server=stuck_server)
     print(f"{iters} iterations under {FAULTS} in {time.monotonic() - t0:.1f} s")
     time.sleep(0.5)
     st = rig.status()
@@ -725,7 +779,7 @@ def check_faults(rig):
     # The drops show as resends: a request PSN that went out more than once.
     seen, resent = set(), 0
     for src, dst, op, psn in roce_frames(st["wire"]["pcap"]):
-        if op <= 0x14 and op not in (0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12):  # RC requests
+        if op in RC_REQUEST_OPS:
             resent += (src, psn) in seen
             seen.add((src, psn))
     delivered = len(pcap_frames(st["wire"]["pcap_delivered"]))

@@ -2,7 +2,8 @@
 """The rig's recognisers of kernel rxe's faults (rig_tests.py:
 rxe_read_replay_only, rxe_requester_faults;
 interop.rxe_requester_stall) and of a DREQ the wire's
-faults dropped (interop.Capture.lost_dreq) on hand-made captures, and of
+faults dropped (interop.Capture.lost_dreq) and of a pingpong's last ACK
+they dropped (rig_tests.pingpong_lost_last_ack) on hand-made captures, and of
 rping's teardown race (interop.Matrix.rping_teardown_race) on its output, and
 of rxe's completer warning in a matrix run's kernel log (interop.Matrix.run_one): each
 recognises its case only when the wire shows it, so that a simnic bug is never
@@ -284,6 +285,51 @@ class RequesterStall(unittest.TestCase):
 
     def test_not_quiet_long_enough(self):
         self.assertEqual(interop.rxe_requester_stall(self.run_of(), RXE, DEV, now=110.0), "")
+
+
+class PingpongLostLastAck(unittest.TestCase):
+    """rig.faults' ibv_rc_pingpong: a server that resends its last SEND for
+    ever after the wire dropped the exited client's ACK of it."""
+    SERVER, CLIENT = "10.0.0.1", "10.0.0.2"
+
+    def ending(self, ack_syn=0x1F, ack_psn=12, resends=3, delivered_ack=False):
+        """The client's last SEND (PSN 20-22) and its ACK, then the server's
+        last (PSN 10-12), the client's ACK of it, and the server's resends:
+        (sent, delivered)."""
+        s, c = self.SERVER, self.CLIENT
+        last = [frame(s, c, SEND_FIRST, 10), frame(s, c, SEND_MIDDLE, 11), frame(s, c, SEND_LAST, 12)]
+        before = [frame(c, s, SEND_FIRST, 20), frame(c, s, SEND_MIDDLE, 21),
+                  frame(c, s, SEND_LAST, 22), frame(s, c, ACK, 22, syn=0x1F)] + last
+        ack = frame(c, s, ACK, ack_psn, syn=ack_syn)
+        sent = before + [ack] + last * resends
+        delivered = before + ([ack] if delivered_ack else []) + last * resends
+        return sent, delivered
+
+    def why(self, sent, delivered):
+        return rig_tests.pingpong_lost_last_ack(sent, delivered, self.SERVER, self.CLIENT)
+
+    def test_dropped_last_ack_then_resends(self):
+        why = self.why(*self.ending())
+        self.assertIn("PSN 0xc", why)
+        self.assertIn("resent that PSN 3 times", why)
+
+    def test_a_delivered_ack_is_no_excuse(self):
+        self.assertEqual(self.why(*self.ending(delivered_ack=True)), "")
+
+    def test_a_client_that_never_acknowledged_is_no_excuse(self):
+        sent, delivered = self.ending()
+        ack = frame(self.CLIENT, self.SERVER, ACK, 12, syn=0x1F)
+        self.assertEqual(self.why([f for f in sent if f != ack], delivered), "")
+
+    def test_a_nak_or_an_earlier_psn_is_no_ack_of_the_last(self):
+        self.assertEqual(self.why(*self.ending(ack_syn=0x60)), "")
+        self.assertEqual(self.why(*self.ending(ack_psn=11)), "")
+
+    def test_a_server_that_did_not_resend(self):
+        self.assertEqual(self.why(*self.ending(resends=0)), "")
+
+    def test_no_request_from_the_server(self):
+        self.assertEqual(self.why([], []), "")
 
 
 class RpingTeardownRace(unittest.TestCase):
