@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The README's first command ends in scripts/demo-run.sh: this runs it
+# against the build and checks that every step shows what the README says it
+# shows. The demo itself goes on past a failed tool (it is a show, with no
+# pipefail, and its servers' exit codes are not its own), so its exit code
+# alone would pass a demo whose pingpong never ran.
+#   test_demo.sh DEMO_RUN SIMNIC LIBSIMNIC_VERBS
+set -u
+DEMO=$1
+export SIMNIC=$2 SIMNIC_VERBS_LIB=$3
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+out=$("$DEMO" 2>&1) || fail "demo-run.sh exited with $?"
+echo "$out"
+# Each step's evidence, in the demo's order: the synthetic capture decoded
+# and dissected, the corrupted one caught by the C++ core and by the RTL
+# engine, the soft device seen by ibv_devinfo, the pingpong and its capture
+# on lo, ib_write_bw, the device's counters, the model device's pingpong
+# and statistics, and the bench.
+steps=(
+  "# 40 packets: 40 RoCE v2 ok, 0 bad ICRC, 0 malformed"
+  "RRoCE [0-9]+ RC Send First QP=0x000012"
+  "# 40 packets: 32 RoCE v2 ok, 8 bad ICRC, 0 malformed"
+  "verdicts: 32 ok, 8 bad; agree with the C\+\+ packet core on 40, disagree on 0"
+  "hca_id:[[:space:]]+demo_lo"
+  "state:[[:space:]]+PORT_ACTIVE"
+  "^100 iters in [0-9.]+ seconds"
+  "# 200 packets: 200 RoCE v2 ok, 0 bad ICRC, 0 malformed"
+  "^ 65536 +2000 +[0-9.]+ +[0-9.]+"
+  "rx_packets +[1-9][0-9]*$"
+  "^1000 iters in [0-9.]+ seconds"
+  "mac.tx_frames +[1-9][0-9]*$"
+  "modelled throughput +[0-9.]+ Gb/s"
+  "^Done\."
+)
+for s in "${steps[@]}"; do
+  grep -Eq -- "$s" <<<"$out" || fail "the demo's output lacks /$s/"
+done
+# Nothing of the demo is left behind: no daemon of its runtime directory.
+if pgrep -f "simnic-demo\." >/dev/null; then fail "a process of the demo outlived it: $(pgrep -af 'simnic-demo\.')"; fi
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "the demo showed all ${#steps[@]} steps' evidence"
