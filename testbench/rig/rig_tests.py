@@ -722,6 +722,7 @@ FAULT_SEED = 7
 
 
 RC_REQUEST_OPS = frozenset(range(0x15)) - {0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12}
+PINGPONG_LAST_ACK = "docs/rxe-wire-rules.md#interop-last-ack"
 
 
 def pingpong_lost_last_ack(sent, delivered, server_ip, client_ip):
@@ -752,7 +753,7 @@ def pingpong_lost_last_ack(sent, delivered, server_ip, client_ip):
         return ""
     return (f"the wire dropped the client's ACK of the server's last SEND (PSN {last:#x}); the "
             f"client had exited, and the server resent that PSN {resends} times into a QP that no "
-            f"longer exists (retry count 7 retries for ever)")
+            f"longer exists (retry count 7 retries for ever: {PINGPONG_LAST_ACK})")
 
 
 def check_faults(rig):

@@ -312,6 +312,7 @@ class PingpongLostLastAck(unittest.TestCase):
         why = self.why(*self.ending())
         self.assertIn("PSN 0xc", why)
         self.assertIn("resent that PSN 3 times", why)
+        self.assertIn(rig_tests.PINGPONG_LAST_ACK, why)
 
     def test_a_delivered_ack_is_no_excuse(self):
         self.assertEqual(self.why(*self.ending(delivered_ack=True)), "")
