@@ -352,6 +352,11 @@ class Capture:
         return r.returncode == 0, r.stdout.strip(), recs, path
 
 
+def stop_vm_tool(rig, tool):
+    """Kills every process of `tool` in vm0 (none running is no error)."""
+    rig.cmd("exec", 0, f"kill $(pidof {tool}) 2>/dev/null; true", timeout=60)
+
+
 def keep_capture(path, name):
     """Moves a failed run's capture beside results.jsonl (captures/NAME.pcap)
     and returns its path there."""
@@ -573,9 +578,8 @@ class Matrix:
 
     def kill_vm_tool(self, cmd):
         """Stops a VM-side tool whose peer failed (it would wait for ever)."""
-        tool = cmd.split()[0]
         time.sleep(2)
-        self.rig.cmd("exec", 0, f"kill $(pidof {tool}) 2>/dev/null; true", timeout=60)
+        stop_vm_tool(self.rig, cmd.split()[0])
 
     def run_rping(self, srv, cli, addr, role, timeout):
         # -I on the host's client: the device to use (the CM would take the

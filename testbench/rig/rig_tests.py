@@ -367,9 +367,11 @@ def pingpong(rig, iters=20, size=3000, timeout=60, extra="", stuck_server=None):
         try:
             sout, _ = server.communicate(timeout=30 if stuck_server else timeout + 30)
         except subprocess.TimeoutExpired:
-            why = stuck_server() if stuck_server else ""
+            if not stuck_server:
+                raise
+            why = stuck_server()
             if why:
-                rig.cmd("exec", 0, "kill $(pidof ibv_rc_pingpong) 2>/dev/null; true", timeout=60)
+                interop.stop_vm_tool(rig, "ibv_rc_pingpong")
             sout, _ = server.communicate(timeout=timeout + 30)
         print(f"server: rc {server.returncode}\n{sout}")
         if why:

@@ -42,7 +42,10 @@ steps=(
 for s in "${steps[@]}"; do
   grep -Eq -- "$s" <<<"$out" || fail "the demo's output lacks /$s/"
 done
-# Nothing of the demo is left behind: no daemon of its runtime directory.
-if pgrep -f "simnic-demo\." >/dev/null; then fail "a process of the demo outlived it: $(pgrep -af 'simnic-demo\.')"; fi
+# Nothing of the demo is left behind: every simnic process it started (its
+# daemon's command line is "PREFIX/bin/simnic daemon") has ended.
+if pgrep -f "^$prefix/bin/simnic" >/dev/null; then
+  fail "a simnic process of the demo outlived it: $(pgrep -af "^$prefix/bin/simnic")"
+fi
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "the demo showed all ${#steps[@]} steps' evidence"
