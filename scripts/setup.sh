@@ -18,6 +18,8 @@ PACKAGES=(
   # tests, captures and libraries
   catch2 libpcap-dev zlib1g-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   tshark tcpdump iproute2 python3
+  # pgrep and pkill, which the system tests and the demo's test use
+  procps
   # a hung daemon's thread stacks in a failed system test (eu-stack)
   elfutils
   # simnic doctor's test: the tutorial's firewall rule on UDP 4791 (iptables, nft)
