@@ -126,7 +126,11 @@ def main():
         # pair's highest, in order per QP.
         ("two QPs' bursts interleaved", [roce_ud(0x100 + i, 0x11) if k == 0 else roce_ud(0x114 + i, 0x12)
                                          for i in range(20) for k in (0, 1)], 0, "19 overtaken"),
-        ("a flow starting at 0", [0, 1, 2], 1, "IP identification 0 "),
+        # A run's capture may begin where the 16-bit ID wraps; a device whose
+        # IDs are all 0 (a UDP socket with DF) is not rxe.
+        ("a capture starting at the wrap", [0, 1, 2], 0, "2/2 one apart"),
+        ("every ID 0", [0, 0, 0], 1, "IP identification 0 again"),
+        ("one frame, ID 0", [0], 1, "IP identification 0 on the only frame"),
     ]
     cases += [
         ("an RC SEND and its ACK", rc_exchange(), 0, "1 ACKs with syndrome 0x1F"),
