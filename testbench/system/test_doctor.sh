@@ -308,6 +308,12 @@ case_peer() {
     doctor pa --peer 10.88.0.2
     status_is 0
     has OK "udp4791 pa" "the peer 10.88.0.2 answers a CM request sent from 10.88.0.1 to 10.88.0.2:4791"
+    # A probe returns only when all of its datagrams and answers are in: the
+    # local probe's 3 (dropped, no such QP) and the peer's 3 DREPs. One still
+    # on its way would be taken for an answer by the next probe.
+    stat() { "$SIMNIC" stats pa | awk -v k="$1" '$1 == k {print $2}'; }
+    [ "$(stat rx_drops_no_qp)" = 3 ] && [ "$(stat rx_packets)" = 6 ] ||
+      fail "after one doctor --peer, pa counted rx_drops_no_qp $(stat rx_drops_no_qp) and rx_packets $(stat rx_packets), not 3 and 6"
     # The tutorial's firewall, on the peer: this host's own probe passes, the
     # peer's finds it.
     ip netns exec "$peer_ns" iptables -I INPUT -p udp --dport 4791 -j DROP || fail "iptables in the peer"
