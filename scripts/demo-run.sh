@@ -57,9 +57,10 @@ step "8. Unmodified ibv_devices and ibv_devinfo see it" "simnic exec -- ibv_devi
 step "9. ibv_rc_pingpong between two processes on the device, captured on lo" \
      "simnic exec -- ibv_rc_pingpong -g 1 -d $dev [127.0.0.1]"
 cap=$work/lo.pcap
-tcpdump -i lo -w "$cap" -c 200 udp port 4791 >/dev/null 2>&1 &
+tcpdump -i lo -w "$cap" -c 200 udp port 4791 >/dev/null 2>"$cap.err" &
 tcpdump_pid=$!
-sleep 1
+# What is sent before tcpdump says it listens is not in the capture.
+for _ in $(seq 100); do grep -q "listening on" "$cap.err" && break; sleep 0.1; done
 "$SIMNIC" exec -- ibv_rc_pingpong -g 1 -d "$dev" -n 100 >/dev/null 2>&1 &
 server=$!
 sleep 1

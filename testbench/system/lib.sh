@@ -49,6 +49,17 @@
 #                          PREFIX then rping's data: "rdma-ping-I: " and
 #                          letters from 'A'+I upward, wrapping after 'z' to
 #                          'A', up to 63 bytes.
+#   capture_start FILE [ip netns exec NS] tcpdump ARGS...
+#                          starts the tcpdump command (-U --immediate-mode -w
+#                          FILE added; its stderr in FILE.err, its pid in
+#                          $dump_pid) and waits (up to 10 s) until it says it
+#                          is listening: a frame sent before that is not in
+#                          the capture, and a fixed sleep was too short for a
+#                          loaded CI machine.
+#   capture_stop           stops it and waits for it (SIGTERM: it writes out
+#                          what it has read; a frame still in its kernel ring
+#                          is lost, so a test that needs every frame waits for
+#                          them first).
 #   fail MESSAGE           counts a failed check ($failures); at the first,
 #                          a daemon that no longer answers is reported
 #                          (daemon_hang_report: its log's tail, its stacks).
@@ -316,6 +327,24 @@ nothing_left() {
   for kind in "$@"; do
     grep -Eq "\"$kind\":0([,}])" <<<"$counts" || fail "$kind left behind $what: $counts"
   done
+}
+
+capture_start() {
+  local file=$1; shift
+  "$@" -U --immediate-mode -w "$file" >/dev/null 2>"$file.err" &
+  dump_pid=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$file.err" && return 0
+    kill -0 "$dump_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  fail "tcpdump did not start listening: $(cat "$file.err")"
+}
+capture_stop() {
+  [ -n "${dump_pid:-}" ] || return 0
+  kill "$dump_pid" 2>/dev/null
+  wait "$dump_pid" 2>/dev/null
+  dump_pid=
 }
 
 daemon_pid() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SIMNIC_RUNTIME_DIR/simnicd.state" 2>/dev/null; }

@@ -47,13 +47,11 @@ link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/dev.pcap"
 # and the IPv4 and link headers) and gives the 64 MB ring (-B, KiB) about
 # 15,000 slots, where lo's 64 KiB MTU would give 1,000. A GSO send would
 # still show its whole UDP length.
-tcpdump -i lo -B 65536 -s 4300 -U --immediate-mode -w "$work/lo.pcap" udp port 4791 >/dev/null 2>"$work/tcpdump.err" &
-dump_pid=$!
-for _ in $(seq 100); do grep -q "listening on" "$work/tcpdump.err" && break; sleep 0.1; done
+capture_start "$work/lo.pcap" tcpdump -i lo -B 65536 -s 4300 udp port 4791
 sleep 0.1  # the device looks for captures every 10 ms
 write_bw
 sleep 1
-kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
+capture_stop
 "$SIMNIC" pcap --strict "$work/lo.pcap" >"$work/lo.txt" 2>&1 || fail "tcpdump's capture: $(grep -v '^ ' "$work/lo.txt" | grep -iE 'bad|malformed|error' | head -3)"
 # The longest datagram tcpdump saw: one packet of 4096 bytes of payload and
 # its headers (IPv4 20, UDP 8, BTH 12, RETH 16, ICRC 4), not a GSO send.
@@ -61,7 +59,7 @@ longest=$(tcpdump -nn -r "$work/lo.pcap" 2>/dev/null | sed -n 's/.*UDP, length \
 [ -n "$longest" ] && [ "$longest" -le 4128 ] || fail "a datagram of $longest bytes in tcpdump's capture (a GSO send?)"
 writes=$(grep -cE 'RC_RDMA_WRITE_(FIRST|MIDDLE|LAST|ONLY)' "$work/lo.txt")
 # What tcpdump's ring could not hold (a busy machine) it counts, on exit.
-dropped=$(sed -n 's/^\([0-9]*\) packets* dropped by kernel.*/\1/p' "$work/tcpdump.err")
+dropped=$(sed -n 's/^\([0-9]*\) packets* dropped by kernel.*/\1/p' "$work/lo.pcap.err")
 [ "$writes" -ge $((N * 16 - ${dropped:-0})) ] ||
   fail "tcpdump saw $writes WRITE packets and dropped ${dropped:-?}, not the $((N * 16)) of the run"
 

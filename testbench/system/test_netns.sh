@@ -46,9 +46,7 @@ in_b "$SIMNIC" link add dev_b type "${SIMNIC_DEVICE_TYPE:-soft}" netdev "vb$tag"
 out=$(in_a "$SIMNIC" link show)
 [[ "$out" == "link dev_a/1 state ACTIVE physical_state LINK_UP netdev va$tag" ]] || fail "link show: $out"
 
-ip netns exec "$nsa" tcpdump -i "va$tag" -w "$work/wire.pcap" -U udp port 4791 >/dev/null 2>&1 &
-dump_pid=$!
-sleep 1
+capture_start "$work/wire.pcap" ip netns exec "$nsa" tcpdump -i "va$tag" udp port 4791
 
 # pair TOOL ARGS...: server on dev_a in namespace a, client on dev_b in b.
 pair() {
@@ -185,7 +183,7 @@ cm_tool rcopy 'waiting for connection' 1 '^1048583 bytes in ' rcopy -- rcopy "$w
 cmp -s "$work/src.bin" "$work/dst.bin" || fail "rcopy's copy across the link differs from its source"
 
 sleep 1
-kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; dump_pid=
+capture_stop
 report=$("$SIMNIC" pcap --strict "$work/wire.pcap")
 rc=$?
 summary=$(tail -1 <<<"$report")

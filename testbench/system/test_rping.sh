@@ -48,18 +48,12 @@ link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/dev.pcap"
 # kernel", the DREQ among them, while the device sent and received all 125).
 # With 64 MB (-B, in KiB) it has 512, more than case 2's 250 copies.
 # Capturing starts when tcpdump says it is listening.
-start_dump() {
-  tcpdump -i lo -B 65536 -U --immediate-mode -w "$work/lo.pcap" udp port 4791 >/dev/null 2>"$work/tcpdump.err" &
-  dump_pid=$!
-  for _ in $(seq 100); do grep -q "listening on" "$work/tcpdump.err" && break; sleep 0.1; done
-}
+start_dump() { capture_start "$work/lo.pcap" tcpdump -i lo -B 65536 udp port 4791; }
 # stop_dump: tcpdump loses what is still in its ring when told to stop, so
 # it is given (up to 10 s) until the capture passes the check first.
 stop_dump() {
   for _ in $(seq 100); do "$CHECK" "$work/lo.pcap" >/dev/null 2>&1 && break; sleep 0.1; done
-  kill "$dump_pid"
-  wait "$dump_pid" 2>/dev/null
-  dump_pid=
+  capture_stop
 }
 if [ "$(id -u)" -eq 0 ] && command -v tcpdump >/dev/null && [ "${SIMNIC_LINK_OPTS:-}" != "loopback on" ]; then
   start_dump
@@ -73,7 +67,7 @@ all_gone "after the rejected client"
 sim link delete "$DEV" >/dev/null 2>&1
 mv "$SIMNIC_RUNTIME_DIR/dev.pcap" "$work/rej.pcap" 2>/dev/null
 link_add "$DEV" pcap "$SIMNIC_RUNTIME_DIR/dev.pcap"
-[ -n "${dump_pid:-}" ] && { kill "$dump_pid"; wait "$dump_pid" 2>/dev/null; start_dump; }
+[ -n "${dump_pid:-}" ] && { capture_stop; start_dump; }
 
 # 2. The tutorial's exchange.
 app timeout 60 rping -s -a 127.0.0.1 -p "$PORT" -C 10 -v >"$work/server.out" 2>&1 &
@@ -102,7 +96,7 @@ compare_cm_mads "$SIMNIC_RUNTIME_DIR/dev.pcap" rping
 if [ -n "${dump_pid:-}" ]; then
   stop_dump
   "$CHECK" "$work/lo.pcap" >"$work/check_lo.out" 2>&1 ||
-    fail "tcpdump -i lo capture ($(grep -E 'captured|dropped' "$work/tcpdump.err" | tr '\n' ' ')): $(cat "$work/check_lo.out")"
+    fail "tcpdump -i lo capture ($(grep -E 'captured|dropped' "$work/lo.pcap.err" | tr '\n' ' ')): $(cat "$work/check_lo.out")"
 fi
 
 # 3. The server dies (SIGKILL) while the client pings for ever.
