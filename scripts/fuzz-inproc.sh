@@ -56,8 +56,12 @@ for t in "${targets[@]}"; do
     bad=$((bad + 1))
     echo "$t: FAILED, see $log and $C/$t.crashes"
   fi
-  echo "$t: $(grep -hE 'DONE' "$log" "$C/$t.jobs"/fuzz-*.log 2>/dev/null | tail -1)"
-  grep -hE '^stat::(number_of_executed_units|average_exec_per_sec)' "$log" "$C/$t.jobs"/fuzz-*.log 2>/dev/null | tr '\n' ' '
+  # Only the logs that exist: under pipefail, grep's status 2 for a missing
+  # file (no $C/$t.jobs with one job) ended the script after its first target.
+  logs=("$log")
+  [ "$jobs" -le 1 ] || logs+=("$C/$t.jobs"/fuzz-*.log)
+  echo "$t: $(grep -hE 'DONE' "${logs[@]}" | tail -1)"
+  grep -hE '^stat::(number_of_executed_units|average_exec_per_sec)' "${logs[@]}" | tr '\n' ' ' || true
   echo
 done
 [ "$bad" -eq 0 ]
