@@ -6,10 +6,10 @@
 #  2. the sanitizer build (clang, ASan + UBSan): the unit tests, the
 #     decoder fuzzer for SIMNIC_FUZZ_SECONDS (default 60), the
 #     control-socket fuzzer for SIMNIC_FUZZ_CONTROL_SECONDS (default: the
-#     same), the CM fuzzer and the engine receive-path fuzzer (a soft
-#     device; the model device's runs in scripts/fuzz-inproc.sh) for the same
-#     (SIMNIC_FUZZ_CM_SECONDS, SIMNIC_FUZZ_ENGINE_SECONDS in the cache);
-#     scripts/fuzz-inproc.sh runs them for longer.
+#     same), the CM fuzzer and the engine receive-path fuzzers (a soft device
+#     and a model device) for the same (SIMNIC_FUZZ_CM_SECONDS,
+#     SIMNIC_FUZZ_ENGINE_SECONDS in the cache); scripts/fuzz-inproc.sh runs
+#     them for longer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -29,7 +29,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DSIMNIC_FUZZ_CONTROL_SECONDS="$fuzz_control_seconds"
 # Every unit-test executable (label `unit`: the unit_tests target), and the fuzzers.
 cmake --build build-asan -j"$jobs" --target unit_tests fuzz_decode fuzz_make_seeds fuzz_control fuzz_make_control_seeds \
-  fuzz_cm fuzz_make_cm_seeds fuzz_engine_rx fuzz_make_engine_seeds
+  fuzz_cm fuzz_make_cm_seeds fuzz_engine_rx fuzz_model_rx fuzz_make_engine_seeds
 
 echo "== unit tests and fuzzers under ASan + UBSan =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
