@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <poll.h>
 #include <signal.h>
 #include <linux/rtnetlink.h>
 #include <sys/epoll.h>
@@ -94,6 +95,7 @@ struct Server::Impl {
     void serve(int fd);
     Json dispatch(int fd, RawMessage& m, std::vector<int>& out_fds);
     void drop(int fd);
+    void drop_hung_up(const std::string& device);
     void stop_devices();
     void on_netdev_change();
     void save_state();
@@ -390,6 +392,20 @@ void Server::Impl::drop(int fd) {
     close(fd);
 }
 
+// The contexts on `device` whose process has gone but whose hang-up this
+// daemon has not read yet: it waits in the epoll set, perhaps behind the
+// request being served (`kill; wait; simnic link delete` raced it and was
+// told the device was in use). Dropped now, as their turn would drop them.
+void Server::Impl::drop_hung_up(const std::string& device) {
+    std::vector<int> gone;
+    for (const auto& [fd, b] : ctx_of_conn_) {
+        if (b.device != device) continue;
+        pollfd p{fd, POLLRDHUP, 0};
+        if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) gone.push_back(fd);
+    }
+    for (int fd : gone) drop(fd);
+}
+
 void Server::Impl::serve(int fd) {
     RawMessage m;
     const int e = recv_raw(fd, m, 0);
@@ -658,6 +674,7 @@ Json Server::Impl::link_del(Call& c) {
     if (const Device* d = devices_.find(name); d && d->fabric.on())
         return reply_error(EBUSY, "device " + name + " is host " + d->fabric.host_name + " of fabric " +
                                       d->fabric.fabric + " (simnic fabric delete " + d->fabric.fabric + ")");
+    drop_hung_up(name);
     if (auto rt = runtimes_.find(name); rt != runtimes_.end() && rt->second->context_count() > 0)
         return reply_error(EBUSY, "device " + name + " is in use by " + std::to_string(rt->second->context_count()) +
                                       " open context(s)");
@@ -731,6 +748,7 @@ Json Server::Impl::fabric_del(Call& c) {
     const std::string& name = c.req.str("name");
     auto f = fabrics_.find(name);
     if (f == fabrics_.end()) return reply_error(ENODEV, "no fabric " + name);
+    for (const Device& d : f->second->devices()) drop_hung_up(d.name);
     for (const Device& d : f->second->devices())
         if (auto rt = runtimes_.find(d.name); rt != runtimes_.end() && rt->second->context_count() > 0)
             return reply_error(EBUSY, "device " + d.name + " of fabric " + name + " is in use by " +

@@ -148,6 +148,36 @@ TEST_CASE("a connection that opened a context or a CM channel is cleaned up when
     CHECK(h.serves(kDev));
 }
 
+TEST_CASE("a context whose process has gone does not keep its device in use", "[server]") {
+    // `kill; wait; simnic link delete`: the request can be read before the
+    // context's hang-up in the same round of the daemon's loop. Here the
+    // request is sent first, then the context's connection closes, and only
+    // then does the daemon run.
+    ServerHarness h;
+    REQUIRE(h.ok());
+    add_device(h);
+    const int ctx = h.connect();
+    std::vector<int> ctx_fds;
+    REQUIRE(h.call(ctx, Json{{"op", "open_context"}, {"device", kDev}}, {}, &ctx_fds).value("ok", false));
+    for (int f : ctx_fds) close(f);
+    const int cli = h.connect();
+    // A live context: the device is in use, and stays.
+    Json r = h.call(cli, Json{{"op", "link_del"}, {"name", kDev}});
+    CHECK(r.value("errno", 0) == EBUSY);
+    CHECK(r.value("error", std::string()).find("in use by 1 open context") != std::string::npos);
+    REQUIRE(h.serves(kDev));
+    REQUIRE(ServerHarness::send_raw(cli, Json{{"op", "link_del"}, {"name", kDev}}.dump()));
+    close(ctx);
+    h.pump();
+    const std::vector<Json> replies = ServerHarness::drain(cli);
+    REQUIRE(replies.size() == 1);
+    INFO(replies[0].dump());
+    CHECK(replies[0].value("ok", false));
+    CHECK_FALSE(h.serves(kDev));
+    CHECK(h.server().internal_errors() == 0);
+    close(cli);
+}
+
 TEST_CASE("one client cannot exhaust the daemon", "[server]") {
     daemon::ServerOptions opt;
     opt.max_connections_per_process = 4;

@@ -93,6 +93,7 @@ grep -Eq "^OK +gid +pages_lo " <<<"$out" || fail "doctor's gid check: $out"
 # reaction point: 6,000 QPs in INIT, some 1.3 MB, come in pages too.
 CCQPS=6000
 kill "$holder"
+wait "$holder" 2>/dev/null  # its context's connection closed: the device is free
 "$SIMNIC" link delete pages_lo || fail "link delete pages_lo"  # lo's UDP 4791 for the next
 printf '[congestion]\nenable = 1\n' >"$work/cc.toml"
 "$SIMNIC" link add pages_cc type soft netdev lo config "$work/cc.toml" || fail "link add pages_cc"
