@@ -311,9 +311,8 @@ case_peer() {
     # A probe returns only when all of its datagrams and answers are in: the
     # local probe's 3 (dropped, no such QP) and the peer's 3 DREPs. One still
     # on its way would be taken for an answer by the next probe.
-    stat() { "$SIMNIC" stats pa | awk -v k="$1" '$1 == k {print $2}'; }
-    [ "$(stat rx_drops_no_qp)" = 3 ] && [ "$(stat rx_packets)" = 6 ] ||
-      fail "after one doctor --peer, pa counted rx_drops_no_qp $(stat rx_drops_no_qp) and rx_packets $(stat rx_packets), not 3 and 6"
+    [ "$(stat_of pa rx_drops_no_qp)" = 3 ] && [ "$(stat_of pa rx_packets)" = 6 ] ||
+      fail "after one doctor --peer, pa counted rx_drops_no_qp $(stat_of pa rx_drops_no_qp) and rx_packets $(stat_of pa rx_packets), not 3 and 6"
     # The tutorial's firewall, on the peer: this host's own probe passes, the
     # peer's finds it.
     ip netns exec "$peer_ns" iptables -I INPUT -p udp --dport 4791 -j DROP || fail "iptables in the peer"
