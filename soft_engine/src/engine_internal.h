@@ -198,6 +198,7 @@ struct EngineQp final : tp::MemoryPort, tp::RecvQueuePort, tp::CompletionPort, t
     // WirePort
     void transmit(roce::Packet& pkt) override;
     void transmit_request(roce::Packet& pkt, const tp::SegWqe& wqe, const tp::SegPacket& seg) override;
+    bool can_transmit() override;
     // TimerPort
     uint64_t now_ns() override;
     void arm(tp::QpTimer t, uint64_t deadline_ns) override;
@@ -580,6 +581,19 @@ struct SoftEngine::Impl final : Datapath, PortSink {
     void transmit(EngineQp& q, roce::Packet& pkt, const tp::SegWqe* wqe = nullptr, const tp::SegPacket* seg = nullptr);
     // A packet that only this engine's receive path will see (net.cc).
     bool loop_unseen(const roce::Packet& pkt) const;
+    // Back-pressure from the device's own receive path (net.cc): while
+    // rx_lags(), a requester stops at its next packet (tx_room, the core's
+    // WirePort::can_transmit) and its QP waits in tx_held; each pass, once
+    // the receive path has caught up, resume_held() lets them go on.
+    // A device that sends to itself outruns what it receives otherwise (a
+    // deep queue of large UC or UD SENDs: no window holds them back).
+    std::vector<uint32_t> tx_held;
+    // The loopback shortcut's queue is bounded the same way: 32 MiB of
+    // 4 KiB frames.
+    static constexpr size_t kLoopHoldFrames = 8192;
+    bool rx_lags() const;
+    bool tx_room(EngineQp& q);
+    bool resume_held();
     // `posted_writes_first`: write the posted payload writes now, before
     // the frame is queued (see send_frame). A model device's MAC TX passes
     // false and counts the frame in `tx_unflushed` instead: tx_flush writes

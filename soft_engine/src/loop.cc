@@ -27,10 +27,13 @@ bool SoftEngine::Impl::pass(uint64_t now, bool& simulating) {
         // A model device simulates the doorbells before the frames of the
         // same pass: simulated together, a frame's receive path overtakes
         // the doorbell block (and doorbells_before_rx takes those rung while
-        // this runs).
-        pipe->run();
+        // this runs). It stops early if what it sends to the device itself
+        // outruns the port's receive path (tx_room's twin for a model
+        // device): run_quantum below goes on once the port has been read.
+        pipe->run_unless_lagging([this] { return rx_lags(); });
     }
     work |= rx_batch();
+    work |= resume_held();
     work |= run_timers(now);
     // A held fabric (EngineGroup::hold): the doorbells and MADs wait in the
     // simulation's inputs, and the engine sleeps until the fabric is

@@ -219,7 +219,7 @@ bool SoftEngine::Impl::rx_batch() {
     if (!rx_held.empty()) {
         // A model device: the doorbells first, then the frames into MAC RX
         // (held until the port was done: simulating may send on it).
-        if (rx_doorbells_found) pipe->run();
+        if (rx_doorbells_found) pipe->run_unless_lagging([this] { return rx_lags(); });
         for (auto& f : rx_held) pipe->rx_frame(std::move(f));
         rx_held.clear();
     }
@@ -374,6 +374,43 @@ void SoftEngine::Impl::rx_deliver(const uint8_t* buf, size_t total, RxTrust trus
 void EngineQp::transmit(roce::Packet& pkt) { eng.transmit(*this, pkt); }
 void EngineQp::transmit_request(roce::Packet& pkt, const tp::SegWqe& wqe, const tp::SegPacket& seg) {
     eng.transmit(*this, pkt, &wqe, &seg);
+}
+bool EngineQp::can_transmit() { return eng.tx_room(*this); }
+
+// ---- back-pressure from the receive path ----
+
+bool SoftEngine::Impl::rx_lags() const {
+    return loop_q.size() >= kLoopHoldFrames || (port && port->rx_lagging());
+}
+
+bool SoftEngine::Impl::tx_room(EngineQp& q) {
+    // A model device's requester runs in simulated time, at its pipeline's
+    // pace, which its own receive path keeps: holding it on the host's
+    // state would make the simulation depend on it.
+    if (pipe || !rx_lags()) return true;
+    if (std::find(tx_held.begin(), tx_held.end(), q.qpn) == tx_held.end()) {
+        tx_held.push_back(q.qpn);
+        stat(hw::tx_stats_block::rx_backlog_holds, 1, hw::kBar0TxStatsBlock);
+    }
+    return false;
+}
+
+bool SoftEngine::Impl::resume_held() {
+    if (tx_held.empty()) return false;
+    // Still lagging: the pass reports work, so that the engine goes on
+    // receiving instead of sleeping with requesters held.
+    if (rx_lags()) return true;
+    std::vector<uint32_t> held;
+    held.swap(tx_held);
+    for (const uint32_t n : held) {
+        // A QP destroyed meanwhile is gone; one made again under the same
+        // number has nothing held, and resuming it sends nothing new.
+        const auto it = qps.find(n);
+        if (it == qps.end() || !it->second->core) continue;
+        EngineQp& q = *it->second;
+        run(q, [&] { q.core->resume(); });
+    }
+    return true;
 }
 
 }  // namespace simnic::soft_engine

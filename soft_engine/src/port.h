@@ -123,6 +123,12 @@ public:
     // True if the port holds received frames that receive() has not handed
     // on yet (the engine must not sleep on the descriptors then).
     virtual bool rx_pending() const { return false; }
+    // True while what the port has taken off its descriptors and not yet
+    // handed on has grown past what it can hold without loss to come
+    // (UdpPort's backlog, filled while the device sends to itself): the
+    // engine then holds its requesters back until it is false again
+    // (rx_backlog_holds, WirePort::can_transmit).
+    virtual bool rx_lagging() const { return false; }
     // Descriptors readable when something arrives: the engine's sleep waits
     // on them (it never reads them itself).
     virtual std::vector<int> fds() const = 0;

@@ -165,6 +165,7 @@ public:
     void flush() override;
     bool receive(PortSink& sink) override;
     bool rx_pending() const override { return !backlog_.empty(); }
+    bool rx_lagging() const override { return backlog_bytes_ >= kHoldBytes; }
     std::vector<int> fds() const override;
     bool set_group(const IpAddr& group, bool join) override;
 
@@ -291,6 +292,13 @@ private:
     // At most this much waits in the backlog: beyond it the sockets' own
     // buffers overflow, as a NIC's receive ring does.
     static constexpr size_t kBacklogBytes = 256u << 20;
+    // From this much on the port says it lags (rx_lagging) and the engine's
+    // requesters stop at their next packet: what a device sends itself is
+    // then taken off the sockets before the backlog is full, where the
+    // kernel would drop it (UC messages lost for good: ib_send_bw -c UC -a
+    // waited for ever from 2 MiB messages on, 128 of them posted at once).
+    // A requester stops within a batch of frames of the mark.
+    static constexpr size_t kHoldBytes = 32u << 20;
     static constexpr size_t kRoom = roce::kIpv6HdrBytes + roce::kUdpHdrBytes;
     // A receive buffer: the header room, then the largest UDP payload (a
     // GRO datagram). The receive ring's, the stash batch's, and the whole

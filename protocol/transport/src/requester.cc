@@ -328,6 +328,12 @@ size_t Requester::run() {
         if (qp_.is_rc() &&
             psn_diff(qp_.req.psn, psn_add(qp_.comp.psn, kMaxUnackedPsns)) > 0)
             break;
+        // The port's back-pressure (WirePort::can_transmit): resumed by the
+        // engine through Qp::resume().
+        if (!qp_.env.wire->can_transmit()) {
+            qp_.trace(Unit::Requester, "PORT_HELD");
+            break;
+        }
         if (!pace(*e)) {
             qp_.trace(Unit::Requester, "RATE_LIMITED");
             break;

@@ -286,6 +286,14 @@ class WireTap : public WirePort {
 public:
     WireTap(Fabric& f, int node) : fabric_(f), node_(node) {}
     void transmit(roce::Packet& pkt) override;
+    // How many more packets the port takes before it holds the requester
+    // back (WirePort::can_transmit), each asked for once before it is sent.
+    size_t room = SIZE_MAX;
+    bool can_transmit() override {
+        if (room == 0) return false;
+        if (room != SIZE_MAX) --room;
+        return true;
+    }
 
 private:
     Fabric& fabric_;

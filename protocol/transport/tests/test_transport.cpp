@@ -391,6 +391,42 @@ TEST_CASE("transport: UC SEND and WRITE", "[transport]") {
     }
 }
 
+TEST_CASE("transport: a port that holds the requester back loses nothing", "[transport]") {
+    // WirePort::can_transmit: the requester stops before the packet the port
+    // refuses and sends nothing more, whatever is posted meanwhile, until
+    // Qp::resume(); then it goes on where it stopped. UC has no window and no
+    // retransmission: every message must still arrive whole and in order.
+    Fabric f(hw::QpType::Uc);
+    Node& a = f.a();
+    Buf src = make_buf(a, 3 * 5000, kAllAccess, 7);
+    Buf dst = make_buf(f.b(), 3 * 5000, kAllAccess);
+    for (uint32_t i = 0; i < 3; ++i) f.b().post_recv(10 + i, {dst.sge(i * 5000, 5000)});
+    a.wire.room = 4;  // 5 packets a message at MTU 1024
+    for (uint32_t i = 0; i < 3; ++i)
+        REQUIRE(a.qp->post_send(wqe(hw::WrOpcode::Send, 1 + i, {src.sge(i * 5000, 5000)})) == PostStatus::Ok);
+    CHECK(f.log.size() == 4);
+    a.qp->resume();  // still no room: nothing moves
+    CHECK(f.log.size() == 4);
+    f.deliver();
+    CHECK(f.b().cq.side(CqSide::Recv).empty());
+    a.wire.room = 7;
+    a.qp->resume();
+    CHECK(f.log.size() == 11);
+    CHECK(a.cq.side(CqSide::Send).size() == 2);  // UC completes as its last packet leaves
+    a.wire.room = SIZE_MAX;
+    a.qp->resume();
+    CHECK(f.log.size() == 15);
+    f.run();
+    CHECK(a.cq.side(CqSide::Send).size() == 3);
+    REQUIRE(f.b().cq.side(CqSide::Recv).size() == 3);
+    for (const auto& c : f.b().cq.side(CqSide::Recv)) CHECK(c.wc.status == hw::WcStatus::Success);
+    CHECK(bytes(f.b(), dst.addr, 3 * 5000) == bytes(a, src.addr, 3 * 5000));
+    // One PSN after another: nothing skipped while held.
+    const std::vector<roce::Packet> sent = f.decoded_log();
+    for (size_t i = 1; i < sent.size(); ++i)
+        CHECK(sent[i].hdr.bth.psn == roce::psn_add(sent[0].hdr.bth.psn, uint32_t(i)));
+}
+
 TEST_CASE("transport: UD SEND delivers the GRH then the data", "[transport]") {
     Fabric f(hw::QpType::Ud);
     Buf src = make_buf(f.a(), 1024, kAllAccess, 6);

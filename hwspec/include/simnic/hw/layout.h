@@ -458,11 +458,12 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(rate_limit_holds, 0x30, 0, 64)
 
 // TX_STATS_BLOCK (hw-spec.md 2.6.2): the port's MAC TX, its ACKs that wait
-// for their flow's reply.
+// for their flow's reply, and the requesters it held back.
 #define SIMNIC_HW_TX_STATS_BLOCK_FIELDS(F) \
     F(acks_held, 0x10, 0, 64)              \
     F(acks_joined, 0x18, 0, 64)            \
-    F(ack_holds_expired, 0x20, 0, 64)
+    F(ack_holds_expired, 0x20, 0, 64)      \
+    F(rx_backlog_holds, 0x28, 0, 64)
 
 // DMA_STATS_BLOCK (hw-spec.md 2.6.3): how the transport's data crossed to
 // host memory, in transfers and in packets that needed none of their own.

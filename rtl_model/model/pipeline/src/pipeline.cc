@@ -360,6 +360,30 @@ uint64_t Pipeline::run() {
     return (m.now_ps() - span.t0) / m.nic->period_ps;
 }
 
+bool Pipeline::run_unless_lagging(const std::function<bool()>& lagging) {
+    Impl& m = *impl_;
+    const uint64_t q = m.nic->cfg.wire.quantum_cycles;
+    // A fabric's shared time, a waveform window and the loopback shortcut
+    // (no port to lag) run as run() does.
+    if (q == 0 || m.nic->loopback || !m.owns_ctx || m.trace_state == Impl::TraceState::Armed ||
+        m.trace_state == Impl::TraceState::Recording) {
+        run();
+        return false;
+    }
+    SimGuard g(m.ctx);
+    const Impl::Stretch span{m};
+    while (sc_core::sc_pending_activity(m.ctx)) {
+        const uint64_t sent = m.nic->wire_frames;
+        // To the quantum's end, or to the next event if that is later (a
+        // stretch with no event would not move the clock).
+        const uint64_t d = std::max<uint64_t>(q * m.nic->period_ps,
+                                              sc_core::sc_time_to_pending_activity(m.ctx).value());
+        sc_core::sc_start(sc_core::sc_time(double(d), sc_core::SC_PS), sc_core::SC_EXIT_ON_STARVATION);
+        if (m.nic->wire_frames != sent && lagging()) break;
+    }
+    return sc_core::sc_pending_activity(m.ctx);
+}
+
 bool Pipeline::run_quantum() {
     Impl& m = *impl_;
     const uint64_t q = m.nic->cfg.wire.quantum_cycles;

@@ -205,6 +205,18 @@ public:
         run();
         return false;
     }
+    // run(), but it stops early, with work left (true), at the end of a
+    // quantum in which frames went to the wire and `lagging()` became true:
+    // the port's receive path has fallen behind them (Port::rx_lagging),
+    // and the engine must take them in before the model sends more. Only
+    // a burst that no window bounds gets there (a deep queue of UC SENDs to
+    // the device itself); otherwise, and without quanta, this is run().
+    // No input enters between the quanta, so the simulation is the same.
+    virtual bool run_unless_lagging(const std::function<bool()>& lagging) {
+        (void)lagging;
+        run();
+        return false;
+    }
     // Runs the model until every doorbell given to it so far has been
     // taken (its WQEs fetched and decoded: a UD WQE's address vector read
     // from its AH), at least; true if work is left, which the engine then

@@ -174,6 +174,15 @@ public:
         (void)wqe, (void)seg;
         transmit(pkt);
     }
+    // Whether the port takes the requester's next packet now. A port whose
+    // own receive path has fallen far behind what the device sent says no
+    // (the soft engine's UDP port to the device itself on lo, where the
+    // kernel drops what the receiving socket cannot hold): the requester
+    // then stops before the packet, as at the RC window, and the engine
+    // calls Qp::resume() once the port has drained. UC and UD have neither
+    // a window nor retransmission, so without this a deep queue of large
+    // UC SENDs from a device to itself lost messages for good.
+    virtual bool can_transmit() { return true; }
 };
 
 // ---- Time ----

@@ -30,6 +30,9 @@ public:
     // A packet addressed to this QP, as decode_frame produced it.
     void on_packet(const roce::Packet& pkt);
     void on_timer(QpTimer t);
+    // The port takes packets again after it held the requester back
+    // (WirePort::can_transmit): the requester goes on where it stopped.
+    void resume() { progress(); }
     // A receive WQE was posted: nothing to do (the peer retries after its RNR
     // timer), kept so that engines have one place to call.
     void on_recv_posted() {}

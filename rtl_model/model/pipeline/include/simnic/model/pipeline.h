@@ -130,6 +130,7 @@ public:
     void cancel_timer(uint32_t qpn, uint8_t timer) override;
     // Simulates until no block has work. Returns simulated cycles advanced.
     uint64_t run() override;
+    bool run_unless_lagging(const std::function<bool()>& lagging) override;
     // Simulates in quanta of wire.quantum_cycles until idle, or until the
     // end of a quantum in which frames left for the wire (until idle when 0,
     // or without a wire); true if work is left. docs/model.md, "Simulated
