@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -348,6 +349,35 @@ private:
                     "give the peer's address on its RoCE netdev, e.g. --peer 192.168.1.11");
             }
         }
+        if (!fabric) overflow_check(dev, wire);
+    }
+
+    // Datagrams the kernel dropped at the device's sockets (RX_STATS_BLOCK,
+    // hw-spec 2.6.4): listed only when there are some, since they are lost
+    // before the device could see them (a peer's retransmits, a UC message
+    // that never completes). The device asks for 8 MiB of receive buffer,
+    // which net.core.rmem_max caps.
+    void overflow_check(const std::string& dev, bool wire) {
+        Json reply;
+        std::string err;
+        if (!ask(Json{{"op", "stats"}, {"device", dev}}, reply, err)) return;
+        const uint64_t n = reply["stats"].value("rx_overflow_drops", uint64_t{0});
+        if (n == 0) return;
+        long rmem_max = 0;
+        if (FILE* f = std::fopen("/proc/sys/net/core/rmem_max", "re")) {
+            if (std::fscanf(f, "%ld", &rmem_max) != 1) rmem_max = 0;
+            std::fclose(f);
+        }
+        std::string what = "the kernel dropped " + std::to_string(n) + " datagram" + (n == 1 ? "" : "s") +
+                           " at the device's " + (wire ? "socket from the wire" : "UDP 4791 sockets") +
+                           " for want of buffer room (UDP RcvbufErrors in /proc/net/snmp): the device never saw them";
+        if (rmem_max > 0) what += "; net.core.rmem_max is " + std::to_string(rmem_max);
+        const std::string fix =
+            rmem_max > 0 && rmem_max < (8 << 20)
+                ? "as root: sysctl -w net.core.rmem_max=8388608, then simnic link delete " + dev +
+                      " and add it again (the device asks for 8 MiB); or have the senders send less at once"
+                : "have the senders send less at once, or give the engine a CPU of its own";
+        add("rx_overflow", dev, Status::Warn, what, fix);
     }
 
     void mtu_check(const std::string& dev, unsigned mtu, const std::string& whose) {

@@ -369,6 +369,7 @@ std::vector<std::pair<std::string, uint64_t>> read_stats(const uint8_t* bar) {
     block(hw::kBar0CcStatsBlock, hw::cc_stats_block::kFields);
     block(hw::kBar0TxStatsBlock, hw::tx_stats_block::kFields);
     block(hw::kBar0DmaStatsBlock, hw::dma_stats_block::kFields);
+    block(hw::kBar0RxStatsBlock, hw::rx_stats_block::kFields);
     return r;
 }
 

@@ -647,6 +647,8 @@ struct SoftEngine::Impl final : Datapath, PortSink {
         if (!ack_hold.holding() || !ack_hold.may_wait(hold_now())) tx_flush();
     }
     bool rx_batch();
+    // What RX_STATS_BLOCK has of the port's rx_overflow_drops (hw-spec 2.6.4).
+    uint64_t rx_overflow_published = 0;
     // What a received packet's sender vouches for, so that rx_deliver need
     // not check it: nothing (the port's), its ICRC (a model device's ICRC
     // check passed it), or all of it (built by this engine a moment ago:

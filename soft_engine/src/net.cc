@@ -216,6 +216,10 @@ bool SoftEngine::Impl::rx_batch() {
     if (cfg.loopback && port_quiet > 16 && (++port_skip & 3) != 0) return any;
     rx_doorbells_taken = rx_doorbells_found = false;
     const bool got = port->receive(*this);
+    if (const uint64_t d = port->rx_overflow_drops(); d != rx_overflow_published) {
+        stat(hw::rx_stats_block::rx_overflow_drops, d - rx_overflow_published, hw::kBar0RxStatsBlock);
+        rx_overflow_published = d;
+    }
     if (!rx_held.empty()) {
         // A model device: the doorbells first, then the frames into MAC RX
         // (held until the port was done: simulating may send on it).

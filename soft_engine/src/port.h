@@ -129,6 +129,10 @@ public:
     // engine then holds its requesters back until it is false again
     // (rx_backlog_holds, WirePort::can_transmit).
     virtual bool rx_lagging() const { return false; }
+    // Datagrams the host's network stack dropped at the port's descriptors
+    // for want of buffer room, as far as the port has learned of them, since
+    // it was opened (RX_STATS_BLOCK's rx_overflow_drops, hw-spec 2.6.4).
+    virtual uint64_t rx_overflow_drops() const { return 0; }
     // Descriptors readable when something arrives: the engine's sleep waits
     // on them (it never reads them itself).
     virtual std::vector<int> fds() const = 0;

@@ -72,6 +72,9 @@ int rx_socket_of(roce::IpVersion v) {
         setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
     }
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    // What the kernel drops here for want of room is counted
+    // (rx_overflow_drops): the datagrams that follow say how many.
+    setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
     // A GSO send from a device of this host then arrives whole, one
     // datagram per message, cut into its packets here (deliver); so may a
     // NIC's GRO of a remote sender's equal packets. Without it (a kernel
@@ -166,6 +169,7 @@ public:
     bool receive(PortSink& sink) override;
     bool rx_pending() const override { return !backlog_.empty(); }
     bool rx_lagging() const override { return backlog_bytes_ >= kHoldBytes; }
+    uint64_t rx_overflow_drops() const override { return rx_drops_; }
     std::vector<int> fds() const override;
     bool set_group(const IpAddr& group, bool join) override;
 
@@ -289,6 +293,16 @@ private:
                    iovec* ivs, mmsghdr* msgs);
     size_t backlog_bytes_ = 0;
     size_t sent_since_rx_ = 0;  // frames sent since the sockets were last read
+    // The kernel's drop count of each receiving socket (SO_RXQ_OVFL: the
+    // socket's own count since it was made, sent with each datagram once
+    // it is not 0), as last seen, by descriptor; and their sum's growth.
+    std::unordered_map<int, uint32_t> rx_drops_seen_;
+    uint64_t rx_drops_ = 0;
+    void note_drops(int fd, uint32_t count) {
+        uint32_t& seen = rx_drops_seen_[fd];
+        rx_drops_ += uint32_t(count - seen);  // modulo 2^32, as the kernel's counter
+        seen = count;
+    }
     // At most this much waits in the backlog: beyond it the sockets' own
     // buffers overflow, as a NIC's receive ring does.
     static constexpr size_t kBacklogBytes = 256u << 20;
@@ -404,6 +418,7 @@ bool UdpPort::set_group(const IpAddr& group, bool join) {
     if (!join) {
         if (it == groups_.end()) return false;
         close(it->fd);  // leaves the group, and the engine's epoll set
+        rx_drops_seen_.erase(it->fd);  // a socket made later may get its number
         groups_.erase(it);
         return true;
     }
@@ -780,12 +795,17 @@ void UdpPort::deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const socka
     // own to the engine, with the same addresses, TTL and TOS (GRO merges
     // only packets whose headers agree, so a CE mark stays on its packet).
     size_t seg = n;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+    for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
             int v = 0;
             std::memcpy(&v, CMSG_DATA(c), sizeof v);
             if (v > 0) seg = std::min(n, size_t(v));
+        } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+            uint32_t v = 0;
+            std::memcpy(&v, CMSG_DATA(c), sizeof v);
+            note_drops(rx_socket(sk), v);
         }
+    }
     for (size_t off = 0; off < n; off += seg) {
         // Each packet's headers are rebuilt in front of it, over the end of
         // the packet before, which the engine is done with: it keeps

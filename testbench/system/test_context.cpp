@@ -101,7 +101,7 @@ TEST_CASE("a context executes firmware commands through the command ring", "[con
 // `next` from ID_BLOCK (hw-spec 2.2): every block the spec's BAR0 map lists
 // must be on that chain, at its offset, with its type and length, and the
 // chain must end.
-TEST_CASE("BAR0's global blocks form one chain from ID_BLOCK to DMA_STATS_BLOCK", "[context]") {
+TEST_CASE("BAR0's global blocks form one chain from ID_BLOCK to RX_STATS_BLOCK", "[context]") {
     DaemonFixture d;
     int err = 0;
     auto ctx = host::open_context("ctxtest", err);
@@ -120,6 +120,7 @@ TEST_CASE("BAR0's global blocks form one chain from ID_BLOCK to DMA_STATS_BLOCK"
         {hw::kBar0CcStatsBlock, hw::BlockType::CcStats, hw::cc_stats_block::kSize},
         {hw::kBar0TxStatsBlock, hw::BlockType::TxStats, hw::tx_stats_block::kSize},
         {hw::kBar0DmaStatsBlock, hw::BlockType::DmaStats, hw::dma_stats_block::kSize},
+        {hw::kBar0RxStatsBlock, hw::BlockType::RxStats, hw::rx_stats_block::kSize},
     };
     uint32_t at = hw::kBar0IdBlock;
     for (const Want& w : want) {
@@ -131,7 +132,7 @@ TEST_CASE("BAR0's global blocks form one chain from ID_BLOCK to DMA_STATS_BLOCK"
         CHECK(hw::get(h, hw::reg_block_header::length) == w.length);
         at = uint32_t(hw::get(h, hw::reg_block_header::next));
     }
-    CHECK(at == 0);  // DMA_STATS_BLOCK is the last
+    CHECK(at == 0);  // RX_STATS_BLOCK is the last
 }
 
 TEST_CASE("objects of a process killed with SIGKILL are released", "[context]") {

@@ -44,6 +44,7 @@ enum class BlockType : std::uint32_t {
     CcStats = 0x00000006,
     TxStats = 0x00000007,
     DmaStats = 0x00000008,
+    RxStats = 0x00000009,
     Cmdq = 0x00000101,
     Eq = 0x00000102,
     Intr = 0x00000103,
@@ -59,6 +60,7 @@ constexpr std::uint32_t kBar0CtxWinBlock = 0x0400;
 constexpr std::uint32_t kBar0CcStatsBlock = 0x0500;
 constexpr std::uint32_t kBar0TxStatsBlock = 0x0540;
 constexpr std::uint32_t kBar0DmaStatsBlock = 0x0580;
+constexpr std::uint32_t kBar0RxStatsBlock = 0x05C0;
 constexpr std::uint32_t kBar0CtxBase = 0x1000;
 constexpr std::uint32_t kCtxPageSize = 0x1000;
 
@@ -472,6 +474,11 @@ constexpr int status_errno(CmdStatus s) noexcept {
     F(host_writes, 0x18, 0, 64)             \
     F(read_ahead_hits, 0x20, 0, 64)         \
     F(writes_combined, 0x28, 0, 64)
+
+// RX_STATS_BLOCK (hw-spec.md 2.6.4): the port's MAC RX, what the host's
+// network stack dropped before the device could take it.
+#define SIMNIC_HW_RX_STATS_BLOCK_FIELDS(F) \
+    F(rx_overflow_drops, 0x10, 0, 64)
 
 // CTXWIN_BLOCK (hw-spec.md 2.7)
 #define SIMNIC_HW_CTXWIN_BLOCK_FIELDS(F) \
@@ -1024,6 +1031,7 @@ constexpr int status_errno(CmdStatus s) noexcept {
     L(cc_stats_block, CC_STATS_BLOCK, 64)             \
     L(tx_stats_block, TX_STATS_BLOCK, 64)             \
     L(dma_stats_block, DMA_STATS_BLOCK, 64)           \
+    L(rx_stats_block, RX_STATS_BLOCK, 64)             \
     L(cmdq_regs, CMDQ_REGS, 64)                       \
     L(eq_regs, EQ_REGS, 64)                           \
     L(intr_regs, INTR_REGS, 32)                       \
@@ -1140,7 +1148,8 @@ static_assert(kBar0StatsBlock + stats_block::kSize <= kBar0CtxWinBlock, "BAR0: S
 static_assert(kBar0CtxWinBlock + ctxwin_block::kSize <= kBar0CcStatsBlock, "BAR0: CTXWIN overlaps CC_STATS");
 static_assert(kBar0CcStatsBlock + cc_stats_block::kSize <= kBar0TxStatsBlock, "BAR0: CC_STATS overlaps TX_STATS");
 static_assert(kBar0TxStatsBlock + tx_stats_block::kSize <= kBar0DmaStatsBlock, "BAR0: TX_STATS overlaps DMA_STATS");
-static_assert(kBar0DmaStatsBlock + dma_stats_block::kSize <= kBar0CtxBase, "BAR0: DMA_STATS overlaps contexts");
+static_assert(kBar0DmaStatsBlock + dma_stats_block::kSize <= kBar0RxStatsBlock, "BAR0: DMA_STATS overlaps RX_STATS");
+static_assert(kBar0RxStatsBlock + rx_stats_block::kSize <= kBar0CtxBase, "BAR0: RX_STATS overlaps contexts");
 // The global blocks after PORT_BLOCK on the chain (hw-spec 2.1, 2.2), in
 // order. The firmware writes ID, CAP and PORT (PORT's `next` is this
 // list's first); the device writes these headers, each pointing at the
@@ -1157,6 +1166,7 @@ inline constexpr GlobalBlock kBar0DeviceBlocks[] = {
     {kBar0CcStatsBlock, BlockType::CcStats, cc_stats_block::kSize},
     {kBar0TxStatsBlock, BlockType::TxStats, tx_stats_block::kSize},
     {kBar0DmaStatsBlock, BlockType::DmaStats, dma_stats_block::kSize},
+    {kBar0RxStatsBlock, BlockType::RxStats, rx_stats_block::kSize},
 };
 constexpr std::size_t kBar0DeviceBlockCount = sizeof kBar0DeviceBlocks / sizeof kBar0DeviceBlocks[0];
 // The `next` of kBar0DeviceBlocks[i]'s header.

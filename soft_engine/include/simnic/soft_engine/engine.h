@@ -245,8 +245,8 @@ struct EngineGroup {
 };
 
 // STATS_BLOCK counters of a BAR0 global page, by field name (hw-spec 2.6),
-// then CC_STATS_BLOCK's (2.6.1), TX_STATS_BLOCK's (2.6.2) and
-// DMA_STATS_BLOCK's (2.6.3).
+// then CC_STATS_BLOCK's (2.6.1), TX_STATS_BLOCK's (2.6.2),
+// DMA_STATS_BLOCK's (2.6.3) and RX_STATS_BLOCK's (2.6.4).
 std::vector<std::pair<std::string, std::uint64_t>> read_stats(const std::uint8_t* bar);
 
 }  // namespace simnic::soft_engine
