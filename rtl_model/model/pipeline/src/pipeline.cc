@@ -79,6 +79,9 @@ struct Pipeline::Impl {
         if (trace_state == TraceState::Armed && c >= trace_from_cycle) trace_state = TraceState::Recording;
         if (c >= trace_to_cycle) trace_close();
     }
+    // run_quantum's and run_unless_lagging's stretches (counted in `quanta`
+    // when `count`).
+    bool run_quanta(bool count, const std::function<bool(bool sent)>& stop);
 };
 
 namespace {
@@ -360,73 +363,66 @@ uint64_t Pipeline::run() {
     return (m.now_ps() - span.t0) / m.nic->period_ps;
 }
 
-bool Pipeline::run_unless_lagging(const std::function<bool()>& lagging) {
-    Impl& m = *impl_;
-    const uint64_t q = m.nic->cfg.wire.quantum_cycles;
-    // A fabric's shared time, a waveform window and the loopback shortcut
-    // (no port to lag) run as run() does.
-    if (q == 0 || m.nic->loopback || !m.owns_ctx || m.trace_state == Impl::TraceState::Armed ||
-        m.trace_state == Impl::TraceState::Recording) {
-        run();
-        return false;
-    }
-    SimGuard g(m.ctx);
-    const Impl::Stretch span{m};
-    while (sc_core::sc_pending_activity(m.ctx)) {
-        const uint64_t sent = m.nic->wire_frames;
-        // To the quantum's end, or to the next event if that is later (a
-        // stretch with no event would not move the clock).
-        const uint64_t d = std::max<uint64_t>(q * m.nic->period_ps,
-                                              sc_core::sc_time_to_pending_activity(m.ctx).value());
-        sc_core::sc_start(sc_core::sc_time(double(d), sc_core::SC_PS), sc_core::SC_EXIT_ON_STARVATION);
-        if (m.nic->wire_frames != sent && lagging()) break;
-    }
-    return sc_core::sc_pending_activity(m.ctx);
-}
-
-bool Pipeline::run_quantum() {
-    Impl& m = *impl_;
-    const uint64_t q = m.nic->cfg.wire.quantum_cycles;
-    if (q == 0 || m.nic->loopback) {
-        run();
-        return false;
-    }
-    SimGuard g(m.ctx);
-    const Impl::Stretch span{m};
-    // Quantum after quantum until idle, or until frames left for the wire:
-    // those may come back (the device's own, through the kernel) or be
-    // answered, so the engine takes its turn at the port first. Work that
-    // never reaches the wire (firmware commands queued up, a long local
-    // burst) still runs to the end at once, as run() does.
-    while (sc_core::sc_pending_activity(m.ctx)) {
-        const uint64_t sent = m.nic->wire_frames;
-        const uint64_t now = m.now_ps();
-        uint64_t d = q * m.nic->period_ps;
+// Quantum after quantum until the model is idle or `stop` says so after
+// one (`sent`: frames left for the wire in it); true if work is left. A
+// waveform window closes on time. No input enters between the quanta, so
+// the events are those one stretch to idle would run, in the same order.
+bool Pipeline::Impl::run_quanta(bool count, const std::function<bool(bool sent)>& stop) {
+    SimGuard g(ctx);
+    const Stretch span{*this};
+    const uint64_t q = nic->cfg.wire.quantum_cycles;
+    while (sc_core::sc_pending_activity(ctx)) {
+        const uint64_t sent = nic->wire_frames;
+        const uint64_t now = now_ps();
+        uint64_t d = q * nic->period_ps;
         // Nothing happens before the next event: go there. (A quantum that
         // ends before it would not move the clock: SC_EXIT_ON_STARVATION
         // stays at the last event.)
-        d = std::max<uint64_t>(d, sc_core::sc_time_to_pending_activity(m.ctx).value());
+        d = std::max<uint64_t>(d, sc_core::sc_time_to_pending_activity(ctx).value());
         sc_core::sc_starvation_policy policy = sc_core::SC_EXIT_ON_STARVATION;
-        // A waveform window closes on time: the clock goes to its end.
-        if (m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) {
-            const uint64_t to = m.trace_to_cycle * m.nic->period_ps;
+        if (trace_state == TraceState::Armed || trace_state == TraceState::Recording) {
+            const uint64_t to = trace_to_cycle * nic->period_ps;
             if (to > now && to - now < d) {
                 d = to - now;
                 policy = sc_core::SC_RUN_TO_TIME;
             }
         }
         sc_core::sc_start(sc_core::sc_time(double(d), sc_core::SC_PS), policy);
-        m.trace_update();
-        ++m.quanta;
-        if (m.nic->wire_frames != sent) break;
-        // A fabric's device: the whole fabric advanced one quantum. Its wire
-        // is inside the simulation, but the applications of the other
-        // devices ring doorbells meanwhile: their engines take them before
-        // the next quantum (soft_engine's EngineGroup), so that senders on
-        // several devices overlap in simulated time as they do in wall time.
-        if (!m.owns_ctx) break;
+        trace_update();
+        if (count) ++quanta;
+        if (stop(nic->wire_frames != sent)) break;
     }
-    return sc_core::sc_pending_activity(m.ctx);
+    return sc_core::sc_pending_activity(ctx);
+}
+
+bool Pipeline::run_unless_lagging(const std::function<bool()>& lagging) {
+    Impl& m = *impl_;
+    // A fabric's shared time, a waveform window (run() closes it) and the
+    // loopback shortcut (no port to lag) run as run() does.
+    if (m.nic->cfg.wire.quantum_cycles == 0 || m.nic->loopback || !m.owns_ctx ||
+        m.trace_state == Impl::TraceState::Armed || m.trace_state == Impl::TraceState::Recording) {
+        run();
+        return false;
+    }
+    return m.run_quanta(false, [&](bool sent) { return sent && lagging(); });
+}
+
+bool Pipeline::run_quantum() {
+    Impl& m = *impl_;
+    if (m.nic->cfg.wire.quantum_cycles == 0 || m.nic->loopback) {
+        run();
+        return false;
+    }
+    // Until frames left for the wire: those may come back (the device's
+    // own, through the kernel) or be answered, so the engine takes its turn
+    // at the port first. Work that never reaches the wire (firmware
+    // commands queued up, a long local burst) still runs to the end at
+    // once, as run() does. A fabric's device: the whole fabric advanced one
+    // quantum. Its wire is inside the simulation, but the applications of
+    // the other devices ring doorbells meanwhile: their engines take them
+    // before the next quantum (soft_engine's EngineGroup), so that senders
+    // on several devices overlap in simulated time as they do in wall time.
+    return m.run_quanta(true, [&](bool sent) { return sent || !m.owns_ctx; });
 }
 
 uint64_t Pipeline::quiet_gap_ns() const {
