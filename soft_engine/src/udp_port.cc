@@ -419,6 +419,19 @@ bool UdpPort::set_group(const IpAddr& group, bool join) {
         if (it == groups_.end()) return false;
         close(it->fd);  // leaves the group, and the engine's epoll set
         rx_drops_seen_.erase(it->fd);  // a socket made later may get its number
+        // Datagrams stashed from its socket are for a group the device has
+        // left: dropped, as the socket's queue is. The later groups' sockets
+        // move down one index, and so do their stashed datagrams.
+        const size_t gone = 1 + local6_.size() + size_t(it - groups_.begin());
+        for (auto b = backlog_.begin(); b != backlog_.end();) {
+            if (b->sk == gone) {
+                backlog_bytes_ -= b->buf.size();
+                b = backlog_.erase(b);
+                continue;
+            }
+            if (b->sk > gone) --b->sk;
+            ++b;
+        }
         groups_.erase(it);
         return true;
     }
