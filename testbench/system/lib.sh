@@ -80,12 +80,31 @@
 #   stall_report SECS PROG...
 #                          the same report at once, on stdout: for a test
 #                          that sees its tools stuck before it stops them.
+#   own_netns "$@"         runs the calling script again, with the same
+#                          arguments, in a network namespace of its own (a
+#                          user namespace too when not root), so that its
+#                          devices on lo take nobody's UDP 4791 and its
+#                          filters and interfaces touch nothing else; in
+#                          there it returns. Call it right after sourcing
+#                          this file, before anything else happens.
 #   sys_cleanup [PIDVAR...]
 #                          kills the processes whose pids the named variables
 #                          hold (those set), deletes the devices link_add
 #                          made, stops the private daemon and removes $work:
 #                          the test's EXIT trap, e.g.
 #                          trap 'sys_cleanup server_pid' EXIT.
+own_netns() {
+  # Set only between the re-exec and its return: a script the test starts
+  # in there gets a namespace of its own again.
+  if [ -n "${SIMNIC_IN_OWN_NETNS:-}" ]; then
+    unset SIMNIC_IN_OWN_NETNS
+    return
+  fi
+  export SIMNIC_IN_OWN_NETNS=1
+  if [ "$(id -u)" -eq 0 ]; then exec unshare --net "$0" "$@"; fi
+  exec unshare --user --map-root-user --net "$0" "$@"
+}
+
 failures=0
 fail() {
   echo "FAIL: $*"

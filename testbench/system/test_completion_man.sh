@@ -6,13 +6,9 @@
 # own (a device on lo), and a user namespace when not root.
 #   test_completion_man.sh SIMNIC
 set -u
-if [ -z "${SIMNIC_SHELL_NS:-}" ]; then
-  export SIMNIC_SHELL_NS=1
-  if [ "$(id -u)" -eq 0 ]; then exec unshare --net "$0" "$@"; fi
-  exec unshare --user --map-root-user --net "$0" "$@"
-fi
-SIMNIC=$1
 . "$(dirname "$0")/lib.sh"
+own_netns "$@"
+SIMNIC=$1
 sys_init --as-caller shell
 ip link set lo up
 trap '"$SIMNIC" daemon --stop >/dev/null 2>&1; rm -rf "$work"' EXIT

@@ -16,13 +16,9 @@
 # CASE is one chain (the case_* functions below); each runs alone, in a
 # network namespace of its own.
 set -u
-if [ -z "${SIMNIC_DOCTOR_NS:-}" ]; then
-  export SIMNIC_DOCTOR_NS=1
-  if [ "$(id -u)" -eq 0 ]; then exec unshare --net "$0" "$@"; fi
-  exec unshare --user --map-root-user --net "$0" "$@"
-fi
-CASE=$1 SIMNIC=$2 LIB=$3 ORPHAN=$4
 . "$(dirname "$0")/lib.sh"
+own_netns "$@"
+CASE=$1 SIMNIC=$2 LIB=$3 ORPHAN=$4
 sys_init --as-caller doctor
 ip link set lo up
 

@@ -12,14 +12,10 @@
 # so that its device on lo takes nobody's UDP 4791.
 #   test_resource_pages.sh SIMNIC LIBSIMNIC_VERBS MANY_OBJECTS
 set -u
-if [ -z "${SIMNIC_PAGES_NS:-}" ]; then
-  export SIMNIC_PAGES_NS=1
-  if [ "$(id -u)" -eq 0 ]; then exec unshare --net "$0" "$@"; fi
-  exec unshare --user --map-root-user --net "$0" "$@"
-fi
+. "$(dirname "$0")/lib.sh"
+own_netns "$@"
 SIMNIC=$1 LIB=$2 PROG=$3
 MRS=25000 QPS=300
-. "$(dirname "$0")/lib.sh"
 sys_init --as-caller pages
 ip link set lo up
 cleanup() {

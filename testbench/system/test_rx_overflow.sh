@@ -14,14 +14,10 @@
 # counters are its own.
 #   test_rx_overflow.sh SIMNIC
 set -u
-if [ -z "${SIMNIC_OVFL_NS:-}" ]; then
-  export SIMNIC_OVFL_NS=1
-  if [ "$(id -u)" -eq 0 ]; then exec unshare --net "$0" "$@"; fi
-  exec unshare --user --map-root-user --net "$0" "$@"
-fi
+. "$(dirname "$0")/lib.sh"
+own_netns "$@"
 SIMNIC=$1
 FLOOD=20000  # 1 KiB datagrams: 20 MB, past any socket buffer rmem_max allows here
-. "$(dirname "$0")/lib.sh"
 sys_init --as-caller rx_overflow
 ip link set lo up
 dpid=
