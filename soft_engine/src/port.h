@@ -11,8 +11,11 @@
 // the decode and dispatch of what arrives.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -136,6 +139,27 @@ public:
     // Descriptors readable when something arrives: the engine's sleep waits
     // on them (it never reads them itself).
     virtual std::vector<int> fds() const = 0;
+};
+
+// A receiving socket's drops as the kernel counts them (SO_RXQ_OVFL: its
+// own count of what it dropped at the socket since the socket was made,
+// sent with each datagram once it is not 0), for Port::rx_overflow_drops:
+// enable() it on the socket, then note() each control message of each
+// datagram received there.
+struct SocketDrops {
+    uint32_t seen = 0;  // the count as last seen
+    static void enable(int fd) {
+        const int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
+    }
+    static bool is_count(const cmsghdr& c) { return c.cmsg_level == SOL_SOCKET && c.cmsg_type == SO_RXQ_OVFL; }
+    // Adds to `total` what the count in `c` grew by since the last.
+    void note(const cmsghdr& c, uint64_t& total) {
+        uint32_t count = 0;
+        std::memcpy(&count, CMSG_DATA(&c), sizeof count);
+        total += uint32_t(count - seen);  // modulo 2^32, as the kernel's counter
+        seen = count;
+    }
 };
 
 // How a port reports each frame it sent (ok) or dropped: the engine counts

@@ -74,7 +74,7 @@ int rx_socket_of(roce::IpVersion v) {
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     // What the kernel drops here for want of room is counted
     // (rx_overflow_drops): the datagrams that follow say how many.
-    setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
+    SocketDrops::enable(fd);
     // A GSO send from a device of this host then arrives whole, one
     // datagram per message, cut into its packets here (deliver); so may a
     // NIC's GRO of a remote sender's equal packets. Without it (a kernel
@@ -293,16 +293,9 @@ private:
                    iovec* ivs, mmsghdr* msgs);
     size_t backlog_bytes_ = 0;
     size_t sent_since_rx_ = 0;  // frames sent since the sockets were last read
-    // The kernel's drop count of each receiving socket (SO_RXQ_OVFL: the
-    // socket's own count since it was made, sent with each datagram once
-    // it is not 0), as last seen, by descriptor; and their sum's growth.
-    std::unordered_map<int, uint32_t> rx_drops_seen_;
+    // Each receiving socket's drop count, by descriptor, and their growth.
+    std::unordered_map<int, SocketDrops> rx_drops_seen_;
     uint64_t rx_drops_ = 0;
-    void note_drops(int fd, uint32_t count) {
-        uint32_t& seen = rx_drops_seen_[fd];
-        rx_drops_ += uint32_t(count - seen);  // modulo 2^32, as the kernel's counter
-        seen = count;
-    }
     // At most this much waits in the backlog: beyond it the sockets' own
     // buffers overflow, as a NIC's receive ring does.
     static constexpr size_t kBacklogBytes = 256u << 20;
@@ -813,10 +806,8 @@ void UdpPort::deliver(size_t sk, uint8_t* pay, size_t n, msghdr& mh, const socka
             int v = 0;
             std::memcpy(&v, CMSG_DATA(c), sizeof v);
             if (v > 0) seg = std::min(n, size_t(v));
-        } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
-            uint32_t v = 0;
-            std::memcpy(&v, CMSG_DATA(c), sizeof v);
-            note_drops(rx_socket(sk), v);
+        } else if (SocketDrops::is_count(*c)) {
+            rx_drops_seen_[rx_socket(sk)].note(*c, rx_drops_);
         }
     }
     for (size_t off = 0; off < n; off += seg) {

@@ -153,8 +153,8 @@ private:
     static constexpr int kRxBatch = 16;
     std::vector<std::vector<uint8_t>> rx_bufs_;
     std::vector<uint8_t> ctl_buf_;
-    // The socket's drop count (SO_RXQ_OVFL) as last seen, and its growth.
-    uint32_t rx_drops_seen_ = 0;
+    // The socket's drop count, and its growth.
+    SocketDrops rx_drops_seen_;
     uint64_t rx_drops_ = 0;
 };
 
@@ -195,8 +195,7 @@ bool WirePort::open(std::string& err) {
     setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
     // What overflows it all the same is counted (rx_overflow_drops).
-    const int one = 1;
-    setsockopt(fd_, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
+    SocketDrops::enable(fd_);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(w_.hub_port);
@@ -574,12 +573,7 @@ bool WirePort::receive(PortSink& sink) {
         got = true;
         for (int i = 0; i < m; ++i) {
             for (cmsghdr* c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c; c = CMSG_NXTHDR(&msgs[i].msg_hdr, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
-                    uint32_t v = 0;
-                    std::memcpy(&v, CMSG_DATA(c), sizeof v);
-                    rx_drops_ += uint32_t(v - rx_drops_seen_);  // modulo 2^32, as the kernel's counter
-                    rx_drops_seen_ = v;
-                }
+                if (SocketDrops::is_count(*c)) rx_drops_seen_.note(*c, rx_drops_);
             receive_frame(rx_bufs_[size_t(i)].data(), msgs[i].msg_len, sink);
         }
         if (m < kRxBatch) break;
